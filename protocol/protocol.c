@@ -1,0 +1,169 @@
+/*
+ * gpuframed wire protocol: header encode/decode and the names of its codes.
+ *
+ * Integers are read and written byte by byte, least significant first, so the
+ * code needs no particular host byte order and no alignment of the buffer.
+ */
+#include "protocol.h"
+
+#include <assert.h>
+
+/* Byte offsets of the header's fields, as in the table in protocol.h. */
+enum {
+    OFF_MAGIC = 0,
+    OFF_VERSION = 4,
+    OFF_TYPE = 5,
+    OFF_FLAGS = 6,
+    OFF_FRAME_ID = 8,
+    OFF_PIPELINE_ID = 16,
+    OFF_STATUS = 20,
+    OFF_PAYLOAD_BYTES = 24,
+    OFF_END_ = 32
+};
+
+_Static_assert(OFF_END_ == GF_HEADER_BYTES, "header table and GF_HEADER_BYTES disagree");
+
+static uint16_t get_u16(const unsigned char *p)
+{
+    return (uint16_t)((unsigned)p[0] | (unsigned)p[1] << 8);
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
+}
+
+static void put_u16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)(v & 0xFFu);
+    p[1] = (unsigned char)(v >> 8);
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)((v >> (8 * i)) & 0xFFu);
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    put_u32(p, (uint32_t)(v & 0xFFFFFFFFu));
+    put_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* Nonzero when a message of `type` may arrive at a peer playing `role`. */
+static int type_accepted(enum gf_parse_role role, uint32_t type)
+{
+    switch (role) {
+    case GF_ROLE_DAEMON:
+        return type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS;
+    case GF_ROLE_CLIENT:
+        return type == GF_MSG_RESULT || type == GF_MSG_ERROR || type == GF_MSG_LIST ||
+               type == GF_MSG_STATS;
+    }
+    assert(0 && "gf_header_parse: unknown role");
+    return 0;
+}
+
+int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
+                    uint64_t max_payload_bytes, gf_header *out)
+{
+    const unsigned char *p = buf;
+
+    assert(out != NULL);
+    if (len < GF_HEADER_BYTES)
+        return 0;
+    assert(p != NULL);
+
+    uint32_t magic = get_u32(p + OFF_MAGIC);
+    out->version = p[OFF_VERSION];
+    out->type = p[OFF_TYPE];
+    out->flags = get_u16(p + OFF_FLAGS);
+    out->frame_id = get_u64(p + OFF_FRAME_ID);
+    out->pipeline_id = get_u32(p + OFF_PIPELINE_ID);
+    out->status = get_u32(p + OFF_STATUS);
+    out->payload_bytes = get_u64(p + OFF_PAYLOAD_BYTES);
+
+    if (magic != GF_MAGIC)
+        return -GF_ERR_BAD_MAGIC;
+    if (out->version != GF_PROTOCOL_VERSION)
+        return -GF_ERR_BAD_VERSION;
+    if (!type_accepted(role, out->type))
+        return -GF_ERR_BAD_TYPE;
+    if (out->flags != 0 || (role == GF_ROLE_DAEMON && out->status != GF_OK))
+        return -GF_ERR_BAD_FLAGS;
+    if (out->payload_bytes > max_payload_bytes)
+        return -GF_ERR_TOO_LARGE;
+    if (role == GF_ROLE_CLIENT && out->type == GF_MSG_ERROR &&
+        out->payload_bytes > GF_ERROR_TEXT_MAX_BYTES)
+        return -GF_ERR_TOO_LARGE;
+    if (role == GF_ROLE_DAEMON && (out->type == GF_MSG_LIST || out->type == GF_MSG_STATS) &&
+        out->payload_bytes != 0)
+        return -GF_ERR_BAD_LENGTH;
+    return (int)GF_HEADER_BYTES;
+}
+
+void gf_header_encode(const gf_header *h, void *buf)
+{
+    unsigned char *p = buf;
+
+    assert(h != NULL && p != NULL);
+    put_u32(p + OFF_MAGIC, GF_MAGIC);
+    p[OFF_VERSION] = h->version;
+    p[OFF_TYPE] = h->type;
+    put_u16(p + OFF_FLAGS, h->flags);
+    put_u64(p + OFF_FRAME_ID, h->frame_id);
+    put_u32(p + OFF_PIPELINE_ID, h->pipeline_id);
+    put_u32(p + OFF_STATUS, h->status);
+    put_u64(p + OFF_PAYLOAD_BYTES, h->payload_bytes);
+}
+
+/* Indexed by enum gf_status; PROTOCOL.md's error table uses the same names. */
+static const char *const status_names[GF_STATUS_COUNT_] = {
+    [GF_OK] = "ok",
+    [GF_ERR_BAD_MAGIC] = "bad_magic",
+    [GF_ERR_BAD_VERSION] = "bad_version",
+    [GF_ERR_BAD_TYPE] = "bad_type",
+    [GF_ERR_BAD_FLAGS] = "bad_flags",
+    [GF_ERR_TOO_LARGE] = "too_large",
+    [GF_ERR_UNKNOWN_PIPELINE] = "unknown_pipeline",
+    [GF_ERR_BAD_LENGTH] = "bad_length",
+    [GF_ERR_ENGINE] = "engine",
+    [GF_ERR_SHUTTING_DOWN] = "shutting_down",
+    [GF_ERR_TIMEOUT] = "timeout",
+    [GF_ERR_INTERNAL] = "internal",
+};
+
+const char *gf_status_name(uint32_t status)
+{
+    if (status >= GF_STATUS_COUNT_)
+        return "unknown";
+    return status_names[status];
+}
+
+int gf_status_is_fatal(uint32_t status)
+{
+    return status >= GF_ERR_BAD_MAGIC && status <= GF_ERR_TOO_LARGE;
+}
+
+const char *gf_msg_type_name(uint32_t type)
+{
+    switch (type) {
+    case GF_MSG_FRAME:
+        return "frame";
+    case GF_MSG_RESULT:
+        return "result";
+    case GF_MSG_ERROR:
+        return "error";
+    case GF_MSG_LIST:
+        return "list";
+    case GF_MSG_STATS:
+        return "stats";
+    }
+    return "unknown";
+}

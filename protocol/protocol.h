@@ -1,0 +1,132 @@
+/*
+ * gpuframed wire protocol, version 1.
+ *
+ * protocol/PROTOCOL.md is the contract; this header is its C form, shared by
+ * the daemon and the client.  Every message is a fixed 32-byte header followed
+ * by `payload_bytes` bytes of payload.  All integers are little-endian.
+ *
+ *   offset size field
+ *        0    4 magic          GF_MAGIC ("GFRM" on the wire)
+ *        4    1 version        GF_PROTOCOL_VERSION
+ *        5    1 type           enum gf_msg_type
+ *        6    2 flags          must be 0 in version 1
+ *        8    8 frame_id       chosen by the client, echoed in the reply
+ *       16    4 pipeline_id    FRAME: which pipeline; replies: echoed
+ *       20    4 status         replies: enum gf_status; requests: must be 0
+ *       24    8 payload_bytes  length of the payload that follows
+ *
+ * Nothing here does I/O or allocates.
+ */
+#ifndef GF_PROTOCOL_H
+#define GF_PROTOCOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "GFRM" read as a little-endian 32-bit integer. */
+#define GF_MAGIC 0x4D524647u
+#define GF_PROTOCOL_VERSION 1u
+/* The fixed header that precedes every payload. */
+#define GF_HEADER_BYTES 32u
+/* Upper bound on an ERROR reply's message text, so a client can size it. */
+#define GF_ERROR_TEXT_MAX_BYTES 256u
+
+enum gf_msg_type {
+    GF_MSG_FRAME = 1,  /* client -> daemon: payload is the frame's input   */
+    GF_MSG_RESULT = 2, /* daemon -> client: payload is the frame's output  */
+    GF_MSG_ERROR = 3,  /* daemon -> client: status + UTF-8 message text    */
+    GF_MSG_LIST = 4,   /* request: empty payload; reply: JSON of pipelines */
+    GF_MSG_STATS = 5,  /* request: empty payload; reply: JSON of counters  */
+};
+
+/*
+ * Status codes.  0 is success; every other value names why a message was
+ * refused.  `fatal` codes (see gf_status_is_fatal) are followed by the daemon
+ * closing the connection, because the byte stream can no longer be trusted.
+ */
+enum gf_status {
+    GF_OK = 0,
+    GF_ERR_BAD_MAGIC = 1,        /* fatal: header does not start with GF_MAGIC      */
+    GF_ERR_BAD_VERSION = 2,      /* fatal: version is not GF_PROTOCOL_VERSION       */
+    GF_ERR_BAD_TYPE = 3,         /* fatal: type unknown or not valid in a request    */
+    GF_ERR_BAD_FLAGS = 4,        /* fatal: reserved flags or status were not zero    */
+    GF_ERR_TOO_LARGE = 5,        /* fatal: payload_bytes over the daemon's maximum   */
+    GF_ERR_UNKNOWN_PIPELINE = 6, /* the frame's pipeline_id names no pipeline        */
+    GF_ERR_BAD_LENGTH = 7,       /* the pipeline cannot take a payload of this size  */
+    GF_ERR_ENGINE = 8,           /* the engine failed to run the frame               */
+    GF_ERR_SHUTTING_DOWN = 9,    /* the daemon is stopping and took no new frame     */
+    GF_ERR_TIMEOUT = 10,         /* the frame missed its deadline on the engine      */
+    GF_ERR_INTERNAL = 11,        /* a bug or resource failure inside the daemon      */
+    GF_STATUS_COUNT_ = 12
+};
+
+/* One decoded header.  Field meanings as in the table at the top. */
+typedef struct gf_header {
+    uint8_t version;
+    uint8_t type;
+    uint16_t flags;
+    uint64_t frame_id;
+    uint32_t pipeline_id;
+    uint32_t status;
+    uint64_t payload_bytes;
+} gf_header;
+
+/*
+ * Which side is parsing: the daemon accepts requests (FRAME, LIST, STATS),
+ * the client accepts replies (RESULT, ERROR, LIST, STATS).
+ */
+enum gf_parse_role { GF_ROLE_DAEMON, GF_ROLE_CLIENT };
+
+/*
+ * Parses one header from the first `len` bytes of `buf` (any alignment).
+ *
+ * Returns GF_HEADER_BYTES (the bytes consumed; the payload is the caller's)
+ * and fills `*out` when a whole, valid header is there; 0 when fewer than
+ * GF_HEADER_BYTES bytes are there ("need more"; `*out` untouched; nothing is
+ * checked yet); or the negated gf_status naming the first problem found,
+ * checked in wire order:
+ *   magic                                  -GF_ERR_BAD_MAGIC
+ *   version                                -GF_ERR_BAD_VERSION
+ *   type not accepted by `role`            -GF_ERR_BAD_TYPE
+ *   flags != 0, or (daemon) status != 0    -GF_ERR_BAD_FLAGS
+ *   payload_bytes > max_payload_bytes      -GF_ERR_TOO_LARGE
+ *   (client) ERROR payload_bytes over
+ *     GF_ERROR_TEXT_MAX_BYTES              -GF_ERR_TOO_LARGE
+ *   (daemon) LIST or STATS payload != 0    -GF_ERR_BAD_LENGTH
+ * On error `*out` still holds every decoded field, so the caller can echo
+ * frame_id and say what was sent.
+ *
+ * Every error returned here ends the connection, since the reader can no
+ * longer find the next header: the daemon replies ERROR and closes without
+ * reading a payload byte; a client closes.  That includes BAD_LENGTH, which
+ * gf_status_is_fatal does not list because a FRAME refused by its pipeline's
+ * length rule (checked by the daemon, not here) costs only that frame.
+ * The client role leaves a reply's `status` unchecked: a code it does not
+ * know is a per-frame error (PROTOCOL.md, "Versioning").
+ * A pure function: no I/O, no allocation, no global state.
+ */
+int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
+                    uint64_t max_payload_bytes, gf_header *out);
+
+/*
+ * Writes GF_MAGIC plus every field of `h` exactly as given (set version to
+ * GF_PROTOCOL_VERSION; tests forge bad headers this way) as GF_HEADER_BYTES
+ * bytes into `buf`, which needs no alignment.  Writes nothing else.
+ */
+void gf_header_encode(const gf_header *h, void *buf);
+
+/* The name of a status code ("bad_magic", ...), or "unknown" if out of range.
+ * Names are stable: they are used as stats keys and in PROTOCOL.md. */
+const char *gf_status_name(uint32_t status);
+
+/*
+ * Nonzero for the codes after which the daemon always closes the connection
+ * (BAD_MAGIC .. TOO_LARGE).  BAD_LENGTH is not among them: see
+ * gf_header_parse for the one case where it, too, ends the connection.
+ */
+int gf_status_is_fatal(uint32_t status);
+
+/* The name of a message type ("frame", ...), or "unknown". */
+const char *gf_msg_type_name(uint32_t type);
+
+#endif
