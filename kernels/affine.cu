@@ -1,0 +1,96 @@
+/*
+ * The kernel of pipeline kind "affine"; contract in affine.h.  __fmul_rn and
+ * __fadd_rn are never contracted into an FMA, so each element rounds exactly
+ * as the reference's a*x then +b (kernels/affine_ref.c).  float4 loads and
+ * stores for the bulk, scalars for the tail.
+ */
+#include "affine.h"
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+/* A multiple of the warp size that keeps every multiprocessor busy. */
+static constexpr unsigned kThreadsPerBlock = 256;
+/* Enough blocks to fill an H100/H200 (132 SMs) several times over; the
+ * grid-stride loops cover any length, so no per-launch device query. */
+static constexpr unsigned kMaxBlocks = 1024;
+/* Floats per vector: one float4 load or store moves 16 bytes. */
+static constexpr size_t kVecFloats = 4;
+
+/* Blocks for `work` items: enough for one item per thread, at most kMaxBlocks. */
+static unsigned blocks_for(size_t work)
+{
+    size_t blocks = (work + kThreadsPerBlock - 1) / kThreadsPerBlock;
+    return blocks > kMaxBlocks ? kMaxBlocks : static_cast<unsigned>(blocks);
+}
+
+/* One element: a*x rounded, then + b rounded. */
+static __device__ __forceinline__ float affine_one(float x, float a, float b)
+{
+    return __fadd_rn(__fmul_rn(a, x), b);
+}
+
+/* vec_count float4 vectors, then the tail_count (< 4) floats after them, one
+ * per thread of the first threads. */
+static __global__ void affine_vec_kernel(const float4 *__restrict__ in, float4 *__restrict__ out,
+                                         size_t vec_count, size_t tail_count, float a, float b)
+{
+    const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+
+    for (size_t i = first; i < vec_count; i += stride) {
+        float4 v = in[i];
+        v.x = affine_one(v.x, a, b);
+        v.y = affine_one(v.y, a, b);
+        v.z = affine_one(v.z, a, b);
+        v.w = affine_one(v.w, a, b);
+        out[i] = v;
+    }
+    if (first < tail_count) {
+        const float *in_tail = reinterpret_cast<const float *>(in + vec_count);
+        float *out_tail = reinterpret_cast<float *>(out + vec_count);
+        out_tail[first] = affine_one(in_tail[first], a, b);
+    }
+}
+
+/* `count` floats one at a time: buffers 4- but not 16-byte aligned. */
+static __global__ void affine_scalar_kernel(const float *__restrict__ in, float *__restrict__ out,
+                                            size_t count, float a, float b)
+{
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+         i += stride) {
+        out[i] = affine_one(in[i], a, b);
+    }
+}
+
+extern "C" int gf_affine_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
+                                void *out_dev, gf_cuda_stream stream)
+{
+    cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+    const uintptr_t addr_bits =
+        reinterpret_cast<uintptr_t>(in_dev) | reinterpret_cast<uintptr_t>(out_dev);
+    const size_t count = in_bytes / sizeof(float);
+
+    /* A misaligned float access would be a sticky error: refuse it here. */
+    if (in_bytes % sizeof(float) != 0 || addr_bits % sizeof(float) != 0) {
+        return static_cast<int>(cudaErrorInvalidValue);
+    }
+    if (count == 0) {
+        return 0;
+    }
+    if (addr_bits % sizeof(float4) == 0) {
+        const size_t vec_count = count / kVecFloats;
+        const size_t tail_count = count % kVecFloats;
+        const size_t work = vec_count > tail_count ? vec_count : tail_count;
+        affine_vec_kernel<<<blocks_for(work), kThreadsPerBlock, 0, s>>>(
+            static_cast<const float4 *>(in_dev), static_cast<float4 *>(out_dev), vec_count,
+            tail_count, p->a, p->b);
+    } else {
+        affine_scalar_kernel<<<blocks_for(count), kThreadsPerBlock, 0, s>>>(
+            static_cast<const float *>(in_dev), static_cast<float *>(out_dev), count, p->a, p->b);
+    }
+    return static_cast<int>(cudaGetLastError());
+}

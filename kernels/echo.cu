@@ -1,0 +1,79 @@
+/*
+ * The kernel of pipeline kind "echo": a device-to-device copy; contract in
+ * echo.h.  16-byte vector loads and stores for the bulk, bytes for the tail.
+ */
+#include "echo.h"
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+/* A multiple of the warp size that keeps every multiprocessor busy. */
+static constexpr unsigned kThreadsPerBlock = 256;
+/* Enough blocks to fill an H100/H200 (132 SMs) several times over; the
+ * grid-stride loops cover any length, so no per-launch device query. */
+static constexpr unsigned kMaxBlocks = 1024;
+/* The vector width: one uint4 load or store moves 16 bytes. */
+static constexpr size_t kVecBytes = sizeof(uint4);
+
+/* Blocks for `work` items: enough for one item per thread, at most kMaxBlocks. */
+static unsigned blocks_for(size_t work)
+{
+    size_t blocks = (work + kThreadsPerBlock - 1) / kThreadsPerBlock;
+    return blocks > kMaxBlocks ? kMaxBlocks : static_cast<unsigned>(blocks);
+}
+
+/* Copies vec_count 16-byte vectors, then the tail_bytes (< 16) that follow
+ * them byte by byte, one per thread of the first threads. */
+static __global__ void echo_vec_kernel(const uint4 *__restrict__ in, uint4 *__restrict__ out,
+                                       size_t vec_count, size_t tail_bytes)
+{
+    const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+
+    for (size_t i = first; i < vec_count; i += stride) {
+        out[i] = in[i];
+    }
+    if (first < tail_bytes) {
+        const unsigned char *in_tail = reinterpret_cast<const unsigned char *>(in + vec_count);
+        unsigned char *out_tail = reinterpret_cast<unsigned char *>(out + vec_count);
+        out_tail[first] = in_tail[first];
+    }
+}
+
+/* Copies `bytes` bytes one at a time: buffers that are not 16-byte aligned. */
+static __global__ void echo_byte_kernel(const unsigned char *__restrict__ in,
+                                        unsigned char *__restrict__ out, size_t bytes)
+{
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes;
+         i += stride) {
+        out[i] = in[i];
+    }
+}
+
+extern "C" int gf_echo_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
+                              void *out_dev, gf_cuda_stream stream)
+{
+    cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+    (void)p;
+
+    if (in_bytes == 0) {
+        return 0;
+    }
+    if (((reinterpret_cast<uintptr_t>(in_dev) | reinterpret_cast<uintptr_t>(out_dev)) %
+         kVecBytes) == 0) {
+        const size_t vec_count = in_bytes / kVecBytes;
+        const size_t tail_bytes = in_bytes % kVecBytes;
+        const size_t work = vec_count > tail_bytes ? vec_count : tail_bytes;
+        echo_vec_kernel<<<blocks_for(work), kThreadsPerBlock, 0, s>>>(
+            static_cast<const uint4 *>(in_dev), static_cast<uint4 *>(out_dev), vec_count,
+            tail_bytes);
+    } else {
+        echo_byte_kernel<<<blocks_for(in_bytes), kThreadsPerBlock, 0, s>>>(
+            static_cast<const unsigned char *>(in_dev), static_cast<unsigned char *>(out_dev),
+            in_bytes);
+    }
+    return static_cast<int>(cudaGetLastError());
+}

@@ -1,0 +1,508 @@
+/*
+ * The pipeline registry: the four kinds' entries (parameter tables, length
+ * rules, tolerances, references and launchers) and the functions of
+ * pipeline.h that look them up, fill defaults and compare outputs.
+ */
+#include "pipeline.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "affine.h"
+#include "echo.h"
+#include "normalize_u8.h"
+#include "sincos.h"
+
+/* Frames carry float32 little-endian and the references read them in place. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "gpuframed's float pipelines assume a little-endian host"
+#endif
+_Static_assert(sizeof(float) == 4, "float32 pipelines need a 4-byte float");
+
+/* The size of one element of the float32 pipelines. */
+#define F32_BYTES 4u
+/* normalize_u8's input is interleaved RGB: bytes per pixel, planes out. */
+#define RGB_CHANNELS 3u
+
+/* affine's a and b: wide enough for any sane scale and offset, and a range
+ * check that rejects infinities and NaN. */
+#define AFFINE_COEFF_LIMIT 1e30
+/* sincos's iters: at least one pass; at most what keeps a 16 MiB frame
+ * under a second of GPU time (about 0.8 s on an H200). */
+#define SINCOS_ITERS_DEFAULT 16
+#define SINCOS_ITERS_MAX 100000
+/* normalize_u8's width and height: a 16-bit dimension, as image formats use. */
+#define IMAGE_DIM_MAX 65535
+#define IMAGE_WIDTH_DEFAULT 1920
+#define IMAGE_HEIGHT_DEFAULT 1080
+/* normalize_u8's mean and std: std must stay away from 0 so the division is
+ * finite; both bounded so that the range check rejects infinities and NaN. */
+#define NORM_MEAN_LIMIT 1e6
+#define NORM_STD_MIN 1e-6
+#define NORM_STD_MAX 1e6
+
+/*
+ * sincos: the GPU's sinf/cosf are within 2 ulp of the true value (CUDA
+ * Programming Guide, mathematical functions), glibc's within 1 ulp, so a
+ * repetition's sum s*c + v can round one ulp of v apart, and the map
+ * v -> v + sin(2v)/2 doubles such a difference near its repelling points
+ * (multiples of pi) before its superattracting ones (pi/2 + k*pi) erase it.
+ * Measured on an H200 (CUDA 13.0, driver 580, glibc 2.39), as the smallest T
+ * with |got - ref| <= T + T*|ref| for every element: at most 7.4e-6, for
+ * iters 8 to 14 and inputs 3.8e-3 or less from +-pi (every float within 1e-2
+ * of +-pi, 12 Mi uniform in [-4, 4], 4 Mi each uniform in [-1e2, 1e2],
+ * [-1e4, 1e4], [-1e6, 1e6]; iters 1 to 100000; from iters 24 on the results
+ * were identical).  5e-5 leaves a margin of about 7; a wrong formula still
+ * fails by orders of magnitude.
+ */
+#define SINCOS_ABS_TOLERANCE 5e-5f
+#define SINCOS_REL_TOLERANCE 5e-5f
+
+/* The ImageNet statistics that torchvision's models expect, per channel R, G, B. */
+static const float imagenet_mean[RGB_CHANNELS] = {0.485f, 0.456f, 0.406f};
+static const float imagenet_std[RGB_CHANNELS] = {0.229f, 0.224f, 0.225f};
+
+#ifdef GF_HAVE_CUDA
+#define LAUNCHER(fn) (fn)
+#else
+#define LAUNCHER(fn) NULL
+#endif
+
+#if defined(__GNUC__)
+#define GF_PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define GF_PRINTF_LIKE(fmt, args)
+#endif
+
+static void set_why(char *why, size_t why_len, const char *fmt, ...) GF_PRINTF_LIKE(3, 4);
+
+/* Writes a printf-formatted reason into why[why_len], truncated and always
+ * NUL-terminated; does nothing when why is NULL or why_len is 0. */
+static void set_why(char *why, size_t why_len, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (why == NULL || why_len == 0) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(why, why_len, fmt, ap);
+    va_end(ap);
+}
+
+/* True when v lies in the descriptor's closed range; false for NaN. */
+static int in_range(double v, const gf_param_desc *d)
+{
+    return v >= d->min && v <= d->max;
+}
+
+/* The same for a float32 parameter, against the bounds rounded to float32:
+ * a config value of exactly 1e30 or 1e-6 is stored as the nearest float,
+ * which lies just outside the double bound. */
+static int in_range_f32(float v, const gf_param_desc *d)
+{
+    return v >= (float)d->min && v <= (float)d->max;
+}
+
+/*
+ * Checks every parameter of the table `descs` (count entries) in `p` against
+ * its closed range.  Returns 0, or -1 with "key = value is outside [min, max]"
+ * in why[why_len].
+ */
+static int check_ranges(const gf_param_desc *descs, size_t count, const gf_params *p, char *why,
+                        size_t why_len)
+{
+    for (size_t i = 0; i < count; i++) {
+        const gf_param_desc *d = &descs[i];
+        const unsigned char *field = (const unsigned char *)p + d->offset;
+        float f[RGB_CHANNELS];
+        uint32_t u;
+
+        switch (d->type) {
+        case GF_PARAM_F32:
+            memcpy(&f[0], field, sizeof f[0]);
+            if (!in_range_f32(f[0], d)) {
+                set_why(why, why_len, "%s = %.9g is outside [%g, %g]", d->key, f[0], d->min,
+                        d->max);
+                return -1;
+            }
+            break;
+        case GF_PARAM_U32:
+            memcpy(&u, field, sizeof u);
+            if (!in_range(u, d)) {
+                set_why(why, why_len, "%s = %" PRIu32 " is outside [%g, %g]", d->key, u, d->min,
+                        d->max);
+                return -1;
+            }
+            break;
+        case GF_PARAM_F32x3:
+            memcpy(f, field, sizeof f);
+            for (unsigned c = 0; c < RGB_CHANNELS; c++) {
+                if (!in_range_f32(f[c], d)) {
+                    set_why(why, why_len, "%s[%u] = %.9g is outside [%g, %g]", d->key, c, f[c],
+                            d->min, d->max);
+                    return -1;
+                }
+            }
+            break;
+        }
+    }
+    return 0;
+}
+
+/* An input length as an output length, or -1 when int64_t cannot hold it. */
+static int64_t same_length(uint64_t in_bytes, char *why, size_t why_len)
+{
+    if (in_bytes > (uint64_t)INT64_MAX) {
+        set_why(why, why_len, "length %" PRIu64 " is too large", in_bytes);
+        return -1;
+    }
+    return (int64_t)in_bytes;
+}
+
+/* ---- echo -------------------------------------------------------------- */
+
+/* Any length, 0 included, comes back unchanged. */
+static int64_t echo_output_bytes(const gf_params *p, uint64_t in_bytes, char *why, size_t why_len)
+{
+    (void)p;
+    return same_length(in_bytes, why, why_len);
+}
+
+/* Output = input: at most the largest input. */
+static uint64_t same_max_output_bytes(const gf_params *p, uint64_t max_in_bytes)
+{
+    (void)p;
+    return max_in_bytes;
+}
+
+/* echo's warm-up is one byte. */
+static uint64_t echo_warmup_input_bytes(const gf_params *p)
+{
+    (void)p;
+    return 1;
+}
+
+/* echo has no parameters: always 0. */
+static int echo_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
+                             size_t why_len)
+{
+    (void)p;
+    (void)max_frame_bytes;
+    (void)why;
+    (void)why_len;
+    return 0;
+}
+
+/* ---- affine and sincos: float32 arrays ---------------------------------- */
+
+/* A whole number of float32 elements (0 included) comes back at its size. */
+static int64_t f32_output_bytes(const gf_params *p, uint64_t in_bytes, char *why, size_t why_len)
+{
+    (void)p;
+    if (in_bytes % F32_BYTES != 0) {
+        set_why(why, why_len, "length %" PRIu64 " is not a multiple of %u (float32 elements)",
+                in_bytes, F32_BYTES);
+        return -1;
+    }
+    return same_length(in_bytes, why, why_len);
+}
+
+/* One float32 element warms a float kind up. */
+static uint64_t f32_warmup_input_bytes(const gf_params *p)
+{
+    (void)p;
+    return F32_BYTES;
+}
+
+static const gf_param_desc affine_params[] = {
+    {"a", GF_PARAM_F32, offsetof(gf_params, a), 1.0, -AFFINE_COEFF_LIMIT, AFFINE_COEFF_LIMIT,
+     "scale: y = a*x + b"},
+    {"b", GF_PARAM_F32, offsetof(gf_params, b), 0.0, -AFFINE_COEFF_LIMIT, AFFINE_COEFF_LIMIT,
+     "offset: y = a*x + b"},
+};
+
+/* a and b in range; nothing else to check. */
+static int affine_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
+                               size_t why_len)
+{
+    (void)max_frame_bytes;
+    return check_ranges(affine_params, sizeof affine_params / sizeof affine_params[0], p, why,
+                        why_len);
+}
+
+static const gf_param_desc sincos_params[] = {
+    {"iters", GF_PARAM_U32, offsetof(gf_params, iters), SINCOS_ITERS_DEFAULT, 1,
+     SINCOS_ITERS_MAX, "repetitions of v = sin(v)*cos(v) + v per element"},
+};
+
+/* iters in range; nothing else to check. */
+static int sincos_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
+                               size_t why_len)
+{
+    (void)max_frame_bytes;
+    return check_ranges(sincos_params, sizeof sincos_params / sizeof sincos_params[0], p, why,
+                        why_len);
+}
+
+/* ---- normalize_u8 ---------------------------------------------------------- */
+
+/* The mean and std descriptors hold channel R's default: a descriptor has one
+ * default_value, and gf_params_defaults() fills the three ImageNet values. */
+static const gf_param_desc normalize_u8_params[] = {
+    {"width", GF_PARAM_U32, offsetof(gf_params, width), IMAGE_WIDTH_DEFAULT, 1, IMAGE_DIM_MAX,
+     "image width in pixels"},
+    {"height", GF_PARAM_U32, offsetof(gf_params, height), IMAGE_HEIGHT_DEFAULT, 1, IMAGE_DIM_MAX,
+     "image height in pixels"},
+    {"mean", GF_PARAM_F32x3, offsetof(gf_params, mean), 0.485, -NORM_MEAN_LIMIT, NORM_MEAN_LIMIT,
+     "per-channel mean subtracted from value/255 (default ImageNet: 0.485 0.456 0.406)"},
+    {"std", GF_PARAM_F32x3, offsetof(gf_params, std), 0.229, NORM_STD_MIN, NORM_STD_MAX,
+     "per-channel divisor after the mean (default ImageNet: 0.229 0.224 0.225)"},
+};
+
+/* The one input length normalize_u8 takes: width*height*3 bytes. */
+static uint64_t rgb_frame_bytes(const gf_params *p)
+{
+    /* Both factors are below 2^32, so neither product can wrap 2^64... */
+    uint64_t pixels = (uint64_t)p->width * p->height;
+
+    /* ...but times 3 it can; saturate, so no real length ever matches. */
+    return pixels > UINT64_MAX / RGB_CHANNELS ? UINT64_MAX : pixels * RGB_CHANNELS;
+}
+
+/* Exactly width*height*3 bytes; the output is that many float32. */
+static int64_t normalize_u8_output_bytes(const gf_params *p, uint64_t in_bytes, char *why,
+                                         size_t why_len)
+{
+    uint64_t want = rgb_frame_bytes(p);
+
+    if (in_bytes != want) {
+        set_why(why, why_len,
+                "length %" PRIu64 " is not width*height*3 = %" PRIu64 " (%" PRIu32 "x%" PRIu32
+                " RGB)",
+                in_bytes, want, p->width, p->height);
+        return -1;
+    }
+    if (in_bytes > (uint64_t)INT64_MAX / sizeof(float)) {
+        set_why(why, why_len, "length %" PRIu64 " is too large", in_bytes);
+        return -1;
+    }
+    return (int64_t)(in_bytes * sizeof(float));
+}
+
+/* The one accepted input makes the one output: 4 bytes per input byte. */
+static uint64_t normalize_u8_max_output_bytes(const gf_params *p, uint64_t max_in_bytes)
+{
+    uint64_t in_bytes = rgb_frame_bytes(p);
+    return in_bytes <= max_in_bytes ? in_bytes * sizeof(float) : 0;
+}
+
+/* normalize_u8 takes one size only: a whole image. */
+static uint64_t normalize_u8_warmup_input_bytes(const gf_params *p)
+{
+    return rgb_frame_bytes(p);
+}
+
+/* Ranges, then one image must fit one frame. */
+static int normalize_u8_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
+                                     size_t why_len)
+{
+    uint64_t frame_bytes;
+
+    if (check_ranges(normalize_u8_params,
+                     sizeof normalize_u8_params / sizeof normalize_u8_params[0], p, why,
+                     why_len) != 0) {
+        return -1;
+    }
+    frame_bytes = rgb_frame_bytes(p);
+    if (frame_bytes > max_frame_bytes) {
+        set_why(why, why_len,
+                "width*height*3 = %" PRIu64 " bytes (%" PRIu32 "x%" PRIu32
+                " RGB) exceeds max_frame_bytes %" PRIu64,
+                frame_bytes, p->width, p->height, max_frame_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the registry ----------------------------------------------------------- */
+
+enum { KIND_ECHO, KIND_AFFINE, KIND_SINCOS, KIND_NORMALIZE_U8, KIND_COUNT };
+
+static const gf_pipeline_kind kinds[KIND_COUNT] = {
+    [KIND_ECHO] =
+        {
+            .name = "echo",
+            .doc = "Returns the frame unchanged (a device copy); any length.",
+            .params = NULL,
+            .param_count = 0,
+            .exact = 1,
+            .output_bytes = echo_output_bytes,
+            .max_output_bytes = same_max_output_bytes,
+            .warmup_input_bytes = echo_warmup_input_bytes,
+            .check_params = echo_check_params,
+            .reference = gf_echo_ref,
+            .launch = LAUNCHER(gf_echo_launch),
+        },
+    [KIND_AFFINE] =
+        {
+            .name = "affine",
+            .doc = "Computes y = a*x + b on each float32 of the frame.",
+            .params = affine_params,
+            .param_count = sizeof affine_params / sizeof affine_params[0],
+            .exact = 1,
+            .output_bytes = f32_output_bytes,
+            .max_output_bytes = same_max_output_bytes,
+            .warmup_input_bytes = f32_warmup_input_bytes,
+            .check_params = affine_check_params,
+            .reference = gf_affine_ref,
+            .launch = LAUNCHER(gf_affine_launch),
+        },
+    [KIND_SINCOS] =
+        {
+            .name = "sincos",
+            .doc = "Repeats v = sin(v)*cos(v) + v iters times on each float32 of the frame.",
+            .params = sincos_params,
+            .param_count = sizeof sincos_params / sizeof sincos_params[0],
+            .exact = 0,
+            .abs_tolerance = SINCOS_ABS_TOLERANCE,
+            .rel_tolerance = SINCOS_REL_TOLERANCE,
+            .output_bytes = f32_output_bytes,
+            .max_output_bytes = same_max_output_bytes,
+            .warmup_input_bytes = f32_warmup_input_bytes,
+            .check_params = sincos_check_params,
+            .reference = gf_sincos_ref,
+            .launch = LAUNCHER(gf_sincos_launch),
+        },
+    [KIND_NORMALIZE_U8] =
+        {
+            .name = "normalize_u8",
+            .doc = "Turns an interleaved RGB8 image into planar float32 (v/255 - mean) / std.",
+            .params = normalize_u8_params,
+            .param_count = sizeof normalize_u8_params / sizeof normalize_u8_params[0],
+            .exact = 1,
+            .output_bytes = normalize_u8_output_bytes,
+            .max_output_bytes = normalize_u8_max_output_bytes,
+            .warmup_input_bytes = normalize_u8_warmup_input_bytes,
+            .check_params = normalize_u8_check_params,
+            .reference = gf_normalize_u8_ref,
+            .launch = LAUNCHER(gf_normalize_u8_launch),
+        },
+};
+
+const gf_pipeline_kind *gf_pipeline_kind_find(const char *name)
+{
+    if (name == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < KIND_COUNT; i++) {
+        if (strcmp(kinds[i].name, name) == 0) {
+            return &kinds[i];
+        }
+    }
+    return NULL;
+}
+
+const gf_pipeline_kind *gf_pipeline_kinds(size_t *count)
+{
+    *count = KIND_COUNT;
+    return kinds;
+}
+
+/* Fields the kind does not read are zero.  Each descriptor's default goes to
+ * its field (all three channels for F32x3); normalize_u8's mean and std, whose
+ * channels differ, then get the ImageNet values. */
+void gf_params_defaults(const gf_pipeline_kind *kind, gf_params *p)
+{
+    assert(kind != NULL && p != NULL);
+    memset(p, 0, sizeof *p);
+    for (size_t i = 0; i < kind->param_count; i++) {
+        const gf_param_desc *d = &kind->params[i];
+        unsigned char *field = (unsigned char *)p + d->offset;
+        float f = (float)d->default_value;
+        uint32_t u = (uint32_t)d->default_value;
+
+        switch (d->type) {
+        case GF_PARAM_F32:
+            memcpy(field, &f, sizeof f);
+            break;
+        case GF_PARAM_U32:
+            memcpy(field, &u, sizeof u);
+            break;
+        case GF_PARAM_F32x3:
+            for (unsigned c = 0; c < RGB_CHANNELS; c++) {
+                memcpy(field + c * sizeof f, &f, sizeof f);
+            }
+            break;
+        }
+    }
+    if (kind == &kinds[KIND_NORMALIZE_U8]) {
+        memcpy(p->mean, imagenet_mean, sizeof p->mean);
+        memcpy(p->std, imagenet_std, sizeof p->std);
+    }
+}
+
+/* Bit for bit: the first differing byte, with both values. */
+static int compare_exact(const unsigned char *got, const unsigned char *ref, size_t bytes,
+                         char *why, size_t why_len)
+{
+    if (bytes == 0 || memcmp(got, ref, bytes) == 0) {
+        return 0;
+    }
+    for (size_t i = 0; i < bytes; i++) {
+        if (got[i] != ref[i]) {
+            set_why(why, why_len, "byte offset %zu differs: got 0x%02x, expected 0x%02x", i,
+                    (unsigned)got[i], (unsigned)ref[i]);
+            return -1;
+        }
+    }
+    return 0; /* unreachable: memcmp found a difference */
+}
+
+/* Elementwise float32 within abs + rel*|ref|; equal values (infinities of one
+ * sign included) and two NaNs match, a NaN against a number does not. */
+static int compare_f32(const gf_pipeline_kind *kind, const unsigned char *got,
+                       const unsigned char *ref, size_t bytes, char *why, size_t why_len)
+{
+    if (bytes % F32_BYTES != 0) {
+        set_why(why, why_len, "length %zu is not a multiple of %u (float32 elements)", bytes,
+                F32_BYTES);
+        return -1;
+    }
+    for (size_t i = 0; i < bytes / F32_BYTES; i++) {
+        float g, r;
+        double diff, tol;
+
+        memcpy(&g, got + i * F32_BYTES, sizeof g);
+        memcpy(&r, ref + i * F32_BYTES, sizeof r);
+        if (g == r || (isnan(g) && isnan(r))) {
+            continue;
+        }
+        /* In double: neither the difference nor the bound can overflow.  An
+         * infinity matches only itself (above), never a nearby bound. */
+        diff = fabs((double)g - (double)r);
+        tol = (double)kind->abs_tolerance + (double)kind->rel_tolerance * fabs((double)r);
+        if (isinf(r) || !(diff <= tol)) {
+            set_why(why, why_len,
+                    "element %zu (byte offset %zu): got %.9g, expected %.9g "
+                    "(|diff| %.3g > tolerance %.3g)",
+                    i, i * F32_BYTES, (double)g, (double)r, diff, tol);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int gf_pipeline_compare(const gf_pipeline_kind *kind, const void *got, const void *ref,
+                        size_t bytes, char *why, size_t why_len)
+{
+    assert(kind != NULL);
+    if (kind->exact) {
+        return compare_exact(got, ref, bytes, why, why_len);
+    }
+    return compare_f32(kind, got, ref, bytes, why, why_len);
+}

@@ -1,0 +1,62 @@
+/*
+ * The kernel of pipeline kind "sincos"; contract in sincos.h.  Uses the
+ * accurate sinf/cosf (never __sinf: the build must not pass
+ * --use_fast_math), and __fmul_rn/__fadd_rn so that s*c + v rounds twice, as
+ * in the reference (kernels/sincos_ref.c).  Compute-bound: scalar loads.
+ */
+#include "sincos.h"
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+/* A multiple of the warp size that keeps every multiprocessor busy. */
+static constexpr unsigned kThreadsPerBlock = 256;
+/* Enough blocks to fill an H100/H200 (132 SMs) several times over; the
+ * grid-stride loops cover any length, so no per-launch device query. */
+static constexpr unsigned kMaxBlocks = 1024;
+
+/* Blocks for `work` items: enough for one item per thread, at most kMaxBlocks. */
+static unsigned blocks_for(size_t work)
+{
+    size_t blocks = (work + kThreadsPerBlock - 1) / kThreadsPerBlock;
+    return blocks > kMaxBlocks ? kMaxBlocks : static_cast<unsigned>(blocks);
+}
+
+/* `iters` repetitions of v = sinf(v)*cosf(v) + v on each of `count` floats. */
+static __global__ void sincos_kernel(const float *__restrict__ in, float *__restrict__ out,
+                                     size_t count, uint32_t iters)
+{
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+         i += stride) {
+        float v = in[i];
+        for (uint32_t k = 0; k < iters; k++) {
+            const float s = sinf(v);
+            const float c = cosf(v);
+            v = __fadd_rn(__fmul_rn(s, c), v);
+        }
+        out[i] = v;
+    }
+}
+
+extern "C" int gf_sincos_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
+                                void *out_dev, gf_cuda_stream stream)
+{
+    cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+    const uintptr_t addr_bits =
+        reinterpret_cast<uintptr_t>(in_dev) | reinterpret_cast<uintptr_t>(out_dev);
+    const size_t count = in_bytes / sizeof(float);
+
+    /* A misaligned float access would be a sticky error: refuse it here. */
+    if (in_bytes % sizeof(float) != 0 || addr_bits % sizeof(float) != 0) {
+        return static_cast<int>(cudaErrorInvalidValue);
+    }
+    if (count == 0) {
+        return 0;
+    }
+    sincos_kernel<<<blocks_for(count), kThreadsPerBlock, 0, s>>>(
+        static_cast<const float *>(in_dev), static_cast<float *>(out_dev), count, p->iters);
+    return static_cast<int>(cudaGetLastError());
+}
