@@ -1,0 +1,1052 @@
+/*
+ * Configuration: parses the daemon's JSON settings and pipelines (config.h is
+ * the contract, config/README.md documents every key), and encodes pipelines
+ * as the LIST reply and back.
+ *
+ * Every value that comes from a file or a socket is validated here: types,
+ * ranges, unknown and duplicate keys.  Each error is one line that starts with
+ * the key path ("pipelines[1].kind") and says what was expected and what was
+ * got.  Strings quoted in errors are escaped and truncated, so a hostile file
+ * cannot put a newline or a megabyte into a log line.
+ */
+#include "config.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Defaults of the keys a config file may leave out (config/README.md). */
+#define GF_SOCKET_PATH_DEFAULT "/run/gpuframed.sock"
+#define GF_MAX_FRAME_BYTES_DEFAULT (16ull << 20)
+#define GF_FRAME_TIMEOUT_MS_DEFAULT 10000u
+/* A frame stuck on the engine for an hour is a hung daemon, not a slow one. */
+#define GF_FRAME_TIMEOUT_MS_MAX 3600000u
+/* A config file is a few KiB; anything near this is a wrong path. */
+#define GF_CONFIG_FILE_MAX_BYTES (1u << 20)
+/* 2^53: above it a JSON number (a double in cJSON) no longer holds every
+ * integer exactly, so integers must not exceed it. */
+#define GF_JSON_INT_EXACT_MAX 9007199254740992.0
+/* At most this many characters of an offending value are quoted in an error. */
+#define GF_QUOTE_MAX_CHARS 40
+/* Room for one key path ("pipelines[255] (<63 chars>).params.<quoted key>")
+ * and for one quoted or described value. */
+#define GF_PATH_BYTES 256
+#define GF_VALUE_TEXT_BYTES 128
+/* Room for one "(known: ...)" list of kinds or keys, and the most kinds it
+ * names. */
+#define GF_KNOWN_LIST_BYTES 256
+#define GF_KINDS_LISTED_MAX 32
+
+/* ---- error text helpers ------------------------------------------------- */
+
+__attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t err_len,
+                                                          const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || err_len == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+}
+
+/* Writes `s` as a double-quoted, escaped string of at most GF_QUOTE_MAX_CHARS
+ * source characters ("..." marks a cut) into buf[len]. */
+static void quote(const char *s, char *buf, size_t len)
+{
+    size_t o = 0, i;
+
+    if (len < 8) {
+        if (len > 0)
+            buf[0] = '\0';
+        return;
+    }
+    buf[o++] = '"';
+    for (i = 0; s[i] != '\0' && i < GF_QUOTE_MAX_CHARS; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        size_t n;
+
+        if (c == '"' || c == '\\')
+            n = (size_t)snprintf(esc, sizeof esc, "\\%c", c);
+        else if (c == '\n')
+            n = (size_t)snprintf(esc, sizeof esc, "\\n");
+        else if (c == '\t')
+            n = (size_t)snprintf(esc, sizeof esc, "\\t");
+        else if (c < 0x20 || c == 0x7f)
+            n = (size_t)snprintf(esc, sizeof esc, "\\x%02x", c);
+        else {
+            esc[0] = (char)c;
+            n = 1;
+        }
+        if (o + n + 5 > len) /* keep room for `..."` and the NUL */
+            break;
+        memcpy(buf + o, esc, n);
+        o += n;
+    }
+    if (s[i] != '\0') {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+}
+
+/* Formats a JSON number the way a reader wrote it: integers without a
+ * fraction, other values in the shortest form that reads back the same. */
+static void format_number(double d, char *buf, size_t len)
+{
+    if (!isfinite(d)) {
+        snprintf(buf, len, "%s", isnan(d) ? "nan" : d > 0 ? "inf" : "-inf");
+    } else if (d == floor(d) && fabs(d) <= GF_JSON_INT_EXACT_MAX) {
+        snprintf(buf, len, "%.0f", d);
+    } else {
+        snprintf(buf, len, "%.15g", d);
+        if (strtod(buf, NULL) != d)
+            snprintf(buf, len, "%.17g", d);
+    }
+}
+
+/* Describes a JSON value for the "got ..." half of an error: numbers as
+ * written, strings quoted, other types named. */
+static void describe(const cJSON *v, char *buf, size_t len)
+{
+    if (v == NULL)
+        snprintf(buf, len, "nothing");
+    else if (cJSON_IsNumber(v))
+        format_number(v->valuedouble, buf, len);
+    else if (cJSON_IsString(v))
+        quote(v->valuestring, buf, len);
+    else if (cJSON_IsTrue(v))
+        snprintf(buf, len, "true");
+    else if (cJSON_IsFalse(v))
+        snprintf(buf, len, "false");
+    else if (cJSON_IsNull(v))
+        snprintf(buf, len, "null");
+    else if (cJSON_IsArray(v))
+        snprintf(buf, len, "an array of %d elements", cJSON_GetArraySize(v));
+    else if (cJSON_IsObject(v))
+        snprintf(buf, len, "an object");
+    else
+        snprintf(buf, len, "an invalid value");
+}
+
+/* Nonzero when `key` can stand in a key path unquoted. */
+static int plain_key(const char *key)
+{
+    if (key[0] == '\0')
+        return 0;
+    for (const char *c = key; *c != '\0'; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= '0' && *c <= '9') || *c == '_'))
+            return 0;
+    return 1;
+}
+
+/* Writes "<prefix>.<key>" (or just "<key>" for an empty prefix) into
+ * buf[len], quoting a key that is not a plain identifier. */
+static void key_path(const char *prefix, const char *key, char *buf, size_t len)
+{
+    char k[GF_VALUE_TEXT_BYTES];
+
+    if (plain_key(key))
+        snprintf(k, sizeof k, "%s", key);
+    else
+        quote(key, k, sizeof k);
+    if (prefix[0] == '\0')
+        snprintf(buf, len, "%s", k);
+    else
+        snprintf(buf, len, "%s.%s", prefix, k);
+}
+
+/* Joins `names[count]` with ", " into buf[len]; "..." marks a cut. */
+static void join_names(const char *const *names, size_t count, char *buf, size_t len)
+{
+    size_t o = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < count; i++) {
+        int n = snprintf(buf + o, len - o, "%s%s", i ? ", " : "", names[i]);
+        if (n < 0 || (size_t)n >= len - o) {
+            if (len >= 4)
+                memcpy(buf + len - 4, "...", 4);
+            return;
+        }
+        o += (size_t)n;
+    }
+}
+
+/* Finds `key` among names[count]; returns its index or -1. */
+static int key_index(const char *const *names, size_t count, const char *key)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(names[i], key) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* ---- typed readers: each writes "<path>: expected ..., got ..." --------- */
+
+/* Reads an integer in [min, max] (both within 2^53) from `v`. */
+static int read_integer(const cJSON *v, const char *path, double min, double max, double *out,
+                        char *err, size_t err_len)
+{
+    char got[GF_VALUE_TEXT_BYTES], lo[32], hi[32];
+
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (isfinite(d) && d == floor(d) && fabs(d) <= GF_JSON_INT_EXACT_MAX && d >= min &&
+            d <= max) {
+            *out = d;
+            return 0;
+        }
+    }
+    describe(v, got, sizeof got);
+    format_number(min, lo, sizeof lo);
+    format_number(max, hi, sizeof hi);
+    seterr(err, err_len, "%s: expected an integer in [%s, %s], got %s", path, lo, hi, got);
+    return -1;
+}
+
+/*
+ * Reads a number into a float32 and checks the value stored, not the text,
+ * against [min, max]: what is stored lies in the range (as the kind's own
+ * check_params sees it) and reads back unchanged from the LIST reply.
+ */
+static int read_f32(const cJSON *v, const char *path, double min, double max, float *out,
+                    char *err, size_t err_len)
+{
+    char got[GF_VALUE_TEXT_BYTES], lo[32], hi[32];
+
+    format_number(min, lo, sizeof lo);
+    format_number(max, hi, sizeof hi);
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (isfinite(d) && fabs(d) <= (double)FLT_MAX) {
+            float f = (float)d;
+            if ((double)f >= min && (double)f <= max) {
+                *out = f;
+                return 0;
+            }
+            if (d >= min && d <= max) {
+                format_number(d, got, sizeof got);
+                seterr(err, err_len,
+                       "%s: expected a number in [%s, %s], got %s, which is %.9g as a float32",
+                       path, lo, hi, got, (double)f);
+                return -1;
+            }
+        }
+    }
+    describe(v, got, sizeof got);
+    seterr(err, err_len, "%s: expected a number in [%s, %s], got %s", path, lo, hi, got);
+    return -1;
+}
+
+/* Reads one of names[count] from `v`; returns its index or -1. */
+static int read_choice(const cJSON *v, const char *path, const char *const *names, size_t count,
+                       char *err, size_t err_len)
+{
+    char got[GF_VALUE_TEXT_BYTES], list[GF_KNOWN_LIST_BYTES];
+    size_t o = 0;
+
+    if (cJSON_IsString(v)) {
+        int i = key_index(names, count, v->valuestring);
+        if (i >= 0)
+            return i;
+    }
+    list[0] = '\0';
+    for (size_t i = 0; i < count && o < sizeof list; i++) {
+        int n = snprintf(list + o, sizeof list - o, "%s\"%s\"", i ? ", " : "", names[i]);
+        if (n < 0)
+            break;
+        o += (size_t)n;
+    }
+    describe(v, got, sizeof got);
+    seterr(err, err_len, "%s: expected one of %s, got %s", path, list, got);
+    return -1;
+}
+
+/* Nonzero when `name` is 1..GF_PIPELINE_NAME_MAX-1 characters of
+ * [A-Za-z0-9_.-]. */
+static int valid_pipeline_name(const char *name)
+{
+    size_t n = strlen(name);
+
+    if (n == 0 || n >= GF_PIPELINE_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Reads a pipeline name into dst[GF_PIPELINE_NAME_MAX] and checks that none
+ * of the `count` pipelines before it has the same name. */
+static int read_pipeline_name(const cJSON *v, const char *path, const gf_pipeline *before,
+                              size_t count, char *dst, char *err, size_t err_len)
+{
+    char got[GF_VALUE_TEXT_BYTES];
+
+    if (!cJSON_IsString(v) || !valid_pipeline_name(v->valuestring)) {
+        describe(v, got, sizeof got);
+        seterr(err, err_len,
+               "%s: expected a string of 1 to %d characters from [A-Za-z0-9_.-], got %s", path,
+               GF_PIPELINE_NAME_MAX - 1, got);
+        return -1;
+    }
+    for (size_t j = 0; j < count; j++) {
+        if (strcmp(before[j].name, v->valuestring) == 0) {
+            seterr(err, err_len, "%s: duplicate name \"%s\" (also pipelines[%zu].name)", path,
+                   v->valuestring, j);
+            return -1;
+        }
+    }
+    memcpy(dst, v->valuestring, strlen(v->valuestring) + 1);
+    return 0;
+}
+
+/* Looks up the kind named by `v`; on failure lists the known kinds. */
+static const gf_pipeline_kind *read_kind(const cJSON *v, const char *path, char *err,
+                                         size_t err_len)
+{
+    const gf_pipeline_kind *kinds, *kind = NULL;
+    const char *names[GF_KINDS_LISTED_MAX];
+    char got[GF_VALUE_TEXT_BYTES], list[GF_KNOWN_LIST_BYTES];
+    size_t count = 0;
+
+    if (cJSON_IsString(v))
+        kind = gf_pipeline_kind_find(v->valuestring);
+    if (kind != NULL)
+        return kind;
+    kinds = gf_pipeline_kinds(&count);
+    if (count > GF_KINDS_LISTED_MAX)
+        count = GF_KINDS_LISTED_MAX;
+    for (size_t i = 0; i < count; i++)
+        names[i] = kinds[i].name;
+    join_names(names, count, list, sizeof list);
+    describe(v, got, sizeof got);
+    if (cJSON_IsString(v))
+        seterr(err, err_len, "%s: unknown kind %s (known: %s)", path, got, list);
+    else
+        seterr(err, err_len, "%s: expected the name of a kind (%s), got %s", path, list, got);
+    return NULL;
+}
+
+/*
+ * Walks the members of the object `obj` and files each under its index in
+ * names[count] into items[] (which the caller zeroed).  An unknown key is an
+ * error unless `allow_unknown`; a repeated known key always is.
+ */
+static int collect_keys(const cJSON *obj, const char *prefix, const char *const *names,
+                        size_t count, int allow_unknown, const cJSON **items, char *err,
+                        size_t err_len)
+{
+    char path[GF_PATH_BYTES], list[GF_KNOWN_LIST_BYTES];
+    const cJSON *m;
+
+    cJSON_ArrayForEach(m, obj)
+    {
+        int i = key_index(names, count, m->string);
+
+        if (i < 0 && allow_unknown)
+            continue;
+        key_path(prefix, m->string, path, sizeof path);
+        if (i < 0) {
+            join_names(names, count, list, sizeof list);
+            seterr(err, err_len, "%s: unknown key (known keys: %s)", path, list);
+            return -1;
+        }
+        if (items[i] != NULL) {
+            seterr(err, err_len, "%s: duplicate key", path);
+            return -1;
+        }
+        items[i] = m;
+    }
+    return 0;
+}
+
+/* Writes "<what>: JSON syntax error at line L, column C (byte B) near ..."
+ * for a parse of `json` that stopped at `stop` (NULL: unknown). */
+static void syntax_error(const char *what, const char *json, const char *stop, char *err,
+                         size_t err_len)
+{
+    size_t line = 1, column = 1;
+    char near[GF_VALUE_TEXT_BYTES + 8];
+
+    if (stop == NULL || stop < json) {
+        seterr(err, err_len, "%s: JSON syntax error (or out of memory)", what);
+        return;
+    }
+    for (const char *c = json; c < stop; c++) {
+        if (*c == '\n') {
+            line++;
+            column = 1;
+        } else {
+            column++;
+        }
+    }
+    if (*stop == '\0')
+        snprintf(near, sizeof near, "at the end of the input");
+    else {
+        char q[GF_VALUE_TEXT_BYTES];
+        quote(stop, q, sizeof q);
+        snprintf(near, sizeof near, "near %s", q);
+    }
+    seterr(err, err_len, "%s: JSON syntax error at line %zu, column %zu (byte %zu), %s", what,
+           line, column, (size_t)(stop - json), near);
+}
+
+/* Parses `json` as one JSON document with nothing after it.  Returns the tree
+ * (the caller cJSON_Deletes it) or NULL with the error in err[err_len]. */
+static cJSON *parse_document(const char *what, const char *json, char *err, size_t err_len)
+{
+    const char *stop = NULL;
+    cJSON *root;
+
+    if (json == NULL) {
+        seterr(err, err_len, "%s: no JSON text", what);
+        return NULL;
+    }
+    root = cJSON_ParseWithOpts(json, &stop, 1);
+    if (root == NULL)
+        syntax_error(what, json, stop, err, err_len);
+    return root;
+}
+
+/* ---- parameters ----------------------------------------------------------- */
+
+int gf_params_from_json(const gf_pipeline_kind *kind, const cJSON *obj, const char *prefix,
+                        gf_params *out, char *err, size_t err_len)
+{
+    char path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES];
+    const cJSON *m;
+
+    assert(kind != NULL && out != NULL);
+    if (prefix == NULL)
+        prefix = "params";
+    memset(out, 0, sizeof *out);
+    gf_params_defaults(kind, out);
+    if (obj == NULL)
+        return 0;
+    if (!cJSON_IsObject(obj)) {
+        describe(obj, got, sizeof got);
+        seterr(err, err_len, "%s: expected an object of the parameters of kind %s, got %s",
+               prefix, kind->name, got);
+        return -1;
+    }
+
+    cJSON_ArrayForEach(m, obj)
+    {
+        const gf_param_desc *d = NULL;
+        char *field;
+
+        for (size_t i = 0; i < kind->param_count; i++)
+            if (strcmp(kind->params[i].key, m->string) == 0)
+                d = &kind->params[i];
+        key_path(prefix, m->string, path, sizeof path);
+        if (d == NULL) {
+            char list[GF_KNOWN_LIST_BYTES];
+            size_t o = 0;
+
+            if (kind->param_count == 0) {
+                seterr(err, err_len, "%s: unknown parameter (kind %s takes no parameters)",
+                       path, kind->name);
+                return -1;
+            }
+            list[0] = '\0';
+            for (size_t i = 0; i < kind->param_count && o < sizeof list; i++) {
+                int n = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
+                                 kind->params[i].key);
+                if (n < 0)
+                    break;
+                o += (size_t)n;
+            }
+            seterr(err, err_len, "%s: unknown parameter of kind %s (known: %s)", path,
+                   kind->name, list);
+            return -1;
+        }
+        /* Known keys are few, so this scan for an earlier twin stays short. */
+        for (const cJSON *p = obj->child; p != m; p = p->next) {
+            if (strcmp(p->string, m->string) == 0) {
+                seterr(err, err_len, "%s: duplicate key", path);
+                return -1;
+            }
+        }
+
+        field = (char *)out + d->offset;
+        switch (d->type) {
+        case GF_PARAM_F32: {
+            float f;
+            if (read_f32(m, path, d->min, d->max, &f, err, err_len) < 0)
+                return -1;
+            memcpy(field, &f, sizeof f);
+            break;
+        }
+        case GF_PARAM_U32: {
+            double lo = d->min < 0 ? 0 : d->min, hi = d->max > UINT32_MAX ? UINT32_MAX : d->max;
+            double v;
+            uint32_t u;
+            if (read_integer(m, path, lo, hi, &v, err, err_len) < 0)
+                return -1;
+            u = (uint32_t)v;
+            memcpy(field, &u, sizeof u);
+            break;
+        }
+        case GF_PARAM_F32x3: {
+            float f[3];
+            if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) != 3) {
+                describe(m, got, sizeof got);
+                seterr(err, err_len, "%s: expected an array of 3 numbers, got %s", path, got);
+                return -1;
+            }
+            for (unsigned i = 0; i < 3; i++) {
+                char epath[GF_PATH_BYTES + 16];
+                snprintf(epath, sizeof epath, "%s[%u]", path, i);
+                if (read_f32(cJSON_GetArrayItem(m, (int)i), epath, d->min, d->max, &f[i], err,
+                             err_len) < 0)
+                    return -1;
+            }
+            memcpy(field, f, sizeof f);
+            break;
+        }
+        default:
+            seterr(err, err_len, "%s: parameter of an unsupported type %d", path, (int)d->type);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the config file -------------------------------------------------------- */
+
+enum top_key {
+    K_SOCKET,
+    K_ENGINE,
+    K_SLOTS,
+    K_MAX_FRAME_BYTES,
+    K_FRAME_TIMEOUT_MS,
+    K_LOG_LEVEL,
+    K_PIPELINES,
+    K_COUNT_
+};
+static const char *const top_keys[K_COUNT_] = {
+    "socket", "engine", "slots", "max_frame_bytes", "frame_timeout_ms", "log_level", "pipelines",
+};
+
+enum pipeline_key { P_NAME, P_KIND, P_PARAMS, P_COUNT_ };
+static const char *const pipeline_keys[P_COUNT_] = {"name", "kind", "params"};
+
+static const char *const engine_names[] = {"auto", "cuda", "cpu"};
+static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+int gf_engine_choice_parse(const char *s, enum gf_engine_choice *out)
+{
+    int i = s != NULL ? key_index(engine_names, ARRAY_LEN(engine_names), s) : -1;
+
+    if (i < 0)
+        return -1;
+    *out = (enum gf_engine_choice)i;
+    return 0;
+}
+
+const char *gf_engine_choice_name(enum gf_engine_choice e)
+{
+    if ((unsigned)e >= ARRAY_LEN(engine_names))
+        return "unknown";
+    return engine_names[e];
+}
+
+int gf_log_level_parse(const char *s, enum gf_log_level *out)
+{
+    int i = s != NULL ? key_index(log_level_names, ARRAY_LEN(log_level_names), s) : -1;
+
+    if (i < 0)
+        return -1;
+    *out = (enum gf_log_level)i;
+    return 0;
+}
+
+/* Parses one element of the config's "pipelines" array into `p`, whose
+ * `index` earlier siblings before[] are already parsed. */
+static int parse_pipeline(const cJSON *v, size_t index, const gf_pipeline *before,
+                          uint64_t max_frame_bytes, gf_pipeline *p, char *err, size_t err_len)
+{
+    const cJSON *items[P_COUNT_] = {0};
+    char prefix[32], path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES], why[GF_PATH_BYTES];
+
+    snprintf(prefix, sizeof prefix, "pipelines[%zu]", index);
+    if (!cJSON_IsObject(v)) {
+        describe(v, got, sizeof got);
+        seterr(err, err_len, "%s: expected an object with \"name\", \"kind\" and optional "
+                             "\"params\", got %s", prefix, got);
+        return -1;
+    }
+    if (collect_keys(v, prefix, pipeline_keys, P_COUNT_, 0, items, err, err_len) < 0)
+        return -1;
+    for (int k = P_NAME; k <= P_KIND; k++) {
+        if (items[k] == NULL) {
+            seterr(err, err_len, "%s.%s: missing (required)", prefix, pipeline_keys[k]);
+            return -1;
+        }
+    }
+
+    p->id = (uint32_t)index;
+    snprintf(path, sizeof path, "%s.name", prefix);
+    if (read_pipeline_name(items[P_NAME], path, before, index, p->name, err, err_len) < 0)
+        return -1;
+    snprintf(path, sizeof path, "%s.kind", prefix);
+    p->kind = read_kind(items[P_KIND], path, err, err_len);
+    if (p->kind == NULL)
+        return -1;
+    snprintf(path, sizeof path, "%s (%s).params", prefix, p->name);
+    if (gf_params_from_json(p->kind, items[P_PARAMS], path, &p->params, err, err_len) < 0)
+        return -1;
+    why[0] = '\0';
+    if (p->kind->check_params(&p->params, max_frame_bytes, why, sizeof why) != 0) {
+        seterr(err, err_len, "%s: %s", path, why[0] ? why : "invalid parameters");
+        return -1;
+    }
+    return 0;
+}
+
+/* Parses the config's "pipelines" array into a new array in *out. */
+static int parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, gf_pipeline **out,
+                           size_t *out_count, char *err, size_t err_len)
+{
+    char got[GF_VALUE_TEXT_BYTES];
+    gf_pipeline *pipelines = NULL;
+    size_t count, i = 0;
+    const cJSON *m;
+
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
+        describe(v, got, sizeof got);
+        seterr(err, err_len, "pipelines: expected a non-empty array of pipeline objects, got %s",
+               got);
+        goto fail;
+    }
+    count = (size_t)cJSON_GetArraySize(v);
+    if (count > GF_MAX_PIPELINES) {
+        seterr(err, err_len, "pipelines: expected at most %d pipelines, got %zu",
+               GF_MAX_PIPELINES, count);
+        goto fail;
+    }
+    pipelines = calloc(count, sizeof *pipelines);
+    if (pipelines == NULL) {
+        seterr(err, err_len, "pipelines: out of memory");
+        goto fail;
+    }
+    cJSON_ArrayForEach(m, v)
+    {
+        if (parse_pipeline(m, i, pipelines, max_frame_bytes, &pipelines[i], err, err_len) < 0)
+            goto fail_pipelines;
+        i++;
+    }
+    *out = pipelines;
+    *out_count = count;
+    return 0;
+
+fail_pipelines:
+    free(pipelines);
+fail:
+    return -1;
+}
+
+int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
+{
+    const cJSON *items[K_COUNT_] = {0};
+    char got[GF_VALUE_TEXT_BYTES];
+    gf_config cfg;
+    cJSON *root;
+    double n;
+    int i;
+
+    memset(out, 0, sizeof *out);
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(cfg.socket_path, sizeof cfg.socket_path, "%s", GF_SOCKET_PATH_DEFAULT);
+    cfg.engine = GF_ENGINE_AUTO;
+    cfg.slot_count = GF_SLOTS_DEFAULT;
+    cfg.max_frame_bytes = GF_MAX_FRAME_BYTES_DEFAULT;
+    cfg.frame_timeout_ms = GF_FRAME_TIMEOUT_MS_DEFAULT;
+    cfg.log_level = GF_LOG_INFO;
+
+    root = parse_document("config", json, err, err_len);
+    if (root == NULL)
+        goto fail;
+    if (!cJSON_IsObject(root)) {
+        describe(root, got, sizeof got);
+        seterr(err, err_len, "config: expected a JSON object, got %s", got);
+        goto fail_root;
+    }
+    if (collect_keys(root, "", top_keys, K_COUNT_, 0, items, err, err_len) < 0)
+        goto fail_root;
+
+    /* Fixed order, whatever the file's: pipelines need max_frame_bytes. */
+    if (items[K_SOCKET] != NULL) {
+        const cJSON *v = items[K_SOCKET];
+        size_t len = cJSON_IsString(v) ? strlen(v->valuestring) : 0;
+
+        if (len == 0 || len >= GF_SOCKET_PATH_MAX) {
+            if (cJSON_IsString(v))
+                snprintf(got, sizeof got, "a string of %zu bytes", len);
+            else
+                describe(v, got, sizeof got);
+            seterr(err, err_len, "socket: expected a path of 1 to %d bytes, got %s",
+                   GF_SOCKET_PATH_MAX - 1, got);
+            goto fail_root;
+        }
+        memcpy(cfg.socket_path, v->valuestring, len + 1);
+    }
+    if (items[K_ENGINE] != NULL) {
+        i = read_choice(items[K_ENGINE], "engine", engine_names, ARRAY_LEN(engine_names), err,
+                        err_len);
+        if (i < 0)
+            goto fail_root;
+        cfg.engine = (enum gf_engine_choice)i;
+    }
+    if (items[K_SLOTS] != NULL) {
+        if (read_integer(items[K_SLOTS], "slots", GF_SLOTS_MIN, GF_SLOTS_MAX, &n, err,
+                         err_len) < 0)
+            goto fail_root;
+        cfg.slot_count = (uint32_t)n;
+    }
+    if (items[K_MAX_FRAME_BYTES] != NULL) {
+        if (read_integer(items[K_MAX_FRAME_BYTES], "max_frame_bytes", 1,
+                         (double)GF_MAX_FRAME_BYTES_LIMIT, &n, err, err_len) < 0)
+            goto fail_root;
+        cfg.max_frame_bytes = (uint64_t)n;
+    }
+    if (items[K_FRAME_TIMEOUT_MS] != NULL) {
+        if (read_integer(items[K_FRAME_TIMEOUT_MS], "frame_timeout_ms", 1,
+                         GF_FRAME_TIMEOUT_MS_MAX, &n, err, err_len) < 0)
+            goto fail_root;
+        cfg.frame_timeout_ms = (uint32_t)n;
+    }
+    if (items[K_LOG_LEVEL] != NULL) {
+        i = read_choice(items[K_LOG_LEVEL], "log_level", log_level_names,
+                        ARRAY_LEN(log_level_names), err, err_len);
+        if (i < 0)
+            goto fail_root;
+        cfg.log_level = (enum gf_log_level)i;
+    }
+    if (items[K_PIPELINES] == NULL) {
+        seterr(err, err_len, "pipelines: missing (required: a non-empty array of pipelines)");
+        goto fail_root;
+    }
+    if (parse_pipelines(items[K_PIPELINES], cfg.max_frame_bytes, &cfg.pipelines,
+                        &cfg.pipeline_count, err, err_len) < 0)
+        goto fail_root;
+
+    cJSON_Delete(root);
+    *out = cfg;
+    return 0;
+
+fail_root:
+    cJSON_Delete(root);
+fail:
+    return -1;
+}
+
+/* Puts "<path>: " in front of the text in err[err_len], cutting its end if
+ * both do not fit. */
+static void prefix_error(const char *path, char *err, size_t err_len)
+{
+    size_t plen, mlen;
+
+    if (err == NULL || err_len == 0)
+        return;
+    plen = strlen(path) + 2;
+    if (plen >= err_len) {
+        seterr(err, err_len, "%s", path);
+        return;
+    }
+    mlen = strnlen(err, err_len - 1);
+    if (plen + mlen >= err_len)
+        mlen = err_len - 1 - plen;
+    memmove(err + plen, err, mlen);
+    err[plen + mlen] = '\0';
+    memcpy(err, path, plen - 2);
+    memcpy(err + plen - 2, ": ", 2);
+}
+
+int gf_config_load_file(const char *path, gf_config *out, char *err, size_t err_len)
+{
+    char *buf = NULL;
+    size_t len;
+    FILE *f;
+
+    memset(out, 0, sizeof *out);
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        seterr(err, err_len, "%s: %s", path, strerror(errno));
+        goto fail;
+    }
+    /* One byte past the limit tells "too large" from "exactly the limit". */
+    buf = malloc(GF_CONFIG_FILE_MAX_BYTES + 2);
+    if (buf == NULL) {
+        seterr(err, err_len, "%s: out of memory", path);
+        goto fail_file;
+    }
+    len = fread(buf, 1, GF_CONFIG_FILE_MAX_BYTES + 1, f);
+    if (ferror(f)) {
+        seterr(err, err_len, "%s: read failed: %s", path, strerror(errno));
+        goto fail_buf;
+    }
+    if (len > GF_CONFIG_FILE_MAX_BYTES) {
+        seterr(err, err_len, "%s: larger than the limit of %u bytes (1 MiB) for a config file",
+               path, GF_CONFIG_FILE_MAX_BYTES);
+        goto fail_buf;
+    }
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        seterr(err, err_len, "%s: contains a NUL byte at offset %zu", path, strlen(buf));
+        goto fail_buf;
+    }
+    if (gf_config_parse(buf, out, err, err_len) < 0) {
+        prefix_error(path, err, err_len);
+        goto fail_buf;
+    }
+    free(buf);
+    fclose(f);
+    return 0;
+
+fail_buf:
+    free(buf);
+fail_file:
+    fclose(f);
+fail:
+    return -1;
+}
+
+void gf_config_free(gf_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    free(cfg->pipelines);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+/* ---- the LIST reply ----------------------------------------------------------- */
+
+/*
+ * A JSON number for the float32 `f`: the shortest decimal (up to 9 significant
+ * digits, which always suffice) that reads back as `f` through the path a
+ * reader takes (text -> double -> float), so the LIST reply shows 0.485, not
+ * 0.48500001430511475, and still round-trips bit for bit.
+ */
+static cJSON *f32_to_json(float f)
+{
+    char text[32];
+
+    for (int digits = 6; digits <= 9; digits++) {
+        double d;
+
+        snprintf(text, sizeof text, "%.*g", digits, (double)f);
+        d = strtod(text, NULL);
+        if ((float)d == f)
+            return cJSON_CreateNumber(d);
+    }
+    return cJSON_CreateNumber((double)f);
+}
+
+/* {"<key>": value, ...} with every parameter of `kind`; NULL when out of
+ * memory. */
+static cJSON *params_to_json(const gf_pipeline_kind *kind, const gf_params *p)
+{
+    cJSON *obj = cJSON_CreateObject();
+
+    if (obj == NULL)
+        goto fail;
+    for (size_t i = 0; i < kind->param_count; i++) {
+        const gf_param_desc *d = &kind->params[i];
+        const char *field = (const char *)p + d->offset;
+        cJSON *v = NULL;
+
+        switch (d->type) {
+        case GF_PARAM_F32: {
+            float f;
+            memcpy(&f, field, sizeof f);
+            v = f32_to_json(f);
+            break;
+        }
+        case GF_PARAM_U32: {
+            uint32_t u;
+            memcpy(&u, field, sizeof u);
+            v = cJSON_CreateNumber((double)u);
+            break;
+        }
+        case GF_PARAM_F32x3: {
+            float f[3];
+            memcpy(f, field, sizeof f);
+            v = cJSON_CreateArray();
+            for (int j = 0; v != NULL && j < 3; j++) {
+                cJSON *e = f32_to_json(f[j]);
+                if (e == NULL || !cJSON_AddItemToArray(v, e)) {
+                    cJSON_Delete(e);
+                    cJSON_Delete(v);
+                    v = NULL;
+                }
+            }
+            break;
+        }
+        }
+        if (v == NULL)
+            goto fail_obj;
+        if (!cJSON_AddItemToObject(obj, d->key, v)) {
+            cJSON_Delete(v);
+            goto fail_obj;
+        }
+    }
+    return obj;
+
+fail_obj:
+    cJSON_Delete(obj);
+fail:
+    return NULL;
+}
+
+cJSON *gf_pipelines_to_json(const gf_pipeline *pipelines, size_t count)
+{
+    cJSON *root = cJSON_CreateObject(), *arr;
+
+    if (root == NULL)
+        goto fail;
+    arr = cJSON_AddArrayToObject(root, "pipelines");
+    if (arr == NULL)
+        goto fail_root;
+    for (size_t i = 0; i < count; i++) {
+        const gf_pipeline *p = &pipelines[i];
+        cJSON *obj = cJSON_CreateObject(), *params;
+
+        if (obj == NULL)
+            goto fail_root;
+        if (!cJSON_AddItemToArray(arr, obj)) {
+            cJSON_Delete(obj);
+            goto fail_root;
+        }
+        if (cJSON_AddNumberToObject(obj, "id", (double)p->id) == NULL ||
+            cJSON_AddStringToObject(obj, "name", p->name) == NULL ||
+            cJSON_AddStringToObject(obj, "kind", p->kind->name) == NULL)
+            goto fail_root;
+        params = params_to_json(p->kind, &p->params);
+        if (params == NULL)
+            goto fail_root;
+        if (!cJSON_AddItemToObject(obj, "params", params)) {
+            cJSON_Delete(params);
+            goto fail_root;
+        }
+        if (cJSON_AddStringToObject(obj, "doc", p->kind->doc) == NULL)
+            goto fail_root;
+    }
+    return root;
+
+fail_root:
+    cJSON_Delete(root);
+fail:
+    return NULL;
+}
+
+enum list_key { L_ID, L_NAME, L_KIND, L_PARAMS, L_COUNT_ };
+static const char *const list_keys[L_COUNT_] = {"id", "name", "kind", "params"};
+
+/* Parses one element of a LIST reply's "pipelines" into `p`.  Keys other than
+ * list_keys ("doc", or what a newer daemon adds) are ignored. */
+static int parse_listed_pipeline(const cJSON *v, size_t index, const gf_pipeline *before,
+                                 gf_pipeline *p, char *err, size_t err_len)
+{
+    const cJSON *items[L_COUNT_] = {0};
+    char prefix[32], path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES];
+    double id;
+
+    snprintf(prefix, sizeof prefix, "pipelines[%zu]", index);
+    if (!cJSON_IsObject(v)) {
+        describe(v, got, sizeof got);
+        seterr(err, err_len, "%s: expected a pipeline object, got %s", prefix, got);
+        return -1;
+    }
+    if (collect_keys(v, prefix, list_keys, L_COUNT_, 1, items, err, err_len) < 0)
+        return -1;
+    for (int k = 0; k < L_COUNT_; k++) {
+        if (items[k] == NULL) {
+            seterr(err, err_len, "%s.%s: missing (required)", prefix, list_keys[k]);
+            return -1;
+        }
+    }
+    /* Ids are array positions; a list that says otherwise is corrupt. */
+    snprintf(path, sizeof path, "%s.id", prefix);
+    if (read_integer(items[L_ID], path, (double)index, (double)index, &id, err, err_len) < 0)
+        return -1;
+    p->id = (uint32_t)id;
+    snprintf(path, sizeof path, "%s.name", prefix);
+    if (read_pipeline_name(items[L_NAME], path, before, index, p->name, err, err_len) < 0)
+        return -1;
+    snprintf(path, sizeof path, "%s.kind", prefix);
+    p->kind = read_kind(items[L_KIND], path, err, err_len);
+    if (p->kind == NULL)
+        return -1;
+    snprintf(path, sizeof path, "%s (%s).params", prefix, p->name);
+    return gf_params_from_json(p->kind, items[L_PARAMS], path, &p->params, err, err_len);
+}
+
+int gf_pipelines_from_json(const char *json, gf_pipeline **out, size_t *count, char *err,
+                           size_t err_len)
+{
+    char got[GF_VALUE_TEXT_BYTES];
+    gf_pipeline *pipelines = NULL;
+    const cJSON *arr, *m;
+    size_t n, i = 0;
+    cJSON *root;
+
+    *out = NULL;
+    *count = 0;
+    root = parse_document("pipeline list", json, err, err_len);
+    if (root == NULL)
+        goto fail;
+    arr = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "pipelines") : NULL;
+    if (!cJSON_IsArray(arr)) {
+        describe(cJSON_IsObject(root) ? arr : root, got, sizeof got);
+        seterr(err, err_len, "pipelines: expected an array in an object {\"pipelines\": [...]}, "
+                             "got %s", got);
+        goto fail_root;
+    }
+    n = (size_t)cJSON_GetArraySize(arr);
+    if (n > GF_MAX_PIPELINES) {
+        seterr(err, err_len, "pipelines: expected at most %d pipelines, got %zu",
+               GF_MAX_PIPELINES, n);
+        goto fail_root;
+    }
+    if (n > 0) {
+        pipelines = calloc(n, sizeof *pipelines);
+        if (pipelines == NULL) {
+            seterr(err, err_len, "pipelines: out of memory");
+            goto fail_root;
+        }
+    }
+    cJSON_ArrayForEach(m, arr)
+    {
+        if (parse_listed_pipeline(m, i, pipelines, &pipelines[i], err, err_len) < 0)
+            goto fail_pipelines;
+        i++;
+    }
+    cJSON_Delete(root);
+    *out = pipelines;
+    *count = n;
+    return 0;
+
+fail_pipelines:
+    free(pipelines);
+fail_root:
+    cJSON_Delete(root);
+fail:
+    return -1;
+}

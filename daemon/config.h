@@ -1,0 +1,89 @@
+/*
+ * Configuration: the daemon's settings and its configured pipelines, read
+ * from JSON (config/gpuframed.json documents every key) with cJSON.
+ *
+ * The same module turns pipelines into the LIST reply's JSON and back, so the
+ * daemon and the client agree on one encoding.
+ */
+#ifndef GF_CONFIG_H
+#define GF_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "pipeline.h"
+
+/* sun_path's size on Linux: the longest socket path, NUL included. */
+#define GF_SOCKET_PATH_MAX 108
+/* Bounds on the slot ring: at least ping-pong, at most what one loop serves. */
+#define GF_SLOTS_MIN 1
+#define GF_SLOTS_MAX 64
+#define GF_SLOTS_DEFAULT 2
+/* Bounds on one frame's payload. */
+#define GF_MAX_FRAME_BYTES_LIMIT (1ull << 32)
+#define GF_MAX_PIPELINES 256
+
+enum gf_engine_choice { GF_ENGINE_AUTO, GF_ENGINE_CUDA, GF_ENGINE_CPU };
+
+enum gf_log_level { GF_LOG_ERROR, GF_LOG_WARN, GF_LOG_INFO, GF_LOG_DEBUG };
+
+typedef struct gf_config {
+    char socket_path[GF_SOCKET_PATH_MAX]; /* where the daemon listens          */
+    enum gf_engine_choice engine;         /* auto | cuda | cpu                 */
+    uint32_t slot_count;                  /* frames in flight at once          */
+    uint64_t max_frame_bytes;             /* largest FRAME payload accepted    */
+    uint32_t frame_timeout_ms;            /* deadline of a frame on the engine */
+    enum gf_log_level log_level;
+    gf_pipeline *pipelines;               /* owned; ids are their indices      */
+    size_t pipeline_count;
+} gf_config;
+
+/* The configuration compiled into the daemon: config/gpuframed.json. */
+extern const char gf_default_config_json[];
+
+/*
+ * Parses `json` into `*out`, replacing whatever it held.  Returns 0, or -1
+ * with one line in err[err_len] that names the offending key and what was
+ * expected ("slots: expected an integer in [1, 64], got 0").  Unknown keys
+ * are errors.  On failure `*out` is left empty (safe to gf_config_free).
+ */
+int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len);
+
+/* Reads the file at `path` and parses it as gf_config_parse does; errors
+ * start with the path. */
+int gf_config_load_file(const char *path, gf_config *out, char *err, size_t err_len);
+
+/* Frees what `cfg` owns and empties it.  Safe on an empty config. */
+void gf_config_free(gf_config *cfg);
+
+/* "auto", "cuda", "cpu" <-> enum; parse returns -1 for anything else. */
+int gf_engine_choice_parse(const char *s, enum gf_engine_choice *out);
+const char *gf_engine_choice_name(enum gf_engine_choice e);
+int gf_log_level_parse(const char *s, enum gf_log_level *out);
+
+/*
+ * Reads `kind`'s parameters from the JSON object `obj` (NULL: all defaults)
+ * into `*out`.  Absent keys take their defaults; unknown keys, wrong types and
+ * out-of-range values are errors named as "<prefix>.<key>: ...".  Returns 0
+ * or -1 with the reason in err[err_len].
+ */
+int gf_params_from_json(const gf_pipeline_kind *kind, const cJSON *obj, const char *prefix,
+                        gf_params *out, char *err, size_t err_len);
+
+/*
+ * The LIST reply: {"pipelines":[{"id":0,"name":"echo","kind":"echo",
+ * "params":{...},"doc":"..."}, ...]}.  Returns a new cJSON tree the caller
+ * frees with cJSON_Delete, or NULL when out of memory.
+ */
+cJSON *gf_pipelines_to_json(const gf_pipeline *pipelines, size_t count);
+
+/*
+ * Parses a LIST reply back into a malloc'd array the caller frees with
+ * free().  Returns 0, or -1 with the reason in err[err_len].
+ */
+int gf_pipelines_from_json(const char *json, gf_pipeline **out, size_t *count, char *err,
+                           size_t err_len);
+
+#endif

@@ -1,0 +1,784 @@
+/*
+ * Check suite of daemon/config.c: the default config file, every kind of
+ * error a config can carry (each must name its key path), parameter parsing,
+ * and the LIST reply's round trip through JSON text.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#ifndef GF_TEST_CONFIG_DIR
+#define GF_TEST_CONFIG_DIR "config"
+#endif
+
+/* Big enough for any error the module writes. */
+#define ERR_BYTES 512
+
+/* One pipeline that makes an otherwise minimal config valid. */
+#define ECHO_PIPELINES "\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}]"
+
+/* The parameters `kind` gets by default, with every other field zero: the
+ * baseline that parsed parameters are compared to with memcmp. */
+static gf_params default_params(const char *kind_name)
+{
+    const gf_pipeline_kind *kind = gf_pipeline_kind_find(kind_name);
+    gf_params p;
+
+    ck_assert_ptr_nonnull(kind);
+    memset(&p, 0, sizeof p);
+    gf_params_defaults(kind, &p);
+    return p;
+}
+
+static void assert_pipeline(const gf_pipeline *p, uint32_t id, const char *name,
+                            const char *kind, const gf_params *want)
+{
+    ck_assert_uint_eq(p->id, id);
+    ck_assert_str_eq(p->name, name);
+    ck_assert_ptr_eq(p->kind, gf_pipeline_kind_find(kind));
+    ck_assert_str_eq(p->kind->name, kind);
+    ck_assert_msg(memcmp(&p->params, want, sizeof *want) == 0, "params of %s differ", name);
+}
+
+static void assert_empty(const gf_config *cfg)
+{
+    ck_assert_ptr_null(cfg->pipelines);
+    ck_assert_uint_eq(cfg->pipeline_count, 0);
+}
+
+/* ---- the default file ------------------------------------------------------- */
+
+START_TEST(default_file_parses_to_documented_values)
+{
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+    gf_params want;
+
+    ck_assert_msg(gf_config_load_file(GF_TEST_CONFIG_DIR "/gpuframed.json", &cfg, err,
+                                      sizeof err) == 0,
+                  "%s", err);
+    ck_assert_str_eq(cfg.socket_path, "/run/gpuframed.sock");
+    ck_assert_int_eq(cfg.engine, GF_ENGINE_AUTO);
+    ck_assert_uint_eq(cfg.slot_count, 2);
+    ck_assert_uint_eq(cfg.max_frame_bytes, 16777216);
+    ck_assert_uint_eq(cfg.frame_timeout_ms, 10000);
+    ck_assert_int_eq(cfg.log_level, GF_LOG_INFO);
+    ck_assert_uint_eq(cfg.pipeline_count, 4);
+
+    want = default_params("echo");
+    assert_pipeline(&cfg.pipelines[0], 0, "echo", "echo", &want);
+
+    want = default_params("affine");
+    want.a = 2.0f;
+    want.b = 0.5f;
+    assert_pipeline(&cfg.pipelines[1], 1, "affine", "affine", &want);
+
+    want = default_params("sincos");
+    want.iters = 16;
+    assert_pipeline(&cfg.pipelines[2], 2, "sincos", "sincos", &want);
+
+    /* (float)0.485 rounds as the parser does: text -> double -> float. */
+    want = default_params("normalize_u8");
+    want.width = 1920;
+    want.height = 1080;
+    want.mean[0] = (float)0.485;
+    want.mean[1] = (float)0.456;
+    want.mean[2] = (float)0.406;
+    want.std[0] = (float)0.229;
+    want.std[1] = (float)0.224;
+    want.std[2] = (float)0.225;
+    assert_pipeline(&cfg.pipelines[3], 3, "normalize_u8", "normalize_u8", &want);
+
+    gf_config_free(&cfg);
+    assert_empty(&cfg);
+    gf_config_free(&cfg); /* safe on an empty config */
+}
+END_TEST
+
+START_TEST(absent_keys_take_defaults)
+{
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+    gf_params want = default_params("normalize_u8");
+
+    ck_assert_msg(gf_config_parse("{\"pipelines\": [{\"name\": \"n\", \"kind\": "
+                                  "\"normalize_u8\", \"params\": {}}]}",
+                                  &cfg, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_str_eq(cfg.socket_path, "/run/gpuframed.sock");
+    ck_assert_int_eq(cfg.engine, GF_ENGINE_AUTO);
+    ck_assert_uint_eq(cfg.slot_count, GF_SLOTS_DEFAULT);
+    ck_assert_uint_eq(cfg.max_frame_bytes, 16777216);
+    ck_assert_uint_eq(cfg.frame_timeout_ms, 10000);
+    ck_assert_int_eq(cfg.log_level, GF_LOG_INFO);
+    ck_assert_uint_eq(cfg.pipeline_count, 1);
+    assert_pipeline(&cfg.pipelines[0], 0, "n", "normalize_u8", &want);
+    gf_config_free(&cfg);
+}
+END_TEST
+
+START_TEST(every_key_set_and_bounds_accepted)
+{
+    char err[ERR_BYTES] = "", json[1024];
+    char sock[GF_SOCKET_PATH_MAX];
+    gf_config cfg;
+    gf_params want;
+
+    /* Longest socket path, largest values, names at their limits. */
+    memset(sock, 's', GF_SOCKET_PATH_MAX - 1);
+    sock[0] = '/';
+    sock[GF_SOCKET_PATH_MAX - 1] = '\0';
+    snprintf(json, sizeof json,
+             "{\"pipelines\": [{\"kind\": \"sincos\", \"params\": {\"iters\": 3}, \"name\": "
+             "\"Ab-9_.x\"}, {\"name\": \"%s\", \"kind\": \"affine\", \"params\": {\"b\": -1e-3}}],"
+             "\"log_level\": \"debug\", \"socket\": \"%s\", \"engine\": \"cpu\", \"slots\": 64,"
+             "\"max_frame_bytes\": 4294967296, \"frame_timeout_ms\": 3600000}",
+             "123456789012345678901234567890123456789012345678901234567890123", sock);
+    ck_assert_msg(gf_config_parse(json, &cfg, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(cfg.socket_path, sock);
+    ck_assert_int_eq(cfg.engine, GF_ENGINE_CPU);
+    ck_assert_uint_eq(cfg.slot_count, 64);
+    ck_assert_uint_eq(cfg.max_frame_bytes, 4294967296ull);
+    ck_assert_uint_eq(cfg.frame_timeout_ms, 3600000);
+    ck_assert_int_eq(cfg.log_level, GF_LOG_DEBUG);
+    ck_assert_uint_eq(cfg.pipeline_count, 2);
+    want = default_params("sincos");
+    want.iters = 3;
+    assert_pipeline(&cfg.pipelines[0], 0, "Ab-9_.x", "sincos", &want);
+    want = default_params("affine");
+    want.b = (float)-1e-3;
+    assert_pipeline(&cfg.pipelines[1], 1,
+                    "123456789012345678901234567890123456789012345678901234567890123", "affine",
+                    &want);
+    gf_config_free(&cfg);
+
+    ck_assert_msg(gf_config_parse("{\"slots\": 1, \"max_frame_bytes\": 1, \"frame_timeout_ms\": "
+                                  "1, \"engine\": \"cuda\", \"log_level\": \"error\", "
+                                  ECHO_PIPELINES "}",
+                                  &cfg, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_uint_eq(cfg.slot_count, 1);
+    ck_assert_uint_eq(cfg.max_frame_bytes, 1);
+    ck_assert_uint_eq(cfg.frame_timeout_ms, 1);
+    ck_assert_int_eq(cfg.engine, GF_ENGINE_CUDA);
+    ck_assert_int_eq(cfg.log_level, GF_LOG_ERROR);
+    gf_config_free(&cfg);
+}
+END_TEST
+
+/* ---- errors --------------------------------------------------------------- */
+
+struct bad_config {
+    const char *json;
+    const char *want; /* must occur in the error text */
+};
+
+static const struct bad_config bad_configs[] = {
+    /* structure and syntax */
+    {"{\"slot\": 2, " ECHO_PIPELINES "}", "slot: unknown key (known keys: socket, engine, "},
+    {"{\"slots\": 2, \"slots\": 3, " ECHO_PIPELINES "}", "slots: duplicate key"},
+    {"[1, 2]", "config: expected a JSON object, got an array of 2 elements"},
+    {"{}", "pipelines: missing"},
+    {"{\"pipelines\": []}", "pipelines: expected a non-empty array of pipeline objects, got an "
+                            "array of 0 elements"},
+    {"{\"pipelines\": {}}", "pipelines: expected a non-empty array"},
+    {"{\"pipelines\": [\"echo\"]}", "pipelines[0]: expected an object"},
+    {"{\n  \"slots\": 2,\n  \"pipelines\": [\n}\n", "line 4, column 1"},
+    {"{\"slots\": 2,}", "JSON syntax error at line 1"},
+    {"{\"slots\": 2} x", "JSON syntax error at line 1, column 14"},
+    {"", "at the end of the input"},
+    {"{\"slots\": 2,\n\"engine\": \"auto\"", "line 2"},
+    /* socket */
+    {"{\"socket\": 5, " ECHO_PIPELINES "}", "socket: expected a path of 1 to 107 bytes, got 5"},
+    {"{\"socket\": \"\", " ECHO_PIPELINES "}", "socket: expected a path of 1 to 107 bytes, got "
+                                               "a string of 0 bytes"},
+    {"{\"socket\": \"/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\", " ECHO_PIPELINES "}",
+     "socket: expected a path of 1 to 107 bytes, got a string of 108 bytes"},
+    /* engine, log_level */
+    {"{\"engine\": \"gpu\", " ECHO_PIPELINES "}",
+     "engine: expected one of \"auto\", \"cuda\", \"cpu\", got \"gpu\""},
+    {"{\"engine\": 1, " ECHO_PIPELINES "}", "engine: expected one of"},
+    {"{\"engine\": \"AUTO\", " ECHO_PIPELINES "}", "got \"AUTO\""},
+    {"{\"log_level\": \"verbose\", " ECHO_PIPELINES "}",
+     "log_level: expected one of \"error\", \"warn\", \"info\", \"debug\", got \"verbose\""},
+    /* integers */
+    {"{\"slots\": 0, " ECHO_PIPELINES "}", "slots: expected an integer in [1, 64], got 0"},
+    {"{\"slots\": 65, " ECHO_PIPELINES "}", "slots: expected an integer in [1, 64], got 65"},
+    {"{\"slots\": 2.5, " ECHO_PIPELINES "}", "slots: expected an integer in [1, 64], got 2.5"},
+    {"{\"slots\": -1, " ECHO_PIPELINES "}", "slots: expected an integer in [1, 64], got -1"},
+    {"{\"slots\": \"2\", " ECHO_PIPELINES "}", "slots: expected an integer in [1, 64], got \"2\""},
+    {"{\"slots\": true, " ECHO_PIPELINES "}", "slots: expected an integer in [1, 64], got true"},
+    {"{\"slots\": null, " ECHO_PIPELINES "}", "got null"},
+    {"{\"slots\": 1e999, " ECHO_PIPELINES "}", "slots: expected an integer"},
+    {"{\"max_frame_bytes\": 0, " ECHO_PIPELINES "}",
+     "max_frame_bytes: expected an integer in [1, 4294967296], got 0"},
+    {"{\"max_frame_bytes\": 4294967297, " ECHO_PIPELINES "}", "got 4294967297"},
+    {"{\"max_frame_bytes\": 9007199254740993, " ECHO_PIPELINES "}", "max_frame_bytes: expected"},
+    {"{\"max_frame_bytes\": 1e300, " ECHO_PIPELINES "}", "got 1e+300"},
+    {"{\"frame_timeout_ms\": 0, " ECHO_PIPELINES "}",
+     "frame_timeout_ms: expected an integer in [1, 3600000], got 0"},
+    {"{\"frame_timeout_ms\": 3600001, " ECHO_PIPELINES "}", "frame_timeout_ms: expected"},
+    /* pipeline objects */
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"param\": {}}]}",
+     "pipelines[0].param: unknown key (known keys: name, kind, params)"},
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"bad key\": 1}]}",
+     "pipelines[0].\"bad key\": unknown key"},
+    {"{\"pipelines\": [{\"kind\": \"echo\"}]}", "pipelines[0].name: missing"},
+    {"{\"pipelines\": [{\"name\": \"e\"}]}", "pipelines[0].kind: missing"},
+    {"{\"pipelines\": [{\"name\": 3, \"kind\": \"echo\"}]}",
+     "pipelines[0].name: expected a string of 1 to 63 characters from [A-Za-z0-9_.-], got 3"},
+    {"{\"pipelines\": [{\"name\": \"a b\", \"kind\": \"echo\"}]}",
+     "pipelines[0].name: expected a string"},
+    {"{\"pipelines\": [{\"name\": \"\", \"kind\": \"echo\"}]}", "pipelines[0].name: expected"},
+    {"{\"pipelines\": [{\"name\": "
+     "\"1234567890123456789012345678901234567890123456789012345678901234\", \"kind\": \"echo\"}]}",
+     "pipelines[0].name: expected a string of 1 to 63"},
+    {"{\"pipelines\": [{\"name\": \"x\", \"kind\": \"echo\"}, {\"name\": \"y\", \"kind\": "
+     "\"echo\"}, {\"name\": \"x\", \"kind\": \"affine\"}]}",
+     "pipelines[2].name: duplicate name \"x\" (also pipelines[0].name)"},
+    {"{\"pipelines\": [{\"name\": \"x\", \"kind\": \"echo\"}, {\"name\": \"y\", \"kind\": "
+     "\"foo\"}]}",
+     "pipelines[1].kind: unknown kind \"foo\" (known: "},
+    {"{\"pipelines\": [{\"name\": \"x\", \"kind\": [\"echo\"]}]}",
+     "pipelines[0].kind: expected the name of a kind"},
+    /* parameters */
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"params\": {\"x\": 1}}]}",
+     "pipelines[0] (e).params.x: unknown parameter (kind echo takes no parameters)"},
+    {"{\"pipelines\": [{\"name\": \"af\", \"kind\": \"affine\", \"params\": {\"c\": 1}}]}",
+     "pipelines[0] (af).params.c: unknown parameter of kind affine (known: a, b)"},
+    {"{\"pipelines\": [{\"name\": \"af\", \"kind\": \"affine\", \"params\": [1]}]}",
+     "pipelines[0] (af).params: expected an object"},
+    {"{\"pipelines\": [{\"name\": \"af\", \"kind\": \"affine\", \"params\": {\"a\": \"2\"}}]}",
+     "pipelines[0] (af).params.a: expected a number in ["},
+    {"{\"pipelines\": [{\"name\": \"af\", \"kind\": \"affine\", \"params\": {\"a\": 1, \"a\": "
+     "2}}]}",
+     "pipelines[0] (af).params.a: duplicate key"},
+    {"{\"pipelines\": [{\"name\": \"af\", \"kind\": \"affine\", \"params\": {\"b\": 1e300}}]}",
+     "pipelines[0] (af).params.b: expected a number in ["},
+    {"{\"pipelines\": [{\"name\": \"sc\", \"kind\": \"sincos\", \"params\": {\"iters\": 1.5}}]}",
+     "pipelines[0] (sc).params.iters: expected an integer in ["},
+    {"{\"pipelines\": [{\"name\": \"sc\", \"kind\": \"sincos\", \"params\": {\"iters\": -1}}]}",
+     "pipelines[0] (sc).params.iters: expected an integer in ["},
+    {"{\"pipelines\": [{\"name\": \"sc\", \"kind\": \"sincos\", \"params\": {\"iters\": "
+     "4294967296}}]}",
+     "pipelines[0] (sc).params.iters: expected an integer in ["},
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}, {\"name\": \"n\", \"kind\": "
+     "\"normalize_u8\", \"params\": {\"mean\": [0.5, 0.5]}}]}",
+     "pipelines[1] (n).params.mean: expected an array of 3 numbers, got an array of 2 elements"},
+    {"{\"pipelines\": [{\"name\": \"n\", \"kind\": \"normalize_u8\", \"params\": {\"mean\": 0.5}}]}",
+     "pipelines[0] (n).params.mean: expected an array of 3 numbers, got 0.5"},
+    {"{\"pipelines\": [{\"name\": \"n\", \"kind\": \"normalize_u8\", \"params\": {\"std\": [1, "
+     "\"1\", 1]}}]}",
+     "pipelines[0] (n).params.std[1]: expected a number in ["},
+    {"{\"pipelines\": [{\"name\": \"n\", \"kind\": \"normalize_u8\", \"params\": {\"std\": [1, "
+     "1, 0]}}]}",
+     "pipelines[0] (n).params.std[2]: expected a number in ["},
+    {"{\"pipelines\": [{\"name\": \"n\", \"kind\": \"normalize_u8\", \"params\": {\"width\": 0}}]}",
+     "pipelines[0] (n).params.width: expected an integer in ["},
+    /* width*height*3 = 6220800 > 1000: the kind's own check, with the key path */
+    {"{\"max_frame_bytes\": 1000, \"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}, "
+     "{\"name\": \"n\", \"kind\": \"normalize_u8\", \"params\": {\"width\": 1920, \"height\": "
+     "1080}}]}",
+     "pipelines[1] (n).params: "},
+    /* max_frame_bytes given after the pipelines still applies to them */
+    {"{\"pipelines\": [{\"name\": \"n\", \"kind\": \"normalize_u8\", \"params\": {\"width\": "
+     "100, \"height\": 100}}], \"max_frame_bytes\": 29999}",
+     "pipelines[0] (n).params: "},
+};
+
+START_TEST(bad_config_is_rejected_with_key_path)
+{
+    const struct bad_config *c = &bad_configs[_i];
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+
+    memset(&cfg, 0xa5, sizeof cfg); /* parse must empty it, not free it */
+    ck_assert_msg(gf_config_parse(c->json, &cfg, err, sizeof err) == -1, "accepted: %s",
+                  c->json);
+    ck_assert_msg(strstr(err, c->want) != NULL, "error \"%s\" lacks \"%s\"", err, c->want);
+    ck_assert_msg(strchr(err, '\n') == NULL, "error is not one line: %s", err);
+    assert_empty(&cfg);
+    gf_config_free(&cfg);
+}
+END_TEST
+
+START_TEST(unknown_kind_lists_every_kind)
+{
+    char err[ERR_BYTES] = "";
+    size_t count;
+    const gf_pipeline_kind *kinds = gf_pipeline_kinds(&count);
+    gf_config cfg;
+
+    ck_assert_int_eq(gf_config_parse("{\"pipelines\": [{\"name\": \"e\", \"kind\": \"foo\"}]}",
+                                     &cfg, err, sizeof err),
+                     -1);
+    ck_assert_uint_ge(count, 4);
+    for (size_t i = 0; i < count; i++)
+        ck_assert_msg(strstr(err, kinds[i].name) != NULL, "%s lacks %s", err, kinds[i].name);
+    ck_assert_ptr_nonnull(strstr(err, "echo, affine, sincos, normalize_u8"));
+}
+END_TEST
+
+START_TEST(exact_error_texts)
+{
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+
+    ck_assert_int_eq(gf_config_parse("{\"slots\": 0, " ECHO_PIPELINES "}", &cfg, err, sizeof err),
+                     -1);
+    ck_assert_str_eq(err, "slots: expected an integer in [1, 64], got 0");
+    ck_assert_int_eq(gf_config_parse("{\"engine\": \"gpu\", " ECHO_PIPELINES "}", &cfg, err,
+                                     sizeof err),
+                     -1);
+    ck_assert_str_eq(err, "engine: expected one of \"auto\", \"cuda\", \"cpu\", got \"gpu\"");
+}
+END_TEST
+
+/* A config of `count` echo pipelines named p0, p1, ...; the caller frees it. */
+static char *echo_pipelines_json(int count)
+{
+    size_t len = 64 + (size_t)count * 48, o = 0;
+    char *json = malloc(len);
+
+    ck_assert_ptr_nonnull(json);
+    o += (size_t)snprintf(json + o, len - o, "{\"pipelines\": [");
+    for (int i = 0; i < count; i++)
+        o += (size_t)snprintf(json + o, len - o, "%s{\"name\": \"p%d\", \"kind\": \"echo\"}",
+                              i ? "," : "", i);
+    ck_assert_uint_lt(o + 3, len);
+    snprintf(json + o, len - o, "]}");
+    return json;
+}
+
+START_TEST(too_many_pipelines)
+{
+    char *json = echo_pipelines_json(GF_MAX_PIPELINES + 1), err[ERR_BYTES] = "";
+    gf_config cfg;
+
+    ck_assert_int_eq(gf_config_parse(json, &cfg, err, sizeof err), -1);
+    ck_assert_str_eq(err, "pipelines: expected at most 256 pipelines, got 257");
+    free(json);
+
+    /* Exactly the limit is fine, and ids follow positions. */
+    json = echo_pipelines_json(GF_MAX_PIPELINES);
+    ck_assert_msg(gf_config_parse(json, &cfg, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(cfg.pipeline_count, GF_MAX_PIPELINES);
+    for (size_t i = 0; i < cfg.pipeline_count; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%zu", i);
+        ck_assert_uint_eq(cfg.pipelines[i].id, i);
+        ck_assert_str_eq(cfg.pipelines[i].name, name);
+    }
+    gf_config_free(&cfg);
+    free(json);
+}
+END_TEST
+
+START_TEST(errors_are_escaped_and_truncated)
+{
+    char err[ERR_BYTES] = "", small[24];
+    gf_config cfg;
+
+    /* A control character and a long value stay on one short line. */
+    ck_assert_int_eq(gf_config_parse("{\"engine\": \"a\\nb\\u0001"
+                                     "ccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\", "
+                                     ECHO_PIPELINES "}",
+                                     &cfg, err, sizeof err),
+                     -1);
+    ck_assert_ptr_nonnull(strstr(err, "got \"a\\nb\\x01ccc"));
+    ck_assert_ptr_nonnull(strstr(err, "...\""));
+    ck_assert_ptr_null(strchr(err, '\n'));
+
+    /* A small buffer gets a cut, terminated message. */
+    memset(small, 'z', sizeof small);
+    ck_assert_int_eq(gf_config_parse("{\"slots\": 0, " ECHO_PIPELINES "}", &cfg, small,
+                                     sizeof small),
+                     -1);
+    ck_assert_uint_eq(strlen(small), sizeof small - 1);
+    ck_assert_int_eq(strncmp(small, "slots: expected an integer in [1, 64], got 0", sizeof small - 1),
+                     0);
+
+    /* No buffer at all is allowed. */
+    ck_assert_int_eq(gf_config_parse("{\"slots\": 0}", &cfg, NULL, 0), -1);
+    assert_empty(&cfg);
+}
+END_TEST
+
+/* ---- files -------------------------------------------------------------- */
+
+/* Writes `len` bytes of `data` to a new temporary file; returns its path in
+ * path[len] (the caller unlinks it). */
+static void write_temp(char *path, size_t path_len, const void *data, size_t len)
+{
+    int fd;
+
+    snprintf(path, path_len, "/tmp/gf_test_config_XXXXXX");
+    fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+    ck_assert_int_eq(close(fd), 0);
+}
+
+START_TEST(load_file_errors_start_with_the_path)
+{
+    char err[ERR_BYTES] = "", path[64], want[128];
+    const char bad[] = "{\"slots\": 65, " ECHO_PIPELINES "}";
+    const char nul[] = "{\"slots\": 2}\0garbage";
+    gf_config cfg;
+    char *big;
+
+    ck_assert_int_eq(gf_config_load_file("/nonexistent/gpuframed.json", &cfg, err, sizeof err),
+                     -1);
+    ck_assert_str_eq(err, "/nonexistent/gpuframed.json: No such file or directory");
+    assert_empty(&cfg);
+
+    ck_assert_int_eq(gf_config_load_file("/tmp", &cfg, err, sizeof err), -1);
+    ck_assert_int_eq(strncmp(err, "/tmp: ", 6), 0);
+
+    write_temp(path, sizeof path, bad, strlen(bad));
+    ck_assert_int_eq(gf_config_load_file(path, &cfg, err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: slots: expected an integer in [1, 64], got 65", path);
+    ck_assert_str_eq(err, want);
+    assert_empty(&cfg);
+    unlink(path);
+
+    write_temp(path, sizeof path, nul, sizeof nul - 1);
+    ck_assert_int_eq(gf_config_load_file(path, &cfg, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, ": contains a NUL byte at offset 12"));
+    unlink(path);
+
+    /* 1 MiB + 1 bytes of whitespace: too large, whatever it holds. */
+    big = malloc((1u << 20) + 1);
+    ck_assert_ptr_nonnull(big);
+    memset(big, ' ', (1u << 20) + 1);
+    write_temp(path, sizeof path, big, (1u << 20) + 1);
+    ck_assert_int_eq(gf_config_load_file(path, &cfg, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "larger than the limit of 1048576 bytes"));
+    ck_assert_int_eq(strncmp(err, path, strlen(path)), 0);
+    unlink(path);
+
+    /* Exactly 1 MiB is read (and here parses once the object ends it). */
+    memcpy(big + (1u << 20) - 64, "{" ECHO_PIPELINES "}", strlen("{" ECHO_PIPELINES "}"));
+    write_temp(path, sizeof path, big, 1u << 20);
+    ck_assert_msg(gf_config_load_file(path, &cfg, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(cfg.pipeline_count, 1);
+    gf_config_free(&cfg);
+    unlink(path);
+    free(big);
+}
+END_TEST
+
+/* ---- small parsers ---------------------------------------------------------- */
+
+START_TEST(engine_and_log_level_names)
+{
+    enum gf_engine_choice e = GF_ENGINE_AUTO;
+    enum gf_log_level l = GF_LOG_ERROR;
+
+    ck_assert_int_eq(gf_engine_choice_parse("cuda", &e), 0);
+    ck_assert_int_eq(e, GF_ENGINE_CUDA);
+    ck_assert_int_eq(gf_engine_choice_parse("cpu", &e), 0);
+    ck_assert_int_eq(e, GF_ENGINE_CPU);
+    ck_assert_int_eq(gf_engine_choice_parse("auto", &e), 0);
+    ck_assert_int_eq(e, GF_ENGINE_AUTO);
+    ck_assert_int_eq(gf_engine_choice_parse("gpu", &e), -1);
+    ck_assert_int_eq(gf_engine_choice_parse("", &e), -1);
+    ck_assert_int_eq(e, GF_ENGINE_AUTO);
+    ck_assert_str_eq(gf_engine_choice_name(GF_ENGINE_AUTO), "auto");
+    ck_assert_str_eq(gf_engine_choice_name(GF_ENGINE_CUDA), "cuda");
+    ck_assert_str_eq(gf_engine_choice_name(GF_ENGINE_CPU), "cpu");
+
+    ck_assert_int_eq(gf_log_level_parse("warn", &l), 0);
+    ck_assert_int_eq(l, GF_LOG_WARN);
+    ck_assert_int_eq(gf_log_level_parse("debug", &l), 0);
+    ck_assert_int_eq(l, GF_LOG_DEBUG);
+    ck_assert_int_eq(gf_log_level_parse("info", &l), 0);
+    ck_assert_int_eq(l, GF_LOG_INFO);
+    ck_assert_int_eq(gf_log_level_parse("error", &l), 0);
+    ck_assert_int_eq(l, GF_LOG_ERROR);
+    ck_assert_int_eq(gf_log_level_parse("warning", &l), -1);
+    ck_assert_int_eq(l, GF_LOG_ERROR);
+}
+END_TEST
+
+START_TEST(params_from_json_defaults_and_prefix)
+{
+    const gf_pipeline_kind *affine = gf_pipeline_kind_find("affine");
+    gf_params got, want = default_params("affine");
+    char err[ERR_BYTES] = "";
+    cJSON *obj;
+
+    ck_assert_ptr_nonnull(affine);
+    memset(&got, 0xa5, sizeof got);
+    ck_assert_int_eq(gf_params_from_json(affine, NULL, "p", &got, err, sizeof err), 0);
+    ck_assert_int_eq(memcmp(&got, &want, sizeof got), 0);
+
+    obj = cJSON_Parse("{\"b\": -0.25}");
+    ck_assert_ptr_nonnull(obj);
+    ck_assert_int_eq(gf_params_from_json(affine, obj, "p", &got, err, sizeof err), 0);
+    want.b = -0.25f;
+    ck_assert_int_eq(memcmp(&got, &want, sizeof got), 0);
+    cJSON_Delete(obj);
+
+    obj = cJSON_Parse("{\"a\": [1]}");
+    ck_assert_ptr_nonnull(obj);
+    ck_assert_int_eq(gf_params_from_json(affine, obj, "my.prefix", &got, err, sizeof err), -1);
+    ck_assert_int_eq(strncmp(err, "my.prefix.a: expected a number in [", 35), 0);
+    ck_assert_ptr_nonnull(strstr(err, "got an array of 1 elements"));
+    cJSON_Delete(obj);
+}
+END_TEST
+
+START_TEST(f32_range_is_checked_after_rounding)
+{
+    const gf_pipeline_kind *affine = gf_pipeline_kind_find("affine");
+    const gf_param_desc *d;
+    char err[ERR_BYTES] = "", text[64];
+    gf_params got;
+    cJSON *obj;
+    int rc;
+
+    ck_assert_ptr_nonnull(affine);
+    d = &affine->params[0];
+    /* The bound itself, written exactly: accepted only when its float32 still
+     * lies in the range, else refused with the rounding named. */
+    snprintf(text, sizeof text, "{\"%s\": %.17g}", d->key, d->max);
+    obj = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(obj);
+    rc = gf_params_from_json(affine, obj, "p", &got, err, sizeof err);
+    if ((double)(float)d->max <= d->max) {
+        ck_assert_msg(rc == 0, "%s", err);
+        ck_assert_float_eq(got.a, (float)d->max);
+    } else {
+        ck_assert_int_eq(rc, -1);
+        ck_assert_msg(strstr(err, "as a float32") != NULL, "%s", err);
+    }
+    cJSON_Delete(obj);
+}
+END_TEST
+
+/* ---- the LIST reply ------------------------------------------------------------ */
+
+/* Encodes `cfg`'s pipelines, prints them as text, parses the text back and
+ * checks that every field, params included, is identical. */
+static void assert_round_trip(const gf_config *cfg)
+{
+    char err[ERR_BYTES] = "";
+    gf_pipeline *back = NULL;
+    size_t count = 0;
+    cJSON *tree = gf_pipelines_to_json(cfg->pipelines, cfg->pipeline_count);
+    char *text;
+
+    ck_assert_ptr_nonnull(tree);
+    text = cJSON_PrintUnformatted(tree);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(gf_pipelines_from_json(text, &back, &count, err, sizeof err) == 0, "%s: %s",
+                  err, text);
+    ck_assert_uint_eq(count, cfg->pipeline_count);
+    for (size_t i = 0; i < count; i++) {
+        const gf_pipeline *a = &cfg->pipelines[i], *b = &back[i];
+        const cJSON *item = cJSON_GetArrayItem(cJSON_GetObjectItem(tree, "pipelines"), (int)i);
+
+        ck_assert_uint_eq(b->id, i);
+        ck_assert_uint_eq(b->id, a->id);
+        ck_assert_str_eq(b->name, a->name);
+        ck_assert_ptr_eq(b->kind, a->kind);
+        ck_assert_msg(memcmp(&a->params, &b->params, sizeof a->params) == 0,
+                      "params of %s differ after the round trip: %s", a->name, text);
+        ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(item, "doc")), a->kind->doc);
+        ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(item, "params")),
+                         (int)a->kind->param_count);
+    }
+    free(back);
+    cJSON_free(text);
+    cJSON_Delete(tree);
+}
+
+START_TEST(list_round_trip_default_config)
+{
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+
+    ck_assert_msg(gf_config_load_file(GF_TEST_CONFIG_DIR "/gpuframed.json", &cfg, err,
+                                      sizeof err) == 0,
+                  "%s", err);
+    assert_round_trip(&cfg);
+    gf_config_free(&cfg);
+}
+END_TEST
+
+START_TEST(list_round_trip_awkward_values)
+{
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+
+    /* Values that are not exact in float32 or that need 9 significant digits. */
+    ck_assert_msg(
+        gf_config_parse("{\"pipelines\": ["
+                        "{\"name\": \"a1\", \"kind\": \"affine\", \"params\": {\"a\": 0.1, "
+                        "\"b\": -3.3333333333e-7}},"
+                        "{\"name\": \"a2\", \"kind\": \"affine\", \"params\": {\"a\": "
+                        "16777217, \"b\": 1.00000011920928955}},"
+                        "{\"name\": \"e\", \"kind\": \"echo\", \"params\": {}},"
+                        "{\"name\": \"s\", \"kind\": \"sincos\", \"params\": {\"iters\": 1}},"
+                        "{\"name\": \"n\", \"kind\": \"normalize_u8\", \"params\": {\"width\": "
+                        "7, \"height\": 5, \"mean\": [0.1, 0.2, 0.3], \"std\": [0.7, "
+                        "0.123456789, 0.3]}}]}",
+                        &cfg, err, sizeof err) == 0,
+        "%s", err);
+    ck_assert_float_eq(cfg.pipelines[0].params.a, (float)0.1);
+    ck_assert_float_eq(cfg.pipelines[1].params.a, 16777216.0f);
+    assert_round_trip(&cfg);
+    gf_config_free(&cfg);
+}
+END_TEST
+
+START_TEST(list_round_trip_random_floats)
+{
+    const gf_pipeline_kind *affine = gf_pipeline_kind_find("affine");
+    gf_pipeline p[64];
+    gf_config cfg;
+    uint32_t state = 12345u;
+    size_t n = 0;
+
+    ck_assert_ptr_nonnull(affine);
+    ck_assert_uint_eq(affine->param_count, 2);
+    /* 4096 float bit patterns, each within the parameter's declared range,
+     * through text and back in batches of 64 pipelines. */
+    for (int round = 0; round < 64; round++) {
+        for (n = 0; n < 64;) {
+            float f[2];
+            for (int k = 0; k < 2; k++) {
+                const gf_param_desc *d = &affine->params[k];
+                do {
+                    uint32_t bits;
+                    state = state * 1664525u + 1013904223u;
+                    bits = state;
+                    memcpy(&f[k], &bits, sizeof bits);
+                } while (!(f[k] >= d->min && f[k] <= d->max));
+            }
+            memset(&p[n], 0, sizeof p[n]);
+            p[n].id = (uint32_t)n;
+            snprintf(p[n].name, sizeof p[n].name, "a%zu", n);
+            p[n].kind = affine;
+            gf_params_defaults(affine, &p[n].params);
+            memcpy((char *)&p[n].params + affine->params[0].offset, &f[0], sizeof f[0]);
+            memcpy((char *)&p[n].params + affine->params[1].offset, &f[1], sizeof f[1]);
+            n++;
+        }
+        cfg.pipelines = p;
+        cfg.pipeline_count = n;
+        assert_round_trip(&cfg);
+    }
+}
+END_TEST
+
+struct bad_list {
+    const char *json;
+    const char *want;
+};
+
+static const struct bad_list bad_lists[] = {
+    {"{\"pipelines\": [", "pipeline list: JSON syntax error at line 1"},
+    {"[]", "pipelines: expected an array"},
+    {"{\"pipelines\": 1}", "pipelines: expected an array"},
+    {"{\"pipelines\": [{\"id\": 1, \"name\": \"e\", \"kind\": \"echo\", \"params\": {}}]}",
+     "pipelines[0].id: expected an integer in [0, 0], got 1"},
+    {"{\"pipelines\": [{\"id\": 0, \"name\": \"e\", \"kind\": \"echo\"}]}",
+     "pipelines[0].params: missing"},
+    {"{\"pipelines\": [{\"id\": 0, \"name\": \"e\", \"kind\": \"nope\", \"params\": {}}]}",
+     "pipelines[0].kind: unknown kind \"nope\""},
+    {"{\"pipelines\": [{\"id\": 0, \"name\": \"e\", \"kind\": \"echo\", \"params\": {}},"
+     "{\"id\": 1, \"name\": \"e\", \"kind\": \"echo\", \"params\": {}}]}",
+     "pipelines[1].name: duplicate name"},
+    {"{\"pipelines\": [{\"id\": 0, \"name\": \"a\", \"kind\": \"affine\", \"params\": "
+     "{\"a\": null}}]}",
+     "pipelines[0] (a).params.a: expected a number in ["},
+};
+
+START_TEST(bad_list_is_rejected)
+{
+    const struct bad_list *c = &bad_lists[_i];
+    char err[ERR_BYTES] = "";
+    gf_pipeline dummy, *out = &dummy; /* must be reset, never freed */
+    size_t count = 99;
+
+    ck_assert_msg(gf_pipelines_from_json(c->json, &out, &count, err, sizeof err) == -1,
+                  "accepted: %s", c->json);
+    ck_assert_msg(strstr(err, c->want) != NULL, "error \"%s\" lacks \"%s\"", err, c->want);
+    ck_assert_ptr_null(out);
+    ck_assert_uint_eq(count, 0);
+}
+END_TEST
+
+START_TEST(list_ignores_doc_and_unknown_keys)
+{
+    char err[ERR_BYTES] = "";
+    gf_pipeline *out = NULL;
+    size_t count = 0;
+    gf_params want = default_params("sincos");
+
+    want.iters = 9;
+    ck_assert_msg(gf_pipelines_from_json("{\"version\": 2, \"pipelines\": [{\"id\": 0, \"name\": "
+                                         "\"s\", \"kind\": \"sincos\", \"params\": {\"iters\": "
+                                         "9}, \"doc\": \"x\", \"future\": [1]}]}",
+                                         &out, &count, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_uint_eq(count, 1);
+    assert_pipeline(&out[0], 0, "s", "sincos", &want);
+    free(out);
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("file");
+
+    tcase_add_test(tc, default_file_parses_to_documented_values);
+    tcase_add_test(tc, absent_keys_take_defaults);
+    tcase_add_test(tc, every_key_set_and_bounds_accepted);
+    tcase_add_test(tc, load_file_errors_start_with_the_path);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("errors");
+    tcase_add_loop_test(tc, bad_config_is_rejected_with_key_path, 0,
+                        (int)(sizeof bad_configs / sizeof bad_configs[0]));
+    tcase_add_test(tc, unknown_kind_lists_every_kind);
+    tcase_add_test(tc, exact_error_texts);
+    tcase_add_test(tc, too_many_pipelines);
+    tcase_add_test(tc, errors_are_escaped_and_truncated);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("values");
+    tcase_add_test(tc, engine_and_log_level_names);
+    tcase_add_test(tc, params_from_json_defaults_and_prefix);
+    tcase_add_test(tc, f32_range_is_checked_after_rounding);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("list");
+    tcase_add_test(tc, list_round_trip_default_config);
+    tcase_add_test(tc, list_round_trip_awkward_values);
+    tcase_add_test(tc, list_round_trip_random_floats);
+    tcase_add_loop_test(tc, bad_list_is_rejected, 0,
+                        (int)(sizeof bad_lists / sizeof bad_lists[0]));
+    tcase_add_test(tc, list_ignores_doc_and_unknown_keys);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(config_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
