@@ -1,0 +1,56 @@
+#include "engine.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "log.h"
+
+const char *gf_engine_builtin_names(void) {
+#ifdef GF_HAVE_CUDA
+    return "cuda cpu";
+#else
+    return "cpu";
+#endif
+}
+
+#ifndef GF_HAVE_CUDA
+int gf_engine_cuda_available(char *why, size_t why_len) {
+    snprintf(why, why_len, "this gpuframed was built without CUDA");
+    return 0;
+}
+
+int gf__engine_cuda_open(const gf_engine_params *params, gf_completion *done, gf_engine **out) {
+    (void)params;
+    (void)done;
+    (void)out;
+    GF_LOG_ERR("engine cuda: this gpuframed was built without CUDA (engines: %s)",
+               gf_engine_builtin_names());
+    return -ENOTSUP;
+}
+#endif
+
+int gf_engine_open(enum gf_engine_choice choice, const gf_engine_params *params,
+                   gf_completion *done, gf_engine **out) {
+    char why[256] = "";
+    switch (choice) {
+    case GF_ENGINE_CUDA:
+        GF_LOG_INF("engine cuda: chosen by configuration");
+        return gf__engine_cuda_open(params, done, out);
+    case GF_ENGINE_CPU:
+        GF_LOG_INF("engine cpu: chosen by configuration");
+        return gf__engine_cpu_open(params, done, out);
+    case GF_ENGINE_AUTO:
+        break;
+    }
+    if (gf_engine_cuda_available(why, sizeof why)) {
+        GF_LOG_INF("engine auto: chose cuda (%s)", why);
+        return gf__engine_cuda_open(params, done, out);
+    }
+    GF_LOG_INF("engine auto: chose cpu, because %s", why);
+    return gf__engine_cpu_open(params, done, out);
+}
+
+void gf_engine_close(gf_engine *e) {
+    if (e)
+        e->ops->close(e);
+}

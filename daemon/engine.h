@@ -1,0 +1,100 @@
+/*
+ * The engine interface: the one seam between the server and compute.
+ *
+ * An engine owns the slots' memory and runs frames.  The server claims a
+ * slot, fills its input buffer and frame fields, then calls gf_engine_submit()
+ * on the loop thread; the engine runs the slot's pipeline and, from its own
+ * thread, pushes the slot onto the completion queue exactly once.  On the loop,
+ * the server then calls gf_engine_finish() to collect the frame's status and
+ * stage times before it writes the reply.
+ *
+ * Two engines: "cuda" (engine_cuda.c: the product) and "cpu" (engine_cpu.c:
+ * the pipelines' C references on a worker thread per slot, for machines with
+ * no GPU and for CI).
+ */
+#ifndef GF_ENGINE_H
+#define GF_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "completion.h"
+#include "config.h"
+#include "slots.h"
+
+/* Longest engine description, NUL included. */
+#define GF_ENGINE_DESC_MAX 384
+
+/* What an engine is opened with; everything it allocates is sized here. */
+typedef struct gf_engine_params {
+    uint32_t slot_count;
+    uint64_t in_capacity_bytes;    /* per slot: the largest frame payload */
+    uint64_t out_capacity_bytes;   /* per slot: the largest result        */
+    const gf_pipeline *pipelines;  /* warmed up before open returns       */
+    size_t pipeline_count;
+} gf_engine_params;
+
+typedef struct gf_engine gf_engine;
+
+typedef struct gf_engine_ops {
+    const char *name; /* "cuda" or "cpu" */
+    /* See gf_engine_submit / gf_engine_finish / gf_engine_close. */
+    int (*submit)(gf_engine *e, gf_slot *slot);
+    void (*finish)(gf_engine *e, gf_slot *slot);
+    void (*close)(gf_engine *e);
+} gf_engine_ops;
+
+struct gf_engine {
+    const gf_engine_ops *ops;
+    gf_slot *slots;                   /* slot_count slots, buffers allocated     */
+    uint32_t slot_count;
+    gf_completion *done;              /* where finished slots are pushed         */
+    char desc[GF_ENGINE_DESC_MAX];    /* "NVIDIA H100 80GB HBM3, 132 SMs, ..."   */
+    uint64_t pinned_bytes;            /* page-locked host memory held            */
+    uint64_t device_bytes;            /* device memory held                      */
+    int poisoned;                     /* a sticky error: the daemon must exit    */
+    void *impl;                       /* the engine's own state                  */
+};
+
+/*
+ * Opens the engine `choice` names (auto: cuda when a device answers, else
+ * cpu; the choice and its reason are logged).  Allocates every slot's memory,
+ * creates streams or threads, warms up every pipeline, and only then returns:
+ * after it, submitting makes no allocation.  Returns 0 and sets *out, or a
+ * negative errno with the reason logged.  Start-up only, on the loop thread.
+ */
+int gf_engine_open(enum gf_engine_choice choice, const gf_engine_params *params,
+                   gf_completion *done, gf_engine **out);
+
+/*
+ * Starts the frame held by `slot`.  Loop thread; never blocks on the device.
+ * Returns 0: the slot will be pushed to `done` exactly once.  Returns < 0: the
+ * slot was not started and will not be pushed; if the failure poisoned the
+ * engine, `poisoned` is set.
+ */
+static inline int gf_engine_submit(gf_engine *e, gf_slot *slot) {
+    return e->ops->submit(e, slot);
+}
+
+/* Loop thread, after the slot came off the completion queue: fills
+ * slot->status and slot->stages.  Never blocks. */
+static inline void gf_engine_finish(gf_engine *e, gf_slot *slot) { e->ops->finish(e, slot); }
+
+/* Waits for all submitted work (shutdown may block), then frees everything. */
+void gf_engine_close(gf_engine *e);
+
+/* The engines this build has, e.g. "cuda cpu". */
+const char *gf_engine_builtin_names(void);
+
+/*
+ * Whether a CUDA device can be used; if not, writes why into why[why_len]
+ * ("no CUDA device: CUDA driver version is insufficient..." ).  Any failure
+ * counts as "no GPU".  Always 0 in a build without CUDA.
+ */
+int gf_engine_cuda_available(char *why, size_t why_len);
+
+/* The engines' constructors, for gf_engine_open only. */
+int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_engine **out);
+int gf__engine_cuda_open(const gf_engine_params *params, gf_completion *done, gf_engine **out);
+
+#endif

@@ -1,0 +1,160 @@
+/*
+ * The CPU engine: each slot has a worker thread that runs the pipeline's C
+ * reference and completes the slot through the same queue as the CUDA
+ * engine.  It lets the daemon serve on a machine without a GPU and lets CI
+ * exercise every line of the server; it is not why the product exists.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "log.h"
+#include "stats.h"
+
+/* Slot buffers are page-aligned, like the CUDA engine's pinned ones. */
+#define GF_CPU_BUFFER_ALIGN_BYTES 4096
+
+typedef struct cpu_worker {
+    gf_engine *engine;
+    gf_slot *slot;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int has_job;  /* under lock: a frame waits to be run     */
+    int stop;     /* under lock: exit once no job is pending */
+    int started;  /* the thread exists (for cleanup)         */
+} cpu_worker;
+
+typedef struct cpu_engine {
+    gf_engine base;
+    cpu_worker *workers;
+} cpu_engine;
+
+static void *worker_main(void *arg) {
+    cpu_worker *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        while (!w->has_job && !w->stop)
+            pthread_cond_wait(&w->wake, &w->lock);
+        if (!w->has_job) {
+            pthread_mutex_unlock(&w->lock);
+            return NULL;
+        }
+        w->has_job = 0;
+        pthread_mutex_unlock(&w->lock);
+
+        gf_slot *s = w->slot;
+        uint64_t t0 = gf_now_ns();
+        s->kind->reference(&s->params, s->in_host, s->in_bytes, s->out_host);
+        s->stages.h2d_ns = 0;
+        s->stages.kernel_ns = gf_now_ns() - t0;
+        s->stages.d2h_ns = 0;
+        s->status = GF_OK;
+        s->done_ns = gf_now_ns();
+        gf_completion_push(w->engine->done, s);
+    }
+}
+
+static int cpu_submit(gf_engine *e, gf_slot *slot) {
+    cpu_worker *w = slot->engine_state;
+    (void)e;
+    pthread_mutex_lock(&w->lock);
+    w->has_job = 1;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+    return 0;
+}
+
+static void cpu_finish(gf_engine *e, gf_slot *slot) {
+    /* The worker filled status and stages before it pushed the slot. */
+    (void)e;
+    (void)slot;
+}
+
+static void cpu_close(gf_engine *e) {
+    cpu_engine *ce = (cpu_engine *)e;
+    for (uint32_t i = 0; ce->workers && i < e->slot_count; i++) {
+        cpu_worker *w = &ce->workers[i];
+        if (!w->started)
+            continue;
+        pthread_mutex_lock(&w->lock);
+        w->stop = 1;
+        pthread_cond_signal(&w->wake);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+        pthread_cond_destroy(&w->wake);
+        pthread_mutex_destroy(&w->lock);
+    }
+    for (uint32_t i = 0; e->slots && i < e->slot_count; i++) {
+        free(e->slots[i].in_host);
+        free(e->slots[i].out_host);
+    }
+    free(ce->workers);
+    free(e->slots);
+    free(ce);
+}
+
+static const gf_engine_ops cpu_ops = {
+    .name = "cpu", .submit = cpu_submit, .finish = cpu_finish, .close = cpu_close};
+
+/* Page-aligned allocation of at least one byte, so a 0-byte frame has a buffer. */
+static void *alloc_buffer(uint64_t bytes) {
+    size_t n = (size_t)((bytes + GF_CPU_BUFFER_ALIGN_BYTES) / GF_CPU_BUFFER_ALIGN_BYTES) *
+               GF_CPU_BUFFER_ALIGN_BYTES;
+    return aligned_alloc(GF_CPU_BUFFER_ALIGN_BYTES, n);
+}
+
+int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_engine **out) {
+    cpu_engine *ce = calloc(1, sizeof *ce);
+    if (!ce)
+        return -ENOMEM;
+    gf_engine *e = &ce->base;
+    e->ops = &cpu_ops;
+    e->done = done;
+    e->slot_count = params->slot_count;
+    e->slots = calloc(params->slot_count, sizeof *e->slots);
+    ce->workers = calloc(params->slot_count, sizeof *ce->workers);
+    if (!e->slots || !ce->workers)
+        goto fail;
+    for (uint32_t i = 0; i < params->slot_count; i++) {
+        gf_slot *s = &e->slots[i];
+        cpu_worker *w = &ce->workers[i];
+        s->index = i;
+        s->in_capacity_bytes = params->in_capacity_bytes;
+        s->out_capacity_bytes = params->out_capacity_bytes;
+        s->in_host = alloc_buffer(params->in_capacity_bytes);
+        s->out_host = alloc_buffer(params->out_capacity_bytes);
+        if (!s->in_host || !s->out_host) {
+            GF_LOG_ERR("engine cpu: cannot allocate %llu + %llu bytes for slot %u",
+                       (unsigned long long)params->in_capacity_bytes,
+                       (unsigned long long)params->out_capacity_bytes, i);
+            goto fail;
+        }
+        s->engine_state = w;
+        w->engine = e;
+        w->slot = s;
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_cond_init(&w->wake, NULL);
+        int rc = pthread_create(&w->thread, NULL, worker_main, w);
+        if (rc != 0) {
+            GF_LOG_ERR("engine cpu: cannot start worker %u: %s", i, strerror(rc));
+            pthread_cond_destroy(&w->wake);
+            pthread_mutex_destroy(&w->lock);
+            goto fail;
+        }
+        w->started = 1;
+    }
+    snprintf(e->desc, sizeof e->desc, "cpu: C reference pipelines, %u worker threads",
+             params->slot_count);
+    GF_LOG_INF("engine cpu: %u slots of %llu bytes in, %llu bytes out", params->slot_count,
+               (unsigned long long)params->in_capacity_bytes,
+               (unsigned long long)params->out_capacity_bytes);
+    *out = e;
+    return 0;
+fail:
+    cpu_close(e);
+    return -ENOMEM;
+}

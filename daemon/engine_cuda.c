@@ -1,0 +1,292 @@
+/*
+ * The CUDA engine: the product.
+ *
+ * Every slot has pinned host buffers (cudaHostAlloc), device buffers, its own
+ * non-blocking stream and four timing events.  A frame is one sequence on its
+ * slot's stream:
+ *
+ *   event[0]  H2D copy  event[1]  kernel  event[2]  D2H copy  event[3]  host function
+ *
+ * The host function runs on the driver's thread once the D2H copy is done; it
+ * only timestamps and pushes the slot onto the completion queue.  Nothing here
+ * blocks the loop after gf__engine_cuda_open returns: submit only enqueues,
+ * and finish reads elapsed times of events that have already completed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "engine.h"
+#include "log.h"
+#include "stats.h"
+
+enum { EV_START, EV_H2D, EV_KERNEL, EV_D2H, EV_COUNT };
+
+typedef struct cuda_slot {
+    gf_engine *engine;
+    void *in_dev, *out_dev;
+    cudaStream_t stream;
+    cudaEvent_t ev[EV_COUNT];
+    int last_error; /* cudaError_t seen on submit, reported by finish */
+} cuda_slot;
+
+typedef struct cuda_engine {
+    gf_engine base;
+    cuda_slot *cslots;
+    int device;
+} cuda_engine;
+
+/* Logs a failed CUDA call with its text, place and error string; yields the error. */
+static cudaError_t check(cudaError_t err, const char *call, const char *file, int line) {
+    if (err != cudaSuccess)
+        GF_LOG_ERR("engine cuda: %s failed at %s:%d: %s (%s)", call, file, line,
+                   cudaGetErrorString(err), cudaGetErrorName(err));
+    return err;
+}
+#define CUDA_CHECK(call) check((call), #call, __FILE__, __LINE__)
+
+/*
+ * Errors that poison the context: after one, every later call fails and host
+ * functions never run again.  The daemon must exit so systemd restarts it.
+ */
+static int is_sticky(cudaError_t err) {
+    switch (err) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorUnknown:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int gf_engine_cuda_available(char *why, size_t why_len) {
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) {
+        /* Without a driver this is cudaErrorInsufficientDriver, not NoDevice. */
+        snprintf(why, why_len, "no usable CUDA device: cudaGetDeviceCount: %s (%s)",
+                 cudaGetErrorString(err), cudaGetErrorName(err));
+        cudaGetLastError();
+        return 0;
+    }
+    if (count == 0) {
+        snprintf(why, why_len, "no CUDA device present");
+        return 0;
+    }
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+        snprintf(why, why_len, "CUDA device 0 does not answer");
+        cudaGetLastError();
+        return 0;
+    }
+    snprintf(why, why_len, "found %d CUDA device(s); device 0 is %s", count, prop.name);
+    return 1;
+}
+
+/* Runs on the driver's host-function thread: no CUDA call, no lock. */
+static void CUDART_CB on_stream_done(void *arg) {
+    gf_slot *s = arg;
+    cuda_slot *cs = s->engine_state;
+    s->done_ns = gf_now_ns();
+    gf_completion_push(cs->engine->done, s);
+}
+
+/* Enqueues the frame's whole sequence on the slot's stream. */
+static cudaError_t enqueue(gf_slot *s, cuda_slot *cs) {
+    cudaError_t err;
+    if ((err = cudaEventRecord(cs->ev[EV_START], cs->stream)) != cudaSuccess)
+        return err;
+    if (s->in_bytes && (err = cudaMemcpyAsync(cs->in_dev, s->in_host, s->in_bytes,
+                                              cudaMemcpyHostToDevice, cs->stream)) != cudaSuccess)
+        return err;
+    if ((err = cudaEventRecord(cs->ev[EV_H2D], cs->stream)) != cudaSuccess)
+        return err;
+    if ((err = (cudaError_t)s->kind->launch(&s->params, cs->in_dev, s->in_bytes, cs->out_dev,
+                                            cs->stream)) != cudaSuccess)
+        return err;
+    if ((err = cudaEventRecord(cs->ev[EV_KERNEL], cs->stream)) != cudaSuccess)
+        return err;
+    if (s->out_bytes && (err = cudaMemcpyAsync(s->out_host, cs->out_dev, s->out_bytes,
+                                               cudaMemcpyDeviceToHost, cs->stream)) != cudaSuccess)
+        return err;
+    return cudaEventRecord(cs->ev[EV_D2H], cs->stream);
+}
+
+static int cuda_submit(gf_engine *e, gf_slot *s) {
+    cuda_slot *cs = s->engine_state;
+    cudaError_t err = enqueue(s, cs);
+    if (err == cudaSuccess)
+        err = cudaLaunchHostFunc(cs->stream, on_stream_done, s);
+    if (err == cudaSuccess)
+        return 0;
+    GF_LOG_ERR("engine cuda: frame %llu (%s, %llu bytes) on slot %u not started: %s (%s)",
+               (unsigned long long)s->frame_id, s->kind->name, (unsigned long long)s->in_bytes,
+               s->index, cudaGetErrorString(err), cudaGetErrorName(err));
+    if (is_sticky(err))
+        e->poisoned = 1;
+    else
+        cudaGetLastError(); /* a launch error is not sticky: clear it */
+    /*
+     * Work already enqueued before the failure still runs and reads this
+     * slot's buffers; the server must not hand the slot to another frame
+     * until it is idle.  Enqueueing nothing after a failure keeps that
+     * window short; it is closed for good by the next frame's ordering on
+     * the same stream.
+     */
+    return -EIO;
+}
+
+static uint64_t elapsed_ns(cudaEvent_t a, cudaEvent_t b) {
+    float ms = 0.0f;
+    /* Both events have completed (the host function ran after them), so this
+     * does not block. */
+    if (cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return (uint64_t)((double)ms * 1e6);
+}
+
+static void cuda_finish(gf_engine *e, gf_slot *s) {
+    cuda_slot *cs = s->engine_state;
+    (void)e;
+    s->status = GF_OK;
+    s->stages.h2d_ns = elapsed_ns(cs->ev[EV_START], cs->ev[EV_H2D]);
+    s->stages.kernel_ns = elapsed_ns(cs->ev[EV_H2D], cs->ev[EV_KERNEL]);
+    s->stages.d2h_ns = elapsed_ns(cs->ev[EV_KERNEL], cs->ev[EV_D2H]);
+}
+
+static void free_slot(cuda_slot *cs, gf_slot *s) {
+    for (int i = 0; i < EV_COUNT; i++)
+        if (cs->ev[i])
+            cudaEventDestroy(cs->ev[i]);
+    if (cs->stream)
+        cudaStreamDestroy(cs->stream);
+    cudaFree(cs->in_dev);
+    cudaFree(cs->out_dev);
+    cudaFreeHost(s->in_host);
+    cudaFreeHost(s->out_host);
+}
+
+static void cuda_close(gf_engine *e) {
+    cuda_engine *ce = (cuda_engine *)e;
+    /* Shutdown only: waiting here is allowed, and needed before freeing. */
+    if (!e->poisoned)
+        CUDA_CHECK(cudaDeviceSynchronize());
+    for (uint32_t i = 0; ce->cslots && i < e->slot_count; i++)
+        free_slot(&ce->cslots[i], &e->slots[i]);
+    free(ce->cslots);
+    free(e->slots);
+    free(ce);
+}
+
+static const gf_engine_ops cuda_ops = {
+    .name = "cuda", .submit = cuda_submit, .finish = cuda_finish, .close = cuda_close};
+
+/* Allocates one slot's memory, stream and events. */
+static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_slot *cs) {
+    /* cudaHostAlloc(0 bytes) fails; a slot always has at least one byte. */
+    size_t in_b = p->in_capacity_bytes ? p->in_capacity_bytes : 1;
+    size_t out_b = p->out_capacity_bytes ? p->out_capacity_bytes : 1;
+    cs->engine = e;
+    s->engine_state = cs;
+    s->in_capacity_bytes = p->in_capacity_bytes;
+    s->out_capacity_bytes = p->out_capacity_bytes;
+    if (CUDA_CHECK(cudaHostAlloc((void **)&s->in_host, in_b, cudaHostAllocDefault)) ||
+        CUDA_CHECK(cudaHostAlloc((void **)&s->out_host, out_b, cudaHostAllocDefault)) ||
+        CUDA_CHECK(cudaMalloc(&cs->in_dev, in_b)) || CUDA_CHECK(cudaMalloc(&cs->out_dev, out_b)) ||
+        CUDA_CHECK(cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking)))
+        return -ENOMEM;
+    for (int i = 0; i < EV_COUNT; i++)
+        if (CUDA_CHECK(cudaEventCreateWithFlags(&cs->ev[i], cudaEventDefault)))
+            return -ENOMEM;
+    e->pinned_bytes += in_b + out_b;
+    e->device_bytes += in_b + out_b;
+    return 0;
+}
+
+/*
+ * Runs every pipeline once on slot 0 and waits, so that module loading and
+ * first-launch costs are paid before the daemon says it is ready.
+ */
+static int warm_up(const gf_engine_params *p, gf_slot *s, cuda_slot *cs) {
+    char why[128];
+    for (size_t i = 0; i < p->pipeline_count; i++) {
+        const gf_pipeline *pl = &p->pipelines[i];
+        uint64_t n = pl->kind->warmup_input_bytes(&pl->params);
+        int64_t out = pl->kind->output_bytes(&pl->params, n, why, sizeof why);
+        if (out < 0 || n > s->in_capacity_bytes || (uint64_t)out > s->out_capacity_bytes)
+            continue;
+        memset(s->in_host, 0, n);
+        s->kind = pl->kind;
+        s->params = pl->params;
+        s->in_bytes = n;
+        s->out_bytes = (uint64_t)out;
+        if (CUDA_CHECK(enqueue(s, cs)) || CUDA_CHECK(cudaStreamSynchronize(cs->stream)))
+            return -EIO;
+        GF_LOG_DBG("engine cuda: warmed up pipeline %s (%llu bytes)", pl->name,
+                   (unsigned long long)n);
+    }
+    return 0;
+}
+
+int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engine **out) {
+    char why[256];
+    if (!gf_engine_cuda_available(why, sizeof why)) {
+        GF_LOG_ERR("engine cuda: %s", why);
+        return -ENODEV;
+    }
+    cuda_engine *ce = calloc(1, sizeof *ce);
+    if (!ce)
+        return -ENOMEM;
+    gf_engine *e = &ce->base;
+    e->ops = &cuda_ops;
+    e->done = done;
+    e->slot_count = p->slot_count;
+    e->slots = calloc(p->slot_count, sizeof *e->slots);
+    ce->cslots = calloc(p->slot_count, sizeof *ce->cslots);
+    if (!e->slots || !ce->cslots)
+        goto fail;
+    struct cudaDeviceProp prop;
+    if (CUDA_CHECK(cudaSetDevice(ce->device)) ||
+        CUDA_CHECK(cudaGetDeviceProperties(&prop, ce->device)))
+        goto fail;
+    for (uint32_t i = 0; i < p->slot_count; i++) {
+        e->slots[i].index = i;
+        if (open_slot(p, e, &e->slots[i], &ce->cslots[i]) != 0) {
+            GF_LOG_ERR("engine cuda: cannot allocate slot %u (%llu + %llu bytes pinned and on "
+                       "the device)",
+                       i, (unsigned long long)p->in_capacity_bytes,
+                       (unsigned long long)p->out_capacity_bytes);
+            goto fail;
+        }
+    }
+    if (warm_up(p, &e->slots[0], &ce->cslots[0]) != 0)
+        goto fail;
+    snprintf(e->desc, sizeof e->desc, "%s, sm_%d%d, %d SMs, %.1f GiB, PCIe %02x:%02x", prop.name,
+             prop.major, prop.minor, prop.multiProcessorCount,
+             (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), prop.pciBusID,
+             prop.pciDeviceID);
+    GF_LOG_INF("engine cuda: %s; %u slots, each %llu bytes in and %llu bytes out, pinned "
+               "%llu bytes in all",
+               e->desc, p->slot_count, (unsigned long long)p->in_capacity_bytes,
+               (unsigned long long)p->out_capacity_bytes, (unsigned long long)e->pinned_bytes);
+    *out = e;
+    return 0;
+fail:
+    cuda_close(e);
+    return -ENOMEM;
+}

@@ -1,0 +1,24 @@
+/*
+ * Logging: one line per event on stderr, "<time> gpuframed[<pid>]: <level>: <text>".
+ * Safe from any thread (each line is one write(2)).  The level threshold is
+ * process-wide and may be changed at run time.
+ */
+#ifndef GF_LOG_H
+#define GF_LOG_H
+
+#include "config.h" /* enum gf_log_level */
+
+/* Lines above `level` are dropped.  Default GF_LOG_INFO. */
+void gf_log_set_level(enum gf_log_level level);
+enum gf_log_level gf_log_get_level(void);
+
+/* printf-style; a trailing newline is added. */
+void gf_log(enum gf_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#define GF_LOG_ERR(...) gf_log(GF_LOG_ERROR, __VA_ARGS__)
+#define GF_LOG_WRN(...) gf_log(GF_LOG_WARN, __VA_ARGS__)
+#define GF_LOG_INF(...) gf_log(GF_LOG_INFO, __VA_ARGS__)
+#define GF_LOG_DBG(...) gf_log(GF_LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,37 @@
+#include "slots.h"
+
+#include <assert.h>
+#include <stddef.h>
+
+void gf_slot_ring_init(gf_slot_ring *ring, gf_slot *slots, uint32_t count) {
+    ring->slots = slots;
+    ring->count = count;
+    ring->free_head = ring->free_tail = NULL;
+    ring->free_count = 0;
+    for (uint32_t i = 0; i < count; i++)
+        gf_slot_release(ring, &slots[i]);
+}
+
+gf_slot *gf_slot_claim(gf_slot_ring *ring) {
+    gf_slot *s = ring->free_head;
+    if (!s)
+        return NULL;
+    ring->free_head = s->next_free;
+    if (!ring->free_head)
+        ring->free_tail = NULL;
+    s->next_free = NULL;
+    ring->free_count--;
+    return s;
+}
+
+void gf_slot_release(gf_slot_ring *ring, gf_slot *slot) {
+    assert(ring->free_count < ring->count);
+    assert(!slot->in_flight);
+    slot->next_free = NULL;
+    if (ring->free_tail)
+        ring->free_tail->next_free = slot;
+    else
+        ring->free_head = slot;
+    ring->free_tail = slot;
+    ring->free_count++;
+}

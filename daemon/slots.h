@@ -1,0 +1,93 @@
+/*
+ * The slot ring: N frame slots (two by default: ping-pong), each owning the
+ * memory one frame needs from the moment its header is accepted until its
+ * reply has been written.  The engine allocates the slots' buffers (pinned
+ * host memory for CUDA); the server claims and releases slots, on the loop
+ * thread only.
+ *
+ * A slot belongs to exactly one frame from gf_slot_claim() until the write
+ * callback of that frame's reply calls gf_slot_release() (DESIGN invariant 4).
+ */
+#ifndef GF_SLOTS_H
+#define GF_SLOTS_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "pipeline.h"
+#include "protocol.h"
+
+struct gf_conn;
+struct gf_slot;
+
+/*
+ * One reply owed to a connection.  Replies wait in their connection's queue
+ * in the order the requests arrived and are written strictly in that order
+ * (invariant 6).  A frame's reply lives inside its slot; an ERROR, LIST or
+ * STATS reply not tied to a slot is malloc'd and owns its body.
+ */
+typedef struct gf_queued_reply {
+    struct gf_queued_reply *next;           /* next reply of the same connection        */
+    struct gf_conn *conn;            /* the connection; this reply holds one ref */
+    struct gf_slot *slot;            /* the frame's slot, or NULL (owns `body`)  */
+    int ready;                       /* header/body are final, may be written    */
+    uint8_t header[GF_HEADER_BYTES]; /* encoded reply header                     */
+    char *body;                      /* slot == NULL: malloc'd payload, or NULL  */
+    size_t body_bytes;               /* its length                               */
+    uv_write_t write_req;            /* in use from uv_write to its callback     */
+} gf_queued_reply;
+
+/* Engine-measured stage times of one frame, in nanoseconds; 0 when unknown. */
+typedef struct gf_stage_times {
+    uint64_t h2d_ns, kernel_ns, d2h_ns;
+} gf_stage_times;
+
+typedef struct gf_slot {
+    uint32_t index;               /* position in the ring, 0..count-1          */
+    uint8_t *in_host;             /* payloads are received straight into it    */
+    uint8_t *out_host;            /* the engine writes results here            */
+    uint64_t in_capacity_bytes;   /* = max_frame_bytes                         */
+    uint64_t out_capacity_bytes;  /* largest output any pipeline can produce   */
+    void *engine_state;           /* the engine's per-slot state (streams...)  */
+
+    /* The frame it holds; set by the server at claim, read by the engine. */
+    const gf_pipeline_kind *kind; /* what to run                               */
+    gf_params params;             /* a copy: fixed for this frame              */
+    uint32_t pipeline_id;
+    uint64_t frame_id;
+    uint64_t in_bytes;            /* payload length                            */
+    uint64_t out_bytes;           /* result length (kind->output_bytes)        */
+    gf_queued_reply reply;               /* this frame's place in its reply queue     */
+
+    /* Set by the engine before it completes the slot. */
+    int status;                   /* GF_OK, or GF_ERR_ENGINE                   */
+    gf_stage_times stages;
+
+    /* Clock readings, CLOCK_MONOTONIC ns. */
+    uint64_t claimed_ns;          /* header accepted, slot claimed             */
+    uint64_t submitted_ns;        /* whole payload in, handed to the engine    */
+    uint64_t done_ns;             /* engine thread saw it finish               */
+
+    int in_flight;                /* submitted, completion not yet handled     */
+    struct gf_slot *next_free;    /* free list link (loop thread)              */
+    struct gf_slot *next_done;    /* completion stack link (engine threads)    */
+} gf_slot;
+
+typedef struct gf_slot_ring {
+    gf_slot *slots;               /* the engine's array, `count` long          */
+    uint32_t count;
+    gf_slot *free_head, *free_tail; /* FIFO, so frames rotate over all streams */
+    uint32_t free_count;
+} gf_slot_ring;
+
+/* Puts every slot of `slots` on the free list. */
+void gf_slot_ring_init(gf_slot_ring *ring, gf_slot *slots, uint32_t count);
+
+/* Takes the oldest free slot, or returns NULL when every slot is busy. */
+gf_slot *gf_slot_claim(gf_slot_ring *ring);
+
+/* Returns `slot` to the free list; it must have been claimed. */
+void gf_slot_release(gf_slot_ring *ring, gf_slot *slot);
+
+#endif
