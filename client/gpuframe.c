@@ -1,0 +1,1151 @@
+/*
+ * gpuframe: the command-line client of gpuframed.
+ *
+ *   gpuframe list    the daemon's pipelines, as a table or the raw LIST JSON
+ *   gpuframe stats   the daemon's STATS document
+ *   gpuframe stream  frames through a pipeline with a window in flight,
+ *                    optionally verified against the pipeline's C reference,
+ *                    summarised as throughput and latency
+ *
+ * Exit status: 0 success, 1 failure (a frame without a correct result, the
+ * daemon unreachable or gone), 2 usage error (bad argument, unknown pipeline,
+ * a frame size the pipeline cannot take).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "libgpuframe.h"
+#include "pipeline.h"
+
+#ifndef GF_VERSION
+#define GF_VERSION "unknown"
+#endif
+
+#define EXIT_OK 0
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
+
+/* Where the daemon listens unless --socket or the environment says otherwise. */
+#define SOCKET_ENV "GPUFRAMED_SOCKET"
+#define SOCKET_DEFAULT "/run/gpuframed.sock"
+/* A daemon that sends nothing back for this long is considered hung. */
+#define TIMEOUT_MS_DEFAULT 30000
+/* stream defaults: a 1 MiB frame is large enough to measure bandwidth and
+ * small enough for any max_frame_bytes the daemon is likely configured with. */
+#define STREAM_SIZE_DEFAULT (1ull << 20)
+#define STREAM_COUNT_DEFAULT 1000
+#define STREAM_WINDOW_DEFAULT 8
+#define STREAM_SEED_DEFAULT 1
+/* More frames in flight than this cannot help: the daemon has at most
+ * GF_SLOTS_MAX slots, and socket buffers hold the rest. */
+#define STREAM_WINDOW_MAX 65536
+/* Distinct synthetic frames: enough that a pipeline returning a stale buffer
+ * is caught by --verify, few enough that references are cheap. */
+#define SYNTH_POOL_MAX 4
+/* Synthetic float32 inputs lie in [-SYNTH_FLOAT_LIMIT, SYNTH_FLOAT_LIMIT]. */
+#define SYNTH_FLOAT_LIMIT 4.0
+/* Frame buffers are aligned like the daemon's pinned buffers. */
+#define FRAME_ALIGN_BYTES 64
+/* Room for a mismatch or length-check reason. */
+#define WHY_BYTES 256
+
+#define NS_PER_S 1000000000ull
+
+/* A macro's value as a string literal, for the help texts. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* Options every command takes. */
+struct common_opts {
+    const char *socket_path; /* --socket, $GPUFRAMED_SOCKET or the default */
+    int timeout_ms;          /* per reply; -1 waits for ever              */
+};
+
+/* ---- small helpers --------------------------------------------------------- */
+
+static void die_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints "gpuframe CMD: <message>" and a pointer to --help; exits 2. */
+static void die_usage(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "gpuframe%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'gpuframe%s%s --help'.\n", cmd ? " " : "", cmd ? cmd : "");
+    exit(EXIT_USAGE);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* Parses a whole decimal unsigned integer; returns 0 or -1. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+
+    if (s[0] < '0' || s[0] > '9')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Parses BYTES with an optional binary suffix K, M or G (either case). */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+
+    if (s[0] < '0' || s[0] > '9')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0':
+        break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        break;
+    default:
+        return -1;
+    }
+    if (shift > 0 && end[1] != '\0')
+        return -1;
+    if (v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+/* Allocates `bytes` (0 allowed) aligned to FRAME_ALIGN_BYTES; exits on
+ * failure, since the command cannot run without its frames. */
+static unsigned char *alloc_frame(size_t bytes)
+{
+    size_t rounded = (bytes + FRAME_ALIGN_BYTES - 1) / FRAME_ALIGN_BYTES * FRAME_ALIGN_BYTES;
+    if (rounded == 0)
+        rounded = FRAME_ALIGN_BYTES;
+    unsigned char *p = rounded >= bytes ? aligned_alloc(FRAME_ALIGN_BYTES, rounded) : NULL;
+    if (p == NULL) {
+        fprintf(stderr, "gpuframe: out of memory allocating %zu bytes\n", bytes);
+        exit(EXIT_FAIL);
+    }
+    return p;
+}
+
+/* Prints `len` bytes of untrusted text with control characters as '?'. */
+static void print_text(FILE *f, const void *text, size_t len)
+{
+    const unsigned char *s = text;
+
+    for (size_t i = 0; i < len; i++)
+        fputc(s[i] < 0x20 || s[i] == 0x7F ? '?' : s[i], f);
+}
+
+/* Prints an ERROR reply's status, by name, or by number when this client
+ * does not know the code (a newer daemon's). */
+static void print_status(FILE *f, uint32_t status)
+{
+    if (status < GF_STATUS_COUNT_)
+        fputs(gf_status_name(status), f);
+    else
+        fprintf(f, "status %" PRIu32, status);
+}
+
+/* Reports a failed libgpuframe call: its own message when it has one. */
+static void print_client_error(const gf_client *c, const char *what, int err)
+{
+    const char *msg = c != NULL ? gf_client_error(c) : "";
+
+    if (err == -ETIMEDOUT)
+        fprintf(stderr, "gpuframe: %s: no reply from the daemon in time (see --timeout)\n", what);
+    else if (msg[0] != '\0' &&
+             (err == -EPROTO || err == -EMSGSIZE || err == -EREMOTEIO || err == -ECONNRESET))
+        fprintf(stderr, "gpuframe: %s: %s\n", what, msg);
+    else
+        fprintf(stderr, "gpuframe: %s: %s\n", what, strerror(-err));
+}
+
+/* Connects to the daemon or exits 1 saying why. */
+static gf_client *connect_or_die(const struct common_opts *o)
+{
+    gf_client *c;
+    int err = gf_client_connect(o->socket_path, &c);
+
+    if (err < 0) {
+        fprintf(stderr, "gpuframe: cannot connect to %s: %s\n", o->socket_path, strerror(-err));
+        exit(EXIT_FAIL);
+    }
+    return c;
+}
+
+/* Sends LIST or STATS and returns the malloc'd JSON reply, or exits 1. */
+static char *request_json_or_die(gf_client *c, uint8_t type, const struct common_opts *o)
+{
+    char *json = NULL;
+    int err = gf_client_request_json(c, type, &json, o->timeout_ms);
+
+    if (err < 0) {
+        print_client_error(c, type == GF_MSG_LIST ? "list" : "stats", err);
+        gf_client_close(c);
+        exit(EXIT_FAIL);
+    }
+    return json;
+}
+
+/* Fetches and decodes the daemon's pipelines, or exits 1. */
+static gf_pipeline *fetch_pipelines(gf_client *c, const struct common_opts *o, size_t *count)
+{
+    char why[WHY_BYTES];
+    gf_pipeline *pipelines;
+    char *json = request_json_or_die(c, GF_MSG_LIST, o);
+
+    if (gf_pipelines_from_json(json, &pipelines, count, why, sizeof why) < 0) {
+        fprintf(stderr, "gpuframe: daemon's pipeline list is invalid: %s\n", why);
+        free(json);
+        gf_client_close(c);
+        exit(EXIT_FAIL);
+    }
+    free(json);
+    return pipelines;
+}
+
+/* ---- option parsing shared by the commands --------------------------------- */
+
+enum {
+    OPT_SOCKET = 's',
+    OPT_TIMEOUT = 't',
+    OPT_HELP = 'h',
+    OPT_FIRST_LONG = 256, /* long-only options are numbered from here */
+    OPT_JSON = OPT_FIRST_LONG,
+    OPT_SIZE,
+    OPT_VERIFY,
+    OPT_SEED,
+    OPT_NO_CHECK,
+};
+
+#define COMMON_LONG_OPTIONS                                                                    \
+    {"socket", required_argument, NULL, OPT_SOCKET},                                           \
+        {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"help", no_argument, NULL, OPT_HELP}
+#define COMMON_SHORT_OPTIONS "s:t:h"
+
+#define COMMON_HELP                                                                            \
+    "  -s, --socket PATH       the daemon's socket (default: $" SOCKET_ENV ", else\n"          \
+    "                          " SOCKET_DEFAULT ")\n"                                         \
+    "  -t, --timeout MS        wait at most MS milliseconds for each reply (default "          \
+    STR(TIMEOUT_MS_DEFAULT) ";\n"                                                              \
+    "                          0: for ever)\n"                                                 \
+    "  -h, --help              print this help\n"
+
+static void common_defaults(struct common_opts *o)
+{
+    const char *env = getenv(SOCKET_ENV);
+
+    o->socket_path = env != NULL && env[0] != '\0' ? env : SOCKET_DEFAULT;
+    o->timeout_ms = TIMEOUT_MS_DEFAULT;
+}
+
+/*
+ * Handles an option every command shares, and getopt's errors.  Returns 1
+ * when `opt` was handled, 0 when it is the command's own; exits on errors and
+ * after --help (printing `help`).
+ */
+static int common_option(const char *cmd, int opt, struct common_opts *o, char *const argv[],
+                         const char *help)
+{
+    uint64_t v;
+
+    switch (opt) {
+    case OPT_SOCKET:
+        o->socket_path = optarg;
+        return 1;
+    case OPT_TIMEOUT:
+        if (parse_u64(optarg, &v) < 0 || v > INT32_MAX)
+            die_usage(cmd, "--timeout: expected milliseconds (0 waits for ever), got '%s'", optarg);
+        o->timeout_ms = v == 0 ? -1 : (int)v;
+        return 1;
+    case OPT_HELP:
+        fputs(help, stdout);
+        exit(EXIT_OK);
+    case ':':
+        die_usage(cmd, "option '%s' needs an argument", argv[optind - 1]);
+        return 1;
+    case '?':
+        /* optopt is the character of a bad short option, else 0 (unknown
+         * long option) or the value of a long one given an argument. */
+        if (optopt > 0 && optopt < OPT_FIRST_LONG)
+            die_usage(cmd, "unknown option '-%c'", optopt);
+        die_usage(cmd, "unknown or malformed option '%s'", argv[optind - 1]);
+        return 1;
+    }
+    return 0;
+}
+
+/* Rejects positional arguments left after the options. */
+static void no_operands(const char *cmd, int argc, char *const argv[])
+{
+    if (optind < argc)
+        die_usage(cmd, "unexpected argument '%s'", argv[optind]);
+}
+
+/* ---- gpuframe list ----------------------------------------------------------- */
+
+static const char list_help[] =
+    "Usage: gpuframe list [OPTIONS]\n"
+    "\n"
+    "Prints the daemon's pipelines: id, name, kind and parameters.\n"
+    "\n"
+    "      --json              print the daemon's LIST document as it is\n" COMMON_HELP;
+
+/* Appends one parameter's value as "key=value" to buf[len] at *pos. */
+static void format_param(const gf_param_desc *d, const gf_params *p, char *buf, size_t len,
+                         size_t *pos)
+{
+    const unsigned char *field = (const unsigned char *)p + d->offset;
+    float f[3];
+    uint32_t u;
+    int n = 0;
+
+    if (*pos >= len)
+        return;
+    switch (d->type) {
+    case GF_PARAM_F32:
+        memcpy(&f[0], field, sizeof f[0]);
+        n = snprintf(buf + *pos, len - *pos, "%s%s=%g", *pos ? " " : "", d->key, (double)f[0]);
+        break;
+    case GF_PARAM_U32:
+        memcpy(&u, field, sizeof u);
+        n = snprintf(buf + *pos, len - *pos, "%s%s=%" PRIu32, *pos ? " " : "", d->key, u);
+        break;
+    case GF_PARAM_F32x3:
+        memcpy(f, field, sizeof f);
+        n = snprintf(buf + *pos, len - *pos, "%s%s=[%g,%g,%g]", *pos ? " " : "", d->key,
+                     (double)f[0], (double)f[1], (double)f[2]);
+        break;
+    }
+    if (n > 0)
+        *pos += (size_t)n;
+}
+
+static int cmd_list(int argc, char *argv[])
+{
+    static const struct option longopts[] = {{"json", no_argument, NULL, OPT_JSON},
+                                             COMMON_LONG_OPTIONS,
+                                             {NULL, 0, NULL, 0}};
+    struct common_opts o;
+    int raw_json = 0, opt;
+
+    common_defaults(&o);
+    while ((opt = getopt_long(argc, argv, ":" COMMON_SHORT_OPTIONS, longopts, NULL)) != -1) {
+        if (common_option("list", opt, &o, argv, list_help))
+            continue;
+        if (opt == OPT_JSON)
+            raw_json = 1;
+    }
+    no_operands("list", argc, argv);
+
+    gf_client *c = connect_or_die(&o);
+    if (raw_json) {
+        char *json = request_json_or_die(c, GF_MSG_LIST, &o);
+        printf("%s\n", json);
+        free(json);
+        gf_client_close(c);
+        return EXIT_OK;
+    }
+
+    size_t count;
+    gf_pipeline *pipelines = fetch_pipelines(c, &o, &count);
+    gf_client_close(c);
+
+    int name_w = (int)strlen("NAME"), kind_w = (int)strlen("KIND");
+    for (size_t i = 0; i < count; i++) {
+        int nw = (int)strlen(pipelines[i].name), kw = (int)strlen(pipelines[i].kind->name);
+        name_w = nw > name_w ? nw : name_w;
+        kind_w = kw > kind_w ? kw : kind_w;
+    }
+    printf("%-4s  %-*s  %-*s  %s\n", "ID", name_w, "NAME", kind_w, "KIND", "PARAMS");
+    for (size_t i = 0; i < count; i++) {
+        const gf_pipeline *p = &pipelines[i];
+        char params[512] = "";
+        size_t pos = 0;
+
+        for (size_t k = 0; k < p->kind->param_count; k++)
+            format_param(&p->kind->params[k], &p->params, params, sizeof params, &pos);
+        if (params[0] == '\0')
+            printf("%-4" PRIu32 "  %-*s  %s\n", p->id, name_w, p->name, p->kind->name);
+        else
+            printf("%-4" PRIu32 "  %-*s  %-*s  %s\n", p->id, name_w, p->name, kind_w,
+                   p->kind->name, params);
+    }
+    free(pipelines);
+    return EXIT_OK;
+}
+
+/* ---- gpuframe stats ---------------------------------------------------------- */
+
+static const char stats_help[] =
+    "Usage: gpuframe stats [OPTIONS]\n"
+    "\n"
+    "Prints the daemon's statistics (its STATS document, pretty-printed JSON).\n"
+    "\n" COMMON_HELP;
+
+/* Output formats of `gpuframe stats`; a new one is a printer plus an entry. */
+enum stats_format { STATS_FORMAT_JSON };
+
+/* Prints the STATS document pretty-printed.  Returns an exit status. */
+static int print_stats_json(const cJSON *doc)
+{
+    char *text = cJSON_Print(doc);
+
+    if (text == NULL) {
+        fprintf(stderr, "gpuframe: stats: out of memory\n");
+        return EXIT_FAIL;
+    }
+    printf("%s\n", text);
+    cJSON_free(text);
+    return EXIT_OK;
+}
+
+static int print_stats(const cJSON *doc, enum stats_format format)
+{
+    switch (format) {
+    case STATS_FORMAT_JSON:
+        return print_stats_json(doc);
+    }
+    return EXIT_FAIL;
+}
+
+static int cmd_stats(int argc, char *argv[])
+{
+    static const struct option longopts[] = {COMMON_LONG_OPTIONS, {NULL, 0, NULL, 0}};
+    struct common_opts o;
+    int opt;
+
+    common_defaults(&o);
+    while ((opt = getopt_long(argc, argv, ":" COMMON_SHORT_OPTIONS, longopts, NULL)) != -1)
+        (void)common_option("stats", opt, &o, argv, stats_help);
+    no_operands("stats", argc, argv);
+
+    gf_client *c = connect_or_die(&o);
+    char *json = request_json_or_die(c, GF_MSG_STATS, &o);
+    gf_client_close(c);
+
+    cJSON *doc = cJSON_Parse(json);
+    if (doc == NULL) {
+        fprintf(stderr, "gpuframe: stats: the daemon's STATS reply is not valid JSON\n");
+        free(json);
+        return EXIT_FAIL;
+    }
+    int status = print_stats(doc, STATS_FORMAT_JSON);
+    cJSON_Delete(doc);
+    free(json);
+    return status;
+}
+
+/* ---- gpuframe stream --------------------------------------------------------- */
+
+static const char stream_help[] =
+    "Usage: gpuframe stream --pipeline NAME|ID [OPTIONS]\n"
+    "\n"
+    "Streams frames through a pipeline, keeping a window of frames in flight, and\n"
+    "prints one summary line:\n"
+    "  frames=N errors=N seconds=S frames_per_s=R in_GBps=R out_GBps=R p50_us=L p99_us=L "
+    "max_us=L\n"
+    "(GB/s: bytes of frames answered with a result, 1e9 bytes per GB; latency: from\n"
+    "queueing a frame to receiving its reply).\n"
+    "\n"
+    "  -p, --pipeline NAME|ID  the pipeline, by name or numeric id (see 'gpuframe list')\n"
+    "      --size BYTES        frame size, suffixes K, M, G (binary); default: width*height*3\n"
+    "                          for normalize_u8, else 1M\n"
+    "  -n, --count N           frames to send (default 1000; with --input: the whole file)\n"
+    "  -w, --window W          frames in flight (default 8, at most 65536)\n"
+    "      --verify            check every result against the pipeline's C reference\n"
+    "  -i, --input FILE        send consecutive --size chunks of FILE (a shorter last chunk\n"
+    "                          only if the pipeline takes it) instead of synthetic frames\n"
+    "  -o, --output FILE       write every result, in order, to FILE (frames answered with\n"
+    "                          an error write nothing)\n"
+    "      --seed S            seed of the synthetic frames (default 1)\n"
+    "      --no-check          send frames the pipeline cannot take (tests the daemon's errors)\n"
+    "  -q, --quiet             print only the summary line\n" COMMON_HELP
+    "\n"
+    "Exit status 0 only if every frame got a correct result.\n";
+
+struct stream_opts {
+    struct common_opts common;
+    const char *pipeline;    /* --pipeline: a name or an id            */
+    uint64_t size_bytes;     /* --size; 0 with have_size == 0: default */
+    int have_size;
+    uint64_t count;          /* --count; default depends on --input    */
+    int have_count;
+    uint32_t window;         /* --window                               */
+    int verify;              /* --verify                               */
+    int no_check;            /* --no-check                             */
+    int quiet;               /* --quiet                                */
+    const char *input_path;  /* --input, or NULL: synthetic frames     */
+    const char *output_path; /* --output, or NULL                      */
+    uint64_t seed;           /* --seed                                 */
+};
+
+/* One frame in flight: what was sent and what its reply must be. */
+struct frame_slot {
+    const unsigned char *data; /* the input, alive until the reply      */
+    size_t bytes;              /* its length                            */
+    int64_t expect_bytes;      /* result length, or -1 (--no-check)     */
+    const unsigned char *ref;  /* precomputed reference, or NULL        */
+    uint64_t queued_ns;        /* when it was queued                    */
+};
+
+/* The whole state of one `gpuframe stream` run. */
+struct stream_run {
+    const struct stream_opts *o;
+    const gf_pipeline *pipeline;
+    gf_client *client;
+    struct frame_slot *slots; /* window entries, frame i in slots[i % window] */
+
+    /* Synthetic frames: frame i sends pool[i % pool_count]. */
+    unsigned char *pool[SYNTH_POOL_MAX];
+    unsigned char *pool_refs[SYNTH_POOL_MAX]; /* with --verify and a valid size */
+    size_t pool_count;
+
+    /* --input: the file and one buffer per window entry (allocated lazily). */
+    FILE *in;
+    unsigned char **in_bufs;
+    int input_done;     /* no more frames to queue                */
+    int input_error;    /* the input could not be sent completely */
+    uint64_t planned;   /* frames to send; UINT64_MAX: until EOF  */
+    int64_t full_expect; /* output bytes of a frame of --size      */
+
+    FILE *out;                /* --output, or NULL                    */
+    unsigned char *scratch;   /* references of --input frames         */
+    size_t scratch_bytes;
+
+    uint64_t *latency_ns; /* one per reply, sorted at the end */
+    size_t latency_count, latency_cap;
+
+    uint64_t queued;      /* frames queued                               */
+    uint64_t answered;    /* frames whose reply arrived                  */
+    uint64_t failed;      /* answered frames without a correct result    */
+    uint64_t mismatches;  /* of those, wrong results (printed: the first) */
+    uint64_t in_bytes;    /* input bytes of the frames answered by RESULT */
+    uint64_t out_bytes;   /* result bytes received                        */
+};
+
+/* xorshift64*: a fast, seeded, reproducible generator for synthetic frames. */
+static uint64_t rng_next(uint64_t *state)
+{
+    uint64_t x = *state;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* splitmix64 of the seed: a nonzero, well-mixed xorshift state per frame. */
+static uint64_t rng_seed(uint64_t seed)
+{
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return z != 0 ? z : 1;
+}
+
+/* Nonzero when the kind's input is bytes (echo, *_u8), not float32. */
+static int kind_takes_bytes(const gf_pipeline_kind *kind)
+{
+    size_t n = strlen(kind->name);
+
+    return strcmp(kind->name, "echo") == 0 || (n >= 3 && strcmp(kind->name + n - 3, "_u8") == 0);
+}
+
+/* Fills a synthetic frame: float32 in [-4, 4] or random bytes. */
+static void fill_synthetic(const gf_pipeline_kind *kind, uint64_t seed, unsigned char *buf,
+                           size_t bytes)
+{
+    uint64_t state = rng_seed(seed);
+    size_t i = 0;
+
+    if (!kind_takes_bytes(kind)) {
+        for (; i + sizeof(float) <= bytes; i += sizeof(float)) {
+            /* 24 random bits: every value is exact in float32. */
+            double u = (double)(rng_next(&state) >> 40) / (double)(1u << 24);
+            float f = (float)(-SYNTH_FLOAT_LIMIT + 2.0 * SYNTH_FLOAT_LIMIT * u);
+            memcpy(buf + i, &f, sizeof f);
+        }
+    }
+    for (; i < bytes; i++)
+        buf[i] = (unsigned char)(rng_next(&state) >> 56);
+}
+
+/* The pipeline named `arg`, else the one whose id `arg` is; NULL if none. */
+static const gf_pipeline *find_pipeline(const gf_pipeline *pipelines, size_t count,
+                                        const char *arg)
+{
+    uint64_t id;
+
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(pipelines[i].name, arg) == 0)
+            return &pipelines[i];
+    if (parse_u64(arg, &id) == 0)
+        for (size_t i = 0; i < count; i++)
+            if (pipelines[i].id == id)
+                return &pipelines[i];
+    return NULL;
+}
+
+static void parse_stream_opts(int argc, char *argv[], struct stream_opts *o)
+{
+    static const struct option longopts[] = {
+        {"pipeline", required_argument, NULL, 'p'},
+        {"size", required_argument, NULL, OPT_SIZE},
+        {"count", required_argument, NULL, 'n'},
+        {"window", required_argument, NULL, 'w'},
+        {"verify", no_argument, NULL, OPT_VERIFY},
+        {"input", required_argument, NULL, 'i'},
+        {"output", required_argument, NULL, 'o'},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"no-check", no_argument, NULL, OPT_NO_CHECK},
+        {"quiet", no_argument, NULL, 'q'},
+        COMMON_LONG_OPTIONS,
+        {NULL, 0, NULL, 0}};
+    uint64_t v;
+    int opt;
+
+    memset(o, 0, sizeof *o);
+    common_defaults(&o->common);
+    o->window = STREAM_WINDOW_DEFAULT;
+    o->seed = STREAM_SEED_DEFAULT;
+    while ((opt = getopt_long(argc, argv, ":p:n:w:i:o:q" COMMON_SHORT_OPTIONS, longopts, NULL)) !=
+           -1) {
+        if (common_option("stream", opt, &o->common, argv, stream_help))
+            continue;
+        switch (opt) {
+        case 'p':
+            o->pipeline = optarg;
+            break;
+        case OPT_SIZE:
+            if (parse_size(optarg, &o->size_bytes) < 0 || o->size_bytes > SIZE_MAX)
+                die_usage("stream", "--size: expected bytes with an optional K, M or G, got '%s'",
+                          optarg);
+            o->have_size = 1;
+            break;
+        case 'n':
+            if (parse_u64(optarg, &o->count) < 0 || o->count == 0)
+                die_usage("stream", "--count: expected a positive integer, got '%s'", optarg);
+            o->have_count = 1;
+            break;
+        case 'w':
+            if (parse_u64(optarg, &v) < 0 || v == 0 || v > STREAM_WINDOW_MAX)
+                die_usage("stream", "--window: expected an integer in [1, %d], got '%s'",
+                          STREAM_WINDOW_MAX, optarg);
+            o->window = (uint32_t)v;
+            break;
+        case OPT_VERIFY:
+            o->verify = 1;
+            break;
+        case 'i':
+            o->input_path = optarg;
+            break;
+        case 'o':
+            o->output_path = optarg;
+            break;
+        case OPT_SEED:
+            if (parse_u64(optarg, &o->seed) < 0)
+                die_usage("stream", "--seed: expected an unsigned integer, got '%s'", optarg);
+            break;
+        case OPT_NO_CHECK:
+            o->no_check = 1;
+            break;
+        case 'q':
+            o->quiet = 1;
+            break;
+        }
+    }
+    no_operands("stream", argc, argv);
+    if (o->pipeline == NULL)
+        die_usage("stream", "--pipeline is required");
+}
+
+/* The output size of an input of `bytes` for the run's pipeline, or -1 with
+ * the reason in why[why_len]. */
+static int64_t expect_output(const gf_pipeline *p, uint64_t bytes, char *why, size_t why_len)
+{
+    return p->kind->output_bytes(&p->params, bytes, why, why_len);
+}
+
+/* Opens --input, checks its length against --size and sets `planned`. */
+static void open_input(struct stream_run *r, const char *pname)
+{
+    const struct stream_opts *o = r->o;
+    struct stat st;
+    char why[WHY_BYTES];
+
+    r->in = fopen(o->input_path, "rb");
+    if (r->in == NULL) {
+        fprintf(stderr, "gpuframe: --input %s: %s\n", o->input_path, strerror(errno));
+        exit(EXIT_USAGE);
+    }
+    if (o->size_bytes == 0) {
+        fprintf(stderr, "gpuframe: --input needs a --size above 0\n");
+        exit(EXIT_USAGE);
+    }
+    r->planned = o->have_count ? o->count : UINT64_MAX;
+    if (fstat(fileno(r->in), &st) < 0 || !S_ISREG(st.st_mode))
+        return; /* a pipe: the last chunk is checked when it arrives */
+
+    uint64_t file_bytes = (uint64_t)st.st_size;
+    uint64_t full = file_bytes / o->size_bytes;
+    uint64_t tail = file_bytes % o->size_bytes;
+    if (file_bytes == 0) {
+        fprintf(stderr, "gpuframe: --input %s is empty\n", o->input_path);
+        exit(EXIT_USAGE);
+    }
+    uint64_t frames = full + (tail > 0);
+    if (tail > 0 && frames <= r->planned && !o->no_check &&
+        expect_output(r->pipeline, tail, why, sizeof why) < 0) {
+        fprintf(stderr,
+                "gpuframe: --input %s: its last chunk of %" PRIu64
+                " bytes cannot be a frame of pipeline '%s': %s\n",
+                o->input_path, tail, pname, why);
+        exit(EXIT_USAGE);
+    }
+    if (frames < r->planned)
+        r->planned = frames;
+}
+
+/* Makes the synthetic pool and, with --verify, its references. */
+static void make_pool(struct stream_run *r)
+{
+    const struct stream_opts *o = r->o;
+    const gf_pipeline *p = r->pipeline;
+    size_t bytes = (size_t)o->size_bytes;
+
+    r->pool_count = r->planned < SYNTH_POOL_MAX ? (size_t)r->planned : SYNTH_POOL_MAX;
+    for (size_t k = 0; k < r->pool_count; k++) {
+        r->pool[k] = alloc_frame(bytes);
+        fill_synthetic(p->kind, o->seed * SYNTH_POOL_MAX + k, r->pool[k], bytes);
+        if (o->verify && r->full_expect >= 0) {
+            r->pool_refs[k] = alloc_frame((size_t)r->full_expect);
+            p->kind->reference(&p->params, r->pool[k], bytes, r->pool_refs[k]);
+        }
+    }
+}
+
+/*
+ * Queues frame number r->queued, reading it from --input if there is one.
+ * Returns 1 when a frame was queued, 0 when the input has ended, -1 on a
+ * failure already reported (the run stops queueing).
+ */
+static int queue_next(struct stream_run *r)
+{
+    const struct stream_opts *o = r->o;
+    struct frame_slot *s = &r->slots[r->queued % o->window];
+    char why[WHY_BYTES];
+
+    if (r->in == NULL) {
+        size_t k = (size_t)(r->queued % r->pool_count);
+        s->data = r->pool[k];
+        s->bytes = (size_t)o->size_bytes;
+        s->expect_bytes = r->full_expect;
+        s->ref = r->pool_refs[k];
+    } else {
+        unsigned char **buf = &r->in_bufs[r->queued % o->window];
+        if (*buf == NULL)
+            *buf = alloc_frame((size_t)o->size_bytes);
+        size_t n = fread(*buf, 1, (size_t)o->size_bytes, r->in);
+        if (n < o->size_bytes && ferror(r->in)) {
+            fprintf(stderr, "gpuframe: --input %s: %s\n", o->input_path, strerror(errno));
+            r->input_error = 1;
+            return -1;
+        }
+        if (n == 0)
+            return 0;
+        s->data = *buf;
+        s->bytes = n;
+        s->ref = NULL;
+        s->expect_bytes = n == o->size_bytes ? r->full_expect
+                                             : expect_output(r->pipeline, n, why, sizeof why);
+        if (s->expect_bytes < 0 && !o->no_check) {
+            fprintf(stderr,
+                    "gpuframe: --input %s: its last chunk of %zu bytes cannot be a frame of "
+                    "pipeline '%s': %s\n",
+                    o->input_path, n, r->pipeline->name, why);
+            r->input_error = 1;
+            return -1;
+        }
+        if (n < o->size_bytes)
+            r->input_done = 1; /* a short chunk is the last */
+    }
+
+    s->queued_ns = now_ns();
+    int err = gf_client_send_frame(r->client, r->pipeline->id, r->queued, s->data, s->bytes);
+    if (err < 0) {
+        if (err != -EPIPE) /* a close: the next receive reports it */
+            print_client_error(r->client, "send", err);
+        return -1;
+    }
+    r->queued++;
+    return 1;
+}
+
+/* Records a wrong result: printed when it is the first. */
+static void mismatch(struct stream_run *r, uint64_t frame_id, const char *why)
+{
+    if (r->mismatches++ == 0 && !r->o->quiet)
+        fprintf(stderr, "frame %" PRIu64 ": wrong result: %s\n", frame_id, why);
+}
+
+/* Checks a RESULT of frame number `seq` (in slot `s`); returns 0 if correct. */
+static int check_result(struct stream_run *r, uint64_t seq, const struct frame_slot *s,
+                        const gf_reply *rep)
+{
+    const gf_pipeline *p = r->pipeline;
+    char why[WHY_BYTES];
+
+    if (rep->header.frame_id != seq || rep->header.pipeline_id != p->id) {
+        snprintf(why, sizeof why, "reply echoes frame %" PRIu64 " pipeline %" PRIu32
+                 ", sent frame %" PRIu64 " pipeline %" PRIu32,
+                 rep->header.frame_id, rep->header.pipeline_id, seq, p->id);
+        mismatch(r, seq, why);
+        return -1;
+    }
+    if (s->expect_bytes >= 0 && rep->payload_bytes != (uint64_t)s->expect_bytes) {
+        snprintf(why, sizeof why, "result has %zu bytes, expected %" PRId64, rep->payload_bytes,
+                 s->expect_bytes);
+        mismatch(r, seq, why);
+        return -1;
+    }
+    if (!r->o->verify || s->expect_bytes < 0)
+        return 0;
+
+    const unsigned char *ref = s->ref;
+    if (ref == NULL) {
+        if (r->scratch_bytes < rep->payload_bytes) {
+            free(r->scratch);
+            r->scratch = alloc_frame(rep->payload_bytes);
+            r->scratch_bytes = rep->payload_bytes;
+        }
+        p->kind->reference(&p->params, s->data, s->bytes, r->scratch);
+        ref = r->scratch;
+    }
+    if (gf_pipeline_compare(p->kind, rep->payload, ref, rep->payload_bytes, why, sizeof why) < 0) {
+        mismatch(r, seq, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* Handles the reply to frame number r->answered. */
+static void handle_reply(struct stream_run *r, const gf_reply *rep)
+{
+    uint64_t seq = r->answered;
+    const struct frame_slot *s = &r->slots[seq % r->o->window];
+
+    if (r->latency_count == r->latency_cap) {
+        size_t cap = r->latency_cap ? 2 * r->latency_cap : 1024;
+        uint64_t *l = realloc(r->latency_ns, cap * sizeof *l);
+        if (l == NULL) {
+            fprintf(stderr, "gpuframe: out of memory\n");
+            exit(EXIT_FAIL);
+        }
+        r->latency_ns = l;
+        r->latency_cap = cap;
+    }
+    r->latency_ns[r->latency_count++] = now_ns() - s->queued_ns;
+
+    if (rep->header.type == GF_MSG_ERROR) {
+        if (!r->o->quiet) {
+            fprintf(stderr, "frame %" PRIu64 ": ", rep->header.frame_id);
+            print_status(stderr, rep->header.status);
+            fputs(": ", stderr);
+            print_text(stderr, rep->payload, rep->payload_bytes);
+            fputc('\n', stderr);
+        }
+        r->failed++;
+    } else {
+        r->in_bytes += s->bytes;
+        r->out_bytes += rep->payload_bytes;
+        if (check_result(r, seq, s, rep) < 0)
+            r->failed++;
+        /* Wrong results are written too: the file shows what the daemon sent. */
+        if (r->out != NULL && rep->payload_bytes > 0 &&
+            fwrite(rep->payload, 1, rep->payload_bytes, r->out) != rep->payload_bytes) {
+            fprintf(stderr, "gpuframe: --output %s: %s\n", r->o->output_path, strerror(errno));
+            exit(EXIT_FAIL);
+        }
+    }
+    r->answered++;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The nearest-rank percentile `pct` of sorted values, in microseconds. */
+static double percentile_us(const uint64_t *sorted, size_t n, unsigned pct)
+{
+    if (n == 0)
+        return 0.0;
+    size_t rank = (n * pct + 99) / 100;
+    return (double)sorted[rank > 0 ? rank - 1 : 0] / 1e3;
+}
+
+static void print_summary(struct stream_run *r, uint64_t elapsed_ns, uint64_t failed)
+{
+    double s = (double)elapsed_ns / 1e9;
+    double per_s = s > 0 ? 1.0 / s : 0.0;
+
+    qsort(r->latency_ns, r->latency_count, sizeof *r->latency_ns, cmp_u64);
+    printf("frames=%" PRIu64 " errors=%" PRIu64 " seconds=%.3f frames_per_s=%.1f in_GBps=%.3f "
+           "out_GBps=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f\n",
+           r->queued, failed, s, (double)r->answered * per_s, (double)r->in_bytes * per_s / 1e9,
+           (double)r->out_bytes * per_s / 1e9, percentile_us(r->latency_ns, r->latency_count, 50),
+           percentile_us(r->latency_ns, r->latency_count, 99),
+           percentile_us(r->latency_ns, r->latency_count, 100));
+    fflush(stdout);
+}
+
+/* The default --size: one image for normalize_u8, else STREAM_SIZE_DEFAULT. */
+static uint64_t default_size(const gf_pipeline *p)
+{
+    if (strcmp(p->kind->name, "normalize_u8") == 0)
+        return (uint64_t)p->params.width * p->params.height * 3u;
+    return STREAM_SIZE_DEFAULT;
+}
+
+/* Frees and closes everything a run holds; safe on a partly set-up run. */
+static void stream_free(struct stream_run *r)
+{
+    if (r->out != NULL)
+        fclose(r->out);
+    if (r->in != NULL)
+        fclose(r->in);
+    gf_client_close(r->client);
+    for (size_t k = 0; k < SYNTH_POOL_MAX; k++) {
+        free(r->pool[k]);
+        free(r->pool_refs[k]);
+    }
+    if (r->in_bufs != NULL)
+        for (size_t i = 0; i < r->o->window; i++)
+            free(r->in_bufs[i]);
+    free(r->in_bufs);
+    free(r->scratch);
+    free(r->slots);
+    free(r->latency_ns);
+    memset(r, 0, sizeof *r);
+}
+
+static int cmd_stream(int argc, char *argv[])
+{
+    struct stream_opts o;
+    struct stream_run r;
+    char why[WHY_BYTES];
+
+    parse_stream_opts(argc, argv, &o);
+    memset(&r, 0, sizeof r);
+    r.o = &o;
+
+    r.client = connect_or_die(&o.common);
+    size_t pipeline_count;
+    gf_pipeline *pipelines = fetch_pipelines(r.client, &o.common, &pipeline_count);
+    r.pipeline = find_pipeline(pipelines, pipeline_count, o.pipeline);
+    if (r.pipeline == NULL) {
+        fprintf(stderr, "gpuframe stream: --pipeline: the daemon has no pipeline '%s'",
+                o.pipeline);
+        for (size_t i = 0; i < pipeline_count; i++)
+            fprintf(stderr, "%s%s", i == 0 ? " (it has: " : ", ", pipelines[i].name);
+        fprintf(stderr, "%s\n", pipeline_count > 0 ? ")" : "");
+        exit(EXIT_USAGE);
+    }
+    const gf_pipeline *p = r.pipeline;
+
+    if (!o.have_size)
+        o.size_bytes = default_size(p);
+    r.full_expect = expect_output(p, o.size_bytes, why, sizeof why);
+    if (r.full_expect < 0 && !o.no_check) {
+        fprintf(stderr, "gpuframe stream: --size %" PRIu64 ": pipeline '%s' (%s) cannot take it: %s\n",
+                o.size_bytes, p->name, p->kind->name, why);
+        exit(EXIT_USAGE);
+    }
+    if (r.full_expect < 0 && o.verify && !o.quiet)
+        fprintf(stderr, "gpuframe stream: --no-check: results of refused sizes are not verified\n");
+    if (r.full_expect > 0 && (uint64_t)r.full_expect > GF_CLIENT_DEFAULT_MAX_REPLY_BYTES)
+        (void)gf_client_set_max_reply_bytes(r.client, (uint64_t)r.full_expect);
+
+    if (o.input_path != NULL) {
+        open_input(&r, p->name);
+        r.in_bufs = calloc(o.window, sizeof *r.in_bufs);
+        if (r.in_bufs == NULL) {
+            fprintf(stderr, "gpuframe: out of memory\n");
+            stream_free(&r);
+            free(pipelines);
+            return EXIT_FAIL;
+        }
+    } else {
+        r.planned = o.have_count ? o.count : STREAM_COUNT_DEFAULT;
+        make_pool(&r);
+    }
+    if (o.output_path != NULL) {
+        r.out = fopen(o.output_path, "wb");
+        if (r.out == NULL) {
+            fprintf(stderr, "gpuframe: --output %s: %s\n", o.output_path, strerror(errno));
+            stream_free(&r);
+            free(pipelines);
+            return EXIT_USAGE;
+        }
+    }
+    r.slots = calloc(o.window, sizeof *r.slots);
+    if (r.slots == NULL) {
+        fprintf(stderr, "gpuframe: out of memory\n");
+        stream_free(&r);
+        free(pipelines);
+        return EXIT_FAIL;
+    }
+    if (!o.quiet) {
+        printf("streaming ");
+        if (r.planned != UINT64_MAX)
+            printf("%" PRIu64 " ", r.planned);
+        printf("frames of %" PRIu64 " bytes%s%s to pipeline '%s' (id %" PRIu32
+               ", %s), window %" PRIu32 "%s\n",
+               o.size_bytes, o.input_path ? " from " : "", o.input_path ? o.input_path : "",
+               p->name, p->id, p->kind->name, o.window, o.verify ? ", verified" : "");
+        fflush(stdout);
+    }
+
+    int connection_failed = 0;
+    uint64_t start_ns = now_ns();
+    for (;;) {
+        while (!r.input_done && r.queued < r.planned && r.queued - r.answered < o.window) {
+            int q = queue_next(&r);
+            if (q <= 0) {
+                r.input_done = 1;
+                if (q < 0)
+                    r.input_error = 1;
+            }
+        }
+        if (r.queued == r.answered)
+            break;
+
+        size_t before = gf_client_in_flight(r.client);
+        gf_reply rep;
+        int err = gf_client_recv(r.client, &rep, o.common.timeout_ms);
+        if (err < 0) {
+            print_client_error(r.client, "stream", err);
+            connection_failed = 1;
+            break;
+        }
+        if (gf_client_in_flight(r.client) == before) {
+            /* A fatal ERROR about no frame of ours, sent before a close. */
+            if (!o.quiet) {
+                fputs("gpuframe: daemon: ", stderr);
+                print_status(stderr, rep.header.status);
+                fputs(": ", stderr);
+                print_text(stderr, rep.payload, rep.payload_bytes);
+                fputc('\n', stderr);
+            }
+            continue;
+        }
+        handle_reply(&r, &rep);
+    }
+    uint64_t elapsed_ns = now_ns() - start_ns;
+    if (r.in != NULL && r.queued == 0 && !r.input_error) {
+        fprintf(stderr, "gpuframe: --input %s is empty\n", o.input_path);
+        stream_free(&r);
+        free(pipelines);
+        return EXIT_USAGE;
+    }
+
+    uint64_t failed = r.failed + (r.queued - r.answered);
+    print_summary(&r, elapsed_ns, failed);
+
+    int status = failed == 0 && !connection_failed && !r.input_error ? EXIT_OK : EXIT_FAIL;
+    if (r.out != NULL && fclose(r.out) != 0) {
+        fprintf(stderr, "gpuframe: --output %s: %s\n", o.output_path, strerror(errno));
+        status = EXIT_FAIL;
+    }
+    r.out = NULL;
+    stream_free(&r);
+    free(pipelines);
+    return status;
+}
+
+/* ---- main -------------------------------------------------------------------- */
+
+static const char main_help[] =
+    "Usage: gpuframe COMMAND [OPTIONS]\n"
+    "\n"
+    "The client of gpuframed, the GPU frame-processing daemon.\n"
+    "\n"
+    "Commands:\n"
+    "  list      print the daemon's pipelines\n"
+    "  stats     print the daemon's statistics\n"
+    "  stream    stream frames through a pipeline; report throughput and latency\n"
+    "\n"
+    "Every command takes:\n" COMMON_HELP
+    "\n"
+    "'gpuframe COMMAND --help' describes a command; 'gpuframe --version' prints the version.\n"
+    "Exit status: 0 success, 1 failure, 2 usage error.\n";
+
+int main(int argc, char *argv[])
+{
+    static const struct {
+        const char *name;
+        int (*run)(int argc, char *argv[]);
+    } commands[] = {{"list", cmd_list}, {"stats", cmd_stats}, {"stream", cmd_stream}};
+
+    if (argc < 2)
+        die_usage(NULL, "missing command (list, stats or stream)");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        fputs(main_help, stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        printf("gpuframe %s (protocol %u)\n", GF_VERSION, GF_PROTOCOL_VERSION);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    if (cmd[0] == '-')
+        die_usage(NULL, "unknown option '%s' (options follow the command)", cmd);
+    die_usage(NULL, "unknown command '%s' (list, stats or stream)", cmd);
+    return EXIT_USAGE;
+}

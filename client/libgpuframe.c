@@ -1,0 +1,712 @@
+/*
+ * libgpuframe: a pipelined client for gpuframed's Unix socket.
+ *
+ * Requests live in a ring from the moment they are queued until they have
+ * been both written completely and answered.  Two cursors walk the ring: the
+ * write cursor (the oldest request not yet written completely) and the reply
+ * cursor (the oldest request without a reply).  The reply cursor may pass the
+ * write cursor by one request: the daemon may refuse a frame from its header
+ * and answer before the payload has been written.
+ *
+ * Replies are read through a small staging buffer, so that many small replies
+ * cost one recv(); once a large payload's header has been parsed, the rest of
+ * that payload is read straight into the payload buffer.
+ */
+#include "libgpuframe.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Staging buffer for replies: holds a header plus many small payloads, so a
+ * window of small results is read with one system call. */
+#define READ_BUFFER_BYTES (64u * 1024u)
+/* iovecs per sendmsg(): a header and a payload each for 32 requests, enough
+ * to write a whole window of small frames at once, far below IOV_MAX. */
+#define WRITE_IOV_MAX 64
+/* Ring slots allocated at connect; the ring doubles when full. */
+#define RING_INITIAL_COUNT 16
+/* Payload buffers are allocated with this alignment (and size multiple), so
+ * float results can be read in place. */
+#define PAYLOAD_ALIGN_BYTES 64
+/* Longest message kept for gf_client_error(). */
+#define ERROR_MESSAGE_BYTES 320
+/* Zeros that pad the rest of a frame the daemon answered before its payload
+ * was written: the daemon discards that payload, and the caller may already
+ * have freed it. */
+#define PAD_ZERO_BYTES (64u * 1024u)
+
+static const unsigned char pad_zeros[PAD_ZERO_BYTES];
+
+/* One request, kept until it has been written completely and answered. */
+struct gf_request {
+    unsigned char header[GF_HEADER_BYTES]; /* encoded header, written first        */
+    const void *data;                      /* caller's payload; NULL: send zeros   */
+    size_t data_bytes;                     /* length of `data`                     */
+    size_t written_bytes;                  /* of header + data written so far      */
+    uint64_t frame_id;                     /* the reply must echo it               */
+    uint8_t type;                          /* request type; decides reply types    */
+};
+
+struct gf_client {
+    int fd; /* the connected socket, non-blocking, close-on-exec */
+
+    /* Request ring: ring[seq & (ring_count - 1)] is request number `seq`;
+     * live requests are min(write_seq, reply_seq) .. tail_seq - 1. */
+    struct gf_request *ring;
+    size_t ring_count; /* a power of two                             */
+    uint64_t write_seq; /* oldest request not yet written completely  */
+    uint64_t reply_seq; /* oldest request whose reply has not arrived */
+    uint64_t tail_seq;  /* number the next queued request gets        */
+
+    /* Staging buffer: bytes rbuf[rbuf_start .. rbuf_end) are read, unparsed. */
+    unsigned char *rbuf;
+    size_t rbuf_start, rbuf_end;
+
+    /* The reply being received once its header has been parsed. */
+    int have_header;      /* nonzero from header parsed to reply delivered */
+    int cur_answers;      /* nonzero when `cur` answers request reply_seq  */
+    gf_header cur;        /* its header                                    */
+    size_t payload_have;  /* payload bytes of `cur` received so far        */
+
+    /* Payload buffer, reused across replies, grown up to max_reply_bytes. */
+    unsigned char *payload;
+    size_t payload_cap;
+    uint64_t max_reply_bytes;
+
+    /* Connection state. */
+    int write_closed; /* a send failed with EPIPE/ECONNRESET: write no more */
+    int read_closed;  /* recv saw EOF or ECONNRESET: nothing more arrives   */
+    int sticky_err;   /* -EPROTO/-EMSGSIZE once the stream is lost, else 0  */
+    char error[ERROR_MESSAGE_BYTES]; /* gf_client_error()                   */
+};
+
+static void set_error(gf_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void set_error(gf_client *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(c->error, sizeof c->error, fmt, ap);
+    va_end(ap);
+}
+
+/* Records a sticky error: the reply stream can no longer be followed. */
+static int fail_sticky(gf_client *c, int err)
+{
+    assert(err < 0);
+    c->sticky_err = err;
+    return err;
+}
+
+/* Copies up to `len` bytes of untrusted text into out[out_len], replacing
+ * control characters with '?', always NUL-terminated. */
+static void sanitize_text(const void *text, size_t len, char *out, size_t out_len)
+{
+    const unsigned char *s = text;
+    size_t n = 0;
+
+    assert(out_len > 0);
+    for (size_t i = 0; i < len && n + 1 < out_len; i++)
+        out[n++] = (s[i] < 0x20 || s[i] == 0x7F) ? '?' : (char)s[i];
+    out[n] = '\0';
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Milliseconds left until `deadline_ms` for poll(): -1 when there is no
+ * deadline (timeout_ms < 0), 0 when it has passed. */
+static int remaining_ms(int timeout_ms, uint64_t deadline_ms)
+{
+    if (timeout_ms < 0)
+        return -1;
+    uint64_t now = now_ms();
+    if (now >= deadline_ms)
+        return 0;
+    uint64_t left = deadline_ms - now;
+    return left > (uint64_t)timeout_ms ? timeout_ms : (int)left;
+}
+
+static struct gf_request *request_at(const gf_client *c, uint64_t seq)
+{
+    return &c->ring[seq & (c->ring_count - 1)];
+}
+
+static uint64_t oldest_live_seq(const gf_client *c)
+{
+    return c->write_seq < c->reply_seq ? c->write_seq : c->reply_seq;
+}
+
+static int has_unwritten(const gf_client *c)
+{
+    return c->write_seq < c->tail_seq;
+}
+
+int gf_client_connect(const char *socket_path, gf_client **out)
+{
+    struct sockaddr_un sa;
+    gf_client *c = NULL;
+    int fd = -1, err;
+
+    if (socket_path == NULL || out == NULL || socket_path[0] == '\0')
+        return -EINVAL;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    if (strlen(socket_path) >= sizeof sa.sun_path)
+        return -ENAMETOOLONG;
+    memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+
+    c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return -ENOMEM;
+    c->fd = -1;
+    c->ring_count = RING_INITIAL_COUNT;
+    c->ring = calloc(c->ring_count, sizeof *c->ring);
+    c->rbuf = malloc(READ_BUFFER_BYTES);
+    c->max_reply_bytes = GF_CLIENT_DEFAULT_MAX_REPLY_BYTES;
+    if (c->ring == NULL || c->rbuf == NULL) {
+        err = -ENOMEM;
+        goto fail;
+    }
+
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        err = -errno;
+        goto fail;
+    }
+    /* Blocking connect: for AF_UNIX it completes at once or fails, waiting
+     * only while the listen backlog is full; after EINTR it is simply
+     * retried (the attempt left no state behind). */
+    while (connect(fd, (const struct sockaddr *)&sa, sizeof sa) < 0) {
+        if (errno != EINTR) {
+            err = -errno;
+            goto fail;
+        }
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        err = -errno;
+        goto fail;
+    }
+    c->fd = fd;
+    *out = c;
+    return 0;
+
+fail:
+    if (fd >= 0)
+        close(fd);
+    free(c->rbuf);
+    free(c->ring);
+    free(c);
+    return err;
+}
+
+void gf_client_close(gf_client *c)
+{
+    if (c == NULL)
+        return;
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->payload);
+    free(c->rbuf);
+    free(c->ring);
+    free(c);
+}
+
+const char *gf_client_error(const gf_client *c)
+{
+    return c->error;
+}
+
+int gf_client_set_max_reply_bytes(gf_client *c, uint64_t max_bytes)
+{
+    if (max_bytes > SIZE_MAX)
+        return -EINVAL;
+    c->max_reply_bytes = max_bytes;
+    return 0;
+}
+
+size_t gf_client_in_flight(const gf_client *c)
+{
+    return (size_t)(c->tail_seq - c->reply_seq);
+}
+
+/* Doubles the ring, keeping every live request at its sequence number. */
+static int grow_ring(gf_client *c)
+{
+    size_t count = c->ring_count * 2;
+    struct gf_request *ring = calloc(count, sizeof *ring);
+
+    if (ring == NULL)
+        return -ENOMEM;
+    for (uint64_t seq = oldest_live_seq(c); seq < c->tail_seq; seq++)
+        ring[seq & (count - 1)] = *request_at(c, seq);
+    free(c->ring);
+    c->ring = ring;
+    c->ring_count = count;
+    return 0;
+}
+
+/* Appends a request to the ring; the header is encoded now. */
+static int queue_request(gf_client *c, uint8_t type, uint32_t pipeline_id, uint64_t frame_id,
+                         const void *data, size_t len)
+{
+    if (c->sticky_err)
+        return c->sticky_err;
+    if (c->write_closed || c->read_closed)
+        return -EPIPE;
+    if (c->tail_seq - oldest_live_seq(c) == c->ring_count) {
+        int err = grow_ring(c);
+        if (err < 0)
+            return err;
+    }
+
+    struct gf_request *r = request_at(c, c->tail_seq);
+    gf_header h = {
+        .version = GF_PROTOCOL_VERSION,
+        .type = type,
+        .flags = 0,
+        .frame_id = frame_id,
+        .pipeline_id = pipeline_id,
+        .status = GF_OK,
+        .payload_bytes = len,
+    };
+    gf_header_encode(&h, r->header);
+    r->data = len > 0 ? data : NULL;
+    r->data_bytes = len;
+    r->written_bytes = 0;
+    r->frame_id = frame_id;
+    r->type = type;
+    c->tail_seq++;
+    return 0;
+}
+
+int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t frame_id, const void *data,
+                         size_t len)
+{
+    if (data == NULL && len > 0)
+        return -EINVAL;
+    return queue_request(c, GF_MSG_FRAME, pipeline_id, frame_id, data, len);
+}
+
+int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id)
+{
+    if (type != GF_MSG_LIST && type != GF_MSG_STATS)
+        return -EINVAL;
+    return queue_request(c, type, 0, frame_id, NULL, 0);
+}
+
+/*
+ * Writes as much of the unwritten requests as the socket takes in one
+ * sendmsg().  Returns the bytes written (> 0), 0 when nothing is queued,
+ * -EAGAIN when the socket is full, -EPIPE when the daemon has closed (and
+ * marks the write side closed), or another negative errno.
+ */
+static ssize_t write_some(gf_client *c)
+{
+    struct iovec iov[WRITE_IOV_MAX];
+    int n = 0;
+
+    if (c->write_closed)
+        return -EPIPE;
+    for (uint64_t seq = c->write_seq; seq < c->tail_seq && n + 2 <= WRITE_IOV_MAX; seq++) {
+        struct gf_request *r = request_at(c, seq);
+        size_t done = r->written_bytes;
+
+        if (done < GF_HEADER_BYTES) {
+            iov[n].iov_base = r->header + done;
+            iov[n].iov_len = GF_HEADER_BYTES - done;
+            n++;
+            done = GF_HEADER_BYTES;
+        }
+        size_t data_done = done - GF_HEADER_BYTES;
+        if (data_done < r->data_bytes) {
+            size_t left = r->data_bytes - data_done;
+            /* sendmsg() only reads through iov_base. */
+            if (r->data != NULL) {
+                iov[n].iov_base = (void *)((const unsigned char *)r->data + data_done);
+                iov[n].iov_len = left;
+            } else {
+                iov[n].iov_base = (void *)pad_zeros;
+                iov[n].iov_len = left < PAD_ZERO_BYTES ? left : PAD_ZERO_BYTES;
+            }
+            n++;
+            if (iov[n - 1].iov_len < left)
+                break; /* the next request must not start before this one ends */
+        }
+    }
+    if (n == 0)
+        return 0;
+
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = iov;
+    msg.msg_iovlen = (size_t)n;
+    ssize_t w;
+    do {
+        w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+    } while (w < 0 && errno == EINTR);
+    if (w < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return -EAGAIN;
+        if (errno == EPIPE || errno == ECONNRESET) {
+            c->write_closed = 1;
+            return -EPIPE;
+        }
+        return -errno;
+    }
+
+    size_t left = (size_t)w;
+    while (left > 0) {
+        struct gf_request *r = request_at(c, c->write_seq);
+        size_t need = GF_HEADER_BYTES + r->data_bytes - r->written_bytes;
+
+        assert(c->write_seq < c->tail_seq);
+        if (left < need) {
+            r->written_bytes += left;
+            break;
+        }
+        r->written_bytes += need;
+        left -= need;
+        r->data = NULL; /* written: the caller's buffer is no longer used */
+        c->write_seq++;
+    }
+    return w;
+}
+
+/*
+ * Reads what the socket has.  Returns the bytes read (> 0), -EAGAIN when
+ * nothing is there, 0 when the daemon has closed (and marks the read side
+ * closed), or another negative errno.  Called only when no whole reply is
+ * buffered, so while a payload is being received the staging buffer is empty
+ * and a large rest can go straight to the payload buffer.
+ */
+static ssize_t read_some(gf_client *c)
+{
+    unsigned char *dst;
+    size_t room;
+
+    if (c->have_header && c->cur.payload_bytes - c->payload_have >= READ_BUFFER_BYTES) {
+        assert(c->rbuf_start == c->rbuf_end);
+        dst = c->payload + c->payload_have;
+        room = c->cur.payload_bytes - c->payload_have;
+    } else {
+        /* What is left is a partial header (< GF_HEADER_BYTES) or nothing. */
+        size_t left = c->rbuf_end - c->rbuf_start;
+        if (c->rbuf_start > 0) {
+            memmove(c->rbuf, c->rbuf + c->rbuf_start, left);
+            c->rbuf_start = 0;
+            c->rbuf_end = left;
+        }
+        dst = c->rbuf + c->rbuf_end;
+        room = READ_BUFFER_BYTES - c->rbuf_end;
+        assert(room > 0);
+    }
+
+    ssize_t n;
+    do {
+        n = recv(c->fd, dst, room, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return -EAGAIN;
+        if (errno != ECONNRESET)
+            return -errno;
+        n = 0;
+    }
+    if (n == 0) {
+        c->read_closed = 1;
+        return 0;
+    }
+    if (dst == c->rbuf + c->rbuf_end)
+        c->rbuf_end += (size_t)n;
+    else
+        c->payload_have += (size_t)n;
+    return n;
+}
+
+/* Nonzero when a reply of type `reply` may answer a request of type `req`. */
+static int type_answers(uint8_t req, uint8_t reply)
+{
+    if (reply == GF_MSG_ERROR)
+        return 1;
+    switch (req) {
+    case GF_MSG_FRAME:
+        return reply == GF_MSG_RESULT;
+    case GF_MSG_LIST:
+        return reply == GF_MSG_LIST;
+    case GF_MSG_STATS:
+        return reply == GF_MSG_STATS;
+    }
+    return 0;
+}
+
+/* Turns an error of gf_header_parse into the client's sticky error. */
+static int fail_header(gf_client *c, int status, const gf_header *h)
+{
+    if (status == GF_ERR_TOO_LARGE && h->type != GF_MSG_ERROR) {
+        set_error(c,
+                  "reply of %llu bytes (%s, frame %llu) exceeds the client's cap of %llu bytes",
+                  (unsigned long long)h->payload_bytes, gf_msg_type_name(h->type),
+                  (unsigned long long)h->frame_id, (unsigned long long)c->max_reply_bytes);
+        return fail_sticky(c, -EMSGSIZE);
+    }
+    set_error(c,
+              "daemon sent a bad reply header (%s): version %u, type %u, flags %u, "
+              "frame %llu, payload %llu bytes",
+              gf_status_name((uint32_t)status), (unsigned)h->version, (unsigned)h->type,
+              (unsigned)h->flags, (unsigned long long)h->frame_id,
+              (unsigned long long)h->payload_bytes);
+    return fail_sticky(c, -EPROTO);
+}
+
+/*
+ * Decides whether the reply `h` answers the oldest request without a reply
+ * (*answers = 1), is a fatal ERROR sent before a close (*answers = 0), or is
+ * unexpected: returns 0 or a sticky -EPROTO.
+ */
+static int check_reply(gf_client *c, const gf_header *h, int *answers)
+{
+    if ((h->type == GF_MSG_ERROR) != (h->status != GF_OK)) {
+        set_error(c, "daemon sent a %s reply with status %u (%s)", gf_msg_type_name(h->type),
+                  (unsigned)h->status, gf_status_name(h->status));
+        return fail_sticky(c, -EPROTO);
+    }
+    if (c->reply_seq < c->tail_seq) {
+        const struct gf_request *r = request_at(c, c->reply_seq);
+        if (r->written_bytes >= GF_HEADER_BYTES && h->frame_id == r->frame_id &&
+            type_answers(r->type, h->type)) {
+            *answers = 1;
+            return 0;
+        }
+    }
+    if (h->type == GF_MSG_ERROR && gf_status_is_fatal(h->status)) {
+        *answers = 0;
+        return 0;
+    }
+    if (c->reply_seq < c->tail_seq) {
+        const struct gf_request *r = request_at(c, c->reply_seq);
+        set_error(c, "daemon sent %s for frame %llu; expected the reply to frame %llu (%s)",
+                  gf_msg_type_name(h->type), (unsigned long long)h->frame_id,
+                  (unsigned long long)r->frame_id, gf_msg_type_name(r->type));
+    } else {
+        set_error(c, "daemon sent %s for frame %llu with no request in flight",
+                  gf_msg_type_name(h->type), (unsigned long long)h->frame_id);
+    }
+    return fail_sticky(c, -EPROTO);
+}
+
+/* Makes the payload buffer hold at least `bytes` (<= max_reply_bytes). */
+static int reserve_payload(gf_client *c, size_t bytes)
+{
+    if (bytes <= c->payload_cap)
+        return 0;
+    size_t cap = bytes;
+    if (c->payload_cap <= SIZE_MAX / 2 && 2 * c->payload_cap > cap &&
+        2 * c->payload_cap <= c->max_reply_bytes)
+        cap = 2 * c->payload_cap;
+    if (cap > SIZE_MAX - PAYLOAD_ALIGN_BYTES)
+        return -ENOMEM;
+    cap = (cap + PAYLOAD_ALIGN_BYTES - 1) / PAYLOAD_ALIGN_BYTES * PAYLOAD_ALIGN_BYTES;
+
+    unsigned char *p = aligned_alloc(PAYLOAD_ALIGN_BYTES, cap);
+    if (p == NULL)
+        return -ENOMEM;
+    free(c->payload); /* holds no live bytes between replies */
+    c->payload = p;
+    c->payload_cap = cap;
+    return 0;
+}
+
+/*
+ * Moves buffered bytes into the reply being received.  Returns 1 and fills
+ * `*reply` when a whole reply is there, 0 when more bytes are needed, or a
+ * negative errno.  Does no I/O.
+ */
+static int take_reply(gf_client *c, gf_reply *reply)
+{
+    size_t avail = c->rbuf_end - c->rbuf_start;
+
+    if (!c->have_header) {
+        gf_header h;
+        int answers = 0;
+        int r = gf_header_parse(c->rbuf + c->rbuf_start, avail, GF_ROLE_CLIENT,
+                                c->max_reply_bytes, &h);
+        if (r == 0)
+            return 0;
+        if (r < 0)
+            return fail_header(c, -r, &h);
+        int err = check_reply(c, &h, &answers);
+        if (err < 0)
+            return err;
+        /* Reserve before consuming the header, so -ENOMEM can be retried. */
+        err = reserve_payload(c, (size_t)h.payload_bytes);
+        if (err < 0)
+            return err;
+        c->rbuf_start += GF_HEADER_BYTES;
+        avail -= GF_HEADER_BYTES;
+        c->cur = h;
+        c->cur_answers = answers;
+        c->have_header = 1;
+        c->payload_have = 0;
+    }
+
+    size_t need = (size_t)c->cur.payload_bytes - c->payload_have;
+    size_t take = need < avail ? need : avail;
+    if (take > 0) {
+        memcpy(c->payload + c->payload_have, c->rbuf + c->rbuf_start, take);
+        c->payload_have += take;
+        c->rbuf_start += take;
+    }
+    if (c->payload_have < c->cur.payload_bytes)
+        return 0;
+
+    reply->header = c->cur;
+    reply->payload = c->cur.payload_bytes > 0 ? c->payload : NULL;
+    reply->payload_bytes = (size_t)c->cur.payload_bytes;
+    c->have_header = 0;
+    if (c->cur_answers) {
+        /* Answered early: the caller may free the frame once it has the
+         * reply, so what is left of it goes out as zeros. */
+        request_at(c, c->reply_seq)->data = NULL;
+        c->reply_seq++;
+    }
+    return 1;
+}
+
+/* The error for a closed connection once every buffered reply is delivered. */
+static int closed_error(gf_client *c)
+{
+    if (c->have_header || c->rbuf_end > c->rbuf_start)
+        set_error(c, "daemon closed the connection in the middle of a reply");
+    else
+        set_error(c, "daemon closed the connection with %zu request(s) without reply",
+                  gf_client_in_flight(c));
+    return -ECONNRESET;
+}
+
+int gf_client_recv(gf_client *c, gf_reply *reply, int timeout_ms)
+{
+    uint64_t deadline_ms = timeout_ms >= 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+
+    if (c->sticky_err)
+        return c->sticky_err;
+    for (;;) {
+        int r = take_reply(c, reply);
+        if (r < 0)
+            return r;
+        if (r > 0) {
+            /* Keep the daemon fed before the caller processes this reply;
+             * failures show again on the next call. */
+            if (has_unwritten(c))
+                (void)write_some(c);
+            return 0;
+        }
+        if (c->read_closed)
+            return closed_error(c);
+
+        int progress = 0;
+        if (has_unwritten(c) && !c->write_closed) {
+            ssize_t w = write_some(c);
+            if (w > 0)
+                progress = 1;
+            else if (w < 0 && w != -EAGAIN && w != -EPIPE)
+                return (int)w;
+        }
+        ssize_t n = read_some(c);
+        if (n >= 0)
+            continue; /* bytes to parse, or a close to report */
+        if (n != -EAGAIN)
+            return (int)n;
+        if (progress)
+            continue;
+
+        int wait_ms = remaining_ms(timeout_ms, deadline_ms);
+        if (wait_ms == 0)
+            return -ETIMEDOUT;
+        struct pollfd pfd = {
+            .fd = c->fd,
+            .events = (short)(POLLIN | (has_unwritten(c) && !c->write_closed ? POLLOUT : 0)),
+        };
+        if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
+            return -errno;
+    }
+}
+
+int gf_client_flush(gf_client *c, int timeout_ms)
+{
+    uint64_t deadline_ms = timeout_ms >= 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+
+    if (c->sticky_err)
+        return c->sticky_err;
+    while (has_unwritten(c)) {
+        ssize_t w = write_some(c);
+        if (w > 0)
+            continue;
+        if (w != -EAGAIN)
+            return (int)w;
+
+        int wait_ms = remaining_ms(timeout_ms, deadline_ms);
+        if (wait_ms == 0)
+            return -ETIMEDOUT;
+        struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
+        if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
+            return -errno;
+    }
+    return 0;
+}
+
+int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int timeout_ms)
+{
+    gf_reply reply;
+    int err;
+
+    if (type != GF_MSG_LIST && type != GF_MSG_STATS)
+        return -EINVAL;
+    if (gf_client_in_flight(c) > 0)
+        return -EBUSY;
+    err = gf_client_send_request(c, type, 0);
+    if (err < 0)
+        return err;
+    err = gf_client_recv(c, &reply, timeout_ms);
+    if (err < 0)
+        return err;
+
+    if (reply.header.type == GF_MSG_ERROR) {
+        char text[GF_ERROR_TEXT_MAX_BYTES + 1];
+        sanitize_text(reply.payload, reply.payload_bytes, text, sizeof text);
+        set_error(c, "daemon refused %s: %s: %s", gf_msg_type_name(type),
+                  gf_status_name(reply.header.status), text);
+        return -EREMOTEIO;
+    }
+    assert(reply.header.type == type);
+    if (reply.payload_bytes > 0 && memchr(reply.payload, '\0', reply.payload_bytes) != NULL) {
+        set_error(c, "daemon's %s reply contains a NUL byte", gf_msg_type_name(type));
+        return -EPROTO;
+    }
+    char *json = malloc(reply.payload_bytes + 1);
+    if (json == NULL)
+        return -ENOMEM;
+    if (reply.payload_bytes > 0)
+        memcpy(json, reply.payload, reply.payload_bytes);
+    json[reply.payload_bytes] = '\0';
+    *json_out = json;
+    return 0;
+}

@@ -1,0 +1,169 @@
+/*
+ * libgpuframe: the client library of gpuframed.
+ *
+ * One gf_client is one connection to the daemon's Unix socket.  Requests
+ * (frames, LIST, STATS) are only queued by the send functions; gf_client_recv
+ * writes queued bytes and reads replies at the same time, so a caller can keep
+ * many frames in flight without ever blocking in a write while the daemon is
+ * blocked writing replies back (the pipelined window of the `gpuframe stream`
+ * command).  The daemon answers every request exactly once, in the order they
+ * were sent (protocol/PROTOCOL.md); the library checks that order.
+ *
+ * Every fallible function returns 0 or a negative errno.  When the daemon sent
+ * something the library cannot accept the code is -EPROTO (or -EMSGSIZE for a
+ * reply over the size cap) and gf_client_error() says what it was; those two
+ * errors are sticky: the byte stream can no longer be followed, so every later
+ * call returns the same code and the caller should close the client.
+ *
+ * A gf_client is not thread-safe: use one from one thread at a time.
+ * The library links only gfprotocol and libc, and never raises SIGPIPE.
+ */
+#ifndef GF_LIBGPUFRAME_H
+#define GF_LIBGPUFRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The default cap on one reply's payload (gf_client_set_max_reply_bytes). */
+#define GF_CLIENT_DEFAULT_MAX_REPLY_BYTES (1ull << 30)
+
+/* One connection; opaque.  Created by gf_client_connect, freed by
+ * gf_client_close. */
+typedef struct gf_client gf_client;
+
+/*
+ * One reply as gf_client_recv returns it.  `header` is the decoded header
+ * (type GF_MSG_RESULT, GF_MSG_ERROR, GF_MSG_LIST or GF_MSG_STATS; `status` is
+ * GF_OK except for ERROR).  `payload` points at `payload_bytes` bytes in a
+ * buffer the library owns, 64-byte aligned, valid until the next call of
+ * gf_client_recv, gf_client_request_json or gf_client_close on the same
+ * client; NULL when payload_bytes is 0.  An ERROR's payload is UTF-8 text,
+ * not NUL-terminated, at most GF_ERROR_TEXT_MAX_BYTES bytes.
+ */
+typedef struct gf_reply {
+    gf_header header;
+    const void *payload;
+    size_t payload_bytes;
+} gf_reply;
+
+/*
+ * Connects to the daemon listening on the Unix socket `socket_path` and
+ * stores a new client in `*out` (untouched on failure).  Returns 0,
+ * -ENAMETOOLONG when the path does not fit sun_path, -ENOMEM, or the errno of
+ * socket()/connect() (-ENOENT, -ECONNREFUSED, -EACCES, ...).  The connect
+ * itself blocks only while the daemon's listen backlog is full.  The socket
+ * is close-on-exec and non-blocking; the caller never sees it.
+ */
+int gf_client_connect(const char *socket_path, gf_client **out);
+
+/*
+ * Closes the connection and frees the client and every buffer it owns,
+ * including the last reply's payload.  Queued requests not yet written are
+ * dropped; after this the library references no caller data any more.
+ * NULL is accepted and ignored.
+ */
+void gf_client_close(gf_client *c);
+
+/*
+ * A one-line description of the most recent error that had one (a malformed
+ * reply, a reply out of order, the daemon closing the connection, an ERROR
+ * answer to gf_client_request_json), or "" if there was none.  The string is
+ * owned by the client and valid until its next call.
+ */
+const char *gf_client_error(const gf_client *c);
+
+/*
+ * Sets the largest reply payload the client accepts (the receive buffer grows
+ * up to it as needed; default GF_CLIENT_DEFAULT_MAX_REPLY_BYTES).  A header
+ * announcing more makes gf_client_recv fail with -EMSGSIZE.  Applies from the
+ * next reply header received.  Returns 0, or -EINVAL when `max_bytes` is
+ * larger than SIZE_MAX.
+ */
+int gf_client_set_max_reply_bytes(gf_client *c, uint64_t max_bytes);
+
+/*
+ * Queues one FRAME request of `len` bytes at `data` for pipeline `pipeline_id`,
+ * tagged `frame_id` (echoed by its reply).  Writes nothing: bytes go out in
+ * gf_client_recv or gf_client_flush.
+ *
+ * `data` is referenced, not copied: it must stay valid and unmodified until
+ * that frame's reply has been returned by gf_client_recv (or the client is
+ * closed); from then on the library no longer touches it.  (If the daemon
+ * refuses a frame before its payload has been written, the rest of the
+ * payload is sent as zeros, which the daemon discards.)  The same buffer may
+ * be queued several times at once.
+ *
+ * Returns 0; -EINVAL when `data` is NULL with `len` > 0; -ENOMEM; -EPIPE when
+ * the connection is already known to be closed (call gf_client_recv to collect
+ * replies that arrived before the close); or a sticky error.
+ */
+int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t frame_id, const void *data,
+                         size_t len);
+
+/*
+ * Queues one request without payload: `type` is GF_MSG_LIST or GF_MSG_STATS
+ * (else -EINVAL).  Its reply carries a JSON document (or is an ERROR).  Other
+ * return values as for gf_client_send_frame.
+ */
+int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id);
+
+/*
+ * Waits for the next reply, writing queued requests while it reads, and
+ * stores it in `*reply` (see gf_reply for how long its payload lives).
+ * `timeout_ms` bounds the whole call: < 0 waits for ever, 0 does only the I/O
+ * possible without waiting.  Replies arrive in the order the requests were
+ * queued; the library checks each reply's type and frame_id against the
+ * oldest request without a reply, and that its status is nonzero exactly for
+ * ERROR (a fatal ERROR, which the daemon sends just before closing, is
+ * delivered even if it matches no request; gf_client_in_flight then stays
+ * unchanged).  pipeline_id is left to the caller to check.
+ *
+ * Returns 0 with one whole reply; -ETIMEDOUT (no reply yet; nothing is lost,
+ * call again); -ECONNRESET once the daemon has closed the connection and every
+ * reply it sent before closing has been delivered (so a final ERROR always
+ * comes first); -EPROTO for a malformed, unexpected or out-of-order reply and
+ * -EMSGSIZE for one over the cap (both sticky, see gf_client_error); -ENOMEM;
+ * or another errno of poll()/recv()/send().  Waiting with no request in flight
+ * is allowed (it notices the daemon closing) but only ends by timeout or
+ * close.
+ */
+int gf_client_recv(gf_client *c, gf_reply *reply, int timeout_ms);
+
+/*
+ * Writes every queued request, waiting at most `timeout_ms` (< 0: for ever).
+ * It does not read: if the daemon stops reading until its replies are read
+ * (it does once all its slots are busy), flushing many frames ends in
+ * -ETIMEDOUT; streaming callers use gf_client_recv, which does both.
+ * Returns 0 when nothing is left queued, -ETIMEDOUT, -EPIPE when the daemon
+ * has closed the connection (replies it sent before are still delivered by
+ * gf_client_recv), a sticky error, or another errno of poll()/send().
+ */
+int gf_client_flush(gf_client *c, int timeout_ms);
+
+/* The number of requests queued or sent whose replies have not yet been
+ * returned by gf_client_recv. */
+size_t gf_client_in_flight(const gf_client *c);
+
+/*
+ * Sends a LIST or STATS request (`type`), waits for its reply and stores a
+ * malloc'd, NUL-terminated copy of the JSON document in `*json_out`, which the
+ * caller frees with free().  Needs no other request in flight (-EBUSY).
+ * Returns 0; -EINVAL for another `type`; -EREMOTEIO when the daemon answered
+ * with an ERROR (gf_client_error has its status name and text); -EPROTO when
+ * the document contains a NUL byte (not sticky: the connection stays usable);
+ * or what gf_client_send_request and gf_client_recv return.  `timeout_ms` as
+ * for gf_client_recv.  Invalidates the payload of the previous gf_client_recv.
+ */
+int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
