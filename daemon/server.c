@@ -87,6 +87,7 @@ static void conn_process(gf_conn *c);
 static void conn_flush(gf_conn *c);
 static void conn_close(gf_conn *c);
 static void conn_update_reading(gf_conn *c);
+static void conn_settle(gf_conn *c);
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 static void server_check_drained(gf_server *srv);
 static void server_fatal(gf_server *srv, const char *fmt, ...)
@@ -178,12 +179,10 @@ static void reply_finish(gf_queued_reply *r) {
         free(r);
     }
     /* c stays valid until conn_unref below. */
-    if (!c->closing) {
-        if ((c->eof || c->fatal) && c->replies_unfinished == 0 && !c->waiting)
-            conn_close(c);
-        else
-            conn_update_reading(c);
-    }
+    if (!c->closing && c->fatal && c->replies_unfinished == 0)
+        conn_close(c);
+    conn_settle(c);
+    conn_update_reading(c);
     conn_unref(c);
 
     /* A free slot goes to connections paused for one, in arrival order. */
@@ -192,6 +191,7 @@ static void reply_finish(gf_queued_reply *r) {
         waiting_remove(srv, w);
         conn_ref(w);
         conn_process(w);
+        conn_settle(w);
         conn_update_reading(w);
         conn_unref(w);
     }
@@ -228,13 +228,13 @@ static void conn_flush(gf_conn *c) {
         if (!c->replies_head)
             c->replies_tail = NULL;
         r->next = NULL;
-        uv_buf_t bufs[2];
-        unsigned n = 0;
-        bufs[n++] = uv_buf_init((char *)r->header, GF_HEADER_BYTES);
+        /* uv_buf_t's length is a size_t on Unix; uv_buf_init's is not. */
+        uv_buf_t bufs[2] = {{.base = (char *)r->header, .len = GF_HEADER_BYTES}};
+        unsigned n = 1;
         if (r->body && r->body_bytes)
-            bufs[n++] = uv_buf_init(r->body, (unsigned)r->body_bytes);
+            bufs[n++] = (uv_buf_t){.base = r->body, .len = r->body_bytes};
         else if (!r->body && r->slot && r->slot->out_bytes)
-            bufs[n++] = uv_buf_init((char *)r->slot->out_host, (unsigned)r->slot->out_bytes);
+            bufs[n++] = (uv_buf_t){.base = (char *)r->slot->out_host, .len = r->slot->out_bytes};
         int rc = uv_write(&r->write_req, (uv_stream_t *)&c->pipe, bufs, n, on_write);
         if (rc < 0) {
             GF_LOG_INF("connection %llu: cannot write (%s); closing", (unsigned long long)c->id,
@@ -357,8 +357,8 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     if (c->state == CONN_PAYLOAD) {
         /* Straight into the slot's pinned input buffer: no staging copy. */
         gf_slot *s = c->slot;
-        *buf = uv_buf_init((char *)s->in_host + c->payload_received,
-                           (unsigned)(s->in_bytes - c->payload_received));
+        buf->base = (char *)s->in_host + c->payload_received;
+        buf->len = (size_t)(s->in_bytes - c->payload_received);
         return;
     }
     if (c->buf_start == c->buf_end) {
@@ -555,33 +555,39 @@ static void conn_update_reading(gf_conn *c) {
     c->reading = (unsigned)want;
 }
 
-/* The client stopped sending.  Frames already whole still get answered. */
-static void conn_eof(gf_conn *c) {
-    gf_server *srv = c->srv;
-    c->eof = 1;
-    c->reading = 0; /* libuv stops reading at EOF by itself */
-    if (c->state == CONN_PAYLOAD) {
-        /* Half a frame: it can never complete; take its reply and slot back. */
-        gf_slot *s = c->slot;
-        GF_LOG_INF("connection %llu: closed after %llu of %llu payload bytes of frame %llu",
-                   (unsigned long long)c->id, (unsigned long long)c->payload_received,
-                   (unsigned long long)s->in_bytes, (unsigned long long)s->frame_id);
-        srv->stats.frames_truncated++;
-        gf_queued_reply **pp = &c->replies_head;
-        gf_queued_reply *prev = NULL;
-        while (*pp != &s->reply) {
-            prev = *pp;
-            pp = &(*pp)->next;
-        }
-        *pp = NULL; /* it is the newest reply: the tail */
-        c->replies_tail = prev;
-        c->slot = NULL;
-        c->state = CONN_HEADER;
-        conn_ref(c);
-        reply_finish(&s->reply);
-        conn_unref(c);
+/* Takes back the slot of a frame whose payload can no longer arrive. */
+static void conn_truncate_frame(gf_conn *c) {
+    gf_slot *s = c->slot;
+    GF_LOG_INF("connection %llu: closed after %llu of %llu payload bytes of frame %llu",
+               (unsigned long long)c->id, (unsigned long long)c->payload_received,
+               (unsigned long long)s->in_bytes, (unsigned long long)s->frame_id);
+    c->srv->stats.frames_truncated++;
+    /* Its reply is the newest, not ready: still the queue's tail. */
+    gf_queued_reply **pp = &c->replies_head;
+    gf_queued_reply *prev = NULL;
+    while (*pp != &s->reply) {
+        prev = *pp;
+        pp = &(*pp)->next;
     }
-    if (!c->closing && !c->waiting && c->replies_unfinished == 0)
+    *pp = NULL;
+    c->replies_tail = prev;
+    c->slot = NULL;
+    c->state = CONN_HEADER;
+    reply_finish(&s->reply);
+}
+
+/*
+ * After the client's EOF: a frame half received can never complete, and a
+ * connection that owes nothing more and waits for nothing is closed.  Frames
+ * already whole still get answered first (a half-closed client may be
+ * waiting for results on the GPU).
+ */
+static void conn_settle(gf_conn *c) {
+    if (!c->eof || c->closing || c->waiting)
+        return;
+    if (c->state == CONN_PAYLOAD)
+        conn_truncate_frame(c);
+    if (!c->closing && c->replies_unfinished == 0)
         conn_close(c);
 }
 
@@ -592,7 +598,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         return;
     conn_ref(c);
     if (nread == UV_EOF) {
-        conn_eof(c);
+        c->eof = 1;
+        c->reading = 0; /* libuv stops reading at EOF by itself */
     } else if (nread < 0) {
         GF_LOG_INF("connection %llu: read failed (%s); closing", (unsigned long long)c->id,
                    uv_strerror((int)nread));
@@ -607,6 +614,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
         c->buf_end += (size_t)nread;
         conn_process(c);
     }
+    conn_settle(c);
     conn_update_reading(c);
     conn_unref(c);
 }
