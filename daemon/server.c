@@ -181,6 +181,9 @@ static void reply_finish(gf_queued_reply *r) {
     /* c stays valid until conn_unref below. */
     if (!c->closing && c->fatal && c->replies_unfinished == 0)
         conn_close(c);
+    /* Requests already buffered may have waited for this reply to go out
+     * (the cap on loose replies); no new bytes need arrive to go on. */
+    conn_process(c);
     conn_settle(c);
     conn_update_reading(c);
     conn_unref(c);
