@@ -1,0 +1,914 @@
+/*
+ * Helpers of the integration tests; see testutil.h for every contract.
+ */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#ifndef GF_TEST_DAEMON
+#define GF_TEST_DAEMON "gpuframed"
+#endif
+
+/* How often the helpers poll a process or the daemon's STATS. */
+#define POLL_INTERVAL_MS 10
+/* Inputs a streamed frame rotates over: more than the daemon's two slots, so
+ * that a reply showing a neighbour's (or a stale) output is caught. */
+#define STREAM_POOL_COUNT 3
+/* File descriptors a started daemon may inherit are closed up to this. */
+#define CHILD_FD_CLOSE_LIMIT 4096
+/* The seed used when a gf_test_stream asks for none. */
+#define DEFAULT_SEED 0x6766726d65643031ull
+/* The socket file's name inside the daemon's directory. */
+#define SOCKET_NAME "s.sock"
+
+static void set_err(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t err_len, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || err_len == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000u, .tv_nsec = (long)(ms % 1000u) * 1000000L};
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* ---- files and processes --------------------------------------------------- */
+
+int gf_test_make_temp_dir(char *out, size_t out_len)
+{
+    const char *base = getenv("TMPDIR");
+    char tmpl[GF_TEST_PATH_MAX];
+    size_t longest = sizeof(((struct sockaddr_un *)0)->sun_path) - 1;
+
+    /* The socket lives in the directory: its path must fit sun_path. */
+    if (base == NULL || base[0] == '\0' ||
+        strlen(base) + strlen("/gftest.XXXXXX/" SOCKET_NAME) > longest)
+        base = "/tmp";
+    if ((size_t)snprintf(tmpl, sizeof tmpl, "%s/gftest.XXXXXX", base) >= sizeof tmpl)
+        return -ENAMETOOLONG;
+    if (mkdtemp(tmpl) == NULL)
+        return -errno;
+    if ((size_t)snprintf(out, out_len, "%s", tmpl) >= out_len) {
+        rmdir(tmpl);
+        return -ENAMETOOLONG;
+    }
+    return 0;
+}
+
+int gf_test_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    size_t len = strlen(text);
+
+    if (f == NULL)
+        return -errno;
+    if (fwrite(text, 1, len, f) != len) {
+        int e = errno ? errno : EIO;
+        fclose(f);
+        return -e;
+    }
+    return fclose(f) == 0 ? 0 : -errno;
+}
+
+char *gf_test_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+
+    if (f == NULL)
+        return NULL;
+    for (;;) {
+        if (cap - n < 4096) {
+            size_t ncap = cap ? cap * 2 : 65536;
+            char *nb = realloc(buf, ncap + 1);
+            if (nb == NULL) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    if (len != NULL)
+        *len = n;
+    return buf;
+}
+
+void gf_test_log_tail(const char *path, unsigned lines, char *out, size_t out_len)
+{
+    size_t len;
+    char *text = gf_test_read_file(path, &len);
+
+    if (out_len == 0)
+        return;
+    if (text == NULL || len == 0) {
+        snprintf(out, out_len, "(no log)");
+        free(text);
+        return;
+    }
+    /* Walk back over `lines` newlines (a trailing one does not count). */
+    size_t start = len;
+    unsigned seen = 0;
+    if (start > 0 && text[start - 1] == '\n')
+        start--;
+    while (start > 0) {
+        if (text[start - 1] == '\n' && ++seen == lines)
+            break;
+        start--;
+    }
+    if (len - start >= out_len) {
+        /* Too long: keep the newest lines that fit, whole. */
+        start = len - (out_len - 1);
+        char *nl = memchr(text + start, '\n', len - start);
+        if (nl != NULL && (size_t)(nl + 1 - text) < len)
+            start = (size_t)(nl + 1 - text);
+    }
+    snprintf(out, out_len, "%s", text + start);
+    free(text);
+}
+
+/* Nonzero when a daemon log line reports a failure. */
+static int is_failure_line(const char *line)
+{
+    static const char *const marks[] = {
+        "]: error: ",     /* GF_LOG_ERR                         */
+        "]: warn: ",      /* GF_LOG_WRN                         */
+        "Sanitizer",      /* AddressSanitizer, LeakSanitizer... */
+        "runtime error:", /* UBSan                              */
+        "Assertion",      /* a failed assert()                  */
+    };
+
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+        if (strstr(line, marks[i]) != NULL)
+            return 1;
+    return 0;
+}
+
+size_t gf_test_log_failures(const char *path, char *out, size_t out_len)
+{
+    char *text = gf_test_read_file(path, NULL);
+    size_t count = 0, used = 0;
+
+    if (out != NULL && out_len > 0)
+        out[0] = '\0';
+    if (text == NULL)
+        return 0;
+    for (char *line = text; *line != '\0';) {
+        char *end = strchr(line, '\n');
+        char *next = end != NULL ? end + 1 : line + strlen(line);
+        if (end != NULL)
+            *end = '\0';
+        if (is_failure_line(line)) {
+            count++;
+            if (out != NULL && used + 1 < out_len) {
+                int n = snprintf(out + used, out_len - used, "%s\n", line);
+                used += n < 0 ? 0 : (size_t)n;
+                if (used >= out_len)
+                    used = out_len - 1;
+            }
+        }
+        line = next;
+    }
+    free(text);
+    return count;
+}
+
+/*
+ * Forks and execs argv with stdin from /dev/null and stdout/stderr into
+ * `output_path`.  The child is killed when the calling thread exits.
+ * Returns its pid or a negative errno.
+ */
+static pid_t spawn(char *const argv[], const char *output_path)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+
+    if (pid < 0)
+        return -errno;
+    if (pid > 0)
+        return pid;
+
+    /* The child: never return from here. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
+    int in = open("/dev/null", O_RDONLY);
+    int out = open(output_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    if (in < 0 || out < 0)
+        _exit(126);
+    if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
+        dup2(out, STDERR_FILENO) < 0)
+        _exit(126);
+    for (int fd = STDERR_FILENO + 1; fd < CHILD_FD_CLOSE_LIMIT; fd++)
+        close(fd);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    execv(argv[0], argv);
+    dprintf(STDERR_FILENO, "testutil: cannot execute %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+/* Waits at most timeout_ms for `pid` to exit.  Returns 0 with its status, or
+ * -ETIMEDOUT, or a negative errno of waitpid. */
+static int wait_pid(pid_t pid, int timeout_ms, int *status)
+{
+    uint64_t deadline = now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
+
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -errno;
+        if (now_ms() >= deadline)
+            return -ETIMEDOUT;
+        sleep_ms(POLL_INTERVAL_MS);
+    }
+}
+
+int gf_test_run_command(char *const argv[], const char *output_path, int timeout_ms,
+                        int *status)
+{
+    pid_t pid = spawn(argv, output_path);
+
+    if (pid < 0)
+        return (int)pid;
+    int rc = wait_pid(pid, timeout_ms, status);
+    if (rc == -ETIMEDOUT) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+            ;
+    }
+    return rc;
+}
+
+const char *gf_test_describe_status(int status, char *buf, size_t len)
+{
+    if (WIFEXITED(status))
+        snprintf(buf, len, "exit %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, len, "wait status 0x%x", (unsigned)status);
+    return buf;
+}
+
+/* ---- the daemon ---------------------------------------------------------------- */
+
+/* Nonzero when something accepts connections on `path`. */
+static int socket_accepts(const char *path)
+{
+    int fd = gf_test_raw_connect(path);
+
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine,
+                         char *err, size_t err_len)
+{
+    const char *daemon = getenv("GF_TEST_DAEMON");
+    char tail[2048], desc[96];
+    int rc;
+
+    if (daemon == NULL || daemon[0] == '\0')
+        daemon = GF_TEST_DAEMON;
+    memset(d, 0, sizeof *d);
+    d->pid = -1;
+    d->exit_status = -1;
+    snprintf(d->engine, sizeof d->engine, "%s", engine);
+    rc = gf_test_make_temp_dir(d->dir, sizeof d->dir);
+    if (rc < 0) {
+        set_err(err, err_len, "cannot make a temporary directory: %s", strerror(-rc));
+        return rc;
+    }
+    snprintf(d->config_path, sizeof d->config_path, "%s/gpuframed.json", d->dir);
+    snprintf(d->socket_path, sizeof d->socket_path, "%s/" SOCKET_NAME, d->dir);
+    snprintf(d->log_path, sizeof d->log_path, "%s/daemon.log", d->dir);
+    rc = gf_test_write_file(d->config_path, config_json);
+    if (rc < 0) {
+        set_err(err, err_len, "cannot write %s: %s", d->config_path, strerror(-rc));
+        return rc;
+    }
+
+    char *argv[] = {(char *)daemon, "--config", d->config_path, "--socket", d->socket_path,
+                    "--engine", d->engine, NULL};
+    pid_t pid = spawn(argv, d->log_path);
+    if (pid < 0) {
+        set_err(err, err_len, "cannot fork: %s", strerror((int)-pid));
+        return (int)pid;
+    }
+    d->pid = pid;
+
+    uint64_t deadline = now_ms() + GF_TEST_START_TIMEOUT_MS;
+    for (;;) {
+        int status;
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) {
+            d->pid = -1;
+            d->exit_status = status;
+            gf_test_log_tail(d->log_path, 20, tail, sizeof tail);
+            set_err(err, err_len,
+                    "%s --engine %s exited (%s) before accepting a connection; log %s:\n%s",
+                    daemon, engine, gf_test_describe_status(status, desc, sizeof desc),
+                    d->log_path, tail);
+            return -ECHILD;
+        }
+        if (socket_accepts(d->socket_path))
+            return 0;
+        if (now_ms() >= deadline)
+            break;
+        sleep_ms(POLL_INTERVAL_MS);
+    }
+    int status;
+    gf_test_daemon_stop(d, &status);
+    gf_test_log_tail(d->log_path, 20, tail, sizeof tail);
+    set_err(err, err_len, "%s --engine %s did not accept a connection within %d ms; log %s:\n%s",
+            daemon, engine, GF_TEST_START_TIMEOUT_MS, d->log_path, tail);
+    return -ETIMEDOUT;
+}
+
+int gf_test_daemon_signal(gf_test_daemon *d, int sig)
+{
+    if (d->pid <= 0)
+        return -ESRCH;
+    return kill(d->pid, sig) == 0 ? 0 : -errno;
+}
+
+int gf_test_daemon_wait(gf_test_daemon *d, int timeout_ms, int *status)
+{
+    int st = 0;
+
+    if (d->pid <= 0) {
+        if (status != NULL)
+            *status = d->exit_status;
+        return 0;
+    }
+    int rc = wait_pid(d->pid, timeout_ms, &st);
+    if (rc < 0)
+        return rc;
+    d->pid = -1;
+    d->exit_status = st;
+    if (status != NULL)
+        *status = st;
+    return 0;
+}
+
+int gf_test_daemon_stop(gf_test_daemon *d, int *status)
+{
+    if (d->pid <= 0)
+        return gf_test_daemon_wait(d, 0, status);
+    kill(d->pid, SIGTERM);
+    if (gf_test_daemon_wait(d, GF_TEST_STOP_TIMEOUT_MS, status) == 0)
+        return 0;
+    kill(d->pid, SIGKILL);
+    int st = 0;
+    while (waitpid(d->pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    d->pid = -1;
+    d->exit_status = st;
+    if (status != NULL)
+        *status = st;
+    return -ETIMEDOUT;
+}
+
+void gf_test_daemon_cleanup(gf_test_daemon *d)
+{
+    if (d->dir[0] == '\0')
+        return;
+    DIR *dir = opendir(d->dir);
+    if (dir != NULL) {
+        struct dirent *e;
+        char path[GF_TEST_PATH_MAX * 2];
+        while ((e = readdir(dir)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(path, sizeof path, "%s/%s", d->dir, e->d_name);
+            unlink(path);
+        }
+        closedir(dir);
+    }
+    rmdir(d->dir);
+    d->dir[0] = '\0';
+}
+
+/* ---- raw sockets -------------------------------------------------------------------- */
+
+int gf_test_raw_connect(const char *socket_path)
+{
+    struct sockaddr_un sa;
+    struct timeval tv = {.tv_sec = GF_TEST_REPLY_TIMEOUT_MS / 1000,
+                         .tv_usec = (GF_TEST_REPLY_TIMEOUT_MS % 1000) * 1000};
+
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    if (strlen(socket_path) >= sizeof sa.sun_path)
+        return -ENAMETOOLONG;
+    memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+int gf_test_raw_send(int fd, const void *buf, size_t len)
+{
+    const unsigned char *p = buf;
+
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int gf_test_raw_send_header(int fd, const gf_header *h)
+{
+    unsigned char buf[GF_HEADER_BYTES];
+
+    gf_header_encode(h, buf);
+    return gf_test_raw_send(fd, buf, sizeof buf);
+}
+
+ssize_t gf_test_raw_recv(int fd, void *buf, size_t len, int timeout_ms)
+{
+    unsigned char *p = buf;
+    size_t got = 0;
+    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+
+    while (got < len) {
+        uint64_t now = now_ms();
+        if (now >= deadline)
+            return -ETIMEDOUT;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)(deadline - now));
+        if (pr < 0 && errno != EINTR)
+            return -errno;
+        if (pr <= 0)
+            continue;
+        ssize_t n = recv(fd, p + got, len - got, MSG_DONTWAIT);
+        if (n > 0) {
+            got += (size_t)n;
+        } else if (n == 0) {
+            return (ssize_t)got;
+        } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+            return got > 0 ? (ssize_t)got : -errno;
+        }
+    }
+    return (ssize_t)got;
+}
+
+int gf_test_raw_recv_reply(int fd, gf_header *h, void *payload, size_t cap, int timeout_ms,
+                           char *err, size_t err_len)
+{
+    unsigned char buf[GF_HEADER_BYTES];
+    ssize_t n = gf_test_raw_recv(fd, buf, sizeof buf, timeout_ms);
+
+    if (n < 0) {
+        set_err(err, err_len, "no reply header: %s", strerror((int)-n));
+        return (int)n;
+    }
+    if ((size_t)n < sizeof buf) {
+        set_err(err, err_len, "connection closed after %zd bytes of a reply header", n);
+        return -ECONNRESET;
+    }
+    int rc = gf_header_parse(buf, sizeof buf, GF_ROLE_CLIENT, cap, h);
+    if (rc < 0) {
+        set_err(err, err_len, "bad reply header: %s (type %u, payload %" PRIu64 " bytes)",
+                gf_status_name((uint32_t)-rc), (unsigned)h->type, h->payload_bytes);
+        return -EPROTO;
+    }
+    if (h->payload_bytes == 0)
+        return 0;
+    n = gf_test_raw_recv(fd, payload, (size_t)h->payload_bytes, timeout_ms);
+    if (n < 0) {
+        set_err(err, err_len, "no payload after a %s header: %s", gf_msg_type_name(h->type),
+                strerror((int)-n));
+        return (int)n;
+    }
+    if ((uint64_t)n < h->payload_bytes) {
+        set_err(err, err_len, "connection closed after %zd of %" PRIu64 " payload bytes", n,
+                h->payload_bytes);
+        return -ECONNRESET;
+    }
+    return 0;
+}
+
+int gf_test_raw_expect_close(int fd, int timeout_ms, size_t *extra)
+{
+    unsigned char buf[4096];
+    size_t more = 0;
+    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+
+    for (;;) {
+        uint64_t now = now_ms();
+        if (now >= deadline) {
+            if (extra != NULL)
+                *extra = more;
+            return -ETIMEDOUT;
+        }
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)(deadline - now));
+        if (pr < 0 && errno != EINTR)
+            return -errno;
+        if (pr <= 0)
+            continue;
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0) {
+            more += (size_t)n;
+            continue;
+        }
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+            continue;
+        if (n < 0 && errno != ECONNRESET)
+            return -errno;
+        if (extra != NULL)
+            *extra = more;
+        return more > 0 ? -EPROTO : 0;
+    }
+}
+
+/* ---- LIST and STATS ------------------------------------------------------------- */
+
+int gf_test_list(gf_client *c, gf_pipeline **out, size_t *count, char *err, size_t err_len)
+{
+    char *json = NULL, why[512];
+    int rc = gf_client_request_json(c, GF_MSG_LIST, &json, GF_TEST_REPLY_TIMEOUT_MS);
+
+    if (rc < 0) {
+        set_err(err, err_len, "LIST failed: %s (%s)", strerror(-rc), gf_client_error(c));
+        return rc;
+    }
+    if (gf_pipelines_from_json(json, out, count, why, sizeof why) != 0) {
+        set_err(err, err_len, "LIST reply does not parse: %s; reply: %.300s", why, json);
+        free(json);
+        return -EPROTO;
+    }
+    free(json);
+    return 0;
+}
+
+int gf_test_stats(gf_client *c, cJSON **out, char *err, size_t err_len)
+{
+    char *json = NULL;
+    int rc = gf_client_request_json(c, GF_MSG_STATS, &json, GF_TEST_REPLY_TIMEOUT_MS);
+
+    if (rc < 0) {
+        set_err(err, err_len, "STATS failed: %s (%s)", strerror(-rc), gf_client_error(c));
+        return rc;
+    }
+    cJSON *root = cJSON_Parse(json);
+    if (root == NULL || !cJSON_IsObject(root)) {
+        set_err(err, err_len, "STATS reply is not a JSON object: %.300s", json);
+        cJSON_Delete(root);
+        free(json);
+        return -EPROTO;
+    }
+    free(json);
+    *out = root;
+    return 0;
+}
+
+/* The item at the dotted path, or NULL. */
+static const cJSON *json_at(const cJSON *root, const char *dotted)
+{
+    char path[256], *save = NULL;
+    const cJSON *node = root;
+
+    if ((size_t)snprintf(path, sizeof path, "%s", dotted) >= sizeof path)
+        return NULL;
+    for (char *key = strtok_r(path, ".", &save); key != NULL && node != NULL;
+         key = strtok_r(NULL, ".", &save))
+        node = cJSON_IsObject(node) ? cJSON_GetObjectItemCaseSensitive(node, key) : NULL;
+    return node;
+}
+
+int gf_test_json_u64(const cJSON *root, const char *dotted, uint64_t *out)
+{
+    const cJSON *item = json_at(root, dotted);
+    /* Doubles hold integers exactly up to 2^53. */
+    const double exact_max = 9007199254740992.0;
+
+    if (!cJSON_IsNumber(item))
+        return -1;
+    double v = item->valuedouble;
+    if (!(v >= 0.0 && v <= exact_max) || v != (double)(uint64_t)v)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+const char *gf_test_json_str(const cJSON *root, const char *dotted)
+{
+    const cJSON *item = json_at(root, dotted);
+
+    return cJSON_IsString(item) ? item->valuestring : NULL;
+}
+
+int gf_test_frame_rejections(const cJSON *stats, uint64_t *out)
+{
+    static const uint32_t frame_statuses[] = {GF_ERR_UNKNOWN_PIPELINE, GF_ERR_BAD_LENGTH,
+                                              GF_ERR_ENGINE,           GF_ERR_SHUTTING_DOWN,
+                                              GF_ERR_TIMEOUT,          GF_ERR_INTERNAL};
+    uint64_t sum = 0;
+
+    for (size_t i = 0; i < sizeof frame_statuses / sizeof frame_statuses[0]; i++) {
+        char path[64];
+        uint64_t v;
+        snprintf(path, sizeof path, "rejected.%s", gf_status_name(frame_statuses[i]));
+        if (gf_test_json_u64(stats, path, &v) != 0)
+            return -1;
+        sum += v;
+    }
+    *out = sum;
+    return 0;
+}
+
+int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, cJSON **last,
+                      char *err, size_t err_len)
+{
+    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+
+    for (;;) {
+        cJSON *st = NULL;
+        uint64_t count, free_count, in_flight, open;
+        int rc = gf_test_stats(c, &st, err, err_len);
+        if (rc < 0)
+            return rc;
+        if (gf_test_json_u64(st, "slots.count", &count) != 0 ||
+            gf_test_json_u64(st, "slots.free", &free_count) != 0 ||
+            gf_test_json_u64(st, "slots.in_flight", &in_flight) != 0 ||
+            gf_test_json_u64(st, "connections.open", &open) != 0) {
+            set_err(err, err_len, "STATS lacks slots.count/free/in_flight or connections.open");
+            cJSON_Delete(st);
+            return -EPROTO;
+        }
+        if (free_count == count && in_flight == 0 && open == open_connections) {
+            if (last != NULL)
+                *last = st;
+            else
+                cJSON_Delete(st);
+            return 0;
+        }
+        if (now_ms() >= deadline) {
+            set_err(err, err_len,
+                    "daemon not idle after %d ms: slots.free %" PRIu64 " of %" PRIu64
+                    ", slots.in_flight %" PRIu64 ", connections.open %" PRIu64
+                    " (want %" PRIu64 ")",
+                    timeout_ms, free_count, count, in_flight, open, open_connections);
+            if (last != NULL)
+                *last = st;
+            else
+                cJSON_Delete(st);
+            return -ETIMEDOUT;
+        }
+        cJSON_Delete(st);
+        sleep_ms(2 * POLL_INTERVAL_MS);
+    }
+}
+
+/* ---- inputs and verified streaming ---------------------------------------------- */
+
+uint64_t gf_test_rand(uint64_t *state)
+{
+    uint64_t x = *state ? *state : DEFAULT_SEED;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* Nonzero for the kinds whose input is an array of float32. */
+static int takes_floats(const gf_pipeline_kind *kind)
+{
+    return strcmp(kind->name, "affine") == 0 || strcmp(kind->name, "sincos") == 0;
+}
+
+void gf_test_fill_input(const gf_pipeline_kind *kind, void *in, size_t bytes, uint64_t *rng)
+{
+    unsigned char *p = in;
+    size_t i = 0;
+
+    if (takes_floats(kind)) {
+        for (; i + sizeof(float) <= bytes; i += sizeof(float)) {
+            /* 24 random bits: every value is a float exactly. */
+            float f = (float)(gf_test_rand(rng) >> 40) / 16777216.0f * 8.0f - 4.0f;
+            if (f == 0.0f)
+                f = 0.25f;
+            memcpy(p + i, &f, sizeof f);
+        }
+    }
+    for (; i < bytes; i += sizeof(uint64_t)) {
+        uint64_t r = gf_test_rand(rng);
+        size_t n = bytes - i < sizeof r ? bytes - i : sizeof r;
+        memcpy(p + i, &r, n);
+    }
+    /* Never an all-zero frame: it would hide a reply of untouched memory. */
+    for (i = 0; i < bytes && p[i] == 0; i++)
+        ;
+    if (bytes > 0 && i == bytes)
+        p[0] = 0x5A;
+}
+
+int gf_test_make_frame(const gf_pipeline *p, size_t bytes, uint64_t *rng, void **in, void **ref,
+                       size_t *ref_bytes, char *err, size_t err_len)
+{
+    char why[256];
+    int64_t out = p->kind->output_bytes(&p->params, bytes, why, sizeof why);
+
+    if (out < 0) {
+        set_err(err, err_len, "pipeline %s cannot take %zu bytes: %s", p->name, bytes, why);
+        return -EINVAL;
+    }
+    void *i = malloc(bytes > 0 ? bytes : 1);
+    void *r = malloc(out > 0 ? (size_t)out : 1);
+    if (i == NULL || r == NULL) {
+        free(i);
+        free(r);
+        set_err(err, err_len, "out of memory for a frame of %zu bytes", bytes);
+        return -ENOMEM;
+    }
+    gf_test_fill_input(p->kind, i, bytes, rng);
+    /* A canary, so that a reference that wrote nothing is noticed. */
+    memset(r, 0xA5, out > 0 ? (size_t)out : 1);
+    p->kind->reference(&p->params, i, bytes, r);
+    *in = i;
+    *ref = r;
+    *ref_bytes = (size_t)out;
+    return 0;
+}
+
+int gf_test_check_result(const gf_pipeline *p, const gf_reply *r, uint64_t frame_id,
+                         const void *ref, size_t ref_bytes, char *err, size_t err_len)
+{
+    const gf_header *h = &r->header;
+    char why[512];
+
+    if (h->type != GF_MSG_RESULT) {
+        char text[GF_ERROR_TEXT_MAX_BYTES + 1] = "";
+        if (h->type == GF_MSG_ERROR && r->payload_bytes > 0) {
+            size_t n = r->payload_bytes < GF_ERROR_TEXT_MAX_BYTES ? r->payload_bytes
+                                                                  : GF_ERROR_TEXT_MAX_BYTES;
+            memcpy(text, r->payload, n);
+            text[n] = '\0';
+        }
+        set_err(err, err_len, "frame %" PRIu64 ": got %s (status %u %s) \"%s\", expected RESULT",
+                frame_id, gf_msg_type_name(h->type), (unsigned)h->status,
+                gf_status_name(h->status), text);
+        return -1;
+    }
+    if (h->status != GF_OK || h->flags != 0 || h->version != GF_PROTOCOL_VERSION) {
+        set_err(err, err_len, "frame %" PRIu64 ": RESULT with status %u, flags %u, version %u",
+                frame_id, (unsigned)h->status, (unsigned)h->flags, (unsigned)h->version);
+        return -1;
+    }
+    if (h->frame_id != frame_id || h->pipeline_id != p->id) {
+        set_err(err, err_len,
+                "RESULT for frame %" PRIu64 " pipeline %u, expected frame %" PRIu64
+                " pipeline %u",
+                h->frame_id, (unsigned)h->pipeline_id, frame_id, (unsigned)p->id);
+        return -1;
+    }
+    if (r->payload_bytes != ref_bytes || h->payload_bytes != ref_bytes) {
+        set_err(err, err_len, "frame %" PRIu64 ": RESULT of %zu bytes, expected %zu", frame_id,
+                r->payload_bytes, ref_bytes);
+        return -1;
+    }
+    if (ref_bytes > 0 &&
+        gf_pipeline_compare(p->kind, r->payload, ref, ref_bytes, why, sizeof why) != 0) {
+        set_err(err, err_len, "frame %" PRIu64 ": output differs from the %s reference: %s",
+                frame_id, p->kind->name, why);
+        return -1;
+    }
+    return 0;
+}
+
+int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, size_t err_len)
+{
+    const gf_pipeline *p = s->pipeline;
+    void *in[STREAM_POOL_COUNT] = {NULL}, *ref[STREAM_POOL_COUNT] = {NULL};
+    size_t ref_bytes = 0;
+    unsigned pool = s->frame_count < STREAM_POOL_COUNT ? s->frame_count : STREAM_POOL_COUNT;
+    uint64_t rng = s->seed ? s->seed : DEFAULT_SEED;
+    char why[GF_TEST_ERR_MAX];
+    int rc = 0;
+
+    if (s->window == 0 || gf_client_in_flight(c) != 0) {
+        set_err(err, err_len, "stream of %s: window 0 or %zu requests already in flight",
+                p->name, gf_client_in_flight(c));
+        return -EINVAL;
+    }
+    for (unsigned k = 0; k < pool; k++) {
+        rc = gf_test_make_frame(p, s->frame_bytes, &rng, &in[k], &ref[k], &ref_bytes, why,
+                                sizeof why);
+        if (rc < 0) {
+            set_err(err, err_len, "%s", why);
+            goto out;
+        }
+    }
+
+    unsigned sent = 0, received = 0;
+    while (received < s->frame_count) {
+        while (sent < s->frame_count && sent - received < s->window) {
+            rc = gf_client_send_frame(c, p->id, s->first_frame_id + sent, in[sent % pool],
+                                      s->frame_bytes);
+            if (rc < 0) {
+                set_err(err, err_len, "%s, %zu bytes, window %u: queueing frame %u of %u: %s (%s)",
+                        p->name, s->frame_bytes, s->window, sent + 1, s->frame_count,
+                        strerror(-rc), gf_client_error(c));
+                goto out;
+            }
+            sent++;
+        }
+        gf_reply r;
+        rc = gf_client_recv(c, &r, GF_TEST_REPLY_TIMEOUT_MS);
+        if (rc < 0) {
+            set_err(err, err_len,
+                    "%s, %zu bytes, window %u: no reply to frame %u of %u: %s (%s)", p->name,
+                    s->frame_bytes, s->window, received + 1, s->frame_count, strerror(-rc),
+                    gf_client_error(c));
+            goto out;
+        }
+        if (gf_test_check_result(p, &r, s->first_frame_id + received, ref[received % pool],
+                                 ref_bytes, why, sizeof why) != 0) {
+            set_err(err, err_len, "%s, %zu bytes, window %u, reply %u of %u: %s", p->name,
+                    s->frame_bytes, s->window, received + 1, s->frame_count, why);
+            rc = -EBADMSG;
+            goto out;
+        }
+        received++;
+    }
+    rc = 0;
+
+out:
+    for (unsigned k = 0; k < pool; k++) {
+        free(in[k]);
+        free(ref[k]);
+    }
+    return rc;
+}

@@ -1,0 +1,250 @@
+/*
+ * Helpers of the integration tests: a real gpuframed on a temporary socket,
+ * raw socket I/O for forged requests, STATS and LIST through libgpuframe, and
+ * a streaming loop that checks every RESULT against the pipeline's C
+ * reference.
+ *
+ * None of these functions uses Check's assertions: they return 0 or a
+ * negative errno (-1 where no errno fits) and describe a failure in
+ * err[err_len], so they are safe from any thread and from Check's unchecked
+ * fixtures.  The test asserts on the return value and prints the reason.
+ */
+#ifndef GF_TESTUTIL_H
+#define GF_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "libgpuframe.h"
+#include "pipeline.h"
+#include "protocol.h"
+
+/* Room for a temporary directory's path: a socket inside it must fit
+ * sun_path (108 bytes) anyway. */
+#define GF_TEST_DIR_MAX 128
+/* Room for any path the helpers build (a temp dir plus a file name). */
+#define GF_TEST_PATH_MAX 256
+/* How long a daemon may take to accept its first connection. */
+#define GF_TEST_START_TIMEOUT_MS 30000
+/* How long a daemon may take to exit after SIGTERM before it gets SIGKILL. */
+#define GF_TEST_STOP_TIMEOUT_MS 30000
+/* The receive timeout the tests use for every reply: a hung daemon fails
+ * the test instead of hanging it. */
+#define GF_TEST_REPLY_TIMEOUT_MS 30000
+/* Room for an error message of the helpers. */
+#define GF_TEST_ERR_MAX 1024
+
+/* One daemon process started by gf_test_daemon_start. */
+typedef struct gf_test_daemon {
+    char dir[GF_TEST_DIR_MAX];          /* the temporary directory it lives in   */
+    char config_path[GF_TEST_PATH_MAX]; /* DIR/gpuframed.json                     */
+    char socket_path[GF_TEST_PATH_MAX]; /* DIR/s.sock                             */
+    char log_path[GF_TEST_PATH_MAX];    /* DIR/daemon.log: its stdout and stderr  */
+    char engine[16];                    /* the --engine it was given              */
+    pid_t pid;                          /* > 0 while it has not been reaped       */
+    int exit_status;                    /* waitpid status once reaped, else -1    */
+} gf_test_daemon;
+
+/* ---- files and processes ------------------------------------------------- */
+
+/*
+ * Creates a fresh directory "gftest.XXXXXX" under $TMPDIR (or /tmp when unset,
+ * or when its paths would be too long for a socket) and writes its path into
+ * out[out_len].  Returns 0 or a negative errno.
+ */
+int gf_test_make_temp_dir(char *out, size_t out_len);
+
+/* Writes `text` to `path` (created or truncated).  Returns 0 or -errno. */
+int gf_test_write_file(const char *path, const char *text);
+
+/*
+ * Reads the whole file at `path` into a malloc'd, NUL-terminated buffer the
+ * caller frees; `*len` (if not NULL) gets its length.  NULL on failure.
+ */
+char *gf_test_read_file(const char *path, size_t *len);
+
+/* Writes the last `lines` lines of the file at `path` into out[out_len]
+ * (truncated from the front if they do not fit), or "(no log)". */
+void gf_test_log_tail(const char *path, unsigned lines, char *out, size_t out_len);
+
+/*
+ * Scans the daemon log at `path` for failure messages: lines logged at level
+ * error or warn, sanitizer reports and failed assert()s.  Returns how many
+ * such lines there are and copies them into out[out_len] (may be NULL).
+ */
+size_t gf_test_log_failures(const char *path, char *out, size_t out_len);
+
+/*
+ * Runs `argv[0]` (a path) with `argv`, stdin from /dev/null and stdout plus
+ * stderr into the file `output_path`, and waits for it at most `timeout_ms`
+ * (SIGKILL after that).  Returns 0 with its waitpid status in `*status`, or a
+ * negative errno.  For commands expected to exit on their own.
+ */
+int gf_test_run_command(char *const argv[], const char *output_path, int timeout_ms,
+                        int *status);
+
+/* "exit 0", "killed by signal 11 (Segmentation fault)", ... for a waitpid status. */
+const char *gf_test_describe_status(int status, char *buf, size_t len);
+
+/* ---- the daemon ------------------------------------------------------------ */
+
+/*
+ * Makes a temporary directory, writes `config_json` there, and starts
+ * `gpuframed --config DIR/gpuframed.json --socket DIR/s.sock --engine ENGINE`
+ * with fork+execv (stdout and stderr into DIR/daemon.log).  The daemon is
+ * killed if the thread that started it exits, so a failed test leaves no
+ * daemon behind.  Waits until the socket accepts a connection (at most
+ * GF_TEST_START_TIMEOUT_MS); if the process exits first, or never listens,
+ * fails with its exit status and the log's tail in err[err_len].
+ * Returns 0 (`*d` filled) or a negative errno.
+ */
+int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine,
+                         char *err, size_t err_len);
+
+/* Sends `sig` to the daemon.  Returns 0 or -errno (-ESRCH once reaped). */
+int gf_test_daemon_signal(gf_test_daemon *d, int sig);
+
+/*
+ * Waits at most `timeout_ms` for the daemon to exit on its own and reaps it;
+ * stores the waitpid status in d->exit_status and `*status` (may be NULL).
+ * Returns 0, or -ETIMEDOUT (still running; nothing changed).
+ */
+int gf_test_daemon_wait(gf_test_daemon *d, int timeout_ms, int *status);
+
+/*
+ * Stops the daemon: SIGTERM, then waits GF_TEST_STOP_TIMEOUT_MS for it to
+ * exit, then SIGKILL.  Stores its waitpid status in `*status`.  Returns 0 if
+ * it exited after SIGTERM, -ETIMEDOUT if it had to be killed.  A daemon that
+ * already exited is just reaped.
+ */
+int gf_test_daemon_stop(gf_test_daemon *d, int *status);
+
+/* Removes the daemon's files and its directory (the daemon must be reaped). */
+void gf_test_daemon_cleanup(gf_test_daemon *d);
+
+/* ---- raw sockets: forged requests -------------------------------------------- */
+
+/* A blocking connection to `socket_path` with send and receive timeouts of
+ * GF_TEST_REPLY_TIMEOUT_MS.  Returns the fd or a negative errno. */
+int gf_test_raw_connect(const char *socket_path);
+
+/* Sends all `len` bytes (MSG_NOSIGNAL).  Returns 0 or a negative errno. */
+int gf_test_raw_send(int fd, const void *buf, size_t len);
+
+/* Encodes `h` and sends it.  Returns 0 or a negative errno. */
+int gf_test_raw_send_header(int fd, const gf_header *h);
+
+/*
+ * Receives exactly `len` bytes, waiting at most `timeout_ms` in all.
+ * Returns `len`; fewer (>= 0) when the peer closed first; -ETIMEDOUT;
+ * -ECONNRESET; or another negative errno.
+ */
+ssize_t gf_test_raw_recv(int fd, void *buf, size_t len, int timeout_ms);
+
+/*
+ * Receives one reply: its header (parsed in the client role, any payload
+ * size up to `cap`) and its payload into payload[cap].  Returns 0, or a
+ * negative errno with the reason in err[err_len].
+ */
+int gf_test_raw_recv_reply(int fd, gf_header *h, void *payload, size_t cap, int timeout_ms,
+                           char *err, size_t err_len);
+
+/*
+ * Waits for the peer to close: a read returning 0 or failing with
+ * ECONNRESET.  Returns 0, -ETIMEDOUT, or -EPROTO when bytes arrived instead
+ * (their count in `*extra` when not NULL).
+ */
+int gf_test_raw_expect_close(int fd, int timeout_ms, size_t *extra);
+
+/* ---- LIST and STATS ------------------------------------------------------- */
+
+/*
+ * Sends LIST on `c` (nothing else in flight) and parses the reply with
+ * gf_pipelines_from_json into a malloc'd array the caller frees.  Returns 0
+ * or a negative errno (-EPROTO for an unparsable reply) with err[err_len].
+ */
+int gf_test_list(gf_client *c, gf_pipeline **out, size_t *count, char *err, size_t err_len);
+
+/* Sends STATS on `c` and parses the reply into a cJSON tree the caller
+ * frees with cJSON_Delete.  Returns 0 or a negative errno with err[err_len]. */
+int gf_test_stats(gf_client *c, cJSON **out, char *err, size_t err_len);
+
+/*
+ * The number at the dotted path `dotted` ("frames.answered") of `root`, as
+ * an exact non-negative integer.  Returns 0, or -1 when the path is missing
+ * or holds something else.
+ */
+int gf_test_json_u64(const cJSON *root, const char *dotted, uint64_t *out);
+
+/* The string at `dotted`, or NULL. */
+const char *gf_test_json_str(const cJSON *root, const char *dotted);
+
+/* The sum of rejected.<name> over the statuses that refuse one FRAME
+ * (unknown_pipeline, bad_length, engine, shutting_down, timeout, internal). */
+int gf_test_frame_rejections(const cJSON *stats, uint64_t *out);
+
+/*
+ * Polls STATS on `c` (every few ms, at most `timeout_ms`) until the daemon is
+ * idle: slots.free == slots.count, slots.in_flight == 0 and
+ * connections.open == `open_connections`.  Stores the last STATS in `*last`
+ * (caller frees; may be NULL).  Returns 0, or -ETIMEDOUT with the last values
+ * in err[err_len], or another negative errno.
+ */
+int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, cJSON **last,
+                      char *err, size_t err_len);
+
+/* ---- inputs and verified streaming ------------------------------------------ */
+
+/* xorshift64*: a fast per-caller random stream, so threads never share one. */
+uint64_t gf_test_rand(uint64_t *state);
+
+/*
+ * Fills in[bytes] with a frame for `kind`: float32 values uniform in [-4, 4]
+ * (none exactly 0) for affine and sincos, random bytes otherwise; never all
+ * zero when bytes > 0.
+ */
+void gf_test_fill_input(const gf_pipeline_kind *kind, void *in, size_t bytes, uint64_t *rng);
+
+/*
+ * Makes one input of `bytes` for pipeline `p` and its reference output.
+ * *in and *ref are malloc'd (caller frees; never NULL on success) and
+ * *ref_bytes gets the output length.  Returns 0, or -EINVAL when the
+ * pipeline cannot take `bytes` (reason in err), or -ENOMEM.
+ */
+int gf_test_make_frame(const gf_pipeline *p, size_t bytes, uint64_t *rng, void **in, void **ref,
+                       size_t *ref_bytes, char *err, size_t err_len);
+
+/*
+ * Checks one reply against the request it answers: a RESULT (status 0) with
+ * `frame_id` and the pipeline's id, `ref_bytes` of payload that
+ * gf_pipeline_compare accepts against `ref`.  Returns 0 or -1 with err.
+ */
+int gf_test_check_result(const gf_pipeline *p, const gf_reply *r, uint64_t frame_id,
+                         const void *ref, size_t ref_bytes, char *err, size_t err_len);
+
+/* What gf_test_stream_verified streams. */
+typedef struct gf_test_stream {
+    const gf_pipeline *pipeline; /* id, kind and params (as LIST reports them) */
+    size_t frame_bytes;          /* every frame's payload length               */
+    unsigned frame_count;        /* frames to send                             */
+    unsigned window;             /* most frames in flight at once (>= 1)       */
+    uint64_t first_frame_id;     /* frame ids are first, first+1, ...          */
+    uint64_t seed;               /* of the inputs; 0 picks a fixed one         */
+} gf_test_stream;
+
+/*
+ * Streams s->frame_count frames through `c` keeping at most s->window in
+ * flight, and checks every reply with gf_test_check_result: in order, the
+ * right frame_id and pipeline, a RESULT of the output length the pipeline
+ * rules, matching the C reference.  Inputs rotate over a small pool of
+ * distinct random frames, so a reply holding another frame's (or a stale)
+ * output is caught.  `c` must have nothing in flight.  Returns 0, or a
+ * negative errno (-EBADMSG for a wrong reply) with the frame and reason in
+ * err[err_len].  Safe to run on several clients from several threads.
+ */
+int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, size_t err_len);
+
+#endif
