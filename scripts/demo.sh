@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The main job: set up, build, start gpuframed on its built-in configuration
+# (the CUDA engine when a GPU answers, the CPU engine otherwise: its log says
+# which and why), stream verified frames of every pipeline through the
+# gpuframe client, print the figures, and stop the daemon.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+build=${GF_BUILD_DIR:-build}
+cmake -S . -B "$build" ${GF_CMAKE_ARGS:-} >/dev/null
+cmake --build "$build" -j"$(nproc)" >/dev/null
+"$build"/gpuframed --version
+
+run=$(mktemp -d)
+sock="$run/gpuframed.sock"
+"$build"/gpuframed --socket "$sock" 2>"$run/daemon.log" &
+daemon=$!
+stop() {
+  kill -TERM "$daemon" 2>/dev/null && wait "$daemon" || true
+  echo "--- daemon log ---"; cat "$run/daemon.log"; rm -rf "$run"
+}
+trap stop EXIT
+for _ in $(seq 300); do
+  [ -S "$sock" ] && break
+  kill -0 "$daemon" 2>/dev/null || { echo "gpuframed exited during start-up"; exit 1; }
+  sleep 0.1
+done
+grep -E "engine (auto|cuda|cpu)" "$run/daemon.log" || true
+
+gf() { "$build"/gpuframe "$1" --socket "$sock" "${@:2}"; }
+gf list
+for spec in "echo 4K 2000" "echo 4M 100" "affine 1M 200" "sincos 1M 50" "normalize_u8 - 30"; do
+  set -- $spec
+  size=(); [ "$2" = - ] || size=(--size "$2")
+  echo "== stream $1 ${2/-/default size} x $3, verified against the C reference"
+  gf stream --pipeline "$1" "${size[@]}" --count "$3" --window 8 --verify
+done
+gf stats

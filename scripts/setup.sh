@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build gpuframed: a C
+# compiler, CMake, pkg-config, libuv, cJSON and Check.  The CUDA toolkit is
+# expected at /usr/local/cuda (without it, only the CPU engine is built).
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libuv1-dev libcjson-dev check)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
