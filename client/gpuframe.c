@@ -31,21 +31,21 @@
 #define GF_VERSION "unknown"
 #endif
 
-#define EXIT_OK 0
-#define EXIT_FAIL 1
+#define EXIT_OK    0
+#define EXIT_FAIL  1
 #define EXIT_USAGE 2
 
 /* Where the daemon listens unless --socket or the environment says otherwise. */
-#define SOCKET_ENV "GPUFRAMED_SOCKET"
+#define SOCKET_ENV     "GPUFRAMED_SOCKET"
 #define SOCKET_DEFAULT "/run/gpuframed.sock"
 /* A daemon that sends nothing back for this long is considered hung. */
 #define TIMEOUT_MS_DEFAULT 30000
 /* stream defaults: a 1 MiB frame is large enough to measure bandwidth and
  * small enough for any max_frame_bytes the daemon is likely configured with. */
-#define STREAM_SIZE_DEFAULT (1ull << 20)
-#define STREAM_COUNT_DEFAULT 1000
+#define STREAM_SIZE_DEFAULT   (1ull << 20)
+#define STREAM_COUNT_DEFAULT  1000
 #define STREAM_WINDOW_DEFAULT 8
-#define STREAM_SEED_DEFAULT 1
+#define STREAM_SEED_DEFAULT   1
 /* More frames in flight than this cannot help: the daemon has at most
  * GF_SLOTS_MAX slots, and socket buffers hold the rest. */
 #define STREAM_WINDOW_MAX 65536
@@ -63,7 +63,7 @@
 
 /* A macro's value as a string literal, for the help texts. */
 #define STR_(x) #x
-#define STR(x) STR_(x)
+#define STR(x)  STR_(x)
 
 /* Options every command takes. */
 struct common_opts {
@@ -76,8 +76,7 @@ struct common_opts {
 static void die_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prints "gpuframe CMD: <message>" and a pointer to --help; exits 2. */
-static void die_usage(const char *cmd, const char *fmt, ...)
-{
+static void die_usage(const char *cmd, const char *fmt, ...) {
     va_list ap;
 
     fprintf(stderr, "gpuframe%s%s: ", cmd ? " " : "", cmd ? cmd : "");
@@ -88,8 +87,7 @@ static void die_usage(const char *cmd, const char *fmt, ...)
     exit(EXIT_USAGE);
 }
 
-static uint64_t now_ns(void)
-{
+static uint64_t now_ns(void) {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -97,8 +95,7 @@ static uint64_t now_ns(void)
 }
 
 /* Parses a whole decimal unsigned integer; returns 0 or -1. */
-static int parse_u64(const char *s, uint64_t *out)
-{
+static int parse_u64(const char *s, uint64_t *out) {
     char *end;
 
     if (s[0] < '0' || s[0] > '9')
@@ -112,8 +109,7 @@ static int parse_u64(const char *s, uint64_t *out)
 }
 
 /* Parses BYTES with an optional binary suffix K, M or G (either case). */
-static int parse_size(const char *s, uint64_t *out)
-{
+static int parse_size(const char *s, uint64_t *out) {
     char *end;
 
     if (s[0] < '0' || s[0] > '9')
@@ -124,22 +120,14 @@ static int parse_size(const char *s, uint64_t *out)
         return -1;
     unsigned shift = 0;
     switch (*end) {
-    case '\0':
-        break;
+    case '\0': break;
     case 'k':
-    case 'K':
-        shift = 10;
-        break;
+    case 'K': shift = 10; break;
     case 'm':
-    case 'M':
-        shift = 20;
-        break;
+    case 'M': shift = 20; break;
     case 'g':
-    case 'G':
-        shift = 30;
-        break;
-    default:
-        return -1;
+    case 'G': shift = 30; break;
+    default: return -1;
     }
     if (shift > 0 && end[1] != '\0')
         return -1;
@@ -151,8 +139,7 @@ static int parse_size(const char *s, uint64_t *out)
 
 /* Allocates `bytes` (0 allowed) aligned to FRAME_ALIGN_BYTES; exits on
  * failure, since the command cannot run without its frames. */
-static unsigned char *alloc_frame(size_t bytes)
-{
+static unsigned char *alloc_frame(size_t bytes) {
     size_t rounded = (bytes + FRAME_ALIGN_BYTES - 1) / FRAME_ALIGN_BYTES * FRAME_ALIGN_BYTES;
     if (rounded == 0)
         rounded = FRAME_ALIGN_BYTES;
@@ -165,8 +152,7 @@ static unsigned char *alloc_frame(size_t bytes)
 }
 
 /* Prints `len` bytes of untrusted text with control characters as '?'. */
-static void print_text(FILE *f, const void *text, size_t len)
-{
+static void print_text(FILE *f, const void *text, size_t len) {
     const unsigned char *s = text;
 
     for (size_t i = 0; i < len; i++)
@@ -175,8 +161,7 @@ static void print_text(FILE *f, const void *text, size_t len)
 
 /* Prints an ERROR reply's status, by name, or by number when this client
  * does not know the code (a newer daemon's). */
-static void print_status(FILE *f, uint32_t status)
-{
+static void print_status(FILE *f, uint32_t status) {
     if (status < GF_STATUS_COUNT_)
         fputs(gf_status_name(status), f);
     else
@@ -184,8 +169,7 @@ static void print_status(FILE *f, uint32_t status)
 }
 
 /* Reports a failed libgpuframe call: its own message when it has one. */
-static void print_client_error(const gf_client *c, const char *what, int err)
-{
+static void print_client_error(const gf_client *c, const char *what, int err) {
     const char *msg = c != NULL ? gf_client_error(c) : "";
 
     if (err == -ETIMEDOUT)
@@ -198,8 +182,7 @@ static void print_client_error(const gf_client *c, const char *what, int err)
 }
 
 /* Connects to the daemon or exits 1 saying why. */
-static gf_client *connect_or_die(const struct common_opts *o)
-{
+static gf_client *connect_or_die(const struct common_opts *o) {
     gf_client *c;
     int err = gf_client_connect(o->socket_path, &c);
 
@@ -211,8 +194,7 @@ static gf_client *connect_or_die(const struct common_opts *o)
 }
 
 /* Sends LIST or STATS and returns the malloc'd JSON reply, or exits 1. */
-static char *request_json_or_die(gf_client *c, uint8_t type, const struct common_opts *o)
-{
+static char *request_json_or_die(gf_client *c, uint8_t type, const struct common_opts *o) {
     char *json = NULL;
     int err = gf_client_request_json(c, type, &json, o->timeout_ms);
 
@@ -225,8 +207,7 @@ static char *request_json_or_die(gf_client *c, uint8_t type, const struct common
 }
 
 /* Fetches and decodes the daemon's pipelines, or exits 1. */
-static gf_pipeline *fetch_pipelines(gf_client *c, const struct common_opts *o, size_t *count)
-{
+static gf_pipeline *fetch_pipelines(gf_client *c, const struct common_opts *o, size_t *count) {
     char why[WHY_BYTES];
     gf_pipeline *pipelines;
     char *json = request_json_or_die(c, GF_MSG_LIST, o);
@@ -255,21 +236,22 @@ enum {
     OPT_NO_CHECK,
 };
 
-#define COMMON_LONG_OPTIONS                                                                    \
-    {"socket", required_argument, NULL, OPT_SOCKET},                                           \
-        {"timeout", required_argument, NULL, OPT_TIMEOUT}, {"help", no_argument, NULL, OPT_HELP}
+#define COMMON_LONG_OPTIONS                                                                        \
+    {"socket", required_argument, NULL, OPT_SOCKET},                                               \
+        {"timeout", required_argument, NULL, OPT_TIMEOUT}, {                                       \
+        "help", no_argument, NULL, OPT_HELP                                                        \
+    }
 #define COMMON_SHORT_OPTIONS "s:t:h"
 
-#define COMMON_HELP                                                                            \
-    "  -s, --socket PATH       the daemon's socket (default: $" SOCKET_ENV ", else\n"          \
-    "                          " SOCKET_DEFAULT ")\n"                                         \
-    "  -t, --timeout MS        wait at most MS milliseconds for each reply (default "          \
-    STR(TIMEOUT_MS_DEFAULT) ";\n"                                                              \
-    "                          0: for ever)\n"                                                 \
-    "  -h, --help              print this help\n"
+#define COMMON_HELP                                                                                \
+    "  -s, --socket PATH       the daemon's socket (default: $" SOCKET_ENV ", else\n"              \
+    "                          " SOCKET_DEFAULT ")\n"                                              \
+    "  -t, --timeout MS        wait at most MS milliseconds for each reply (default " STR(         \
+        TIMEOUT_MS_DEFAULT) ";\n"                                                                  \
+                            "                          0: for ever)\n"                             \
+                            "  -h, --help              print this help\n"
 
-static void common_defaults(struct common_opts *o)
-{
+static void common_defaults(struct common_opts *o) {
     const char *env = getenv(SOCKET_ENV);
 
     o->socket_path = env != NULL && env[0] != '\0' ? env : SOCKET_DEFAULT;
@@ -282,25 +264,18 @@ static void common_defaults(struct common_opts *o)
  * after --help (printing `help`).
  */
 static int common_option(const char *cmd, int opt, struct common_opts *o, char *const argv[],
-                         const char *help)
-{
+                         const char *help) {
     uint64_t v;
 
     switch (opt) {
-    case OPT_SOCKET:
-        o->socket_path = optarg;
-        return 1;
+    case OPT_SOCKET: o->socket_path = optarg; return 1;
     case OPT_TIMEOUT:
         if (parse_u64(optarg, &v) < 0 || v > INT32_MAX)
             die_usage(cmd, "--timeout: expected milliseconds (0 waits for ever), got '%s'", optarg);
         o->timeout_ms = v == 0 ? -1 : (int)v;
         return 1;
-    case OPT_HELP:
-        fputs(help, stdout);
-        exit(EXIT_OK);
-    case ':':
-        die_usage(cmd, "option '%s' needs an argument", argv[optind - 1]);
-        return 1;
+    case OPT_HELP: fputs(help, stdout); exit(EXIT_OK);
+    case ':': die_usage(cmd, "option '%s' needs an argument", argv[optind - 1]); return 1;
     case '?':
         /* optopt is the character of a bad short option, else 0 (unknown
          * long option) or the value of a long one given an argument. */
@@ -313,8 +288,7 @@ static int common_option(const char *cmd, int opt, struct common_opts *o, char *
 }
 
 /* Rejects positional arguments left after the options. */
-static void no_operands(const char *cmd, int argc, char *const argv[])
-{
+static void no_operands(const char *cmd, int argc, char *const argv[]) {
     if (optind < argc)
         die_usage(cmd, "unexpected argument '%s'", argv[optind]);
 }
@@ -330,8 +304,7 @@ static const char list_help[] =
 
 /* Appends one parameter's value as "key=value" to buf[len] at *pos. */
 static void format_param(const gf_param_desc *d, const gf_params *p, char *buf, size_t len,
-                         size_t *pos)
-{
+                         size_t *pos) {
     const unsigned char *field = (const unsigned char *)p + d->offset;
     float f[3];
     uint32_t u;
@@ -358,11 +331,9 @@ static void format_param(const gf_param_desc *d, const gf_params *p, char *buf, 
         *pos += (size_t)n;
 }
 
-static int cmd_list(int argc, char *argv[])
-{
-    static const struct option longopts[] = {{"json", no_argument, NULL, OPT_JSON},
-                                             COMMON_LONG_OPTIONS,
-                                             {NULL, 0, NULL, 0}};
+static int cmd_list(int argc, char *argv[]) {
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, OPT_JSON}, COMMON_LONG_OPTIONS, {NULL, 0, NULL, 0}};
     struct common_opts o;
     int raw_json = 0, opt;
 
@@ -405,8 +376,8 @@ static int cmd_list(int argc, char *argv[])
         if (params[0] == '\0')
             printf("%-4" PRIu32 "  %-*s  %s\n", p->id, name_w, p->name, p->kind->name);
         else
-            printf("%-4" PRIu32 "  %-*s  %-*s  %s\n", p->id, name_w, p->name, kind_w,
-                   p->kind->name, params);
+            printf("%-4" PRIu32 "  %-*s  %-*s  %s\n", p->id, name_w, p->name, kind_w, p->kind->name,
+                   params);
     }
     free(pipelines);
     return EXIT_OK;
@@ -424,8 +395,7 @@ static const char stats_help[] =
 enum stats_format { STATS_FORMAT_JSON };
 
 /* Prints the STATS document pretty-printed.  Returns an exit status. */
-static int print_stats_json(const cJSON *doc)
-{
+static int print_stats_json(const cJSON *doc) {
     char *text = cJSON_Print(doc);
 
     if (text == NULL) {
@@ -437,17 +407,14 @@ static int print_stats_json(const cJSON *doc)
     return EXIT_OK;
 }
 
-static int print_stats(const cJSON *doc, enum stats_format format)
-{
+static int print_stats(const cJSON *doc, enum stats_format format) {
     switch (format) {
-    case STATS_FORMAT_JSON:
-        return print_stats_json(doc);
+    case STATS_FORMAT_JSON: return print_stats_json(doc);
     }
     return EXIT_FAIL;
 }
 
-static int cmd_stats(int argc, char *argv[])
-{
+static int cmd_stats(int argc, char *argv[]) {
     static const struct option longopts[] = {COMMON_LONG_OPTIONS, {NULL, 0, NULL, 0}};
     struct common_opts o;
     int opt;
@@ -497,16 +464,15 @@ static const char stream_help[] =
     "                          an error write nothing)\n"
     "      --seed S            seed of the synthetic frames (default 1)\n"
     "      --no-check          send frames the pipeline cannot take (tests the daemon's errors)\n"
-    "  -q, --quiet             print only the summary line\n" COMMON_HELP
-    "\n"
+    "  -q, --quiet             print only the summary line\n" COMMON_HELP "\n"
     "Exit status 0 only if every frame got a correct result.\n";
 
 struct stream_opts {
     struct common_opts common;
-    const char *pipeline;    /* --pipeline: a name or an id            */
-    uint64_t size_bytes;     /* --size; 0 with have_size == 0: default */
+    const char *pipeline; /* --pipeline: a name or an id            */
+    uint64_t size_bytes;  /* --size; 0 with have_size == 0: default */
     int have_size;
-    uint64_t count;          /* --count; default depends on --input    */
+    uint64_t count; /* --count; default depends on --input    */
     int have_count;
     uint32_t window;         /* --window                               */
     int verify;              /* --verify                               */
@@ -541,29 +507,28 @@ struct stream_run {
     /* --input: the file and one buffer per window entry (allocated lazily). */
     FILE *in;
     unsigned char **in_bufs;
-    int input_done;     /* no more frames to queue                */
-    int input_error;    /* the input could not be sent completely */
-    uint64_t planned;   /* frames to send; UINT64_MAX: until EOF  */
+    int input_done;      /* no more frames to queue                */
+    int input_error;     /* the input could not be sent completely */
+    uint64_t planned;    /* frames to send; UINT64_MAX: until EOF  */
     int64_t full_expect; /* output bytes of a frame of --size      */
 
-    FILE *out;                /* --output, or NULL                    */
-    unsigned char *scratch;   /* references of --input frames         */
+    FILE *out;              /* --output, or NULL                    */
+    unsigned char *scratch; /* references of --input frames         */
     size_t scratch_bytes;
 
     uint64_t *latency_ns; /* one per reply, sorted at the end */
     size_t latency_count, latency_cap;
 
-    uint64_t queued;      /* frames queued                               */
-    uint64_t answered;    /* frames whose reply arrived                  */
-    uint64_t failed;      /* answered frames without a correct result    */
-    uint64_t mismatches;  /* of those, wrong results (printed: the first) */
-    uint64_t in_bytes;    /* input bytes of the frames answered by RESULT */
-    uint64_t out_bytes;   /* result bytes received                        */
+    uint64_t queued;     /* frames queued                               */
+    uint64_t answered;   /* frames whose reply arrived                  */
+    uint64_t failed;     /* answered frames without a correct result    */
+    uint64_t mismatches; /* of those, wrong results (printed: the first) */
+    uint64_t in_bytes;   /* input bytes of the frames answered by RESULT */
+    uint64_t out_bytes;  /* result bytes received                        */
 };
 
 /* xorshift64*: a fast, seeded, reproducible generator for synthetic frames. */
-static uint64_t rng_next(uint64_t *state)
-{
+static uint64_t rng_next(uint64_t *state) {
     uint64_t x = *state;
 
     x ^= x >> 12;
@@ -574,8 +539,7 @@ static uint64_t rng_next(uint64_t *state)
 }
 
 /* splitmix64 of the seed: a nonzero, well-mixed xorshift state per frame. */
-static uint64_t rng_seed(uint64_t seed)
-{
+static uint64_t rng_seed(uint64_t seed) {
     uint64_t z = seed + 0x9E3779B97F4A7C15ull;
 
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -585,8 +549,7 @@ static uint64_t rng_seed(uint64_t seed)
 }
 
 /* Nonzero when the kind's input is bytes (echo, *_u8), not float32. */
-static int kind_takes_bytes(const gf_pipeline_kind *kind)
-{
+static int kind_takes_bytes(const gf_pipeline_kind *kind) {
     size_t n = strlen(kind->name);
 
     return strcmp(kind->name, "echo") == 0 || (n >= 3 && strcmp(kind->name + n - 3, "_u8") == 0);
@@ -594,8 +557,7 @@ static int kind_takes_bytes(const gf_pipeline_kind *kind)
 
 /* Fills a synthetic frame: float32 in [-4, 4] or random bytes. */
 static void fill_synthetic(const gf_pipeline_kind *kind, uint64_t seed, unsigned char *buf,
-                           size_t bytes)
-{
+                           size_t bytes) {
     uint64_t state = rng_seed(seed);
     size_t i = 0;
 
@@ -613,8 +575,7 @@ static void fill_synthetic(const gf_pipeline_kind *kind, uint64_t seed, unsigned
 
 /* The pipeline named `arg`, else the one whose id `arg` is; NULL if none. */
 static const gf_pipeline *find_pipeline(const gf_pipeline *pipelines, size_t count,
-                                        const char *arg)
-{
+                                        const char *arg) {
     uint64_t id;
 
     for (size_t i = 0; i < count; i++)
@@ -627,21 +588,19 @@ static const gf_pipeline *find_pipeline(const gf_pipeline *pipelines, size_t cou
     return NULL;
 }
 
-static void parse_stream_opts(int argc, char *argv[], struct stream_opts *o)
-{
-    static const struct option longopts[] = {
-        {"pipeline", required_argument, NULL, 'p'},
-        {"size", required_argument, NULL, OPT_SIZE},
-        {"count", required_argument, NULL, 'n'},
-        {"window", required_argument, NULL, 'w'},
-        {"verify", no_argument, NULL, OPT_VERIFY},
-        {"input", required_argument, NULL, 'i'},
-        {"output", required_argument, NULL, 'o'},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"no-check", no_argument, NULL, OPT_NO_CHECK},
-        {"quiet", no_argument, NULL, 'q'},
-        COMMON_LONG_OPTIONS,
-        {NULL, 0, NULL, 0}};
+static void parse_stream_opts(int argc, char *argv[], struct stream_opts *o) {
+    static const struct option longopts[] = {{"pipeline", required_argument, NULL, 'p'},
+                                             {"size", required_argument, NULL, OPT_SIZE},
+                                             {"count", required_argument, NULL, 'n'},
+                                             {"window", required_argument, NULL, 'w'},
+                                             {"verify", no_argument, NULL, OPT_VERIFY},
+                                             {"input", required_argument, NULL, 'i'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"seed", required_argument, NULL, OPT_SEED},
+                                             {"no-check", no_argument, NULL, OPT_NO_CHECK},
+                                             {"quiet", no_argument, NULL, 'q'},
+                                             COMMON_LONG_OPTIONS,
+                                             {NULL, 0, NULL, 0}};
     uint64_t v;
     int opt;
 
@@ -654,9 +613,7 @@ static void parse_stream_opts(int argc, char *argv[], struct stream_opts *o)
         if (common_option("stream", opt, &o->common, argv, stream_help))
             continue;
         switch (opt) {
-        case 'p':
-            o->pipeline = optarg;
-            break;
+        case 'p': o->pipeline = optarg; break;
         case OPT_SIZE:
             if (parse_size(optarg, &o->size_bytes) < 0 || o->size_bytes > SIZE_MAX)
                 die_usage("stream", "--size: expected bytes with an optional K, M or G, got '%s'",
@@ -674,25 +631,15 @@ static void parse_stream_opts(int argc, char *argv[], struct stream_opts *o)
                           STREAM_WINDOW_MAX, optarg);
             o->window = (uint32_t)v;
             break;
-        case OPT_VERIFY:
-            o->verify = 1;
-            break;
-        case 'i':
-            o->input_path = optarg;
-            break;
-        case 'o':
-            o->output_path = optarg;
-            break;
+        case OPT_VERIFY: o->verify = 1; break;
+        case 'i': o->input_path = optarg; break;
+        case 'o': o->output_path = optarg; break;
         case OPT_SEED:
             if (parse_u64(optarg, &o->seed) < 0)
                 die_usage("stream", "--seed: expected an unsigned integer, got '%s'", optarg);
             break;
-        case OPT_NO_CHECK:
-            o->no_check = 1;
-            break;
-        case 'q':
-            o->quiet = 1;
-            break;
+        case OPT_NO_CHECK: o->no_check = 1; break;
+        case 'q': o->quiet = 1; break;
         }
     }
     no_operands("stream", argc, argv);
@@ -702,14 +649,12 @@ static void parse_stream_opts(int argc, char *argv[], struct stream_opts *o)
 
 /* The output size of an input of `bytes` for the run's pipeline, or -1 with
  * the reason in why[why_len]. */
-static int64_t expect_output(const gf_pipeline *p, uint64_t bytes, char *why, size_t why_len)
-{
+static int64_t expect_output(const gf_pipeline *p, uint64_t bytes, char *why, size_t why_len) {
     return p->kind->output_bytes(&p->params, bytes, why, why_len);
 }
 
 /* Opens --input, checks its length against --size and sets `planned`. */
-static void open_input(struct stream_run *r, const char *pname)
-{
+static void open_input(struct stream_run *r, const char *pname) {
     const struct stream_opts *o = r->o;
     struct stat st;
     char why[WHY_BYTES];
@@ -748,8 +693,7 @@ static void open_input(struct stream_run *r, const char *pname)
 }
 
 /* Makes the synthetic pool and, with --verify, its references. */
-static void make_pool(struct stream_run *r)
-{
+static void make_pool(struct stream_run *r) {
     const struct stream_opts *o = r->o;
     const gf_pipeline *p = r->pipeline;
     size_t bytes = (size_t)o->size_bytes;
@@ -770,8 +714,7 @@ static void make_pool(struct stream_run *r)
  * Returns 1 when a frame was queued, 0 when the input has ended, -1 on a
  * failure already reported (the run stops queueing).
  */
-static int queue_next(struct stream_run *r)
-{
+static int queue_next(struct stream_run *r) {
     const struct stream_opts *o = r->o;
     struct frame_slot *s = &r->slots[r->queued % o->window];
     char why[WHY_BYTES];
@@ -797,8 +740,8 @@ static int queue_next(struct stream_run *r)
         s->data = *buf;
         s->bytes = n;
         s->ref = NULL;
-        s->expect_bytes = n == o->size_bytes ? r->full_expect
-                                             : expect_output(r->pipeline, n, why, sizeof why);
+        s->expect_bytes =
+            n == o->size_bytes ? r->full_expect : expect_output(r->pipeline, n, why, sizeof why);
         if (s->expect_bytes < 0 && !o->no_check) {
             fprintf(stderr,
                     "gpuframe: --input %s: its last chunk of %zu bytes cannot be a frame of "
@@ -823,22 +766,21 @@ static int queue_next(struct stream_run *r)
 }
 
 /* Records a wrong result: printed when it is the first. */
-static void mismatch(struct stream_run *r, uint64_t frame_id, const char *why)
-{
+static void mismatch(struct stream_run *r, uint64_t frame_id, const char *why) {
     if (r->mismatches++ == 0 && !r->o->quiet)
         fprintf(stderr, "frame %" PRIu64 ": wrong result: %s\n", frame_id, why);
 }
 
 /* Checks a RESULT of frame number `seq` (in slot `s`); returns 0 if correct. */
 static int check_result(struct stream_run *r, uint64_t seq, const struct frame_slot *s,
-                        const gf_reply *rep)
-{
+                        const gf_reply *rep) {
     const gf_pipeline *p = r->pipeline;
     char why[WHY_BYTES];
 
     if (rep->header.frame_id != seq || rep->header.pipeline_id != p->id) {
-        snprintf(why, sizeof why, "reply echoes frame %" PRIu64 " pipeline %" PRIu32
-                 ", sent frame %" PRIu64 " pipeline %" PRIu32,
+        snprintf(why, sizeof why,
+                 "reply echoes frame %" PRIu64 " pipeline %" PRIu32 ", sent frame %" PRIu64
+                 " pipeline %" PRIu32,
                  rep->header.frame_id, rep->header.pipeline_id, seq, p->id);
         mismatch(r, seq, why);
         return -1;
@@ -870,8 +812,7 @@ static int check_result(struct stream_run *r, uint64_t seq, const struct frame_s
 }
 
 /* Handles the reply to frame number r->answered. */
-static void handle_reply(struct stream_run *r, const gf_reply *rep)
-{
+static void handle_reply(struct stream_run *r, const gf_reply *rep) {
     uint64_t seq = r->answered;
     const struct frame_slot *s = &r->slots[seq % r->o->window];
 
@@ -911,24 +852,21 @@ static void handle_reply(struct stream_run *r, const gf_reply *rep)
     r->answered++;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
+static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
     return (x > y) - (x < y);
 }
 
 /* The nearest-rank percentile `pct` of sorted values, in microseconds. */
-static double percentile_us(const uint64_t *sorted, size_t n, unsigned pct)
-{
+static double percentile_us(const uint64_t *sorted, size_t n, unsigned pct) {
     if (n == 0)
         return 0.0;
     size_t rank = (n * pct + 99) / 100;
     return (double)sorted[rank > 0 ? rank - 1 : 0] / 1e3;
 }
 
-static void print_summary(struct stream_run *r, uint64_t elapsed_ns, uint64_t failed)
-{
+static void print_summary(struct stream_run *r, uint64_t elapsed_ns, uint64_t failed) {
     double s = (double)elapsed_ns / 1e9;
     double per_s = s > 0 ? 1.0 / s : 0.0;
 
@@ -943,16 +881,14 @@ static void print_summary(struct stream_run *r, uint64_t elapsed_ns, uint64_t fa
 }
 
 /* The default --size: one image for normalize_u8, else STREAM_SIZE_DEFAULT. */
-static uint64_t default_size(const gf_pipeline *p)
-{
+static uint64_t default_size(const gf_pipeline *p) {
     if (strcmp(p->kind->name, "normalize_u8") == 0)
         return (uint64_t)p->params.width * p->params.height * 3u;
     return STREAM_SIZE_DEFAULT;
 }
 
 /* Frees and closes everything a run holds; safe on a partly set-up run. */
-static void stream_free(struct stream_run *r)
-{
+static void stream_free(struct stream_run *r) {
     if (r->out != NULL)
         fclose(r->out);
     if (r->in != NULL)
@@ -972,8 +908,7 @@ static void stream_free(struct stream_run *r)
     memset(r, 0, sizeof *r);
 }
 
-static int cmd_stream(int argc, char *argv[])
-{
+static int cmd_stream(int argc, char *argv[]) {
     struct stream_opts o;
     struct stream_run r;
     char why[WHY_BYTES];
@@ -987,8 +922,7 @@ static int cmd_stream(int argc, char *argv[])
     gf_pipeline *pipelines = fetch_pipelines(r.client, &o.common, &pipeline_count);
     r.pipeline = find_pipeline(pipelines, pipeline_count, o.pipeline);
     if (r.pipeline == NULL) {
-        fprintf(stderr, "gpuframe stream: --pipeline: the daemon has no pipeline '%s'",
-                o.pipeline);
+        fprintf(stderr, "gpuframe stream: --pipeline: the daemon has no pipeline '%s'", o.pipeline);
         for (size_t i = 0; i < pipeline_count; i++)
             fprintf(stderr, "%s%s", i == 0 ? " (it has: " : ", ", pipelines[i].name);
         fprintf(stderr, "%s\n", pipeline_count > 0 ? ")" : "");
@@ -1000,7 +934,8 @@ static int cmd_stream(int argc, char *argv[])
         o.size_bytes = default_size(p);
     r.full_expect = expect_output(p, o.size_bytes, why, sizeof why);
     if (r.full_expect < 0 && !o.no_check) {
-        fprintf(stderr, "gpuframe stream: --size %" PRIu64 ": pipeline '%s' (%s) cannot take it: %s\n",
+        fprintf(stderr,
+                "gpuframe stream: --size %" PRIu64 ": pipeline '%s' (%s) cannot take it: %s\n",
                 o.size_bytes, p->name, p->kind->name, why);
         exit(EXIT_USAGE);
     }
@@ -1118,13 +1053,11 @@ static const char main_help[] =
     "  stats     print the daemon's statistics\n"
     "  stream    stream frames through a pipeline; report throughput and latency\n"
     "\n"
-    "Every command takes:\n" COMMON_HELP
-    "\n"
+    "Every command takes:\n" COMMON_HELP "\n"
     "'gpuframe COMMAND --help' describes a command; 'gpuframe --version' prints the version.\n"
     "Exit status: 0 success, 1 failure, 2 usage error.\n";
 
-int main(int argc, char *argv[])
-{
+int main(int argc, char *argv[]) {
     static const struct {
         const char *name;
         int (*run)(int argc, char *argv[]);

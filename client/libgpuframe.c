@@ -64,7 +64,7 @@ struct gf_client {
     /* Request ring: ring[seq & (ring_count - 1)] is request number `seq`;
      * live requests are min(write_seq, reply_seq) .. tail_seq - 1. */
     struct gf_request *ring;
-    size_t ring_count; /* a power of two                             */
+    size_t ring_count;  /* a power of two                             */
     uint64_t write_seq; /* oldest request not yet written completely  */
     uint64_t reply_seq; /* oldest request whose reply has not arrived */
     uint64_t tail_seq;  /* number the next queued request gets        */
@@ -74,10 +74,10 @@ struct gf_client {
     size_t rbuf_start, rbuf_end;
 
     /* The reply being received once its header has been parsed. */
-    int have_header;      /* nonzero from header parsed to reply delivered */
-    int cur_answers;      /* nonzero when `cur` answers request reply_seq  */
-    gf_header cur;        /* its header                                    */
-    size_t payload_have;  /* payload bytes of `cur` received so far        */
+    int have_header;     /* nonzero from header parsed to reply delivered */
+    int cur_answers;     /* nonzero when `cur` answers request reply_seq  */
+    gf_header cur;       /* its header                                    */
+    size_t payload_have; /* payload bytes of `cur` received so far        */
 
     /* Payload buffer, reused across replies, grown up to max_reply_bytes. */
     unsigned char *payload;
@@ -85,16 +85,15 @@ struct gf_client {
     uint64_t max_reply_bytes;
 
     /* Connection state. */
-    int write_closed; /* a send failed with EPIPE/ECONNRESET: write no more */
-    int read_closed;  /* recv saw EOF or ECONNRESET: nothing more arrives   */
-    int sticky_err;   /* -EPROTO/-EMSGSIZE once the stream is lost, else 0  */
+    int write_closed;                /* a send failed with EPIPE/ECONNRESET: write no more */
+    int read_closed;                 /* recv saw EOF or ECONNRESET: nothing more arrives   */
+    int sticky_err;                  /* -EPROTO/-EMSGSIZE once the stream is lost, else 0  */
     char error[ERROR_MESSAGE_BYTES]; /* gf_client_error()                   */
 };
 
 static void set_error(gf_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void set_error(gf_client *c, const char *fmt, ...)
-{
+static void set_error(gf_client *c, const char *fmt, ...) {
     va_list ap;
 
     va_start(ap, fmt);
@@ -103,8 +102,7 @@ static void set_error(gf_client *c, const char *fmt, ...)
 }
 
 /* Records a sticky error: the reply stream can no longer be followed. */
-static int fail_sticky(gf_client *c, int err)
-{
+static int fail_sticky(gf_client *c, int err) {
     assert(err < 0);
     c->sticky_err = err;
     return err;
@@ -112,8 +110,7 @@ static int fail_sticky(gf_client *c, int err)
 
 /* Copies up to `len` bytes of untrusted text into out[out_len], replacing
  * control characters with '?', always NUL-terminated. */
-static void sanitize_text(const void *text, size_t len, char *out, size_t out_len)
-{
+static void sanitize_text(const void *text, size_t len, char *out, size_t out_len) {
     const unsigned char *s = text;
     size_t n = 0;
 
@@ -123,8 +120,7 @@ static void sanitize_text(const void *text, size_t len, char *out, size_t out_le
     out[n] = '\0';
 }
 
-static uint64_t now_ms(void)
-{
+static uint64_t now_ms(void) {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -133,8 +129,7 @@ static uint64_t now_ms(void)
 
 /* Milliseconds left until `deadline_ms` for poll(): -1 when there is no
  * deadline (timeout_ms < 0), 0 when it has passed. */
-static int remaining_ms(int timeout_ms, uint64_t deadline_ms)
-{
+static int remaining_ms(int timeout_ms, uint64_t deadline_ms) {
     if (timeout_ms < 0)
         return -1;
     uint64_t now = now_ms();
@@ -144,23 +139,19 @@ static int remaining_ms(int timeout_ms, uint64_t deadline_ms)
     return left > (uint64_t)timeout_ms ? timeout_ms : (int)left;
 }
 
-static struct gf_request *request_at(const gf_client *c, uint64_t seq)
-{
+static struct gf_request *request_at(const gf_client *c, uint64_t seq) {
     return &c->ring[seq & (c->ring_count - 1)];
 }
 
-static uint64_t oldest_live_seq(const gf_client *c)
-{
+static uint64_t oldest_live_seq(const gf_client *c) {
     return c->write_seq < c->reply_seq ? c->write_seq : c->reply_seq;
 }
 
-static int has_unwritten(const gf_client *c)
-{
+static int has_unwritten(const gf_client *c) {
     return c->write_seq < c->tail_seq;
 }
 
-int gf_client_connect(const char *socket_path, gf_client **out)
-{
+int gf_client_connect(const char *socket_path, gf_client **out) {
     struct sockaddr_un sa;
     gf_client *c = NULL;
     int fd = -1, err;
@@ -218,8 +209,7 @@ fail:
     return err;
 }
 
-void gf_client_close(gf_client *c)
-{
+void gf_client_close(gf_client *c) {
     if (c == NULL)
         return;
     if (c->fd >= 0)
@@ -230,27 +220,23 @@ void gf_client_close(gf_client *c)
     free(c);
 }
 
-const char *gf_client_error(const gf_client *c)
-{
+const char *gf_client_error(const gf_client *c) {
     return c->error;
 }
 
-int gf_client_set_max_reply_bytes(gf_client *c, uint64_t max_bytes)
-{
+int gf_client_set_max_reply_bytes(gf_client *c, uint64_t max_bytes) {
     if (max_bytes > SIZE_MAX)
         return -EINVAL;
     c->max_reply_bytes = max_bytes;
     return 0;
 }
 
-size_t gf_client_in_flight(const gf_client *c)
-{
+size_t gf_client_in_flight(const gf_client *c) {
     return (size_t)(c->tail_seq - c->reply_seq);
 }
 
 /* Doubles the ring, keeping every live request at its sequence number. */
-static int grow_ring(gf_client *c)
-{
+static int grow_ring(gf_client *c) {
     size_t count = c->ring_count * 2;
     struct gf_request *ring = calloc(count, sizeof *ring);
 
@@ -266,8 +252,7 @@ static int grow_ring(gf_client *c)
 
 /* Appends a request to the ring; the header is encoded now. */
 static int queue_request(gf_client *c, uint8_t type, uint32_t pipeline_id, uint64_t frame_id,
-                         const void *data, size_t len)
-{
+                         const void *data, size_t len) {
     if (c->sticky_err)
         return c->sticky_err;
     if (c->write_closed || c->read_closed)
@@ -299,15 +284,13 @@ static int queue_request(gf_client *c, uint8_t type, uint32_t pipeline_id, uint6
 }
 
 int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t frame_id, const void *data,
-                         size_t len)
-{
+                         size_t len) {
     if (data == NULL && len > 0)
         return -EINVAL;
     return queue_request(c, GF_MSG_FRAME, pipeline_id, frame_id, data, len);
 }
 
-int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id)
-{
+int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id) {
     if (type != GF_MSG_LIST && type != GF_MSG_STATS)
         return -EINVAL;
     return queue_request(c, type, 0, frame_id, NULL, 0);
@@ -319,8 +302,7 @@ int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id)
  * -EAGAIN when the socket is full, -EPIPE when the daemon has closed (and
  * marks the write side closed), or another negative errno.
  */
-static ssize_t write_some(gf_client *c)
-{
+static ssize_t write_some(gf_client *c) {
     struct iovec iov[WRITE_IOV_MAX];
     int n = 0;
 
@@ -398,8 +380,7 @@ static ssize_t write_some(gf_client *c)
  * buffered, so while a payload is being received the staging buffer is empty
  * and a large rest can go straight to the payload buffer.
  */
-static ssize_t read_some(gf_client *c)
-{
+static ssize_t read_some(gf_client *c) {
     unsigned char *dst;
     size_t room;
 
@@ -443,27 +424,21 @@ static ssize_t read_some(gf_client *c)
 }
 
 /* Nonzero when a reply of type `reply` may answer a request of type `req`. */
-static int type_answers(uint8_t req, uint8_t reply)
-{
+static int type_answers(uint8_t req, uint8_t reply) {
     if (reply == GF_MSG_ERROR)
         return 1;
     switch (req) {
-    case GF_MSG_FRAME:
-        return reply == GF_MSG_RESULT;
-    case GF_MSG_LIST:
-        return reply == GF_MSG_LIST;
-    case GF_MSG_STATS:
-        return reply == GF_MSG_STATS;
+    case GF_MSG_FRAME: return reply == GF_MSG_RESULT;
+    case GF_MSG_LIST: return reply == GF_MSG_LIST;
+    case GF_MSG_STATS: return reply == GF_MSG_STATS;
     }
     return 0;
 }
 
 /* Turns an error of gf_header_parse into the client's sticky error. */
-static int fail_header(gf_client *c, int status, const gf_header *h)
-{
+static int fail_header(gf_client *c, int status, const gf_header *h) {
     if (status == GF_ERR_TOO_LARGE && h->type != GF_MSG_ERROR) {
-        set_error(c,
-                  "reply of %llu bytes (%s, frame %llu) exceeds the client's cap of %llu bytes",
+        set_error(c, "reply of %llu bytes (%s, frame %llu) exceeds the client's cap of %llu bytes",
                   (unsigned long long)h->payload_bytes, gf_msg_type_name(h->type),
                   (unsigned long long)h->frame_id, (unsigned long long)c->max_reply_bytes);
         return fail_sticky(c, -EMSGSIZE);
@@ -482,8 +457,7 @@ static int fail_header(gf_client *c, int status, const gf_header *h)
  * (*answers = 1), is a fatal ERROR sent before a close (*answers = 0), or is
  * unexpected: returns 0 or a sticky -EPROTO.
  */
-static int check_reply(gf_client *c, const gf_header *h, int *answers)
-{
+static int check_reply(gf_client *c, const gf_header *h, int *answers) {
     if ((h->type == GF_MSG_ERROR) != (h->status != GF_OK)) {
         set_error(c, "daemon sent a %s reply with status %u (%s)", gf_msg_type_name(h->type),
                   (unsigned)h->status, gf_status_name(h->status));
@@ -514,8 +488,7 @@ static int check_reply(gf_client *c, const gf_header *h, int *answers)
 }
 
 /* Makes the payload buffer hold at least `bytes` (<= max_reply_bytes). */
-static int reserve_payload(gf_client *c, size_t bytes)
-{
+static int reserve_payload(gf_client *c, size_t bytes) {
     if (bytes <= c->payload_cap)
         return 0;
     size_t cap = bytes;
@@ -540,15 +513,14 @@ static int reserve_payload(gf_client *c, size_t bytes)
  * `*reply` when a whole reply is there, 0 when more bytes are needed, or a
  * negative errno.  Does no I/O.
  */
-static int take_reply(gf_client *c, gf_reply *reply)
-{
+static int take_reply(gf_client *c, gf_reply *reply) {
     size_t avail = c->rbuf_end - c->rbuf_start;
 
     if (!c->have_header) {
         gf_header h;
         int answers = 0;
-        int r = gf_header_parse(c->rbuf + c->rbuf_start, avail, GF_ROLE_CLIENT,
-                                c->max_reply_bytes, &h);
+        int r =
+            gf_header_parse(c->rbuf + c->rbuf_start, avail, GF_ROLE_CLIENT, c->max_reply_bytes, &h);
         if (r == 0)
             return 0;
         if (r < 0)
@@ -592,8 +564,7 @@ static int take_reply(gf_client *c, gf_reply *reply)
 }
 
 /* The error for a closed connection once every buffered reply is delivered. */
-static int closed_error(gf_client *c)
-{
+static int closed_error(gf_client *c) {
     if (c->have_header || c->rbuf_end > c->rbuf_start)
         set_error(c, "daemon closed the connection in the middle of a reply");
     else
@@ -602,8 +573,7 @@ static int closed_error(gf_client *c)
     return -ECONNRESET;
 }
 
-int gf_client_recv(gf_client *c, gf_reply *reply, int timeout_ms)
-{
+int gf_client_recv(gf_client *c, gf_reply *reply, int timeout_ms) {
     uint64_t deadline_ms = timeout_ms >= 0 ? now_ms() + (uint64_t)timeout_ms : 0;
 
     if (c->sticky_err)
@@ -650,8 +620,7 @@ int gf_client_recv(gf_client *c, gf_reply *reply, int timeout_ms)
     }
 }
 
-int gf_client_flush(gf_client *c, int timeout_ms)
-{
+int gf_client_flush(gf_client *c, int timeout_ms) {
     uint64_t deadline_ms = timeout_ms >= 0 ? now_ms() + (uint64_t)timeout_ms : 0;
 
     if (c->sticky_err)
@@ -673,8 +642,7 @@ int gf_client_flush(gf_client *c, int timeout_ms)
     return 0;
 }
 
-int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int timeout_ms)
-{
+int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int timeout_ms) {
     gf_reply reply;
     int err;
 

@@ -2,7 +2,9 @@
 
 #include <stddef.h>
 
-static void on_async(uv_async_t *handle) { gf_completion_drain(handle->data); }
+static void on_async(uv_async_t *handle) {
+    gf_completion_drain(handle->data);
+}
 
 int gf_completion_init(gf_completion *q, uv_loop_t *loop, gf_completion_cb on_done, void *arg) {
     atomic_init(&q->head, NULL);

@@ -20,9 +20,9 @@
 typedef void (*gf_completion_cb)(gf_slot *slot, void *arg);
 
 typedef struct gf_completion {
-    uv_async_t async;           /* wakes the loop; closed by gf_completion_close */
-    _Atomic(gf_slot *) head;    /* pushed slots, newest first                     */
-    gf_completion_cb on_done;   /* runs on the loop thread for each slot          */
+    uv_async_t async;         /* wakes the loop; closed by gf_completion_close */
+    _Atomic(gf_slot *) head;  /* pushed slots, newest first                     */
+    gf_completion_cb on_done; /* runs on the loop thread for each slot          */
     void *arg;
 } gf_completion;
 

@@ -22,8 +22,8 @@
 #include <string.h>
 
 /* Defaults of the keys a config file may leave out (config/README.md). */
-#define GF_SOCKET_PATH_DEFAULT "/run/gpuframed.sock"
-#define GF_MAX_FRAME_BYTES_DEFAULT (16ull << 20)
+#define GF_SOCKET_PATH_DEFAULT      "/run/gpuframed.sock"
+#define GF_MAX_FRAME_BYTES_DEFAULT  (16ull << 20)
 #define GF_FRAME_TIMEOUT_MS_DEFAULT 10000u
 /* A frame stuck on the engine for an hour is a hung daemon, not a slow one. */
 #define GF_FRAME_TIMEOUT_MS_MAX 3600000u
@@ -36,7 +36,7 @@
 #define GF_QUOTE_MAX_CHARS 40
 /* Room for one key path ("pipelines[255] (<63 chars>).params.<quoted key>")
  * and for one quoted or described value. */
-#define GF_PATH_BYTES 256
+#define GF_PATH_BYTES       256
 #define GF_VALUE_TEXT_BYTES 128
 /* Room for one "(known: ...)" list of kinds or keys, and the most kinds it
  * names. */
@@ -45,9 +45,8 @@
 
 /* ---- error text helpers ------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t err_len,
-                                                          const char *fmt, ...)
-{
+__attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t err_len, const char *fmt,
+                                                         ...) {
     va_list ap;
 
     if (err == NULL || err_len == 0)
@@ -59,8 +58,7 @@ __attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t err_l
 
 /* Writes `s` as a double-quoted, escaped string of at most GF_QUOTE_MAX_CHARS
  * source characters ("..." marks a cut) into buf[len]. */
-static void quote(const char *s, char *buf, size_t len)
-{
+static void quote(const char *s, char *buf, size_t len) {
     size_t o = 0, i;
 
     if (len < 8) {
@@ -101,8 +99,7 @@ static void quote(const char *s, char *buf, size_t len)
 
 /* Formats a JSON number the way a reader wrote it: integers without a
  * fraction, other values in the shortest form that reads back the same. */
-static void format_number(double d, char *buf, size_t len)
-{
+static void format_number(double d, char *buf, size_t len) {
     if (!isfinite(d)) {
         snprintf(buf, len, "%s", isnan(d) ? "nan" : d > 0 ? "inf" : "-inf");
     } else if (d == floor(d) && fabs(d) <= GF_JSON_INT_EXACT_MAX) {
@@ -116,8 +113,7 @@ static void format_number(double d, char *buf, size_t len)
 
 /* Describes a JSON value for the "got ..." half of an error: numbers as
  * written, strings quoted, other types named. */
-static void describe(const cJSON *v, char *buf, size_t len)
-{
+static void describe(const cJSON *v, char *buf, size_t len) {
     if (v == NULL)
         snprintf(buf, len, "nothing");
     else if (cJSON_IsNumber(v))
@@ -139,21 +135,19 @@ static void describe(const cJSON *v, char *buf, size_t len)
 }
 
 /* Nonzero when `key` can stand in a key path unquoted. */
-static int plain_key(const char *key)
-{
+static int plain_key(const char *key) {
     if (key[0] == '\0')
         return 0;
     for (const char *c = key; *c != '\0'; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-              (*c >= '0' && *c <= '9') || *c == '_'))
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '_'))
             return 0;
     return 1;
 }
 
 /* Writes "<prefix>.<key>" (or just "<key>" for an empty prefix) into
  * buf[len], quoting a key that is not a plain identifier. */
-static void key_path(const char *prefix, const char *key, char *buf, size_t len)
-{
+static void key_path(const char *prefix, const char *key, char *buf, size_t len) {
     char k[GF_VALUE_TEXT_BYTES];
 
     if (plain_key(key))
@@ -167,8 +161,7 @@ static void key_path(const char *prefix, const char *key, char *buf, size_t len)
 }
 
 /* Joins `names[count]` with ", " into buf[len]; "..." marks a cut. */
-static void join_names(const char *const *names, size_t count, char *buf, size_t len)
-{
+static void join_names(const char *const *names, size_t count, char *buf, size_t len) {
     size_t o = 0;
 
     buf[0] = '\0';
@@ -184,8 +177,7 @@ static void join_names(const char *const *names, size_t count, char *buf, size_t
 }
 
 /* Finds `key` among names[count]; returns its index or -1. */
-static int key_index(const char *const *names, size_t count, const char *key)
-{
+static int key_index(const char *const *names, size_t count, const char *key) {
     for (size_t i = 0; i < count; i++)
         if (strcmp(names[i], key) == 0)
             return (int)i;
@@ -196,8 +188,7 @@ static int key_index(const char *const *names, size_t count, const char *key)
 
 /* Reads an integer in [min, max] (both within 2^53) from `v`. */
 static int read_integer(const cJSON *v, const char *path, double min, double max, double *out,
-                        char *err, size_t err_len)
-{
+                        char *err, size_t err_len) {
     char got[GF_VALUE_TEXT_BYTES], lo[32], hi[32];
 
     if (cJSON_IsNumber(v)) {
@@ -220,9 +211,8 @@ static int read_integer(const cJSON *v, const char *path, double min, double max
  * against [min, max]: what is stored lies in the range (as the kind's own
  * check_params sees it) and reads back unchanged from the LIST reply.
  */
-static int read_f32(const cJSON *v, const char *path, double min, double max, float *out,
-                    char *err, size_t err_len)
-{
+static int read_f32(const cJSON *v, const char *path, double min, double max, float *out, char *err,
+                    size_t err_len) {
     char got[GF_VALUE_TEXT_BYTES], lo[32], hi[32];
 
     format_number(min, lo, sizeof lo);
@@ -251,8 +241,7 @@ static int read_f32(const cJSON *v, const char *path, double min, double max, fl
 
 /* Reads one of names[count] from `v`; returns its index or -1. */
 static int read_choice(const cJSON *v, const char *path, const char *const *names, size_t count,
-                       char *err, size_t err_len)
-{
+                       char *err, size_t err_len) {
     char got[GF_VALUE_TEXT_BYTES], list[GF_KNOWN_LIST_BYTES];
     size_t o = 0;
 
@@ -275,8 +264,7 @@ static int read_choice(const cJSON *v, const char *path, const char *const *name
 
 /* Nonzero when `name` is 1..GF_PIPELINE_NAME_MAX-1 characters of
  * [A-Za-z0-9_.-]. */
-static int valid_pipeline_name(const char *name)
-{
+static int valid_pipeline_name(const char *name) {
     size_t n = strlen(name);
 
     if (n == 0 || n >= GF_PIPELINE_NAME_MAX)
@@ -293,8 +281,7 @@ static int valid_pipeline_name(const char *name)
 /* Reads a pipeline name into dst[GF_PIPELINE_NAME_MAX] and checks that none
  * of the `count` pipelines before it has the same name. */
 static int read_pipeline_name(const cJSON *v, const char *path, const gf_pipeline *before,
-                              size_t count, char *dst, char *err, size_t err_len)
-{
+                              size_t count, char *dst, char *err, size_t err_len) {
     char got[GF_VALUE_TEXT_BYTES];
 
     if (!cJSON_IsString(v) || !valid_pipeline_name(v->valuestring)) {
@@ -317,8 +304,7 @@ static int read_pipeline_name(const cJSON *v, const char *path, const gf_pipelin
 
 /* Looks up the kind named by `v`; on failure lists the known kinds. */
 static const gf_pipeline_kind *read_kind(const cJSON *v, const char *path, char *err,
-                                         size_t err_len)
-{
+                                         size_t err_len) {
     const gf_pipeline_kind *kinds, *kind = NULL;
     const char *names[GF_KINDS_LISTED_MAX];
     char got[GF_VALUE_TEXT_BYTES], list[GF_KNOWN_LIST_BYTES];
@@ -349,13 +335,11 @@ static const gf_pipeline_kind *read_kind(const cJSON *v, const char *path, char 
  */
 static int collect_keys(const cJSON *obj, const char *prefix, const char *const *names,
                         size_t count, int allow_unknown, const cJSON **items, char *err,
-                        size_t err_len)
-{
+                        size_t err_len) {
     char path[GF_PATH_BYTES], list[GF_KNOWN_LIST_BYTES];
     const cJSON *m;
 
-    cJSON_ArrayForEach(m, obj)
-    {
+    cJSON_ArrayForEach(m, obj) {
         int i = key_index(names, count, m->string);
 
         if (i < 0 && allow_unknown)
@@ -378,8 +362,7 @@ static int collect_keys(const cJSON *obj, const char *prefix, const char *const 
 /* Writes "<what>: JSON syntax error at line L, column C (byte B) near ..."
  * for a parse of `json` that stopped at `stop` (NULL: unknown). */
 static void syntax_error(const char *what, const char *json, const char *stop, char *err,
-                         size_t err_len)
-{
+                         size_t err_len) {
     size_t line = 1, column = 1;
     char near[GF_VALUE_TEXT_BYTES + 8];
 
@@ -402,14 +385,13 @@ static void syntax_error(const char *what, const char *json, const char *stop, c
         quote(stop, q, sizeof q);
         snprintf(near, sizeof near, "near %s", q);
     }
-    seterr(err, err_len, "%s: JSON syntax error at line %zu, column %zu (byte %zu), %s", what,
-           line, column, (size_t)(stop - json), near);
+    seterr(err, err_len, "%s: JSON syntax error at line %zu, column %zu (byte %zu), %s", what, line,
+           column, (size_t)(stop - json), near);
 }
 
 /* Parses `json` as one JSON document with nothing after it.  Returns the tree
  * (the caller cJSON_Deletes it) or NULL with the error in err[err_len]. */
-static cJSON *parse_document(const char *what, const char *json, char *err, size_t err_len)
-{
+static cJSON *parse_document(const char *what, const char *json, char *err, size_t err_len) {
     const char *stop = NULL;
     cJSON *root;
 
@@ -426,8 +408,7 @@ static cJSON *parse_document(const char *what, const char *json, char *err, size
 /* ---- parameters ----------------------------------------------------------- */
 
 int gf_params_from_json(const gf_pipeline_kind *kind, const cJSON *obj, const char *prefix,
-                        gf_params *out, char *err, size_t err_len)
-{
+                        gf_params *out, char *err, size_t err_len) {
     char path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES];
     const cJSON *m;
 
@@ -440,13 +421,12 @@ int gf_params_from_json(const gf_pipeline_kind *kind, const cJSON *obj, const ch
         return 0;
     if (!cJSON_IsObject(obj)) {
         describe(obj, got, sizeof got);
-        seterr(err, err_len, "%s: expected an object of the parameters of kind %s, got %s",
-               prefix, kind->name, got);
+        seterr(err, err_len, "%s: expected an object of the parameters of kind %s, got %s", prefix,
+               kind->name, got);
         return -1;
     }
 
-    cJSON_ArrayForEach(m, obj)
-    {
+    cJSON_ArrayForEach(m, obj) {
         const gf_param_desc *d = NULL;
         char *field;
 
@@ -459,20 +439,20 @@ int gf_params_from_json(const gf_pipeline_kind *kind, const cJSON *obj, const ch
             size_t o = 0;
 
             if (kind->param_count == 0) {
-                seterr(err, err_len, "%s: unknown parameter (kind %s takes no parameters)",
-                       path, kind->name);
+                seterr(err, err_len, "%s: unknown parameter (kind %s takes no parameters)", path,
+                       kind->name);
                 return -1;
             }
             list[0] = '\0';
             for (size_t i = 0; i < kind->param_count && o < sizeof list; i++) {
-                int n = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
-                                 kind->params[i].key);
+                int n =
+                    snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", kind->params[i].key);
                 if (n < 0)
                     break;
                 o += (size_t)n;
             }
-            seterr(err, err_len, "%s: unknown parameter of kind %s (known: %s)", path,
-                   kind->name, list);
+            seterr(err, err_len, "%s: unknown parameter of kind %s (known: %s)", path, kind->name,
+                   list);
             return -1;
         }
         /* Known keys are few, so this scan for an earlier twin stays short. */
@@ -550,8 +530,7 @@ static const char *const engine_names[] = {"auto", "cuda", "cpu"};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-int gf_engine_choice_parse(const char *s, enum gf_engine_choice *out)
-{
+int gf_engine_choice_parse(const char *s, enum gf_engine_choice *out) {
     int i = s != NULL ? key_index(engine_names, ARRAY_LEN(engine_names), s) : -1;
 
     if (i < 0)
@@ -560,15 +539,13 @@ int gf_engine_choice_parse(const char *s, enum gf_engine_choice *out)
     return 0;
 }
 
-const char *gf_engine_choice_name(enum gf_engine_choice e)
-{
+const char *gf_engine_choice_name(enum gf_engine_choice e) {
     if ((unsigned)e >= ARRAY_LEN(engine_names))
         return "unknown";
     return engine_names[e];
 }
 
-int gf_log_level_parse(const char *s, enum gf_log_level *out)
-{
+int gf_log_level_parse(const char *s, enum gf_log_level *out) {
     int i = s != NULL ? key_index(log_level_names, ARRAY_LEN(log_level_names), s) : -1;
 
     if (i < 0)
@@ -580,16 +557,17 @@ int gf_log_level_parse(const char *s, enum gf_log_level *out)
 /* Parses one element of the config's "pipelines" array into `p`, whose
  * `index` earlier siblings before[] are already parsed. */
 static int parse_pipeline(const cJSON *v, size_t index, const gf_pipeline *before,
-                          uint64_t max_frame_bytes, gf_pipeline *p, char *err, size_t err_len)
-{
+                          uint64_t max_frame_bytes, gf_pipeline *p, char *err, size_t err_len) {
     const cJSON *items[P_COUNT_] = {0};
     char prefix[32], path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES], why[GF_PATH_BYTES];
 
     snprintf(prefix, sizeof prefix, "pipelines[%zu]", index);
     if (!cJSON_IsObject(v)) {
         describe(v, got, sizeof got);
-        seterr(err, err_len, "%s: expected an object with \"name\", \"kind\" and optional "
-                             "\"params\", got %s", prefix, got);
+        seterr(err, err_len,
+               "%s: expected an object with \"name\", \"kind\" and optional "
+               "\"params\", got %s",
+               prefix, got);
         return -1;
     }
     if (collect_keys(v, prefix, pipeline_keys, P_COUNT_, 0, items, err, err_len) < 0)
@@ -622,8 +600,7 @@ static int parse_pipeline(const cJSON *v, size_t index, const gf_pipeline *befor
 
 /* Parses the config's "pipelines" array into a new array in *out. */
 static int parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, gf_pipeline **out,
-                           size_t *out_count, char *err, size_t err_len)
-{
+                           size_t *out_count, char *err, size_t err_len) {
     char got[GF_VALUE_TEXT_BYTES];
     gf_pipeline *pipelines = NULL;
     size_t count, i = 0;
@@ -637,8 +614,8 @@ static int parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, gf_pipeline
     }
     count = (size_t)cJSON_GetArraySize(v);
     if (count > GF_MAX_PIPELINES) {
-        seterr(err, err_len, "pipelines: expected at most %d pipelines, got %zu",
-               GF_MAX_PIPELINES, count);
+        seterr(err, err_len, "pipelines: expected at most %d pipelines, got %zu", GF_MAX_PIPELINES,
+               count);
         goto fail;
     }
     pipelines = calloc(count, sizeof *pipelines);
@@ -646,8 +623,7 @@ static int parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, gf_pipeline
         seterr(err, err_len, "pipelines: out of memory");
         goto fail;
     }
-    cJSON_ArrayForEach(m, v)
-    {
+    cJSON_ArrayForEach(m, v) {
         if (parse_pipeline(m, i, pipelines, max_frame_bytes, &pipelines[i], err, err_len) < 0)
             goto fail_pipelines;
         i++;
@@ -662,8 +638,7 @@ fail:
     return -1;
 }
 
-int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
-{
+int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len) {
     const cJSON *items[K_COUNT_] = {0};
     char got[GF_VALUE_TEXT_BYTES];
     gf_config cfg;
@@ -715,8 +690,7 @@ int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
         cfg.engine = (enum gf_engine_choice)i;
     }
     if (items[K_SLOTS] != NULL) {
-        if (read_integer(items[K_SLOTS], "slots", GF_SLOTS_MIN, GF_SLOTS_MAX, &n, err,
-                         err_len) < 0)
+        if (read_integer(items[K_SLOTS], "slots", GF_SLOTS_MIN, GF_SLOTS_MAX, &n, err, err_len) < 0)
             goto fail_root;
         cfg.slot_count = (uint32_t)n;
     }
@@ -727,8 +701,8 @@ int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
         cfg.max_frame_bytes = (uint64_t)n;
     }
     if (items[K_FRAME_TIMEOUT_MS] != NULL) {
-        if (read_integer(items[K_FRAME_TIMEOUT_MS], "frame_timeout_ms", 1,
-                         GF_FRAME_TIMEOUT_MS_MAX, &n, err, err_len) < 0)
+        if (read_integer(items[K_FRAME_TIMEOUT_MS], "frame_timeout_ms", 1, GF_FRAME_TIMEOUT_MS_MAX,
+                         &n, err, err_len) < 0)
             goto fail_root;
         cfg.frame_timeout_ms = (uint32_t)n;
     }
@@ -759,8 +733,7 @@ fail:
 
 /* Puts "<path>: " in front of the text in err[err_len], cutting its end if
  * both do not fit. */
-static void prefix_error(const char *path, char *err, size_t err_len)
-{
+static void prefix_error(const char *path, char *err, size_t err_len) {
     size_t plen, mlen;
 
     if (err == NULL || err_len == 0)
@@ -779,8 +752,7 @@ static void prefix_error(const char *path, char *err, size_t err_len)
     memcpy(err + plen - 2, ": ", 2);
 }
 
-int gf_config_load_file(const char *path, gf_config *out, char *err, size_t err_len)
-{
+int gf_config_load_file(const char *path, gf_config *out, char *err, size_t err_len) {
     char *buf = NULL;
     size_t len;
     FILE *f;
@@ -828,8 +800,7 @@ fail:
     return -1;
 }
 
-void gf_config_free(gf_config *cfg)
-{
+void gf_config_free(gf_config *cfg) {
     if (cfg == NULL)
         return;
     free(cfg->pipelines);
@@ -844,8 +815,7 @@ void gf_config_free(gf_config *cfg)
  * reader takes (text -> double -> float), so the LIST reply shows 0.485, not
  * 0.48500001430511475, and still round-trips bit for bit.
  */
-static cJSON *f32_to_json(float f)
-{
+static cJSON *f32_to_json(float f) {
     char text[32];
 
     for (int digits = 6; digits <= 9; digits++) {
@@ -861,8 +831,7 @@ static cJSON *f32_to_json(float f)
 
 /* {"<key>": value, ...} with every parameter of `kind`; NULL when out of
  * memory. */
-static cJSON *params_to_json(const gf_pipeline_kind *kind, const gf_params *p)
-{
+static cJSON *params_to_json(const gf_pipeline_kind *kind, const gf_params *p) {
     cJSON *obj = cJSON_CreateObject();
 
     if (obj == NULL)
@@ -915,8 +884,7 @@ fail:
     return NULL;
 }
 
-cJSON *gf_pipelines_to_json(const gf_pipeline *pipelines, size_t count)
-{
+cJSON *gf_pipelines_to_json(const gf_pipeline *pipelines, size_t count) {
     cJSON *root = cJSON_CreateObject(), *arr;
 
     if (root == NULL)
@@ -962,8 +930,7 @@ static const char *const list_keys[L_COUNT_] = {"id", "name", "kind", "params"};
 /* Parses one element of a LIST reply's "pipelines" into `p`.  Keys other than
  * list_keys ("doc", or what a newer daemon adds) are ignored. */
 static int parse_listed_pipeline(const cJSON *v, size_t index, const gf_pipeline *before,
-                                 gf_pipeline *p, char *err, size_t err_len)
-{
+                                 gf_pipeline *p, char *err, size_t err_len) {
     const cJSON *items[L_COUNT_] = {0};
     char prefix[32], path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES];
     double id;
@@ -999,8 +966,7 @@ static int parse_listed_pipeline(const cJSON *v, size_t index, const gf_pipeline
 }
 
 int gf_pipelines_from_json(const char *json, gf_pipeline **out, size_t *count, char *err,
-                           size_t err_len)
-{
+                           size_t err_len) {
     char got[GF_VALUE_TEXT_BYTES];
     gf_pipeline *pipelines = NULL;
     const cJSON *arr, *m;
@@ -1015,14 +981,16 @@ int gf_pipelines_from_json(const char *json, gf_pipeline **out, size_t *count, c
     arr = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "pipelines") : NULL;
     if (!cJSON_IsArray(arr)) {
         describe(cJSON_IsObject(root) ? arr : root, got, sizeof got);
-        seterr(err, err_len, "pipelines: expected an array in an object {\"pipelines\": [...]}, "
-                             "got %s", got);
+        seterr(err, err_len,
+               "pipelines: expected an array in an object {\"pipelines\": [...]}, "
+               "got %s",
+               got);
         goto fail_root;
     }
     n = (size_t)cJSON_GetArraySize(arr);
     if (n > GF_MAX_PIPELINES) {
-        seterr(err, err_len, "pipelines: expected at most %d pipelines, got %zu",
-               GF_MAX_PIPELINES, n);
+        seterr(err, err_len, "pipelines: expected at most %d pipelines, got %zu", GF_MAX_PIPELINES,
+               n);
         goto fail_root;
     }
     if (n > 0) {
@@ -1032,8 +1000,7 @@ int gf_pipelines_from_json(const char *json, gf_pipeline **out, size_t *count, c
             goto fail_root;
         }
     }
-    cJSON_ArrayForEach(m, arr)
-    {
+    cJSON_ArrayForEach(m, arr) {
         if (parse_listed_pipeline(m, i, pipelines, &pipelines[i], err, err_len) < 0)
             goto fail_pipelines;
         i++;

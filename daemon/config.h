@@ -18,12 +18,12 @@
 /* sun_path's size on Linux: the longest socket path, NUL included. */
 #define GF_SOCKET_PATH_MAX 108
 /* Bounds on the slot ring: at least ping-pong, at most what one loop serves. */
-#define GF_SLOTS_MIN 1
-#define GF_SLOTS_MAX 64
+#define GF_SLOTS_MIN     1
+#define GF_SLOTS_MAX     64
 #define GF_SLOTS_DEFAULT 2
 /* Bounds on one frame's payload. */
 #define GF_MAX_FRAME_BYTES_LIMIT (1ull << 32)
-#define GF_MAX_PIPELINES 256
+#define GF_MAX_PIPELINES         256
 
 enum gf_engine_choice { GF_ENGINE_AUTO, GF_ENGINE_CUDA, GF_ENGINE_CPU };
 
@@ -36,7 +36,7 @@ typedef struct gf_config {
     uint64_t max_frame_bytes;             /* largest FRAME payload accepted    */
     uint32_t frame_timeout_ms;            /* deadline of a frame on the engine */
     enum gf_log_level log_level;
-    gf_pipeline *pipelines;               /* owned; ids are their indices      */
+    gf_pipeline *pipelines; /* owned; ids are their indices      */
     size_t pipeline_count;
 } gf_config;
 

@@ -39,8 +39,7 @@ int gf_engine_open(enum gf_engine_choice choice, const gf_engine_params *params,
     case GF_ENGINE_CPU:
         GF_LOG_INF("engine cpu: chosen by configuration");
         return gf__engine_cpu_open(params, done, out);
-    case GF_ENGINE_AUTO:
-        break;
+    case GF_ENGINE_AUTO: break;
     }
     if (gf_engine_cuda_available(why, sizeof why)) {
         GF_LOG_INF("engine auto: chose cuda (%s)", why);

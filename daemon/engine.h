@@ -28,9 +28,9 @@
 /* What an engine is opened with; everything it allocates is sized here. */
 typedef struct gf_engine_params {
     uint32_t slot_count;
-    uint64_t in_capacity_bytes;    /* per slot: the largest frame payload */
-    uint64_t out_capacity_bytes;   /* per slot: the largest result        */
-    const gf_pipeline *pipelines;  /* warmed up before open returns       */
+    uint64_t in_capacity_bytes;   /* per slot: the largest frame payload */
+    uint64_t out_capacity_bytes;  /* per slot: the largest result        */
+    const gf_pipeline *pipelines; /* warmed up before open returns       */
     size_t pipeline_count;
 } gf_engine_params;
 
@@ -46,14 +46,14 @@ typedef struct gf_engine_ops {
 
 struct gf_engine {
     const gf_engine_ops *ops;
-    gf_slot *slots;                   /* slot_count slots, buffers allocated     */
+    gf_slot *slots; /* slot_count slots, buffers allocated     */
     uint32_t slot_count;
-    gf_completion *done;              /* where finished slots are pushed         */
-    char desc[GF_ENGINE_DESC_MAX];    /* "NVIDIA H100 80GB HBM3, 132 SMs, ..."   */
-    uint64_t pinned_bytes;            /* page-locked host memory held            */
-    uint64_t device_bytes;            /* device memory held                      */
-    int poisoned;                     /* a sticky error: the daemon must exit    */
-    void *impl;                       /* the engine's own state                  */
+    gf_completion *done;           /* where finished slots are pushed         */
+    char desc[GF_ENGINE_DESC_MAX]; /* "NVIDIA H100 80GB HBM3, 132 SMs, ..."   */
+    uint64_t pinned_bytes;         /* page-locked host memory held            */
+    uint64_t device_bytes;         /* device memory held                      */
+    int poisoned;                  /* a sticky error: the daemon must exit    */
+    void *impl;                    /* the engine's own state                  */
 };
 
 /*
@@ -78,7 +78,9 @@ static inline int gf_engine_submit(gf_engine *e, gf_slot *slot) {
 
 /* Loop thread, after the slot came off the completion queue: fills
  * slot->status and slot->stages.  Never blocks. */
-static inline void gf_engine_finish(gf_engine *e, gf_slot *slot) { e->ops->finish(e, slot); }
+static inline void gf_engine_finish(gf_engine *e, gf_slot *slot) {
+    e->ops->finish(e, slot);
+}
 
 /* Waits for all submitted work (shutdown may block), then frees everything. */
 void gf_engine_close(gf_engine *e);

@@ -23,9 +23,9 @@ typedef struct cpu_worker {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    int has_job;  /* under lock: a frame waits to be run     */
-    int stop;     /* under lock: exit once no job is pending */
-    int started;  /* the thread exists (for cleanup)         */
+    int has_job; /* under lock: a frame waits to be run     */
+    int stop;    /* under lock: exit once no job is pending */
+    int started; /* the thread exists (for cleanup)         */
 } cpu_worker;
 
 typedef struct cpu_engine {

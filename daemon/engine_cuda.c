@@ -65,10 +65,8 @@ static int is_sticky(cudaError_t err) {
     case cudaErrorLaunchTimeout:
     case cudaErrorECCUncorrectable:
     case cudaErrorDevicesUnavailable:
-    case cudaErrorUnknown:
-        return 1;
-    default:
-        return 0;
+    case cudaErrorUnknown: return 1;
+    default: return 0;
     }
 }
 

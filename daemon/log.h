@@ -13,8 +13,7 @@ void gf_log_set_level(enum gf_log_level level);
 enum gf_log_level gf_log_get_level(void);
 
 /* printf-style; a trailing newline is added. */
-void gf_log(enum gf_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void gf_log(enum gf_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define GF_LOG_ERR(...) gf_log(GF_LOG_ERROR, __VA_ARGS__)
 #define GF_LOG_WRN(...) gf_log(GF_LOG_WARN, __VA_ARGS__)

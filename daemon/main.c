@@ -19,9 +19,9 @@
 #include "server.h"
 
 /* Exit statuses, as systemd and scripts see them. */
-#define GF_EXIT_OK 0
+#define GF_EXIT_OK      0
 #define GF_EXIT_FAILURE 1 /* a fatal engine failure while serving    */
-#define GF_EXIT_USAGE 2   /* bad command line or configuration       */
+#define GF_EXIT_USAGE   2 /* bad command line or configuration       */
 #define GF_EXIT_STARTUP 3 /* could not start: engine, memory, socket */
 
 static const char usage[] =
@@ -69,16 +69,15 @@ static void on_signal(uv_signal_t *h, int signum) {
 }
 
 int main(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"socket", required_argument, NULL, 's'},
-        {"engine", required_argument, NULL, 'e'},
-        {"slots", required_argument, NULL, 'n'},
-        {"max-frame-bytes", required_argument, NULL, 'm'},
-        {"log-level", required_argument, NULL, 'l'},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"socket", required_argument, NULL, 's'},
+                                             {"engine", required_argument, NULL, 'e'},
+                                             {"slots", required_argument, NULL, 'n'},
+                                             {"max-frame-bytes", required_argument, NULL, 'm'},
+                                             {"log-level", required_argument, NULL, 'l'},
+                                             {"version", no_argument, NULL, 'V'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     const char *config_path = NULL, *socket_path = NULL, *engine = NULL, *level = NULL;
     const char *slots = NULL, *max_frame = NULL;
     int opt;

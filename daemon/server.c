@@ -37,31 +37,31 @@ enum conn_state {
 
 /* One client connection: its whole state. */
 typedef struct gf_conn {
-    uv_pipe_t pipe;                /* the socket; pipe.data is the conn            */
+    uv_pipe_t pipe; /* the socket; pipe.data is the conn            */
     gf_server *srv;
-    uint64_t id;                   /* for logs: 1, 2, ... in accept order          */
-    struct gf_conn *prev, *next;   /* the server's list of live connections        */
-    struct gf_conn *next_waiting;  /* the server's queue of slot waiters           */
+    uint64_t id;                  /* for logs: 1, 2, ... in accept order          */
+    struct gf_conn *prev, *next;  /* the server's list of live connections        */
+    struct gf_conn *next_waiting; /* the server's queue of slot waiters           */
 
     enum conn_state state;
     uint8_t buf[GF_CONN_BUF_BYTES]; /* received bytes not yet consumed              */
-    size_t buf_start, buf_end;     /* unconsumed bytes are buf[buf_start..buf_end) */
-    gf_slot *slot;                 /* CONN_PAYLOAD: the slot being filled          */
-    uint64_t payload_received;     /* CONN_PAYLOAD: bytes of it in slot->in_host   */
-    uint64_t discard_left;         /* CONN_DISCARD: payload bytes still to skip    */
+    size_t buf_start, buf_end;      /* unconsumed bytes are buf[buf_start..buf_end) */
+    gf_slot *slot;                  /* CONN_PAYLOAD: the slot being filled          */
+    uint64_t payload_received;      /* CONN_PAYLOAD: bytes of it in slot->in_host   */
+    uint64_t discard_left;          /* CONN_DISCARD: payload bytes still to skip    */
 
-    gf_queued_reply *replies_head;        /* replies owed and not yet handed to uv_write, */
-    gf_queued_reply *replies_tail;        /* in request order                             */
+    gf_queued_reply *replies_head; /* replies owed and not yet handed to uv_write, */
+    gf_queued_reply *replies_tail; /* in request order                             */
     uint32_t replies_unfinished;   /* owed replies not yet written or dropped      */
     uint32_t loose_replies;        /* of them, those not tied to a slot            */
     uint32_t refs;                 /* the handle (until its close callback) + one
                                       per unfinished reply; freed at zero          */
 
-    unsigned reading : 1;          /* uv_read_start is in effect                   */
-    unsigned waiting : 1;          /* on the server's slot-waiter queue            */
-    unsigned eof : 1;              /* the client shut down its writing side        */
-    unsigned fatal : 1;            /* a fatal protocol error: close after replies  */
-    unsigned closing : 1;          /* uv_close called                              */
+    unsigned reading : 1; /* uv_read_start is in effect                   */
+    unsigned waiting : 1; /* on the server's slot-waiter queue            */
+    unsigned eof : 1;     /* the client shut down its writing side        */
+    unsigned fatal : 1;   /* a fatal protocol error: close after replies  */
+    unsigned closing : 1; /* uv_close called                              */
 } gf_conn;
 
 struct gf_server {
@@ -69,17 +69,17 @@ struct gf_server {
     const gf_config *cfg;
     gf_engine *engine;
     gf_slot_ring ring;
-    gf_completion done;            /* engines push finished slots here            */
+    gf_completion done; /* engines push finished slots here            */
     uv_pipe_t listener;
-    uv_timer_t watchdog;           /* frame deadlines                              */
+    uv_timer_t watchdog; /* frame deadlines                              */
     gf_stats stats;
-    gf_conn *conns;                /* live connections                             */
+    gf_conn *conns;                       /* live connections                             */
     gf_conn *waiting_head, *waiting_tail; /* paused for want of a slot, FIFO       */
     uint64_t next_conn_id;
-    uint32_t slots_in_flight;      /* submitted and not yet completed              */
+    uint32_t slots_in_flight; /* submitted and not yet completed              */
     unsigned listening : 1;
     unsigned draining : 1;
-    unsigned failed : 1;           /* fatal engine failure                         */
+    unsigned failed : 1; /* fatal engine failure                         */
     unsigned handles_closed : 1;
 };
 
@@ -95,7 +95,9 @@ static void server_fatal(gf_server *srv, const char *fmt, ...)
 
 /* ---- connection lifetime ------------------------------------------------ */
 
-static void conn_ref(gf_conn *c) { c->refs++; }
+static void conn_ref(gf_conn *c) {
+    c->refs++;
+}
 
 static void conn_unref(gf_conn *c) {
     assert(c->refs > 0);
@@ -271,7 +273,8 @@ static char *error_text(size_t *len, const char *fmt, va_list ap) {
     if (!text)
         return NULL;
     int n = vsnprintf(text, GF_ERROR_TEXT_MAX_BYTES, fmt, ap);
-    *len = n < 0 ? 0 : ((size_t)n >= GF_ERROR_TEXT_MAX_BYTES ? GF_ERROR_TEXT_MAX_BYTES - 1 : (size_t)n);
+    *len = n < 0 ? 0
+                 : ((size_t)n >= GF_ERROR_TEXT_MAX_BYTES ? GF_ERROR_TEXT_MAX_BYTES - 1 : (size_t)n);
     return text;
 }
 
@@ -501,8 +504,7 @@ static void conn_process(gf_conn *c) {
         if (rc < 0) {
             uint32_t status = (uint32_t)-rc;
             if (status == GF_ERR_TOO_LARGE)
-                conn_reject(c, &h, status,
-                            "payload of %llu bytes exceeds max_frame_bytes %llu",
+                conn_reject(c, &h, status, "payload of %llu bytes exceeds max_frame_bytes %llu",
                             (unsigned long long)h.payload_bytes,
                             (unsigned long long)srv->cfg->max_frame_bytes);
             else if (status == GF_ERR_BAD_LENGTH)
@@ -528,16 +530,15 @@ static void conn_process(gf_conn *c) {
         case GF_MSG_LIST:
             c->buf_start += GF_HEADER_BYTES;
             srv->stats.requests_list++;
-            conn_reply_json(c, &h, gf_pipelines_to_json(srv->cfg->pipelines,
-                                                         srv->cfg->pipeline_count));
+            conn_reply_json(c, &h,
+                            gf_pipelines_to_json(srv->cfg->pipelines, srv->cfg->pipeline_count));
             break;
         case GF_MSG_STATS:
             c->buf_start += GF_HEADER_BYTES;
             srv->stats.requests_stats++;
             conn_reply_json(c, &h, stats_document(srv));
             break;
-        default:
-            assert(!"gf_header_parse let through a type the daemon does not take");
+        default: assert(!"gf_header_parse let through a type the daemon does not take");
         }
     }
 }
@@ -777,8 +778,7 @@ static void server_fatal(gf_server *srv, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    GF_LOG_ERR("fatal: %s; failing %u frame(s) in flight and exiting", msg,
-               srv->slots_in_flight);
+    GF_LOG_ERR("fatal: %s; failing %u frame(s) in flight and exiting", msg, srv->slots_in_flight);
     srv->failed = 1;
     for (uint32_t i = 0; i < srv->ring.count; i++) {
         gf_slot *s = &srv->ring.slots[i];
@@ -816,7 +816,9 @@ static void on_watchdog(uv_timer_t *t) {
     }
 }
 
-static void on_handle_closed(uv_handle_t *h) { (void)h; }
+static void on_handle_closed(uv_handle_t *h) {
+    (void)h;
+}
 
 /* During a drain: once nothing is in flight or owed, close every handle. */
 static void server_check_drained(gf_server *srv) {
@@ -895,9 +897,8 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, gf_server **out) {
     if (rc < 0)
         goto fail_listen;
     srv->stats.started_ns = gf_now_ns();
-    GF_LOG_INF("ready: listening on %s; engine %s (%s); %u slots; %zu pipelines",
-               cfg->socket_path, srv->engine->ops->name, srv->engine->desc, cfg->slot_count,
-               cfg->pipeline_count);
+    GF_LOG_INF("ready: listening on %s; engine %s (%s); %u slots; %zu pipelines", cfg->socket_path,
+               srv->engine->ops->name, srv->engine->desc, cfg->slot_count, cfg->pipeline_count);
     *out = srv;
     return 0;
 
@@ -914,7 +915,9 @@ fail_free:
     return rc;
 }
 
-int gf_server_failed(const gf_server *srv) { return srv->failed; }
+int gf_server_failed(const gf_server *srv) {
+    return srv->failed;
+}
 
 int gf_server_close(gf_server *srv) {
     int failed = srv->failed;

@@ -28,7 +28,7 @@ struct gf_slot;
  * STATS reply not tied to a slot is malloc'd and owns its body.
  */
 typedef struct gf_queued_reply {
-    struct gf_queued_reply *next;           /* next reply of the same connection        */
+    struct gf_queued_reply *next;    /* next reply of the same connection        */
     struct gf_conn *conn;            /* the connection; this reply holds one ref */
     struct gf_slot *slot;            /* the frame's slot, or NULL (owns `body`)  */
     int ready;                       /* header/body are final, may be written    */
@@ -44,38 +44,38 @@ typedef struct gf_stage_times {
 } gf_stage_times;
 
 typedef struct gf_slot {
-    uint32_t index;               /* position in the ring, 0..count-1          */
-    uint8_t *in_host;             /* payloads are received straight into it    */
-    uint8_t *out_host;            /* the engine writes results here            */
-    uint64_t in_capacity_bytes;   /* = max_frame_bytes                         */
-    uint64_t out_capacity_bytes;  /* largest output any pipeline can produce   */
-    void *engine_state;           /* the engine's per-slot state (streams...)  */
+    uint32_t index;              /* position in the ring, 0..count-1          */
+    uint8_t *in_host;            /* payloads are received straight into it    */
+    uint8_t *out_host;           /* the engine writes results here            */
+    uint64_t in_capacity_bytes;  /* = max_frame_bytes                         */
+    uint64_t out_capacity_bytes; /* largest output any pipeline can produce   */
+    void *engine_state;          /* the engine's per-slot state (streams...)  */
 
     /* The frame it holds; set by the server at claim, read by the engine. */
     const gf_pipeline_kind *kind; /* what to run                               */
     gf_params params;             /* a copy: fixed for this frame              */
     uint32_t pipeline_id;
     uint64_t frame_id;
-    uint64_t in_bytes;            /* payload length                            */
-    uint64_t out_bytes;           /* result length (kind->output_bytes)        */
-    gf_queued_reply reply;               /* this frame's place in its reply queue     */
+    uint64_t in_bytes;     /* payload length                            */
+    uint64_t out_bytes;    /* result length (kind->output_bytes)        */
+    gf_queued_reply reply; /* this frame's place in its reply queue     */
 
     /* Set by the engine before it completes the slot. */
-    int status;                   /* GF_OK, or GF_ERR_ENGINE                   */
+    int status; /* GF_OK, or GF_ERR_ENGINE                   */
     gf_stage_times stages;
 
     /* Clock readings, CLOCK_MONOTONIC ns. */
-    uint64_t claimed_ns;          /* header accepted, slot claimed             */
-    uint64_t submitted_ns;        /* whole payload in, handed to the engine    */
-    uint64_t done_ns;             /* engine thread saw it finish               */
+    uint64_t claimed_ns;   /* header accepted, slot claimed             */
+    uint64_t submitted_ns; /* whole payload in, handed to the engine    */
+    uint64_t done_ns;      /* engine thread saw it finish               */
 
-    int in_flight;                /* submitted, completion not yet handled     */
-    struct gf_slot *next_free;    /* free list link (loop thread)              */
-    struct gf_slot *next_done;    /* completion stack link (engine threads)    */
+    int in_flight;             /* submitted, completion not yet handled     */
+    struct gf_slot *next_free; /* free list link (loop thread)              */
+    struct gf_slot *next_done; /* completion stack link (engine threads)    */
 } gf_slot;
 
 typedef struct gf_slot_ring {
-    gf_slot *slots;               /* the engine's array, `count` long          */
+    gf_slot *slots; /* the engine's array, `count` long          */
     uint32_t count;
     gf_slot *free_head, *free_tail; /* FIFO, so frames rotate over all streams */
     uint32_t free_count;

@@ -23,22 +23,22 @@ static inline uint64_t gf_now_ns(void) {
 }
 
 typedef struct gf_stats {
-    uint64_t started_ns;               /* when the daemon started serving       */
-    uint64_t connections_open;         /* accepted and not yet closed           */
-    uint64_t connections_total;        /* accepted since start                  */
-    uint64_t connections_closed_fatal; /* closed by us after a fatal error      */
-    uint64_t frames_received;          /* FRAME headers accepted by the parser  */
-    uint64_t frames_answered;          /* RESULT replies written                */
-    uint64_t frames_dropped;           /* results dropped: client left first    */
-    uint64_t frames_truncated;         /* client left before the whole payload  */
+    uint64_t started_ns;                 /* when the daemon started serving       */
+    uint64_t connections_open;           /* accepted and not yet closed           */
+    uint64_t connections_total;          /* accepted since start                  */
+    uint64_t connections_closed_fatal;   /* closed by us after a fatal error      */
+    uint64_t frames_received;            /* FRAME headers accepted by the parser  */
+    uint64_t frames_answered;            /* RESULT replies written                */
+    uint64_t frames_dropped;             /* results dropped: client left first    */
+    uint64_t frames_truncated;           /* client left before the whole payload  */
     uint64_t rejected[GF_STATUS_COUNT_]; /* ERROR replies sent, by status code  */
-    uint64_t requests_list;            /* LIST requests answered                */
-    uint64_t requests_stats;           /* STATS requests answered               */
-    uint64_t bytes_in;                 /* frame payload bytes received          */
-    uint64_t bytes_out;                /* result payload bytes written          */
-    uint64_t backpressure_pauses;      /* reading stopped for want of a slot    */
-    uint64_t engine_ns_total;          /* submit -> engine done, summed         */
-    uint64_t end_to_end_ns_total;      /* header accepted -> reply written      */
+    uint64_t requests_list;              /* LIST requests answered                */
+    uint64_t requests_stats;             /* STATS requests answered               */
+    uint64_t bytes_in;                   /* frame payload bytes received          */
+    uint64_t bytes_out;                  /* result payload bytes written          */
+    uint64_t backpressure_pauses;        /* reading stopped for want of a slot    */
+    uint64_t engine_ns_total;            /* submit -> engine done, summed         */
+    uint64_t end_to_end_ns_total;        /* header accepted -> reply written      */
 } gf_stats;
 
 /* Adds the counters to `obj` under their names (see daemon docs). */

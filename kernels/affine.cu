@@ -19,23 +19,20 @@ static constexpr unsigned kMaxBlocks = 1024;
 static constexpr size_t kVecFloats = 4;
 
 /* Blocks for `work` items: enough for one item per thread, at most kMaxBlocks. */
-static unsigned blocks_for(size_t work)
-{
+static unsigned blocks_for(size_t work) {
     size_t blocks = (work + kThreadsPerBlock - 1) / kThreadsPerBlock;
     return blocks > kMaxBlocks ? kMaxBlocks : static_cast<unsigned>(blocks);
 }
 
 /* One element: a*x rounded, then + b rounded. */
-static __device__ __forceinline__ float affine_one(float x, float a, float b)
-{
+static __device__ __forceinline__ float affine_one(float x, float a, float b) {
     return __fadd_rn(__fmul_rn(a, x), b);
 }
 
 /* vec_count float4 vectors, then the tail_count (< 4) floats after them, one
  * per thread of the first threads. */
 static __global__ void affine_vec_kernel(const float4 *__restrict__ in, float4 *__restrict__ out,
-                                         size_t vec_count, size_t tail_count, float a, float b)
-{
+                                         size_t vec_count, size_t tail_count, float a, float b) {
     const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
 
@@ -56,8 +53,7 @@ static __global__ void affine_vec_kernel(const float4 *__restrict__ in, float4 *
 
 /* `count` floats one at a time: buffers 4- but not 16-byte aligned. */
 static __global__ void affine_scalar_kernel(const float *__restrict__ in, float *__restrict__ out,
-                                            size_t count, float a, float b)
-{
+                                            size_t count, float a, float b) {
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
 
     for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
@@ -67,8 +63,7 @@ static __global__ void affine_scalar_kernel(const float *__restrict__ in, float 
 }
 
 extern "C" int gf_affine_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
-                                void *out_dev, gf_cuda_stream stream)
-{
+                                void *out_dev, gf_cuda_stream stream) {
     cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     const uintptr_t addr_bits =
         reinterpret_cast<uintptr_t>(in_dev) | reinterpret_cast<uintptr_t>(out_dev);

@@ -10,8 +10,7 @@
 #include <assert.h>
 #include <string.h>
 
-void gf_affine_ref(const gf_params *p, const void *in, size_t in_bytes, void *out)
-{
+void gf_affine_ref(const gf_params *p, const void *in, size_t in_bytes, void *out) {
     const unsigned char *src = in;
     unsigned char *dst = out;
     const float a = p->a, b = p->b;

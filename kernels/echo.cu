@@ -17,8 +17,7 @@ static constexpr unsigned kMaxBlocks = 1024;
 static constexpr size_t kVecBytes = sizeof(uint4);
 
 /* Blocks for `work` items: enough for one item per thread, at most kMaxBlocks. */
-static unsigned blocks_for(size_t work)
-{
+static unsigned blocks_for(size_t work) {
     size_t blocks = (work + kThreadsPerBlock - 1) / kThreadsPerBlock;
     return blocks > kMaxBlocks ? kMaxBlocks : static_cast<unsigned>(blocks);
 }
@@ -26,8 +25,7 @@ static unsigned blocks_for(size_t work)
 /* Copies vec_count 16-byte vectors, then the tail_bytes (< 16) that follow
  * them byte by byte, one per thread of the first threads. */
 static __global__ void echo_vec_kernel(const uint4 *__restrict__ in, uint4 *__restrict__ out,
-                                       size_t vec_count, size_t tail_bytes)
-{
+                                       size_t vec_count, size_t tail_bytes) {
     const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
 
@@ -43,8 +41,7 @@ static __global__ void echo_vec_kernel(const uint4 *__restrict__ in, uint4 *__re
 
 /* Copies `bytes` bytes one at a time: buffers that are not 16-byte aligned. */
 static __global__ void echo_byte_kernel(const unsigned char *__restrict__ in,
-                                        unsigned char *__restrict__ out, size_t bytes)
-{
+                                        unsigned char *__restrict__ out, size_t bytes) {
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
 
     for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes;
@@ -54,8 +51,7 @@ static __global__ void echo_byte_kernel(const unsigned char *__restrict__ in,
 }
 
 extern "C" int gf_echo_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
-                              void *out_dev, gf_cuda_stream stream)
-{
+                              void *out_dev, gf_cuda_stream stream) {
     cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     (void)p;
 

@@ -3,8 +3,7 @@
 
 #include <string.h>
 
-void gf_echo_ref(const gf_params *p, const void *in, size_t in_bytes, void *out)
-{
+void gf_echo_ref(const gf_params *p, const void *in, size_t in_bytes, void *out) {
     (void)p;
     /* memcpy with a null pointer is undefined even for 0 bytes. */
     if (in_bytes > 0) {

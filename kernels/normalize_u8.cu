@@ -27,8 +27,7 @@ struct norm_stats {
 };
 
 /* Blocks for `work` items: enough for one item per thread, at most kMaxBlocks. */
-static unsigned blocks_for(size_t work)
-{
+static unsigned blocks_for(size_t work) {
     size_t blocks = (work + kThreadsPerBlock - 1) / kThreadsPerBlock;
     return blocks > kMaxBlocks ? kMaxBlocks : static_cast<unsigned>(blocks);
 }
@@ -37,8 +36,7 @@ static unsigned blocks_for(size_t work)
  * is plane c, row y, column x. */
 static __global__ void normalize_u8_kernel(const unsigned char *__restrict__ in,
                                            float *__restrict__ out, size_t pixel_count,
-                                           norm_stats st)
-{
+                                           norm_stats st) {
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
 
     for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < pixel_count;
@@ -54,8 +52,7 @@ static __global__ void normalize_u8_kernel(const unsigned char *__restrict__ in,
 }
 
 extern "C" int gf_normalize_u8_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
-                                      void *out_dev, gf_cuda_stream stream)
-{
+                                      void *out_dev, gf_cuda_stream stream) {
     cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     const size_t pixel_count = static_cast<size_t>(p->width) * p->height;
     norm_stats st;
@@ -74,7 +71,6 @@ extern "C" int gf_normalize_u8_launch(const gf_params *p, const void *in_dev, si
         st.std[c] = p->std[c];
     }
     normalize_u8_kernel<<<blocks_for(pixel_count), kThreadsPerBlock, 0, s>>>(
-        static_cast<const unsigned char *>(in_dev), static_cast<float *>(out_dev), pixel_count,
-        st);
+        static_cast<const unsigned char *>(in_dev), static_cast<float *>(out_dev), pixel_count, st);
     return static_cast<int>(cudaGetLastError());
 }

@@ -15,8 +15,7 @@
 /* An 8-bit channel's full scale: 255 maps to 1.0. */
 #define U8_FULL_SCALE 255.0f
 
-void gf_normalize_u8_ref(const gf_params *p, const void *in, size_t in_bytes, void *out)
-{
+void gf_normalize_u8_ref(const gf_params *p, const void *in, size_t in_bytes, void *out) {
     const unsigned char *src = in;
     unsigned char *dst = out;
     const size_t pixel_count = (size_t)p->width * p->height;

@@ -35,19 +35,19 @@ typedef struct CUstream_st *gf_cuda_stream;
  * can hold them by value.  Each kind reads only its own fields.
  */
 typedef struct gf_params {
-    float a, b;       /* affine: y = a*x + b                                 */
-    uint32_t iters;   /* sincos: repetitions of v = sin(v)*cos(v) + v        */
-    uint32_t width;   /* normalize_u8: image width in pixels                 */
-    uint32_t height;  /* normalize_u8: image height in pixels                */
-    float mean[3];    /* normalize_u8: per-channel mean, in [0,1] units      */
-    float std[3];     /* normalize_u8: per-channel std deviation, > 0        */
+    float a, b;      /* affine: y = a*x + b                                 */
+    uint32_t iters;  /* sincos: repetitions of v = sin(v)*cos(v) + v        */
+    uint32_t width;  /* normalize_u8: image width in pixels                 */
+    uint32_t height; /* normalize_u8: image height in pixels                */
+    float mean[3];   /* normalize_u8: per-channel mean, in [0,1] units      */
+    float std[3];    /* normalize_u8: per-channel std deviation, > 0        */
 } gf_params;
 
 /* How a parameter is typed in the config file. */
 enum gf_param_type {
-    GF_PARAM_F32,    /* one float:  "a": 2.0                  */
-    GF_PARAM_U32,    /* one integer: "iters": 16               */
-    GF_PARAM_F32x3,  /* three floats: "mean": [0.5, 0.5, 0.5] */
+    GF_PARAM_F32,   /* one float:  "a": 2.0                  */
+    GF_PARAM_U32,   /* one integer: "iters": 16               */
+    GF_PARAM_F32x3, /* three floats: "mean": [0.5, 0.5, 0.5] */
 };
 
 /* One parameter of a kind: its config key, type, where it lives in gf_params,
@@ -55,10 +55,10 @@ enum gf_param_type {
 typedef struct gf_param_desc {
     const char *key;
     enum gf_param_type type;
-    size_t offset;         /* offsetof(gf_params, field)                 */
-    double default_value;  /* used when the key is absent (all 3 for x3) */
-    double min, max;       /* inclusive bounds                           */
-    const char *doc;       /* one line for `gpuframe list` and the docs  */
+    size_t offset;        /* offsetof(gf_params, field)                 */
+    double default_value; /* used when the key is absent (all 3 for x3) */
+    double min, max;      /* inclusive bounds                           */
+    const char *doc;      /* one line for `gpuframe list` and the docs  */
 } gf_param_desc;
 
 /*
@@ -66,8 +66,8 @@ typedef struct gf_param_desc {
  * `launch` is NULL when the daemon was built without CUDA.
  */
 typedef struct gf_pipeline_kind {
-    const char *name;  /* "echo", "affine", "sincos", "normalize_u8" */
-    const char *doc;   /* one sentence: what it computes             */
+    const char *name; /* "echo", "affine", "sincos", "normalize_u8" */
+    const char *doc;  /* one sentence: what it computes             */
     const gf_param_desc *params;
     size_t param_count;
 
@@ -108,8 +108,8 @@ typedef struct gf_pipeline_kind {
 
 /* A configured pipeline, as clients see it through LIST. */
 typedef struct gf_pipeline {
-    uint32_t id;                      /* what FRAME headers carry; its index */
-    char name[GF_PIPELINE_NAME_MAX];  /* unique among configured pipelines   */
+    uint32_t id;                     /* what FRAME headers carry; its index */
+    char name[GF_PIPELINE_NAME_MAX]; /* unique among configured pipelines   */
     const gf_pipeline_kind *kind;
     gf_params params;
 } gf_pipeline;

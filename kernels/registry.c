@@ -34,16 +34,16 @@ _Static_assert(sizeof(float) == 4, "float32 pipelines need a 4-byte float");
 /* sincos's iters: at least one pass; at most what keeps a 16 MiB frame
  * under a second of GPU time (about 0.8 s on an H200). */
 #define SINCOS_ITERS_DEFAULT 16
-#define SINCOS_ITERS_MAX 100000
+#define SINCOS_ITERS_MAX     100000
 /* normalize_u8's width and height: a 16-bit dimension, as image formats use. */
-#define IMAGE_DIM_MAX 65535
-#define IMAGE_WIDTH_DEFAULT 1920
+#define IMAGE_DIM_MAX        65535
+#define IMAGE_WIDTH_DEFAULT  1920
 #define IMAGE_HEIGHT_DEFAULT 1080
 /* normalize_u8's mean and std: std must stay away from 0 so the division is
  * finite; both bounded so that the range check rejects infinities and NaN. */
 #define NORM_MEAN_LIMIT 1e6
-#define NORM_STD_MIN 1e-6
-#define NORM_STD_MAX 1e6
+#define NORM_STD_MIN    1e-6
+#define NORM_STD_MAX    1e6
 
 /*
  * sincos: the GPU's sinf/cosf are within 2 ulp of the true value (CUDA
@@ -82,8 +82,7 @@ static void set_why(char *why, size_t why_len, const char *fmt, ...) GF_PRINTF_L
 
 /* Writes a printf-formatted reason into why[why_len], truncated and always
  * NUL-terminated; does nothing when why is NULL or why_len is 0. */
-static void set_why(char *why, size_t why_len, const char *fmt, ...)
-{
+static void set_why(char *why, size_t why_len, const char *fmt, ...) {
     va_list ap;
 
     if (why == NULL || why_len == 0) {
@@ -95,16 +94,14 @@ static void set_why(char *why, size_t why_len, const char *fmt, ...)
 }
 
 /* True when v lies in the descriptor's closed range; false for NaN. */
-static int in_range(double v, const gf_param_desc *d)
-{
+static int in_range(double v, const gf_param_desc *d) {
     return v >= d->min && v <= d->max;
 }
 
 /* The same for a float32 parameter, against the bounds rounded to float32:
  * a config value of exactly 1e30 or 1e-6 is stored as the nearest float,
  * which lies just outside the double bound. */
-static int in_range_f32(float v, const gf_param_desc *d)
-{
+static int in_range_f32(float v, const gf_param_desc *d) {
     return v >= (float)d->min && v <= (float)d->max;
 }
 
@@ -114,8 +111,7 @@ static int in_range_f32(float v, const gf_param_desc *d)
  * in why[why_len].
  */
 static int check_ranges(const gf_param_desc *descs, size_t count, const gf_params *p, char *why,
-                        size_t why_len)
-{
+                        size_t why_len) {
     for (size_t i = 0; i < count; i++) {
         const gf_param_desc *d = &descs[i];
         const unsigned char *field = (const unsigned char *)p + d->offset;
@@ -155,8 +151,7 @@ static int check_ranges(const gf_param_desc *descs, size_t count, const gf_param
 }
 
 /* An input length as an output length, or -1 when int64_t cannot hold it. */
-static int64_t same_length(uint64_t in_bytes, char *why, size_t why_len)
-{
+static int64_t same_length(uint64_t in_bytes, char *why, size_t why_len) {
     if (in_bytes > (uint64_t)INT64_MAX) {
         set_why(why, why_len, "length %" PRIu64 " is too large", in_bytes);
         return -1;
@@ -167,30 +162,26 @@ static int64_t same_length(uint64_t in_bytes, char *why, size_t why_len)
 /* ---- echo -------------------------------------------------------------- */
 
 /* Any length, 0 included, comes back unchanged. */
-static int64_t echo_output_bytes(const gf_params *p, uint64_t in_bytes, char *why, size_t why_len)
-{
+static int64_t echo_output_bytes(const gf_params *p, uint64_t in_bytes, char *why, size_t why_len) {
     (void)p;
     return same_length(in_bytes, why, why_len);
 }
 
 /* Output = input: at most the largest input. */
-static uint64_t same_max_output_bytes(const gf_params *p, uint64_t max_in_bytes)
-{
+static uint64_t same_max_output_bytes(const gf_params *p, uint64_t max_in_bytes) {
     (void)p;
     return max_in_bytes;
 }
 
 /* echo's warm-up is one byte. */
-static uint64_t echo_warmup_input_bytes(const gf_params *p)
-{
+static uint64_t echo_warmup_input_bytes(const gf_params *p) {
     (void)p;
     return 1;
 }
 
 /* echo has no parameters: always 0. */
 static int echo_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
-                             size_t why_len)
-{
+                             size_t why_len) {
     (void)p;
     (void)max_frame_bytes;
     (void)why;
@@ -201,8 +192,7 @@ static int echo_check_params(const gf_params *p, uint64_t max_frame_bytes, char 
 /* ---- affine and sincos: float32 arrays ---------------------------------- */
 
 /* A whole number of float32 elements (0 included) comes back at its size. */
-static int64_t f32_output_bytes(const gf_params *p, uint64_t in_bytes, char *why, size_t why_len)
-{
+static int64_t f32_output_bytes(const gf_params *p, uint64_t in_bytes, char *why, size_t why_len) {
     (void)p;
     if (in_bytes % F32_BYTES != 0) {
         set_why(why, why_len, "length %" PRIu64 " is not a multiple of %u (float32 elements)",
@@ -213,8 +203,7 @@ static int64_t f32_output_bytes(const gf_params *p, uint64_t in_bytes, char *why
 }
 
 /* One float32 element warms a float kind up. */
-static uint64_t f32_warmup_input_bytes(const gf_params *p)
-{
+static uint64_t f32_warmup_input_bytes(const gf_params *p) {
     (void)p;
     return F32_BYTES;
 }
@@ -228,22 +217,20 @@ static const gf_param_desc affine_params[] = {
 
 /* a and b in range; nothing else to check. */
 static int affine_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
-                               size_t why_len)
-{
+                               size_t why_len) {
     (void)max_frame_bytes;
     return check_ranges(affine_params, sizeof affine_params / sizeof affine_params[0], p, why,
                         why_len);
 }
 
 static const gf_param_desc sincos_params[] = {
-    {"iters", GF_PARAM_U32, offsetof(gf_params, iters), SINCOS_ITERS_DEFAULT, 1,
-     SINCOS_ITERS_MAX, "repetitions of v = sin(v)*cos(v) + v per element"},
+    {"iters", GF_PARAM_U32, offsetof(gf_params, iters), SINCOS_ITERS_DEFAULT, 1, SINCOS_ITERS_MAX,
+     "repetitions of v = sin(v)*cos(v) + v per element"},
 };
 
 /* iters in range; nothing else to check. */
 static int sincos_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
-                               size_t why_len)
-{
+                               size_t why_len) {
     (void)max_frame_bytes;
     return check_ranges(sincos_params, sizeof sincos_params / sizeof sincos_params[0], p, why,
                         why_len);
@@ -265,8 +252,7 @@ static const gf_param_desc normalize_u8_params[] = {
 };
 
 /* The one input length normalize_u8 takes: width*height*3 bytes. */
-static uint64_t rgb_frame_bytes(const gf_params *p)
-{
+static uint64_t rgb_frame_bytes(const gf_params *p) {
     /* Both factors are below 2^32, so neither product can wrap 2^64... */
     uint64_t pixels = (uint64_t)p->width * p->height;
 
@@ -276,8 +262,7 @@ static uint64_t rgb_frame_bytes(const gf_params *p)
 
 /* Exactly width*height*3 bytes; the output is that many float32. */
 static int64_t normalize_u8_output_bytes(const gf_params *p, uint64_t in_bytes, char *why,
-                                         size_t why_len)
-{
+                                         size_t why_len) {
     uint64_t want = rgb_frame_bytes(p);
 
     if (in_bytes != want) {
@@ -295,22 +280,19 @@ static int64_t normalize_u8_output_bytes(const gf_params *p, uint64_t in_bytes, 
 }
 
 /* The one accepted input makes the one output: 4 bytes per input byte. */
-static uint64_t normalize_u8_max_output_bytes(const gf_params *p, uint64_t max_in_bytes)
-{
+static uint64_t normalize_u8_max_output_bytes(const gf_params *p, uint64_t max_in_bytes) {
     uint64_t in_bytes = rgb_frame_bytes(p);
     return in_bytes <= max_in_bytes ? in_bytes * sizeof(float) : 0;
 }
 
 /* normalize_u8 takes one size only: a whole image. */
-static uint64_t normalize_u8_warmup_input_bytes(const gf_params *p)
-{
+static uint64_t normalize_u8_warmup_input_bytes(const gf_params *p) {
     return rgb_frame_bytes(p);
 }
 
 /* Ranges, then one image must fit one frame. */
 static int normalize_u8_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
-                                     size_t why_len)
-{
+                                     size_t why_len) {
     uint64_t frame_bytes;
 
     if (check_ranges(normalize_u8_params,
@@ -394,8 +376,7 @@ static const gf_pipeline_kind kinds[KIND_COUNT] = {
         },
 };
 
-const gf_pipeline_kind *gf_pipeline_kind_find(const char *name)
-{
+const gf_pipeline_kind *gf_pipeline_kind_find(const char *name) {
     if (name == NULL) {
         return NULL;
     }
@@ -407,8 +388,7 @@ const gf_pipeline_kind *gf_pipeline_kind_find(const char *name)
     return NULL;
 }
 
-const gf_pipeline_kind *gf_pipeline_kinds(size_t *count)
-{
+const gf_pipeline_kind *gf_pipeline_kinds(size_t *count) {
     *count = KIND_COUNT;
     return kinds;
 }
@@ -416,8 +396,7 @@ const gf_pipeline_kind *gf_pipeline_kinds(size_t *count)
 /* Fields the kind does not read are zero.  Each descriptor's default goes to
  * its field (all three channels for F32x3); normalize_u8's mean and std, whose
  * channels differ, then get the ImageNet values. */
-void gf_params_defaults(const gf_pipeline_kind *kind, gf_params *p)
-{
+void gf_params_defaults(const gf_pipeline_kind *kind, gf_params *p) {
     assert(kind != NULL && p != NULL);
     memset(p, 0, sizeof *p);
     for (size_t i = 0; i < kind->param_count; i++) {
@@ -427,12 +406,8 @@ void gf_params_defaults(const gf_pipeline_kind *kind, gf_params *p)
         uint32_t u = (uint32_t)d->default_value;
 
         switch (d->type) {
-        case GF_PARAM_F32:
-            memcpy(field, &f, sizeof f);
-            break;
-        case GF_PARAM_U32:
-            memcpy(field, &u, sizeof u);
-            break;
+        case GF_PARAM_F32: memcpy(field, &f, sizeof f); break;
+        case GF_PARAM_U32: memcpy(field, &u, sizeof u); break;
         case GF_PARAM_F32x3:
             for (unsigned c = 0; c < RGB_CHANNELS; c++) {
                 memcpy(field + c * sizeof f, &f, sizeof f);
@@ -448,8 +423,7 @@ void gf_params_defaults(const gf_pipeline_kind *kind, gf_params *p)
 
 /* Bit for bit: the first differing byte, with both values. */
 static int compare_exact(const unsigned char *got, const unsigned char *ref, size_t bytes,
-                         char *why, size_t why_len)
-{
+                         char *why, size_t why_len) {
     if (bytes == 0 || memcmp(got, ref, bytes) == 0) {
         return 0;
     }
@@ -466,8 +440,7 @@ static int compare_exact(const unsigned char *got, const unsigned char *ref, siz
 /* Elementwise float32 within abs + rel*|ref|; equal values (infinities of one
  * sign included) and two NaNs match, a NaN against a number does not. */
 static int compare_f32(const gf_pipeline_kind *kind, const unsigned char *got,
-                       const unsigned char *ref, size_t bytes, char *why, size_t why_len)
-{
+                       const unsigned char *ref, size_t bytes, char *why, size_t why_len) {
     if (bytes % F32_BYTES != 0) {
         set_why(why, why_len, "length %zu is not a multiple of %u (float32 elements)", bytes,
                 F32_BYTES);
@@ -498,8 +471,7 @@ static int compare_f32(const gf_pipeline_kind *kind, const unsigned char *got,
 }
 
 int gf_pipeline_compare(const gf_pipeline_kind *kind, const void *got, const void *ref,
-                        size_t bytes, char *why, size_t why_len)
-{
+                        size_t bytes, char *why, size_t why_len) {
     assert(kind != NULL);
     if (kind->exact) {
         return compare_exact(got, ref, bytes, why, why_len);

@@ -17,16 +17,14 @@ static constexpr unsigned kThreadsPerBlock = 256;
 static constexpr unsigned kMaxBlocks = 1024;
 
 /* Blocks for `work` items: enough for one item per thread, at most kMaxBlocks. */
-static unsigned blocks_for(size_t work)
-{
+static unsigned blocks_for(size_t work) {
     size_t blocks = (work + kThreadsPerBlock - 1) / kThreadsPerBlock;
     return blocks > kMaxBlocks ? kMaxBlocks : static_cast<unsigned>(blocks);
 }
 
 /* `iters` repetitions of v = sinf(v)*cosf(v) + v on each of `count` floats. */
 static __global__ void sincos_kernel(const float *__restrict__ in, float *__restrict__ out,
-                                     size_t count, uint32_t iters)
-{
+                                     size_t count, uint32_t iters) {
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
 
     for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
@@ -42,8 +40,7 @@ static __global__ void sincos_kernel(const float *__restrict__ in, float *__rest
 }
 
 extern "C" int gf_sincos_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
-                                void *out_dev, gf_cuda_stream stream)
-{
+                                void *out_dev, gf_cuda_stream stream) {
     cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     const uintptr_t addr_bits =
         reinterpret_cast<uintptr_t>(in_dev) | reinterpret_cast<uintptr_t>(out_dev);

@@ -30,8 +30,8 @@ void gf_sincos_ref(const gf_params *p, const void *in, size_t in_bytes, void *ou
  * synchronises.  Returns 0, or a cudaError_t: cudaErrorInvalidValue for a
  * length or pointer the kind cannot take (nothing is launched), else what
  * cudaGetLastError() reports after the launch.  Zero bytes launch nothing. */
-int gf_sincos_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
-                     void *out_dev, gf_cuda_stream stream);
+int gf_sincos_launch(const gf_params *p, const void *in_dev, size_t in_bytes, void *out_dev,
+                     gf_cuda_stream stream);
 
 #ifdef __cplusplus
 }

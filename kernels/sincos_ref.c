@@ -11,8 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-void gf_sincos_ref(const gf_params *p, const void *in, size_t in_bytes, void *out)
-{
+void gf_sincos_ref(const gf_params *p, const void *in, size_t in_bytes, void *out) {
     const unsigned char *src = in;
     unsigned char *dst = out;
     const uint32_t iters = p->iters;

@@ -23,45 +23,37 @@ enum {
 
 _Static_assert(OFF_END_ == GF_HEADER_BYTES, "header table and GF_HEADER_BYTES disagree");
 
-static uint16_t get_u16(const unsigned char *p)
-{
+static uint16_t get_u16(const unsigned char *p) {
     return (uint16_t)((unsigned)p[0] | (unsigned)p[1] << 8);
 }
 
-static uint32_t get_u32(const unsigned char *p)
-{
+static uint32_t get_u32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t get_u64(const unsigned char *p)
-{
+static uint64_t get_u64(const unsigned char *p) {
     return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
 }
 
-static void put_u16(unsigned char *p, uint16_t v)
-{
+static void put_u16(unsigned char *p, uint16_t v) {
     p[0] = (unsigned char)(v & 0xFFu);
     p[1] = (unsigned char)(v >> 8);
 }
 
-static void put_u32(unsigned char *p, uint32_t v)
-{
+static void put_u32(unsigned char *p, uint32_t v) {
     for (int i = 0; i < 4; i++)
         p[i] = (unsigned char)((v >> (8 * i)) & 0xFFu);
 }
 
-static void put_u64(unsigned char *p, uint64_t v)
-{
+static void put_u64(unsigned char *p, uint64_t v) {
     put_u32(p, (uint32_t)(v & 0xFFFFFFFFu));
     put_u32(p + 4, (uint32_t)(v >> 32));
 }
 
 /* Nonzero when a message of `type` may arrive at a peer playing `role`. */
-static int type_accepted(enum gf_parse_role role, uint32_t type)
-{
+static int type_accepted(enum gf_parse_role role, uint32_t type) {
     switch (role) {
-    case GF_ROLE_DAEMON:
-        return type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS;
+    case GF_ROLE_DAEMON: return type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS;
     case GF_ROLE_CLIENT:
         return type == GF_MSG_RESULT || type == GF_MSG_ERROR || type == GF_MSG_LIST ||
                type == GF_MSG_STATS;
@@ -71,8 +63,7 @@ static int type_accepted(enum gf_parse_role role, uint32_t type)
 }
 
 int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
-                    uint64_t max_payload_bytes, gf_header *out)
-{
+                    uint64_t max_payload_bytes, gf_header *out) {
     const unsigned char *p = buf;
 
     assert(out != NULL);
@@ -108,8 +99,7 @@ int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
     return (int)GF_HEADER_BYTES;
 }
 
-void gf_header_encode(const gf_header *h, void *buf)
-{
+void gf_header_encode(const gf_header *h, void *buf) {
     unsigned char *p = buf;
 
     assert(h != NULL && p != NULL);
@@ -139,31 +129,23 @@ static const char *const status_names[GF_STATUS_COUNT_] = {
     [GF_ERR_INTERNAL] = "internal",
 };
 
-const char *gf_status_name(uint32_t status)
-{
+const char *gf_status_name(uint32_t status) {
     if (status >= GF_STATUS_COUNT_)
         return "unknown";
     return status_names[status];
 }
 
-int gf_status_is_fatal(uint32_t status)
-{
+int gf_status_is_fatal(uint32_t status) {
     return status >= GF_ERR_BAD_MAGIC && status <= GF_ERR_TOO_LARGE;
 }
 
-const char *gf_msg_type_name(uint32_t type)
-{
+const char *gf_msg_type_name(uint32_t type) {
     switch (type) {
-    case GF_MSG_FRAME:
-        return "frame";
-    case GF_MSG_RESULT:
-        return "result";
-    case GF_MSG_ERROR:
-        return "error";
-    case GF_MSG_LIST:
-        return "list";
-    case GF_MSG_STATS:
-        return "stats";
+    case GF_MSG_FRAME: return "frame";
+    case GF_MSG_RESULT: return "result";
+    case GF_MSG_ERROR: return "error";
+    case GF_MSG_LIST: return "list";
+    case GF_MSG_STATS: return "stats";
     }
     return "unknown";
 }

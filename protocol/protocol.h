@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 /* "GFRM" read as a little-endian 32-bit integer. */
-#define GF_MAGIC 0x4D524647u
+#define GF_MAGIC            0x4D524647u
 #define GF_PROTOCOL_VERSION 1u
 /* The fixed header that precedes every payload. */
 #define GF_HEADER_BYTES 32u

@@ -23,8 +23,7 @@
 
 /* The parameters `kind` gets by default, with every other field zero: the
  * baseline that parsed parameters are compared to with memcmp. */
-static gf_params default_params(const char *kind_name)
-{
+static gf_params default_params(const char *kind_name) {
     const gf_pipeline_kind *kind = gf_pipeline_kind_find(kind_name);
     gf_params p;
 
@@ -34,9 +33,8 @@ static gf_params default_params(const char *kind_name)
     return p;
 }
 
-static void assert_pipeline(const gf_pipeline *p, uint32_t id, const char *name,
-                            const char *kind, const gf_params *want)
-{
+static void assert_pipeline(const gf_pipeline *p, uint32_t id, const char *name, const char *kind,
+                            const gf_params *want) {
     ck_assert_uint_eq(p->id, id);
     ck_assert_str_eq(p->name, name);
     ck_assert_ptr_eq(p->kind, gf_pipeline_kind_find(kind));
@@ -44,23 +42,21 @@ static void assert_pipeline(const gf_pipeline *p, uint32_t id, const char *name,
     ck_assert_msg(memcmp(&p->params, want, sizeof *want) == 0, "params of %s differ", name);
 }
 
-static void assert_empty(const gf_config *cfg)
-{
+static void assert_empty(const gf_config *cfg) {
     ck_assert_ptr_null(cfg->pipelines);
     ck_assert_uint_eq(cfg->pipeline_count, 0);
 }
 
 /* ---- the default file ------------------------------------------------------- */
 
-START_TEST(default_file_parses_to_documented_values)
-{
+START_TEST(default_file_parses_to_documented_values) {
     char err[ERR_BYTES] = "";
     gf_config cfg;
     gf_params want;
 
-    ck_assert_msg(gf_config_load_file(GF_TEST_CONFIG_DIR "/gpuframed.json", &cfg, err,
-                                      sizeof err) == 0,
-                  "%s", err);
+    ck_assert_msg(
+        gf_config_load_file(GF_TEST_CONFIG_DIR "/gpuframed.json", &cfg, err, sizeof err) == 0, "%s",
+        err);
     ck_assert_str_eq(cfg.socket_path, "/run/gpuframed.sock");
     ck_assert_int_eq(cfg.engine, GF_ENGINE_AUTO);
     ck_assert_uint_eq(cfg.slot_count, 2);
@@ -99,8 +95,7 @@ START_TEST(default_file_parses_to_documented_values)
 }
 END_TEST
 
-START_TEST(absent_keys_take_defaults)
-{
+START_TEST(absent_keys_take_defaults) {
     char err[ERR_BYTES] = "";
     gf_config cfg;
     gf_params want = default_params("normalize_u8");
@@ -121,8 +116,7 @@ START_TEST(absent_keys_take_defaults)
 }
 END_TEST
 
-START_TEST(every_key_set_and_bounds_accepted)
-{
+START_TEST(every_key_set_and_bounds_accepted) {
     char err[ERR_BYTES] = "", json[1024];
     char sock[GF_SOCKET_PATH_MAX];
     gf_config cfg;
@@ -156,11 +150,11 @@ START_TEST(every_key_set_and_bounds_accepted)
                     &want);
     gf_config_free(&cfg);
 
-    ck_assert_msg(gf_config_parse("{\"slots\": 1, \"max_frame_bytes\": 1, \"frame_timeout_ms\": "
-                                  "1, \"engine\": \"cuda\", \"log_level\": \"error\", "
-                                  ECHO_PIPELINES "}",
-                                  &cfg, err, sizeof err) == 0,
-                  "%s", err);
+    ck_assert_msg(
+        gf_config_parse("{\"slots\": 1, \"max_frame_bytes\": 1, \"frame_timeout_ms\": "
+                        "1, \"engine\": \"cuda\", \"log_level\": \"error\", " ECHO_PIPELINES "}",
+                        &cfg, err, sizeof err) == 0,
+        "%s", err);
     ck_assert_uint_eq(cfg.slot_count, 1);
     ck_assert_uint_eq(cfg.max_frame_bytes, 1);
     ck_assert_uint_eq(cfg.frame_timeout_ms, 1);
@@ -270,7 +264,8 @@ static const struct bad_config bad_configs[] = {
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}, {\"name\": \"n\", \"kind\": "
      "\"normalize_u8\", \"params\": {\"mean\": [0.5, 0.5]}}]}",
      "pipelines[1] (n).params.mean: expected an array of 3 numbers, got an array of 2 elements"},
-    {"{\"pipelines\": [{\"name\": \"n\", \"kind\": \"normalize_u8\", \"params\": {\"mean\": 0.5}}]}",
+    {"{\"pipelines\": [{\"name\": \"n\", \"kind\": \"normalize_u8\", \"params\": {\"mean\": "
+     "0.5}}]}",
      "pipelines[0] (n).params.mean: expected an array of 3 numbers, got 0.5"},
     {"{\"pipelines\": [{\"name\": \"n\", \"kind\": \"normalize_u8\", \"params\": {\"std\": [1, "
      "\"1\", 1]}}]}",
@@ -291,15 +286,13 @@ static const struct bad_config bad_configs[] = {
      "pipelines[0] (n).params: "},
 };
 
-START_TEST(bad_config_is_rejected_with_key_path)
-{
+START_TEST(bad_config_is_rejected_with_key_path) {
     const struct bad_config *c = &bad_configs[_i];
     char err[ERR_BYTES] = "";
     gf_config cfg;
 
     memset(&cfg, 0xa5, sizeof cfg); /* parse must empty it, not free it */
-    ck_assert_msg(gf_config_parse(c->json, &cfg, err, sizeof err) == -1, "accepted: %s",
-                  c->json);
+    ck_assert_msg(gf_config_parse(c->json, &cfg, err, sizeof err) == -1, "accepted: %s", c->json);
     ck_assert_msg(strstr(err, c->want) != NULL, "error \"%s\" lacks \"%s\"", err, c->want);
     ck_assert_msg(strchr(err, '\n') == NULL, "error is not one line: %s", err);
     assert_empty(&cfg);
@@ -307,8 +300,7 @@ START_TEST(bad_config_is_rejected_with_key_path)
 }
 END_TEST
 
-START_TEST(unknown_kind_lists_every_kind)
-{
+START_TEST(unknown_kind_lists_every_kind) {
     char err[ERR_BYTES] = "";
     size_t count;
     const gf_pipeline_kind *kinds = gf_pipeline_kinds(&count);
@@ -324,24 +316,21 @@ START_TEST(unknown_kind_lists_every_kind)
 }
 END_TEST
 
-START_TEST(exact_error_texts)
-{
+START_TEST(exact_error_texts) {
     char err[ERR_BYTES] = "";
     gf_config cfg;
 
     ck_assert_int_eq(gf_config_parse("{\"slots\": 0, " ECHO_PIPELINES "}", &cfg, err, sizeof err),
                      -1);
     ck_assert_str_eq(err, "slots: expected an integer in [1, 64], got 0");
-    ck_assert_int_eq(gf_config_parse("{\"engine\": \"gpu\", " ECHO_PIPELINES "}", &cfg, err,
-                                     sizeof err),
-                     -1);
+    ck_assert_int_eq(
+        gf_config_parse("{\"engine\": \"gpu\", " ECHO_PIPELINES "}", &cfg, err, sizeof err), -1);
     ck_assert_str_eq(err, "engine: expected one of \"auto\", \"cuda\", \"cpu\", got \"gpu\"");
 }
 END_TEST
 
 /* A config of `count` echo pipelines named p0, p1, ...; the caller frees it. */
-static char *echo_pipelines_json(int count)
-{
+static char *echo_pipelines_json(int count) {
     size_t len = 64 + (size_t)count * 48, o = 0;
     char *json = malloc(len);
 
@@ -355,8 +344,7 @@ static char *echo_pipelines_json(int count)
     return json;
 }
 
-START_TEST(too_many_pipelines)
-{
+START_TEST(too_many_pipelines) {
     char *json = echo_pipelines_json(GF_MAX_PIPELINES + 1), err[ERR_BYTES] = "";
     gf_config cfg;
 
@@ -379,29 +367,28 @@ START_TEST(too_many_pipelines)
 }
 END_TEST
 
-START_TEST(errors_are_escaped_and_truncated)
-{
+START_TEST(errors_are_escaped_and_truncated) {
     char err[ERR_BYTES] = "", small[24];
     gf_config cfg;
 
     /* A control character and a long value stay on one short line. */
-    ck_assert_int_eq(gf_config_parse("{\"engine\": \"a\\nb\\u0001"
-                                     "ccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\", "
-                                     ECHO_PIPELINES "}",
-                                     &cfg, err, sizeof err),
-                     -1);
+    ck_assert_int_eq(
+        gf_config_parse(
+            "{\"engine\": \"a\\nb\\u0001"
+            "ccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\", " ECHO_PIPELINES "}",
+            &cfg, err, sizeof err),
+        -1);
     ck_assert_ptr_nonnull(strstr(err, "got \"a\\nb\\x01ccc"));
     ck_assert_ptr_nonnull(strstr(err, "...\""));
     ck_assert_ptr_null(strchr(err, '\n'));
 
     /* A small buffer gets a cut, terminated message. */
     memset(small, 'z', sizeof small);
-    ck_assert_int_eq(gf_config_parse("{\"slots\": 0, " ECHO_PIPELINES "}", &cfg, small,
-                                     sizeof small),
-                     -1);
+    ck_assert_int_eq(
+        gf_config_parse("{\"slots\": 0, " ECHO_PIPELINES "}", &cfg, small, sizeof small), -1);
     ck_assert_uint_eq(strlen(small), sizeof small - 1);
-    ck_assert_int_eq(strncmp(small, "slots: expected an integer in [1, 64], got 0", sizeof small - 1),
-                     0);
+    ck_assert_int_eq(
+        strncmp(small, "slots: expected an integer in [1, 64], got 0", sizeof small - 1), 0);
 
     /* No buffer at all is allowed. */
     ck_assert_int_eq(gf_config_parse("{\"slots\": 0}", &cfg, NULL, 0), -1);
@@ -413,8 +400,7 @@ END_TEST
 
 /* Writes `len` bytes of `data` to a new temporary file; returns its path in
  * path[len] (the caller unlinks it). */
-static void write_temp(char *path, size_t path_len, const void *data, size_t len)
-{
+static void write_temp(char *path, size_t path_len, const void *data, size_t len) {
     int fd;
 
     snprintf(path, path_len, "/tmp/gf_test_config_XXXXXX");
@@ -424,16 +410,14 @@ static void write_temp(char *path, size_t path_len, const void *data, size_t len
     ck_assert_int_eq(close(fd), 0);
 }
 
-START_TEST(load_file_errors_start_with_the_path)
-{
+START_TEST(load_file_errors_start_with_the_path) {
     char err[ERR_BYTES] = "", path[64], want[128];
     const char bad[] = "{\"slots\": 65, " ECHO_PIPELINES "}";
     const char nul[] = "{\"slots\": 2}\0garbage";
     gf_config cfg;
     char *big;
 
-    ck_assert_int_eq(gf_config_load_file("/nonexistent/gpuframed.json", &cfg, err, sizeof err),
-                     -1);
+    ck_assert_int_eq(gf_config_load_file("/nonexistent/gpuframed.json", &cfg, err, sizeof err), -1);
     ck_assert_str_eq(err, "/nonexistent/gpuframed.json: No such file or directory");
     assert_empty(&cfg);
 
@@ -475,8 +459,7 @@ END_TEST
 
 /* ---- small parsers ---------------------------------------------------------- */
 
-START_TEST(engine_and_log_level_names)
-{
+START_TEST(engine_and_log_level_names) {
     enum gf_engine_choice e = GF_ENGINE_AUTO;
     enum gf_log_level l = GF_LOG_ERROR;
 
@@ -506,8 +489,7 @@ START_TEST(engine_and_log_level_names)
 }
 END_TEST
 
-START_TEST(params_from_json_defaults_and_prefix)
-{
+START_TEST(params_from_json_defaults_and_prefix) {
     const gf_pipeline_kind *affine = gf_pipeline_kind_find("affine");
     gf_params got, want = default_params("affine");
     char err[ERR_BYTES] = "";
@@ -534,8 +516,7 @@ START_TEST(params_from_json_defaults_and_prefix)
 }
 END_TEST
 
-START_TEST(f32_range_is_checked_after_rounding)
-{
+START_TEST(f32_range_is_checked_after_rounding) {
     const gf_pipeline_kind *affine = gf_pipeline_kind_find("affine");
     const gf_param_desc *d;
     char err[ERR_BYTES] = "", text[64];
@@ -566,8 +547,7 @@ END_TEST
 
 /* Encodes `cfg`'s pipelines, prints them as text, parses the text back and
  * checks that every field, params included, is identical. */
-static void assert_round_trip(const gf_config *cfg)
-{
+static void assert_round_trip(const gf_config *cfg) {
     char err[ERR_BYTES] = "";
     gf_pipeline *back = NULL;
     size_t count = 0;
@@ -577,8 +557,8 @@ static void assert_round_trip(const gf_config *cfg)
     ck_assert_ptr_nonnull(tree);
     text = cJSON_PrintUnformatted(tree);
     ck_assert_ptr_nonnull(text);
-    ck_assert_msg(gf_pipelines_from_json(text, &back, &count, err, sizeof err) == 0, "%s: %s",
-                  err, text);
+    ck_assert_msg(gf_pipelines_from_json(text, &back, &count, err, sizeof err) == 0, "%s: %s", err,
+                  text);
     ck_assert_uint_eq(count, cfg->pipeline_count);
     for (size_t i = 0; i < count; i++) {
         const gf_pipeline *a = &cfg->pipelines[i], *b = &back[i];
@@ -599,21 +579,19 @@ static void assert_round_trip(const gf_config *cfg)
     cJSON_Delete(tree);
 }
 
-START_TEST(list_round_trip_default_config)
-{
+START_TEST(list_round_trip_default_config) {
     char err[ERR_BYTES] = "";
     gf_config cfg;
 
-    ck_assert_msg(gf_config_load_file(GF_TEST_CONFIG_DIR "/gpuframed.json", &cfg, err,
-                                      sizeof err) == 0,
-                  "%s", err);
+    ck_assert_msg(
+        gf_config_load_file(GF_TEST_CONFIG_DIR "/gpuframed.json", &cfg, err, sizeof err) == 0, "%s",
+        err);
     assert_round_trip(&cfg);
     gf_config_free(&cfg);
 }
 END_TEST
 
-START_TEST(list_round_trip_awkward_values)
-{
+START_TEST(list_round_trip_awkward_values) {
     char err[ERR_BYTES] = "";
     gf_config cfg;
 
@@ -638,8 +616,7 @@ START_TEST(list_round_trip_awkward_values)
 }
 END_TEST
 
-START_TEST(list_round_trip_random_floats)
-{
+START_TEST(list_round_trip_random_floats) {
     const gf_pipeline_kind *affine = gf_pipeline_kind_find("affine");
     gf_pipeline p[64];
     gf_config cfg;
@@ -701,8 +678,7 @@ static const struct bad_list bad_lists[] = {
      "pipelines[0] (a).params.a: expected a number in ["},
 };
 
-START_TEST(bad_list_is_rejected)
-{
+START_TEST(bad_list_is_rejected) {
     const struct bad_list *c = &bad_lists[_i];
     char err[ERR_BYTES] = "";
     gf_pipeline dummy, *out = &dummy; /* must be reset, never freed */
@@ -716,8 +692,7 @@ START_TEST(bad_list_is_rejected)
 }
 END_TEST
 
-START_TEST(list_ignores_doc_and_unknown_keys)
-{
+START_TEST(list_ignores_doc_and_unknown_keys) {
     char err[ERR_BYTES] = "";
     gf_pipeline *out = NULL;
     size_t count = 0;
@@ -735,8 +710,7 @@ START_TEST(list_ignores_doc_and_unknown_keys)
 }
 END_TEST
 
-static Suite *config_suite(void)
-{
+static Suite *config_suite(void) {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("file");
 
@@ -765,15 +739,13 @@ static Suite *config_suite(void)
     tcase_add_test(tc, list_round_trip_default_config);
     tcase_add_test(tc, list_round_trip_awkward_values);
     tcase_add_test(tc, list_round_trip_random_floats);
-    tcase_add_loop_test(tc, bad_list_is_rejected, 0,
-                        (int)(sizeof bad_lists / sizeof bad_lists[0]));
+    tcase_add_loop_test(tc, bad_list_is_rejected, 0, (int)(sizeof bad_lists / sizeof bad_lists[0]));
     tcase_add_test(tc, list_ignores_doc_and_unknown_keys);
     suite_add_tcase(s, tc);
     return s;
 }
 
-int main(void)
-{
+int main(void) {
     SRunner *sr = srunner_create(config_suite());
     int failed;
 

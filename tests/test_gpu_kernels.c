@@ -37,16 +37,15 @@
 #define MIB (1u << 20)
 
 /* Fails the test, naming the call and CUDA's error, unless it succeeded. */
-#define CK_CUDA(call)                                                                         \
-    do {                                                                                      \
-        cudaError_t ck_cuda_err_ = (call);                                                    \
-        ck_assert_msg(ck_cuda_err_ == cudaSuccess, "%s failed: %s (%d)", #call,               \
-                      cudaGetErrorString(ck_cuda_err_), (int)ck_cuda_err_);                   \
+#define CK_CUDA(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t ck_cuda_err_ = (call);                                                         \
+        ck_assert_msg(ck_cuda_err_ == cudaSuccess, "%s failed: %s (%d)", #call,                    \
+                      cudaGetErrorString(ck_cuda_err_), (int)ck_cuda_err_);                        \
     } while (0)
 
 /* splitmix64: a fixed seed gives the same inputs on every run. */
-static uint64_t next_random(uint64_t *state)
-{
+static uint64_t next_random(uint64_t *state) {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -54,8 +53,7 @@ static uint64_t next_random(uint64_t *state)
 }
 
 /* Fills `bytes` bytes with random bytes. */
-static void fill_bytes(unsigned char *buf, size_t bytes, uint64_t seed)
-{
+static void fill_bytes(unsigned char *buf, size_t bytes, uint64_t seed) {
     uint64_t state = seed;
     for (size_t i = 0; i < bytes; i++) {
         buf[i] = (unsigned char)(next_random(&state) >> 56);
@@ -71,11 +69,10 @@ enum fill_mode {
 };
 /* Half-width of FILL_F32_NEAR_PI's two intervals. */
 #define NEAR_PI_SPREAD 1e-2
-#define PI 3.14159265358979323846
+#define PI             3.14159265358979323846
 
 /* Fills `bytes` / 4 floats as `mode` says (FILL_F32 or FILL_F32_NEAR_PI). */
-static void fill_f32(unsigned char *buf, size_t bytes, enum fill_mode mode, uint64_t seed)
-{
+static void fill_f32(unsigned char *buf, size_t bytes, enum fill_mode mode, uint64_t seed) {
     uint64_t state = seed;
     for (size_t i = 0; i + sizeof(float) <= bytes; i += sizeof(float)) {
         /* 24 random bits: every value is an exact float in [0, 1). */
@@ -97,8 +94,7 @@ static void fill_f32(unsigned char *buf, size_t bytes, enum fill_mode mode, uint
  * leaks this case's buffers: the process ends soon after).
  */
 static void run_case(const char *kind_name, const gf_params *p, size_t in_bytes,
-                     enum fill_mode mode, uint64_t seed)
-{
+                     enum fill_mode mode, uint64_t seed) {
     const gf_pipeline_kind *kind = gf_pipeline_kind_find(kind_name);
     char why[WHY_BYTES] = "";
     int64_t out_len;
@@ -169,16 +165,14 @@ static const size_t echo_sizes[] = {0, 1, 4, 15, 17, 4096, MIB + 4, MIB + 7, 16 
 static const size_t f32_sizes[] = {0, 4, 12, 20, 4096, MIB + 4, 16 * MIB};
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-START_TEST(test_echo)
-{
+START_TEST(test_echo) {
     gf_params p;
     gf_params_defaults(gf_pipeline_kind_find("echo"), &p);
     run_case("echo", &p, echo_sizes[_i], FILL_BYTES, 0xEC40u + (uint64_t)_i);
 }
 END_TEST
 
-START_TEST(test_affine)
-{
+START_TEST(test_affine) {
     gf_params p;
     gf_params_defaults(gf_pipeline_kind_find("affine"), &p);
     p.a = 1.7f;
@@ -189,8 +183,7 @@ END_TEST
 
 /* Parameters at the range's edge, whose products overflow to infinity, and
  * tiny ones whose results are subnormal (the kernel must not flush them). */
-START_TEST(test_affine_extremes)
-{
+START_TEST(test_affine_extremes) {
     gf_params p;
     gf_params_defaults(gf_pipeline_kind_find("affine"), &p);
     p.a = _i == 0 ? 1e30f : 1e-38f;
@@ -199,8 +192,7 @@ START_TEST(test_affine_extremes)
 }
 END_TEST
 
-START_TEST(test_sincos)
-{
+START_TEST(test_sincos) {
     gf_params p;
     gf_params_defaults(gf_pipeline_kind_find("sincos"), &p);
     run_case("sincos", &p, f32_sizes[_i], FILL_F32, 0x51C0u + (uint64_t)_i);
@@ -211,8 +203,7 @@ END_TEST
  * GPU and the reference differ most (8 to 14), and many. */
 static const uint32_t sincos_iters[] = {1, 3, 8, 10, 12, 14, 100, 1000};
 
-START_TEST(test_sincos_iters)
-{
+START_TEST(test_sincos_iters) {
     gf_params p;
     gf_params_defaults(gf_pipeline_kind_find("sincos"), &p);
     p.iters = sincos_iters[_i];
@@ -222,8 +213,7 @@ END_TEST
 
 /* The same counts on inputs near +-pi, the map's repelling points, where a
  * one-ulp difference grows most before it is damped. */
-START_TEST(test_sincos_near_pi)
-{
+START_TEST(test_sincos_near_pi) {
     gf_params p;
     gf_params_defaults(gf_pipeline_kind_find("sincos"), &p);
     p.iters = sincos_iters[_i];
@@ -231,8 +221,7 @@ START_TEST(test_sincos_near_pi)
 }
 END_TEST
 
-START_TEST(test_normalize_u8)
-{
+START_TEST(test_normalize_u8) {
     static const uint32_t dims[][2] = {{1, 1}, {3, 7}, {64, 48}, {1920, 1080}, {2048, 2730}};
     gf_params p;
     gf_params_defaults(gf_pipeline_kind_find("normalize_u8"), &p);
@@ -244,8 +233,7 @@ START_TEST(test_normalize_u8)
 END_TEST
 
 /* Lengths a launcher cannot take are refused without a launch. */
-START_TEST(test_bad_lengths_refused)
-{
+START_TEST(test_bad_lengths_refused) {
     gf_params p;
     void *in_dev = NULL, *out_dev = NULL;
     cudaStream_t stream = NULL;
@@ -276,8 +264,7 @@ START_TEST(test_bad_lengths_refused)
 }
 END_TEST
 
-static Suite *gpu_kernels_suite(void)
-{
+static Suite *gpu_kernels_suite(void) {
     Suite *s = suite_create("gpu_kernels");
     TCase *tc = tcase_create("kernels");
 
@@ -296,8 +283,7 @@ static Suite *gpu_kernels_suite(void)
     return s;
 }
 
-int main(void)
-{
+int main(void) {
     SRunner *sr;
     int device_count = 0, failed;
     cudaError_t err = cudaGetDeviceCount(&device_count);
@@ -319,8 +305,7 @@ int main(void)
 
 #else /* !GF_HAVE_CUDA */
 
-int main(void)
-{
+int main(void) {
     printf("SKIP: built without CUDA\n");
     return GF_SKIP_CODE;
 }

@@ -54,15 +54,15 @@
 /* The test config's max_frame_bytes: 4 MiB keeps slot memory small. */
 #define MAX_FRAME_BYTES (4u * MIB)
 /* normalize_u8 geometries: a small image, and a big one (3 MiB in, 12 MiB out). */
-#define RGB_SMALL_WIDTH 64
+#define RGB_SMALL_WIDTH  64
 #define RGB_SMALL_HEIGHT 48
-#define RGB_SMALL_BYTES (RGB_SMALL_WIDTH * RGB_SMALL_HEIGHT * 3u)
-#define RGB_BIG_WIDTH 1024
-#define RGB_BIG_HEIGHT 1024
-#define RGB_BIG_BYTES (RGB_BIG_WIDTH * RGB_BIG_HEIGHT * 3u)
+#define RGB_SMALL_BYTES  (RGB_SMALL_WIDTH * RGB_SMALL_HEIGHT * 3u)
+#define RGB_BIG_WIDTH    1024
+#define RGB_BIG_HEIGHT   1024
+#define RGB_BIG_BYTES    (RGB_BIG_WIDTH * RGB_BIG_HEIGHT * 3u)
 /* affine's and sincos's parameters in the test config. */
-#define AFFINE_A 2.0f
-#define AFFINE_B 0.5f
+#define AFFINE_A     2.0f
+#define AFFINE_B     0.5f
 #define SINCOS_ITERS 8u
 /* The daemon's staging boundary (server.h GF_STAGED_PAYLOAD_MAX_BYTES):
  * payloads up to it may be copied from the header buffer, the rest is read
@@ -110,19 +110,18 @@ static const char *const pipeline_names[P_COUNT] = {"echo", "affine", "sincos", 
 static const char *const pipeline_kinds[P_COUNT] = {"echo", "affine", "sincos", "normalize_u8",
                                                     "normalize_u8"};
 
-static const char *g_engine;        /* "cpu" or "cuda": $GF_TEST_ENGINE       */
-static SRunner *g_runner;           /* to see in teardown whether tests failed */
-static gf_test_daemon g_daemon;     /* the current fixture TCase's daemon     */
-static int g_failed_before_setup;   /* failures counted when it started       */
-static int g_fixture_failures;      /* teardown problems; main() counts them  */
-static gf_pipeline *g_pipelines;    /* LIST of the fixture daemon (per test)  */
+static const char *g_engine;      /* "cpu" or "cuda": $GF_TEST_ENGINE       */
+static SRunner *g_runner;         /* to see in teardown whether tests failed */
+static gf_test_daemon g_daemon;   /* the current fixture TCase's daemon     */
+static int g_failed_before_setup; /* failures counted when it started       */
+static int g_fixture_failures;    /* teardown problems; main() counts them  */
+static gf_pipeline *g_pipelines;  /* LIST of the fixture daemon (per test)  */
 static size_t g_pipeline_count;
 
 /* ---- fixture ------------------------------------------------------------------ */
 
 /* Unchecked setup (runner process): start the TCase's daemon. */
-static void daemon_setup(void)
-{
+static void daemon_setup(void) {
     char err[ERR_BYTES];
 
     g_failed_before_setup = srunner_ntests_failed(g_runner);
@@ -136,15 +135,14 @@ static void daemon_setup(void)
  * are printed and counted in g_fixture_failures.  The daemon's directory is
  * kept when anything in the TCase failed.
  */
-static void daemon_teardown(void)
-{
+static void daemon_teardown(void) {
     char desc[96], lines[4096], tail[4096];
     int status = -1, bad = 0;
     int rc = gf_test_daemon_stop(&g_daemon, &status);
 
     if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "FAIL: gpuframed (%s) did not stop cleanly after SIGTERM: %s%s\n",
-                g_engine, gf_test_describe_status(status, desc, sizeof desc),
+        fprintf(stderr, "FAIL: gpuframed (%s) did not stop cleanly after SIGTERM: %s%s\n", g_engine,
+                gf_test_describe_status(status, desc, sizeof desc),
                 rc != 0 ? ", killed after a timeout" : "");
         bad = 1;
     }
@@ -164,8 +162,7 @@ static void daemon_teardown(void)
 
 /* ---- helpers for tests ----------------------------------------------------------- */
 
-static gf_client *connect_to(const char *socket_path)
-{
+static gf_client *connect_to(const char *socket_path) {
     gf_client *c = NULL;
     int rc = gf_client_connect(socket_path, &c);
 
@@ -173,10 +170,11 @@ static gf_client *connect_to(const char *socket_path)
     return c;
 }
 
-static gf_client *connect_client(void) { return connect_to(g_daemon.socket_path); }
+static gf_client *connect_client(void) {
+    return connect_to(g_daemon.socket_path);
+}
 
-static int raw_connect(void)
-{
+static int raw_connect(void) {
     int fd = gf_test_raw_connect(g_daemon.socket_path);
 
     ck_assert_msg(fd >= 0, "connect(%s): %s", g_daemon.socket_path, strerror(-fd));
@@ -184,8 +182,7 @@ static int raw_connect(void)
 }
 
 /* The fixture daemon's pipeline `id`, from a LIST sent on `c` once per test. */
-static const gf_pipeline *pipeline(gf_client *c, uint32_t id)
-{
+static const gf_pipeline *pipeline(gf_client *c, uint32_t id) {
     char err[ERR_BYTES];
 
     if (g_pipelines == NULL) {
@@ -196,8 +193,7 @@ static const gf_pipeline *pipeline(gf_client *c, uint32_t id)
     return &g_pipelines[id];
 }
 
-static cJSON *stats(gf_client *c)
-{
+static cJSON *stats(gf_client *c) {
     char err[ERR_BYTES];
     cJSON *st = NULL;
     int rc = gf_test_stats(c, &st, err, sizeof err);
@@ -206,8 +202,7 @@ static cJSON *stats(gf_client *c)
     return st;
 }
 
-static uint64_t stat_u64(const cJSON *st, const char *path)
-{
+static uint64_t stat_u64(const cJSON *st, const char *path) {
     uint64_t v = 0;
 
     ck_assert_msg(gf_test_json_u64(st, path, &v) == 0, "STATS has no counter %s", path);
@@ -215,8 +210,7 @@ static uint64_t stat_u64(const cJSON *st, const char *path)
 }
 
 /* after.path - before.path, asserting that the counter did not go down. */
-static uint64_t stat_delta(const cJSON *after, const cJSON *before, const char *path)
-{
+static uint64_t stat_delta(const cJSON *after, const cJSON *before, const char *path) {
     uint64_t a = stat_u64(after, path), b = stat_u64(before, path);
 
     ck_assert_msg(a >= b, "%s went down from %" PRIu64 " to %" PRIu64, path, b, a);
@@ -224,8 +218,7 @@ static uint64_t stat_delta(const cJSON *after, const cJSON *before, const char *
 }
 
 /* Waits until the daemon is idle with `open` connections; returns its STATS. */
-static cJSON *wait_idle(gf_client *c, uint64_t open)
-{
+static cJSON *wait_idle(gf_client *c, uint64_t open) {
     char err[ERR_BYTES];
     cJSON *st = NULL;
     int rc = gf_test_wait_idle(c, open, SETTLE_TIMEOUT_MS, &st, err, sizeof err);
@@ -240,8 +233,7 @@ static cJSON *wait_idle(gf_client *c, uint64_t open)
  * only on a daemon that refused no LIST or STATS carrying a payload (those
  * count as bad_length too): no test of the serve or disconnects TCase sends
  * one. */
-static void assert_frames_add_up(const cJSON *st)
-{
+static void assert_frames_add_up(const cJSON *st) {
     uint64_t refused = 0;
 
     ck_assert_msg(gf_test_frame_rejections(st, &refused) == 0, "STATS lacks rejected.*");
@@ -258,8 +250,7 @@ static void assert_frames_add_up(const cJSON *st)
 
 /* Streams `count` verified frames of `bytes` through pipeline `id`. */
 static void stream(gf_client *c, uint32_t id, size_t bytes, unsigned count, unsigned window,
-                   uint64_t first_frame_id)
-{
+                   uint64_t first_frame_id) {
     char err[ERR_BYTES];
     gf_test_stream s = {.pipeline = pipeline(c, id),
                         .frame_bytes = bytes,
@@ -273,8 +264,7 @@ static void stream(gf_client *c, uint32_t id, size_t bytes, unsigned count, unsi
 }
 
 /* A NUL-terminated copy of an ERROR reply's text. */
-static void error_text(const gf_reply *r, char *out, size_t out_len)
-{
+static void error_text(const gf_reply *r, char *out, size_t out_len) {
     size_t n = r->payload_bytes < out_len - 1 ? r->payload_bytes : out_len - 1;
 
     if (n > 0)
@@ -282,8 +272,7 @@ static void error_text(const gf_reply *r, char *out, size_t out_len)
     out[n] = '\0';
 }
 
-static void sleep_ms(unsigned ms)
-{
+static void sleep_ms(unsigned ms) {
     struct timespec ts = {.tv_sec = ms / 1000u, .tv_nsec = (long)(ms % 1000u) * 1000000L};
 
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -292,8 +281,7 @@ static void sleep_ms(unsigned ms)
 
 /* ---- 1. LIST ------------------------------------------------------------------------ */
 
-START_TEST(list_returns_configured_pipelines)
-{
+START_TEST(list_returns_configured_pipelines) {
     gf_client *c = connect_client();
     char *json = NULL, why[512];
     gf_pipeline *p = NULL;
@@ -408,8 +396,7 @@ static const struct size_case {
 #define SIZE_CASE_COUNT (sizeof size_cases / sizeof size_cases[0])
 
 /* One pipeline at one size, with window 1 and then window 8 on one connection. */
-START_TEST(pipeline_sizes_verified)
-{
+START_TEST(pipeline_sizes_verified) {
     const struct size_case *sc = &size_cases[_i];
     gf_client *c = connect_client();
 
@@ -421,17 +408,21 @@ END_TEST
 
 /* Frames of every pipeline and many sizes interleaved in one window: replies
  * stay in order across pipelines and each matches its own reference. */
-START_TEST(mixed_pipelines_one_window)
-{
+START_TEST(mixed_pipelines_one_window) {
     static const struct {
         uint32_t pipeline;
         size_t bytes;
     } specs[] = {
-        {P_ECHO, STAGED_BOUNDARY_BYTES + 1}, {P_AFFINE, 4100},
-        {P_SINCOS, 4},                        {P_RGB_SMALL, RGB_SMALL_BYTES},
-        {P_ECHO, 0},                          {P_AFFINE, MIB},
-        {P_ECHO, 1},                          {P_SINCOS, 65536},
-        {P_RGB_BIG, RGB_BIG_BYTES},           {P_ECHO, STAGED_BOUNDARY_BYTES - 1},
+        {P_ECHO, STAGED_BOUNDARY_BYTES + 1},
+        {P_AFFINE, 4100},
+        {P_SINCOS, 4},
+        {P_RGB_SMALL, RGB_SMALL_BYTES},
+        {P_ECHO, 0},
+        {P_AFFINE, MIB},
+        {P_ECHO, 1},
+        {P_SINCOS, 65536},
+        {P_RGB_BIG, RGB_BIG_BYTES},
+        {P_ECHO, STAGED_BOUNDARY_BYTES - 1},
     };
     enum { SPEC_COUNT = sizeof specs / sizeof specs[0], FRAMES = 40, WINDOW = 8 };
     void *in[SPEC_COUNT], *ref[SPEC_COUNT];
@@ -449,9 +440,8 @@ START_TEST(mixed_pipelines_one_window)
     while (got < FRAMES) {
         for (; sent < FRAMES && sent - got < WINDOW; sent++) {
             unsigned k = sent % SPEC_COUNT;
-            ck_assert_int_eq(gf_client_send_frame(c, specs[k].pipeline, 5000 + sent, in[k],
-                                                  specs[k].bytes),
-                             0);
+            ck_assert_int_eq(
+                gf_client_send_frame(c, specs[k].pipeline, 5000 + sent, in[k], specs[k].bytes), 0);
         }
         gf_reply r;
         int rc = gf_client_recv(c, &r, GF_TEST_REPLY_TIMEOUT_MS);
@@ -474,13 +464,13 @@ END_TEST
 /* Frames of three pipelines sent in pieces that cut headers and payloads at
  * odd places (a header in three reads, a payload's end together with the
  * next header): the daemon reassembles them all. */
-START_TEST(split_writes_reassembled)
-{
+START_TEST(split_writes_reassembled) {
     static const struct {
         uint32_t pipeline;
         size_t bytes;
         uint64_t frame_id;
-    } frames[] = {{P_ECHO, 5000, UINT64_MAX}, {P_AFFINE, 4100, 0}, {P_RGB_SMALL, RGB_SMALL_BYTES, 42}};
+    } frames[] = {
+        {P_ECHO, 5000, UINT64_MAX}, {P_AFFINE, 4100, 0}, {P_RGB_SMALL, RGB_SMALL_BYTES, 42}};
     static const size_t chunks[] = {1, 7, 24, 31, 32, 33, 4095, 4097, 2};
     enum { N = sizeof frames / sizeof frames[0] };
     void *in[N], *ref[N];
@@ -542,8 +532,7 @@ END_TEST
 
 /* A STATS request between frames is answered in its place: after the
  * replies to the frames before it, before the reply to the frame after. */
-START_TEST(stats_between_frames_keeps_order)
-{
+START_TEST(stats_between_frames_keeps_order) {
     enum { BEFORE = 3 };
     char err[ERR_BYTES];
     uint64_t rng = 2024;
@@ -552,11 +541,9 @@ START_TEST(stats_between_frames_keeps_order)
     gf_client *c = connect_client();
     const gf_pipeline *sincos = pipeline(c, P_SINCOS), *echo = pipeline(c, P_ECHO);
 
-    ck_assert_int_eq(gf_test_make_frame(sincos, 65536, &rng, &in, &ref, &ref_bytes, err,
-                                        sizeof err),
-                     0);
-    ck_assert_int_eq(gf_test_make_frame(echo, 100, &rng, &in2, &ref2, &ref2_bytes, err,
-                                        sizeof err),
+    ck_assert_int_eq(
+        gf_test_make_frame(sincos, 65536, &rng, &in, &ref, &ref_bytes, err, sizeof err), 0);
+    ck_assert_int_eq(gf_test_make_frame(echo, 100, &rng, &in2, &ref2, &ref2_bytes, err, sizeof err),
                      0);
     for (unsigned i = 0; i < BEFORE; i++)
         ck_assert_int_eq(gf_client_send_frame(c, P_SINCOS, i, in, 65536), 0);
@@ -597,8 +584,7 @@ END_TEST
 
 static const uint64_t too_large_sizes[] = {MAX_FRAME_BYTES + 1ull, 1ull << 40, UINT64_MAX};
 
-START_TEST(too_large_refused_from_header)
-{
+START_TEST(too_large_refused_from_header) {
     uint64_t announced = too_large_sizes[_i];
     char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1] = "", want[32];
     gf_client *s = connect_client();
@@ -613,8 +599,8 @@ START_TEST(too_large_refused_from_header)
     /* The header alone: the ERROR must come without a single payload byte. */
     ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
     gf_header r;
-    int rc = gf_test_raw_recv_reply(fd, &r, text, GF_ERROR_TEXT_MAX_BYTES,
-                                    GF_TEST_REPLY_TIMEOUT_MS, err, sizeof err);
+    int rc = gf_test_raw_recv_reply(fd, &r, text, GF_ERROR_TEXT_MAX_BYTES, GF_TEST_REPLY_TIMEOUT_MS,
+                                    err, sizeof err);
     ck_assert_msg(rc == 0, "no ERROR for a header announcing %" PRIu64 " bytes: %s", announced,
                   err);
     text[r.payload_bytes] = '\0';
@@ -660,8 +646,7 @@ static const struct bad_header {
 /* A forged header (with a 16-byte payload the daemon must not read), then
  * the ERROR and the close; a client connected before and one connected
  * after stream verified frames undisturbed. */
-START_TEST(bad_header_is_fatal_to_its_connection_only)
-{
+START_TEST(bad_header_is_fatal_to_its_connection_only) {
     const struct bad_header *bh = &bad_headers[_i];
     unsigned char buf[GF_HEADER_BYTES + 16];
     char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1] = "";
@@ -689,8 +674,8 @@ START_TEST(bad_header_is_fatal_to_its_connection_only)
     int fd = raw_connect();
     ck_assert_int_eq(gf_test_raw_send(fd, buf, sizeof buf), 0);
     gf_header r;
-    int rc = gf_test_raw_recv_reply(fd, &r, text, GF_ERROR_TEXT_MAX_BYTES,
-                                    GF_TEST_REPLY_TIMEOUT_MS, err, sizeof err);
+    int rc = gf_test_raw_recv_reply(fd, &r, text, GF_ERROR_TEXT_MAX_BYTES, GF_TEST_REPLY_TIMEOUT_MS,
+                                    err, sizeof err);
     ck_assert_msg(rc == 0, "%s: no ERROR: %s", bh->what, err);
     text[r.payload_bytes] = '\0';
     ck_assert_uint_eq(r.type, GF_MSG_ERROR);
@@ -743,8 +728,7 @@ static const struct bad_frame {
 
 /* good frame, bad frame, good frame pipelined on one connection: a RESULT,
  * the ERROR, a RESULT, in order; then the connection streams on. */
-START_TEST(bad_frame_costs_only_that_frame)
-{
+START_TEST(bad_frame_costs_only_that_frame) {
     const struct bad_frame *bf = &bad_frames[_i];
     char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
     uint64_t rng = 99 + (uint64_t)_i;
@@ -754,8 +738,8 @@ START_TEST(bad_frame_costs_only_that_frame)
     const gf_pipeline *echo = pipeline(c, P_ECHO);
     cJSON *before = stats(c);
 
-    int rc = gf_test_make_frame(echo, 5000, &rng, &good_in, &good_ref, &good_ref_bytes, err,
-                                sizeof err);
+    int rc =
+        gf_test_make_frame(echo, 5000, &rng, &good_in, &good_ref, &good_ref_bytes, err, sizeof err);
     ck_assert_msg(rc == 0, "%s", err);
     unsigned char *bad = malloc(bf->bytes);
     ck_assert_ptr_nonnull(bad);
@@ -815,8 +799,7 @@ END_TEST
  * in order, then the ERROR, then the close. */
 static const uint32_t fatal_after_frames_status[] = {GF_ERR_BAD_MAGIC, GF_ERR_TOO_LARGE};
 
-START_TEST(fatal_error_after_frames_answers_them_first)
-{
+START_TEST(fatal_error_after_frames_answers_them_first) {
     uint32_t status = fatal_after_frames_status[_i];
     char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
     uint64_t rng = 606 + (uint64_t)_i;
@@ -856,8 +839,8 @@ START_TEST(fatal_error_after_frames_answers_them_first)
         gf_header rh;
         int rc = gf_test_raw_recv_reply(fd, &rh, payload, 65536, GF_TEST_REPLY_TIMEOUT_MS, err,
                                         sizeof err);
-        ck_assert_msg(rc == 0, "reply %u before the %s ERROR: %s", i + 1,
-                      gf_status_name(status), err);
+        ck_assert_msg(rc == 0, "reply %u before the %s ERROR: %s", i + 1, gf_status_name(status),
+                      err);
         gf_reply r = {.header = rh, .payload = payload, .payload_bytes = (size_t)rh.payload_bytes};
         rc = gf_test_check_result(p[i], &r, 1 + i, ref[i], ref_bytes[i], err, sizeof err);
         ck_assert_msg(rc == 0, "frame sent before a %s header: %s", gf_status_name(status), err);
@@ -887,21 +870,20 @@ END_TEST
  * bad_length and the connection is closed (PROTOCOL.md, LIST). */
 static const uint8_t request_types[] = {GF_MSG_LIST, GF_MSG_STATS};
 
-START_TEST(request_with_payload_is_refused_and_closed)
-{
+START_TEST(request_with_payload_is_refused_and_closed) {
     uint8_t type = request_types[_i];
     char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
     unsigned char buf[GF_HEADER_BYTES + 8];
-    gf_header h = {.version = GF_PROTOCOL_VERSION, .type = type, .frame_id = 12,
-                   .payload_bytes = 8};
+    gf_header h = {
+        .version = GF_PROTOCOL_VERSION, .type = type, .frame_id = 12, .payload_bytes = 8};
     int fd = raw_connect();
 
     gf_header_encode(&h, buf);
     memset(buf + GF_HEADER_BYTES, '{', 8);
     ck_assert_int_eq(gf_test_raw_send(fd, buf, sizeof buf), 0);
     gf_header rh;
-    int rc = gf_test_raw_recv_reply(fd, &rh, text, GF_ERROR_TEXT_MAX_BYTES,
-                                    QUICK_REPLY_TIMEOUT_MS, err, sizeof err);
+    int rc = gf_test_raw_recv_reply(fd, &rh, text, GF_ERROR_TEXT_MAX_BYTES, QUICK_REPLY_TIMEOUT_MS,
+                                    err, sizeof err);
     ck_assert_msg(rc == 0, "%s with a payload: no reply: %s", gf_msg_type_name(type), err);
     text[rh.payload_bytes] = '\0';
     ck_assert_msg(rh.type == GF_MSG_ERROR && rh.status == GF_ERR_BAD_LENGTH,
@@ -926,8 +908,8 @@ END_TEST
  */
 static const struct loose_case {
     const char *what;
-    uint8_t type;      /* GF_MSG_STATS, or GF_MSG_FRAME for an unknown pipeline */
-    int half_close;    /* shutdown(SHUT_WR) right after the requests            */
+    uint8_t type;   /* GF_MSG_STATS, or GF_MSG_FRAME for an unknown pipeline */
+    int half_close; /* shutdown(SHUT_WR) right after the requests            */
 } loose_cases[] = {
     {"STATS", GF_MSG_STATS, 0},
     {"STATS then SHUT_WR", GF_MSG_STATS, 1},
@@ -935,8 +917,7 @@ static const struct loose_case {
     {"unknown-pipeline frames then SHUT_WR", GF_MSG_FRAME, 1},
 };
 
-START_TEST(pipelined_requests_beyond_loose_reply_limit)
-{
+START_TEST(pipelined_requests_beyond_loose_reply_limit) {
     const struct loose_case *lc = &loose_cases[_i];
     unsigned char *buf = calloc(LOOSE_REQUEST_COUNT, GF_HEADER_BYTES);
     unsigned char *payload = malloc(1 << 16);
@@ -954,16 +935,15 @@ START_TEST(pipelined_requests_beyond_loose_reply_limit)
                        .pipeline_id = lc->type == GF_MSG_FRAME ? UNKNOWN_PIPELINE_ID : 0};
         gf_header_encode(&h, buf + (size_t)i * GF_HEADER_BYTES);
     }
-    ck_assert_int_eq(gf_test_raw_send(fd, buf, (size_t)LOOSE_REQUEST_COUNT * GF_HEADER_BYTES),
-                     0);
+    ck_assert_int_eq(gf_test_raw_send(fd, buf, (size_t)LOOSE_REQUEST_COUNT * GF_HEADER_BYTES), 0);
     if (lc->half_close)
         ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
     for (unsigned i = 0; i < LOOSE_REQUEST_COUNT; i++) {
         gf_header rh;
         int rc = gf_test_raw_recv_reply(fd, &rh, payload, 1 << 16, QUICK_REPLY_TIMEOUT_MS, err,
                                         sizeof err);
-        ck_assert_msg(rc == 0, "%u %s in one write: reply %u never came: %s",
-                      LOOSE_REQUEST_COUNT, lc->what, i + 1, err);
+        ck_assert_msg(rc == 0, "%u %s in one write: reply %u never came: %s", LOOSE_REQUEST_COUNT,
+                      lc->what, i + 1, err);
         ck_assert_uint_eq(rh.frame_id, 1000 + i);
         if (lc->type == GF_MSG_STATS) {
             ck_assert_uint_eq(rh.type, GF_MSG_STATS);
@@ -979,8 +959,11 @@ START_TEST(pipelined_requests_beyond_loose_reply_limit)
     } else {
         /* The connection still takes frames. */
         static const unsigned char data[5] = {1, 2, 3, 4, 5};
-        gf_header h = {.version = GF_PROTOCOL_VERSION, .type = GF_MSG_FRAME, .frame_id = 7,
-                       .pipeline_id = P_ECHO, .payload_bytes = sizeof data};
+        gf_header h = {.version = GF_PROTOCOL_VERSION,
+                       .type = GF_MSG_FRAME,
+                       .frame_id = 7,
+                       .pipeline_id = P_ECHO,
+                       .payload_bytes = sizeof data};
         ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
         ck_assert_int_eq(gf_test_raw_send(fd, data, sizeof data), 0);
         gf_header rh;
@@ -1010,22 +993,21 @@ END_TEST
 
 /* ---- 6. concurrent clients ------------------------------------------------------------ */
 
-#define WORKER_COUNT 4
+#define WORKER_COUNT  4
 #define WORKER_FRAMES 50
 #define WORKER_WINDOW 8
 
 typedef struct worker {
     pthread_t thread;
-    pthread_barrier_t *start;     /* all connect, then all stream at once */
+    pthread_barrier_t *start; /* all connect, then all stream at once */
     const gf_pipeline *pipeline;
     size_t bytes;
     uint64_t seed;
-    int rc;                       /* 0, or why it failed in err          */
+    int rc; /* 0, or why it failed in err          */
     char err[ERR_BYTES];
 } worker;
 
-static void *worker_main(void *arg)
-{
+static void *worker_main(void *arg) {
     worker *w = arg;
     gf_client *c = NULL;
 
@@ -1046,8 +1028,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-START_TEST(concurrent_clients_verified)
-{
+START_TEST(concurrent_clients_verified) {
     static const struct {
         uint32_t pipeline;
         size_t bytes;
@@ -1075,8 +1056,7 @@ START_TEST(concurrent_clients_verified)
                       workers[i].err);
 
     cJSON *after = wait_idle(s, 1);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.answered"),
-                      WORKER_COUNT * WORKER_FRAMES);
+    ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), WORKER_COUNT * WORKER_FRAMES);
     ck_assert_uint_eq(stat_delta(after, before, "connections.total"), WORKER_COUNT);
     cJSON_Delete(before);
     cJSON_Delete(after);
@@ -1088,8 +1068,7 @@ END_TEST
 
 /* 16 frames of 1 MiB in flight against 2 slots: the daemon must pause
  * reading, and every reply still comes back whole, correct and in order. */
-START_TEST(backpressure_window_larger_than_slots)
-{
+START_TEST(backpressure_window_larger_than_slots) {
     gf_client *c = connect_client();
     cJSON *before = wait_idle(c, 1);
 
@@ -1111,8 +1090,7 @@ END_TEST
 /* 16 frames of 3 MiB (12 MiB results) queued, no reply read, abrupt close:
  * the slots come back, the frames held are counted as dropped, and the
  * daemon serves the next client. */
-START_TEST(disconnect_with_frames_in_flight)
-{
+START_TEST(disconnect_with_frames_in_flight) {
     enum { FRAMES = 16 };
     char err[ERR_BYTES];
     uint64_t rng = 8;
@@ -1170,10 +1148,10 @@ END_TEST
 static const struct truncation {
     const char *what;
     uint32_t pipeline;
-    uint64_t announced;  /* payload_bytes in the header                */
-    size_t sent;         /* header bytes + payload bytes actually sent */
-    uint64_t truncated;  /* frames.truncated must grow by this         */
-    uint64_t received;   /* frames.received must grow by this          */
+    uint64_t announced; /* payload_bytes in the header                */
+    size_t sent;        /* header bytes + payload bytes actually sent */
+    uint64_t truncated; /* frames.truncated must grow by this         */
+    uint64_t received;  /* frames.received must grow by this          */
 } truncations[] = {
     {"half of a 1 MiB payload", P_ECHO, MIB, GF_HEADER_BYTES + MIB / 2, 1, 1},
     {"part of a staged payload", P_ECHO, 4096, GF_HEADER_BYTES + 100, 1, 1},
@@ -1183,8 +1161,7 @@ static const struct truncation {
 
 /* A client that leaves mid-frame: frames.truncated counts it, its slot
  * comes back, and nobody else notices. */
-START_TEST(disconnect_mid_frame)
-{
+START_TEST(disconnect_mid_frame) {
     const struct truncation *t = &truncations[_i];
     gf_client *s = connect_client();
     cJSON *before = wait_idle(s, 1);
@@ -1237,8 +1214,7 @@ END_TEST
 
 /* Sends frames of `sizes` for pipeline `id` on a raw socket, shuts down
  * writing, and reads every RESULT (verified) and then end-of-file. */
-static void half_close_roundtrip(uint32_t id, const size_t *sizes, unsigned count)
-{
+static void half_close_roundtrip(uint32_t id, const size_t *sizes, unsigned count) {
     char err[ERR_BYTES];
     uint64_t rng = 4242 + id;
     gf_client *lister = connect_client();
@@ -1249,8 +1225,8 @@ static void half_close_roundtrip(uint32_t id, const size_t *sizes, unsigned coun
 
     ck_assert_uint_le(count, 8);
     for (unsigned i = 0; i < count; i++) {
-        int rc = gf_test_make_frame(p, sizes[i], &rng, &in[i], &ref[i], &ref_bytes[i], err,
-                                    sizeof err);
+        int rc =
+            gf_test_make_frame(p, sizes[i], &rng, &in[i], &ref[i], &ref_bytes[i], err, sizeof err);
         ck_assert_msg(rc == 0, "%s", err);
         if (ref_bytes[i] > biggest)
             biggest = ref_bytes[i];
@@ -1288,8 +1264,7 @@ static void half_close_roundtrip(uint32_t id, const size_t *sizes, unsigned coun
     gf_client_close(lister);
 }
 
-START_TEST(half_close_gets_every_reply)
-{
+START_TEST(half_close_gets_every_reply) {
     static const size_t sizes[5] = {1, 100, STAGED_BOUNDARY_BYTES, STAGED_BOUNDARY_BYTES + 1,
                                     20000};
     half_close_roundtrip(P_ECHO, sizes, 5);
@@ -1297,8 +1272,7 @@ START_TEST(half_close_gets_every_reply)
 END_TEST
 
 /* The same while results are still being computed when EOF arrives. */
-START_TEST(half_close_while_computing)
-{
+START_TEST(half_close_while_computing) {
     static const size_t sizes[3] = {32768, 32768, 32768};
     half_close_roundtrip(P_SINCOS, sizes, 3);
 }
@@ -1306,8 +1280,7 @@ END_TEST
 
 /* ---- 10. counters ------------------------------------------------------------------------ */
 
-START_TEST(counters_count_exactly)
-{
+START_TEST(counters_count_exactly) {
     enum { AFFINE_FRAMES = 10, RGB_FRAMES = 5 };
     gf_client *c = connect_client();
     (void)pipeline(c, P_ECHO); /* LIST now, so it is not in the deltas below */
@@ -1327,8 +1300,7 @@ START_TEST(counters_count_exactly)
     for (uint32_t s = 1; s < GF_STATUS_COUNT_; s++) {
         char key[64];
         snprintf(key, sizeof key, "rejected.%s", gf_status_name(s));
-        ck_assert_msg(stat_delta(after, before, key) == 0, "%s grew without a refused frame",
-                      key);
+        ck_assert_msg(stat_delta(after, before, key) == 0, "%s grew without a refused frame", key);
     }
     ck_assert_uint_eq(stat_delta(after, before, "requests.list"), 0);
     ck_assert_uint_eq(stat_delta(after, before, "connections.total"), 0);
@@ -1397,8 +1369,7 @@ END_TEST
 
 /* A second daemon on a socket that is already served refuses to start
  * (exit 3, GF_EXIT_STARTUP) and leaves the first one serving. */
-START_TEST(second_daemon_on_same_socket_refused)
-{
+START_TEST(second_daemon_on_same_socket_refused) {
     const char *daemon = getenv("GF_TEST_DAEMON") ? getenv("GF_TEST_DAEMON") : GF_TEST_DAEMON;
     char out[GF_TEST_PATH_MAX], desc[96], *log;
     int status = -1;
@@ -1439,11 +1410,10 @@ static const char drain_config[] =
     "  ]\n"
     "}\n";
 enum { DRAIN_ECHO, DRAIN_SINCOS };
-#define DRAIN_FRAMES 8
+#define DRAIN_FRAMES       8
 #define DRAIN_SINCOS_BYTES (256u * 1024u)
 
-static void drain_start(gf_test_daemon *d)
-{
+static void drain_start(gf_test_daemon *d) {
     char err[ERR_BYTES];
     int rc = gf_test_daemon_start(d, drain_config, g_engine, err, sizeof err);
 
@@ -1452,8 +1422,7 @@ static void drain_start(gf_test_daemon *d)
 
 /* After SIGTERM: exit 0 within the stop timeout, socket file gone, a clean
  * log that says it drained; then the directory is removed. */
-static void drain_finish(gf_test_daemon *d)
-{
+static void drain_finish(gf_test_daemon *d) {
     char desc[96], lines[4096];
     int status = -1;
     int rc = gf_test_daemon_wait(d, GF_TEST_STOP_TIMEOUT_MS, &status);
@@ -1476,8 +1445,7 @@ static void drain_finish(gf_test_daemon *d)
     gf_test_daemon_cleanup(d);
 }
 
-START_TEST(sigterm_drains_frames_in_flight)
-{
+START_TEST(sigterm_drains_frames_in_flight) {
     gf_test_daemon d;
     char err[ERR_BYTES];
     uint64_t rng = 31337;
@@ -1496,8 +1464,8 @@ START_TEST(sigterm_drains_frames_in_flight)
     for (unsigned i = 0; i < DRAIN_FRAMES; i++) {
         const gf_pipeline *p = &pipes[i == 0 ? DRAIN_ECHO : DRAIN_SINCOS];
         bytes[i] = i == 0 ? 4096 : DRAIN_SINCOS_BYTES;
-        int rc = gf_test_make_frame(p, bytes[i], &rng, &in[i], &ref[i], &ref_bytes[i], err,
-                                    sizeof err);
+        int rc =
+            gf_test_make_frame(p, bytes[i], &rng, &in[i], &ref[i], &ref_bytes[i], err, sizeof err);
         ck_assert_msg(rc == 0, "%s", err);
         ck_assert_int_eq(gf_client_send_frame(c, p->id, i, in[i], bytes[i]), 0);
     }
@@ -1530,8 +1498,9 @@ START_TEST(sigterm_drains_frames_in_flight)
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
     for (unsigned i = 1; i < DRAIN_FRAMES; i++) {
         rc = gf_client_recv(c, &r, GF_TEST_REPLY_TIMEOUT_MS);
-        ck_assert_msg(rc == 0, "reply %u after SIGTERM (%" PRIu64 " in flight at the signal): %s (%s)",
-                      i, in_flight, strerror(-rc), gf_client_error(c));
+        ck_assert_msg(rc == 0,
+                      "reply %u after SIGTERM (%" PRIu64 " in flight at the signal): %s (%s)", i,
+                      in_flight, strerror(-rc), gf_client_error(c));
         rc = gf_test_check_result(&pipes[DRAIN_SINCOS], &r, i, ref[i], ref_bytes[i], err,
                                   sizeof err);
         ck_assert_msg(rc == 0, "after SIGTERM: %s", err);
@@ -1557,8 +1526,7 @@ END_TEST
 
 /* A frame whose header arrived before SIGTERM and whose payload comes after
  * is still read, computed and answered. */
-START_TEST(sigterm_finishes_half_received_frame)
-{
+START_TEST(sigterm_finishes_half_received_frame) {
     gf_test_daemon d;
     char err[ERR_BYTES];
     uint64_t rng = 4711;
@@ -1572,8 +1540,8 @@ START_TEST(sigterm_finishes_half_received_frame)
     gf_client *s = connect_to(d.socket_path);
     ck_assert_msg(gf_test_list(s, &pipes, &pipe_count, err, sizeof err) == 0, "%s", err);
     gf_client_close(s);
-    int rc = gf_test_make_frame(&pipes[DRAIN_ECHO], BYTES, &rng, &in, &ref, &ref_bytes, err,
-                                sizeof err);
+    int rc =
+        gf_test_make_frame(&pipes[DRAIN_ECHO], BYTES, &rng, &in, &ref, &ref_bytes, err, sizeof err);
     ck_assert_msg(rc == 0, "%s", err);
 
     int fd = gf_test_raw_connect(d.socket_path);
@@ -1608,8 +1576,7 @@ START_TEST(sigterm_finishes_half_received_frame)
     unsigned char *payload = malloc(BYTES);
     ck_assert_ptr_nonnull(payload);
     gf_header rh;
-    rc = gf_test_raw_recv_reply(fd, &rh, payload, BYTES, GF_TEST_REPLY_TIMEOUT_MS, err,
-                                sizeof err);
+    rc = gf_test_raw_recv_reply(fd, &rh, payload, BYTES, GF_TEST_REPLY_TIMEOUT_MS, err, sizeof err);
     ck_assert_msg(rc == 0, "no reply to the frame finished after SIGTERM: %s", err);
     gf_reply r = {.header = rh, .payload = payload, .payload_bytes = (size_t)rh.payload_bytes};
     rc = gf_test_check_result(&pipes[DRAIN_ECHO], &r, 5, ref, ref_bytes, err, sizeof err);
@@ -1633,30 +1600,49 @@ static const struct bad_config {
     const char *json;          /* written to DIR/bad.json; NULL: no file      */
     const char *extra_flag[2]; /* one more option and its value, or NULLs    */
     int exit_status;
-    const char *must_name;     /* what the output must mention                */
+    const char *must_name; /* what the output must mention                */
 } bad_configs[] = {
-    {"slots 0", "{\"slots\": 0, \"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}]}",
-     {NULL, NULL}, 2, "slots"},
-    {"slots 65", "{\"slots\": 65, \"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}]}",
-     {NULL, NULL}, 2, "slots"},
-    {"unknown key", "{\"slot\": 2, \"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}]}",
-     {NULL, NULL}, 2, "slot"},
-    {"unknown kind", "{\"pipelines\": [{\"name\": \"e\", \"kind\": \"foo\"}]}", {NULL, NULL}, 2,
+    {"slots 0",
+     "{\"slots\": 0, \"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}]}",
+     {NULL, NULL},
+     2,
+     "slots"},
+    {"slots 65",
+     "{\"slots\": 65, \"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}]}",
+     {NULL, NULL},
+     2,
+     "slots"},
+    {"unknown key",
+     "{\"slot\": 2, \"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}]}",
+     {NULL, NULL},
+     2,
+     "slot"},
+    {"unknown kind",
+     "{\"pipelines\": [{\"name\": \"e\", \"kind\": \"foo\"}]}",
+     {NULL, NULL},
+     2,
      "pipelines[0].kind"},
     {"image larger than a frame",
      "{\"max_frame_bytes\": 1000, \"pipelines\": [{\"name\": \"img\", \"kind\": "
      "\"normalize_u8\", \"params\": {\"width\": 100, \"height\": 100}}]}",
-     {NULL, NULL}, 2, "max_frame_bytes"},
+     {NULL, NULL},
+     2,
+     "max_frame_bytes"},
     {"JSON syntax error", "{\"slots\": 2,", {NULL, NULL}, 2, "bad.json"},
     {"missing file", NULL, {NULL, NULL}, 2, "bad.json"},
-    {"--slots 0", "{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}]}", {"--slots", "0"}, 2,
+    {"--slots 0",
+     "{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}]}",
+     {"--slots", "0"},
+     2,
      "--slots"},
-    {"socket in a missing directory", "{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}]}",
-     {"--socket", "/nonexistent-gpuframed-dir/s.sock"}, 3, "socket"},
+    {"socket in a missing directory",
+     "{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}]}",
+     {"--socket", "/nonexistent-gpuframed-dir/s.sock"},
+     3,
+     "socket"},
 };
 
-START_TEST(bad_config_exits_with_status_and_reason)
-{
+START_TEST(bad_config_exits_with_status_and_reason) {
     const struct bad_config *bc = &bad_configs[_i];
     const char *daemon = getenv("GF_TEST_DAEMON") ? getenv("GF_TEST_DAEMON") : GF_TEST_DAEMON;
     gf_test_daemon d; /* only its directory and paths are used */
@@ -1671,8 +1657,8 @@ START_TEST(bad_config_exits_with_status_and_reason)
     if (bc->json != NULL)
         ck_assert_int_eq(gf_test_write_file(d.config_path, bc->json), 0);
 
-    char *argv[10] = {(char *)daemon, "--config", d.config_path, "--socket", d.socket_path,
-                      "--engine", (char *)g_engine};
+    char *argv[10] = {(char *)daemon, "--config", d.config_path,   "--socket",
+                      d.socket_path,  "--engine", (char *)g_engine};
     int argc = 7;
     if (bc->extra_flag[0] != NULL) {
         argv[argc++] = (char *)bc->extra_flag[0];
@@ -1689,8 +1675,7 @@ START_TEST(bad_config_exits_with_status_and_reason)
     ck_assert_msg(text != NULL && strstr(text, bc->must_name) != NULL,
                   "%s: output does not name \"%s\":\n%s", bc->what, bc->must_name,
                   text ? text : "");
-    ck_assert_msg(access(d.socket_path, F_OK) != 0, "%s: the socket file was created",
-                  bc->what);
+    ck_assert_msg(access(d.socket_path, F_OK) != 0, "%s: the socket file was created", bc->what);
     free(text);
     gf_test_daemon_cleanup(&d);
 }
@@ -1698,8 +1683,7 @@ END_TEST
 
 /* ---- the suite ---------------------------------------------------------------------------- */
 
-static TCase *fixture_tcase(const char *name)
-{
+static TCase *fixture_tcase(const char *name) {
     TCase *tc = tcase_create(name);
 
     tcase_add_unchecked_fixture(tc, daemon_setup, daemon_teardown);
@@ -1707,8 +1691,7 @@ static TCase *fixture_tcase(const char *name)
     return tc;
 }
 
-static Suite *integration_suite(void)
-{
+static Suite *integration_suite(void) {
     Suite *s = suite_create("integration");
     TCase *tc;
 
@@ -1733,9 +1716,9 @@ static Suite *integration_suite(void)
                         (int)(sizeof bad_headers / sizeof bad_headers[0]));
     tcase_add_loop_test(tc, bad_frame_costs_only_that_frame, 0,
                         (int)(sizeof bad_frames / sizeof bad_frames[0]));
-    tcase_add_loop_test(tc, fatal_error_after_frames_answers_them_first, 0,
-                        (int)(sizeof fatal_after_frames_status /
-                              sizeof fatal_after_frames_status[0]));
+    tcase_add_loop_test(
+        tc, fatal_error_after_frames_answers_them_first, 0,
+        (int)(sizeof fatal_after_frames_status / sizeof fatal_after_frames_status[0]));
     tcase_add_loop_test(tc, request_with_payload_is_refused_and_closed, 0,
                         (int)sizeof request_types);
     tcase_add_loop_test(tc, pipelined_requests_beyond_loose_reply_limit, 0,
@@ -1763,8 +1746,7 @@ static Suite *integration_suite(void)
     return s;
 }
 
-int main(void)
-{
+int main(void) {
     g_engine = getenv("GF_TEST_ENGINE");
     if (g_engine == NULL || g_engine[0] == '\0')
         g_engine = "cpu";

@@ -24,22 +24,19 @@
 #define HD_RGB_BYTES (1920u * 1080u * 3u)
 
 /* The kind called `name`; fails the test when there is none. */
-static const gf_pipeline_kind *kind(const char *name)
-{
+static const gf_pipeline_kind *kind(const char *name) {
     const gf_pipeline_kind *k = gf_pipeline_kind_find(name);
     ck_assert_msg(k != NULL, "no kind %s", name);
     return k;
 }
 
 /* Stores floats into a byte buffer as the wire carries them. */
-static void put_f32(unsigned char *buf, const float *v, size_t count)
-{
+static void put_f32(unsigned char *buf, const float *v, size_t count) {
     memcpy(buf, v, count * sizeof *v);
 }
 
 /* Element i of a float32 byte buffer. */
-static float get_f32(const unsigned char *buf, size_t i)
-{
+static float get_f32(const unsigned char *buf, size_t i) {
     float v;
     memcpy(&v, buf + i * sizeof v, sizeof v);
     return v;
@@ -47,8 +44,7 @@ static float get_f32(const unsigned char *buf, size_t i)
 
 /* ---- references ----------------------------------------------------------- */
 
-START_TEST(test_echo_ref_copies_bytes)
-{
+START_TEST(test_echo_ref_copies_bytes) {
     const unsigned char in[7] = {0x00, 0xff, 0x12, 0x34, 0x56, 0x78, 0x9a};
     unsigned char out[8];
 
@@ -62,8 +58,7 @@ START_TEST(test_echo_ref_copies_bytes)
 }
 END_TEST
 
-START_TEST(test_affine_ref_values)
-{
+START_TEST(test_affine_ref_values) {
     const float in[] = {0.0f, 1.0f, -1.5f, 3e30f, 2e38f, -0.25f};
     unsigned char in_buf[sizeof in], out_buf[sizeof in];
     gf_params p;
@@ -84,8 +79,7 @@ END_TEST
 
 /* Rounded twice, never fused: a*x + b with a = 1 + 2^-23, x = 1 - 2^-23 and
  * b = -1 is exactly -2^-46 when fused, but a*x rounds to 1 first, giving 0. */
-START_TEST(test_affine_ref_no_fma)
-{
+START_TEST(test_affine_ref_no_fma) {
     const float x = 1.0f - 0x1p-23f;
     unsigned char in_buf[sizeof x], out_buf[sizeof x];
     gf_params p = {0};
@@ -98,8 +92,7 @@ START_TEST(test_affine_ref_no_fma)
 }
 END_TEST
 
-START_TEST(test_affine_ref_unaligned)
-{
+START_TEST(test_affine_ref_unaligned) {
     const float in[] = {1.0f, 2.0f, 3.0f};
     unsigned char in_buf[1 + sizeof in], out_buf[1 + sizeof in];
     gf_params p = {0};
@@ -114,8 +107,7 @@ START_TEST(test_affine_ref_unaligned)
 }
 END_TEST
 
-START_TEST(test_sincos_ref_one_iteration)
-{
+START_TEST(test_sincos_ref_one_iteration) {
     const float in[] = {0.0f, 0.5f, 1.0f, -2.0f, 3.14159f, -4.0f, 1.5707964f};
     const size_t n = sizeof in / sizeof in[0];
     unsigned char in_buf[sizeof in], out_buf[sizeof in];
@@ -128,15 +120,14 @@ START_TEST(test_sincos_ref_one_iteration)
     for (size_t i = 0; i < n; i++) {
         double x = in[i];
         double want = sin(x) * cos(x) + x;
-        ck_assert_msg(fabs(get_f32(out_buf, i) - want) <= 1e-6, "x=%.9g: got %.9g, want %.9g",
-                      x, (double)get_f32(out_buf, i), want);
+        ck_assert_msg(fabs(get_f32(out_buf, i) - want) <= 1e-6, "x=%.9g: got %.9g, want %.9g", x,
+                      (double)get_f32(out_buf, i), want);
     }
     ck_assert_float_eq(get_f32(out_buf, 0), 0.0f); /* 0 is a fixed point */
 }
 END_TEST
 
-START_TEST(test_sincos_ref_iterates)
-{
+START_TEST(test_sincos_ref_iterates) {
     const float in[] = {0.25f, -1.0f, 2.5f, 3.9f};
     const size_t n = sizeof in / sizeof in[0];
     unsigned char in_buf[sizeof in], out_buf[sizeof in];
@@ -158,8 +149,7 @@ END_TEST
 
 /* A 2x1 image, mean = std = 0.5: 0 -> -1 and 255 -> 1 exactly; the output is
  * planar, R plane first. */
-START_TEST(test_normalize_u8_ref_planar)
-{
+START_TEST(test_normalize_u8_ref_planar) {
     /* pixel 0 = (0, 255, 255), pixel 1 = (255, 0, 255) */
     const unsigned char in[6] = {0, 255, 255, 255, 0, 255};
     const float want[6] = {-1.0f, 1.0f, /* R */ 1.0f, -1.0f, /* G */ 1.0f, 1.0f /* B */};
@@ -184,8 +174,7 @@ END_TEST
 
 /* A 3x2 image with different statistics per channel: the channel and the
  * row-major position of every output, with values that are exact in float. */
-START_TEST(test_normalize_u8_ref_channels_and_rows)
-{
+START_TEST(test_normalize_u8_ref_channels_and_rows) {
     const unsigned width = 3, height = 2, pixels = width * height;
     unsigned char in[3 * 2 * 3];
     unsigned char out[3 * 3 * 2 * sizeof(float)];
@@ -220,8 +209,7 @@ START_TEST(test_normalize_u8_ref_channels_and_rows)
 END_TEST
 
 /* A value that is not exact: within 1 ulp-ish of the double formula. */
-START_TEST(test_normalize_u8_ref_inexact)
-{
+START_TEST(test_normalize_u8_ref_inexact) {
     const unsigned char in[3] = {51, 128, 200};
     unsigned char out[3 * sizeof(float)];
     gf_params p;
@@ -240,8 +228,7 @@ END_TEST
 
 /* ---- length rules ------------------------------------------------------------ */
 
-START_TEST(test_output_bytes_echo)
-{
+START_TEST(test_output_bytes_echo) {
     const gf_pipeline_kind *k = kind("echo");
     char why[WHY_BYTES];
 
@@ -251,8 +238,7 @@ START_TEST(test_output_bytes_echo)
 }
 END_TEST
 
-START_TEST(test_output_bytes_float_kinds)
-{
+START_TEST(test_output_bytes_float_kinds) {
     const char *names[] = {"affine", "sincos"};
 
     for (size_t i = 0; i < 2; i++) {
@@ -277,8 +263,7 @@ START_TEST(test_output_bytes_float_kinds)
 }
 END_TEST
 
-START_TEST(test_output_bytes_normalize_u8)
-{
+START_TEST(test_output_bytes_normalize_u8) {
     const gf_pipeline_kind *k = kind("normalize_u8");
     gf_params p;
     char why[WHY_BYTES] = "";
@@ -302,8 +287,7 @@ END_TEST
 
 /* ---- parameters ------------------------------------------------------------------ */
 
-START_TEST(test_check_params_defaults_pass)
-{
+START_TEST(test_check_params_defaults_pass) {
     size_t count = 0;
     const gf_pipeline_kind *all = gf_pipeline_kinds(&count);
 
@@ -318,8 +302,7 @@ START_TEST(test_check_params_defaults_pass)
 }
 END_TEST
 
-START_TEST(test_check_params_ranges)
-{
+START_TEST(test_check_params_ranges) {
     const gf_pipeline_kind *affine = kind("affine"), *sincos = kind("sincos");
     gf_params p;
     char why[WHY_BYTES] = "";
@@ -352,8 +335,7 @@ START_TEST(test_check_params_ranges)
 }
 END_TEST
 
-START_TEST(test_check_params_normalize_u8)
-{
+START_TEST(test_check_params_normalize_u8) {
     const gf_pipeline_kind *k = kind("normalize_u8");
     gf_params p;
     char why[WHY_BYTES] = "";
@@ -393,8 +375,7 @@ START_TEST(test_check_params_normalize_u8)
 }
 END_TEST
 
-START_TEST(test_kind_lookup)
-{
+START_TEST(test_kind_lookup) {
     const char *names[] = {"echo", "affine", "sincos", "normalize_u8"};
     size_t count = 0;
     const gf_pipeline_kind *all = gf_pipeline_kinds(&count);
@@ -426,8 +407,7 @@ START_TEST(test_kind_lookup)
 }
 END_TEST
 
-START_TEST(test_defaults)
-{
+START_TEST(test_defaults) {
     gf_params p;
     size_t count = 0;
     const gf_pipeline_kind *all = gf_pipeline_kinds(&count);
@@ -464,16 +444,14 @@ END_TEST
 /* ---- comparison -------------------------------------------------------------------- */
 
 /* Compares one float pair under `k`; returns gf_pipeline_compare's result. */
-static int compare_one(const gf_pipeline_kind *k, float got, float ref, char *why, size_t len)
-{
+static int compare_one(const gf_pipeline_kind *k, float got, float ref, char *why, size_t len) {
     unsigned char g[sizeof got], r[sizeof ref];
     put_f32(g, &got, 1);
     put_f32(r, &ref, 1);
     return gf_pipeline_compare(k, g, r, sizeof g, why, len);
 }
 
-START_TEST(test_compare_tolerance)
-{
+START_TEST(test_compare_tolerance) {
     const gf_pipeline_kind *k = kind("sincos");
     const double abs_tol = k->abs_tolerance, rel_tol = k->rel_tolerance;
     char why[WHY_BYTES] = "";
@@ -491,8 +469,7 @@ START_TEST(test_compare_tolerance)
 }
 END_TEST
 
-START_TEST(test_compare_nan_inf)
-{
+START_TEST(test_compare_nan_inf) {
     const gf_pipeline_kind *k = kind("sincos");
     char why[WHY_BYTES] = "";
 
@@ -509,8 +486,7 @@ START_TEST(test_compare_nan_inf)
 }
 END_TEST
 
-START_TEST(test_compare_reports_first_element)
-{
+START_TEST(test_compare_reports_first_element) {
     const gf_pipeline_kind *k = kind("sincos");
     float got[4] = {1.0f, 2.0f, 3.5f, 9.0f}, ref[4] = {1.0f, 2.0f, 3.0f, 4.0f};
     unsigned char g[sizeof got], r[sizeof ref];
@@ -529,8 +505,7 @@ START_TEST(test_compare_reports_first_element)
 }
 END_TEST
 
-START_TEST(test_compare_exact)
-{
+START_TEST(test_compare_exact) {
     const gf_pipeline_kind *echo = kind("echo"), *affine = kind("affine");
     unsigned char a[16], b[16];
     char why[WHY_BYTES] = "";
@@ -558,8 +533,7 @@ START_TEST(test_compare_exact)
 }
 END_TEST
 
-static Suite *pipelines_suite(void)
-{
+static Suite *pipelines_suite(void) {
     Suite *s = suite_create("pipelines");
     TCase *refs = tcase_create("references");
     TCase *lengths = tcase_create("lengths");
@@ -597,8 +571,7 @@ static Suite *pipelines_suite(void)
     return s;
 }
 
-int main(void)
-{
+int main(void) {
     SRunner *sr = srunner_create(pipelines_suite());
     int failed;
 

@@ -19,21 +19,20 @@
 #define STREAM_SEED_COUNT 500
 
 /* Asserts that every field of two gf_header values is equal. */
-#define ASSERT_HEADER_EQ(a, b)                                      \
-    do {                                                            \
-        ck_assert_uint_eq((a).version, (b).version);                \
-        ck_assert_uint_eq((a).type, (b).type);                      \
-        ck_assert_uint_eq((a).flags, (b).flags);                    \
-        ck_assert_uint_eq((a).frame_id, (b).frame_id);              \
-        ck_assert_uint_eq((a).pipeline_id, (b).pipeline_id);        \
-        ck_assert_uint_eq((a).status, (b).status);                  \
-        ck_assert_uint_eq((a).payload_bytes, (b).payload_bytes);    \
+#define ASSERT_HEADER_EQ(a, b)                                                                     \
+    do {                                                                                           \
+        ck_assert_uint_eq((a).version, (b).version);                                               \
+        ck_assert_uint_eq((a).type, (b).type);                                                     \
+        ck_assert_uint_eq((a).flags, (b).flags);                                                   \
+        ck_assert_uint_eq((a).frame_id, (b).frame_id);                                             \
+        ck_assert_uint_eq((a).pipeline_id, (b).pipeline_id);                                       \
+        ck_assert_uint_eq((a).status, (b).status);                                                 \
+        ck_assert_uint_eq((a).payload_bytes, (b).payload_bytes);                                   \
     } while (0)
 
 /* A valid header of `type` (version 1, flags and status 0). */
 static gf_header make_header(uint8_t type, uint64_t frame_id, uint32_t pipeline_id,
-                             uint64_t payload_bytes)
-{
+                             uint64_t payload_bytes) {
     gf_header h = {
         .version = GF_PROTOCOL_VERSION,
         .type = type,
@@ -49,8 +48,7 @@ static gf_header make_header(uint8_t type, uint64_t frame_id, uint32_t pipeline_
 /* Encodes `h` and parses it back as `role` into `*out`, which starts filled
  * with 0xEE bytes so that untouched fields show.  Returns the parse result. */
 static int reparse(const gf_header *h, enum gf_parse_role role, uint64_t max_payload_bytes,
-                   gf_header *out)
-{
+                   gf_header *out) {
     unsigned char buf[GF_HEADER_BYTES];
 
     gf_header_encode(h, buf);
@@ -68,18 +66,14 @@ static const unsigned char doc_frame_header[GF_HEADER_BYTES] = {
 
 /* PROTOCOL.md, "Worked example": its RESULT. */
 static const unsigned char doc_result_header[GF_HEADER_BYTES] = {
-    0x47, 0x46, 0x52, 0x4D, 0x01, 0x02, 0x00, 0x00,
-    0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x47, 0x46, 0x52, 0x4D, 0x01, 0x02, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 };
 
 /* PROTOCOL.md, "Worked example": ERROR unknown_pipeline for frame 8, 25 bytes. */
 static const unsigned char doc_error_header[GF_HEADER_BYTES] = {
-    0x47, 0x46, 0x52, 0x4D, 0x01, 0x03, 0x00, 0x00,
-    0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x09, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00,
-    0x19, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x47, 0x46, 0x52, 0x4D, 0x01, 0x03, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x09, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x19, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 };
 
 /* A header whose every field has distinct bytes, so that any byte-order or
@@ -94,15 +88,12 @@ static const gf_header distinct_header = {
     .payload_bytes = 0x3132333435363738u,
 };
 static const unsigned char distinct_bytes[GF_HEADER_BYTES] = {
-    0x47, 0x46, 0x52, 0x4D, 0x01, 0x02, 0xA2, 0xA1,
-    0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
-    0x14, 0x13, 0x12, 0x11, 0x24, 0x23, 0x22, 0x21,
-    0x38, 0x37, 0x36, 0x35, 0x34, 0x33, 0x32, 0x31,
+    0x47, 0x46, 0x52, 0x4D, 0x01, 0x02, 0xA2, 0xA1, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+    0x14, 0x13, 0x12, 0x11, 0x24, 0x23, 0x22, 0x21, 0x38, 0x37, 0x36, 0x35, 0x34, 0x33, 0x32, 0x31,
 };
 
 /* A small deterministic PRNG (xorshift32) so that failures reproduce. */
-static uint32_t next_random(uint32_t *state)
-{
+static uint32_t next_random(uint32_t *state) {
     uint32_t x = *state;
     x ^= x << 13;
     x ^= x >> 17;
@@ -113,8 +104,7 @@ static uint32_t next_random(uint32_t *state)
 
 /* ---- encode ------------------------------------------------------------- */
 
-START_TEST(encode_exact_bytes)
-{
+START_TEST(encode_exact_bytes) {
     unsigned char buf[GF_HEADER_BYTES];
 
     gf_header_encode(&distinct_header, buf);
@@ -122,8 +112,7 @@ START_TEST(encode_exact_bytes)
 }
 END_TEST
 
-START_TEST(encode_doc_examples)
-{
+START_TEST(encode_doc_examples) {
     unsigned char buf[GF_HEADER_BYTES];
     gf_header h = make_header(GF_MSG_FRAME, 7, 1, 16);
 
@@ -141,8 +130,7 @@ START_TEST(encode_doc_examples)
 }
 END_TEST
 
-START_TEST(encode_unaligned_writes_exactly_32_bytes)
-{
+START_TEST(encode_unaligned_writes_exactly_32_bytes) {
     unsigned char buf[GF_HEADER_BYTES + 16];
     unsigned char guard[8];
 
@@ -159,8 +147,7 @@ END_TEST
 
 /* ---- parse: success ------------------------------------------------------ */
 
-START_TEST(parse_exact_fields)
-{
+START_TEST(parse_exact_fields) {
     gf_header out;
     static const gf_header want = {1, GF_MSG_RESULT, 0, 7, 1, 0, 16};
 
@@ -171,15 +158,14 @@ START_TEST(parse_exact_fields)
     ASSERT_HEADER_EQ(out, want);
 
     /* All fields decode even from an invalid header (flags set). */
-    ck_assert_int_eq(gf_header_parse(distinct_bytes, GF_HEADER_BYTES, GF_ROLE_CLIENT,
-                                     UINT64_MAX, &out),
-                     -GF_ERR_BAD_FLAGS);
+    ck_assert_int_eq(
+        gf_header_parse(distinct_bytes, GF_HEADER_BYTES, GF_ROLE_CLIENT, UINT64_MAX, &out),
+        -GF_ERR_BAD_FLAGS);
     ASSERT_HEADER_EQ(out, distinct_header);
 }
 END_TEST
 
-START_TEST(parse_round_trip)
-{
+START_TEST(parse_round_trip) {
     static const struct {
         enum gf_parse_role role;
         gf_header h;
@@ -205,8 +191,7 @@ START_TEST(parse_round_trip)
 }
 END_TEST
 
-START_TEST(parse_consumes_only_the_header)
-{
+START_TEST(parse_consumes_only_the_header) {
     unsigned char buf[GF_HEADER_BYTES + 16];
     gf_header out;
 
@@ -218,8 +203,7 @@ START_TEST(parse_consumes_only_the_header)
 }
 END_TEST
 
-START_TEST(parse_unaligned)
-{
+START_TEST(parse_unaligned) {
     unsigned char buf[GF_HEADER_BYTES + 8];
 
     for (size_t off = 0; off < 8; off++) {
@@ -227,9 +211,9 @@ START_TEST(parse_unaligned)
 
         memset(buf, 0, sizeof buf);
         memcpy(buf + off, distinct_bytes, GF_HEADER_BYTES);
-        ck_assert_int_eq(gf_header_parse(buf + off, GF_HEADER_BYTES, GF_ROLE_CLIENT, UINT64_MAX,
-                                         &out),
-                         -GF_ERR_BAD_FLAGS);
+        ck_assert_int_eq(
+            gf_header_parse(buf + off, GF_HEADER_BYTES, GF_ROLE_CLIENT, UINT64_MAX, &out),
+            -GF_ERR_BAD_FLAGS);
         ASSERT_HEADER_EQ(out, distinct_header);
     }
 }
@@ -237,8 +221,7 @@ END_TEST
 
 /* Any 32 bytes decode losslessly: re-encoding the decoded fields gives the
  * same bytes (the magic aside, which encode always writes as GF_MAGIC). */
-START_TEST(parse_decodes_every_byte)
-{
+START_TEST(parse_decodes_every_byte) {
     uint32_t seed = 0x9E3779B9u;
 
     for (int round = 0; round < 10000; round++) {
@@ -249,8 +232,8 @@ START_TEST(parse_decodes_every_byte)
             in[i] = (unsigned char)next_random(&seed);
         if (round % 2 == 0)
             memcpy(in, doc_frame_header, 6); /* get past magic, version, type */
-        int rc = gf_header_parse(in, sizeof in, (enum gf_parse_role)(round % 4 < 2), UINT64_MAX,
-                                 &out);
+        int rc =
+            gf_header_parse(in, sizeof in, (enum gf_parse_role)(round % 4 < 2), UINT64_MAX, &out);
         ck_assert_int_ne(rc, 0);
         gf_header_encode(&out, again);
         ck_assert_mem_eq(again + 4, in + 4, GF_HEADER_BYTES - 4);
@@ -262,8 +245,7 @@ END_TEST
 
 /* ---- parse: need more ----------------------------------------------------- */
 
-START_TEST(parse_short_needs_more)
-{
+START_TEST(parse_short_needs_more) {
     unsigned char garbage[GF_HEADER_BYTES];
     gf_header out, sentinel;
 
@@ -272,9 +254,9 @@ START_TEST(parse_short_needs_more)
     for (size_t len = 0; len < GF_HEADER_BYTES; len++) {
         for (int role = GF_ROLE_DAEMON; role <= GF_ROLE_CLIENT; role++) {
             out = sentinel;
-            ck_assert_int_eq(gf_header_parse(doc_frame_header, len, (enum gf_parse_role)role,
-                                             UINT64_MAX, &out),
-                             0);
+            ck_assert_int_eq(
+                gf_header_parse(doc_frame_header, len, (enum gf_parse_role)role, UINT64_MAX, &out),
+                0);
             ck_assert_mem_eq(&out, &sentinel, sizeof out);
             /* Nothing is checked before the whole header is there. */
             ck_assert_int_eq(gf_header_parse(garbage, len, (enum gf_parse_role)role, 0, &out), 0);
@@ -288,8 +270,7 @@ END_TEST
 
 /* ---- parse: errors ---------------------------------------------------------- */
 
-START_TEST(parse_bad_magic)
-{
+START_TEST(parse_bad_magic) {
     static const unsigned char swapped[4] = {'M', 'R', 'F', 'G'}; /* big-endian writer */
     unsigned char buf[GF_HEADER_BYTES];
     gf_header out;
@@ -308,25 +289,22 @@ START_TEST(parse_bad_magic)
     }
     memcpy(buf, doc_result_header, sizeof buf);
     memcpy(buf, swapped, 4);
-    ck_assert_int_eq(gf_header_parse(buf, sizeof buf, GF_ROLE_CLIENT, 16, &out),
-                     -GF_ERR_BAD_MAGIC);
+    ck_assert_int_eq(gf_header_parse(buf, sizeof buf, GF_ROLE_CLIENT, 16, &out), -GF_ERR_BAD_MAGIC);
     ck_assert_uint_eq(out.frame_id, 7);
 }
 END_TEST
 
-START_TEST(parse_bad_version)
-{
+START_TEST(parse_bad_version) {
     static const uint8_t versions[] = {0, 2, 3, 0x81, 0xFF};
 
     for (size_t i = 0; i < sizeof versions; i++) {
         for (int role = GF_ROLE_DAEMON; role <= GF_ROLE_CLIENT; role++) {
-            gf_header h = make_header(role == GF_ROLE_DAEMON ? GF_MSG_FRAME : GF_MSG_RESULT,
-                                      100 + i, 5, 8);
+            gf_header h =
+                make_header(role == GF_ROLE_DAEMON ? GF_MSG_FRAME : GF_MSG_RESULT, 100 + i, 5, 8);
             gf_header out;
 
             h.version = versions[i];
-            ck_assert_int_eq(reparse(&h, (enum gf_parse_role)role, 8, &out),
-                             -GF_ERR_BAD_VERSION);
+            ck_assert_int_eq(reparse(&h, (enum gf_parse_role)role, 8, &out), -GF_ERR_BAD_VERSION);
             ASSERT_HEADER_EQ(out, h);
         }
     }
@@ -334,8 +312,7 @@ START_TEST(parse_bad_version)
 END_TEST
 
 /* Every one of the 256 type bytes, in both roles. */
-START_TEST(parse_types_by_role)
-{
+START_TEST(parse_types_by_role) {
     for (unsigned type = 0; type <= 0xFF; type++) {
         int daemon_ok = type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS;
         int client_ok = type == GF_MSG_RESULT || type == GF_MSG_ERROR || type == GF_MSG_LIST ||
@@ -353,8 +330,7 @@ START_TEST(parse_types_by_role)
 }
 END_TEST
 
-START_TEST(parse_role_differences)
-{
+START_TEST(parse_role_differences) {
     gf_header out;
     gf_header result = make_header(GF_MSG_RESULT, 11, 0, 4);
     gf_header error = make_header(GF_MSG_ERROR, 12, 0, 4);
@@ -375,8 +351,7 @@ START_TEST(parse_role_differences)
 }
 END_TEST
 
-START_TEST(parse_flags_must_be_zero)
-{
+START_TEST(parse_flags_must_be_zero) {
     for (unsigned bit = 0; bit < 16; bit++) {
         gf_header frame = make_header(GF_MSG_FRAME, 20 + bit, 1, 0);
         gf_header result = make_header(GF_MSG_RESULT, 40 + bit, 1, 0);
@@ -392,8 +367,7 @@ START_TEST(parse_flags_must_be_zero)
 }
 END_TEST
 
-START_TEST(parse_request_status_must_be_zero)
-{
+START_TEST(parse_request_status_must_be_zero) {
     static const uint32_t statuses[] = {1, GF_ERR_INTERNAL, 0x100, 0x80000000u, UINT32_MAX};
 
     for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++) {
@@ -412,10 +386,9 @@ START_TEST(parse_request_status_must_be_zero)
 END_TEST
 
 /* The client role leaves status alone: codes from a newer daemon pass. */
-START_TEST(parse_reply_status_unchecked)
-{
-    static const uint32_t statuses[] = {GF_OK, GF_ERR_BAD_MAGIC, GF_ERR_INTERNAL,
-                                        GF_STATUS_COUNT_, UINT32_MAX};
+START_TEST(parse_reply_status_unchecked) {
+    static const uint32_t statuses[] = {GF_OK, GF_ERR_BAD_MAGIC, GF_ERR_INTERNAL, GF_STATUS_COUNT_,
+                                        UINT32_MAX};
 
     for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++) {
         gf_header h = make_header(GF_MSG_ERROR, 80 + i, 0, 10);
@@ -428,10 +401,9 @@ START_TEST(parse_reply_status_unchecked)
 }
 END_TEST
 
-START_TEST(parse_max_payload_boundary)
-{
-    static const uint64_t maxima[] = {0, 1, 4096, TEST_MAX_PAYLOAD_BYTES, UINT32_MAX,
-                                      UINT64_MAX - 1};
+START_TEST(parse_max_payload_boundary) {
+    static const uint64_t maxima[] = {
+        0, 1, 4096, TEST_MAX_PAYLOAD_BYTES, UINT32_MAX, UINT64_MAX - 1};
 
     for (size_t i = 0; i < sizeof maxima / sizeof maxima[0]; i++) {
         gf_header frame = make_header(GF_MSG_FRAME, 90 + i, 3, maxima[i]);
@@ -457,8 +429,7 @@ START_TEST(parse_max_payload_boundary)
 }
 END_TEST
 
-START_TEST(parse_error_text_limit)
-{
+START_TEST(parse_error_text_limit) {
     gf_header error = make_header(GF_MSG_ERROR, 5, 0, GF_ERROR_TEXT_MAX_BYTES);
     gf_header result = make_header(GF_MSG_RESULT, 6, 0, GF_ERROR_TEXT_MAX_BYTES + 1);
     gf_header out;
@@ -475,8 +446,7 @@ START_TEST(parse_error_text_limit)
 }
 END_TEST
 
-START_TEST(parse_list_stats_with_payload)
-{
+START_TEST(parse_list_stats_with_payload) {
     static const uint8_t types[] = {GF_MSG_LIST, GF_MSG_STATS};
 
     for (size_t t = 0; t < sizeof types; t++) {
@@ -504,8 +474,7 @@ END_TEST
 
 /* One header with every problem at once; repairing them one by one in wire
  * order must surface each code in turn. */
-START_TEST(parse_checks_in_wire_order)
-{
+START_TEST(parse_checks_in_wire_order) {
     unsigned char buf[GF_HEADER_BYTES];
     gf_header h = {
         .version = 9,
@@ -520,11 +489,10 @@ START_TEST(parse_checks_in_wire_order)
 
     gf_header_encode(&h, buf);
     buf[0] = 'X';
-    ck_assert_int_eq(gf_header_parse(buf, sizeof buf, GF_ROLE_DAEMON, 10, &out),
-                     -GF_ERR_BAD_MAGIC);
+    ck_assert_int_eq(gf_header_parse(buf, sizeof buf, GF_ROLE_DAEMON, 10, &out), -GF_ERR_BAD_MAGIC);
     ASSERT_HEADER_EQ(out, h);
 
-    h.type = GF_MSG_LIST;  /* a request, but with a payload */
+    h.type = GF_MSG_LIST; /* a request, but with a payload */
     ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 10, &out), -GF_ERR_BAD_VERSION);
     h.version = GF_PROTOCOL_VERSION;
     h.type = GF_MSG_RESULT;
@@ -546,13 +514,11 @@ END_TEST
 
 /* ---- names and the fatal set ---------------------------------------------- */
 
-START_TEST(status_names)
-{
+START_TEST(status_names) {
     static const char *const want[] = {
-        "ok",         "bad_magic",        "bad_version", "bad_type",
-        "bad_flags",  "too_large",        "unknown_pipeline",
-        "bad_length", "engine",           "shutting_down",
-        "timeout",    "internal",
+        "ok",        "bad_magic",     "bad_version",      "bad_type",
+        "bad_flags", "too_large",     "unknown_pipeline", "bad_length",
+        "engine",    "shutting_down", "timeout",          "internal",
     };
 
     ck_assert_uint_eq(sizeof want / sizeof want[0], GF_STATUS_COUNT_);
@@ -566,8 +532,7 @@ START_TEST(status_names)
 }
 END_TEST
 
-START_TEST(msg_type_names)
-{
+START_TEST(msg_type_names) {
     ck_assert_str_eq(gf_msg_type_name(GF_MSG_FRAME), "frame");
     ck_assert_str_eq(gf_msg_type_name(GF_MSG_RESULT), "result");
     ck_assert_str_eq(gf_msg_type_name(GF_MSG_ERROR), "error");
@@ -580,8 +545,7 @@ START_TEST(msg_type_names)
 }
 END_TEST
 
-START_TEST(fatal_set)
-{
+START_TEST(fatal_set) {
     for (uint32_t s = 0; s < 64; s++)
         ck_assert_int_eq(gf_status_is_fatal(s) != 0, s >= 1 && s <= 5);
     ck_assert(gf_status_is_fatal(GF_ERR_BAD_MAGIC));
@@ -597,7 +561,7 @@ END_TEST
 /* ---- the parser over a byte stream ------------------------------------------ */
 
 #define STREAM_MAX_MESSAGES 4
-#define STREAM_MAX_BYTES 1024
+#define STREAM_MAX_BYTES    1024
 
 /* One message to put on the stream: a header and its payload. */
 typedef struct test_msg {
@@ -621,15 +585,13 @@ typedef struct test_reader {
     size_t payload_len;
 } test_reader;
 
-static void reader_accept(test_reader *r, const gf_header *h)
-{
+static void reader_accept(test_reader *r, const gf_header *h) {
     ck_assert_uint_lt(r->got_count, STREAM_MAX_MESSAGES);
     r->got[r->got_count++] = *h;
     r->payload_left_bytes = h->payload_bytes;
 }
 
-static void reader_feed(test_reader *r, const unsigned char *p, size_t n)
-{
+static void reader_feed(test_reader *r, const unsigned char *p, size_t n) {
     while (n > 0) {
         gf_header h;
         int rc;
@@ -672,8 +634,7 @@ static void reader_feed(test_reader *r, const unsigned char *p, size_t n)
 }
 
 /* Writes `msgs` one after another into `buf`; returns the bytes written. */
-static size_t stream_build(const test_msg *msgs, size_t count, unsigned char *buf, size_t cap)
-{
+static size_t stream_build(const test_msg *msgs, size_t count, unsigned char *buf, size_t cap) {
     size_t len = 0;
 
     for (size_t i = 0; i < count; i++) {
@@ -692,9 +653,8 @@ static size_t stream_build(const test_msg *msgs, size_t count, unsigned char *bu
  * `chunk` is nonzero, else of random sizes from 1 to 80 drawn from `seed`.
  * Asserts that every header and every payload byte came out as sent.
  */
-static void stream_check(enum gf_parse_role role, const test_msg *msgs, size_t count,
-                         size_t chunk, uint32_t seed)
-{
+static void stream_check(enum gf_parse_role role, const test_msg *msgs, size_t count, size_t chunk,
+                         uint32_t seed) {
     unsigned char stream[STREAM_MAX_BYTES], payloads[STREAM_MAX_BYTES];
     size_t len = stream_build(msgs, count, stream, sizeof stream);
     size_t payloads_len = 0;
@@ -727,8 +687,7 @@ static void stream_check(enum gf_parse_role role, const test_msg *msgs, size_t c
 
 /* Three requests: a FRAME, an empty LIST, and a FRAME whose payload holds a
  * valid-looking header that must be skipped as payload, not parsed. */
-static void request_stream(test_msg msgs[3], unsigned char big[100])
-{
+static void request_stream(test_msg msgs[3], unsigned char big[100]) {
     static const unsigned char hello[5] = {'h', 'e', 'l', 'l', 'o'};
     gf_header decoy = make_header(GF_MSG_STATS, 999, 0, 0);
 
@@ -741,22 +700,20 @@ static void request_stream(test_msg msgs[3], unsigned char big[100])
 }
 
 /* Three replies: a RESULT, an ERROR with its text, a STATS with JSON. */
-static void reply_stream(test_msg msgs[3])
-{
+static void reply_stream(test_msg msgs[3]) {
     static const unsigned char result[8] = {0, 0, 0x80, 0x3F, 0, 0, 0, 0x40};
     static const char text[] = "pipeline 9 does not exist";
     static const char json[] = "{\"frames\":3}";
 
     msgs[0] = (test_msg){make_header(GF_MSG_RESULT, 1, 0, sizeof result), result};
-    msgs[1] = (test_msg){make_header(GF_MSG_ERROR, 2, 9, strlen(text)),
-                         (const unsigned char *)text};
+    msgs[1] =
+        (test_msg){make_header(GF_MSG_ERROR, 2, 9, strlen(text)), (const unsigned char *)text};
     msgs[1].h.status = GF_ERR_UNKNOWN_PIPELINE;
-    msgs[2] = (test_msg){make_header(GF_MSG_STATS, 3, 0, strlen(json)),
-                         (const unsigned char *)json};
+    msgs[2] =
+        (test_msg){make_header(GF_MSG_STATS, 3, 0, strlen(json)), (const unsigned char *)json};
 }
 
-START_TEST(stream_fixed_chunks)
-{
+START_TEST(stream_fixed_chunks) {
     test_msg requests[3], replies[3];
     unsigned char big[100];
 
@@ -771,8 +728,7 @@ START_TEST(stream_fixed_chunks)
 }
 END_TEST
 
-START_TEST(stream_random_chunks)
-{
+START_TEST(stream_random_chunks) {
     test_msg requests[3], replies[3];
     unsigned char big[100];
 
@@ -783,8 +739,7 @@ START_TEST(stream_random_chunks)
 }
 END_TEST
 
-static Suite *protocol_suite(void)
-{
+static Suite *protocol_suite(void) {
     Suite *s = suite_create("protocol");
     TCase *tc;
 
@@ -831,8 +786,7 @@ static Suite *protocol_suite(void)
     return s;
 }
 
-int main(void)
-{
+int main(void) {
     SRunner *sr = srunner_create(protocol_suite());
 
     srunner_run_all(sr, CK_NORMAL);

@@ -43,8 +43,7 @@
 static void set_err(char *err, size_t err_len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-{
+static void set_err(char *err, size_t err_len, const char *fmt, ...) {
     va_list ap;
 
     if (err == NULL || err_len == 0)
@@ -54,16 +53,14 @@ static void set_err(char *err, size_t err_len, const char *fmt, ...)
     va_end(ap);
 }
 
-static uint64_t now_ms(void)
-{
+static uint64_t now_ms(void) {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void sleep_ms(unsigned ms)
-{
+static void sleep_ms(unsigned ms) {
     struct timespec ts = {.tv_sec = ms / 1000u, .tv_nsec = (long)(ms % 1000u) * 1000000L};
 
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -72,8 +69,7 @@ static void sleep_ms(unsigned ms)
 
 /* ---- files and processes --------------------------------------------------- */
 
-int gf_test_make_temp_dir(char *out, size_t out_len)
-{
+int gf_test_make_temp_dir(char *out, size_t out_len) {
     const char *base = getenv("TMPDIR");
     char tmpl[GF_TEST_PATH_MAX];
     size_t longest = sizeof(((struct sockaddr_un *)0)->sun_path) - 1;
@@ -93,8 +89,7 @@ int gf_test_make_temp_dir(char *out, size_t out_len)
     return 0;
 }
 
-int gf_test_write_file(const char *path, const char *text)
-{
+int gf_test_write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     size_t len = strlen(text);
 
@@ -108,8 +103,7 @@ int gf_test_write_file(const char *path, const char *text)
     return fclose(f) == 0 ? 0 : -errno;
 }
 
-char *gf_test_read_file(const char *path, size_t *len)
-{
+char *gf_test_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;
     size_t cap = 0, n = 0;
@@ -140,8 +134,7 @@ char *gf_test_read_file(const char *path, size_t *len)
     return buf;
 }
 
-void gf_test_log_tail(const char *path, unsigned lines, char *out, size_t out_len)
-{
+void gf_test_log_tail(const char *path, unsigned lines, char *out, size_t out_len) {
     size_t len;
     char *text = gf_test_read_file(path, &len);
 
@@ -174,8 +167,7 @@ void gf_test_log_tail(const char *path, unsigned lines, char *out, size_t out_le
 }
 
 /* Nonzero when a daemon log line reports a failure. */
-static int is_failure_line(const char *line)
-{
+static int is_failure_line(const char *line) {
     static const char *const marks[] = {
         "]: error: ",     /* GF_LOG_ERR                         */
         "]: warn: ",      /* GF_LOG_WRN                         */
@@ -190,8 +182,7 @@ static int is_failure_line(const char *line)
     return 0;
 }
 
-size_t gf_test_log_failures(const char *path, char *out, size_t out_len)
-{
+size_t gf_test_log_failures(const char *path, char *out, size_t out_len) {
     char *text = gf_test_read_file(path, NULL);
     size_t count = 0, used = 0;
 
@@ -224,8 +215,7 @@ size_t gf_test_log_failures(const char *path, char *out, size_t out_len)
  * `output_path`.  The child is killed when the calling thread exits.
  * Returns its pid or a negative errno.
  */
-static pid_t spawn(char *const argv[], const char *output_path)
-{
+static pid_t spawn(char *const argv[], const char *output_path) {
     pid_t parent = getpid();
     pid_t pid = fork();
 
@@ -241,8 +231,7 @@ static pid_t spawn(char *const argv[], const char *output_path)
     int out = open(output_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     if (in < 0 || out < 0)
         _exit(126);
-    if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
-        dup2(out, STDERR_FILENO) < 0)
+    if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0)
         _exit(126);
     for (int fd = STDERR_FILENO + 1; fd < CHILD_FD_CLOSE_LIMIT; fd++)
         close(fd);
@@ -257,8 +246,7 @@ static pid_t spawn(char *const argv[], const char *output_path)
 
 /* Waits at most timeout_ms for `pid` to exit.  Returns 0 with its status, or
  * -ETIMEDOUT, or a negative errno of waitpid. */
-static int wait_pid(pid_t pid, int timeout_ms, int *status)
-{
+static int wait_pid(pid_t pid, int timeout_ms, int *status) {
     uint64_t deadline = now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
 
     for (;;) {
@@ -273,9 +261,7 @@ static int wait_pid(pid_t pid, int timeout_ms, int *status)
     }
 }
 
-int gf_test_run_command(char *const argv[], const char *output_path, int timeout_ms,
-                        int *status)
-{
+int gf_test_run_command(char *const argv[], const char *output_path, int timeout_ms, int *status) {
     pid_t pid = spawn(argv, output_path);
 
     if (pid < 0)
@@ -289,8 +275,7 @@ int gf_test_run_command(char *const argv[], const char *output_path, int timeout
     return rc;
 }
 
-const char *gf_test_describe_status(int status, char *buf, size_t len)
-{
+const char *gf_test_describe_status(int status, char *buf, size_t len) {
     if (WIFEXITED(status))
         snprintf(buf, len, "exit %d", WEXITSTATUS(status));
     else if (WIFSIGNALED(status))
@@ -304,8 +289,7 @@ const char *gf_test_describe_status(int status, char *buf, size_t len)
 /* ---- the daemon ---------------------------------------------------------------- */
 
 /* Nonzero when something accepts connections on `path`. */
-static int socket_accepts(const char *path)
-{
+static int socket_accepts(const char *path) {
     int fd = gf_test_raw_connect(path);
 
     if (fd < 0)
@@ -314,9 +298,8 @@ static int socket_accepts(const char *path)
     return 1;
 }
 
-int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine,
-                         char *err, size_t err_len)
-{
+int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine, char *err,
+                         size_t err_len) {
     const char *daemon = getenv("GF_TEST_DAEMON");
     char tail[2048], desc[96];
     int rc;
@@ -341,8 +324,8 @@ int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char 
         return rc;
     }
 
-    char *argv[] = {(char *)daemon, "--config", d->config_path, "--socket", d->socket_path,
-                    "--engine", d->engine, NULL};
+    char *argv[] = {(char *)daemon, "--config", d->config_path, "--socket",
+                    d->socket_path, "--engine", d->engine,      NULL};
     pid_t pid = spawn(argv, d->log_path);
     if (pid < 0) {
         set_err(err, err_len, "cannot fork: %s", strerror((int)-pid));
@@ -359,9 +342,8 @@ int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char 
             d->exit_status = status;
             gf_test_log_tail(d->log_path, 20, tail, sizeof tail);
             set_err(err, err_len,
-                    "%s --engine %s exited (%s) before accepting a connection; log %s:\n%s",
-                    daemon, engine, gf_test_describe_status(status, desc, sizeof desc),
-                    d->log_path, tail);
+                    "%s --engine %s exited (%s) before accepting a connection; log %s:\n%s", daemon,
+                    engine, gf_test_describe_status(status, desc, sizeof desc), d->log_path, tail);
             return -ECHILD;
         }
         if (socket_accepts(d->socket_path))
@@ -378,15 +360,13 @@ int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char 
     return -ETIMEDOUT;
 }
 
-int gf_test_daemon_signal(gf_test_daemon *d, int sig)
-{
+int gf_test_daemon_signal(gf_test_daemon *d, int sig) {
     if (d->pid <= 0)
         return -ESRCH;
     return kill(d->pid, sig) == 0 ? 0 : -errno;
 }
 
-int gf_test_daemon_wait(gf_test_daemon *d, int timeout_ms, int *status)
-{
+int gf_test_daemon_wait(gf_test_daemon *d, int timeout_ms, int *status) {
     int st = 0;
 
     if (d->pid <= 0) {
@@ -404,8 +384,7 @@ int gf_test_daemon_wait(gf_test_daemon *d, int timeout_ms, int *status)
     return 0;
 }
 
-int gf_test_daemon_stop(gf_test_daemon *d, int *status)
-{
+int gf_test_daemon_stop(gf_test_daemon *d, int *status) {
     if (d->pid <= 0)
         return gf_test_daemon_wait(d, 0, status);
     kill(d->pid, SIGTERM);
@@ -422,8 +401,7 @@ int gf_test_daemon_stop(gf_test_daemon *d, int *status)
     return -ETIMEDOUT;
 }
 
-void gf_test_daemon_cleanup(gf_test_daemon *d)
-{
+void gf_test_daemon_cleanup(gf_test_daemon *d) {
     if (d->dir[0] == '\0')
         return;
     DIR *dir = opendir(d->dir);
@@ -444,8 +422,7 @@ void gf_test_daemon_cleanup(gf_test_daemon *d)
 
 /* ---- raw sockets -------------------------------------------------------------------- */
 
-int gf_test_raw_connect(const char *socket_path)
-{
+int gf_test_raw_connect(const char *socket_path) {
     struct sockaddr_un sa;
     struct timeval tv = {.tv_sec = GF_TEST_REPLY_TIMEOUT_MS / 1000,
                          .tv_usec = (GF_TEST_REPLY_TIMEOUT_MS % 1000) * 1000};
@@ -468,8 +445,7 @@ int gf_test_raw_connect(const char *socket_path)
     return fd;
 }
 
-int gf_test_raw_send(int fd, const void *buf, size_t len)
-{
+int gf_test_raw_send(int fd, const void *buf, size_t len) {
     const unsigned char *p = buf;
 
     while (len > 0) {
@@ -485,16 +461,14 @@ int gf_test_raw_send(int fd, const void *buf, size_t len)
     return 0;
 }
 
-int gf_test_raw_send_header(int fd, const gf_header *h)
-{
+int gf_test_raw_send_header(int fd, const gf_header *h) {
     unsigned char buf[GF_HEADER_BYTES];
 
     gf_header_encode(h, buf);
     return gf_test_raw_send(fd, buf, sizeof buf);
 }
 
-ssize_t gf_test_raw_recv(int fd, void *buf, size_t len, int timeout_ms)
-{
+ssize_t gf_test_raw_recv(int fd, void *buf, size_t len, int timeout_ms) {
     unsigned char *p = buf;
     size_t got = 0;
     uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
@@ -522,8 +496,7 @@ ssize_t gf_test_raw_recv(int fd, void *buf, size_t len, int timeout_ms)
 }
 
 int gf_test_raw_recv_reply(int fd, gf_header *h, void *payload, size_t cap, int timeout_ms,
-                           char *err, size_t err_len)
-{
+                           char *err, size_t err_len) {
     unsigned char buf[GF_HEADER_BYTES];
     ssize_t n = gf_test_raw_recv(fd, buf, sizeof buf, timeout_ms);
 
@@ -557,8 +530,7 @@ int gf_test_raw_recv_reply(int fd, gf_header *h, void *payload, size_t cap, int 
     return 0;
 }
 
-int gf_test_raw_expect_close(int fd, int timeout_ms, size_t *extra)
-{
+int gf_test_raw_expect_close(int fd, int timeout_ms, size_t *extra) {
     unsigned char buf[4096];
     size_t more = 0;
     uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
@@ -593,8 +565,7 @@ int gf_test_raw_expect_close(int fd, int timeout_ms, size_t *extra)
 
 /* ---- LIST and STATS ------------------------------------------------------------- */
 
-int gf_test_list(gf_client *c, gf_pipeline **out, size_t *count, char *err, size_t err_len)
-{
+int gf_test_list(gf_client *c, gf_pipeline **out, size_t *count, char *err, size_t err_len) {
     char *json = NULL, why[512];
     int rc = gf_client_request_json(c, GF_MSG_LIST, &json, GF_TEST_REPLY_TIMEOUT_MS);
 
@@ -611,8 +582,7 @@ int gf_test_list(gf_client *c, gf_pipeline **out, size_t *count, char *err, size
     return 0;
 }
 
-int gf_test_stats(gf_client *c, cJSON **out, char *err, size_t err_len)
-{
+int gf_test_stats(gf_client *c, cJSON **out, char *err, size_t err_len) {
     char *json = NULL;
     int rc = gf_client_request_json(c, GF_MSG_STATS, &json, GF_TEST_REPLY_TIMEOUT_MS);
 
@@ -633,8 +603,7 @@ int gf_test_stats(gf_client *c, cJSON **out, char *err, size_t err_len)
 }
 
 /* The item at the dotted path, or NULL. */
-static const cJSON *json_at(const cJSON *root, const char *dotted)
-{
+static const cJSON *json_at(const cJSON *root, const char *dotted) {
     char path[256], *save = NULL;
     const cJSON *node = root;
 
@@ -646,8 +615,7 @@ static const cJSON *json_at(const cJSON *root, const char *dotted)
     return node;
 }
 
-int gf_test_json_u64(const cJSON *root, const char *dotted, uint64_t *out)
-{
+int gf_test_json_u64(const cJSON *root, const char *dotted, uint64_t *out) {
     const cJSON *item = json_at(root, dotted);
     /* Doubles hold integers exactly up to 2^53. */
     const double exact_max = 9007199254740992.0;
@@ -661,15 +629,13 @@ int gf_test_json_u64(const cJSON *root, const char *dotted, uint64_t *out)
     return 0;
 }
 
-const char *gf_test_json_str(const cJSON *root, const char *dotted)
-{
+const char *gf_test_json_str(const cJSON *root, const char *dotted) {
     const cJSON *item = json_at(root, dotted);
 
     return cJSON_IsString(item) ? item->valuestring : NULL;
 }
 
-int gf_test_frame_rejections(const cJSON *stats, uint64_t *out)
-{
+int gf_test_frame_rejections(const cJSON *stats, uint64_t *out) {
     static const uint32_t frame_statuses[] = {GF_ERR_UNKNOWN_PIPELINE, GF_ERR_BAD_LENGTH,
                                               GF_ERR_ENGINE,           GF_ERR_SHUTTING_DOWN,
                                               GF_ERR_TIMEOUT,          GF_ERR_INTERNAL};
@@ -688,8 +654,7 @@ int gf_test_frame_rejections(const cJSON *stats, uint64_t *out)
 }
 
 int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, cJSON **last,
-                      char *err, size_t err_len)
-{
+                      char *err, size_t err_len) {
     uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
 
     for (;;) {
@@ -716,8 +681,8 @@ int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, c
         if (now_ms() >= deadline) {
             set_err(err, err_len,
                     "daemon not idle after %d ms: slots.free %" PRIu64 " of %" PRIu64
-                    ", slots.in_flight %" PRIu64 ", connections.open %" PRIu64
-                    " (want %" PRIu64 ")",
+                    ", slots.in_flight %" PRIu64 ", connections.open %" PRIu64 " (want %" PRIu64
+                    ")",
                     timeout_ms, free_count, count, in_flight, open, open_connections);
             if (last != NULL)
                 *last = st;
@@ -732,8 +697,7 @@ int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, c
 
 /* ---- inputs and verified streaming ---------------------------------------------- */
 
-uint64_t gf_test_rand(uint64_t *state)
-{
+uint64_t gf_test_rand(uint64_t *state) {
     uint64_t x = *state ? *state : DEFAULT_SEED;
 
     x ^= x >> 12;
@@ -744,13 +708,11 @@ uint64_t gf_test_rand(uint64_t *state)
 }
 
 /* Nonzero for the kinds whose input is an array of float32. */
-static int takes_floats(const gf_pipeline_kind *kind)
-{
+static int takes_floats(const gf_pipeline_kind *kind) {
     return strcmp(kind->name, "affine") == 0 || strcmp(kind->name, "sincos") == 0;
 }
 
-void gf_test_fill_input(const gf_pipeline_kind *kind, void *in, size_t bytes, uint64_t *rng)
-{
+void gf_test_fill_input(const gf_pipeline_kind *kind, void *in, size_t bytes, uint64_t *rng) {
     unsigned char *p = in;
     size_t i = 0;
 
@@ -776,8 +738,7 @@ void gf_test_fill_input(const gf_pipeline_kind *kind, void *in, size_t bytes, ui
 }
 
 int gf_test_make_frame(const gf_pipeline *p, size_t bytes, uint64_t *rng, void **in, void **ref,
-                       size_t *ref_bytes, char *err, size_t err_len)
-{
+                       size_t *ref_bytes, char *err, size_t err_len) {
     char why[256];
     int64_t out = p->kind->output_bytes(&p->params, bytes, why, sizeof why);
 
@@ -804,8 +765,7 @@ int gf_test_make_frame(const gf_pipeline *p, size_t bytes, uint64_t *rng, void *
 }
 
 int gf_test_check_result(const gf_pipeline *p, const gf_reply *r, uint64_t frame_id,
-                         const void *ref, size_t ref_bytes, char *err, size_t err_len)
-{
+                         const void *ref, size_t ref_bytes, char *err, size_t err_len) {
     const gf_header *h = &r->header;
     char why[512];
 
@@ -818,8 +778,8 @@ int gf_test_check_result(const gf_pipeline *p, const gf_reply *r, uint64_t frame
             text[n] = '\0';
         }
         set_err(err, err_len, "frame %" PRIu64 ": got %s (status %u %s) \"%s\", expected RESULT",
-                frame_id, gf_msg_type_name(h->type), (unsigned)h->status,
-                gf_status_name(h->status), text);
+                frame_id, gf_msg_type_name(h->type), (unsigned)h->status, gf_status_name(h->status),
+                text);
         return -1;
     }
     if (h->status != GF_OK || h->flags != 0 || h->version != GF_PROTOCOL_VERSION) {
@@ -829,8 +789,7 @@ int gf_test_check_result(const gf_pipeline *p, const gf_reply *r, uint64_t frame
     }
     if (h->frame_id != frame_id || h->pipeline_id != p->id) {
         set_err(err, err_len,
-                "RESULT for frame %" PRIu64 " pipeline %u, expected frame %" PRIu64
-                " pipeline %u",
+                "RESULT for frame %" PRIu64 " pipeline %u, expected frame %" PRIu64 " pipeline %u",
                 h->frame_id, (unsigned)h->pipeline_id, frame_id, (unsigned)p->id);
         return -1;
     }
@@ -848,8 +807,7 @@ int gf_test_check_result(const gf_pipeline *p, const gf_reply *r, uint64_t frame
     return 0;
 }
 
-int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, size_t err_len)
-{
+int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, size_t err_len) {
     const gf_pipeline *p = s->pipeline;
     void *in[STREAM_POOL_COUNT] = {NULL}, *ref[STREAM_POOL_COUNT] = {NULL};
     size_t ref_bytes = 0;
@@ -859,8 +817,8 @@ int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, si
     int rc = 0;
 
     if (s->window == 0 || gf_client_in_flight(c) != 0) {
-        set_err(err, err_len, "stream of %s: window 0 or %zu requests already in flight",
-                p->name, gf_client_in_flight(c));
+        set_err(err, err_len, "stream of %s: window 0 or %zu requests already in flight", p->name,
+                gf_client_in_flight(c));
         return -EINVAL;
     }
     for (unsigned k = 0; k < pool; k++) {
@@ -879,8 +837,8 @@ int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, si
                                       s->frame_bytes);
             if (rc < 0) {
                 set_err(err, err_len, "%s, %zu bytes, window %u: queueing frame %u of %u: %s (%s)",
-                        p->name, s->frame_bytes, s->window, sent + 1, s->frame_count,
-                        strerror(-rc), gf_client_error(c));
+                        p->name, s->frame_bytes, s->window, sent + 1, s->frame_count, strerror(-rc),
+                        gf_client_error(c));
                 goto out;
             }
             sent++;
@@ -888,9 +846,8 @@ int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, si
         gf_reply r;
         rc = gf_client_recv(c, &r, GF_TEST_REPLY_TIMEOUT_MS);
         if (rc < 0) {
-            set_err(err, err_len,
-                    "%s, %zu bytes, window %u: no reply to frame %u of %u: %s (%s)", p->name,
-                    s->frame_bytes, s->window, received + 1, s->frame_count, strerror(-rc),
+            set_err(err, err_len, "%s, %zu bytes, window %u: no reply to frame %u of %u: %s (%s)",
+                    p->name, s->frame_bytes, s->window, received + 1, s->frame_count, strerror(-rc),
                     gf_client_error(c));
             goto out;
         }

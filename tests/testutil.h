@@ -83,8 +83,7 @@ size_t gf_test_log_failures(const char *path, char *out, size_t out_len);
  * (SIGKILL after that).  Returns 0 with its waitpid status in `*status`, or a
  * negative errno.  For commands expected to exit on their own.
  */
-int gf_test_run_command(char *const argv[], const char *output_path, int timeout_ms,
-                        int *status);
+int gf_test_run_command(char *const argv[], const char *output_path, int timeout_ms, int *status);
 
 /* "exit 0", "killed by signal 11 (Segmentation fault)", ... for a waitpid status. */
 const char *gf_test_describe_status(int status, char *buf, size_t len);
@@ -101,8 +100,8 @@ const char *gf_test_describe_status(int status, char *buf, size_t len);
  * fails with its exit status and the log's tail in err[err_len].
  * Returns 0 (`*d` filled) or a negative errno.
  */
-int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine,
-                         char *err, size_t err_len);
+int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine, char *err,
+                         size_t err_len);
 
 /* Sends `sig` to the daemon.  Returns 0 or -errno (-ESRCH once reaped). */
 int gf_test_daemon_signal(gf_test_daemon *d, int sig);
