@@ -53,10 +53,12 @@ static void put_u64(unsigned char *p, uint64_t v) {
 /* Nonzero when a message of `type` may arrive at a peer playing `role`. */
 static int type_accepted(enum gf_parse_role role, uint32_t type) {
     switch (role) {
-    case GF_ROLE_DAEMON: return type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS;
+    case GF_ROLE_DAEMON:
+        return type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS ||
+               type == GF_MSG_TRACE;
     case GF_ROLE_CLIENT:
         return type == GF_MSG_RESULT || type == GF_MSG_ERROR || type == GF_MSG_LIST ||
-               type == GF_MSG_STATS;
+               type == GF_MSG_STATS || type == GF_MSG_TRACE;
     }
     assert(0 && "gf_header_parse: unknown role");
     return 0;
@@ -93,8 +95,7 @@ int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
     if (role == GF_ROLE_CLIENT && out->type == GF_MSG_ERROR &&
         out->payload_bytes > GF_ERROR_TEXT_MAX_BYTES)
         return -GF_ERR_TOO_LARGE;
-    if (role == GF_ROLE_DAEMON && (out->type == GF_MSG_LIST || out->type == GF_MSG_STATS) &&
-        out->payload_bytes != 0)
+    if (role == GF_ROLE_DAEMON && out->type != GF_MSG_FRAME && out->payload_bytes != 0)
         return -GF_ERR_BAD_LENGTH;
     return (int)GF_HEADER_BYTES;
 }
@@ -146,6 +147,7 @@ const char *gf_msg_type_name(uint32_t type) {
     case GF_MSG_ERROR: return "error";
     case GF_MSG_LIST: return "list";
     case GF_MSG_STATS: return "stats";
+    case GF_MSG_TRACE: return "trace";
     }
     return "unknown";
 }

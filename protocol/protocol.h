@@ -37,6 +37,8 @@ enum gf_msg_type {
     GF_MSG_ERROR = 3,  /* daemon -> client: status + UTF-8 message text    */
     GF_MSG_LIST = 4,   /* request: empty payload; reply: JSON of pipelines */
     GF_MSG_STATS = 5,  /* request: empty payload; reply: JSON of counters  */
+    GF_MSG_TRACE = 6,  /* request: empty payload, pipeline_id = most frames
+                          wanted (0: all kept); reply: JSON of stage timestamps */
 };
 
 /*
