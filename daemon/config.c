@@ -20,13 +20,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Defaults of the keys a config file may leave out (config/README.md). */
 #define GF_SOCKET_PATH_DEFAULT      "/run/gpuframed.sock"
 #define GF_MAX_FRAME_BYTES_DEFAULT  (16ull << 20)
 #define GF_FRAME_TIMEOUT_MS_DEFAULT 10000u
 /* A frame stuck on the engine for an hour is a hung daemon, not a slow one. */
-#define GF_FRAME_TIMEOUT_MS_MAX 3600000u
+#define GF_FRAME_TIMEOUT_MS_MAX     3600000u
+#define GF_DRAIN_TIMEOUT_MS_DEFAULT 30000u
+#define GF_DRAIN_TIMEOUT_MS_MAX     3600000u
+#define GF_TRACE_FRAMES_DEFAULT     4096u
+#define GF_TRACE_FRAMES_MAX         (1u << 20)
+/* The default cap on pinned memory: this fraction of physical RAM.  Pinned
+ * pages cannot be swapped, and RLIMIT_MEMLOCK does not bound CUDA's. */
+#define GF_PINNED_RAM_DIVISOR     4u
+#define GF_MAX_PINNED_BYTES_LIMIT (1ull << 50)
 /* A config file is a few KiB; anything near this is a wrong path. */
 #define GF_CONFIG_FILE_MAX_BYTES (1u << 20)
 /* 2^53: above it a JSON number (a double in cJSON) no longer holds every
@@ -516,11 +525,18 @@ enum top_key {
     K_MAX_FRAME_BYTES,
     K_FRAME_TIMEOUT_MS,
     K_LOG_LEVEL,
+    K_DRAIN_TIMEOUT_MS,
+    K_MAX_PINNED_BYTES,
+    K_TIMING_EVENTS,
+    K_TRACE_FRAMES,
     K_PIPELINES,
     K_COUNT_
 };
 static const char *const top_keys[K_COUNT_] = {
-    "socket", "engine", "slots", "max_frame_bytes", "frame_timeout_ms", "log_level", "pipelines",
+    "socket",           "engine",           "slots",
+    "max_frame_bytes",  "frame_timeout_ms", "log_level",
+    "drain_timeout_ms", "max_pinned_bytes", "timing_events",
+    "trace_frames",     "pipelines",
 };
 
 enum pipeline_key { P_NAME, P_KIND, P_PARAMS, P_COUNT_ };
@@ -638,6 +654,44 @@ fail:
     return -1;
 }
 
+uint64_t gf_config_max_output_bytes(const gf_config *cfg) {
+    uint64_t most = 0;
+    for (size_t i = 0; i < cfg->pipeline_count; i++) {
+        const gf_pipeline *p = &cfg->pipelines[i];
+        uint64_t out = p->kind->max_output_bytes(&p->params, cfg->max_frame_bytes);
+        if (out > most)
+            most = out;
+    }
+    return most;
+}
+
+uint64_t gf_config_pinned_bytes(const gf_config *cfg) {
+    return (uint64_t)cfg->slot_count * (cfg->max_frame_bytes + gf_config_max_output_bytes(cfg));
+}
+
+uint64_t gf_config_pinned_cap(const gf_config *cfg) {
+    if (cfg->max_pinned_bytes)
+        return cfg->max_pinned_bytes;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return GF_MAX_PINNED_BYTES_LIMIT;
+    return (uint64_t)pages * (uint64_t)page / GF_PINNED_RAM_DIVISOR;
+}
+
+int gf_config_check_pinned(const gf_config *cfg, char *err, size_t err_len) {
+    uint64_t want = gf_config_pinned_bytes(cfg), cap = gf_config_pinned_cap(cfg);
+    if (want <= cap)
+        return 0;
+    seterr(err, err_len,
+           "max_pinned_bytes: %u slots of %llu bytes in and %llu bytes out need %llu bytes of "
+           "pinned memory, over the cap of %llu%s; lower slots or max_frame_bytes, or raise "
+           "max_pinned_bytes",
+           cfg->slot_count, (unsigned long long)cfg->max_frame_bytes,
+           (unsigned long long)gf_config_max_output_bytes(cfg), (unsigned long long)want,
+           (unsigned long long)cap, cfg->max_pinned_bytes ? "" : " (1/4 of physical memory)");
+    return -1;
+}
+
 int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len) {
     const cJSON *items[K_COUNT_] = {0};
     char got[GF_VALUE_TEXT_BYTES];
@@ -654,6 +708,10 @@ int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
     cfg.max_frame_bytes = GF_MAX_FRAME_BYTES_DEFAULT;
     cfg.frame_timeout_ms = GF_FRAME_TIMEOUT_MS_DEFAULT;
     cfg.log_level = GF_LOG_INFO;
+    cfg.drain_timeout_ms = GF_DRAIN_TIMEOUT_MS_DEFAULT;
+    cfg.max_pinned_bytes = 0;
+    cfg.timing_events = 1;
+    cfg.trace_frames = GF_TRACE_FRAMES_DEFAULT;
 
     root = parse_document("config", json, err, err_len);
     if (root == NULL)
@@ -713,6 +771,32 @@ int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
             goto fail_root;
         cfg.log_level = (enum gf_log_level)i;
     }
+    if (items[K_DRAIN_TIMEOUT_MS] != NULL) {
+        if (read_integer(items[K_DRAIN_TIMEOUT_MS], "drain_timeout_ms", 1, GF_DRAIN_TIMEOUT_MS_MAX,
+                         &n, err, err_len) < 0)
+            goto fail_root;
+        cfg.drain_timeout_ms = (uint32_t)n;
+    }
+    if (items[K_MAX_PINNED_BYTES] != NULL) {
+        if (read_integer(items[K_MAX_PINNED_BYTES], "max_pinned_bytes", 0,
+                         (double)GF_MAX_PINNED_BYTES_LIMIT, &n, err, err_len) < 0)
+            goto fail_root;
+        cfg.max_pinned_bytes = (uint64_t)n;
+    }
+    if (items[K_TIMING_EVENTS] != NULL) {
+        if (!cJSON_IsBool(items[K_TIMING_EVENTS])) {
+            describe(items[K_TIMING_EVENTS], got, sizeof got);
+            seterr(err, err_len, "timing_events: expected true or false, got %s", got);
+            goto fail_root;
+        }
+        cfg.timing_events = cJSON_IsTrue(items[K_TIMING_EVENTS]);
+    }
+    if (items[K_TRACE_FRAMES] != NULL) {
+        if (read_integer(items[K_TRACE_FRAMES], "trace_frames", 0, GF_TRACE_FRAMES_MAX, &n, err,
+                         err_len) < 0)
+            goto fail_root;
+        cfg.trace_frames = (uint32_t)n;
+    }
     if (items[K_PIPELINES] == NULL) {
         seterr(err, err_len, "pipelines: missing (required: a non-empty array of pipelines)");
         goto fail_root;
@@ -720,6 +804,10 @@ int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
     if (parse_pipelines(items[K_PIPELINES], cfg.max_frame_bytes, &cfg.pipelines,
                         &cfg.pipeline_count, err, err_len) < 0)
         goto fail_root;
+    if (gf_config_check_pinned(&cfg, err, err_len) < 0) {
+        gf_config_free(&cfg);
+        goto fail_root;
+    }
 
     cJSON_Delete(root);
     *out = cfg;

@@ -36,7 +36,11 @@ typedef struct gf_config {
     uint64_t max_frame_bytes;             /* largest FRAME payload accepted    */
     uint32_t frame_timeout_ms;            /* deadline of a frame on the engine */
     enum gf_log_level log_level;
-    gf_pipeline *pipelines; /* owned; ids are their indices      */
+    uint32_t drain_timeout_ms; /* graceful stop's limit             */
+    uint64_t max_pinned_bytes; /* cap on pinned memory; 0: RAM / 4  */
+    int timing_events;         /* record CUDA events per stage      */
+    uint32_t trace_frames;     /* frames kept for TRACE; 0: none    */
+    gf_pipeline *pipelines;    /* owned; ids are their indices      */
     size_t pipeline_count;
 } gf_config;
 
@@ -54,6 +58,19 @@ int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
 /* Reads the file at `path` and parses it as gf_config_parse does; errors
  * start with the path. */
 int gf_config_load_file(const char *path, gf_config *out, char *err, size_t err_len);
+
+/* The largest result any configured pipeline makes from a frame of at most
+ * max_frame_bytes: the size of every slot's output buffer. */
+uint64_t gf_config_max_output_bytes(const gf_config *cfg);
+
+/* Pinned host memory the slots need: slots * (max_frame_bytes + output). */
+uint64_t gf_config_pinned_bytes(const gf_config *cfg);
+
+/* max_pinned_bytes, or a quarter of physical memory when it is 0. */
+uint64_t gf_config_pinned_cap(const gf_config *cfg);
+
+/* 0 when the slots fit under the cap; else -1 with the figures in err. */
+int gf_config_check_pinned(const gf_config *cfg, char *err, size_t err_len);
 
 /* Frees what `cfg` owns and empties it.  Safe on an empty config. */
 void gf_config_free(gf_config *cfg);

@@ -116,6 +116,34 @@ START_TEST(absent_keys_take_defaults) {
 }
 END_TEST
 
+START_TEST(pinned_cap_and_new_keys) {
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+    /* 2 slots * (1 MiB in + 4 MiB out of a 1024x341 RGB image) = 10 MiB > 8 MiB. */
+    const char *over = "{\"max_pinned_bytes\": 8388608, \"max_frame_bytes\": 1048576,"
+                       "\"pipelines\": [{\"name\": \"n\", \"kind\": \"normalize_u8\","
+                       "\"params\": {\"width\": 1024, \"height\": 341}}]}";
+    ck_assert_int_eq(gf_config_parse(over, &cfg, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "max_pinned_bytes") && strstr(err, "8388608"), "%s", err);
+    const char *fits = "{\"max_pinned_bytes\": 10584064, \"max_frame_bytes\": 1048576,"
+                       "\"pipelines\": [{\"name\": \"n\", \"kind\": \"normalize_u8\","
+                       "\"params\": {\"width\": 1024, \"height\": 341}}]}";
+    ck_assert_msg(gf_config_parse(fits, &cfg, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(gf_config_max_output_bytes(&cfg), 1024ull * 341 * 3 * 4);
+    ck_assert_uint_eq(gf_config_pinned_bytes(&cfg), 2ull * (1048576 + 1024ull * 341 * 3 * 4));
+    ck_assert_int_eq(cfg.timing_events, 1);
+    ck_assert_uint_eq(cfg.trace_frames, 4096);
+    ck_assert_uint_eq(cfg.drain_timeout_ms, 30000);
+    gf_config_free(&cfg);
+    ck_assert_int_eq(gf_config_parse("{\"timing_events\": 1, \"pipelines\": [{\"name\": \"e\","
+                                     "\"kind\": \"echo\"}]}", &cfg, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "timing_events: expected true or false"), "%s", err);
+    ck_assert_int_eq(gf_config_parse("{\"trace_frames\": -1, \"pipelines\": [{\"name\": \"e\","
+                                     "\"kind\": \"echo\"}]}", &cfg, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "trace_frames"), "%s", err);
+}
+END_TEST
+
 START_TEST(every_key_set_and_bounds_accepted) {
     char err[ERR_BYTES] = "", json[1024];
     char sock[GF_SOCKET_PATH_MAX];
@@ -130,7 +158,9 @@ START_TEST(every_key_set_and_bounds_accepted) {
              "{\"pipelines\": [{\"kind\": \"sincos\", \"params\": {\"iters\": 3}, \"name\": "
              "\"Ab-9_.x\"}, {\"name\": \"%s\", \"kind\": \"affine\", \"params\": {\"b\": -1e-3}}],"
              "\"log_level\": \"debug\", \"socket\": \"%s\", \"engine\": \"cpu\", \"slots\": 64,"
-             "\"max_frame_bytes\": 4294967296, \"frame_timeout_ms\": 3600000}",
+             "\"max_frame_bytes\": 4294967296, \"frame_timeout_ms\": 3600000,"
+             "\"drain_timeout_ms\": 3600000, \"max_pinned_bytes\": 1125899906842624,"
+             "\"timing_events\": false, \"trace_frames\": 1048576}",
              "123456789012345678901234567890123456789012345678901234567890123", sock);
     ck_assert_msg(gf_config_parse(json, &cfg, err, sizeof err) == 0, "%s", err);
     ck_assert_str_eq(cfg.socket_path, sock);
@@ -138,6 +168,10 @@ START_TEST(every_key_set_and_bounds_accepted) {
     ck_assert_uint_eq(cfg.slot_count, 64);
     ck_assert_uint_eq(cfg.max_frame_bytes, 4294967296ull);
     ck_assert_uint_eq(cfg.frame_timeout_ms, 3600000);
+    ck_assert_uint_eq(cfg.drain_timeout_ms, 3600000);
+    ck_assert_uint_eq(cfg.max_pinned_bytes, 1ull << 50);
+    ck_assert_int_eq(cfg.timing_events, 0);
+    ck_assert_uint_eq(cfg.trace_frames, 1u << 20);
     ck_assert_int_eq(cfg.log_level, GF_LOG_DEBUG);
     ck_assert_uint_eq(cfg.pipeline_count, 2);
     want = default_params("sincos");
@@ -717,6 +751,7 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, default_file_parses_to_documented_values);
     tcase_add_test(tc, absent_keys_take_defaults);
     tcase_add_test(tc, every_key_set_and_bounds_accepted);
+    tcase_add_test(tc, pinned_cap_and_new_keys);
     tcase_add_test(tc, load_file_errors_start_with_the_path);
     suite_add_tcase(s, tc);
 
