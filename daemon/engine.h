@@ -32,7 +32,19 @@ typedef struct gf_engine_params {
     uint64_t out_capacity_bytes;  /* per slot: the largest result        */
     const gf_pipeline *pipelines; /* warmed up before open returns       */
     size_t pipeline_count;
+    int timing_events; /* measure each stage (CUDA events)    */
 } gf_engine_params;
+
+/* What the engine runs on, for STATS. */
+typedef struct gf_device_info {
+    int is_gpu;             /* 1: a CUDA device; 0: the CPU engine       */
+    char name[256];         /* "NVIDIA H200", or "cpu"                  */
+    int cc_major, cc_minor; /* compute capability                        */
+    int sm_count;           /* streaming multiprocessors                 */
+    uint64_t memory_bytes;  /* device memory                             */
+    char pci_bus_id[32];    /* "0000:06:00.0"                            */
+    uint32_t threads;       /* CPU engine: worker threads                */
+} gf_device_info;
 
 typedef struct gf_engine gf_engine;
 
@@ -50,6 +62,7 @@ struct gf_engine {
     uint32_t slot_count;
     gf_completion *done;           /* where finished slots are pushed         */
     char desc[GF_ENGINE_DESC_MAX]; /* "NVIDIA H100 80GB HBM3, 132 SMs, ..."   */
+    gf_device_info device;         /* the same, as fields                     */
     uint64_t pinned_bytes;         /* page-locked host memory held            */
     uint64_t device_bytes;         /* device memory held                      */
     int poisoned;                  /* a sticky error: the daemon must exit    */

@@ -30,13 +30,13 @@ typedef struct cuda_slot {
     void *in_dev, *out_dev;
     cudaStream_t stream;
     cudaEvent_t ev[EV_COUNT];
-    int last_error; /* cudaError_t seen on submit, reported by finish */
 } cuda_slot;
 
 typedef struct cuda_engine {
     gf_engine base;
     cuda_slot *cslots;
     int device;
+    int timed; /* timing_events: record ev[] around each stage */
 } cuda_engine;
 
 /* Logs a failed CUDA call with its text, place and error string; yields the error. */
@@ -102,30 +102,35 @@ static void CUDART_CB on_stream_done(void *arg) {
     gf_completion_push(cs->engine->done, s);
 }
 
+/* Records event `ev` on the slot's stream when stage timing is on. */
+static cudaError_t mark(const cuda_engine *ce, cuda_slot *cs, int ev) {
+    return ce->timed ? cudaEventRecord(cs->ev[ev], cs->stream) : cudaSuccess;
+}
+
 /* Enqueues the frame's whole sequence on the slot's stream. */
-static cudaError_t enqueue(gf_slot *s, cuda_slot *cs) {
+static cudaError_t enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     cudaError_t err;
-    if ((err = cudaEventRecord(cs->ev[EV_START], cs->stream)) != cudaSuccess)
+    if ((err = mark(ce, cs, EV_START)) != cudaSuccess)
         return err;
     if (s->in_bytes && (err = cudaMemcpyAsync(cs->in_dev, s->in_host, s->in_bytes,
                                               cudaMemcpyHostToDevice, cs->stream)) != cudaSuccess)
         return err;
-    if ((err = cudaEventRecord(cs->ev[EV_H2D], cs->stream)) != cudaSuccess)
+    if ((err = mark(ce, cs, EV_H2D)) != cudaSuccess)
         return err;
     if ((err = (cudaError_t)s->kind->launch(&s->params, cs->in_dev, s->in_bytes, cs->out_dev,
                                             cs->stream)) != cudaSuccess)
         return err;
-    if ((err = cudaEventRecord(cs->ev[EV_KERNEL], cs->stream)) != cudaSuccess)
+    if ((err = mark(ce, cs, EV_KERNEL)) != cudaSuccess)
         return err;
     if (s->out_bytes && (err = cudaMemcpyAsync(s->out_host, cs->out_dev, s->out_bytes,
                                                cudaMemcpyDeviceToHost, cs->stream)) != cudaSuccess)
         return err;
-    return cudaEventRecord(cs->ev[EV_D2H], cs->stream);
+    return mark(ce, cs, EV_D2H);
 }
 
 static int cuda_submit(gf_engine *e, gf_slot *s) {
     cuda_slot *cs = s->engine_state;
-    cudaError_t err = enqueue(s, cs);
+    cudaError_t err = enqueue((cuda_engine *)e, s, cs);
     if (err == cudaSuccess)
         err = cudaLaunchHostFunc(cs->stream, on_stream_done, s);
     if (err == cudaSuccess)
@@ -158,13 +163,28 @@ static uint64_t elapsed_ns(cudaEvent_t a, cudaEvent_t b) {
     return (uint64_t)((double)ms * 1e6);
 }
 
+/*
+ * Places the stages on the host clock: the stream was idle when the frame was
+ * submitted, so its first event ran within a few µs of submitted_ns; the
+ * events give the rest.  Without timing, only the host function's time is
+ * known.
+ */
 static void cuda_finish(gf_engine *e, gf_slot *s) {
     cuda_slot *cs = s->engine_state;
-    (void)e;
     s->status = GF_OK;
-    s->stages.h2d_ns = elapsed_ns(cs->ev[EV_START], cs->ev[EV_H2D]);
-    s->stages.kernel_ns = elapsed_ns(cs->ev[EV_H2D], cs->ev[EV_KERNEL]);
-    s->stages.d2h_ns = elapsed_ns(cs->ev[EV_KERNEL], cs->ev[EV_D2H]);
+    if (!((cuda_engine *)e)->timed) {
+        s->stages = (gf_stage_times){.gpu_done_ns = s->done_ns};
+        return;
+    }
+    gf_stage_times *t = &s->stages;
+    t->timed = 1;
+    t->h2d_begin_ns = s->submitted_ns;
+    t->h2d_end_ns = t->h2d_begin_ns + elapsed_ns(cs->ev[EV_START], cs->ev[EV_H2D]);
+    t->kernel_begin_ns = t->h2d_end_ns;
+    t->kernel_end_ns = t->kernel_begin_ns + elapsed_ns(cs->ev[EV_H2D], cs->ev[EV_KERNEL]);
+    t->d2h_begin_ns = t->kernel_end_ns;
+    t->d2h_end_ns = t->d2h_begin_ns + elapsed_ns(cs->ev[EV_KERNEL], cs->ev[EV_D2H]);
+    t->gpu_done_ns = t->d2h_end_ns;
 }
 
 static void free_slot(cuda_slot *cs, gf_slot *s) {
@@ -220,7 +240,7 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
  * Runs every pipeline once on slot 0 and waits, so that module loading and
  * first-launch costs are paid before the daemon says it is ready.
  */
-static int warm_up(const gf_engine_params *p, gf_slot *s, cuda_slot *cs) {
+static int warm_up(const cuda_engine *ce, const gf_engine_params *p, gf_slot *s, cuda_slot *cs) {
     char why[128];
     for (size_t i = 0; i < p->pipeline_count; i++) {
         const gf_pipeline *pl = &p->pipelines[i];
@@ -233,7 +253,7 @@ static int warm_up(const gf_engine_params *p, gf_slot *s, cuda_slot *cs) {
         s->params = pl->params;
         s->in_bytes = n;
         s->out_bytes = (uint64_t)out;
-        if (CUDA_CHECK(enqueue(s, cs)) || CUDA_CHECK(cudaStreamSynchronize(cs->stream)))
+        if (CUDA_CHECK(enqueue(ce, s, cs)) || CUDA_CHECK(cudaStreamSynchronize(cs->stream)))
             return -EIO;
         GF_LOG_DBG("engine cuda: warmed up pipeline %s (%llu bytes)", pl->name,
                    (unsigned long long)n);
@@ -272,12 +292,22 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
             goto fail;
         }
     }
-    if (warm_up(p, &e->slots[0], &ce->cslots[0]) != 0)
+    ce->timed = p->timing_events;
+    if (warm_up(ce, p, &e->slots[0], &ce->cslots[0]) != 0)
         goto fail;
     snprintf(e->desc, sizeof e->desc, "%s, sm_%d%d, %d SMs, %.1f GiB, PCIe %02x:%02x", prop.name,
              prop.major, prop.minor, prop.multiProcessorCount,
              (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), prop.pciBusID,
              prop.pciDeviceID);
+    gf_device_info *d = &e->device;
+    d->is_gpu = 1;
+    snprintf(d->name, sizeof d->name, "%s", prop.name);
+    d->cc_major = prop.major;
+    d->cc_minor = prop.minor;
+    d->sm_count = prop.multiProcessorCount;
+    d->memory_bytes = prop.totalGlobalMem;
+    if (cudaDeviceGetPCIBusId(d->pci_bus_id, (int)sizeof d->pci_bus_id, ce->device) != cudaSuccess)
+        cudaGetLastError();
     GF_LOG_INF("engine cuda: %s; %u slots, each %llu bytes in and %llu bytes out, pinned "
                "%llu bytes in all",
                e->desc, p->slot_count, (unsigned long long)p->in_capacity_bytes,

@@ -157,7 +157,7 @@ int main(int argc, char **argv) {
     uv_loop_t loop;
     uv_loop_init(&loop);
     gf_server *srv = NULL;
-    rc = gf_server_open(&loop, &cfg, &srv);
+    rc = gf_server_open(&loop, &cfg, -1, &srv);
     if (rc < 0) {
         GF_LOG_ERR("start-up failed: %s", rc > -4096 ? uv_strerror(rc) : "error");
         uv_loop_close(&loop);

@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "log.h"
 #include "slots.h"
+#include "trace.h"
 
 /* The connection's buffer: one header plus a small staged payload. */
 #define GF_CONN_BUF_BYTES (GF_HEADER_BYTES + GF_STAGED_PAYLOAD_MAX_BYTES)
@@ -24,6 +25,10 @@
 #define GF_CONN_MAX_LOOSE_REPLIES 64
 /* Pending connections the kernel queues for accept(). */
 #define GF_LISTEN_BACKLOG 128
+/* Rates and loop utilisation are sampled this often. */
+#define GF_SAMPLE_PERIOD_MS 1000u
+/* The span over which STATS reports GPU busy and overlap fractions. */
+#define GF_GPU_WINDOW_NS 1000000000ull
 /* How often in-flight frames are checked against their deadline. */
 #define GF_WATCHDOG_PERIOD_MAX_MS 1000u
 
@@ -49,6 +54,7 @@ typedef struct gf_conn {
     gf_slot *slot;                  /* CONN_PAYLOAD: the slot being filled          */
     uint64_t payload_received;      /* CONN_PAYLOAD: bytes of it in slot->in_host   */
     uint64_t discard_left;          /* CONN_DISCARD: payload bytes still to skip    */
+    uint64_t header_seen_ns;        /* when the pending FRAME header was first read */
 
     gf_queued_reply *replies_head; /* replies owed and not yet handed to uv_write, */
     gf_queued_reply *replies_tail; /* in request order                             */
@@ -71,7 +77,11 @@ struct gf_server {
     gf_slot_ring ring;
     gf_completion done; /* engines push finished slots here            */
     uv_pipe_t listener;
-    uv_timer_t watchdog; /* frame deadlines                              */
+    uv_timer_t watchdog;    /* frame deadlines                              */
+    uv_timer_t sampler;     /* rates and loop utilisation, once a second    */
+    uv_timer_t drain_timer; /* bounds a graceful stop                     */
+    gf_trace trace;         /* the last frames' stage times (TRACE)         */
+    int listen_fd;          /* >= 0: a socket passed by systemd             */
     gf_stats stats;
     gf_conn *conns;                       /* live connections                             */
     gf_conn *waiting_head, *waiting_tail; /* paused for want of a slot, FIFO       */
@@ -81,6 +91,7 @@ struct gf_server {
     unsigned draining : 1;
     unsigned failed : 1; /* fatal engine failure                         */
     unsigned handles_closed : 1;
+    unsigned drain_timer_started : 1;
 };
 
 static void conn_process(gf_conn *c);
@@ -203,6 +214,49 @@ static void reply_finish(gf_queued_reply *r) {
     server_check_drained(srv);
 }
 
+/*
+ * A RESULT was written: count it, add its phases (STATS.md) and keep its
+ * stage times for TRACE.  O(1), no allocation.
+ */
+static void frame_answered(gf_server *srv, const gf_conn *c, const gf_slot *s) {
+    uint64_t written = gf_now_ns();
+    const gf_stage_times *t = &s->stages;
+    uint64_t ph[GF_PHASE_COUNT] = {0};
+    unsigned mask = (1u << GF_PHASE_SLOT_WAIT) | (1u << GF_PHASE_RECEIVE) |
+                    (1u << GF_PHASE_COMPLETION_DELAY) | (1u << GF_PHASE_REPLY_WRITE) |
+                    (1u << GF_PHASE_END_TO_END);
+    ph[GF_PHASE_SLOT_WAIT] = s->claimed_ns - s->arrived_ns;
+    ph[GF_PHASE_RECEIVE] = s->submitted_ns - s->claimed_ns;
+    if (t->timed) {
+        ph[GF_PHASE_H2D] = t->h2d_end_ns - t->h2d_begin_ns;
+        ph[GF_PHASE_KERNEL] = t->kernel_end_ns - t->kernel_begin_ns;
+        ph[GF_PHASE_D2H] = t->d2h_end_ns - t->d2h_begin_ns;
+        mask |= (1u << GF_PHASE_H2D) | (1u << GF_PHASE_KERNEL) | (1u << GF_PHASE_D2H);
+    }
+    ph[GF_PHASE_COMPLETION_DELAY] =
+        s->drained_ns > t->gpu_done_ns ? s->drained_ns - t->gpu_done_ns : 0;
+    ph[GF_PHASE_REPLY_WRITE] = written - s->drained_ns;
+    ph[GF_PHASE_END_TO_END] = written - s->arrived_ns;
+    srv->stats.frames_answered++;
+    srv->stats.bytes_out += s->out_bytes;
+    gf_stats_frame_answered(&srv->stats, s->pipeline_id, ph, mask);
+    gf_trace_rec rec = {.frame_id = s->frame_id,
+                        .conn_id = c->id,
+                        .pipeline_id = s->pipeline_id,
+                        .slot = s->index,
+                        .status = GF_OK,
+                        .in_bytes = s->in_bytes,
+                        .out_bytes = s->out_bytes,
+                        .arrived_ns = s->arrived_ns,
+                        .claimed_ns = s->claimed_ns,
+                        .submitted_ns = s->submitted_ns,
+                        .done_ns = s->done_ns,
+                        .drained_ns = s->drained_ns,
+                        .written_ns = written,
+                        .stages = *t};
+    gf_trace_push(&srv->trace, &rec);
+}
+
 static void on_write(uv_write_t *req, int status) {
     gf_queued_reply *r = container_of(req, gf_queued_reply, write_req);
     gf_conn *c = r->conn;
@@ -210,9 +264,7 @@ static void on_write(uv_write_t *req, int status) {
     if (r->slot) {
         gf_slot *s = r->slot;
         if (status == 0 && s->status == GF_OK) {
-            srv->stats.frames_answered++;
-            srv->stats.bytes_out += s->out_bytes;
-            srv->stats.end_to_end_ns_total += gf_now_ns() - s->claimed_ns;
+            frame_answered(srv, c, s);
         } else if (status != 0 && s->status == GF_OK) {
             srv->stats.frames_dropped++;
         }
@@ -297,7 +349,7 @@ static void conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const c
                (unsigned long long)h->frame_id, gf_status_name(status), text ? text : "");
     if (gf_status_is_fatal(status)) {
         c->fatal = 1;
-        srv->stats.connections_closed_fatal++;
+        srv->stats.connections_rejected++;
         GF_LOG_INF("connection %llu: %s (%s); closing after replies", (unsigned long long)c->id,
                    gf_status_name(status), text ? text : "");
     }
@@ -343,7 +395,23 @@ static cJSON *stats_document(gf_server *srv) {
         return NULL;
     cJSON_AddStringToObject(doc, "version", GF_VERSION);
     cJSON_AddStringToObject(doc, "engine", srv->engine->ops->name);
-    cJSON_AddStringToObject(doc, "device", srv->engine->desc);
+    const gf_device_info *d = &srv->engine->device;
+    cJSON *dev = cJSON_AddObjectToObject(doc, "device");
+    cJSON_AddStringToObject(dev, "name", d->name);
+    if (d->is_gpu) {
+        char cc[16];
+        snprintf(cc, sizeof cc, "%d.%d", d->cc_major, d->cc_minor);
+        cJSON_AddStringToObject(dev, "compute_capability", cc);
+        cJSON_AddNumberToObject(dev, "sm_count", d->sm_count);
+        cJSON_AddNumberToObject(dev, "memory_bytes", (double)d->memory_bytes);
+        cJSON_AddStringToObject(dev, "pci_bus_id", d->pci_bus_id);
+        /* The CUDA runtime does not report the PCIe link. */
+        cJSON_AddNullToObject(dev, "pcie_generation");
+        cJSON_AddNullToObject(dev, "pcie_width");
+    } else {
+        cJSON_AddNumberToObject(dev, "threads", d->threads);
+    }
+    cJSON_AddBoolToObject(doc, "timing_events", srv->cfg->timing_events);
     cJSON *slots = cJSON_AddObjectToObject(doc, "slots");
     cJSON_AddNumberToObject(slots, "count", srv->ring.count);
     cJSON_AddNumberToObject(slots, "free", srv->ring.free_count);
@@ -351,7 +419,40 @@ static cJSON *stats_document(gf_server *srv) {
     cJSON_AddNumberToObject(slots, "in_bytes", (double)srv->engine->slots[0].in_capacity_bytes);
     cJSON_AddNumberToObject(slots, "out_bytes", (double)srv->engine->slots[0].out_capacity_bytes);
     cJSON_AddNumberToObject(doc, "pinned_bytes", (double)srv->engine->pinned_bytes);
-    gf_stats_to_json(&srv->stats, doc);
+    uint64_t now = gf_now_ns();
+    gf_stats_to_json(&srv->stats, srv->cfg->pipelines, doc, now, uv_metrics_idle_time(srv->loop));
+    gf_gpu_busy busy;
+    if (!srv->cfg->timing_events ||
+        gf_trace_gpu_busy(&srv->trace, now, GF_GPU_WINDOW_NS, &busy) < 0) {
+        cJSON_AddNullToObject(doc, "gpu");
+    } else {
+        cJSON *g = cJSON_AddObjectToObject(doc, "gpu");
+        cJSON_AddNumberToObject(g, "window_ns", (double)busy.window_ns);
+        cJSON_AddNumberToObject(g, "frames", (double)busy.frames);
+        cJSON_AddNumberToObject(g, "h2d_busy", busy.h2d);
+        cJSON_AddNumberToObject(g, "kernel_busy", busy.kernel);
+        cJSON_AddNumberToObject(g, "d2h_busy", busy.d2h);
+        cJSON_AddNumberToObject(g, "copy_busy", busy.copy);
+        cJSON_AddNumberToObject(g, "compute_busy", busy.compute);
+        cJSON_AddNumberToObject(g, "overlap", busy.overlap);
+    }
+    return doc;
+}
+
+/* The TRACE reply: the last `max_frames` frames' stage times (STATS.md). */
+static cJSON *trace_document(gf_server *srv, uint32_t max_frames) {
+    cJSON *doc = cJSON_CreateObject();
+    cJSON *frames = gf_trace_frames_json(&srv->trace, max_frames, srv->stats.started_ns);
+    if (!doc || !frames) {
+        cJSON_Delete(doc);
+        cJSON_Delete(frames);
+        return NULL;
+    }
+    cJSON_AddStringToObject(doc, "clock", "monotonic");
+    cJSON_AddNumberToObject(doc, "t0_ns", (double)srv->stats.started_ns);
+    cJSON_AddStringToObject(doc, "engine", srv->engine->ops->name);
+    cJSON_AddNumberToObject(doc, "slots", srv->ring.count);
+    cJSON_AddItemToObject(doc, "frames", frames);
     return doc;
 }
 
@@ -397,6 +498,7 @@ static void frame_submit(gf_conn *c) {
     srv->slots_in_flight--;
     s->status = GF_ERR_ENGINE;
     srv->stats.rejected[GF_ERR_ENGINE]++;
+    srv->stats.frames_failed++;
     static const char text[] = "the engine could not start this frame";
     s->reply.body = malloc(sizeof text);
     if (s->reply.body) {
@@ -420,8 +522,11 @@ static int frame_begin(gf_conn *c, const gf_header *h) {
     const gf_config *cfg = srv->cfg;
     char why[160];
 
+    if (!c->header_seen_ns)
+        c->header_seen_ns = gf_now_ns();
     if (h->pipeline_id >= cfg->pipeline_count) {
         srv->stats.frames_received++;
+        srv->stats.frames_failed++;
         conn_reject(c, h, GF_ERR_UNKNOWN_PIPELINE,
                     "pipeline id %u is not configured (ids 0..%zu; send LIST to see them)",
                     h->pipeline_id, cfg->pipeline_count - 1);
@@ -431,6 +536,7 @@ static int frame_begin(gf_conn *c, const gf_header *h) {
     int64_t out_bytes = p->kind->output_bytes(&p->params, h->payload_bytes, why, sizeof why);
     if (out_bytes < 0 || (uint64_t)out_bytes > srv->ring.slots[0].out_capacity_bytes) {
         srv->stats.frames_received++;
+        srv->stats.frames_failed++;
         if (out_bytes >= 0)
             snprintf(why, sizeof why, "output of %lld bytes exceeds the slot's %llu",
                      (long long)out_bytes,
@@ -455,7 +561,9 @@ static int frame_begin(gf_conn *c, const gf_header *h) {
     s->status = GF_OK;
     memset(&s->stages, 0, sizeof s->stages);
     s->claimed_ns = gf_now_ns();
-    s->submitted_ns = s->done_ns = 0;
+    s->arrived_ns = c->header_seen_ns;
+    c->header_seen_ns = 0;
+    s->submitted_ns = s->done_ns = s->drained_ns = 0;
     memset(&s->reply, 0, sizeof s->reply);
     s->reply.slot = s;
     reply_enqueue(c, &s->reply);
@@ -475,6 +583,7 @@ static int frame_begin(gf_conn *c, const gf_header *h) {
     return 1;
 
 discard:
+    c->header_seen_ns = 0;
     c->buf_start += GF_HEADER_BYTES;
     c->discard_left = h->payload_bytes;
     c->state = CONN_DISCARD;
@@ -537,6 +646,11 @@ static void conn_process(gf_conn *c) {
             c->buf_start += GF_HEADER_BYTES;
             srv->stats.requests_stats++;
             conn_reply_json(c, &h, stats_document(srv));
+            break;
+        case GF_MSG_TRACE:
+            c->buf_start += GF_HEADER_BYTES;
+            srv->stats.requests_trace++;
+            conn_reply_json(c, &h, trace_document(srv, h.pipeline_id));
             break;
         default: assert(!"gf_header_parse let through a type the daemon does not take");
         }
@@ -678,12 +792,14 @@ static void on_slot_done(gf_slot *s, void *arg) {
     s->in_flight = 0;
     srv->slots_in_flight--;
     gf_engine_finish(srv->engine, s);
-    srv->stats.engine_ns_total += s->done_ns - s->submitted_ns;
+    s->drained_ns = gf_now_ns();
+    srv->stats.frames_completed++;
     gf_conn *c = s->reply.conn;
     if (s->status == GF_OK) {
         reply_header(&s->reply, GF_MSG_RESULT, s->frame_id, s->pipeline_id, GF_OK, s->out_bytes);
     } else {
         srv->stats.rejected[s->status]++;
+        srv->stats.frames_failed++;
         reply_header(&s->reply, GF_MSG_ERROR, s->frame_id, s->pipeline_id, (uint32_t)s->status, 0);
     }
     s->reply.ready = 1;
@@ -793,6 +909,7 @@ static void server_fatal(gf_server *srv, const char *fmt, ...) {
         uv_buf_t bufs[2] = {uv_buf_init((char *)hdr, sizeof hdr), uv_buf_init(msg, (unsigned)len)};
         uv_try_write((uv_stream_t *)&s->reply.conn->pipe, bufs, 2);
         srv->stats.rejected[GF_ERR_TIMEOUT]++;
+        srv->stats.frames_failed++;
     }
     uv_stop(srv->loop);
 }
@@ -831,8 +948,23 @@ static void server_check_drained(gf_server *srv) {
     while (srv->conns)
         conn_close(srv->conns);
     uv_close((uv_handle_t *)&srv->watchdog, on_handle_closed);
+    uv_close((uv_handle_t *)&srv->sampler, on_handle_closed);
+    uv_close((uv_handle_t *)&srv->drain_timer, on_handle_closed);
     gf_completion_close(&srv->done, on_handle_closed);
     GF_LOG_INF("drained: every frame received was answered");
+}
+
+/* The drain ran out of time: abandon what is left and stop. */
+static void on_drain_timeout(uv_timer_t *t) {
+    gf_server *srv = t->data;
+    const gf_stats *st = &srv->stats;
+    uint64_t left = st->frames_received - st->frames_answered - st->frames_failed -
+                    st->frames_dropped - st->frames_truncated;
+    GF_LOG_ERR("drain timed out after %u ms: abandoning %llu frame(s) not yet answered (%u on the "
+               "engine)",
+               srv->cfg->drain_timeout_ms, (unsigned long long)left, srv->slots_in_flight);
+    srv->failed = 1;
+    uv_stop(srv->loop);
 }
 
 void gf_server_shutdown(gf_server *srv) {
@@ -844,61 +976,183 @@ void gf_server_shutdown(gf_server *srv) {
     if (srv->listening) {
         uv_close((uv_handle_t *)&srv->listener, on_handle_closed);
         srv->listening = 0;
-        unlink(srv->cfg->socket_path);
+        /* A socket systemd passed is systemd's to remove. */
+        if (srv->listen_fd < 0)
+            unlink(srv->cfg->socket_path);
     }
     while (srv->waiting_head)
         waiting_remove(srv, srv->waiting_head);
     for (gf_conn *c = srv->conns; c; c = c->next)
         conn_update_reading(c);
+    uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
     server_check_drained(srv);
+}
+
+/* ---- run-time changes and the supervisor's view ---------------------------- */
+
+/* Appends "what" to the restart note, comma-separated. */
+static void note_add(char *note, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void note_add(char *note, size_t len, const char *fmt, ...) {
+    size_t used = strlen(note);
+    if (used + 3 >= len)
+        return;
+    if (used == 0)
+        used = (size_t)snprintf(note, len, "needs a restart: ");
+    else
+        used += (size_t)snprintf(note + used, len - used, ", ");
+    if (used >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+void gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_len) {
+    const gf_config *cur = srv->cfg;
+    uint64_t in_cap = srv->ring.slots[0].in_capacity_bytes;
+    uint64_t out_cap = srv->ring.slots[0].out_capacity_bytes;
+    note[0] = '\0';
+    if (strcmp(next->socket_path, cur->socket_path) != 0) {
+        note_add(note, note_len, "socket %s -> %s", cur->socket_path, next->socket_path);
+        snprintf(next->socket_path, sizeof next->socket_path, "%s", cur->socket_path);
+    }
+    if (next->engine != cur->engine) {
+        note_add(note, note_len, "engine %s -> %s", gf_engine_choice_name(cur->engine),
+                 gf_engine_choice_name(next->engine));
+        next->engine = cur->engine;
+    }
+    if (next->slot_count != cur->slot_count) {
+        note_add(note, note_len, "slots %u -> %u", cur->slot_count, next->slot_count);
+        next->slot_count = cur->slot_count;
+    }
+    if (next->trace_frames != cur->trace_frames) {
+        note_add(note, note_len, "trace_frames %u -> %u", cur->trace_frames, next->trace_frames);
+        next->trace_frames = cur->trace_frames;
+    }
+    if (next->max_frame_bytes > in_cap) {
+        note_add(note, note_len, "max_frame_bytes %llu above the slots' %llu",
+                 (unsigned long long)next->max_frame_bytes, (unsigned long long)in_cap);
+        next->max_frame_bytes = cur->max_frame_bytes;
+    }
+    int same_pipelines = next->pipeline_count == cur->pipeline_count;
+    for (size_t i = 0; same_pipelines && i < cur->pipeline_count; i++)
+        same_pipelines = next->pipelines[i].kind == cur->pipelines[i].kind &&
+                         strcmp(next->pipelines[i].name, cur->pipelines[i].name) == 0;
+    if (!same_pipelines || gf_config_max_output_bytes(next) > out_cap) {
+        note_add(note, note_len, "%s",
+                 !same_pipelines ? "pipelines added, removed, renamed or of another kind"
+                                 : "a pipeline's output would exceed the slots' buffers");
+        /* Keep the running pipelines, parameters included. */
+        gf_pipeline *mine = malloc(cur->pipeline_count * sizeof *mine);
+        if (mine) {
+            memcpy(mine, cur->pipelines, cur->pipeline_count * sizeof *mine);
+            free(next->pipelines);
+            next->pipelines = mine;
+            next->pipeline_count = cur->pipeline_count;
+        }
+    }
+    /* The watchdog and the timing flag are read at each use: they apply now.
+     * Timing events are recorded by the engine, which was opened with the
+     * old value: changing it needs a restart too. */
+    if (next->timing_events != cur->timing_events) {
+        note_add(note, note_len, "timing_events");
+        next->timing_events = cur->timing_events;
+    }
+    srv->cfg = next;
+}
+
+void gf_server_progress(const gf_server *srv, uint64_t *completed, uint32_t *in_flight) {
+    *completed = srv->stats.frames_completed;
+    *in_flight = srv->slots_in_flight;
+}
+
+void gf_server_status(const gf_server *srv, char *buf, size_t len) {
+    double fps, in, out, busy;
+    gf_stats_rates(&srv->stats, 1, &fps, &in, &out, &busy);
+    uint64_t refused = srv->stats.frames_failed;
+    snprintf(buf, len,
+             "%s%llu connection(s), %.0f frames/s, %.2f GB/s in, %u/%u slots busy, %llu frames "
+             "answered, %llu failed",
+             srv->draining ? "draining: " : "", (unsigned long long)srv->stats.connections_open,
+             fps, in / 1e9, srv->ring.count - srv->ring.free_count, srv->ring.count,
+             (unsigned long long)srv->stats.frames_answered, (unsigned long long)refused);
 }
 
 /* ---- start-up and teardown ------------------------------------------------------- */
 
-/* The largest result any configured pipeline can make from a frame of at
- * most `max_in` bytes: the size of every slot's output buffer. */
-static uint64_t max_output_bytes(const gf_config *cfg) {
-    uint64_t most = 0;
-    for (size_t i = 0; i < cfg->pipeline_count; i++) {
-        const gf_pipeline *p = &cfg->pipelines[i];
-        uint64_t out = p->kind->max_output_bytes(&p->params, cfg->max_frame_bytes);
-        if (out > most)
-            most = out;
-    }
-    return most;
+static void on_sample(uv_timer_t *t) {
+    gf_server *srv = t->data;
+    gf_stats_sample(&srv->stats, gf_now_ns(), uv_metrics_idle_time(srv->loop));
 }
 
-int gf_server_open(uv_loop_t *loop, const gf_config *cfg, gf_server **out) {
+/* Serves a socket systemd bound and passed (socket activation). */
+static int server_listen_fd(gf_server *srv, int fd) {
+    int rc = uv_pipe_init(srv->loop, &srv->listener, 0);
+    if (rc < 0)
+        return rc;
+    srv->listener.data = srv;
+    srv->listening = 1;
+    rc = uv_pipe_open(&srv->listener, fd);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&srv->listener, GF_LISTEN_BACKLOG, on_connection);
+    if (rc < 0)
+        GF_LOG_ERR("socket fd %d passed by systemd: cannot listen: %s", fd, uv_strerror(rc));
+    return rc;
+}
+
+int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_server **out) {
     gf_server *srv = calloc(1, sizeof *srv);
     if (!srv)
         return -ENOMEM;
     srv->loop = loop;
     srv->cfg = cfg;
-    int rc = gf_completion_init(&srv->done, loop, on_slot_done, srv);
+    srv->listen_fd = listen_fd;
+    /* uv_metrics_idle_time needs this before the loop runs. */
+    uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
+    int rc = gf_stats_init(&srv->stats, cfg->pipeline_count, gf_now_ns());
     if (rc < 0)
         goto fail_free;
+    rc = gf_trace_init(&srv->trace, cfg->trace_frames);
+    if (rc < 0)
+        goto fail_stats;
+    rc = gf_completion_init(&srv->done, loop, on_slot_done, srv);
+    if (rc < 0)
+        goto fail_trace;
     gf_engine_params ep = {.slot_count = cfg->slot_count,
                            .in_capacity_bytes = cfg->max_frame_bytes,
-                           .out_capacity_bytes = max_output_bytes(cfg),
+                           .out_capacity_bytes = gf_config_max_output_bytes(cfg),
                            .pipelines = cfg->pipelines,
-                           .pipeline_count = cfg->pipeline_count};
+                           .pipeline_count = cfg->pipeline_count,
+                           .timing_events = cfg->timing_events};
     rc = gf_engine_open(cfg->engine, &ep, &srv->done, &srv->engine);
     if (rc < 0)
         goto fail_completion;
     gf_slot_ring_init(&srv->ring, srv->engine->slots, srv->engine->slot_count);
     uv_timer_init(loop, &srv->watchdog);
-    srv->watchdog.data = srv;
+    uv_timer_init(loop, &srv->sampler);
+    uv_timer_init(loop, &srv->drain_timer);
+    srv->watchdog.data = srv->sampler.data = srv->drain_timer.data = srv;
     uint64_t period = cfg->frame_timeout_ms / 2 + 1;
     if (period > GF_WATCHDOG_PERIOD_MAX_MS)
         period = GF_WATCHDOG_PERIOD_MAX_MS;
     uv_timer_start(&srv->watchdog, on_watchdog, period, period);
+    uv_timer_start(&srv->sampler, on_sample, GF_SAMPLE_PERIOD_MS, GF_SAMPLE_PERIOD_MS);
+    /* Timers alone do not keep the daemon running. */
     uv_unref((uv_handle_t *)&srv->watchdog);
-    rc = server_listen(srv, cfg->socket_path);
+    uv_unref((uv_handle_t *)&srv->sampler);
+    uv_unref((uv_handle_t *)&srv->drain_timer);
+    rc = listen_fd >= 0 ? server_listen_fd(srv, listen_fd) : server_listen(srv, cfg->socket_path);
     if (rc < 0)
         goto fail_listen;
     srv->stats.started_ns = gf_now_ns();
-    GF_LOG_INF("ready: listening on %s; engine %s (%s); %u slots; %zu pipelines", cfg->socket_path,
-               srv->engine->ops->name, srv->engine->desc, cfg->slot_count, cfg->pipeline_count);
+    gf_stats_sample(&srv->stats, srv->stats.started_ns, uv_metrics_idle_time(loop));
+    GF_LOG_INF("ready: listening on %s%s; engine %s (%s); %u slots; %zu pipelines; %llu bytes "
+               "pinned",
+               cfg->socket_path, listen_fd >= 0 ? " (socket passed by systemd)" : "",
+               srv->engine->ops->name, srv->engine->desc, cfg->slot_count, cfg->pipeline_count,
+               (unsigned long long)srv->engine->pinned_bytes);
     *out = srv;
     return 0;
 
@@ -906,10 +1160,16 @@ fail_listen:
     if (srv->listening)
         uv_close((uv_handle_t *)&srv->listener, NULL);
     uv_close((uv_handle_t *)&srv->watchdog, NULL);
+    uv_close((uv_handle_t *)&srv->sampler, NULL);
+    uv_close((uv_handle_t *)&srv->drain_timer, NULL);
     gf_engine_close(srv->engine);
 fail_completion:
     gf_completion_close(&srv->done, NULL);
     uv_run(loop, UV_RUN_NOWAIT); /* let the close callbacks run before freeing */
+fail_trace:
+    gf_trace_free(&srv->trace);
+fail_stats:
+    gf_stats_free(&srv->stats);
 fail_free:
     free(srv);
     return rc;
@@ -921,10 +1181,12 @@ int gf_server_failed(const gf_server *srv) {
 
 int gf_server_close(gf_server *srv) {
     int failed = srv->failed;
-    if (!failed)
-        gf_engine_close(srv->engine);
     /* After a fatal failure the device may never finish: the process exits
      * without waiting for it, and the OS takes the memory back. */
+    if (!failed)
+        gf_engine_close(srv->engine);
+    gf_trace_free(&srv->trace);
+    gf_stats_free(&srv->stats);
     free(srv);
     return failed ? 1 : 0;
 }

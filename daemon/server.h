@@ -27,19 +27,47 @@ typedef struct gf_server gf_server;
 
 /*
  * Start-up: opens the engine named by cfg->engine (allocating every slot and
- * warming up every pipeline), then listens on cfg->socket_path.  When it
- * returns 0 the daemon is ready: this is the one place where start-up ends.
- * `cfg` must outlive the server.  Returns 0 or a negative errno / libuv
+ * warming up every pipeline), then listens: on `listen_fd` when it is >= 0 (a
+ * socket systemd passed, already bound and listening), else on
+ * cfg->socket_path, replacing a stale socket file but refusing a path where
+ * another daemon listens.  When it returns 0 the daemon is ready: this is the
+ * one place where start-up ends.  `cfg` must stay valid until the next
+ * gf_server_reload or gf_server_close.  Returns 0 or a negative errno / libuv
  * error, logged with its reason.
  */
-int gf_server_open(uv_loop_t *loop, const gf_config *cfg, gf_server **out);
+int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_server **out);
 
 /*
  * Starts a graceful stop: stop accepting, stop reading new frames, let every
  * frame already received finish and its reply be written, then close every
- * handle so that uv_run returns.  Safe to call more than once.
+ * handle so that uv_run returns.  If that takes longer than
+ * cfg->drain_timeout_ms, the frames still unanswered are abandoned (logged
+ * with their count) and the server counts as failed.  Safe to call more than
+ * once.
  */
 void gf_server_shutdown(gf_server *srv);
+
+/*
+ * Applies a new configuration to the running server: log level, pipeline
+ * parameters, max_frame_bytes (up to the slots' size), frame and drain
+ * timeouts, timing events.  What cannot change while running (socket,
+ * engine, slots, trace_frames, the pipelines' number, names or kinds, a
+ * frame or output size beyond the slots' buffers) keeps its running value in
+ * `*next`, and is named in note[note_len] ("needs a restart: slots 2 -> 4");
+ * note is "" when everything applied.  Frames already claimed keep the
+ * parameters they started with.  From the call on the server uses `*next`:
+ * the caller keeps it valid and may free the old configuration.
+ */
+void gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_len);
+
+/* For a watchdog: frames the engine has completed since start, and frames on
+ * the engine now.  A server with frames in flight whose completed count stays
+ * still is stuck. */
+void gf_server_progress(const gf_server *srv, uint64_t *completed, uint32_t *in_flight);
+
+/* One line for systemd's STATUS=: connections, frames/s over the last
+ * second, slots busy, frames refused. */
+void gf_server_status(const gf_server *srv, char *buf, size_t len);
 
 /*
  * After uv_run has returned: closes the engine (waiting for the device), frees
@@ -48,7 +76,8 @@ void gf_server_shutdown(gf_server *srv);
  */
 int gf_server_close(gf_server *srv);
 
-/* Nonzero once a fatal engine failure has stopped the server. */
+/* Nonzero once a fatal engine failure or a drain that ran out of time has
+ * stopped the server: the daemon must exit non-zero. */
 int gf_server_failed(const gf_server *srv);
 
 #endif

@@ -38,9 +38,18 @@ typedef struct gf_queued_reply {
     uv_write_t write_req;            /* in use from uv_write to its callback     */
 } gf_queued_reply;
 
-/* Engine-measured stage times of one frame, in nanoseconds; 0 when unknown. */
+/*
+ * Where one frame's stages ran, as intervals on the host's CLOCK_MONOTONIC
+ * (ns), filled by the engine.  The CUDA engine measures them with events on
+ * the slot's stream and anchors the first event at the submit time; the CPU
+ * engine reads its own clock (its copies are empty intervals).
+ */
 typedef struct gf_stage_times {
-    uint64_t h2d_ns, kernel_ns, d2h_ns;
+    uint64_t h2d_begin_ns, h2d_end_ns;
+    uint64_t kernel_begin_ns, kernel_end_ns;
+    uint64_t d2h_begin_ns, d2h_end_ns;
+    uint64_t gpu_done_ns; /* the device finished (= d2h_end_ns when timed)   */
+    int timed;            /* the intervals are measured (timing_events on)    */
 } gf_stage_times;
 
 typedef struct gf_slot {
@@ -65,9 +74,11 @@ typedef struct gf_slot {
     gf_stage_times stages;
 
     /* Clock readings, CLOCK_MONOTONIC ns. */
+    uint64_t arrived_ns;   /* its header was first read                 */
     uint64_t claimed_ns;   /* header accepted, slot claimed             */
     uint64_t submitted_ns; /* whole payload in, handed to the engine    */
     uint64_t done_ns;      /* engine thread saw it finish               */
+    uint64_t drained_ns;   /* the loop took it off the completion queue */
 
     int in_flight;             /* submitted, completion not yet handled     */
     struct gf_slot *next_free; /* free list link (loop thread)              */

@@ -1,31 +1,203 @@
 #include "stats.h"
 
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 1-2-5 steps: wide enough for a 4 KiB echo (tens of µs) and a stuck frame. */
+const uint64_t gf_latency_bounds_ns[GF_LATENCY_BOUNDS] = {
+    1000,        2000,        5000,        10000,        20000,      50000,      100000,
+    200000,      500000,      1000000,     2000000,      5000000,    10000000,   20000000,
+    50000000,    100000000,   200000000,   500000000,    1000000000, 2000000000, 5000000000,
+    10000000000, 20000000000, 50000000000, 100000000000,
+};
+
+static const char *const phase_names[GF_PHASE_COUNT] = {
+    "slot_wait", "receive", "h2d", "kernel", "d2h", "completion_delay", "reply_write", "end_to_end",
+};
+
+const char *gf_phase_name(enum gf_phase phase) {
+    return phase_names[phase];
+}
+
+int gf_stats_init(gf_stats *st, size_t pipeline_count, uint64_t now_ns) {
+    memset(st, 0, sizeof *st);
+    st->pipelines = calloc(pipeline_count ? pipeline_count : 1, sizeof *st->pipelines);
+    if (!st->pipelines)
+        return -ENOMEM;
+    st->pipeline_count = pipeline_count;
+    st->started_ns = now_ns;
+    return 0;
+}
+
+void gf_stats_free(gf_stats *st) {
+    free(st->pipelines);
+    st->pipelines = NULL;
+}
+
+void gf_stats_frame_answered(gf_stats *st, uint32_t pipeline_id,
+                             const uint64_t phase_ns[GF_PHASE_COUNT], unsigned phase_mask) {
+    if (pipeline_id < st->pipeline_count) {
+        gf_pipeline_stats *p = &st->pipelines[pipeline_id];
+        p->frames++;
+        for (unsigned i = 0; i < GF_PHASE_COUNT; i++) {
+            if (phase_mask & (1u << i)) {
+                p->phase[i].count++;
+                p->phase[i].ns += phase_ns[i];
+            }
+        }
+    }
+    uint64_t e2e = phase_ns[GF_PHASE_END_TO_END];
+    unsigned b = 0;
+    while (b < GF_LATENCY_BOUNDS && e2e > gf_latency_bounds_ns[b])
+        b++;
+    st->latency_counts[b]++;
+    st->latency_sum_ns += e2e;
+    if (e2e > st->latency_max_ns)
+        st->latency_max_ns = e2e;
+}
+
+void gf_stats_sample(gf_stats *st, uint64_t now_ns, uint64_t loop_idle_ns) {
+    gf_rate_sample *s = &st->samples[st->sample_next];
+    s->t_ns = now_ns;
+    s->answered = st->frames_answered;
+    s->bytes_in = st->bytes_in;
+    s->bytes_out = st->bytes_out;
+    s->loop_idle_ns = loop_idle_ns;
+    st->sample_next = (st->sample_next + 1) % GF_RATE_SAMPLES;
+    if (st->sample_count < GF_RATE_SAMPLES)
+        st->sample_count++;
+}
+
+void gf_stats_rates(const gf_stats *st, unsigned intervals, double *frames_per_s,
+                    double *bytes_in_per_s, double *bytes_out_per_s, double *busy) {
+    *frames_per_s = *bytes_in_per_s = *bytes_out_per_s = *busy = 0.0;
+    if (st->sample_count < 2)
+        return;
+    if (intervals > st->sample_count - 1)
+        intervals = st->sample_count - 1;
+    const gf_rate_sample *now =
+        &st->samples[(st->sample_next + GF_RATE_SAMPLES - 1) % GF_RATE_SAMPLES];
+    const gf_rate_sample *then =
+        &st->samples[(st->sample_next + GF_RATE_SAMPLES - 1 - intervals) % GF_RATE_SAMPLES];
+    double secs = (double)(now->t_ns - then->t_ns) / 1e9;
+    if (secs <= 0)
+        return;
+    *frames_per_s = (double)(now->answered - then->answered) / secs;
+    *bytes_in_per_s = (double)(now->bytes_in - then->bytes_in) / secs;
+    *bytes_out_per_s = (double)(now->bytes_out - then->bytes_out) / secs;
+    double idle = (double)(now->loop_idle_ns - then->loop_idle_ns) / 1e9;
+    *busy = idle >= secs ? 0.0 : 1.0 - idle / secs;
+}
+
+uint64_t gf_stats_latency_quantile(const gf_stats *st, double q) {
+    uint64_t total = 0;
+    for (unsigned b = 0; b <= GF_LATENCY_BOUNDS; b++)
+        total += st->latency_counts[b];
+    if (total == 0)
+        return 0;
+    double rank = q * (double)total, seen = 0;
+    for (unsigned b = 0; b <= GF_LATENCY_BOUNDS; b++) {
+        uint64_t n = st->latency_counts[b];
+        if (n == 0 || seen + (double)n < rank) {
+            seen += (double)n;
+            continue;
+        }
+        double lo = b == 0 ? 0.0 : (double)gf_latency_bounds_ns[b - 1];
+        double hi =
+            b == GF_LATENCY_BOUNDS ? (double)st->latency_max_ns : (double)gf_latency_bounds_ns[b];
+        double v = lo + (hi - lo) * ((rank - seen) / (double)n);
+        return v > (double)st->latency_max_ns ? st->latency_max_ns : (uint64_t)v;
+    }
+    return st->latency_max_ns;
+}
+
 static void add_u64(cJSON *obj, const char *key, uint64_t v) {
     cJSON_AddNumberToObject(obj, key, (double)v);
 }
 
-void gf_stats_to_json(const gf_stats *st, cJSON *obj) {
-    add_u64(obj, "uptime_ns", gf_now_ns() - st->started_ns);
+static void add_rates(const gf_stats *st, cJSON *rates, const char *key, unsigned intervals) {
+    double fps, in, out, busy;
+    gf_stats_rates(st, intervals, &fps, &in, &out, &busy);
+    cJSON *r = cJSON_AddObjectToObject(rates, key);
+    cJSON_AddNumberToObject(r, "frames_per_s", fps);
+    cJSON_AddNumberToObject(r, "bytes_in_per_s", in);
+    cJSON_AddNumberToObject(r, "bytes_out_per_s", out);
+}
+
+void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *obj, uint64_t now_ns,
+                      uint64_t loop_idle_ns) {
+    add_u64(obj, "uptime_ns", now_ns - st->started_ns);
     cJSON *c = cJSON_AddObjectToObject(obj, "connections");
     add_u64(c, "open", st->connections_open);
     add_u64(c, "total", st->connections_total);
-    add_u64(c, "closed_fatal", st->connections_closed_fatal);
+    add_u64(c, "rejected", st->connections_rejected);
+
     cJSON *f = cJSON_AddObjectToObject(obj, "frames");
     add_u64(f, "received", st->frames_received);
     add_u64(f, "answered", st->frames_answered);
+    add_u64(f, "failed", st->frames_failed);
     add_u64(f, "dropped", st->frames_dropped);
     add_u64(f, "truncated", st->frames_truncated);
+    add_u64(f, "in_progress",
+            st->frames_received - st->frames_answered - st->frames_failed - st->frames_dropped -
+                st->frames_truncated);
     cJSON *r = cJSON_AddObjectToObject(obj, "rejected");
     for (uint32_t s = 1; s < GF_STATUS_COUNT_; s++)
         add_u64(r, gf_status_name(s), st->rejected[s]);
     cJSON *q = cJSON_AddObjectToObject(obj, "requests");
     add_u64(q, "list", st->requests_list);
     add_u64(q, "stats", st->requests_stats);
+    add_u64(q, "trace", st->requests_trace);
     cJSON *b = cJSON_AddObjectToObject(obj, "bytes");
     add_u64(b, "in", st->bytes_in);
     add_u64(b, "out", st->bytes_out);
     add_u64(obj, "backpressure_pauses", st->backpressure_pauses);
-    cJSON *t = cJSON_AddObjectToObject(obj, "time_ns");
-    add_u64(t, "engine", st->engine_ns_total);
-    add_u64(t, "end_to_end", st->end_to_end_ns_total);
+
+    cJSON *pl = cJSON_AddArrayToObject(obj, "pipelines");
+    for (size_t i = 0; i < st->pipeline_count; i++) {
+        const gf_pipeline_stats *ps = &st->pipelines[i];
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddItemToArray(pl, p);
+        add_u64(p, "id", i);
+        cJSON_AddStringToObject(p, "name", pipelines[i].name);
+        cJSON_AddStringToObject(p, "kind", pipelines[i].kind->name);
+        add_u64(p, "frames", ps->frames);
+        cJSON *ph = cJSON_AddObjectToObject(p, "phases");
+        for (unsigned k = 0; k < GF_PHASE_COUNT; k++) {
+            cJSON *one = cJSON_AddObjectToObject(ph, phase_names[k]);
+            add_u64(one, "count", ps->phase[k].count);
+            add_u64(one, "ns", ps->phase[k].ns);
+        }
+    }
+
+    cJSON *lat = cJSON_AddObjectToObject(obj, "latency");
+    cJSON *bounds = cJSON_AddArrayToObject(lat, "bounds_ns");
+    cJSON *counts = cJSON_AddArrayToObject(lat, "counts");
+    uint64_t total = 0;
+    for (unsigned i = 0; i <= GF_LATENCY_BOUNDS; i++) {
+        if (i < GF_LATENCY_BOUNDS)
+            cJSON_AddItemToArray(bounds, cJSON_CreateNumber((double)gf_latency_bounds_ns[i]));
+        cJSON_AddItemToArray(counts, cJSON_CreateNumber((double)st->latency_counts[i]));
+        total += st->latency_counts[i];
+    }
+    add_u64(lat, "count", total);
+    add_u64(lat, "sum_ns", st->latency_sum_ns);
+    add_u64(lat, "max_ns", st->latency_max_ns);
+    add_u64(lat, "p50_ns", gf_stats_latency_quantile(st, 0.50));
+    add_u64(lat, "p90_ns", gf_stats_latency_quantile(st, 0.90));
+    add_u64(lat, "p99_ns", gf_stats_latency_quantile(st, 0.99));
+    add_u64(lat, "p999_ns", gf_stats_latency_quantile(st, 0.999));
+
+    cJSON *rates = cJSON_AddObjectToObject(obj, "rates");
+    add_rates(st, rates, "1s", 1);
+    add_rates(st, rates, "10s", 10);
+
+    cJSON *loop = cJSON_AddObjectToObject(obj, "loop");
+    double fps, in, out, busy1, busy10;
+    gf_stats_rates(st, 1, &fps, &in, &out, &busy1);
+    gf_stats_rates(st, 10, &fps, &in, &out, &busy10);
+    cJSON_AddNumberToObject(loop, "utilisation_1s", busy1);
+    cJSON_AddNumberToObject(loop, "utilisation_10s", busy10);
+    add_u64(loop, "idle_ns", loop_idle_ns);
 }

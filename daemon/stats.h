@@ -1,18 +1,23 @@
 /*
  * The daemon's counters, all in one struct that the server updates on the
- * loop thread (so plain integers suffice) and one function turns into the
- * STATS reply.  Every frame that arrives ends in exactly one of: answered,
- * failed (by reason), dropped (its client left first) or truncated (the
- * client left mid-payload), so the counters always add up.
+ * loop thread (so plain integers suffice), and one function that turns them
+ * into the STATS document (daemon/STATS.md describes every field).
+ *
+ * Every FRAME header accepted ends in exactly one of: answered, failed (an
+ * ERROR, by reason), dropped (its client left first) or truncated (the client
+ * left mid-payload); until then it is in progress.  So the counters always
+ * add up.  Recording a frame is O(1) and allocates nothing.
  */
 #ifndef GF_STATS_H
 #define GF_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
 
+#include "pipeline.h"
 #include "protocol.h"
 
 /* CLOCK_MONOTONIC in nanoseconds. */
@@ -22,26 +27,107 @@ static inline uint64_t gf_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The phases of an answered frame (STATS.md: pipelines[].phases). */
+enum gf_phase {
+    GF_PHASE_SLOT_WAIT,
+    GF_PHASE_RECEIVE,
+    GF_PHASE_H2D,
+    GF_PHASE_KERNEL,
+    GF_PHASE_D2H,
+    GF_PHASE_COMPLETION_DELAY,
+    GF_PHASE_REPLY_WRITE,
+    GF_PHASE_END_TO_END,
+    GF_PHASE_COUNT
+};
+
+/* Cumulative time in one phase: divide the differences of two polls. */
+typedef struct gf_phase_total {
+    uint64_t count;
+    uint64_t ns;
+} gf_phase_total;
+
+typedef struct gf_pipeline_stats {
+    uint64_t frames; /* answered through this pipeline */
+    gf_phase_total phase[GF_PHASE_COUNT];
+} gf_pipeline_stats;
+
+/* End-to-end latency buckets: 1-2-5 steps from 1 µs to 100 s, plus one
+ * bucket above the last bound. */
+#define GF_LATENCY_BOUNDS 25
+extern const uint64_t gf_latency_bounds_ns[GF_LATENCY_BOUNDS];
+
+/* Samples kept for the 1 s and 10 s rates: one a second, 10 intervals. */
+#define GF_RATE_SAMPLES 11
+
+typedef struct gf_rate_sample {
+    uint64_t t_ns, answered, bytes_in, bytes_out, loop_idle_ns;
+} gf_rate_sample;
+
 typedef struct gf_stats {
     uint64_t started_ns;                 /* when the daemon started serving       */
     uint64_t connections_open;           /* accepted and not yet closed           */
     uint64_t connections_total;          /* accepted since start                  */
-    uint64_t connections_closed_fatal;   /* closed by us after a fatal error      */
+    uint64_t connections_rejected;       /* closed by us after a fatal error      */
     uint64_t frames_received;            /* FRAME headers accepted by the parser  */
     uint64_t frames_answered;            /* RESULT replies written                */
+    uint64_t frames_failed;              /* frames answered with an ERROR         */
     uint64_t frames_dropped;             /* results dropped: client left first    */
     uint64_t frames_truncated;           /* client left before the whole payload  */
-    uint64_t rejected[GF_STATUS_COUNT_]; /* ERROR replies sent, by status code  */
+    uint64_t frames_completed;           /* frames the engine has finished        */
+    uint64_t rejected[GF_STATUS_COUNT_]; /* ERROR replies sent, by status    */
     uint64_t requests_list;              /* LIST requests answered                */
     uint64_t requests_stats;             /* STATS requests answered               */
+    uint64_t requests_trace;             /* TRACE requests answered               */
     uint64_t bytes_in;                   /* frame payload bytes received          */
     uint64_t bytes_out;                  /* result payload bytes written          */
     uint64_t backpressure_pauses;        /* reading stopped for want of a slot    */
-    uint64_t engine_ns_total;            /* submit -> engine done, summed         */
-    uint64_t end_to_end_ns_total;        /* header accepted -> reply written      */
+
+    gf_pipeline_stats *pipelines; /* one per configured pipeline, by id    */
+    size_t pipeline_count;
+
+    uint64_t latency_counts[GF_LATENCY_BOUNDS + 1]; /* end to end, by bucket */
+    uint64_t latency_sum_ns, latency_max_ns;
+
+    gf_rate_sample samples[GF_RATE_SAMPLES]; /* ring, newest at sample_next-1 */
+    unsigned sample_count, sample_next;
 } gf_stats;
 
-/* Adds the counters to `obj` under their names (see daemon docs). */
-void gf_stats_to_json(const gf_stats *st, cJSON *obj);
+/* Zeroes `st` and allocates per-pipeline totals.  Returns 0 or -ENOMEM. */
+int gf_stats_init(gf_stats *st, size_t pipeline_count, uint64_t now_ns);
+
+/* Frees what gf_stats_init allocated. */
+void gf_stats_free(gf_stats *st);
+
+/*
+ * Records one answered frame of pipeline `pipeline_id`: adds each phase whose
+ * bit is set in `phase_mask` (1u << GF_PHASE_...) and, from
+ * phase_ns[GF_PHASE_END_TO_END], the latency histogram.  O(1).
+ */
+void gf_stats_frame_answered(gf_stats *st, uint32_t pipeline_id,
+                             const uint64_t phase_ns[GF_PHASE_COUNT], unsigned phase_mask);
+
+/* Takes a rate sample (the server calls this once a second). */
+void gf_stats_sample(gf_stats *st, uint64_t now_ns, uint64_t loop_idle_ns);
+
+/*
+ * The latency below which a fraction `q` (0..1) of answered frames fell,
+ * interpolated linearly inside its histogram bucket and capped at the
+ * largest latency seen; 0 when no frame was answered.
+ */
+uint64_t gf_stats_latency_quantile(const gf_stats *st, double q);
+
+/* Rates over the last `intervals` sample intervals (1 or 10); zeros until
+ * there are enough samples.  `busy` gets the loop's busy fraction. */
+void gf_stats_rates(const gf_stats *st, unsigned intervals, double *frames_per_s,
+                    double *bytes_in_per_s, double *bytes_out_per_s, double *busy);
+
+/* Adds every counter to `obj` (STATS.md): connections, frames, rejected,
+ * requests, bytes, backpressure, pipelines (named from `pipelines`), latency,
+ * rates, loop. */
+void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *obj, uint64_t now_ns,
+                      uint64_t loop_idle_ns);
+
+/* The stable name of a phase ("slot_wait", ...). */
+const char *gf_phase_name(enum gf_phase phase);
 
 #endif

@@ -621,7 +621,7 @@ START_TEST(too_large_refused_from_header) {
 
     cJSON *after = wait_idle(s, 1);
     ck_assert_uint_eq(stat_delta(after, before, "rejected.too_large"), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "connections.closed_fatal"), 1);
+    ck_assert_uint_eq(stat_delta(after, before, "connections.rejected"), 1);
     ck_assert_uint_eq(stat_delta(after, before, "frames.received"), 0);
     ck_assert_uint_eq(stat_delta(after, before, "bytes.in"), 0);
     cJSON_Delete(before);
@@ -699,7 +699,7 @@ START_TEST(bad_header_is_fatal_to_its_connection_only) {
     snprintf(key, sizeof key, "rejected.%s", gf_status_name(bh->status));
     cJSON *after = wait_idle(before_conn, 1);
     ck_assert_uint_eq(stat_delta(after, before, key), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "connections.closed_fatal"), 1);
+    ck_assert_uint_eq(stat_delta(after, before, "connections.rejected"), 1);
     ck_assert_uint_eq(stat_delta(after, before, "frames.received"), 12);
     ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), 12);
     cJSON_Delete(before);
@@ -783,7 +783,7 @@ START_TEST(bad_frame_costs_only_that_frame) {
     snprintf(key, sizeof key, "rejected.%s", gf_status_name(bf->status));
     cJSON *after = wait_idle(c, 1);
     ck_assert_uint_eq(stat_delta(after, before, key), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "connections.closed_fatal"), 0);
+    ck_assert_uint_eq(stat_delta(after, before, "connections.rejected"), 0);
     ck_assert_uint_eq(stat_delta(after, before, "frames.received"), 11);
     ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), 10);
     cJSON_Delete(before);
@@ -1132,7 +1132,7 @@ START_TEST(disconnect_with_frames_in_flight) {
     ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), 0);
     ck_assert_uint_eq(stat_delta(after, before, "frames.dropped"), slot_count);
     ck_assert_uint_eq(stat_delta(after, before, "frames.truncated"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "connections.closed_fatal"), 0);
+    ck_assert_uint_eq(stat_delta(after, before, "connections.rejected"), 0);
     cJSON_Delete(before);
     cJSON_Delete(after);
 
