@@ -314,9 +314,10 @@ END_TEST
 /* Every one of the 256 type bytes, in both roles. */
 START_TEST(parse_types_by_role) {
     for (unsigned type = 0; type <= 0xFF; type++) {
-        int daemon_ok = type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS;
+        int daemon_ok = type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS ||
+                        type == GF_MSG_TRACE;
         int client_ok = type == GF_MSG_RESULT || type == GF_MSG_ERROR || type == GF_MSG_LIST ||
-                        type == GF_MSG_STATS;
+                        type == GF_MSG_STATS || type == GF_MSG_TRACE;
         gf_header h = make_header((uint8_t)type, 0xABCDEF00u + type, 2, 0);
         gf_header out;
 
@@ -447,7 +448,7 @@ START_TEST(parse_error_text_limit) {
 END_TEST
 
 START_TEST(parse_list_stats_with_payload) {
-    static const uint8_t types[] = {GF_MSG_LIST, GF_MSG_STATS};
+    static const uint8_t types[] = {GF_MSG_LIST, GF_MSG_STATS, GF_MSG_TRACE};
 
     for (size_t t = 0; t < sizeof types; t++) {
         gf_header h = make_header(types[t], 70 + t, 0, 1);
@@ -538,8 +539,9 @@ START_TEST(msg_type_names) {
     ck_assert_str_eq(gf_msg_type_name(GF_MSG_ERROR), "error");
     ck_assert_str_eq(gf_msg_type_name(GF_MSG_LIST), "list");
     ck_assert_str_eq(gf_msg_type_name(GF_MSG_STATS), "stats");
+    ck_assert_str_eq(gf_msg_type_name(GF_MSG_TRACE), "trace");
     ck_assert_str_eq(gf_msg_type_name(0), "unknown");
-    ck_assert_str_eq(gf_msg_type_name(6), "unknown");
+    ck_assert_str_eq(gf_msg_type_name(7), "unknown");
     ck_assert_str_eq(gf_msg_type_name(0x101), "unknown"); /* not truncated to 1 */
     ck_assert_str_eq(gf_msg_type_name(UINT32_MAX), "unknown");
 }
