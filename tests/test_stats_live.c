@@ -1,0 +1,321 @@
+/*
+ * Statistics and traces of a real gpuframed against known traffic: phase
+ * totals, the latency histogram, TRACE's frames and their order, and (CUDA
+ * engine) that the copies of one slot overlap the other slot's work.
+ * The engine comes from GF_TEST_ENGINE (cpu or cuda).
+ */
+#include <check.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libgpuframe.h"
+#include "testutil.h"
+
+#ifndef GF_SKIP_CODE
+#define GF_SKIP_CODE 77
+#endif
+#define REPLY_TIMEOUT_MS 30000
+#define MIB              (1024u * 1024u)
+
+static const char *g_engine = "cpu";
+
+static const char config_json[] =
+    "{\"slots\": 2, \"max_frame_bytes\": 4194304, \"frame_timeout_ms\": 30000,"
+    " \"trace_frames\": 4096, \"log_level\": \"info\","
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
+    "                 {\"name\": \"sincos\", \"kind\": \"sincos\", \"params\": {\"iters\": 8}}]}";
+
+static const char untimed_json[] =
+    "{\"slots\": 2, \"timing_events\": false, \"max_frame_bytes\": 1048576,"
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
+
+static gf_test_daemon daemon_;
+static gf_pipeline *pipelines;
+static size_t pipeline_count;
+
+static gf_client *connect_or_fail(void) {
+    gf_client *c = NULL;
+    int rc = gf_client_connect(daemon_.socket_path, &c);
+    ck_assert_msg(rc == 0, "connect %s: %s", daemon_.socket_path, strerror(-rc));
+    return c;
+}
+
+static cJSON *fetch(gf_client *c, uint8_t type, uint32_t count) {
+    char *json = NULL;
+    int rc = type == GF_MSG_TRACE ? gf_client_request_trace(c, count, &json, REPLY_TIMEOUT_MS)
+                                  : gf_client_request_json(c, type, &json, REPLY_TIMEOUT_MS);
+    ck_assert_msg(rc == 0, "request %u: %s (%s)", type, strerror(-rc), gf_client_error(c));
+    cJSON *doc = cJSON_Parse(json);
+    ck_assert_msg(doc != NULL, "reply is not JSON: %.200s", json);
+    free(json);
+    return doc;
+}
+
+static double num(const cJSON *root, const char *dotted) {
+    uint64_t v = 0;
+    ck_assert_msg(gf_test_json_u64(root, dotted, &v) == 0, "no number at %s", dotted);
+    return (double)v;
+}
+
+static double real_at(const cJSON *obj, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    ck_assert_msg(cJSON_IsNumber(v), "no number at %s", key);
+    return v->valuedouble;
+}
+
+static void stream(gf_client *c, uint32_t pipeline, size_t bytes, unsigned count, unsigned window,
+                   uint64_t first_id) {
+    char err[512] = "";
+    gf_test_stream s = {.pipeline = &pipelines[pipeline],
+                        .frame_bytes = bytes,
+                        .frame_count = count,
+                        .window = window,
+                        .first_frame_id = first_id,
+                        .seed = first_id + 1};
+    ck_assert_msg(gf_test_stream_verified(c, &s, err, sizeof err) == 0, "%s", err);
+}
+
+static void start(const char *json) {
+    char err[1024] = "";
+    ck_assert_msg(gf_test_daemon_start(&daemon_, json, g_engine, err, sizeof err) == 0, "%s", err);
+    gf_client *c = connect_or_fail();
+    ck_assert_msg(gf_test_list(c, &pipelines, &pipeline_count, err, sizeof err) == 0, "%s", err);
+    gf_client_close(c);
+}
+
+static void stop(void) {
+    int status = 0;
+    gf_test_daemon_stop(&daemon_, &status);
+    free(pipelines);
+    pipelines = NULL;
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
+    gf_test_daemon_cleanup(&daemon_);
+}
+
+/* Phase totals and the histogram move by exactly the frames sent. */
+START_TEST(phases_add_up_for_known_traffic) {
+    const unsigned n = 64;
+    start(config_json);
+    gf_client *c = connect_or_fail();
+    cJSON *before = fetch(c, GF_MSG_STATS, 0);
+    stream(c, 0, MIB, n, 8, 1000);
+    cJSON *after = fetch(c, GF_MSG_STATS, 0);
+    int timed = 1;
+    ck_assert_double_eq(num(after, "frames.answered") - num(before, "frames.answered"), n);
+    ck_assert_double_eq(num(after, "latency.count") - num(before, "latency.count"), n);
+    const cJSON *pa = cJSON_GetArrayItem(cJSON_GetObjectItem(after, "pipelines"), 0);
+    const cJSON *pb = cJSON_GetArrayItem(cJSON_GetObjectItem(before, "pipelines"), 0);
+    ck_assert_double_eq(num(pa, "frames") - num(pb, "frames"), n);
+    static const char *const phases[] = {"slot_wait", "receive",          "h2d",        "kernel",
+                                         "d2h",       "completion_delay", "reply_write"};
+    double sum_ns = 0, e2e_ns = 0;
+    char key[64];
+    for (size_t i = 0; i < sizeof phases / sizeof *phases; i++) {
+        snprintf(key, sizeof key, "phases.%s.count", phases[i]);
+        ck_assert_double_eq(num(pa, key) - num(pb, key), timed ? n : 0);
+        snprintf(key, sizeof key, "phases.%s.ns", phases[i]);
+        sum_ns += num(pa, key) - num(pb, key);
+    }
+    e2e_ns = num(pa, "phases.end_to_end.ns") - num(pb, "phases.end_to_end.ns");
+    ck_assert_double_gt(num(pa, "phases.receive.ns") - num(pb, "phases.receive.ns"), 0);
+    ck_assert_double_gt(num(pa, "phases.reply_write.ns") - num(pb, "phases.reply_write.ns"), 0);
+    ck_assert_double_gt(sum_ns, 0);
+    ck_assert_msg(sum_ns <= e2e_ns, "phases sum to %.0f ns, over end to end %.0f ns", sum_ns,
+                  e2e_ns);
+    /* The histogram: counts add up to count; percentiles are ordered. */
+    const cJSON *counts = cJSON_GetObjectItem(cJSON_GetObjectItem(after, "latency"), "counts");
+    const cJSON *bounds = cJSON_GetObjectItem(cJSON_GetObjectItem(after, "latency"), "bounds_ns");
+    ck_assert_int_eq(cJSON_GetArraySize(counts), cJSON_GetArraySize(bounds) + 1);
+    double total = 0;
+    for (int i = 0; i < cJSON_GetArraySize(counts); i++)
+        total += cJSON_GetArrayItem(counts, i)->valuedouble;
+    ck_assert_double_eq(total, num(after, "latency.count"));
+    ck_assert_double_le(num(after, "latency.p50_ns"), num(after, "latency.p90_ns"));
+    ck_assert_double_le(num(after, "latency.p90_ns"), num(after, "latency.p99_ns"));
+    ck_assert_double_le(num(after, "latency.p99_ns"), num(after, "latency.p999_ns"));
+    ck_assert_double_le(num(after, "latency.p999_ns"), num(after, "latency.max_ns"));
+    ck_assert_double_gt(num(after, "latency.p50_ns"), 0);
+    cJSON_Delete(before);
+    cJSON_Delete(after);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/* TRACE returns the last N frames, in order, with ordered timestamps. */
+START_TEST(trace_holds_the_last_frames_in_order) {
+    const unsigned n = 40;
+    start(config_json);
+    gf_client *c = connect_or_fail();
+    stream(c, 1, 256 * 1024, 10, 4, 1);
+    stream(c, 1, 256 * 1024, n, 4, 5000);
+    cJSON *trace = fetch(c, GF_MSG_TRACE, n);
+    ck_assert_str_eq(gf_test_json_str(trace, "engine"), g_engine);
+    ck_assert_double_eq(num(trace, "slots"), 2);
+    const cJSON *frames = cJSON_GetObjectItem(trace, "frames");
+    ck_assert_int_eq(cJSON_GetArraySize(frames), (int)n);
+    for (unsigned i = 0; i < n; i++) {
+        const cJSON *f = cJSON_GetArrayItem(frames, (int)i);
+        ck_assert_double_eq(real_at(f, "frame_id"), 5000 + i);
+        ck_assert_double_eq(real_at(f, "pipeline"), 1);
+        ck_assert_double_lt(real_at(f, "slot"), 2);
+        ck_assert_double_eq(real_at(f, "in_bytes"), 256 * 1024);
+        double t[] = {real_at(f, "arrived"),
+                      real_at(f, "claimed"),
+                      real_at(f, "submitted"),
+                      cJSON_GetArrayItem(cJSON_GetObjectItem(f, "h2d"), 0)->valuedouble,
+                      cJSON_GetArrayItem(cJSON_GetObjectItem(f, "h2d"), 1)->valuedouble,
+                      cJSON_GetArrayItem(cJSON_GetObjectItem(f, "kernel"), 0)->valuedouble,
+                      cJSON_GetArrayItem(cJSON_GetObjectItem(f, "kernel"), 1)->valuedouble,
+                      cJSON_GetArrayItem(cJSON_GetObjectItem(f, "d2h"), 0)->valuedouble,
+                      cJSON_GetArrayItem(cJSON_GetObjectItem(f, "d2h"), 1)->valuedouble,
+                      real_at(f, "drained"),
+                      real_at(f, "written")};
+        for (size_t k = 1; k < sizeof t / sizeof *t; k++)
+            ck_assert_msg(t[k - 1] <= t[k], "frame %u: timestamp %zu (%.0f) after %zu (%.0f)", i,
+                          k - 1, t[k - 1], k, t[k]);
+        ck_assert_double_gt(t[6] - t[5], 0); /* sincos takes time */
+        ck_assert_double_le(real_at(f, "done"), t[9]);
+    }
+    cJSON_Delete(trace);
+    cJSON *all = fetch(c, GF_MSG_TRACE, 0);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(all, "frames")), (int)(10 + n));
+    cJSON_Delete(all);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/* With timing events off, no stage is measured and "gpu" is null. */
+START_TEST(timing_events_off) {
+    start(untimed_json);
+    gf_client *c = connect_or_fail();
+    if (strcmp(g_engine, "cpu") == 0) {
+        /* The CPU engine times its own runs whatever the flag says. */
+        gf_client_close(c);
+        stop();
+        return;
+    }
+    stream(c, 0, 4096, 32, 4, 1);
+    cJSON *st = fetch(c, GF_MSG_STATS, 0);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(st, "gpu")));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(st, "timing_events")));
+    const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(st, "pipelines"), 0);
+    ck_assert_double_eq(num(p, "phases.h2d.count"), 0);
+    ck_assert_double_eq(num(p, "phases.end_to_end.count"), 32);
+    cJSON_Delete(st);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+struct streamer {
+    unsigned index;
+    unsigned frames;
+    char err[512];
+    int rc;
+};
+
+static void *stream_thread(void *arg) {
+    struct streamer *s = arg;
+    gf_client *c = NULL;
+    s->rc = gf_client_connect(daemon_.socket_path, &c);
+    if (s->rc != 0) {
+        snprintf(s->err, sizeof s->err, "connect: %s", strerror(-s->rc));
+        return NULL;
+    }
+    gf_test_stream st = {.pipeline = &pipelines[0],
+                         .frame_bytes = 4 * MIB,
+                         .frame_count = s->frames,
+                         .window = 8,
+                         .first_frame_id = 100000ull * (s->index + 1),
+                         .seed = s->index + 7};
+    s->rc = gf_test_stream_verified(c, &st, s->err, sizeof s->err);
+    gf_client_close(c);
+    return NULL;
+}
+
+/* Two slots, 4 MiB echo frames streamed continuously: one slot's H2D runs
+ * while the other slot's kernel or D2H does, and STATS says so. */
+START_TEST(cuda_copies_overlap_across_slots) {
+    if (strcmp(g_engine, "cuda") != 0)
+        return; /* the CPU engine has no copies to overlap */
+    start(config_json);
+    enum { STREAMS = 3, FRAMES = 120 };
+    struct streamer s[STREAMS];
+    pthread_t th[STREAMS];
+    for (unsigned i = 0; i < STREAMS; i++) {
+        s[i] = (struct streamer){.index = i, .frames = FRAMES};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, stream_thread, &s[i]), 0);
+    }
+    for (unsigned i = 0; i < STREAMS; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_msg(s[i].rc == 0, "stream %u: %s", i, s[i].err);
+    }
+    gf_client *c = connect_or_fail();
+    cJSON *st = fetch(c, GF_MSG_STATS, 0);
+    cJSON *trace = fetch(c, GF_MSG_TRACE, 0);
+    const cJSON *g = cJSON_GetObjectItem(st, "gpu");
+    ck_assert_msg(cJSON_IsObject(g), "no gpu section");
+    printf("gpu over the last %.0f ms (%.0f frames): h2d %.3f kernel %.3f d2h %.3f copy %.3f "
+           "compute %.3f overlap %.3f; loop utilisation %.3f\n",
+           real_at(g, "window_ns") / 1e6, real_at(g, "frames"), real_at(g, "h2d_busy"),
+           real_at(g, "kernel_busy"), real_at(g, "d2h_busy"), real_at(g, "copy_busy"),
+           real_at(g, "compute_busy"), real_at(g, "overlap"),
+           real_at(cJSON_GetObjectItem(st, "loop"), "utilisation_1s"));
+    /* Count H2D intervals that overlap the kernel or D2H of a frame on the
+     * other slot. */
+    const cJSON *frames = cJSON_GetObjectItem(trace, "frames");
+    int n = cJSON_GetArraySize(frames), pairs = 0;
+    for (int i = 0; i < n; i++) {
+        const cJSON *a = cJSON_GetArrayItem(frames, i);
+        double ab = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "h2d"), 0)->valuedouble;
+        double ae = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "h2d"), 1)->valuedouble;
+        for (int j = i > 8 ? i - 8 : 0; j < n && j < i + 8; j++) {
+            const cJSON *b = cJSON_GetArrayItem(frames, j);
+            if (real_at(a, "slot") == real_at(b, "slot"))
+                continue;
+            double kb = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "kernel"), 0)->valuedouble;
+            double de = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "d2h"), 1)->valuedouble;
+            if (ab < de && kb < ae) {
+                pairs++;
+                break;
+            }
+        }
+    }
+    printf("trace: %d frames, %d whose H2D overlaps the other slot's kernel or D2H\n", n, pairs);
+    ck_assert_msg(pairs > 0, "no H2D overlapped another slot's kernel or D2H in %d frames", n);
+    ck_assert_double_gt(real_at(g, "overlap"), 0);
+    cJSON_Delete(st);
+    cJSON_Delete(trace);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+int main(void) {
+    if (getenv("GF_TEST_ENGINE"))
+        g_engine = getenv("GF_TEST_ENGINE");
+    if (strcmp(g_engine, "cuda") == 0 && access("/dev/nvidiactl", F_OK) != 0) {
+        printf("SKIP: no NVIDIA device node (/dev/nvidiactl); the cuda engine cannot run here\n");
+        return GF_SKIP_CODE;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    Suite *s = suite_create("stats_live");
+    TCase *tc = tcase_create("stats_live");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, phases_add_up_for_known_traffic);
+    tcase_add_test(tc, trace_holds_the_last_frames_in_order);
+    tcase_add_test(tc, timing_events_off);
+    tcase_add_test(tc, cuda_copies_overlap_across_slots);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
