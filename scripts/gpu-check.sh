@@ -41,5 +41,5 @@ verify() { # slots
 echo "== verified streams, CUDA engine"
 { verify 2; verify 4; } 2>&1 | tee "$out/verify.txt"
 echo "== benchmark"
-bench/bench.sh $build cuda cpu 2>&1 | tee "$out/bench.txt"
+bench/bench.sh $build cuda cuda-untimed cpu 2>&1 | tee "$out/bench.txt"
 GF_BENCH_SLOTS=4 bench/bench.sh $build cuda 2>&1 | tail -3 | tee -a "$out/bench.txt"
