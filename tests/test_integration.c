@@ -1681,6 +1681,62 @@ START_TEST(bad_config_exits_with_status_and_reason) {
 }
 END_TEST
 
+/* ---- deadlines ------------------------------------------------------------------------------ */
+
+/* One frame heavy enough to outlive a 20 ms deadline on either engine. */
+static const char deadline_config[] =
+    "{\"slots\": 1, \"max_frame_bytes\": 4194304, \"frame_timeout_ms\": 20,"
+    " \"pipelines\": [{\"name\": \"slow\", \"kind\": \"sincos\", \"params\": {\"iters\": 100000}}]}";
+
+/* A frame past its deadline means the engine stopped completing frames: the
+ * daemon fails the frame with `timeout`, says why, and exits non-zero so
+ * that its supervisor restarts it, rather than hanging. */
+START_TEST(frame_past_its_deadline_fails_and_exits_nonzero) {
+    gf_test_daemon d;
+    char err[ERR_BYTES], desc[96];
+    enum { BYTES = 4194304 };
+    int rc = gf_test_daemon_start(&d, deadline_config, g_engine, err, sizeof err);
+    ck_assert_msg(rc == 0, "cannot start gpuframed: %s", err);
+    float *in = malloc(BYTES);
+    ck_assert_ptr_nonnull(in);
+    for (size_t i = 0; i < BYTES / sizeof(float); i++)
+        in[i] = (float)(i % 1000) / 250.0f - 2.0f;
+    int fd = gf_test_raw_connect(d.socket_path);
+    ck_assert_int_ge(fd, 0);
+    gf_header h = {.version = GF_PROTOCOL_VERSION,
+                   .type = GF_MSG_FRAME,
+                   .frame_id = 77,
+                   .pipeline_id = 0,
+                   .payload_bytes = BYTES};
+    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+    ck_assert_int_eq(gf_test_raw_send(fd, in, BYTES), 0);
+    char text[GF_ERROR_TEXT_MAX_BYTES + 1] = "";
+    gf_header rh;
+    rc = gf_test_raw_recv_reply(fd, &rh, text, sizeof text - 1, GF_TEST_REPLY_TIMEOUT_MS, err,
+                                sizeof err);
+    ck_assert_msg(rc == 0, "no reply to the frame past its deadline: %s", err);
+    ck_assert_uint_eq(rh.type, GF_MSG_ERROR);
+    ck_assert_uint_eq(rh.status, GF_ERR_TIMEOUT);
+    ck_assert_uint_eq(rh.frame_id, 77);
+    ck_assert_msg(strstr(text, "deadline"), "ERROR text does not name the deadline: %s", text);
+    int status = -1;
+    rc = gf_test_daemon_wait(&d, GF_TEST_STOP_TIMEOUT_MS, &status);
+    if (rc != 0)
+        gf_test_daemon_stop(&d, &status);
+    ck_assert_msg(rc == 0, "gpuframed kept running after a frame missed its deadline");
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0,
+                  "gpuframed after a missed deadline: %s, expected a non-zero exit",
+                  gf_test_describe_status(status, desc, sizeof desc));
+    char *log = gf_test_read_file(d.log_path, NULL);
+    ck_assert_msg(log && strstr(log, "fatal:") && strstr(log, "deadline"),
+                  "the log does not say why: %s", log ? log : "(none)");
+    free(log);
+    free(in);
+    close(fd);
+    gf_test_daemon_cleanup(&d);
+}
+END_TEST
+
 /* ---- the suite ---------------------------------------------------------------------------- */
 
 static TCase *fixture_tcase(const char *name) {
@@ -1735,6 +1791,11 @@ static Suite *integration_suite(void) {
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, sigterm_drains_frames_in_flight);
     tcase_add_test(tc, sigterm_finishes_half_received_frame);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("deadline");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    tcase_add_test(tc, frame_past_its_deadline_fails_and_exits_nonzero);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("config");
