@@ -2,7 +2,10 @@
  * gpuframe: the command-line client of gpuframed.
  *
  *   gpuframe list    the daemon's pipelines, as a table or the raw LIST JSON
- *   gpuframe stats   the daemon's STATS document
+ *   gpuframe stats   the daemon's statistics: a summary table, the raw STATS
+ *                    JSON or Prometheus text, once or refreshed (--watch)
+ *   gpuframe trace   the stage timestamps of the last frames as a Chrome
+ *                    trace (Perfetto) and/or an SVG timeline
  *   gpuframe stream  frames through a pipeline with a window in flight,
  *                    optionally verified against the pipeline's C reference,
  *                    summarised as throughput and latency
@@ -14,18 +17,22 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "config.h"
 #include "libgpuframe.h"
 #include "pipeline.h"
+#include "report.h"
 
 #ifndef GF_VERSION
 #define GF_VERSION "unknown"
@@ -199,7 +206,7 @@ static char *request_json_or_die(gf_client *c, uint8_t type, const struct common
     int err = gf_client_request_json(c, type, &json, o->timeout_ms);
 
     if (err < 0) {
-        print_client_error(c, type == GF_MSG_LIST ? "list" : "stats", err);
+        print_client_error(c, gf_msg_type_name(type), err);
         gf_client_close(c);
         exit(EXIT_FAIL);
     }
@@ -234,6 +241,9 @@ enum {
     OPT_VERIFY,
     OPT_SEED,
     OPT_NO_CHECK,
+    OPT_PROMETHEUS,
+    OPT_WATCH,
+    OPT_SVG,
 };
 
 #define COMMON_LONG_OPTIONS                                                                        \
@@ -385,58 +395,387 @@ static int cmd_list(int argc, char *argv[]) {
 
 /* ---- gpuframe stats ---------------------------------------------------------- */
 
+/* --watch: the shortest and longest refresh interval accepted, in seconds. */
+#define WATCH_MIN_S 0.1
+#define WATCH_MAX_S 86400.0
+/* ANSI: cursor home, then erase the screen; a refresh draws over the last. */
+#define ANSI_CLEAR "\033[H\033[2J"
+
 static const char stats_help[] =
     "Usage: gpuframe stats [OPTIONS]\n"
     "\n"
-    "Prints the daemon's statistics (its STATS document, pretty-printed JSON).\n"
-    "\n" COMMON_HELP;
+    "Prints the daemon's statistics (daemon/STATS.md): by default a summary table of\n"
+    "identity, counters, rates, latency percentiles, each pipeline's mean time per\n"
+    "phase in microseconds, GPU busy and overlap fractions and event-loop load.\n"
+    "\n"
+    "      --json              print the STATS document as JSON (pretty-printed)\n"
+    "      --prometheus        print the Prometheus text exposition format (0.0.4), for\n"
+    "                          node_exporter's textfile collector:\n"
+    "                            gpuframe stats --prometheus > DIR/gpuframe.prom.tmp &&\n"
+    "                            mv DIR/gpuframe.prom.tmp DIR/gpuframe.prom\n"
+    "  -w, --watch SECONDS     print again every SECONDS (decimals allowed) until\n"
+    "                          interrupted: in place on a terminal, else as snapshots\n"
+    "                          separated by a blank line; keeps retrying while the\n"
+    "                          daemon is unreachable\n" COMMON_HELP;
 
 /* Output formats of `gpuframe stats`; a new one is a printer plus an entry. */
-enum stats_format { STATS_FORMAT_JSON };
+enum stats_format { STATS_FORMAT_TABLE, STATS_FORMAT_JSON, STATS_FORMAT_PROMETHEUS };
 
-/* Prints the STATS document pretty-printed.  Returns an exit status. */
-static int print_stats_json(const cJSON *doc) {
-    char *text = cJSON_Print(doc);
+/* Set by SIGINT and SIGTERM during --watch: stop after this refresh. */
+static volatile sig_atomic_t watch_interrupted;
 
-    if (text == NULL) {
-        fprintf(stderr, "gpuframe: stats: out of memory\n");
-        return EXIT_FAIL;
+static void on_watch_signal(int sig) {
+    (void)sig;
+    watch_interrupted = 1;
+}
+
+/*
+ * Renders STATS document `doc` in `format` into a malloc'd buffer (*text,
+ * *len; the caller frees), so that a refresh or a textfile is written in one
+ * piece and nothing half-made reaches stdout.  Returns 0, or -1 with the
+ * reason in why[why_len].
+ */
+static int render_stats(const cJSON *doc, enum stats_format format, char **text, size_t *len,
+                        char *why, size_t why_len) {
+    FILE *m = open_memstream(text, len);
+    int rc = 0;
+
+    if (m == NULL) {
+        snprintf(why, why_len, "%s", strerror(errno));
+        return -1;
     }
-    printf("%s\n", text);
-    cJSON_free(text);
+    switch (format) {
+    case STATS_FORMAT_TABLE: rc = gf_report_stats_table(doc, m); break;
+    case STATS_FORMAT_PROMETHEUS: rc = gf_report_stats_prometheus(doc, m, why, why_len); break;
+    case STATS_FORMAT_JSON: {
+        char *pretty = cJSON_Print(doc);
+        if (pretty == NULL)
+            rc = -ENOMEM;
+        else
+            fprintf(m, "%s\n", pretty);
+        cJSON_free(pretty);
+        break;
+    }
+    }
+    if (fclose(m) != 0 && rc == 0)
+        rc = -EIO;
+    if (rc < 0) {
+        if (rc != -EINVAL || format != STATS_FORMAT_PROMETHEUS)
+            snprintf(why, why_len, "%s", strerror(-rc));
+        free(*text);
+        *text = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Fetches and parses one STATS document through *c, connecting first when *c
+ * is NULL.  On failure closes and clears *c (the next call reconnects) and
+ * returns -1 with the reason in why[why_len]; else 0 and *doc (caller frees).
+ */
+static int fetch_stats(const struct common_opts *o, gf_client **c, cJSON **doc, char *why,
+                       size_t why_len) {
+    char *json = NULL;
+    int err;
+
+    if (*c == NULL) {
+        err = gf_client_connect(o->socket_path, c);
+        if (err < 0) {
+            *c = NULL;
+            snprintf(why, why_len, "cannot connect to %s: %s", o->socket_path, strerror(-err));
+            return -1;
+        }
+    }
+    err = gf_client_request_json(*c, GF_MSG_STATS, &json, o->timeout_ms);
+    if (err < 0) {
+        const char *msg = gf_client_error(*c);
+        if (err == -ETIMEDOUT)
+            snprintf(why, why_len, "stats: no reply from the daemon in time (see --timeout)");
+        else
+            snprintf(why, why_len, "stats: %s", msg[0] != '\0' ? msg : strerror(-err));
+        gf_client_close(*c);
+        *c = NULL;
+        return -1;
+    }
+    *doc = cJSON_Parse(json);
+    free(json);
+    if (*doc == NULL) {
+        snprintf(why, why_len, "stats: the daemon's STATS reply is not valid JSON");
+        return -1;
+    }
+    return 0;
+}
+
+/* Sleeps `seconds` unless a signal ends --watch first. */
+static void watch_sleep(double seconds) {
+    struct timespec ts = {.tv_sec = (time_t)seconds,
+                          .tv_nsec = (long)((seconds - floor(seconds)) * 1e9)};
+
+    while (!watch_interrupted && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* `gpuframe stats --watch`: one refresh per interval until SIGINT/SIGTERM.
+ * A failed fetch is shown in place of the statistics and retried. */
+static int stats_watch(const struct common_opts *o, enum stats_format format, double interval_s) {
+    struct sigaction sa;
+    gf_client *c = NULL;
+    int tty = isatty(STDOUT_FILENO);
+    char why[WHY_BYTES];
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_watch_signal; /* no SA_RESTART: the sleep must end */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    for (unsigned long n = 0; !watch_interrupted; n++) {
+        cJSON *doc = NULL;
+        char *text = NULL;
+        size_t len = 0;
+        int ok = fetch_stats(o, &c, &doc, why, sizeof why) == 0 &&
+                 render_stats(doc, format, &text, &len, why, sizeof why) == 0;
+        cJSON_Delete(doc);
+
+        fputs(tty ? ANSI_CLEAR : n > 0 ? "\n" : "", stdout);
+        if (format == STATS_FORMAT_TABLE || !ok) {
+            char stamp[32];
+            time_t now = time(NULL);
+            struct tm tm;
+            strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", localtime_r(&now, &tm));
+            printf("every %gs: gpuframe stats --socket %s   %s\n\n", interval_s, o->socket_path,
+                   stamp);
+        }
+        if (ok)
+            fwrite(text, 1, len, stdout);
+        else
+            printf("gpuframe: %s (retrying every %gs)\n", why, interval_s);
+        fflush(stdout);
+        free(text);
+        watch_sleep(interval_s);
+    }
+    gf_client_close(c);
     return EXIT_OK;
 }
 
-static int print_stats(const cJSON *doc, enum stats_format format) {
-    switch (format) {
-    case STATS_FORMAT_JSON: return print_stats_json(doc);
+static int cmd_stats(int argc, char *argv[]) {
+    static const struct option longopts[] = {{"json", no_argument, NULL, OPT_JSON},
+                                             {"prometheus", no_argument, NULL, OPT_PROMETHEUS},
+                                             {"watch", required_argument, NULL, 'w'},
+                                             COMMON_LONG_OPTIONS,
+                                             {NULL, 0, NULL, 0}};
+    enum stats_format format = STATS_FORMAT_TABLE;
+    struct common_opts o;
+    double watch_s = 0;
+    int opt, formats = 0;
+
+    common_defaults(&o);
+    while ((opt = getopt_long(argc, argv, ":w:" COMMON_SHORT_OPTIONS, longopts, NULL)) != -1) {
+        if (common_option("stats", opt, &o, argv, stats_help))
+            continue;
+        switch (opt) {
+        case OPT_JSON:
+            format = STATS_FORMAT_JSON;
+            formats++;
+            break;
+        case OPT_PROMETHEUS:
+            format = STATS_FORMAT_PROMETHEUS;
+            formats++;
+            break;
+        case 'w': {
+            char *end;
+            errno = 0;
+            watch_s = strtod(optarg, &end);
+            if (errno != 0 || end == optarg || *end != '\0' || !(watch_s >= WATCH_MIN_S) ||
+                watch_s > WATCH_MAX_S)
+                die_usage("stats", "--watch: expected seconds in [%g, %g], got '%s'", WATCH_MIN_S,
+                          WATCH_MAX_S, optarg);
+            break;
+        }
+        }
     }
-    return EXIT_FAIL;
+    no_operands("stats", argc, argv);
+    if (formats > 1)
+        die_usage("stats", "--json and --prometheus exclude each other");
+    if (watch_s > 0)
+        return stats_watch(&o, format, watch_s);
+
+    gf_client *c = NULL;
+    cJSON *doc = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    char why[WHY_BYTES];
+    int ok = fetch_stats(&o, &c, &doc, why, sizeof why) == 0 &&
+             render_stats(doc, format, &text, &len, why, sizeof why) == 0;
+    gf_client_close(c);
+    cJSON_Delete(doc);
+    if (!ok) {
+        fprintf(stderr, "gpuframe: %s\n", why);
+        return EXIT_FAIL;
+    }
+    fwrite(text, 1, len, stdout);
+    free(text);
+    return fflush(stdout) == 0 && !ferror(stdout) ? EXIT_OK : EXIT_FAIL;
 }
 
-static int cmd_stats(int argc, char *argv[]) {
-    static const struct option longopts[] = {COMMON_LONG_OPTIONS, {NULL, 0, NULL, 0}};
+/* ---- gpuframe trace ---------------------------------------------------------- */
+
+static const char trace_help[] =
+    "Usage: gpuframe trace [--frames N] [--out FILE.json] [--svg FILE.svg] [OPTIONS]\n"
+    "\n"
+    "Fetches the stage timestamps of the last frames the daemon answered (its trace\n"
+    "ring, `trace_frames` in its config) and draws them with one lane per slot and\n"
+    "stage: slot S H2D, slot S kernel, slot S D2H, and slot S host (receive into the\n"
+    "pinned buffer, completion delay, reply write), so overlap across slots shows.\n"
+    "Prints the number of frames and the time they span.  At least one of:\n"
+    "\n"
+    "  -o, --out FILE          write a Chrome trace-event JSON file; open it in\n"
+    "                          https://ui.perfetto.dev or chrome://tracing\n"
+    "      --svg FILE          write a self-contained SVG timeline (hover a bar for its\n"
+    "                          frame); a few dozen frames make a readable picture\n"
+    "                          ('-' for either writes to standard output)\n"
+    "  -n, --frames N          the last N frames (default 0: every frame kept)\n" COMMON_HELP;
+
+/* Writes len bytes of `text` to `path` ("-": stdout).  Returns 0 or -1
+ * having said why. */
+static int write_output(const char *path, const char *text, size_t len) {
+    int to_stdout = strcmp(path, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(path, "w");
+
+    if (f == NULL) {
+        fprintf(stderr, "gpuframe: trace: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    size_t w = fwrite(text, 1, len, f);
+    int rc = to_stdout ? fflush(f) : fclose(f);
+    if (w != len || rc != 0) {
+        fprintf(stderr, "gpuframe: trace: writing %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Renders the trace with `render` into a buffer and writes it to `path`. */
+static int write_trace(const char *path, const char *what,
+                       int (*render)(const cJSON *, const cJSON *, FILE *, char *, size_t),
+                       const cJSON *trace, const cJSON *list) {
+    char *text = NULL;
+    size_t len = 0;
+    char why[WHY_BYTES] = "";
+    FILE *m = open_memstream(&text, &len);
+
+    if (m == NULL) {
+        fprintf(stderr, "gpuframe: trace: %s\n", strerror(errno));
+        return -1;
+    }
+    int rc = render(trace, list, m, why, sizeof why);
+    if (fclose(m) != 0 && rc == 0)
+        rc = -EIO;
+    if (rc < 0) {
+        fprintf(stderr, "gpuframe: trace: cannot make the %s: %s\n", what,
+                why[0] != '\0' ? why : strerror(-rc));
+        free(text);
+        return -1;
+    }
+    rc = write_output(path, text, len);
+    free(text);
+    return rc;
+}
+
+static int cmd_trace(int argc, char *argv[]) {
+    static const struct option longopts[] = {{"frames", required_argument, NULL, 'n'},
+                                             {"out", required_argument, NULL, 'o'},
+                                             {"svg", required_argument, NULL, OPT_SVG},
+                                             COMMON_LONG_OPTIONS,
+                                             {NULL, 0, NULL, 0}};
     struct common_opts o;
+    const char *out_path = NULL, *svg_path = NULL;
+    uint64_t frames = 0;
     int opt;
 
     common_defaults(&o);
-    while ((opt = getopt_long(argc, argv, ":" COMMON_SHORT_OPTIONS, longopts, NULL)) != -1)
-        (void)common_option("stats", opt, &o, argv, stats_help);
-    no_operands("stats", argc, argv);
+    while ((opt = getopt_long(argc, argv, ":n:o:" COMMON_SHORT_OPTIONS, longopts, NULL)) != -1) {
+        if (common_option("trace", opt, &o, argv, trace_help))
+            continue;
+        switch (opt) {
+        case 'n':
+            if (parse_u64(optarg, &frames) < 0 || frames > UINT32_MAX)
+                die_usage("trace", "--frames: expected an integer in [0, %" PRIu32 "], got '%s'",
+                          UINT32_MAX, optarg);
+            break;
+        case 'o': out_path = optarg; break;
+        case OPT_SVG: svg_path = optarg; break;
+        }
+    }
+    no_operands("trace", argc, argv);
+    if (out_path == NULL && svg_path == NULL)
+        die_usage("trace", "say where to write: --out FILE.json and/or --svg FILE.svg");
+    if (out_path != NULL && svg_path != NULL && strcmp(out_path, "-") == 0 &&
+        strcmp(svg_path, "-") == 0)
+        die_usage("trace", "--out and --svg cannot both write to standard output");
 
     gf_client *c = connect_or_die(&o);
-    char *json = request_json_or_die(c, GF_MSG_STATS, &o);
-    gf_client_close(c);
-
-    cJSON *doc = cJSON_Parse(json);
-    if (doc == NULL) {
-        fprintf(stderr, "gpuframe: stats: the daemon's STATS reply is not valid JSON\n");
-        free(json);
+    /* LIST first, so the pictures can name pipelines. */
+    char *list_json = request_json_or_die(c, GF_MSG_LIST, &o);
+    char *trace_json = NULL;
+    int err = gf_client_request_trace(c, (uint32_t)frames, &trace_json, o.timeout_ms);
+    if (err < 0) {
+        print_client_error(c, "trace", err);
+        gf_client_close(c);
+        free(list_json);
         return EXIT_FAIL;
     }
-    int status = print_stats(doc, STATS_FORMAT_JSON);
-    cJSON_Delete(doc);
-    free(json);
+    gf_client_close(c);
+
+    int status = EXIT_FAIL;
+    cJSON *list = cJSON_Parse(list_json);
+    cJSON *trace = cJSON_Parse(trace_json);
+    gf_report_trace_info info;
+    char why[WHY_BYTES];
+    if (trace == NULL) {
+        fprintf(stderr, "gpuframe: trace: the daemon's TRACE reply is not valid JSON\n");
+        goto done;
+    }
+    if (gf_report_trace_summary(trace, &info, why, sizeof why) < 0) {
+        fprintf(stderr, "gpuframe: trace: the daemon's TRACE reply is malformed: %s\n", why);
+        goto done;
+    }
+    if (out_path != NULL &&
+        write_trace(out_path, "Chrome trace", gf_report_trace_chrome, trace, list) < 0)
+        goto done;
+    if (svg_path != NULL &&
+        write_trace(svg_path, "SVG timeline", gf_report_trace_svg, trace, list) < 0)
+        goto done;
+
+    /* The summary goes where the files do not. */
+    FILE *say = (out_path != NULL && strcmp(out_path, "-") == 0) ||
+                        (svg_path != NULL && strcmp(svg_path, "-") == 0)
+                    ? stderr
+                    : stdout;
+    char span[48];
+    if (info.frames == 0 || info.events == 0)
+        fprintf(say,
+                "trace: %zu frames: the daemon has answered none yet, or keeps none "
+                "(trace_frames 0)\n",
+                info.frames);
+    else
+        fprintf(say,
+                "trace: %zu frames, %zu events in %zu lanes, spanning %s (from %.6f s after the "
+                "daemon started)\n",
+                info.frames, info.events, info.lanes,
+                gf_report_format_ns(info.end_ns - info.begin_ns, "us", span, sizeof span),
+                (double)info.begin_ns / 1e9);
+    if (out_path != NULL && strcmp(out_path, "-") != 0)
+        fprintf(say, "wrote %s (open in https://ui.perfetto.dev or chrome://tracing)\n", out_path);
+    if (svg_path != NULL && strcmp(svg_path, "-") != 0)
+        fprintf(say, "wrote %s\n", svg_path);
+    status = EXIT_OK;
+done:
+    cJSON_Delete(trace);
+    cJSON_Delete(list);
+    free(trace_json);
+    free(list_json);
     return status;
 }
 
@@ -1050,8 +1389,9 @@ static const char main_help[] =
     "\n"
     "Commands:\n"
     "  list      print the daemon's pipelines\n"
-    "  stats     print the daemon's statistics\n"
+    "  stats     print the daemon's statistics: a table, --json, --prometheus; --watch\n"
     "  stream    stream frames through a pipeline; report throughput and latency\n"
+    "  trace     draw the last frames' stages per slot: Chrome trace (--out), SVG (--svg)\n"
     "\n"
     "Every command takes:\n" COMMON_HELP "\n"
     "'gpuframe COMMAND --help' describes a command; 'gpuframe --version' prints the version.\n"
@@ -1061,10 +1401,11 @@ int main(int argc, char *argv[]) {
     static const struct {
         const char *name;
         int (*run)(int argc, char *argv[]);
-    } commands[] = {{"list", cmd_list}, {"stats", cmd_stats}, {"stream", cmd_stream}};
+    } commands[] = {
+        {"list", cmd_list}, {"stats", cmd_stats}, {"stream", cmd_stream}, {"trace", cmd_trace}};
 
     if (argc < 2)
-        die_usage(NULL, "missing command (list, stats or stream)");
+        die_usage(NULL, "missing command (list, stats, stream or trace)");
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         fputs(main_help, stdout);
@@ -1079,6 +1420,6 @@ int main(int argc, char *argv[]) {
             return commands[i].run(argc - 1, argv + 1);
     if (cmd[0] == '-')
         die_usage(NULL, "unknown option '%s' (options follow the command)", cmd);
-    die_usage(NULL, "unknown command '%s' (list, stats or stream)", cmd);
+    die_usage(NULL, "unknown command '%s' (list, stats, stream or trace)", cmd);
     return EXIT_USAGE;
 }

@@ -290,10 +290,20 @@ int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t frame_id, 
     return queue_request(c, GF_MSG_FRAME, pipeline_id, frame_id, data, len);
 }
 
+/* Nonzero for the request types whose reply is a JSON document. */
+static int is_json_request(uint8_t type) {
+    return type == GF_MSG_LIST || type == GF_MSG_STATS || type == GF_MSG_TRACE;
+}
+
 int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id) {
-    if (type != GF_MSG_LIST && type != GF_MSG_STATS)
+    if (!is_json_request(type))
         return -EINVAL;
     return queue_request(c, type, 0, frame_id, NULL, 0);
+}
+
+int gf_client_send_trace(gf_client *c, uint64_t frame_id, uint32_t max_frames) {
+    /* The header's pipeline_id carries the count (PROTOCOL.md, TRACE). */
+    return queue_request(c, GF_MSG_TRACE, max_frames, frame_id, NULL, 0);
 }
 
 /*
@@ -431,6 +441,7 @@ static int type_answers(uint8_t req, uint8_t reply) {
     case GF_MSG_FRAME: return reply == GF_MSG_RESULT;
     case GF_MSG_LIST: return reply == GF_MSG_LIST;
     case GF_MSG_STATS: return reply == GF_MSG_STATS;
+    case GF_MSG_TRACE: return reply == GF_MSG_TRACE;
     }
     return 0;
 }
@@ -642,15 +653,17 @@ int gf_client_flush(gf_client *c, int timeout_ms) {
     return 0;
 }
 
-int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int timeout_ms) {
+/* gf_client_request_json and gf_client_request_trace: sends a request of
+ * `type` whose header carries `pipeline_id`, and returns its JSON reply. */
+static int request_json(gf_client *c, uint8_t type, uint32_t pipeline_id, char **json_out,
+                        int timeout_ms) {
     gf_reply reply;
     int err;
 
-    if (type != GF_MSG_LIST && type != GF_MSG_STATS)
-        return -EINVAL;
+    assert(is_json_request(type));
     if (gf_client_in_flight(c) > 0)
         return -EBUSY;
-    err = gf_client_send_request(c, type, 0);
+    err = queue_request(c, type, pipeline_id, 0, NULL, 0);
     if (err < 0)
         return err;
     err = gf_client_recv(c, &reply, timeout_ms);
@@ -677,4 +690,14 @@ int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int time
     json[reply.payload_bytes] = '\0';
     *json_out = json;
     return 0;
+}
+
+int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int timeout_ms) {
+    if (!is_json_request(type))
+        return -EINVAL;
+    return request_json(c, type, 0, json_out, timeout_ms);
+}
+
+int gf_client_request_trace(gf_client *c, uint32_t max_frames, char **json_out, int timeout_ms) {
+    return request_json(c, GF_MSG_TRACE, max_frames, json_out, timeout_ms);
 }

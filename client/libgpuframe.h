@@ -2,7 +2,7 @@
  * libgpuframe: the client library of gpuframed.
  *
  * One gf_client is one connection to the daemon's Unix socket.  Requests
- * (frames, LIST, STATS) are only queued by the send functions; gf_client_recv
+ * (frames, LIST, STATS, TRACE) are only queued by the send functions; gf_client_recv
  * writes queued bytes and reads replies at the same time, so a caller can keep
  * many frames in flight without ever blocking in a write while the daemon is
  * blocked writing replies back (the pipelined window of the `gpuframe stream`
@@ -39,12 +39,13 @@ typedef struct gf_client gf_client;
 
 /*
  * One reply as gf_client_recv returns it.  `header` is the decoded header
- * (type GF_MSG_RESULT, GF_MSG_ERROR, GF_MSG_LIST or GF_MSG_STATS; `status` is
- * GF_OK except for ERROR).  `payload` points at `payload_bytes` bytes in a
- * buffer the library owns, 64-byte aligned, valid until the next call of
- * gf_client_recv, gf_client_request_json or gf_client_close on the same
- * client; NULL when payload_bytes is 0.  An ERROR's payload is UTF-8 text,
- * not NUL-terminated, at most GF_ERROR_TEXT_MAX_BYTES bytes.
+ * (type GF_MSG_RESULT, GF_MSG_ERROR, GF_MSG_LIST, GF_MSG_STATS or
+ * GF_MSG_TRACE; `status` is GF_OK except for ERROR).  `payload` points at
+ * `payload_bytes` bytes in a buffer the library owns, 64-byte aligned, valid
+ * until the next call of gf_client_recv, gf_client_request_json,
+ * gf_client_request_trace or gf_client_close on the same client; NULL when
+ * payload_bytes is 0.  An ERROR's payload is UTF-8 text, not NUL-terminated,
+ * at most GF_ERROR_TEXT_MAX_BYTES bytes.
  */
 typedef struct gf_reply {
     gf_header header;
@@ -107,11 +108,20 @@ int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t frame_id, 
                          size_t len);
 
 /*
- * Queues one request without payload: `type` is GF_MSG_LIST or GF_MSG_STATS
- * (else -EINVAL).  Its reply carries a JSON document (or is an ERROR).  Other
+ * Queues one request without payload: `type` is GF_MSG_LIST, GF_MSG_STATS or
+ * GF_MSG_TRACE (else -EINVAL; a TRACE queued here asks for every frame the
+ * daemon keeps).  Its reply carries a JSON document (or is an ERROR).  Other
  * return values as for gf_client_send_frame.
  */
 int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id);
+
+/*
+ * Queues one TRACE request for the stage timestamps of the last `max_frames`
+ * frames the daemon answered (0: every frame it keeps, its `trace_frames`
+ * setting).  Its reply is a GF_MSG_TRACE JSON document (daemon/STATS.md) or an
+ * ERROR.  Return values as for gf_client_send_frame.
+ */
+int gf_client_send_trace(gf_client *c, uint64_t frame_id, uint32_t max_frames);
 
 /*
  * Waits for the next reply, writing queued requests while it reads, and
@@ -151,9 +161,10 @@ int gf_client_flush(gf_client *c, int timeout_ms);
 size_t gf_client_in_flight(const gf_client *c);
 
 /*
- * Sends a LIST or STATS request (`type`), waits for its reply and stores a
- * malloc'd, NUL-terminated copy of the JSON document in `*json_out`, which the
- * caller frees with free().  Needs no other request in flight (-EBUSY).
+ * Sends a LIST, STATS or TRACE request (`type`; a TRACE asks for every frame
+ * the daemon keeps), waits for its reply and stores a malloc'd,
+ * NUL-terminated copy of the JSON document in `*json_out`, which the caller
+ * frees with free().  Needs no other request in flight (-EBUSY).
  * Returns 0; -EINVAL for another `type`; -EREMOTEIO when the daemon answered
  * with an ERROR (gf_client_error has its status name and text); -EPROTO when
  * the document contains a NUL byte (not sticky: the connection stays usable);
@@ -161,6 +172,13 @@ size_t gf_client_in_flight(const gf_client *c);
  * for gf_client_recv.  Invalidates the payload of the previous gf_client_recv.
  */
 int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int timeout_ms);
+
+/*
+ * Like gf_client_request_json with GF_MSG_TRACE, asking for the last
+ * `max_frames` frames only (0: every frame the daemon keeps).  The document
+ * (daemon/STATS.md, TRACE) is the caller's to free() in `*json_out`.
+ */
+int gf_client_request_trace(gf_client *c, uint32_t max_frames, char **json_out, int timeout_ms);
 
 #ifdef __cplusplus
 }
