@@ -2,29 +2,42 @@
 # On the GPU machine (no network, none of our libraries): unpack the Debian
 # packages carried in .deps/, build for sm_90, run every test (the gpu ones
 # included), stream verified frames of every pipeline at 4 KiB, 1 MiB and
-# 16 MiB with 2 and 4 slots on the CUDA engine, then run the benchmark.
-# Logs go to $OUT (or ./gpu-out).
+# 16 MiB with 2 and 4 slots on the CUDA engine, run the benchmark, and take
+# a STATS snapshot and a trace of 4 MiB echo frames from three clients.
+# Everything lands in $OUT (or ./gpu-out), in at most 8 files:
+#   summary.txt ctest.log build.log daemons.log stats.prom trace.json trace.svg
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}; mkdir -p "$out"
+logs=$(mktemp -d)
 for f in .deps/*.deb; do dpkg -x "$f" /opt/deps; done
 L=/opt/deps/usr/lib/x86_64-linux-gnu
 export PKG_CONFIG_PATH=$L/pkgconfig PKG_CONFIG_SYSROOT_DIR=/opt/deps LD_LIBRARY_PATH=$L
 export CPATH=/opt/deps/usr/include
-nvidia-smi -L | tee "$out/device.txt"
 build=build-gpu
+exec > >(tee "$out/summary.txt") 2>&1
+nvidia-smi -L
+
 { cmake -S . -B $build -DGF_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build $build -j16; } \
   > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
 echo "== build ok"
 (cd $build && ctest --output-on-failure --timeout 300) > "$out/ctest.log" 2>&1
 echo "== ctest (all labels, gpu included): $(grep -E 'tests passed|tests failed' "$out/ctest.log")"
 grep -E "Passed|Failed|Skipped|\*\*\*" "$out/ctest.log" | sed 's/^/   /'
+echo "== overlap of the two slots (test_stats_live, cuda engine)"
+GF_TEST_ENGINE=cuda $build/tests/test_stats_live 2>&1 | grep -E "gpu over|trace:|Checks"
+
+start_daemon() { # NAME SOCKET ARGS...: starts gpuframed, waits for its socket
+  local name=$1 sock=$2; shift 2
+  $build/gpuframed --socket "$sock" "$@" 2>"$logs/$name.log" &
+  daemon=$!
+  for _ in $(seq 600); do [ -S "$sock" ] && return 0; kill -0 $daemon 2>/dev/null || break; sleep 0.1; done
+  echo "gpuframed ($name) did not start"; cat "$logs/$name.log"; return 1
+}
 
 verify() { # slots
   local sock=/tmp/gfv$1.sock fail=0
-  $build/gpuframed --config bench/verify-sizes.json --engine cuda --slots "$1" --socket $sock 2>"$out/verify-$1.log" &
-  local pid=$!
-  for _ in $(seq 600); do [ -S $sock ] && break; sleep 0.1; done
+  start_daemon "verify-$1" $sock --config bench/verify-sizes.json --engine cuda --slots "$1" || return 1
   for p in echo affine sincos; do
     for s in 4K 1M 16M; do
       r=$($build/gpuframe stream --socket $sock --pipeline $p --size $s --count 64 --window 8 --verify --quiet 2>&1) || fail=1
@@ -35,11 +48,28 @@ verify() { # slots
     r=$($build/gpuframe stream --socket $sock --pipeline $p --count 64 --window 8 --verify --quiet 2>&1) || fail=1
     echo "slots=$1 $p: $r"
   done
-  kill -TERM $pid; wait $pid; echo "slots=$1 daemon exit status $? (0 = drained cleanly)"
+  kill -TERM $daemon; wait $daemon; echo "slots=$1 daemon exit status $? (0 = drained cleanly)"
   return $fail
 }
 echo "== verified streams, CUDA engine"
-{ verify 2; verify 4; } 2>&1 | tee "$out/verify.txt"
+verify 2; verify 4
+
 echo "== benchmark"
-bench/bench.sh $build cuda cuda-untimed cpu 2>&1 | tee "$out/bench.txt"
-GF_BENCH_SLOTS=4 bench/bench.sh $build cuda 2>&1 | tail -3 | tee -a "$out/bench.txt"
+bench/bench.sh $build cuda cuda-untimed cpu
+GF_BENCH_SLOTS=4 bench/bench.sh $build cuda | tail -3
+
+echo "== stats and trace: CUDA engine, 2 slots, 4 MiB echo frames from 3 clients"
+sock=/tmp/gft.sock
+if start_daemon trace $sock --config bench/echo.json --engine cuda; then
+  pids=()
+  for i in 1 2 3; do
+    $build/gpuframe stream --socket $sock --pipeline echo --size 4M --count 150 --window 8 --quiet &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  $build/gpuframe stats --socket $sock
+  $build/gpuframe stats --socket $sock --prometheus > "$out/stats.prom"
+  $build/gpuframe trace --socket $sock --frames 24 --out "$out/trace.json" --svg "$out/trace.svg"
+  kill -TERM $daemon; wait $daemon
+fi
+for f in "$logs"/*.log; do echo "===== $(basename "$f")"; cat "$f"; done > "$out/daemons.log"
