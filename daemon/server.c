@@ -1070,7 +1070,8 @@ void gf_server_progress(const gf_server *srv, uint64_t *completed, uint32_t *in_
 
 void gf_server_status(const gf_server *srv, char *buf, size_t len) {
     double fps, in, out, busy;
-    gf_stats_rates(&srv->stats, 1, &fps, &in, &out, &busy);
+    gf_stats_rates(&srv->stats, 1000000000ull, gf_now_ns(), uv_metrics_idle_time(srv->loop), &fps,
+                   &in, &out, &busy);
     uint64_t refused = srv->stats.frames_failed;
     snprintf(buf, len,
              "%s%llu connection(s), %.0f frames/s, %.2f GB/s in, %u/%u slots busy, %llu frames "

@@ -69,24 +69,26 @@ void gf_stats_sample(gf_stats *st, uint64_t now_ns, uint64_t loop_idle_ns) {
         st->sample_count++;
 }
 
-void gf_stats_rates(const gf_stats *st, unsigned intervals, double *frames_per_s,
-                    double *bytes_in_per_s, double *bytes_out_per_s, double *busy) {
+void gf_stats_rates(const gf_stats *st, uint64_t window_ns, uint64_t now_ns, uint64_t loop_idle_ns,
+                    double *frames_per_s, double *bytes_in_per_s, double *bytes_out_per_s,
+                    double *busy) {
     *frames_per_s = *bytes_in_per_s = *bytes_out_per_s = *busy = 0.0;
-    if (st->sample_count < 2)
+    if (st->sample_count == 0)
         return;
-    if (intervals > st->sample_count - 1)
-        intervals = st->sample_count - 1;
-    const gf_rate_sample *now =
-        &st->samples[(st->sample_next + GF_RATE_SAMPLES - 1) % GF_RATE_SAMPLES];
-    const gf_rate_sample *then =
-        &st->samples[(st->sample_next + GF_RATE_SAMPLES - 1 - intervals) % GF_RATE_SAMPLES];
-    double secs = (double)(now->t_ns - then->t_ns) / 1e9;
-    if (secs <= 0)
+    /* Newest first: the first sample old enough, else the oldest kept. */
+    const gf_rate_sample *then = NULL;
+    for (unsigned k = 1; k <= st->sample_count; k++) {
+        then = &st->samples[(st->sample_next + GF_RATE_SAMPLES - k) % GF_RATE_SAMPLES];
+        if (now_ns - then->t_ns >= window_ns)
+            break;
+    }
+    if (now_ns <= then->t_ns)
         return;
-    *frames_per_s = (double)(now->answered - then->answered) / secs;
-    *bytes_in_per_s = (double)(now->bytes_in - then->bytes_in) / secs;
-    *bytes_out_per_s = (double)(now->bytes_out - then->bytes_out) / secs;
-    double idle = (double)(now->loop_idle_ns - then->loop_idle_ns) / 1e9;
+    double secs = (double)(now_ns - then->t_ns) / 1e9;
+    *frames_per_s = (double)(st->frames_answered - then->answered) / secs;
+    *bytes_in_per_s = (double)(st->bytes_in - then->bytes_in) / secs;
+    *bytes_out_per_s = (double)(st->bytes_out - then->bytes_out) / secs;
+    double idle = (double)(loop_idle_ns - then->loop_idle_ns) / 1e9;
     *busy = idle >= secs ? 0.0 : 1.0 - idle / secs;
 }
 
@@ -116,9 +118,10 @@ static void add_u64(cJSON *obj, const char *key, uint64_t v) {
     cJSON_AddNumberToObject(obj, key, (double)v);
 }
 
-static void add_rates(const gf_stats *st, cJSON *rates, const char *key, unsigned intervals) {
+static void add_rates(const gf_stats *st, cJSON *rates, const char *key, uint64_t window_ns,
+                      uint64_t now_ns, uint64_t idle_ns) {
     double fps, in, out, busy;
-    gf_stats_rates(st, intervals, &fps, &in, &out, &busy);
+    gf_stats_rates(st, window_ns, now_ns, idle_ns, &fps, &in, &out, &busy);
     cJSON *r = cJSON_AddObjectToObject(rates, key);
     cJSON_AddNumberToObject(r, "frames_per_s", fps);
     cJSON_AddNumberToObject(r, "bytes_in_per_s", in);
@@ -190,13 +193,13 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_u64(lat, "p999_ns", gf_stats_latency_quantile(st, 0.999));
 
     cJSON *rates = cJSON_AddObjectToObject(obj, "rates");
-    add_rates(st, rates, "1s", 1);
-    add_rates(st, rates, "10s", 10);
+    add_rates(st, rates, "1s", 1000000000ull, now_ns, loop_idle_ns);
+    add_rates(st, rates, "10s", 10000000000ull, now_ns, loop_idle_ns);
 
     cJSON *loop = cJSON_AddObjectToObject(obj, "loop");
     double fps, in, out, busy1, busy10;
-    gf_stats_rates(st, 1, &fps, &in, &out, &busy1);
-    gf_stats_rates(st, 10, &fps, &in, &out, &busy10);
+    gf_stats_rates(st, 1000000000ull, now_ns, loop_idle_ns, &fps, &in, &out, &busy1);
+    gf_stats_rates(st, 10000000000ull, now_ns, loop_idle_ns, &fps, &in, &out, &busy10);
     cJSON_AddNumberToObject(loop, "utilisation_1s", busy1);
     cJSON_AddNumberToObject(loop, "utilisation_10s", busy10);
     add_u64(loop, "idle_ns", loop_idle_ns);

@@ -116,10 +116,15 @@ void gf_stats_sample(gf_stats *st, uint64_t now_ns, uint64_t loop_idle_ns);
  */
 uint64_t gf_stats_latency_quantile(const gf_stats *st, double q);
 
-/* Rates over the last `intervals` sample intervals (1 or 10); zeros until
- * there are enough samples.  `busy` gets the loop's busy fraction. */
-void gf_stats_rates(const gf_stats *st, unsigned intervals, double *frames_per_s,
-                    double *bytes_in_per_s, double *bytes_out_per_s, double *busy);
+/*
+ * Rates over about the last `window_ns` up to `now_ns`: from the newest
+ * sample at least `window_ns` old (or the oldest there is, right after
+ * start) to the counters now.  `busy` gets the loop's busy fraction, from
+ * `loop_idle_ns` now.  Zeros before the first sample.
+ */
+void gf_stats_rates(const gf_stats *st, uint64_t window_ns, uint64_t now_ns, uint64_t loop_idle_ns,
+                    double *frames_per_s, double *bytes_in_per_s, double *bytes_out_per_s,
+                    double *busy);
 
 /* Adds every counter to `obj` (STATS.md): connections, frames, rejected,
  * requests, bytes, backpressure, pipelines (named from `pipelines`), latency,

@@ -50,25 +50,39 @@ START_TEST(quantiles_interpolate_within_a_bucket_and_cap_at_max) {
 }
 END_TEST
 
-START_TEST(rates_over_one_and_ten_intervals) {
+START_TEST(rates_over_one_and_ten_seconds) {
     gf_stats st;
     double fps, in, out, busy;
+    const uint64_t s1 = 1000000000ull;
     ck_assert_int_eq(gf_stats_init(&st, 1, 0), 0);
-    gf_stats_rates(&st, 1, &fps, &in, &out, &busy);
+    gf_stats_rates(&st, s1, 5 * s1, 0, &fps, &in, &out, &busy);
     ck_assert(fps == 0.0 && busy == 0.0);
     for (uint64_t s = 0; s <= 12; s++) {
         st.frames_answered = 100 * s * s; /* accelerating */
         st.bytes_in = 1000 * s;
         st.bytes_out = 2000 * s;
-        gf_stats_sample(&st, s * 1000000000ull, s * 750000000ull); /* idle 75 % */
+        gf_stats_sample(&st, s * s1, s * 750000000ull); /* idle 75 % */
     }
-    gf_stats_rates(&st, 1, &fps, &in, &out, &busy);
-    ck_assert_double_eq_tol(fps, 100.0 * (144 - 121), 1e-9);
-    ck_assert_double_eq_tol(in, 1000.0, 1e-9);
-    ck_assert_double_eq_tol(out, 2000.0, 1e-9);
-    ck_assert_double_eq_tol(busy, 0.25, 1e-12);
-    gf_stats_rates(&st, 10, &fps, &in, &out, &busy);
-    ck_assert_double_eq_tol(fps, 100.0 * (144 - 4) / 10.0, 1e-9);
+    /* Half a second after the last sample, 50 more frames, loop idle all along. */
+    st.frames_answered += 50;
+    uint64_t now = 12 * s1 + s1 / 2, idle = 12 * 750000000ull + s1 / 2;
+    gf_stats_rates(&st, s1, now, idle, &fps, &in, &out, &busy);
+    /* From the sample at 11 s: (14450 - 12100) frames over 1.5 s. */
+    ck_assert_double_eq_tol(fps, (14450.0 - 12100.0) / 1.5, 1e-6);
+    ck_assert_double_eq_tol(in, 1000.0 / 1.5, 1e-9);
+    ck_assert_double_eq_tol(out, 2000.0 / 1.5, 1e-9);
+    ck_assert_double_eq_tol(busy, 1.0 - (0.75 + 0.5) / 1.5, 1e-12);
+    gf_stats_rates(&st, 10 * s1, now, idle, &fps, &in, &out, &busy);
+    ck_assert_double_eq_tol(fps, (14450.0 - 400.0) / 10.5, 1e-6); /* from the sample at 2 s */
+    /* Right after start: the span since the first sample. */
+    gf_stats st2;
+    ck_assert_int_eq(gf_stats_init(&st2, 1, 0), 0);
+    gf_stats_sample(&st2, 0, 0);
+    st2.frames_answered = 30;
+    gf_stats_rates(&st2, s1, s1 / 10, 0, &fps, &in, &out, &busy);
+    ck_assert_double_eq_tol(fps, 300.0, 1e-9);
+    ck_assert_double_eq_tol(busy, 1.0, 1e-12);
+    gf_stats_free(&st2);
     gf_stats_free(&st);
 }
 END_TEST
@@ -149,7 +163,7 @@ int main(void) {
     TCase *tc = tcase_create("stats");
     tcase_add_test(tc, histogram_buckets_are_inclusive_upper_bounds);
     tcase_add_test(tc, quantiles_interpolate_within_a_bucket_and_cap_at_max);
-    tcase_add_test(tc, rates_over_one_and_ten_intervals);
+    tcase_add_test(tc, rates_over_one_and_ten_seconds);
     tcase_add_test(tc, gpu_busy_and_overlap_from_intervals);
     tcase_add_test(tc, ring_keeps_the_newest_oldest_first);
     suite_add_tcase(s, tc);
