@@ -59,6 +59,27 @@ int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
  * start with the path. */
 int gf_config_load_file(const char *path, gf_config *out, char *err, size_t err_len);
 
+/*
+ * As gf_config_parse and gf_config_load_file, but every problem is reported,
+ * not only the first: errs[errs_len] gets one line per problem, each ending
+ * in '\n' and naming its key (prefixed with the path for a file), as many
+ * whole lines as fit; `*problem_count` (may be NULL) gets how many problems
+ * there were, also those that did not fit.  Returns 0 (errs "", count 0) or
+ * -1.  On failure `*out` is left empty.
+ */
+int gf_config_parse_all(const char *json, gf_config *out, char *errs, size_t errs_len,
+                        size_t *problem_count);
+int gf_config_load_file_all(const char *path, gf_config *out, char *errs, size_t errs_len,
+                            size_t *problem_count);
+
+/*
+ * Names, in buf[len], every setting that differs from `from` to `to`, with
+ * both values: "log_level info -> debug, pipelines[1] (affine).params
+ * {\"a\":2,\"b\":0.5} -> {\"a\":3,\"b\":-1}".  "" when they are the same;
+ * "..." ends a list that does not fit.
+ */
+void gf_config_describe_changes(const gf_config *from, const gf_config *to, char *buf, size_t len);
+
 /* The largest result any configured pipeline makes from a frame of at most
  * max_frame_bytes: the size of every slot's output buffer. */
 uint64_t gf_config_max_output_bytes(const gf_config *cfg);
