@@ -1,9 +1,20 @@
+/*
+ * Logging; log.h is the contract.  Two line formats, chosen once per process
+ * from $JOURNAL_STREAM (systemd.exec(5), "JOURNAL_STREAM"): "<N>text" when
+ * stderr is the journal's stream, where journald takes the priority from the
+ * prefix and stamps the time itself; "<time> gpuframed[<pid>]: <level>: text"
+ * otherwise.
+ */
 #include "log.h"
 
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,6 +24,33 @@
 static atomic_int log_level = GF_LOG_INFO;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
+/* syslog(3) priorities of the levels: LOG_ERR, LOG_WARNING, LOG_INFO,
+ * LOG_DEBUG, as sd-daemon(3)'s "<N>" prefixes expect. */
+static const int level_priorities[] = {3, 4, 6, 7};
+
+static pthread_once_t format_once = PTHREAD_ONCE_INIT;
+static int to_journal; /* set once by detect_journal, read-only after */
+
+/* Nonzero when $JOURNAL_STREAM ("<device>:<inode>") names the file that
+ * stderr is: systemd connected stderr to journald for this process, and not
+ * to something the process's own child redirected it to. */
+static void detect_journal(void) {
+    const char *v = getenv("JOURNAL_STREAM");
+    uintmax_t dev, ino;
+    struct stat st;
+    char tail;
+
+    if (v == NULL || sscanf(v, "%ju:%ju%c", &dev, &ino, &tail) != 2)
+        return;
+    if (fstat(STDERR_FILENO, &st) != 0)
+        return;
+    to_journal = (uintmax_t)st.st_dev == dev && (uintmax_t)st.st_ino == ino;
+}
+
+int gf_log_to_journal(void) {
+    pthread_once(&format_once, detect_journal);
+    return to_journal;
+}
 
 void gf_log_set_level(enum gf_log_level level) {
     atomic_store(&log_level, (int)level);
@@ -26,14 +64,19 @@ void gf_log(enum gf_log_level level, const char *fmt, ...) {
     if ((int)level > atomic_load(&log_level))
         return;
     char line[GF_LOG_LINE_MAX_BYTES];
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    localtime_r(&ts.tv_sec, &tm);
-    int n = (int)strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
-    n += snprintf(line + n, sizeof line - (size_t)n,
-                  ".%03ld gpuframed[%ld]: %s: ", ts.tv_nsec / 1000000, (long)getpid(),
-                  level_names[level]);
+    int n;
+    if (gf_log_to_journal()) {
+        n = snprintf(line, sizeof line, "<%d>", level_priorities[level]);
+    } else {
+        struct timespec ts;
+        struct tm tm;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        localtime_r(&ts.tv_sec, &tm);
+        n = (int)strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
+        n += snprintf(line + n, sizeof line - (size_t)n,
+                      ".%03ld gpuframed[%ld]: %s: ", ts.tv_nsec / 1000000, (long)getpid(),
+                      level_names[level]);
+    }
     va_list ap;
     va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);

@@ -1,5 +1,8 @@
 /*
- * Logging: one line per event on stderr, "<time> gpuframed[<pid>]: <level>: <text>".
+ * Logging: one line per event on stderr.  Under systemd, when
+ * $JOURNAL_STREAM names stderr's device and inode, a line is "<N><text>"
+ * with N the syslog priority (error 3, warn 4, info 6, debug 7) and no time
+ * (journald stamps it); otherwise "<time> gpuframed[<pid>]: <level>: <text>".
  * Safe from any thread (each line is one write(2)).  The level threshold is
  * process-wide and may be changed at run time.
  */
@@ -11,6 +14,10 @@
 /* Lines above `level` are dropped.  Default GF_LOG_INFO. */
 void gf_log_set_level(enum gf_log_level level);
 enum gf_log_level gf_log_get_level(void);
+
+/* Nonzero when lines go to journald in the "<N>" format (decided on the
+ * first call, from $JOURNAL_STREAM and stderr). */
+int gf_log_to_journal(void);
 
 /* printf-style; a trailing newline is added. */
 void gf_log(enum gf_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

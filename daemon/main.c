@@ -1,14 +1,22 @@
 /*
- * gpuframed: options, configuration, signals, and the event loop.
- * Start-up ends in gf_server_open (server.c); everything else is there too.
+ * gpuframed: options, configuration, signals, systemd supervision and the
+ * event loop.  Start-up ends in gf_server_open (server.c), which serves
+ * everything else; this file tells systemd about it (notify.c): READY=1 once
+ * the server is open, STATUS= every few seconds, WATCHDOG=1 while frames
+ * complete, STOPPING=1 on SIGTERM/SIGINT, RELOADING=1 ... READY=1 around a
+ * SIGHUP reload.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -16,30 +24,171 @@
 #include "config.h"
 #include "engine.h"
 #include "log.h"
+#include "notify.h"
 #include "server.h"
 
 /* Exit statuses, as systemd and scripts see them. */
 #define GF_EXIT_OK      0
-#define GF_EXIT_FAILURE 1 /* a fatal engine failure while serving    */
-#define GF_EXIT_USAGE   2 /* bad command line or configuration       */
-#define GF_EXIT_STARTUP 3 /* could not start: engine, memory, socket */
+#define GF_EXIT_FAILURE 1 /* a fatal engine failure, a drain out of time, a 2nd signal */
+#define GF_EXIT_USAGE   2 /* bad command line or configuration                        */
+#define GF_EXIT_STARTUP 3 /* could not start: engine, memory, socket                  */
 
-static const char usage[] =
-    "Usage: gpuframed [OPTIONS]\n"
-    "Serve frame-processing pipelines on a local GPU over a Unix socket.\n"
+/* Where `cmake --install` puts the configuration and the documentation;
+ * CMake defines both for this file.  Only --help prints them. */
+#ifndef GF_INSTALL_CONFIG_PATH
+#define GF_INSTALL_CONFIG_PATH "/etc/gpuframed/gpuframed.json"
+#endif
+#ifndef GF_INSTALL_DOC_DIR
+#define GF_INSTALL_DOC_DIR "/usr/local/share/doc/gpuframed"
+#endif
+
+/* How often STATUS= is refreshed: "every few seconds", cheap for systemd. */
+#define GF_STATUS_PERIOD_MS 2000u
+/* Room for every problem of one configuration, one line each. */
+#define GF_PROBLEMS_BYTES 8192
+/* Room for one STATUS= line, a reload's list of changes and its note. */
+#define GF_STATUS_BYTES  256
+#define GF_CHANGES_BYTES 2048
+#define GF_NOTE_BYTES    1024
+/* Microseconds per millisecond, for WATCHDOG_USEC. */
+#define GF_USEC_PER_MS 1000u
+
+/* --help, man-style; one string per section (ISO C bounds a literal's length). */
+static const char *const help_sections[] = {
+    "NAME\n"
+    "    gpuframed - serve GPU frame-processing pipelines over a Unix socket\n"
+    "\n",
+    "SYNOPSIS\n"
+    "    gpuframed [--config FILE] [--socket PATH] [--engine auto|cuda|cpu] [--slots N]\n"
+    "              [--max-frame-bytes N] [--log-level LEVEL]\n"
+    "    gpuframed --check-config FILE [OPTIONS]\n"
+    "    gpuframed --version | --help\n"
+    "\n",
+    "DESCRIPTION\n"
+    "    gpuframed turns a local NVIDIA GPU into a frame-processing service. Local\n"
+    "    programs connect to its Unix domain socket, stream frames of bytes and get\n"
+    "    each frame back processed by a named pipeline (a CUDA kernel with its\n"
+    "    parameters, set in the configuration). Copies and kernels of consecutive\n"
+    "    frames overlap on a ring of slots; when every slot is busy the daemon stops\n"
+    "    reading and clients block (backpressure), no frame is dropped. Without a\n"
+    "    GPU, the cpu engine runs the same pipelines' C reference code.\n"
     "\n"
-    "  -c, --config FILE          read the configuration from FILE (default: the\n"
-    "                             built-in one, identical to config/gpuframed.json)\n"
-    "  -s, --socket PATH          listen on PATH (overrides \"socket\")\n"
-    "  -e, --engine auto|cuda|cpu compute engine (overrides \"engine\")\n"
-    "  -n, --slots N              frames in flight at once (overrides \"slots\")\n"
-    "  -m, --max-frame-bytes N    largest frame payload (overrides \"max_frame_bytes\")\n"
-    "  -l, --log-level LEVEL      error, warn, info or debug (overrides \"log_level\")\n"
-    "  -V, --version              print the version and the engines built in\n"
-    "  -h, --help                 print this help\n"
+    "    It is meant to run under systemd (gpuframed.service, gpuframed.socket):\n"
+    "    it serves the socket systemd passes, reports readiness, status and\n"
+    "    liveness with sd_notify, logs to the journal with priorities, drains on\n"
+    "    stop and reloads its configuration on SIGHUP.\n"
+    "\n",
+    "OPTIONS\n"
+    "    -c, --config FILE\n"
+    "        Read the configuration from FILE instead of the built-in one (which is\n"
+    "        identical to config/gpuframed.json). SIGHUP reads FILE again.\n"
+    "    -s, --socket PATH\n"
+    "        Listen on PATH (overrides \"socket\"). Ignored under socket activation.\n"
+    "    -e, --engine auto|cuda|cpu\n"
+    "        The compute engine (overrides \"engine\"). auto picks cuda when a device\n"
+    "        answers, else cpu, and logs which and why.\n"
+    "    -n, --slots N\n"
+    "        Frames in flight at once, 1 to 64 (overrides \"slots\").\n"
+    "    -m, --max-frame-bytes N\n"
+    "        Largest frame payload (overrides \"max_frame_bytes\").\n"
+    "    -l, --log-level error|warn|info|debug\n"
+    "        Least severe message logged (overrides \"log_level\").\n"
+    "    --check-config FILE\n"
+    "        Validate FILE, with the other options applied, without starting: print\n"
+    "        \"FILE: ok\" and exit 0, or print every problem, each naming its key, and\n"
+    "        exit 2. Unknown keys are problems; so are slots that would pin more\n"
+    "        host memory than max_pinned_bytes allows.\n"
+    "    -V, --version\n"
+    "        Print the version, the engines built in and the protocol version.\n"
+    "    -h, --help\n"
+    "        Print this text.\n"
     "\n"
-    "SIGINT or SIGTERM stops gracefully: every frame already received is answered\n"
-    "first. A second signal exits at once.\n";
+    "    Options override the configuration file, also after a reload.\n"
+    "\n",
+    "FILES\n"
+    "    " GF_INSTALL_CONFIG_PATH "\n"
+    "        The configuration the systemd unit passes with --config.\n"
+    "    /run/gpuframed.sock\n"
+    "        The socket gpuframed.socket listens on (mode 0660, group gpuframed).\n"
+    "    " GF_INSTALL_DOC_DIR "/\n"
+    "        README.md, CONFIG.md (every configuration key) and PROTOCOL.md.\n"
+    "\n",
+    "SIGNALS\n"
+    "    SIGTERM, SIGINT\n"
+    "        Drain: stop accepting connections and reading new frames, finish every\n"
+    "        frame already received, write its reply, close, exit 0. If that takes\n"
+    "        longer than drain_timeout_ms, the unanswered frames are abandoned (the\n"
+    "        log says how many) and the exit status is 1. A second signal exits at\n"
+    "        once with status 1.\n"
+    "    SIGHUP\n"
+    "        Reload the configuration (--config FILE, else the built-in one). Log\n"
+    "        level, pipeline parameters, max_frame_bytes (up to the slots' size),\n"
+    "        frame_timeout_ms and drain_timeout_ms change at once; socket, engine,\n"
+    "        slots, timing_events, trace_frames and the pipelines' number, names and\n"
+    "        kinds need a restart, and the log says which. A configuration with problems\n"
+    "        is rejected, every problem logged, and the running one kept.\n"
+    "\n",
+    "ENVIRONMENT\n"
+    "    LISTEN_FDS, LISTEN_PID\n"
+    "        Socket activation: when LISTEN_PID is this process and LISTEN_FDS is 1,\n"
+    "        gpuframed serves the listening socket on fd 3 and never creates or\n"
+    "        removes a socket file. More than one socket is an error.\n"
+    "    NOTIFY_SOCKET\n"
+    "        Where READY=1, STATUS=, WATCHDOG=1, STOPPING=1 and RELOADING=1 go (a\n"
+    "        path, or @name for an abstract socket).\n"
+    "    WATCHDOG_USEC, WATCHDOG_PID\n"
+    "        WATCHDOG=1 is sent every WATCHDOG_USEC/2 while frames complete or none\n"
+    "        is in flight; an engine that stops completing frames stops the pings, so\n"
+    "        systemd restarts the daemon (WatchdogSec=).\n"
+    "    JOURNAL_STREAM\n"
+    "        When it names stderr, log lines carry syslog priorities (<3> error,\n"
+    "        <4> warn, <6> info, <7> debug) and no time stamp, for journald.\n"
+    "    CUDA_VISIBLE_DEVICES\n"
+    "        Which GPUs the CUDA runtime shows; the cuda engine uses the first one.\n"
+    "    CUDA_CACHE_PATH\n"
+    "        Where the CUDA driver caches JIT-compiled kernels (the unit points it at\n"
+    "        the service's cache directory).\n"
+    "\n",
+    "EXIT STATUS\n"
+    "    0   stopped after a complete drain; --check-config: the file is valid\n"
+    "    1   a fatal engine failure, a drain that ran out of time, or a second signal\n"
+    "    2   a bad command line or configuration\n"
+    "    3   could not start: engine, memory or socket\n",
+};
+
+static const char usage_hint[] = "Try 'gpuframed --help' for more information.\n";
+
+/* Command-line settings: they override every configuration read, at start-up
+ * and on each reload.  Parsed and range-checked once. */
+typedef struct overrides {
+    const char *socket_path; /* --socket, or NULL                 */
+    int has_engine;          /* --engine given                    */
+    enum gf_engine_choice engine;
+    int has_log_level; /* --log-level given                 */
+    enum gf_log_level log_level;
+    int has_slots; /* --slots given                     */
+    uint32_t slot_count;
+    int has_max_frame_bytes; /* --max-frame-bytes given           */
+    uint64_t max_frame_bytes;
+} overrides;
+
+/* Everything the loop's callbacks share: one daemon per process. */
+typedef struct daemon_state {
+    uv_loop_t loop;
+    gf_server *srv;
+    gf_config *cfg;          /* the running configuration (owned; the server uses it) */
+    const char *config_path; /* --config FILE, or NULL for the built-in one          */
+    overrides flags;
+    gf_notifier notify;
+    uv_signal_t sigint, sigterm, sighup;
+    uv_timer_t status_timer;   /* STATUS= every GF_STATUS_PERIOD_MS            */
+    uv_timer_t watchdog_timer; /* WATCHDOG=1 at half of WATCHDOG_USEC         */
+    uint64_t watchdog_usec;    /* 0: systemd asked for no watchdog            */
+    uint64_t last_completed;   /* frames completed at the previous watchdog tick */
+    int watchdog_withheld;     /* the previous tick saw no progress           */
+    int signals_seen;          /* SIGINT/SIGTERM so far                       */
+    uint64_t reload_count;     /* SIGHUPs applied                             */
+} daemon_state;
 
 /* Parses a whole decimal number in [min, max]; returns -1 if it is not one. */
 static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
@@ -54,141 +203,479 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
     return 0;
 }
 
-static uv_signal_t sigint_handle, sigterm_handle;
-static int signals_seen;
+/* Appends one problem line to errs[len] (as gf_config_parse_all does) and
+ * counts it. */
+__attribute__((format(printf, 4, 5))) static void add_problem(char *errs, size_t len, size_t *count,
+                                                              const char *fmt, ...) {
+    size_t used = strlen(errs);
+    va_list ap;
 
-/* First SIGINT/SIGTERM: drain.  Second: exit at once, abandoning frames. */
-static void on_signal(uv_signal_t *h, int signum) {
-    gf_server *srv = h->data;
-    if (++signals_seen > 1) {
-        GF_LOG_WRN("second signal (%s): exiting at once", strsignal(signum));
-        _exit(GF_EXIT_FAILURE);
-    }
-    GF_LOG_INF("%s: draining", strsignal(signum));
-    gf_server_shutdown(srv);
+    (*count)++;
+    if (used + 1 >= len)
+        return;
+    va_start(ap, fmt);
+    int n = vsnprintf(errs + used, len - used - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    used += (size_t)n < len - used - 1 ? (size_t)n : len - used - 2;
+    errs[used++] = '\n';
+    errs[used] = '\0';
 }
 
-int main(int argc, char **argv) {
-    static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
-                                             {"socket", required_argument, NULL, 's'},
-                                             {"engine", required_argument, NULL, 'e'},
-                                             {"slots", required_argument, NULL, 'n'},
-                                             {"max-frame-bytes", required_argument, NULL, 'm'},
-                                             {"log-level", required_argument, NULL, 'l'},
-                                             {"version", no_argument, NULL, 'V'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    const char *config_path = NULL, *socket_path = NULL, *engine = NULL, *level = NULL;
-    const char *slots = NULL, *max_frame = NULL;
+/*
+ * Reads the configuration (the file at `path`, or the built-in one when path
+ * is NULL) and applies the command-line flags to it, with the same checks as
+ * the file's own values.  Returns 0 with *cfg filled, or -1 with every
+ * problem, one per line, in errs[errs_len] and their number in *count.
+ */
+static int load_config(const char *path, const overrides *flags, gf_config *cfg, char *errs,
+                       size_t errs_len, size_t *count) {
+    char pinned[GF_NOTE_BYTES];
+    int rc;
+
+    errs[0] = '\0';
+    *count = 0;
+    if (path != NULL) {
+        rc = gf_config_load_file_all(path, cfg, errs, errs_len, count);
+    } else {
+        char raw[GF_PROBLEMS_BYTES];
+        rc = gf_config_parse_all(gf_default_config_json, cfg, raw, sizeof raw, count);
+        /* Each line names where it comes from, as a file's lines do. */
+        for (char *line = raw; rc < 0 && *line != '\0';) {
+            char *nl = strchr(line, '\n');
+            if (nl != NULL)
+                *nl = '\0';
+            size_t ignored = 0;
+            add_problem(errs, errs_len, &ignored, "built-in configuration: %s", line);
+            line = nl != NULL ? nl + 1 : line + strlen(line);
+        }
+    }
+    if (rc < 0)
+        return -1;
+
+    if (flags->socket_path != NULL)
+        snprintf(cfg->socket_path, sizeof cfg->socket_path, "%s", flags->socket_path);
+    if (flags->has_engine)
+        cfg->engine = flags->engine;
+    if (flags->has_log_level)
+        cfg->log_level = flags->log_level;
+    if (flags->has_slots)
+        cfg->slot_count = flags->slot_count;
+    if (flags->has_max_frame_bytes) {
+        cfg->max_frame_bytes = flags->max_frame_bytes;
+        for (size_t i = 0; i < cfg->pipeline_count; i++) {
+            const gf_pipeline *p = &cfg->pipelines[i];
+            char why[256] = "";
+            if (p->kind->check_params(&p->params, cfg->max_frame_bytes, why, sizeof why) != 0)
+                add_problem(errs, errs_len, count, "--max-frame-bytes: pipeline %s: %s", p->name,
+                            why);
+        }
+    }
+    /* The file passed this check with its own values; flags may change them. */
+    if (*count == 0 && (flags->has_slots || flags->has_max_frame_bytes) &&
+        gf_config_check_pinned(cfg, pinned, sizeof pinned) != 0)
+        add_problem(errs, errs_len, count, "%s%s%s", flags->has_slots ? "--slots, " : "",
+                    flags->has_max_frame_bytes ? "--max-frame-bytes, " : "", pinned);
+    if (*count > 0) {
+        gf_config_free(cfg);
+        return -1;
+    }
+    return 0;
+}
+
+/* Logs every line of errs[] at error level, prefixed with `what`. */
+static void log_problems(const char *what, const char *errs, size_t count) {
+    size_t shown = 0;
+
+    for (const char *line = errs; *line != '\0';) {
+        const char *nl = strchr(line, '\n');
+        int n = nl != NULL ? (int)(nl - line) : (int)strlen(line);
+        GF_LOG_ERR("%s%.*s", what, n, line);
+        shown++;
+        line += n + (nl != NULL);
+    }
+    if (shown < count)
+        GF_LOG_ERR("%s... and %zu more problem(s)", what, count - shown);
+}
+
+/* ---- systemd supervision ----------------------------------------------------- */
+
+static void send_status(daemon_state *d) {
+    char status[GF_STATUS_BYTES];
+
+    if (!gf_notify_enabled(&d->notify))
+        return;
+    gf_server_status(d->srv, status, sizeof status);
+    gf_notify_status(&d->notify, status);
+}
+
+static void on_status_timer(uv_timer_t *t) {
+    send_status(t->data);
+}
+
+/* WATCHDOG=1, but only while the engine makes progress or has nothing to do:
+ * frames in flight and none completed since the last tick means a stuck
+ * device, and systemd should restart the daemon if that lasts. */
+static void on_watchdog_timer(uv_timer_t *t) {
+    daemon_state *d = t->data;
+    uint64_t completed = 0;
+    uint32_t in_flight = 0;
+
+    gf_server_progress(d->srv, &completed, &in_flight);
+    if (in_flight == 0 || completed != d->last_completed) {
+        if (d->watchdog_withheld)
+            GF_LOG_INF("watchdog: frames complete again; WATCHDOG=1 resumed");
+        d->watchdog_withheld = 0;
+        if (gf_notify_watchdog(&d->notify) < 0)
+            GF_LOG_DBG("watchdog: WATCHDOG=1 not sent: %s", strerror(errno));
+    } else if (!d->watchdog_withheld) {
+        d->watchdog_withheld = 1;
+        GF_LOG_WRN("watchdog: %" PRIu32 " frame(s) in flight and none completed in %" PRIu64
+                   " ms: withholding WATCHDOG=1; systemd restarts gpuframed if this lasts "
+                   "%" PRIu64 " ms",
+                   in_flight, d->watchdog_usec / 2 / GF_USEC_PER_MS,
+                   d->watchdog_usec / GF_USEC_PER_MS);
+    }
+    d->last_completed = completed;
+}
+
+/* ---- signals ------------------------------------------------------------------- */
+
+/* First SIGINT/SIGTERM: drain.  Second: exit at once, abandoning frames. */
+static void on_stop_signal(uv_signal_t *h, int signum) {
+    daemon_state *d = h->data;
+    char status[GF_STATUS_BYTES];
+    uint64_t completed = 0;
+    uint32_t in_flight = 0;
+
+    if (++d->signals_seen > 1) {
+        GF_LOG_WRN("second signal (%s): exiting at once with status %d, abandoning every frame "
+                   "not yet answered",
+                   strsignal(signum), GF_EXIT_FAILURE);
+        _exit(GF_EXIT_FAILURE);
+    }
+    gf_server_progress(d->srv, &completed, &in_flight);
+    snprintf(status, sizeof status, "stopping: draining %" PRIu32 " frame(s) in flight", in_flight);
+    gf_notify_stopping(&d->notify, status);
+    GF_LOG_INF("%s: draining (at most %" PRIu32 " ms)", strsignal(signum),
+               d->cfg->drain_timeout_ms);
+    gf_server_shutdown(d->srv);
+}
+
+/* SIGHUP: read the configuration again and apply what can change while
+ * running.  systemd hears RELOADING=1 first and READY=1 when it is over,
+ * whether the new configuration was taken or not. */
+static void on_reload_signal(uv_signal_t *h, int signum) {
+    daemon_state *d = h->data;
+    const char *what = d->config_path ? d->config_path : "the built-in configuration";
+    char errs[GF_PROBLEMS_BYTES], status[GF_STATUS_BYTES], changes[GF_CHANGES_BYTES];
+    char note[GF_NOTE_BYTES] = "";
+    size_t count = 0;
+    gf_config *next;
+
+    (void)signum;
+    if (d->signals_seen > 0) {
+        GF_LOG_WRN("SIGHUP ignored: stopping");
+        return;
+    }
+    gf_notify_reloading(&d->notify);
+    GF_LOG_INF("SIGHUP: reloading %s", what);
+    next = calloc(1, sizeof *next);
+    if (next == NULL) {
+        GF_LOG_ERR("reload rejected: out of memory; keeping the running configuration");
+        gf_notify_ready(&d->notify, "reload rejected: out of memory");
+        return;
+    }
+    if (load_config(d->config_path, &d->flags, next, errs, sizeof errs, &count) < 0) {
+        GF_LOG_ERR("reload rejected: %zu problem(s) in %s; keeping the running configuration",
+                   count, what);
+        log_problems("reload rejected: ", errs, count);
+        free(next);
+        snprintf(status, sizeof status,
+                 "reload rejected: %zu problem(s) in %s; running the previous configuration", count,
+                 what);
+        gf_notify_ready(&d->notify, status);
+        return;
+    }
+
+    /* From here on the server uses *next; what it cannot change now keeps
+     * its running value in *next, so the difference is what was applied. */
+    gf_server_reload(d->srv, next, note, sizeof note);
+    gf_config_describe_changes(d->cfg, next, changes, sizeof changes);
+    d->reload_count++;
+    GF_LOG_INF("reloaded %s: %s%s", what, changes[0] ? "applied " : "no change applied", changes);
+    if (note[0] != '\0')
+        GF_LOG_WRN("reload of %s: %s", what, note);
+    gf_log_set_level(next->log_level);
+    gf_config_free(d->cfg);
+    free(d->cfg);
+    d->cfg = next;
+
+    gf_server_status(d->srv, status, sizeof status);
+    gf_notify_ready(&d->notify, status);
+}
+
+/* ---- start-up ---------------------------------------------------------------------- */
+
+/*
+ * Under socket activation the socket's path is the .socket unit's
+ * ListenStream=, whatever "socket" says: it is what logs, STATUS= and
+ * reloads must name.  It becomes an override like --socket, so a reload
+ * does not report the configuration's path as a change that needs a
+ * restart.  An abstract or unnamed socket keeps the configured text.
+ */
+static void adopt_socket_path(daemon_state *d, int fd) {
+    static char path[GF_SOCKET_PATH_MAX];
+    struct sockaddr_un sa;
+    socklen_t len = sizeof sa;
+
+    memset(&sa, 0, sizeof sa);
+    if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 || sa.sun_path[0] == '\0' ||
+        len <= offsetof(struct sockaddr_un, sun_path))
+        return;
+    snprintf(path, sizeof path, "%.*s", (int)(len - offsetof(struct sockaddr_un, sun_path)),
+             sa.sun_path);
+    if (strcmp(path, d->cfg->socket_path) != 0)
+        GF_LOG_INF("socket activation: serving %s, which systemd passed; \"socket\" (%s) is not "
+                   "used",
+                   path, d->cfg->socket_path);
+    snprintf(d->cfg->socket_path, sizeof d->cfg->socket_path, "%s", path);
+    d->flags.socket_path = path;
+}
+
+/* Parses the options into *flags and the paths.  Returns -1 to go on, or
+ * the exit status for --help, --version and bad options. */
+static int parse_options(int argc, char **argv, overrides *flags, const char **config_path,
+                         const char **check_path) {
+    enum { OPT_CHECK_CONFIG = 256 };
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"socket", required_argument, NULL, 's'},
+        {"engine", required_argument, NULL, 'e'},
+        {"slots", required_argument, NULL, 'n'},
+        {"max-frame-bytes", required_argument, NULL, 'm'},
+        {"log-level", required_argument, NULL, 'l'},
+        {"check-config", required_argument, NULL, OPT_CHECK_CONFIG},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    uint64_t v;
     int opt;
+
+    memset(flags, 0, sizeof *flags);
     while ((opt = getopt_long(argc, argv, "c:s:e:n:m:l:Vh", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'c': config_path = optarg; break;
-        case 's': socket_path = optarg; break;
-        case 'e': engine = optarg; break;
-        case 'n': slots = optarg; break;
-        case 'm': max_frame = optarg; break;
-        case 'l': level = optarg; break;
+        case 'c': *config_path = optarg; break;
+        case OPT_CHECK_CONFIG: *check_path = optarg; break;
+        case 's':
+            if (strlen(optarg) == 0 || strlen(optarg) >= GF_SOCKET_PATH_MAX) {
+                fprintf(stderr, "gpuframed: --socket: expected a path of 1 to %d bytes\n",
+                        GF_SOCKET_PATH_MAX - 1);
+                return GF_EXIT_USAGE;
+            }
+            flags->socket_path = optarg;
+            break;
+        case 'e':
+            if (gf_engine_choice_parse(optarg, &flags->engine) != 0) {
+                fprintf(stderr, "gpuframed: --engine: expected auto, cuda or cpu, got '%s'\n",
+                        optarg);
+                return GF_EXIT_USAGE;
+            }
+            flags->has_engine = 1;
+            break;
+        case 'l':
+            if (gf_log_level_parse(optarg, &flags->log_level) != 0) {
+                fprintf(stderr,
+                        "gpuframed: --log-level: expected error, warn, info or debug, got '%s'\n",
+                        optarg);
+                return GF_EXIT_USAGE;
+            }
+            flags->has_log_level = 1;
+            break;
+        case 'n':
+            if (parse_u64(optarg, GF_SLOTS_MIN, GF_SLOTS_MAX, &v) != 0) {
+                fprintf(stderr, "gpuframed: --slots: expected an integer in [%d, %d], got '%s'\n",
+                        GF_SLOTS_MIN, GF_SLOTS_MAX, optarg);
+                return GF_EXIT_USAGE;
+            }
+            flags->has_slots = 1;
+            flags->slot_count = (uint32_t)v;
+            break;
+        case 'm':
+            if (parse_u64(optarg, 1, GF_MAX_FRAME_BYTES_LIMIT, &v) != 0) {
+                fprintf(stderr,
+                        "gpuframed: --max-frame-bytes: expected an integer in [1, %llu], got "
+                        "'%s'\n",
+                        (unsigned long long)GF_MAX_FRAME_BYTES_LIMIT, optarg);
+                return GF_EXIT_USAGE;
+            }
+            flags->has_max_frame_bytes = 1;
+            flags->max_frame_bytes = v;
+            break;
         case 'V':
             printf("gpuframed %s (engines: %s; protocol %u)\n", GF_VERSION,
                    gf_engine_builtin_names(), GF_PROTOCOL_VERSION);
             return GF_EXIT_OK;
-        case 'h': fputs(usage, stdout); return GF_EXIT_OK;
-        default: fputs(usage, stderr); return GF_EXIT_USAGE;
+        case 'h':
+            for (size_t i = 0; i < sizeof help_sections / sizeof help_sections[0]; i++)
+                fputs(help_sections[i], stdout);
+            return GF_EXIT_OK;
+        default: fputs(usage_hint, stderr); return GF_EXIT_USAGE;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "gpuframed: unexpected argument '%s'\n%s", argv[optind], usage);
+        fprintf(stderr, "gpuframed: unexpected argument '%s'\n%s", argv[optind], usage_hint);
         return GF_EXIT_USAGE;
     }
+    return -1;
+}
 
-    gf_config cfg = {0};
-    char err[512];
-    int rc = config_path ? gf_config_load_file(config_path, &cfg, err, sizeof err)
-                         : gf_config_parse(gf_default_config_json, &cfg, err, sizeof err);
-    if (rc != 0) {
-        /* A file's errors already start with its path. */
-        fprintf(stderr, "gpuframed: %s%s\n", config_path ? "" : "built-in configuration: ", err);
-        return GF_EXIT_USAGE;
-    }
-    /* Command-line flags override the file, with the same checks. */
-    uint64_t v;
-    const char *bad = NULL;
-    if (socket_path) {
-        if (strlen(socket_path) == 0 || strlen(socket_path) >= sizeof cfg.socket_path)
-            bad = "--socket: expected a path of 1 to 107 bytes";
-        else
-            snprintf(cfg.socket_path, sizeof cfg.socket_path, "%s", socket_path);
-    }
-    if (!bad && engine && gf_engine_choice_parse(engine, &cfg.engine) != 0)
-        bad = "--engine: expected auto, cuda or cpu";
-    if (!bad && level && gf_log_level_parse(level, &cfg.log_level) != 0)
-        bad = "--log-level: expected error, warn, info or debug";
-    if (!bad && slots) {
-        if (parse_u64(slots, GF_SLOTS_MIN, GF_SLOTS_MAX, &v) != 0)
-            bad = "--slots: expected an integer in [1, 64]";
-        else
-            cfg.slot_count = (uint32_t)v;
-    }
-    if (!bad && max_frame) {
-        if (parse_u64(max_frame, 1, GF_MAX_FRAME_BYTES_LIMIT, &v) != 0)
-            bad = "--max-frame-bytes: expected an integer in [1, 4294967296]";
-        else
-            cfg.max_frame_bytes = v;
-        for (size_t i = 0; !bad && i < cfg.pipeline_count; i++) {
-            const gf_pipeline *p = &cfg.pipelines[i];
-            char why[256];
-            if (p->kind->check_params(&p->params, cfg.max_frame_bytes, why, sizeof why) != 0) {
-                snprintf(err, sizeof err, "--max-frame-bytes: pipeline %s: %s", p->name, why);
-                bad = err;
-            }
-        }
-    }
-    if (bad) {
-        fprintf(stderr, "gpuframed: %s\n", bad);
-        gf_config_free(&cfg);
-        return GF_EXIT_USAGE;
-    }
-    gf_log_set_level(cfg.log_level);
-    signal(SIGPIPE, SIG_IGN);
+/* --check-config FILE: validates FILE with the flags applied; starts
+ * nothing.  Returns the exit status. */
+static int check_config(const char *path, const overrides *flags) {
+    char errs[GF_PROBLEMS_BYTES];
+    size_t count = 0, shown = 0;
+    gf_config cfg;
 
-    GF_LOG_INF("gpuframed %s starting (engines built in: %s; config %s)", GF_VERSION,
-               gf_engine_builtin_names(), config_path ? config_path : "built-in");
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    gf_server *srv = NULL;
-    rc = gf_server_open(&loop, &cfg, -1, &srv);
-    if (rc < 0) {
-        GF_LOG_ERR("start-up failed: %s", rc > -4096 ? uv_strerror(rc) : "error");
-        uv_loop_close(&loop);
+    if (load_config(path, flags, &cfg, errs, sizeof errs, &count) == 0) {
         gf_config_free(&cfg);
+        printf("%s: ok\n", path);
+        return GF_EXIT_OK;
+    }
+    fputs(errs, stderr);
+    for (const char *c = errs; *c != '\0'; c++)
+        shown += *c == '\n';
+    if (shown < count)
+        fprintf(stderr, "%s: ... and %zu more problem(s)\n", path, count - shown);
+    fprintf(stderr, "%s: %zu problem(s)\n", path, count);
+    return GF_EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+    static daemon_state d; /* handles live here until the process ends */
+    const char *check_path = NULL;
+    char errs[GF_PROBLEMS_BYTES], why[GF_NOTE_BYTES], status[GF_STATUS_BYTES];
+    size_t count = 0;
+    int listen_fd = -1, rc;
+
+    rc = parse_options(argc, argv, &d.flags, &d.config_path, &check_path);
+    if (rc >= 0)
+        return rc;
+    if (check_path != NULL)
+        return check_config(check_path, &d.flags);
+    if (d.flags.has_log_level)
+        gf_log_set_level(d.flags.log_level);
+
+    d.cfg = calloc(1, sizeof *d.cfg);
+    if (d.cfg == NULL) {
+        GF_LOG_ERR("out of memory");
         return GF_EXIT_STARTUP;
     }
-    uv_signal_init(&loop, &sigint_handle);
-    uv_signal_init(&loop, &sigterm_handle);
-    sigint_handle.data = sigterm_handle.data = srv;
-    uv_signal_start(&sigint_handle, on_signal, SIGINT);
-    uv_signal_start(&sigterm_handle, on_signal, SIGTERM);
-    /* Signals alone must not keep the loop running once the server is done. */
-    uv_unref((uv_handle_t *)&sigint_handle);
-    uv_unref((uv_handle_t *)&sigterm_handle);
+    if (load_config(d.config_path, &d.flags, d.cfg, errs, sizeof errs, &count) < 0) {
+        log_problems("", errs, count);
+        GF_LOG_ERR("not starting: %zu problem(s) in the configuration", count);
+        free(d.cfg);
+        return GF_EXIT_USAGE;
+    }
+    gf_log_set_level(d.cfg->log_level);
+    signal(SIGPIPE, SIG_IGN);
 
-    uv_run(&loop, UV_RUN_DEFAULT);
+    /* systemd's side: the socket it may pass, where to notify, the watchdog. */
+    if (gf_notify_listen_fd(&listen_fd, why, sizeof why) < 0) {
+        GF_LOG_ERR("socket activation: %s", why);
+        goto fail_config;
+    }
+    if (listen_fd >= 0)
+        adopt_socket_path(&d, listen_fd);
+    if (gf_notify_open(&d.notify, why, sizeof why) < 0)
+        GF_LOG_WRN("%s", why);
+    if (gf_notify_watchdog_usec(&d.watchdog_usec, why, sizeof why) < 0)
+        GF_LOG_WRN("%s", why);
 
-    if (gf_server_failed(srv)) {
-        /* The engine is stuck or poisoned: waiting for it could hang forever. */
-        GF_LOG_ERR("exiting with status %d so that the supervisor restarts gpuframed",
+    GF_LOG_INF("gpuframed %s starting (engines built in: %s; config %s; socket %s%s%s)", GF_VERSION,
+               gf_engine_builtin_names(), d.config_path ? d.config_path : "built-in",
+               listen_fd >= 0 ? "passed by systemd" : d.cfg->socket_path,
+               gf_notify_enabled(&d.notify) ? "; notifying systemd" : "",
+               gf_log_to_journal() ? "; logging to the journal" : "");
+    uv_loop_init(&d.loop);
+    rc = gf_server_open(&d.loop, d.cfg, listen_fd, &d.srv);
+    if (rc < 0) {
+        GF_LOG_ERR("start-up failed: %s", rc > -4096 ? uv_strerror(rc) : "error");
+        snprintf(status, sizeof status, "start-up failed: %s",
+                 rc > -4096 ? uv_strerror(rc) : "error");
+        gf_notify_status(&d.notify, status);
+        uv_loop_close(&d.loop);
+        goto fail_notify;
+    }
+
+    uv_signal_init(&d.loop, &d.sigint);
+    uv_signal_init(&d.loop, &d.sigterm);
+    uv_signal_init(&d.loop, &d.sighup);
+    d.sigint.data = d.sigterm.data = d.sighup.data = &d;
+    uv_signal_start(&d.sigint, on_stop_signal, SIGINT);
+    uv_signal_start(&d.sigterm, on_stop_signal, SIGTERM);
+    uv_signal_start(&d.sighup, on_reload_signal, SIGHUP);
+    /* Signals and timers alone must not keep the loop running once the
+     * server is done. */
+    uv_unref((uv_handle_t *)&d.sigint);
+    uv_unref((uv_handle_t *)&d.sigterm);
+    uv_unref((uv_handle_t *)&d.sighup);
+    uv_timer_init(&d.loop, &d.status_timer);
+    uv_timer_init(&d.loop, &d.watchdog_timer);
+    d.status_timer.data = d.watchdog_timer.data = &d;
+    uv_unref((uv_handle_t *)&d.status_timer);
+    uv_unref((uv_handle_t *)&d.watchdog_timer);
+
+    /* Every slot is allocated and every pipeline warmed up: ready. */
+    gf_server_status(d.srv, status, sizeof status);
+    gf_notify_ready(&d.notify, NULL);
+    if (gf_notify_enabled(&d.notify)) {
+        gf_notify_status(&d.notify, status);
+        uv_timer_start(&d.status_timer, on_status_timer, GF_STATUS_PERIOD_MS, GF_STATUS_PERIOD_MS);
+    }
+    if (d.watchdog_usec > 0 && gf_notify_enabled(&d.notify)) {
+        uint64_t period_ms = d.watchdog_usec / 2 / GF_USEC_PER_MS;
+        if (period_ms == 0)
+            period_ms = 1;
+        gf_server_progress(d.srv, &d.last_completed, &(uint32_t){0});
+        gf_notify_watchdog(&d.notify);
+        uv_timer_start(&d.watchdog_timer, on_watchdog_timer, period_ms, period_ms);
+        GF_LOG_INF("watchdog: WATCHDOG=1 every %" PRIu64 " ms while frames complete", period_ms);
+    }
+
+    uv_run(&d.loop, UV_RUN_DEFAULT);
+
+    if (gf_server_failed(d.srv)) {
+        /* The engine is stuck or poisoned, or the drain ran out of time (the
+         * server logged how many frames it abandoned): waiting for the device
+         * could hang forever. */
+        GF_LOG_ERR("exiting with status %d so that the supervisor knows the stop was not clean",
                    GF_EXIT_FAILURE);
         _exit(GF_EXIT_FAILURE);
     }
-    uv_close((uv_handle_t *)&sigint_handle, NULL);
-    uv_close((uv_handle_t *)&sigterm_handle, NULL);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    int status = gf_server_close(srv);
-    int lc = uv_loop_close(&loop);
+    uv_close((uv_handle_t *)&d.sigint, NULL);
+    uv_close((uv_handle_t *)&d.sigterm, NULL);
+    uv_close((uv_handle_t *)&d.sighup, NULL);
+    uv_close((uv_handle_t *)&d.status_timer, NULL);
+    uv_close((uv_handle_t *)&d.watchdog_timer, NULL);
+    uv_run(&d.loop, UV_RUN_DEFAULT);
+    int status_code = gf_server_close(d.srv);
+    int lc = uv_loop_close(&d.loop);
     if (lc != 0)
         GF_LOG_WRN("event loop closed with handles still open: %s", uv_strerror(lc));
-    gf_config_free(&cfg);
+    gf_notify_close(&d.notify);
+    gf_config_free(d.cfg);
+    free(d.cfg);
     GF_LOG_INF("stopped");
-    return status == 0 ? GF_EXIT_OK : GF_EXIT_FAILURE;
+    return status_code == 0 ? GF_EXIT_OK : GF_EXIT_FAILURE;
+
+fail_notify:
+    gf_notify_close(&d.notify);
+    if (listen_fd >= 0)
+        close(listen_fd);
+fail_config:
+    gf_config_free(d.cfg);
+    free(d.cfg);
+    return GF_EXIT_STARTUP;
 }

@@ -50,8 +50,8 @@ void gf_server_shutdown(gf_server *srv);
 /*
  * Applies a new configuration to the running server: log level, pipeline
  * parameters, max_frame_bytes (up to the slots' size), frame and drain
- * timeouts, timing events.  What cannot change while running (socket,
- * engine, slots, trace_frames, the pipelines' number, names or kinds, a
+ * timeouts.  What cannot change while running (socket, engine, slots,
+ * timing_events, trace_frames, the pipelines' number, names or kinds, a
  * frame or output size beyond the slots' buffers) keeps its running value in
  * `*next`, and is named in note[note_len] ("needs a restart: slots 2 -> 4");
  * note is "" when everything applied.  Frames already claimed keep the
