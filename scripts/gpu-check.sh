@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine (no network, none of our libraries): unpack the Debian
-# packages carried in .deps/, build for sm_90, run every test (the gpu ones
+# packages carried in .deps/ (made by scripts/gpu-deps.sh), build for sm_90, run every test (the gpu ones
 # included), stream verified frames of every pipeline at 4 KiB, 1 MiB and
 # 16 MiB with 2 and 4 slots on the CUDA engine, run the benchmark, and take
 # a STATS snapshot and a trace of 4 MiB echo frames from three clients.
@@ -14,6 +14,8 @@ for f in .deps/*.deb; do dpkg -x "$f" /opt/deps; done
 L=/opt/deps/usr/lib/x86_64-linux-gnu
 export PKG_CONFIG_PATH=$L/pkgconfig PKG_CONFIG_SYSROOT_DIR=/opt/deps LD_LIBRARY_PATH=$L
 export CPATH=/opt/deps/usr/include
+# systemd's tools for the socket-activation and unit tests (scripts/gpu-deps.sh).
+[ -d .deps/systemd-tools/bin ] && export PATH=$PWD/.deps/systemd-tools/bin:$PATH
 build=build-gpu
 exec > >(tee "$out/summary.txt") 2>&1
 nvidia-smi -L

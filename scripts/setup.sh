@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to build gpuframed: a C
-# compiler, CMake, pkg-config, libuv, cJSON and Check.  The CUDA toolkit is
-# expected at /usr/local/cuda (without it, only the CPU engine is built).
+# compiler, CMake, pkg-config, libuv, cJSON, Check, and systemd for the
+# tests' systemd-socket-activate, systemd-analyze and systemd-sysusers.  The
+# CUDA toolkit is expected at /usr/local/cuda (without it, only the CPU engine
+# is built).
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libuv1-dev libcjson-dev check)
+pkgs=(build-essential cmake pkg-config libuv1-dev libcjson-dev check systemd)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

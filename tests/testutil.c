@@ -298,14 +298,16 @@ static int socket_accepts(const char *path) {
     return 1;
 }
 
-int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine, char *err,
-                         size_t err_len) {
+const char *gf_test_daemon_path(void) {
     const char *daemon = getenv("GF_TEST_DAEMON");
-    char tail[2048], desc[96];
+
+    return daemon != NULL && daemon[0] != '\0' ? daemon : GF_TEST_DAEMON;
+}
+
+int gf_test_daemon_prepare(gf_test_daemon *d, const char *config_json, const char *engine,
+                           char *err, size_t err_len) {
     int rc;
 
-    if (daemon == NULL || daemon[0] == '\0')
-        daemon = GF_TEST_DAEMON;
     memset(d, 0, sizeof *d);
     d->pid = -1;
     d->exit_status = -1;
@@ -323,41 +325,79 @@ int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char 
         set_err(err, err_len, "cannot write %s: %s", d->config_path, strerror(-rc));
         return rc;
     }
+    return 0;
+}
 
-    char *argv[] = {(char *)daemon, "--config", d->config_path, "--socket",
-                    d->socket_path, "--engine", d->engine,      NULL};
+int gf_test_daemon_spawn(gf_test_daemon *d, char *const argv[], char *err, size_t err_len) {
     pid_t pid = spawn(argv, d->log_path);
+
     if (pid < 0) {
-        set_err(err, err_len, "cannot fork: %s", strerror((int)-pid));
+        set_err(err, err_len, "cannot start %s: %s", argv[0], strerror((int)-pid));
         return (int)pid;
     }
     d->pid = pid;
+    d->exit_status = -1;
+    return 0;
+}
 
-    uint64_t deadline = now_ms() + GF_TEST_START_TIMEOUT_MS;
+int gf_test_daemon_wait_listening(gf_test_daemon *d, const char *socket_path, int timeout_ms,
+                                  char *err, size_t err_len) {
+    char tail[2048], desc[96];
+    uint64_t deadline = now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
+
     for (;;) {
         int status;
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) {
-            d->pid = -1;
-            d->exit_status = status;
+        pid_t r = d->pid > 0 ? waitpid(d->pid, &status, WNOHANG) : -1;
+        if (r == d->pid || d->pid <= 0) {
+            if (r == d->pid) {
+                d->pid = -1;
+                d->exit_status = status;
+            }
             gf_test_log_tail(d->log_path, 20, tail, sizeof tail);
-            set_err(err, err_len,
-                    "%s --engine %s exited (%s) before accepting a connection; log %s:\n%s", daemon,
-                    engine, gf_test_describe_status(status, desc, sizeof desc), d->log_path, tail);
+            set_err(
+                err, err_len,
+                "gpuframed (--engine %s) exited (%s) before accepting a connection; log %s:\n%s",
+                d->engine, gf_test_describe_status(d->exit_status, desc, sizeof desc), d->log_path,
+                tail);
             return -ECHILD;
         }
-        if (socket_accepts(d->socket_path))
+        if (socket_accepts(socket_path))
             return 0;
         if (now_ms() >= deadline)
             break;
         sleep_ms(POLL_INTERVAL_MS);
     }
-    int status;
-    gf_test_daemon_stop(d, &status);
     gf_test_log_tail(d->log_path, 20, tail, sizeof tail);
-    set_err(err, err_len, "%s --engine %s did not accept a connection within %d ms; log %s:\n%s",
-            daemon, engine, GF_TEST_START_TIMEOUT_MS, d->log_path, tail);
+    set_err(err, err_len,
+            "gpuframed (--engine %s) did not accept a connection on %s within %d ms; "
+            "log %s:\n%s",
+            d->engine, socket_path, timeout_ms, d->log_path, tail);
     return -ETIMEDOUT;
+}
+
+int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine, char *err,
+                         size_t err_len) {
+    int rc = gf_test_daemon_prepare(d, config_json, engine, err, err_len);
+
+    if (rc < 0)
+        return rc;
+    char *argv[] = {(char *)gf_test_daemon_path(),
+                    "--config",
+                    d->config_path,
+                    "--socket",
+                    d->socket_path,
+                    "--engine",
+                    d->engine,
+                    NULL};
+    rc = gf_test_daemon_spawn(d, argv, err, err_len);
+    if (rc < 0)
+        return rc;
+    rc = gf_test_daemon_wait_listening(d, d->socket_path, GF_TEST_START_TIMEOUT_MS, err, err_len);
+    if (rc == -ETIMEDOUT) {
+        int status;
+        gf_test_daemon_stop(d, &status);
+    }
+    return rc;
 }
 
 int gf_test_daemon_signal(gf_test_daemon *d, int sig) {

@@ -103,6 +103,35 @@ const char *gf_test_describe_status(int status, char *buf, size_t len);
 int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine, char *err,
                          size_t err_len);
 
+/* The gpuframed binary the helpers start: $GF_TEST_DAEMON, else the build's. */
+const char *gf_test_daemon_path(void);
+
+/*
+ * The first half of gf_test_daemon_start, for tests that start the daemon
+ * their own way (through systemd-socket-activate, with another environment):
+ * makes the temporary directory, writes `config_json` to d->config_path and
+ * fills d's paths and engine; no process yet (d->pid is -1).  Returns 0 or a
+ * negative errno with the reason in err[err_len].
+ */
+int gf_test_daemon_prepare(gf_test_daemon *d, const char *config_json, const char *engine,
+                           char *err, size_t err_len);
+
+/*
+ * Starts `argv` (argv[0] a path; the environment is the caller's) as d's
+ * process, stdin from /dev/null, stdout and stderr into d->log_path
+ * (truncated), every other fd closed, killed if the calling thread exits.
+ * Does not wait for anything.  Returns 0 (d->pid set) or a negative errno.
+ */
+int gf_test_daemon_spawn(gf_test_daemon *d, char *const argv[], char *err, size_t err_len);
+
+/*
+ * Waits until `socket_path` accepts a connection (at most `timeout_ms`).
+ * Fails with -ECHILD when d's process exits first, -ETIMEDOUT otherwise,
+ * with its status and the log's tail in err[err_len].  Returns 0 on success.
+ */
+int gf_test_daemon_wait_listening(gf_test_daemon *d, const char *socket_path, int timeout_ms,
+                                  char *err, size_t err_len);
+
 /* Sends `sig` to the daemon.  Returns 0 or -errno (-ESRCH once reaped). */
 int gf_test_daemon_signal(gf_test_daemon *d, int sig);
 
