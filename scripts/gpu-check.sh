@@ -59,6 +59,8 @@ verify 2; verify 4
 echo "== benchmark"
 bench/bench.sh $build cuda cuda-untimed cpu
 GF_BENCH_SLOTS=4 bench/bench.sh $build cuda | tail -3
+echo "== what timing events cost, in-process (bench/event_cost.cu)"
+nvcc -O2 -arch=sm_90 -std=c++17 bench/event_cost.cu -o $build/event_cost && $build/event_cost
 
 echo "== stats and trace: CUDA engine, 2 slots, 4 MiB echo frames from 3 clients"
 sock=/tmp/gft.sock
