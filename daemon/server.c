@@ -173,14 +173,19 @@ static void reply_enqueue(gf_conn *c, gf_queued_reply *r) {
 }
 
 /*
- * A reply is done with: written, or dropped because its connection went
- * away.  Frees what it owns, returns its slot, resumes readers waiting for a
- * slot, and closes a connection that has nothing left to say.
+ * A reply is done with: `delivered` (written), or dropped because its
+ * connection went away; a frame's result that was computed but never
+ * delivered is counted as dropped here, and nowhere else.  Frees what the
+ * reply owns, returns its slot, resumes readers waiting for a slot, and
+ * closes a connection that has nothing left to say.
  */
-static void reply_finish(gf_queued_reply *r) {
+static void reply_finish(gf_queued_reply *r, int delivered) {
     gf_conn *c = r->conn;
     gf_server *srv = c->srv;
     gf_slot *slot = r->slot;
+    /* A frame never submitted was truncated, one that failed was counted then. */
+    if (slot && !delivered && slot->status == GF_OK && slot->submitted_ns)
+        srv->stats.frames_dropped++;
     free(r->body);
     r->body = NULL;
     c->replies_unfinished--;
@@ -261,20 +266,14 @@ static void on_write(uv_write_t *req, int status) {
     gf_queued_reply *r = container_of(req, gf_queued_reply, write_req);
     gf_conn *c = r->conn;
     gf_server *srv = c->srv;
-    if (r->slot) {
-        gf_slot *s = r->slot;
-        if (status == 0 && s->status == GF_OK) {
-            frame_answered(srv, c, s);
-        } else if (status != 0 && s->status == GF_OK) {
-            srv->stats.frames_dropped++;
-        }
-    }
+    if (status == 0 && r->slot && r->slot->status == GF_OK)
+        frame_answered(srv, c, r->slot);
     if (status < 0 && status != UV_ECANCELED && !c->closing) {
         GF_LOG_INF("connection %llu: write failed (%s); closing", (unsigned long long)c->id,
                    uv_strerror(status));
         conn_close(c);
     }
-    reply_finish(r);
+    reply_finish(r, status == 0);
 }
 
 /* Writes, in order, every reply at the head of the queue that is ready. */
@@ -296,11 +295,9 @@ static void conn_flush(gf_conn *c) {
         if (rc < 0) {
             GF_LOG_INF("connection %llu: cannot write (%s); closing", (unsigned long long)c->id,
                        uv_strerror(rc));
-            if (r->slot && r->slot->status == GF_OK)
-                c->srv->stats.frames_dropped++;
             conn_ref(c);
             conn_close(c);
-            reply_finish(r);
+            reply_finish(r, 0);
             conn_unref(c);
             return;
         }
@@ -320,13 +317,22 @@ static void reply_header(gf_queued_reply *r, uint8_t type, uint64_t frame_id, ui
 }
 
 /* Formats an ERROR text into a malloc'd buffer; *len gets its length. */
-static char *error_text(size_t *len, const char *fmt, va_list ap) {
+static char *error_vtext(size_t *len, const char *fmt, va_list ap) {
     char *text = malloc(GF_ERROR_TEXT_MAX_BYTES);
     if (!text)
         return NULL;
     int n = vsnprintf(text, GF_ERROR_TEXT_MAX_BYTES, fmt, ap);
     *len = n < 0 ? 0
                  : ((size_t)n >= GF_ERROR_TEXT_MAX_BYTES ? GF_ERROR_TEXT_MAX_BYTES - 1 : (size_t)n);
+    return text;
+}
+
+static char *error_text(size_t *len, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *error_text(size_t *len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = error_vtext(len, fmt, ap);
+    va_end(ap);
     return text;
 }
 
@@ -343,7 +349,7 @@ static void conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const c
     gf_queued_reply *r = calloc(1, sizeof *r);
     va_list ap;
     va_start(ap, fmt);
-    char *text = r ? error_text(&r->body_bytes, fmt, ap) : NULL;
+    char *text = r ? error_vtext(&r->body_bytes, fmt, ap) : NULL;
     va_end(ap);
     GF_LOG_DBG("connection %llu: frame %llu refused: %s: %s", (unsigned long long)c->id,
                (unsigned long long)h->frame_id, gf_status_name(status), text ? text : "");
@@ -499,12 +505,9 @@ static void frame_submit(gf_conn *c) {
     s->status = GF_ERR_ENGINE;
     srv->stats.rejected[GF_ERR_ENGINE]++;
     srv->stats.frames_failed++;
-    static const char text[] = "the engine could not start this frame";
-    s->reply.body = malloc(sizeof text);
-    if (s->reply.body) {
-        memcpy(s->reply.body, text, sizeof text - 1);
-        s->reply.body_bytes = sizeof text - 1;
-    }
+    /* Out of memory leaves the ERROR without its text, not the frame without a reply. */
+    s->reply.body = error_text(&s->reply.body_bytes, "the %s engine could not start this frame",
+                               srv->engine->ops->name);
     reply_header(&s->reply, GF_MSG_ERROR, s->frame_id, s->pipeline_id, GF_ERR_ENGINE,
                  s->reply.body ? s->reply.body_bytes : 0);
     s->reply.ready = 1;
@@ -664,13 +667,12 @@ static void conn_update_reading(gf_conn *c) {
     int want = !c->eof && !c->fatal && !c->waiting &&
                c->loose_replies < GF_CONN_MAX_LOOSE_REPLIES &&
                (!c->srv->draining || c->state == CONN_PAYLOAD);
-    if (want && !c->reading) {
-        int rc = uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
-        (void)rc;
-    }
-    if (!want && c->reading)
+    if (want && !c->reading)
+        c->reading = uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0;
+    if (!want && c->reading) {
         uv_read_stop((uv_stream_t *)&c->pipe);
-    c->reading = (unsigned)want;
+        c->reading = 0;
+    }
 }
 
 /* Takes back the slot of a frame whose payload can no longer arrive. */
@@ -691,7 +693,7 @@ static void conn_truncate_frame(gf_conn *c) {
     c->replies_tail = prev;
     c->slot = NULL;
     c->state = CONN_HEADER;
-    reply_finish(&s->reply);
+    reply_finish(&s->reply, 0);
 }
 
 /*
@@ -760,24 +762,16 @@ static void conn_close(gf_conn *c) {
     srv->stats.connections_open--;
     conn_ref(c);
     uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
-    /* A frame half received is dropped with its slot. */
-    if (c->state == CONN_PAYLOAD) {
-        srv->stats.frames_truncated++;
-        c->slot = NULL;
-        c->state = CONN_HEADER;
-    }
+    if (c->state == CONN_PAYLOAD)
+        conn_truncate_frame(c);
     gf_queued_reply *r = c->replies_head;
     c->replies_head = c->replies_tail = NULL;
     while (r) {
         gf_queued_reply *next = r->next;
         r->next = NULL;
-        if (r->slot && r->slot->in_flight) {
-            /* on_slot_done finishes it once the engine lets go. */
-        } else {
-            if (r->slot && r->slot->status == GF_OK && r->slot->submitted_ns)
-                srv->stats.frames_dropped++;
-            reply_finish(r);
-        }
+        /* A frame still on the engine is finished by on_slot_done. */
+        if (!r->slot || !r->slot->in_flight)
+            reply_finish(r, 0);
         r = next;
     }
     conn_unref(c);
@@ -804,9 +798,7 @@ static void on_slot_done(gf_slot *s, void *arg) {
     }
     s->reply.ready = 1;
     if (c->closing) {
-        if (s->status == GF_OK)
-            srv->stats.frames_dropped++;
-        reply_finish(&s->reply);
+        reply_finish(&s->reply, 0);
         return;
     }
     conn_flush(c);
