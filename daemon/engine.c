@@ -49,6 +49,16 @@ int gf_engine_open(enum gf_engine_choice choice, const gf_engine_params *params,
     return gf__engine_cpu_open(params, done, out);
 }
 
+void gf_engine_describe(const gf_engine *e, char *buf, size_t len) {
+    const gf_device_info *d = &e->device;
+    if (d->is_gpu)
+        snprintf(buf, len, "%s, sm_%d%d, %d SMs, %.1f GiB, bus %s", d->name, d->cc_major,
+                 d->cc_minor, d->sm_count, (double)d->memory_bytes / (1024.0 * 1024.0 * 1024.0),
+                 d->pci_bus_id);
+    else
+        snprintf(buf, len, "cpu, C reference pipelines on %u worker threads", d->threads);
+}
+
 void gf_engine_close(gf_engine *e) {
     if (e)
         e->ops->close(e);

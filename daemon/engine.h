@@ -22,9 +22,6 @@
 #include "config.h"
 #include "slots.h"
 
-/* Longest engine description, NUL included. */
-#define GF_ENGINE_DESC_MAX 384
-
 /* What an engine is opened with; everything it allocates is sized here. */
 typedef struct gf_engine_params {
     uint32_t slot_count;
@@ -60,13 +57,11 @@ struct gf_engine {
     const gf_engine_ops *ops;
     gf_slot *slots; /* slot_count slots, buffers allocated     */
     uint32_t slot_count;
-    gf_completion *done;           /* where finished slots are pushed         */
-    char desc[GF_ENGINE_DESC_MAX]; /* "NVIDIA H100 80GB HBM3, 132 SMs, ..."   */
-    gf_device_info device;         /* the same, as fields                     */
-    uint64_t pinned_bytes;         /* page-locked host memory held            */
-    uint64_t device_bytes;         /* device memory held                      */
-    int poisoned;                  /* a sticky error: the daemon must exit    */
-    void *impl;                    /* the engine's own state                  */
+    gf_completion *done;   /* where finished slots are pushed         */
+    gf_device_info device; /* the same, as fields                     */
+    uint64_t pinned_bytes; /* page-locked host memory held            */
+    int poisoned;          /* a sticky error: the daemon must exit    */
+    void *impl;            /* the engine's own state                  */
 };
 
 /*
@@ -97,6 +92,10 @@ static inline void gf_engine_finish(gf_engine *e, gf_slot *slot) {
 
 /* Waits for all submitted work (shutdown may block), then frees everything. */
 void gf_engine_close(gf_engine *e);
+
+/* One line for logs: "NVIDIA H200, sm_90, 132 SMs, 139.8 GiB, bus 0000:06:00.0"
+ * or "cpu, 2 worker threads", from e->device. */
+void gf_engine_describe(const gf_engine *e, char *buf, size_t len);
 
 /* The engines this build has, e.g. "cuda cpu". */
 const char *gf_engine_builtin_names(void);

@@ -154,8 +154,6 @@ int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_
         }
         w->started = 1;
     }
-    snprintf(e->desc, sizeof e->desc, "cpu: C reference pipelines, %u worker threads",
-             params->slot_count);
     snprintf(e->device.name, sizeof e->device.name, "cpu");
     e->device.threads = params->slot_count;
     GF_LOG_INF("engine cpu: %u slots of %llu bytes in, %llu bytes out", params->slot_count,

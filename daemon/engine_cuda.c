@@ -232,7 +232,6 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
         if (CUDA_CHECK(cudaEventCreateWithFlags(&cs->ev[i], cudaEventDefault)))
             return -ENOMEM;
     e->pinned_bytes += in_b + out_b;
-    e->device_bytes += in_b + out_b;
     return 0;
 }
 
@@ -295,10 +294,6 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     ce->timed = p->timing_events;
     if (warm_up(ce, p, &e->slots[0], &ce->cslots[0]) != 0)
         goto fail;
-    snprintf(e->desc, sizeof e->desc, "%s, sm_%d%d, %d SMs, %.1f GiB, PCIe %02x:%02x", prop.name,
-             prop.major, prop.minor, prop.multiProcessorCount,
-             (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), prop.pciBusID,
-             prop.pciDeviceID);
     gf_device_info *d = &e->device;
     d->is_gpu = 1;
     snprintf(d->name, sizeof d->name, "%s", prop.name);
@@ -308,9 +303,11 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     d->memory_bytes = prop.totalGlobalMem;
     if (cudaDeviceGetPCIBusId(d->pci_bus_id, (int)sizeof d->pci_bus_id, ce->device) != cudaSuccess)
         cudaGetLastError();
+    char desc[512];
+    gf_engine_describe(e, desc, sizeof desc);
     GF_LOG_INF("engine cuda: %s; %u slots, each %llu bytes in and %llu bytes out, pinned "
                "%llu bytes in all",
-               e->desc, p->slot_count, (unsigned long long)p->in_capacity_bytes,
+               desc, p->slot_count, (unsigned long long)p->in_capacity_bytes,
                (unsigned long long)p->out_capacity_bytes, (unsigned long long)e->pinned_bytes);
     *out = e;
     return 0;

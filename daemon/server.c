@@ -1141,10 +1141,12 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_serv
         goto fail_listen;
     srv->stats.started_ns = gf_now_ns();
     gf_stats_sample(&srv->stats, srv->stats.started_ns, uv_metrics_idle_time(loop));
+    char desc[512];
+    gf_engine_describe(srv->engine, desc, sizeof desc);
     GF_LOG_INF("ready: listening on %s%s; engine %s (%s); %u slots; %zu pipelines; %llu bytes "
                "pinned",
                cfg->socket_path, listen_fd >= 0 ? " (socket passed by systemd)" : "",
-               srv->engine->ops->name, srv->engine->desc, cfg->slot_count, cfg->pipeline_count,
+               srv->engine->ops->name, desc, cfg->slot_count, cfg->pipeline_count,
                (unsigned long long)srv->engine->pinned_bytes);
     *out = srv;
     return 0;
