@@ -301,11 +301,6 @@ int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id) {
     return queue_request(c, type, 0, frame_id, NULL, 0);
 }
 
-int gf_client_send_trace(gf_client *c, uint64_t frame_id, uint32_t max_frames) {
-    /* The header's pipeline_id carries the count (PROTOCOL.md, TRACE). */
-    return queue_request(c, GF_MSG_TRACE, max_frames, frame_id, NULL, 0);
-}
-
 /*
  * Writes as much of the unwritten requests as the socket takes in one
  * sendmsg().  Returns the bytes written (> 0), 0 when nothing is queued,

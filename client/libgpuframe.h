@@ -115,13 +115,6 @@ int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t frame_id, 
  */
 int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id);
 
-/*
- * Queues one TRACE request for the stage timestamps of the last `max_frames`
- * frames the daemon answered (0: every frame it keeps, its `trace_frames`
- * setting).  Its reply is a GF_MSG_TRACE JSON document (daemon/STATS.md) or an
- * ERROR.  Return values as for gf_client_send_frame.
- */
-int gf_client_send_trace(gf_client *c, uint64_t frame_id, uint32_t max_frames);
 
 /*
  * Waits for the next reply, writing queued requests while it reads, and

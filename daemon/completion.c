@@ -2,8 +2,25 @@
 
 #include <stddef.h>
 
+/* The async callback: runs on_done for everything pushed so far, oldest
+ * first.  uv_async_send coalesces, so all of it, every time. */
 static void on_async(uv_async_t *handle) {
-    gf_completion_drain(handle->data);
+    gf_completion *q = handle->data;
+    gf_slot *s = atomic_exchange_explicit(&q->head, NULL, memory_order_acquire);
+    /* The stack is newest first; reverse it to hand slots over in completion order. */
+    gf_slot *fifo = NULL;
+    while (s) {
+        gf_slot *next = s->next_done;
+        s->next_done = fifo;
+        fifo = s;
+        s = next;
+    }
+    while (fifo) {
+        gf_slot *next = fifo->next_done;
+        fifo->next_done = NULL;
+        q->on_done(fifo, q->arg);
+        fifo = next;
+    }
 }
 
 int gf_completion_init(gf_completion *q, uv_loop_t *loop, gf_completion_cb on_done, void *arg) {
@@ -21,24 +38,6 @@ void gf_completion_push(gf_completion *q, gf_slot *slot) {
     } while (!atomic_compare_exchange_weak_explicit(&q->head, &old, slot, memory_order_release,
                                                     memory_order_relaxed));
     uv_async_send(&q->async);
-}
-
-void gf_completion_drain(gf_completion *q) {
-    gf_slot *s = atomic_exchange_explicit(&q->head, NULL, memory_order_acquire);
-    /* The stack is newest first; reverse it to hand slots over in completion order. */
-    gf_slot *fifo = NULL;
-    while (s) {
-        gf_slot *next = s->next_done;
-        s->next_done = fifo;
-        fifo = s;
-        s = next;
-    }
-    while (fifo) {
-        gf_slot *next = fifo->next_done;
-        fifo->next_done = NULL;
-        q->on_done(fifo, q->arg);
-        fifo = next;
-    }
 }
 
 void gf_completion_close(gf_completion *q, uv_close_cb cb) {

@@ -56,9 +56,6 @@ void gf_log_set_level(enum gf_log_level level) {
     atomic_store(&log_level, (int)level);
 }
 
-enum gf_log_level gf_log_get_level(void) {
-    return (enum gf_log_level)atomic_load(&log_level);
-}
 
 void gf_log(enum gf_log_level level, const char *fmt, ...) {
     if ((int)level > atomic_load(&log_level))

@@ -13,7 +13,6 @@
 
 /* Lines above `level` are dropped.  Default GF_LOG_INFO. */
 void gf_log_set_level(enum gf_log_level level);
-enum gf_log_level gf_log_get_level(void);
 
 /* Nonzero when lines go to journald in the "<N>" format (decided on the
  * first call, from $JOURNAL_STREAM and stderr). */

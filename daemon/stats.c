@@ -16,9 +16,6 @@ static const char *const phase_names[GF_PHASE_COUNT] = {
     "slot_wait", "receive", "h2d", "kernel", "d2h", "completion_delay", "reply_write", "end_to_end",
 };
 
-const char *gf_phase_name(enum gf_phase phase) {
-    return phase_names[phase];
-}
 
 int gf_stats_init(gf_stats *st, size_t pipeline_count, uint64_t now_ns) {
     memset(st, 0, sizeof *st);

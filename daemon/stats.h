@@ -132,7 +132,5 @@ void gf_stats_rates(const gf_stats *st, uint64_t window_ns, uint64_t now_ns, uin
 void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *obj, uint64_t now_ns,
                       uint64_t loop_idle_ns);
 
-/* The stable name of a phase ("slot_wait", ...). */
-const char *gf_phase_name(enum gf_phase phase);
 
 #endif
