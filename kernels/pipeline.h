@@ -71,6 +71,10 @@ typedef struct gf_pipeline_kind {
     const gf_param_desc *params;
     size_t param_count;
 
+    /* Nonzero when the input is an array of float32 (its length a multiple
+     * of 4); zero when it is bytes.  Tells clients what data to make up. */
+    int input_f32;
+
     /* Nonzero when outputs are compared bit for bit; else elementwise
      * |got - ref| <= abs_tolerance + rel_tolerance * |ref| on float32. */
     int exact;

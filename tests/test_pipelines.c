@@ -402,6 +402,10 @@ START_TEST(test_kind_lookup) {
     ck_assert_int_eq(kind("affine")->exact, 1);
     ck_assert_int_eq(kind("normalize_u8")->exact, 1);
     ck_assert_int_eq(kind("sincos")->exact, 0);
+    ck_assert_int_eq(kind("echo")->input_f32, 0);
+    ck_assert_int_eq(kind("affine")->input_f32, 1);
+    ck_assert_int_eq(kind("sincos")->input_f32, 1);
+    ck_assert_int_eq(kind("normalize_u8")->input_f32, 0);
     ck_assert_float_gt(kind("sincos")->abs_tolerance, 0.0f);
     ck_assert_float_gt(kind("sincos")->rel_tolerance, 0.0f);
 }
