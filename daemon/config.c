@@ -750,7 +750,8 @@ uint64_t gf_config_pinned_bytes(const gf_config *cfg) {
     return (uint64_t)cfg->slot_count * (cfg->max_frame_bytes + gf_config_max_output_bytes(cfg));
 }
 
-uint64_t gf_config_pinned_cap(const gf_config *cfg) {
+/* max_pinned_bytes, or a quarter of physical memory when it is 0. */
+static uint64_t pinned_cap(const gf_config *cfg) {
     if (cfg->max_pinned_bytes)
         return cfg->max_pinned_bytes;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -761,7 +762,7 @@ uint64_t gf_config_pinned_cap(const gf_config *cfg) {
 
 /* gf_config_check_pinned, reporting to `pr`. */
 static int check_pinned(const gf_config *cfg, problems *pr) {
-    uint64_t want = gf_config_pinned_bytes(cfg), cap = gf_config_pinned_cap(cfg);
+    uint64_t want = gf_config_pinned_bytes(cfg), cap = pinned_cap(cfg);
     if (want <= cap)
         return 0;
     problem(pr,

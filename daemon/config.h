@@ -87,9 +87,6 @@ uint64_t gf_config_max_output_bytes(const gf_config *cfg);
 /* Pinned host memory the slots need: slots * (max_frame_bytes + output). */
 uint64_t gf_config_pinned_bytes(const gf_config *cfg);
 
-/* max_pinned_bytes, or a quarter of physical memory when it is 0. */
-uint64_t gf_config_pinned_cap(const gf_config *cfg);
-
 /* 0 when the slots fit under the cap; else -1 with the figures in err. */
 int gf_config_check_pinned(const gf_config *cfg, char *err, size_t err_len);
 

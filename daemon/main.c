@@ -187,7 +187,6 @@ typedef struct daemon_state {
     uint64_t last_completed;   /* frames completed at the previous watchdog tick */
     int watchdog_withheld;     /* the previous tick saw no progress           */
     int signals_seen;          /* SIGINT/SIGTERM so far                       */
-    uint64_t reload_count;     /* SIGHUPs applied                             */
 } daemon_state;
 
 /* Parses a whole decimal number in [min, max]; returns -1 if it is not one. */
@@ -301,17 +300,13 @@ static void log_problems(const char *what, const char *errs, size_t count) {
 
 /* ---- systemd supervision ----------------------------------------------------- */
 
-static void send_status(daemon_state *d) {
+/* Runs only under systemd: the timer starts when notifying is on. */
+static void on_status_timer(uv_timer_t *t) {
+    daemon_state *d = t->data;
     char status[GF_STATUS_BYTES];
 
-    if (!gf_notify_enabled(&d->notify))
-        return;
     gf_server_status(d->srv, status, sizeof status);
     gf_notify_status(&d->notify, status);
-}
-
-static void on_status_timer(uv_timer_t *t) {
-    send_status(t->data);
 }
 
 /* WATCHDOG=1, but only while the engine makes progress or has nothing to do:
@@ -403,7 +398,6 @@ static void on_reload_signal(uv_signal_t *h, int signum) {
      * its running value in *next, so the difference is what was applied. */
     gf_server_reload(d->srv, next, note, sizeof note);
     gf_config_describe_changes(d->cfg, next, changes, sizeof changes);
-    d->reload_count++;
     GF_LOG_INF("reloaded %s: %s%s", what, changes[0] ? "applied " : "no change applied", changes);
     if (note[0] != '\0')
         GF_LOG_WRN("reload of %s: %s", what, note);
@@ -564,9 +558,6 @@ int main(int argc, char **argv) {
         return rc;
     if (check_path != NULL)
         return check_config(check_path, &d.flags);
-    if (d.flags.has_log_level)
-        gf_log_set_level(d.flags.log_level);
-
     d.cfg = calloc(1, sizeof *d.cfg);
     if (d.cfg == NULL) {
         GF_LOG_ERR("out of memory");
@@ -629,9 +620,8 @@ int main(int argc, char **argv) {
 
     /* Every slot is allocated and every pipeline warmed up: ready. */
     gf_server_status(d.srv, status, sizeof status);
-    gf_notify_ready(&d.notify, NULL);
+    gf_notify_ready(&d.notify, status);
     if (gf_notify_enabled(&d.notify)) {
-        gf_notify_status(&d.notify, status);
         uv_timer_start(&d.status_timer, on_status_timer, GF_STATUS_PERIOD_MS, GF_STATUS_PERIOD_MS);
     }
     if (d.watchdog_usec > 0 && gf_notify_enabled(&d.notify)) {

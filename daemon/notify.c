@@ -63,7 +63,6 @@ int gf_notify_open(gf_notifier *n, char *err, size_t err_len) {
     if (e == NULL || e[0] == '\0')
         return 0;
     len = strlen(e);
-    snprintf(n->name, sizeof n->name, "%s", e);
     if ((e[0] != '/' && e[0] != '@') || len < 2 || len > sizeof n->addr.sun_path) {
         seterr(err, err_len,
                "NOTIFY_SOCKET=\"%.*s\": expected an absolute path or an @abstract name of at "
@@ -113,11 +112,7 @@ int gf_notify_send(gf_notifier *n, const char *msg) {
         w = sendto(n->fd, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT,
                    (const struct sockaddr *)&n->addr, n->addr_len);
     } while (w < 0 && errno == EINTR);
-    if (w < 0) {
-        n->dropped_count++;
-        return -errno;
-    }
-    return 0;
+    return w < 0 ? -errno : 0;
 }
 
 /* Sends `head` followed, when `status` is not NULL, by "\nSTATUS=<status>"
@@ -155,7 +150,7 @@ int gf_notify_stopping(gf_notifier *n, const char *status) {
     return send_with_status(n, "STOPPING=1", status);
 }
 
-uint64_t gf_notify_monotonic_usec(void) {
+static uint64_t monotonic_usec(void) {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -165,7 +160,7 @@ uint64_t gf_notify_monotonic_usec(void) {
 int gf_notify_reloading(gf_notifier *n) {
     char msg[64];
 
-    snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, gf_notify_monotonic_usec());
+    snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, monotonic_usec());
     return gf_notify_send(n, msg);
 }
 

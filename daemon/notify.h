@@ -26,8 +26,6 @@ typedef struct gf_notifier {
     int fd;                  /* SOCK_DGRAM | NONBLOCK | CLOEXEC; -1: not under systemd */
     struct sockaddr_un addr; /* the manager's socket; abstract when sun_path[0] == 0     */
     socklen_t addr_len;      /* exact: an abstract name is not NUL-terminated           */
-    char name[sizeof(((struct sockaddr_un *)0)->sun_path) + 1]; /* as given, for logs */
-    uint64_t dropped_count; /* messages the manager's socket did not take         */
 } gf_notifier;
 
 /*
@@ -48,7 +46,7 @@ int gf_notify_enabled(const gf_notifier *n);
  * Sends one datagram holding `msg` ("KEY=VALUE" lines separated by '\n')
  * with MSG_NOSIGNAL | MSG_DONTWAIT.  Returns 0 (also when disabled), or a
  * negative errno (-EAGAIN when the manager's queue is full; the message is
- * then lost and counted in n->dropped_count).
+ * then lost).
  */
 int gf_notify_send(gf_notifier *n, const char *msg);
 
@@ -68,9 +66,6 @@ int gf_notify_stopping(gf_notifier *n, const char *status);
  * as Type=notify-reload expects; READY=1 must follow once the reload is
  * over, whether it succeeded or not. */
 int gf_notify_reloading(gf_notifier *n);
-
-/* CLOCK_MONOTONIC in microseconds: the clock of MONOTONIC_USEC=. */
-uint64_t gf_notify_monotonic_usec(void);
 
 /*
  * The watchdog interval systemd asks for: $WATCHDOG_USEC, honoured only when
