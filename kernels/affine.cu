@@ -10,19 +10,10 @@
 
 #include <cuda_runtime.h>
 
-/* A multiple of the warp size that keeps every multiprocessor busy. */
-static constexpr unsigned kThreadsPerBlock = 256;
-/* Enough blocks to fill an H100/H200 (132 SMs) several times over; the
- * grid-stride loops cover any length, so no per-launch device query. */
-static constexpr unsigned kMaxBlocks = 1024;
+#include "launch.cuh"
+
 /* Floats per vector: one float4 load or store moves 16 bytes. */
 static constexpr size_t kVecFloats = 4;
-
-/* Blocks for `work` items: enough for one item per thread, at most kMaxBlocks. */
-static unsigned blocks_for(size_t work) {
-    size_t blocks = (work + kThreadsPerBlock - 1) / kThreadsPerBlock;
-    return blocks > kMaxBlocks ? kMaxBlocks : static_cast<unsigned>(blocks);
-}
 
 /* One element: a*x rounded, then + b rounded. */
 static __device__ __forceinline__ float affine_one(float x, float a, float b) {
@@ -65,17 +56,16 @@ static __global__ void affine_scalar_kernel(const float *__restrict__ in, float 
 extern "C" int gf_affine_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
                                 void *out_dev, gf_cuda_stream stream) {
     cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-    const uintptr_t addr_bits =
-        reinterpret_cast<uintptr_t>(in_dev) | reinterpret_cast<uintptr_t>(out_dev);
     const size_t count = in_bytes / sizeof(float);
 
-    /* A misaligned float access would be a sticky error: refuse it here. */
-    if (in_bytes % sizeof(float) != 0 || addr_bits % sizeof(float) != 0) {
+    if (!f32_buffers_ok(in_dev, out_dev, in_bytes)) {
         return static_cast<int>(cudaErrorInvalidValue);
     }
     if (count == 0) {
         return 0;
     }
+    const uintptr_t addr_bits =
+        reinterpret_cast<uintptr_t>(in_dev) | reinterpret_cast<uintptr_t>(out_dev);
     if (addr_bits % sizeof(float4) == 0) {
         const size_t vec_count = count / kVecFloats;
         const size_t tail_count = count % kVecFloats;

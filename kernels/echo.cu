@@ -8,19 +8,10 @@
 
 #include <cuda_runtime.h>
 
-/* A multiple of the warp size that keeps every multiprocessor busy. */
-static constexpr unsigned kThreadsPerBlock = 256;
-/* Enough blocks to fill an H100/H200 (132 SMs) several times over; the
- * grid-stride loops cover any length, so no per-launch device query. */
-static constexpr unsigned kMaxBlocks = 1024;
+#include "launch.cuh"
+
 /* The vector width: one uint4 load or store moves 16 bytes. */
 static constexpr size_t kVecBytes = sizeof(uint4);
-
-/* Blocks for `work` items: enough for one item per thread, at most kMaxBlocks. */
-static unsigned blocks_for(size_t work) {
-    size_t blocks = (work + kThreadsPerBlock - 1) / kThreadsPerBlock;
-    return blocks > kMaxBlocks ? kMaxBlocks : static_cast<unsigned>(blocks);
-}
 
 /* Copies vec_count 16-byte vectors, then the tail_bytes (< 16) that follow
  * them byte by byte, one per thread of the first threads. */

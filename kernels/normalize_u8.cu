@@ -10,11 +10,8 @@
 
 #include <cuda_runtime.h>
 
-/* A multiple of the warp size that keeps every multiprocessor busy. */
-static constexpr unsigned kThreadsPerBlock = 256;
-/* Enough blocks to fill an H100/H200 (132 SMs) several times over; the
- * grid-stride loops cover any length, so no per-launch device query. */
-static constexpr unsigned kMaxBlocks = 1024;
+#include "launch.cuh"
+
 /* Interleaved RGB: bytes per pixel in, planes out. */
 static constexpr unsigned kChannels = 3;
 /* An 8-bit channel's full scale: 255 maps to 1.0. */
@@ -25,12 +22,6 @@ struct norm_stats {
     float mean[kChannels];
     float std[kChannels];
 };
-
-/* Blocks for `work` items: enough for one item per thread, at most kMaxBlocks. */
-static unsigned blocks_for(size_t work) {
-    size_t blocks = (work + kThreadsPerBlock - 1) / kThreadsPerBlock;
-    return blocks > kMaxBlocks ? kMaxBlocks : static_cast<unsigned>(blocks);
-}
 
 /* Pixel i's channel c goes to out[c*pixel_count + i]: since i = y*W + x, that
  * is plane c, row y, column x. */

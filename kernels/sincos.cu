@@ -10,17 +10,7 @@
 
 #include <cuda_runtime.h>
 
-/* A multiple of the warp size that keeps every multiprocessor busy. */
-static constexpr unsigned kThreadsPerBlock = 256;
-/* Enough blocks to fill an H100/H200 (132 SMs) several times over; the
- * grid-stride loops cover any length, so no per-launch device query. */
-static constexpr unsigned kMaxBlocks = 1024;
-
-/* Blocks for `work` items: enough for one item per thread, at most kMaxBlocks. */
-static unsigned blocks_for(size_t work) {
-    size_t blocks = (work + kThreadsPerBlock - 1) / kThreadsPerBlock;
-    return blocks > kMaxBlocks ? kMaxBlocks : static_cast<unsigned>(blocks);
-}
+#include "launch.cuh"
 
 /* `iters` repetitions of v = sinf(v)*cosf(v) + v on each of `count` floats. */
 static __global__ void sincos_kernel(const float *__restrict__ in, float *__restrict__ out,
@@ -42,12 +32,9 @@ static __global__ void sincos_kernel(const float *__restrict__ in, float *__rest
 extern "C" int gf_sincos_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
                                 void *out_dev, gf_cuda_stream stream) {
     cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-    const uintptr_t addr_bits =
-        reinterpret_cast<uintptr_t>(in_dev) | reinterpret_cast<uintptr_t>(out_dev);
     const size_t count = in_bytes / sizeof(float);
 
-    /* A misaligned float access would be a sticky error: refuse it here. */
-    if (in_bytes % sizeof(float) != 0 || addr_bits % sizeof(float) != 0) {
+    if (!f32_buffers_ok(in_dev, out_dev, in_bytes)) {
         return static_cast<int>(cudaErrorInvalidValue);
     }
     if (count == 0) {
