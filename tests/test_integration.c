@@ -1370,7 +1370,7 @@ END_TEST
 /* A second daemon on a socket that is already served refuses to start
  * (exit 3, GF_EXIT_STARTUP) and leaves the first one serving. */
 START_TEST(second_daemon_on_same_socket_refused) {
-    const char *daemon = getenv("GF_TEST_DAEMON") ? getenv("GF_TEST_DAEMON") : GF_TEST_DAEMON;
+    const char *daemon = gf_test_daemon_path();
     char out[GF_TEST_PATH_MAX], desc[96], *log;
     int status = -1;
 
@@ -1644,7 +1644,7 @@ static const struct bad_config {
 
 START_TEST(bad_config_exits_with_status_and_reason) {
     const struct bad_config *bc = &bad_configs[_i];
-    const char *daemon = getenv("GF_TEST_DAEMON") ? getenv("GF_TEST_DAEMON") : GF_TEST_DAEMON;
+    const char *daemon = gf_test_daemon_path();
     gf_test_daemon d; /* only its directory and paths are used */
     char out[GF_TEST_PATH_MAX + 16], desc[96];
     int status = -1;
@@ -1686,7 +1686,8 @@ END_TEST
 /* One frame heavy enough to outlive a 20 ms deadline on either engine. */
 static const char deadline_config[] =
     "{\"slots\": 1, \"max_frame_bytes\": 4194304, \"frame_timeout_ms\": 20,"
-    " \"pipelines\": [{\"name\": \"slow\", \"kind\": \"sincos\", \"params\": {\"iters\": 100000}}]}";
+    " \"pipelines\": [{\"name\": \"slow\", \"kind\": \"sincos\","
+    " \"params\": {\"iters\": 100000}}]}";
 
 /* A frame past its deadline means the engine stopped completing frames: the
  * daemon fails the frame with `timeout`, says why, and exits non-zero so
@@ -1822,7 +1823,7 @@ int main(void) {
     /* Raw sockets write with MSG_NOSIGNAL; this is for anything else. */
     signal(SIGPIPE, SIG_IGN);
     printf("integration tests against gpuframed with the %s engine (%s)\n", g_engine,
-           getenv("GF_TEST_DAEMON") ? getenv("GF_TEST_DAEMON") : GF_TEST_DAEMON);
+           gf_test_daemon_path());
     fflush(stdout);
 
     SRunner *sr = srunner_create(integration_suite());
