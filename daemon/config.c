@@ -775,16 +775,24 @@ static int check_pinned(const gf_config *cfg, problems *pr) {
     return -1;
 }
 
-int gf_config_check_pinned(const gf_config *cfg, char *err, size_t err_len) {
-    problems pr;
-
-    problems_init(&pr, err, err_len, 0, NULL);
-    return check_pinned(cfg, &pr);
+/* Replaces the file's values with the command line's (already range-checked). */
+static void apply_overrides(gf_config *cfg, const gf_config_overrides *f) {
+    if (f->socket_path != NULL)
+        snprintf(cfg->socket_path, sizeof cfg->socket_path, "%s", f->socket_path);
+    if (f->has_engine)
+        cfg->engine = f->engine;
+    if (f->has_log_level)
+        cfg->log_level = f->log_level;
+    if (f->has_slots)
+        cfg->slot_count = f->slot_count;
+    if (f->has_max_frame_bytes)
+        cfg->max_frame_bytes = f->max_frame_bytes;
 }
 
-/* gf_config_parse, reporting every problem to `pr`: a value that is wrong
- * does not hide the next one. */
-static int config_parse(const char *json, gf_config *out, problems *pr) {
+/* gf_config_parse with `flags` (may be NULL), reporting every problem to
+ * `pr`: a value that is wrong does not hide the next one. */
+static int config_parse(const char *json, const gf_config_overrides *flags, gf_config *out,
+                        problems *pr) {
     const cJSON *items[K_COUNT_] = {0};
     char got[GF_VALUE_TEXT_BYTES];
     gf_config cfg;
@@ -885,6 +893,10 @@ static int config_parse(const char *json, gf_config *out, problems *pr) {
             0)
             cfg.trace_frames = (uint32_t)n;
     }
+    if (flags != NULL) {
+        apply_overrides(&cfg, flags);
+        frame_bytes_ok |= flags->has_max_frame_bytes;
+    }
     if (items[K_PIPELINES] == NULL) {
         problem(pr, "pipelines: missing (required: a non-empty array of pipelines)");
         goto fail_root;
@@ -914,7 +926,7 @@ int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
     problems pr;
 
     problems_init(&pr, err, err_len, 0, NULL);
-    return config_parse(json, out, &pr);
+    return config_parse(json, NULL, out, &pr);
 }
 
 int gf_config_parse_all(const char *json, gf_config *out, char *errs, size_t errs_len,
@@ -923,15 +935,16 @@ int gf_config_parse_all(const char *json, gf_config *out, char *errs, size_t err
     int rc;
 
     problems_init(&pr, errs, errs_len, 1, NULL);
-    rc = config_parse(json, out, &pr);
+    rc = config_parse(json, NULL, out, &pr);
     if (problem_count != NULL)
         *problem_count = pr.count;
     return rc;
 }
 
-/* gf_config_load_file, reporting every problem to `pr`, each line prefixed
- * with the path. */
-static int config_load(const char *path, gf_config *out, problems *pr) {
+/* gf_config_load, reporting every problem to `pr`, each line prefixed with
+ * the path. */
+static int config_load(const char *path, const gf_config_overrides *flags, gf_config *out,
+                       problems *pr) {
     const char *saved_prefix = pr->prefix;
     char *buf = NULL;
     size_t len;
@@ -939,6 +952,11 @@ static int config_load(const char *path, gf_config *out, problems *pr) {
     int rc = -1;
 
     memset(out, 0, sizeof *out);
+    if (path == NULL) {
+        pr->prefix = "built-in configuration";
+        rc = config_parse(gf_default_config_json, flags, out, pr);
+        goto out;
+    }
     pr->prefix = path;
     f = fopen(path, "rb");
     if (f == NULL) {
@@ -966,7 +984,7 @@ static int config_load(const char *path, gf_config *out, problems *pr) {
         problem(pr, "contains a NUL byte at offset %zu", strlen(buf));
         goto out_buf;
     }
-    rc = config_parse(buf, out, pr);
+    rc = config_parse(buf, flags, out, pr);
 
 out_buf:
     free(buf);
@@ -981,16 +999,16 @@ int gf_config_load_file(const char *path, gf_config *out, char *err, size_t err_
     problems pr;
 
     problems_init(&pr, err, err_len, 0, NULL);
-    return config_load(path, out, &pr);
+    return config_load(path, NULL, out, &pr);
 }
 
-int gf_config_load_file_all(const char *path, gf_config *out, char *errs, size_t errs_len,
-                            size_t *problem_count) {
+int gf_config_load(const char *path, const gf_config_overrides *flags, gf_config *out, char *errs,
+                   size_t errs_len, size_t *problem_count) {
     problems pr;
     int rc;
 
     problems_init(&pr, errs, errs_len, 1, NULL);
-    rc = config_load(path, out, &pr);
+    rc = config_load(path, flags, out, &pr);
     if (problem_count != NULL)
         *problem_count = pr.count;
     return rc;

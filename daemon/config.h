@@ -44,6 +44,23 @@ typedef struct gf_config {
     size_t pipeline_count;
 } gf_config;
 
+/*
+ * Command-line settings that replace the file's (gpuframed's flags).  They
+ * are applied before anything that depends on them is checked, so a flag can
+ * make a file valid (a larger --max-frame-bytes for a big image) or not.
+ */
+typedef struct gf_config_overrides {
+    const char *socket_path; /* --socket, or NULL */
+    int has_engine;          /* --engine given    */
+    enum gf_engine_choice engine;
+    int has_log_level; /* --log-level given */
+    enum gf_log_level log_level;
+    int has_slots; /* --slots given */
+    uint32_t slot_count;
+    int has_max_frame_bytes; /* --max-frame-bytes given */
+    uint64_t max_frame_bytes;
+} gf_config_overrides;
+
 /* The configuration compiled into the daemon: config/gpuframed.json. */
 extern const char gf_default_config_json[];
 
@@ -60,17 +77,23 @@ int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
 int gf_config_load_file(const char *path, gf_config *out, char *err, size_t err_len);
 
 /*
- * As gf_config_parse and gf_config_load_file, but every problem is reported,
- * not only the first: errs[errs_len] gets one line per problem, each ending
- * in '\n' and naming its key (prefixed with the path for a file), as many
- * whole lines as fit; `*problem_count` (may be NULL) gets how many problems
- * there were, also those that did not fit.  Returns 0 (errs "", count 0) or
- * -1.  On failure `*out` is left empty.
+ * As gf_config_parse, but every problem is reported, not only the first:
+ * errs[errs_len] gets one line per problem, each ending in '\n' and naming
+ * its key, as many whole lines as fit; `*problem_count` (may be NULL) gets how
+ * many problems there were, also those that did not fit.  Returns 0 (errs "",
+ * count 0) or -1.  On failure `*out` is left empty.
  */
 int gf_config_parse_all(const char *json, gf_config *out, char *errs, size_t errs_len,
                         size_t *problem_count);
-int gf_config_load_file_all(const char *path, gf_config *out, char *errs, size_t errs_len,
-                            size_t *problem_count);
+
+/*
+ * What the daemon runs on: the file at `path` (NULL: the built-in
+ * configuration) with `flags` (may be NULL) applied, every problem reported
+ * as gf_config_parse_all does, each line prefixed with the path (or "built-in
+ * configuration").
+ */
+int gf_config_load(const char *path, const gf_config_overrides *flags, gf_config *out, char *errs,
+                   size_t errs_len, size_t *problem_count);
 
 /*
  * Names, in buf[len], every setting that differs from `from` to `to`, with
@@ -86,9 +109,6 @@ uint64_t gf_config_max_output_bytes(const gf_config *cfg);
 
 /* Pinned host memory the slots need: slots * (max_frame_bytes + output). */
 uint64_t gf_config_pinned_bytes(const gf_config *cfg);
-
-/* 0 when the slots fit under the cap; else -1 with the figures in err. */
-int gf_config_check_pinned(const gf_config *cfg, char *err, size_t err_len);
 
 /* Frees what `cfg` owns and empties it.  Safe on an empty config. */
 void gf_config_free(gf_config *cfg);

@@ -11,7 +11,6 @@
 #include <stddef.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,25 +159,13 @@ static const char usage_hint[] = "Try 'gpuframed --help' for more information.\n
 
 /* Command-line settings: they override every configuration read, at start-up
  * and on each reload.  Parsed and range-checked once. */
-typedef struct overrides {
-    const char *socket_path; /* --socket, or NULL                 */
-    int has_engine;          /* --engine given                    */
-    enum gf_engine_choice engine;
-    int has_log_level; /* --log-level given                 */
-    enum gf_log_level log_level;
-    int has_slots; /* --slots given                     */
-    uint32_t slot_count;
-    int has_max_frame_bytes; /* --max-frame-bytes given           */
-    uint64_t max_frame_bytes;
-} overrides;
-
 /* Everything the loop's callbacks share: one daemon per process. */
 typedef struct daemon_state {
     uv_loop_t loop;
     gf_server *srv;
     gf_config *cfg;          /* the running configuration (owned; the server uses it) */
     const char *config_path; /* --config FILE, or NULL for the built-in one          */
-    overrides flags;
+    gf_config_overrides flags;
     gf_notifier notify;
     uv_signal_t sigint, sigterm, sighup;
     uv_timer_t status_timer;   /* STATUS= every GF_STATUS_PERIOD_MS            */
@@ -199,87 +186,6 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
     if (errno || *end || v < min || v > max)
         return -1;
     *out = v;
-    return 0;
-}
-
-/* Appends one problem line to errs[len] (as gf_config_parse_all does) and
- * counts it. */
-__attribute__((format(printf, 4, 5))) static void add_problem(char *errs, size_t len, size_t *count,
-                                                              const char *fmt, ...) {
-    size_t used = strlen(errs);
-    va_list ap;
-
-    (*count)++;
-    if (used + 1 >= len)
-        return;
-    va_start(ap, fmt);
-    int n = vsnprintf(errs + used, len - used - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    used += (size_t)n < len - used - 1 ? (size_t)n : len - used - 2;
-    errs[used++] = '\n';
-    errs[used] = '\0';
-}
-
-/*
- * Reads the configuration (the file at `path`, or the built-in one when path
- * is NULL) and applies the command-line flags to it, with the same checks as
- * the file's own values.  Returns 0 with *cfg filled, or -1 with every
- * problem, one per line, in errs[errs_len] and their number in *count.
- */
-static int load_config(const char *path, const overrides *flags, gf_config *cfg, char *errs,
-                       size_t errs_len, size_t *count) {
-    char pinned[GF_NOTE_BYTES];
-    int rc;
-
-    errs[0] = '\0';
-    *count = 0;
-    if (path != NULL) {
-        rc = gf_config_load_file_all(path, cfg, errs, errs_len, count);
-    } else {
-        char raw[GF_PROBLEMS_BYTES];
-        rc = gf_config_parse_all(gf_default_config_json, cfg, raw, sizeof raw, count);
-        /* Each line names where it comes from, as a file's lines do. */
-        for (char *line = raw; rc < 0 && *line != '\0';) {
-            char *nl = strchr(line, '\n');
-            if (nl != NULL)
-                *nl = '\0';
-            size_t ignored = 0;
-            add_problem(errs, errs_len, &ignored, "built-in configuration: %s", line);
-            line = nl != NULL ? nl + 1 : line + strlen(line);
-        }
-    }
-    if (rc < 0)
-        return -1;
-
-    if (flags->socket_path != NULL)
-        snprintf(cfg->socket_path, sizeof cfg->socket_path, "%s", flags->socket_path);
-    if (flags->has_engine)
-        cfg->engine = flags->engine;
-    if (flags->has_log_level)
-        cfg->log_level = flags->log_level;
-    if (flags->has_slots)
-        cfg->slot_count = flags->slot_count;
-    if (flags->has_max_frame_bytes) {
-        cfg->max_frame_bytes = flags->max_frame_bytes;
-        for (size_t i = 0; i < cfg->pipeline_count; i++) {
-            const gf_pipeline *p = &cfg->pipelines[i];
-            char why[256] = "";
-            if (p->kind->check_params(&p->params, cfg->max_frame_bytes, why, sizeof why) != 0)
-                add_problem(errs, errs_len, count, "--max-frame-bytes: pipeline %s: %s", p->name,
-                            why);
-        }
-    }
-    /* The file passed this check with its own values; flags may change them. */
-    if (*count == 0 && (flags->has_slots || flags->has_max_frame_bytes) &&
-        gf_config_check_pinned(cfg, pinned, sizeof pinned) != 0)
-        add_problem(errs, errs_len, count, "%s%s%s", flags->has_slots ? "--slots, " : "",
-                    flags->has_max_frame_bytes ? "--max-frame-bytes, " : "", pinned);
-    if (*count > 0) {
-        gf_config_free(cfg);
-        return -1;
-    }
     return 0;
 }
 
@@ -382,7 +288,7 @@ static void on_reload_signal(uv_signal_t *h, int signum) {
         gf_notify_ready(&d->notify, "reload rejected: out of memory");
         return;
     }
-    if (load_config(d->config_path, &d->flags, next, errs, sizeof errs, &count) < 0) {
+    if (gf_config_load(d->config_path, &d->flags, next, errs, sizeof errs, &count) < 0) {
         GF_LOG_ERR("reload rejected: %zu problem(s) in %s; keeping the running configuration",
                    count, what);
         log_problems("reload rejected: ", errs, count);
@@ -440,8 +346,8 @@ static void adopt_socket_path(daemon_state *d, int fd) {
 
 /* Parses the options into *flags and the paths.  Returns -1 to go on, or
  * the exit status for --help, --version and bad options. */
-static int parse_options(int argc, char **argv, overrides *flags, const char **config_path,
-                         const char **check_path) {
+static int parse_options(int argc, char **argv, gf_config_overrides *flags,
+                         const char **config_path, const char **check_path) {
     enum { OPT_CHECK_CONFIG = 256 };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
@@ -527,12 +433,12 @@ static int parse_options(int argc, char **argv, overrides *flags, const char **c
 
 /* --check-config FILE: validates FILE with the flags applied; starts
  * nothing.  Returns the exit status. */
-static int check_config(const char *path, const overrides *flags) {
+static int check_config(const char *path, const gf_config_overrides *flags) {
     char errs[GF_PROBLEMS_BYTES];
     size_t count = 0, shown = 0;
     gf_config cfg;
 
-    if (load_config(path, flags, &cfg, errs, sizeof errs, &count) == 0) {
+    if (gf_config_load(path, flags, &cfg, errs, sizeof errs, &count) == 0) {
         gf_config_free(&cfg);
         printf("%s: ok\n", path);
         return GF_EXIT_OK;
@@ -563,7 +469,7 @@ int main(int argc, char **argv) {
         GF_LOG_ERR("out of memory");
         return GF_EXIT_STARTUP;
     }
-    if (load_config(d.config_path, &d.flags, d.cfg, errs, sizeof errs, &count) < 0) {
+    if (gf_config_load(d.config_path, &d.flags, d.cfg, errs, sizeof errs, &count) < 0) {
         log_problems("", errs, count);
         GF_LOG_ERR("not starting: %zu problem(s) in the configuration", count);
         free(d.cfg);

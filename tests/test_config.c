@@ -116,6 +116,56 @@ START_TEST(absent_keys_take_defaults) {
 }
 END_TEST
 
+/* Command-line flags replace the file's values before anything depending on
+ * them is checked: a flag can make a file valid, or invalid. */
+START_TEST(overrides_apply_before_the_checks) {
+    char errs[ERR_BYTES] = "", path[] = "/tmp/gf_overrides_XXXXXX";
+    size_t count = 99;
+    gf_config cfg;
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    /* A 1024x1024 image (3 MiB) does not fit the file's 1 MiB frames. */
+    static const char text[] =
+        "{\"max_frame_bytes\": 1048576, \"pipelines\": [{\"name\": \"n\", \"kind\": "
+        "\"normalize_u8\", \"params\": {\"width\": 1024, \"height\": 1024}}]}";
+    ck_assert_int_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    ck_assert_int_eq(gf_config_load(path, NULL, &cfg, errs, sizeof errs, &count), -1);
+    ck_assert_uint_eq(count, 1);
+    ck_assert_msg(strstr(errs, path) == errs && strstr(errs, "exceeds max_frame_bytes 1048576"),
+                  "%s", errs);
+
+    gf_config_overrides flags = {.socket_path = "/tmp/x.sock",
+                                 .has_engine = 1,
+                                 .engine = GF_ENGINE_CPU,
+                                 .has_slots = 1,
+                                 .slot_count = 3,
+                                 .has_max_frame_bytes = 1,
+                                 .max_frame_bytes = 4194304};
+    ck_assert_msg(gf_config_load(path, &flags, &cfg, errs, sizeof errs, &count) == 0, "%s", errs);
+    ck_assert_uint_eq(count, 0);
+    ck_assert_str_eq(cfg.socket_path, "/tmp/x.sock");
+    ck_assert_int_eq(cfg.engine, GF_ENGINE_CPU);
+    ck_assert_uint_eq(cfg.slot_count, 3);
+    ck_assert_uint_eq(cfg.max_frame_bytes, 4194304);
+    gf_config_free(&cfg);
+
+    /* The built-in configuration, made invalid by a flag: named as such. */
+    gf_config_overrides small = {.has_max_frame_bytes = 1, .max_frame_bytes = 1000};
+    ck_assert_int_eq(gf_config_load(NULL, &small, &cfg, errs, sizeof errs, &count), -1);
+    ck_assert_msg(strstr(errs, "built-in configuration: ") == errs &&
+                      strstr(errs, "(normalize_u8).params") &&
+                      strstr(errs, "exceeds max_frame_bytes 1000"),
+                  "%s", errs);
+    /* The pinned-memory cap is checked on the values the flags give. */
+    gf_config_overrides big = {
+        .has_slots = 1, .slot_count = 64, .has_max_frame_bytes = 1, .max_frame_bytes = 1ull << 32};
+    ck_assert_int_eq(gf_config_load(path, &big, &cfg, errs, sizeof errs, &count), -1);
+    ck_assert_msg(strstr(errs, "max_pinned_bytes: 64 slots of 4294967296 bytes"), "%s", errs);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(pinned_cap_and_new_keys) {
     char err[ERR_BYTES] = "";
     gf_config cfg;
@@ -136,10 +186,14 @@ START_TEST(pinned_cap_and_new_keys) {
     ck_assert_uint_eq(cfg.drain_timeout_ms, 30000);
     gf_config_free(&cfg);
     ck_assert_int_eq(gf_config_parse("{\"timing_events\": 1, \"pipelines\": [{\"name\": \"e\","
-                                     "\"kind\": \"echo\"}]}", &cfg, err, sizeof err), -1);
+                                     "\"kind\": \"echo\"}]}",
+                                     &cfg, err, sizeof err),
+                     -1);
     ck_assert_msg(strstr(err, "timing_events: expected true or false"), "%s", err);
     ck_assert_int_eq(gf_config_parse("{\"trace_frames\": -1, \"pipelines\": [{\"name\": \"e\","
-                                     "\"kind\": \"echo\"}]}", &cfg, err, sizeof err), -1);
+                                     "\"kind\": \"echo\"}]}",
+                                     &cfg, err, sizeof err),
+                     -1);
     ck_assert_msg(strstr(err, "trace_frames"), "%s", err);
 }
 END_TEST
@@ -752,6 +806,7 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, absent_keys_take_defaults);
     tcase_add_test(tc, every_key_set_and_bounds_accepted);
     tcase_add_test(tc, pinned_cap_and_new_keys);
+    tcase_add_test(tc, overrides_apply_before_the_checks);
     tcase_add_test(tc, load_file_errors_start_with_the_path);
     suite_add_tcase(s, tc);
 

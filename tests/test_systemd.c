@@ -1104,7 +1104,9 @@ START_TEST(check_config_good_and_bad) {
      * fit a 1000-byte frame. */
     char *flag_args[] = {"--check-config", (char *)good, "--max-frame-bytes", "1000", NULL};
     ck_assert_int_eq(run_daemon(dir, flag_args, &out), 2);
-    ck_assert_msg(strstr(out, "--max-frame-bytes: pipeline normalize_u8") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "(normalize_u8).params: width*height*3 = 6220800 bytes") != NULL &&
+                      strstr(out, "exceeds max_frame_bytes 1000") != NULL,
+                  "%s", out);
     free(out);
     /* A missing file names itself. */
     snprintf(bad, sizeof bad, "%s/missing.json", dir);
