@@ -1370,13 +1370,12 @@ END_TEST
 /* A second daemon on a socket that is already served refuses to start
  * (exit 3, GF_EXIT_STARTUP) and leaves the first one serving. */
 START_TEST(second_daemon_on_same_socket_refused) {
-    const char *daemon = gf_test_daemon_path();
     char out[GF_TEST_PATH_MAX], desc[96], *log;
+    char *argv[GF_TEST_DAEMON_ARGC + 1];
     int status = -1;
 
     snprintf(out, sizeof out, "%s/second.log", g_daemon.dir);
-    char *argv[] = {(char *)daemon,       "--config", g_daemon.config_path, "--socket",
-                    g_daemon.socket_path, "--engine", (char *)g_engine,     NULL};
+    gf_test_daemon_argv(&g_daemon, argv);
     int rc = gf_test_run_command(argv, out, GF_TEST_START_TIMEOUT_MS, &status);
     ck_assert_msg(rc == 0, "second gpuframed did not exit: %s", strerror(-rc));
     log = gf_test_read_file(out, NULL);
@@ -1644,8 +1643,7 @@ static const struct bad_config {
 
 START_TEST(bad_config_exits_with_status_and_reason) {
     const struct bad_config *bc = &bad_configs[_i];
-    const char *daemon = gf_test_daemon_path();
-    gf_test_daemon d; /* only its directory and paths are used */
+    gf_test_daemon d; /* only its directory, paths and engine are used */
     char out[GF_TEST_PATH_MAX + 16], desc[96];
     int status = -1;
 
@@ -1653,13 +1651,13 @@ START_TEST(bad_config_exits_with_status_and_reason) {
     ck_assert_int_eq(gf_test_make_temp_dir(d.dir, sizeof d.dir), 0);
     snprintf(d.config_path, sizeof d.config_path, "%s/bad.json", d.dir);
     snprintf(d.socket_path, sizeof d.socket_path, "%s/s.sock", d.dir);
+    snprintf(d.engine, sizeof d.engine, "%s", g_engine);
     snprintf(out, sizeof out, "%s/stderr.log", d.dir);
     if (bc->json != NULL)
         ck_assert_int_eq(gf_test_write_file(d.config_path, bc->json), 0);
 
-    char *argv[10] = {(char *)daemon, "--config", d.config_path,   "--socket",
-                      d.socket_path,  "--engine", (char *)g_engine};
-    int argc = 7;
+    char *argv[GF_TEST_DAEMON_ARGC + 2 + 1]; /* + extra_flag + NULL */
+    size_t argc = gf_test_daemon_argv(&d, argv);
     if (bc->extra_flag[0] != NULL) {
         argv[argc++] = (char *)bc->extra_flag[0];
         argv[argc++] = (char *)bc->extra_flag[1];

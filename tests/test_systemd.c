@@ -497,20 +497,12 @@ static void prepare(gf_test_daemon *d, const char *a, const char *b, unsigned sl
  */
 static void start_plain(gf_test_daemon *d, int watchdog) {
     char err[ERR_BYTES];
-    const char *daemon = gf_test_daemon_path();
-    char *plain[] = {(char *)daemon, "--config", d->config_path, "--socket",
-                     d->socket_path, "--engine", d->engine,      NULL};
-    char *with_pid[] = {"/bin/sh",
-                        "-c",
-                        "export WATCHDOG_PID=$$; exec \"$0\" \"$@\"",
-                        (char *)daemon,
-                        "--config",
-                        d->config_path,
-                        "--socket",
-                        d->socket_path,
-                        "--engine",
-                        d->engine,
-                        NULL};
+    char *plain[GF_TEST_DAEMON_ARGC + 1];
+    char *with_pid[3 + GF_TEST_DAEMON_ARGC + 1] = {"/bin/sh", "-c",
+                                                   "export WATCHDOG_PID=$$; exec \"$0\" \"$@\""};
+
+    gf_test_daemon_argv(d, plain);
+    gf_test_daemon_argv(d, with_pid + 3); /* after the shell's three */
 
     if (watchdog)
         ck_assert_int_eq(setenv("WATCHDOG_USEC", WATCHDOG_USEC_TEXT, 1), 0);
@@ -551,19 +543,8 @@ START_TEST(serves_socket_it_did_not_create) {
     notify_open(&n, &d, 0);
     snprintf(act, sizeof act, "%s/act.sock", d.dir);
     snprintf(env, sizeof env, "NOTIFY_SOCKET=%s", n.name);
-    char *argv[] = {g_socket_activate,
-                    "-l",
-                    act,
-                    "-E",
-                    env,
-                    (char *)gf_test_daemon_path(),
-                    "--config",
-                    d.config_path,
-                    "--socket",
-                    d.socket_path,
-                    "--engine",
-                    d.engine,
-                    NULL};
+    char *argv[5 + GF_TEST_DAEMON_ARGC + 1] = {g_socket_activate, "-l", act, "-E", env};
+    gf_test_daemon_argv(&d, argv + 5); /* after systemd-socket-activate's five */
     ck_assert_int_eq(gf_test_daemon_spawn(&d, argv, err, sizeof err), 0);
     /* The first connection (this probe) makes systemd-socket-activate exec
      * the daemon, which keeps its pid. */
@@ -774,14 +755,8 @@ START_TEST(watchdog_pid_of_another_process_means_no_pings) {
     notify_open(&n, &d, 1);
     ck_assert_int_eq(setenv("WATCHDOG_USEC", WATCHDOG_USEC_TEXT, 1), 0);
     ck_assert_int_eq(setenv("WATCHDOG_PID", "1", 1), 0);
-    char *argv[] = {(char *)gf_test_daemon_path(),
-                    "--config",
-                    d.config_path,
-                    "--socket",
-                    d.socket_path,
-                    "--engine",
-                    d.engine,
-                    NULL};
+    char *argv[GF_TEST_DAEMON_ARGC + 1];
+    gf_test_daemon_argv(&d, argv);
     ck_assert_int_eq(gf_test_daemon_spawn(&d, argv, err, sizeof err), 0);
     unsetenv("WATCHDOG_USEC");
     unsetenv("WATCHDOG_PID");
@@ -1265,14 +1240,8 @@ START_TEST(live_socket_is_an_error) {
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
     ck_assert_int_eq(listen(fd, 8), 0);
 
-    char *argv[] = {(char *)gf_test_daemon_path(),
-                    "--config",
-                    d.config_path,
-                    "--socket",
-                    d.socket_path,
-                    "--engine",
-                    d.engine,
-                    NULL};
+    char *argv[GF_TEST_DAEMON_ARGC + 1];
+    gf_test_daemon_argv(&d, argv);
     ck_assert_int_eq(gf_test_daemon_spawn(&d, argv, err, sizeof err), 0);
     assert_exit(&d, wait_exit(&d, WAIT_MS), 3);
     char *log = read_log(&d);

@@ -3,6 +3,7 @@
  */
 #include "testutil.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -304,6 +305,21 @@ const char *gf_test_daemon_path(void) {
     return daemon != NULL && daemon[0] != '\0' ? daemon : GF_TEST_DAEMON;
 }
 
+size_t gf_test_daemon_argv(const gf_test_daemon *d, char **argv) {
+    size_t n = 0;
+
+    argv[n++] = (char *)gf_test_daemon_path();
+    argv[n++] = "--config";
+    argv[n++] = (char *)d->config_path;
+    argv[n++] = "--socket";
+    argv[n++] = (char *)d->socket_path;
+    argv[n++] = "--engine";
+    argv[n++] = (char *)d->engine;
+    assert(n == GF_TEST_DAEMON_ARGC);
+    argv[n] = NULL;
+    return n;
+}
+
 int gf_test_daemon_prepare(gf_test_daemon *d, const char *config_json, const char *engine,
                            char *err, size_t err_len) {
     int rc;
@@ -381,14 +397,8 @@ int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char 
 
     if (rc < 0)
         return rc;
-    char *argv[] = {(char *)gf_test_daemon_path(),
-                    "--config",
-                    d->config_path,
-                    "--socket",
-                    d->socket_path,
-                    "--engine",
-                    d->engine,
-                    NULL};
+    char *argv[GF_TEST_DAEMON_ARGC + 1];
+    gf_test_daemon_argv(d, argv);
     rc = gf_test_daemon_spawn(d, argv, err, err_len);
     if (rc < 0)
         return rc;

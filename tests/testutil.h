@@ -106,6 +106,19 @@ int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char 
 /* The gpuframed binary the helpers start: $GF_TEST_DAEMON, else the build's. */
 const char *gf_test_daemon_path(void);
 
+/* Arguments gf_test_daemon_argv writes before its NULL. */
+#define GF_TEST_DAEMON_ARGC 7
+
+/*
+ * Writes the command line gf_test_daemon_start runs for d into
+ * argv[0..GF_TEST_DAEMON_ARGC]: gf_test_daemon_path(), then --config,
+ * --socket and --engine with d's paths and engine, then NULL.  argv needs
+ * room for GF_TEST_DAEMON_ARGC + 1 entries; they point into d (and the
+ * environment) and live as long as it.  Returns GF_TEST_DAEMON_ARGC, the
+ * index of the NULL, where a caller may append more flags.
+ */
+size_t gf_test_daemon_argv(const gf_test_daemon *d, char **argv);
+
 /*
  * The first half of gf_test_daemon_start, for tests that start the daemon
  * their own way (through systemd-socket-activate, with another environment):
