@@ -40,7 +40,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -272,13 +271,6 @@ static void error_text(const gf_reply *r, char *out, size_t out_len) {
     out[n] = '\0';
 }
 
-static void sleep_ms(unsigned ms) {
-    struct timespec ts = {.tv_sec = ms / 1000u, .tv_nsec = (long)(ms % 1000u) * 1000000L};
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 /* ---- 1. LIST ------------------------------------------------------------------------ */
 
 START_TEST(list_returns_configured_pipelines) {
@@ -507,7 +499,7 @@ START_TEST(split_writes_reassembled) {
             n = total - off;
         ck_assert_int_eq(gf_test_raw_send(fd, wire + off, n), 0);
         off += n;
-        sleep_ms(2); /* most pieces then arrive in reads of their own */
+        gf_test_sleep_ms(2); /* most pieces then arrive in reads of their own */
     }
     for (unsigned i = 0; i < N; i++) {
         gf_header rh;
@@ -1558,7 +1550,7 @@ START_TEST(sigterm_finishes_half_received_frame) {
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
     /* The daemon stops listening at once: wait until its socket file goes. */
     for (int tries = 0; tries < SETTLE_TIMEOUT_MS / 5 && access(d.socket_path, F_OK) == 0; tries++)
-        sleep_ms(5);
+        gf_test_sleep_ms(5);
     ck_assert_msg(access(d.socket_path, F_OK) != 0, "socket file stays after SIGTERM");
     ck_assert_int_eq(gf_test_raw_send(fd, (unsigned char *)in + BYTES / 2, BYTES / 2), 0);
 

@@ -103,25 +103,11 @@ static char g_socket_activate[256]; /* path of systemd-socket-activate, or ""   
 
 /* ---- small helpers ------------------------------------------------------------- */
 
-static uint64_t now_ms(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static uint64_t now_us(void) {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static void sleep_ms(unsigned ms) {
-    struct timespec ts = {.tv_sec = ms / 1000u, .tv_nsec = (long)(ms % 1000u) * 1000000L};
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
 }
 
 /* The test config: affine with parameters `a` and `b` (JSON numbers as
@@ -327,7 +313,7 @@ static void *notify_reader(void *arg) {
         pthread_mutex_lock(&n->lock);
         if (n->count < NOTIFY_MSGS_MAX) {
             snprintf(n->msgs[n->count].text, sizeof n->msgs[n->count].text, "%s", buf);
-            n->msgs[n->count].at_ms = now_ms();
+            n->msgs[n->count].at_ms = gf_test_now_ms();
             n->count++;
         }
         pthread_mutex_unlock(&n->lock);
@@ -431,7 +417,7 @@ static size_t notify_count(notify_log *n) {
  * (or, for a key ending in '=', a line with that key); waits at most
  * `timeout_ms`; -1 when none came. */
 static long notify_find(notify_log *n, const char *line, size_t from, int timeout_ms) {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = gf_test_now_ms() + (uint64_t)timeout_ms;
     int is_key = line[strlen(line) - 1] == '=';
     char value[NOTIFY_MSG_MAX_BYTES];
 
@@ -444,9 +430,9 @@ static long notify_find(notify_log *n, const char *line, size_t from, int timeou
                 return (long)i;
         }
         from = count;
-        if (now_ms() >= deadline)
+        if (gf_test_now_ms() >= deadline)
             return -1;
-        sleep_ms(5);
+        gf_test_sleep_ms(5);
     }
 }
 
@@ -596,7 +582,7 @@ START_TEST(two_passed_sockets_are_refused) {
     ck_assert_int_eq(gf_test_daemon_spawn(&d, argv, err, sizeof err), 0);
     /* Any connection starts it; it then exits. */
     for (int tries = 0; tries < WAIT_MS / 10 && access(a, F_OK) != 0; tries++)
-        sleep_ms(10);
+        gf_test_sleep_ms(10);
     int fd = gf_test_raw_connect(a);
     ck_assert_int_ge(fd, 0);
     int status = wait_exit(&d, WAIT_MS);
@@ -631,13 +617,13 @@ START_TEST(ready_status_watchdog_stopping_in_order) {
     gf_pipeline *p = list(c, &count);
     stream_verified(c, &p[P_AFFINE], AFFINE_BYTES, 4, 1);
     /* Long enough for a refreshed STATUS= and a dozen ticks. */
-    sleep_ms(STATUS_PERIOD_MS + 600);
+    gf_test_sleep_ms(STATUS_PERIOD_MS + 600);
     gf_client_close(c);
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
     assert_exit(&d, wait_exit(&d, WAIT_MS), 0);
     size_t stopping = notify_expect(&n, "STOPPING=1", ready);
     uint64_t stopping_ms = notify_get(&n, stopping).at_ms;
-    sleep_ms(50);
+    gf_test_sleep_ms(50);
 
     notify_dump(&n, dump, sizeof dump);
     ck_assert_msg(ready == 0, "the first notification is not READY=1:\n%s", dump);
@@ -697,16 +683,16 @@ START_TEST(watchdog_withheld_while_nothing_completes) {
     size_t bytes = slow_frame_bytes(WATCHDOG_FRAME_MS);
     ck_assert_int_eq(
         gf_test_make_frame(&p[P_SLOW], bytes, &rng, &in, &ref, &ref_bytes, err, sizeof err), 0);
-    sleep_ms(5 * WATCHDOG_TICK_MS); /* pings while idle */
+    gf_test_sleep_ms(5 * WATCHDOG_TICK_MS); /* pings while idle */
 
-    uint64_t sent_ms = now_ms();
+    uint64_t sent_ms = gf_test_now_ms();
     ck_assert_int_eq(gf_client_send_frame(c, P_SLOW, 1, in, bytes), 0);
     gf_reply r;
     int rc = gf_client_recv(c, &r, GF_TEST_REPLY_TIMEOUT_MS);
-    uint64_t reply_ms = now_ms();
+    uint64_t reply_ms = gf_test_now_ms();
     ck_assert_msg(rc == 0, "slow frame: %s (%s)", strerror(-rc), gf_client_error(c));
     ck_assert_int_eq(gf_test_check_result(&p[P_SLOW], &r, 1, ref, ref_bytes, err, sizeof err), 0);
-    sleep_ms(6 * WATCHDOG_TICK_MS);
+    gf_test_sleep_ms(6 * WATCHDOG_TICK_MS);
     ck_assert_msg(reply_ms - sent_ms >= 600,
                   "the slow frame took only %" PRIu64 " ms: cannot see the watchdog stop",
                   reply_ms - sent_ms);
@@ -761,7 +747,7 @@ START_TEST(watchdog_pid_of_another_process_means_no_pings) {
     unsetenv("WATCHDOG_USEC");
     unsetenv("WATCHDOG_PID");
     notify_expect(&n, "READY=1", 0);
-    sleep_ms(6 * WATCHDOG_TICK_MS);
+    gf_test_sleep_ms(6 * WATCHDOG_TICK_MS);
     ck_assert_msg(notify_find(&n, "WATCHDOG=1", 0, 0) < 0, "WATCHDOG=1 sent for WATCHDOG_PID=1");
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
     assert_exit(&d, wait_exit(&d, WAIT_MS), 0);
@@ -880,10 +866,10 @@ START_TEST(drain_timeout_abandons_and_exits_nonzero) {
     ck_assert_msg(rc == 0, "%s", err);
     ck_assert_uint_eq(received, 1);
 
-    uint64_t t0 = now_ms();
+    uint64_t t0 = gf_test_now_ms();
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
     int status = wait_exit(&d, WAIT_MS);
-    uint64_t took = now_ms() - t0;
+    uint64_t took = gf_test_now_ms() - t0;
     close(fd);
     assert_exit(&d, status, 1);
     ck_assert_msg(took + 20 >= SHORT_DRAIN_MS,

@@ -54,14 +54,16 @@ static void set_err(char *err, size_t err_len, const char *fmt, ...) {
     va_end(ap);
 }
 
-static uint64_t now_ms(void) {
+/* ---- time ------------------------------------------------------------------ */
+
+uint64_t gf_test_now_ms(void) {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void sleep_ms(unsigned ms) {
+void gf_test_sleep_ms(unsigned ms) {
     struct timespec ts = {.tv_sec = ms / 1000u, .tv_nsec = (long)(ms % 1000u) * 1000000L};
 
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -248,7 +250,7 @@ static pid_t spawn(char *const argv[], const char *output_path) {
 /* Waits at most timeout_ms for `pid` to exit.  Returns 0 with its status, or
  * -ETIMEDOUT, or a negative errno of waitpid. */
 static int wait_pid(pid_t pid, int timeout_ms, int *status) {
-    uint64_t deadline = now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
+    uint64_t deadline = gf_test_now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
 
     for (;;) {
         pid_t r = waitpid(pid, status, WNOHANG);
@@ -256,9 +258,9 @@ static int wait_pid(pid_t pid, int timeout_ms, int *status) {
             return 0;
         if (r < 0 && errno != EINTR)
             return -errno;
-        if (now_ms() >= deadline)
+        if (gf_test_now_ms() >= deadline)
             return -ETIMEDOUT;
-        sleep_ms(POLL_INTERVAL_MS);
+        gf_test_sleep_ms(POLL_INTERVAL_MS);
     }
 }
 
@@ -359,7 +361,7 @@ int gf_test_daemon_spawn(gf_test_daemon *d, char *const argv[], char *err, size_
 int gf_test_daemon_wait_listening(gf_test_daemon *d, const char *socket_path, int timeout_ms,
                                   char *err, size_t err_len) {
     char tail[2048], desc[96];
-    uint64_t deadline = now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
+    uint64_t deadline = gf_test_now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
 
     for (;;) {
         int status;
@@ -379,9 +381,9 @@ int gf_test_daemon_wait_listening(gf_test_daemon *d, const char *socket_path, in
         }
         if (socket_accepts(socket_path))
             return 0;
-        if (now_ms() >= deadline)
+        if (gf_test_now_ms() >= deadline)
             break;
-        sleep_ms(POLL_INTERVAL_MS);
+        gf_test_sleep_ms(POLL_INTERVAL_MS);
     }
     gf_test_log_tail(d->log_path, 20, tail, sizeof tail);
     set_err(err, err_len,
@@ -521,10 +523,10 @@ int gf_test_raw_send_header(int fd, const gf_header *h) {
 ssize_t gf_test_raw_recv(int fd, void *buf, size_t len, int timeout_ms) {
     unsigned char *p = buf;
     size_t got = 0;
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = gf_test_now_ms() + (uint64_t)timeout_ms;
 
     while (got < len) {
-        uint64_t now = now_ms();
+        uint64_t now = gf_test_now_ms();
         if (now >= deadline)
             return -ETIMEDOUT;
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -583,10 +585,10 @@ int gf_test_raw_recv_reply(int fd, gf_header *h, void *payload, size_t cap, int 
 int gf_test_raw_expect_close(int fd, int timeout_ms, size_t *extra) {
     unsigned char buf[4096];
     size_t more = 0;
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = gf_test_now_ms() + (uint64_t)timeout_ms;
 
     for (;;) {
-        uint64_t now = now_ms();
+        uint64_t now = gf_test_now_ms();
         if (now >= deadline) {
             if (extra != NULL)
                 *extra = more;
@@ -718,7 +720,7 @@ typedef int (*stats_settled_fn)(const cJSON *st, void *arg, char *state, size_t 
  */
 static int wait_stats(gf_client *c, int timeout_ms, const char *what, stats_settled_fn settled,
                       void *arg, cJSON **last, char *err, size_t err_len) {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = gf_test_now_ms() + (uint64_t)timeout_ms;
     char state[512];
 
     for (;;) {
@@ -732,7 +734,7 @@ static int wait_stats(gf_client *c, int timeout_ms, const char *what, stats_sett
             cJSON_Delete(st);
             return -EPROTO;
         }
-        if (done == 0 && now_ms() >= deadline) {
+        if (done == 0 && gf_test_now_ms() >= deadline) {
             set_err(err, err_len, "%s after %d ms: %s", what, timeout_ms, state);
             rc = -ETIMEDOUT;
         }
@@ -744,7 +746,7 @@ static int wait_stats(gf_client *c, int timeout_ms, const char *what, stats_sett
             return rc;
         }
         cJSON_Delete(st);
-        sleep_ms(2 * POLL_INTERVAL_MS);
+        gf_test_sleep_ms(2 * POLL_INTERVAL_MS);
     }
 }
 

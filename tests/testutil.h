@@ -48,6 +48,14 @@ typedef struct gf_test_daemon {
     int exit_status;                    /* waitpid status once reaped, else -1    */
 } gf_test_daemon;
 
+/* ---- time ------------------------------------------------------------------ */
+
+/* Milliseconds of CLOCK_MONOTONIC: for deadlines and durations only. */
+uint64_t gf_test_now_ms(void);
+
+/* Sleeps `ms` milliseconds, resuming after signals. */
+void gf_test_sleep_ms(unsigned ms);
+
 /* ---- files and processes ------------------------------------------------- */
 
 /*
