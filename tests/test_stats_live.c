@@ -5,12 +5,12 @@
  * The engine comes from GF_TEST_ENGINE (cpu or cuda).
  */
 #include <check.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "libgpuframe.h"
 #include "testutil.h"
@@ -21,7 +21,7 @@
 #define REPLY_TIMEOUT_MS 30000
 #define MIB              (1024u * 1024u)
 
-static const char *g_engine = "cpu";
+static const char *g_engine; /* "cpu" or "cuda": $GF_TEST_ENGINE */
 
 static const char config_json[] =
     "{\"slots\": 2, \"max_frame_bytes\": 4194304, \"frame_timeout_ms\": 30000,"
@@ -298,11 +298,15 @@ START_TEST(cuda_copies_overlap_across_slots) {
 END_TEST
 
 int main(void) {
-    if (getenv("GF_TEST_ENGINE"))
-        g_engine = getenv("GF_TEST_ENGINE");
-    if (strcmp(g_engine, "cuda") == 0 && access("/dev/nvidiactl", F_OK) != 0) {
-        printf("SKIP: no NVIDIA device node (/dev/nvidiactl); the cuda engine cannot run here\n");
+    char why[GF_TEST_ERR_MAX];
+    int rc = gf_test_select_engine(&g_engine, why, sizeof why);
+    if (rc == -ENODEV) {
+        printf("SKIP: %s\n", why);
         return GF_SKIP_CODE;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "%s\n", why);
+        return EXIT_FAILURE;
     }
     signal(SIGPIPE, SIG_IGN);
     Suite *s = suite_create("stats_live");

@@ -1395,16 +1395,15 @@ static void find_on_path(const char *name, char *out, size_t len) {
 }
 
 int main(void) {
-    g_engine = getenv("GF_TEST_ENGINE");
-    if (g_engine == NULL || g_engine[0] == '\0')
-        g_engine = "cpu";
-    if (strcmp(g_engine, "cpu") != 0 && strcmp(g_engine, "cuda") != 0) {
-        fprintf(stderr, "GF_TEST_ENGINE must be cpu or cuda, not \"%s\"\n", g_engine);
-        return EXIT_FAILURE;
-    }
-    if (strcmp(g_engine, "cuda") == 0 && access("/dev/nvidiactl", F_OK) != 0) {
-        printf("SKIP: no NVIDIA device node (/dev/nvidiactl); the cuda engine cannot run here\n");
+    char why[GF_TEST_ERR_MAX];
+    int rc = gf_test_select_engine(&g_engine, why, sizeof why);
+    if (rc == -ENODEV) {
+        printf("SKIP: %s\n", why);
         return GF_SKIP_CODE;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "%s\n", why);
+        return EXIT_FAILURE;
     }
     signal(SIGPIPE, SIG_IGN);
     /* Variables a developer's shell or a CI runner may carry would change

@@ -307,6 +307,24 @@ const char *gf_test_daemon_path(void) {
     return daemon != NULL && daemon[0] != '\0' ? daemon : GF_TEST_DAEMON;
 }
 
+int gf_test_select_engine(const char **engine, char *why, size_t why_len) {
+    const char *e = getenv("GF_TEST_ENGINE");
+
+    if (e == NULL || e[0] == '\0')
+        e = "cpu";
+    if (strcmp(e, "cpu") != 0 && strcmp(e, "cuda") != 0) {
+        set_err(why, why_len, "GF_TEST_ENGINE must be cpu or cuda, not \"%s\"", e);
+        return -EINVAL;
+    }
+    if (strcmp(e, "cuda") == 0 && access("/dev/nvidiactl", F_OK) != 0) {
+        set_err(why, why_len,
+                "no NVIDIA device node (/dev/nvidiactl); the cuda engine cannot run here");
+        return -ENODEV;
+    }
+    *engine = e;
+    return 0;
+}
+
 size_t gf_test_daemon_argv(const gf_test_daemon *d, char **argv) {
     size_t n = 0;
 

@@ -114,6 +114,15 @@ int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char 
 /* The gpuframed binary the helpers start: $GF_TEST_DAEMON, else the build's. */
 const char *gf_test_daemon_path(void);
 
+/*
+ * The engine a suite runs its daemons on: $GF_TEST_ENGINE, or "cpu" when
+ * that is unset or empty.  Returns 0 with `*engine` set; -EINVAL when it
+ * names neither cpu nor cuda (the suite fails); -ENODEV for cuda on a
+ * machine without an NVIDIA device node (the suite skips).  On failure the
+ * reason is in why[why_len].
+ */
+int gf_test_select_engine(const char **engine, char *why, size_t why_len);
+
 /* Arguments gf_test_daemon_argv writes before its NULL. */
 #define GF_TEST_DAEMON_ARGC 7
 
