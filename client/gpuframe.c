@@ -887,20 +887,13 @@ static uint64_t rng_seed(uint64_t seed) {
     return z != 0 ? z : 1;
 }
 
-/* Nonzero when the kind's input is bytes (echo, *_u8), not float32. */
-static int kind_takes_bytes(const gf_pipeline_kind *kind) {
-    size_t n = strlen(kind->name);
-
-    return strcmp(kind->name, "echo") == 0 || (n >= 3 && strcmp(kind->name + n - 3, "_u8") == 0);
-}
-
 /* Fills a synthetic frame: float32 in [-4, 4] or random bytes. */
 static void fill_synthetic(const gf_pipeline_kind *kind, uint64_t seed, unsigned char *buf,
                            size_t bytes) {
     uint64_t state = rng_seed(seed);
     size_t i = 0;
 
-    if (!kind_takes_bytes(kind)) {
+    if (kind->input_f32) {
         for (; i + sizeof(float) <= bytes; i += sizeof(float)) {
             /* 24 random bits: every value is exact in float32. */
             double u = (double)(rng_next(&state) >> 40) / (double)(1u << 24);

@@ -839,16 +839,11 @@ uint64_t gf_test_rand(uint64_t *state) {
     return x * 0x2545F4914F6CDD1Dull;
 }
 
-/* Nonzero for the kinds whose input is an array of float32. */
-static int takes_floats(const gf_pipeline_kind *kind) {
-    return strcmp(kind->name, "affine") == 0 || strcmp(kind->name, "sincos") == 0;
-}
-
 void gf_test_fill_input(const gf_pipeline_kind *kind, void *in, size_t bytes, uint64_t *rng) {
     unsigned char *p = in;
     size_t i = 0;
 
-    if (takes_floats(kind)) {
+    if (kind->input_f32) {
         for (; i + sizeof(float) <= bytes; i += sizeof(float)) {
             /* 24 random bits: every value is a float exactly. */
             float f = (float)(gf_test_rand(rng) >> 40) / 16777216.0f * 8.0f - 4.0f;

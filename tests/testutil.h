@@ -272,8 +272,8 @@ uint64_t gf_test_rand(uint64_t *state);
 
 /*
  * Fills in[bytes] with a frame for `kind`: float32 values uniform in [-4, 4]
- * (none exactly 0) for affine and sincos, random bytes otherwise; never all
- * zero when bytes > 0.
+ * (none exactly 0) when kind->input_f32 (affine, sincos), random bytes
+ * otherwise; never all zero when bytes > 0.
  */
 void gf_test_fill_input(const gf_pipeline_kind *kind, void *in, size_t bytes, uint64_t *rng);
 
