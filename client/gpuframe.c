@@ -175,6 +175,15 @@ static void print_status(FILE *f, uint32_t status) {
         fprintf(f, "status %" PRIu32, status);
 }
 
+/* Prints an ERROR reply to `f` as "STATUS: TEXT" and a newline, after
+ * whatever prefix the caller printed. */
+static void print_error_reply(FILE *f, const gf_reply *rep) {
+    print_status(f, rep->header.status);
+    fputs(": ", f);
+    print_text(f, rep->payload, rep->payload_bytes);
+    fputc('\n', f);
+}
+
 /* Reports a failed libgpuframe call: its own message when it has one. */
 static void print_client_error(const gf_client *c, const char *what, int err) {
     const char *msg = c != NULL ? gf_client_error(c) : "";
@@ -811,8 +820,7 @@ struct stream_opts {
     const char *pipeline; /* --pipeline: a name or an id            */
     uint64_t size_bytes;  /* --size; 0 with have_size == 0: default */
     int have_size;
-    uint64_t count; /* --count; default depends on --input    */
-    int have_count;
+    uint64_t count;          /* --count; 0: default depends on --input */
     uint32_t window;         /* --window                               */
     int verify;              /* --verify                               */
     int no_check;            /* --no-check                             */
@@ -955,7 +963,6 @@ static void parse_stream_opts(int argc, char *argv[], struct stream_opts *o) {
         case 'n':
             if (parse_u64(optarg, &o->count) < 0 || o->count == 0)
                 die_usage("stream", "--count: expected a positive integer, got '%s'", optarg);
-            o->have_count = 1;
             break;
         case 'w':
             if (parse_u64(optarg, &v) < 0 || v == 0 || v > STREAM_WINDOW_MAX)
@@ -1000,7 +1007,7 @@ static void open_input(struct stream_run *r, const char *pname) {
         fprintf(stderr, "gpuframe: --input needs a --size above 0\n");
         exit(EXIT_USAGE);
     }
-    r->planned = o->have_count ? o->count : UINT64_MAX;
+    r->planned = o->count != 0 ? o->count : UINT64_MAX;
     if (fstat(fileno(r->in), &st) < 0 || !S_ISREG(st.st_mode))
         return; /* a pipe: the last chunk is checked when it arrives */
 
@@ -1163,10 +1170,7 @@ static void handle_reply(struct stream_run *r, const gf_reply *rep) {
     if (rep->header.type == GF_MSG_ERROR) {
         if (!r->o->quiet) {
             fprintf(stderr, "frame %" PRIu64 ": ", rep->header.frame_id);
-            print_status(stderr, rep->header.status);
-            fputs(": ", stderr);
-            print_text(stderr, rep->payload, rep->payload_bytes);
-            fputc('\n', stderr);
+            print_error_reply(stderr, rep);
         }
         r->failed++;
     } else {
@@ -1286,7 +1290,7 @@ static int cmd_stream(int argc, char *argv[]) {
             return EXIT_FAIL;
         }
     } else {
-        r.planned = o.have_count ? o.count : STREAM_COUNT_DEFAULT;
+        r.planned = o.count != 0 ? o.count : STREAM_COUNT_DEFAULT;
         make_pool(&r);
     }
     if (o.output_path != NULL) {
@@ -1342,10 +1346,7 @@ static int cmd_stream(int argc, char *argv[]) {
             /* A fatal ERROR about no frame of ours, sent before a close. */
             if (!o.quiet) {
                 fputs("gpuframe: daemon: ", stderr);
-                print_status(stderr, rep.header.status);
-                fputs(": ", stderr);
-                print_text(stderr, rep.payload, rep.payload_bytes);
-                fputc('\n', stderr);
+                print_error_reply(stderr, &rep);
             }
             continue;
         }
