@@ -1204,7 +1204,7 @@ static void svg_legend(FILE *out) {
 }
 
 /* The lane rows and their labels; `row_of` gets each used lane's row. */
-static int svg_lanes(FILE *out, const struct tdoc *t, int *row_of) {
+static void svg_lanes(FILE *out, const struct tdoc *t, int *row_of) {
     int row = 0;
 
     fputs("<g id=\"lanes\">\n", out);
@@ -1225,7 +1225,6 @@ static int svg_lanes(FILE *out, const struct tdoc *t, int *row_of) {
             row_of[lane] = row++;
         }
     fputs("</g>\n", out);
-    return row;
 }
 
 static void svg_axis(FILE *out, const struct tdoc *t, int rows, double scale) {
@@ -1310,7 +1309,7 @@ int gf_report_trace_svg(const cJSON *trace, const cJSON *pipelines, FILE *out, c
     svg_header(out, SVG_TOP_H + rows * SVG_ROW_H + SVG_AXIS_H);
     svg_title(out, &t);
     svg_legend(out);
-    (void)svg_lanes(out, &t, row_of);
+    svg_lanes(out, &t, row_of);
     svg_axis(out, &t, rows, scale);
     fputs("<g id=\"events\">\n", out);
     for (size_t k = 0; k < t.event_count; k++) {

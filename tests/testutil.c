@@ -538,7 +538,12 @@ int gf_test_raw_send_header(int fd, const gf_header *h) {
     return gf_test_raw_send(fd, buf, sizeof buf);
 }
 
-ssize_t gf_test_raw_recv(int fd, void *buf, size_t len, int timeout_ms) {
+/*
+ * Receives exactly `len` bytes, waiting at most `timeout_ms` in all.
+ * Returns `len`; fewer (>= 0) when the peer closed first; -ETIMEDOUT;
+ * -ECONNRESET; or another negative errno.
+ */
+static ssize_t raw_recv(int fd, void *buf, size_t len, int timeout_ms) {
     unsigned char *p = buf;
     size_t got = 0;
     uint64_t deadline = gf_test_now_ms() + (uint64_t)timeout_ms;
@@ -568,7 +573,7 @@ ssize_t gf_test_raw_recv(int fd, void *buf, size_t len, int timeout_ms) {
 int gf_test_raw_recv_reply(int fd, gf_header *h, void *payload, size_t cap, int timeout_ms,
                            char *err, size_t err_len) {
     unsigned char buf[GF_HEADER_BYTES];
-    ssize_t n = gf_test_raw_recv(fd, buf, sizeof buf, timeout_ms);
+    ssize_t n = raw_recv(fd, buf, sizeof buf, timeout_ms);
 
     if (n < 0) {
         set_err(err, err_len, "no reply header: %s", strerror((int)-n));
@@ -586,7 +591,7 @@ int gf_test_raw_recv_reply(int fd, gf_header *h, void *payload, size_t cap, int 
     }
     if (h->payload_bytes == 0)
         return 0;
-    n = gf_test_raw_recv(fd, payload, (size_t)h->payload_bytes, timeout_ms);
+    n = raw_recv(fd, payload, (size_t)h->payload_bytes, timeout_ms);
     if (n < 0) {
         set_err(err, err_len, "no payload after a %s header: %s", gf_msg_type_name(h->type),
                 strerror((int)-n));
@@ -829,7 +834,8 @@ int gf_test_wait_counter(gf_client *c, const char *dotted, uint64_t target, int 
 
 /* ---- inputs and verified streaming ---------------------------------------------- */
 
-uint64_t gf_test_rand(uint64_t *state) {
+/* xorshift64*: a fast per-caller random stream, so threads never share one. */
+static uint64_t next_rand(uint64_t *state) {
     uint64_t x = *state ? *state : DEFAULT_SEED;
 
     x ^= x >> 12;
@@ -846,14 +852,14 @@ void gf_test_fill_input(const gf_pipeline_kind *kind, void *in, size_t bytes, ui
     if (kind->input_f32) {
         for (; i + sizeof(float) <= bytes; i += sizeof(float)) {
             /* 24 random bits: every value is a float exactly. */
-            float f = (float)(gf_test_rand(rng) >> 40) / 16777216.0f * 8.0f - 4.0f;
+            float f = (float)(next_rand(rng) >> 40) / 16777216.0f * 8.0f - 4.0f;
             if (f == 0.0f)
                 f = 0.25f;
             memcpy(p + i, &f, sizeof f);
         }
     }
     for (; i < bytes; i += sizeof(uint64_t)) {
-        uint64_t r = gf_test_rand(rng);
+        uint64_t r = next_rand(rng);
         size_t n = bytes - i < sizeof r ? bytes - i : sizeof r;
         memcpy(p + i, &r, n);
     }

@@ -196,13 +196,6 @@ int gf_test_raw_send(int fd, const void *buf, size_t len);
 int gf_test_raw_send_header(int fd, const gf_header *h);
 
 /*
- * Receives exactly `len` bytes, waiting at most `timeout_ms` in all.
- * Returns `len`; fewer (>= 0) when the peer closed first; -ETIMEDOUT;
- * -ECONNRESET; or another negative errno.
- */
-ssize_t gf_test_raw_recv(int fd, void *buf, size_t len, int timeout_ms);
-
-/*
  * Receives one reply: its header (parsed in the client role, any payload
  * size up to `cap`) and its payload into payload[cap].  Returns 0, or a
  * negative errno with the reason in err[err_len].
@@ -266,9 +259,6 @@ int gf_test_wait_counter(gf_client *c, const char *dotted, uint64_t target, int 
                          uint64_t *value, char *err, size_t err_len);
 
 /* ---- inputs and verified streaming ------------------------------------------ */
-
-/* xorshift64*: a fast per-caller random stream, so threads never share one. */
-uint64_t gf_test_rand(uint64_t *state);
 
 /*
  * Fills in[bytes] with a frame for `kind`: float32 values uniform in [-4, 4]
