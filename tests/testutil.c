@@ -728,108 +728,46 @@ int gf_test_frame_rejections(const cJSON *stats, uint64_t *out) {
     return 0;
 }
 
-/*
- * What wait_stats asks of each STATS reply `st`: 1 when it shows what the
- * caller waits for; 0 when not yet, with the values that fall short in
- * state[state_len]; -1 when it lacks a field, with the reason in state.
- */
-typedef int (*stats_settled_fn)(const cJSON *st, void *arg, char *state, size_t state_len);
-
-/*
- * Polls STATS on `c` every few ms, at most `timeout_ms`, until `settled`
- * accepts one.  Stores the last STATS in `*last` (caller frees; may be
- * NULL).  Returns 0; -ETIMEDOUT with "WHAT after N ms: STATE" in
- * err[err_len]; -EPROTO when STATS lacks a field; or gf_test_stats's error.
- */
-static int wait_stats(gf_client *c, int timeout_ms, const char *what, stats_settled_fn settled,
-                      void *arg, cJSON **last, char *err, size_t err_len) {
+int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, cJSON **last,
+                      char *err, size_t err_len) {
     uint64_t deadline = gf_test_now_ms() + (uint64_t)timeout_ms;
-    char state[512];
 
     for (;;) {
         cJSON *st = NULL;
+        uint64_t count, free_count, in_flight, open;
         int rc = gf_test_stats(c, &st, err, err_len);
         if (rc < 0)
             return rc;
-        int done = settled(st, arg, state, sizeof state);
-        if (done < 0) {
-            set_err(err, err_len, "%s", state);
+        if (gf_test_json_u64(st, "slots.count", &count) != 0 ||
+            gf_test_json_u64(st, "slots.free", &free_count) != 0 ||
+            gf_test_json_u64(st, "slots.in_flight", &in_flight) != 0 ||
+            gf_test_json_u64(st, "connections.open", &open) != 0) {
+            set_err(err, err_len, "STATS lacks slots.count/free/in_flight or connections.open");
             cJSON_Delete(st);
             return -EPROTO;
         }
-        if (done == 0 && gf_test_now_ms() >= deadline) {
-            set_err(err, err_len, "%s after %d ms: %s", what, timeout_ms, state);
-            rc = -ETIMEDOUT;
-        }
-        if (done > 0 || rc < 0) {
+        if (free_count == count && in_flight == 0 && open == open_connections) {
             if (last != NULL)
                 *last = st;
             else
                 cJSON_Delete(st);
-            return rc;
+            return 0;
+        }
+        if (gf_test_now_ms() >= deadline) {
+            set_err(err, err_len,
+                    "daemon not idle after %d ms: slots.free %" PRIu64 " of %" PRIu64
+                    ", slots.in_flight %" PRIu64 ", connections.open %" PRIu64 " (want %" PRIu64
+                    ")",
+                    timeout_ms, free_count, count, in_flight, open, open_connections);
+            if (last != NULL)
+                *last = st;
+            else
+                cJSON_Delete(st);
+            return -ETIMEDOUT;
         }
         cJSON_Delete(st);
         gf_test_sleep_ms(2 * POLL_INTERVAL_MS);
     }
-}
-
-/* stats_settled_fn of gf_test_wait_idle; `arg` points to the uint64_t
- * number of connections the idle daemon has open. */
-static int is_idle(const cJSON *st, void *arg, char *state, size_t state_len) {
-    uint64_t open_connections = *(const uint64_t *)arg;
-    uint64_t count, free_count, in_flight, open;
-
-    if (gf_test_json_u64(st, "slots.count", &count) != 0 ||
-        gf_test_json_u64(st, "slots.free", &free_count) != 0 ||
-        gf_test_json_u64(st, "slots.in_flight", &in_flight) != 0 ||
-        gf_test_json_u64(st, "connections.open", &open) != 0) {
-        set_err(state, state_len, "STATS lacks slots.count/free/in_flight or connections.open");
-        return -1;
-    }
-    if (free_count == count && in_flight == 0 && open == open_connections)
-        return 1;
-    set_err(state, state_len,
-            "slots.free %" PRIu64 " of %" PRIu64 ", slots.in_flight %" PRIu64
-            ", connections.open %" PRIu64 " (want %" PRIu64 ")",
-            free_count, count, in_flight, open, open_connections);
-    return 0;
-}
-
-int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, cJSON **last,
-                      char *err, size_t err_len) {
-    return wait_stats(c, timeout_ms, "daemon not idle", is_idle, &open_connections, last, err,
-                      err_len);
-}
-
-/* The argument of counter_reached: what it waits for and what it saw. */
-typedef struct counter_wait {
-    const char *dotted; /* the counter's path in STATS        */
-    uint64_t target;    /* reached when the counter is >= this */
-    uint64_t value;     /* its value in the last STATS         */
-} counter_wait;
-
-/* stats_settled_fn of gf_test_wait_counter; `arg` is a counter_wait. */
-static int counter_reached(const cJSON *st, void *arg, char *state, size_t state_len) {
-    counter_wait *w = arg;
-
-    if (gf_test_json_u64(st, w->dotted, &w->value) != 0) {
-        set_err(state, state_len, "STATS has no counter %s", w->dotted);
-        return -1;
-    }
-    if (w->value >= w->target)
-        return 1;
-    set_err(state, state_len, "%s is %" PRIu64 ", want at least %" PRIu64, w->dotted, w->value,
-            w->target);
-    return 0;
-}
-
-int gf_test_wait_counter(gf_client *c, const char *dotted, uint64_t target, int timeout_ms,
-                         uint64_t *value, char *err, size_t err_len) {
-    counter_wait w = {.dotted = dotted, .target = target, .value = 0};
-    int rc = wait_stats(c, timeout_ms, "counter too low", counter_reached, &w, NULL, err, err_len);
-
-    *value = w.value;
-    return rc;
 }
 
 /* ---- inputs and verified streaming ---------------------------------------------- */

@@ -247,17 +247,6 @@ int gf_test_frame_rejections(const cJSON *stats, uint64_t *out);
 int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, cJSON **last,
                       char *err, size_t err_len);
 
-/*
- * Polls STATS on `c` as gf_test_wait_idle does until the counter at the
- * dotted path `dotted` is at least `target`, and stores its last value in
- * `*value` (also on failure; 0 if none was read), so that the caller can
- * assert the exact count it expects.  Returns 0, or -ETIMEDOUT with the last
- * value in err[err_len], -EPROTO when STATS lacks the counter, or another
- * negative errno.
- */
-int gf_test_wait_counter(gf_client *c, const char *dotted, uint64_t target, int timeout_ms,
-                         uint64_t *value, char *err, size_t err_len);
-
 /* ---- inputs and verified streaming ------------------------------------------ */
 
 /*
