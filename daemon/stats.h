@@ -19,13 +19,7 @@
 
 #include "pipeline.h"
 #include "protocol.h"
-
-/* CLOCK_MONOTONIC in nanoseconds. */
-static inline uint64_t gf_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#include "util.h"
 
 /* The phases of an answered frame (STATS.md: pipelines[].phases). */
 enum gf_phase {

@@ -1,0 +1,39 @@
+/*
+ * Two helpers every part of gpuframed needs, daemon and client alike, so that
+ * each exists once: the monotonic clock, and formatting a message into a
+ * caller's fixed-size error buffer.  Part of the gfprotocol library, which
+ * links no CUDA and no libuv.
+ */
+#ifndef GF_UTIL_H
+#define GF_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* CLOCK_MONOTONIC in nanoseconds.  Any thread. */
+static inline uint64_t gf_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline uint64_t gf_now_ms(void) {
+    return gf_now_ns() / 1000000u;
+}
+
+/*
+ * Formats a message into buf[len], always NUL-terminated and truncated to fit.
+ * Does nothing when buf is NULL or len is 0, so callers may pass an optional
+ * error buffer straight through.  Returns the message's length as written
+ * (at most len - 1).
+ */
+size_t gf_errorf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The same with a va_list. */
+size_t gf_verrorf(char *buf, size_t len, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+#endif
