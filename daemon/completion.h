@@ -3,10 +3,11 @@
  * (the CUDA driver's host-function thread, or a CPU worker) to the loop.
  *
  * gf_completion_push() is lock-free (a Treiber stack) and then calls
- * uv_async_send(), so it is safe inside a cudaLaunchHostFunc callback: it
- * makes no CUDA call and takes no lock (DESIGN invariant 2).  uv_async_send
- * coalesces, so the loop-side callback drains the whole stack every time and
- * hands each slot, oldest first, to `on_done` (invariant 3).
+ * uv_async_send(), so it is safe inside a cudaLaunchHostFunc callback, which
+ * must make no CUDA call and take no lock that a thread inside a CUDA call
+ * could hold.  uv_async_send coalesces several sends into one callback, so the
+ * loop-side callback drains the whole stack every time and hands each slot,
+ * oldest first, to `on_done`.
  */
 #ifndef GF_COMPLETION_H
 #define GF_COMPLETION_H

@@ -4,11 +4,12 @@
  * payload straight into a claimed slot's (pinned) input buffer, submits the
  * slot to the engine, drains completions and writes replies in request order.
  *
- * Where a frame goes, in server.c:
- *   read      on_alloc / on_read / conn_process  (header parse, slot claim)
- *   submit    frame_submit                        (engine hand-off)
- *   complete  on_slot_done                         (completion queue drain)
- *   answer    conn_flush / on_write                (reply write, slot release)
+ * Where a frame goes (server_internal.h says what each file owns):
+ *   read      conn.c     on_read -> conn_process (request.c decodes) -> frame_begin
+ *                        (slot claim) -> payload read straight into the slot
+ *   submit    server.c   gf__server_submit -> gf_engine_submit
+ *   complete  server.c   completion.c's async callback -> on_slot_done
+ *   answer    conn.c     gf__conn_flush -> on_write -> gf__reply_finish (slot release)
  */
 #ifndef GF_SERVER_H
 #define GF_SERVER_H

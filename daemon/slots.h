@@ -6,7 +6,7 @@
  * thread only.
  *
  * A slot belongs to exactly one frame from gf_slot_claim() until the write
- * callback of that frame's reply calls gf_slot_release() (DESIGN invariant 4).
+ * callback of that frame's reply calls gf_slot_release().
  */
 #ifndef GF_SLOTS_H
 #define GF_SLOTS_H
@@ -23,8 +23,8 @@ struct gf_slot;
 
 /*
  * One reply owed to a connection.  Replies wait in their connection's queue
- * in the order the requests arrived and are written strictly in that order
- * (invariant 6).  A frame's reply lives inside its slot; an ERROR, LIST or
+ * in the order the requests arrived and are written strictly in that order:
+ * every request gets exactly one reply while its connection is open.  A frame's reply lives inside its slot; an ERROR, LIST or
  * STATS reply not tied to a slot is malloc'd and owns its body.
  */
 typedef struct gf_queued_reply {

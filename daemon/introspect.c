@@ -1,0 +1,145 @@
+/*
+ * What the server says about itself: the accounting of each answered frame
+ * (counters, phases, the trace ring), the LIST, STATS and TRACE reply
+ * documents (daemon/STATS.md describes every field), and the supervisor's
+ * progress and status line.  It reads the server's state and changes only
+ * its statistics; it calls neither conn.c nor server.c.  Loop thread.
+ */
+#include <stdio.h>
+
+#include "server_internal.h"
+
+/* The span over which STATS reports GPU busy and overlap fractions. */
+#define GF_GPU_WINDOW_NS 1000000000ull
+
+/*
+ * A RESULT was written: count it, add its phases (STATS.md) and keep its
+ * stage times for TRACE.  O(1), no allocation.
+ */
+void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_slot *s) {
+    uint64_t written = gf_now_ns();
+    const gf_stage_times *t = &s->stages;
+    uint64_t ph[GF_PHASE_COUNT] = {0};
+    unsigned mask = (1u << GF_PHASE_SLOT_WAIT) | (1u << GF_PHASE_RECEIVE) |
+                    (1u << GF_PHASE_COMPLETION_DELAY) | (1u << GF_PHASE_REPLY_WRITE) |
+                    (1u << GF_PHASE_END_TO_END);
+    ph[GF_PHASE_SLOT_WAIT] = s->claimed_ns - s->arrived_ns;
+    ph[GF_PHASE_RECEIVE] = s->submitted_ns - s->claimed_ns;
+    if (t->timed) {
+        ph[GF_PHASE_H2D] = t->h2d_end_ns - t->h2d_begin_ns;
+        ph[GF_PHASE_KERNEL] = t->kernel_end_ns - t->kernel_begin_ns;
+        ph[GF_PHASE_D2H] = t->d2h_end_ns - t->d2h_begin_ns;
+        mask |= (1u << GF_PHASE_H2D) | (1u << GF_PHASE_KERNEL) | (1u << GF_PHASE_D2H);
+    }
+    ph[GF_PHASE_COMPLETION_DELAY] =
+        s->drained_ns > t->gpu_done_ns ? s->drained_ns - t->gpu_done_ns : 0;
+    ph[GF_PHASE_REPLY_WRITE] = written - s->drained_ns;
+    ph[GF_PHASE_END_TO_END] = written - s->arrived_ns;
+    srv->stats.frames_answered++;
+    srv->stats.bytes_out += s->out_bytes;
+    gf_stats_frame_answered(&srv->stats, s->pipeline_id, ph, mask);
+    gf_trace_rec rec = {.frame_id = s->frame_id,
+                        .conn_id = c->id,
+                        .pipeline_id = s->pipeline_id,
+                        .slot = s->index,
+                        .status = GF_OK,
+                        .in_bytes = s->in_bytes,
+                        .out_bytes = s->out_bytes,
+                        .arrived_ns = s->arrived_ns,
+                        .claimed_ns = s->claimed_ns,
+                        .submitted_ns = s->submitted_ns,
+                        .done_ns = s->done_ns,
+                        .drained_ns = s->drained_ns,
+                        .written_ns = written,
+                        .stages = *t};
+    gf_trace_push(&srv->trace, &rec);
+}
+
+cJSON *gf__list_document(const gf_server *srv) {
+    return gf_pipelines_to_json(srv->cfg->pipelines, srv->cfg->pipeline_count);
+}
+
+cJSON *gf__stats_document(gf_server *srv) {
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc)
+        return NULL;
+    cJSON_AddStringToObject(doc, "version", GF_VERSION);
+    cJSON_AddStringToObject(doc, "engine", srv->engine->ops->name);
+    const gf_device_info *d = &srv->engine->device;
+    cJSON *dev = cJSON_AddObjectToObject(doc, "device");
+    cJSON_AddStringToObject(dev, "name", d->name);
+    if (d->is_gpu) {
+        char cc[16];
+        snprintf(cc, sizeof cc, "%d.%d", d->cc_major, d->cc_minor);
+        cJSON_AddStringToObject(dev, "compute_capability", cc);
+        cJSON_AddNumberToObject(dev, "sm_count", d->sm_count);
+        cJSON_AddNumberToObject(dev, "memory_bytes", (double)d->memory_bytes);
+        cJSON_AddStringToObject(dev, "pci_bus_id", d->pci_bus_id);
+        /* The CUDA runtime does not report the PCIe link. */
+        cJSON_AddNullToObject(dev, "pcie_generation");
+        cJSON_AddNullToObject(dev, "pcie_width");
+    } else {
+        cJSON_AddNumberToObject(dev, "threads", d->threads);
+    }
+    cJSON_AddBoolToObject(doc, "timing_events", srv->cfg->timing_events);
+    cJSON *slots = cJSON_AddObjectToObject(doc, "slots");
+    cJSON_AddNumberToObject(slots, "count", srv->ring.count);
+    cJSON_AddNumberToObject(slots, "free", srv->ring.free_count);
+    cJSON_AddNumberToObject(slots, "in_flight", srv->slots_in_flight);
+    cJSON_AddNumberToObject(slots, "in_bytes", (double)srv->engine->slots[0].in_capacity_bytes);
+    cJSON_AddNumberToObject(slots, "out_bytes", (double)srv->engine->slots[0].out_capacity_bytes);
+    cJSON_AddNumberToObject(doc, "pinned_bytes", (double)srv->engine->pinned_bytes);
+    uint64_t now = gf_now_ns();
+    gf_stats_to_json(&srv->stats, srv->cfg->pipelines, doc, now, uv_metrics_idle_time(srv->loop));
+    gf_gpu_busy busy;
+    if (!srv->cfg->timing_events ||
+        gf_trace_gpu_busy(&srv->trace, now, GF_GPU_WINDOW_NS, &busy) < 0) {
+        cJSON_AddNullToObject(doc, "gpu");
+    } else {
+        cJSON *g = cJSON_AddObjectToObject(doc, "gpu");
+        cJSON_AddNumberToObject(g, "window_ns", (double)busy.window_ns);
+        cJSON_AddNumberToObject(g, "frames", (double)busy.frames);
+        cJSON_AddNumberToObject(g, "h2d_busy", busy.h2d);
+        cJSON_AddNumberToObject(g, "kernel_busy", busy.kernel);
+        cJSON_AddNumberToObject(g, "d2h_busy", busy.d2h);
+        cJSON_AddNumberToObject(g, "copy_busy", busy.copy);
+        cJSON_AddNumberToObject(g, "compute_busy", busy.compute);
+        cJSON_AddNumberToObject(g, "overlap", busy.overlap);
+    }
+    return doc;
+}
+
+/* The TRACE reply: the last `max_frames` frames' stage times (STATS.md). */
+cJSON *gf__trace_document(const gf_server *srv, uint32_t max_frames) {
+    cJSON *doc = cJSON_CreateObject();
+    cJSON *frames = gf_trace_frames_json(&srv->trace, max_frames, srv->stats.started_ns);
+    if (!doc || !frames) {
+        cJSON_Delete(doc);
+        cJSON_Delete(frames);
+        return NULL;
+    }
+    cJSON_AddStringToObject(doc, "clock", "monotonic");
+    cJSON_AddNumberToObject(doc, "t0_ns", (double)srv->stats.started_ns);
+    cJSON_AddStringToObject(doc, "engine", srv->engine->ops->name);
+    cJSON_AddNumberToObject(doc, "slots", srv->ring.count);
+    cJSON_AddItemToObject(doc, "frames", frames);
+    return doc;
+}
+
+void gf_server_progress(const gf_server *srv, uint64_t *completed, uint32_t *in_flight) {
+    *completed = srv->stats.frames_completed;
+    *in_flight = srv->slots_in_flight;
+}
+
+void gf_server_status(const gf_server *srv, char *buf, size_t len) {
+    double fps, in, out, busy;
+    gf_stats_rates(&srv->stats, 1000000000ull, gf_now_ns(), uv_metrics_idle_time(srv->loop), &fps,
+                   &in, &out, &busy);
+    uint64_t refused = srv->stats.frames_failed;
+    snprintf(buf, len,
+             "%s%llu connection(s), %.0f frames/s, %.2f GB/s in, %u/%u slots busy, %llu frames "
+             "answered, %llu failed",
+             srv->draining ? "draining: " : "", (unsigned long long)srv->stats.connections_open,
+             fps, in / 1e9, srv->ring.count - srv->ring.free_count, srv->ring.count,
+             (unsigned long long)srv->stats.frames_answered, (unsigned long long)refused);
+}

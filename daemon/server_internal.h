@@ -1,0 +1,150 @@
+/*
+ * The server's private structures and the calls between its three files.
+ * Only conn.c, server.c and introspect.c include this header.
+ *
+ *   conn.c        one client connection: reading and framing requests (with
+ *                 request.c), claiming a slot, receiving the payload into it,
+ *                 the reply queue and its writes, errors, close.  Kept in one
+ *                 file because a finished reply is what resumes reading.
+ *   server.c      listen/accept, the slot-waiter queue, submitting to the
+ *                 engine and draining its completions, deadlines and the
+ *                 fatal path, graceful drain, reload, open/close.
+ *   introspect.c  what the server says about itself: frame accounting when a
+ *                 result is written, the LIST/STATS/TRACE documents, the
+ *                 supervisor's status line and progress.
+ *
+ * Calls go conn.c -> server.c (submit, wait for a slot, slot freed, fatal)
+ * and conn.c -> introspect.c (documents, frame answered); server.c calls
+ * conn.c to accept, resume, flush and close connections.  introspect.c calls
+ * neither.  Everything runs on the loop thread.
+ */
+#ifndef GF_SERVER_INTERNAL_H
+#define GF_SERVER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "completion.h"
+#include "config.h"
+#include "engine.h"
+#include "request.h"
+#include "server.h"
+#include "slots.h"
+#include "stats.h"
+#include "trace.h"
+
+/* The connection's buffer: one header plus a small staged payload. */
+#define GF_CONN_BUF_BYTES (GF_HEADER_BYTES + GF_STAGED_PAYLOAD_MAX_BYTES)
+/* ERROR/LIST/STATS/TRACE replies a connection may have queued before we stop
+ * reading from it: a client that floods bad frames and never reads cannot
+ * make the daemon's memory grow without bound. */
+#define GF_CONN_MAX_LOOSE_REPLIES 64
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* One client connection: its whole state. */
+typedef struct gf_conn {
+    uv_pipe_t pipe; /* the socket; pipe.data is the conn                  */
+    gf_server *srv;
+    uint64_t id;                  /* for logs: 1, 2, ... in accept order          */
+    struct gf_conn *prev, *next;  /* the server's list of live connections        */
+    struct gf_conn *next_waiting; /* the server's queue of slot waiters           */
+
+    gf_request_decoder decoder;     /* where the request stream stands              */
+    uint8_t buf[GF_CONN_BUF_BYTES]; /* received bytes not yet consumed              */
+    size_t buf_start, buf_end;      /* unconsumed bytes are buf[buf_start..buf_end) */
+    gf_slot *slot;                  /* the slot whose payload is being received     */
+    uint64_t header_seen_ns;        /* when the pending FRAME header was first read */
+
+    gf_queued_reply *replies_head; /* replies owed and not yet handed to uv_write, */
+    gf_queued_reply *replies_tail; /* in request order                             */
+    uint32_t replies_unfinished;   /* owed replies not yet written or dropped      */
+    uint32_t loose_replies;        /* of them, those not tied to a slot            */
+    uint32_t refs;                 /* the handle (until its close callback) + one
+                                      per unfinished reply; freed at zero          */
+
+    unsigned reading : 1; /* uv_read_start is in effect                   */
+    unsigned waiting : 1; /* on the server's slot-waiter queue            */
+    unsigned eof : 1;     /* the client shut down its writing side        */
+    unsigned fatal : 1;   /* a fatal protocol error: close after replies  */
+    unsigned closing : 1; /* uv_close called                              */
+} gf_conn;
+
+struct gf_server {
+    uv_loop_t *loop;
+    const gf_config *cfg;
+    gf_engine *engine;
+    gf_slot_ring ring;
+    gf_completion done; /* engines push finished slots here            */
+    uv_pipe_t listener;
+    uv_timer_t watchdog;    /* frame deadlines                              */
+    uv_timer_t sampler;     /* rates and loop utilisation, once a second    */
+    uv_timer_t drain_timer; /* bounds a graceful stop                       */
+    gf_trace trace;         /* the last frames' stage times (TRACE)         */
+    int listen_fd;          /* >= 0: a socket passed by systemd             */
+    gf_stats stats;
+    gf_conn *conns;                       /* live connections                       */
+    gf_conn *waiting_head, *waiting_tail; /* paused for want of a slot, FIFO        */
+    uint64_t next_conn_id;
+    uint32_t slots_in_flight; /* submitted and not yet completed              */
+    unsigned listening : 1;
+    unsigned draining : 1;
+    unsigned failed : 1; /* fatal engine failure or drain timeout         */
+    unsigned handles_closed : 1;
+};
+
+/* ---- conn.c ---------------------------------------------------------------- */
+
+/* Accepts one pending connection from the listener and starts reading it. */
+void gf__conn_accept(gf_server *srv);
+
+/* Goes on with a connection after something it waited for happened (a slot
+ * freed, a reply went out, the server started draining): consumes what is
+ * buffered, settles it after EOF, and starts or stops reading. */
+void gf__conn_resume(gf_conn *c);
+
+/* Writes, in order, every reply at the head of the queue that is ready. */
+void gf__conn_flush(gf_conn *c);
+
+/* Closes the connection; see conn.c for what happens to its frames. */
+void gf__conn_close(gf_conn *c);
+
+/* A reply is done with, written (`delivered`) or dropped; see conn.c. */
+void gf__reply_finish(gf_queued_reply *r, int delivered);
+
+/* Encodes a reply header into `out`: the one place replies' headers are built. */
+void gf__reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t type, uint64_t frame_id,
+                      uint32_t pipeline_id, uint32_t status, uint64_t payload_bytes);
+
+/* ---- server.c -------------------------------------------------------------- */
+
+/* The whole payload of the frame in `s` is in: hand it to the engine.  On a
+ * refusal the frame's ERROR reply is made ready here. */
+void gf__server_submit(gf_server *srv, gf_slot *s);
+
+/* `c` needs a slot and none is free: it waits, in arrival order. */
+void gf__server_wait_for_slot(gf_server *srv, gf_conn *c);
+
+/* Takes `c` off the slot-waiter queue, if it is on it. */
+void gf__server_stop_waiting(gf_server *srv, gf_conn *c);
+
+/* A slot went back to the ring: wake waiters, and finish a drain. */
+void gf__server_slot_freed(gf_server *srv);
+
+/* During a drain: once nothing is in flight or owed, close every handle. */
+void gf__server_check_drained(gf_server *srv);
+
+/* ---- introspect.c ---------------------------------------------------------- */
+
+/* A RESULT was written: count it, add its phases, keep it for TRACE. */
+void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_slot *s);
+
+/* The LIST, STATS and TRACE reply documents (STATS.md); NULL without memory. */
+cJSON *gf__list_document(const gf_server *srv);
+cJSON *gf__stats_document(gf_server *srv);
+cJSON *gf__trace_document(const gf_server *srv, uint32_t max_frames);
+
+#endif
