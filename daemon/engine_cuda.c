@@ -48,6 +48,19 @@ static cudaError_t check(cudaError_t err, const char *call, const char *file, in
 }
 #define CUDA_CHECK(call) check((call), #call, __FILE__, __LINE__)
 
+/* The negative errno a failed start-up call stands for: out of memory only
+ * when it was, no device when there is none, an I/O error otherwise. */
+static int cuda_errno(cudaError_t err) {
+    switch (err) {
+    case cudaSuccess: return 0;
+    case cudaErrorMemoryAllocation: return -ENOMEM;
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorInvalidDevice: return -ENODEV;
+    default: return -EIO;
+    }
+}
+
 /*
  * Errors that poison the context: after one, every later call fails and host
  * functions never run again.  The daemon must exit so systemd restarts it.
@@ -214,7 +227,8 @@ static void cuda_close(gf_engine *e) {
 static const gf_engine_ops cuda_ops = {
     .name = "cuda", .submit = cuda_submit, .finish = cuda_finish, .close = cuda_close};
 
-/* Allocates one slot's memory, stream and events. */
+/* Allocates one slot's memory, stream and events.  Returns 0 or a negative
+ * errno (cuda_errno) with the failed call logged. */
 static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_slot *cs) {
     /* cudaHostAlloc(0 bytes) fails; a slot always has at least one byte. */
     size_t in_b = p->in_capacity_bytes ? p->in_capacity_bytes : 1;
@@ -223,14 +237,16 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
     s->engine_state = cs;
     s->in_capacity_bytes = p->in_capacity_bytes;
     s->out_capacity_bytes = p->out_capacity_bytes;
-    if (CUDA_CHECK(cudaHostAlloc((void **)&s->in_host, in_b, cudaHostAllocDefault)) ||
-        CUDA_CHECK(cudaHostAlloc((void **)&s->out_host, out_b, cudaHostAllocDefault)) ||
-        CUDA_CHECK(cudaMalloc(&cs->in_dev, in_b)) || CUDA_CHECK(cudaMalloc(&cs->out_dev, out_b)) ||
-        CUDA_CHECK(cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking)))
-        return -ENOMEM;
+    cudaError_t err;
+    if ((err = CUDA_CHECK(cudaHostAlloc((void **)&s->in_host, in_b, cudaHostAllocDefault))) ||
+        (err = CUDA_CHECK(cudaHostAlloc((void **)&s->out_host, out_b, cudaHostAllocDefault))) ||
+        (err = CUDA_CHECK(cudaMalloc(&cs->in_dev, in_b))) ||
+        (err = CUDA_CHECK(cudaMalloc(&cs->out_dev, out_b))) ||
+        (err = CUDA_CHECK(cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking))))
+        return cuda_errno(err);
     for (int i = 0; i < EV_COUNT; i++)
-        if (CUDA_CHECK(cudaEventCreateWithFlags(&cs->ev[i], cudaEventDefault)))
-            return -ENOMEM;
+        if ((err = CUDA_CHECK(cudaEventCreateWithFlags(&cs->ev[i], cudaEventDefault))))
+            return cuda_errno(err);
     e->pinned_bytes += in_b + out_b;
     return 0;
 }
@@ -275,24 +291,28 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     e->slot_count = p->slot_count;
     e->slots = calloc(p->slot_count, sizeof *e->slots);
     ce->cslots = calloc(p->slot_count, sizeof *ce->cslots);
+    int rc = -ENOMEM;
     if (!e->slots || !ce->cslots)
         goto fail;
     struct cudaDeviceProp prop;
-    if (CUDA_CHECK(cudaSetDevice(ce->device)) ||
-        CUDA_CHECK(cudaGetDeviceProperties(&prop, ce->device)))
+    cudaError_t err;
+    if ((err = CUDA_CHECK(cudaSetDevice(ce->device))) ||
+        (err = CUDA_CHECK(cudaGetDeviceProperties(&prop, ce->device)))) {
+        rc = cuda_errno(err);
         goto fail;
+    }
     for (uint32_t i = 0; i < p->slot_count; i++) {
         e->slots[i].index = i;
-        if (open_slot(p, e, &e->slots[i], &ce->cslots[i]) != 0) {
-            GF_LOG_ERR("engine cuda: cannot allocate slot %u (%llu + %llu bytes pinned and on "
-                       "the device)",
+        if ((rc = open_slot(p, e, &e->slots[i], &ce->cslots[i])) != 0) {
+            GF_LOG_ERR("engine cuda: cannot set up slot %u (%llu + %llu bytes pinned and on "
+                       "the device, a stream, %d events): %s",
                        i, (unsigned long long)p->in_capacity_bytes,
-                       (unsigned long long)p->out_capacity_bytes);
+                       (unsigned long long)p->out_capacity_bytes, EV_COUNT, strerror(-rc));
             goto fail;
         }
     }
     ce->timed = p->timing_events;
-    if (warm_up(ce, p, &e->slots[0], &ce->cslots[0]) != 0)
+    if ((rc = warm_up(ce, p, &e->slots[0], &ce->cslots[0])) != 0)
         goto fail;
     gf_device_info *d = &e->device;
     d->is_gpu = 1;
@@ -313,5 +333,5 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     return 0;
 fail:
     cuda_close(e);
-    return -ENOMEM;
+    return rc;
 }
