@@ -158,40 +158,74 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
         gf__server_check_drained(srv);
 }
 
+/* The buffers of one reply: its header, then its body or the slot's output. */
+static unsigned reply_bufs(gf_queued_reply *r, uv_buf_t *bufs) {
+    /* uv_buf_t's length is a size_t on Unix; uv_buf_init's is not. */
+    bufs[0] = (uv_buf_t){.base = (char *)r->header, .len = GF_HEADER_BYTES};
+    if (r->body && r->body_bytes) {
+        bufs[1] = (uv_buf_t){.base = r->body, .len = r->body_bytes};
+        return 2;
+    }
+    if (!r->body && r->slot && r->slot->out_bytes) {
+        bufs[1] = (uv_buf_t){.base = (char *)r->slot->out_host, .len = r->slot->out_bytes};
+        return 2;
+    }
+    return 1;
+}
+
+/*
+ * A batch of replies went out (or failed, or was cancelled by a close).  The
+ * batch is the chain that gf__conn_flush detached from the queue, first to
+ * last through `next`; each reply is finished in order.
+ */
 static void on_write(uv_write_t *req, int status) {
     gf_queued_reply *r = container_of(req, gf_queued_reply, write_req);
     gf_conn *c = r->conn;
-    if (status == 0 && r->slot && r->slot->status == GF_OK)
-        gf__frame_answered(c->srv, c, r->slot);
     if (status < 0 && status != UV_ECANCELED && !c->closing) {
         GF_LOG_INF("connection %llu: write failed (%s); closing", (unsigned long long)c->id,
                    uv_strerror(status));
         gf__conn_close(c);
     }
-    gf__reply_finish(r, status == 0);
+    while (r) {
+        /* Read it first: finishing a frame's reply hands its slot to the next frame. */
+        gf_queued_reply *next = r->next;
+        if (status == 0 && r->slot && r->slot->status == GF_OK)
+            gf__frame_answered(c->srv, c, r->slot);
+        gf__reply_finish(r, status == 0);
+        r = next;
+    }
 }
 
+/*
+ * Writes, in order, every reply at the head of the queue that is ready: up to
+ * GF_WRITE_BATCH_MAX of them in one uv_write, so that a burst of small results
+ * costs one writev(2), not one each.  The batch uses its first reply's
+ * uv_write_t.
+ */
 void gf__conn_flush(gf_conn *c) {
     while (c->replies_head && c->replies_head->ready && !c->closing) {
-        gf_queued_reply *r = c->replies_head;
-        c->replies_head = r->next;
+        uv_buf_t bufs[2 * GF_WRITE_BATCH_MAX];
+        unsigned nbufs = 0, count = 0;
+        gf_queued_reply *first = c->replies_head, *last = NULL;
+        for (gf_queued_reply *r = first; r && r->ready && count < GF_WRITE_BATCH_MAX;
+             r = r->next, count++) {
+            nbufs += reply_bufs(r, bufs + nbufs);
+            last = r;
+        }
+        c->replies_head = last->next;
         if (!c->replies_head)
             c->replies_tail = NULL;
-        r->next = NULL;
-        /* uv_buf_t's length is a size_t on Unix; uv_buf_init's is not. */
-        uv_buf_t bufs[2] = {{.base = (char *)r->header, .len = GF_HEADER_BYTES}};
-        unsigned n = 1;
-        if (r->body && r->body_bytes)
-            bufs[n++] = (uv_buf_t){.base = r->body, .len = r->body_bytes};
-        else if (!r->body && r->slot && r->slot->out_bytes)
-            bufs[n++] = (uv_buf_t){.base = (char *)r->slot->out_host, .len = r->slot->out_bytes};
-        int rc = uv_write(&r->write_req, (uv_stream_t *)&c->pipe, bufs, n, on_write);
+        last->next = NULL;
+        int rc = uv_write(&first->write_req, (uv_stream_t *)&c->pipe, bufs, nbufs, on_write);
         if (rc < 0) {
             GF_LOG_INF("connection %llu: cannot write (%s); closing", (unsigned long long)c->id,
                        uv_strerror(rc));
             conn_ref(c);
             gf__conn_close(c);
-            gf__reply_finish(r, 0);
+            for (gf_queued_reply *r = first, *next; r; r = next) {
+                next = r->next;
+                gf__reply_finish(r, 0);
+            }
             conn_unref(c);
             return;
         }

@@ -42,6 +42,8 @@
  * reading from it: a client that floods bad frames and never reads cannot
  * make the daemon's memory grow without bound. */
 #define GF_CONN_MAX_LOOSE_REPLIES 64
+/* Replies one uv_write may carry (two buffers each; far under IOV_MAX). */
+#define GF_WRITE_BATCH_MAX 64
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 

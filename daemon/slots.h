@@ -24,8 +24,8 @@ struct gf_slot;
 /*
  * One reply owed to a connection.  Replies wait in their connection's queue
  * in the order the requests arrived and are written strictly in that order:
- * every request gets exactly one reply while its connection is open.  A frame's reply lives inside its slot; an ERROR, LIST or
- * STATS reply not tied to a slot is malloc'd and owns its body.
+ * every request gets exactly one reply while its connection is open.  A frame's reply lives inside
+ * its slot; an ERROR, LIST or STATS reply not tied to a slot is malloc'd and owns its body.
  */
 typedef struct gf_queued_reply {
     struct gf_queued_reply *next;    /* next reply of the same connection        */
@@ -35,7 +35,7 @@ typedef struct gf_queued_reply {
     uint8_t header[GF_HEADER_BYTES]; /* encoded reply header                     */
     char *body;                      /* slot == NULL: malloc'd payload, or NULL  */
     size_t body_bytes;               /* its length                               */
-    uv_write_t write_req;            /* in use from uv_write to its callback     */
+    uv_write_t write_req;            /* a write batch it heads, until its callback */
 } gf_queued_reply;
 
 /*
