@@ -10,13 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#ifndef GF_SKIP_CODE
-#define GF_SKIP_CODE 77
-#endif
+#include "runner.h"
 
 #ifdef GF_HAVE_CUDA
 
-#include <check.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -284,8 +281,7 @@ static Suite *gpu_kernels_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr;
-    int device_count = 0, failed;
+    int device_count = 0;
     cudaError_t err = cudaGetDeviceCount(&device_count);
 
     /* CI has nvcc but no driver: cudaErrorInsufficientDriver, not NoDevice. */
@@ -294,13 +290,8 @@ int main(void) {
                err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
         return GF_SKIP_CODE;
     }
-    sr = srunner_create(gpu_kernels_suite());
     /* Never fork after CUDA is initialised (cudaGetDeviceCount did). */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return gf_test_run_in_process(gpu_kernels_suite());
 }
 
 #else /* !GF_HAVE_CUDA */

@@ -13,13 +13,13 @@
 #include <string.h>
 
 #include "libgpuframe.h"
+#include "runner.h"
 #include "testutil.h"
 
-#ifndef GF_SKIP_CODE
-#define GF_SKIP_CODE 77
-#endif
 #define REPLY_TIMEOUT_MS 30000
-#define MIB              (1024u * 1024u)
+/* Per-test limit of Check. */
+#define TEST_TIMEOUT_S 120
+#define MIB            (1024u * 1024u)
 
 static const char *g_engine; /* "cpu" or "cuda": $GF_TEST_ENGINE */
 
@@ -297,29 +297,19 @@ START_TEST(cuda_copies_overlap_across_slots) {
 }
 END_TEST
 
-int main(void) {
-    char why[GF_TEST_ERR_MAX];
-    int rc = gf_test_select_engine(&g_engine, why, sizeof why);
-    if (rc == -ENODEV) {
-        printf("SKIP: %s\n", why);
-        return GF_SKIP_CODE;
-    }
-    if (rc < 0) {
-        fprintf(stderr, "%s\n", why);
-        return EXIT_FAILURE;
-    }
-    signal(SIGPIPE, SIG_IGN);
+static Suite *stats_live_suite(void) {
     Suite *s = suite_create("stats_live");
     TCase *tc = tcase_create("stats_live");
-    tcase_set_timeout(tc, 120);
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, phases_add_up_for_known_traffic);
     tcase_add_test(tc, trace_holds_the_last_frames_in_order);
     tcase_add_test(tc, timing_events_off);
     tcase_add_test(tc, cuda_copies_overlap_across_slots);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
+}
+
+int main(void) {
+    g_engine = gf_test_suite_engine();
+    return gf_test_run(stats_live_suite());
 }

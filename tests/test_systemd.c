@@ -55,11 +55,8 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "runner.h"
 #include "testutil.h"
-
-#ifndef GF_SKIP_CODE
-#define GF_SKIP_CODE 77
-#endif
 #ifndef GF_TEST_CONFIG_DIR
 #define GF_TEST_CONFIG_DIR "config"
 #endif
@@ -1399,17 +1396,7 @@ static void find_on_path(const char *name, char *out, size_t len) {
 }
 
 int main(void) {
-    char why[GF_TEST_ERR_MAX];
-    int rc = gf_test_select_engine(&g_engine, why, sizeof why);
-    if (rc == -ENODEV) {
-        printf("SKIP: %s\n", why);
-        return GF_SKIP_CODE;
-    }
-    if (rc < 0) {
-        fprintf(stderr, "%s\n", why);
-        return EXIT_FAILURE;
-    }
-    signal(SIGPIPE, SIG_IGN);
+    g_engine = gf_test_suite_engine();
     /* Variables a developer's shell or a CI runner may carry would change
      * what the daemons under test do. */
     unsetenv("NOTIFY_SOCKET");
@@ -1425,10 +1412,5 @@ int main(void) {
            g_engine, gf_test_daemon_path(), g_sincos_ns, slow_frame_bytes(DRAIN_FRAME_MS),
            slow_frame_bytes(WATCHDOG_FRAME_MS));
     fflush(stdout);
-
-    SRunner *sr = srunner_create(systemd_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return gf_test_run(systemd_suite());
 }

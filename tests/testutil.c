@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "runner.h"
 
 #ifndef GF_TEST_DAEMON
 #define GF_TEST_DAEMON "gpuframed"
@@ -323,6 +324,23 @@ int gf_test_select_engine(const char **engine, char *why, size_t why_len) {
     }
     *engine = e;
     return 0;
+}
+
+const char *gf_test_suite_engine(void) {
+    const char *engine = NULL;
+    char why[GF_TEST_ERR_MAX];
+    int rc = gf_test_select_engine(&engine, why, sizeof why);
+
+    if (rc == -ENODEV) {
+        printf("SKIP: %s\n", why);
+        exit(GF_SKIP_CODE);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "%s\n", why);
+        exit(EXIT_FAILURE);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    return engine;
 }
 
 size_t gf_test_daemon_argv(const gf_test_daemon *d, char **argv) {

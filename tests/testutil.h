@@ -123,6 +123,16 @@ const char *gf_test_daemon_path(void);
  */
 int gf_test_select_engine(const char **engine, char *why, size_t why_len);
 
+/*
+ * The start of main() in a suite that starts daemons: returns the engine of
+ * gf_test_select_engine and ignores SIGPIPE (raw sockets send with
+ * MSG_NOSIGNAL; this is for anything else).  Unlike the other helpers it may
+ * end the process: where the engine cannot run here it prints "SKIP: " and
+ * the reason and exits with GF_SKIP_CODE; where $GF_TEST_ENGINE is invalid it
+ * prints the reason and exits with EXIT_FAILURE.  For main() only.
+ */
+const char *gf_test_suite_engine(void);
+
 /* Arguments gf_test_daemon_argv writes before its NULL. */
 #define GF_TEST_DAEMON_ARGC 7
 
