@@ -51,7 +51,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -100,11 +99,9 @@ static char g_socket_activate[256]; /* path of systemd-socket-activate, or ""   
 
 /* ---- small helpers ------------------------------------------------------------- */
 
+/* Microseconds of CLOCK_MONOTONIC, the unit of MONOTONIC_USEC=. */
 static uint64_t now_us(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    return gf_now_ns() / 1000u;
 }
 
 /* The test config: affine with parameters `a` and `b` (JSON numbers as
@@ -310,7 +307,7 @@ static void *notify_reader(void *arg) {
         pthread_mutex_lock(&n->lock);
         if (n->count < NOTIFY_MSGS_MAX) {
             snprintf(n->msgs[n->count].text, sizeof n->msgs[n->count].text, "%s", buf);
-            n->msgs[n->count].at_ms = gf_test_now_ms();
+            n->msgs[n->count].at_ms = gf_now_ms();
             n->count++;
         }
         pthread_mutex_unlock(&n->lock);
@@ -414,7 +411,7 @@ static size_t notify_count(notify_log *n) {
  * (or, for a key ending in '=', a line with that key); waits at most
  * `timeout_ms`; -1 when none came. */
 static long notify_find(notify_log *n, const char *line, size_t from, int timeout_ms) {
-    uint64_t deadline = gf_test_now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = gf_now_ms() + (uint64_t)timeout_ms;
     int is_key = line[strlen(line) - 1] == '=';
     char value[NOTIFY_MSG_MAX_BYTES];
 
@@ -427,7 +424,7 @@ static long notify_find(notify_log *n, const char *line, size_t from, int timeou
                 return (long)i;
         }
         from = count;
-        if (gf_test_now_ms() >= deadline)
+        if (gf_now_ms() >= deadline)
             return -1;
         gf_test_sleep_ms(5);
     }
@@ -676,11 +673,11 @@ START_TEST(watchdog_withheld_while_nothing_completes) {
         gf_test_make_frame(&p[P_SLOW], bytes, &rng, &in, &ref, &ref_bytes, err, sizeof err), 0);
     gf_test_sleep_ms(5 * WATCHDOG_TICK_MS); /* pings while idle */
 
-    uint64_t sent_ms = gf_test_now_ms();
+    uint64_t sent_ms = gf_now_ms();
     ck_assert_int_eq(gf_client_send_frame(c, P_SLOW, 1, in, bytes), 0);
     gf_reply r;
     int rc = gf_client_recv(c, &r, GF_TEST_REPLY_TIMEOUT_MS);
-    uint64_t reply_ms = gf_test_now_ms();
+    uint64_t reply_ms = gf_now_ms();
     ck_assert_msg(rc == 0, "slow frame: %s (%s)", strerror(-rc), gf_client_error(c));
     ck_assert_int_eq(gf_test_check_result(&p[P_SLOW], &r, 1, ref, ref_bytes, err, sizeof err), 0);
     gf_test_sleep_ms(6 * WATCHDOG_TICK_MS);
@@ -860,10 +857,10 @@ START_TEST(drain_timeout_abandons_and_exits_nonzero) {
     gf_client_close(probe);
     ck_assert_uint_eq(received, 1);
 
-    uint64_t t0 = gf_test_now_ms();
+    uint64_t t0 = gf_now_ms();
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
     int status = wait_exit(&d, WAIT_MS);
-    uint64_t took = gf_test_now_ms() - t0;
+    uint64_t took = gf_now_ms() - t0;
     close(fd);
     assert_exit(&d, status, 1);
     ck_assert_msg(took + 20 >= SHORT_DRAIN_MS,

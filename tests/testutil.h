@@ -21,6 +21,7 @@
 #include "libgpuframe.h"
 #include "pipeline.h"
 #include "protocol.h"
+#include "util.h"
 
 /* Room for a temporary directory's path: a socket inside it must fit
  * sun_path (108 bytes) anyway. */
@@ -50,8 +51,8 @@ typedef struct gf_test_daemon {
 
 /* ---- time ------------------------------------------------------------------ */
 
-/* Milliseconds of CLOCK_MONOTONIC: for deadlines and durations only. */
-uint64_t gf_test_now_ms(void);
+/* The clock is protocol/util.h's gf_now_ms (CLOCK_MONOTONIC), included here
+ * for every suite. */
 
 /* Sleeps `ms` milliseconds, resuming after signals. */
 void gf_test_sleep_ms(unsigned ms);
