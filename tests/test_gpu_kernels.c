@@ -200,21 +200,24 @@ END_TEST
  * GPU and the reference differ most (8 to 14), and many. */
 static const uint32_t sincos_iters[] = {1, 3, 8, 10, 12, 14, 100, 1000};
 
-START_TEST(test_sincos_iters) {
+/* run_case of sincos with sincos_iters[i] repetitions on 1 MiB of input made
+ * as `mode` says from `seed`. */
+static void run_sincos_iters(int i, enum fill_mode mode, uint64_t seed) {
     gf_params p;
     gf_params_defaults(gf_pipeline_kind_find("sincos"), &p);
-    p.iters = sincos_iters[_i];
-    run_case("sincos", &p, MIB, FILL_F32, 0x51C1u + (uint64_t)_i);
+    p.iters = sincos_iters[i];
+    run_case("sincos", &p, MIB, mode, seed);
+}
+
+START_TEST(test_sincos_iters) {
+    run_sincos_iters(_i, FILL_F32, 0x51C1u + (uint64_t)_i);
 }
 END_TEST
 
 /* The same counts on inputs near +-pi, the map's repelling points, where a
  * one-ulp difference grows most before it is damped. */
 START_TEST(test_sincos_near_pi) {
-    gf_params p;
-    gf_params_defaults(gf_pipeline_kind_find("sincos"), &p);
-    p.iters = sincos_iters[_i];
-    run_case("sincos", &p, MIB, FILL_F32_NEAR_PI, 0x51C2u + (uint64_t)_i);
+    run_sincos_iters(_i, FILL_F32_NEAR_PI, 0x51C2u + (uint64_t)_i);
 }
 END_TEST
 

@@ -536,6 +536,24 @@ int gf_test_raw_send_header(int fd, const gf_header *h) {
 }
 
 /*
+ * Waits until `fd` has bytes (or EOF) to read, at most until `deadline_ms`
+ * of gf_now_ms.  Returns 1 when it has; 0 when poll woke with nothing or
+ * was interrupted (call again); -ETIMEDOUT once the deadline is reached; or
+ * poll's negative errno.
+ */
+static int wait_readable(int fd, uint64_t deadline_ms) {
+    uint64_t now = gf_now_ms();
+
+    if (now >= deadline_ms)
+        return -ETIMEDOUT;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int pr = poll(&pfd, 1, (int)(deadline_ms - now));
+    if (pr < 0)
+        return errno == EINTR ? 0 : -errno;
+    return pr > 0;
+}
+
+/*
  * Receives exactly `len` bytes, waiting at most `timeout_ms` in all.
  * Returns `len`; fewer (>= 0) when the peer closed first; -ETIMEDOUT;
  * -ECONNRESET; or another negative errno.
@@ -546,14 +564,10 @@ static ssize_t raw_recv(int fd, void *buf, size_t len, int timeout_ms) {
     uint64_t deadline = gf_now_ms() + (uint64_t)timeout_ms;
 
     while (got < len) {
-        uint64_t now = gf_now_ms();
-        if (now >= deadline)
-            return -ETIMEDOUT;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int pr = poll(&pfd, 1, (int)(deadline - now));
-        if (pr < 0 && errno != EINTR)
-            return -errno;
-        if (pr <= 0)
+        int ready = wait_readable(fd, deadline);
+        if (ready < 0)
+            return ready;
+        if (ready == 0)
             continue;
         ssize_t n = recv(fd, p + got, len - got, MSG_DONTWAIT);
         if (n > 0) {
@@ -608,17 +622,12 @@ int gf_test_raw_expect_close(int fd, int timeout_ms, size_t *extra) {
     uint64_t deadline = gf_now_ms() + (uint64_t)timeout_ms;
 
     for (;;) {
-        uint64_t now = gf_now_ms();
-        if (now >= deadline) {
-            if (extra != NULL)
-                *extra = more;
-            return -ETIMEDOUT;
-        }
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int pr = poll(&pfd, 1, (int)(deadline - now));
-        if (pr < 0 && errno != EINTR)
-            return -errno;
-        if (pr <= 0)
+        int ready = wait_readable(fd, deadline);
+        if (ready == -ETIMEDOUT && extra != NULL)
+            *extra = more;
+        if (ready < 0)
+            return ready;
+        if (ready == 0)
             continue;
         ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
         if (n > 0) {
