@@ -7,29 +7,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "util.h"
 
 /* One notification: a few KEY=VALUE lines.  STATUS= is one short line. */
 #define GF_NOTIFY_MSG_MAX_BYTES 1024
 /* Decimal digits of the largest value any of the variables may hold. */
 #define GF_ENV_NUMBER_MAX_DIGITS 20
-
-__attribute__((format(printf, 3, 4))) static void seterr(char *err, size_t err_len, const char *fmt,
-                                                         ...) {
-    va_list ap;
-
-    if (err == NULL || err_len == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
 
 /* Parses a whole positive decimal number without sign or spaces; -1 if `s`
  * is not one. */
@@ -64,14 +53,15 @@ int gf_notify_open(gf_notifier *n, char *err, size_t err_len) {
         return 0;
     len = strlen(e);
     if ((e[0] != '/' && e[0] != '@') || len < 2 || len > sizeof n->addr.sun_path) {
-        seterr(err, err_len,
-               "NOTIFY_SOCKET=\"%.*s\": expected an absolute path or an @abstract name of at "
-               "most %zu bytes; not notifying systemd",
-               (int)sizeof n->addr.sun_path, e, sizeof n->addr.sun_path);
+        gf_errorf(err, err_len,
+                  "NOTIFY_SOCKET=\"%.*s\": expected an absolute path or an @abstract name of at "
+                  "most %zu bytes; not notifying systemd",
+                  (int)sizeof n->addr.sun_path, e, sizeof n->addr.sun_path);
         return -EINVAL;
     }
     if (e[0] == '/' && len == sizeof n->addr.sun_path) {
-        seterr(err, err_len, "NOTIFY_SOCKET: a path of %zu bytes leaves no room for its NUL", len);
+        gf_errorf(err, err_len, "NOTIFY_SOCKET: a path of %zu bytes leaves no room for its NUL",
+                  len);
         return -EINVAL;
     }
     n->addr.sun_family = AF_UNIX;
@@ -87,7 +77,7 @@ int gf_notify_open(gf_notifier *n, char *err, size_t err_len) {
     n->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (n->fd < 0) {
         int rc = -errno;
-        seterr(err, err_len, "NOTIFY_SOCKET: socket: %s", strerror(errno));
+        gf_errorf(err, err_len, "NOTIFY_SOCKET: socket: %s", strerror(errno));
         return rc;
     }
     return 0;
@@ -150,17 +140,11 @@ int gf_notify_stopping(gf_notifier *n, const char *status) {
     return send_with_status(n, "STOPPING=1", status);
 }
 
-static uint64_t monotonic_usec(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 int gf_notify_reloading(gf_notifier *n) {
     char msg[64];
 
-    snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, monotonic_usec());
+    /* MONOTONIC_USEC= is CLOCK_MONOTONIC in microseconds (sd_notify(3)). */
+    snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, gf_now_ns() / 1000u);
     return gf_notify_send(n, msg);
 }
 
@@ -175,15 +159,15 @@ int gf_notify_watchdog_usec(uint64_t *usec, char *err, size_t err_len) {
         return 0;
     if (p != NULL && p[0] != '\0') {
         if (parse_positive(p, &pid) < 0) {
-            seterr(err, err_len, "WATCHDOG_PID=\"%.32s\": not a process id; watchdog off", p);
+            gf_errorf(err, err_len, "WATCHDOG_PID=\"%.32s\": not a process id; watchdog off", p);
             return -EINVAL;
         }
         if (pid != (uint64_t)getpid())
             return 0; /* meant for another process */
     }
     if (parse_positive(v, usec) < 0) {
-        seterr(err, err_len, "WATCHDOG_USEC=\"%.32s\": expected a positive integer; watchdog off",
-               v);
+        gf_errorf(err, err_len,
+                  "WATCHDOG_USEC=\"%.32s\": expected a positive integer; watchdog off", v);
         *usec = 0;
         return -EINVAL;
     }
@@ -207,23 +191,23 @@ static int check_listener(int fd, char *err, size_t err_len) {
     socklen_t sa_len = sizeof sa;
 
     if (fcntl(fd, F_GETFD) < 0) {
-        seterr(err, err_len, "LISTEN_FDS=1 but fd %d is not open: %s", fd, strerror(errno));
+        gf_errorf(err, err_len, "LISTEN_FDS=1 but fd %d is not open: %s", fd, strerror(errno));
         return -EINVAL;
     }
     memset(&sa, 0, sizeof sa);
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &sa_len) < 0) {
-        seterr(err, err_len, "fd %d passed by systemd is not a socket: %s", fd, strerror(errno));
+        gf_errorf(err, err_len, "fd %d passed by systemd is not a socket: %s", fd, strerror(errno));
         return -EINVAL;
     }
     len = sizeof listening;
     if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0)
         listening = 0;
     if (sa.sun_family != AF_UNIX || type != SOCK_STREAM || !listening) {
-        seterr(err, err_len,
-               "fd %d passed by systemd is not a listening Unix stream socket (family %d, "
-               "type %d, listening %d): use ListenStream=/path in the .socket unit",
-               fd, (int)sa.sun_family, type, listening);
+        gf_errorf(err, err_len,
+                  "fd %d passed by systemd is not a listening Unix stream socket (family %d, "
+                  "type %d, listening %d): use ListenStream=/path in the .socket unit",
+                  fd, (int)sa.sun_family, type, listening);
         return -EINVAL;
     }
     return 0;
@@ -238,23 +222,23 @@ int gf_notify_listen_fd(int *fd, char *err, size_t err_len) {
     if (pid_s == NULL && fds_s == NULL)
         goto out;
     if (parse_positive(pid_s, &pid) < 0) {
-        seterr(err, err_len, "LISTEN_PID=\"%.32s\": expected a process id", pid_s ? pid_s : "");
+        gf_errorf(err, err_len, "LISTEN_PID=\"%.32s\": expected a process id", pid_s ? pid_s : "");
         rc = -EINVAL;
         goto out;
     }
     if (pid != (uint64_t)getpid())
         goto out; /* passed to another process: not ours to use */
     if (fds_s == NULL || parse_positive(fds_s, &count) < 0) {
-        seterr(err, err_len, "LISTEN_FDS=\"%.32s\": expected a positive number of sockets",
-               fds_s ? fds_s : "");
+        gf_errorf(err, err_len, "LISTEN_FDS=\"%.32s\": expected a positive number of sockets",
+                  fds_s ? fds_s : "");
         rc = -EINVAL;
         goto out;
     }
     if (count != 1) {
-        seterr(err, err_len,
-               "systemd passed %" PRIu64 " sockets (LISTEN_FDS=%" PRIu64 "); gpuframed serves "
-               "exactly one: give gpuframed.socket a single ListenStream=",
-               count, count);
+        gf_errorf(err, err_len,
+                  "systemd passed %" PRIu64 " sockets (LISTEN_FDS=%" PRIu64 "); gpuframed serves "
+                  "exactly one: give gpuframed.socket a single ListenStream=",
+                  count, count);
         rc = -EINVAL;
         goto out;
     }
@@ -263,8 +247,8 @@ int gf_notify_listen_fd(int *fd, char *err, size_t err_len) {
         goto out;
     if (fcntl(GF_LISTEN_FDS_START, F_SETFD, FD_CLOEXEC) < 0) {
         rc = -errno;
-        seterr(err, err_len, "fd %d: cannot set close-on-exec: %s", GF_LISTEN_FDS_START,
-               strerror(errno));
+        gf_errorf(err, err_len, "fd %d: cannot set close-on-exec: %s", GF_LISTEN_FDS_START,
+                  strerror(errno));
         goto out;
     }
     *fd = GF_LISTEN_FDS_START;

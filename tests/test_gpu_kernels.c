@@ -10,13 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#ifndef GF_SKIP_CODE
-#define GF_SKIP_CODE 77
-#endif
+#include "runner.h"
 
 #ifdef GF_HAVE_CUDA
 
-#include <check.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -203,21 +200,24 @@ END_TEST
  * GPU and the reference differ most (8 to 14), and many. */
 static const uint32_t sincos_iters[] = {1, 3, 8, 10, 12, 14, 100, 1000};
 
-START_TEST(test_sincos_iters) {
+/* run_case of sincos with sincos_iters[i] repetitions on 1 MiB of input made
+ * as `mode` says from `seed`. */
+static void run_sincos_iters(int i, enum fill_mode mode, uint64_t seed) {
     gf_params p;
     gf_params_defaults(gf_pipeline_kind_find("sincos"), &p);
-    p.iters = sincos_iters[_i];
-    run_case("sincos", &p, MIB, FILL_F32, 0x51C1u + (uint64_t)_i);
+    p.iters = sincos_iters[i];
+    run_case("sincos", &p, MIB, mode, seed);
+}
+
+START_TEST(test_sincos_iters) {
+    run_sincos_iters(_i, FILL_F32, 0x51C1u + (uint64_t)_i);
 }
 END_TEST
 
 /* The same counts on inputs near +-pi, the map's repelling points, where a
  * one-ulp difference grows most before it is damped. */
 START_TEST(test_sincos_near_pi) {
-    gf_params p;
-    gf_params_defaults(gf_pipeline_kind_find("sincos"), &p);
-    p.iters = sincos_iters[_i];
-    run_case("sincos", &p, MIB, FILL_F32_NEAR_PI, 0x51C2u + (uint64_t)_i);
+    run_sincos_iters(_i, FILL_F32_NEAR_PI, 0x51C2u + (uint64_t)_i);
 }
 END_TEST
 
@@ -284,8 +284,7 @@ static Suite *gpu_kernels_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr;
-    int device_count = 0, failed;
+    int device_count = 0;
     cudaError_t err = cudaGetDeviceCount(&device_count);
 
     /* CI has nvcc but no driver: cudaErrorInsufficientDriver, not NoDevice. */
@@ -294,13 +293,8 @@ int main(void) {
                err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
         return GF_SKIP_CODE;
     }
-    sr = srunner_create(gpu_kernels_suite());
     /* Never fork after CUDA is initialised (cudaGetDeviceCount did). */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return gf_test_run_in_process(gpu_kernels_suite());
 }
 
 #else /* !GF_HAVE_CUDA */

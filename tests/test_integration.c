@@ -12,8 +12,9 @@
  * runner process); its tests run in forked children that connect over the
  * socket, one after the other.  The fixture's teardown stops the daemon with
  * SIGTERM and requires exit status 0 and a log without errors or warnings;
- * a problem there is counted as a failure by main().  The drain tests start
- * their own daemon inside the test, because they must reap it themselves.
+ * a problem there fails the suite (gf_test_fail_outside_checks).  The drain
+ * tests start their own daemon inside the test, because they must reap it
+ * themselves.
  *
  * TCases:
  *   serve        LIST; every pipeline at boundary sizes, windows 1 and 8;
@@ -43,11 +44,8 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "runner.h"
 #include "testutil.h"
-
-#ifndef GF_SKIP_CODE
-#define GF_SKIP_CODE 77
-#endif
 
 #define MIB (1024u * 1024u)
 /* The test config's max_frame_bytes: 4 MiB keeps slot memory small. */
@@ -110,10 +108,8 @@ static const char *const pipeline_kinds[P_COUNT] = {"echo", "affine", "sincos", 
                                                     "normalize_u8"};
 
 static const char *g_engine;      /* "cpu" or "cuda": $GF_TEST_ENGINE       */
-static SRunner *g_runner;         /* to see in teardown whether tests failed */
 static gf_test_daemon g_daemon;   /* the current fixture TCase's daemon     */
 static int g_failed_before_setup; /* failures counted when it started       */
-static int g_fixture_failures;    /* teardown problems; main() counts them  */
 static gf_pipeline *g_pipelines;  /* LIST of the fixture daemon (per test)  */
 static size_t g_pipeline_count;
 
@@ -123,7 +119,7 @@ static size_t g_pipeline_count;
 static void daemon_setup(void) {
     char err[ERR_BYTES];
 
-    g_failed_before_setup = srunner_ntests_failed(g_runner);
+    g_failed_before_setup = gf_test_failed_so_far();
     int rc = gf_test_daemon_start(&g_daemon, test_config, g_engine, err, sizeof err);
     ck_assert_msg(rc == 0, "cannot start gpuframed with the %s engine: %s", g_engine, err);
 }
@@ -131,8 +127,8 @@ static void daemon_setup(void) {
 /*
  * Unchecked teardown (runner process; Check assertions are not allowed
  * here): SIGTERM, exit status 0, and no failure lines in the log.  Problems
- * are printed and counted in g_fixture_failures.  The daemon's directory is
- * kept when anything in the TCase failed.
+ * are printed and fail the suite through gf_test_fail_outside_checks.  The
+ * daemon's directory is kept when anything in the TCase failed.
  */
 static void daemon_teardown(void) {
     char desc[96], lines[4096], tail[4096];
@@ -150,13 +146,14 @@ static void daemon_teardown(void) {
         fprintf(stderr, "FAIL: gpuframed logged %zu error/warning line(s):\n%s", n, lines);
         bad = 1;
     }
-    if (bad || srunner_ntests_failed(g_runner) > g_failed_before_setup) {
+    if (bad || gf_test_failed_so_far() > g_failed_before_setup) {
         gf_test_log_tail(g_daemon.log_path, 40, tail, sizeof tail);
         fprintf(stderr, "gpuframed log %s (kept), last lines:\n%s\n", g_daemon.log_path, tail);
     } else {
         gf_test_daemon_cleanup(&g_daemon);
     }
-    g_fixture_failures += bad;
+    if (bad)
+        gf_test_fail_outside_checks();
 }
 
 /* ---- helpers for tests ----------------------------------------------------------- */
@@ -1799,29 +1796,9 @@ static Suite *integration_suite(void) {
 }
 
 int main(void) {
-    char why[GF_TEST_ERR_MAX];
-    int rc = gf_test_select_engine(&g_engine, why, sizeof why);
-    if (rc == -ENODEV) {
-        printf("SKIP: %s\n", why);
-        return GF_SKIP_CODE;
-    }
-    if (rc < 0) {
-        fprintf(stderr, "%s\n", why);
-        return EXIT_FAILURE;
-    }
-    /* Raw sockets write with MSG_NOSIGNAL; this is for anything else. */
-    signal(SIGPIPE, SIG_IGN);
+    g_engine = gf_test_suite_engine();
     printf("integration tests against gpuframed with the %s engine (%s)\n", g_engine,
            gf_test_daemon_path());
     fflush(stdout);
-
-    SRunner *sr = srunner_create(integration_suite());
-    g_runner = sr;
-    srunner_run_all(sr, CK_ENV); /* CK_VERBOSITY=verbose lists each test */
-    int failed = srunner_ntests_failed(sr) + g_fixture_failures;
-    srunner_free(sr);
-    if (g_fixture_failures > 0)
-        fprintf(stderr, "%d daemon(s) did not stop cleanly or logged errors (see above)\n",
-                g_fixture_failures);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return gf_test_run(integration_suite());
 }

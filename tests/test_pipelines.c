@@ -14,6 +14,7 @@
 #include "echo.h"
 #include "normalize_u8.h"
 #include "pipeline.h"
+#include "runner.h"
 #include "sincos.h"
 
 /* Room for any reason the registry writes. */
@@ -576,11 +577,5 @@ static Suite *pipelines_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(pipelines_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return gf_test_run(pipelines_suite());
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "protocol.h"
+#include "runner.h"
 
 /* The payload limit used where a test does not probe the limit itself. */
 #define TEST_MAX_PAYLOAD_BYTES (1u << 20)
@@ -789,10 +790,5 @@ static Suite *protocol_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(protocol_suite());
-
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return gf_test_run(protocol_suite());
 }

@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "report.h"
+#include "runner.h"
 
 /* Big enough for any reason the module or a checker writes. */
 #define ERR_BYTES 512
@@ -1203,11 +1204,5 @@ static Suite *report_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(report_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return gf_test_run(report_suite());
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner.h"
 #include "stats.h"
 #include "trace.h"
 
@@ -158,7 +159,7 @@ START_TEST(ring_keeps_the_newest_oldest_first) {
 }
 END_TEST
 
-int main(void) {
+static Suite *stats_suite(void) {
     Suite *s = suite_create("stats");
     TCase *tc = tcase_create("stats");
     tcase_add_test(tc, histogram_buckets_are_inclusive_upper_bounds);
@@ -167,9 +168,9 @@ int main(void) {
     tcase_add_test(tc, gpu_busy_and_overlap_from_intervals);
     tcase_add_test(tc, ring_keeps_the_newest_oldest_first);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
+}
+
+int main(void) {
+    return gf_test_run(stats_suite());
 }

@@ -10,7 +10,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "runner.h"
 
 #ifndef GF_TEST_DAEMON
 #define GF_TEST_DAEMON "gpuframed"
@@ -41,27 +41,7 @@
 /* The socket file's name inside the daemon's directory. */
 #define SOCKET_NAME "s.sock"
 
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...) {
-    va_list ap;
-
-    if (err == NULL || err_len == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- time ------------------------------------------------------------------ */
-
-uint64_t gf_test_now_ms(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 void gf_test_sleep_ms(unsigned ms) {
     struct timespec ts = {.tv_sec = ms / 1000u, .tv_nsec = (long)(ms % 1000u) * 1000000L};
@@ -250,7 +230,7 @@ static pid_t spawn(char *const argv[], const char *output_path) {
 /* Waits at most timeout_ms for `pid` to exit.  Returns 0 with its status, or
  * -ETIMEDOUT, or a negative errno of waitpid. */
 static int wait_pid(pid_t pid, int timeout_ms, int *status) {
-    uint64_t deadline = gf_test_now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
+    uint64_t deadline = gf_now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
 
     for (;;) {
         pid_t r = waitpid(pid, status, WNOHANG);
@@ -258,7 +238,7 @@ static int wait_pid(pid_t pid, int timeout_ms, int *status) {
             return 0;
         if (r < 0 && errno != EINTR)
             return -errno;
-        if (gf_test_now_ms() >= deadline)
+        if (gf_now_ms() >= deadline)
             return -ETIMEDOUT;
         gf_test_sleep_ms(POLL_INTERVAL_MS);
     }
@@ -313,16 +293,33 @@ int gf_test_select_engine(const char **engine, char *why, size_t why_len) {
     if (e == NULL || e[0] == '\0')
         e = "cpu";
     if (strcmp(e, "cpu") != 0 && strcmp(e, "cuda") != 0) {
-        set_err(why, why_len, "GF_TEST_ENGINE must be cpu or cuda, not \"%s\"", e);
+        gf_errorf(why, why_len, "GF_TEST_ENGINE must be cpu or cuda, not \"%s\"", e);
         return -EINVAL;
     }
     if (strcmp(e, "cuda") == 0 && access("/dev/nvidiactl", F_OK) != 0) {
-        set_err(why, why_len,
-                "no NVIDIA device node (/dev/nvidiactl); the cuda engine cannot run here");
+        gf_errorf(why, why_len,
+                  "no NVIDIA device node (/dev/nvidiactl); the cuda engine cannot run here");
         return -ENODEV;
     }
     *engine = e;
     return 0;
+}
+
+const char *gf_test_suite_engine(void) {
+    const char *engine = NULL;
+    char why[GF_TEST_ERR_MAX];
+    int rc = gf_test_select_engine(&engine, why, sizeof why);
+
+    if (rc == -ENODEV) {
+        printf("SKIP: %s\n", why);
+        exit(GF_SKIP_CODE);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "%s\n", why);
+        exit(EXIT_FAILURE);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    return engine;
 }
 
 size_t gf_test_daemon_argv(const gf_test_daemon *d, char **argv) {
@@ -350,7 +347,7 @@ int gf_test_daemon_prepare(gf_test_daemon *d, const char *config_json, const cha
     snprintf(d->engine, sizeof d->engine, "%s", engine);
     rc = gf_test_make_temp_dir(d->dir, sizeof d->dir);
     if (rc < 0) {
-        set_err(err, err_len, "cannot make a temporary directory: %s", strerror(-rc));
+        gf_errorf(err, err_len, "cannot make a temporary directory: %s", strerror(-rc));
         return rc;
     }
     snprintf(d->config_path, sizeof d->config_path, "%s/gpuframed.json", d->dir);
@@ -358,7 +355,7 @@ int gf_test_daemon_prepare(gf_test_daemon *d, const char *config_json, const cha
     snprintf(d->log_path, sizeof d->log_path, "%s/daemon.log", d->dir);
     rc = gf_test_write_file(d->config_path, config_json);
     if (rc < 0) {
-        set_err(err, err_len, "cannot write %s: %s", d->config_path, strerror(-rc));
+        gf_errorf(err, err_len, "cannot write %s: %s", d->config_path, strerror(-rc));
         return rc;
     }
     return 0;
@@ -368,7 +365,7 @@ int gf_test_daemon_spawn(gf_test_daemon *d, char *const argv[], char *err, size_
     pid_t pid = spawn(argv, d->log_path);
 
     if (pid < 0) {
-        set_err(err, err_len, "cannot start %s: %s", argv[0], strerror((int)-pid));
+        gf_errorf(err, err_len, "cannot start %s: %s", argv[0], strerror((int)-pid));
         return (int)pid;
     }
     d->pid = pid;
@@ -379,7 +376,7 @@ int gf_test_daemon_spawn(gf_test_daemon *d, char *const argv[], char *err, size_
 int gf_test_daemon_wait_listening(gf_test_daemon *d, const char *socket_path, int timeout_ms,
                                   char *err, size_t err_len) {
     char tail[2048], desc[96];
-    uint64_t deadline = gf_test_now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
+    uint64_t deadline = gf_now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
 
     for (;;) {
         int status;
@@ -390,7 +387,7 @@ int gf_test_daemon_wait_listening(gf_test_daemon *d, const char *socket_path, in
                 d->exit_status = status;
             }
             gf_test_log_tail(d->log_path, 20, tail, sizeof tail);
-            set_err(
+            gf_errorf(
                 err, err_len,
                 "gpuframed (--engine %s) exited (%s) before accepting a connection; log %s:\n%s",
                 d->engine, gf_test_describe_status(d->exit_status, desc, sizeof desc), d->log_path,
@@ -399,15 +396,15 @@ int gf_test_daemon_wait_listening(gf_test_daemon *d, const char *socket_path, in
         }
         if (socket_accepts(socket_path))
             return 0;
-        if (gf_test_now_ms() >= deadline)
+        if (gf_now_ms() >= deadline)
             break;
         gf_test_sleep_ms(POLL_INTERVAL_MS);
     }
     gf_test_log_tail(d->log_path, 20, tail, sizeof tail);
-    set_err(err, err_len,
-            "gpuframed (--engine %s) did not accept a connection on %s within %d ms; "
-            "log %s:\n%s",
-            d->engine, socket_path, timeout_ms, d->log_path, tail);
+    gf_errorf(err, err_len,
+              "gpuframed (--engine %s) did not accept a connection on %s within %d ms; "
+              "log %s:\n%s",
+              d->engine, socket_path, timeout_ms, d->log_path, tail);
     return -ETIMEDOUT;
 }
 
@@ -539,6 +536,24 @@ int gf_test_raw_send_header(int fd, const gf_header *h) {
 }
 
 /*
+ * Waits until `fd` has bytes (or EOF) to read, at most until `deadline_ms`
+ * of gf_now_ms.  Returns 1 when it has; 0 when poll woke with nothing or
+ * was interrupted (call again); -ETIMEDOUT once the deadline is reached; or
+ * poll's negative errno.
+ */
+static int wait_readable(int fd, uint64_t deadline_ms) {
+    uint64_t now = gf_now_ms();
+
+    if (now >= deadline_ms)
+        return -ETIMEDOUT;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int pr = poll(&pfd, 1, (int)(deadline_ms - now));
+    if (pr < 0)
+        return errno == EINTR ? 0 : -errno;
+    return pr > 0;
+}
+
+/*
  * Receives exactly `len` bytes, waiting at most `timeout_ms` in all.
  * Returns `len`; fewer (>= 0) when the peer closed first; -ETIMEDOUT;
  * -ECONNRESET; or another negative errno.
@@ -546,17 +561,13 @@ int gf_test_raw_send_header(int fd, const gf_header *h) {
 static ssize_t raw_recv(int fd, void *buf, size_t len, int timeout_ms) {
     unsigned char *p = buf;
     size_t got = 0;
-    uint64_t deadline = gf_test_now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = gf_now_ms() + (uint64_t)timeout_ms;
 
     while (got < len) {
-        uint64_t now = gf_test_now_ms();
-        if (now >= deadline)
-            return -ETIMEDOUT;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int pr = poll(&pfd, 1, (int)(deadline - now));
-        if (pr < 0 && errno != EINTR)
-            return -errno;
-        if (pr <= 0)
+        int ready = wait_readable(fd, deadline);
+        if (ready < 0)
+            return ready;
+        if (ready == 0)
             continue;
         ssize_t n = recv(fd, p + got, len - got, MSG_DONTWAIT);
         if (n > 0) {
@@ -576,30 +587,30 @@ int gf_test_raw_recv_reply(int fd, gf_header *h, void *payload, size_t cap, int 
     ssize_t n = raw_recv(fd, buf, sizeof buf, timeout_ms);
 
     if (n < 0) {
-        set_err(err, err_len, "no reply header: %s", strerror((int)-n));
+        gf_errorf(err, err_len, "no reply header: %s", strerror((int)-n));
         return (int)n;
     }
     if ((size_t)n < sizeof buf) {
-        set_err(err, err_len, "connection closed after %zd bytes of a reply header", n);
+        gf_errorf(err, err_len, "connection closed after %zd bytes of a reply header", n);
         return -ECONNRESET;
     }
     int rc = gf_header_parse(buf, sizeof buf, GF_ROLE_CLIENT, cap, h);
     if (rc < 0) {
-        set_err(err, err_len, "bad reply header: %s (type %u, payload %" PRIu64 " bytes)",
-                gf_status_name((uint32_t)-rc), (unsigned)h->type, h->payload_bytes);
+        gf_errorf(err, err_len, "bad reply header: %s (type %u, payload %" PRIu64 " bytes)",
+                  gf_status_name((uint32_t)-rc), (unsigned)h->type, h->payload_bytes);
         return -EPROTO;
     }
     if (h->payload_bytes == 0)
         return 0;
     n = raw_recv(fd, payload, (size_t)h->payload_bytes, timeout_ms);
     if (n < 0) {
-        set_err(err, err_len, "no payload after a %s header: %s", gf_msg_type_name(h->type),
-                strerror((int)-n));
+        gf_errorf(err, err_len, "no payload after a %s header: %s", gf_msg_type_name(h->type),
+                  strerror((int)-n));
         return (int)n;
     }
     if ((uint64_t)n < h->payload_bytes) {
-        set_err(err, err_len, "connection closed after %zd of %" PRIu64 " payload bytes", n,
-                h->payload_bytes);
+        gf_errorf(err, err_len, "connection closed after %zd of %" PRIu64 " payload bytes", n,
+                  h->payload_bytes);
         return -ECONNRESET;
     }
     return 0;
@@ -608,20 +619,15 @@ int gf_test_raw_recv_reply(int fd, gf_header *h, void *payload, size_t cap, int 
 int gf_test_raw_expect_close(int fd, int timeout_ms, size_t *extra) {
     unsigned char buf[4096];
     size_t more = 0;
-    uint64_t deadline = gf_test_now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = gf_now_ms() + (uint64_t)timeout_ms;
 
     for (;;) {
-        uint64_t now = gf_test_now_ms();
-        if (now >= deadline) {
-            if (extra != NULL)
-                *extra = more;
-            return -ETIMEDOUT;
-        }
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int pr = poll(&pfd, 1, (int)(deadline - now));
-        if (pr < 0 && errno != EINTR)
-            return -errno;
-        if (pr <= 0)
+        int ready = wait_readable(fd, deadline);
+        if (ready == -ETIMEDOUT && extra != NULL)
+            *extra = more;
+        if (ready < 0)
+            return ready;
+        if (ready == 0)
             continue;
         ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
         if (n > 0) {
@@ -645,11 +651,11 @@ int gf_test_list(gf_client *c, gf_pipeline **out, size_t *count, char *err, size
     int rc = gf_client_request_json(c, GF_MSG_LIST, &json, GF_TEST_REPLY_TIMEOUT_MS);
 
     if (rc < 0) {
-        set_err(err, err_len, "LIST failed: %s (%s)", strerror(-rc), gf_client_error(c));
+        gf_errorf(err, err_len, "LIST failed: %s (%s)", strerror(-rc), gf_client_error(c));
         return rc;
     }
     if (gf_pipelines_from_json(json, out, count, why, sizeof why) != 0) {
-        set_err(err, err_len, "LIST reply does not parse: %s; reply: %.300s", why, json);
+        gf_errorf(err, err_len, "LIST reply does not parse: %s; reply: %.300s", why, json);
         free(json);
         return -EPROTO;
     }
@@ -662,12 +668,12 @@ int gf_test_stats(gf_client *c, cJSON **out, char *err, size_t err_len) {
     int rc = gf_client_request_json(c, GF_MSG_STATS, &json, GF_TEST_REPLY_TIMEOUT_MS);
 
     if (rc < 0) {
-        set_err(err, err_len, "STATS failed: %s (%s)", strerror(-rc), gf_client_error(c));
+        gf_errorf(err, err_len, "STATS failed: %s (%s)", strerror(-rc), gf_client_error(c));
         return rc;
     }
     cJSON *root = cJSON_Parse(json);
     if (root == NULL || !cJSON_IsObject(root)) {
-        set_err(err, err_len, "STATS reply is not a JSON object: %.300s", json);
+        gf_errorf(err, err_len, "STATS reply is not a JSON object: %.300s", json);
         cJSON_Delete(root);
         free(json);
         return -EPROTO;
@@ -730,7 +736,7 @@ int gf_test_frame_rejections(const cJSON *stats, uint64_t *out) {
 
 int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, cJSON **last,
                       char *err, size_t err_len) {
-    uint64_t deadline = gf_test_now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = gf_now_ms() + (uint64_t)timeout_ms;
 
     for (;;) {
         cJSON *st = NULL;
@@ -742,7 +748,7 @@ int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, c
             gf_test_json_u64(st, "slots.free", &free_count) != 0 ||
             gf_test_json_u64(st, "slots.in_flight", &in_flight) != 0 ||
             gf_test_json_u64(st, "connections.open", &open) != 0) {
-            set_err(err, err_len, "STATS lacks slots.count/free/in_flight or connections.open");
+            gf_errorf(err, err_len, "STATS lacks slots.count/free/in_flight or connections.open");
             cJSON_Delete(st);
             return -EPROTO;
         }
@@ -753,12 +759,12 @@ int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, c
                 cJSON_Delete(st);
             return 0;
         }
-        if (gf_test_now_ms() >= deadline) {
-            set_err(err, err_len,
-                    "daemon not idle after %d ms: slots.free %" PRIu64 " of %" PRIu64
-                    ", slots.in_flight %" PRIu64 ", connections.open %" PRIu64 " (want %" PRIu64
-                    ")",
-                    timeout_ms, free_count, count, in_flight, open, open_connections);
+        if (gf_now_ms() >= deadline) {
+            gf_errorf(err, err_len,
+                      "daemon not idle after %d ms: slots.free %" PRIu64 " of %" PRIu64
+                      ", slots.in_flight %" PRIu64 ", connections.open %" PRIu64 " (want %" PRIu64
+                      ")",
+                      timeout_ms, free_count, count, in_flight, open, open_connections);
             if (last != NULL)
                 *last = st;
             else
@@ -814,7 +820,7 @@ int gf_test_make_frame(const gf_pipeline *p, size_t bytes, uint64_t *rng, void *
     int64_t out = p->kind->output_bytes(&p->params, bytes, why, sizeof why);
 
     if (out < 0) {
-        set_err(err, err_len, "pipeline %s cannot take %zu bytes: %s", p->name, bytes, why);
+        gf_errorf(err, err_len, "pipeline %s cannot take %zu bytes: %s", p->name, bytes, why);
         return -EINVAL;
     }
     void *i = malloc(bytes > 0 ? bytes : 1);
@@ -822,7 +828,7 @@ int gf_test_make_frame(const gf_pipeline *p, size_t bytes, uint64_t *rng, void *
     if (i == NULL || r == NULL) {
         free(i);
         free(r);
-        set_err(err, err_len, "out of memory for a frame of %zu bytes", bytes);
+        gf_errorf(err, err_len, "out of memory for a frame of %zu bytes", bytes);
         return -ENOMEM;
     }
     gf_test_fill_input(p->kind, i, bytes, rng);
@@ -848,31 +854,32 @@ int gf_test_check_result(const gf_pipeline *p, const gf_reply *r, uint64_t frame
             memcpy(text, r->payload, n);
             text[n] = '\0';
         }
-        set_err(err, err_len, "frame %" PRIu64 ": got %s (status %u %s) \"%s\", expected RESULT",
-                frame_id, gf_msg_type_name(h->type), (unsigned)h->status, gf_status_name(h->status),
-                text);
+        gf_errorf(err, err_len, "frame %" PRIu64 ": got %s (status %u %s) \"%s\", expected RESULT",
+                  frame_id, gf_msg_type_name(h->type), (unsigned)h->status,
+                  gf_status_name(h->status), text);
         return -1;
     }
     if (h->status != GF_OK || h->flags != 0 || h->version != GF_PROTOCOL_VERSION) {
-        set_err(err, err_len, "frame %" PRIu64 ": RESULT with status %u, flags %u, version %u",
-                frame_id, (unsigned)h->status, (unsigned)h->flags, (unsigned)h->version);
+        gf_errorf(err, err_len, "frame %" PRIu64 ": RESULT with status %u, flags %u, version %u",
+                  frame_id, (unsigned)h->status, (unsigned)h->flags, (unsigned)h->version);
         return -1;
     }
     if (h->frame_id != frame_id || h->pipeline_id != p->id) {
-        set_err(err, err_len,
-                "RESULT for frame %" PRIu64 " pipeline %u, expected frame %" PRIu64 " pipeline %u",
-                h->frame_id, (unsigned)h->pipeline_id, frame_id, (unsigned)p->id);
+        gf_errorf(err, err_len,
+                  "RESULT for frame %" PRIu64 " pipeline %u, expected frame %" PRIu64
+                  " pipeline %u",
+                  h->frame_id, (unsigned)h->pipeline_id, frame_id, (unsigned)p->id);
         return -1;
     }
     if (r->payload_bytes != ref_bytes || h->payload_bytes != ref_bytes) {
-        set_err(err, err_len, "frame %" PRIu64 ": RESULT of %zu bytes, expected %zu", frame_id,
-                r->payload_bytes, ref_bytes);
+        gf_errorf(err, err_len, "frame %" PRIu64 ": RESULT of %zu bytes, expected %zu", frame_id,
+                  r->payload_bytes, ref_bytes);
         return -1;
     }
     if (ref_bytes > 0 &&
         gf_pipeline_compare(p->kind, r->payload, ref, ref_bytes, why, sizeof why) != 0) {
-        set_err(err, err_len, "frame %" PRIu64 ": output differs from the %s reference: %s",
-                frame_id, p->kind->name, why);
+        gf_errorf(err, err_len, "frame %" PRIu64 ": output differs from the %s reference: %s",
+                  frame_id, p->kind->name, why);
         return -1;
     }
     return 0;
@@ -888,15 +895,15 @@ int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, si
     int rc = 0;
 
     if (s->window == 0 || gf_client_in_flight(c) != 0) {
-        set_err(err, err_len, "stream of %s: window 0 or %zu requests already in flight", p->name,
-                gf_client_in_flight(c));
+        gf_errorf(err, err_len, "stream of %s: window 0 or %zu requests already in flight", p->name,
+                  gf_client_in_flight(c));
         return -EINVAL;
     }
     for (unsigned k = 0; k < pool; k++) {
         rc = gf_test_make_frame(p, s->frame_bytes, &rng, &in[k], &ref[k], &ref_bytes, why,
                                 sizeof why);
         if (rc < 0) {
-            set_err(err, err_len, "%s", why);
+            gf_errorf(err, err_len, "%s", why);
             goto out;
         }
     }
@@ -907,9 +914,10 @@ int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, si
             rc = gf_client_send_frame(c, p->id, s->first_frame_id + sent, in[sent % pool],
                                       s->frame_bytes);
             if (rc < 0) {
-                set_err(err, err_len, "%s, %zu bytes, window %u: queueing frame %u of %u: %s (%s)",
-                        p->name, s->frame_bytes, s->window, sent + 1, s->frame_count, strerror(-rc),
-                        gf_client_error(c));
+                gf_errorf(err, err_len,
+                          "%s, %zu bytes, window %u: queueing frame %u of %u: %s (%s)", p->name,
+                          s->frame_bytes, s->window, sent + 1, s->frame_count, strerror(-rc),
+                          gf_client_error(c));
                 goto out;
             }
             sent++;
@@ -917,15 +925,15 @@ int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, si
         gf_reply r;
         rc = gf_client_recv(c, &r, GF_TEST_REPLY_TIMEOUT_MS);
         if (rc < 0) {
-            set_err(err, err_len, "%s, %zu bytes, window %u: no reply to frame %u of %u: %s (%s)",
-                    p->name, s->frame_bytes, s->window, received + 1, s->frame_count, strerror(-rc),
-                    gf_client_error(c));
+            gf_errorf(err, err_len, "%s, %zu bytes, window %u: no reply to frame %u of %u: %s (%s)",
+                      p->name, s->frame_bytes, s->window, received + 1, s->frame_count,
+                      strerror(-rc), gf_client_error(c));
             goto out;
         }
         if (gf_test_check_result(p, &r, s->first_frame_id + received, ref[received % pool],
                                  ref_bytes, why, sizeof why) != 0) {
-            set_err(err, err_len, "%s, %zu bytes, window %u, reply %u of %u: %s", p->name,
-                    s->frame_bytes, s->window, received + 1, s->frame_count, why);
+            gf_errorf(err, err_len, "%s, %zu bytes, window %u, reply %u of %u: %s", p->name,
+                      s->frame_bytes, s->window, received + 1, s->frame_count, why);
             rc = -EBADMSG;
             goto out;
         }

@@ -21,6 +21,7 @@
 #include "libgpuframe.h"
 #include "pipeline.h"
 #include "protocol.h"
+#include "util.h"
 
 /* Room for a temporary directory's path: a socket inside it must fit
  * sun_path (108 bytes) anyway. */
@@ -50,8 +51,8 @@ typedef struct gf_test_daemon {
 
 /* ---- time ------------------------------------------------------------------ */
 
-/* Milliseconds of CLOCK_MONOTONIC: for deadlines and durations only. */
-uint64_t gf_test_now_ms(void);
+/* The clock is protocol/util.h's gf_now_ms (CLOCK_MONOTONIC), included here
+ * for every suite. */
 
 /* Sleeps `ms` milliseconds, resuming after signals. */
 void gf_test_sleep_ms(unsigned ms);
@@ -122,6 +123,16 @@ const char *gf_test_daemon_path(void);
  * reason is in why[why_len].
  */
 int gf_test_select_engine(const char **engine, char *why, size_t why_len);
+
+/*
+ * The start of main() in a suite that starts daemons: returns the engine of
+ * gf_test_select_engine and ignores SIGPIPE (raw sockets send with
+ * MSG_NOSIGNAL; this is for anything else).  Unlike the other helpers it may
+ * end the process: where the engine cannot run here it prints "SKIP: " and
+ * the reason and exits with GF_SKIP_CODE; where $GF_TEST_ENGINE is invalid it
+ * prints the reason and exits with EXIT_FAILURE.  For main() only.
+ */
+const char *gf_test_suite_engine(void);
 
 /* Arguments gf_test_daemon_argv writes before its NULL. */
 #define GF_TEST_DAEMON_ARGC 7
