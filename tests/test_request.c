@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "request.h"
+#include "runner.h"
 
 /* Payloads larger than this are refused from the header (too_large). */
 #define TEST_MAX_FRAME_BYTES 32u
@@ -341,9 +342,5 @@ static Suite *request_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(request_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return gf_test_run(request_suite());
 }
