@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "log.h" /* enum gf_log_level */
 #include "pipeline.h"
 
 /* sun_path's size on Linux: the longest socket path, NUL included. */
@@ -26,8 +27,6 @@
 #define GF_MAX_PIPELINES         256
 
 enum gf_engine_choice { GF_ENGINE_AUTO, GF_ENGINE_CUDA, GF_ENGINE_CPU };
-
-enum gf_log_level { GF_LOG_ERROR, GF_LOG_WARN, GF_LOG_INFO, GF_LOG_DEBUG };
 
 typedef struct gf_config {
     char socket_path[GF_SOCKET_PATH_MAX]; /* where the daemon listens          */
