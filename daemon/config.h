@@ -2,8 +2,8 @@
  * Configuration: the daemon's settings and its configured pipelines, read
  * from JSON (config/gpuframed.json documents every key) with cJSON.
  *
- * The same module turns pipelines into the LIST reply's JSON and back, so the
- * daemon and the client agree on one encoding.
+ * The LIST reply's codec (gf_pipelines_to_json and back) is protocol/listing.h,
+ * included here for the daemon's modules.
  */
 #ifndef GF_CONFIG_H
 #define GF_CONFIG_H
@@ -11,8 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
+#include "listing.h"
 #include "log.h" /* enum gf_log_level */
 #include "pipeline.h"
 
@@ -24,7 +23,6 @@
 #define GF_SLOTS_DEFAULT 2
 /* Bounds on one frame's payload. */
 #define GF_MAX_FRAME_BYTES_LIMIT (1ull << 32)
-#define GF_MAX_PIPELINES         256
 
 enum gf_engine_choice { GF_ENGINE_AUTO, GF_ENGINE_CUDA, GF_ENGINE_CPU };
 
@@ -116,28 +114,5 @@ void gf_config_free(gf_config *cfg);
 int gf_engine_choice_parse(const char *s, enum gf_engine_choice *out);
 const char *gf_engine_choice_name(enum gf_engine_choice e);
 int gf_log_level_parse(const char *s, enum gf_log_level *out);
-
-/*
- * Reads `kind`'s parameters from the JSON object `obj` (NULL: all defaults)
- * into `*out`.  Absent keys take their defaults; unknown keys, wrong types and
- * out-of-range values are errors named as "<prefix>.<key>: ...".  Returns 0
- * or -1 with the reason in err[err_len].
- */
-int gf_params_from_json(const gf_pipeline_kind *kind, const cJSON *obj, const char *prefix,
-                        gf_params *out, char *err, size_t err_len);
-
-/*
- * The LIST reply: {"pipelines":[{"id":0,"name":"echo","kind":"echo",
- * "params":{...},"doc":"..."}, ...]}.  Returns a new cJSON tree the caller
- * frees with cJSON_Delete, or NULL when out of memory.
- */
-cJSON *gf_pipelines_to_json(const gf_pipeline *pipelines, size_t count);
-
-/*
- * Parses a LIST reply back into a malloc'd array the caller frees with
- * free().  Returns 0, or -1 with the reason in err[err_len].
- */
-int gf_pipelines_from_json(const char *json, gf_pipeline **out, size_t *count, char *err,
-                           size_t err_len);
 
 #endif
