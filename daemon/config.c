@@ -9,10 +9,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "util.h"
 
 /* Defaults of the keys a config file may leave out (config/README.md). */
 #define GF_SOCKET_PATH_DEFAULT      "/run/gpuframed.sock"
@@ -31,7 +34,7 @@
 /* A config file is a few KiB; anything near this is a wrong path. */
 #define GF_CONFIG_FILE_MAX_BYTES (1u << 20)
 
-/* ---- the config file -------------------------------------------------------- */
+/* ---- the table of top-level keys ---------------------------------------------- */
 
 enum top_key {
     K_SOCKET,
@@ -47,19 +50,143 @@ enum top_key {
     K_PIPELINES,
     K_COUNT_
 };
-static const char *const top_keys[K_COUNT_] = {
-    "socket",           "engine",           "slots",
-    "max_frame_bytes",  "frame_timeout_ms", "log_level",
-    "drain_timeout_ms", "max_pinned_bytes", "timing_events",
-    "trace_frames",     "pipelines",
-};
-
-enum pipeline_key { P_NAME, P_KIND, P_PARAMS, P_COUNT_ };
-static const char *const pipeline_keys[P_COUNT_] = {"name", "kind", "params"};
 
 static const char *const engine_names[] = {"auto", "cuda", "cpu"};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
+/* A boolean's values are its index in these, as for a choice. */
+static const char *const bool_names[] = {"false", "true"};
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#define FIELD(f)       offsetof(gf_config, f), sizeof(((gf_config *)0)->f)
+#define CHOICES(names) names, ARRAY_LEN(names)
+
+/* In the file's documented order, which "unknown key" problems list; the
+ * pipelines come last as they are checked against the values before them. */
+static const gf_config_key config_keys[K_COUNT_] = {
+    [K_SOCKET] = {"socket", GF_CONFIG_PATH, FIELD(socket_path), 1, GF_SOCKET_PATH_MAX - 1, 0,
+                  GF_SOCKET_PATH_DEFAULT, NULL, 0, GF_RELOAD_NEEDS_RESTART,
+                  "Path of the Unix socket the daemon listens on."},
+    [K_ENGINE] = {"engine", GF_CONFIG_CHOICE, FIELD(engine), 0, 0, GF_ENGINE_AUTO, NULL,
+                  CHOICES(engine_names), GF_RELOAD_NEEDS_RESTART,
+                  "Which engine runs the pipelines; auto prefers cuda."},
+    [K_SLOTS] = {"slots", GF_CONFIG_INTEGER, FIELD(slot_count), GF_SLOTS_MIN, GF_SLOTS_MAX,
+                 GF_SLOTS_DEFAULT, NULL, NULL, 0, GF_RELOAD_NEEDS_RESTART,
+                 "Frames in flight at once, each with its own buffers and stream."},
+    [K_MAX_FRAME_BYTES] = {"max_frame_bytes", GF_CONFIG_INTEGER, FIELD(max_frame_bytes), 1,
+                           (double)GF_MAX_FRAME_BYTES_LIMIT, (double)GF_MAX_FRAME_BYTES_DEFAULT,
+                           NULL, NULL, 0, GF_RELOAD_APPLIES,
+                           "Largest FRAME payload accepted (up to the slots' size on reload)."},
+    [K_FRAME_TIMEOUT_MS] = {"frame_timeout_ms", GF_CONFIG_INTEGER, FIELD(frame_timeout_ms), 1,
+                            GF_FRAME_TIMEOUT_MS_MAX, GF_FRAME_TIMEOUT_MS_DEFAULT, NULL, NULL, 0,
+                            GF_RELOAD_APPLIES, "Deadline of one frame on the engine."},
+    [K_LOG_LEVEL] = {"log_level", GF_CONFIG_CHOICE, FIELD(log_level), 0, 0, GF_LOG_INFO, NULL,
+                     CHOICES(log_level_names), GF_RELOAD_APPLIES,
+                     "Least severe message written to the log."},
+    [K_DRAIN_TIMEOUT_MS] = {"drain_timeout_ms", GF_CONFIG_INTEGER, FIELD(drain_timeout_ms), 1,
+                            GF_DRAIN_TIMEOUT_MS_MAX, GF_DRAIN_TIMEOUT_MS_DEFAULT, NULL, NULL, 0,
+                            GF_RELOAD_APPLIES, "How long a graceful stop may take."},
+    [K_MAX_PINNED_BYTES] = {"max_pinned_bytes", GF_CONFIG_INTEGER, FIELD(max_pinned_bytes), 0,
+                            (double)GF_MAX_PINNED_BYTES_LIMIT, 0, NULL, NULL, 0, GF_RELOAD_APPLIES,
+                            "Cap on the slots' pinned host memory; 0: a quarter of RAM."},
+    [K_TIMING_EVENTS] = {"timing_events", GF_CONFIG_BOOL, FIELD(timing_events), 0, 1, 1, NULL,
+                         CHOICES(bool_names), GF_RELOAD_NEEDS_RESTART,
+                         "Record CUDA events around each stage of a frame."},
+    [K_TRACE_FRAMES] = {"trace_frames", GF_CONFIG_INTEGER, FIELD(trace_frames), 0,
+                        GF_TRACE_FRAMES_MAX, GF_TRACE_FRAMES_DEFAULT, NULL, NULL, 0,
+                        GF_RELOAD_NEEDS_RESTART, "Recent frames whose stage times TRACE keeps."},
+    [K_PIPELINES] = {"pipelines", GF_CONFIG_PIPELINES, FIELD(pipelines), 1, GF_MAX_PIPELINES, 0,
+                     NULL, NULL, 0, GF_RELOAD_PARAMS,
+                     "The pipelines clients address by id (array position) or name."},
+};
+
+const gf_config_key *gf_config_keys(size_t *count) {
+    *count = K_COUNT_;
+    return config_keys;
+}
+
+const gf_config_key *gf_config_key_find(const char *key) {
+    for (size_t i = 0; i < K_COUNT_; i++)
+        if (key != NULL && strcmp(config_keys[i].key, key) == 0)
+            return &config_keys[i];
+    return NULL;
+}
+
+/* The value of an integer, bool or choice key in `cfg`, widened. */
+static uint64_t field_get(const gf_config *cfg, const gf_config_key *k) {
+    const char *field = (const char *)cfg + k->offset;
+    uint64_t u64;
+    uint32_t u32;
+    int i;
+
+    if (k->type == GF_CONFIG_BOOL || k->type == GF_CONFIG_CHOICE) {
+        assert(k->size == sizeof i);
+        memcpy(&i, field, sizeof i);
+        return (uint64_t)i;
+    }
+    assert(k->type == GF_CONFIG_INTEGER && (k->size == sizeof u32 || k->size == sizeof u64));
+    if (k->size == sizeof u32) {
+        memcpy(&u32, field, sizeof u32);
+        return u32;
+    }
+    memcpy(&u64, field, sizeof u64);
+    return u64;
+}
+
+/* Stores `v` (within the key's range) into an integer, bool or choice key. */
+static void field_set(gf_config *cfg, const gf_config_key *k, uint64_t v) {
+    char *field = (char *)cfg + k->offset;
+    uint32_t u32 = (uint32_t)v;
+    int i = (int)v;
+
+    if (k->type == GF_CONFIG_BOOL || k->type == GF_CONFIG_CHOICE)
+        memcpy(field, &i, sizeof i);
+    else if (k->size == sizeof u32)
+        memcpy(field, &u32, sizeof u32);
+    else
+        memcpy(field, &v, sizeof v);
+}
+
+/* Copies key `k`'s value from `from` into `to`.  Not for the pipelines. */
+static void field_copy(gf_config *to, const gf_config *from, const gf_config_key *k) {
+    assert(k->type != GF_CONFIG_PIPELINES);
+    memcpy((char *)to + k->offset, (const char *)from + k->offset, k->size);
+}
+
+/* Nonzero when key `k` (not the pipelines) differs between `a` and `b`. */
+static int field_differs(const gf_config *a, const gf_config *b, const gf_config_key *k) {
+    if (k->type == GF_CONFIG_PATH)
+        return strcmp((const char *)a + k->offset, (const char *)b + k->offset) != 0;
+    return field_get(a, k) != field_get(b, k);
+}
+
+/* Key `k`'s value in `cfg` as the log writes it: "4", "cpu", "true", a path. */
+static void field_text(const gf_config *cfg, const gf_config_key *k, char *buf, size_t len) {
+    uint64_t v;
+
+    if (k->type == GF_CONFIG_PATH) {
+        gf_errorf(buf, len, "%s", (const char *)cfg + k->offset);
+        return;
+    }
+    v = field_get(cfg, k);
+    if (k->type == GF_CONFIG_BOOL)
+        v = v != 0;
+    if (k->type == GF_CONFIG_INTEGER)
+        gf_errorf(buf, len, "%llu", (unsigned long long)v);
+    else
+        gf_errorf(buf, len, "%s", v < k->choice_count ? k->choices[v] : "unknown");
+}
+
+/* Every key's default (the pipelines: none). */
+static void set_defaults(gf_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < K_COUNT_; i++) {
+        const gf_config_key *k = &config_keys[i];
+        if (k->type == GF_CONFIG_PATH)
+            gf_errorf((char *)cfg + k->offset, k->size, "%s", k->default_text);
+        else if (k->type != GF_CONFIG_PIPELINES)
+            field_set(cfg, k, (uint64_t)k->default_value);
+    }
+}
 
 int gf_engine_choice_parse(const char *s, enum gf_engine_choice *out) {
     int i = s != NULL ? gf_json_name_index(engine_names, ARRAY_LEN(engine_names), s) : -1;
@@ -84,6 +211,139 @@ int gf_log_level_parse(const char *s, enum gf_log_level *out) {
     *out = (enum gf_log_level)i;
     return 0;
 }
+
+/* ---- reading values: from the file and from the command line ------------------ */
+
+/* Reads key `k` (not the pipelines) from the JSON value `v` into `cfg`.
+ * Returns 0, or -1 with "<key>: expected ..., got ..." reported. */
+static int read_key(const gf_config_key *k, const cJSON *v, gf_config *cfg, gf_problems *pr) {
+    char got[GF_VALUE_TEXT_BYTES];
+    double n;
+    int i;
+
+    switch (k->type) {
+    case GF_CONFIG_INTEGER:
+        if (gf_json_read_integer(v, k->key, k->min, k->max, &n, pr) < 0)
+            return -1;
+        field_set(cfg, k, (uint64_t)n);
+        return 0;
+    case GF_CONFIG_CHOICE:
+        i = gf_json_read_choice(v, k->key, k->choices, k->choice_count, pr);
+        if (i < 0)
+            return -1;
+        field_set(cfg, k, (uint64_t)i);
+        return 0;
+    case GF_CONFIG_BOOL:
+        if (cJSON_IsBool(v)) {
+            field_set(cfg, k, cJSON_IsTrue(v) != 0);
+            return 0;
+        }
+        gf_json_describe(v, got, sizeof got);
+        gf_problem(pr, "%s: expected true or false, got %s", k->key, got);
+        return -1;
+    case GF_CONFIG_PATH: {
+        size_t len = cJSON_IsString(v) ? strlen(v->valuestring) : 0;
+        if (len >= k->min && len <= k->max) {
+            memcpy((char *)cfg + k->offset, v->valuestring, len + 1);
+            return 0;
+        }
+        if (cJSON_IsString(v))
+            gf_errorf(got, sizeof got, "a string of %zu bytes", len);
+        else
+            gf_json_describe(v, got, sizeof got);
+        gf_problem(pr, "%s: expected a path of %.0f to %.0f bytes, got %s", k->key, k->min, k->max,
+                   got);
+        return -1;
+    }
+    case GF_CONFIG_PIPELINES: break;
+    }
+    assert(0 && "the pipelines are read by parse_pipelines");
+    return -1;
+}
+
+/* Parses the decimal text `s` into a whole number in [min, max]. */
+static int parse_whole(const char *s, double min, double max, uint64_t *out) {
+    unsigned long long v;
+    char *end;
+
+    errno = 0;
+    if (s[0] < '0' || s[0] > '9')
+        return -1;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || (double)v < min || (double)v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Writes names[count] as "a, b or c" into buf[len]. */
+static void or_list(const char *const *names, size_t count, char *buf, size_t len) {
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < count && used < len; i++)
+        used += gf_errorf(buf + used, len - used, "%s%s",
+                          i == 0           ? ""
+                          : i + 1 == count ? " or "
+                                           : ", ",
+                          names[i]);
+}
+
+int gf_config_override(gf_config_overrides *flags, const char *key, const char *text, char *err,
+                       size_t err_len) {
+    const gf_config_key *k = gf_config_key_find(key);
+    char list[GF_KNOWN_LIST_BYTES];
+    uint64_t v = 0;
+    int i;
+
+    if (k == NULL || k->type == GF_CONFIG_PIPELINES) {
+        gf_errorf(err, err_len, "%s cannot be set from the command line", key);
+        return -1;
+    }
+    switch (k->type) {
+    case GF_CONFIG_INTEGER:
+        if (parse_whole(text, k->min, k->max, &v) < 0) {
+            gf_errorf(err, err_len, "expected an integer in [%.0f, %.0f], got '%s'", k->min, k->max,
+                      text);
+            return -1;
+        }
+        break;
+    case GF_CONFIG_BOOL:
+    case GF_CONFIG_CHOICE:
+        i = gf_json_name_index(k->choices, k->choice_count, text);
+        if (i < 0) {
+            or_list(k->choices, k->choice_count, list, sizeof list);
+            gf_errorf(err, err_len, "expected %s, got '%s'", list, text);
+            return -1;
+        }
+        v = (uint64_t)i;
+        break;
+    case GF_CONFIG_PATH:
+        if (strlen(text) < k->min || strlen(text) > k->max) {
+            gf_errorf(err, err_len, "expected a path of %.0f to %.0f bytes", k->min, k->max);
+            return -1;
+        }
+        gf_errorf((char *)&flags->values + k->offset, k->size, "%s", text);
+        break;
+    case GF_CONFIG_PIPELINES: return -1;
+    }
+    if (k->type != GF_CONFIG_PATH)
+        field_set(&flags->values, k, v);
+    flags->given |= 1u << (k - config_keys);
+    return 0;
+}
+
+/* Replaces the file's values with the command line's (already checked). */
+static void apply_overrides(gf_config *cfg, const gf_config_overrides *flags) {
+    for (size_t i = 0; i < K_COUNT_; i++)
+        if (flags->given & (1u << i))
+            field_copy(cfg, &flags->values, &config_keys[i]);
+}
+
+/* ---- the pipelines -------------------------------------------------------- */
+
+enum pipeline_key { P_NAME, P_KIND, P_PARAMS, P_COUNT_ };
+static const char *const pipeline_keys[P_COUNT_] = {"name", "kind", "params"};
 
 /* Parses one element of the config's "pipelines" array into `p`, whose
  * `index` earlier siblings before[] are already parsed.  Reports every
@@ -222,18 +482,17 @@ static int check_pinned(const gf_config *cfg, gf_problems *pr) {
     return -1;
 }
 
-/* Replaces the file's values with the command line's (already range-checked). */
-static void apply_overrides(gf_config *cfg, const gf_config_overrides *f) {
-    if (f->socket_path != NULL)
-        snprintf(cfg->socket_path, sizeof cfg->socket_path, "%s", f->socket_path);
-    if (f->has_engine)
-        cfg->engine = f->engine;
-    if (f->has_log_level)
-        cfg->log_level = f->log_level;
-    if (f->has_slots)
-        cfg->slot_count = f->slot_count;
-    if (f->has_max_frame_bytes)
-        cfg->max_frame_bytes = f->max_frame_bytes;
+/* Reads every key of items[] but the pipelines into *cfg, which holds the
+ * defaults, reporting every problem.  Returns a mask of the keys whose value
+ * was bad (bit i: config_keys[i]). */
+static uint32_t read_keys(const cJSON *const *items, gf_config *cfg, gf_problems *pr) {
+    uint32_t bad = 0;
+
+    for (size_t i = 0; i < K_COUNT_; i++)
+        if (items[i] != NULL && config_keys[i].type != GF_CONFIG_PIPELINES &&
+            read_key(&config_keys[i], items[i], cfg, pr) < 0)
+            bad |= 1u << i;
+    return bad;
 }
 
 /* gf_config_parse with `flags` (may be NULL), reporting every problem to
@@ -241,27 +500,15 @@ static void apply_overrides(gf_config *cfg, const gf_config_overrides *f) {
 static int config_parse(const char *json, const gf_config_overrides *flags, gf_config *out,
                         gf_problems *pr) {
     const cJSON *items[K_COUNT_] = {0};
+    const char *names[K_COUNT_];
     char got[GF_VALUE_TEXT_BYTES];
+    size_t first_problem = pr->count;
+    uint32_t bad;
     gf_config cfg;
     cJSON *root;
-    size_t first_problem = pr->count;
-    int frame_bytes_ok = 1;
-    double n;
-    int i;
 
     memset(out, 0, sizeof *out);
-    memset(&cfg, 0, sizeof cfg);
-    snprintf(cfg.socket_path, sizeof cfg.socket_path, "%s", GF_SOCKET_PATH_DEFAULT);
-    cfg.engine = GF_ENGINE_AUTO;
-    cfg.slot_count = GF_SLOTS_DEFAULT;
-    cfg.max_frame_bytes = GF_MAX_FRAME_BYTES_DEFAULT;
-    cfg.frame_timeout_ms = GF_FRAME_TIMEOUT_MS_DEFAULT;
-    cfg.log_level = GF_LOG_INFO;
-    cfg.drain_timeout_ms = GF_DRAIN_TIMEOUT_MS_DEFAULT;
-    cfg.max_pinned_bytes = 0;
-    cfg.timing_events = 1;
-    cfg.trace_frames = GF_TRACE_FRAMES_DEFAULT;
-
+    set_defaults(&cfg);
     root = gf_json_parse_document("config", json, pr);
     if (root == NULL)
         goto fail;
@@ -271,79 +518,15 @@ static int config_parse(const char *json, const gf_config_overrides *flags, gf_c
         goto fail_root;
     }
     /* Unknown and duplicate keys are reported; the known ones are still
-     * read, so that one run names every problem of the file. */
-    gf_json_collect_keys(root, "", top_keys, K_COUNT_, 0, items, pr);
-
-    /* Fixed order, whatever the file's: pipelines need max_frame_bytes. */
-    if (items[K_SOCKET] != NULL) {
-        const cJSON *v = items[K_SOCKET];
-        size_t len = cJSON_IsString(v) ? strlen(v->valuestring) : 0;
-
-        if (len == 0 || len >= GF_SOCKET_PATH_MAX) {
-            if (cJSON_IsString(v))
-                snprintf(got, sizeof got, "a string of %zu bytes", len);
-            else
-                gf_json_describe(v, got, sizeof got);
-            gf_problem(pr, "socket: expected a path of 1 to %d bytes, got %s",
-                       GF_SOCKET_PATH_MAX - 1, got);
-        } else {
-            memcpy(cfg.socket_path, v->valuestring, len + 1);
-        }
-    }
-    if (items[K_ENGINE] != NULL) {
-        i = gf_json_read_choice(items[K_ENGINE], "engine", engine_names, ARRAY_LEN(engine_names),
-                                pr);
-        if (i >= 0)
-            cfg.engine = (enum gf_engine_choice)i;
-    }
-    if (items[K_SLOTS] != NULL) {
-        if (gf_json_read_integer(items[K_SLOTS], "slots", GF_SLOTS_MIN, GF_SLOTS_MAX, &n, pr) == 0)
-            cfg.slot_count = (uint32_t)n;
-    }
-    if (items[K_MAX_FRAME_BYTES] != NULL) {
-        if (gf_json_read_integer(items[K_MAX_FRAME_BYTES], "max_frame_bytes", 1,
-                                 (double)GF_MAX_FRAME_BYTES_LIMIT, &n, pr) == 0)
-            cfg.max_frame_bytes = (uint64_t)n;
-        else
-            frame_bytes_ok = 0;
-    }
-    if (items[K_FRAME_TIMEOUT_MS] != NULL) {
-        if (gf_json_read_integer(items[K_FRAME_TIMEOUT_MS], "frame_timeout_ms", 1,
-                                 GF_FRAME_TIMEOUT_MS_MAX, &n, pr) == 0)
-            cfg.frame_timeout_ms = (uint32_t)n;
-    }
-    if (items[K_LOG_LEVEL] != NULL) {
-        i = gf_json_read_choice(items[K_LOG_LEVEL], "log_level", log_level_names,
-                                ARRAY_LEN(log_level_names), pr);
-        if (i >= 0)
-            cfg.log_level = (enum gf_log_level)i;
-    }
-    if (items[K_DRAIN_TIMEOUT_MS] != NULL) {
-        if (gf_json_read_integer(items[K_DRAIN_TIMEOUT_MS], "drain_timeout_ms", 1,
-                                 GF_DRAIN_TIMEOUT_MS_MAX, &n, pr) == 0)
-            cfg.drain_timeout_ms = (uint32_t)n;
-    }
-    if (items[K_MAX_PINNED_BYTES] != NULL) {
-        if (gf_json_read_integer(items[K_MAX_PINNED_BYTES], "max_pinned_bytes", 0,
-                                 (double)GF_MAX_PINNED_BYTES_LIMIT, &n, pr) == 0)
-            cfg.max_pinned_bytes = (uint64_t)n;
-    }
-    if (items[K_TIMING_EVENTS] != NULL) {
-        if (!cJSON_IsBool(items[K_TIMING_EVENTS])) {
-            gf_json_describe(items[K_TIMING_EVENTS], got, sizeof got);
-            gf_problem(pr, "timing_events: expected true or false, got %s", got);
-        } else {
-            cfg.timing_events = cJSON_IsTrue(items[K_TIMING_EVENTS]);
-        }
-    }
-    if (items[K_TRACE_FRAMES] != NULL) {
-        if (gf_json_read_integer(items[K_TRACE_FRAMES], "trace_frames", 0, GF_TRACE_FRAMES_MAX, &n,
-                                 pr) == 0)
-            cfg.trace_frames = (uint32_t)n;
-    }
+     * read, in the table's order whatever the file's, so that one run names
+     * every problem of the file. */
+    for (size_t i = 0; i < K_COUNT_; i++)
+        names[i] = config_keys[i].key;
+    gf_json_collect_keys(root, "", names, K_COUNT_, 0, items, pr);
+    bad = read_keys(items, &cfg, pr);
     if (flags != NULL) {
         apply_overrides(&cfg, flags);
-        frame_bytes_ok |= flags->has_max_frame_bytes;
+        bad &= ~flags->given;
     }
     if (items[K_PIPELINES] == NULL) {
         gf_problem(pr, "pipelines: missing (required: a non-empty array of pipelines)");
@@ -351,8 +534,9 @@ static int config_parse(const char *json, const gf_config_overrides *flags, gf_c
     }
     /* Without a valid max_frame_bytes the kinds' size checks would only
      * repeat that problem. */
-    if (parse_pipelines(items[K_PIPELINES], frame_bytes_ok ? cfg.max_frame_bytes : 0,
-                        &cfg.pipelines, &cfg.pipeline_count, pr) < 0)
+    if (parse_pipelines(items[K_PIPELINES],
+                        bad & (1u << K_MAX_FRAME_BYTES) ? 0 : cfg.max_frame_bytes, &cfg.pipelines,
+                        &cfg.pipeline_count, pr) < 0)
         goto fail_root;
     /* The cap is checked on values that are all valid, or not at all. */
     if (pr->count > first_problem || check_pinned(&cfg, pr) < 0) {
@@ -471,32 +655,57 @@ void gf_config_free(gf_config *cfg) {
 
 /* ---- differences between two configurations ---------------------------------- */
 
-/* Appends ", " (unless first) and the formatted text to buf[len] at *used;
- * a text that does not fit ends the list with "...". */
-__attribute__((format(printf, 4, 5))) static void append_change(char *buf, size_t len, size_t *used,
-                                                                const char *fmt, ...) {
-    va_list ap;
+/* What a reload's note starts with, as gf_server_reload has always logged. */
+#define GF_RESTART_NOTE_PREFIX "needs a restart: "
+
+/* Appends `first` (when buf is empty) or ", ", then the formatted text, to
+ * the list in buf[len]; a text that does not fit ends the list with "...",
+ * after which nothing more is added. */
+static void list_vappend(char *buf, size_t len, const char *first, const char *fmt, va_list ap) {
+    size_t used = strlen(buf);
     int n;
 
-    if (*used >= len)
-        return;
-    if (*used > 0) {
-        n = snprintf(buf + *used, len - *used, ", ");
-        if (n < 0 || (size_t)n >= len - *used)
-            goto cut;
-        *used += (size_t)n;
+    if (used + 1 < len) {
+        n = snprintf(buf + used, len - used, "%s", used == 0 ? first : ", ");
+        if (n >= 0 && (size_t)n < len - used) {
+            used += (size_t)n;
+            n = vsnprintf(buf + used, len - used, fmt, ap);
+            if (n >= 0 && (size_t)n < len - used)
+                return;
+        }
     }
-    va_start(ap, fmt);
-    n = vsnprintf(buf + *used, len - *used, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= len - *used)
-        goto cut;
-    *used += (size_t)n;
-    return;
-cut:
     if (len >= 4)
         memcpy(buf + len - 4, "...", 4);
-    *used = len;
+}
+
+__attribute__((format(printf, 3, 4))) static void append_change(char *buf, size_t len,
+                                                                const char *fmt, ...) {
+    va_list ap;
+
+    va_start(ap, fmt);
+    list_vappend(buf, len, "", fmt, ap);
+    va_end(ap);
+}
+
+void gf_config_note_restart(char *note, size_t len, const char *fmt, ...) {
+    va_list ap;
+
+    va_start(ap, fmt);
+    list_vappend(note, len, GF_RESTART_NOTE_PREFIX, fmt, ap);
+    va_end(ap);
+}
+
+/* Appends "<key> <from's value> -> <to's value>" to the list in buf[len]. */
+static void append_key_change(char *buf, size_t len, const char *first, const gf_config_key *k,
+                              const gf_config *from, const gf_config *to) {
+    char a[GF_SOCKET_PATH_MAX], b[GF_SOCKET_PATH_MAX];
+
+    field_text(from, k, a, sizeof a);
+    field_text(to, k, b, sizeof b);
+    if (first[0] == '\0')
+        append_change(buf, len, "%s %s -> %s", k->key, a, b);
+    else
+        gf_config_note_restart(buf, len, "%s %s -> %s", k->key, a, b);
 }
 
 /* A pipeline's parameters as compact JSON text in buf[len] ("?" when out of
@@ -505,67 +714,79 @@ static void params_text(const gf_pipeline *p, char *buf, size_t len) {
     cJSON *obj = gf_params_to_json(p->kind, &p->params);
     char *text = obj != NULL ? cJSON_PrintUnformatted(obj) : NULL;
 
-    snprintf(buf, len, "%s", text != NULL ? text : "?");
+    gf_errorf(buf, len, "%s", text != NULL ? text : "?");
     cJSON_free(text);
     cJSON_Delete(obj);
 }
 
-void gf_config_describe_changes(const gf_config *from, const gf_config *to, char *buf, size_t len) {
-    static const char *const bools[] = {"false", "true"};
-    size_t used = 0;
-
-    if (len == 0)
-        return;
-    buf[0] = '\0';
-    if (strcmp(from->socket_path, to->socket_path) != 0)
-        append_change(buf, len, &used, "socket %s -> %s", from->socket_path, to->socket_path);
-    if (from->engine != to->engine)
-        append_change(buf, len, &used, "engine %s -> %s", gf_engine_choice_name(from->engine),
-                      gf_engine_choice_name(to->engine));
-    if (from->slot_count != to->slot_count)
-        append_change(buf, len, &used, "slots %u -> %u", from->slot_count, to->slot_count);
-    if (from->max_frame_bytes != to->max_frame_bytes)
-        append_change(buf, len, &used, "max_frame_bytes %llu -> %llu",
-                      (unsigned long long)from->max_frame_bytes,
-                      (unsigned long long)to->max_frame_bytes);
-    if (from->frame_timeout_ms != to->frame_timeout_ms)
-        append_change(buf, len, &used, "frame_timeout_ms %u -> %u", from->frame_timeout_ms,
-                      to->frame_timeout_ms);
-    if (from->log_level != to->log_level)
-        append_change(buf, len, &used, "log_level %s -> %s", log_level_names[from->log_level],
-                      log_level_names[to->log_level]);
-    if (from->drain_timeout_ms != to->drain_timeout_ms)
-        append_change(buf, len, &used, "drain_timeout_ms %u -> %u", from->drain_timeout_ms,
-                      to->drain_timeout_ms);
-    if (from->max_pinned_bytes != to->max_pinned_bytes)
-        append_change(buf, len, &used, "max_pinned_bytes %llu -> %llu",
-                      (unsigned long long)from->max_pinned_bytes,
-                      (unsigned long long)to->max_pinned_bytes);
-    if (from->timing_events != to->timing_events)
-        append_change(buf, len, &used, "timing_events %s -> %s", bools[!!from->timing_events],
-                      bools[!!to->timing_events]);
-    if (from->trace_frames != to->trace_frames)
-        append_change(buf, len, &used, "trace_frames %u -> %u", from->trace_frames,
-                      to->trace_frames);
+/* Appends what differs between the pipelines of `from` and `to`. */
+static void describe_pipeline_changes(const gf_config *from, const gf_config *to, char *buf,
+                                      size_t len) {
     if (from->pipeline_count != to->pipeline_count)
-        append_change(buf, len, &used, "pipelines: %zu -> %zu entries", from->pipeline_count,
+        append_change(buf, len, "pipelines: %zu -> %zu entries", from->pipeline_count,
                       to->pipeline_count);
     for (size_t i = 0; i < from->pipeline_count && i < to->pipeline_count; i++) {
         const gf_pipeline *a = &from->pipelines[i], *b = &to->pipelines[i];
         char pa[GF_KNOWN_LIST_BYTES], pb[GF_KNOWN_LIST_BYTES];
 
         if (strcmp(a->name, b->name) != 0)
-            append_change(buf, len, &used, "pipelines[%zu].name %s -> %s", i, a->name, b->name);
+            append_change(buf, len, "pipelines[%zu].name %s -> %s", i, a->name, b->name);
         if (a->kind != b->kind) {
-            append_change(buf, len, &used, "pipelines[%zu] (%s).kind %s -> %s", i, b->name,
-                          a->kind->name, b->kind->name);
+            append_change(buf, len, "pipelines[%zu] (%s).kind %s -> %s", i, b->name, a->kind->name,
+                          b->kind->name);
             continue;
         }
         if (memcmp(&a->params, &b->params, sizeof a->params) != 0) {
             params_text(a, pa, sizeof pa);
             params_text(b, pb, sizeof pb);
-            append_change(buf, len, &used, "pipelines[%zu] (%s).params %s -> %s", i, b->name, pa,
-                          pb);
+            append_change(buf, len, "pipelines[%zu] (%s).params %s -> %s", i, b->name, pa, pb);
         }
     }
+}
+
+void gf_config_describe_changes(const gf_config *from, const gf_config *to, char *buf, size_t len) {
+    if (len == 0)
+        return;
+    buf[0] = '\0';
+    for (size_t i = 0; i < K_COUNT_; i++)
+        if (config_keys[i].type != GF_CONFIG_PIPELINES && field_differs(from, to, &config_keys[i]))
+            append_key_change(buf, len, "", &config_keys[i], from, to);
+    describe_pipeline_changes(from, to, buf, len);
+}
+
+/* Nonzero when `a` and `b` have the same pipelines by number, name and kind
+ * (their parameters may differ). */
+static int same_pipeline_layout(const gf_config *a, const gf_config *b) {
+    if (a->pipeline_count != b->pipeline_count)
+        return 0;
+    for (size_t i = 0; i < a->pipeline_count; i++)
+        if (a->pipelines[i].kind != b->pipelines[i].kind ||
+            strcmp(a->pipelines[i].name, b->pipelines[i].name) != 0)
+            return 0;
+    return 1;
+}
+
+int gf_config_keep_restart_keys(const gf_config *running, gf_config *next, char *note,
+                                size_t note_len) {
+    gf_pipeline *kept;
+
+    for (size_t i = 0; i < K_COUNT_; i++) {
+        const gf_config_key *k = &config_keys[i];
+        if (k->reload != GF_RELOAD_NEEDS_RESTART || !field_differs(running, next, k))
+            continue;
+        append_key_change(note, note_len, GF_RESTART_NOTE_PREFIX, k, running, next);
+        field_copy(next, running, k);
+    }
+    if (same_pipeline_layout(running, next))
+        return 0;
+    /* Keep the running pipelines, parameters included. */
+    kept = malloc(running->pipeline_count * sizeof *kept);
+    if (kept == NULL)
+        return -ENOMEM;
+    memcpy(kept, running->pipelines, running->pipeline_count * sizeof *kept);
+    free(next->pipelines);
+    next->pipelines = kept;
+    next->pipeline_count = running->pipeline_count;
+    gf_config_note_restart(note, note_len, "pipelines added, removed, renamed or of another kind");
+    return 0;
 }

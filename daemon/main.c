@@ -157,15 +157,14 @@ static const char *const help_sections[] = {
 
 static const char usage_hint[] = "Try 'gpuframed --help' for more information.\n";
 
-/* Command-line settings: they override every configuration read, at start-up
- * and on each reload.  Parsed and range-checked once. */
 /* Everything the loop's callbacks share: one daemon per process. */
 typedef struct daemon_state {
     uv_loop_t loop;
     gf_server *srv;
-    gf_config *cfg;          /* the running configuration (owned; the server uses it) */
-    const char *config_path; /* --config FILE, or NULL for the built-in one          */
-    gf_config_overrides flags;
+    gf_config *cfg;            /* the running configuration (owned; the server uses it) */
+    const char *config_path;   /* --config FILE, or NULL for the built-in one          */
+    gf_config_overrides flags; /* the options that set a key: they override every
+                                  configuration read, at start-up and on reload */
     gf_notifier notify;
     uv_signal_t sigint, sigterm, sighup;
     uv_timer_t status_timer;   /* STATUS= every GF_STATUS_PERIOD_MS            */
@@ -175,19 +174,6 @@ typedef struct daemon_state {
     int watchdog_withheld;     /* the previous tick saw no progress           */
     int signals_seen;          /* SIGINT/SIGTERM so far                       */
 } daemon_state;
-
-/* Parses a whole decimal number in [min, max]; returns -1 if it is not one. */
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
-    char *end;
-    errno = 0;
-    if (!s[0] || s[0] == '-')
-        return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 /* Logs every line of errs[] at error level, prefixed with `what`. */
 static void log_problems(const char *what, const char *errs, size_t count) {
@@ -326,7 +312,7 @@ static void on_reload_signal(uv_signal_t *h, int signum) {
  * restart.  An abstract or unnamed socket keeps the configured text.
  */
 static void adopt_socket_path(daemon_state *d, int fd) {
-    static char path[GF_SOCKET_PATH_MAX];
+    char path[GF_SOCKET_PATH_MAX], why[GF_NOTE_BYTES];
     struct sockaddr_un sa;
     socklen_t len = sizeof sa;
 
@@ -341,7 +327,36 @@ static void adopt_socket_path(daemon_state *d, int fd) {
                    "used",
                    path, d->cfg->socket_path);
     snprintf(d->cfg->socket_path, sizeof d->cfg->socket_path, "%s", path);
-    d->flags.socket_path = path;
+    if (gf_config_override(&d->flags, "socket", path, why, sizeof why) < 0)
+        GF_LOG_WRN("socket activation: %s: %s", path, why);
+}
+
+/* The options that set a configuration key, as gf_config_override does. */
+static const struct key_option {
+    const char *name; /* the long option, without "--" */
+    int letter;       /* the short one                 */
+    const char *key;  /* the gf_config_key it sets     */
+} key_options[] = {
+    {"socket", 's', "socket"},       {"engine", 'e', "engine"},
+    {"slots", 'n', "slots"},         {"max-frame-bytes", 'm', "max_frame_bytes"},
+    {"log-level", 'l', "log_level"},
+};
+
+/* Sets the key option `letter` sets from `text`.  Returns -1 (go on), or
+ * GF_EXIT_USAGE after saying why; GF_EXIT_USAGE too for an unknown letter. */
+static int set_key_option(int letter, const char *text, gf_config_overrides *flags) {
+    char why[GF_NOTE_BYTES];
+
+    for (size_t i = 0; i < sizeof key_options / sizeof key_options[0]; i++) {
+        if (key_options[i].letter != letter)
+            continue;
+        if (gf_config_override(flags, key_options[i].key, text, why, sizeof why) == 0)
+            return -1;
+        fprintf(stderr, "gpuframed: --%s: %s\n", key_options[i].name, why);
+        return GF_EXIT_USAGE;
+    }
+    fputs(usage_hint, stderr);
+    return GF_EXIT_USAGE;
 }
 
 /* Parses the options into *flags and the paths.  Returns -1 to go on, or
@@ -360,59 +375,13 @@ static int parse_options(int argc, char **argv, gf_config_overrides *flags,
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    uint64_t v;
-    int opt;
+    int opt, rc;
 
     memset(flags, 0, sizeof *flags);
     while ((opt = getopt_long(argc, argv, "c:s:e:n:m:l:Vh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c': *config_path = optarg; break;
         case OPT_CHECK_CONFIG: *check_path = optarg; break;
-        case 's':
-            if (strlen(optarg) == 0 || strlen(optarg) >= GF_SOCKET_PATH_MAX) {
-                fprintf(stderr, "gpuframed: --socket: expected a path of 1 to %d bytes\n",
-                        GF_SOCKET_PATH_MAX - 1);
-                return GF_EXIT_USAGE;
-            }
-            flags->socket_path = optarg;
-            break;
-        case 'e':
-            if (gf_engine_choice_parse(optarg, &flags->engine) != 0) {
-                fprintf(stderr, "gpuframed: --engine: expected auto, cuda or cpu, got '%s'\n",
-                        optarg);
-                return GF_EXIT_USAGE;
-            }
-            flags->has_engine = 1;
-            break;
-        case 'l':
-            if (gf_log_level_parse(optarg, &flags->log_level) != 0) {
-                fprintf(stderr,
-                        "gpuframed: --log-level: expected error, warn, info or debug, got '%s'\n",
-                        optarg);
-                return GF_EXIT_USAGE;
-            }
-            flags->has_log_level = 1;
-            break;
-        case 'n':
-            if (parse_u64(optarg, GF_SLOTS_MIN, GF_SLOTS_MAX, &v) != 0) {
-                fprintf(stderr, "gpuframed: --slots: expected an integer in [%d, %d], got '%s'\n",
-                        GF_SLOTS_MIN, GF_SLOTS_MAX, optarg);
-                return GF_EXIT_USAGE;
-            }
-            flags->has_slots = 1;
-            flags->slot_count = (uint32_t)v;
-            break;
-        case 'm':
-            if (parse_u64(optarg, 1, GF_MAX_FRAME_BYTES_LIMIT, &v) != 0) {
-                fprintf(stderr,
-                        "gpuframed: --max-frame-bytes: expected an integer in [1, %llu], got "
-                        "'%s'\n",
-                        (unsigned long long)GF_MAX_FRAME_BYTES_LIMIT, optarg);
-                return GF_EXIT_USAGE;
-            }
-            flags->has_max_frame_bytes = 1;
-            flags->max_frame_bytes = v;
-            break;
         case 'V':
             printf("gpuframed %s (engines: %s; protocol %u)\n", GF_VERSION,
                    gf_engine_builtin_names(), GF_PROTOCOL_VERSION);
@@ -421,7 +390,11 @@ static int parse_options(int argc, char **argv, gf_config_overrides *flags,
             for (size_t i = 0; i < sizeof help_sections / sizeof help_sections[0]; i++)
                 fputs(help_sections[i], stdout);
             return GF_EXIT_OK;
-        default: fputs(usage_hint, stderr); return GF_EXIT_USAGE;
+        default:
+            rc = set_key_option(opt, optarg, flags);
+            if (rc >= 0)
+                return rc;
+            break;
         }
     }
     if (optind < argc) {
