@@ -425,11 +425,121 @@ static int check_config(const char *path, const gf_config_overrides *flags) {
     return GF_EXIT_USAGE;
 }
 
+/* Reads the configuration the daemon runs on into a new d->cfg and sets the
+ * log level from it.  Returns -1 to go on, or the exit status. */
+static int load_config(daemon_state *d) {
+    char errs[GF_PROBLEMS_BYTES];
+    size_t count = 0;
+
+    d->cfg = calloc(1, sizeof *d->cfg);
+    if (d->cfg == NULL) {
+        GF_LOG_ERR("out of memory");
+        return GF_EXIT_STARTUP;
+    }
+    if (gf_config_load(d->config_path, &d->flags, d->cfg, errs, sizeof errs, &count) < 0) {
+        log_problems("", errs, count);
+        GF_LOG_ERR("not starting: %zu problem(s) in the configuration", count);
+        free(d->cfg);
+        d->cfg = NULL;
+        return GF_EXIT_USAGE;
+    }
+    gf_log_set_level(d->cfg->log_level);
+    return -1;
+}
+
+/* systemd's side: the socket it may pass (into *listen_fd, or -1), where to
+ * notify, the watchdog.  Returns 0, or -1 when the passed sockets are
+ * unusable. */
+static int join_systemd(daemon_state *d, int *listen_fd) {
+    char why[GF_NOTE_BYTES];
+
+    *listen_fd = -1;
+    if (gf_notify_listen_fd(listen_fd, why, sizeof why) < 0) {
+        GF_LOG_ERR("socket activation: %s", why);
+        return -1;
+    }
+    if (*listen_fd >= 0)
+        adopt_socket_path(d, *listen_fd);
+    if (gf_notify_open(&d->notify, why, sizeof why) < 0)
+        GF_LOG_WRN("%s", why);
+    if (gf_notify_watchdog_usec(&d->watchdog_usec, why, sizeof why) < 0)
+        GF_LOG_WRN("%s", why);
+    return 0;
+}
+
+/* Starts the signal handles and creates the supervision timers, all unref'd:
+ * alone they must not keep the loop running once the server is done. */
+static void start_signals(daemon_state *d) {
+    uv_signal_init(&d->loop, &d->sigint);
+    uv_signal_init(&d->loop, &d->sigterm);
+    uv_signal_init(&d->loop, &d->sighup);
+    d->sigint.data = d->sigterm.data = d->sighup.data = d;
+    uv_signal_start(&d->sigint, on_stop_signal, SIGINT);
+    uv_signal_start(&d->sigterm, on_stop_signal, SIGTERM);
+    uv_signal_start(&d->sighup, on_reload_signal, SIGHUP);
+    uv_unref((uv_handle_t *)&d->sigint);
+    uv_unref((uv_handle_t *)&d->sigterm);
+    uv_unref((uv_handle_t *)&d->sighup);
+    uv_timer_init(&d->loop, &d->status_timer);
+    uv_timer_init(&d->loop, &d->watchdog_timer);
+    d->status_timer.data = d->watchdog_timer.data = d;
+    uv_unref((uv_handle_t *)&d->status_timer);
+    uv_unref((uv_handle_t *)&d->watchdog_timer);
+}
+
+/* Every slot is allocated and every pipeline warmed up: tells systemd READY=1
+ * and starts STATUS= and WATCHDOG=1 when it listens. */
+static void report_ready(daemon_state *d) {
+    char status[GF_STATUS_BYTES];
+
+    gf_server_status(d->srv, status, sizeof status);
+    gf_notify_ready(&d->notify, status);
+    if (gf_notify_enabled(&d->notify))
+        uv_timer_start(&d->status_timer, on_status_timer, GF_STATUS_PERIOD_MS, GF_STATUS_PERIOD_MS);
+    if (d->watchdog_usec > 0 && gf_notify_enabled(&d->notify)) {
+        uint64_t period_ms = d->watchdog_usec / 2 / GF_USEC_PER_MS;
+        if (period_ms == 0)
+            period_ms = 1;
+        gf_server_progress(d->srv, &d->last_completed, &(uint32_t){0});
+        gf_notify_watchdog(&d->notify);
+        uv_timer_start(&d->watchdog_timer, on_watchdog_timer, period_ms, period_ms);
+        GF_LOG_INF("watchdog: WATCHDOG=1 every %" PRIu64 " ms while frames complete", period_ms);
+    }
+}
+
+/* Runs the loop until the server is done, then closes everything.  Returns
+ * the exit status; a failed server exits at once. */
+static int serve_until_stopped(daemon_state *d) {
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    if (gf_server_failed(d->srv)) {
+        /* The engine is stuck or poisoned, or the drain ran out of time (the
+         * server logged how many frames it abandoned): waiting for the device
+         * could hang forever. */
+        GF_LOG_ERR("exiting with status %d so that the supervisor knows the stop was not clean",
+                   GF_EXIT_FAILURE);
+        _exit(GF_EXIT_FAILURE);
+    }
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sighup, NULL);
+    uv_close((uv_handle_t *)&d->status_timer, NULL);
+    uv_close((uv_handle_t *)&d->watchdog_timer, NULL);
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    int status_code = gf_server_close(d->srv);
+    int lc = uv_loop_close(&d->loop);
+    if (lc != 0)
+        GF_LOG_WRN("event loop closed with handles still open: %s", uv_strerror(lc));
+    gf_notify_close(&d->notify);
+    gf_config_free(d->cfg);
+    free(d->cfg);
+    GF_LOG_INF("stopped");
+    return status_code == 0 ? GF_EXIT_OK : GF_EXIT_FAILURE;
+}
+
 int main(int argc, char **argv) {
     static daemon_state d; /* handles live here until the process ends */
     const char *check_path = NULL;
-    char errs[GF_PROBLEMS_BYTES], why[GF_NOTE_BYTES], status[GF_STATUS_BYTES];
-    size_t count = 0;
+    char status[GF_STATUS_BYTES];
     int listen_fd = -1, rc;
 
     rc = parse_options(argc, argv, &d.flags, &d.config_path, &check_path);
@@ -437,31 +547,12 @@ int main(int argc, char **argv) {
         return rc;
     if (check_path != NULL)
         return check_config(check_path, &d.flags);
-    d.cfg = calloc(1, sizeof *d.cfg);
-    if (d.cfg == NULL) {
-        GF_LOG_ERR("out of memory");
-        return GF_EXIT_STARTUP;
-    }
-    if (gf_config_load(d.config_path, &d.flags, d.cfg, errs, sizeof errs, &count) < 0) {
-        log_problems("", errs, count);
-        GF_LOG_ERR("not starting: %zu problem(s) in the configuration", count);
-        free(d.cfg);
-        return GF_EXIT_USAGE;
-    }
-    gf_log_set_level(d.cfg->log_level);
+    rc = load_config(&d);
+    if (rc >= 0)
+        return rc;
     signal(SIGPIPE, SIG_IGN);
-
-    /* systemd's side: the socket it may pass, where to notify, the watchdog. */
-    if (gf_notify_listen_fd(&listen_fd, why, sizeof why) < 0) {
-        GF_LOG_ERR("socket activation: %s", why);
+    if (join_systemd(&d, &listen_fd) < 0)
         goto fail_config;
-    }
-    if (listen_fd >= 0)
-        adopt_socket_path(&d, listen_fd);
-    if (gf_notify_open(&d.notify, why, sizeof why) < 0)
-        GF_LOG_WRN("%s", why);
-    if (gf_notify_watchdog_usec(&d.watchdog_usec, why, sizeof why) < 0)
-        GF_LOG_WRN("%s", why);
 
     GF_LOG_INF("gpuframed %s starting (engines built in: %s; config %s; socket %s%s%s)", GF_VERSION,
                gf_engine_builtin_names(), d.config_path ? d.config_path : "built-in",
@@ -471,73 +562,16 @@ int main(int argc, char **argv) {
     uv_loop_init(&d.loop);
     rc = gf_server_open(&d.loop, d.cfg, listen_fd, &d.srv);
     if (rc < 0) {
-        GF_LOG_ERR("start-up failed: %s", rc > -4096 ? uv_strerror(rc) : "error");
         snprintf(status, sizeof status, "start-up failed: %s",
                  rc > -4096 ? uv_strerror(rc) : "error");
+        GF_LOG_ERR("%s", status);
         gf_notify_status(&d.notify, status);
         uv_loop_close(&d.loop);
         goto fail_notify;
     }
-
-    uv_signal_init(&d.loop, &d.sigint);
-    uv_signal_init(&d.loop, &d.sigterm);
-    uv_signal_init(&d.loop, &d.sighup);
-    d.sigint.data = d.sigterm.data = d.sighup.data = &d;
-    uv_signal_start(&d.sigint, on_stop_signal, SIGINT);
-    uv_signal_start(&d.sigterm, on_stop_signal, SIGTERM);
-    uv_signal_start(&d.sighup, on_reload_signal, SIGHUP);
-    /* Signals and timers alone must not keep the loop running once the
-     * server is done. */
-    uv_unref((uv_handle_t *)&d.sigint);
-    uv_unref((uv_handle_t *)&d.sigterm);
-    uv_unref((uv_handle_t *)&d.sighup);
-    uv_timer_init(&d.loop, &d.status_timer);
-    uv_timer_init(&d.loop, &d.watchdog_timer);
-    d.status_timer.data = d.watchdog_timer.data = &d;
-    uv_unref((uv_handle_t *)&d.status_timer);
-    uv_unref((uv_handle_t *)&d.watchdog_timer);
-
-    /* Every slot is allocated and every pipeline warmed up: ready. */
-    gf_server_status(d.srv, status, sizeof status);
-    gf_notify_ready(&d.notify, status);
-    if (gf_notify_enabled(&d.notify)) {
-        uv_timer_start(&d.status_timer, on_status_timer, GF_STATUS_PERIOD_MS, GF_STATUS_PERIOD_MS);
-    }
-    if (d.watchdog_usec > 0 && gf_notify_enabled(&d.notify)) {
-        uint64_t period_ms = d.watchdog_usec / 2 / GF_USEC_PER_MS;
-        if (period_ms == 0)
-            period_ms = 1;
-        gf_server_progress(d.srv, &d.last_completed, &(uint32_t){0});
-        gf_notify_watchdog(&d.notify);
-        uv_timer_start(&d.watchdog_timer, on_watchdog_timer, period_ms, period_ms);
-        GF_LOG_INF("watchdog: WATCHDOG=1 every %" PRIu64 " ms while frames complete", period_ms);
-    }
-
-    uv_run(&d.loop, UV_RUN_DEFAULT);
-
-    if (gf_server_failed(d.srv)) {
-        /* The engine is stuck or poisoned, or the drain ran out of time (the
-         * server logged how many frames it abandoned): waiting for the device
-         * could hang forever. */
-        GF_LOG_ERR("exiting with status %d so that the supervisor knows the stop was not clean",
-                   GF_EXIT_FAILURE);
-        _exit(GF_EXIT_FAILURE);
-    }
-    uv_close((uv_handle_t *)&d.sigint, NULL);
-    uv_close((uv_handle_t *)&d.sigterm, NULL);
-    uv_close((uv_handle_t *)&d.sighup, NULL);
-    uv_close((uv_handle_t *)&d.status_timer, NULL);
-    uv_close((uv_handle_t *)&d.watchdog_timer, NULL);
-    uv_run(&d.loop, UV_RUN_DEFAULT);
-    int status_code = gf_server_close(d.srv);
-    int lc = uv_loop_close(&d.loop);
-    if (lc != 0)
-        GF_LOG_WRN("event loop closed with handles still open: %s", uv_strerror(lc));
-    gf_notify_close(&d.notify);
-    gf_config_free(d.cfg);
-    free(d.cfg);
-    GF_LOG_INF("stopped");
-    return status_code == 0 ? GF_EXIT_OK : GF_EXIT_FAILURE;
+    start_signals(&d);
+    report_ready(&d);
+    return serve_until_stopped(&d);
 
 fail_notify:
     gf_notify_close(&d.notify);
