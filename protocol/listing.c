@@ -417,7 +417,69 @@ cJSON *gf_json_parse_document(const char *what, const char *json, gf_problems *p
 
 /* ---- parameters ----------------------------------------------------------- */
 
-/* gf_params_from_json, reporting every bad parameter of `obj` to `pr`. */
+/* Reports `path` as a parameter `kind` does not have, listing those it has. */
+static void unknown_param(const gf_pipeline_kind *kind, const char *path, gf_problems *pr) {
+    char list[GF_KNOWN_LIST_BYTES];
+    size_t o = 0;
+
+    if (kind->param_count == 0) {
+        gf_problem(pr, "%s: unknown parameter (kind %s takes no parameters)", path, kind->name);
+        return;
+    }
+    list[0] = '\0';
+    for (size_t i = 0; i < kind->param_count && o < sizeof list; i++)
+        o += gf_errorf(list + o, sizeof list - o, "%s%s", i ? ", " : "", kind->params[i].key);
+    gf_problem(pr, "%s: unknown parameter of kind %s (known: %s)", path, kind->name, list);
+}
+
+/* Reads the value `m` of parameter `d` into its field of `out`.  Returns 0
+ * or -1 with the problem reported. */
+static int read_param(const gf_param_desc *d, const cJSON *m, const char *path, gf_params *out,
+                      gf_problems *pr) {
+    char *field = (char *)out + d->offset, got[GF_VALUE_TEXT_BYTES];
+    int bad = 0;
+
+    switch (d->type) {
+    case GF_PARAM_F32: {
+        float f;
+        if (read_f32(m, path, d->min, d->max, &f, pr) < 0)
+            return -1;
+        memcpy(field, &f, sizeof f);
+        return 0;
+    }
+    case GF_PARAM_U32: {
+        double lo = d->min < 0 ? 0 : d->min, hi = d->max > UINT32_MAX ? UINT32_MAX : d->max;
+        double v;
+        uint32_t u;
+        if (gf_json_read_integer(m, path, lo, hi, &v, pr) < 0)
+            return -1;
+        u = (uint32_t)v;
+        memcpy(field, &u, sizeof u);
+        return 0;
+    }
+    case GF_PARAM_F32x3: {
+        float f[3];
+        if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) != 3) {
+            gf_json_describe(m, got, sizeof got);
+            gf_problem(pr, "%s: expected an array of 3 numbers, got %s", path, got);
+            return -1;
+        }
+        for (unsigned i = 0; i < 3; i++) {
+            char epath[GF_PATH_BYTES + 16];
+            snprintf(epath, sizeof epath, "%s[%u]", path, i);
+            if (read_f32(cJSON_GetArrayItem(m, (int)i), epath, d->min, d->max, &f[i], pr) < 0)
+                bad = 1;
+        }
+        if (bad)
+            return -1;
+        memcpy(field, f, sizeof f);
+        return 0;
+    }
+    }
+    gf_problem(pr, "%s: parameter of an unsupported type %d", path, (int)d->type);
+    return -1;
+}
+
 int gf_params_read(const gf_pipeline_kind *kind, const cJSON *obj, const char *prefix,
                    gf_params *out, gf_problems *pr) {
     char path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES];
@@ -437,95 +499,27 @@ int gf_params_read(const gf_pipeline_kind *kind, const cJSON *obj, const char *p
                    kind->name, got);
         return -1;
     }
-
     cJSON_ArrayForEach(m, obj) {
         const gf_param_desc *d = NULL;
         int twin = 0;
-        char *field;
 
         for (size_t i = 0; i < kind->param_count; i++)
             if (strcmp(kind->params[i].key, m->string) == 0)
                 d = &kind->params[i];
         key_path(prefix, m->string, path, sizeof path);
         if (d == NULL) {
-            char list[GF_KNOWN_LIST_BYTES];
-            size_t o = 0;
-
+            unknown_param(kind, path, pr);
             rc = -1;
-            if (kind->param_count == 0) {
-                gf_problem(pr, "%s: unknown parameter (kind %s takes no parameters)", path,
-                           kind->name);
-                continue;
-            }
-            list[0] = '\0';
-            for (size_t i = 0; i < kind->param_count && o < sizeof list; i++) {
-                int n =
-                    snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", kind->params[i].key);
-                if (n < 0)
-                    break;
-                o += (size_t)n;
-            }
-            gf_problem(pr, "%s: unknown parameter of kind %s (known: %s)", path, kind->name, list);
             continue;
         }
         /* Known keys are few, so this scan for an earlier twin stays short. */
         for (const cJSON *p = obj->child; p != m; p = p->next)
             if (strcmp(p->string, m->string) == 0)
                 twin = 1;
-        if (twin) {
+        if (twin)
             gf_problem(pr, "%s: duplicate key", path);
+        if (twin || read_param(d, m, path, out, pr) < 0)
             rc = -1;
-            continue;
-        }
-
-        field = (char *)out + d->offset;
-        switch (d->type) {
-        case GF_PARAM_F32: {
-            float f;
-            if (read_f32(m, path, d->min, d->max, &f, pr) < 0)
-                rc = -1;
-            else
-                memcpy(field, &f, sizeof f);
-            break;
-        }
-        case GF_PARAM_U32: {
-            double lo = d->min < 0 ? 0 : d->min, hi = d->max > UINT32_MAX ? UINT32_MAX : d->max;
-            double v;
-            uint32_t u;
-            if (gf_json_read_integer(m, path, lo, hi, &v, pr) < 0) {
-                rc = -1;
-                break;
-            }
-            u = (uint32_t)v;
-            memcpy(field, &u, sizeof u);
-            break;
-        }
-        case GF_PARAM_F32x3: {
-            float f[3];
-            int bad = 0;
-            if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) != 3) {
-                gf_json_describe(m, got, sizeof got);
-                gf_problem(pr, "%s: expected an array of 3 numbers, got %s", path, got);
-                rc = -1;
-                break;
-            }
-            for (unsigned i = 0; i < 3; i++) {
-                char epath[GF_PATH_BYTES + 16];
-                snprintf(epath, sizeof epath, "%s[%u]", path, i);
-                if (read_f32(cJSON_GetArrayItem(m, (int)i), epath, d->min, d->max, &f[i], pr) < 0)
-                    bad = 1;
-            }
-            if (bad)
-                rc = -1;
-            else
-                memcpy(field, f, sizeof f);
-            break;
-        }
-        default:
-            gf_problem(pr, "%s: parameter of an unsupported type %d", path, (int)d->type);
-            rc = -1;
-            break;
-        }
     }
     return rc;
 }
