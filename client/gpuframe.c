@@ -29,7 +29,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "config.h"
+#include "listing.h"
 #include "libgpuframe.h"
 #include "pipeline.h"
 #include "report.h"

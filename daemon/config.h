@@ -2,8 +2,8 @@
  * Configuration: the daemon's settings and its configured pipelines, read
  * from JSON (config/gpuframed.json documents every key) with cJSON.
  *
- * The same module turns pipelines into the LIST reply's JSON and back, so the
- * daemon and the client agree on one encoding.
+ * The LIST reply's codec (gf_pipelines_to_json and back) is protocol/listing.h,
+ * included here for the daemon's modules.
  */
 #ifndef GF_CONFIG_H
 #define GF_CONFIG_H
@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
+#include "listing.h"
+#include "log.h" /* enum gf_log_level */
 #include "pipeline.h"
 
 /* sun_path's size on Linux: the longest socket path, NUL included. */
@@ -23,11 +23,8 @@
 #define GF_SLOTS_DEFAULT 2
 /* Bounds on one frame's payload. */
 #define GF_MAX_FRAME_BYTES_LIMIT (1ull << 32)
-#define GF_MAX_PIPELINES         256
 
 enum gf_engine_choice { GF_ENGINE_AUTO, GF_ENGINE_CUDA, GF_ENGINE_CPU };
-
-enum gf_log_level { GF_LOG_ERROR, GF_LOG_WARN, GF_LOG_INFO, GF_LOG_DEBUG };
 
 typedef struct gf_config {
     char socket_path[GF_SOCKET_PATH_MAX]; /* where the daemon listens          */
@@ -44,22 +41,71 @@ typedef struct gf_config {
     size_t pipeline_count;
 } gf_config;
 
+/* How a top-level key is written in the file and stored in gf_config. */
+enum gf_config_type {
+    GF_CONFIG_INTEGER,   /* a whole number in [min, max]; a uint32_t or uint64_t field */
+    GF_CONFIG_BOOL,      /* true or false; an int field, 0 or 1                         */
+    GF_CONFIG_PATH,      /* a string of min to max bytes; a char[size] field            */
+    GF_CONFIG_CHOICE,    /* one of choices[]; an enum field holding the index           */
+    GF_CONFIG_PIPELINES, /* the pipelines array, read by its own code                   */
+};
+
+/* What a SIGHUP reload does with a changed key. */
+enum gf_config_reload {
+    GF_RELOAD_APPLIES,       /* the new value applies at once                    */
+    GF_RELOAD_NEEDS_RESTART, /* the running value stays; the log says so        */
+    GF_RELOAD_PARAMS,        /* pipelines: new parameters apply, while pipelines
+                                added, removed, renamed or of another kind need
+                                a restart                                       */
+};
+
+/*
+ * One top-level key of the configuration file: the one place that says how it
+ * is parsed, defaulted, overridden on the command line, described on reload
+ * and whether a reload can change it (as gf_param_desc does for a kind's
+ * parameters).  config/README.md documents every key; a test checks both
+ * name the same keys.
+ */
+typedef struct gf_config_key {
+    const char *key; /* "slots"                                       */
+    enum gf_config_type type;
+    size_t offset, size;        /* offsetof(gf_config, field), its size           */
+    double min, max;            /* integer range; a path's length range in bytes  */
+    double default_value;       /* integer, bool (0/1) or the choice's index      */
+    const char *default_text;   /* a path's default                               */
+    const char *const *choices; /* a choice's names (a bool's: "false", "true")   */
+    size_t choice_count;
+    enum gf_config_reload reload;
+    const char *doc; /* one line                                                   */
+} gf_config_key;
+
+/* Every top-level key, in a static array of *count entries, in the file's
+ * documented order. */
+const gf_config_key *gf_config_keys(size_t *count);
+
+/* The key called `key`, or NULL. */
+const gf_config_key *gf_config_key_find(const char *key);
+
 /*
  * Command-line settings that replace the file's (gpuframed's flags).  They
  * are applied before anything that depends on them is checked, so a flag can
  * make a file valid (a larger --max-frame-bytes for a big image) or not.
+ * Zero it, then set keys with gf_config_override.
  */
 typedef struct gf_config_overrides {
-    const char *socket_path; /* --socket, or NULL */
-    int has_engine;          /* --engine given    */
-    enum gf_engine_choice engine;
-    int has_log_level; /* --log-level given */
-    enum gf_log_level log_level;
-    int has_slots; /* --slots given */
-    uint32_t slot_count;
-    int has_max_frame_bytes; /* --max-frame-bytes given */
-    uint64_t max_frame_bytes;
+    gf_config values; /* each given key's value, in its own field (no pipelines) */
+    uint32_t given;   /* bit i: gf_config_keys()[i] was given                    */
 } gf_config_overrides;
+
+/*
+ * Sets `key` in `flags` from the text `text` ("4", "cpu", "true", a path),
+ * with the range checks the file gets.  Returns 0, or -1 with the reason,
+ * without the key's name, in err[err_len] ("expected an integer in [1, 64],
+ * got '0'"; "expected auto, cuda or cpu, got 'gpu'").  The pipelines cannot
+ * be set this way.
+ */
+int gf_config_override(gf_config_overrides *flags, const char *key, const char *text, char *err,
+                       size_t err_len);
 
 /* The configuration compiled into the daemon: config/gpuframed.json. */
 extern const char gf_default_config_json[];
@@ -103,6 +149,28 @@ int gf_config_load(const char *path, const gf_config_overrides *flags, gf_config
  */
 void gf_config_describe_changes(const gf_config *from, const gf_config *to, char *buf, size_t len);
 
+/*
+ * For SIGHUP: for every key the table marks GF_RELOAD_NEEDS_RESTART whose
+ * value differs, puts `running`'s value back into `next` and appends
+ * "<key> <running> -> <next>" to the note; when `next`'s pipelines are added,
+ * removed, renamed or of another kind, `next` gets a copy of the running
+ * pipelines (parameters included) and the note says "pipelines added,
+ * removed, renamed or of another kind".  note[note_len] must hold a string
+ * ("" to start); items are appended with gf_config_note_restart, e.g.
+ * "needs a restart: slots 2 -> 4, trace_frames 4096 -> 16".  Checks against
+ * the slots' allocated sizes are the server's.  Returns 0, or -ENOMEM when
+ * the running pipelines could not be copied (`next` then keeps its own
+ * pipelines and the reload should be rejected).
+ */
+int gf_config_keep_restart_keys(const gf_config *running, gf_config *next, char *note,
+                                size_t note_len);
+
+/* Appends one item to a reload's note in note[len], which holds a string:
+ * "needs a restart: " before the first, ", " before the others; "..." ends
+ * a note that is full. */
+void gf_config_note_restart(char *note, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* The largest result any configured pipeline makes from a frame of at most
  * max_frame_bytes: the size of every slot's output buffer. */
 uint64_t gf_config_max_output_bytes(const gf_config *cfg);
@@ -117,28 +185,5 @@ void gf_config_free(gf_config *cfg);
 int gf_engine_choice_parse(const char *s, enum gf_engine_choice *out);
 const char *gf_engine_choice_name(enum gf_engine_choice e);
 int gf_log_level_parse(const char *s, enum gf_log_level *out);
-
-/*
- * Reads `kind`'s parameters from the JSON object `obj` (NULL: all defaults)
- * into `*out`.  Absent keys take their defaults; unknown keys, wrong types and
- * out-of-range values are errors named as "<prefix>.<key>: ...".  Returns 0
- * or -1 with the reason in err[err_len].
- */
-int gf_params_from_json(const gf_pipeline_kind *kind, const cJSON *obj, const char *prefix,
-                        gf_params *out, char *err, size_t err_len);
-
-/*
- * The LIST reply: {"pipelines":[{"id":0,"name":"echo","kind":"echo",
- * "params":{...},"doc":"..."}, ...]}.  Returns a new cJSON tree the caller
- * frees with cJSON_Delete, or NULL when out of memory.
- */
-cJSON *gf_pipelines_to_json(const gf_pipeline *pipelines, size_t count);
-
-/*
- * Parses a LIST reply back into a malloc'd array the caller frees with
- * free().  Returns 0, or -1 with the reason in err[err_len].
- */
-int gf_pipelines_from_json(const char *json, gf_pipeline **out, size_t *count, char *err,
-                           size_t err_len);
 
 #endif

@@ -9,7 +9,8 @@
 #ifndef GF_LOG_H
 #define GF_LOG_H
 
-#include "config.h" /* enum gf_log_level */
+/* Severities, most severe first: a threshold keeps every level up to it. */
+enum gf_log_level { GF_LOG_ERROR, GF_LOG_WARN, GF_LOG_INFO, GF_LOG_DEBUG };
 
 /* Lines above `level` are dropped.  Default GF_LOG_INFO. */
 void gf_log_set_level(enum gf_log_level level);

@@ -157,15 +157,14 @@ static const char *const help_sections[] = {
 
 static const char usage_hint[] = "Try 'gpuframed --help' for more information.\n";
 
-/* Command-line settings: they override every configuration read, at start-up
- * and on each reload.  Parsed and range-checked once. */
 /* Everything the loop's callbacks share: one daemon per process. */
 typedef struct daemon_state {
     uv_loop_t loop;
     gf_server *srv;
-    gf_config *cfg;          /* the running configuration (owned; the server uses it) */
-    const char *config_path; /* --config FILE, or NULL for the built-in one          */
-    gf_config_overrides flags;
+    gf_config *cfg;            /* the running configuration (owned; the server uses it) */
+    const char *config_path;   /* --config FILE, or NULL for the built-in one          */
+    gf_config_overrides flags; /* the options that set a key: they override every
+                                  configuration read, at start-up and on reload */
     gf_notifier notify;
     uv_signal_t sigint, sigterm, sighup;
     uv_timer_t status_timer;   /* STATUS= every GF_STATUS_PERIOD_MS            */
@@ -175,19 +174,6 @@ typedef struct daemon_state {
     int watchdog_withheld;     /* the previous tick saw no progress           */
     int signals_seen;          /* SIGINT/SIGTERM so far                       */
 } daemon_state;
-
-/* Parses a whole decimal number in [min, max]; returns -1 if it is not one. */
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
-    char *end;
-    errno = 0;
-    if (!s[0] || s[0] == '-')
-        return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 /* Logs every line of errs[] at error level, prefixed with `what`. */
 static void log_problems(const char *what, const char *errs, size_t count) {
@@ -326,7 +312,7 @@ static void on_reload_signal(uv_signal_t *h, int signum) {
  * restart.  An abstract or unnamed socket keeps the configured text.
  */
 static void adopt_socket_path(daemon_state *d, int fd) {
-    static char path[GF_SOCKET_PATH_MAX];
+    char path[GF_SOCKET_PATH_MAX], why[GF_NOTE_BYTES];
     struct sockaddr_un sa;
     socklen_t len = sizeof sa;
 
@@ -341,7 +327,36 @@ static void adopt_socket_path(daemon_state *d, int fd) {
                    "used",
                    path, d->cfg->socket_path);
     snprintf(d->cfg->socket_path, sizeof d->cfg->socket_path, "%s", path);
-    d->flags.socket_path = path;
+    if (gf_config_override(&d->flags, "socket", path, why, sizeof why) < 0)
+        GF_LOG_WRN("socket activation: %s: %s", path, why);
+}
+
+/* The options that set a configuration key, as gf_config_override does. */
+static const struct key_option {
+    const char *name; /* the long option, without "--" */
+    int letter;       /* the short one                 */
+    const char *key;  /* the gf_config_key it sets     */
+} key_options[] = {
+    {"socket", 's', "socket"},       {"engine", 'e', "engine"},
+    {"slots", 'n', "slots"},         {"max-frame-bytes", 'm', "max_frame_bytes"},
+    {"log-level", 'l', "log_level"},
+};
+
+/* Sets the key option `letter` sets from `text`.  Returns -1 (go on), or
+ * GF_EXIT_USAGE after saying why; GF_EXIT_USAGE too for an unknown letter. */
+static int set_key_option(int letter, const char *text, gf_config_overrides *flags) {
+    char why[GF_NOTE_BYTES];
+
+    for (size_t i = 0; i < sizeof key_options / sizeof key_options[0]; i++) {
+        if (key_options[i].letter != letter)
+            continue;
+        if (gf_config_override(flags, key_options[i].key, text, why, sizeof why) == 0)
+            return -1;
+        fprintf(stderr, "gpuframed: --%s: %s\n", key_options[i].name, why);
+        return GF_EXIT_USAGE;
+    }
+    fputs(usage_hint, stderr);
+    return GF_EXIT_USAGE;
 }
 
 /* Parses the options into *flags and the paths.  Returns -1 to go on, or
@@ -360,59 +375,13 @@ static int parse_options(int argc, char **argv, gf_config_overrides *flags,
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    uint64_t v;
-    int opt;
+    int opt, rc;
 
     memset(flags, 0, sizeof *flags);
     while ((opt = getopt_long(argc, argv, "c:s:e:n:m:l:Vh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c': *config_path = optarg; break;
         case OPT_CHECK_CONFIG: *check_path = optarg; break;
-        case 's':
-            if (strlen(optarg) == 0 || strlen(optarg) >= GF_SOCKET_PATH_MAX) {
-                fprintf(stderr, "gpuframed: --socket: expected a path of 1 to %d bytes\n",
-                        GF_SOCKET_PATH_MAX - 1);
-                return GF_EXIT_USAGE;
-            }
-            flags->socket_path = optarg;
-            break;
-        case 'e':
-            if (gf_engine_choice_parse(optarg, &flags->engine) != 0) {
-                fprintf(stderr, "gpuframed: --engine: expected auto, cuda or cpu, got '%s'\n",
-                        optarg);
-                return GF_EXIT_USAGE;
-            }
-            flags->has_engine = 1;
-            break;
-        case 'l':
-            if (gf_log_level_parse(optarg, &flags->log_level) != 0) {
-                fprintf(stderr,
-                        "gpuframed: --log-level: expected error, warn, info or debug, got '%s'\n",
-                        optarg);
-                return GF_EXIT_USAGE;
-            }
-            flags->has_log_level = 1;
-            break;
-        case 'n':
-            if (parse_u64(optarg, GF_SLOTS_MIN, GF_SLOTS_MAX, &v) != 0) {
-                fprintf(stderr, "gpuframed: --slots: expected an integer in [%d, %d], got '%s'\n",
-                        GF_SLOTS_MIN, GF_SLOTS_MAX, optarg);
-                return GF_EXIT_USAGE;
-            }
-            flags->has_slots = 1;
-            flags->slot_count = (uint32_t)v;
-            break;
-        case 'm':
-            if (parse_u64(optarg, 1, GF_MAX_FRAME_BYTES_LIMIT, &v) != 0) {
-                fprintf(stderr,
-                        "gpuframed: --max-frame-bytes: expected an integer in [1, %llu], got "
-                        "'%s'\n",
-                        (unsigned long long)GF_MAX_FRAME_BYTES_LIMIT, optarg);
-                return GF_EXIT_USAGE;
-            }
-            flags->has_max_frame_bytes = 1;
-            flags->max_frame_bytes = v;
-            break;
         case 'V':
             printf("gpuframed %s (engines: %s; protocol %u)\n", GF_VERSION,
                    gf_engine_builtin_names(), GF_PROTOCOL_VERSION);
@@ -421,7 +390,11 @@ static int parse_options(int argc, char **argv, gf_config_overrides *flags,
             for (size_t i = 0; i < sizeof help_sections / sizeof help_sections[0]; i++)
                 fputs(help_sections[i], stdout);
             return GF_EXIT_OK;
-        default: fputs(usage_hint, stderr); return GF_EXIT_USAGE;
+        default:
+            rc = set_key_option(opt, optarg, flags);
+            if (rc >= 0)
+                return rc;
+            break;
         }
     }
     if (optind < argc) {
@@ -452,11 +425,121 @@ static int check_config(const char *path, const gf_config_overrides *flags) {
     return GF_EXIT_USAGE;
 }
 
+/* Reads the configuration the daemon runs on into a new d->cfg and sets the
+ * log level from it.  Returns -1 to go on, or the exit status. */
+static int load_config(daemon_state *d) {
+    char errs[GF_PROBLEMS_BYTES];
+    size_t count = 0;
+
+    d->cfg = calloc(1, sizeof *d->cfg);
+    if (d->cfg == NULL) {
+        GF_LOG_ERR("out of memory");
+        return GF_EXIT_STARTUP;
+    }
+    if (gf_config_load(d->config_path, &d->flags, d->cfg, errs, sizeof errs, &count) < 0) {
+        log_problems("", errs, count);
+        GF_LOG_ERR("not starting: %zu problem(s) in the configuration", count);
+        free(d->cfg);
+        d->cfg = NULL;
+        return GF_EXIT_USAGE;
+    }
+    gf_log_set_level(d->cfg->log_level);
+    return -1;
+}
+
+/* systemd's side: the socket it may pass (into *listen_fd, or -1), where to
+ * notify, the watchdog.  Returns 0, or -1 when the passed sockets are
+ * unusable. */
+static int join_systemd(daemon_state *d, int *listen_fd) {
+    char why[GF_NOTE_BYTES];
+
+    *listen_fd = -1;
+    if (gf_notify_listen_fd(listen_fd, why, sizeof why) < 0) {
+        GF_LOG_ERR("socket activation: %s", why);
+        return -1;
+    }
+    if (*listen_fd >= 0)
+        adopt_socket_path(d, *listen_fd);
+    if (gf_notify_open(&d->notify, why, sizeof why) < 0)
+        GF_LOG_WRN("%s", why);
+    if (gf_notify_watchdog_usec(&d->watchdog_usec, why, sizeof why) < 0)
+        GF_LOG_WRN("%s", why);
+    return 0;
+}
+
+/* Starts the signal handles and creates the supervision timers, all unref'd:
+ * alone they must not keep the loop running once the server is done. */
+static void start_signals(daemon_state *d) {
+    uv_signal_init(&d->loop, &d->sigint);
+    uv_signal_init(&d->loop, &d->sigterm);
+    uv_signal_init(&d->loop, &d->sighup);
+    d->sigint.data = d->sigterm.data = d->sighup.data = d;
+    uv_signal_start(&d->sigint, on_stop_signal, SIGINT);
+    uv_signal_start(&d->sigterm, on_stop_signal, SIGTERM);
+    uv_signal_start(&d->sighup, on_reload_signal, SIGHUP);
+    uv_unref((uv_handle_t *)&d->sigint);
+    uv_unref((uv_handle_t *)&d->sigterm);
+    uv_unref((uv_handle_t *)&d->sighup);
+    uv_timer_init(&d->loop, &d->status_timer);
+    uv_timer_init(&d->loop, &d->watchdog_timer);
+    d->status_timer.data = d->watchdog_timer.data = d;
+    uv_unref((uv_handle_t *)&d->status_timer);
+    uv_unref((uv_handle_t *)&d->watchdog_timer);
+}
+
+/* Every slot is allocated and every pipeline warmed up: tells systemd READY=1
+ * and starts STATUS= and WATCHDOG=1 when it listens. */
+static void report_ready(daemon_state *d) {
+    char status[GF_STATUS_BYTES];
+
+    gf_server_status(d->srv, status, sizeof status);
+    gf_notify_ready(&d->notify, status);
+    if (gf_notify_enabled(&d->notify))
+        uv_timer_start(&d->status_timer, on_status_timer, GF_STATUS_PERIOD_MS, GF_STATUS_PERIOD_MS);
+    if (d->watchdog_usec > 0 && gf_notify_enabled(&d->notify)) {
+        uint64_t period_ms = d->watchdog_usec / 2 / GF_USEC_PER_MS;
+        if (period_ms == 0)
+            period_ms = 1;
+        gf_server_progress(d->srv, &d->last_completed, &(uint32_t){0});
+        gf_notify_watchdog(&d->notify);
+        uv_timer_start(&d->watchdog_timer, on_watchdog_timer, period_ms, period_ms);
+        GF_LOG_INF("watchdog: WATCHDOG=1 every %" PRIu64 " ms while frames complete", period_ms);
+    }
+}
+
+/* Runs the loop until the server is done, then closes everything.  Returns
+ * the exit status; a failed server exits at once. */
+static int serve_until_stopped(daemon_state *d) {
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    if (gf_server_failed(d->srv)) {
+        /* The engine is stuck or poisoned, or the drain ran out of time (the
+         * server logged how many frames it abandoned): waiting for the device
+         * could hang forever. */
+        GF_LOG_ERR("exiting with status %d so that the supervisor knows the stop was not clean",
+                   GF_EXIT_FAILURE);
+        _exit(GF_EXIT_FAILURE);
+    }
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sighup, NULL);
+    uv_close((uv_handle_t *)&d->status_timer, NULL);
+    uv_close((uv_handle_t *)&d->watchdog_timer, NULL);
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    int status_code = gf_server_close(d->srv);
+    int lc = uv_loop_close(&d->loop);
+    if (lc != 0)
+        GF_LOG_WRN("event loop closed with handles still open: %s", uv_strerror(lc));
+    gf_notify_close(&d->notify);
+    gf_config_free(d->cfg);
+    free(d->cfg);
+    GF_LOG_INF("stopped");
+    return status_code == 0 ? GF_EXIT_OK : GF_EXIT_FAILURE;
+}
+
 int main(int argc, char **argv) {
     static daemon_state d; /* handles live here until the process ends */
     const char *check_path = NULL;
-    char errs[GF_PROBLEMS_BYTES], why[GF_NOTE_BYTES], status[GF_STATUS_BYTES];
-    size_t count = 0;
+    char status[GF_STATUS_BYTES];
     int listen_fd = -1, rc;
 
     rc = parse_options(argc, argv, &d.flags, &d.config_path, &check_path);
@@ -464,31 +547,12 @@ int main(int argc, char **argv) {
         return rc;
     if (check_path != NULL)
         return check_config(check_path, &d.flags);
-    d.cfg = calloc(1, sizeof *d.cfg);
-    if (d.cfg == NULL) {
-        GF_LOG_ERR("out of memory");
-        return GF_EXIT_STARTUP;
-    }
-    if (gf_config_load(d.config_path, &d.flags, d.cfg, errs, sizeof errs, &count) < 0) {
-        log_problems("", errs, count);
-        GF_LOG_ERR("not starting: %zu problem(s) in the configuration", count);
-        free(d.cfg);
-        return GF_EXIT_USAGE;
-    }
-    gf_log_set_level(d.cfg->log_level);
+    rc = load_config(&d);
+    if (rc >= 0)
+        return rc;
     signal(SIGPIPE, SIG_IGN);
-
-    /* systemd's side: the socket it may pass, where to notify, the watchdog. */
-    if (gf_notify_listen_fd(&listen_fd, why, sizeof why) < 0) {
-        GF_LOG_ERR("socket activation: %s", why);
+    if (join_systemd(&d, &listen_fd) < 0)
         goto fail_config;
-    }
-    if (listen_fd >= 0)
-        adopt_socket_path(&d, listen_fd);
-    if (gf_notify_open(&d.notify, why, sizeof why) < 0)
-        GF_LOG_WRN("%s", why);
-    if (gf_notify_watchdog_usec(&d.watchdog_usec, why, sizeof why) < 0)
-        GF_LOG_WRN("%s", why);
 
     GF_LOG_INF("gpuframed %s starting (engines built in: %s; config %s; socket %s%s%s)", GF_VERSION,
                gf_engine_builtin_names(), d.config_path ? d.config_path : "built-in",
@@ -498,73 +562,16 @@ int main(int argc, char **argv) {
     uv_loop_init(&d.loop);
     rc = gf_server_open(&d.loop, d.cfg, listen_fd, &d.srv);
     if (rc < 0) {
-        GF_LOG_ERR("start-up failed: %s", rc > -4096 ? uv_strerror(rc) : "error");
         snprintf(status, sizeof status, "start-up failed: %s",
                  rc > -4096 ? uv_strerror(rc) : "error");
+        GF_LOG_ERR("%s", status);
         gf_notify_status(&d.notify, status);
         uv_loop_close(&d.loop);
         goto fail_notify;
     }
-
-    uv_signal_init(&d.loop, &d.sigint);
-    uv_signal_init(&d.loop, &d.sigterm);
-    uv_signal_init(&d.loop, &d.sighup);
-    d.sigint.data = d.sigterm.data = d.sighup.data = &d;
-    uv_signal_start(&d.sigint, on_stop_signal, SIGINT);
-    uv_signal_start(&d.sigterm, on_stop_signal, SIGTERM);
-    uv_signal_start(&d.sighup, on_reload_signal, SIGHUP);
-    /* Signals and timers alone must not keep the loop running once the
-     * server is done. */
-    uv_unref((uv_handle_t *)&d.sigint);
-    uv_unref((uv_handle_t *)&d.sigterm);
-    uv_unref((uv_handle_t *)&d.sighup);
-    uv_timer_init(&d.loop, &d.status_timer);
-    uv_timer_init(&d.loop, &d.watchdog_timer);
-    d.status_timer.data = d.watchdog_timer.data = &d;
-    uv_unref((uv_handle_t *)&d.status_timer);
-    uv_unref((uv_handle_t *)&d.watchdog_timer);
-
-    /* Every slot is allocated and every pipeline warmed up: ready. */
-    gf_server_status(d.srv, status, sizeof status);
-    gf_notify_ready(&d.notify, status);
-    if (gf_notify_enabled(&d.notify)) {
-        uv_timer_start(&d.status_timer, on_status_timer, GF_STATUS_PERIOD_MS, GF_STATUS_PERIOD_MS);
-    }
-    if (d.watchdog_usec > 0 && gf_notify_enabled(&d.notify)) {
-        uint64_t period_ms = d.watchdog_usec / 2 / GF_USEC_PER_MS;
-        if (period_ms == 0)
-            period_ms = 1;
-        gf_server_progress(d.srv, &d.last_completed, &(uint32_t){0});
-        gf_notify_watchdog(&d.notify);
-        uv_timer_start(&d.watchdog_timer, on_watchdog_timer, period_ms, period_ms);
-        GF_LOG_INF("watchdog: WATCHDOG=1 every %" PRIu64 " ms while frames complete", period_ms);
-    }
-
-    uv_run(&d.loop, UV_RUN_DEFAULT);
-
-    if (gf_server_failed(d.srv)) {
-        /* The engine is stuck or poisoned, or the drain ran out of time (the
-         * server logged how many frames it abandoned): waiting for the device
-         * could hang forever. */
-        GF_LOG_ERR("exiting with status %d so that the supervisor knows the stop was not clean",
-                   GF_EXIT_FAILURE);
-        _exit(GF_EXIT_FAILURE);
-    }
-    uv_close((uv_handle_t *)&d.sigint, NULL);
-    uv_close((uv_handle_t *)&d.sigterm, NULL);
-    uv_close((uv_handle_t *)&d.sighup, NULL);
-    uv_close((uv_handle_t *)&d.status_timer, NULL);
-    uv_close((uv_handle_t *)&d.watchdog_timer, NULL);
-    uv_run(&d.loop, UV_RUN_DEFAULT);
-    int status_code = gf_server_close(d.srv);
-    int lc = uv_loop_close(&d.loop);
-    if (lc != 0)
-        GF_LOG_WRN("event loop closed with handles still open: %s", uv_strerror(lc));
-    gf_notify_close(&d.notify);
-    gf_config_free(d.cfg);
-    free(d.cfg);
-    GF_LOG_INF("stopped");
-    return status_code == 0 ? GF_EXIT_OK : GF_EXIT_FAILURE;
+    start_signals(&d);
+    report_ready(&d);
+    return serve_until_stopped(&d);
 
 fail_notify:
     gf_notify_close(&d.notify);

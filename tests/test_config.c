@@ -1,7 +1,8 @@
 /*
  * Check suite of daemon/config.c: the default config file, every kind of
  * error a config can carry (each must name its key path), parameter parsing,
- * and the LIST reply's round trip through JSON text.
+ * the LIST reply's round trip through JSON text, and the key table behind
+ * command-line flags, reloads and config/README.md.
  */
 #include <check.h>
 #include <stdio.h>
@@ -116,6 +117,13 @@ START_TEST(absent_keys_take_defaults) {
 }
 END_TEST
 
+/* Sets one command-line flag, which must be valid. */
+static void set_flag(gf_config_overrides *flags, const char *key, const char *text) {
+    char err[ERR_BYTES] = "";
+    ck_assert_msg(gf_config_override(flags, key, text, err, sizeof err) == 0, "%s=%s: %s", key,
+                  text, err);
+}
+
 /* Command-line flags replace the file's values before anything depending on
  * them is checked: a flag can make a file valid, or invalid. */
 START_TEST(overrides_apply_before_the_checks) {
@@ -135,13 +143,11 @@ START_TEST(overrides_apply_before_the_checks) {
     ck_assert_msg(strstr(errs, path) == errs && strstr(errs, "exceeds max_frame_bytes 1048576"),
                   "%s", errs);
 
-    gf_config_overrides flags = {.socket_path = "/tmp/x.sock",
-                                 .has_engine = 1,
-                                 .engine = GF_ENGINE_CPU,
-                                 .has_slots = 1,
-                                 .slot_count = 3,
-                                 .has_max_frame_bytes = 1,
-                                 .max_frame_bytes = 4194304};
+    gf_config_overrides flags = {0};
+    set_flag(&flags, "socket", "/tmp/x.sock");
+    set_flag(&flags, "engine", "cpu");
+    set_flag(&flags, "slots", "3");
+    set_flag(&flags, "max_frame_bytes", "4194304");
     ck_assert_msg(gf_config_load(path, &flags, &cfg, errs, sizeof errs, &count) == 0, "%s", errs);
     ck_assert_uint_eq(count, 0);
     ck_assert_str_eq(cfg.socket_path, "/tmp/x.sock");
@@ -151,15 +157,17 @@ START_TEST(overrides_apply_before_the_checks) {
     gf_config_free(&cfg);
 
     /* The built-in configuration, made invalid by a flag: named as such. */
-    gf_config_overrides small = {.has_max_frame_bytes = 1, .max_frame_bytes = 1000};
+    gf_config_overrides small = {0};
+    set_flag(&small, "max_frame_bytes", "1000");
     ck_assert_int_eq(gf_config_load(NULL, &small, &cfg, errs, sizeof errs, &count), -1);
     ck_assert_msg(strstr(errs, "built-in configuration: ") == errs &&
                       strstr(errs, "(normalize_u8).params") &&
                       strstr(errs, "exceeds max_frame_bytes 1000"),
                   "%s", errs);
     /* The pinned-memory cap is checked on the values the flags give. */
-    gf_config_overrides big = {
-        .has_slots = 1, .slot_count = 64, .has_max_frame_bytes = 1, .max_frame_bytes = 1ull << 32};
+    gf_config_overrides big = {0};
+    set_flag(&big, "slots", "64");
+    set_flag(&big, "max_frame_bytes", "4294967296");
     ck_assert_int_eq(gf_config_load(path, &big, &cfg, errs, sizeof errs, &count), -1);
     ck_assert_msg(strstr(errs, "max_pinned_bytes: 64 slots of 4294967296 bytes"), "%s", errs);
     unlink(path);
@@ -798,6 +806,187 @@ START_TEST(list_ignores_doc_and_unknown_keys) {
 }
 END_TEST
 
+/* ---- the key table: flags, reloads, documentation ---------------------------- */
+
+/* Every kind of key refuses a bad flag with the file's range, and the flag
+ * is then not given. */
+START_TEST(override_errors_name_what_was_expected) {
+    static const struct {
+        const char *key, *text, *want;
+    } bad[] = {
+        {"slots", "0", "expected an integer in [1, 64], got '0'"},
+        {"slots", "2x", "expected an integer in [1, 64], got '2x'"},
+        {"max_frame_bytes", "-1", "expected an integer in [1, 4294967296], got '-1'"},
+        {"engine", "gpu", "expected auto, cuda or cpu, got 'gpu'"},
+        {"log_level", "loud", "expected error, warn, info or debug, got 'loud'"},
+        {"timing_events", "yes", "expected false or true, got 'yes'"},
+        {"socket", "", "expected a path of 1 to 107 bytes"},
+        {"pipelines", "[]", "pipelines cannot be set from the command line"},
+        {"slot", "2", "slot cannot be set from the command line"},
+    };
+    gf_config_overrides flags = {0};
+    char err[ERR_BYTES];
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(gf_config_override(&flags, bad[i].key, bad[i].text, err, sizeof err), -1);
+        ck_assert_str_eq(err, bad[i].want);
+    }
+    ck_assert_uint_eq(flags.given, 0);
+    set_flag(&flags, "timing_events", "false");
+    set_flag(&flags, "log_level", "debug");
+    ck_assert_int_eq(flags.values.timing_events, 0);
+    ck_assert_int_eq(flags.values.log_level, GF_LOG_DEBUG);
+}
+END_TEST
+
+/* Parses `json`, which must be valid. */
+static void parse_ok(const char *json, gf_config *cfg) {
+    char err[ERR_BYTES] = "";
+    ck_assert_msg(gf_config_parse(json, cfg, err, sizeof err) == 0, "%s", err);
+}
+
+/* A reload keeps every needs-a-restart key's running value and says so; the
+ * rest is what gf_config_describe_changes then reports as applied. */
+START_TEST(keep_restart_keys_notes_and_keeps) {
+    gf_config running, next;
+    char note[512] = "", changes[512];
+
+    parse_ok("{\"pipelines\": [{\"name\": \"af\", \"kind\": \"affine\", \"params\": {\"a\": 2}}]}",
+             &running);
+    parse_ok("{\"socket\": \"/tmp/other.sock\", \"engine\": \"cpu\", \"slots\": 4, \"log_level\": "
+             "\"debug\", \"timing_events\": false, \"trace_frames\": 16, \"max_frame_bytes\": "
+             "1048576, \"pipelines\": [{\"name\": \"af\", \"kind\": \"affine\", \"params\": "
+             "{\"a\": 3}}]}",
+             &next);
+    ck_assert_int_eq(gf_config_keep_restart_keys(&running, &next, note, sizeof note), 0);
+    ck_assert_str_eq(note, "needs a restart: socket /run/gpuframed.sock -> /tmp/other.sock, "
+                           "engine auto -> cpu, slots 2 -> 4, timing_events true -> false, "
+                           "trace_frames 4096 -> 16");
+    ck_assert_str_eq(next.socket_path, "/run/gpuframed.sock");
+    ck_assert_int_eq(next.engine, GF_ENGINE_AUTO);
+    ck_assert_uint_eq(next.slot_count, 2);
+    ck_assert_int_eq(next.timing_events, 1);
+    ck_assert_uint_eq(next.trace_frames, 4096);
+    gf_config_describe_changes(&running, &next, changes, sizeof changes);
+    ck_assert_str_eq(changes, "max_frame_bytes 16777216 -> 1048576, log_level info -> debug, "
+                              "pipelines[0] (af).params {\"a\":2,\"b\":0} -> {\"a\":3,\"b\":0}");
+
+    /* Nothing that needs a restart changed: the note stays empty. */
+    note[0] = '\0';
+    ck_assert_int_eq(gf_config_keep_restart_keys(&running, &next, note, sizeof note), 0);
+    ck_assert_str_eq(note, "");
+    gf_config_free(&next);
+    gf_config_free(&running);
+}
+END_TEST
+
+/* Pipelines added, removed, renamed or of another kind: the running ones stay,
+ * parameters included, after what the server's note already says. */
+START_TEST(keep_restart_keys_keeps_the_running_pipelines) {
+    static const char *const layouts[] = {
+        "{\"pipelines\": [{\"name\": \"af2\", \"kind\": \"affine\", \"params\": {\"a\": 3}}]}",
+        "{\"pipelines\": [{\"name\": \"af\", \"kind\": \"sincos\"}]}",
+        "{\"pipelines\": [{\"name\": \"af\", \"kind\": \"affine\", \"params\": {\"a\": 3}}, "
+        "{\"name\": \"e\", \"kind\": \"echo\"}]}",
+    };
+    gf_config running, next;
+    gf_params want = default_params("affine");
+
+    want.a = 2;
+    parse_ok("{\"slots\": 3, \"pipelines\": [{\"name\": \"af\", \"kind\": \"affine\", \"params\": "
+             "{\"a\": 2}}]}",
+             &running);
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+        char note[256] = "needs a restart: max_frame_bytes 9 above the slots' 8";
+        parse_ok(layouts[i], &next);
+        ck_assert_int_eq(gf_config_keep_restart_keys(&running, &next, note, sizeof note), 0);
+        ck_assert_str_eq(note, "needs a restart: max_frame_bytes 9 above the slots' 8, slots 3 -> "
+                               "2, pipelines added, removed, renamed or of another kind");
+        ck_assert_uint_eq(next.pipeline_count, 1);
+        assert_pipeline(&next.pipelines[0], 0, "af", "affine", &want);
+        ck_assert_ptr_ne(next.pipelines, running.pipelines);
+        gf_config_free(&next);
+    }
+    gf_config_free(&running);
+}
+END_TEST
+
+/* A note that does not fit ends in "..." and stays a string. */
+START_TEST(restart_note_is_cut_with_dots) {
+    char note[32] = "";
+
+    gf_config_note_restart(note, sizeof note, "slots %u -> %u", 2u, 4u);
+    ck_assert_str_eq(note, "needs a restart: slots 2 -> 4");
+    gf_config_note_restart(note, sizeof note, "trace_frames %u -> %u", 4096u, 16u);
+    ck_assert_str_eq(note, "needs a restart: slots 2 -> ...");
+    gf_config_note_restart(note, sizeof note, "engine");
+    ck_assert_str_eq(note, "needs a restart: slots 2 -> ...");
+}
+END_TEST
+
+/* The `key` cells of the first table after `heading` in `doc`, as a list of
+ * "`key`" strings in keys[max]; returns how many. */
+static size_t readme_table_keys(const char *doc, const char *heading, char keys[][64], size_t max) {
+    const char *line = strstr(doc, heading);
+    size_t n = 0;
+
+    ck_assert_msg(line != NULL, "config/README.md has no \"%s\"", heading);
+    for (line = strchr(line, '\n'); line != NULL && n < max; line = strchr(line + 1, '\n')) {
+        const char *end;
+        if (strncmp(line + 1, "## ", 3) == 0)
+            break;
+        if (strncmp(line + 1, "| `", 3) != 0)
+            continue;
+        end = strchr(line + 4, '`');
+        ck_assert_ptr_nonnull(end);
+        ck_assert_int_lt(end - (line + 4), 64);
+        snprintf(keys[n++], 64, "%.*s", (int)(end - (line + 4)), line + 4);
+    }
+    return n;
+}
+
+/* config/README.md documents every key of the table and no other; its reload
+ * table puts each key that needs a restart on the right side. */
+START_TEST(readme_documents_every_key) {
+    char keys[64][64], *doc = NULL, *restart_row;
+    size_t count, doc_count, len = 0;
+    const gf_config_key *table = gf_config_keys(&count);
+    FILE *f = fopen(GF_TEST_CONFIG_DIR "/README.md", "rb");
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(getdelim(&doc, &len, '\0', f) > 0, 1);
+    fclose(f);
+    doc_count = readme_table_keys(doc, "## Top-level keys", keys, 64);
+    for (size_t i = 0; i < count; i++) {
+        size_t j = 0;
+        while (j < doc_count && strcmp(keys[j], table[i].key) != 0)
+            j++;
+        ck_assert_msg(j < doc_count, "config/README.md does not document \"%s\"", table[i].key);
+    }
+    for (size_t j = 0; j < doc_count; j++)
+        ck_assert_msg(gf_config_key_find(keys[j]) != NULL,
+                      "config/README.md documents \"%s\", which the key table lacks", keys[j]);
+    ck_assert_uint_eq(doc_count, count);
+
+    /* "| changes at once | needs a restart ... |", its separator, then the row. */
+    restart_row = strstr(doc, "| changes at once |");
+    ck_assert_ptr_nonnull(restart_row);
+    restart_row = strchr(strchr(restart_row, '\n') + 1, '\n') + 1;
+    restart_row = strchr(restart_row + 1, '|'); /* the restart cell; "\n" ends it */
+    *strchr(restart_row, '\n') = '\0';
+    for (size_t i = 0; i < count; i++) {
+        char quoted[72];
+        snprintf(quoted, sizeof quoted, "`%s`", table[i].key);
+        if (table[i].reload == GF_RELOAD_NEEDS_RESTART)
+            ck_assert_msg(strstr(restart_row, quoted), "README: %s needs a restart", quoted);
+        else
+            ck_assert_msg(!strstr(restart_row, quoted), "README: %s applies at once", quoted);
+        ck_assert_msg(table[i].doc != NULL && table[i].doc[0] != '\0', "%s", table[i].key);
+    }
+    free(doc);
+}
+END_TEST
+
 static Suite *config_suite(void) {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("file");
@@ -831,6 +1020,14 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, list_round_trip_random_floats);
     tcase_add_loop_test(tc, bad_list_is_rejected, 0, (int)(sizeof bad_lists / sizeof bad_lists[0]));
     tcase_add_test(tc, list_ignores_doc_and_unknown_keys);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("keys");
+    tcase_add_test(tc, override_errors_name_what_was_expected);
+    tcase_add_test(tc, keep_restart_keys_notes_and_keeps);
+    tcase_add_test(tc, keep_restart_keys_keeps_the_running_pipelines);
+    tcase_add_test(tc, restart_note_is_cut_with_dots);
+    tcase_add_test(tc, readme_documents_every_key);
     suite_add_tcase(s, tc);
     return s;
 }
