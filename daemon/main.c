@@ -288,7 +288,13 @@ static void on_reload_signal(uv_signal_t *h, int signum) {
 
     /* From here on the server uses *next; what it cannot change now keeps
      * its running value in *next, so the difference is what was applied. */
-    gf_server_reload(d->srv, next, note, sizeof note);
+    if (gf_server_reload(d->srv, next, note, sizeof note) < 0) {
+        GF_LOG_ERR("reload rejected: out of memory; keeping the running configuration");
+        gf_config_free(next);
+        free(next);
+        gf_notify_ready(&d->notify, "reload rejected: out of memory");
+        return;
+    }
     gf_config_describe_changes(d->cfg, next, changes, sizeof changes);
     GF_LOG_INF("reloaded %s: %s%s", what, changes[0] ? "applied " : "no change applied", changes);
     if (note[0] != '\0')

@@ -306,77 +306,33 @@ void gf_server_shutdown(gf_server *srv) {
 
 /* ---- run-time changes ------------------------------------------------------------- */
 
-/* Appends "what" to the restart note, comma-separated. */
-static void note_add(char *note, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void note_add(char *note, size_t len, const char *fmt, ...) {
-    size_t used = strlen(note);
-    if (used + 3 >= len)
-        return;
-    if (used == 0)
-        used = (size_t)snprintf(note, len, "needs a restart: ");
-    else
-        used += (size_t)snprintf(note + used, len - used, ", ");
-    if (used >= len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(note + used, len - used, fmt, ap);
-    va_end(ap);
-}
-
-void gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_len) {
+int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_len) {
     const gf_config *cur = srv->cfg;
     uint64_t in_cap = srv->ring.slots[0].in_capacity_bytes;
     uint64_t out_cap = srv->ring.slots[0].out_capacity_bytes;
     note[0] = '\0';
-    if (strcmp(next->socket_path, cur->socket_path) != 0) {
-        note_add(note, note_len, "socket %s -> %s", cur->socket_path, next->socket_path);
-        snprintf(next->socket_path, sizeof next->socket_path, "%s", cur->socket_path);
-    }
-    if (next->engine != cur->engine) {
-        note_add(note, note_len, "engine %s -> %s", gf_engine_choice_name(cur->engine),
-                 gf_engine_choice_name(next->engine));
-        next->engine = cur->engine;
-    }
-    if (next->slot_count != cur->slot_count) {
-        note_add(note, note_len, "slots %u -> %u", cur->slot_count, next->slot_count);
-        next->slot_count = cur->slot_count;
-    }
-    if (next->trace_frames != cur->trace_frames) {
-        note_add(note, note_len, "trace_frames %u -> %u", cur->trace_frames, next->trace_frames);
-        next->trace_frames = cur->trace_frames;
-    }
+    int rc = gf_config_keep_restart_keys(cur, next, note, note_len);
+    if (rc < 0)
+        return rc;
+    /* What the slots were allocated for bounds what a reload may ask. */
     if (next->max_frame_bytes > in_cap) {
-        note_add(note, note_len, "max_frame_bytes %llu above the slots' %llu",
-                 (unsigned long long)next->max_frame_bytes, (unsigned long long)in_cap);
+        gf_config_note_restart(note, note_len, "max_frame_bytes %llu above the slots' %llu",
+                               (unsigned long long)next->max_frame_bytes,
+                               (unsigned long long)in_cap);
         next->max_frame_bytes = cur->max_frame_bytes;
     }
-    int same_pipelines = next->pipeline_count == cur->pipeline_count;
-    for (size_t i = 0; same_pipelines && i < cur->pipeline_count; i++)
-        same_pipelines = next->pipelines[i].kind == cur->pipelines[i].kind &&
-                         strcmp(next->pipelines[i].name, cur->pipelines[i].name) == 0;
-    if (!same_pipelines || gf_config_max_output_bytes(next) > out_cap) {
-        note_add(note, note_len, "%s",
-                 !same_pipelines ? "pipelines added, removed, renamed or of another kind"
-                                 : "a pipeline's output would exceed the slots' buffers");
-        /* Keep the running pipelines, parameters included. */
-        gf_pipeline *mine = malloc(cur->pipeline_count * sizeof *mine);
-        if (mine) {
-            memcpy(mine, cur->pipelines, cur->pipeline_count * sizeof *mine);
-            free(next->pipelines);
-            next->pipelines = mine;
-            next->pipeline_count = cur->pipeline_count;
-        }
+    if (gf_config_max_output_bytes(next) > out_cap) {
+        gf_config_note_restart(note, note_len,
+                               "a pipeline's output would exceed the slots' buffers");
+        /* Same layout (kept above): keep the running parameters too. */
+        memcpy(next->pipelines, cur->pipelines, cur->pipeline_count * sizeof *next->pipelines);
     }
-    /* The watchdog and the timing flag are read at each use: they apply now.
-     * Timing events are recorded by the engine, which was opened with the
-     * old value: changing it needs a restart too. */
-    if (next->timing_events != cur->timing_events) {
-        note_add(note, note_len, "timing_events");
-        next->timing_events = cur->timing_events;
-    }
+    /* Connections check frame sizes in their decoders: the new limit applies
+     * from their next header on. */
+    for (gf_conn *c = srv->conns; c; c = c->next)
+        c->decoder.max_frame_bytes = next->max_frame_bytes;
     srv->cfg = next;
+    return 0;
 }
 
 /* ---- start-up and teardown ------------------------------------------------------- */

@@ -51,15 +51,16 @@ void gf_server_shutdown(gf_server *srv);
 /*
  * Applies a new configuration to the running server: log level, pipeline
  * parameters, max_frame_bytes (up to the slots' size), frame and drain
- * timeouts.  What cannot change while running (socket, engine, slots,
- * timing_events, trace_frames, the pipelines' number, names or kinds, a
- * frame or output size beyond the slots' buffers) keeps its running value in
+ * timeouts.  What cannot change while running (the keys config.c's table
+ * marks as needing a restart, the pipelines' number, names or kinds, a frame
+ * or output size beyond the slots' buffers) keeps its running value in
  * `*next`, and is named in note[note_len] ("needs a restart: slots 2 -> 4");
  * note is "" when everything applied.  Frames already claimed keep the
- * parameters they started with.  From the call on the server uses `*next`:
- * the caller keeps it valid and may free the old configuration.
+ * parameters they started with.  Returns 0, and from then on the server uses
+ * `*next`: the caller keeps it valid and may free the old configuration; or
+ * -ENOMEM, and nothing changed: the caller keeps the running configuration.
  */
-void gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_len);
+int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_len);
 
 /* For a watchdog: frames the engine has completed since start, and frames on
  * the engine now.  A server with frames in flight whose completed count stays
