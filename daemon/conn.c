@@ -22,7 +22,6 @@
  *   on UV_ENOBUFS): reading is stopped with uv_read_stop instead.
  */
 #include <assert.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,24 +273,15 @@ static void conn_reject_text(gf_conn *c, const gf_header *h, uint32_t status, co
     reply_loose(c, GF_MSG_ERROR, h, h->pipeline_id, status, body, len);
 }
 
-static void conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const char *fmt, ...) {
-    char text[GF_ERROR_TEXT_MAX_BYTES];
-    va_list ap;
-    va_start(ap, fmt);
-    gf_verrorf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    conn_reject_text(c, h, status, text);
-}
-
 /* Queues a LIST, STATS or TRACE reply holding `doc` (consumed). */
 static void conn_reply_json(gf_conn *c, const gf_header *h, cJSON *doc) {
     char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
     cJSON_Delete(doc);
     if (!text) {
-        conn_reject(c, h, GF_ERR_INTERNAL, "out of memory building the %s reply",
-                    gf_msg_type_name(h->type));
+        char why[GF_ERROR_TEXT_MAX_BYTES];
+        gf_errorf(why, sizeof why, "out of memory building the %s reply",
+                  gf_msg_type_name(h->type));
+        conn_reject_text(c, h, GF_ERR_INTERNAL, why);
         return;
     }
     reply_loose(c, h->type, h, 0, GF_OK, text, strlen(text));
@@ -355,24 +345,6 @@ static uint32_t frame_check(const gf_conn *c, const gf_header *h, int64_t *out_b
     return GF_OK;
 }
 
-/* Fills a freshly claimed slot with the frame `h` announces. */
-static void slot_fill(gf_conn *c, gf_slot *s, const gf_header *h, uint64_t out_bytes) {
-    const gf_pipeline *p = &c->srv->cfg->pipelines[h->pipeline_id];
-    s->kind = p->kind;
-    s->params = p->params;
-    s->pipeline_id = h->pipeline_id;
-    s->frame_id = h->frame_id;
-    s->in_bytes = h->payload_bytes;
-    s->out_bytes = out_bytes;
-    s->status = GF_OK;
-    memset(&s->stages, 0, sizeof s->stages);
-    s->claimed_ns = gf_now_ns();
-    s->arrived_ns = c->header_seen_ns;
-    s->submitted_ns = s->done_ns = s->drained_ns = 0;
-    memset(&s->reply, 0, sizeof s->reply);
-    s->reply.slot = s;
-}
-
 /*
  * A FRAME header was decoded: refuse it, or claim a slot for it and take
  * whatever part of its payload is already buffered.  Returns 1 if the header
@@ -404,7 +376,8 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
     srv->stats.frames_received++;
     c->buf_start += req->bytes;
     gf_request_accept(&c->decoder, req);
-    slot_fill(c, s, h, (uint64_t)out_bytes);
+    const gf_pipeline *p = &srv->cfg->pipelines[h->pipeline_id];
+    gf_slot_assign(s, p, h, (uint64_t)out_bytes, c->header_seen_ns);
     c->header_seen_ns = 0;
     reply_enqueue(c, &s->reply);
     c->slot = s;

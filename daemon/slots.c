@@ -2,6 +2,9 @@
 
 #include <assert.h>
 #include <stddef.h>
+#include <string.h>
+
+#include "util.h"
 
 void gf_slot_ring_init(gf_slot_ring *ring, gf_slot *slots, uint32_t count) {
     ring->slots = slots;
@@ -34,4 +37,21 @@ void gf_slot_release(gf_slot_ring *ring, gf_slot *slot) {
         ring->free_head = slot;
     ring->free_tail = slot;
     ring->free_count++;
+}
+
+void gf_slot_assign(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint64_t out_bytes,
+                    uint64_t arrived_ns) {
+    s->kind = p->kind;
+    s->params = p->params;
+    s->pipeline_id = h->pipeline_id;
+    s->frame_id = h->frame_id;
+    s->in_bytes = h->payload_bytes;
+    s->out_bytes = out_bytes;
+    s->status = GF_OK;
+    memset(&s->stages, 0, sizeof s->stages);
+    s->arrived_ns = arrived_ns;
+    s->claimed_ns = gf_now_ns();
+    s->submitted_ns = s->done_ns = s->drained_ns = 0;
+    memset(&s->reply, 0, sizeof s->reply);
+    s->reply.slot = s;
 }

@@ -98,6 +98,12 @@ void gf_slot_ring_init(gf_slot_ring *ring, gf_slot *slots, uint32_t count);
 /* Takes the oldest free slot, or returns NULL when every slot is busy. */
 gf_slot *gf_slot_claim(gf_slot_ring *ring);
 
+/* Gives a claimed slot the frame header `h` announces for pipeline `p`, with
+ * `out_bytes` of result and its header first seen at `arrived_ns`; every
+ * other per-frame field is reset.  Loop thread. */
+void gf_slot_assign(gf_slot *slot, const gf_pipeline *p, const gf_header *h, uint64_t out_bytes,
+                    uint64_t arrived_ns);
+
 /* Returns `slot` to the free list; it must have been claimed. */
 void gf_slot_release(gf_slot_ring *ring, gf_slot *slot);
 
