@@ -19,10 +19,12 @@
 #include "config.h"
 #include "stats.h"
 
-/* Payload bytes that may travel in a connection's header buffer and be copied
- * into the slot: a small frame then costs one read(2), not two.  Every byte of
- * a payload beyond this is read by the kernel straight into pinned memory. */
-#define GF_STAGED_PAYLOAD_MAX_BYTES 4096u
+/* Payload bytes that may travel in a connection's read buffer and be copied
+ * into the slot: a small frame then costs one read(2), not two, and a client
+ * that pipelines small frames has several of them taken in by one read.
+ * Every byte of a payload beyond what the buffer holds is read by the kernel
+ * straight into pinned memory. */
+#define GF_STAGED_PAYLOAD_MAX_BYTES 16384u
 
 typedef struct gf_server gf_server;
 

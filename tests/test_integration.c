@@ -64,7 +64,7 @@
 /* The daemon's staging boundary (server.h GF_STAGED_PAYLOAD_MAX_BYTES):
  * payloads up to it may be copied from the header buffer, the rest is read
  * straight into the slot. */
-#define STAGED_BOUNDARY_BYTES 4096u
+#define STAGED_BOUNDARY_BYTES 16384u
 /* A pipeline id the test config does not have. */
 #define UNKNOWN_PIPELINE_ID 99u
 /* How long the tests wait for the daemon to settle (idle, counters). */
