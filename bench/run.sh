@@ -35,8 +35,9 @@ done
 [ "$engine" = cpu ] || [ -x "$build/bench/gf_limits" ] ||
   { echo "bench: $build/bench/gf_limits not built (no CUDA in this build?)" >&2; exit 2; }
 
-# Frame sizes and frames per `gpuframe stream` run: about 0.5 s each on the
-# reference H200 (DESIGN.md), 30 runs, so the default run takes 1-2 minutes.
+# Frame sizes and frames per `gpuframe stream` run: about 0.5-1 s each at the
+# figures README.md quotes for an H200, 33 runs, so the default run takes
+# about 1.5 minutes, and under 4 even if the daemon is twice as slow.
 slot_counts=(1 2 4)
 clients=4   # the concurrent clients of the last row, 4 KiB at window 16
 if [ $short = 1 ]; then
@@ -46,13 +47,13 @@ if [ $short = 1 ]; then
   limit_args=(--sizes "4K,1M" --short)
 else
   sizes=(4K 64K 1M 4M 16M)
-  declare -A n16=([4K]=20000 [64K]=10000 [1M]=2000 [4M]=600 [16M]=160)
-  declare -A n1=([4K]=5000 [64K]=3000 [1M]=1000 [4M]=300 [16M]=80)
+  declare -A n16=([4K]=20000 [64K]=10000 [1M]=4000 [4M]=1000 [16M]=250)
+  declare -A n1=([4K]=8000 [64K]=5000 [1M]=2000 [4M]=500 [16M]=120)
   n_multi=10000
   limit_args=()
 fi
 declare -A bytes=([4K]=4096 [64K]=65536 [1M]=1048576 [4M]=4194304 [16M]=16777216)
-stream_timeout_s=120 # one stream run; a stuck daemon costs this, not the whole run
+stream_timeout_s=60 # one stream run; a stuck daemon costs this, not the whole run
 run=$(mktemp -d); trap 'rm -rf "$run"' EXIT
 raw=$run/raw; : > "$raw"
 status=0
