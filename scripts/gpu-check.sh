@@ -56,9 +56,10 @@ verify() { # slots
 echo "== verified streams, CUDA engine"
 verify 2; verify 4
 
-echo "== benchmark"
-bench/bench.sh $build cuda cuda-untimed cpu
-GF_BENCH_SLOTS=4 bench/bench.sh $build cuda | tail -3
+echo "== benchmark: limits and daemon in one run, 1/2/4 slots (bench/run.sh)"
+bench/run.sh $build
+echo "== the same, timing events off, short"
+GF_BENCH_DAEMON_ARGS="--config bench/echo-untimed.json" bench/run.sh $build --short
 echo "== what timing events cost, in-process (bench/event_cost.cu)"
 nvcc -O2 -arch=sm_90 -std=c++17 bench/event_cost.cu -o $build/event_cost && $build/event_cost
 

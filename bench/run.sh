@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# The benchmark: the data path's limits measured in-process (gf_limits: the GPU
+# pipeline, latency floor, host function, pinned copies; gf_sockbench: a Unix
+# socketpair alone), then gpuframed itself on echo frames through
+# `gpuframe stream`, and one table of the daemon's figures with their ratios
+# to the limits of this same run.  bench/README.md says what each figure is.
+#
+#   bench/run.sh BUILD_DIR [--engine cuda|cpu] [--short]
+#
+# --engine cpu: no GPU limits ('-' in their columns); the socket limits stay.
+# --short: sizes 4 KiB and 1 MiB and few frames (CI: well under a minute).
+# GF_BENCH_DAEMON_ARGS: extra gpuframed options, appended after the script's
+#   own, so they win: "--config bench/echo-untimed.json" (timing events off).
+#
+# stdout: the raw `limit ...` and `daemon ...` lines, then the table.  Exit
+# status 1 when a program failed or a figure is missing ('?' in the table),
+# 2 on a bad command line; the "monotonic in slots" lines never fail.
+set -uo pipefail
+usage="usage: bench/run.sh BUILD_DIR [--engine cuda|cpu] [--short]"
+if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
+build=$(cd "$1" && pwd); shift
+engine=cuda short=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --engine) engine=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
+    --short) short=1; shift ;;
+    *) echo "$usage" >&2; exit 2 ;;
+  esac
+done
+[[ $engine == cuda || $engine == cpu ]] || { echo "$usage" >&2; exit 2; }
+cd "$(dirname "$0")/.." || exit 2
+for f in gpuframed gpuframe bench/gf_sockbench; do
+  [ -x "$build/$f" ] || { echo "bench: $build/$f not built" >&2; exit 2; }
+done
+[ "$engine" = cpu ] || [ -x "$build/bench/gf_limits" ] ||
+  { echo "bench: $build/bench/gf_limits not built (no CUDA in this build?)" >&2; exit 2; }
+
+# Frame sizes and frames per `gpuframe stream` run: about 0.5-1 s each at the
+# figures README.md quotes for an H200, 33 runs, so the default run takes
+# about 1.5 minutes, and under 4 even if the daemon is twice as slow.
+slot_counts=(1 2 4)
+clients=4   # the concurrent clients of the last row, 4 KiB at window 16
+if [ $short = 1 ]; then
+  sizes=(4K 1M)
+  declare -A n16=([4K]=4000 [1M]=200) n1=([4K]=1000 [1M]=100)
+  n_multi=1000
+  limit_args=(--sizes "4K,1M" --short)
+else
+  sizes=(4K 64K 1M 4M 16M)
+  declare -A n16=([4K]=20000 [64K]=10000 [1M]=4000 [4M]=1000 [16M]=250)
+  declare -A n1=([4K]=8000 [64K]=5000 [1M]=2000 [4M]=500 [16M]=120)
+  n_multi=10000
+  limit_args=()
+fi
+declare -A bytes=([4K]=4096 [64K]=65536 [1M]=1048576 [4M]=4194304 [16M]=16777216)
+stream_timeout_s=60 # one stream run; a stuck daemon costs this, not the whole run
+run=$(mktemp -d); trap 'rm -rf "$run"' EXIT
+raw=$run/raw; : > "$raw"
+status=0
+started=$SECONDS
+
+# ---- limits ---------------------------------------------------------------------
+if [ "$engine" = cuda ]; then
+  timeout 120 "$build"/bench/gf_limits "${limit_args[@]}" > "$run/limits" 2> "$run/limits.err" ||
+    { echo "bench: gf_limits failed:"; cat "$run/limits.err"; status=1; }
+  tee -a "$raw" < "$run/limits"
+fi
+timeout 120 "$build"/bench/gf_sockbench "${limit_args[@]}" > "$run/sock" 2> "$run/sock.err" ||
+  { echo "bench: gf_sockbench failed:"; cat "$run/sock.err"; status=1; }
+tee -a "$raw" < "$run/sock"
+
+# ---- the daemon -----------------------------------------------------------------
+stream() { # SOCKET SIZE COUNT WINDOW: one gpuframe stream run's summary line,
+            # or "failed: why" (a frame answered with an error fails the run too)
+  local out
+  if out=$(timeout $stream_timeout_s "$build"/gpuframe stream --socket "$1" --pipeline echo \
+             --size "$2" --count "$3" --window "$4" --quiet 2>&1) &&
+     [[ $out == frames=*" errors=0 "* ]]; then echo "$out"
+  else echo "failed: $(echo "$out" | tail -1)"; echo "bench: stream $2 bytes window $4: $out" >&2; fi
+}
+for slots in "${slot_counts[@]}"; do
+  sock=$run/s$slots.sock log=$run/daemon$slots.log
+  # shellcheck disable=SC2086  # GF_BENCH_DAEMON_ARGS is a list of options
+  "$build"/gpuframed --config bench/echo.json --engine $engine --slots $slots --socket "$sock" \
+    ${GF_BENCH_DAEMON_ARGS:-} 2> "$log" &
+  pid=$!
+  for _ in $(seq 600); do [ -S "$sock" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  if ! [ -S "$sock" ]; then
+    echo "bench: gpuframed --slots $slots did not start:"; cat "$log"; status=1
+    kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; continue
+  fi
+  for size in "${sizes[@]}"; do
+    for w in 1 16; do
+      if [ $w = 1 ]; then n=${n1[$size]}; else n=${n16[$size]}; fi
+      line=$(stream "$sock" "${bytes[$size]}" "$n" $w)
+      echo "daemon slots=$slots size=${bytes[$size]} window=$w clients=1 $line" | tee -a "$raw"
+    done
+  done
+  pids=()
+  for i in $(seq $clients); do
+    stream "$sock" 4096 $n_multi 16 > "$run/multi$i" & pids+=($!)
+  done
+  wait "${pids[@]}"
+  # The clients' sum; nothing (so '?') unless every one of them succeeded.
+  echo "daemon slots=$slots size=4096 window=16 clients=$clients $(cat "$run"/multi* | awk -v n=$clients '
+    /^frames=/ { ok++; for (i = 1; i <= NF; i++) { split($i, kv, "="); sum[kv[1]] += kv[2] } }
+    END { if (ok == n) printf "frames_per_s=%.1f in_GBps=%.3f", sum["frames_per_s"], sum["in_GBps"] }')" |
+    tee -a "$raw"
+  rm -f "$run"/multi*
+  grep -hE "engine (auto|cuda|cpu):" "$log" | head -1 | sed "s/^/bench: slots=$slots: /"
+  kill -TERM $pid; wait $pid; rc=$?
+  [ $rc = 0 ] || { echo "bench: gpuframed --slots $slots exited with $rc:"; tail -5 "$log"; status=1; }
+done
+
+# ---- the table ------------------------------------------------------------------
+# Every figure comes from $raw; a missing one is '?', one with no limit '-'.
+echo
+grep -h '^# device' "$raw" || true
+echo "gpuframed echo, engine $engine, daemon args: ${GF_BENCH_DAEMON_ARGS:-(none)}; $(
+  [ $short = 1 ] && echo "short run, ")window 16 = throughput, window 1 = latency"
+echo "ratios: daemon figure / limit measured above (/gpu /sock /sockbw /copy: 1.00 = at the"
+echo "limit; /floor /rtt: times the in-process latency)"
+awk -v engine="$engine" -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" \
+    -v clients=$clients -v bytes_list="$(for s in "${sizes[@]}"; do printf '%s ' "${bytes[$s]}"; done)" '
+  # get(line key, field): the field of the first line holding every k=v of key.
+  function get(key, field,   want, n, i, j, ok, f) {
+    n = split(key, want, " ")
+    for (i = 1; i <= nlines; i++) {
+      ok = 1
+      for (j = 1; j <= n && ok; j++) if (!index(" " lines[i] " ", " " want[j] " ")) ok = 0
+      if (!ok) continue
+      if (match(" " lines[i], " " field "=[^ ]*")) {
+        f = substr(" " lines[i], RSTART + length(field) + 2, RLENGTH - length(field) - 2)
+        return f ~ /^[0-9.]+$/ ? f : "?"
+      }
+    }
+    return "?"
+  }
+  function ratio(a, b) {
+    if (b == "-") return "-"
+    if (a == "?" || b == "?" || b + 0 == 0) return "?"
+    return sprintf("%.2f", a / b)
+  }
+  function max2(a, b) { return a == "?" ? b : b == "?" ? a : (a + 0 > b + 0 ? a : b) }
+  { lines[++nlines] = $0 }
+  END {
+    ns = split(sizes, label, " "); split(bytes_list, nbytes, " "); nsl = split(slot_list, sl, " ")
+    sockbw = max2(get("name=sockpair write=65536", "GBps"), get("name=sockpair write=1048576", "GBps"))
+    fmt = "%-5s %5s %7s %10s %6s %6s %8s %7s %6s %10s %7s %6s %10s\n"
+    printf fmt, "size", "slots", "clients", "w16_fps", "/gpu", "/sock", "w16_GBps", "/sockbw",
+      "/copy", "w1_p50_us", "/floor", "/rtt", "w1_p99_us"
+    bad = 0
+    for (s = 1; s <= ns; s++) {
+      b = nbytes[s]
+      sock_fps = get("name=sock_echo size=" b, "fps"); rtt = get("name=sock_rtt size=" b, "p50_us")
+      copy = engine == "cuda" ? get("name=h2d size=" b, "GBps") : "-"
+      floor = engine == "cuda" ? get("name=latency size=" b, "p50_us") : "-"
+      for (k = 1; k <= nsl; k++) {
+        d = "daemon slots=" sl[k] " size=" b
+        pipe = engine == "cuda" ? get("name=pipeline streams=" sl[k] " size=" b, "fps") : "-"
+        fps = get(d " window=16 clients=1", "frames_per_s"); gbps = get(d " window=16 clients=1", "in_GBps")
+        p50 = get(d " window=1 clients=1", "p50_us"); p99 = get(d " window=1 clients=1", "p99_us")
+        row = sprintf(fmt, label[s], sl[k], 1, fps, ratio(fps, pipe), ratio(fps, sock_fps), gbps,
+          ratio(gbps, sockbw), ratio(gbps, copy), p50, ratio(p50, floor), ratio(p50, rtt), p99)
+        printf "%s", row; bad += (row ~ /\?/)
+        fpsk[s, k] = fps
+      }
+    }
+    for (k = 1; k <= nsl; k++) {  # the concurrent clients: throughput only
+      d = "daemon slots=" sl[k] " size=4096 window=16 clients=" clients
+      pipe = engine == "cuda" ? get("name=pipeline streams=" sl[k] " size=4096", "fps") : "-"
+      fps = get(d, "frames_per_s"); gbps = get(d, "in_GBps")
+      copy = engine == "cuda" ? get("name=h2d size=4096", "GBps") : "-"
+      row = sprintf(fmt, "4K", sl[k], clients, fps, ratio(fps, pipe),
+        ratio(fps, get("name=sock_echo size=4096", "fps")), gbps, ratio(gbps, sockbw),
+        ratio(gbps, copy), "-", "-", "-", "-")
+      printf "%s", row; bad += (row ~ /\?/)
+    }
+    for (s = 1; s <= ns; s++) {  # information only, never the exit status
+      a = fpsk[s, 3]; m = fpsk[s, 2]; c = fpsk[s, 1]
+      verdict = (a == "?" || m == "?" || c == "?") ? "?" : (a + 0 >= m + 0 && m + 0 >= c + 0) ? "yes" : "no"
+      printf "monotonic in slots %s (w16 frames/s %s >= %s >= %s): 4 slots >= 2 slots >= 1 slot: %s\n",
+        label[s], a, m, c, verdict
+    }
+    exit (bad > 0 ? 1 : 0)
+  }' "$raw" || { echo "bench: figures missing ('?' above)"; status=1; }
+echo "bench: done in $((SECONDS - started)) s"
+exit $status
