@@ -1,10 +1,10 @@
 /*
- * The kernel of pipeline kind "affine"; contract in affine.h.  __fmul_rn and
+ * The kernel of pipeline kind "affine"; contract in kernels.h.  __fmul_rn and
  * __fadd_rn are never contracted into an FMA, so each element rounds exactly
  * as the reference's a*x then +b (kernels/affine_ref.c).  float4 loads and
  * stores for the bulk, scalars for the tail.
  */
-#include "affine.h"
+#include "kernels.h"
 
 #include <cstdint>
 

@@ -2,7 +2,7 @@
  * The kernel of pipeline kind "echo": a device-to-device copy; contract in
  * echo.h.  16-byte vector loads and stores for the bulk, bytes for the tail.
  */
-#include "echo.h"
+#include "kernels.h"
 
 #include <cstdint>
 

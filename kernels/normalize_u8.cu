@@ -1,10 +1,10 @@
 /*
- * The kernel of pipeline kind "normalize_u8"; contract in normalize_u8.h.
+ * The kernel of pipeline kind "normalize_u8"; contract in kernels.h.
  * One thread per pixel: three bytes in, one float to each of three planes
  * (stores coalesce per plane).  __fdiv_rn/__fsub_rn round each step to
  * nearest, as the reference does (kernels/normalize_u8_ref.c).
  */
-#include "normalize_u8.h"
+#include "kernels.h"
 
 #include <cstdint>
 

@@ -1,7 +1,8 @@
 /*
  * The pipeline registry: the four kinds' entries (parameter tables, length
- * rules, tolerances, references and launchers) and the functions of
- * pipeline.h that look them up, fill defaults and compare outputs.
+ * rules, tolerances and references) and the functions of pipeline.h that look
+ * them up, fill defaults and compare outputs.  No CUDA: the launchers are
+ * found through gf_kernel_launcher() (kernels/launchers.c).
  */
 #include "pipeline.h"
 
@@ -12,10 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "affine.h"
-#include "echo.h"
-#include "normalize_u8.h"
-#include "sincos.h"
+#include "kernels.h"
 
 /* Frames carry float32 little-endian and the references read them in place. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -65,12 +63,6 @@ _Static_assert(sizeof(float) == 4, "float32 pipelines need a 4-byte float");
 /* The ImageNet statistics that torchvision's models expect, per channel R, G, B. */
 static const float imagenet_mean[RGB_CHANNELS] = {0.485f, 0.456f, 0.406f};
 static const float imagenet_std[RGB_CHANNELS] = {0.229f, 0.224f, 0.225f};
-
-#ifdef GF_HAVE_CUDA
-#define LAUNCHER(fn) (fn)
-#else
-#define LAUNCHER(fn) NULL
-#endif
 
 #if defined(__GNUC__)
 #define GF_PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
@@ -328,7 +320,6 @@ static const gf_pipeline_kind kinds[KIND_COUNT] = {
             .warmup_input_bytes = echo_warmup_input_bytes,
             .check_params = echo_check_params,
             .reference = gf_echo_ref,
-            .launch = LAUNCHER(gf_echo_launch),
         },
     [KIND_AFFINE] =
         {
@@ -343,7 +334,6 @@ static const gf_pipeline_kind kinds[KIND_COUNT] = {
             .warmup_input_bytes = f32_warmup_input_bytes,
             .check_params = affine_check_params,
             .reference = gf_affine_ref,
-            .launch = LAUNCHER(gf_affine_launch),
         },
     [KIND_SINCOS] =
         {
@@ -360,7 +350,6 @@ static const gf_pipeline_kind kinds[KIND_COUNT] = {
             .warmup_input_bytes = f32_warmup_input_bytes,
             .check_params = sincos_check_params,
             .reference = gf_sincos_ref,
-            .launch = LAUNCHER(gf_sincos_launch),
         },
     [KIND_NORMALIZE_U8] =
         {
@@ -374,7 +363,6 @@ static const gf_pipeline_kind kinds[KIND_COUNT] = {
             .warmup_input_bytes = normalize_u8_warmup_input_bytes,
             .check_params = normalize_u8_check_params,
             .reference = gf_normalize_u8_ref,
-            .launch = LAUNCHER(gf_normalize_u8_launch),
         },
 };
 

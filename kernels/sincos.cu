@@ -1,10 +1,10 @@
 /*
- * The kernel of pipeline kind "sincos"; contract in sincos.h.  Uses the
+ * The kernel of pipeline kind "sincos"; contract in kernels.h.  Uses the
  * accurate sinf/cosf (never __sinf: the build must not pass
  * --use_fast_math), and __fmul_rn/__fadd_rn so that s*c + v rounds twice, as
  * in the reference (kernels/sincos_ref.c).  Compute-bound: scalar loads.
  */
-#include "sincos.h"
+#include "kernels.h"
 
 #include <cstdint>
 
