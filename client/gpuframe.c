@@ -33,6 +33,7 @@
 #include "libgpuframe.h"
 #include "pipeline.h"
 #include "report.h"
+#include "util.h"
 
 #ifndef GF_VERSION
 #define GF_VERSION "unknown"
@@ -66,8 +67,6 @@
 /* Room for a mismatch or length-check reason. */
 #define WHY_BYTES 256
 
-#define NS_PER_S 1000000000ull
-
 /* A macro's value as a string literal, for the help texts. */
 #define STR_(x) #x
 #define STR(x)  STR_(x)
@@ -92,13 +91,6 @@ static void die_usage(const char *cmd, const char *fmt, ...) {
     va_end(ap);
     fprintf(stderr, "\nTry 'gpuframe%s%s --help'.\n", cmd ? " " : "", cmd ? cmd : "");
     exit(EXIT_USAGE);
-}
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
 /* Parses a whole decimal unsigned integer; returns 0 or -1. */
@@ -1093,7 +1085,7 @@ static int queue_next(struct stream_run *r) {
             r->input_done = 1; /* a short chunk is the last */
     }
 
-    s->queued_ns = now_ns();
+    s->queued_ns = gf_now_ns();
     int err = gf_client_send_frame(r->client, r->pipeline->id, r->queued, s->data, s->bytes);
     if (err < 0) {
         if (err != -EPIPE) /* a close: the next receive reports it */
@@ -1165,7 +1157,7 @@ static void handle_reply(struct stream_run *r, const gf_reply *rep) {
         r->latency_ns = l;
         r->latency_cap = cap;
     }
-    r->latency_ns[r->latency_count++] = now_ns() - s->queued_ns;
+    r->latency_ns[r->latency_count++] = gf_now_ns() - s->queued_ns;
 
     if (rep->header.type == GF_MSG_ERROR) {
         if (!r->o->quiet) {
@@ -1321,7 +1313,7 @@ static int cmd_stream(int argc, char *argv[]) {
     }
 
     int connection_failed = 0;
-    uint64_t start_ns = now_ns();
+    uint64_t start_ns = gf_now_ns();
     for (;;) {
         while (!r.input_done && r.queued < r.planned && r.queued - r.answered < o.window) {
             int q = queue_next(&r);
@@ -1352,7 +1344,7 @@ static int cmd_stream(int argc, char *argv[]) {
         }
         handle_reply(&r, &rep);
     }
-    uint64_t elapsed_ns = now_ns() - start_ns;
+    uint64_t elapsed_ns = gf_now_ns() - start_ns;
     if (r.in != NULL && r.queued == 0 && !r.input_error) {
         fprintf(stderr, "gpuframe: --input %s is empty\n", o.input_path);
         stream_free(&r);

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 /* Numbers in the documents are doubles; an integer field must be a whole
  * number in [0, 2^63) to be taken as one. */
 #define INT_FIELD_MAX 9223372036854775807.0
@@ -24,19 +26,6 @@
 #define NS_PER_S      1000000000u
 
 /* ---- small helpers ---------------------------------------------------------- */
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...) {
-    va_list ap;
-
-    if (err == NULL || err_len == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
 
 /* The item at dotted path `path` ("frames.answered") below `o`, or NULL. */
 static const cJSON *get(const cJSON *o, const char *path) {
@@ -635,18 +624,18 @@ static int prom_latency(struct prom *p, const cJSON *st, char *err, size_t err_l
     if (bounds != NULL || counts != NULL) {
         int nb = cJSON_GetArraySize(bounds), nc = cJSON_GetArraySize(counts);
         if (!cJSON_IsArray(bounds) || !cJSON_IsArray(counts) || nc != nb + 1) {
-            set_err(err, err_len,
-                    "latency: bounds_ns and counts must be arrays, counts one longer (got %d and "
-                    "%d)",
-                    nb, nc);
+            gf_errorf(err, err_len,
+                      "latency: bounds_ns and counts must be arrays, counts one longer (got %d and "
+                      "%d)",
+                      nb, nc);
             return -EINVAL;
         }
         double prev = -1, total = 0;
         for (int i = 0; i < nc; i++) {
             const cJSON *b = cJSON_GetArrayItem(bounds, i), *c = cJSON_GetArrayItem(counts, i);
             if (!is_uint(c) || (i < nb && (!is_uint(b) || b->valuedouble <= prev))) {
-                set_err(err, err_len,
-                        "latency: entry %d is not a count, or bounds_ns does not increase", i);
+                gf_errorf(err, err_len,
+                          "latency: entry %d is not a count, or bounds_ns does not increase", i);
                 return -EINVAL;
             }
             if (i < nb)
@@ -765,7 +754,7 @@ int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t 
     int rc;
 
     if (!cJSON_IsObject(stats)) {
-        set_err(err, err_len, "the STATS document is not a JSON object");
+        gf_errorf(err, err_len, "the STATS document is not a JSON object");
         return -EINVAL;
     }
     prom_identity(&p, stats);
@@ -862,8 +851,8 @@ static int frame_uint(const cJSON *f, size_t i, const char *key, int required, u
         return 0;
     }
     if (!is_uint(v)) {
-        set_err(err, err_len, "trace frame %zu: \"%s\" is %s, not a non-negative integer", i, key,
-                v == NULL ? "missing" : "something else");
+        gf_errorf(err, err_len, "trace frame %zu: \"%s\" is %s, not a non-negative integer", i, key,
+                  v == NULL ? "missing" : "something else");
         return -EINVAL;
     }
     *out = (uint64_t)v->valuedouble;
@@ -880,7 +869,7 @@ static int frame_interval(const cJSON *f, size_t i, const char *key, uint64_t *b
         return 0;
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2 || !is_uint(v->child) ||
         !is_uint(v->child->next) || v->child->next->valuedouble < v->child->valuedouble) {
-        set_err(err, err_len, "trace frame %zu: \"%s\" is not null or [begin, end]", i, key);
+        gf_errorf(err, err_len, "trace frame %zu: \"%s\" is not null or [begin, end]", i, key);
         return -EINVAL;
     }
     *b = (uint64_t)v->child->valuedouble;
@@ -903,7 +892,7 @@ static int parse_frame(struct tdoc *t, const cJSON *f, size_t i, char *err, size
     static const char *const stage_keys[3] = {"h2d", "kernel", "d2h"};
 
     if (!cJSON_IsObject(f)) {
-        set_err(err, err_len, "trace frame %zu is not an object", i);
+        gf_errorf(err, err_len, "trace frame %zu is not an object", i);
         return -EINVAL;
     }
     const struct {
@@ -929,8 +918,8 @@ static int parse_frame(struct tdoc *t, const cJSON *f, size_t i, char *err, size
         if (frame_uint(f, i, fields[k].key, fields[k].required, fields[k].dst, err, err_len) < 0)
             return -EINVAL;
     if (slot >= GF_REPORT_SLOTS_MAX) {
-        set_err(err, err_len, "trace frame %zu: slot %" PRIu64 " is beyond %u", i, slot,
-                GF_REPORT_SLOTS_MAX);
+        gf_errorf(err, err_len, "trace frame %zu: slot %" PRIu64 " is beyond %u", i, slot,
+                  GF_REPORT_SLOTS_MAX);
         return -EINVAL;
     }
     fr->slot = (uint32_t)slot;
@@ -962,7 +951,7 @@ static int tdoc_parse(const cJSON *trace, struct tdoc *t, char *err, size_t err_
     memset(t, 0, sizeof *t);
     t->doc = trace;
     if (!cJSON_IsObject(trace) || !cJSON_IsArray(frames)) {
-        set_err(err, err_len, "the TRACE document is not an object with a \"frames\" array");
+        gf_errorf(err, err_len, "the TRACE document is not an object with a \"frames\" array");
         return -EINVAL;
     }
     size_t n = (size_t)cJSON_GetArraySize(frames);
@@ -970,7 +959,7 @@ static int tdoc_parse(const cJSON *trace, struct tdoc *t, char *err, size_t err_
         t->frames = calloc(n, sizeof *t->frames);
         t->events = calloc(n, EV_KINDS * sizeof *t->events);
         if (t->frames == NULL || t->events == NULL) {
-            set_err(err, err_len, "out of memory for %zu trace frames", n);
+            gf_errorf(err, err_len, "out of memory for %zu trace frames", n);
             return -ENOMEM;
         }
     }
@@ -993,7 +982,7 @@ static int tdoc_parse(const cJSON *trace, struct tdoc *t, char *err, size_t err_
     if (t->slot_count > 0) {
         t->lane_used = calloc((size_t)t->slot_count * GF_REPORT_LANES_PER_SLOT, 1);
         if (t->lane_used == NULL) {
-            set_err(err, err_len, "out of memory");
+            gf_errorf(err, err_len, "out of memory");
             return -ENOMEM;
         }
     }
@@ -1298,7 +1287,7 @@ int gf_report_trace_svg(const cJSON *trace, const cJSON *pipelines, FILE *out, c
     }
     row_of = malloc((size_t)t.slot_count * GF_REPORT_LANES_PER_SLOT * sizeof *row_of);
     if (row_of == NULL) {
-        set_err(err, err_len, "out of memory");
+        gf_errorf(err, err_len, "out of memory");
         rc = -ENOMEM;
         goto done;
     }
