@@ -25,6 +25,9 @@
 #define NS_PER_MS     1000000u
 #define NS_PER_S      1000000000u
 
+/* The number of entries of a static array. */
+#define COUNT_OF(array) (sizeof(array) / sizeof((array)[0]))
+
 /* ---- small helpers ---------------------------------------------------------- */
 
 /* The item at dotted path `path` ("frames.answered") below `o`, or NULL. */
@@ -687,6 +690,80 @@ static void prom_gpu(struct prom *p, const cJSON *st) {
                 1.0);
 }
 
+/* A family read straight from the STATS document: the number at `path`, or,
+ * with `label`, one sample per numeric member of the object at `path`,
+ * labelled label=<member name>. */
+struct prom_metric {
+    const char *path;  /* dotted path in the STATS document       */
+    const char *name;  /* the family's name                        */
+    const char *type;  /* "gauge" or "counter"                     */
+    const char *help;  /* its HELP text                            */
+    const char *label; /* NULL: the number at `path` is one sample */
+};
+
+/* Writes the `count` families of `m`, in order. */
+static void prom_metrics(struct prom *p, const cJSON *st, const struct prom_metric *m,
+                         size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        if (m[i].label != NULL)
+            prom_by_key(p, st, m[i].path, m[i].label, m[i].name, m[i].type, m[i].help);
+        else
+            prom_single(p, st, m[i].path, m[i].name, m[i].type, m[i].help, 1.0);
+    }
+}
+
+/* The device's and the slots' sizes, after gpuframe_info and uptime. */
+static const struct prom_metric identity_gauges[] = {
+    {"device.memory_bytes", "gpuframe_device_memory_bytes", "gauge", "Memory of the GPU in use.",
+     NULL},
+    {"device.sm_count", "gpuframe_device_multiprocessors", "gauge",
+     "Streaming multiprocessors of the GPU in use.", NULL},
+    {"device.threads", "gpuframe_cpu_engine_threads", "gauge", "Worker threads of the CPU engine.",
+     NULL},
+    {"slots.count", "gpuframe_slots", "gauge", "Frame slots.", NULL},
+    {"slots.free", "gpuframe_slots_free", "gauge", "Frame slots free now.", NULL},
+    {"slots.in_flight", "gpuframe_slots_in_flight", "gauge",
+     "Frame slots whose frame is on the engine now.", NULL},
+    {"slots.in_bytes", "gpuframe_slot_input_buffer_bytes", "gauge",
+     "Size of each slot's input buffer.", NULL},
+    {"slots.out_bytes", "gpuframe_slot_output_buffer_bytes", "gauge",
+     "Size of each slot's output buffer.", NULL},
+    {"pinned_bytes", "gpuframe_pinned_memory_bytes", "gauge",
+     "Pinned host memory the daemon holds.", NULL},
+};
+
+/* Connections, frames, requests, bytes and pauses since start. */
+static const struct prom_metric counter_metrics[] = {
+    {"connections.open", "gpuframe_connections_open", "gauge", "Client connections open now.",
+     NULL},
+    {"connections.total", "gpuframe_connections_total", "counter", "Client connections accepted.",
+     NULL},
+    {"connections.rejected", "gpuframe_connections_rejected_total", "counter",
+     "Connections closed by the daemon after a fatal protocol error.", NULL},
+    {"frames.received", "gpuframe_frames_received_total", "counter", "FRAME requests accepted.",
+     NULL},
+    {"frames.answered", "gpuframe_frames_answered_total", "counter",
+     "Frames answered with a RESULT.", NULL},
+    {"frames.failed", "gpuframe_frames_failed_total", "counter",
+     "Frames answered with an ERROR (reasons in gpuframe_rejected_total).", NULL},
+    {"frames.dropped", "gpuframe_frames_dropped_total", "counter",
+     "Frames whose client left before the result could be written.", NULL},
+    {"frames.truncated", "gpuframe_frames_truncated_total", "counter",
+     "Frames whose client left in the middle of the payload.", NULL},
+    {"frames.in_progress", "gpuframe_frames_in_progress", "gauge",
+     "Frames received and not yet finished.", NULL},
+    {"rejected", "gpuframe_rejected_total", "counter",
+     "ERROR replies sent, by status name (fatal header errors included).", "reason"},
+    {"requests", "gpuframe_requests_total", "counter",
+     "LIST, STATS and TRACE requests answered, by type.", "type"},
+    {"bytes.in", "gpuframe_input_bytes_total", "counter",
+     "Frame payload bytes received into slots.", NULL},
+    {"bytes.out", "gpuframe_output_bytes_total", "counter",
+     "Result payload bytes written to clients.", NULL},
+    {"backpressure_pauses", "gpuframe_backpressure_pauses_total", "counter",
+     "Times the daemon stopped reading a connection for want of a free slot.", NULL},
+};
+
 static void prom_identity(struct prom *p, const cJSON *st) {
     const char *version = str(st, "version"), *engine = str(st, "engine");
     const char *device = str(st, "device.name");
@@ -700,53 +777,7 @@ static void prom_identity(struct prom *p, const cJSON *st) {
     prom_family(p, "gpuframe_timing_events_enabled", "gauge",
                 "1 when per-stage timing events are recorded (timing_events), else 0.");
     prom_sample(p, "", cJSON_IsBool(te) ? (double)cJSON_IsTrue(te) : NAN, (const char *)NULL);
-    prom_single(p, st, "device.memory_bytes", "gpuframe_device_memory_bytes", "gauge",
-                "Memory of the GPU in use.", 1.0);
-    prom_single(p, st, "device.sm_count", "gpuframe_device_multiprocessors", "gauge",
-                "Streaming multiprocessors of the GPU in use.", 1.0);
-    prom_single(p, st, "device.threads", "gpuframe_cpu_engine_threads", "gauge",
-                "Worker threads of the CPU engine.", 1.0);
-    prom_single(p, st, "slots.count", "gpuframe_slots", "gauge", "Frame slots.", 1.0);
-    prom_single(p, st, "slots.free", "gpuframe_slots_free", "gauge", "Frame slots free now.", 1.0);
-    prom_single(p, st, "slots.in_flight", "gpuframe_slots_in_flight", "gauge",
-                "Frame slots whose frame is on the engine now.", 1.0);
-    prom_single(p, st, "slots.in_bytes", "gpuframe_slot_input_buffer_bytes", "gauge",
-                "Size of each slot's input buffer.", 1.0);
-    prom_single(p, st, "slots.out_bytes", "gpuframe_slot_output_buffer_bytes", "gauge",
-                "Size of each slot's output buffer.", 1.0);
-    prom_single(p, st, "pinned_bytes", "gpuframe_pinned_memory_bytes", "gauge",
-                "Pinned host memory the daemon holds.", 1.0);
-}
-
-static void prom_counters(struct prom *p, const cJSON *st) {
-    prom_single(p, st, "connections.open", "gpuframe_connections_open", "gauge",
-                "Client connections open now.", 1.0);
-    prom_single(p, st, "connections.total", "gpuframe_connections_total", "counter",
-                "Client connections accepted.", 1.0);
-    prom_single(p, st, "connections.rejected", "gpuframe_connections_rejected_total", "counter",
-                "Connections closed by the daemon after a fatal protocol error.", 1.0);
-    prom_single(p, st, "frames.received", "gpuframe_frames_received_total", "counter",
-                "FRAME requests accepted.", 1.0);
-    prom_single(p, st, "frames.answered", "gpuframe_frames_answered_total", "counter",
-                "Frames answered with a RESULT.", 1.0);
-    prom_single(p, st, "frames.failed", "gpuframe_frames_failed_total", "counter",
-                "Frames answered with an ERROR (reasons in gpuframe_rejected_total).", 1.0);
-    prom_single(p, st, "frames.dropped", "gpuframe_frames_dropped_total", "counter",
-                "Frames whose client left before the result could be written.", 1.0);
-    prom_single(p, st, "frames.truncated", "gpuframe_frames_truncated_total", "counter",
-                "Frames whose client left in the middle of the payload.", 1.0);
-    prom_single(p, st, "frames.in_progress", "gpuframe_frames_in_progress", "gauge",
-                "Frames received and not yet finished.", 1.0);
-    prom_by_key(p, st, "rejected", "reason", "gpuframe_rejected_total", "counter",
-                "ERROR replies sent, by status name (fatal header errors included).");
-    prom_by_key(p, st, "requests", "type", "gpuframe_requests_total", "counter",
-                "LIST, STATS and TRACE requests answered, by type.");
-    prom_single(p, st, "bytes.in", "gpuframe_input_bytes_total", "counter",
-                "Frame payload bytes received into slots.", 1.0);
-    prom_single(p, st, "bytes.out", "gpuframe_output_bytes_total", "counter",
-                "Result payload bytes written to clients.", 1.0);
-    prom_single(p, st, "backpressure_pauses", "gpuframe_backpressure_pauses_total", "counter",
-                "Times the daemon stopped reading a connection for want of a free slot.", 1.0);
+    prom_metrics(p, st, identity_gauges, COUNT_OF(identity_gauges));
 }
 
 int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t err_len) {
@@ -758,7 +789,7 @@ int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t 
         return -EINVAL;
     }
     prom_identity(&p, stats);
-    prom_counters(&p, stats);
+    prom_metrics(&p, stats, counter_metrics, COUNT_OF(counter_metrics));
     prom_pipelines(&p, stats);
     rc = prom_latency(&p, stats, err, err_len);
     if (rc < 0)
