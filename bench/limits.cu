@@ -31,7 +31,7 @@
 #include <mutex>
 #include <vector>
 
-#include "echo.h"
+#include "kernels.h"
 extern "C" {
 #include "util.h"
 }

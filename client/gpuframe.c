@@ -33,6 +33,7 @@
 #include "libgpuframe.h"
 #include "pipeline.h"
 #include "report.h"
+#include "util.h"
 
 #ifndef GF_VERSION
 #define GF_VERSION "unknown"
@@ -66,8 +67,6 @@
 /* Room for a mismatch or length-check reason. */
 #define WHY_BYTES 256
 
-#define NS_PER_S 1000000000ull
-
 /* A macro's value as a string literal, for the help texts. */
 #define STR_(x) #x
 #define STR(x)  STR_(x)
@@ -94,22 +93,23 @@ static void die_usage(const char *cmd, const char *fmt, ...) {
     exit(EXIT_USAGE);
 }
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+/* Parses the decimal digits at the start of `s` into *out and points *end
+ * just past them.  Returns 0, or -1 when `s` does not start with a digit or
+ * the value does not fit. */
+static int parse_digits(const char *s, unsigned long long *out, char **end) {
+    if (s[0] < '0' || s[0] > '9')
+        return -1;
+    errno = 0;
+    *out = strtoull(s, end, 10);
+    return errno != 0 ? -1 : 0;
 }
 
 /* Parses a whole decimal unsigned integer; returns 0 or -1. */
 static int parse_u64(const char *s, uint64_t *out) {
+    unsigned long long v;
     char *end;
 
-    if (s[0] < '0' || s[0] > '9')
-        return -1;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0')
+    if (parse_digits(s, &v, &end) < 0 || *end != '\0')
         return -1;
     *out = v;
     return 0;
@@ -117,13 +117,10 @@ static int parse_u64(const char *s, uint64_t *out) {
 
 /* Parses BYTES with an optional binary suffix K, M or G (either case). */
 static int parse_size(const char *s, uint64_t *out) {
+    unsigned long long v;
     char *end;
 
-    if (s[0] < '0' || s[0] > '9')
-        return -1;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0)
+    if (parse_digits(s, &v, &end) < 0)
         return -1;
     unsigned shift = 0;
     switch (*end) {
@@ -842,7 +839,8 @@ struct frame_slot {
 /* The whole state of one `gpuframe stream` run. */
 struct stream_run {
     const struct stream_opts *o;
-    const gf_pipeline *pipeline;
+    gf_pipeline *pipelines;      /* the daemon's LIST, decoded     */
+    const gf_pipeline *pipeline; /* --pipeline, one of `pipelines` */
     gf_client *client;
     struct frame_slot *slots; /* window entries, frame i in slots[i % window] */
 
@@ -1093,7 +1091,7 @@ static int queue_next(struct stream_run *r) {
             r->input_done = 1; /* a short chunk is the last */
     }
 
-    s->queued_ns = now_ns();
+    s->queued_ns = gf_now_ns();
     int err = gf_client_send_frame(r->client, r->pipeline->id, r->queued, s->data, s->bytes);
     if (err < 0) {
         if (err != -EPIPE) /* a close: the next receive reports it */
@@ -1165,7 +1163,7 @@ static void handle_reply(struct stream_run *r, const gf_reply *rep) {
         r->latency_ns = l;
         r->latency_cap = cap;
     }
-    r->latency_ns[r->latency_count++] = now_ns() - s->queued_ns;
+    r->latency_ns[r->latency_count++] = gf_now_ns() - s->queued_ns;
 
     if (rep->header.type == GF_MSG_ERROR) {
         if (!r->o->quiet) {
@@ -1241,136 +1239,177 @@ static void stream_free(struct stream_run *r) {
     free(r->scratch);
     free(r->slots);
     free(r->latency_ns);
+    free(r->pipelines);
     memset(r, 0, sizeof *r);
 }
 
-static int cmd_stream(int argc, char *argv[]) {
-    struct stream_opts o;
-    struct stream_run r;
+/* Connects, fetches the daemon's pipelines and picks --pipeline among them;
+ * exits 2, naming the pipelines there are, when it is none of them. */
+static void stream_connect(struct stream_run *r) {
+    const struct stream_opts *o = r->o;
+    size_t count;
+
+    r->client = connect_or_die(&o->common);
+    r->pipelines = fetch_pipelines(r->client, &o->common, &count);
+    r->pipeline = find_pipeline(r->pipelines, count, o->pipeline);
+    if (r->pipeline != NULL)
+        return;
+    fprintf(stderr, "gpuframe stream: --pipeline: the daemon has no pipeline '%s'", o->pipeline);
+    for (size_t i = 0; i < count; i++)
+        fprintf(stderr, "%s%s", i == 0 ? " (it has: " : ", ", r->pipelines[i].name);
+    fprintf(stderr, "%s\n", count > 0 ? ")" : "");
+    exit(EXIT_USAGE);
+}
+
+/* Settles --size (the pipeline's default when not given) and the output size
+ * of such a frame; exits 2 when the pipeline cannot take it, unless
+ * --no-check.  Raises the client's reply cap to fit that output. */
+static void plan_frame_size(struct stream_run *r, struct stream_opts *o) {
+    const gf_pipeline *p = r->pipeline;
     char why[WHY_BYTES];
 
-    parse_stream_opts(argc, argv, &o);
-    memset(&r, 0, sizeof r);
-    r.o = &o;
-
-    r.client = connect_or_die(&o.common);
-    size_t pipeline_count;
-    gf_pipeline *pipelines = fetch_pipelines(r.client, &o.common, &pipeline_count);
-    r.pipeline = find_pipeline(pipelines, pipeline_count, o.pipeline);
-    if (r.pipeline == NULL) {
-        fprintf(stderr, "gpuframe stream: --pipeline: the daemon has no pipeline '%s'", o.pipeline);
-        for (size_t i = 0; i < pipeline_count; i++)
-            fprintf(stderr, "%s%s", i == 0 ? " (it has: " : ", ", pipelines[i].name);
-        fprintf(stderr, "%s\n", pipeline_count > 0 ? ")" : "");
-        exit(EXIT_USAGE);
-    }
-    const gf_pipeline *p = r.pipeline;
-
-    if (!o.have_size)
-        o.size_bytes = default_size(p);
-    r.full_expect = expect_output(p, o.size_bytes, why, sizeof why);
-    if (r.full_expect < 0 && !o.no_check) {
+    if (!o->have_size)
+        o->size_bytes = default_size(p);
+    r->full_expect = expect_output(p, o->size_bytes, why, sizeof why);
+    if (r->full_expect < 0 && !o->no_check) {
         fprintf(stderr,
                 "gpuframe stream: --size %" PRIu64 ": pipeline '%s' (%s) cannot take it: %s\n",
-                o.size_bytes, p->name, p->kind->name, why);
+                o->size_bytes, p->name, p->kind->name, why);
         exit(EXIT_USAGE);
     }
-    if (r.full_expect < 0 && o.verify && !o.quiet)
+    if (r->full_expect < 0 && o->verify && !o->quiet)
         fprintf(stderr, "gpuframe stream: --no-check: results of refused sizes are not verified\n");
-    if (r.full_expect > 0 && (uint64_t)r.full_expect > GF_CLIENT_DEFAULT_MAX_REPLY_BYTES)
-        (void)gf_client_set_max_reply_bytes(r.client, (uint64_t)r.full_expect);
+    if (r->full_expect > 0 && (uint64_t)r->full_expect > GF_CLIENT_DEFAULT_MAX_REPLY_BYTES)
+        (void)gf_client_set_max_reply_bytes(r->client, (uint64_t)r->full_expect);
+}
 
-    if (o.input_path != NULL) {
-        open_input(&r, p->name);
-        r.in_bufs = calloc(o.window, sizeof *r.in_bufs);
-        if (r.in_bufs == NULL) {
+/* Prepares the frames (--input, or the synthetic pool), opens --output and
+ * allocates the window.  Returns EXIT_OK, or the command's exit status after
+ * saying what failed; stream_free() releases what was prepared either way. */
+static int stream_prepare(struct stream_run *r) {
+    const struct stream_opts *o = r->o;
+
+    if (o->input_path != NULL) {
+        open_input(r, r->pipeline->name);
+        r->in_bufs = calloc(o->window, sizeof *r->in_bufs);
+        if (r->in_bufs == NULL) {
             fprintf(stderr, "gpuframe: out of memory\n");
-            stream_free(&r);
-            free(pipelines);
             return EXIT_FAIL;
         }
     } else {
-        r.planned = o.count != 0 ? o.count : STREAM_COUNT_DEFAULT;
-        make_pool(&r);
+        r->planned = o->count != 0 ? o->count : STREAM_COUNT_DEFAULT;
+        make_pool(r);
     }
-    if (o.output_path != NULL) {
-        r.out = fopen(o.output_path, "wb");
-        if (r.out == NULL) {
-            fprintf(stderr, "gpuframe: --output %s: %s\n", o.output_path, strerror(errno));
-            stream_free(&r);
-            free(pipelines);
+    if (o->output_path != NULL) {
+        r->out = fopen(o->output_path, "wb");
+        if (r->out == NULL) {
+            fprintf(stderr, "gpuframe: --output %s: %s\n", o->output_path, strerror(errno));
             return EXIT_USAGE;
         }
     }
-    r.slots = calloc(o.window, sizeof *r.slots);
-    if (r.slots == NULL) {
+    r->slots = calloc(o->window, sizeof *r->slots);
+    if (r->slots == NULL) {
         fprintf(stderr, "gpuframe: out of memory\n");
-        stream_free(&r);
-        free(pipelines);
         return EXIT_FAIL;
     }
-    if (!o.quiet) {
-        printf("streaming ");
-        if (r.planned != UINT64_MAX)
-            printf("%" PRIu64 " ", r.planned);
-        printf("frames of %" PRIu64 " bytes%s%s to pipeline '%s' (id %" PRIu32
-               ", %s), window %" PRIu32 "%s\n",
-               o.size_bytes, o.input_path ? " from " : "", o.input_path ? o.input_path : "",
-               p->name, p->id, p->kind->name, o.window, o.verify ? ", verified" : "");
-        fflush(stdout);
-    }
+    return EXIT_OK;
+}
 
-    int connection_failed = 0;
-    uint64_t start_ns = now_ns();
+/* Says what is about to be streamed, unless --quiet. */
+static void print_banner(const struct stream_run *r) {
+    const struct stream_opts *o = r->o;
+    const gf_pipeline *p = r->pipeline;
+
+    if (o->quiet)
+        return;
+    printf("streaming ");
+    if (r->planned != UINT64_MAX)
+        printf("%" PRIu64 " ", r->planned);
+    printf("frames of %" PRIu64 " bytes%s%s to pipeline '%s' (id %" PRIu32 ", %s), window %" PRIu32
+           "%s\n",
+           o->size_bytes, o->input_path ? " from " : "", o->input_path ? o->input_path : "",
+           p->name, p->id, p->kind->name, o->window, o->verify ? ", verified" : "");
+    fflush(stdout);
+}
+
+/*
+ * Streams: keeps up to --window frames in flight and handles every reply,
+ * until every queued frame is answered.  Returns 0, or -1 when the connection
+ * failed first (already reported).
+ */
+static int stream_frames(struct stream_run *r) {
+    const struct stream_opts *o = r->o;
+
     for (;;) {
-        while (!r.input_done && r.queued < r.planned && r.queued - r.answered < o.window) {
-            int q = queue_next(&r);
+        while (!r->input_done && r->queued < r->planned && r->queued - r->answered < o->window) {
+            int q = queue_next(r);
             if (q <= 0) {
-                r.input_done = 1;
+                r->input_done = 1;
                 if (q < 0)
-                    r.input_error = 1;
+                    r->input_error = 1;
             }
         }
-        if (r.queued == r.answered)
-            break;
+        if (r->queued == r->answered)
+            return 0;
 
-        size_t before = gf_client_in_flight(r.client);
+        size_t before = gf_client_in_flight(r->client);
         gf_reply rep;
-        int err = gf_client_recv(r.client, &rep, o.common.timeout_ms);
+        int err = gf_client_recv(r->client, &rep, o->common.timeout_ms);
         if (err < 0) {
-            print_client_error(r.client, "stream", err);
-            connection_failed = 1;
-            break;
+            print_client_error(r->client, "stream", err);
+            return -1;
         }
-        if (gf_client_in_flight(r.client) == before) {
+        if (gf_client_in_flight(r->client) == before) {
             /* A fatal ERROR about no frame of ours, sent before a close. */
-            if (!o.quiet) {
+            if (!o->quiet) {
                 fputs("gpuframe: daemon: ", stderr);
                 print_error_reply(stderr, &rep);
             }
             continue;
         }
-        handle_reply(&r, &rep);
+        handle_reply(r, &rep);
     }
-    uint64_t elapsed_ns = now_ns() - start_ns;
-    if (r.in != NULL && r.queued == 0 && !r.input_error) {
-        fprintf(stderr, "gpuframe: --input %s is empty\n", o.input_path);
-        stream_free(&r);
-        free(pipelines);
+}
+
+/* Prints the summary of a run that took `elapsed_ns` and closes --output.
+ * Returns the command's exit status: 0 only when every frame got a correct
+ * result and nothing failed. */
+static int stream_finish(struct stream_run *r, uint64_t elapsed_ns, int connection_failed) {
+    const struct stream_opts *o = r->o;
+
+    if (r->in != NULL && r->queued == 0 && !r->input_error) {
+        fprintf(stderr, "gpuframe: --input %s is empty\n", o->input_path);
         return EXIT_USAGE;
     }
+    uint64_t failed = r->failed + (r->queued - r->answered);
+    print_summary(r, elapsed_ns, failed);
 
-    uint64_t failed = r.failed + (r.queued - r.answered);
-    print_summary(&r, elapsed_ns, failed);
-
-    int status = failed == 0 && !connection_failed && !r.input_error ? EXIT_OK : EXIT_FAIL;
-    if (r.out != NULL && fclose(r.out) != 0) {
-        fprintf(stderr, "gpuframe: --output %s: %s\n", o.output_path, strerror(errno));
+    int status = failed == 0 && !connection_failed && !r->input_error ? EXIT_OK : EXIT_FAIL;
+    if (r->out != NULL && fclose(r->out) != 0) {
+        fprintf(stderr, "gpuframe: --output %s: %s\n", o->output_path, strerror(errno));
         status = EXIT_FAIL;
     }
-    r.out = NULL;
+    r->out = NULL;
+    return status;
+}
+
+static int cmd_stream(int argc, char *argv[]) {
+    struct stream_opts o;
+    struct stream_run r;
+
+    parse_stream_opts(argc, argv, &o);
+    memset(&r, 0, sizeof r);
+    r.o = &o;
+    stream_connect(&r);
+    plan_frame_size(&r, &o);
+    int status = stream_prepare(&r);
+    if (status == EXIT_OK) {
+        print_banner(&r);
+        uint64_t start_ns = gf_now_ns();
+        int connection_failed = stream_frames(&r) < 0;
+        status = stream_finish(&r, gf_now_ns() - start_ns, connection_failed);
+    }
     stream_free(&r);
-    free(pipelines);
     return status;
 }
 

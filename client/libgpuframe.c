@@ -25,8 +25,9 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "util.h"
 
 /* Staging buffer for replies: holds a header plus many small payloads, so a
  * window of small results is read with one system call. */
@@ -93,11 +94,12 @@ struct gf_client {
 
 static void set_error(gf_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Formats the message gf_client_error() returns into c->error. */
 static void set_error(gf_client *c, const char *fmt, ...) {
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(c->error, sizeof c->error, fmt, ap);
+    gf_verrorf(c->error, sizeof c->error, fmt, ap);
     va_end(ap);
 }
 
@@ -120,19 +122,12 @@ static void sanitize_text(const void *text, size_t len, char *out, size_t out_le
     out[n] = '\0';
 }
 
-static uint64_t now_ms(void) {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Milliseconds left until `deadline_ms` for poll(): -1 when there is no
  * deadline (timeout_ms < 0), 0 when it has passed. */
 static int remaining_ms(int timeout_ms, uint64_t deadline_ms) {
     if (timeout_ms < 0)
         return -1;
-    uint64_t now = now_ms();
+    uint64_t now = gf_now_ms();
     if (now >= deadline_ms)
         return 0;
     uint64_t left = deadline_ms - now;
@@ -580,7 +575,7 @@ static int closed_error(gf_client *c) {
 }
 
 int gf_client_recv(gf_client *c, gf_reply *reply, int timeout_ms) {
-    uint64_t deadline_ms = timeout_ms >= 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+    uint64_t deadline_ms = timeout_ms >= 0 ? gf_now_ms() + (uint64_t)timeout_ms : 0;
 
     if (c->sticky_err)
         return c->sticky_err;
@@ -627,7 +622,7 @@ int gf_client_recv(gf_client *c, gf_reply *reply, int timeout_ms) {
 }
 
 int gf_client_flush(gf_client *c, int timeout_ms) {
-    uint64_t deadline_ms = timeout_ms >= 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+    uint64_t deadline_ms = timeout_ms >= 0 ? gf_now_ms() + (uint64_t)timeout_ms : 0;
 
     if (c->sticky_err)
         return c->sticky_err;

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 /* Numbers in the documents are doubles; an integer field must be a whole
  * number in [0, 2^63) to be taken as one. */
 #define INT_FIELD_MAX 9223372036854775807.0
@@ -23,20 +25,10 @@
 #define NS_PER_MS     1000000u
 #define NS_PER_S      1000000000u
 
+/* The number of entries of a static array. */
+#define COUNT_OF(array) (sizeof(array) / sizeof((array)[0]))
+
 /* ---- small helpers ---------------------------------------------------------- */
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...) {
-    va_list ap;
-
-    if (err == NULL || err_len == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
 
 /* The item at dotted path `path` ("frames.answered") below `o`, or NULL. */
 static const cJSON *get(const cJSON *o, const char *path) {
@@ -635,18 +627,18 @@ static int prom_latency(struct prom *p, const cJSON *st, char *err, size_t err_l
     if (bounds != NULL || counts != NULL) {
         int nb = cJSON_GetArraySize(bounds), nc = cJSON_GetArraySize(counts);
         if (!cJSON_IsArray(bounds) || !cJSON_IsArray(counts) || nc != nb + 1) {
-            set_err(err, err_len,
-                    "latency: bounds_ns and counts must be arrays, counts one longer (got %d and "
-                    "%d)",
-                    nb, nc);
+            gf_errorf(err, err_len,
+                      "latency: bounds_ns and counts must be arrays, counts one longer (got %d and "
+                      "%d)",
+                      nb, nc);
             return -EINVAL;
         }
         double prev = -1, total = 0;
         for (int i = 0; i < nc; i++) {
             const cJSON *b = cJSON_GetArrayItem(bounds, i), *c = cJSON_GetArrayItem(counts, i);
             if (!is_uint(c) || (i < nb && (!is_uint(b) || b->valuedouble <= prev))) {
-                set_err(err, err_len,
-                        "latency: entry %d is not a count, or bounds_ns does not increase", i);
+                gf_errorf(err, err_len,
+                          "latency: entry %d is not a count, or bounds_ns does not increase", i);
                 return -EINVAL;
             }
             if (i < nb)
@@ -698,6 +690,80 @@ static void prom_gpu(struct prom *p, const cJSON *st) {
                 1.0);
 }
 
+/* A family read straight from the STATS document: the number at `path`, or,
+ * with `label`, one sample per numeric member of the object at `path`,
+ * labelled label=<member name>. */
+struct prom_metric {
+    const char *path;  /* dotted path in the STATS document       */
+    const char *name;  /* the family's name                        */
+    const char *type;  /* "gauge" or "counter"                     */
+    const char *help;  /* its HELP text                            */
+    const char *label; /* NULL: the number at `path` is one sample */
+};
+
+/* Writes the `count` families of `m`, in order. */
+static void prom_metrics(struct prom *p, const cJSON *st, const struct prom_metric *m,
+                         size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        if (m[i].label != NULL)
+            prom_by_key(p, st, m[i].path, m[i].label, m[i].name, m[i].type, m[i].help);
+        else
+            prom_single(p, st, m[i].path, m[i].name, m[i].type, m[i].help, 1.0);
+    }
+}
+
+/* The device's and the slots' sizes, after gpuframe_info and uptime. */
+static const struct prom_metric identity_gauges[] = {
+    {"device.memory_bytes", "gpuframe_device_memory_bytes", "gauge", "Memory of the GPU in use.",
+     NULL},
+    {"device.sm_count", "gpuframe_device_multiprocessors", "gauge",
+     "Streaming multiprocessors of the GPU in use.", NULL},
+    {"device.threads", "gpuframe_cpu_engine_threads", "gauge", "Worker threads of the CPU engine.",
+     NULL},
+    {"slots.count", "gpuframe_slots", "gauge", "Frame slots.", NULL},
+    {"slots.free", "gpuframe_slots_free", "gauge", "Frame slots free now.", NULL},
+    {"slots.in_flight", "gpuframe_slots_in_flight", "gauge",
+     "Frame slots whose frame is on the engine now.", NULL},
+    {"slots.in_bytes", "gpuframe_slot_input_buffer_bytes", "gauge",
+     "Size of each slot's input buffer.", NULL},
+    {"slots.out_bytes", "gpuframe_slot_output_buffer_bytes", "gauge",
+     "Size of each slot's output buffer.", NULL},
+    {"pinned_bytes", "gpuframe_pinned_memory_bytes", "gauge",
+     "Pinned host memory the daemon holds.", NULL},
+};
+
+/* Connections, frames, requests, bytes and pauses since start. */
+static const struct prom_metric counter_metrics[] = {
+    {"connections.open", "gpuframe_connections_open", "gauge", "Client connections open now.",
+     NULL},
+    {"connections.total", "gpuframe_connections_total", "counter", "Client connections accepted.",
+     NULL},
+    {"connections.rejected", "gpuframe_connections_rejected_total", "counter",
+     "Connections closed by the daemon after a fatal protocol error.", NULL},
+    {"frames.received", "gpuframe_frames_received_total", "counter", "FRAME requests accepted.",
+     NULL},
+    {"frames.answered", "gpuframe_frames_answered_total", "counter",
+     "Frames answered with a RESULT.", NULL},
+    {"frames.failed", "gpuframe_frames_failed_total", "counter",
+     "Frames answered with an ERROR (reasons in gpuframe_rejected_total).", NULL},
+    {"frames.dropped", "gpuframe_frames_dropped_total", "counter",
+     "Frames whose client left before the result could be written.", NULL},
+    {"frames.truncated", "gpuframe_frames_truncated_total", "counter",
+     "Frames whose client left in the middle of the payload.", NULL},
+    {"frames.in_progress", "gpuframe_frames_in_progress", "gauge",
+     "Frames received and not yet finished.", NULL},
+    {"rejected", "gpuframe_rejected_total", "counter",
+     "ERROR replies sent, by status name (fatal header errors included).", "reason"},
+    {"requests", "gpuframe_requests_total", "counter",
+     "LIST, STATS and TRACE requests answered, by type.", "type"},
+    {"bytes.in", "gpuframe_input_bytes_total", "counter",
+     "Frame payload bytes received into slots.", NULL},
+    {"bytes.out", "gpuframe_output_bytes_total", "counter",
+     "Result payload bytes written to clients.", NULL},
+    {"backpressure_pauses", "gpuframe_backpressure_pauses_total", "counter",
+     "Times the daemon stopped reading a connection for want of a free slot.", NULL},
+};
+
 static void prom_identity(struct prom *p, const cJSON *st) {
     const char *version = str(st, "version"), *engine = str(st, "engine");
     const char *device = str(st, "device.name");
@@ -711,53 +777,7 @@ static void prom_identity(struct prom *p, const cJSON *st) {
     prom_family(p, "gpuframe_timing_events_enabled", "gauge",
                 "1 when per-stage timing events are recorded (timing_events), else 0.");
     prom_sample(p, "", cJSON_IsBool(te) ? (double)cJSON_IsTrue(te) : NAN, (const char *)NULL);
-    prom_single(p, st, "device.memory_bytes", "gpuframe_device_memory_bytes", "gauge",
-                "Memory of the GPU in use.", 1.0);
-    prom_single(p, st, "device.sm_count", "gpuframe_device_multiprocessors", "gauge",
-                "Streaming multiprocessors of the GPU in use.", 1.0);
-    prom_single(p, st, "device.threads", "gpuframe_cpu_engine_threads", "gauge",
-                "Worker threads of the CPU engine.", 1.0);
-    prom_single(p, st, "slots.count", "gpuframe_slots", "gauge", "Frame slots.", 1.0);
-    prom_single(p, st, "slots.free", "gpuframe_slots_free", "gauge", "Frame slots free now.", 1.0);
-    prom_single(p, st, "slots.in_flight", "gpuframe_slots_in_flight", "gauge",
-                "Frame slots whose frame is on the engine now.", 1.0);
-    prom_single(p, st, "slots.in_bytes", "gpuframe_slot_input_buffer_bytes", "gauge",
-                "Size of each slot's input buffer.", 1.0);
-    prom_single(p, st, "slots.out_bytes", "gpuframe_slot_output_buffer_bytes", "gauge",
-                "Size of each slot's output buffer.", 1.0);
-    prom_single(p, st, "pinned_bytes", "gpuframe_pinned_memory_bytes", "gauge",
-                "Pinned host memory the daemon holds.", 1.0);
-}
-
-static void prom_counters(struct prom *p, const cJSON *st) {
-    prom_single(p, st, "connections.open", "gpuframe_connections_open", "gauge",
-                "Client connections open now.", 1.0);
-    prom_single(p, st, "connections.total", "gpuframe_connections_total", "counter",
-                "Client connections accepted.", 1.0);
-    prom_single(p, st, "connections.rejected", "gpuframe_connections_rejected_total", "counter",
-                "Connections closed by the daemon after a fatal protocol error.", 1.0);
-    prom_single(p, st, "frames.received", "gpuframe_frames_received_total", "counter",
-                "FRAME requests accepted.", 1.0);
-    prom_single(p, st, "frames.answered", "gpuframe_frames_answered_total", "counter",
-                "Frames answered with a RESULT.", 1.0);
-    prom_single(p, st, "frames.failed", "gpuframe_frames_failed_total", "counter",
-                "Frames answered with an ERROR (reasons in gpuframe_rejected_total).", 1.0);
-    prom_single(p, st, "frames.dropped", "gpuframe_frames_dropped_total", "counter",
-                "Frames whose client left before the result could be written.", 1.0);
-    prom_single(p, st, "frames.truncated", "gpuframe_frames_truncated_total", "counter",
-                "Frames whose client left in the middle of the payload.", 1.0);
-    prom_single(p, st, "frames.in_progress", "gpuframe_frames_in_progress", "gauge",
-                "Frames received and not yet finished.", 1.0);
-    prom_by_key(p, st, "rejected", "reason", "gpuframe_rejected_total", "counter",
-                "ERROR replies sent, by status name (fatal header errors included).");
-    prom_by_key(p, st, "requests", "type", "gpuframe_requests_total", "counter",
-                "LIST, STATS and TRACE requests answered, by type.");
-    prom_single(p, st, "bytes.in", "gpuframe_input_bytes_total", "counter",
-                "Frame payload bytes received into slots.", 1.0);
-    prom_single(p, st, "bytes.out", "gpuframe_output_bytes_total", "counter",
-                "Result payload bytes written to clients.", 1.0);
-    prom_single(p, st, "backpressure_pauses", "gpuframe_backpressure_pauses_total", "counter",
-                "Times the daemon stopped reading a connection for want of a free slot.", 1.0);
+    prom_metrics(p, st, identity_gauges, COUNT_OF(identity_gauges));
 }
 
 int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t err_len) {
@@ -765,11 +785,11 @@ int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t 
     int rc;
 
     if (!cJSON_IsObject(stats)) {
-        set_err(err, err_len, "the STATS document is not a JSON object");
+        gf_errorf(err, err_len, "the STATS document is not a JSON object");
         return -EINVAL;
     }
     prom_identity(&p, stats);
-    prom_counters(&p, stats);
+    prom_metrics(&p, stats, counter_metrics, COUNT_OF(counter_metrics));
     prom_pipelines(&p, stats);
     rc = prom_latency(&p, stats, err, err_len);
     if (rc < 0)
@@ -862,8 +882,8 @@ static int frame_uint(const cJSON *f, size_t i, const char *key, int required, u
         return 0;
     }
     if (!is_uint(v)) {
-        set_err(err, err_len, "trace frame %zu: \"%s\" is %s, not a non-negative integer", i, key,
-                v == NULL ? "missing" : "something else");
+        gf_errorf(err, err_len, "trace frame %zu: \"%s\" is %s, not a non-negative integer", i, key,
+                  v == NULL ? "missing" : "something else");
         return -EINVAL;
     }
     *out = (uint64_t)v->valuedouble;
@@ -880,7 +900,7 @@ static int frame_interval(const cJSON *f, size_t i, const char *key, uint64_t *b
         return 0;
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2 || !is_uint(v->child) ||
         !is_uint(v->child->next) || v->child->next->valuedouble < v->child->valuedouble) {
-        set_err(err, err_len, "trace frame %zu: \"%s\" is not null or [begin, end]", i, key);
+        gf_errorf(err, err_len, "trace frame %zu: \"%s\" is not null or [begin, end]", i, key);
         return -EINVAL;
     }
     *b = (uint64_t)v->child->valuedouble;
@@ -903,7 +923,7 @@ static int parse_frame(struct tdoc *t, const cJSON *f, size_t i, char *err, size
     static const char *const stage_keys[3] = {"h2d", "kernel", "d2h"};
 
     if (!cJSON_IsObject(f)) {
-        set_err(err, err_len, "trace frame %zu is not an object", i);
+        gf_errorf(err, err_len, "trace frame %zu is not an object", i);
         return -EINVAL;
     }
     const struct {
@@ -929,8 +949,8 @@ static int parse_frame(struct tdoc *t, const cJSON *f, size_t i, char *err, size
         if (frame_uint(f, i, fields[k].key, fields[k].required, fields[k].dst, err, err_len) < 0)
             return -EINVAL;
     if (slot >= GF_REPORT_SLOTS_MAX) {
-        set_err(err, err_len, "trace frame %zu: slot %" PRIu64 " is beyond %u", i, slot,
-                GF_REPORT_SLOTS_MAX);
+        gf_errorf(err, err_len, "trace frame %zu: slot %" PRIu64 " is beyond %u", i, slot,
+                  GF_REPORT_SLOTS_MAX);
         return -EINVAL;
     }
     fr->slot = (uint32_t)slot;
@@ -962,7 +982,7 @@ static int tdoc_parse(const cJSON *trace, struct tdoc *t, char *err, size_t err_
     memset(t, 0, sizeof *t);
     t->doc = trace;
     if (!cJSON_IsObject(trace) || !cJSON_IsArray(frames)) {
-        set_err(err, err_len, "the TRACE document is not an object with a \"frames\" array");
+        gf_errorf(err, err_len, "the TRACE document is not an object with a \"frames\" array");
         return -EINVAL;
     }
     size_t n = (size_t)cJSON_GetArraySize(frames);
@@ -970,7 +990,7 @@ static int tdoc_parse(const cJSON *trace, struct tdoc *t, char *err, size_t err_
         t->frames = calloc(n, sizeof *t->frames);
         t->events = calloc(n, EV_KINDS * sizeof *t->events);
         if (t->frames == NULL || t->events == NULL) {
-            set_err(err, err_len, "out of memory for %zu trace frames", n);
+            gf_errorf(err, err_len, "out of memory for %zu trace frames", n);
             return -ENOMEM;
         }
     }
@@ -993,7 +1013,7 @@ static int tdoc_parse(const cJSON *trace, struct tdoc *t, char *err, size_t err_
     if (t->slot_count > 0) {
         t->lane_used = calloc((size_t)t->slot_count * GF_REPORT_LANES_PER_SLOT, 1);
         if (t->lane_used == NULL) {
-            set_err(err, err_len, "out of memory");
+            gf_errorf(err, err_len, "out of memory");
             return -ENOMEM;
         }
     }
@@ -1298,7 +1318,7 @@ int gf_report_trace_svg(const cJSON *trace, const cJSON *pipelines, FILE *out, c
     }
     row_of = malloc((size_t)t.slot_count * GF_REPORT_LANES_PER_SLOT * sizeof *row_of);
     if (row_of == NULL) {
-        set_err(err, err_len, "out of memory");
+        gf_errorf(err, err_len, "out of memory");
         rc = -ENOMEM;
         goto done;
     }

@@ -20,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include "engine.h"
+#include "kernels.h"
 #include "log.h"
 #include "stats.h"
 
@@ -122,7 +123,10 @@ static cudaError_t mark(const cuda_engine *ce, cuda_slot *cs, int ev) {
 
 /* Enqueues the frame's whole sequence on the slot's stream. */
 static cudaError_t enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
+    gf_launch_fn launch = gf_kernel_launcher(s->kind);
     cudaError_t err;
+    if (launch == NULL) /* a kind without a kernel: none in a complete build */
+        return cudaErrorInvalidDeviceFunction;
     if ((err = mark(ce, cs, EV_START)) != cudaSuccess)
         return err;
     if (s->in_bytes && (err = cudaMemcpyAsync(cs->in_dev, s->in_host, s->in_bytes,
@@ -130,8 +134,8 @@ static cudaError_t enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
         return err;
     if ((err = mark(ce, cs, EV_H2D)) != cudaSuccess)
         return err;
-    if ((err = (cudaError_t)s->kind->launch(&s->params, cs->in_dev, s->in_bytes, cs->out_dev,
-                                            cs->stream)) != cudaSuccess)
+    if ((err = (cudaError_t)launch(&s->params, cs->in_dev, s->in_bytes, cs->out_dev, cs->stream)) !=
+        cudaSuccess)
         return err;
     if ((err = mark(ce, cs, EV_KERNEL)) != cudaSuccess)
         return err;

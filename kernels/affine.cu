@@ -1,10 +1,10 @@
 /*
- * The kernel of pipeline kind "affine"; contract in affine.h.  __fmul_rn and
+ * The kernel of pipeline kind "affine"; contract in kernels.h.  __fmul_rn and
  * __fadd_rn are never contracted into an FMA, so each element rounds exactly
  * as the reference's a*x then +b (kernels/affine_ref.c).  float4 loads and
  * stores for the bulk, scalars for the tail.
  */
-#include "affine.h"
+#include "kernels.h"
 
 #include <cstdint>
 
@@ -13,7 +13,8 @@
 #include "launch.cuh"
 
 /* Floats per vector: one float4 load or store moves 16 bytes. */
-static constexpr size_t kVecFloats = 4;
+static constexpr size_t kVecFloats = kVecBytes / sizeof(float);
+static_assert(sizeof(float4) == kVecBytes, "one float4 is one 16-byte vector");
 
 /* One element: a*x rounded, then + b rounded. */
 static __device__ __forceinline__ float affine_one(float x, float a, float b) {
@@ -55,27 +56,19 @@ static __global__ void affine_scalar_kernel(const float *__restrict__ in, float 
 
 extern "C" int gf_affine_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
                                 void *out_dev, gf_cuda_stream stream) {
-    cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     const size_t count = in_bytes / sizeof(float);
+    const bool ok = f32_buffers_ok(in_dev, out_dev, in_bytes);
 
-    if (!f32_buffers_ok(in_dev, out_dev, in_bytes)) {
-        return static_cast<int>(cudaErrorInvalidValue);
-    }
-    if (count == 0) {
-        return 0;
-    }
-    const uintptr_t addr_bits =
-        reinterpret_cast<uintptr_t>(in_dev) | reinterpret_cast<uintptr_t>(out_dev);
-    if (addr_bits % sizeof(float4) == 0) {
-        const size_t vec_count = count / kVecFloats;
-        const size_t tail_count = count % kVecFloats;
-        const size_t work = vec_count > tail_count ? vec_count : tail_count;
-        affine_vec_kernel<<<blocks_for(work), kThreadsPerBlock, 0, s>>>(
-            static_cast<const float4 *>(in_dev), static_cast<float4 *>(out_dev), vec_count,
-            tail_count, p->a, p->b);
-    } else {
-        affine_scalar_kernel<<<blocks_for(count), kThreadsPerBlock, 0, s>>>(
-            static_cast<const float *>(in_dev), static_cast<float *>(out_dev), count, p->a, p->b);
-    }
-    return static_cast<int>(cudaGetLastError());
+    return launch_checked(stream, ok, count, [&](cudaStream_t s) {
+        if (both_aligned(in_dev, out_dev, kVecBytes)) {
+            const vec_split v = split_vectors(count, kVecFloats);
+            affine_vec_kernel<<<blocks_for(v.work), kThreadsPerBlock, 0, s>>>(
+                static_cast<const float4 *>(in_dev), static_cast<float4 *>(out_dev), v.vec_count,
+                v.tail_count, p->a, p->b);
+        } else {
+            affine_scalar_kernel<<<blocks_for(count), kThreadsPerBlock, 0, s>>>(
+                static_cast<const float *>(in_dev), static_cast<float *>(out_dev), count, p->a,
+                p->b);
+        }
+    });
 }

@@ -1,11 +1,11 @@
 /*
- * The reference of pipeline kind "affine"; contract in affine.h.
+ * The reference of pipeline kind "affine"; contract in kernels.h.
  *
  * Must be compiled with -ffp-contract=off (CMakeLists.txt sets it for every C
- * file of gfkernels): a compiler that fuses a*x + b into one FMA rounds once
+ * file of gfpipelines): a compiler that fuses a*x + b into one FMA rounds once
  * instead of twice and no longer matches the kernel's __fmul_rn/__fadd_rn.
  */
-#include "affine.h"
+#include "kernels.h"
 
 #include <assert.h>
 #include <string.h>

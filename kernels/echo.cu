@@ -1,8 +1,9 @@
 /*
  * The kernel of pipeline kind "echo": a device-to-device copy; contract in
- * echo.h.  16-byte vector loads and stores for the bulk, bytes for the tail.
+ * kernels.h.  16-byte vector loads and stores for the bulk, bytes for the
+ * tail.
  */
-#include "echo.h"
+#include "kernels.h"
 
 #include <cstdint>
 
@@ -10,8 +11,7 @@
 
 #include "launch.cuh"
 
-/* The vector width: one uint4 load or store moves 16 bytes. */
-static constexpr size_t kVecBytes = sizeof(uint4);
+static_assert(sizeof(uint4) == kVecBytes, "one uint4 is one 16-byte vector");
 
 /* Copies vec_count 16-byte vectors, then the tail_bytes (< 16) that follow
  * them byte by byte, one per thread of the first threads. */
@@ -43,24 +43,17 @@ static __global__ void echo_byte_kernel(const unsigned char *__restrict__ in,
 
 extern "C" int gf_echo_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
                               void *out_dev, gf_cuda_stream stream) {
-    cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     (void)p;
-
-    if (in_bytes == 0) {
-        return 0;
-    }
-    if (((reinterpret_cast<uintptr_t>(in_dev) | reinterpret_cast<uintptr_t>(out_dev)) %
-         kVecBytes) == 0) {
-        const size_t vec_count = in_bytes / kVecBytes;
-        const size_t tail_bytes = in_bytes % kVecBytes;
-        const size_t work = vec_count > tail_bytes ? vec_count : tail_bytes;
-        echo_vec_kernel<<<blocks_for(work), kThreadsPerBlock, 0, s>>>(
-            static_cast<const uint4 *>(in_dev), static_cast<uint4 *>(out_dev), vec_count,
-            tail_bytes);
-    } else {
-        echo_byte_kernel<<<blocks_for(in_bytes), kThreadsPerBlock, 0, s>>>(
-            static_cast<const unsigned char *>(in_dev), static_cast<unsigned char *>(out_dev),
-            in_bytes);
-    }
-    return static_cast<int>(cudaGetLastError());
+    return launch_checked(stream, true, in_bytes, [&](cudaStream_t s) {
+        if (both_aligned(in_dev, out_dev, kVecBytes)) {
+            const vec_split v = split_vectors(in_bytes, kVecBytes);
+            echo_vec_kernel<<<blocks_for(v.work), kThreadsPerBlock, 0, s>>>(
+                static_cast<const uint4 *>(in_dev), static_cast<uint4 *>(out_dev), v.vec_count,
+                v.tail_count);
+        } else {
+            echo_byte_kernel<<<blocks_for(in_bytes), kThreadsPerBlock, 0, s>>>(
+                static_cast<const unsigned char *>(in_dev), static_cast<unsigned char *>(out_dev),
+                in_bytes);
+        }
+    });
 }

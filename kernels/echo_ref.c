@@ -1,5 +1,5 @@
-/* The reference of pipeline kind "echo"; contract in echo.h. */
-#include "echo.h"
+/* The reference of pipeline kind "echo"; contract in kernels.h. */
+#include "kernels.h"
 
 #include <string.h>
 

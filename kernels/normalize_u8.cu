@@ -1,10 +1,10 @@
 /*
- * The kernel of pipeline kind "normalize_u8"; contract in normalize_u8.h.
+ * The kernel of pipeline kind "normalize_u8"; contract in kernels.h.
  * One thread per pixel: three bytes in, one float to each of three planes
  * (stores coalesce per plane).  __fdiv_rn/__fsub_rn round each step to
  * nearest, as the reference does (kernels/normalize_u8_ref.c).
  */
-#include "normalize_u8.h"
+#include "kernels.h"
 
 #include <cstdint>
 
@@ -44,24 +44,20 @@ static __global__ void normalize_u8_kernel(const unsigned char *__restrict__ in,
 
 extern "C" int gf_normalize_u8_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
                                       void *out_dev, gf_cuda_stream stream) {
-    cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     const size_t pixel_count = static_cast<size_t>(p->width) * p->height;
-    norm_stats st;
-
     /* A wrong length would write past the output; a misaligned float store
      * would be a sticky error: refuse both here. */
-    if (pixel_count > SIZE_MAX / kChannels || in_bytes != pixel_count * kChannels ||
-        reinterpret_cast<uintptr_t>(out_dev) % sizeof(float) != 0) {
-        return static_cast<int>(cudaErrorInvalidValue);
-    }
-    if (pixel_count == 0) {
-        return 0;
-    }
-    for (unsigned c = 0; c < kChannels; c++) {
-        st.mean[c] = p->mean[c];
-        st.std[c] = p->std[c];
-    }
-    normalize_u8_kernel<<<blocks_for(pixel_count), kThreadsPerBlock, 0, s>>>(
-        static_cast<const unsigned char *>(in_dev), static_cast<float *>(out_dev), pixel_count, st);
-    return static_cast<int>(cudaGetLastError());
+    const bool ok = pixel_count <= SIZE_MAX / kChannels && in_bytes == pixel_count * kChannels &&
+                    reinterpret_cast<uintptr_t>(out_dev) % sizeof(float) == 0;
+
+    return launch_checked(stream, ok, pixel_count, [&](cudaStream_t s) {
+        norm_stats st;
+        for (unsigned c = 0; c < kChannels; c++) {
+            st.mean[c] = p->mean[c];
+            st.std[c] = p->std[c];
+        }
+        normalize_u8_kernel<<<blocks_for(pixel_count), kThreadsPerBlock, 0, s>>>(
+            static_cast<const unsigned char *>(in_dev), static_cast<float *>(out_dev), pixel_count,
+            st);
+    });
 }

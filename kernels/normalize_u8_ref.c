@@ -1,11 +1,11 @@
 /*
- * The reference of pipeline kind "normalize_u8"; contract in normalize_u8.h.
+ * The reference of pipeline kind "normalize_u8"; contract in kernels.h.
  *
  * Every operation is a single float32 operation rounded to nearest (no FMA:
  * compiled with -ffp-contract=off; no reciprocal tricks), as the kernel's
  * __fdiv_rn/__fsub_rn, so the two agree bit for bit.
  */
-#include "normalize_u8.h"
+#include "kernels.h"
 
 #include <assert.h>
 #include <string.h>

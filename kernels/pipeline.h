@@ -3,16 +3,19 @@
  *
  * A pipeline kind is a pure function from an input byte buffer to an output
  * byte buffer, with parameters.  Each kind has
- *   - a CUDA launcher in kernels/<kind>.cu (only when built with CUDA),
  *   - a plain C reference in kernels/<kind>_ref.c, the definition of what the
  *     kind computes: the CPU engine runs it and clients verify against it,
  *   - an entry in kernels/registry.c: name, parameter table, input check and
- *     output size rule, comparison tolerance.
+ *     output size rule, comparison tolerance,
+ *   - a CUDA launcher in kernels/<kind>.cu (only when built with CUDA), which
+ *     this header does not name: the CUDA engine finds it with
+ *     gf_kernel_launcher() (kernels/kernels.h).
  * A configured pipeline (gf_pipeline) is a kind plus parameter values plus the
  * name and id under which clients address it.
  *
- * This header is plain C (it is included by .c and .cu files alike) and needs
- * neither the CUDA headers nor cJSON.
+ * All of this header is defined in the gfpipelines library, which has no CUDA
+ * in it: clients link it to verify results.  The header is plain C (included
+ * by .c and .cu files alike) and needs neither the CUDA headers nor cJSON.
  */
 #ifndef GF_PIPELINE_H
 #define GF_PIPELINE_H
@@ -23,9 +26,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The CUDA runtime's cudaStream_t, named without including its headers. */
-typedef struct CUstream_st *gf_cuda_stream;
 
 /* Longest pipeline name, including the terminating NUL. */
 #define GF_PIPELINE_NAME_MAX 64
@@ -61,10 +61,7 @@ typedef struct gf_param_desc {
     const char *doc;      /* one line for `gpuframe list` and the docs  */
 } gf_param_desc;
 
-/*
- * A kind of pipeline.  All function pointers but `launch` are always set.
- * `launch` is NULL when the daemon was built without CUDA.
- */
+/* A kind of pipeline.  Every function pointer is always set. */
 typedef struct gf_pipeline_kind {
     const char *name; /* "echo", "affine", "sincos", "normalize_u8" */
     const char *doc;  /* one sentence: what it computes             */
@@ -102,12 +99,6 @@ typedef struct gf_pipeline_kind {
     /* The reference: computes `out` from `in`.  `in_bytes` has passed
      * output_bytes(); `out` holds at least that many bytes.  Thread-safe. */
     void (*reference)(const gf_params *p, const void *in, size_t in_bytes, void *out);
-
-    /* Enqueues the kernel on `stream`: reads `in_dev`, writes `out_dev`, both
-     * device pointers sized as for `reference`.  Never synchronises.  Returns
-     * 0 or the cudaError_t of the launch (checked with cudaGetLastError). */
-    int (*launch)(const gf_params *p, const void *in_dev, size_t in_bytes, void *out_dev,
-                  gf_cuda_stream stream);
 } gf_pipeline_kind;
 
 /* A configured pipeline, as clients see it through LIST. */

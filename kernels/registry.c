@@ -1,27 +1,27 @@
 /*
  * The pipeline registry: the four kinds' entries (parameter tables, length
- * rules, tolerances, references and launchers) and the functions of
- * pipeline.h that look them up, fill defaults and compare outputs.
+ * rules, tolerances and references) and the functions of pipeline.h that look
+ * them up, fill defaults and compare outputs.  No CUDA: the launchers are
+ * found through gf_kernel_launcher() (kernels/launchers.c).
  */
 #include "pipeline.h"
 
 #include <assert.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
-#include "affine.h"
-#include "echo.h"
-#include "normalize_u8.h"
-#include "sincos.h"
+#include "kernels.h"
+#include "util.h"
 
 /* Frames carry float32 little-endian and the references read them in place. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "gpuframed's float pipelines assume a little-endian host"
 #endif
 _Static_assert(sizeof(float) == 4, "float32 pipelines need a 4-byte float");
+
+/* The number of entries of a static array. */
+#define COUNT_OF(array) (sizeof(array) / sizeof((array)[0]))
 
 /* The size of one element of the float32 pipelines. */
 #define F32_BYTES 4u
@@ -66,33 +66,6 @@ _Static_assert(sizeof(float) == 4, "float32 pipelines need a 4-byte float");
 static const float imagenet_mean[RGB_CHANNELS] = {0.485f, 0.456f, 0.406f};
 static const float imagenet_std[RGB_CHANNELS] = {0.229f, 0.224f, 0.225f};
 
-#ifdef GF_HAVE_CUDA
-#define LAUNCHER(fn) (fn)
-#else
-#define LAUNCHER(fn) NULL
-#endif
-
-#if defined(__GNUC__)
-#define GF_PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
-#else
-#define GF_PRINTF_LIKE(fmt, args)
-#endif
-
-static void set_why(char *why, size_t why_len, const char *fmt, ...) GF_PRINTF_LIKE(3, 4);
-
-/* Writes a printf-formatted reason into why[why_len], truncated and always
- * NUL-terminated; does nothing when why is NULL or why_len is 0. */
-static void set_why(char *why, size_t why_len, const char *fmt, ...) {
-    va_list ap;
-
-    if (why == NULL || why_len == 0) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(why, why_len, fmt, ap);
-    va_end(ap);
-}
-
 /* True when v lies in the descriptor's closed range; false for NaN. */
 static int in_range(double v, const gf_param_desc *d) {
     return v >= d->min && v <= d->max;
@@ -122,16 +95,16 @@ static int check_ranges(const gf_param_desc *descs, size_t count, const gf_param
         case GF_PARAM_F32:
             memcpy(&f[0], field, sizeof f[0]);
             if (!in_range_f32(f[0], d)) {
-                set_why(why, why_len, "%s = %.9g is outside [%g, %g]", d->key, f[0], d->min,
-                        d->max);
+                gf_errorf(why, why_len, "%s = %.9g is outside [%g, %g]", d->key, f[0], d->min,
+                          d->max);
                 return -1;
             }
             break;
         case GF_PARAM_U32:
             memcpy(&u, field, sizeof u);
             if (!in_range(u, d)) {
-                set_why(why, why_len, "%s = %" PRIu32 " is outside [%g, %g]", d->key, u, d->min,
-                        d->max);
+                gf_errorf(why, why_len, "%s = %" PRIu32 " is outside [%g, %g]", d->key, u, d->min,
+                          d->max);
                 return -1;
             }
             break;
@@ -139,8 +112,8 @@ static int check_ranges(const gf_param_desc *descs, size_t count, const gf_param
             memcpy(f, field, sizeof f);
             for (unsigned c = 0; c < RGB_CHANNELS; c++) {
                 if (!in_range_f32(f[c], d)) {
-                    set_why(why, why_len, "%s[%u] = %.9g is outside [%g, %g]", d->key, c, f[c],
-                            d->min, d->max);
+                    gf_errorf(why, why_len, "%s[%u] = %.9g is outside [%g, %g]", d->key, c, f[c],
+                              d->min, d->max);
                     return -1;
                 }
             }
@@ -153,7 +126,7 @@ static int check_ranges(const gf_param_desc *descs, size_t count, const gf_param
 /* An input length as an output length, or -1 when int64_t cannot hold it. */
 static int64_t same_length(uint64_t in_bytes, char *why, size_t why_len) {
     if (in_bytes > (uint64_t)INT64_MAX) {
-        set_why(why, why_len, "length %" PRIu64 " is too large", in_bytes);
+        gf_errorf(why, why_len, "length %" PRIu64 " is too large", in_bytes);
         return -1;
     }
     return (int64_t)in_bytes;
@@ -195,8 +168,8 @@ static int echo_check_params(const gf_params *p, uint64_t max_frame_bytes, char 
 static int64_t f32_output_bytes(const gf_params *p, uint64_t in_bytes, char *why, size_t why_len) {
     (void)p;
     if (in_bytes % F32_BYTES != 0) {
-        set_why(why, why_len, "length %" PRIu64 " is not a multiple of %u (float32 elements)",
-                in_bytes, F32_BYTES);
+        gf_errorf(why, why_len, "length %" PRIu64 " is not a multiple of %u (float32 elements)",
+                  in_bytes, F32_BYTES);
         return -1;
     }
     return same_length(in_bytes, why, why_len);
@@ -219,8 +192,7 @@ static const gf_param_desc affine_params[] = {
 static int affine_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
                                size_t why_len) {
     (void)max_frame_bytes;
-    return check_ranges(affine_params, sizeof affine_params / sizeof affine_params[0], p, why,
-                        why_len);
+    return check_ranges(affine_params, COUNT_OF(affine_params), p, why, why_len);
 }
 
 static const gf_param_desc sincos_params[] = {
@@ -232,8 +204,7 @@ static const gf_param_desc sincos_params[] = {
 static int sincos_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
                                size_t why_len) {
     (void)max_frame_bytes;
-    return check_ranges(sincos_params, sizeof sincos_params / sizeof sincos_params[0], p, why,
-                        why_len);
+    return check_ranges(sincos_params, COUNT_OF(sincos_params), p, why, why_len);
 }
 
 /* ---- normalize_u8 ---------------------------------------------------------- */
@@ -266,14 +237,14 @@ static int64_t normalize_u8_output_bytes(const gf_params *p, uint64_t in_bytes, 
     uint64_t want = rgb_frame_bytes(p);
 
     if (in_bytes != want) {
-        set_why(why, why_len,
-                "length %" PRIu64 " is not width*height*3 = %" PRIu64 " (%" PRIu32 "x%" PRIu32
-                " RGB)",
-                in_bytes, want, p->width, p->height);
+        gf_errorf(why, why_len,
+                  "length %" PRIu64 " is not width*height*3 = %" PRIu64 " (%" PRIu32 "x%" PRIu32
+                  " RGB)",
+                  in_bytes, want, p->width, p->height);
         return -1;
     }
     if (in_bytes > (uint64_t)INT64_MAX / sizeof(float)) {
-        set_why(why, why_len, "length %" PRIu64 " is too large", in_bytes);
+        gf_errorf(why, why_len, "length %" PRIu64 " is too large", in_bytes);
         return -1;
     }
     return (int64_t)(in_bytes * sizeof(float));
@@ -295,17 +266,15 @@ static int normalize_u8_check_params(const gf_params *p, uint64_t max_frame_byte
                                      size_t why_len) {
     uint64_t frame_bytes;
 
-    if (check_ranges(normalize_u8_params,
-                     sizeof normalize_u8_params / sizeof normalize_u8_params[0], p, why,
-                     why_len) != 0) {
+    if (check_ranges(normalize_u8_params, COUNT_OF(normalize_u8_params), p, why, why_len) != 0) {
         return -1;
     }
     frame_bytes = rgb_frame_bytes(p);
     if (frame_bytes > max_frame_bytes) {
-        set_why(why, why_len,
-                "width*height*3 = %" PRIu64 " bytes (%" PRIu32 "x%" PRIu32
-                " RGB) exceeds max_frame_bytes %" PRIu64,
-                frame_bytes, p->width, p->height, max_frame_bytes);
+        gf_errorf(why, why_len,
+                  "width*height*3 = %" PRIu64 " bytes (%" PRIu32 "x%" PRIu32
+                  " RGB) exceeds max_frame_bytes %" PRIu64,
+                  frame_bytes, p->width, p->height, max_frame_bytes);
         return -1;
     }
     return 0;
@@ -314,6 +283,16 @@ static int normalize_u8_check_params(const gf_params *p, uint64_t max_frame_byte
 /* ---- the registry ----------------------------------------------------------- */
 
 enum { KIND_ECHO, KIND_AFFINE, KIND_SINCOS, KIND_NORMALIZE_U8, KIND_COUNT };
+
+/* A kind's parameter table and how many entries it has. */
+#define PARAM_TABLE(table) .params = (table), .param_count = COUNT_OF(table)
+
+/* What every float32-array kind (affine, sincos) shares: its input is float32,
+ * any whole number of elements comes back at its size, one element warms it
+ * up. */
+#define F32_ARRAY_RULES                                                                            \
+    .input_f32 = 1, .output_bytes = f32_output_bytes, .max_output_bytes = same_max_output_bytes,   \
+    .warmup_input_bytes = f32_warmup_input_bytes
 
 static const gf_pipeline_kind kinds[KIND_COUNT] = {
     [KIND_ECHO] =
@@ -328,53 +307,40 @@ static const gf_pipeline_kind kinds[KIND_COUNT] = {
             .warmup_input_bytes = echo_warmup_input_bytes,
             .check_params = echo_check_params,
             .reference = gf_echo_ref,
-            .launch = LAUNCHER(gf_echo_launch),
         },
     [KIND_AFFINE] =
         {
             .name = "affine",
             .doc = "Computes y = a*x + b on each float32 of the frame.",
-            .params = affine_params,
-            .param_count = sizeof affine_params / sizeof affine_params[0],
-            .input_f32 = 1,
+            PARAM_TABLE(affine_params),
+            F32_ARRAY_RULES,
             .exact = 1,
-            .output_bytes = f32_output_bytes,
-            .max_output_bytes = same_max_output_bytes,
-            .warmup_input_bytes = f32_warmup_input_bytes,
             .check_params = affine_check_params,
             .reference = gf_affine_ref,
-            .launch = LAUNCHER(gf_affine_launch),
         },
     [KIND_SINCOS] =
         {
             .name = "sincos",
             .doc = "Repeats v = sin(v)*cos(v) + v iters times on each float32 of the frame.",
-            .params = sincos_params,
-            .param_count = sizeof sincos_params / sizeof sincos_params[0],
-            .input_f32 = 1,
+            PARAM_TABLE(sincos_params),
+            F32_ARRAY_RULES,
             .exact = 0,
             .abs_tolerance = SINCOS_ABS_TOLERANCE,
             .rel_tolerance = SINCOS_REL_TOLERANCE,
-            .output_bytes = f32_output_bytes,
-            .max_output_bytes = same_max_output_bytes,
-            .warmup_input_bytes = f32_warmup_input_bytes,
             .check_params = sincos_check_params,
             .reference = gf_sincos_ref,
-            .launch = LAUNCHER(gf_sincos_launch),
         },
     [KIND_NORMALIZE_U8] =
         {
             .name = "normalize_u8",
             .doc = "Turns an interleaved RGB8 image into planar float32 (v/255 - mean) / std.",
-            .params = normalize_u8_params,
-            .param_count = sizeof normalize_u8_params / sizeof normalize_u8_params[0],
+            PARAM_TABLE(normalize_u8_params),
             .exact = 1,
             .output_bytes = normalize_u8_output_bytes,
             .max_output_bytes = normalize_u8_max_output_bytes,
             .warmup_input_bytes = normalize_u8_warmup_input_bytes,
             .check_params = normalize_u8_check_params,
             .reference = gf_normalize_u8_ref,
-            .launch = LAUNCHER(gf_normalize_u8_launch),
         },
 };
 
@@ -431,8 +397,8 @@ static int compare_exact(const unsigned char *got, const unsigned char *ref, siz
     }
     for (size_t i = 0; i < bytes; i++) {
         if (got[i] != ref[i]) {
-            set_why(why, why_len, "byte offset %zu differs: got 0x%02x, expected 0x%02x", i,
-                    (unsigned)got[i], (unsigned)ref[i]);
+            gf_errorf(why, why_len, "byte offset %zu differs: got 0x%02x, expected 0x%02x", i,
+                      (unsigned)got[i], (unsigned)ref[i]);
             return -1;
         }
     }
@@ -444,8 +410,8 @@ static int compare_exact(const unsigned char *got, const unsigned char *ref, siz
 static int compare_f32(const gf_pipeline_kind *kind, const unsigned char *got,
                        const unsigned char *ref, size_t bytes, char *why, size_t why_len) {
     if (bytes % F32_BYTES != 0) {
-        set_why(why, why_len, "length %zu is not a multiple of %u (float32 elements)", bytes,
-                F32_BYTES);
+        gf_errorf(why, why_len, "length %zu is not a multiple of %u (float32 elements)", bytes,
+                  F32_BYTES);
         return -1;
     }
     for (size_t i = 0; i < bytes / F32_BYTES; i++) {
@@ -462,10 +428,10 @@ static int compare_f32(const gf_pipeline_kind *kind, const unsigned char *got,
         diff = fabs((double)g - (double)r);
         tol = (double)kind->abs_tolerance + (double)kind->rel_tolerance * fabs((double)r);
         if (isinf(r) || !(diff <= tol)) {
-            set_why(why, why_len,
-                    "element %zu (byte offset %zu): got %.9g, expected %.9g "
-                    "(|diff| %.3g > tolerance %.3g)",
-                    i, i * F32_BYTES, (double)g, (double)r, diff, tol);
+            gf_errorf(why, why_len,
+                      "element %zu (byte offset %zu): got %.9g, expected %.9g "
+                      "(|diff| %.3g > tolerance %.3g)",
+                      i, i * F32_BYTES, (double)g, (double)r, diff, tol);
             return -1;
         }
     }

@@ -1,10 +1,10 @@
 /*
- * The kernel of pipeline kind "sincos"; contract in sincos.h.  Uses the
+ * The kernel of pipeline kind "sincos"; contract in kernels.h.  Uses the
  * accurate sinf/cosf (never __sinf: the build must not pass
  * --use_fast_math), and __fmul_rn/__fadd_rn so that s*c + v rounds twice, as
  * in the reference (kernels/sincos_ref.c).  Compute-bound: scalar loads.
  */
-#include "sincos.h"
+#include "kernels.h"
 
 #include <cstdint>
 
@@ -31,16 +31,11 @@ static __global__ void sincos_kernel(const float *__restrict__ in, float *__rest
 
 extern "C" int gf_sincos_launch(const gf_params *p, const void *in_dev, size_t in_bytes,
                                 void *out_dev, gf_cuda_stream stream) {
-    cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     const size_t count = in_bytes / sizeof(float);
+    const bool ok = f32_buffers_ok(in_dev, out_dev, in_bytes);
 
-    if (!f32_buffers_ok(in_dev, out_dev, in_bytes)) {
-        return static_cast<int>(cudaErrorInvalidValue);
-    }
-    if (count == 0) {
-        return 0;
-    }
-    sincos_kernel<<<blocks_for(count), kThreadsPerBlock, 0, s>>>(
-        static_cast<const float *>(in_dev), static_cast<float *>(out_dev), count, p->iters);
-    return static_cast<int>(cudaGetLastError());
+    return launch_checked(stream, ok, count, [&](cudaStream_t s) {
+        sincos_kernel<<<blocks_for(count), kThreadsPerBlock, 0, s>>>(
+            static_cast<const float *>(in_dev), static_cast<float *>(out_dev), count, p->iters);
+    });
 }

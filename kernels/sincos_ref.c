@@ -1,11 +1,11 @@
 /*
- * The reference of pipeline kind "sincos"; contract in sincos.h.
+ * The reference of pipeline kind "sincos"; contract in kernels.h.
  *
  * Compiled with -ffp-contract=off like every reference, so that s*c + v is
  * rounded twice, as the kernel's __fmul_rn/__fadd_rn do; what remains between
  * the two is the difference between libm's and CUDA's sinf/cosf.
  */
-#include "sincos.h"
+#include "kernels.h"
 
 #include <assert.h>
 #include <math.h>

@@ -19,6 +19,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels.h"
 #include "pipeline.h"
 
 /* What the output buffers are filled with before a run: a kernel that skips
@@ -99,10 +100,12 @@ static void run_case(const char *kind_name, const gf_params *p, size_t in_bytes,
     unsigned char *in_host = NULL, *got_host = NULL, *ref_host = NULL;
     void *in_dev = NULL, *out_dev = NULL;
     cudaStream_t stream = NULL;
+    gf_launch_fn launch;
     int rc;
 
     ck_assert_msg(kind != NULL, "no kind %s", kind_name);
-    ck_assert_msg(kind->launch != NULL, "%s has no launcher in a CUDA build", kind_name);
+    launch = gf_kernel_launcher(kind);
+    ck_assert_msg(launch != NULL, "%s has no launcher in a CUDA build", kind_name);
     ck_assert_msg(kind->check_params(p, UINT64_MAX, why, sizeof why) == 0, "%s", why);
     out_len = kind->output_bytes(p, in_bytes, why, sizeof why);
     ck_assert_msg(out_len >= 0, "%s: %s", kind_name, why);
@@ -131,7 +134,7 @@ static void run_case(const char *kind_name, const gf_params *p, size_t in_bytes,
     /* The launcher reports cudaGetLastError(): start from a clean slate so
      * that what it returns is its own launch's. */
     CK_CUDA(cudaGetLastError());
-    rc = kind->launch(p, in_dev, in_bytes, out_dev, (gf_cuda_stream)stream);
+    rc = launch(p, in_dev, in_bytes, out_dev, (gf_cuda_stream)stream);
     ck_assert_msg(rc == 0, "%s launch of %zu bytes: %s (%d)", kind_name, in_bytes,
                   cudaGetErrorString((cudaError_t)rc), rc);
     CK_CUDA(cudaMemcpyAsync(got_host, out_dev, out_bytes + GUARD_BYTES, cudaMemcpyDeviceToHost,
@@ -243,18 +246,15 @@ START_TEST(test_bad_lengths_refused) {
     CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CK_CUDA(cudaGetLastError());
     gf_params_defaults(gf_pipeline_kind_find("affine"), &p);
-    ck_assert_int_eq(
-        gf_pipeline_kind_find("affine")->launch(&p, in_dev, 6, out_dev, (gf_cuda_stream)stream),
-        cudaErrorInvalidValue);
+    ck_assert_int_eq(gf_affine_launch(&p, in_dev, 6, out_dev, (gf_cuda_stream)stream),
+                     cudaErrorInvalidValue);
     gf_params_defaults(gf_pipeline_kind_find("sincos"), &p);
-    ck_assert_int_eq(
-        gf_pipeline_kind_find("sincos")->launch(&p, in_dev, 10, out_dev, (gf_cuda_stream)stream),
-        cudaErrorInvalidValue);
+    ck_assert_int_eq(gf_sincos_launch(&p, in_dev, 10, out_dev, (gf_cuda_stream)stream),
+                     cudaErrorInvalidValue);
     gf_params_defaults(gf_pipeline_kind_find("normalize_u8"), &p);
     p.width = 4;
     p.height = 4;
-    ck_assert_int_eq(gf_pipeline_kind_find("normalize_u8")
-                         ->launch(&p, in_dev, 47, out_dev, (gf_cuda_stream)stream),
+    ck_assert_int_eq(gf_normalize_u8_launch(&p, in_dev, 47, out_dev, (gf_cuda_stream)stream),
                      cudaErrorInvalidValue);
     CK_CUDA(cudaStreamSynchronize(stream));
     CK_CUDA(cudaGetLastError());
