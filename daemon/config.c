@@ -1,14 +1,18 @@
 /*
- * Configuration: parses the daemon's JSON settings and pipelines (config.h is
- * the contract, config/README.md documents every key) with the JSON readers
- * of protocol/listing.c, which name the key path of every problem.
+ * Configuration (config.h is the contract, config/README.md documents every
+ * key): the table of top-level keys and its field accessors, reading values
+ * from the file and the command line, loading, parsing and freeing a
+ * configuration, and the cap on its pinned memory.  Values are read with the
+ * JSON readers of protocol/listing.c, which name the key path of every
+ * problem.  The "pipelines" array is config_pipelines.c's, what differs
+ * between two configurations config_reload.c's; config_internal.h holds what
+ * the three files share.
  */
-#include "config.h"
+#include "config_internal.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,8 +115,7 @@ const gf_config_key *gf_config_key_find(const char *key) {
     return NULL;
 }
 
-/* The value of an integer, bool or choice key in `cfg`, widened. */
-static uint64_t field_get(const gf_config *cfg, const gf_config_key *k) {
+uint64_t gf__config_field_get(const gf_config *cfg, const gf_config_key *k) {
     const char *field = (const char *)cfg + k->offset;
     uint64_t u64;
     uint32_t u32;
@@ -146,34 +149,9 @@ static void field_set(gf_config *cfg, const gf_config_key *k, uint64_t v) {
         memcpy(field, &v, sizeof v);
 }
 
-/* Copies key `k`'s value from `from` into `to`.  Not for the pipelines. */
-static void field_copy(gf_config *to, const gf_config *from, const gf_config_key *k) {
+void gf__config_field_copy(gf_config *to, const gf_config *from, const gf_config_key *k) {
     assert(k->type != GF_CONFIG_PIPELINES);
     memcpy((char *)to + k->offset, (const char *)from + k->offset, k->size);
-}
-
-/* Nonzero when key `k` (not the pipelines) differs between `a` and `b`. */
-static int field_differs(const gf_config *a, const gf_config *b, const gf_config_key *k) {
-    if (k->type == GF_CONFIG_PATH)
-        return strcmp((const char *)a + k->offset, (const char *)b + k->offset) != 0;
-    return field_get(a, k) != field_get(b, k);
-}
-
-/* Key `k`'s value in `cfg` as the log writes it: "4", "cpu", "true", a path. */
-static void field_text(const gf_config *cfg, const gf_config_key *k, char *buf, size_t len) {
-    uint64_t v;
-
-    if (k->type == GF_CONFIG_PATH) {
-        gf_errorf(buf, len, "%s", (const char *)cfg + k->offset);
-        return;
-    }
-    v = field_get(cfg, k);
-    if (k->type == GF_CONFIG_BOOL)
-        v = v != 0;
-    if (k->type == GF_CONFIG_INTEGER)
-        gf_errorf(buf, len, "%llu", (unsigned long long)v);
-    else
-        gf_errorf(buf, len, "%s", v < k->choice_count ? k->choices[v] : "unknown");
 }
 
 /* Every key's default (the pipelines: none). */
@@ -257,7 +235,7 @@ static int read_key(const gf_config_key *k, const cJSON *v, gf_config *cfg, gf_p
     }
     case GF_CONFIG_PIPELINES: break;
     }
-    assert(0 && "the pipelines are read by parse_pipelines");
+    assert(0 && "the pipelines are read by gf__config_parse_pipelines");
     return -1;
 }
 
@@ -337,121 +315,10 @@ int gf_config_override(gf_config_overrides *flags, const char *key, const char *
 static void apply_overrides(gf_config *cfg, const gf_config_overrides *flags) {
     for (size_t i = 0; i < K_COUNT_; i++)
         if (flags->given & (1u << i))
-            field_copy(cfg, &flags->values, &config_keys[i]);
+            gf__config_field_copy(cfg, &flags->values, &config_keys[i]);
 }
 
-/* ---- the pipelines -------------------------------------------------------- */
-
-enum pipeline_key { P_NAME, P_KIND, P_PARAMS, P_COUNT_ };
-static const char *const pipeline_keys[P_COUNT_] = {"name", "kind", "params"};
-
-/* Parses one element of the config's "pipelines" array into `p`, whose
- * `index` earlier siblings before[] are already parsed.  Reports every
- * problem it can tell apart; checks the parameters as a whole against
- * `max_frame_bytes` unless that is 0 (itself invalid).  Returns 0 or -1. */
-static int parse_pipeline(const cJSON *v, size_t index, const gf_pipeline *before,
-                          uint64_t max_frame_bytes, gf_pipeline *p, gf_problems *pr) {
-    const cJSON *items[P_COUNT_] = {0};
-    char prefix[32], path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES], why[GF_PATH_BYTES];
-    int rc = 0;
-
-    snprintf(prefix, sizeof prefix, "pipelines[%zu]", index);
-    if (!cJSON_IsObject(v)) {
-        gf_json_describe(v, got, sizeof got);
-        gf_problem(pr,
-                   "%s: expected an object with \"name\", \"kind\" and optional "
-                   "\"params\", got %s",
-                   prefix, got);
-        return -1;
-    }
-    if (gf_json_collect_keys(v, prefix, pipeline_keys, P_COUNT_, 0, items, pr) < 0)
-        rc = -1;
-    for (int k = P_NAME; k <= P_KIND; k++) {
-        if (items[k] == NULL) {
-            gf_problem(pr, "%s.%s: missing (required)", prefix, pipeline_keys[k]);
-            rc = -1;
-        }
-    }
-
-    p->id = (uint32_t)index;
-    snprintf(path, sizeof path, "%s.name", prefix);
-    if (items[P_NAME] != NULL &&
-        gf_json_read_pipeline_name(items[P_NAME], path, before, index, p->name, pr) < 0)
-        rc = -1;
-    if (items[P_KIND] == NULL)
-        return -1;
-    snprintf(path, sizeof path, "%s.kind", prefix);
-    p->kind = gf_json_read_kind(items[P_KIND], path, pr);
-    if (p->kind == NULL)
-        return -1;
-    if (p->name[0] != '\0')
-        snprintf(path, sizeof path, "%s (%s).params", prefix, p->name);
-    else
-        snprintf(path, sizeof path, "%s.params", prefix);
-    if (gf_params_read(p->kind, items[P_PARAMS], path, &p->params, pr) < 0)
-        return -1;
-    why[0] = '\0';
-    if (max_frame_bytes > 0 &&
-        p->kind->check_params(&p->params, max_frame_bytes, why, sizeof why) != 0) {
-        gf_problem(pr, "%s: %s", path, why[0] ? why : "invalid parameters");
-        return -1;
-    }
-    return rc;
-}
-
-/* Parses the config's "pipelines" array into a new array in *out, reporting
- * the problems of every element. */
-static int parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, gf_pipeline **out,
-                           size_t *out_count, gf_problems *pr) {
-    char got[GF_VALUE_TEXT_BYTES];
-    gf_pipeline *pipelines = NULL;
-    size_t count, i = 0;
-    const cJSON *m;
-    int rc = 0;
-
-    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
-        gf_json_describe(v, got, sizeof got);
-        gf_problem(pr, "pipelines: expected a non-empty array of pipeline objects, got %s", got);
-        goto fail;
-    }
-    count = (size_t)cJSON_GetArraySize(v);
-    if (count > GF_MAX_PIPELINES) {
-        gf_problem(pr, "pipelines: expected at most %d pipelines, got %zu", GF_MAX_PIPELINES,
-                   count);
-        goto fail;
-    }
-    pipelines = calloc(count, sizeof *pipelines);
-    if (pipelines == NULL) {
-        gf_problem(pr, "pipelines: out of memory");
-        goto fail;
-    }
-    cJSON_ArrayForEach(m, v) {
-        if (parse_pipeline(m, i, pipelines, max_frame_bytes, &pipelines[i], pr) < 0)
-            rc = -1;
-        i++;
-    }
-    if (rc < 0)
-        goto fail_pipelines;
-    *out = pipelines;
-    *out_count = count;
-    return 0;
-
-fail_pipelines:
-    free(pipelines);
-fail:
-    return -1;
-}
-
-uint64_t gf_config_max_output_bytes(const gf_config *cfg) {
-    uint64_t most = 0;
-    for (size_t i = 0; i < cfg->pipeline_count; i++) {
-        const gf_pipeline *p = &cfg->pipelines[i];
-        uint64_t out = p->kind->max_output_bytes(&p->params, cfg->max_frame_bytes);
-        if (out > most)
-            most = out;
-    }
-    return most;
-}
+/* ---- pinned memory ------------------------------------------------------------ */
 
 uint64_t gf_config_pinned_bytes(const gf_config *cfg) {
     return (uint64_t)cfg->slot_count * (cfg->max_frame_bytes + gf_config_max_output_bytes(cfg));
@@ -534,9 +401,9 @@ static int config_parse(const char *json, const gf_config_overrides *flags, gf_c
     }
     /* Without a valid max_frame_bytes the kinds' size checks would only
      * repeat that problem. */
-    if (parse_pipelines(items[K_PIPELINES],
-                        bad & (1u << K_MAX_FRAME_BYTES) ? 0 : cfg.max_frame_bytes, &cfg.pipelines,
-                        &cfg.pipeline_count, pr) < 0)
+    if (gf__config_parse_pipelines(items[K_PIPELINES],
+                                   bad & (1u << K_MAX_FRAME_BYTES) ? 0 : cfg.max_frame_bytes,
+                                   &cfg.pipelines, &cfg.pipeline_count, pr) < 0)
         goto fail_root;
     /* The cap is checked on values that are all valid, or not at all. */
     if (pr->count > first_problem || check_pinned(&cfg, pr) < 0) {
@@ -651,142 +518,4 @@ void gf_config_free(gf_config *cfg) {
         return;
     free(cfg->pipelines);
     memset(cfg, 0, sizeof *cfg);
-}
-
-/* ---- differences between two configurations ---------------------------------- */
-
-/* What a reload's note starts with, as gf_server_reload has always logged. */
-#define GF_RESTART_NOTE_PREFIX "needs a restart: "
-
-/* Appends `first` (when buf is empty) or ", ", then the formatted text, to
- * the list in buf[len]; a text that does not fit ends the list with "...",
- * after which nothing more is added. */
-static void list_vappend(char *buf, size_t len, const char *first, const char *fmt, va_list ap) {
-    size_t used = strlen(buf);
-    int n;
-
-    if (used + 1 < len) {
-        n = snprintf(buf + used, len - used, "%s", used == 0 ? first : ", ");
-        if (n >= 0 && (size_t)n < len - used) {
-            used += (size_t)n;
-            n = vsnprintf(buf + used, len - used, fmt, ap);
-            if (n >= 0 && (size_t)n < len - used)
-                return;
-        }
-    }
-    if (len >= 4)
-        memcpy(buf + len - 4, "...", 4);
-}
-
-__attribute__((format(printf, 3, 4))) static void append_change(char *buf, size_t len,
-                                                                const char *fmt, ...) {
-    va_list ap;
-
-    va_start(ap, fmt);
-    list_vappend(buf, len, "", fmt, ap);
-    va_end(ap);
-}
-
-void gf_config_note_restart(char *note, size_t len, const char *fmt, ...) {
-    va_list ap;
-
-    va_start(ap, fmt);
-    list_vappend(note, len, GF_RESTART_NOTE_PREFIX, fmt, ap);
-    va_end(ap);
-}
-
-/* Appends "<key> <from's value> -> <to's value>" to the list in buf[len]. */
-static void append_key_change(char *buf, size_t len, const char *first, const gf_config_key *k,
-                              const gf_config *from, const gf_config *to) {
-    char a[GF_SOCKET_PATH_MAX], b[GF_SOCKET_PATH_MAX];
-
-    field_text(from, k, a, sizeof a);
-    field_text(to, k, b, sizeof b);
-    if (first[0] == '\0')
-        append_change(buf, len, "%s %s -> %s", k->key, a, b);
-    else
-        gf_config_note_restart(buf, len, "%s %s -> %s", k->key, a, b);
-}
-
-/* A pipeline's parameters as compact JSON text in buf[len] ("?" when out of
- * memory). */
-static void params_text(const gf_pipeline *p, char *buf, size_t len) {
-    cJSON *obj = gf_params_to_json(p->kind, &p->params);
-    char *text = obj != NULL ? cJSON_PrintUnformatted(obj) : NULL;
-
-    gf_errorf(buf, len, "%s", text != NULL ? text : "?");
-    cJSON_free(text);
-    cJSON_Delete(obj);
-}
-
-/* Appends what differs between the pipelines of `from` and `to`. */
-static void describe_pipeline_changes(const gf_config *from, const gf_config *to, char *buf,
-                                      size_t len) {
-    if (from->pipeline_count != to->pipeline_count)
-        append_change(buf, len, "pipelines: %zu -> %zu entries", from->pipeline_count,
-                      to->pipeline_count);
-    for (size_t i = 0; i < from->pipeline_count && i < to->pipeline_count; i++) {
-        const gf_pipeline *a = &from->pipelines[i], *b = &to->pipelines[i];
-        char pa[GF_KNOWN_LIST_BYTES], pb[GF_KNOWN_LIST_BYTES];
-
-        if (strcmp(a->name, b->name) != 0)
-            append_change(buf, len, "pipelines[%zu].name %s -> %s", i, a->name, b->name);
-        if (a->kind != b->kind) {
-            append_change(buf, len, "pipelines[%zu] (%s).kind %s -> %s", i, b->name, a->kind->name,
-                          b->kind->name);
-            continue;
-        }
-        if (memcmp(&a->params, &b->params, sizeof a->params) != 0) {
-            params_text(a, pa, sizeof pa);
-            params_text(b, pb, sizeof pb);
-            append_change(buf, len, "pipelines[%zu] (%s).params %s -> %s", i, b->name, pa, pb);
-        }
-    }
-}
-
-void gf_config_describe_changes(const gf_config *from, const gf_config *to, char *buf, size_t len) {
-    if (len == 0)
-        return;
-    buf[0] = '\0';
-    for (size_t i = 0; i < K_COUNT_; i++)
-        if (config_keys[i].type != GF_CONFIG_PIPELINES && field_differs(from, to, &config_keys[i]))
-            append_key_change(buf, len, "", &config_keys[i], from, to);
-    describe_pipeline_changes(from, to, buf, len);
-}
-
-/* Nonzero when `a` and `b` have the same pipelines by number, name and kind
- * (their parameters may differ). */
-static int same_pipeline_layout(const gf_config *a, const gf_config *b) {
-    if (a->pipeline_count != b->pipeline_count)
-        return 0;
-    for (size_t i = 0; i < a->pipeline_count; i++)
-        if (a->pipelines[i].kind != b->pipelines[i].kind ||
-            strcmp(a->pipelines[i].name, b->pipelines[i].name) != 0)
-            return 0;
-    return 1;
-}
-
-int gf_config_keep_restart_keys(const gf_config *running, gf_config *next, char *note,
-                                size_t note_len) {
-    gf_pipeline *kept;
-
-    for (size_t i = 0; i < K_COUNT_; i++) {
-        const gf_config_key *k = &config_keys[i];
-        if (k->reload != GF_RELOAD_NEEDS_RESTART || !field_differs(running, next, k))
-            continue;
-        append_key_change(note, note_len, GF_RESTART_NOTE_PREFIX, k, running, next);
-        field_copy(next, running, k);
-    }
-    if (same_pipeline_layout(running, next))
-        return 0;
-    /* Keep the running pipelines, parameters included. */
-    kept = malloc(running->pipeline_count * sizeof *kept);
-    if (kept == NULL)
-        return -ENOMEM;
-    memcpy(kept, running->pipelines, running->pipeline_count * sizeof *kept);
-    free(next->pipelines);
-    next->pipelines = kept;
-    next->pipeline_count = running->pipeline_count;
-    gf_config_note_restart(note, note_len, "pipelines added, removed, renamed or of another kind");
-    return 0;
 }

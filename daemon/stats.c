@@ -16,7 +16,6 @@ static const char *const phase_names[GF_PHASE_COUNT] = {
     "slot_wait", "receive", "h2d", "kernel", "d2h", "completion_delay", "reply_write", "end_to_end",
 };
 
-
 int gf_stats_init(gf_stats *st, size_t pipeline_count, uint64_t now_ns) {
     memset(st, 0, sizeof *st);
     st->pipelines = calloc(pipeline_count ? pipeline_count : 1, sizeof *st->pipelines);
@@ -115,6 +114,47 @@ static void add_u64(cJSON *obj, const char *key, uint64_t v) {
     cJSON_AddNumberToObject(obj, key, (double)v);
 }
 
+/* STATS' "pipelines" array: each pipeline's frames and time per phase. */
+static void add_pipelines(const gf_stats *st, const gf_pipeline *pipelines, cJSON *obj) {
+    cJSON *pl = cJSON_AddArrayToObject(obj, "pipelines");
+    for (size_t i = 0; i < st->pipeline_count; i++) {
+        const gf_pipeline_stats *ps = &st->pipelines[i];
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddItemToArray(pl, p);
+        add_u64(p, "id", i);
+        cJSON_AddStringToObject(p, "name", pipelines[i].name);
+        cJSON_AddStringToObject(p, "kind", pipelines[i].kind->name);
+        add_u64(p, "frames", ps->frames);
+        cJSON *ph = cJSON_AddObjectToObject(p, "phases");
+        for (unsigned k = 0; k < GF_PHASE_COUNT; k++) {
+            cJSON *one = cJSON_AddObjectToObject(ph, phase_names[k]);
+            add_u64(one, "count", ps->phase[k].count);
+            add_u64(one, "ns", ps->phase[k].ns);
+        }
+    }
+}
+
+/* STATS' "latency" object: the histogram, its totals and quantiles. */
+static void add_latency(const gf_stats *st, cJSON *obj) {
+    cJSON *lat = cJSON_AddObjectToObject(obj, "latency");
+    cJSON *bounds = cJSON_AddArrayToObject(lat, "bounds_ns");
+    cJSON *counts = cJSON_AddArrayToObject(lat, "counts");
+    uint64_t total = 0;
+    for (unsigned i = 0; i <= GF_LATENCY_BOUNDS; i++) {
+        if (i < GF_LATENCY_BOUNDS)
+            cJSON_AddItemToArray(bounds, cJSON_CreateNumber((double)gf_latency_bounds_ns[i]));
+        cJSON_AddItemToArray(counts, cJSON_CreateNumber((double)st->latency_counts[i]));
+        total += st->latency_counts[i];
+    }
+    add_u64(lat, "count", total);
+    add_u64(lat, "sum_ns", st->latency_sum_ns);
+    add_u64(lat, "max_ns", st->latency_max_ns);
+    add_u64(lat, "p50_ns", gf_stats_latency_quantile(st, 0.50));
+    add_u64(lat, "p90_ns", gf_stats_latency_quantile(st, 0.90));
+    add_u64(lat, "p99_ns", gf_stats_latency_quantile(st, 0.99));
+    add_u64(lat, "p999_ns", gf_stats_latency_quantile(st, 0.999));
+}
+
 static void add_rates(const gf_stats *st, cJSON *rates, const char *key, uint64_t window_ns,
                       uint64_t now_ns, uint64_t idle_ns) {
     double fps, in, out, busy;
@@ -154,40 +194,8 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_u64(b, "out", st->bytes_out);
     add_u64(obj, "backpressure_pauses", st->backpressure_pauses);
 
-    cJSON *pl = cJSON_AddArrayToObject(obj, "pipelines");
-    for (size_t i = 0; i < st->pipeline_count; i++) {
-        const gf_pipeline_stats *ps = &st->pipelines[i];
-        cJSON *p = cJSON_CreateObject();
-        cJSON_AddItemToArray(pl, p);
-        add_u64(p, "id", i);
-        cJSON_AddStringToObject(p, "name", pipelines[i].name);
-        cJSON_AddStringToObject(p, "kind", pipelines[i].kind->name);
-        add_u64(p, "frames", ps->frames);
-        cJSON *ph = cJSON_AddObjectToObject(p, "phases");
-        for (unsigned k = 0; k < GF_PHASE_COUNT; k++) {
-            cJSON *one = cJSON_AddObjectToObject(ph, phase_names[k]);
-            add_u64(one, "count", ps->phase[k].count);
-            add_u64(one, "ns", ps->phase[k].ns);
-        }
-    }
-
-    cJSON *lat = cJSON_AddObjectToObject(obj, "latency");
-    cJSON *bounds = cJSON_AddArrayToObject(lat, "bounds_ns");
-    cJSON *counts = cJSON_AddArrayToObject(lat, "counts");
-    uint64_t total = 0;
-    for (unsigned i = 0; i <= GF_LATENCY_BOUNDS; i++) {
-        if (i < GF_LATENCY_BOUNDS)
-            cJSON_AddItemToArray(bounds, cJSON_CreateNumber((double)gf_latency_bounds_ns[i]));
-        cJSON_AddItemToArray(counts, cJSON_CreateNumber((double)st->latency_counts[i]));
-        total += st->latency_counts[i];
-    }
-    add_u64(lat, "count", total);
-    add_u64(lat, "sum_ns", st->latency_sum_ns);
-    add_u64(lat, "max_ns", st->latency_max_ns);
-    add_u64(lat, "p50_ns", gf_stats_latency_quantile(st, 0.50));
-    add_u64(lat, "p90_ns", gf_stats_latency_quantile(st, 0.90));
-    add_u64(lat, "p99_ns", gf_stats_latency_quantile(st, 0.99));
-    add_u64(lat, "p999_ns", gf_stats_latency_quantile(st, 0.999));
+    add_pipelines(st, pipelines, obj);
+    add_latency(st, obj);
 
     cJSON *rates = cJSON_AddObjectToObject(obj, "rates");
     add_rates(st, rates, "1s", 1000000000ull, now_ns, loop_idle_ns);

@@ -1,0 +1,119 @@
+/*
+ * Configuration: the "pipelines" array (gf__config_parse_pipelines, for
+ * config.c's parser) and the output size the configured pipelines need.
+ * Each element's name, kind and parameters are read with the JSON readers of
+ * protocol/listing.c, which name the key path of every problem.
+ */
+#include "config_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum pipeline_key { P_NAME, P_KIND, P_PARAMS, P_COUNT_ };
+static const char *const pipeline_keys[P_COUNT_] = {"name", "kind", "params"};
+
+/* Parses one element of the config's "pipelines" array into `p`, whose
+ * `index` earlier siblings before[] are already parsed.  Reports every
+ * problem it can tell apart; checks the parameters as a whole against
+ * `max_frame_bytes` unless that is 0 (itself invalid).  Returns 0 or -1. */
+static int parse_pipeline(const cJSON *v, size_t index, const gf_pipeline *before,
+                          uint64_t max_frame_bytes, gf_pipeline *p, gf_problems *pr) {
+    const cJSON *items[P_COUNT_] = {0};
+    char prefix[32], path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES], why[GF_PATH_BYTES];
+    int rc = 0;
+
+    snprintf(prefix, sizeof prefix, "pipelines[%zu]", index);
+    if (!cJSON_IsObject(v)) {
+        gf_json_describe(v, got, sizeof got);
+        gf_problem(pr,
+                   "%s: expected an object with \"name\", \"kind\" and optional "
+                   "\"params\", got %s",
+                   prefix, got);
+        return -1;
+    }
+    if (gf_json_collect_keys(v, prefix, pipeline_keys, P_COUNT_, 0, items, pr) < 0)
+        rc = -1;
+    for (int k = P_NAME; k <= P_KIND; k++) {
+        if (items[k] == NULL) {
+            gf_problem(pr, "%s.%s: missing (required)", prefix, pipeline_keys[k]);
+            rc = -1;
+        }
+    }
+
+    p->id = (uint32_t)index;
+    snprintf(path, sizeof path, "%s.name", prefix);
+    if (items[P_NAME] != NULL &&
+        gf_json_read_pipeline_name(items[P_NAME], path, before, index, p->name, pr) < 0)
+        rc = -1;
+    if (items[P_KIND] == NULL)
+        return -1;
+    snprintf(path, sizeof path, "%s.kind", prefix);
+    p->kind = gf_json_read_kind(items[P_KIND], path, pr);
+    if (p->kind == NULL)
+        return -1;
+    if (p->name[0] != '\0')
+        snprintf(path, sizeof path, "%s (%s).params", prefix, p->name);
+    else
+        snprintf(path, sizeof path, "%s.params", prefix);
+    if (gf_params_read(p->kind, items[P_PARAMS], path, &p->params, pr) < 0)
+        return -1;
+    why[0] = '\0';
+    if (max_frame_bytes > 0 &&
+        p->kind->check_params(&p->params, max_frame_bytes, why, sizeof why) != 0) {
+        gf_problem(pr, "%s: %s", path, why[0] ? why : "invalid parameters");
+        return -1;
+    }
+    return rc;
+}
+
+int gf__config_parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, gf_pipeline **out,
+                               size_t *out_count, gf_problems *pr) {
+    char got[GF_VALUE_TEXT_BYTES];
+    gf_pipeline *pipelines = NULL;
+    size_t count, i = 0;
+    const cJSON *m;
+    int rc = 0;
+
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
+        gf_json_describe(v, got, sizeof got);
+        gf_problem(pr, "pipelines: expected a non-empty array of pipeline objects, got %s", got);
+        goto fail;
+    }
+    count = (size_t)cJSON_GetArraySize(v);
+    if (count > GF_MAX_PIPELINES) {
+        gf_problem(pr, "pipelines: expected at most %d pipelines, got %zu", GF_MAX_PIPELINES,
+                   count);
+        goto fail;
+    }
+    pipelines = calloc(count, sizeof *pipelines);
+    if (pipelines == NULL) {
+        gf_problem(pr, "pipelines: out of memory");
+        goto fail;
+    }
+    cJSON_ArrayForEach(m, v) {
+        if (parse_pipeline(m, i, pipelines, max_frame_bytes, &pipelines[i], pr) < 0)
+            rc = -1;
+        i++;
+    }
+    if (rc < 0)
+        goto fail_pipelines;
+    *out = pipelines;
+    *out_count = count;
+    return 0;
+
+fail_pipelines:
+    free(pipelines);
+fail:
+    return -1;
+}
+
+uint64_t gf_config_max_output_bytes(const gf_config *cfg) {
+    uint64_t most = 0;
+    for (size_t i = 0; i < cfg->pipeline_count; i++) {
+        const gf_pipeline *p = &cfg->pipelines[i];
+        uint64_t out = p->kind->max_output_bytes(&p->params, cfg->max_frame_bytes);
+        if (out > most)
+            most = out;
+    }
+    return most;
+}
