@@ -33,7 +33,6 @@ int gf_completion_init(gf_completion *q, uv_loop_t *loop, gf_completion_cb on_do
 /* Hands `slot` to the loop.  Any thread; never blocks. */
 void gf_completion_push(gf_completion *q, gf_slot *slot);
 
-
 /* Closes the async handle; `q` must stay valid until `cb` runs. */
 void gf_completion_close(gf_completion *q, uv_close_cb cb);
 

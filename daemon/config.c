@@ -29,8 +29,13 @@
 #define GF_FRAME_TIMEOUT_MS_MAX     3600000u
 #define GF_DRAIN_TIMEOUT_MS_DEFAULT 30000u
 #define GF_DRAIN_TIMEOUT_MS_MAX     3600000u
-#define GF_TRACE_FRAMES_DEFAULT     4096u
-#define GF_TRACE_FRAMES_MAX         (1u << 20)
+/* One frame in this many is timed: each timed 4 KiB frame costs about as
+ * much as two untimed ones (config/README.md), so 1 in 64 keeps the cost of
+ * stage timing under 2 %. */
+#define GF_TIMING_SAMPLE_EVERY_DEFAULT 64u
+#define GF_TIMING_SAMPLE_EVERY_MAX     (1u << 20)
+#define GF_TRACE_FRAMES_DEFAULT        4096u
+#define GF_TRACE_FRAMES_MAX            (1u << 20)
 /* The default cap on pinned memory: this fraction of physical RAM.  Pinned
  * pages cannot be swapped, and RLIMIT_MEMLOCK does not bound CUDA's. */
 #define GF_PINNED_RAM_DIVISOR     4u
@@ -50,6 +55,7 @@ enum top_key {
     K_DRAIN_TIMEOUT_MS,
     K_MAX_PINNED_BYTES,
     K_TIMING_EVENTS,
+    K_TIMING_SAMPLE_EVERY,
     K_TRACE_FRAMES,
     K_PIPELINES,
     K_COUNT_
@@ -95,6 +101,10 @@ static const gf_config_key config_keys[K_COUNT_] = {
     [K_TIMING_EVENTS] = {"timing_events", GF_CONFIG_BOOL, FIELD(timing_events), 0, 1, 1, NULL,
                          CHOICES(bool_names), GF_RELOAD_NEEDS_RESTART,
                          "Record CUDA events around each stage of a frame."},
+    [K_TIMING_SAMPLE_EVERY] = {"timing_sample_every", GF_CONFIG_INTEGER, FIELD(timing_sample_every),
+                               1, GF_TIMING_SAMPLE_EVERY_MAX, GF_TIMING_SAMPLE_EVERY_DEFAULT, NULL,
+                               NULL, 0, GF_RELOAD_APPLIES,
+                               "With timing_events, time one frame in this many."},
     [K_TRACE_FRAMES] = {"trace_frames", GF_CONFIG_INTEGER, FIELD(trace_frames), 0,
                         GF_TRACE_FRAMES_MAX, GF_TRACE_FRAMES_DEFAULT, NULL, NULL, 0,
                         GF_RELOAD_NEEDS_RESTART, "Recent frames whose stage times TRACE keeps."},

@@ -33,11 +33,12 @@ typedef struct gf_config {
     uint64_t max_frame_bytes;             /* largest FRAME payload accepted    */
     uint32_t frame_timeout_ms;            /* deadline of a frame on the engine */
     enum gf_log_level log_level;
-    uint32_t drain_timeout_ms; /* graceful stop's limit             */
-    uint64_t max_pinned_bytes; /* cap on pinned memory; 0: RAM / 4  */
-    int timing_events;         /* record CUDA events per stage      */
-    uint32_t trace_frames;     /* frames kept for TRACE; 0: none    */
-    gf_pipeline *pipelines;    /* owned; ids are their indices      */
+    uint32_t drain_timeout_ms;    /* graceful stop's limit             */
+    uint64_t max_pinned_bytes;    /* cap on pinned memory; 0: RAM / 4  */
+    int timing_events;            /* record CUDA events per stage      */
+    uint32_t timing_sample_every; /* of those, time one frame in N  */
+    uint32_t trace_frames;        /* frames kept for TRACE; 0: none    */
+    gf_pipeline *pipelines;       /* owned; ids are their indices      */
     size_t pipeline_count;
 } gf_config;
 

@@ -29,7 +29,6 @@ typedef struct gf_engine_params {
     uint64_t out_capacity_bytes;  /* per slot: the largest result        */
     const gf_pipeline *pipelines; /* warmed up before open returns       */
     size_t pipeline_count;
-    int timing_events; /* measure each stage (CUDA events)    */
 } gf_engine_params;
 
 /* What the engine runs on, for STATS. */

@@ -37,7 +37,6 @@ typedef struct cuda_engine {
     gf_engine base;
     cuda_slot *cslots;
     int device;
-    int timed; /* timing_events: record ev[] around each stage */
 } cuda_engine;
 
 /* Logs a failed CUDA call with its text, place and error string; yields the error. */
@@ -116,38 +115,39 @@ static void CUDART_CB on_stream_done(void *arg) {
     gf_completion_push(cs->engine->done, s);
 }
 
-/* Records event `ev` on the slot's stream when stage timing is on. */
-static cudaError_t mark(const cuda_engine *ce, cuda_slot *cs, int ev) {
-    return ce->timed ? cudaEventRecord(cs->ev[ev], cs->stream) : cudaSuccess;
+/* Records event `ev` on the slot's stream when the server asked for this
+ * frame's stage times (one frame in timing_sample_every). */
+static cudaError_t mark(const gf_slot *s, cuda_slot *cs, int ev) {
+    return s->time_stages ? cudaEventRecord(cs->ev[ev], cs->stream) : cudaSuccess;
 }
 
 /* Enqueues the frame's whole sequence on the slot's stream. */
-static cudaError_t enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
+static cudaError_t enqueue(gf_slot *s, cuda_slot *cs) {
     gf_launch_fn launch = gf_kernel_launcher(s->kind);
     cudaError_t err;
     if (launch == NULL) /* a kind without a kernel: none in a complete build */
         return cudaErrorInvalidDeviceFunction;
-    if ((err = mark(ce, cs, EV_START)) != cudaSuccess)
+    if ((err = mark(s, cs, EV_START)) != cudaSuccess)
         return err;
     if (s->in_bytes && (err = cudaMemcpyAsync(cs->in_dev, s->in_host, s->in_bytes,
                                               cudaMemcpyHostToDevice, cs->stream)) != cudaSuccess)
         return err;
-    if ((err = mark(ce, cs, EV_H2D)) != cudaSuccess)
+    if ((err = mark(s, cs, EV_H2D)) != cudaSuccess)
         return err;
     if ((err = (cudaError_t)launch(&s->params, cs->in_dev, s->in_bytes, cs->out_dev, cs->stream)) !=
         cudaSuccess)
         return err;
-    if ((err = mark(ce, cs, EV_KERNEL)) != cudaSuccess)
+    if ((err = mark(s, cs, EV_KERNEL)) != cudaSuccess)
         return err;
     if (s->out_bytes && (err = cudaMemcpyAsync(s->out_host, cs->out_dev, s->out_bytes,
                                                cudaMemcpyDeviceToHost, cs->stream)) != cudaSuccess)
         return err;
-    return mark(ce, cs, EV_D2H);
+    return mark(s, cs, EV_D2H);
 }
 
 static int cuda_submit(gf_engine *e, gf_slot *s) {
     cuda_slot *cs = s->engine_state;
-    cudaError_t err = enqueue((cuda_engine *)e, s, cs);
+    cudaError_t err = enqueue(s, cs);
     if (err == cudaSuccess)
         err = cudaLaunchHostFunc(cs->stream, on_stream_done, s);
     if (err == cudaSuccess)
@@ -189,7 +189,7 @@ static uint64_t elapsed_ns(cudaEvent_t a, cudaEvent_t b) {
 static void cuda_finish(gf_engine *e, gf_slot *s) {
     cuda_slot *cs = s->engine_state;
     s->status = GF_OK;
-    if (!((cuda_engine *)e)->timed) {
+    if (!s->time_stages) {
         s->stages = (gf_stage_times){.gpu_done_ns = s->done_ns};
         return;
     }
@@ -272,7 +272,7 @@ static int warm_up(const cuda_engine *ce, const gf_engine_params *p, gf_slot *s,
         s->params = pl->params;
         s->in_bytes = n;
         s->out_bytes = (uint64_t)out;
-        if (CUDA_CHECK(enqueue(ce, s, cs)) || CUDA_CHECK(cudaStreamSynchronize(cs->stream)))
+        if (CUDA_CHECK(enqueue(s, cs)) || CUDA_CHECK(cudaStreamSynchronize(cs->stream)))
             return -EIO;
         GF_LOG_DBG("engine cuda: warmed up pipeline %s (%llu bytes)", pl->name,
                    (unsigned long long)n);
@@ -315,7 +315,6 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
             goto fail;
         }
     }
-    ce->timed = p->timing_events;
     if ((rc = warm_up(ce, p, &e->slots[0], &ce->cslots[0])) != 0)
         goto fail;
     gf_device_info *d = &e->device;

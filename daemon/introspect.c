@@ -30,6 +30,7 @@ void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_slot *s) {
         ph[GF_PHASE_KERNEL] = t->kernel_end_ns - t->kernel_begin_ns;
         ph[GF_PHASE_D2H] = t->d2h_end_ns - t->d2h_begin_ns;
         mask |= (1u << GF_PHASE_H2D) | (1u << GF_PHASE_KERNEL) | (1u << GF_PHASE_D2H);
+        srv->stats.frames_timed++;
     }
     ph[GF_PHASE_COMPLETION_DELAY] =
         s->drained_ns > t->gpu_done_ns ? s->drained_ns - t->gpu_done_ns : 0;
@@ -82,6 +83,7 @@ cJSON *gf__stats_document(gf_server *srv) {
         cJSON_AddNumberToObject(dev, "threads", d->threads);
     }
     cJSON_AddBoolToObject(doc, "timing_events", srv->cfg->timing_events);
+    cJSON_AddNumberToObject(doc, "timing_sample_every", srv->cfg->timing_sample_every);
     cJSON *slots = cJSON_AddObjectToObject(doc, "slots");
     cJSON_AddNumberToObject(slots, "count", srv->ring.count);
     cJSON_AddNumberToObject(slots, "free", srv->ring.free_count);

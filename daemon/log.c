@@ -56,7 +56,6 @@ void gf_log_set_level(enum gf_log_level level) {
     atomic_store(&log_level, (int)level);
 }
 
-
 void gf_log(enum gf_log_level level, const char *fmt, ...) {
     if ((int)level > atomic_load(&log_level))
         return;

@@ -92,6 +92,7 @@ struct gf_server {
     gf_conn *waiting_head, *waiting_tail; /* paused for want of a slot, FIFO        */
     uint64_t next_conn_id;
     uint32_t slots_in_flight; /* submitted and not yet completed              */
+    uint64_t submit_seq;      /* frames submitted: picks the ones to time     */
     unsigned listening : 1;
     unsigned draining : 1;
     unsigned failed : 1; /* fatal engine failure or drain timeout         */

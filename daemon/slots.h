@@ -69,6 +69,8 @@ typedef struct gf_slot {
     uint64_t out_bytes;    /* result length (kind->output_bytes)        */
     gf_queued_reply reply; /* this frame's place in its reply queue     */
 
+    int time_stages; /* set at submit: record this frame's stage times       */
+
     /* Set by the engine before it completes the slot. */
     int status; /* GF_OK, or GF_ERR_ENGINE                   */
     gf_stage_times stages;

@@ -63,6 +63,7 @@ typedef struct gf_stats {
     uint64_t connections_total;          /* accepted since start                  */
     uint64_t connections_rejected;       /* closed by us after a fatal error      */
     uint64_t frames_received;            /* FRAME headers accepted by the parser  */
+    uint64_t frames_timed;               /* answered with measured stage times    */
     uint64_t frames_answered;            /* RESULT replies written                */
     uint64_t frames_failed;              /* frames answered with an ERROR         */
     uint64_t frames_dropped;             /* results dropped: client left first    */
@@ -125,6 +126,5 @@ void gf_stats_rates(const gf_stats *st, uint64_t window_ns, uint64_t now_ns, uin
  * rates, loop. */
 void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *obj, uint64_t now_ns,
                       uint64_t loop_idle_ns);
-
 
 #endif

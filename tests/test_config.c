@@ -190,6 +190,7 @@ START_TEST(pinned_cap_and_new_keys) {
     ck_assert_uint_eq(gf_config_max_output_bytes(&cfg), 1024ull * 341 * 3 * 4);
     ck_assert_uint_eq(gf_config_pinned_bytes(&cfg), 2ull * (1048576 + 1024ull * 341 * 3 * 4));
     ck_assert_int_eq(cfg.timing_events, 1);
+    ck_assert_uint_eq(cfg.timing_sample_every, 64);
     ck_assert_uint_eq(cfg.trace_frames, 4096);
     ck_assert_uint_eq(cfg.drain_timeout_ms, 30000);
     gf_config_free(&cfg);
@@ -198,6 +199,11 @@ START_TEST(pinned_cap_and_new_keys) {
                                      &cfg, err, sizeof err),
                      -1);
     ck_assert_msg(strstr(err, "timing_events: expected true or false"), "%s", err);
+    ck_assert_int_eq(gf_config_parse("{\"timing_sample_every\": 0, \"pipelines\": [{\"name\": "
+                                     "\"e\", \"kind\": \"echo\"}]}",
+                                     &cfg, err, sizeof err),
+                     -1);
+    ck_assert_str_eq(err, "timing_sample_every: expected an integer in [1, 1048576], got 0");
     ck_assert_int_eq(gf_config_parse("{\"trace_frames\": -1, \"pipelines\": [{\"name\": \"e\","
                                      "\"kind\": \"echo\"}]}",
                                      &cfg, err, sizeof err),

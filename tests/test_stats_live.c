@@ -23,14 +23,22 @@
 
 static const char *g_engine; /* "cpu" or "cuda": $GF_TEST_ENGINE */
 
+/* Every frame timed, so that phase counts and overlaps are exact. */
 static const char config_json[] =
     "{\"slots\": 2, \"max_frame_bytes\": 4194304, \"frame_timeout_ms\": 30000,"
+    " \"timing_sample_every\": 1,"
     " \"trace_frames\": 4096, \"log_level\": \"info\","
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
     "                 {\"name\": \"sincos\", \"kind\": \"sincos\", \"params\": {\"iters\": 8}}]}";
 
 static const char untimed_json[] =
     "{\"slots\": 2, \"timing_events\": false, \"max_frame_bytes\": 1048576,"
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
+
+/* One frame in SAMPLE_EVERY timed. */
+#define SAMPLE_EVERY 4
+static const char sampled_json[] =
+    "{\"slots\": 2, \"timing_sample_every\": 4, \"max_frame_bytes\": 1048576,"
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 
 static gf_test_daemon daemon_;
@@ -139,6 +147,46 @@ START_TEST(phases_add_up_for_known_traffic) {
     ck_assert_double_le(num(after, "latency.p99_ns"), num(after, "latency.p999_ns"));
     ck_assert_double_le(num(after, "latency.p999_ns"), num(after, "latency.max_ns"));
     ck_assert_double_gt(num(after, "latency.p50_ns"), 0);
+    cJSON_Delete(before);
+    cJSON_Delete(after);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/*
+ * With timing_sample_every N the CUDA engine times one frame in N: the stage
+ * phases count those, the others count every frame, frames.timed says how
+ * many, and TRACE shows stages for exactly those frames.  The CPU engine
+ * times every frame.
+ */
+START_TEST(timing_samples_one_frame_in_n) {
+    const unsigned n = 64; /* a multiple of SAMPLE_EVERY: the count is exact */
+    const double timed = strcmp(g_engine, "cuda") == 0 ? n / SAMPLE_EVERY : n;
+    start(sampled_json);
+    gf_client *c = connect_or_fail();
+    cJSON *before = fetch(c, GF_MSG_STATS, 0);
+    stream(c, 0, 4096, n, 4, 1000);
+    cJSON *after = fetch(c, GF_MSG_STATS, 0);
+    ck_assert_double_eq(num(after, "timing_sample_every"), SAMPLE_EVERY);
+    ck_assert_double_eq(num(after, "frames.timed") - num(before, "frames.timed"), timed);
+    const cJSON *pa = cJSON_GetArrayItem(cJSON_GetObjectItem(after, "pipelines"), 0);
+    const cJSON *pb = cJSON_GetArrayItem(cJSON_GetObjectItem(before, "pipelines"), 0);
+    static const char *const stages[] = {"h2d", "kernel", "d2h"};
+    char key[64];
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(key, sizeof key, "phases.%s.count", stages[i]);
+        ck_assert_double_eq(num(pa, key) - num(pb, key), timed);
+    }
+    ck_assert_double_eq(num(pa, "phases.end_to_end.count") - num(pb, "phases.end_to_end.count"), n);
+    cJSON *trace = fetch(c, GF_MSG_TRACE, n);
+    const cJSON *frames = cJSON_GetObjectItem(trace, "frames");
+    ck_assert_int_eq(cJSON_GetArraySize(frames), (int)n);
+    int with_stages = 0;
+    for (int i = 0; i < cJSON_GetArraySize(frames); i++)
+        with_stages += !cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(frames, i), "h2d"));
+    ck_assert_int_eq(with_stages, (int)timed);
+    cJSON_Delete(trace);
     cJSON_Delete(before);
     cJSON_Delete(after);
     gf_client_close(c);
@@ -297,6 +345,7 @@ static Suite *stats_live_suite(void) {
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, phases_add_up_for_known_traffic);
     tcase_add_test(tc, trace_holds_the_last_frames_in_order);
+    tcase_add_test(tc, timing_samples_one_frame_in_n);
     suite_add_tcase(s, tc);
 
     /* A check that cannot run on this engine is not listed, so that the
