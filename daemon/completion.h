@@ -33,6 +33,12 @@ int gf_completion_init(gf_completion *q, uv_loop_t *loop, gf_completion_cb on_do
 /* Hands `slot` to the loop.  Any thread; never blocks. */
 void gf_completion_push(gf_completion *q, gf_slot *slot);
 
+/* Hands `slot` to `on_done` at once: for a polling engine, which finds
+ * finished slots on the loop thread itself.  Loop thread only. */
+static inline void gf_completion_deliver(gf_completion *q, gf_slot *slot) {
+    q->on_done(slot, q->arg);
+}
+
 /* Closes the async handle; `q` must stay valid until `cb` runs. */
 void gf_completion_close(gf_completion *q, uv_close_cb cb);
 

@@ -56,6 +56,7 @@ enum top_key {
     K_MAX_PINNED_BYTES,
     K_TIMING_EVENTS,
     K_TIMING_SAMPLE_EVERY,
+    K_COMPLETION,
     K_TRACE_FRAMES,
     K_PIPELINES,
     K_COUNT_
@@ -63,6 +64,7 @@ enum top_key {
 
 static const char *const engine_names[] = {"auto", "cuda", "cpu"};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
+static const char *const completion_names[] = {"host_func", "poll"};
 /* A boolean's values are its index in these, as for a choice. */
 static const char *const bool_names[] = {"false", "true"};
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -105,6 +107,10 @@ static const gf_config_key config_keys[K_COUNT_] = {
                                1, GF_TIMING_SAMPLE_EVERY_MAX, GF_TIMING_SAMPLE_EVERY_DEFAULT, NULL,
                                NULL, 0, GF_RELOAD_APPLIES,
                                "With timing_events, time one frame in this many."},
+    [K_COMPLETION] = {"completion", GF_CONFIG_CHOICE, FIELD(completion), 0, 0,
+                      GF_COMPLETION_HOST_FUNC, NULL, CHOICES(completion_names),
+                      GF_RELOAD_NEEDS_RESTART,
+                      "How the loop learns a frame is done: host_func, or poll (one busy core)."},
     [K_TRACE_FRAMES] = {"trace_frames", GF_CONFIG_INTEGER, FIELD(trace_frames), 0,
                         GF_TRACE_FRAMES_MAX, GF_TRACE_FRAMES_DEFAULT, NULL, NULL, 0,
                         GF_RELOAD_NEEDS_RESTART, "Recent frames whose stage times TRACE keeps."},

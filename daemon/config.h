@@ -26,6 +26,13 @@
 
 enum gf_engine_choice { GF_ENGINE_AUTO, GF_ENGINE_CUDA, GF_ENGINE_CPU };
 
+/* How the loop learns that the GPU finished a frame (config/README.md). */
+enum gf_completion_mode {
+    GF_COMPLETION_HOST_FUNC, /* cudaLaunchHostFunc wakes the loop: no CPU while waiting */
+    GF_COMPLETION_POLL,      /* the loop polls each frame's event: lowest latency, one
+                                core busy while frames are in flight                 */
+};
+
 typedef struct gf_config {
     char socket_path[GF_SOCKET_PATH_MAX]; /* where the daemon listens          */
     enum gf_engine_choice engine;         /* auto | cuda | cpu                 */
@@ -33,12 +40,13 @@ typedef struct gf_config {
     uint64_t max_frame_bytes;             /* largest FRAME payload accepted    */
     uint32_t frame_timeout_ms;            /* deadline of a frame on the engine */
     enum gf_log_level log_level;
-    uint32_t drain_timeout_ms;    /* graceful stop's limit             */
-    uint64_t max_pinned_bytes;    /* cap on pinned memory; 0: RAM / 4  */
-    int timing_events;            /* record CUDA events per stage      */
-    uint32_t timing_sample_every; /* of those, time one frame in N  */
-    uint32_t trace_frames;        /* frames kept for TRACE; 0: none    */
-    gf_pipeline *pipelines;       /* owned; ids are their indices      */
+    uint32_t drain_timeout_ms;          /* graceful stop's limit             */
+    uint64_t max_pinned_bytes;          /* cap on pinned memory; 0: RAM / 4  */
+    int timing_events;                  /* record CUDA events per stage      */
+    uint32_t timing_sample_every;       /* of those, time one frame in N  */
+    enum gf_completion_mode completion; /* host_func | poll         */
+    uint32_t trace_frames;              /* frames kept for TRACE; 0: none    */
+    gf_pipeline *pipelines;             /* owned; ids are their indices      */
     size_t pipeline_count;
 } gf_config;
 

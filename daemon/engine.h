@@ -29,6 +29,7 @@ typedef struct gf_engine_params {
     uint64_t out_capacity_bytes;  /* per slot: the largest result        */
     const gf_pipeline *pipelines; /* warmed up before open returns       */
     size_t pipeline_count;
+    enum gf_completion_mode completion; /* poll: gf_engine_poll finds done frames */
 } gf_engine_params;
 
 /* What the engine runs on, for STATS. */
@@ -50,6 +51,8 @@ typedef struct gf_engine_ops {
     int (*submit)(gf_engine *e, gf_slot *slot);
     void (*finish)(gf_engine *e, gf_slot *slot);
     void (*close)(gf_engine *e);
+    /* NULL for an engine that always completes through the queue. */
+    void (*poll)(gf_engine *e);
 } gf_engine_ops;
 
 struct gf_engine {
@@ -60,6 +63,7 @@ struct gf_engine {
     gf_device_info device; /* the same, as fields                     */
     uint64_t pinned_bytes; /* page-locked host memory held            */
     int poisoned;          /* a sticky error: the daemon must exit    */
+    int polled;            /* completions are found by gf_engine_poll  */
     void *impl;            /* the engine's own state                  */
 };
 
@@ -87,6 +91,16 @@ static inline int gf_engine_submit(gf_engine *e, gf_slot *slot) {
  * slot->status and slot->stages.  Never blocks. */
 static inline void gf_engine_finish(gf_engine *e, gf_slot *slot) {
     e->ops->finish(e, slot);
+}
+
+/*
+ * For an engine opened with completion = poll (e->polled): checks, without
+ * blocking, which submitted frames have finished and hands each to the loop
+ * at once (gf_completion_deliver).  The server calls it on every loop
+ * iteration while frames are in flight.  Loop thread.
+ */
+static inline void gf_engine_poll(gf_engine *e) {
+    e->ops->poll(e);
 }
 
 /* Waits for all submitted work (shutdown may block), then frees everything. */

@@ -2,15 +2,22 @@
  * The CUDA engine: the product.
  *
  * Every slot has pinned host buffers (cudaHostAlloc), device buffers, its own
- * non-blocking stream and four timing events.  A frame is one sequence on its
- * slot's stream:
+ * non-blocking stream, four timing events and one untimed "done" event.  A
+ * frame is one sequence on its slot's stream:
  *
- *   event[0]  H2D copy  event[1]  kernel  event[2]  D2H copy  event[3]  host function
+ *   event[0]  H2D copy  event[1]  kernel  event[2]  D2H copy  event[3]  then
+ *     completion = host_func:  a host function
+ *     completion = poll:       the done event
  *
- * The host function runs on the driver's thread once the D2H copy is done; it
- * only timestamps and pushes the slot onto the completion queue.  Nothing here
- * blocks the loop after gf__engine_cuda_open returns: submit only enqueues,
- * and finish reads elapsed times of events that have already completed.
+ * The four timing events are recorded only for the frames the server samples
+ * (gf_slot.time_stages).  The host function runs on the driver's thread once
+ * the D2H copy is done; it only timestamps and pushes the slot onto the
+ * completion queue, whose uv_async_send wakes the loop.  In poll mode there is
+ * neither the driver thread's hand-off nor the wake-up: the loop calls
+ * cuda_poll on every iteration while frames are in flight, and cuda_poll asks
+ * each pending slot's done event with cudaEventQuery, which never blocks.
+ * Nothing here blocks the loop after gf__engine_cuda_open returns: submit only
+ * enqueues, and finish reads elapsed times of events that have completed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +38,8 @@ typedef struct cuda_slot {
     void *in_dev, *out_dev;
     cudaStream_t stream;
     cudaEvent_t ev[EV_COUNT];
+    cudaEvent_t done; /* poll mode: recorded after the D2H copy, untimed       */
+    int pending;      /* poll mode: submitted, and done not yet seen by a poll */
 } cuda_slot;
 
 typedef struct cuda_engine {
@@ -149,9 +158,12 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
     cuda_slot *cs = s->engine_state;
     cudaError_t err = enqueue(s, cs);
     if (err == cudaSuccess)
-        err = cudaLaunchHostFunc(cs->stream, on_stream_done, s);
-    if (err == cudaSuccess)
+        err = e->polled ? cudaEventRecord(cs->done, cs->stream)
+                        : cudaLaunchHostFunc(cs->stream, on_stream_done, s);
+    if (err == cudaSuccess) {
+        cs->pending = e->polled;
         return 0;
+    }
     GF_LOG_ERR("engine cuda: frame %llu (%s, %llu bytes) on slot %u not started: %s (%s)",
                (unsigned long long)s->frame_id, s->kind->name, (unsigned long long)s->in_bytes,
                s->index, cudaGetErrorString(err), cudaGetErrorName(err));
@@ -167,6 +179,34 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
      * the same stream.
      */
     return -EIO;
+}
+
+/*
+ * Poll mode, on the loop: every pending slot whose done event has completed
+ * goes to the loop at once.  An error other than "not ready" leaves the slot
+ * pending-less and in flight: a sticky one poisons the engine, and the
+ * server's watchdog fails the frame and stops the daemon, as it does when a
+ * host function never runs.
+ */
+static void cuda_poll(gf_engine *e) {
+    cuda_engine *ce = (cuda_engine *)e;
+    for (uint32_t i = 0; i < e->slot_count; i++) {
+        cuda_slot *cs = &ce->cslots[i];
+        if (!cs->pending)
+            continue;
+        cudaError_t err = cudaEventQuery(cs->done);
+        if (err == cudaErrorNotReady)
+            continue;
+        cs->pending = 0;
+        if (err != cudaSuccess) {
+            GF_LOG_ERR("engine cuda: slot %u: cudaEventQuery: %s (%s)", i, cudaGetErrorString(err),
+                       cudaGetErrorName(err));
+            e->poisoned |= is_sticky(err);
+            continue;
+        }
+        e->slots[i].done_ns = gf_now_ns();
+        gf_completion_deliver(e->done, &e->slots[i]);
+    }
 }
 
 static uint64_t elapsed_ns(cudaEvent_t a, cudaEvent_t b) {
@@ -208,6 +248,8 @@ static void free_slot(cuda_slot *cs, gf_slot *s) {
     for (int i = 0; i < EV_COUNT; i++)
         if (cs->ev[i])
             cudaEventDestroy(cs->ev[i]);
+    if (cs->done)
+        cudaEventDestroy(cs->done);
     if (cs->stream)
         cudaStreamDestroy(cs->stream);
     cudaFree(cs->in_dev);
@@ -228,8 +270,11 @@ static void cuda_close(gf_engine *e) {
     free(ce);
 }
 
-static const gf_engine_ops cuda_ops = {
-    .name = "cuda", .submit = cuda_submit, .finish = cuda_finish, .close = cuda_close};
+static const gf_engine_ops cuda_ops = {.name = "cuda",
+                                       .submit = cuda_submit,
+                                       .finish = cuda_finish,
+                                       .close = cuda_close,
+                                       .poll = cuda_poll};
 
 /* Allocates one slot's memory, stream and events.  Returns 0 or a negative
  * errno (cuda_errno) with the failed call logged. */
@@ -251,6 +296,8 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
     for (int i = 0; i < EV_COUNT; i++)
         if ((err = CUDA_CHECK(cudaEventCreateWithFlags(&cs->ev[i], cudaEventDefault))))
             return cuda_errno(err);
+    if ((err = CUDA_CHECK(cudaEventCreateWithFlags(&cs->done, cudaEventDisableTiming))))
+        return cuda_errno(err);
     e->pinned_bytes += in_b + out_b;
     return 0;
 }
@@ -293,6 +340,7 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     e->ops = &cuda_ops;
     e->done = done;
     e->slot_count = p->slot_count;
+    e->polled = p->completion == GF_COMPLETION_POLL;
     e->slots = calloc(p->slot_count, sizeof *e->slots);
     ce->cslots = calloc(p->slot_count, sizeof *ce->cslots);
     int rc = -ENOMEM;

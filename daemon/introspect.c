@@ -84,6 +84,7 @@ cJSON *gf__stats_document(gf_server *srv) {
     }
     cJSON_AddBoolToObject(doc, "timing_events", srv->cfg->timing_events);
     cJSON_AddNumberToObject(doc, "timing_sample_every", srv->cfg->timing_sample_every);
+    cJSON_AddStringToObject(doc, "completion", srv->engine->polled ? "poll" : "host_func");
     cJSON *slots = cJSON_AddObjectToObject(doc, "slots");
     cJSON_AddNumberToObject(slots, "count", srv->ring.count);
     cJSON_AddNumberToObject(slots, "free", srv->ring.free_count);

@@ -85,6 +85,17 @@ void gf__server_slot_freed(gf_server *srv) {
 
 /* ---- submit and complete ------------------------------------------------------- */
 
+/* completion = poll: every loop iteration while frames are in flight asks
+ * the engine which finished; an active idle handle keeps the loop from
+ * sleeping in epoll, which is the mode's cost (one busy core) and its gain
+ * (no host-function hand-off, no wake-up). */
+static void on_poll(uv_idle_t *h) {
+    gf_server *srv = h->data;
+    gf_engine_poll(srv->engine);
+    if (srv->slots_in_flight == 0)
+        uv_idle_stop(h);
+}
+
 void gf__server_submit(gf_server *srv, gf_slot *s) {
     srv->stats.bytes_in += s->in_bytes;
     /* Timing events cost a small frame about as much as the frame itself:
@@ -95,8 +106,11 @@ void gf__server_submit(gf_server *srv, gf_slot *s) {
     s->in_flight = 1;
     srv->slots_in_flight++;
     int rc = gf_engine_submit(srv->engine, s);
-    if (rc == 0)
+    if (rc == 0) {
+        if (srv->engine->polled && srv->slots_in_flight == 1)
+            uv_idle_start(&srv->poller, on_poll);
         return;
+    }
     s->in_flight = 0;
     srv->slots_in_flight--;
     s->status = GF_ERR_ENGINE;
@@ -267,6 +281,7 @@ void gf__server_check_drained(gf_server *srv) {
     uv_close((uv_handle_t *)&srv->watchdog, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sampler, on_handle_closed);
     uv_close((uv_handle_t *)&srv->drain_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&srv->poller, on_handle_closed);
     gf_completion_close(&srv->done, on_handle_closed);
     GF_LOG_INF("drained: every frame received was answered");
 }
@@ -356,6 +371,8 @@ static void timers_start(gf_server *srv) {
     uv_unref((uv_handle_t *)&srv->watchdog);
     uv_unref((uv_handle_t *)&srv->sampler);
     uv_unref((uv_handle_t *)&srv->drain_timer);
+    uv_idle_init(srv->loop, &srv->poller);
+    srv->poller.data = srv;
 }
 
 /* Opens the engine the configuration names, sized from it. */
@@ -365,11 +382,17 @@ static int engine_open(gf_server *srv) {
                            .in_capacity_bytes = cfg->max_frame_bytes,
                            .out_capacity_bytes = gf_config_max_output_bytes(cfg),
                            .pipelines = cfg->pipelines,
-                           .pipeline_count = cfg->pipeline_count};
+                           .pipeline_count = cfg->pipeline_count,
+                           .completion = cfg->completion};
     int rc = gf_engine_open(cfg->engine, &ep, &srv->done, &srv->engine);
-    if (rc == 0)
-        gf_slot_ring_init(&srv->ring, srv->engine->slots, srv->engine->slot_count);
-    return rc;
+    if (rc < 0)
+        return rc;
+    gf_slot_ring_init(&srv->ring, srv->engine->slots, srv->engine->slot_count);
+    if (cfg->completion == GF_COMPLETION_POLL && !srv->engine->polled)
+        GF_LOG_WRN("completion poll: the %s engine completes frames through its own threads; "
+                   "ignored",
+                   srv->engine->ops->name);
+    return 0;
 }
 
 static void log_ready(const gf_server *srv) {
@@ -420,6 +443,7 @@ fail_listen:
     uv_close((uv_handle_t *)&srv->watchdog, NULL);
     uv_close((uv_handle_t *)&srv->sampler, NULL);
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);
+    uv_close((uv_handle_t *)&srv->poller, NULL);
     gf_engine_close(srv->engine);
 fail_completion:
     gf_completion_close(&srv->done, NULL);

@@ -85,6 +85,8 @@ struct gf_server {
     uv_timer_t watchdog;    /* frame deadlines                              */
     uv_timer_t sampler;     /* rates and loop utilisation, once a second    */
     uv_timer_t drain_timer; /* bounds a graceful stop                       */
+    uv_idle_t poller;       /* completion = poll: runs while frames are in
+                               flight, so the loop never sleeps then        */
     gf_trace trace;         /* the last frames' stage times (TRACE)         */
     int listen_fd;          /* >= 0: a socket passed by systemd             */
     gf_stats stats;

@@ -41,6 +41,12 @@ static const char sampled_json[] =
     "{\"slots\": 2, \"timing_sample_every\": 4, \"max_frame_bytes\": 1048576,"
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 
+/* The loop polls for completions; the CPU engine ignores it. */
+static const char poll_json[] =
+    "{\"slots\": 2, \"completion\": \"poll\", \"timing_sample_every\": 1,"
+    " \"max_frame_bytes\": 1048576,"
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
+
 static gf_test_daemon daemon_;
 static gf_pipeline *pipelines;
 static size_t pipeline_count;
@@ -187,6 +193,31 @@ START_TEST(timing_samples_one_frame_in_n) {
         with_stages += !cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(frames, i), "h2d"));
     ck_assert_int_eq(with_stages, (int)timed);
     cJSON_Delete(trace);
+    cJSON_Delete(before);
+    cJSON_Delete(after);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/*
+ * completion = poll: every frame is answered, verified, with its stage times,
+ * one at a time and pipelined, and STATS says which mode is in effect (the
+ * CPU engine keeps its own completions and says host_func).
+ */
+START_TEST(completion_poll_answers_every_frame) {
+    const int cuda = strcmp(g_engine, "cuda") == 0;
+    start(poll_json);
+    gf_client *c = connect_or_fail();
+    cJSON *before = fetch(c, GF_MSG_STATS, 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(before, "completion")->valuestring,
+                     cuda ? "poll" : "host_func");
+    stream(c, 0, 4096, 100, 1, 1);
+    stream(c, 0, 65536, 200, 8, 1000);
+    cJSON *after = fetch(c, GF_MSG_STATS, 0);
+    ck_assert_double_eq(num(after, "frames.answered") - num(before, "frames.answered"), 300);
+    ck_assert_double_eq(num(after, "frames.timed") - num(before, "frames.timed"), 300);
+    ck_assert_double_eq(num(after, "slots.in_flight"), 0);
     cJSON_Delete(before);
     cJSON_Delete(after);
     gf_client_close(c);
@@ -346,6 +377,7 @@ static Suite *stats_live_suite(void) {
     tcase_add_test(tc, phases_add_up_for_known_traffic);
     tcase_add_test(tc, trace_holds_the_last_frames_in_order);
     tcase_add_test(tc, timing_samples_one_frame_in_n);
+    tcase_add_test(tc, completion_poll_answers_every_frame);
     suite_add_tcase(s, tc);
 
     /* A check that cannot run on this engine is not listed, so that the

@@ -1113,7 +1113,8 @@ START_TEST(parse_all_and_describe_changes) {
     ck_assert_str_eq(errs,
                      "x: unknown key (known keys: socket, engine, slots, max_frame_bytes, "
                      "frame_timeout_ms, log_level, drain_timeout_ms, max_pinned_bytes, "
-                     "timing_events, timing_sample_every, trace_frames, pipelines)\n"
+                     "timing_events, timing_sample_every, completion, trace_frames, "
+                     "pipelines)\n"
                      "slots: expected an integer in [1, 64], got 0\n"
                      "log_level: expected one of \"error\", \"warn\", \"info\", \"debug\", got "
                      "\"loud\"\n"
