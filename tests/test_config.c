@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "runner.h"
 
 #ifndef GF_TEST_CONFIG_DIR
 #define GF_TEST_CONFIG_DIR "config"
@@ -1039,11 +1040,5 @@ static Suite *config_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(config_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return gf_test_run(config_suite());
 }
