@@ -128,6 +128,7 @@ static const char *const status_names[GF_STATUS_COUNT_] = {
     [GF_ERR_SHUTTING_DOWN] = "shutting_down",
     [GF_ERR_TIMEOUT] = "timeout",
     [GF_ERR_INTERNAL] = "internal",
+    [GF_ERR_REQUEST_TIMEOUT] = "request_timeout",
 };
 
 const char *gf_status_name(uint32_t status) {
@@ -137,7 +138,8 @@ const char *gf_status_name(uint32_t status) {
 }
 
 int gf_status_is_fatal(uint32_t status) {
-    return status >= GF_ERR_BAD_MAGIC && status <= GF_ERR_TOO_LARGE;
+    return (status >= GF_ERR_BAD_MAGIC && status <= GF_ERR_TOO_LARGE) ||
+           status == GF_ERR_REQUEST_TIMEOUT;
 }
 
 const char *gf_msg_type_name(uint32_t type) {

@@ -59,7 +59,8 @@ enum gf_status {
     GF_ERR_SHUTTING_DOWN = 9,    /* the daemon is stopping and took no new frame     */
     GF_ERR_TIMEOUT = 10,         /* the frame missed its deadline on the engine      */
     GF_ERR_INTERNAL = 11,        /* a bug or resource failure inside the daemon      */
-    GF_STATUS_COUNT_ = 12
+    GF_ERR_REQUEST_TIMEOUT = 12, /* fatal: a request was not sent in time            */
+    GF_STATUS_COUNT_ = 13
 };
 
 /* One decoded header.  Field meanings as in the table at the top. */
@@ -123,7 +124,7 @@ const char *gf_status_name(uint32_t status);
 
 /*
  * Nonzero for the codes after which the daemon always closes the connection
- * (BAD_MAGIC .. TOO_LARGE).  BAD_LENGTH is not among them: see
+ * (BAD_MAGIC .. TOO_LARGE, REQUEST_TIMEOUT).  BAD_LENGTH is not among them: see
  * gf_header_parse for the one case where it, too, ends the connection.
  */
 int gf_status_is_fatal(uint32_t status);
