@@ -21,6 +21,9 @@
 /* One log line at most; longer text is cut. */
 #define GF_LOG_LINE_MAX_BYTES 1024
 
+/* A rate-limited line is formatted here first. */
+#define GF_LOG_LIMITED_LINE_BYTES 512
+
 static atomic_int log_level = GF_LOG_INFO;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
@@ -84,4 +87,28 @@ void gf_log(enum gf_log_level level, const char *fmt, ...) {
     /* One write per line keeps lines from different threads whole. */
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
+}
+
+int gf_log_limited(gf_log_budget *b, uint32_t per_second, uint64_t now_ns, enum gf_log_level level,
+                   const char *fmt, ...) {
+    if (now_ns - b->window_ns >= 1000000000u) {
+        b->window_ns = now_ns;
+        b->passed = 0;
+    }
+    if (b->passed >= per_second) {
+        b->dropped++;
+        return 0;
+    }
+    b->passed++;
+    char line[GF_LOG_LIMITED_LINE_BYTES];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (b->dropped)
+        gf_log(level, "%s (and %u more like it, not logged)", line, b->dropped);
+    else
+        gf_log(level, "%s", line);
+    b->dropped = 0;
+    return 1;
 }
