@@ -26,9 +26,16 @@
 #define GF_MAX_FRAME_BYTES_DEFAULT  (16ull << 20)
 #define GF_FRAME_TIMEOUT_MS_DEFAULT 10000u
 /* A frame stuck on the engine for an hour is a hung daemon, not a slow one. */
-#define GF_FRAME_TIMEOUT_MS_MAX     3600000u
-#define GF_DRAIN_TIMEOUT_MS_DEFAULT 30000u
-#define GF_DRAIN_TIMEOUT_MS_MAX     3600000u
+#define GF_FRAME_TIMEOUT_MS_MAX 3600000u
+/* A client has this long to send a request it has begun, and a reply this
+ * long to make progress, before the daemon gives up on the connection:
+ * long enough for any client on the same host, short enough that a stalled
+ * one cannot hold a slot for long (README.md, "Fair slots"). */
+#define GF_REQUEST_TIMEOUT_MS_DEFAULT 10000u
+#define GF_WRITE_TIMEOUT_MS_DEFAULT   10000u
+#define GF_IDLE_TIMEOUT_MS_MAX        86400000u
+#define GF_DRAIN_TIMEOUT_MS_DEFAULT   30000u
+#define GF_DRAIN_TIMEOUT_MS_MAX       3600000u
 /* One frame in this many is timed: each timed 4 KiB frame costs about as
  * much as two untimed ones (config/README.md), so 1 in 64 keeps the cost of
  * stage timing under 2 %. */
@@ -51,6 +58,9 @@ enum top_key {
     K_SLOTS,
     K_MAX_FRAME_BYTES,
     K_FRAME_TIMEOUT_MS,
+    K_REQUEST_TIMEOUT_MS,
+    K_WRITE_TIMEOUT_MS,
+    K_IDLE_TIMEOUT_MS,
     K_LOG_LEVEL,
     K_DRAIN_TIMEOUT_MS,
     K_MAX_PINNED_BYTES,
@@ -91,6 +101,17 @@ static const gf_config_key config_keys[K_COUNT_] = {
     [K_FRAME_TIMEOUT_MS] = {"frame_timeout_ms", GF_CONFIG_INTEGER, FIELD(frame_timeout_ms), 1,
                             GF_FRAME_TIMEOUT_MS_MAX, GF_FRAME_TIMEOUT_MS_DEFAULT, NULL, NULL, 0,
                             GF_RELOAD_APPLIES, "Deadline of one frame on the engine."},
+    [K_REQUEST_TIMEOUT_MS] = {"request_timeout_ms", GF_CONFIG_INTEGER, FIELD(request_timeout_ms), 1,
+                              GF_FRAME_TIMEOUT_MS_MAX, GF_REQUEST_TIMEOUT_MS_DEFAULT, NULL, NULL, 0,
+                              GF_RELOAD_APPLIES,
+                              "A request begun must be received within this; else closed."},
+    [K_WRITE_TIMEOUT_MS] = {"write_timeout_ms", GF_CONFIG_INTEGER, FIELD(write_timeout_ms), 1,
+                            GF_FRAME_TIMEOUT_MS_MAX, GF_WRITE_TIMEOUT_MS_DEFAULT, NULL, NULL, 0,
+                            GF_RELOAD_APPLIES,
+                            "A client that reads nothing of its replies for this long is closed."},
+    [K_IDLE_TIMEOUT_MS] = {"idle_timeout_ms", GF_CONFIG_INTEGER, FIELD(idle_timeout_ms), 0,
+                           GF_IDLE_TIMEOUT_MS_MAX, 0, NULL, NULL, 0, GF_RELOAD_APPLIES,
+                           "Close connections idle this long; 0: never."},
     [K_LOG_LEVEL] = {"log_level", GF_CONFIG_CHOICE, FIELD(log_level), 0, 0, GF_LOG_INFO, NULL,
                      CHOICES(log_level_names), GF_RELOAD_APPLIES,
                      "Least severe message written to the log."},

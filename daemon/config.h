@@ -39,6 +39,9 @@ typedef struct gf_config {
     uint32_t slot_count;                  /* frames in flight at once          */
     uint64_t max_frame_bytes;             /* largest FRAME payload accepted    */
     uint32_t frame_timeout_ms;            /* deadline of a frame on the engine */
+    uint32_t request_timeout_ms;          /* a begun request must be in by then  */
+    uint32_t write_timeout_ms;            /* a reply must make progress by then  */
+    uint32_t idle_timeout_ms;             /* idle connections close; 0: never    */
     enum gf_log_level log_level;
     uint32_t drain_timeout_ms;          /* graceful stop's limit             */
     uint64_t max_pinned_bytes;          /* cap on pinned memory; 0: RAM / 4  */

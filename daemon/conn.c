@@ -32,6 +32,7 @@
 static void conn_process(gf_conn *c);
 static void conn_settle(gf_conn *c);
 static void conn_update_reading(gf_conn *c);
+static void conn_track_request(gf_conn *c);
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
 /* ---- lifetime ------------------------------------------------------------------ */
@@ -73,6 +74,7 @@ void gf__conn_accept(gf_server *srv) {
         return;
     }
     gf_request_init(&c->decoder, srv->cfg->max_frame_bytes);
+    c->last_input_ns = gf_now_ns();
     c->id = ++srv->next_conn_id;
     c->next = srv->conns;
     if (srv->conns)
@@ -89,6 +91,7 @@ void gf__conn_resume(gf_conn *c) {
     conn_process(c);
     conn_settle(c);
     conn_update_reading(c);
+    conn_track_request(c);
     conn_unref(c);
 }
 
@@ -180,6 +183,8 @@ static unsigned reply_bufs(gf_queued_reply *r, uv_buf_t *bufs) {
 static void on_write(uv_write_t *req, int status) {
     gf_queued_reply *r = container_of(req, gf_queued_reply, write_req);
     gf_conn *c = r->conn;
+    c->writes_pending--;
+    c->write_progress_ns = gf_now_ns();
     if (status < 0 && status != UV_ECANCELED && !c->closing) {
         GF_LOG_INF("connection %llu: write failed (%s); closing", (unsigned long long)c->id,
                    uv_strerror(status));
@@ -216,6 +221,8 @@ void gf__conn_flush(gf_conn *c) {
             c->replies_tail = NULL;
         last->next = NULL;
         int rc = uv_write(&first->write_req, (uv_stream_t *)&c->pipe, bufs, nbufs, on_write);
+        if (rc == 0 && c->writes_pending++ == 0)
+            c->write_progress_ns = gf_now_ns();
         if (rc < 0) {
             GF_LOG_INF("connection %llu: cannot write (%s); closing", (unsigned long long)c->id,
                        uv_strerror(rc));
@@ -262,8 +269,9 @@ static void conn_reject_text(gf_conn *c, const gf_header *h, uint32_t status, co
     if (gf_status_is_fatal(status)) {
         c->fatal = 1;
         c->srv->stats.connections_rejected++;
-        GF_LOG_INF("connection %llu: %s (%s); closing after replies", (unsigned long long)c->id,
-                   gf_status_name(status), text);
+        gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
+                       "connection %llu: %s (%s); closing after replies", (unsigned long long)c->id,
+                       gf_status_name(status), text);
     }
     size_t len = strlen(text);
     char *body = malloc(len + 1);
@@ -288,6 +296,25 @@ static void conn_reply_json(gf_conn *c, const gf_header *h, cJSON *doc) {
 }
 
 /* ---- the read path ---------------------------------------------------------------- */
+
+/* A request was answered or refused in full: the next one's clock starts
+ * when its first byte is seen (conn_track_request). */
+static void request_done(gf_conn *c) {
+    c->request_begun_ns = 0;
+}
+
+/*
+ * After reading and processing: a request is begun while any of it is
+ * buffered, its payload is arriving or being skipped.  Waiting for a slot is
+ * the daemon's doing, so it stops the clock.
+ */
+static void conn_track_request(gf_conn *c) {
+    int begun = c->slot || c->decoder.skip_left || c->buf_end > c->buf_start;
+    if (!begun || c->waiting)
+        c->request_begun_ns = 0;
+    else if (!c->request_begun_ns)
+        c->request_begun_ns = gf_now_ns();
+}
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     gf_conn *c = h->data;
@@ -316,6 +343,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 static void frame_received(gf_conn *c) {
     gf_slot *s = c->slot;
     c->slot = NULL;
+    request_done(c);
     gf__server_submit(c->srv, s);
 }
 
@@ -348,7 +376,8 @@ static uint32_t frame_check(const gf_conn *c, const gf_header *h, int64_t *out_b
 /*
  * A FRAME header was decoded: refuse it, or claim a slot for it and take
  * whatever part of its payload is already buffered.  Returns 1 if the header
- * was consumed, 0 if the connection must wait for a slot.
+ * was consumed, 0 if the connection must wait: for the rest of a small
+ * payload, or for a slot.
  */
 static int frame_begin(gf_conn *c, const gf_request *req) {
     gf_server *srv = c->srv;
@@ -364,9 +393,17 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
         c->header_seen_ns = 0;
         c->buf_start += req->bytes;
         gf_request_refuse(&c->decoder, req);
+        if (!c->decoder.skip_left)
+            request_done(c);
         conn_reject_text(c, h, status, why);
         return 1;
     }
+    /* A payload that fits the read buffer is taken in whole before a slot is
+     * claimed, so a client that stalls mid-payload holds no slot (README.md,
+     * "Fair slots"); a larger one is read straight into the slot. */
+    if (h->payload_bytes <= GF_STAGED_PAYLOAD_MAX_BYTES &&
+        c->buf_end - c->buf_start < req->bytes + h->payload_bytes)
+        return 0;
     gf_slot *s = gf_slot_claim(&srv->ring);
     if (!s) {
         /* No free slot: stop reading until one frees (backpressure). */
@@ -402,6 +439,7 @@ static void answer_query(gf_conn *c, const gf_request *req) {
     const gf_header *h = &req->header;
     c->buf_start += req->bytes;
     gf_request_accept(&c->decoder, req); /* no payload: validated by the decoder */
+    request_done(c);
     switch (h->type) {
     case GF_MSG_LIST:
         srv->stats.requests_list++;
@@ -430,6 +468,8 @@ static void conn_process(gf_conn *c) {
         case GF_REQ_SKIP:
             c->buf_start += req.bytes;
             gf_request_advance(&c->decoder, req.bytes);
+            if (!c->decoder.skip_left)
+                request_done(c);
             break;
         case GF_REQ_ERROR:
             conn_reject_text(c, &req.header, req.status, req.text);
@@ -461,15 +501,10 @@ static void conn_update_reading(gf_conn *c) {
     }
 }
 
-/* Takes back the slot of a frame whose payload can no longer arrive. */
-static void conn_truncate_frame(gf_conn *c) {
+/* Takes back the slot of the frame whose payload is arriving: its reply,
+ * the newest and not ready, leaves the queue unsent.  The caller counts it. */
+static void conn_take_back_slot(gf_conn *c) {
     gf_slot *s = c->slot;
-    GF_LOG_INF("connection %llu: closed after %llu of %llu payload bytes of frame %llu",
-               (unsigned long long)c->id,
-               (unsigned long long)(s->in_bytes - c->decoder.payload_left),
-               (unsigned long long)s->in_bytes, (unsigned long long)s->frame_id);
-    c->srv->stats.frames_truncated++;
-    /* Its reply is the newest, not ready: still the queue's tail. */
     gf_queued_reply **pp = &c->replies_head;
     gf_queued_reply *prev = NULL;
     while (*pp != &s->reply) {
@@ -481,6 +516,68 @@ static void conn_truncate_frame(gf_conn *c) {
     c->slot = NULL;
     gf_request_init(&c->decoder, c->decoder.max_frame_bytes);
     gf__reply_finish(&s->reply, 0);
+}
+
+/* The client left mid-payload: its frame is truncated. */
+static void conn_truncate_frame(gf_conn *c) {
+    gf_slot *s = c->slot;
+    GF_LOG_INF("connection %llu: closed after %llu of %llu payload bytes of frame %llu",
+               (unsigned long long)c->id,
+               (unsigned long long)(s->in_bytes - c->decoder.payload_left),
+               (unsigned long long)s->in_bytes, (unsigned long long)s->frame_id);
+    c->srv->stats.frames_truncated++;
+    conn_take_back_slot(c);
+}
+
+/* A request begun request_timeout_ms ago is still not in: its slot goes
+ * back at once, the client is told request_timeout and the connection
+ * closes once that is written (or write_timeout_ms later). */
+static void conn_request_timed_out(gf_conn *c) {
+    gf_server *srv = c->srv;
+    gf_header h = {.frame_id = 0};
+    char text[GF_ERROR_TEXT_MAX_BYTES];
+    size_t n = gf_errorf(text, sizeof text, "request not complete within request_timeout_ms %u",
+                         srv->cfg->request_timeout_ms);
+    if (c->slot) {
+        h.frame_id = c->slot->frame_id;
+        h.pipeline_id = c->slot->pipeline_id;
+        gf_errorf(text + n, sizeof text - n, " (%llu of %llu payload bytes of frame %llu)",
+                  (unsigned long long)(c->slot->in_bytes - c->decoder.payload_left),
+                  (unsigned long long)c->slot->in_bytes, (unsigned long long)h.frame_id);
+        srv->stats.frames_failed++;
+        conn_take_back_slot(c);
+    }
+    srv->stats.closed_request_timeout++;
+    c->request_begun_ns = 0;
+    conn_reject_text(c, &h, GF_ERR_REQUEST_TIMEOUT, text);
+    conn_update_reading(c);
+}
+
+void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns) {
+    const gf_config *cfg = c->srv->cfg;
+    if (c->closing)
+        return;
+    if (c->request_begun_ns && !c->fatal &&
+        now_ns - c->request_begun_ns > (uint64_t)cfg->request_timeout_ms * 1000000u) {
+        conn_request_timed_out(c);
+    } else if (c->writes_pending &&
+               now_ns - c->write_progress_ns > (uint64_t)cfg->write_timeout_ms * 1000000u) {
+        c->srv->stats.closed_write_timeout++;
+        gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
+                       "connection %llu: its replies made no progress for write_timeout_ms %u "
+                       "(the client does not read); closing, %u repl%s dropped",
+                       (unsigned long long)c->id, cfg->write_timeout_ms, c->replies_unfinished,
+                       c->replies_unfinished == 1 ? "y" : "ies");
+        gf__conn_close(c);
+    } else if (cfg->idle_timeout_ms && !c->replies_unfinished && !c->request_begun_ns &&
+               !c->waiting &&
+               now_ns - c->last_input_ns > (uint64_t)cfg->idle_timeout_ms * 1000000u) {
+        c->srv->stats.closed_idle++;
+        gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
+                       "connection %llu: idle for idle_timeout_ms %u; closing",
+                       (unsigned long long)c->id, cfg->idle_timeout_ms);
+        gf__conn_close(c);
+    }
 }
 
 /*
@@ -504,6 +601,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     if (nread == 0)
         return;
     conn_ref(c);
+    c->last_input_ns = gf_now_ns();
     if (nread == UV_EOF) {
         c->eof = 1;
         c->reading = 0; /* libuv stops reading at EOF by itself */
@@ -523,6 +621,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     }
     conn_settle(c);
     conn_update_reading(c);
+    conn_track_request(c);
     conn_unref(c);
 }
 

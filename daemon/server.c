@@ -241,9 +241,31 @@ static void server_fatal(gf_server *srv, const char *fmt, ...) {
     uv_stop(srv->loop);
 }
 
+/* The watchdog's period: half the shortest deadline it enforces, at most
+ * GF_WATCHDOG_PERIOD_MAX_MS, so that each is noticed within 1.5 times it. */
+static uint64_t watchdog_period_ms(const gf_config *cfg) {
+    uint32_t shortest = cfg->frame_timeout_ms;
+    if (cfg->request_timeout_ms < shortest)
+        shortest = cfg->request_timeout_ms;
+    if (cfg->write_timeout_ms < shortest)
+        shortest = cfg->write_timeout_ms;
+    if (cfg->idle_timeout_ms && cfg->idle_timeout_ms < shortest)
+        shortest = cfg->idle_timeout_ms;
+    uint64_t period = shortest / 2 + 1;
+    return period < GF_WATCHDOG_PERIOD_MAX_MS ? period : GF_WATCHDOG_PERIOD_MAX_MS;
+}
+
 static void on_watchdog(uv_timer_t *t) {
     gf_server *srv = t->data;
     uint64_t now = gf_now_ns();
+    /* Connections first: a client's stalled request, unread replies or
+     * silence must not hold slots for longer than their deadlines. */
+    for (gf_conn *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        gf__conn_check_deadlines(c, now);
+    }
+    /* Closing those may have freed slots that were submitted again since. */
+    now = gf_now_ns();
     uint64_t deadline_ns = (uint64_t)srv->cfg->frame_timeout_ms * 1000000u;
     for (uint32_t i = 0; i < srv->ring.count; i++) {
         gf_slot *s = &srv->ring.slots[i];
@@ -351,6 +373,8 @@ int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_le
     for (gf_conn *c = srv->conns; c; c = c->next)
         c->decoder.max_frame_bytes = next->max_frame_bytes;
     srv->cfg = next;
+    uint64_t period = watchdog_period_ms(next);
+    uv_timer_start(&srv->watchdog, on_watchdog, period, period);
     return 0;
 }
 
@@ -363,9 +387,7 @@ static void timers_start(gf_server *srv) {
     uv_timer_init(srv->loop, &srv->sampler);
     uv_timer_init(srv->loop, &srv->drain_timer);
     srv->watchdog.data = srv->sampler.data = srv->drain_timer.data = srv;
-    uint64_t period = cfg->frame_timeout_ms / 2 + 1;
-    if (period > GF_WATCHDOG_PERIOD_MAX_MS)
-        period = GF_WATCHDOG_PERIOD_MAX_MS;
+    uint64_t period = watchdog_period_ms(cfg);
     uv_timer_start(&srv->watchdog, on_watchdog, period, period);
     uv_timer_start(&srv->sampler, on_sample, GF_SAMPLE_PERIOD_MS, GF_SAMPLE_PERIOD_MS);
     uv_unref((uv_handle_t *)&srv->watchdog);

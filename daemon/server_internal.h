@@ -30,6 +30,7 @@
 #include "completion.h"
 #include "config.h"
 #include "engine.h"
+#include "log.h"
 #include "request.h"
 #include "server.h"
 #include "slots.h"
@@ -44,6 +45,9 @@
 #define GF_CONN_MAX_LOOSE_REPLIES 64
 /* Replies one uv_write may carry (two buffers each; far under IOV_MAX). */
 #define GF_WRITE_BATCH_MAX 64
+/* Lines per second about connections refused or closed by a deadline: a
+ * local client must not be able to flood the journal. */
+#define GF_CLOSE_LOG_PER_S 10
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -60,6 +64,11 @@ typedef struct gf_conn {
     size_t buf_start, buf_end;      /* unconsumed bytes are buf[buf_start..buf_end) */
     gf_slot *slot;                  /* the slot whose payload is being received     */
     uint64_t header_seen_ns;        /* when the pending FRAME header was first read */
+    uint64_t request_begun_ns;      /* an unfinished request is arriving since; 0:
+                                       none (or waiting for a slot: not its fault) */
+    uint64_t last_input_ns;         /* bytes last arrived (idle_timeout_ms)         */
+    uint64_t write_progress_ns;     /* a write batch last went out or completed     */
+    uint32_t writes_pending;        /* batches handed to uv_write, not called back  */
 
     gf_queued_reply *replies_head; /* replies owed and not yet handed to uv_write, */
     gf_queued_reply *replies_tail; /* in request order                             */
@@ -95,6 +104,7 @@ struct gf_server {
     uint64_t next_conn_id;
     uint32_t slots_in_flight; /* submitted and not yet completed              */
     uint64_t submit_seq;      /* frames submitted: picks the ones to time     */
+    gf_log_budget close_log;  /* lines about connections we refuse or close   */
     unsigned listening : 1;
     unsigned draining : 1;
     unsigned failed : 1; /* fatal engine failure or drain timeout         */
@@ -113,6 +123,11 @@ void gf__conn_resume(gf_conn *c);
 
 /* Writes, in order, every reply at the head of the queue that is ready. */
 void gf__conn_flush(gf_conn *c);
+
+/* The watchdog's round: closes the connection if a request it began, its
+ * replies or its silence outlasted request_timeout_ms, write_timeout_ms or
+ * idle_timeout_ms (all at `now_ns`).  Each close is counted and logged. */
+void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns);
 
 /* Closes the connection; see conn.c for what happens to its frames. */
 void gf__conn_close(gf_conn *c);

@@ -172,6 +172,9 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_u64(c, "open", st->connections_open);
     add_u64(c, "total", st->connections_total);
     add_u64(c, "rejected", st->connections_rejected);
+    add_u64(c, "closed_request_timeout", st->closed_request_timeout);
+    add_u64(c, "closed_write_timeout", st->closed_write_timeout);
+    add_u64(c, "closed_idle", st->closed_idle);
 
     cJSON *f = cJSON_AddObjectToObject(obj, "frames");
     add_u64(f, "received", st->frames_received);

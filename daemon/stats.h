@@ -62,6 +62,9 @@ typedef struct gf_stats {
     uint64_t connections_open;           /* accepted and not yet closed           */
     uint64_t connections_total;          /* accepted since start                  */
     uint64_t connections_rejected;       /* closed by us after a fatal error      */
+    uint64_t closed_request_timeout;     /* a begun request not in within time   */
+    uint64_t closed_write_timeout;       /* replies unread for write_timeout_ms   */
+    uint64_t closed_idle;                /* idle for idle_timeout_ms              */
     uint64_t frames_received;            /* FRAME headers accepted by the parser  */
     uint64_t frames_timed;               /* answered with measured stage times    */
     uint64_t frames_answered;            /* RESULT replies written                */

@@ -1112,7 +1112,8 @@ START_TEST(parse_all_and_describe_changes) {
     ck_assert_uint_eq(count, 4);
     ck_assert_str_eq(errs,
                      "x: unknown key (known keys: socket, engine, slots, max_frame_bytes, "
-                     "frame_timeout_ms, log_level, drain_timeout_ms, max_pinned_bytes, "
+                     "frame_timeout_ms, request_timeout_ms, write_timeout_ms, idle_timeout_ms, "
+                     "log_level, drain_timeout_ms, max_pinned_bytes, "
                      "timing_events, timing_sample_every, completion, trace_frames, "
                      "pipelines)\n"
                      "slots: expected an integer in [1, 64], got 0\n"

@@ -1,0 +1,234 @@
+/*
+ * No client can hold the service hostage: the cases of the hardening issue,
+ * reproduced through the socket against a real gpuframed, each now bounded.
+ *
+ * - `slots` clients stall mid-payload of a small frame: they hold no slot,
+ *   another client is answered at once;
+ * - `slots` clients stall mid-payload of a large frame: each holds a slot
+ *   until request_timeout_ms, is told request_timeout and closed, and
+ *   another client is answered within 2 x request_timeout_ms;
+ * - a client sends large frames and never reads: write_timeout_ms closes it
+ *   and another client is answered within 2 x write_timeout_ms;
+ * - idle_timeout_ms closes a silent connection.
+ * Every case checks the STATS counters that account for it.
+ * The engine comes from GF_TEST_ENGINE (cpu or cuda).
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libgpuframe.h"
+#include "runner.h"
+#include "testutil.h"
+
+/* Short deadlines, so that each case takes about a second. */
+#define REQUEST_TIMEOUT_MS 500
+#define WRITE_TIMEOUT_MS   500
+#define IDLE_TIMEOUT_MS    300
+/* A payload that fits the daemon's read buffer (server.h
+ * GF_STAGED_PAYLOAD_MAX_BYTES), and one that does not. */
+#define SMALL_FRAME_BYTES 1000u
+#define LARGE_FRAME_BYTES (1u << 20)
+/* A reply far larger than the kernel's socket buffer: unread, it blocks. */
+#define HUGE_FRAME_BYTES (4u << 20)
+#define SLOTS            2
+#define TEST_TIMEOUT_S   60
+#define ERR_BYTES        512
+
+static const char config_json[] =
+    "{\"slots\": 2, \"max_frame_bytes\": 4194304, \"request_timeout_ms\": 500,"
+    " \"write_timeout_ms\": 500,"
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
+/* Its own daemon: an idle deadline this short would close the other tests'
+ * STATS connection between requests. */
+static const char idle_json[] = "{\"slots\": 2, \"idle_timeout_ms\": 300,"
+                                " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
+
+static gf_test_daemon daemon_;
+static const char *g_engine;
+
+static void start(const char *json) {
+    char err[ERR_BYTES];
+    ck_assert_msg(gf_test_daemon_start(&daemon_, json, g_engine, err, sizeof err) == 0, "%s", err);
+}
+
+static void stop(void) {
+    int status = 0;
+    ck_assert_int_eq(gf_test_daemon_stop(&daemon_, &status), 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
+    gf_test_daemon_cleanup(&daemon_);
+}
+
+static gf_client *client(void) {
+    gf_client *c = NULL;
+    int rc = gf_client_connect(daemon_.socket_path, &c);
+    ck_assert_msg(rc == 0, "connect: %s", strerror(-rc));
+    return c;
+}
+
+static uint64_t stat(gf_client *c, const char *path) {
+    char err[ERR_BYTES];
+    cJSON *st = NULL;
+    uint64_t v = 0;
+    ck_assert_msg(gf_test_stats(c, &st, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(gf_test_json_u64(st, path, &v) == 0, "STATS has no %s", path);
+    cJSON_Delete(st);
+    return v;
+}
+
+/* Opens a raw connection and sends a FRAME header announcing `announced`
+ * bytes of echo payload, followed by `sent` of them; returns the fd. */
+static int stall_mid_payload(uint64_t frame_id, uint64_t announced, size_t sent) {
+    int fd = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_msg(fd >= 0, "connect: %s", strerror(-fd));
+    gf_header h = {.version = GF_PROTOCOL_VERSION,
+                   .type = GF_MSG_FRAME,
+                   .frame_id = frame_id,
+                   .payload_bytes = announced};
+    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+    unsigned char *part = calloc(1, sent + 1);
+    ck_assert_int_eq(gf_test_raw_send(fd, part, sent), 0);
+    free(part);
+    return fd;
+}
+
+/* One 4 KiB echo frame from a well-behaved client: its result, byte-exact,
+ * and how long it took in ms. */
+static uint64_t answered_after_ms(gf_client *c, uint64_t frame_id) {
+    unsigned char in[4096];
+    for (size_t i = 0; i < sizeof in; i++)
+        in[i] = (unsigned char)(i * 7u + frame_id);
+    uint64_t t0 = gf_now_ms();
+    ck_assert_int_eq(gf_client_send_frame(c, 0, frame_id, in, sizeof in), 0);
+    gf_reply r;
+    int rc = gf_client_recv(c, &r, 10000);
+    ck_assert_msg(rc == 0, "no reply: %s", gf_client_error(c));
+    uint64_t ms = gf_now_ms() - t0;
+    ck_assert_msg(r.header.type == GF_MSG_RESULT, "frame %" PRIu64 ": %s %.*s", frame_id,
+                  gf_status_name(r.header.status), (int)r.payload_bytes, (const char *)r.payload);
+    ck_assert_uint_eq(r.header.frame_id, frame_id);
+    ck_assert_uint_eq(r.payload_bytes, sizeof in);
+    ck_assert_mem_eq(r.payload, in, sizeof in);
+    return ms;
+}
+
+/* Stalled small payloads hold no slot: another client is answered at once. */
+START_TEST(stalled_small_payloads_hold_no_slot) {
+    start(config_json);
+    gf_client *c = client();
+    uint64_t received = stat(c, "frames.received");
+    int fds[SLOTS];
+    for (int i = 0; i < SLOTS; i++)
+        fds[i] = stall_mid_payload(100 + (uint64_t)i, SMALL_FRAME_BYTES, 1);
+    gf_test_sleep_ms(100);
+    uint64_t ms = answered_after_ms(c, 1);
+    ck_assert_msg(ms < REQUEST_TIMEOUT_MS, "answered after %" PRIu64 " ms", ms);
+    /* The stalled frames were never taken: only the good one was received. */
+    ck_assert_uint_eq(stat(c, "frames.received") - received, 1);
+    for (int i = 0; i < SLOTS; i++)
+        close(fds[i]);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/* Stalled large payloads hold a slot each, until request_timeout_ms. */
+START_TEST(stalled_large_payloads_time_out) {
+    start(config_json);
+    gf_client *c = client();
+    uint64_t failed = stat(c, "frames.failed");
+    uint64_t rejected = stat(c, "rejected.request_timeout");
+    int fds[SLOTS];
+    for (int i = 0; i < SLOTS; i++)
+        fds[i] = stall_mid_payload(100 + (uint64_t)i, LARGE_FRAME_BYTES, 1);
+    gf_test_sleep_ms(50);
+    uint64_t ms = answered_after_ms(c, 1);
+    ck_assert_msg(ms <= 2 * REQUEST_TIMEOUT_MS, "answered after %" PRIu64 " ms", ms);
+    /* Each stalled client was told why, for its own frame, and closed. */
+    for (int i = 0; i < SLOTS; i++) {
+        char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1] = "";
+        gf_header h;
+        ck_assert_msg(gf_test_raw_recv_reply(fds[i], &h, text, GF_ERROR_TEXT_MAX_BYTES, 5000, err,
+                                             sizeof err) == 0,
+                      "%s", err);
+        ck_assert_uint_eq(h.type, GF_MSG_ERROR);
+        ck_assert_uint_eq(h.status, GF_ERR_REQUEST_TIMEOUT);
+        ck_assert_uint_eq(h.frame_id, 100 + (uint64_t)i);
+        ck_assert_msg(strstr(text, "request_timeout_ms 500") && strstr(text, "1 of 1048576"), "%s",
+                      text);
+        ck_assert_int_eq(gf_test_raw_expect_close(fds[i], 5000, NULL), 0);
+        close(fds[i]);
+    }
+    ck_assert_uint_eq(stat(c, "frames.failed") - failed, SLOTS);
+    ck_assert_uint_eq(stat(c, "rejected.request_timeout") - rejected, SLOTS);
+    ck_assert_uint_eq(stat(c, "connections.closed_request_timeout"), SLOTS);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/* A client that sends large frames and never reads its results: closed
+ * after write_timeout_ms, its results dropped, its slots freed. */
+START_TEST(client_that_never_reads_is_closed) {
+    start(config_json);
+    gf_client *c = client();
+    uint64_t dropped = stat(c, "frames.dropped");
+    int fd = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_msg(fd >= 0, "connect: %s", strerror(-fd));
+    unsigned char *payload = calloc(1, HUGE_FRAME_BYTES);
+    for (uint64_t id = 1; id <= SLOTS; id++) {
+        gf_header h = {.version = GF_PROTOCOL_VERSION,
+                       .type = GF_MSG_FRAME,
+                       .frame_id = id,
+                       .payload_bytes = HUGE_FRAME_BYTES};
+        ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+        ck_assert_int_eq(gf_test_raw_send(fd, payload, HUGE_FRAME_BYTES), 0);
+    }
+    free(payload);
+    uint64_t ms = answered_after_ms(c, 1);
+    ck_assert_msg(ms <= 2 * WRITE_TIMEOUT_MS + 500, "answered after %" PRIu64 " ms", ms);
+    ck_assert_uint_eq(stat(c, "connections.closed_write_timeout"), 1);
+    ck_assert_uint_ge(stat(c, "frames.dropped") - dropped, 1);
+    close(fd);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/* idle_timeout_ms closes a connection that says nothing. */
+START_TEST(idle_connection_is_closed) {
+    start(idle_json);
+    int fd = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_msg(fd >= 0, "connect: %s", strerror(-fd));
+    uint64_t t0 = gf_now_ms();
+    ck_assert_int_eq(gf_test_raw_expect_close(fd, 5000, NULL), 0);
+    uint64_t ms = gf_now_ms() - t0;
+    ck_assert_msg(ms >= IDLE_TIMEOUT_MS && ms <= 3 * IDLE_TIMEOUT_MS, "closed after %" PRIu64 " ms",
+                  ms);
+    close(fd);
+    gf_client *c = client();
+    ck_assert_uint_eq(stat(c, "connections.closed_idle"), 1);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+static Suite *fairness_suite(void) {
+    Suite *s = suite_create("fairness");
+    TCase *tc = tcase_create("fairness");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    tcase_add_test(tc, stalled_small_payloads_hold_no_slot);
+    tcase_add_test(tc, stalled_large_payloads_time_out);
+    tcase_add_test(tc, client_that_never_reads_is_closed);
+    tcase_add_test(tc, idle_connection_is_closed);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    g_engine = gf_test_suite_engine();
+    return gf_test_run(fairness_suite());
+}
