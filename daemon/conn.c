@@ -238,9 +238,11 @@ void gf__conn_flush(gf_conn *c) {
     }
 }
 
-/* Queues a loose reply (not tied to a slot) owning `body` (malloc'd or NULL). */
-static void reply_loose(gf_conn *c, uint8_t type, const gf_header *h, uint32_t pipeline_id,
-                        uint32_t status, char *body, size_t body_bytes) {
+/* Queues a loose reply (not tied to a slot) to the request `h`, owning `body`
+ * (malloc'd or NULL); like every reply it echoes the request's frame_id and
+ * pipeline_id (PROTOCOL.md). */
+static void reply_loose(gf_conn *c, uint8_t type, const gf_header *h, uint32_t status, char *body,
+                        size_t body_bytes) {
     gf_queued_reply *r = calloc(1, sizeof *r);
     if (!r) {
         free(body);
@@ -251,7 +253,7 @@ static void reply_loose(gf_conn *c, uint8_t type, const gf_header *h, uint32_t p
     }
     r->body = body;
     r->body_bytes = body ? body_bytes : 0;
-    gf__reply_header(r->header, type, h->frame_id, pipeline_id, status, r->body_bytes);
+    gf__reply_header(r->header, type, h->frame_id, h->pipeline_id, status, r->body_bytes);
     r->ready = 1;
     reply_enqueue(c, r);
     gf__conn_flush(c);
@@ -278,7 +280,7 @@ static void conn_reject_text(gf_conn *c, const gf_header *h, uint32_t status, co
     if (body)
         memcpy(body, text, len + 1);
     /* Out of memory leaves the ERROR without its text, not the request without a reply. */
-    reply_loose(c, GF_MSG_ERROR, h, h->pipeline_id, status, body, len);
+    reply_loose(c, GF_MSG_ERROR, h, status, body, len);
 }
 
 /* Queues a LIST, STATS or TRACE reply holding `doc` (consumed). */
@@ -292,7 +294,7 @@ static void conn_reply_json(gf_conn *c, const gf_header *h, cJSON *doc) {
         conn_reject_text(c, h, GF_ERR_INTERNAL, why);
         return;
     }
-    reply_loose(c, h->type, h, 0, GF_OK, text, strlen(text));
+    reply_loose(c, h->type, h, GF_OK, text, strlen(text));
 }
 
 /* ---- the read path ---------------------------------------------------------------- */

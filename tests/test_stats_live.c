@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "libgpuframe.h"
 #include "runner.h"
@@ -225,6 +226,30 @@ START_TEST(completion_poll_answers_every_frame) {
 }
 END_TEST
 
+/* Every reply echoes its request's frame_id and pipeline_id: TRACE's too,
+ * although there pipeline_id is a frame count (PROTOCOL.md). */
+START_TEST(trace_reply_echoes_pipeline_id) {
+    start(config_json);
+    int fd = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_int_ge(fd, 0);
+    gf_header h = {
+        .version = GF_PROTOCOL_VERSION, .type = GF_MSG_TRACE, .frame_id = 77, .pipeline_id = 5};
+    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+    static char doc[1 << 20];
+    char err[256];
+    gf_header r;
+    ck_assert_msg(
+        gf_test_raw_recv_reply(fd, &r, doc, sizeof doc, REPLY_TIMEOUT_MS, err, sizeof err) == 0,
+        "%s", err);
+    ck_assert_uint_eq(r.type, GF_MSG_TRACE);
+    ck_assert_uint_eq(r.status, GF_OK);
+    ck_assert_uint_eq(r.frame_id, 77);
+    ck_assert_uint_eq(r.pipeline_id, 5);
+    close(fd);
+    stop();
+}
+END_TEST
+
 /* TRACE returns the last N frames, in order, with ordered timestamps. */
 START_TEST(trace_holds_the_last_frames_in_order) {
     const unsigned n = 40;
@@ -378,6 +403,7 @@ static Suite *stats_live_suite(void) {
     tcase_add_test(tc, trace_holds_the_last_frames_in_order);
     tcase_add_test(tc, timing_samples_one_frame_in_n);
     tcase_add_test(tc, completion_poll_answers_every_frame);
+    tcase_add_test(tc, trace_reply_echoes_pipeline_id);
     suite_add_tcase(s, tc);
 
     /* A check that cannot run on this engine is not listed, so that the
