@@ -9,7 +9,7 @@
 #   scripts/fuzz.sh 3600       # an hour each; the corpus grows in build-fuzz/corpus
 #
 # Environment: GF_FUZZ_BUILD_DIR (default build-fuzz), GF_FUZZ_ARGS (more
-# libFuzzer flags, e.g. "-jobs=4 -workers=4").
+# libFuzzer flags, e.g. -fork=8 for eight processes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
