@@ -1,0 +1,101 @@
+/*
+ * libFuzzer harness for gf_config_parse_all (daemon/config.h): any text as a
+ * configuration file (a NUL-terminated copy, as gf_config_load hands it over).
+ *
+ * Checked: the result is 0 with no problem reported, or -1 with at least one
+ * and an empty configuration; the first problem of parse_all is the one
+ * gf_config_parse reports alone; an accepted configuration is within the
+ * documented bounds and its pipelines survive the LIST codec unchanged; what
+ * either parse returns is freed (LeakSanitizer reports anything left).
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+/* Room for every problem of a small file, and for one. */
+#define ERRS_BYTES 8192u
+#define ERR_BYTES  1024u
+
+#define REQUIRE(cond)                                                                              \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            abort();                                                                               \
+    } while (0)
+
+/* The LIST document of `p`, decoded back, must name the same pipelines with
+ * the same parameters, bit for bit. */
+static void check_list_round_trip(const gf_pipeline *p, size_t count) {
+    cJSON *doc = gf_pipelines_to_json(p, count);
+    REQUIRE(doc != NULL);
+    char *text = cJSON_PrintUnformatted(doc);
+    REQUIRE(text != NULL);
+    cJSON_Delete(doc);
+
+    gf_pipeline *back;
+    size_t back_count;
+    char err[ERR_BYTES];
+    REQUIRE(gf_pipelines_from_json(text, &back, &back_count, err, sizeof err) == 0);
+    REQUIRE(back_count == count);
+    for (size_t i = 0; i < count; i++) {
+        REQUIRE(back[i].id == p[i].id && back[i].kind == p[i].kind);
+        REQUIRE(strcmp(back[i].name, p[i].name) == 0);
+        for (size_t k = 0; k < p[i].kind->param_count; k++) {
+            const gf_param_desc *d = &p[i].kind->params[k];
+            size_t n = d->type == GF_PARAM_F32x3 ? 3 * sizeof(float) : sizeof(uint32_t);
+            REQUIRE(memcmp((const char *)&back[i].params + d->offset,
+                           (const char *)&p[i].params + d->offset, n) == 0);
+        }
+    }
+    free(back);
+    cJSON_free(text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char *json = malloc(size + 1);
+    REQUIRE(json != NULL);
+    memcpy(json, data, size);
+    json[size] = '\0';
+
+    static char errs[ERRS_BYTES];
+    char err[ERR_BYTES];
+    size_t problems = 12345;
+    gf_config cfg, one;
+    memset(&cfg, 0xA5, sizeof cfg);
+    int rc = gf_config_parse_all(json, &cfg, errs, sizeof errs, &problems);
+    int rc_one = gf_config_parse(json, &one, err, sizeof err);
+    REQUIRE(rc == rc_one);
+
+    if (rc == 0) {
+        REQUIRE(problems == 0 && errs[0] == '\0');
+        REQUIRE(cfg.slot_count >= GF_SLOTS_MIN && cfg.slot_count <= GF_SLOTS_MAX);
+        REQUIRE(cfg.max_frame_bytes <= GF_MAX_FRAME_BYTES_LIMIT);
+        REQUIRE(memchr(cfg.socket_path, '\0', sizeof cfg.socket_path) != NULL);
+        REQUIRE(cfg.pipeline_count <= GF_MAX_PIPELINES);
+        REQUIRE(cfg.pipeline_count == 0 || cfg.pipelines != NULL);
+        for (size_t i = 0; i < cfg.pipeline_count; i++) {
+            const gf_pipeline *p = &cfg.pipelines[i];
+            REQUIRE(p->id == i && p->kind != NULL);
+            REQUIRE(memchr(p->name, '\0', sizeof p->name) != NULL && p->name[0] != '\0');
+        }
+        check_list_round_trip(cfg.pipelines, cfg.pipeline_count);
+        REQUIRE(one.pipeline_count == cfg.pipeline_count);
+    } else {
+        REQUIRE(rc == -1);
+        REQUIRE(problems >= 1 && errs[0] != '\0');
+        REQUIRE(cfg.pipelines == NULL && cfg.pipeline_count == 0);
+        REQUIRE(one.pipelines == NULL && one.pipeline_count == 0);
+        /* parse_all's first line is parse's one line (as far as it fits). */
+        size_t first = strcspn(errs, "\n");
+        REQUIRE(errs[first] == '\n');
+        size_t n = strlen(err);
+        REQUIRE(n > 0 && n <= first && memcmp(err, errs, n) == 0);
+    }
+    gf_config_free(&cfg);
+    gf_config_free(&one);
+    free(json);
+    return 0;
+}
