@@ -44,6 +44,8 @@ static void field_text(const gf_config *cfg, const gf_config_key *k, char *buf, 
 /* Appends `first` (when buf is empty) or ", ", then the formatted text, to
  * the list in buf[len]; a text that does not fit ends the list with "...",
  * after which nothing more is added. */
+static void list_vappend(char *buf, size_t len, const char *first, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 static void list_vappend(char *buf, size_t len, const char *first, const char *fmt, va_list ap) {
     size_t used = strlen(buf);
     int n;
