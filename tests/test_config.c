@@ -893,8 +893,8 @@ START_TEST(keep_restart_keys_keeps_the_running_pipelines) {
     static const char *const layouts[] = {
         "{\"pipelines\": [{\"name\": \"af2\", \"kind\": \"affine\", \"params\": {\"a\": 3}}]}",
         "{\"pipelines\": [{\"name\": \"af\", \"kind\": \"sincos\"}]}",
-        "{\"pipelines\": [{\"name\": \"af\", \"kind\": \"affine\", \"params\": {\"a\": 3}}, "
-        "{\"name\": \"e\", \"kind\": \"echo\"}]}",
+        ("{\"pipelines\": [{\"name\": \"af\", \"kind\": \"affine\", \"params\": {\"a\": 3}}, "
+         "{\"name\": \"e\", \"kind\": \"echo\"}]}"),
     };
     gf_config running, next;
     gf_params want = default_params("affine");
