@@ -80,19 +80,6 @@ static int read_full(int fd, void *buf, size_t len) {
     return 0;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of sorted values, in microseconds (as gpuframe). */
-static double percentile_us(const uint64_t *sorted, size_t n, unsigned pct) {
-    if (n == 0)
-        return 0.0;
-    size_t rank = (n * pct + 99) / 100;
-    return (double)sorted[rank > 0 ? rank - 1 : 0] / 1e3;
-}
-
 static size_t clamp_count(uint64_t want, size_t lo, size_t hi) {
     return want < lo ? lo : want > hi ? hi : (size_t)want;
 }
@@ -235,9 +222,9 @@ static int echo(size_t bytes, unsigned divisor) {
         lat_ns[i] = gf_now_ns() - t0;
     }
     if (rc == 0) {
-        qsort(lat_ns, rtt_count, sizeof *lat_ns, cmp_u64);
+        gf_sort_ns(lat_ns, rtt_count);
         printf("limit name=sock_rtt size=%zu p50_us=%.1f p99_us=%.1f\n", bytes,
-               percentile_us(lat_ns, rtt_count, 50), percentile_us(lat_ns, rtt_count, 99));
+               gf_percentile_us(lat_ns, rtt_count, 50), gf_percentile_us(lat_ns, rtt_count, 99));
         fflush(stdout);
     }
 

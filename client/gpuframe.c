@@ -1186,31 +1186,18 @@ static void handle_reply(struct stream_run *r, const gf_reply *rep) {
     r->answered++;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
-/* The nearest-rank percentile `pct` of sorted values, in microseconds. */
-static double percentile_us(const uint64_t *sorted, size_t n, unsigned pct) {
-    if (n == 0)
-        return 0.0;
-    size_t rank = (n * pct + 99) / 100;
-    return (double)sorted[rank > 0 ? rank - 1 : 0] / 1e3;
-}
-
 static void print_summary(struct stream_run *r, uint64_t elapsed_ns, uint64_t failed) {
     double s = (double)elapsed_ns / 1e9;
     double per_s = s > 0 ? 1.0 / s : 0.0;
 
-    qsort(r->latency_ns, r->latency_count, sizeof *r->latency_ns, cmp_u64);
+    gf_sort_ns(r->latency_ns, r->latency_count);
     printf("frames=%" PRIu64 " errors=%" PRIu64 " seconds=%.3f frames_per_s=%.1f in_GBps=%.3f "
            "out_GBps=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f\n",
            r->queued, failed, s, (double)r->answered * per_s, (double)r->in_bytes * per_s / 1e9,
-           (double)r->out_bytes * per_s / 1e9, percentile_us(r->latency_ns, r->latency_count, 50),
-           percentile_us(r->latency_ns, r->latency_count, 99),
-           percentile_us(r->latency_ns, r->latency_count, 100));
+           (double)r->out_bytes * per_s / 1e9,
+           gf_percentile_us(r->latency_ns, r->latency_count, 50),
+           gf_percentile_us(r->latency_ns, r->latency_count, 99),
+           gf_percentile_us(r->latency_ns, r->latency_count, 100));
     fflush(stdout);
 }
 

@@ -1,6 +1,7 @@
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 size_t gf_verrorf(char *buf, size_t len, const char *fmt, va_list ap) {
     if (!buf || len == 0)
@@ -19,4 +20,20 @@ size_t gf_errorf(char *buf, size_t len, const char *fmt, ...) {
     size_t n = gf_verrorf(buf, len, fmt, ap);
     va_end(ap);
     return n;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void gf_sort_ns(uint64_t *values, size_t n) {
+    qsort(values, n, sizeof *values, cmp_u64);
+}
+
+double gf_percentile_us(const uint64_t *sorted, size_t n, unsigned pct) {
+    if (n == 0)
+        return 0.0;
+    size_t rank = (n * pct + 99) / 100;
+    return (double)sorted[rank > 0 ? rank - 1 : 0] / 1e3;
 }

@@ -32,6 +32,14 @@ static inline uint64_t gf_now_ms(void) {
  */
 size_t gf_errorf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Sorts `n` latencies (ns) in place, smallest first. */
+void gf_sort_ns(uint64_t *values, size_t n);
+
+/* The nearest-rank percentile `pct` (0..100) of `n` sorted latencies (ns),
+ * in microseconds; 0 when n is 0.  Every tool that prints p50/p99 uses it,
+ * so their figures compare. */
+double gf_percentile_us(const uint64_t *sorted, size_t n, unsigned pct);
+
 /* The same with a va_list. */
 size_t gf_verrorf(char *buf, size_t len, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
