@@ -335,8 +335,10 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
         c->buf_end -= c->buf_start;
         c->buf_start = 0;
     }
-    /* Reading is active only while less than a header is buffered, so there
-     * is always room: never hand libuv an empty buffer (it would spin). */
+    /* Reading is active only while the buffer holds less than one request
+     * that fits it (a header, and a payload of at most
+     * GF_STAGED_PAYLOAD_MAX_BYTES), so there is always room: never hand libuv
+     * an empty buffer (it would spin). */
     assert(c->buf_end < sizeof c->buf);
     *buf = uv_buf_init((char *)c->buf + c->buf_end, (unsigned)(sizeof c->buf - c->buf_end));
 }
