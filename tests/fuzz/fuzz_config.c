@@ -14,44 +14,11 @@
 #include <string.h>
 
 #include "config.h"
+#include "fuzz_list.h"
 
 /* Room for every problem of a small file, and for one. */
 #define ERRS_BYTES 8192u
 #define ERR_BYTES  1024u
-
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            abort();                                                                               \
-    } while (0)
-
-/* The LIST document of `p`, decoded back, must name the same pipelines with
- * the same parameters, bit for bit. */
-static void check_list_round_trip(const gf_pipeline *p, size_t count) {
-    cJSON *doc = gf_pipelines_to_json(p, count);
-    REQUIRE(doc != NULL);
-    char *text = cJSON_PrintUnformatted(doc);
-    REQUIRE(text != NULL);
-    cJSON_Delete(doc);
-
-    gf_pipeline *back;
-    size_t back_count;
-    char err[ERR_BYTES];
-    REQUIRE(gf_pipelines_from_json(text, &back, &back_count, err, sizeof err) == 0);
-    REQUIRE(back_count == count);
-    for (size_t i = 0; i < count; i++) {
-        REQUIRE(back[i].id == p[i].id && back[i].kind == p[i].kind);
-        REQUIRE(strcmp(back[i].name, p[i].name) == 0);
-        for (size_t k = 0; k < p[i].kind->param_count; k++) {
-            const gf_param_desc *d = &p[i].kind->params[k];
-            size_t n = d->type == GF_PARAM_F32x3 ? 3 * sizeof(float) : sizeof(uint32_t);
-            REQUIRE(memcmp((const char *)&back[i].params + d->offset,
-                           (const char *)&p[i].params + d->offset, n) == 0);
-        }
-    }
-    free(back);
-    cJSON_free(text);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -81,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             REQUIRE(p->id == i && p->kind != NULL);
             REQUIRE(memchr(p->name, '\0', sizeof p->name) != NULL && p->name[0] != '\0');
         }
-        check_list_round_trip(cfg.pipelines, cfg.pipeline_count);
+        gf_fuzz_list_round_trip(cfg.pipelines, cfg.pipeline_count);
         REQUIRE(one.pipeline_count == cfg.pipeline_count);
     } else {
         REQUIRE(rc == -1);

@@ -20,18 +20,13 @@
 #include <string.h>
 
 #include "protocol.h"
+#include "fuzz.h"
 
 /* Limits worth hitting exactly: none, the error text's, a daemon's. */
 static const uint64_t limits[] = {0, 1, GF_ERROR_TEXT_MAX_BYTES, 1u << 20, 1ull << 32, UINT64_MAX};
 #define LIMIT_COUNT (sizeof limits / sizeof limits[0])
 /* Bytes of input that choose the role and the limit. */
 #define CONTROL_BYTES 9u
-
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            abort();                                                                               \
-    } while (0)
 
 static uint64_t le(const uint8_t *p, size_t n) {
     uint64_t v = 0;

@@ -14,27 +14,9 @@
 #include <string.h>
 
 #include "listing.h"
+#include "fuzz_list.h"
 
 #define ERR_BYTES 1024u
-
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            abort();                                                                               \
-    } while (0)
-
-static int same_pipeline(const gf_pipeline *a, const gf_pipeline *b) {
-    if (a->id != b->id || a->kind != b->kind || strcmp(a->name, b->name) != 0)
-        return 0;
-    for (size_t k = 0; k < a->kind->param_count; k++) {
-        const gf_param_desc *d = &a->kind->params[k];
-        size_t n = d->type == GF_PARAM_F32x3 ? 3 * sizeof(float) : sizeof(uint32_t);
-        if (memcmp((const char *)&a->params + d->offset, (const char *)&b->params + d->offset, n) !=
-            0)
-            return 0;
-    }
-    return 1;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -60,19 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             REQUIRE(strcmp(p[i].name, p[j].name) != 0);
     }
 
-    cJSON *doc = gf_pipelines_to_json(p, count);
-    REQUIRE(doc != NULL);
-    char *text = cJSON_PrintUnformatted(doc);
-    REQUIRE(text != NULL);
-    cJSON_Delete(doc);
-    gf_pipeline *back;
-    size_t back_count;
-    REQUIRE(gf_pipelines_from_json(text, &back, &back_count, err, sizeof err) == 0);
-    REQUIRE(back_count == count);
-    for (size_t i = 0; i < count; i++)
-        REQUIRE(same_pipeline(&back[i], &p[i]));
-    free(back);
-    cJSON_free(text);
+    gf_fuzz_list_round_trip(p, count);
     free(p);
     return 0;
 }

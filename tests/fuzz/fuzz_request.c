@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "request.h"
+#include "fuzz.h"
 
 #define CONTROL_BYTES   13u
 #define CHUNK_COUNT     8u
@@ -41,12 +42,6 @@
 
 static const uint64_t limits[] = {0, 1, 8, 32, 100, 4096, 1u << 20, 1ull << 32};
 #define LIMIT_COUNT (sizeof limits / sizeof limits[0])
-
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            abort();                                                                               \
-    } while (0)
 
 typedef struct script {
     uint64_t max_frame_bytes;
