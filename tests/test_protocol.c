@@ -296,7 +296,7 @@ START_TEST(parse_bad_magic) {
 END_TEST
 
 START_TEST(parse_bad_version) {
-    static const uint8_t versions[] = {0, 2, 3, 0x81, 0xFF};
+    static const uint8_t versions[] = {0, 3, 4, 0x81, 0xFF};
 
     for (size_t i = 0; i < sizeof versions; i++) {
         for (int role = GF_ROLE_DAEMON; role <= GF_ROLE_CLIENT; role++) {
@@ -521,7 +521,8 @@ START_TEST(status_names) {
         "ok",        "bad_magic",     "bad_version",      "bad_type",
         "bad_flags", "too_large",     "unknown_pipeline", "bad_length",
         "engine",    "shutting_down", "timeout",          "internal",
-        "request_timeout",
+        "request_timeout", "unknown_region", "bad_descriptor", "bad_region",
+        "region_limit", "stray_fd", "too_many_connections", "forbidden",
     };
 
     ck_assert_uint_eq(sizeof want / sizeof want[0], GF_STATUS_COUNT_);
@@ -543,7 +544,9 @@ START_TEST(msg_type_names) {
     ck_assert_str_eq(gf_msg_type_name(GF_MSG_STATS), "stats");
     ck_assert_str_eq(gf_msg_type_name(GF_MSG_TRACE), "trace");
     ck_assert_str_eq(gf_msg_type_name(0), "unknown");
-    ck_assert_str_eq(gf_msg_type_name(7), "unknown");
+    ck_assert_str_eq(gf_msg_type_name(GF_MSG_REGION_ADD), "region_add");
+    ck_assert_str_eq(gf_msg_type_name(GF_MSG_REGION_REMOVE), "region_remove");
+    ck_assert_str_eq(gf_msg_type_name(9), "unknown");
     ck_assert_str_eq(gf_msg_type_name(0x101), "unknown"); /* not truncated to 1 */
     ck_assert_str_eq(gf_msg_type_name(UINT32_MAX), "unknown");
 }
@@ -551,7 +554,7 @@ END_TEST
 
 START_TEST(fatal_set) {
     for (uint32_t s = 0; s < 64; s++)
-        ck_assert_int_eq(gf_status_is_fatal(s) != 0, (s >= 1 && s <= 5) || s == 12);
+        ck_assert_int_eq(gf_status_is_fatal(s) != 0, (s >= 1 && s <= 5) || s == 12 || (s >= 17 && s <= 19));
     ck_assert(gf_status_is_fatal(GF_ERR_BAD_MAGIC));
     ck_assert(gf_status_is_fatal(GF_ERR_TOO_LARGE));
     ck_assert(!gf_status_is_fatal(GF_OK));
