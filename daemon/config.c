@@ -49,6 +49,12 @@
 #define GF_MAX_PINNED_BYTES_LIMIT (1ull << 50)
 /* A config file is a few KiB; anything near this is a wrong path. */
 #define GF_CONFIG_FILE_MAX_BYTES (1u << 20)
+/* Each connection costs an fd and a few KiB; the unit's LimitNOFILE is above. */
+#define GF_MAX_CONNECTIONS_DEFAULT 1024u
+#define GF_MAX_CONNECTIONS_MAX     (1u << 20)
+/* A client needs one region per buffer pool; 16 is plenty, 4096 a typo. */
+#define GF_MAX_REGIONS_DEFAULT 16u
+#define GF_MAX_REGIONS_MAX     4096u
 
 /* ---- the table of top-level keys ---------------------------------------------- */
 
@@ -68,6 +74,9 @@ enum top_key {
     K_TIMING_SAMPLE_EVERY,
     K_COMPLETION,
     K_TRACE_FRAMES,
+    K_MAX_CONNECTIONS,
+    K_MAX_REGIONS,
+    K_MAX_SHM_BYTES,
     K_PIPELINES,
     K_COUNT_
 };
@@ -135,6 +144,17 @@ static const gf_config_key config_keys[K_COUNT_] = {
     [K_TRACE_FRAMES] = {"trace_frames", GF_CONFIG_INTEGER, FIELD(trace_frames), 0,
                         GF_TRACE_FRAMES_MAX, GF_TRACE_FRAMES_DEFAULT, NULL, NULL, 0,
                         GF_RELOAD_NEEDS_RESTART, "Recent frames whose stage times TRACE keeps."},
+    [K_MAX_CONNECTIONS] = {"max_connections", GF_CONFIG_INTEGER, FIELD(max_connections), 1,
+                           GF_MAX_CONNECTIONS_MAX, GF_MAX_CONNECTIONS_DEFAULT, NULL, NULL, 0,
+                           GF_RELOAD_APPLIES,
+                           "Connections served at once; more get too_many_connections."},
+    [K_MAX_REGIONS] = {"max_regions", GF_CONFIG_INTEGER, FIELD(max_regions), 0,
+                       GF_MAX_REGIONS_MAX, GF_MAX_REGIONS_DEFAULT, NULL, NULL, 0,
+                       GF_RELOAD_APPLIES,
+                       "Shared-memory regions one connection may hold; 0: none."},
+    [K_MAX_SHM_BYTES] = {"max_shm_bytes", GF_CONFIG_INTEGER, FIELD(max_shm_bytes), 0,
+                         (double)GF_MAX_PINNED_BYTES_LIMIT, 0, NULL, NULL, 0, GF_RELOAD_APPLIES,
+                         "Cap on all shared-memory regions' bytes; 0: a quarter of RAM."},
     [K_PIPELINES] = {"pipelines", GF_CONFIG_PIPELINES, FIELD(pipelines), 1, GF_MAX_PIPELINES, 0,
                      NULL, NULL, 0, GF_RELOAD_PARAMS,
                      "The pipelines clients address by id (array position) or name."},
@@ -361,14 +381,21 @@ uint64_t gf_config_pinned_bytes(const gf_config *cfg) {
     return (uint64_t)cfg->slot_count * (cfg->max_frame_bytes + gf_config_max_output_bytes(cfg));
 }
 
-/* max_pinned_bytes, or a quarter of physical memory when it is 0. */
-static uint64_t pinned_cap(const gf_config *cfg) {
-    if (cfg->max_pinned_bytes)
-        return cfg->max_pinned_bytes;
+/* A quarter of physical memory: the default cap of pinned memory. */
+static uint64_t ram_quarter(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0)
         return GF_MAX_PINNED_BYTES_LIMIT;
     return (uint64_t)pages * (uint64_t)page / GF_PINNED_RAM_DIVISOR;
+}
+
+/* max_pinned_bytes, or a quarter of physical memory when it is 0. */
+static uint64_t pinned_cap(const gf_config *cfg) {
+    return cfg->max_pinned_bytes ? cfg->max_pinned_bytes : ram_quarter();
+}
+
+uint64_t gf_config_shm_cap(const gf_config *cfg) {
+    return cfg->max_shm_bytes ? cfg->max_shm_bytes : ram_quarter();
 }
 
 /* gf_config_check_pinned, reporting to `pr`. */

@@ -49,6 +49,9 @@ typedef struct gf_config {
     uint32_t timing_sample_every;       /* of those, time one frame in N  */
     enum gf_completion_mode completion; /* host_func | poll         */
     uint32_t trace_frames;              /* frames kept for TRACE; 0: none    */
+    uint32_t max_connections;           /* more are refused at accept        */
+    uint32_t max_regions;               /* shm regions one connection holds  */
+    uint64_t max_shm_bytes;             /* all regions' bytes; 0: RAM / 4    */
     gf_pipeline *pipelines;             /* owned; ids are their indices      */
     size_t pipeline_count;
 } gf_config;
@@ -189,6 +192,9 @@ uint64_t gf_config_max_output_bytes(const gf_config *cfg);
 
 /* Pinned host memory the slots need: slots * (max_frame_bytes + output). */
 uint64_t gf_config_pinned_bytes(const gf_config *cfg);
+
+/* max_shm_bytes, or a quarter of physical memory when it is 0. */
+uint64_t gf_config_shm_cap(const gf_config *cfg);
 
 /* Frees what `cfg` owns and empties it.  Safe on an empty config. */
 void gf_config_free(gf_config *cfg);

@@ -1115,7 +1115,7 @@ START_TEST(parse_all_and_describe_changes) {
                      "frame_timeout_ms, request_timeout_ms, write_timeout_ms, idle_timeout_ms, "
                      "log_level, drain_timeout_ms, max_pinned_bytes, "
                      "timing_events, timing_sample_every, completion, trace_frames, "
-                     "pipelines)\n"
+                     "max_connections, max_regions, max_shm_bytes, pipelines)\n"
                      "slots: expected an integer in [1, 64], got 0\n"
                      "log_level: expected one of \"error\", \"warn\", \"info\", \"debug\", got "
                      "\"loud\"\n"
