@@ -750,11 +750,17 @@ static int send_region_add(gf_client *c, int fd, int timeout_ms) {
                          .msg_iovlen = 1,
                          .msg_control = control.bytes,
                          .msg_controllen = sizeof control.bytes};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+    if (fd >= 0) {
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+    } else {
+        /* No descriptor at all: what a broken client sends (tests). */
+        msg.msg_control = NULL;
+        msg.msg_controllen = 0;
+    }
     uint64_t deadline_ms = timeout_ms >= 0 ? gf_now_ms() + (uint64_t)timeout_ms : 0;
     for (;;) {
         ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);

@@ -218,7 +218,8 @@ int gf_client_region_destroy(gf_client *c, gf_client_region *r, int timeout_ms);
 
 /*
  * The two requests under those, for callers that manage the memfd
- * themselves: REGION_ADD with `fd` (not closed here) fills *info; REGION_REMOVE
+ * themselves: REGION_ADD with `fd` (not closed here; -1 sends none, which the
+ * daemon refuses) fills *info; REGION_REMOVE
  * of `region_id`.  No request may be in flight (-EBUSY).  Returns 0,
  * -EREMOTEIO with the daemon's status in *status (if not NULL) and text in
  * gf_client_error(), or what gf_client_recv returns.
