@@ -342,6 +342,8 @@ static int warm_up(const cuda_engine *ce, const gf_engine_params *p, gf_slot *s,
         if (out < 0 || n > s->in_capacity_bytes || (uint64_t)out > s->out_capacity_bytes)
             continue;
         memset(s->in_host, 0, n);
+        s->src = s->in_host;
+        s->dst = s->out_host;
         s->kind = pl->kind;
         s->params = pl->params;
         s->in_bytes = n;
