@@ -98,10 +98,13 @@ for slots in "${slot_counts[@]}"; do
   done
   if [ "$slots" = 2 ]; then
     # Frames by reference (issue 11): the same sizes through a shared-memory
-    # region, window 8, on the default 2 slots.
+    # region on the default 2 slots, window 8 and (to compare with the
+    # socket rows) window 16.
     for size in "${sizes[@]}"; do
-      line=$(stream "$sock" "${bytes[$size]}" "${n16[$size]}" 8 --shm)
-      echo "daemon mode=shm slots=2 size=${bytes[$size]} window=8 clients=1 $line" | tee -a "$raw"
+      for w in 8 16; do
+        line=$(stream "$sock" "${bytes[$size]}" "${n16[$size]}" $w --shm)
+        echo "daemon mode=shm slots=2 size=${bytes[$size]} window=$w clients=1 $line" | tee -a "$raw"
+      done
     done
   fi
   pids=()
@@ -195,9 +198,10 @@ awk -v engine="$engine" -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" 
 
 # Frames by reference against the same run's limits: /pipe is the in-process
 # pipeline on 2 streams (the figure shm can reach: the socket is out of the
-# data path), /h2d the pinned copy, x_sock the socket path's own w16 figure.
+# data path), /h2d the pinned copy; x_sock compares window 16 with the
+# socket path's window-16 row of the table above.
 echo
-echo "gpuframed echo --shm (shared-memory region, window 8, 2 slots) against this run's limits"
+echo "gpuframed echo --shm (shared-memory region, 2 slots) against this run's limits"
 awk -v engine="$engine" -v sizes="${sizes[*]}" \
     -v bytes_list="$(for s in "${sizes[@]}"; do printf '%s ' "${bytes[$s]}"; done)" '
   function get(key, field,   want, n, i, j, ok, f) {
@@ -221,19 +225,21 @@ awk -v engine="$engine" -v sizes="${sizes[*]}" \
   { lines[++nlines] = $0 }
   END {
     ns = split(sizes, label, " "); split(bytes_list, nbytes, " ")
-    fmt = "%-5s %10s %9s %6s %6s %12s %7s %9s %9s\n"
-    printf fmt, "size", "shm_fps", "shm_GBps", "/pipe", "/h2d", "sock_w16_GBps", "x_sock",
-      "shm_p50us", "shm_p99us"
+    fmt = "%-5s %10s %9s %6s %6s %10s %9s %6s %13s %7s\n"
+    printf fmt, "size", "w8_fps", "w8_GBps", "/pipe", "/h2d", "w16_fps", "w16_GBps", "/pipe",
+      "sock_w16_GBps", "x_sock"
     bad = 0
     for (s = 1; s <= ns; s++) {
       b = nbytes[s]
       d = "daemon mode=shm slots=2 size=" b " window=8 clients=1"
       fps = get(d, "frames_per_s"); gbps = get(d, "in_GBps")
+      d16 = "daemon mode=shm slots=2 size=" b " window=16 clients=1"
+      fps16 = get(d16, "frames_per_s"); gbps16 = get(d16, "in_GBps")
       pipe = engine == "cuda" ? get("name=pipeline streams=2 size=" b, "GBps") : "-"
       copy = engine == "cuda" ? get("name=h2d size=" b, "GBps") : "-"
       sock = get("daemon slots=2 size=" b " window=16 clients=1", "in_GBps")
-      row = sprintf(fmt, label[s], fps, gbps, ratio(gbps, pipe), ratio(gbps, copy), sock,
-        ratio(gbps, sock), get(d, "p50_us"), get(d, "p99_us"))
+      row = sprintf(fmt, label[s], fps, gbps, ratio(gbps, pipe), ratio(gbps, copy), fps16,
+        gbps16, ratio(gbps16, pipe), sock, ratio(gbps16, sock))
       printf "%s", row; bad += (row ~ /\?/)
     }
     exit (bad > 0 ? 1 : 0)
