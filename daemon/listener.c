@@ -147,12 +147,39 @@ static int bind_path(const char *path) {
     return fd;
 }
 
+/* Says why binding `path` failed in words an operator acts on: which
+ * directory is missing or not writable, rather than a bare errno. */
+static void explain_bind_error(const char *path, int err) {
+    char dir[GF_SOCKET_PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    struct stat st;
+    if (err == ENOENT || err == ENOTDIR) {
+        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            GF_LOG_ERR("socket %s: the directory %s does not exist (create it, or choose another "
+                       "path with --socket or \"socket\")",
+                       path, dir);
+            return;
+        }
+    } else if (err == EACCES || err == EPERM) {
+        GF_LOG_ERR("socket %s: no permission to create a socket in %s (user %u): %s", path, dir,
+                   (unsigned)geteuid(), strerror(err));
+        return;
+    }
+    GF_LOG_ERR("socket %s: cannot bind: %s", path, strerror(err));
+}
+
 int gf__listener_open(gf_server *srv, int fd, const char *path) {
     int rc = 0, owned = fd < 0;
     if (owned) {
         fd = bind_path(path);
         if (fd < 0) {
-            GF_LOG_ERR("socket %s: cannot bind: %s", path, strerror(-fd));
+            explain_bind_error(path, -fd);
             return fd;
         }
     } else {

@@ -1010,6 +1010,22 @@ static int run_daemon(const char *dir, char *const args[], char **out) {
     return WEXITSTATUS(status);
 }
 
+/* A socket in a directory that does not exist: the error says so (not a
+ * bare "permission denied" or "no such file"), and start-up fails. */
+START_TEST(socket_in_missing_directory) {
+    char dir[GF_TEST_DIR_MAX], sock[GF_TEST_PATH_MAX + 32], want[GF_TEST_PATH_MAX + 96];
+    char *out;
+    ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
+    snprintf(sock, sizeof sock, "%s/missing/x.sock", dir);
+    char *args[] = {"--engine", "cpu", "--socket", sock, NULL};
+    ck_assert_int_ne(run_daemon(dir, args, &out), 0);
+    snprintf(want, sizeof want, "the directory %s/missing does not exist", dir);
+    ck_assert_msg(strstr(out, want) != NULL, "output lacks \"%s\":\n%s", want, out);
+    free(out);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(check_config_good_and_bad) {
     char dir[GF_TEST_DIR_MAX], bad[GF_TEST_PATH_MAX], sock[GF_TEST_PATH_MAX], want[512];
     const char *good = GF_TEST_CONFIG_DIR "/gpuframed.json";
@@ -1337,6 +1353,7 @@ static Suite *systemd_suite(void) {
 
     tc = tcase("cli");
     tcase_add_test(tc, check_config_good_and_bad);
+    tcase_add_test(tc, socket_in_missing_directory);
     tcase_add_test(tc, help_is_man_style);
     tcase_add_test(tc, parse_all_and_describe_changes);
     suite_add_tcase(s, tc);
