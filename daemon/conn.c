@@ -494,11 +494,6 @@ static gf_region *conn_region(const gf_conn *c, uint32_t id) {
     return NULL;
 }
 
-/* `len` bytes at `off` lie inside `size` bytes (no overflow possible). */
-static int range_inside(uint64_t off, uint64_t len, uint64_t size) {
-    return len <= size && off <= size - len;
-}
-
 /*
  * Why the shm FRAME `h` with descriptor `d` cannot run, or 0 with its region
  * in *region and its output length in *out_bytes.  Every offset and length
@@ -526,33 +521,8 @@ static uint32_t shm_check(const gf_conn *c, const gf_header *h, const uint8_t *p
     uint32_t status = frame_check(c, h->pipeline_id, d->in_bytes, out_bytes, why, why_len);
     if (status != GF_OK)
         return status;
-    uint64_t out = (uint64_t)*out_bytes;
-    if (!range_inside(d->in_offset, d->in_bytes, r->bytes)) {
-        gf_errorf(why, why_len, "input of %llu bytes at offset %llu lies outside region %u (%llu bytes)",
-                  (unsigned long long)d->in_bytes, (unsigned long long)d->in_offset, r->id,
-                  (unsigned long long)r->bytes);
+    if (gf_shm_frame_check(d, r->bytes, (uint64_t)*out_bytes, why, why_len) < 0)
         return GF_ERR_BAD_DESCRIPTOR;
-    }
-    if (!range_inside(d->out_offset, d->out_capacity, r->bytes)) {
-        gf_errorf(why, why_len,
-                  "output capacity of %llu bytes at offset %llu lies outside region %u (%llu bytes)",
-                  (unsigned long long)d->out_capacity, (unsigned long long)d->out_offset, r->id,
-                  (unsigned long long)r->bytes);
-        return GF_ERR_BAD_DESCRIPTOR;
-    }
-    if (out > d->out_capacity) {
-        gf_errorf(why, why_len, "output capacity %llu is less than the pipeline's %llu bytes",
-                  (unsigned long long)d->out_capacity, (unsigned long long)out);
-        return GF_ERR_BAD_DESCRIPTOR;
-    }
-    /* Both ends are inside the region now, so these sums cannot overflow. */
-    if (d->in_bytes && out && d->in_offset < d->out_offset + out &&
-        d->out_offset < d->in_offset + d->in_bytes) {
-        gf_errorf(why, why_len, "input [%llu, %llu) and output [%llu, %llu) overlap",
-                  (unsigned long long)d->in_offset, (unsigned long long)(d->in_offset + d->in_bytes),
-                  (unsigned long long)d->out_offset, (unsigned long long)(d->out_offset + out));
-        return GF_ERR_BAD_DESCRIPTOR;
-    }
     *region = r;
     return GF_OK;
 }

@@ -8,6 +8,8 @@
 
 #include <assert.h>
 
+#include "util.h"
+
 /* Byte offsets of the header's fields, as in the table in protocol.h. */
 enum {
     OFF_MAGIC = 0,
@@ -178,6 +180,42 @@ void gf_region_info_decode(const void *buf, gf_region_info *out) {
     out->region_id = get_u32(p);
     out->flags = get_u32(p + 4);
     out->region_bytes = get_u64(p + 8);
+}
+
+/* `len` bytes at `off` lie inside `size` bytes (no overflow possible). */
+static int range_inside(uint64_t off, uint64_t len, uint64_t size) {
+    return len <= size && off <= size - len;
+}
+
+int gf_shm_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t out_bytes,
+                       char *why, size_t why_len) {
+    if (!range_inside(d->in_offset, d->in_bytes, region_bytes)) {
+        gf_errorf(why, why_len, "input of %llu bytes at offset %llu lies outside region %u (%llu bytes)",
+                  (unsigned long long)d->in_bytes, (unsigned long long)d->in_offset, d->region_id,
+                  (unsigned long long)region_bytes);
+        return -GF_ERR_BAD_DESCRIPTOR;
+    }
+    if (!range_inside(d->out_offset, d->out_capacity, region_bytes)) {
+        gf_errorf(why, why_len,
+                  "output capacity of %llu bytes at offset %llu lies outside region %u (%llu bytes)",
+                  (unsigned long long)d->out_capacity, (unsigned long long)d->out_offset,
+                  d->region_id, (unsigned long long)region_bytes);
+        return -GF_ERR_BAD_DESCRIPTOR;
+    }
+    if (out_bytes > d->out_capacity) {
+        gf_errorf(why, why_len, "output capacity %llu is less than the pipeline's %llu bytes",
+                  (unsigned long long)d->out_capacity, (unsigned long long)out_bytes);
+        return -GF_ERR_BAD_DESCRIPTOR;
+    }
+    /* Both ranges are inside the region now, so these sums cannot overflow. */
+    if (d->in_bytes && out_bytes && d->in_offset < d->out_offset + out_bytes &&
+        d->out_offset < d->in_offset + d->in_bytes) {
+        gf_errorf(why, why_len, "input [%llu, %llu) and output [%llu, %llu) overlap",
+                  (unsigned long long)d->in_offset, (unsigned long long)(d->in_offset + d->in_bytes),
+                  (unsigned long long)d->out_offset, (unsigned long long)(d->out_offset + out_bytes));
+        return -GF_ERR_BAD_DESCRIPTOR;
+    }
+    return 0;
 }
 
 /* Indexed by enum gf_status; PROTOCOL.md's error table uses the same names. */

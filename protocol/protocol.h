@@ -188,6 +188,18 @@ int gf_shm_result_decode(const void *buf, gf_shm_result *out);
 void gf_region_info_encode(const gf_region_info *r, void *buf);
 void gf_region_info_decode(const void *buf, gf_region_info *out);
 
+/*
+ * Whether the shm frame `d` fits a region of `region_bytes` when its
+ * pipeline writes `out_bytes`: both ranges inside the region, the output
+ * within d->out_capacity, and the input and output ranges disjoint (empty
+ * ranges overlap nothing).  Overflow-safe for every 64-bit value.  Returns
+ * 0, or -GF_ERR_BAD_DESCRIPTOR with the reason in why[why_len] (which names
+ * region `region_id`).  Pure: the daemon calls it before any copy, and
+ * tests/fuzz/fuzz_shm.c checks it against 128-bit arithmetic.
+ */
+int gf_shm_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t out_bytes,
+                       char *why, size_t why_len);
+
 /* The name of a status code ("bad_magic", ...), or "unknown" if out of range.
  * Names are stable: they are used as stats keys and in PROTOCOL.md. */
 const char *gf_status_name(uint32_t status);
