@@ -284,22 +284,22 @@ def encode_frame(pipeline, frame):
                 raise TypeError(
                     "%s pipeline %r takes float32 arrays, not %s (convert with "
                     ".astype(numpy.float32))" % (kind, pipeline.name, frame.dtype))
-            arr = np.ascontiguousarray(frame, dtype=_F32)
+            arr = frame.astype(_F32, order="C", copy=False)
             make = _array_output(arr.shape, _F32)
         elif kind == "normalize_u8":
             if frame.dtype != _U8:
                 raise TypeError(
                     "normalize_u8 pipeline %r takes uint8 RGB arrays, not %s"
                     % (pipeline.name, frame.dtype))
-            arr = np.ascontiguousarray(frame)
+            arr = np.asarray(frame, order="C")
             shape = (_RGB_CHANNELS, int(pipeline.params["height"]),
                      int(pipeline.params["width"]))
             make = _array_output(shape, _F32)
         elif kind == "echo":
-            arr = np.ascontiguousarray(frame)
+            arr = np.asarray(frame, order="C")
             make = _array_output(arr.shape, arr.dtype)
         else:
-            arr = np.ascontiguousarray(frame)
+            arr = np.asarray(frame, order="C")
             make = _flat_u8_output
         payload = _bytes_view(arr)
     else:
