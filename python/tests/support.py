@@ -207,8 +207,9 @@ def ref_echo(params, data):
 def ref_affine(params, x):
     """gf_affine_ref: y = a*x, then y + b, in float32."""
     a, b = np.float32(params["a"]), np.float32(params["b"])
-    y = np.multiply(x.astype(F32, copy=False), a, dtype=F32)
-    return np.add(y, b, dtype=F32)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf, as in C
+        y = np.multiply(x.astype(F32, copy=False), a, dtype=F32)
+        return np.add(y, b, dtype=F32)
 
 
 def ref_sincos(params, x):
