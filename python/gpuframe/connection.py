@@ -193,10 +193,6 @@ class Connection:
         True; a timeout or a close shows as ``req.error``."""
         self._pump(lambda: req.done and not self._out_mid)
 
-    def flush_boundary(self):
-        """Moves bytes until no request is half written (see :meth:`wait`)."""
-        self._pump(lambda: not self._out_mid)
-
     def close(self, error=None):
         """Closes the socket; every request without a reply fails with
         ``error`` (default: ConnectionClosedError "the client was closed").
@@ -337,11 +333,19 @@ class Connection:
         """Decodes the reply header at _rbuf[offset], checks it against the
         oldest request and allocates where its payload goes."""
         try:
-            h = protocol.decode_header(self._rbuf, offset, versions=(self.version,))
+            h = protocol.decode_header(self._rbuf, offset)
         except ProtocolError as e:
             self._close(e)
             return
         fatal = h.type == MsgType.ERROR and h.status in protocol.FATAL_STATUSES
+        # Replies come in the version spoken, except the one refusal of it: a
+        # daemon of another version answers bad_version in its own header
+        # (PROTOCOL.md, "Versioning"), which a client reacts to.
+        if h.version != self.version and not (fatal and h.status == Status.BAD_VERSION):
+            self._close(ProtocolError(
+                "reply of protocol version %d to a client speaking version %d"
+                % (h.version, self.version)))
+            return
         req = self._fifo[0] if self._fifo else None
         if req is None and not fatal:
             self._close(ProtocolError(

@@ -216,7 +216,9 @@ class EncodedFrame:
     REFUSED: the daemon will answer bad_length); ``make_output(n)`` allocates
     the result object for an n-byte RESULT and returns it with a writable
     byte memoryview of exactly n bytes over its memory, which the reply is
-    read into with no further copy.
+    read into with no further copy.  (Protocol version 2's shared-memory
+    regions are another way to fill the same three roles: a payload placed in
+    a region, an output that is a view of one.)
     """
 
     __slots__ = ("payload", "expect_bytes", "make_output")

@@ -248,6 +248,18 @@ class PeerTest(unittest.TestCase):
             c.list()
         self.assertIs(cm.exception.cause.cause, e)
 
+    def test_bad_version_is_fatal(self):
+        # What a daemon of another version answers (PROTOCOL.md, "Versioning").
+        def script(peer):
+            fid, t, pid, _ = peer.recv_request()
+            peer.reply(MsgType.ERROR, fid, pid, b"version 1 is not 2", status=2)
+            peer.release.wait(10)
+        peer, c = self.run_peer(script)
+        with self.assertRaises(gpuframe.BadVersionError) as cm:
+            c.list()
+        self.assertEqual((cm.exception.status, cm.exception.fatal), (2, True))
+        self.assertTrue(c.closed)
+
     def test_silence_times_out_and_closes(self):
         def script(peer):
             peer.recv_request()
