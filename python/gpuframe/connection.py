@@ -220,8 +220,8 @@ class Connection:
                 wait_s = last_progress + self.timeout - time.monotonic()
                 if wait_s <= 0:
                     self._close(ClientTimeoutError(
-                        "no reply from the daemon for %g s with %d requests in flight; "
-                        "connection closed" % (self.timeout, len(self._fifo))))
+                        "the daemon sent and took nothing for %g s with %d requests in "
+                        "flight; connection closed" % (self.timeout, len(self._fifo))))
                     return
             ready = self._sel.select(wait_s)
             if not ready:

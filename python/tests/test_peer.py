@@ -266,7 +266,7 @@ class PeerTest(unittest.TestCase):
             peer.release.wait(10)
         peer, c = self.run_peer(script, timeout=0.2)
         with self.assertRaisesRegex(gpuframe.ClientTimeoutError,
-                                    "no reply from the daemon for 0.2 s with 1 requests"):
+                                    "the daemon sent and took nothing for 0.2 s with 1 requests"):
             c.stats()
         self.assertTrue(c.closed)
 
