@@ -49,9 +49,6 @@ ERROR_TEXT_MAX_BYTES = 256
 _HEADER = struct.Struct("<IBBHQIIQ")
 assert _HEADER.size == HEADER_BYTES
 
-_U32_MAX = 0xFFFFFFFF
-_U64_MAX = 0xFFFFFFFFFFFFFFFF
-
 
 class MsgType(enum.IntEnum):
     """The ``type`` byte of a header."""

@@ -5,9 +5,7 @@ the slots and the socket buffers, thousands of frames, the ERROR statuses a
 client can cause with their exact codes, STATS counters to the frame, and the
 TRACE document's shape."""
 
-import itertools
 import time
-import unittest
 
 import numpy as np
 

@@ -144,7 +144,7 @@ class PeerTest(unittest.TestCase):
 
     def test_reply_out_of_order_closes(self):
         def script(peer):
-            a = peer.recv_request()
+            peer.recv_request()
             b = peer.recv_request()
             peer.reply(MsgType.RESULT, b[0], b[2], b[3])
         peer, c = self.run_peer(script)
