@@ -36,6 +36,12 @@ __all__ = [
     "FrameTimeoutError",
     "InternalError",
     "RequestTimeoutError",
+    "UnknownRegionError",
+    "BadDescriptorError",
+    "BadRegionError",
+    "RegionLimitError",
+    "StrayFdError",
+    "TooManyConnectionsError",
     "UnknownStatusError",
     "status_error_class",
     "make_status_error",
@@ -202,6 +208,45 @@ class RequestTimeoutError(FatalStatusError):
     STATUS, NAME = 12, "request_timeout"
 
 
+class UnknownRegionError(StatusError):
+    """13 ``unknown_region``: a frame by reference or REGION_REMOVE named a
+    region this connection does not hold."""
+
+    STATUS, NAME = 13, "unknown_region"
+
+
+class BadDescriptorError(StatusError):
+    """14 ``bad_descriptor``: a frame by reference does not fit its region."""
+
+    STATUS, NAME = 14, "bad_descriptor"
+
+
+class BadRegionError(StatusError):
+    """15 ``bad_region``: REGION_ADD without a usable sealed memfd."""
+
+    STATUS, NAME = 15, "bad_region"
+
+
+class RegionLimitError(StatusError):
+    """16 ``region_limit``: REGION_ADD over max_regions or max_shm_bytes."""
+
+    STATUS, NAME = 16, "region_limit"
+
+
+class StrayFdError(FatalStatusError):
+    """17 ``stray_fd``: file descriptors came with another request than
+    REGION_ADD, several at once, or with truncated control data."""
+
+    STATUS, NAME = 17, "stray_fd"
+
+
+class TooManyConnectionsError(FatalStatusError):
+    """18 ``too_many_connections``: the daemon serves max_connections already,
+    or is out of file descriptors; it closed this connection at once."""
+
+    STATUS, NAME = 18, "too_many_connections"
+
+
 class UnknownStatusError(StatusError):
     """A status code missing from this package's table: a newer daemon failed
     that one frame (PROTOCOL.md, "Versioning").  ``status`` has the number."""
@@ -222,6 +267,12 @@ _BY_STATUS = {
         FrameTimeoutError,
         InternalError,
         RequestTimeoutError,
+        UnknownRegionError,
+        BadDescriptorError,
+        BadRegionError,
+        RegionLimitError,
+        StrayFdError,
+        TooManyConnectionsError,
     )
 }
 

@@ -59,6 +59,8 @@ class MsgType(enum.IntEnum):
     LIST = 4  #: both: empty request; JSON of the pipelines
     STATS = 5  #: both: empty request; JSON of the daemon's counters
     TRACE = 6  #: both: empty request (pipeline_id = most frames); JSON of stage times
+    REGION_ADD = 7  #: both, version 2: a memfd as SCM_RIGHTS; 16 bytes of region info
+    REGION_REMOVE = 8  #: both, version 2: pipeline_id = the region; empty reply
 
 
 #: The types a client accepts from the daemon.
@@ -83,6 +85,12 @@ class Status(enum.IntEnum):
     TIMEOUT = 10
     INTERNAL = 11
     REQUEST_TIMEOUT = 12
+    UNKNOWN_REGION = 13
+    BAD_DESCRIPTOR = 14
+    BAD_REGION = 15
+    REGION_LIMIT = 16
+    STRAY_FD = 17
+    TOO_MANY_CONNECTIONS = 18
 
 
 #: The codes after which the daemon always closes the connection.  ``bad_length``
@@ -96,6 +104,8 @@ FATAL_STATUSES = frozenset(
         Status.BAD_FLAGS,
         Status.TOO_LARGE,
         Status.REQUEST_TIMEOUT,
+        Status.STRAY_FD,
+        Status.TOO_MANY_CONNECTIONS,
     }
 )
 
