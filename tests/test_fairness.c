@@ -13,7 +13,11 @@
  * Every case checks the STATS counters that account for it.
  * The engine comes from GF_TEST_ENGINE (cpu or cuda).
  */
+#define _GNU_SOURCE /* prlimit */
 #include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <sys/resource.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +50,10 @@ static const char config_json[] =
  * STATS connection between requests. */
 static const char idle_json[] = "{\"slots\": 2, \"idle_timeout_ms\": 300,"
                                 " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
+
+/* Three connections at most, to reach the limit with few sockets. */
+static const char limits_json[] = "{\"slots\": 2, \"max_connections\": 3,"
+                                  " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 
 static gf_test_daemon daemon_;
 static const char *g_engine;
@@ -216,6 +224,73 @@ START_TEST(idle_connection_is_closed) {
 }
 END_TEST
 
+/* The refusal a connection past a limit gets: a fatal too_many_connections
+ * ERROR naming `words`, then the close. */
+static void expect_refused(int fd, const char *words) {
+    char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
+    gf_header r;
+    ck_assert_int_eq(
+        gf_test_raw_recv_reply(fd, &r, text, GF_ERROR_TEXT_MAX_BYTES, 5000, err, sizeof err), 0);
+    text[r.payload_bytes] = '\0';
+    ck_assert_uint_eq(r.type, GF_MSG_ERROR);
+    ck_assert_str_eq(gf_status_name(r.status), "too_many_connections");
+    ck_assert_msg(strstr(text, words) != NULL, "\"%s\" lacks \"%s\"", text, words);
+    ck_assert_int_eq(gf_test_raw_expect_close(fd, 5000, NULL), 0);
+    close(fd);
+}
+
+/* max_connections: one more is answered too_many_connections and closed;
+ * out of descriptors (RLIMIT_NOFILE lowered under the running daemon), the
+ * reserve fd answers the same instead of a silent close; both are counted,
+ * and the daemon serves again once connections go. */
+START_TEST(connection_limits_are_answered) {
+    start(limits_json);
+    gf_client *c = client();
+    char err[ERR_BYTES];
+    /* The start-up probe's close may still be on its way: one connection. */
+    ck_assert_msg(gf_test_wait_idle(c, 1, 5000, NULL, err, sizeof err) == 0, "%s", err);
+    gf_client *c2 = client(), *c3 = client();
+    ck_assert_uint_eq(stat(c3, "connections.open"), 3);
+    int fd = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_int_ge(fd, 0);
+    expect_refused(fd, "max_connections 3 reached");
+    ck_assert_uint_eq(stat(c, "connections.refused"), 1);
+    gf_client_close(c2);
+    gf_client_close(c3);
+    ck_assert_msg(gf_test_wait_idle(c, 1, 5000, NULL, err, sizeof err) == 0, "%s", err);
+    stat(c, "uptime_ns"); /* the closed sockets' fds go one loop turn later */
+
+    /* The daemon's current fds plus two: the second connection hits EMFILE. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)daemon_.pid);
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    rlim_t open_fds = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        open_fds += e->d_name[0] != '.';
+    closedir(d);
+    struct rlimit lim = {.rlim_cur = open_fds + 1, .rlim_max = 4096};
+    ck_assert_msg(prlimit(daemon_.pid, RLIMIT_NOFILE, &lim, NULL) == 0, "prlimit: %s",
+                  strerror(errno));
+    c3 = client(); /* takes the last fd */
+    ck_assert_uint_eq(stat(c3, "connections.open"), 2);
+    fd = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_int_ge(fd, 0);
+    expect_refused(fd, "out of file descriptors");
+    ck_assert_uint_eq(stat(c, "connections.refused"), 2);
+    ck_assert_uint_eq(stat(c, "rejected.too_many_connections"), 2);
+    /* After the limit is back, a new connection is served. */
+    lim.rlim_cur = 1024;
+    ck_assert_int_eq(prlimit(daemon_.pid, RLIMIT_NOFILE, &lim, NULL), 0);
+    gf_client_close(c3);
+    gf_client *c4 = client();
+    ck_assert_uint_lt(answered_after_ms(c4, 1), 5000);
+    gf_client_close(c4);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
 static Suite *fairness_suite(void) {
     Suite *s = suite_create("fairness");
     TCase *tc = tcase_create("fairness");
@@ -224,6 +299,7 @@ static Suite *fairness_suite(void) {
     tcase_add_test(tc, stalled_large_payloads_time_out);
     tcase_add_test(tc, client_that_never_reads_is_closed);
     tcase_add_test(tc, idle_connection_is_closed);
+    tcase_add_test(tc, connection_limits_are_answered);
     suite_add_tcase(s, tc);
     return s;
 }
