@@ -44,6 +44,8 @@ static void conn_settle(gf_conn *c);
 static void conn_update_reading(gf_conn *c);
 static void conn_track_request(gf_conn *c);
 static void conn_take_back_slot(gf_conn *c);
+static void conn_read(gf_conn *c);
+static void conn_read_some(gf_conn *c);
 static void on_io(uv_poll_t *h, int status, int events);
 
 /* ---- lifetime ------------------------------------------------------------------ */
@@ -117,6 +119,13 @@ void gf__conn_resume(gf_conn *c) {
     conn_process(c);
     conn_settle(c);
     conn_update_reading(c);
+    /* Stopping: read what the socket holds now rather than wait for an
+     * event that an idle client never causes; EAGAIN ends its input. */
+    if (c->srv->draining && c->reading && !c->input_drained && !c->in_read) {
+        conn_read(c);
+        conn_settle(c);
+        conn_update_reading(c);
+    }
     conn_track_request(c);
     conn_unref(c);
 }
@@ -413,13 +422,19 @@ static void request_done(gf_conn *c) {
     c->request_begun_ns = 0;
 }
 
+/* Part of a request is in: a payload arriving or being skipped, or bytes
+ * of a request buffered. */
+static int conn_request_begun(const gf_conn *c) {
+    return c->slot || c->decoder.skip_left || c->buf_end > c->buf_start;
+}
+
 /*
  * After reading and processing: a request is begun while any of it is
  * buffered, its payload is arriving or being skipped.  Waiting for a slot is
  * the daemon's doing, so it stops the clock.
  */
 static void conn_track_request(gf_conn *c) {
-    int begun = c->slot || c->decoder.skip_left || c->buf_end > c->buf_start;
+    int begun = conn_request_begun(c);
     if (!begun || c->waiting)
         c->request_begun_ns = 0;
     else if (!c->request_begun_ns)
@@ -550,10 +565,17 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
         return 0;
     gf_shm_frame desc;
     gf_region *region = NULL;
-    uint32_t status =
-        shm ? shm_check(c, h, c->buf + c->buf_start + req->bytes, &desc, &region, &out_bytes, why,
-                        sizeof why)
-            : frame_check(c, h->pipeline_id, h->payload_bytes, &out_bytes, why, sizeof why);
+    uint32_t status;
+    if (srv->draining) {
+        /* Stopping: every frame read gets an answer, none runs. */
+        gf_errorf(why, sizeof why, "the daemon is stopping; frame not run");
+        status = GF_ERR_SHUTTING_DOWN;
+    } else if (shm) {
+        status = shm_check(c, h, c->buf + c->buf_start + req->bytes, &desc, &region, &out_bytes,
+                           why, sizeof why);
+    } else {
+        status = frame_check(c, h->pipeline_id, h->payload_bytes, &out_bytes, why, sizeof why);
+    }
     if (status != GF_OK) {
         srv->stats.frames_received++;
         srv->stats.frames_failed++;
@@ -659,6 +681,12 @@ static void region_ready(gf_region *r, void *arg) {
  * The reply waits in the queue while the region is pinned off the loop. */
 static void region_add(gf_conn *c, const gf_header *h, int fd) {
     char why[GF_ERROR_TEXT_MAX_BYTES];
+    if (c->srv->draining) {
+        if (fd >= 0)
+            close(fd);
+        conn_reject_text(c, h, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new regions");
+        return;
+    }
     if (fd < 0) {
         conn_reject_text(c, h, GF_ERR_BAD_REGION,
                          "REGION_ADD came without a file descriptor: send the memfd as "
@@ -780,7 +808,7 @@ static void conn_process(gf_conn *c) {
         return;
     c->processing = 1;
     while (!c->closing && !c->fatal && !c->waiting && !c->slot &&
-           c->loose_replies < GF_CONN_MAX_LOOSE_REPLIES && !c->srv->draining) {
+           c->loose_replies < GF_CONN_MAX_LOOSE_REPLIES) {
         gf_request req;
         gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
         switch (req.kind) {
@@ -826,7 +854,10 @@ static void conn_update_reading(gf_conn *c) {
     if (c->closing)
         return;
     c->reading = !c->eof && !c->fatal && !c->waiting &&
-                 c->loose_replies < GF_CONN_MAX_LOOSE_REPLIES && (!c->srv->draining || c->slot);
+                 c->loose_replies < GF_CONN_MAX_LOOSE_REPLIES;
+    /* Stopping: a connection that reads nothing more has no input left. */
+    if (c->srv->draining && (c->eof || c->fatal) && !c->cutting)
+        c->input_drained = 1;
     conn_set_events(c);
 }
 
@@ -887,6 +918,11 @@ void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns) {
     const gf_config *cfg = c->srv->cfg;
     if (c->closing)
         return;
+    if (c->srv->draining && !c->input_drained &&
+        now_ns - c->last_input_ns > (uint64_t)GF_DRAIN_STALL_MS * 1000000u) {
+        gf__conn_input_drained(c);
+        return;
+    }
     if (c->request_begun_ns && !c->fatal &&
         now_ns - c->request_begun_ns > (uint64_t)cfg->request_timeout_ms * 1000000u) {
         conn_request_timed_out(c);
@@ -963,12 +999,54 @@ static void conn_received(gf_conn *c, size_t n, int fd, int bad) {
     conn_process(c);
 }
 
+/*
+ * Stopping, and the socket has nothing more to read: every request read in
+ * whole has been answered or queued.  What is begun and not complete (a
+ * payload arriving into a slot, a header in parts) is cut now rather than
+ * waited for: the slot's frame is answered shutting_down, and the
+ * connection closes once its replies are out.
+ */
+void gf__conn_input_drained(gf_conn *c) {
+    if (c->closing || c->input_drained || c->cutting)
+        return;
+    /* Until the cut frame's reply is queued, the server must not see this
+     * connection as done (taking the slot back checks for the drain's end). */
+    c->cutting = 1;
+    if (c->slot) {
+        gf_header h = {.version = c->slot->version,
+                       .type = GF_MSG_FRAME,
+                       .frame_id = c->slot->frame_id,
+                       .pipeline_id = c->slot->pipeline_id};
+        char text[GF_ERROR_TEXT_MAX_BYTES];
+        gf_errorf(text, sizeof text,
+                  "the daemon is stopping; frame cut after %llu of %llu payload bytes",
+                  (unsigned long long)(c->slot->in_bytes - c->decoder.payload_left),
+                  (unsigned long long)c->slot->in_bytes);
+        c->srv->stats.frames_failed++;
+        conn_take_back_slot(c);
+        conn_reject_text(c, &h, GF_ERR_SHUTTING_DOWN, text);
+    }
+    c->cutting = 0;
+    c->fatal = 1; /* read nothing more; close once the replies are out */
+    c->input_drained = 1;
+    conn_update_reading(c);
+    if (!c->closing && c->replies_unfinished == 0)
+        gf__conn_close(c);
+    gf__server_check_drained(c->srv);
+}
+
 /* Reads per readiness event at most: a connection that always has bytes
  * must not keep the loop from the others. */
 #define GF_READS_PER_EVENT 16
 
 /* Reads what the socket holds, with any memfd that came with it. */
 static void conn_read(gf_conn *c) {
+    c->in_read = 1;
+    conn_read_some(c);
+    c->in_read = 0;
+}
+
+static void conn_read_some(gf_conn *c) {
     for (int i = 0; i < GF_READS_PER_EVENT && c->reading && !c->closing; i++) {
         struct iovec iov;
         conn_read_target(c, &iov);
@@ -989,6 +1067,11 @@ static void conn_read(gf_conn *c) {
                 GF_LOG_INF("connection %llu: read failed (%s); closing",
                            (unsigned long long)c->id, strerror(errno));
                 gf__conn_close(c);
+            } else if (c->srv->draining && !conn_request_begun(c)) {
+                /* Nothing begun: the client's input is all answered.  A
+                 * begun request gets GF_DRAIN_STALL_MS to go on arriving
+                 * (gf__conn_check_deadlines). */
+                gf__conn_input_drained(c);
             }
             return;
         }
@@ -1029,7 +1112,7 @@ static void on_io(uv_poll_t *h, int status, int events) {
         c->write_blocked = 0;
         gf__conn_flush(c);
     }
-    if ((events & UV_READABLE) && c->reading && !c->closing)
+    if ((events & UV_READABLE) && c->reading && !c->closing && !c->in_read)
         conn_read(c);
     conn_settle(c);
     conn_update_reading(c);

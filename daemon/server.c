@@ -243,7 +243,7 @@ void gf__server_check_drained(gf_server *srv) {
     if (!srv->draining || srv->handles_closed || srv->slots_in_flight > 0)
         return;
     for (gf_conn *c = srv->conns; c; c = c->next)
-        if (c->replies_unfinished > 0 || c->slot)
+        if (c->replies_unfinished > 0 || c->slot || !c->input_drained)
             return;
     srv->handles_closed = 1;
     while (srv->conns)
@@ -278,11 +278,15 @@ void gf_server_shutdown(gf_server *srv) {
     gf__listener_close(srv);
     while (srv->waiting_head)
         gf__server_stop_waiting(srv, srv->waiting_head);
-    /* Stop reading: only payloads already begun are still taken in. */
+    /* Every connection reads what its socket holds and answers each frame
+     * shutting_down; what is begun and not complete then is cut (conn.c,
+     * gf__conn_input_drained). */
     for (gf_conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
         gf__conn_resume(c);
     }
+    /* Stalled requests must be cut within GF_DRAIN_STALL_MS: check often. */
+    uv_timer_start(&srv->watchdog, on_watchdog, GF_DRAIN_STALL_MS / 4, GF_DRAIN_STALL_MS / 4);
     uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
     gf__server_check_drained(srv);
 }

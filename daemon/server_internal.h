@@ -46,6 +46,10 @@
 #define GF_CONN_MAX_LOOSE_REPLIES 64
 /* Replies one uv_write may carry (two buffers each; far under IOV_MAX). */
 #define GF_WRITE_BATCH_MAX 64
+/* While stopping, a request begun but not complete is waited for this long
+ * after the client's last bytes, then cut: a client in the middle of a
+ * payload finishes it, a stalled one holds nothing up. */
+#define GF_DRAIN_STALL_MS 200
 /* Lines per second about connections refused or closed by a deadline: a
  * local client must not be able to flood the journal. */
 #define GF_CLOSE_LOG_PER_S 10
@@ -93,6 +97,9 @@ typedef struct gf_conn {
     unsigned write_blocked : 1; /* the socket was full: waiting for UV_WRITABLE */
     unsigned flushing : 1;      /* gf__conn_flush is on the stack               */
     unsigned processing : 1;    /* conn_process is on the stack                 */
+    unsigned input_drained : 1; /* stopping: read all there was, then cut the rest */
+    unsigned in_read : 1;       /* conn_read is on the stack                    */
+    unsigned cutting : 1;       /* gf__conn_input_drained is on the stack       */
     unsigned flush_again : 1;   /* a reply became ready meanwhile               */
     unsigned waiting : 1; /* on the server's slot-waiter queue            */
     unsigned eof : 1;     /* the client shut down its writing side        */
@@ -157,6 +164,9 @@ void gf__conn_flush(gf_conn *c);
  * replies or its silence outlasted request_timeout_ms, write_timeout_ms or
  * idle_timeout_ms (all at `now_ns`).  Each close is counted and logged. */
 void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns);
+
+/* Stopping: the connection's socket had nothing more to read (see conn.c). */
+void gf__conn_input_drained(gf_conn *c);
 
 /* Closes the connection; see conn.c for what happens to its frames. */
 void gf__conn_close(gf_conn *c);

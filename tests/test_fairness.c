@@ -17,7 +17,9 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,6 +293,74 @@ START_TEST(connection_limits_are_answered) {
 }
 END_TEST
 
+/* SIGTERM with one client stalled mid-payload and another with 30 frames
+ * queued: every frame the daemon read gets a reply (its result, or
+ * shutting_down), in order; the stalled one is cut, not waited for; the
+ * daemon exits 0 well before any deadline. */
+START_TEST(sigterm_answers_every_frame_and_cuts_stalls) {
+    enum { FRAMES = 30, BYTES = 4096 };
+    start(config_json);
+    int stalled = stall_mid_payload(77, LARGE_FRAME_BYTES, 1000);
+    int fd = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_int_ge(fd, 0);
+    static unsigned char batch[FRAMES * (GF_HEADER_BYTES + BYTES)];
+    for (unsigned i = 0; i < FRAMES; i++) {
+        unsigned char *p = batch + i * (GF_HEADER_BYTES + BYTES);
+        gf_header h = {.version = GF_PROTOCOL_VERSION,
+                       .type = GF_MSG_FRAME,
+                       .frame_id = i,
+                       .payload_bytes = BYTES};
+        gf_header_encode(&h, p);
+        memset(p + GF_HEADER_BYTES, (int)i, BYTES);
+    }
+    ck_assert_int_eq(gf_test_raw_send(fd, batch, sizeof batch), 0);
+    gf_client *c = client();
+    for (int i = 0; i < 400 && stat(c, "frames.received") < 2; i++)
+        gf_test_sleep_ms(5);
+    gf_client_close(c);
+
+    uint64_t t0 = gf_now_ms();
+    ck_assert_int_eq(gf_test_daemon_signal(&daemon_, SIGTERM), 0);
+    char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
+    static unsigned char payload[BYTES];
+    unsigned results = 0, refused = 0;
+    for (unsigned i = 0; i < FRAMES; i++) {
+        gf_header r;
+        ck_assert_msg(gf_test_raw_recv_reply(fd, &r, payload, BYTES, 5000, err, sizeof err) == 0,
+                      "frame %u: no reply: %s", i, err);
+        ck_assert_uint_eq(r.frame_id, i);
+        if (r.type == GF_MSG_RESULT) {
+            ck_assert_uint_eq(r.payload_bytes, BYTES);
+            for (unsigned k = 0; k < BYTES; k++)
+                ck_assert_uint_eq(payload[k], (unsigned char)i);
+            results++;
+        } else {
+            ck_assert_uint_eq(r.type, GF_MSG_ERROR);
+            ck_assert_str_eq(gf_status_name(r.status), "shutting_down");
+            refused++;
+        }
+    }
+    ck_assert_uint_eq(results + refused, FRAMES);
+    ck_assert_int_eq(gf_test_raw_expect_close(fd, 5000, NULL), 0);
+    close(fd);
+    gf_header r;
+    ck_assert_int_eq(
+        gf_test_raw_recv_reply(stalled, &r, text, GF_ERROR_TEXT_MAX_BYTES, 5000, err, sizeof err), 0);
+    text[r.payload_bytes] = '\0';
+    ck_assert_uint_eq(r.frame_id, 77);
+    ck_assert_str_eq(gf_status_name(r.status), "shutting_down");
+    ck_assert_msg(strstr(text, "cut after 1000 of 1048576") != NULL, "text: %s", text);
+    ck_assert_int_eq(gf_test_raw_expect_close(stalled, 5000, NULL), 0);
+    close(stalled);
+    int status = 0;
+    ck_assert_int_eq(gf_test_daemon_wait(&daemon_, 5000, &status), 0);
+    uint64_t ms = gf_now_ms() - t0;
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
+    ck_assert_msg(ms < 2000, "the stop took %" PRIu64 " ms", ms);
+    gf_test_daemon_cleanup(&daemon_);
+}
+END_TEST
+
 static Suite *fairness_suite(void) {
     Suite *s = suite_create("fairness");
     TCase *tc = tcase_create("fairness");
@@ -300,6 +370,7 @@ static Suite *fairness_suite(void) {
     tcase_add_test(tc, client_that_never_reads_is_closed);
     tcase_add_test(tc, idle_connection_is_closed);
     tcase_add_test(tc, connection_limits_are_answered);
+    tcase_add_test(tc, sigterm_answers_every_frame_and_cuts_stalls);
     suite_add_tcase(s, tc);
     return s;
 }

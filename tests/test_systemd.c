@@ -832,11 +832,14 @@ END_TEST
  * says so with the count, and exits 1. */
 START_TEST(drain_timeout_abandons_and_exits_nonzero) {
     gf_test_daemon d;
-    enum { BYTES = 65536 };
+    /* A result far larger than the socket's buffers: unread, it blocks. */
+    enum { BYTES = 1 << 20 };
     static unsigned char payload[BYTES];
 
     prepare(&d, "2.0", "0.5", 2, SHORT_DRAIN_MS);
     start_plain(&d, 0);
+    /* A client that sends a frame and never reads its result: the drain
+     * waits for that reply (write_timeout_ms is 10 s) until drain_timeout_ms. */
     int fd = gf_test_raw_connect(d.socket_path);
     ck_assert_int_ge(fd, 0);
     gf_header h = {.version = GF_PROTOCOL_VERSION,
@@ -846,7 +849,7 @@ START_TEST(drain_timeout_abandons_and_exits_nonzero) {
                    .payload_bytes = BYTES};
     memset(payload, 0x5a, sizeof payload);
     ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-    ck_assert_int_eq(gf_test_raw_send(fd, payload, BYTES / 2), 0);
+    ck_assert_int_eq(gf_test_raw_send(fd, payload, BYTES), 0);
     gf_client *probe = connect_to(d.socket_path);
     uint64_t received = 0;
     for (int tries = 0; tries < WAIT_MS / 5 && received == 0; tries++) {
@@ -856,6 +859,7 @@ START_TEST(drain_timeout_abandons_and_exits_nonzero) {
     }
     gf_client_close(probe);
     ck_assert_uint_eq(received, 1);
+    gf_test_sleep_ms(200); /* its result is computed and stuck in the socket */
 
     uint64_t t0 = gf_now_ms();
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
