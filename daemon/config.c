@@ -60,6 +60,7 @@
 
 enum top_key {
     K_SOCKET,
+    K_SOCKET_MODE,
     K_ENGINE,
     K_SLOTS,
     K_MAX_FRAME_BYTES,
@@ -97,6 +98,9 @@ static const gf_config_key config_keys[K_COUNT_] = {
     [K_SOCKET] = {"socket", GF_CONFIG_PATH, FIELD(socket_path), 1, GF_SOCKET_PATH_MAX - 1, 0,
                   GF_SOCKET_PATH_DEFAULT, NULL, 0, GF_RELOAD_NEEDS_RESTART,
                   "Path of the Unix socket the daemon listens on."},
+    [K_SOCKET_MODE] = {"socket_mode", GF_CONFIG_MODE, FIELD(socket_mode), 0, 0777, 0660, NULL,
+                       NULL, 0, GF_RELOAD_NEEDS_RESTART,
+                       "Permission bits of the socket the daemon binds (octal string)."},
     [K_ENGINE] = {"engine", GF_CONFIG_CHOICE, FIELD(engine), 0, 0, GF_ENGINE_AUTO, NULL,
                   CHOICES(engine_names), GF_RELOAD_NEEDS_RESTART,
                   "Which engine runs the pipelines; auto prefers cuda."},
@@ -183,7 +187,8 @@ uint64_t gf__config_field_get(const gf_config *cfg, const gf_config_key *k) {
         memcpy(&i, field, sizeof i);
         return (uint64_t)i;
     }
-    assert(k->type == GF_CONFIG_INTEGER && (k->size == sizeof u32 || k->size == sizeof u64));
+    assert((k->type == GF_CONFIG_INTEGER || k->type == GF_CONFIG_MODE) &&
+           (k->size == sizeof u32 || k->size == sizeof u64));
     if (k->size == sizeof u32) {
         memcpy(&u32, field, sizeof u32);
         return u32;
@@ -249,6 +254,23 @@ int gf_log_level_parse(const char *s, enum gf_log_level *out) {
 
 /* ---- reading values: from the file and from the command line ------------------ */
 
+/* Parses octal permission bits ("0660", "660") of at most `max`. */
+static int parse_mode(const char *s, double max, uint64_t *out) {
+    uint64_t v = 0;
+    size_t n = strlen(s);
+    if (n == 0 || n > 4)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '7')
+            return -1;
+        v = v * 8 + (uint64_t)(s[i] - '0');
+    }
+    if ((double)v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 /* Reads key `k` (not the pipelines) from the JSON value `v` into `cfg`.
  * Returns 0, or -1 with "<key>: expected ..., got ..." reported. */
 static int read_key(const gf_config_key *k, const cJSON *v, gf_config *cfg, gf_problems *pr) {
@@ -288,6 +310,18 @@ static int read_key(const gf_config_key *k, const cJSON *v, gf_config *cfg, gf_p
             gf_json_describe(v, got, sizeof got);
         gf_problem(pr, "%s: expected a path of %.0f to %.0f bytes, got %s", k->key, k->min, k->max,
                    got);
+        return -1;
+    }
+    case GF_CONFIG_MODE: {
+        uint64_t mode;
+        if (cJSON_IsString(v) && parse_mode(v->valuestring, k->max, &mode) == 0) {
+            field_set(cfg, k, mode);
+            return 0;
+        }
+        gf_json_describe(v, got, sizeof got);
+        gf_problem(pr, "%s: expected permission bits as an octal string up to \"%04o\", such as "
+                       "\"0660\", got %s",
+                   k->key, (unsigned)k->max, got);
         return -1;
     }
     case GF_CONFIG_PIPELINES: break;
@@ -359,6 +393,13 @@ int gf_config_override(gf_config_overrides *flags, const char *key, const char *
             return -1;
         }
         gf_errorf((char *)&flags->values + k->offset, k->size, "%s", text);
+        break;
+    case GF_CONFIG_MODE:
+        if (parse_mode(text, k->max, &v) < 0) {
+            gf_errorf(err, err_len, "expected octal permission bits up to %04o, got '%s'",
+                      (unsigned)k->max, text);
+            return -1;
+        }
         break;
     case GF_CONFIG_PIPELINES: return -1;
     }

@@ -35,6 +35,7 @@ enum gf_completion_mode {
 
 typedef struct gf_config {
     char socket_path[GF_SOCKET_PATH_MAX]; /* where the daemon listens          */
+    uint32_t socket_mode;                 /* its permission bits, e.g. 0660    */
     enum gf_engine_choice engine;         /* auto | cuda | cpu                 */
     uint32_t slot_count;                  /* frames in flight at once          */
     uint64_t max_frame_bytes;             /* largest FRAME payload accepted    */
@@ -62,6 +63,8 @@ enum gf_config_type {
     GF_CONFIG_BOOL,      /* true or false; an int field, 0 or 1                         */
     GF_CONFIG_PATH,      /* a string of min to max bytes; a char[size] field            */
     GF_CONFIG_CHOICE,    /* one of choices[]; an enum field holding the index           */
+    GF_CONFIG_MODE,      /* file permission bits as an octal string ("0660"), at most
+                            max; a uint32_t field                                     */
     GF_CONFIG_PIPELINES, /* the pipelines array, read by its own code                   */
 };
 

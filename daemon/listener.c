@@ -30,9 +30,6 @@
 /* Connections accepted per readiness event, so a flood of connects cannot
  * keep the loop from the clients already connected. */
 #define GF_ACCEPTS_PER_EVENT 64
-/* Who may connect to a socket the daemon binds itself: owner and group
- * (the unit's SocketMode= says the same for a socket systemd binds). */
-#define GF_SOCKET_MODE 0660
 
 /* Answers a connection we will not serve with an ERROR of `status` and
  * closes it; never blocks (the reply is 32 bytes plus a line). */
@@ -113,9 +110,10 @@ static int socket_is_live(const char *path) {
     return live;
 }
 
-/* A socket bound at `path` with mode GF_SOCKET_MODE; a stale socket file
- * nobody listens on is replaced.  Returns the fd or a negative errno. */
-static int bind_path(const char *path) {
+/* A socket bound at `path` with permission bits `mode` (socket_mode: who may
+ * connect, whatever the umask); a stale socket file nobody listens on is
+ * replaced.  Returns the fd or a negative errno. */
+static int bind_path(const char *path, mode_t mode) {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path) {
         GF_LOG_ERR("socket %s: the path is longer than %zu bytes", path, sizeof sa.sun_path - 1);
@@ -126,7 +124,7 @@ static int bind_path(const char *path) {
     if (fd < 0)
         return -errno;
     /* bind() creates the file with the umask's mode: create it closed to
-     * everyone, then open it up exactly as far as GF_SOCKET_MODE says. */
+     * everyone, then open it up exactly as far as `mode` says. */
     mode_t old = umask(0177);
     int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
     if (rc < 0 && errno == EADDRINUSE) {
@@ -139,7 +137,7 @@ static int bind_path(const char *path) {
         }
     }
     umask(old);
-    if (rc < 0 || chmod(path, GF_SOCKET_MODE) < 0) {
+    if (rc < 0 || chmod(path, mode) < 0) {
         rc = -errno;
         close(fd);
         return rc;
@@ -177,7 +175,7 @@ static void explain_bind_error(const char *path, int err) {
 int gf__listener_open(gf_server *srv, int fd, const char *path) {
     int rc = 0, owned = fd < 0;
     if (owned) {
-        fd = bind_path(path);
+        fd = bind_path(path, (mode_t)srv->cfg->socket_mode);
         if (fd < 0) {
             explain_bind_error(path, -fd);
             return fd;

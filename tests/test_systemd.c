@@ -1030,6 +1030,48 @@ START_TEST(socket_in_missing_directory) {
 }
 END_TEST
 
+/* The socket's mode is socket_mode, whatever the umask: 0660 by default,
+ * what the configuration says otherwise; a bad value names the key. */
+START_TEST(socket_mode_is_set_not_inherited) {
+    static const struct {
+        const char *json_value; /* NULL: the default */
+        unsigned mode;
+    } cases[] = {{NULL, 0660}, {"\"0600\"", 0600}, {"\"755\"", 0755}};
+    mode_t old = umask(0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char config[512], err[ERR_BYTES];
+        snprintf(config, sizeof config,
+                 "{%s%s%s \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}",
+                 cases[i].json_value ? "\"socket_mode\": " : "",
+                 cases[i].json_value ? cases[i].json_value : "", cases[i].json_value ? "," : "");
+        gf_test_daemon d;
+        ck_assert_msg(gf_test_daemon_start(&d, config, g_engine, err, sizeof err) == 0, "%s", err);
+        struct stat st;
+        ck_assert_int_eq(stat(d.socket_path, &st), 0);
+        ck_assert_msg((st.st_mode & 0777) == cases[i].mode, "mode %04o, expected %04o",
+                      (unsigned)(st.st_mode & 0777), cases[i].mode);
+        int status = 0;
+        ck_assert_int_eq(gf_test_daemon_stop(&d, &status), 0);
+        gf_test_daemon_cleanup(&d);
+    }
+    umask(old);
+    char dir[GF_TEST_DIR_MAX], bad[GF_TEST_PATH_MAX + 16];
+    char *out;
+    ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
+    snprintf(bad, sizeof bad, "%s/bad.json", dir);
+    ck_assert_int_eq(gf_test_write_file(bad, "{\"socket_mode\": \"0989\", \"pipelines\": "
+                                             "[{\"name\": \"e\", \"kind\": \"echo\"}]}"),
+                     0);
+    char *args[] = {"--check-config", bad, NULL};
+    ck_assert_int_eq(run_daemon(dir, args, &out), 2);
+    ck_assert_msg(strstr(out, "socket_mode: expected permission bits as an octal string") != NULL,
+                  "%s", out);
+    free(out);
+    unlink(bad);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(check_config_good_and_bad) {
     char dir[GF_TEST_DIR_MAX], bad[GF_TEST_PATH_MAX], sock[GF_TEST_PATH_MAX], want[512];
     const char *good = GF_TEST_CONFIG_DIR "/gpuframed.json";
@@ -1131,7 +1173,7 @@ START_TEST(parse_all_and_describe_changes) {
                      -1);
     ck_assert_uint_eq(count, 4);
     ck_assert_str_eq(errs,
-                     "x: unknown key (known keys: socket, engine, slots, max_frame_bytes, "
+                     "x: unknown key (known keys: socket, socket_mode, engine, slots, max_frame_bytes, "
                      "frame_timeout_ms, request_timeout_ms, write_timeout_ms, idle_timeout_ms, "
                      "log_level, drain_timeout_ms, max_pinned_bytes, "
                      "timing_events, timing_sample_every, completion, trace_frames, "
@@ -1358,6 +1400,7 @@ static Suite *systemd_suite(void) {
     tc = tcase("cli");
     tcase_add_test(tc, check_config_good_and_bad);
     tcase_add_test(tc, socket_in_missing_directory);
+    tcase_add_test(tc, socket_mode_is_set_not_inherited);
     tcase_add_test(tc, help_is_man_style);
     tcase_add_test(tc, parse_all_and_describe_changes);
     suite_add_tcase(s, tc);
