@@ -61,6 +61,7 @@
 enum top_key {
     K_SOCKET,
     K_SOCKET_MODE,
+    K_ALLOW,
     K_ENGINE,
     K_SLOTS,
     K_MAX_FRAME_BYTES,
@@ -101,6 +102,8 @@ static const gf_config_key config_keys[K_COUNT_] = {
     [K_SOCKET_MODE] = {"socket_mode", GF_CONFIG_MODE, FIELD(socket_mode), 0, 0777, 0660, NULL,
                        NULL, 0, GF_RELOAD_NEEDS_RESTART,
                        "Permission bits of the socket the daemon binds (octal string)."},
+    [K_ALLOW] = {"allow", GF_CONFIG_ALLOW, FIELD(allow), 0, 0, 0, NULL, NULL, 0,
+                 GF_RELOAD_APPLIES, "Users, groups, uids and gids that may connect; absent: all."},
     [K_ENGINE] = {"engine", GF_CONFIG_CHOICE, FIELD(engine), 0, 0, GF_ENGINE_AUTO, NULL,
                   CHOICES(engine_names), GF_RELOAD_NEEDS_RESTART,
                   "Which engine runs the pipelines; auto prefers cuda."},
@@ -223,7 +226,7 @@ static void set_defaults(gf_config *cfg) {
         const gf_config_key *k = &config_keys[i];
         if (k->type == GF_CONFIG_PATH)
             gf_errorf((char *)cfg + k->offset, k->size, "%s", k->default_text);
-        else if (k->type != GF_CONFIG_PIPELINES)
+        else if (k->type != GF_CONFIG_PIPELINES && k->type != GF_CONFIG_ALLOW)
             field_set(cfg, k, (uint64_t)k->default_value);
     }
 }
@@ -324,6 +327,7 @@ static int read_key(const gf_config_key *k, const cJSON *v, gf_config *cfg, gf_p
                    k->key, (unsigned)k->max, got);
         return -1;
     }
+    case GF_CONFIG_ALLOW: return gf__config_read_allow(v, &cfg->allow, pr);
     case GF_CONFIG_PIPELINES: break;
     }
     assert(0 && "the pipelines are read by gf__config_parse_pipelines");
@@ -365,7 +369,7 @@ int gf_config_override(gf_config_overrides *flags, const char *key, const char *
     uint64_t v = 0;
     int i;
 
-    if (k == NULL || k->type == GF_CONFIG_PIPELINES) {
+    if (k == NULL || k->type == GF_CONFIG_PIPELINES || k->type == GF_CONFIG_ALLOW) {
         gf_errorf(err, err_len, "%s cannot be set from the command line", key);
         return -1;
     }
@@ -401,6 +405,7 @@ int gf_config_override(gf_config_overrides *flags, const char *key, const char *
             return -1;
         }
         break;
+    case GF_CONFIG_ALLOW:
     case GF_CONFIG_PIPELINES: return -1;
     }
     if (k->type != GF_CONFIG_PATH)

@@ -33,9 +33,25 @@ enum gf_completion_mode {
                                 core busy while frames are in flight                 */
 };
 
+/* Ids that "allow" lets connect, resolved from names at load; a connection
+ * is allowed when its uid or one of its groups is listed (config_allow.c). */
+#define GF_ALLOW_MAX 32
+typedef struct gf_allow {
+    int set; /* 0: everyone the socket's mode lets in */
+    uint32_t uid_count, gid_count;
+    uint32_t uids[GF_ALLOW_MAX], gids[GF_ALLOW_MAX];
+} gf_allow;
+
+/* Nonzero when `a` lets in a peer of `uid` in the groups gids[gid_count]. */
+int gf_allow_permits(const gf_allow *a, uint32_t uid, const uint32_t *gids, size_t gid_count);
+
+/* "uid 1000, gid 44", or "everyone", for logs. */
+void gf_allow_describe(const gf_allow *a, char *buf, size_t len);
+
 typedef struct gf_config {
     char socket_path[GF_SOCKET_PATH_MAX]; /* where the daemon listens          */
     uint32_t socket_mode;                 /* its permission bits, e.g. 0660    */
+    gf_allow allow;                       /* who may connect                   */
     enum gf_engine_choice engine;         /* auto | cuda | cpu                 */
     uint32_t slot_count;                  /* frames in flight at once          */
     uint64_t max_frame_bytes;             /* largest FRAME payload accepted    */
@@ -65,6 +81,7 @@ enum gf_config_type {
     GF_CONFIG_CHOICE,    /* one of choices[]; an enum field holding the index           */
     GF_CONFIG_MODE,      /* file permission bits as an octal string ("0660"), at most
                             max; a uint32_t field                                     */
+    GF_CONFIG_ALLOW,     /* the "allow" object of users, groups, uids, gids; a gf_allow */
     GF_CONFIG_PIPELINES, /* the pipelines array, read by its own code                   */
 };
 

@@ -21,6 +21,8 @@
 static int field_differs(const gf_config *a, const gf_config *b, const gf_config_key *k) {
     if (k->type == GF_CONFIG_PATH)
         return strcmp((const char *)a + k->offset, (const char *)b + k->offset) != 0;
+    if (k->type == GF_CONFIG_ALLOW)
+        return memcmp(&a->allow, &b->allow, sizeof a->allow) != 0;
     return gf__config_field_get(a, k) != gf__config_field_get(b, k);
 }
 
@@ -30,6 +32,10 @@ static void field_text(const gf_config *cfg, const gf_config_key *k, char *buf, 
 
     if (k->type == GF_CONFIG_PATH) {
         gf_errorf(buf, len, "%s", (const char *)cfg + k->offset);
+        return;
+    }
+    if (k->type == GF_CONFIG_ALLOW) {
+        gf_allow_describe(&cfg->allow, buf, len);
         return;
     }
     v = gf__config_field_get(cfg, k);

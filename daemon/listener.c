@@ -64,6 +64,26 @@ static void refuse_with_reserve(gf_server *srv, int err) {
     srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
+/* Groups of a peer we look at: far more than anyone is in. */
+#define GF_PEER_GROUPS_MAX 256
+
+/* Whether the configuration's "allow" lets the peer of `fd` in: its uid, its
+ * primary group, or one of its supplementary groups (SO_PEERGROUPS). */
+static int peer_allowed(const gf_server *srv, int fd, const struct ucred *cred) {
+    const gf_allow *a = &srv->cfg->allow;
+    if (!a->set)
+        return 1;
+    uint32_t gids[GF_PEER_GROUPS_MAX + 1];
+    size_t n = 0;
+    gids[n++] = (uint32_t)cred->gid;
+    gid_t groups[GF_PEER_GROUPS_MAX];
+    socklen_t len = sizeof groups;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0)
+        for (size_t i = 0; i < len / sizeof groups[0]; i++)
+            gids[n++] = (uint32_t)groups[i];
+    return gf_allow_permits(a, (uint32_t)cred->uid, gids, n);
+}
+
 static void on_listen(uv_poll_t *h, int status, int events) {
     gf_server *srv = h->data;
     (void)events;
@@ -86,6 +106,15 @@ static void on_listen(uv_poll_t *h, int status, int events) {
         socklen_t cred_len = sizeof cred;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) < 0)
             GF_LOG_WRN("accept: SO_PEERCRED: %s", strerror(errno));
+        if (!peer_allowed(srv, fd, &cred)) {
+            char text[GF_ERROR_TEXT_MAX_BYTES];
+            gf_errorf(text, sizeof text,
+                      "uid %u gid %u (pid %u) is not allowed to connect (the configuration's "
+                      "\"allow\")",
+                      (unsigned)cred.uid, (unsigned)cred.gid, (unsigned)cred.pid);
+            refuse(srv, fd, GF_ERR_FORBIDDEN, text);
+            continue;
+        }
         if (srv->stats.connections_open >= srv->cfg->max_connections) {
             char text[GF_ERROR_TEXT_MAX_BYTES];
             gf_errorf(text, sizeof text,

@@ -239,6 +239,7 @@ static const char *const status_names[GF_STATUS_COUNT_] = {
     [GF_ERR_REGION_LIMIT] = "region_limit",
     [GF_ERR_STRAY_FD] = "stray_fd",
     [GF_ERR_TOO_MANY_CONNECTIONS] = "too_many_connections",
+    [GF_ERR_FORBIDDEN] = "forbidden",
 };
 
 const char *gf_status_name(uint32_t status) {
@@ -250,7 +251,7 @@ const char *gf_status_name(uint32_t status) {
 int gf_status_is_fatal(uint32_t status) {
     return (status >= GF_ERR_BAD_MAGIC && status <= GF_ERR_TOO_LARGE) ||
            status == GF_ERR_REQUEST_TIMEOUT || status == GF_ERR_STRAY_FD ||
-           status == GF_ERR_TOO_MANY_CONNECTIONS;
+           status == GF_ERR_TOO_MANY_CONNECTIONS || status == GF_ERR_FORBIDDEN;
 }
 
 const char *gf_msg_type_name(uint32_t type) {

@@ -86,7 +86,8 @@ enum gf_status {
     GF_ERR_STRAY_FD = 17,        /* fatal: fds sent with another request, several
                                     at once, or with truncated control data        */
     GF_ERR_TOO_MANY_CONNECTIONS = 18, /* fatal: max_connections or fds exhausted     */
-    GF_STATUS_COUNT_ = 19
+    GF_ERR_FORBIDDEN = 19,       /* fatal: the peer's uid/gids are not allowed       */
+    GF_STATUS_COUNT_ = 20
 };
 
 /* One decoded header.  Field meanings as in the table at the top. */
@@ -206,7 +207,8 @@ const char *gf_status_name(uint32_t status);
 
 /*
  * Nonzero for the codes after which the daemon always closes the connection
- * (BAD_MAGIC .. TOO_LARGE, REQUEST_TIMEOUT, STRAY_FD, TOO_MANY_CONNECTIONS).  BAD_LENGTH is not among them: see
+ * (BAD_MAGIC .. TOO_LARGE, REQUEST_TIMEOUT, STRAY_FD, TOO_MANY_CONNECTIONS,
+ * FORBIDDEN).  BAD_LENGTH is not among them: see
  * gf_header_parse for the one case where it, too, ends the connection.
  */
 int gf_status_is_fatal(uint32_t status);

@@ -276,8 +276,19 @@ struct bad_config {
 
 static const struct bad_config bad_configs[] = {
     /* structure and syntax */
-    {"{\"slot\": 2, " ECHO_PIPELINES "}", "slot: unknown key (known keys: socket, socket_mode, engine, "},
+    {"{\"slot\": 2, " ECHO_PIPELINES "}", "slot: unknown key (known keys: socket, socket_mode, allow, engine, "},
     {"{\"slots\": 2, \"slots\": 3, " ECHO_PIPELINES "}", "slots: duplicate key"},
+    /* allow: names resolved at load, ids checked */
+    {"{\"allow\": {\"users\": [\"no-such-user-gf\"]}, " ECHO_PIPELINES "}",
+     "allow.users[0]: no user named \"no-such-user-gf\" on this system"},
+    {"{\"allow\": {\"groups\": [\"no-such-group-gf\"]}, " ECHO_PIPELINES "}",
+     "allow.groups[0]: no group named \"no-such-group-gf\" on this system"},
+    {"{\"allow\": {\"uids\": [-1]}, " ECHO_PIPELINES "}", "allow.uids[0]: expected an integer"},
+    {"{\"allow\": {\"gid\": [1]}, " ECHO_PIPELINES "}", "allow.gid: unknown key"},
+    {"{\"allow\": [1], " ECHO_PIPELINES "}", "allow: expected an object"},
+    {"{\"allow\": {\"uids\": 5}, " ECHO_PIPELINES "}", "allow.uids: expected an array"},
+    {"{\"socket_mode\": \"0660x\", " ECHO_PIPELINES "}", "socket_mode: expected permission bits"},
+    {"{\"socket_mode\": 432, " ECHO_PIPELINES "}", "socket_mode: expected permission bits"},
     {"[1, 2]", "config: expected a JSON object, got an array of 2 elements"},
     {"{}", "pipelines: missing"},
     {"{\"pipelines\": []}", "pipelines: expected a non-empty array of pipeline objects, got an "

@@ -17,6 +17,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -361,6 +362,55 @@ START_TEST(sigterm_answers_every_frame_and_cuts_stalls) {
 }
 END_TEST
 
+/* "allow": a peer not listed is answered forbidden and closed before any
+ * request is read; listed by uid, by group or by user name, it is served. */
+START_TEST(allow_rules_refuse_and_admit) {
+    char json[512];
+    struct passwd *pw = getpwuid(getuid());
+    ck_assert_ptr_nonnull(pw);
+    const char *rules[] = {"{\"uids\": [4242424], \"gids\": [4242424]}", NULL, NULL, NULL};
+    char by_uid[64], by_gid[64], by_name[160];
+    snprintf(by_uid, sizeof by_uid, "{\"uids\": [4242424, %u]}", (unsigned)getuid());
+    snprintf(by_gid, sizeof by_gid, "{\"gids\": [%u]}", (unsigned)getgid());
+    snprintf(by_name, sizeof by_name, "{\"users\": [\"%s\"]}", pw->pw_name);
+    rules[1] = by_uid;
+    rules[2] = by_gid;
+    rules[3] = by_name;
+    for (int i = 0; i < 4; i++) {
+        snprintf(json, sizeof json,
+                 "{\"slots\": 2, \"allow\": %s, \"pipelines\": [{\"name\": \"echo\", "
+                 "\"kind\": \"echo\"}]}",
+                 rules[i]);
+        start(json);
+        int fd = gf_test_raw_connect(daemon_.socket_path);
+        ck_assert_int_ge(fd, 0);
+        if (i == 0) {
+            char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
+            gf_header r;
+            ck_assert_int_eq(
+                gf_test_raw_recv_reply(fd, &r, text, GF_ERROR_TEXT_MAX_BYTES, 5000, err, sizeof err),
+                0);
+            text[r.payload_bytes] = '\0';
+            ck_assert_str_eq(gf_status_name(r.status), "forbidden");
+            ck_assert_msg(strstr(text, "is not allowed to connect") != NULL, "%s", text);
+            ck_assert_int_eq(gf_test_raw_expect_close(fd, 5000, NULL), 0);
+        } else {
+            gf_header h = {.version = GF_PROTOCOL_VERSION, .type = GF_MSG_STATS, .frame_id = 1};
+            char err[ERR_BYTES];
+            static char doc[1 << 16];
+            gf_header r;
+            ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+            ck_assert_msg(
+                gf_test_raw_recv_reply(fd, &r, doc, sizeof doc - 1, 5000, err, sizeof err) == 0,
+                "rule %d: %s", i, err);
+            ck_assert_uint_eq(r.type, GF_MSG_STATS);
+        }
+        close(fd);
+        stop();
+    }
+}
+END_TEST
+
 static Suite *fairness_suite(void) {
     Suite *s = suite_create("fairness");
     TCase *tc = tcase_create("fairness");
@@ -370,6 +420,7 @@ static Suite *fairness_suite(void) {
     tcase_add_test(tc, client_that_never_reads_is_closed);
     tcase_add_test(tc, idle_connection_is_closed);
     tcase_add_test(tc, connection_limits_are_answered);
+    tcase_add_test(tc, allow_rules_refuse_and_admit);
     tcase_add_test(tc, sigterm_answers_every_frame_and_cuts_stalls);
     suite_add_tcase(s, tc);
     return s;

@@ -644,7 +644,7 @@ START_TEST(status_names) {
         "bad_flags", "too_large",     "unknown_pipeline", "bad_length",
         "engine",    "shutting_down", "timeout",          "internal",
         "request_timeout", "unknown_region", "bad_descriptor", "bad_region",
-        "region_limit", "stray_fd", "too_many_connections",
+        "region_limit", "stray_fd", "too_many_connections", "forbidden",
     };
 
     ck_assert_uint_eq(sizeof want / sizeof want[0], GF_STATUS_COUNT_);
@@ -676,7 +676,7 @@ END_TEST
 
 START_TEST(fatal_set) {
     for (uint32_t s = 0; s < 64; s++)
-        ck_assert_int_eq(gf_status_is_fatal(s) != 0, (s >= 1 && s <= 5) || s == 12 || (s >= 17 && s <= 18));
+        ck_assert_int_eq(gf_status_is_fatal(s) != 0, (s >= 1 && s <= 5) || s == 12 || (s >= 17 && s <= 19));
     ck_assert(gf_status_is_fatal(GF_ERR_BAD_MAGIC));
     ck_assert(gf_status_is_fatal(GF_ERR_TOO_LARGE));
     ck_assert(!gf_status_is_fatal(GF_OK));

@@ -1173,7 +1173,7 @@ START_TEST(parse_all_and_describe_changes) {
                      -1);
     ck_assert_uint_eq(count, 4);
     ck_assert_str_eq(errs,
-                     "x: unknown key (known keys: socket, socket_mode, engine, slots, max_frame_bytes, "
+                     "x: unknown key (known keys: socket, socket_mode, allow, engine, slots, max_frame_bytes, "
                      "frame_timeout_ms, request_timeout_ms, write_timeout_ms, idle_timeout_ms, "
                      "log_level, drain_timeout_ms, max_pinned_bytes, "
                      "timing_events, timing_sample_every, completion, trace_frames, "

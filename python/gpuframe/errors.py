@@ -42,6 +42,7 @@ __all__ = [
     "RegionLimitError",
     "StrayFdError",
     "TooManyConnectionsError",
+    "ForbiddenError",
     "UnknownStatusError",
     "status_error_class",
     "make_status_error",
@@ -247,6 +248,13 @@ class TooManyConnectionsError(FatalStatusError):
     STATUS, NAME = 18, "too_many_connections"
 
 
+class ForbiddenError(FatalStatusError):
+    """19 ``forbidden``: the daemon's allow rules do not list this user or its
+    groups; it closed the connection at once."""
+
+    STATUS, NAME = 19, "forbidden"
+
+
 class UnknownStatusError(StatusError):
     """A status code missing from this package's table: a newer daemon failed
     that one frame (PROTOCOL.md, "Versioning").  ``status`` has the number."""
@@ -273,6 +281,7 @@ _BY_STATUS = {
         RegionLimitError,
         StrayFdError,
         TooManyConnectionsError,
+        ForbiddenError,
     )
 }
 

@@ -91,6 +91,7 @@ class Status(enum.IntEnum):
     REGION_LIMIT = 16
     STRAY_FD = 17
     TOO_MANY_CONNECTIONS = 18
+    FORBIDDEN = 19
 
 
 #: The codes after which the daemon always closes the connection.  ``bad_length``
@@ -106,6 +107,7 @@ FATAL_STATUSES = frozenset(
         Status.REQUEST_TIMEOUT,
         Status.STRAY_FD,
         Status.TOO_MANY_CONNECTIONS,
+        Status.FORBIDDEN,
     }
 )
 

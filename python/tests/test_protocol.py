@@ -104,7 +104,7 @@ class TablesTest(unittest.TestCase):
         }
 
     def test_the_document_was_read(self):
-        self.assertEqual(len(self.statuses), 19)
+        self.assertEqual(len(self.statuses), 20)
         self.assertEqual(len(self.types), 8)
 
     def test_every_status_code_and_name(self):
@@ -112,7 +112,7 @@ class TablesTest(unittest.TestCase):
                          {code: name for code, (name, _) in self.statuses.items()})
         for code, (name, _) in self.statuses.items():
             self.assertEqual(protocol.status_name(code), name)
-        self.assertEqual(protocol.status_name(19), "unknown")
+        self.assertEqual(protocol.status_name(20), "unknown")
         self.assertEqual(protocol.status_name(0xFFFFFFFF), "unknown")
 
     def test_fatal_statuses(self):
