@@ -6,6 +6,7 @@
  * its statistics; it calls neither conn.c nor server.c.  Loop thread.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "server_internal.h"
 
@@ -120,17 +121,19 @@ cJSON *gf__stats_document(gf_server *srv) {
 /* The TRACE reply: the last `max_frames` frames' stage times (STATS.md). */
 cJSON *gf__trace_document(const gf_server *srv, uint32_t max_frames) {
     cJSON *doc = cJSON_CreateObject();
-    cJSON *frames = gf_trace_frames_json(&srv->trace, max_frames, srv->stats.started_ns);
+    char *frames = gf_trace_frames_text(&srv->trace, max_frames, srv->stats.started_ns);
     if (!doc || !frames) {
         cJSON_Delete(doc);
-        cJSON_Delete(frames);
+        free(frames);
         return NULL;
     }
     cJSON_AddStringToObject(doc, "clock", "monotonic");
     cJSON_AddNumberToObject(doc, "t0_ns", (double)srv->stats.started_ns);
     cJSON_AddStringToObject(doc, "engine", srv->engine->ops->name);
     cJSON_AddNumberToObject(doc, "slots", srv->ring.count);
-    cJSON_AddItemToObject(doc, "frames", frames);
+    /* Raw: printed as it is, without a cJSON object per frame. */
+    cJSON_AddRawToObject(doc, "frames", frames);
+    free(frames);
     return doc;
 }
 

@@ -40,48 +40,118 @@ static double rel(uint64_t ns, uint64_t t0) {
     return ns >= t0 ? (double)(ns - t0) : 0.0;
 }
 
-static void add_interval(cJSON *obj, const char *key, uint64_t b, uint64_t e, uint64_t t0,
-                         int timed) {
-    if (!timed) {
-        cJSON_AddNullToObject(obj, key);
+/*
+ * The frames array is written as text directly: a TRACE of the 4096 frames
+ * kept by default is ~1.2 MB, and building it as cJSON objects took 30-60 ms
+ * of the loop (every other client waits meanwhile); this writer takes a few.
+ */
+typedef struct text_buf {
+    char *p;
+    size_t len, cap;
+    int failed;
+} text_buf;
+
+static void tb_reserve(text_buf *b, size_t more) {
+    if (b->failed || b->len + more <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->failed = 1;
         return;
     }
-    cJSON *a = cJSON_AddArrayToObject(obj, key);
-    cJSON_AddItemToArray(a, cJSON_CreateNumber(rel(b, t0)));
-    cJSON_AddItemToArray(a, cJSON_CreateNumber(rel(e, t0)));
+    b->p = p;
+    b->cap = cap;
+}
+
+static void tb_str(text_buf *b, const char *s) {
+    size_t n = strlen(s);
+    tb_reserve(b, n);
+    if (!b->failed) {
+        memcpy(b->p + b->len, s, n);
+        b->len += n;
+    }
+}
+
+static void tb_u64(text_buf *b, uint64_t v) {
+    char digits[20];
+    int n = 0;
+    do
+        digits[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    tb_reserve(b, (size_t)n);
+    if (b->failed)
+        return;
+    while (n > 0)
+        b->p[b->len++] = digits[--n];
+}
+
+/* ,"key":value  (ns relative to t0, never negative) */
+static void tb_field(text_buf *b, const char *key, uint64_t v) {
+    tb_str(b, ",\"");
+    tb_str(b, key);
+    tb_str(b, "\":");
+    tb_u64(b, v);
+}
+
+static void tb_interval(text_buf *b, const char *key, uint64_t beg, uint64_t end, uint64_t t0,
+                        int timed) {
+    tb_str(b, ",\"");
+    tb_str(b, key);
+    if (!timed) {
+        tb_str(b, "\":null");
+        return;
+    }
+    tb_str(b, "\":[");
+    tb_u64(b, (uint64_t)rel(beg, t0));
+    tb_str(b, ",");
+    tb_u64(b, (uint64_t)rel(end, t0));
+    tb_str(b, "]");
+}
+
+char *gf_trace_frames_text(const gf_trace *t, uint32_t max_frames, uint64_t t0_ns) {
+    text_buf b = {0};
+    uint32_t n = max_frames && max_frames < t->count ? max_frames : t->count;
+    tb_reserve(&b, (size_t)n * 320 + 3);
+    tb_str(&b, "[");
+    for (uint32_t i = t->count - n; i < t->count; i++) {
+        const gf_trace_rec *r = rec_at(t, i);
+        const gf_stage_times *st = &r->stages;
+        tb_str(&b, i == t->count - n ? "{\"frame_id\":" : ",{\"frame_id\":");
+        tb_u64(&b, r->frame_id);
+        tb_field(&b, "conn", r->conn_id);
+        tb_field(&b, "pipeline", r->pipeline_id);
+        tb_field(&b, "slot", r->slot);
+        tb_field(&b, "status", r->status);
+        tb_field(&b, "in_bytes", r->in_bytes);
+        tb_field(&b, "out_bytes", r->out_bytes);
+        tb_field(&b, "arrived", (uint64_t)rel(r->arrived_ns, t0_ns));
+        tb_field(&b, "claimed", (uint64_t)rel(r->claimed_ns, t0_ns));
+        tb_field(&b, "submitted", (uint64_t)rel(r->submitted_ns, t0_ns));
+        tb_interval(&b, "h2d", st->h2d_begin_ns, st->h2d_end_ns, t0_ns, st->timed);
+        tb_interval(&b, "kernel", st->kernel_begin_ns, st->kernel_end_ns, t0_ns, st->timed);
+        tb_interval(&b, "d2h", st->d2h_begin_ns, st->d2h_end_ns, t0_ns, st->timed);
+        tb_field(&b, "done", (uint64_t)rel(r->done_ns, t0_ns));
+        tb_field(&b, "drained", (uint64_t)rel(r->drained_ns, t0_ns));
+        tb_field(&b, "written", (uint64_t)rel(r->written_ns, t0_ns));
+        tb_str(&b, "}");
+    }
+    tb_str(&b, "]");
+    tb_reserve(&b, 1);
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    b.p[b.len] = '\0';
+    return b.p;
 }
 
 cJSON *gf_trace_frames_json(const gf_trace *t, uint32_t max_frames, uint64_t t0_ns) {
-    cJSON *frames = cJSON_CreateArray();
-    if (!frames)
-        return NULL;
-    uint32_t n = max_frames && max_frames < t->count ? max_frames : t->count;
-    for (uint32_t i = t->count - n; i < t->count; i++) {
-        const gf_trace_rec *r = rec_at(t, i);
-        cJSON *f = cJSON_CreateObject();
-        if (!f) {
-            cJSON_Delete(frames);
-            return NULL;
-        }
-        cJSON_AddItemToArray(frames, f);
-        cJSON_AddNumberToObject(f, "frame_id", (double)r->frame_id);
-        cJSON_AddNumberToObject(f, "conn", (double)r->conn_id);
-        cJSON_AddNumberToObject(f, "pipeline", r->pipeline_id);
-        cJSON_AddNumberToObject(f, "slot", r->slot);
-        cJSON_AddNumberToObject(f, "status", r->status);
-        cJSON_AddNumberToObject(f, "in_bytes", (double)r->in_bytes);
-        cJSON_AddNumberToObject(f, "out_bytes", (double)r->out_bytes);
-        cJSON_AddNumberToObject(f, "arrived", rel(r->arrived_ns, t0_ns));
-        cJSON_AddNumberToObject(f, "claimed", rel(r->claimed_ns, t0_ns));
-        cJSON_AddNumberToObject(f, "submitted", rel(r->submitted_ns, t0_ns));
-        const gf_stage_times *s = &r->stages;
-        add_interval(f, "h2d", s->h2d_begin_ns, s->h2d_end_ns, t0_ns, s->timed);
-        add_interval(f, "kernel", s->kernel_begin_ns, s->kernel_end_ns, t0_ns, s->timed);
-        add_interval(f, "d2h", s->d2h_begin_ns, s->d2h_end_ns, t0_ns, s->timed);
-        cJSON_AddNumberToObject(f, "done", rel(r->done_ns, t0_ns));
-        cJSON_AddNumberToObject(f, "drained", rel(r->drained_ns, t0_ns));
-        cJSON_AddNumberToObject(f, "written", rel(r->written_ns, t0_ns));
-    }
+    char *text = gf_trace_frames_text(t, max_frames, t0_ns);
+    cJSON *frames = text ? cJSON_Parse(text) : NULL;
+    free(text);
     return frames;
 }
 

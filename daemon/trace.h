@@ -49,6 +49,10 @@ void gf_trace_push(gf_trace *t, const gf_trace_rec *rec);
  * kept), oldest first, times relative to `t0_ns`.  NULL when out of memory. */
 cJSON *gf_trace_frames_json(const gf_trace *t, uint32_t max_frames, uint64_t t0_ns);
 
+/* The same array as JSON text, written directly (fast: the TRACE reply's
+ * bulk); malloc'd, NUL-terminated, NULL without memory. */
+char *gf_trace_frames_text(const gf_trace *t, uint32_t max_frames, uint64_t t0_ns);
+
 /*
  * Busy fractions over [now - window, now] from the kept frames' timed stage
  * intervals; the window shrinks to what the ring still covers when it has
