@@ -53,13 +53,13 @@ static const unsigned char pad_zeros[PAD_ZERO_BYTES];
 
 /* One request, kept until it has been written completely and answered. */
 struct gf_request {
-    unsigned char header[GF_HEADER_BYTES]; /* encoded header, written first        */
-    const void *data;                      /* caller's payload; NULL: send zeros   */
-    size_t data_bytes;                     /* length of `data`                     */
-    size_t written_bytes;                  /* of header + data written so far      */
-    uint64_t frame_id;                     /* the reply must echo it               */
-    uint8_t type;                          /* request type; decides reply types    */
-    int shm;                               /* data is `desc` (moves with the ring) */
+    unsigned char header[GF_HEADER_BYTES];  /* encoded header, written first        */
+    const void *data;                       /* caller's payload; NULL: send zeros   */
+    size_t data_bytes;                      /* length of `data`                     */
+    size_t written_bytes;                   /* of header + data written so far      */
+    uint64_t frame_id;                      /* the reply must echo it               */
+    uint8_t type;                           /* request type; decides reply types    */
+    int shm;                                /* data is `desc` (moves with the ring) */
     unsigned char desc[GF_SHM_FRAME_BYTES]; /* a shm frame's descriptor            */
 };
 
@@ -802,7 +802,8 @@ static int recv_one(gf_client *c, gf_reply *reply, uint32_t *status, int timeout
         return 0;
     char text[GF_ERROR_TEXT_MAX_BYTES + 1];
     sanitize_text(reply->payload, reply->payload_bytes, text, sizeof text);
-    set_error(c, "daemon refused %s: %s: %s", gf_msg_type_name(request_at(c, c->reply_seq - 1)->type),
+    set_error(c, "daemon refused %s: %s: %s",
+              gf_msg_type_name(request_at(c, c->reply_seq - 1)->type),
               gf_status_name(reply->header.status), text);
     return -EREMOTEIO;
 }
@@ -851,8 +852,7 @@ int gf_client_region_create(gf_client *c, uint64_t bytes, gf_client_region *out,
     if (ftruncate(fd, (off_t)bytes) < 0 ||
         fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
         err = -errno;
-        set_error(c, "preparing a %llu-byte memfd: %s", (unsigned long long)bytes,
-                  strerror(errno));
+        set_error(c, "preparing a %llu-byte memfd: %s", (unsigned long long)bytes, strerror(errno));
         goto fail;
     }
     base = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

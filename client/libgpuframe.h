@@ -135,7 +135,6 @@ int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t frame_id, 
  */
 int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id);
 
-
 /*
  * Waits for the next reply, writing queued requests while it reads, and
  * stores it in `*reply` (see gf_reply for how long its payload lives).

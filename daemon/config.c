@@ -53,8 +53,14 @@
 #define GF_MAX_CONNECTIONS_DEFAULT 1024u
 #define GF_MAX_CONNECTIONS_MAX     (1u << 20)
 /* A client needs one region per buffer pool; 16 is plenty, 4096 a typo. */
-#define GF_MAX_REGIONS_DEFAULT 16u
-#define GF_MAX_REGIONS_MAX     4096u
+/* Unwritten replies a connection may have: a few TRACE documents of the
+ * default 4096 frames (1.2 MB each); all connections: what a daemon may
+ * spend on clients that ask and do not read. */
+#define GF_MAX_OUTPUT_BYTES_DEFAULT       (8ull << 20)
+#define GF_MAX_OUTPUT_BYTES_TOTAL_DEFAULT (128ull << 20)
+#define GF_MAX_OUTPUT_BYTES_LIMIT         (1ull << 40)
+#define GF_MAX_REGIONS_DEFAULT            16u
+#define GF_MAX_REGIONS_MAX                4096u
 
 /* ---- the table of top-level keys ---------------------------------------------- */
 
@@ -77,6 +83,8 @@ enum top_key {
     K_COMPLETION,
     K_TRACE_FRAMES,
     K_MAX_CONNECTIONS,
+    K_MAX_OUTPUT_BYTES,
+    K_MAX_OUTPUT_BYTES_TOTAL,
     K_MAX_REGIONS,
     K_MAX_SHM_BYTES,
     K_PIPELINES,
@@ -99,11 +107,11 @@ static const gf_config_key config_keys[K_COUNT_] = {
     [K_SOCKET] = {"socket", GF_CONFIG_PATH, FIELD(socket_path), 1, GF_SOCKET_PATH_MAX - 1, 0,
                   GF_SOCKET_PATH_DEFAULT, NULL, 0, GF_RELOAD_NEEDS_RESTART,
                   "Path of the Unix socket the daemon listens on."},
-    [K_SOCKET_MODE] = {"socket_mode", GF_CONFIG_MODE, FIELD(socket_mode), 0, 0777, 0660, NULL,
-                       NULL, 0, GF_RELOAD_NEEDS_RESTART,
+    [K_SOCKET_MODE] = {"socket_mode", GF_CONFIG_MODE, FIELD(socket_mode), 0, 0777, 0660, NULL, NULL,
+                       0, GF_RELOAD_NEEDS_RESTART,
                        "Permission bits of the socket the daemon binds (octal string)."},
-    [K_ALLOW] = {"allow", GF_CONFIG_ALLOW, FIELD(allow), 0, 0, 0, NULL, NULL, 0,
-                 GF_RELOAD_APPLIES, "Users, groups, uids and gids that may connect; absent: all."},
+    [K_ALLOW] = {"allow", GF_CONFIG_ALLOW, FIELD(allow), 0, 0, 0, NULL, NULL, 0, GF_RELOAD_APPLIES,
+                 "Users, groups, uids and gids that may connect; absent: all."},
     [K_ENGINE] = {"engine", GF_CONFIG_CHOICE, FIELD(engine), 0, 0, GF_ENGINE_AUTO, NULL,
                   CHOICES(engine_names), GF_RELOAD_NEEDS_RESTART,
                   "Which engine runs the pipelines; auto prefers cuda."},
@@ -155,9 +163,17 @@ static const gf_config_key config_keys[K_COUNT_] = {
                            GF_MAX_CONNECTIONS_MAX, GF_MAX_CONNECTIONS_DEFAULT, NULL, NULL, 0,
                            GF_RELOAD_APPLIES,
                            "Connections served at once; more get too_many_connections."},
-    [K_MAX_REGIONS] = {"max_regions", GF_CONFIG_INTEGER, FIELD(max_regions), 0,
-                       GF_MAX_REGIONS_MAX, GF_MAX_REGIONS_DEFAULT, NULL, NULL, 0,
-                       GF_RELOAD_APPLIES,
+    [K_MAX_OUTPUT_BYTES] = {"max_output_bytes", GF_CONFIG_INTEGER, FIELD(max_output_bytes), 1,
+                            (double)GF_MAX_OUTPUT_BYTES_LIMIT, (double)GF_MAX_OUTPUT_BYTES_DEFAULT,
+                            NULL, NULL, 0, GF_RELOAD_APPLIES,
+                            "Unwritten reply bytes a connection may have before it is not read."},
+    [K_MAX_OUTPUT_BYTES_TOTAL] = {"max_output_bytes_total", GF_CONFIG_INTEGER,
+                                  FIELD(max_output_bytes_total), 1,
+                                  (double)GF_MAX_OUTPUT_BYTES_LIMIT,
+                                  (double)GF_MAX_OUTPUT_BYTES_TOTAL_DEFAULT, NULL, NULL, 0,
+                                  GF_RELOAD_APPLIES, "The same for all connections together."},
+    [K_MAX_REGIONS] = {"max_regions", GF_CONFIG_INTEGER, FIELD(max_regions), 0, GF_MAX_REGIONS_MAX,
+                       GF_MAX_REGIONS_DEFAULT, NULL, NULL, 0, GF_RELOAD_APPLIES,
                        "Shared-memory regions one connection may hold; 0: none."},
     [K_MAX_SHM_BYTES] = {"max_shm_bytes", GF_CONFIG_INTEGER, FIELD(max_shm_bytes), 0,
                          (double)GF_MAX_PINNED_BYTES_LIMIT, 0, NULL, NULL, 0, GF_RELOAD_APPLIES,
@@ -322,8 +338,9 @@ static int read_key(const gf_config_key *k, const cJSON *v, gf_config *cfg, gf_p
             return 0;
         }
         gf_json_describe(v, got, sizeof got);
-        gf_problem(pr, "%s: expected permission bits as an octal string up to \"%04o\", such as "
-                       "\"0660\", got %s",
+        gf_problem(pr,
+                   "%s: expected permission bits as an octal string up to \"%04o\", such as "
+                   "\"0660\", got %s",
                    k->key, (unsigned)k->max, got);
         return -1;
     }

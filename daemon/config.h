@@ -67,6 +67,9 @@ typedef struct gf_config {
     enum gf_completion_mode completion; /* host_func | poll         */
     uint32_t trace_frames;              /* frames kept for TRACE; 0: none    */
     uint32_t max_connections;           /* more are refused at accept        */
+    uint64_t max_output_bytes;          /* unwritten LIST/STATS/TRACE/ERROR reply
+                                           bytes one connection may have       */
+    uint64_t max_output_bytes_total;    /* the same, all connections together */
     uint32_t max_regions;               /* shm regions one connection holds  */
     uint64_t max_shm_bytes;             /* all regions' bytes; 0: RAM / 4    */
     gf_pipeline *pipelines;             /* owned; ids are their indices      */

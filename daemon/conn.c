@@ -109,8 +109,8 @@ void gf__conn_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_
     srv->conns = c;
     srv->stats.connections_open++;
     srv->stats.connections_total++;
-    GF_LOG_DBG("connection %llu: accepted (uid %u gid %u pid %u)", (unsigned long long)c->id,
-               uid, gid, pid);
+    GF_LOG_DBG("connection %llu: accepted (uid %u gid %u pid %u)", (unsigned long long)c->id, uid,
+               gid, pid);
     conn_update_reading(c);
 }
 
@@ -132,8 +132,8 @@ void gf__conn_resume(gf_conn *c) {
 
 /* ---- replies ------------------------------------------------------------------- */
 
-void gf__reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t version, uint8_t type,
-                      uint16_t flags, uint64_t frame_id, uint32_t pipeline_id, uint32_t status,
+void gf__reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t version, uint8_t type, uint16_t flags,
+                      uint64_t frame_id, uint32_t pipeline_id, uint32_t status,
                       uint64_t payload_bytes) {
     /* The reply to a header of a version we do not speak is in version 1. */
     if (version < GF_PROTOCOL_VERSION || version > GF_PROTOCOL_VERSION_MAX)
@@ -154,8 +154,11 @@ static void reply_enqueue(gf_conn *c, gf_queued_reply *r) {
     r->next = NULL;
     conn_ref(c);
     c->replies_unfinished++;
-    if (!r->slot)
+    if (!r->slot) {
         c->loose_replies++;
+        c->loose_bytes += r->body_bytes;
+        c->srv->loose_bytes += r->body_bytes;
+    }
     if (c->replies_tail)
         c->replies_tail->next = r;
     else
@@ -197,6 +200,8 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
         gf_slot_release(&srv->ring, slot);
     } else {
         c->loose_replies--;
+        c->loose_bytes -= r->body_bytes;
+        srv->loose_bytes -= r->body_bytes;
         free(r);
     }
     /* c stays valid until conn_unref below. */
@@ -205,6 +210,15 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
     /* Requests already buffered may have waited for this reply to go out
      * (the cap on loose replies); no new bytes need arrive to go on. */
     gf__conn_resume(c);
+    if (!slot && srv->output_throttled && srv->loose_bytes < srv->cfg->max_output_bytes_total) {
+        /* Connections stopped for the total's sake may go on. */
+        srv->output_throttled = 0;
+        for (gf_conn *o = srv->conns, *next; o; o = next) {
+            next = o->next;
+            if (o != c && o->loose_bytes > 0)
+                gf__conn_resume(o);
+        }
+    }
     conn_unref(c);
     if (slot)
         gf__server_slot_freed(srv);
@@ -420,6 +434,26 @@ static void conn_reply_json(gf_conn *c, const gf_header *h, cJSON *doc) {
  * when its first byte is seen (conn_track_request). */
 static void request_done(gf_conn *c) {
     c->request_begun_ns = 0;
+}
+
+/*
+ * Whether the connection may take more requests given the replies it has not
+ * let us write: fewer than GF_CONN_MAX_LOOSE_REPLIES, under max_output_bytes,
+ * and, while all connections together are over max_output_bytes_total, none
+ * at all queued (so a client that reads is still answered).  A connection
+ * over its share is simply not read until its client reads: memory stays
+ * bounded and nothing is lost.
+ */
+static int conn_output_room(gf_conn *c) {
+    gf_server *srv = c->srv;
+    if (c->loose_replies >= GF_CONN_MAX_LOOSE_REPLIES ||
+        c->loose_bytes >= srv->cfg->max_output_bytes)
+        return 0;
+    if (c->loose_bytes > 0 && srv->loose_bytes >= srv->cfg->max_output_bytes_total) {
+        srv->output_throttled = 1;
+        return 0;
+    }
+    return 1;
 }
 
 /* Part of a request is in: a payload arriving or being skipped, or bytes
@@ -649,6 +683,8 @@ static void region_ready(gf_region *r, void *arg) {
         if (q->body)
             memcpy(q->body, r->why, len + 1);
         q->body_bytes = q->body ? len : 0;
+        c->loose_bytes += q->body_bytes;
+        srv->loose_bytes += q->body_bytes;
         gf__reply_header(q->header, h->version, GF_MSG_ERROR, 0, h->frame_id, h->pipeline_id,
                          GF_ERR_BAD_REGION, q->body_bytes);
         srv->stats.rejected[GF_ERR_BAD_REGION]++;
@@ -664,6 +700,8 @@ static void region_ready(gf_region *r, void *arg) {
         if (q->body)
             gf_region_info_encode(&info, q->body);
         q->body_bytes = q->body ? GF_REGION_INFO_BYTES : 0;
+        c->loose_bytes += q->body_bytes;
+        srv->loose_bytes += q->body_bytes;
         /* Out of memory: an empty reply the client refuses, which closes it. */
         gf__reply_header(q->header, h->version, GF_MSG_REGION_ADD, 0, h->frame_id, h->pipeline_id,
                          GF_OK, q->body_bytes);
@@ -787,8 +825,8 @@ static int conn_request_fd(gf_conn *c, const gf_request *req) {
     if (c->pending_fd < 0)
         return -1;
     uint64_t start = c->rx_bytes - (c->buf_end - c->buf_start);
-    uint64_t end = start + req->bytes +
-                   (req->header.type == GF_MSG_FRAME ? req->header.payload_bytes : 0);
+    uint64_t end =
+        start + req->bytes + (req->header.type == GF_MSG_FRAME ? req->header.payload_bytes : 0);
     if (c->pending_fd_pos < start) {
         conn_stray_fd(c, "a file descriptor came with a refused frame's payload");
         return -2;
@@ -807,8 +845,7 @@ static void conn_process(gf_conn *c) {
     if (c->processing)
         return;
     c->processing = 1;
-    while (!c->closing && !c->fatal && !c->waiting && !c->slot &&
-           c->loose_replies < GF_CONN_MAX_LOOSE_REPLIES) {
+    while (!c->closing && !c->fatal && !c->waiting && !c->slot && conn_output_room(c)) {
         gf_request req;
         gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
         switch (req.kind) {
@@ -853,8 +890,7 @@ out:
 static void conn_update_reading(gf_conn *c) {
     if (c->closing)
         return;
-    c->reading = !c->eof && !c->fatal && !c->waiting &&
-                 c->loose_replies < GF_CONN_MAX_LOOSE_REPLIES;
+    c->reading = !c->eof && !c->fatal && !c->waiting && conn_output_room(c);
     /* Stopping: a connection that reads nothing more has no input left. */
     if (c->srv->draining && (c->eof || c->fatal) && !c->cutting)
         c->input_drained = 1;
@@ -988,9 +1024,9 @@ static void conn_received(gf_conn *c, size_t n, int fd, int bad) {
                 close(fd);
             conn_stray_fd(c, bad ? "several file descriptors, or truncated control data, came "
                                    "with one read"
-                                 : into_slot ? "a file descriptor came with a frame's payload"
-                                             : "a second file descriptor came before the first "
-                                               "was claimed");
+                             : into_slot ? "a file descriptor came with a frame's payload"
+                                         : "a second file descriptor came before the first "
+                                           "was claimed");
             return;
         }
         c->pending_fd = fd;
@@ -1064,8 +1100,8 @@ static void conn_read_some(gf_conn *c) {
         while (n < 0 && errno == EINTR);
         if (n < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                GF_LOG_INF("connection %llu: read failed (%s); closing",
-                           (unsigned long long)c->id, strerror(errno));
+                GF_LOG_INF("connection %llu: read failed (%s); closing", (unsigned long long)c->id,
+                           strerror(errno));
                 gf__conn_close(c);
             } else if (c->srv->draining && !conn_request_begun(c)) {
                 /* Nothing begun: the client's input is all answered.  A

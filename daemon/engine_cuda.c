@@ -282,8 +282,8 @@ static int cuda_pin(gf_engine *e, void *base, uint64_t bytes, char *why, size_t 
         err = cudaHostRegister(base, (size_t)bytes, cudaHostRegisterDefault);
     if (err == cudaSuccess)
         return 0;
-    gf_errorf(why, why_len, "cudaHostRegister of %llu bytes failed: %s",
-              (unsigned long long)bytes, cudaGetErrorString(err));
+    gf_errorf(why, why_len, "cudaHostRegister of %llu bytes failed: %s", (unsigned long long)bytes,
+              cudaGetErrorString(err));
     (void)cudaGetLastError(); /* not sticky: clear it for this thread */
     return -ENOMEM;
 }

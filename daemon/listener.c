@@ -117,8 +117,7 @@ static void on_listen(uv_poll_t *h, int status, int events) {
         }
         if (srv->stats.connections_open >= srv->cfg->max_connections) {
             char text[GF_ERROR_TEXT_MAX_BYTES];
-            gf_errorf(text, sizeof text,
-                      "max_connections %u reached (uid %u, pid %u refused)",
+            gf_errorf(text, sizeof text, "max_connections %u reached (uid %u, pid %u refused)",
                       srv->cfg->max_connections, (unsigned)cred.uid, (unsigned)cred.pid);
             refuse(srv, fd, GF_ERR_TOO_MANY_CONNECTIONS, text);
             continue;

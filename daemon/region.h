@@ -29,13 +29,13 @@
 struct gf_server;
 
 typedef struct gf_region {
-    uint32_t id;            /* the client's name for it, unique on its connection */
-    uint32_t refs;          /* table + frames in flight + pool work               */
-    uint8_t *base;          /* MAP_SHARED mapping of the client's memfd          */
-    uint64_t bytes;         /* its size when added (F_SEAL_SHRINK keeps it)      */
-    int pinned;             /* the engine page-locked it                         */
-    int ready;              /* pinned (or failed): frames may name it            */
-    int pin_status;         /* after pinning: 0, or a negative errno              */
+    uint32_t id;                       /* the client's name for it, unique on its connection */
+    uint32_t refs;                     /* table + frames in flight + pool work               */
+    uint8_t *base;                     /* MAP_SHARED mapping of the client's memfd          */
+    uint64_t bytes;                    /* its size when added (F_SEAL_SHRINK keeps it)      */
+    int pinned;                        /* the engine page-locked it                         */
+    int ready;                         /* pinned (or failed): frames may name it            */
+    int pin_status;                    /* after pinning: 0, or a negative errno              */
     char why[GF_ERROR_TEXT_MAX_BYTES]; /* why pinning failed                    */
     struct gf_server *srv;
     struct gf_region *next; /* the connection's table                            */

@@ -142,13 +142,13 @@ static void on_slot_done(gf_slot *s, void *arg) {
         gf__reply_header(s->reply.header, s->version, GF_MSG_RESULT, GF_FLAG_SHM, s->frame_id,
                          s->pipeline_id, GF_OK, GF_SHM_RESULT_BYTES);
     } else if (s->status == GF_OK) {
-        gf__reply_header(s->reply.header, s->version, GF_MSG_RESULT, 0, s->frame_id,
-                         s->pipeline_id, GF_OK, s->out_bytes);
+        gf__reply_header(s->reply.header, s->version, GF_MSG_RESULT, 0, s->frame_id, s->pipeline_id,
+                         GF_OK, s->out_bytes);
     } else {
         srv->stats.rejected[s->status]++;
         srv->stats.frames_failed++;
-        gf__reply_header(s->reply.header, s->version, GF_MSG_ERROR, 0, s->frame_id,
-                         s->pipeline_id, (uint32_t)s->status, 0);
+        gf__reply_header(s->reply.header, s->version, GF_MSG_ERROR, 0, s->frame_id, s->pipeline_id,
+                         (uint32_t)s->status, 0);
     }
     s->reply.ready = 1;
     if (c->closing) {

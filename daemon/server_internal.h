@@ -58,9 +58,9 @@
 
 /* One client connection: its whole state. */
 typedef struct gf_conn {
-    uv_poll_t poll; /* readiness of the socket; poll.data is the conn     */
-    int fd;         /* the socket: read with recvmsg (it may carry a memfd),
-                       written with sendmsg; closed in the close callback */
+    uv_poll_t poll;  /* readiness of the socket; poll.data is the conn     */
+    int fd;          /* the socket: read with recvmsg (it may carry a memfd),
+                        written with sendmsg; closed in the close callback */
     int poll_events; /* UV_READABLE | UV_WRITABLE now asked of `poll`      */
     gf_server *srv;
     uint64_t id;                  /* for logs: 1, 2, ... in accept order          */
@@ -90,10 +90,11 @@ typedef struct gf_conn {
     gf_queued_reply *replies_tail; /* in request order                             */
     uint32_t replies_unfinished;   /* owed replies not yet written or dropped      */
     uint32_t loose_replies;        /* of them, those not tied to a slot            */
+    uint64_t loose_bytes;          /* their payload bytes (max_output_bytes)       */
     uint32_t refs;                 /* the handle (until its close callback) + one
                                       per unfinished reply; freed at zero          */
 
-    unsigned reading : 1; /* UV_READABLE is asked for                     */
+    unsigned reading : 1;       /* UV_READABLE is asked for                     */
     unsigned write_blocked : 1; /* the socket was full: waiting for UV_WRITABLE */
     unsigned flushing : 1;      /* gf__conn_flush is on the stack               */
     unsigned processing : 1;    /* conn_process is on the stack                 */
@@ -101,10 +102,10 @@ typedef struct gf_conn {
     unsigned in_read : 1;       /* conn_read is on the stack                    */
     unsigned cutting : 1;       /* gf__conn_input_drained is on the stack       */
     unsigned flush_again : 1;   /* a reply became ready meanwhile               */
-    unsigned waiting : 1; /* on the server's slot-waiter queue            */
-    unsigned eof : 1;     /* the client shut down its writing side        */
-    unsigned fatal : 1;   /* a fatal protocol error: close after replies  */
-    unsigned closing : 1; /* uv_close called                              */
+    unsigned waiting : 1;       /* on the server's slot-waiter queue            */
+    unsigned eof : 1;           /* the client shut down its writing side        */
+    unsigned fatal : 1;         /* a fatal protocol error: close after replies  */
+    unsigned closing : 1;       /* uv_close called                              */
 } gf_conn;
 
 struct gf_server {
@@ -112,7 +113,7 @@ struct gf_server {
     const gf_config *cfg;
     gf_engine *engine;
     gf_slot_ring ring;
-    gf_completion done; /* engines push finished slots here            */
+    gf_completion done;     /* engines push finished slots here            */
     uv_poll_t listener;     /* the listening socket's readiness             */
     int listener_fd;        /* the listening socket, or -1                  */
     int reserve_fd;         /* kept open to answer one client at EMFILE     */
@@ -127,9 +128,11 @@ struct gf_server {
     gf_conn *conns;                       /* live connections                       */
     gf_conn *waiting_head, *waiting_tail; /* paused for want of a slot, FIFO        */
     uint64_t next_conn_id;
-    uint32_t slots_in_flight; /* submitted and not yet completed              */
-    uint64_t submit_seq;      /* frames submitted: picks the ones to time     */
-    gf_log_budget close_log;  /* lines about connections we refuse or close   */
+    uint32_t slots_in_flight;      /* submitted and not yet completed              */
+    uint64_t submit_seq;           /* frames submitted: picks the ones to time     */
+    gf_log_budget close_log;       /* lines about connections we refuse or close   */
+    uint64_t loose_bytes;          /* all connections' unwritten loose replies       */
+    unsigned output_throttled : 1; /* a connection stopped for max_output_bytes_total */
     unsigned listening : 1;
     unsigned draining : 1;
     unsigned failed : 1; /* fatal engine failure or drain timeout         */
@@ -176,8 +179,8 @@ void gf__reply_finish(gf_queued_reply *r, int delivered);
 
 /* Encodes a reply header into `out`: the one place replies' headers are built.
  * `version` is the request's; `flags` GF_FLAG_SHM on a shm RESULT, else 0. */
-void gf__reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t version, uint8_t type,
-                      uint16_t flags, uint64_t frame_id, uint32_t pipeline_id, uint32_t status,
+void gf__reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t version, uint8_t type, uint16_t flags,
+                      uint64_t frame_id, uint32_t pipeline_id, uint32_t status,
                       uint64_t payload_bytes);
 
 /* ---- server.c -------------------------------------------------------------- */

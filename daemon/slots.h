@@ -71,9 +71,9 @@ typedef struct gf_slot {
     uint64_t frame_id;
     uint8_t version; /* the request's protocol version, echoed in the reply */
     uint8_t shm_result[GF_SHM_RESULT_BYTES]; /* a shm frame's RESULT payload */
-    uint64_t in_bytes;     /* payload length                            */
-    uint64_t out_bytes;    /* result length (kind->output_bytes)        */
-    gf_queued_reply reply; /* this frame's place in its reply queue     */
+    uint64_t in_bytes;                       /* payload length                            */
+    uint64_t out_bytes;                      /* result length (kind->output_bytes)        */
+    gf_queued_reply reply;                   /* this frame's place in its reply queue     */
 
     int time_stages; /* set at submit: record this frame's stage times       */
 

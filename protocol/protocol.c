@@ -109,11 +109,10 @@ int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
         (out->type == GF_MSG_FRAME ? shm && out->payload_bytes != GF_SHM_FRAME_BYTES
                                    : out->payload_bytes != 0))
         return -GF_ERR_BAD_LENGTH;
-    if (role == GF_ROLE_CLIENT &&
-        ((shm && out->payload_bytes != GF_SHM_RESULT_BYTES) ||
-         (out->type == GF_MSG_REGION_ADD && out->status == GF_OK &&
-          out->payload_bytes != GF_REGION_INFO_BYTES) ||
-         (out->type == GF_MSG_REGION_REMOVE && out->payload_bytes != 0)))
+    if (role == GF_ROLE_CLIENT && ((shm && out->payload_bytes != GF_SHM_RESULT_BYTES) ||
+                                   (out->type == GF_MSG_REGION_ADD && out->status == GF_OK &&
+                                    out->payload_bytes != GF_REGION_INFO_BYTES) ||
+                                   (out->type == GF_MSG_REGION_REMOVE && out->payload_bytes != 0)))
         return -GF_ERR_BAD_LENGTH;
     return (int)GF_HEADER_BYTES;
 }
@@ -187,19 +186,21 @@ static int range_inside(uint64_t off, uint64_t len, uint64_t size) {
     return len <= size && off <= size - len;
 }
 
-int gf_shm_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t out_bytes,
-                       char *why, size_t why_len) {
+int gf_shm_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t out_bytes, char *why,
+                       size_t why_len) {
     if (!range_inside(d->in_offset, d->in_bytes, region_bytes)) {
-        gf_errorf(why, why_len, "input of %llu bytes at offset %llu lies outside region %u (%llu bytes)",
+        gf_errorf(why, why_len,
+                  "input of %llu bytes at offset %llu lies outside region %u (%llu bytes)",
                   (unsigned long long)d->in_bytes, (unsigned long long)d->in_offset, d->region_id,
                   (unsigned long long)region_bytes);
         return -GF_ERR_BAD_DESCRIPTOR;
     }
     if (!range_inside(d->out_offset, d->out_capacity, region_bytes)) {
-        gf_errorf(why, why_len,
-                  "output capacity of %llu bytes at offset %llu lies outside region %u (%llu bytes)",
-                  (unsigned long long)d->out_capacity, (unsigned long long)d->out_offset,
-                  d->region_id, (unsigned long long)region_bytes);
+        gf_errorf(
+            why, why_len,
+            "output capacity of %llu bytes at offset %llu lies outside region %u (%llu bytes)",
+            (unsigned long long)d->out_capacity, (unsigned long long)d->out_offset, d->region_id,
+            (unsigned long long)region_bytes);
         return -GF_ERR_BAD_DESCRIPTOR;
     }
     if (out_bytes > d->out_capacity) {
@@ -210,9 +211,10 @@ int gf_shm_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t ou
     /* Both ranges are inside the region now, so these sums cannot overflow. */
     if (d->in_bytes && out_bytes && d->in_offset < d->out_offset + out_bytes &&
         d->out_offset < d->in_offset + d->in_bytes) {
-        gf_errorf(why, why_len, "input [%llu, %llu) and output [%llu, %llu) overlap",
-                  (unsigned long long)d->in_offset, (unsigned long long)(d->in_offset + d->in_bytes),
-                  (unsigned long long)d->out_offset, (unsigned long long)(d->out_offset + out_bytes));
+        gf_errorf(
+            why, why_len, "input [%llu, %llu) and output [%llu, %llu) overlap",
+            (unsigned long long)d->in_offset, (unsigned long long)(d->in_offset + d->in_bytes),
+            (unsigned long long)d->out_offset, (unsigned long long)(d->out_offset + out_bytes));
         return -GF_ERR_BAD_DESCRIPTOR;
     }
     return 0;

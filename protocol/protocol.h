@@ -56,8 +56,8 @@ enum gf_msg_type {
 #define GF_FLAG_SHM 0x0001u
 
 /* Payload sizes of the version-2 descriptors, fixed. */
-#define GF_SHM_FRAME_BYTES  40u
-#define GF_SHM_RESULT_BYTES 24u
+#define GF_SHM_FRAME_BYTES   40u
+#define GF_SHM_RESULT_BYTES  24u
 #define GF_REGION_INFO_BYTES 16u
 
 /*
@@ -67,26 +67,26 @@ enum gf_msg_type {
  */
 enum gf_status {
     GF_OK = 0,
-    GF_ERR_BAD_MAGIC = 1,        /* fatal: header does not start with GF_MAGIC      */
-    GF_ERR_BAD_VERSION = 2,      /* fatal: version is not GF_PROTOCOL_VERSION       */
-    GF_ERR_BAD_TYPE = 3,         /* fatal: type unknown or not valid in a request    */
-    GF_ERR_BAD_FLAGS = 4,        /* fatal: reserved flags or status were not zero    */
-    GF_ERR_TOO_LARGE = 5,        /* fatal: payload_bytes over the daemon's maximum   */
-    GF_ERR_UNKNOWN_PIPELINE = 6, /* the frame's pipeline_id names no pipeline        */
-    GF_ERR_BAD_LENGTH = 7,       /* the pipeline cannot take a payload of this size  */
-    GF_ERR_ENGINE = 8,           /* the engine failed to run the frame               */
-    GF_ERR_SHUTTING_DOWN = 9,    /* the daemon is stopping and took no new frame     */
-    GF_ERR_TIMEOUT = 10,         /* the frame missed its deadline on the engine      */
-    GF_ERR_INTERNAL = 11,        /* a bug or resource failure inside the daemon      */
-    GF_ERR_REQUEST_TIMEOUT = 12, /* fatal: a request was not sent in time            */
-    GF_ERR_UNKNOWN_REGION = 13,  /* a region id this connection does not hold        */
-    GF_ERR_BAD_DESCRIPTOR = 14,  /* a shm frame's ranges do not fit its region      */
-    GF_ERR_BAD_REGION = 15,      /* REGION_ADD: no fd, or not a sealed memfd we take */
-    GF_ERR_REGION_LIMIT = 16,    /* REGION_ADD: over the regions or bytes allowed    */
-    GF_ERR_STRAY_FD = 17,        /* fatal: fds sent with another request, several
-                                    at once, or with truncated control data        */
+    GF_ERR_BAD_MAGIC = 1,             /* fatal: header does not start with GF_MAGIC      */
+    GF_ERR_BAD_VERSION = 2,           /* fatal: version is not GF_PROTOCOL_VERSION       */
+    GF_ERR_BAD_TYPE = 3,              /* fatal: type unknown or not valid in a request    */
+    GF_ERR_BAD_FLAGS = 4,             /* fatal: reserved flags or status were not zero    */
+    GF_ERR_TOO_LARGE = 5,             /* fatal: payload_bytes over the daemon's maximum   */
+    GF_ERR_UNKNOWN_PIPELINE = 6,      /* the frame's pipeline_id names no pipeline        */
+    GF_ERR_BAD_LENGTH = 7,            /* the pipeline cannot take a payload of this size  */
+    GF_ERR_ENGINE = 8,                /* the engine failed to run the frame               */
+    GF_ERR_SHUTTING_DOWN = 9,         /* the daemon is stopping and took no new frame     */
+    GF_ERR_TIMEOUT = 10,              /* the frame missed its deadline on the engine      */
+    GF_ERR_INTERNAL = 11,             /* a bug or resource failure inside the daemon      */
+    GF_ERR_REQUEST_TIMEOUT = 12,      /* fatal: a request was not sent in time            */
+    GF_ERR_UNKNOWN_REGION = 13,       /* a region id this connection does not hold        */
+    GF_ERR_BAD_DESCRIPTOR = 14,       /* a shm frame's ranges do not fit its region      */
+    GF_ERR_BAD_REGION = 15,           /* REGION_ADD: no fd, or not a sealed memfd we take */
+    GF_ERR_REGION_LIMIT = 16,         /* REGION_ADD: over the regions or bytes allowed    */
+    GF_ERR_STRAY_FD = 17,             /* fatal: fds sent with another request, several
+                                         at once, or with truncated control data        */
     GF_ERR_TOO_MANY_CONNECTIONS = 18, /* fatal: max_connections or fds exhausted     */
-    GF_ERR_FORBIDDEN = 19,       /* fatal: the peer's uid/gids are not allowed       */
+    GF_ERR_FORBIDDEN = 19,            /* fatal: the peer's uid/gids are not allowed       */
     GF_STATUS_COUNT_ = 20
 };
 
@@ -198,8 +198,8 @@ void gf_region_info_decode(const void *buf, gf_region_info *out);
  * region `region_id`).  Pure: the daemon calls it before any copy, and
  * tests/fuzz/fuzz_shm.c checks it against 128-bit arithmetic.
  */
-int gf_shm_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t out_bytes,
-                       char *why, size_t why_len);
+int gf_shm_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t out_bytes, char *why,
+                       size_t why_len);
 
 /* The name of a status code ("bad_magic", ...), or "unknown" if out of range.
  * Names are stable: they are used as stats keys and in PROTOCOL.md. */

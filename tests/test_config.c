@@ -276,7 +276,8 @@ struct bad_config {
 
 static const struct bad_config bad_configs[] = {
     /* structure and syntax */
-    {"{\"slot\": 2, " ECHO_PIPELINES "}", "slot: unknown key (known keys: socket, socket_mode, allow, engine, "},
+    {"{\"slot\": 2, " ECHO_PIPELINES "}",
+     "slot: unknown key (known keys: socket, socket_mode, allow, engine, "},
     {"{\"slots\": 2, \"slots\": 3, " ECHO_PIPELINES "}", "slots: duplicate key"},
     /* allow: names resolved at load, ids checked */
     {"{\"allow\": {\"users\": [\"no-such-user-gf\"]}, " ECHO_PIPELINES "}",

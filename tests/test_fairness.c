@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pwd.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -57,6 +58,11 @@ static const char idle_json[] = "{\"slots\": 2, \"idle_timeout_ms\": 300,"
 /* Three connections at most, to reach the limit with few sockets. */
 static const char limits_json[] = "{\"slots\": 2, \"max_connections\": 3,"
                                   " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
+
+/* Small output limits, to reach them with a few TRACE documents. */
+static const char output_json[] =
+    "{\"slots\": 2, \"max_output_bytes\": 2097152, \"max_output_bytes_total\": 8388608,"
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 
 static gf_test_daemon daemon_;
 static const char *g_engine;
@@ -346,7 +352,8 @@ START_TEST(sigterm_answers_every_frame_and_cuts_stalls) {
     close(fd);
     gf_header r;
     ck_assert_int_eq(
-        gf_test_raw_recv_reply(stalled, &r, text, GF_ERROR_TEXT_MAX_BYTES, 5000, err, sizeof err), 0);
+        gf_test_raw_recv_reply(stalled, &r, text, GF_ERROR_TEXT_MAX_BYTES, 5000, err, sizeof err),
+        0);
     text[r.payload_bytes] = '\0';
     ck_assert_uint_eq(r.frame_id, 77);
     ck_assert_str_eq(gf_status_name(r.status), "shutting_down");
@@ -387,9 +394,9 @@ START_TEST(allow_rules_refuse_and_admit) {
         if (i == 0) {
             char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
             gf_header r;
-            ck_assert_int_eq(
-                gf_test_raw_recv_reply(fd, &r, text, GF_ERROR_TEXT_MAX_BYTES, 5000, err, sizeof err),
-                0);
+            ck_assert_int_eq(gf_test_raw_recv_reply(fd, &r, text, GF_ERROR_TEXT_MAX_BYTES, 5000,
+                                                    err, sizeof err),
+                             0);
             text[r.payload_bytes] = '\0';
             ck_assert_str_eq(gf_status_name(r.status), "forbidden");
             ck_assert_msg(strstr(text, "is not allowed to connect") != NULL, "%s", text);
@@ -411,6 +418,80 @@ START_TEST(allow_rules_refuse_and_admit) {
 }
 END_TEST
 
+/* The daemon's resident memory, from /proc (kB). */
+static uint64_t daemon_rss_kb(void) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)daemon_.pid);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    uint64_t kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %" SCNu64, &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
+}
+
+/* 20 connections ask for 200 TRACE documents each and never read: each
+ * stops being read at max_output_bytes, all together at
+ * max_output_bytes_total, so the daemon's memory stays bounded, and another
+ * client's LIST is answered at once.  (With the limits out of the way this
+ * test measured LIST at 2.2 s.) */
+START_TEST(unread_trace_flood_is_bounded) {
+    enum { FLOODERS = 20, TRACES = 200 };
+    start(output_json);
+    gf_client *c = client();
+    /* Fill the trace ring: each TRACE is then ~300 KB. */
+    char err[ERR_BYTES];
+    gf_pipeline *p = NULL;
+    size_t n = 0;
+    ck_assert_msg(gf_test_list(c, &p, &n, err, sizeof err) == 0, "%s", err);
+    gf_test_stream st = {.pipeline = &p[0], .frame_bytes = 64, .frame_count = 1024, .window = 16};
+    ck_assert_msg(gf_test_stream_verified(c, &st, err, sizeof err) == 0, "%s", err);
+    free(p);
+    uint64_t rss0 = daemon_rss_kb();
+
+    static unsigned char reqs[TRACES * GF_HEADER_BYTES];
+    for (unsigned i = 0; i < TRACES; i++) {
+        gf_header h = {.version = GF_PROTOCOL_VERSION, .type = GF_MSG_TRACE, .frame_id = i};
+        gf_header_encode(&h, reqs + i * GF_HEADER_BYTES);
+    }
+    int fds[FLOODERS];
+    for (int i = 0; i < FLOODERS; i++) {
+        fds[i] = gf_test_raw_connect(daemon_.socket_path);
+        ck_assert_int_ge(fds[i], 0);
+        int small = 4096;
+        setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        ck_assert_int_eq(gf_test_raw_send(fds[i], reqs, sizeof reqs), 0);
+    }
+    gf_test_sleep_ms(300); /* let the daemon build what it will */
+
+    /* Another client is answered promptly meanwhile. */
+    const char *scale = getenv("CK_TIMEOUT_MULTIPLIER");
+    uint64_t bound_ms = 50 * (uint64_t)(scale && atoi(scale) > 0 ? atoi(scale) : 1);
+    uint64_t worst = 0;
+    for (int k = 0; k < 5; k++) {
+        uint64_t t0 = gf_now_ms();
+        gf_pipeline *q = NULL;
+        ck_assert_msg(gf_test_list(c, &q, &n, err, sizeof err) == 0, "%s", err);
+        free(q);
+        uint64_t ms = gf_now_ms() - t0;
+        worst = ms > worst ? ms : worst;
+    }
+    ck_assert_msg(worst < bound_ms, "LIST took %" PRIu64 " ms during the flood (bound %" PRIu64 ")",
+                  worst, bound_ms);
+    uint64_t grown_kb = daemon_rss_kb() - rss0;
+    /* max_output_bytes_total 8 MiB, plus one document per connection over
+     * it, plus slack for the allocator: 48 MiB.  Unbounded, it was
+     * 20 x 64 replies of this size: about 400 MiB. */
+    ck_assert_msg(grown_kb < 48 * 1024, "RSS grew by %" PRIu64 " kB", grown_kb);
+    for (int i = 0; i < FLOODERS; i++)
+        close(fds[i]);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
 static Suite *fairness_suite(void) {
     Suite *s = suite_create("fairness");
     TCase *tc = tcase_create("fairness");
@@ -421,6 +502,7 @@ static Suite *fairness_suite(void) {
     tcase_add_test(tc, idle_connection_is_closed);
     tcase_add_test(tc, connection_limits_are_answered);
     tcase_add_test(tc, allow_rules_refuse_and_admit);
+    tcase_add_test(tc, unread_trace_flood_is_bounded);
     tcase_add_test(tc, sigterm_answers_every_frame_and_cuts_stalls);
     suite_add_tcase(s, tc);
     return s;

@@ -50,8 +50,8 @@ static const char *g_engine;
 
 static void start(void) {
     char err[ERR_BYTES];
-    ck_assert_msg(gf_test_daemon_start(&daemon_, config_json, g_engine, err, sizeof err) == 0,
-                  "%s", err);
+    ck_assert_msg(gf_test_daemon_start(&daemon_, config_json, g_engine, err, sizeof err) == 0, "%s",
+                  err);
 }
 
 static void stop(void) {
@@ -136,7 +136,6 @@ static void expect_fds(unsigned want) {
     ck_abort_msg("the daemon holds %u fds, expected its baseline %u:%s", got, want, list);
 }
 
-
 /* Sends one shm frame and returns its reply (payload copied into *r's
  * own buffer is not needed: checks happen before the next receive). */
 static void shm_frame(gf_client *c, uint32_t pipeline, uint64_t id, const gf_shm_frame *d,
@@ -174,9 +173,9 @@ START_TEST(shm_frames_match_references) {
             void *in = NULL, *ref = NULL;
             size_t ref_bytes = 0;
             char err[ERR_BYTES];
-            ck_assert_msg(gf_test_make_frame(&p[k], bytes, &rng, &in, &ref, &ref_bytes, err,
-                                             sizeof err) == 0,
-                          "%s", err);
+            ck_assert_msg(
+                gf_test_make_frame(&p[k], bytes, &rng, &in, &ref, &ref_bytes, err, sizeof err) == 0,
+                "%s", err);
             /* Input at an odd offset: nothing needs alignment. */
             uint64_t in_off = 4096 * rep + 4, out_off = REGION_BYTES / 2 + 12;
             memcpy((char *)reg.base + in_off, in, bytes);
@@ -243,29 +242,50 @@ START_TEST(bad_descriptors_fail_only_their_frame) {
         uint32_t status;
         const char *words;
     } cases[] = {
-        {P_ECHO, {.region_id = 7, .in_bytes = 16, .out_offset = 64, .out_capacity = 16},
-         GF_ERR_UNKNOWN_REGION, "region 7"},
-        {P_ECHO, {.region_id = 1, .in_offset = size - 8, .in_bytes = 16, .out_capacity = 16},
-         GF_ERR_BAD_DESCRIPTOR, "input of 16 bytes at offset"},
-        {P_ECHO, {.region_id = 1, .in_offset = UINT64_MAX - 4, .in_bytes = 16, .out_capacity = 16},
-         GF_ERR_BAD_DESCRIPTOR, "outside region 1"},
-        {P_ECHO, {.region_id = 1, .in_bytes = 16, .out_offset = size, .out_capacity = 16},
-         GF_ERR_BAD_DESCRIPTOR, "output capacity of 16 bytes"},
-        {P_ECHO, {.region_id = 1, .in_bytes = 16, .out_offset = 64, .out_capacity = UINT64_MAX},
-         GF_ERR_BAD_DESCRIPTOR, "outside region 1"},
-        {P_ECHO, {.region_id = 1, .in_bytes = 64, .out_offset = 4096, .out_capacity = 63},
-         GF_ERR_BAD_DESCRIPTOR, "less than the pipeline's 64"},
-        {P_RGB, {.region_id = 1, .in_bytes = 64 * 32 * 3, .out_offset = 8192, .out_capacity = 8192},
-         GF_ERR_BAD_DESCRIPTOR, "less than the pipeline's 24576"},
-        {P_ECHO, {.region_id = 1, .in_offset = 100, .in_bytes = 64, .out_offset = 163,
-                  .out_capacity = 64},
-         GF_ERR_BAD_DESCRIPTOR, "overlap"},
-        {P_AFFINE, {.region_id = 1, .in_bytes = 6, .out_offset = 64, .out_capacity = 64},
-         GF_ERR_BAD_LENGTH, "affine"},
-        {P_ECHO, {.region_id = 1, .in_bytes = (1u << 20) + 1, .out_offset = 0, .out_capacity = 1},
-         GF_ERR_BAD_LENGTH, "max_frame_bytes"},
-        {9, {.region_id = 1, .in_bytes = 16, .out_offset = 64, .out_capacity = 16},
-         GF_ERR_UNKNOWN_PIPELINE, "pipeline id 9"},
+        {P_ECHO,
+         {.region_id = 7, .in_bytes = 16, .out_offset = 64, .out_capacity = 16},
+         GF_ERR_UNKNOWN_REGION,
+         "region 7"},
+        {P_ECHO,
+         {.region_id = 1, .in_offset = size - 8, .in_bytes = 16, .out_capacity = 16},
+         GF_ERR_BAD_DESCRIPTOR,
+         "input of 16 bytes at offset"},
+        {P_ECHO,
+         {.region_id = 1, .in_offset = UINT64_MAX - 4, .in_bytes = 16, .out_capacity = 16},
+         GF_ERR_BAD_DESCRIPTOR,
+         "outside region 1"},
+        {P_ECHO,
+         {.region_id = 1, .in_bytes = 16, .out_offset = size, .out_capacity = 16},
+         GF_ERR_BAD_DESCRIPTOR,
+         "output capacity of 16 bytes"},
+        {P_ECHO,
+         {.region_id = 1, .in_bytes = 16, .out_offset = 64, .out_capacity = UINT64_MAX},
+         GF_ERR_BAD_DESCRIPTOR,
+         "outside region 1"},
+        {P_ECHO,
+         {.region_id = 1, .in_bytes = 64, .out_offset = 4096, .out_capacity = 63},
+         GF_ERR_BAD_DESCRIPTOR,
+         "less than the pipeline's 64"},
+        {P_RGB,
+         {.region_id = 1, .in_bytes = 64 * 32 * 3, .out_offset = 8192, .out_capacity = 8192},
+         GF_ERR_BAD_DESCRIPTOR,
+         "less than the pipeline's 24576"},
+        {P_ECHO,
+         {.region_id = 1, .in_offset = 100, .in_bytes = 64, .out_offset = 163, .out_capacity = 64},
+         GF_ERR_BAD_DESCRIPTOR,
+         "overlap"},
+        {P_AFFINE,
+         {.region_id = 1, .in_bytes = 6, .out_offset = 64, .out_capacity = 64},
+         GF_ERR_BAD_LENGTH,
+         "affine"},
+        {P_ECHO,
+         {.region_id = 1, .in_bytes = (1u << 20) + 1, .out_offset = 0, .out_capacity = 1},
+         GF_ERR_BAD_LENGTH,
+         "max_frame_bytes"},
+        {9,
+         {.region_id = 1, .in_bytes = 16, .out_offset = 64, .out_capacity = 16},
+         GF_ERR_UNKNOWN_PIPELINE,
+         "pipeline id 9"},
     };
     uint64_t id = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -335,9 +355,9 @@ static void raw_send_fds(int sock, const gf_header *h, int fd, int nfds) {
 static void expect_stray(int sock, const char *words) {
     char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
     gf_header r;
-    ck_assert_int_eq(gf_test_raw_recv_reply(sock, &r, text, GF_ERROR_TEXT_MAX_BYTES, REPLY_MS, err,
-                                            sizeof err),
-                     0);
+    ck_assert_int_eq(
+        gf_test_raw_recv_reply(sock, &r, text, GF_ERROR_TEXT_MAX_BYTES, REPLY_MS, err, sizeof err),
+        0);
     text[r.payload_bytes] = '\0';
     ck_assert_uint_eq(r.type, GF_MSG_ERROR);
     ck_assert_str_eq(gf_status_name(r.status), "stray_fd");
@@ -401,7 +421,9 @@ START_TEST(bad_fds_are_refused_and_closed) {
     sock = gf_test_raw_connect(daemon_.socket_path);
     raw_send_fds(sock, &add_h, fd, 4);
     expect_stray(sock, "several file descriptors");
-    gf_header frame_h = {.version = GF_PROTOCOL_VERSION, .type = GF_MSG_FRAME, .frame_id = 5,
+    gf_header frame_h = {.version = GF_PROTOCOL_VERSION,
+                         .type = GF_MSG_FRAME,
+                         .frame_id = 5,
                          .payload_bytes = 100000};
     sock = gf_test_raw_connect(daemon_.socket_path);
     ck_assert_int_eq(gf_test_raw_send_header(sock, &frame_h), 0);
@@ -412,8 +434,8 @@ START_TEST(bad_fds_are_refused_and_closed) {
 
     /* Meanwhile another connection is served, and no fd stayed behind. */
     char err[ERR_BYTES];
-    gf_test_stream st = {.pipeline = &p[P_ECHO], .frame_bytes = 4096, .frame_count = 20,
-                         .window = 4};
+    gf_test_stream st = {
+        .pipeline = &p[P_ECHO], .frame_bytes = 4096, .frame_count = 20, .window = 4};
     ck_assert_msg(gf_test_stream_verified(other, &st, err, sizeof err) == 0, "%s", err);
     expect_fds(base_fds);
     ck_assert_uint_eq(stat(other, "rejected.stray_fd"), 4);
