@@ -691,3 +691,7 @@ int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int time
 int gf_client_request_trace(gf_client *c, uint32_t max_frames, char **json_out, int timeout_ms) {
     return request_json(c, GF_MSG_TRACE, max_frames, json_out, timeout_ms);
 }
+
+const char *gf_client_version(void) {
+    return GF_VERSION;
+}
