@@ -1523,7 +1523,9 @@ static const char main_help[] =
     "\n"
     "Every command takes:\n" COMMON_HELP "\n"
     "'gpuframe COMMAND --help' describes a command; 'gpuframe --version' prints the version.\n"
-    "Exit status: 0 success, 1 failure, 2 usage error.\n";
+    "Exit status: 0 success, 1 failure, 2 usage error.\n"
+    "Environment: " SOCKET_ENV ", the daemon's socket unless --socket names one.\n"
+    "See also: gpuframed(8), gpuframed.json(5); README.md in the documentation.\n";
 
 int main(int argc, char *argv[]) {
     static const struct {
