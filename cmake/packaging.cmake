@@ -47,22 +47,24 @@ set(CPACK_DEBIAN_DAEMON_PACKAGE_SECTION misc)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_SUGGESTS "libcuda1, prometheus-node-exporter")
 set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_EXTRA
   ${gf_deb}/conffiles ${gf_deb}/postinst ${gf_deb}/prerm ${gf_deb}/postrm)
+if(GF_HAVE_CUDA)
+  set(gf_deb_cuda "Using the GPU needs the NVIDIA driver for CUDA ${CUDAToolkit_VERSION_MAJOR}.${CUDAToolkit_VERSION_MINOR} or later
+(libcuda.so.1 and the kernel module), which is not part of Debian main;
+without it gpuframed serves the same pipelines on the CPU.")
+else()
+  set(gf_deb_cuda "This build has no CUDA engine: it serves the pipelines on the CPU; a
+build with CUDA needs the NVIDIA driver (libcuda.so.1, the kernel module).")
+endif()
 set(CPACK_COMPONENT_DAEMON_DESCRIPTION "GPU frame-processing daemon for local programs
 gpuframed turns a local NVIDIA GPU into a frame-processing service: local
 programs connect to its Unix socket, stream frames of bytes and get each
 frame back processed by a named pipeline (a CUDA kernel and its
 parameters), with copies and kernels of consecutive frames overlapped.
 .
-Using the GPU needs the NVIDIA driver for CUDA ${CUDAToolkit_VERSION_MAJOR}.${CUDAToolkit_VERSION_MINOR} or later (libcuda.so.1 and
-the kernel module), which is not part of Debian main; without it gpuframed
-serves the same pipelines on the CPU.  Includes the gpuframe client, the
-systemd units (socket activated, sandboxed) and a timer that feeds
-node_exporter's textfile collector.")
-if(NOT GF_HAVE_CUDA)
-  string(REPLACE "Using the GPU needs the NVIDIA driver for CUDA . or later"
-    "This build has no CUDA engine; a build with CUDA needs the NVIDIA driver"
-    CPACK_COMPONENT_DAEMON_DESCRIPTION "${CPACK_COMPONENT_DAEMON_DESCRIPTION}")
-endif()
+${gf_deb_cuda}
+.
+Includes the gpuframe client, the systemd units (socket activated,
+sandboxed) and a timer that feeds node_exporter's textfile collector.")
 
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libgpuframe${GF_CLIENT_ABI_VERSION})
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)

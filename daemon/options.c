@@ -127,8 +127,10 @@ static const char *const help_sections[] = {
     "    2   a bad command line or configuration\n"
     "    3   could not start: engine, memory or socket\n"
     "\n",
-    "SEE ALSO\n"
-    "    gpuframe(1), gpuframed.json(5), systemd.socket(5), systemd-sysusers(8)\n",
+    /* Parenthesised: clang takes two literals in the last element for a
+     * missing comma (-Wstring-concatenation). */
+    ("SEE ALSO\n"
+     "    gpuframe(1), gpuframed.json(5), systemd.socket(5), systemd-sysusers(8)\n"),
 };
 
 static const char usage_hint[] = "Try 'gpuframed --help' for more information.\n";

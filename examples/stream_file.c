@@ -56,6 +56,7 @@ int main(int argc, char **argv) {
     long pipeline = find_pipeline(c, argv[2]);
     if (pipeline < 0) {
         fprintf(stderr, "stream_file: the daemon has no pipeline '%s'\n", argv[2]);
+        gf_client_close(c);
         return 2;
     }
 

@@ -58,9 +58,9 @@ for need in 'libc6 (>= ' 'libuv1 (>= ' 'libcjson1 (>= '; do
 done
 [[ "$depends" != *cuda* ]] || fail "gpuframed depends on a CUDA library: $depends"
 [ "$(field "$daemon" Suggests)" = "libcuda1, prometheus-node-exporter" ] || fail "Suggests: $(field "$daemon" Suggests)"
-dpkg-deb --info "$daemon" | grep -q 'needs the NVIDIA driver' || fail "the description does not name the driver it needs"
+[[ "$(field "$daemon" Description)" == *"needs the NVIDIA driver"* ]] || fail "the description does not name the driver it needs"
 [ "$(field "$dev" Depends)" = "libgpuframe0 (= $full)" ] || fail "libgpuframe-dev Depends: $(field "$dev" Depends)"
-[[ "$(field "$lib" Depends)" == "libc6 (>= "* ]] || fail "libgpuframe0 Depends: $(field "$lib" Depends)"
+[[ ", $(field "$lib" Depends)" == *", libc6 (>= "* ]] || fail "libgpuframe0 Depends: $(field "$lib" Depends)"
 [ "$(dpkg-deb --info "$daemon" conffiles)" = /etc/gpuframed/gpuframed.json ] || fail "conffiles: $(dpkg-deb --info "$daemon" conffiles)"
 [ "$(dpkg-deb --info "$lib" shlibs)" = "libgpuframe 0 libgpuframe0 (>= $full)" ] || fail "shlibs: $(dpkg-deb --info "$lib" shlibs)"
 [ "$(dpkg-deb --info "$lib" triggers)" = "activate-noawait ldconfig" ] || fail "triggers: $(dpkg-deb --info "$lib" triggers)"

@@ -94,7 +94,9 @@ for ex in ex_shared ex_static; do
   out=$("$tmp/$ex" "$sock" echo 65536 "$tmp/in.bin" "$tmp/out.bin") || fail "$ex echo: $out"
   [ "$out" = "16 frames, 0 failed" ] || fail "$ex echo printed '$out'"
   cmp "$tmp/in.bin" "$tmp/out.bin" || fail "$ex echo: the results differ from the input"
-  out=$("$tmp/$ex" "$sock" nosuch 4096 "$tmp/in.f32" "$tmp/out.f32" 2>&1) && fail "$ex: unknown pipeline accepted"
+  status=0
+  out=$("$tmp/$ex" "$sock" nosuch 4096 "$tmp/in.f32" "$tmp/out.f32" 2>&1) || status=$?
+  [ "$status" -eq 2 ] || fail "$ex with an unknown pipeline exited $status, expected 2: $out"
   [ "$out" = "stream_file: the daemon has no pipeline 'nosuch'" ] || fail "$ex unknown pipeline: '$out'"
 done
 

@@ -20,12 +20,13 @@
 #define WHY_BYTES 256
 
 START_TEST(no_gpu_reason_names_what_is_missing) {
-    char why[WHY_BYTES] = "", want[WHY_BYTES];
+    char why[WHY_BYTES] = "";
     int available = gf_engine_cuda_available(why, sizeof why);
 #ifndef GF_HAVE_CUDA
     ck_assert_int_eq(available, 0);
     ck_assert_str_eq(why, "this gpuframed was built without CUDA");
 #else
+    char want[WHY_BYTES];
     int node = access("/dev/nvidiactl", F_OK) == 0;
     void *libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     int driver_lib = libcuda != NULL, runtime = 0;
