@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # libgpuframe as a program outside the repository sees it:
-#   1. `cmake --install --prefix` into a scratch prefix;
+#   1. `cmake --install --prefix` into a scratch prefix: every file that names
+#      a path names that prefix (the units, the configuration under it), and
+#      the install warns that --help names another configuration path;
 #   2. gpuframe.pc there names that prefix: exact --modversion, --cflags, --libs;
 #   3. the shared library's soname, and the exact list of symbols it exports;
 #   4. the example, as installed in the doc dir, compiled with nothing but
@@ -20,6 +22,8 @@ extra_cflags=("$@")
 for tool in cmake pkg-config ldd nm readelf od cmp "$cc"; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
 done
+config_dir=$(sed -n 's/^GF_CONFIG_DIR:PATH=//p' "$build/CMakeCache.txt")
+[ -z "$config_dir" ] || { echo "SKIP: GF_CONFIG_DIR=$config_dir: a scratch install would write there"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gfexample.XXXXXX")
 daemon_pid=
 cleanup() {
@@ -31,6 +35,16 @@ fail() { echo "FAIL: $*"; exit 1; }
 p=$tmp/prefix
 
 cmake --install "$build" --prefix "$p" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
+unit=$p/lib/systemd/system
+grep -qx "ExecStart=$p/bin/gpuframed --config $p/etc/gpuframed/gpuframed.json" "$unit/gpuframed.service" ||
+  fail "gpuframed.service under --prefix: $(grep '^ExecStart=' "$unit/gpuframed.service")"
+grep -qx "Documentation=man:gpuframed(8) file://$p/share/doc/gpuframed/README.md" "$unit/gpuframed.service" ||
+  fail "gpuframed.service under --prefix: $(grep '^Documentation=' "$unit/gpuframed.service")"
+grep -q "^ExecStart=$p/bin/gpuframe stats --prometheus " "$unit/gpuframe-prometheus.service" ||
+  fail "gpuframe-prometheus.service under --prefix: $(grep '^ExecStart=' "$unit/gpuframe-prometheus.service")"
+[ -f "$p/etc/gpuframed/gpuframed.json" ] || fail "the configuration is not under the prefix"
+grep -q "gpuframed: this install's configuration is" "$tmp/install.log" ||
+  fail "the install did not warn that --help names another configuration: $(cat "$tmp/install.log")"
 pc=$(find "$p" -name gpuframe.pc -print -quit)
 [ -n "$pc" ] || fail "no gpuframe.pc under $p"
 libdir=$(dirname "$(dirname "$pc")")
