@@ -70,11 +70,11 @@ timeout 120 "$build"/bench/gf_sockbench "${limit_args[@]}" > "$run/sock" 2> "$ru
 tee -a "$raw" < "$run/sock"
 
 # ---- the daemon -----------------------------------------------------------------
-stream() { # SOCKET SIZE COUNT WINDOW: one gpuframe stream run's summary line,
-            # or "failed: why" (a frame answered with an error fails the run too)
+stream() { # SOCKET SIZE COUNT WINDOW [--shm]: one gpuframe stream run's summary
+            # line, or "failed: why" (a frame answered with an error fails the run)
   local out
   if out=$(timeout $stream_timeout_s "$build"/gpuframe stream --socket "$1" --pipeline echo \
-             --size "$2" --count "$3" --window "$4" --quiet 2>&1) &&
+             --size "$2" --count "$3" --window "$4" --quiet ${5:-} 2>&1) &&
      [[ $out == frames=*" errors=0 "* ]]; then echo "$out"
   else echo "failed: $(echo "$out" | tail -1)"; echo "bench: stream $2 bytes window $4: $out" >&2; fi
 }
@@ -96,6 +96,17 @@ for slots in "${slot_counts[@]}"; do
       echo "daemon slots=$slots size=${bytes[$size]} window=$w clients=1 $line" | tee -a "$raw"
     done
   done
+  if [ "$slots" = 2 ]; then
+    # Frames by reference (issue 11): the same sizes through a shared-memory
+    # region on the default 2 slots, window 8 and (to compare with the
+    # socket rows) window 16.
+    for size in "${sizes[@]}"; do
+      for w in 8 16; do
+        line=$(stream "$sock" "${bytes[$size]}" "${n16[$size]}" $w --shm)
+        echo "daemon mode=shm slots=2 size=${bytes[$size]} window=$w clients=1 $line" | tee -a "$raw"
+      done
+    done
+  fi
   pids=()
   for i in $(seq $clients); do
     stream "$sock" 4096 $n_multi 16 > "$run/multi$i" & pids+=($!)
@@ -184,5 +195,54 @@ awk -v engine="$engine" -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" 
     }
     exit (bad > 0 ? 1 : 0)
   }' "$raw" || { echo "bench: figures missing ('?' above)"; status=1; }
+
+# Frames by reference against the same run's limits: /pipe is the in-process
+# pipeline on 2 streams (the figure shm can reach: the socket is out of the
+# data path), /h2d the pinned copy; x_sock compares window 16 with the
+# socket path's window-16 row of the table above.
+echo
+echo "gpuframed echo --shm (shared-memory region, 2 slots) against this run's limits"
+awk -v engine="$engine" -v sizes="${sizes[*]}" \
+    -v bytes_list="$(for s in "${sizes[@]}"; do printf '%s ' "${bytes[$s]}"; done)" '
+  function get(key, field,   want, n, i, j, ok, f) {
+    n = split(key, want, " ")
+    for (i = 1; i <= nlines; i++) {
+      ok = 1
+      for (j = 1; j <= n && ok; j++) if (!index(" " lines[i] " ", " " want[j] " ")) ok = 0
+      if (!ok) continue
+      if (match(" " lines[i], " " field "=[^ ]*")) {
+        f = substr(" " lines[i], RSTART + length(field) + 2, RLENGTH - length(field) - 2)
+        return f ~ /^[0-9.]+$/ ? f : "?"
+      }
+    }
+    return "?"
+  }
+  function ratio(a, b) {
+    if (b == "-") return "-"
+    if (a == "?" || b == "?" || b + 0 == 0) return "?"
+    return sprintf("%.2f", a / b)
+  }
+  { lines[++nlines] = $0 }
+  END {
+    ns = split(sizes, label, " "); split(bytes_list, nbytes, " ")
+    fmt = "%-5s %10s %9s %6s %6s %10s %9s %6s %13s %7s\n"
+    printf fmt, "size", "w8_fps", "w8_GBps", "/pipe", "/h2d", "w16_fps", "w16_GBps", "/pipe",
+      "sock_w16_GBps", "x_sock"
+    bad = 0
+    for (s = 1; s <= ns; s++) {
+      b = nbytes[s]
+      d = "daemon mode=shm slots=2 size=" b " window=8 clients=1"
+      fps = get(d, "frames_per_s"); gbps = get(d, "in_GBps")
+      d16 = "daemon mode=shm slots=2 size=" b " window=16 clients=1"
+      fps16 = get(d16, "frames_per_s"); gbps16 = get(d16, "in_GBps")
+      pipe = engine == "cuda" ? get("name=pipeline streams=2 size=" b, "GBps") : "-"
+      copy = engine == "cuda" ? get("name=h2d size=" b, "GBps") : "-"
+      sock = get("daemon slots=2 size=" b " window=16 clients=1", "in_GBps")
+      row = sprintf(fmt, label[s], fps, gbps, ratio(gbps, pipe), ratio(gbps, copy), fps16,
+        gbps16, ratio(gbps16, pipe), sock, ratio(gbps16, sock))
+      printf "%s", row; bad += (row ~ /\?/)
+    }
+    exit (bad > 0 ? 1 : 0)
+  }' "$raw" || { echo "bench: shm figures missing ('?' above)"; status=1; }
 echo "bench: done in $((SECONDS - started)) s"
 exit $status

@@ -247,6 +247,7 @@ enum {
     OPT_VERIFY,
     OPT_SEED,
     OPT_NO_CHECK,
+    OPT_SHM,
     OPT_PROMETHEUS,
     OPT_WATCH,
     OPT_SVG,
@@ -878,6 +879,9 @@ static const char stream_help[] =
     "                          an error write nothing)\n"
     "      --seed S            seed of the synthetic frames (default 1; not with --input)\n"
     "      --no-check          send frames the pipeline cannot take (tests the daemon's errors)\n"
+    "      --shm               send frames by reference: inputs and results live in one\n"
+    "                          shared-memory region (W entries), the socket carries only\n"
+    "                          descriptors; the daemon's GPU copies use the pages directly\n"
     "  -q, --quiet             print only the summary line\n" COMMON_HELP "\n"
     "Exit status 0 only if every frame got a correct result.\n";
 
@@ -895,6 +899,7 @@ struct stream_opts {
     const char *output_path; /* --output, or NULL                      */
     uint64_t seed;           /* --seed                                 */
     int have_seed;           /* --seed was given                       */
+    int shm;                 /* --shm                                  */
 };
 
 /* One frame in flight: what was sent and what its reply must be. */
@@ -926,6 +931,11 @@ struct stream_run {
     int input_error;     /* the input could not be sent completely */
     uint64_t planned;    /* frames to send; UINT64_MAX: until EOF  */
     int64_t full_expect; /* output bytes of a frame of --size      */
+
+    /* --shm: one region; window entry i's input at i * in_stride, its
+     * output at window * in_stride + i * out_stride. */
+    gf_client_region region;
+    uint64_t in_stride, out_stride;
 
     FILE *out;              /* --output, or NULL                    */
     unsigned char *scratch; /* references of --input frames         */
@@ -1009,6 +1019,7 @@ static void parse_stream_opts(int argc, char *argv[], struct stream_opts *o) {
                                              {"output", required_argument, NULL, 'o'},
                                              {"seed", required_argument, NULL, OPT_SEED},
                                              {"no-check", no_argument, NULL, OPT_NO_CHECK},
+                                             {"shm", no_argument, NULL, OPT_SHM},
                                              {"quiet", no_argument, NULL, 'q'},
                                              COMMON_LONG_OPTIONS,
                                              {NULL, 0, NULL, 0}};
@@ -1050,6 +1061,7 @@ static void parse_stream_opts(int argc, char *argv[], struct stream_opts *o) {
             o->have_seed = 1;
             break;
         case OPT_NO_CHECK: o->no_check = 1; break;
+        case OPT_SHM: o->shm = 1; break;
         case 'q': o->quiet = 1; break;
         }
     }
@@ -1133,7 +1145,17 @@ static int queue_next(struct stream_run *r) {
     struct frame_slot *s = &r->slots[r->queued % o->window];
     char why[WHY_BYTES];
 
-    if (r->in == NULL) {
+    unsigned char *entry = NULL; /* --shm: this window entry's input */
+    if (o->shm)
+        entry = (unsigned char *)r->region.base + (r->queued % o->window) * r->in_stride;
+    if (r->in == NULL && o->shm) {
+        /* The region's inputs were filled once (stream_prepare): no copy. */
+        size_t k = (size_t)(r->queued % o->window % r->pool_count);
+        s->data = entry;
+        s->bytes = (size_t)o->size_bytes;
+        s->expect_bytes = r->full_expect;
+        s->ref = r->pool_refs[k];
+    } else if (r->in == NULL) {
         size_t k = (size_t)(r->queued % r->pool_count);
         s->data = r->pool[k];
         s->bytes = (size_t)o->size_bytes;
@@ -1141,7 +1163,9 @@ static int queue_next(struct stream_run *r) {
         s->ref = r->pool_refs[k];
     } else {
         unsigned char **buf = &r->in_bufs[r->queued % o->window];
-        if (*buf == NULL)
+        if (entry != NULL)
+            *buf = entry; /* read straight into the region */
+        else if (*buf == NULL)
             *buf = alloc_frame((size_t)o->size_bytes);
         size_t n = fread(*buf, 1, (size_t)o->size_bytes, r->in);
         if (n < o->size_bytes && ferror(r->in)) {
@@ -1169,7 +1193,18 @@ static int queue_next(struct stream_run *r) {
     }
 
     s->queued_ns = gf_now_ns();
-    int err = gf_client_send_frame(r->client, r->pipeline->id, r->queued, s->data, s->bytes);
+    int err;
+    if (o->shm) {
+        uint64_t i = r->queued % o->window;
+        gf_shm_frame d = {.region_id = r->region.id,
+                          .in_offset = i * r->in_stride,
+                          .in_bytes = s->bytes,
+                          .out_offset = o->window * r->in_stride + i * r->out_stride,
+                          .out_capacity = r->out_stride};
+        err = gf_client_send_frame_shm(r->client, r->pipeline->id, r->queued, &d);
+    } else {
+        err = gf_client_send_frame(r->client, r->pipeline->id, r->queued, s->data, s->bytes);
+    }
     if (err < 0) {
         if (err != -EPIPE) /* a close: the next receive reports it */
             print_client_error(r->client, "send", err);
@@ -1225,10 +1260,44 @@ static int check_result(struct stream_run *r, uint64_t seq, const struct frame_s
     return 0;
 }
 
+/*
+ * A shm RESULT as the reply it stands for: its payload is where the
+ * descriptor says, in our region, after checking that it is where frame
+ * `seq` asked for it.  Returns 0, or -1 with the problem recorded.
+ */
+static int shm_view(struct stream_run *r, uint64_t seq, const gf_reply *rep, gf_reply *view) {
+    const gf_shm_result *d = &rep->shm_result;
+    uint64_t want_off = r->o->window * r->in_stride + (seq % r->o->window) * r->out_stride;
+    *view = *rep;
+    if (!rep->shm || d->region_id != r->region.id || d->out_offset != want_off ||
+        d->out_bytes > r->out_stride) {
+        char why[WHY_BYTES];
+        snprintf(why, sizeof why,
+                 "shm result says region %" PRIu32 " offset %" PRIu64 " bytes %" PRIu64
+                 "; asked region %" PRIu32 " offset %" PRIu64 " capacity %" PRIu64,
+                 d->region_id, d->out_offset, d->out_bytes, r->region.id, want_off, r->out_stride);
+        mismatch(r, seq, why);
+        return -1;
+    }
+    view->payload = (const unsigned char *)r->region.base + d->out_offset;
+    view->payload_bytes = (size_t)d->out_bytes;
+    return 0;
+}
+
 /* Handles the reply to frame number r->answered. */
-static void handle_reply(struct stream_run *r, const gf_reply *rep) {
+static void handle_reply(struct stream_run *r, const gf_reply *raw) {
     uint64_t seq = r->answered;
     const struct frame_slot *s = &r->slots[seq % r->o->window];
+    gf_reply view;
+    const gf_reply *rep = raw;
+    if (r->o->shm && raw->header.type == GF_MSG_RESULT) {
+        if (shm_view(r, seq, raw, &view) < 0) {
+            r->failed++;
+            r->answered++;
+            return;
+        }
+        rep = &view;
+    }
 
     if (r->latency_count == r->latency_cap) {
         size_t cap = r->latency_cap ? 2 * r->latency_cap : 1024;
@@ -1322,12 +1391,14 @@ static void stream_free(struct stream_run *r) {
         fclose(r->out);
     if (r->in != NULL)
         fclose(r->in);
+    if (r->region.base != NULL)
+        gf_client_region_destroy(NULL, &r->region, 0);
     gf_client_close(r->client);
     for (size_t k = 0; k < SYNTH_POOL_MAX; k++) {
         free(r->pool[k]);
         free(r->pool_refs[k]);
     }
-    if (r->in_bufs != NULL)
+    if (r->in_bufs != NULL && !r->o->shm)
         for (size_t i = 0; i < r->o->window; i++)
             free(r->in_bufs[i]);
     free(r->in_bufs);
@@ -1378,6 +1449,34 @@ static void plan_frame_size(struct stream_run *r, struct stream_opts *o) {
         (void)gf_client_set_max_reply_bytes(r->client, (uint64_t)r->full_expect);
 }
 
+/* Bytes rounded up to whole pages, so every entry starts page-aligned. */
+static uint64_t page_round(uint64_t bytes) {
+    const uint64_t page = 4096;
+    return bytes == 0 ? page : (bytes + page - 1) / page * page;
+}
+
+/* --shm: creates the region and fills its window entries' inputs with the
+ * synthetic pool once (frames then cost the client no copy). */
+static int prepare_region(struct stream_run *r) {
+    const struct stream_opts *o = r->o;
+    r->in_stride = page_round(o->size_bytes);
+    r->out_stride = page_round(r->full_expect > 0 ? (uint64_t)r->full_expect : 0);
+    uint64_t bytes = o->window * (r->in_stride + r->out_stride);
+    int err = gf_client_region_create(r->client, bytes, &r->region, o->common.timeout_ms);
+    if (err < 0) {
+        print_client_error(r->client, "--shm", err);
+        return EXIT_FAIL;
+    }
+    if (!o->quiet)
+        printf("shared-memory region %" PRIu32 " of %" PRIu64 " bytes%s\n", r->region.id, bytes,
+               r->region.pinned ? ", pinned by the daemon" : "");
+    if (r->in == NULL)
+        for (uint64_t i = 0; i < o->window; i++)
+            memcpy((unsigned char *)r->region.base + i * r->in_stride, r->pool[i % r->pool_count],
+                   (size_t)o->size_bytes);
+    return EXIT_OK;
+}
+
 /* Prepares the frames (--input, or the synthetic pool), opens --output and
  * allocates the window.  Returns EXIT_OK, or the command's exit status after
  * saying what failed; stream_free() releases what was prepared either way. */
@@ -1407,7 +1506,7 @@ static int stream_prepare(struct stream_run *r) {
         fprintf(stderr, "gpuframe: out of memory\n");
         return EXIT_FAIL;
     }
-    return EXIT_OK;
+    return o->shm ? prepare_region(r) : EXIT_OK;
 }
 
 /* Says what is about to be streamed, unless --quiet. */

@@ -12,6 +12,7 @@
  * cost one recv(); once a large payload's header has been parsed, the rest of
  * that payload is read straight into the payload buffer.
  */
+#define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */
 #include "libgpuframe.h"
 
 #include <assert.h>
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -57,6 +59,8 @@ struct gf_request {
     size_t written_bytes;                  /* of header + data written so far      */
     uint64_t frame_id;                     /* the reply must echo it               */
     uint8_t type;                          /* request type; decides reply types    */
+    int shm;                               /* data is `desc` (moves with the ring) */
+    unsigned char desc[GF_SHM_FRAME_BYTES]; /* a shm frame's descriptor            */
 };
 
 struct gf_client {
@@ -245,9 +249,10 @@ static int grow_ring(gf_client *c) {
     return 0;
 }
 
-/* Appends a request to the ring; the header is encoded now. */
-static int queue_request(gf_client *c, uint8_t type, uint32_t pipeline_id, uint64_t frame_id,
-                         const void *data, size_t len) {
+/* Appends a request to the ring; the header is encoded now, in version 1
+ * unless `flags` or the type need version 2. */
+static int queue_request_flags(gf_client *c, uint8_t type, uint16_t flags, uint32_t pipeline_id,
+                               uint64_t frame_id, const void *data, size_t len) {
     if (c->sticky_err)
         return c->sticky_err;
     if (c->write_closed || c->read_closed)
@@ -259,10 +264,11 @@ static int queue_request(gf_client *c, uint8_t type, uint32_t pipeline_id, uint6
     }
 
     struct gf_request *r = request_at(c, c->tail_seq);
+    int v2 = flags != 0 || type == GF_MSG_REGION_ADD || type == GF_MSG_REGION_REMOVE;
     gf_header h = {
-        .version = GF_PROTOCOL_VERSION,
+        .version = v2 ? GF_PROTOCOL_VERSION_SHM : GF_PROTOCOL_VERSION,
         .type = type,
-        .flags = 0,
+        .flags = flags,
         .frame_id = frame_id,
         .pipeline_id = pipeline_id,
         .status = GF_OK,
@@ -274,7 +280,25 @@ static int queue_request(gf_client *c, uint8_t type, uint32_t pipeline_id, uint6
     r->written_bytes = 0;
     r->frame_id = frame_id;
     r->type = type;
+    r->shm = 0;
     c->tail_seq++;
+    return 0;
+}
+
+static int queue_request(gf_client *c, uint8_t type, uint32_t pipeline_id, uint64_t frame_id,
+                         const void *data, size_t len) {
+    return queue_request_flags(c, type, 0, pipeline_id, frame_id, data, len);
+}
+
+int gf_client_send_frame_shm(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
+                             const gf_shm_frame *desc) {
+    int err = queue_request_flags(c, GF_MSG_FRAME, GF_FLAG_SHM, pipeline_id, frame_id, NULL,
+                                  GF_SHM_FRAME_BYTES);
+    if (err < 0)
+        return err;
+    struct gf_request *r = request_at(c, c->tail_seq - 1);
+    gf_shm_frame_encode(desc, r->desc);
+    r->shm = 1;
     return 0;
 }
 
@@ -322,7 +346,10 @@ static ssize_t write_some(gf_client *c) {
         if (data_done < r->data_bytes) {
             size_t left = r->data_bytes - data_done;
             /* sendmsg() only reads through iov_base. */
-            if (r->data != NULL) {
+            if (r->shm) {
+                iov[n].iov_base = r->desc + data_done;
+                iov[n].iov_len = left;
+            } else if (r->data != NULL) {
                 iov[n].iov_base = (void *)((const unsigned char *)r->data + data_done);
                 iov[n].iov_len = left;
             } else {
@@ -432,6 +459,8 @@ static int type_answers(uint8_t req, uint8_t reply) {
     case GF_MSG_LIST: return reply == GF_MSG_LIST;
     case GF_MSG_STATS: return reply == GF_MSG_STATS;
     case GF_MSG_TRACE: return reply == GF_MSG_TRACE;
+    case GF_MSG_REGION_ADD: return reply == GF_MSG_REGION_ADD;
+    case GF_MSG_REGION_REMOVE: return reply == GF_MSG_REGION_REMOVE;
     }
     return 0;
 }
@@ -554,6 +583,15 @@ static int take_reply(gf_client *c, gf_reply *reply) {
     reply->header = c->cur;
     reply->payload = c->cur.payload_bytes > 0 ? c->payload : NULL;
     reply->payload_bytes = (size_t)c->cur.payload_bytes;
+    reply->shm = 0;
+    if (c->cur.type == GF_MSG_RESULT && (c->cur.flags & GF_FLAG_SHM)) {
+        /* The parser checked its size; reserved bytes must be zero. */
+        if (gf_shm_result_decode(c->payload, &reply->shm_result) < 0) {
+            set_error(c, "daemon sent a shm RESULT whose reserved bytes are not zero");
+            return fail_sticky(c, -EPROTO);
+        }
+        reply->shm = 1;
+    }
     c->have_header = 0;
     if (c->cur_answers) {
         /* Answered early: the caller may free the frame once it has the
@@ -690,6 +728,166 @@ int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int time
 
 int gf_client_request_trace(gf_client *c, uint32_t max_frames, char **json_out, int timeout_ms) {
     return request_json(c, GF_MSG_TRACE, max_frames, json_out, timeout_ms);
+}
+
+/* ---- shared-memory regions --------------------------------------------------- */
+
+/* Sends the REGION_ADD header with `fd` as SCM_RIGHTS on its own bytes, and
+ * queues it for its reply.  Nothing else may be unwritten (the fd must ride
+ * on exactly these 32 bytes). */
+static int send_region_add(gf_client *c, int fd, int timeout_ms) {
+    int err = queue_request(c, GF_MSG_REGION_ADD, 0, 0, NULL, 0);
+    if (err < 0)
+        return err;
+    struct gf_request *r = request_at(c, c->tail_seq - 1);
+    union {
+        struct cmsghdr align;
+        char bytes[CMSG_SPACE(sizeof(int))];
+    } control;
+    memset(&control, 0, sizeof control);
+    struct iovec iov = {.iov_base = r->header, .iov_len = GF_HEADER_BYTES};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.bytes,
+                         .msg_controllen = sizeof control.bytes};
+    if (fd >= 0) {
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+    } else {
+        /* No descriptor at all: what a broken client sends (tests). */
+        msg.msg_control = NULL;
+        msg.msg_controllen = 0;
+    }
+    uint64_t deadline_ms = timeout_ms >= 0 ? gf_now_ms() + (uint64_t)timeout_ms : 0;
+    for (;;) {
+        ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+        if (w == (ssize_t)GF_HEADER_BYTES)
+            break;
+        if (w >= 0) {
+            /* 32 bytes into an empty socket buffer go in whole or not at all. */
+            set_error(c, "REGION_ADD: only %zd of its 32 bytes were sent", w);
+            return fail_sticky(c, -EPROTO);
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            err = -errno;
+            if (errno == EPIPE || errno == ECONNRESET)
+                c->write_closed = 1;
+            return err;
+        }
+        int wait_ms = remaining_ms(timeout_ms, deadline_ms);
+        if (wait_ms == 0)
+            return -ETIMEDOUT;
+        struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
+        if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
+            return -errno;
+    }
+    r->written_bytes = GF_HEADER_BYTES;
+    c->write_seq++;
+    return 0;
+}
+
+/* Receives the reply to the one request in flight: 0, or -EREMOTEIO with
+ * the daemon's ERROR in gf_client_error() (and its status in *status). */
+static int recv_one(gf_client *c, gf_reply *reply, uint32_t *status, int timeout_ms) {
+    int err = gf_client_recv(c, reply, timeout_ms);
+    if (err < 0)
+        return err;
+    *status = reply->header.status;
+    if (reply->header.type != GF_MSG_ERROR)
+        return 0;
+    char text[GF_ERROR_TEXT_MAX_BYTES + 1];
+    sanitize_text(reply->payload, reply->payload_bytes, text, sizeof text);
+    set_error(c, "daemon refused %s: %s: %s", gf_msg_type_name(request_at(c, c->reply_seq - 1)->type),
+              gf_status_name(reply->header.status), text);
+    return -EREMOTEIO;
+}
+
+int gf_client_region_add_fd(gf_client *c, int fd, gf_region_info *info, uint32_t *status,
+                            int timeout_ms) {
+    gf_reply reply;
+    uint32_t st = GF_OK;
+    if (gf_client_in_flight(c) > 0)
+        return -EBUSY;
+    int err = send_region_add(c, fd, timeout_ms);
+    if (err == 0)
+        err = recv_one(c, &reply, &st, timeout_ms);
+    if (status)
+        *status = st;
+    if (err == 0)
+        gf_region_info_decode(reply.payload, info);
+    return err;
+}
+
+int gf_client_region_remove(gf_client *c, uint32_t region_id, uint32_t *status, int timeout_ms) {
+    gf_reply reply;
+    uint32_t st = GF_OK;
+    if (gf_client_in_flight(c) > 0)
+        return -EBUSY;
+    int err = queue_request(c, GF_MSG_REGION_REMOVE, region_id, 0, NULL, 0);
+    if (err == 0)
+        err = recv_one(c, &reply, &st, timeout_ms);
+    if (status)
+        *status = st;
+    return err;
+}
+
+int gf_client_region_create(gf_client *c, uint64_t bytes, gf_client_region *out, int timeout_ms) {
+    if (bytes == 0 || bytes > (uint64_t)SIZE_MAX)
+        return -EINVAL;
+    int fd = memfd_create("gpuframe-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) {
+        set_error(c, "memfd_create: %s", strerror(errno));
+        return -errno;
+    }
+    int err = 0;
+    void *base = MAP_FAILED;
+    /* Sealed against shrinking and growing: the daemon's mapping can never
+     * lose its pages (SIGBUS) and the size is final. */
+    if (ftruncate(fd, (off_t)bytes) < 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+        err = -errno;
+        set_error(c, "preparing a %llu-byte memfd: %s", (unsigned long long)bytes,
+                  strerror(errno));
+        goto fail;
+    }
+    base = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        err = -errno;
+        set_error(c, "mapping a %llu-byte memfd: %s", (unsigned long long)bytes, strerror(errno));
+        goto fail;
+    }
+    gf_region_info info;
+    err = gf_client_region_add_fd(c, fd, &info, NULL, timeout_ms);
+    if (err < 0)
+        goto fail;
+    out->id = info.region_id;
+    out->pinned = (info.flags & GF_REGION_PINNED) != 0;
+    out->base = base;
+    out->bytes = bytes;
+    out->fd = fd;
+    return 0;
+
+fail:
+    if (base != MAP_FAILED)
+        munmap(base, (size_t)bytes);
+    close(fd);
+    return err;
+}
+
+int gf_client_region_destroy(gf_client *c, gf_client_region *r, int timeout_ms) {
+    int err = c ? gf_client_region_remove(c, r->id, NULL, timeout_ms) : 0;
+    if (r->base)
+        munmap(r->base, (size_t)r->bytes);
+    if (r->fd >= 0)
+        close(r->fd);
+    r->base = NULL;
+    r->fd = -1;
+    return err;
 }
 
 const char *gf_client_version(void) {

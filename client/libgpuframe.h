@@ -30,8 +30,8 @@
  * a window of frames from a file through a pipeline, the results to a file.
  *
  * Exports.  The shared library is built with -fvisibility=hidden: it exports
- * exactly the functions declared GF_API here and the five functions of
- * protocol.h, nothing of the internals it carries.
+ * exactly the functions declared GF_API here and the functions protocol.h
+ * declares, nothing of the internals it carries.
  *
  * Versions.  The library's version is gpuframed's (gf_client_version(),
  * `pkg-config --modversion gpuframe`).  Its soname is libgpuframe.so.N, where
@@ -87,7 +87,27 @@ typedef struct gf_reply {
     gf_header header;
     const void *payload;
     size_t payload_bytes;
+    /* A RESULT of a frame sent with gf_client_send_frame_shm: its output is
+     * in the region, where shm_result says; `payload` holds the raw
+     * 24-byte descriptor. */
+    int shm;
+    gf_shm_result shm_result;
 } gf_reply;
+
+/*
+ * A shared-memory region (PROTOCOL.md, "Shared-memory frames"): a sealed
+ * memfd of `bytes` mapped at `base` here and in the daemon, which knows it
+ * as `id` on this connection only.  Frames sent by reference read their
+ * input from it and get their output written into it, with no byte on the
+ * socket.  `pinned`: the daemon page-locked it for the GPU's copy engines.
+ */
+typedef struct gf_client_region {
+    uint32_t id;
+    int pinned;
+    void *base;
+    uint64_t bytes;
+    int fd; /* the memfd, closed by gf_client_region_destroy */
+} gf_client_region;
 
 /*
  * Connects to the daemon listening on the Unix socket `socket_path` and
@@ -218,5 +238,49 @@ GF_API const char *gf_client_version(void);
 #ifdef __cplusplus
 }
 #endif
+
+/*
+ * Creates a region of `bytes`: a memfd sealed against shrinking and growing,
+ * mapped here, and handed to the daemon (REGION_ADD), which maps and pins it
+ * (that takes about a millisecond per MiB on the GPU engine).  No request may
+ * be in flight (-EBUSY).  Returns 0 and fills *out; -EREMOTEIO when the
+ * daemon refused it (gf_client_error says why: region_limit, bad_region);
+ * or an errno of memfd_create/mmap or what gf_client_recv returns.
+ */
+GF_API int gf_client_region_create(gf_client *c, uint64_t bytes, gf_client_region *out,
+                                   int timeout_ms);
+
+/*
+ * Tells the daemon to forget the region (REGION_REMOVE; it unpins it once
+ * frames in flight on it are done), then unmaps and closes it here.  With
+ * `c` NULL only the local side is undone (the connection is gone).  Returns
+ * 0 or what gf_client_region_remove returns; the local side is undone
+ * either way.
+ */
+GF_API int gf_client_region_destroy(gf_client *c, gf_client_region *r, int timeout_ms);
+
+/*
+ * The two requests under those, for callers that manage the memfd
+ * themselves: REGION_ADD with `fd` (not closed here; -1 sends none, which the
+ * daemon refuses) fills *info; REGION_REMOVE
+ * of `region_id`.  No request may be in flight (-EBUSY).  Returns 0,
+ * -EREMOTEIO with the daemon's status in *status (if not NULL) and text in
+ * gf_client_error(), or what gf_client_recv returns.
+ */
+GF_API int gf_client_region_add_fd(gf_client *c, int fd, gf_region_info *info, uint32_t *status,
+                                   int timeout_ms);
+GF_API int gf_client_region_remove(gf_client *c, uint32_t region_id, uint32_t *status,
+                                   int timeout_ms);
+
+/*
+ * Queues a frame by reference: pipeline `pipeline_id` reads desc->in_bytes
+ * at desc->in_offset of region desc->region_id and writes its output at
+ * desc->out_offset (at most desc->out_capacity bytes).  The reply is a RESULT
+ * with reply.shm set, or an ERROR (unknown_region, bad_descriptor, ...).  The
+ * input bytes must stay unchanged and the output range unread until the
+ * reply arrives.  Return values as for gf_client_send_frame.
+ */
+GF_API int gf_client_send_frame_shm(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
+                                    const gf_shm_frame *desc);
 
 #endif

@@ -49,11 +49,18 @@
 #define GF_MAX_PINNED_BYTES_LIMIT (1ull << 50)
 /* A config file is a few KiB; anything near this is a wrong path. */
 #define GF_CONFIG_FILE_MAX_BYTES (1u << 20)
+/* Each connection costs an fd and a few KiB; the unit's LimitNOFILE is above. */
+#define GF_MAX_CONNECTIONS_DEFAULT 1024u
+#define GF_MAX_CONNECTIONS_MAX     (1u << 20)
+/* A client needs one region per buffer pool; 16 is plenty, 4096 a typo. */
+#define GF_MAX_REGIONS_DEFAULT 16u
+#define GF_MAX_REGIONS_MAX     4096u
 
 /* ---- the table of top-level keys ---------------------------------------------- */
 
 enum top_key {
     K_SOCKET,
+    K_SOCKET_MODE,
     K_ENGINE,
     K_SLOTS,
     K_MAX_FRAME_BYTES,
@@ -68,6 +75,9 @@ enum top_key {
     K_TIMING_SAMPLE_EVERY,
     K_COMPLETION,
     K_TRACE_FRAMES,
+    K_MAX_CONNECTIONS,
+    K_MAX_REGIONS,
+    K_MAX_SHM_BYTES,
     K_PIPELINES,
     K_COUNT_
 };
@@ -88,6 +98,9 @@ static const gf_config_key config_keys[K_COUNT_] = {
     [K_SOCKET] = {"socket", GF_CONFIG_PATH, FIELD(socket_path), 1, GF_SOCKET_PATH_MAX - 1, 0,
                   GF_SOCKET_PATH_DEFAULT, NULL, 0, GF_RELOAD_NEEDS_RESTART,
                   "Path of the Unix socket the daemon listens on."},
+    [K_SOCKET_MODE] = {"socket_mode", GF_CONFIG_MODE, FIELD(socket_mode), 0, 0777, 0660, NULL,
+                       NULL, 0, GF_RELOAD_NEEDS_RESTART,
+                       "Permission bits of the socket the daemon binds (octal string)."},
     [K_ENGINE] = {"engine", GF_CONFIG_CHOICE, FIELD(engine), 0, 0, GF_ENGINE_AUTO, NULL,
                   CHOICES(engine_names), GF_RELOAD_NEEDS_RESTART,
                   "Which engine runs the pipelines; auto prefers cuda."},
@@ -135,6 +148,17 @@ static const gf_config_key config_keys[K_COUNT_] = {
     [K_TRACE_FRAMES] = {"trace_frames", GF_CONFIG_INTEGER, FIELD(trace_frames), 0,
                         GF_TRACE_FRAMES_MAX, GF_TRACE_FRAMES_DEFAULT, NULL, NULL, 0,
                         GF_RELOAD_NEEDS_RESTART, "Recent frames whose stage times TRACE keeps."},
+    [K_MAX_CONNECTIONS] = {"max_connections", GF_CONFIG_INTEGER, FIELD(max_connections), 1,
+                           GF_MAX_CONNECTIONS_MAX, GF_MAX_CONNECTIONS_DEFAULT, NULL, NULL, 0,
+                           GF_RELOAD_APPLIES,
+                           "Connections served at once; more get too_many_connections."},
+    [K_MAX_REGIONS] = {"max_regions", GF_CONFIG_INTEGER, FIELD(max_regions), 0,
+                       GF_MAX_REGIONS_MAX, GF_MAX_REGIONS_DEFAULT, NULL, NULL, 0,
+                       GF_RELOAD_APPLIES,
+                       "Shared-memory regions one connection may hold; 0: none."},
+    [K_MAX_SHM_BYTES] = {"max_shm_bytes", GF_CONFIG_INTEGER, FIELD(max_shm_bytes), 0,
+                         (double)GF_MAX_PINNED_BYTES_LIMIT, 0, NULL, NULL, 0, GF_RELOAD_APPLIES,
+                         "Cap on all shared-memory regions' bytes; 0: a quarter of RAM."},
     [K_PIPELINES] = {"pipelines", GF_CONFIG_PIPELINES, FIELD(pipelines), 1, GF_MAX_PIPELINES, 0,
                      NULL, NULL, 0, GF_RELOAD_PARAMS,
                      "The pipelines clients address by id (array position) or name."},
@@ -163,7 +187,8 @@ uint64_t gf__config_field_get(const gf_config *cfg, const gf_config_key *k) {
         memcpy(&i, field, sizeof i);
         return (uint64_t)i;
     }
-    assert(k->type == GF_CONFIG_INTEGER && (k->size == sizeof u32 || k->size == sizeof u64));
+    assert((k->type == GF_CONFIG_INTEGER || k->type == GF_CONFIG_MODE) &&
+           (k->size == sizeof u32 || k->size == sizeof u64));
     if (k->size == sizeof u32) {
         memcpy(&u32, field, sizeof u32);
         return u32;
@@ -229,6 +254,23 @@ int gf_log_level_parse(const char *s, enum gf_log_level *out) {
 
 /* ---- reading values: from the file and from the command line ------------------ */
 
+/* Parses octal permission bits ("0660", "660") of at most `max`. */
+static int parse_mode(const char *s, double max, uint64_t *out) {
+    uint64_t v = 0;
+    size_t n = strlen(s);
+    if (n == 0 || n > 4)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '7')
+            return -1;
+        v = v * 8 + (uint64_t)(s[i] - '0');
+    }
+    if ((double)v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 /* Reads key `k` (not the pipelines) from the JSON value `v` into `cfg`.
  * Returns 0, or -1 with "<key>: expected ..., got ..." reported. */
 static int read_key(const gf_config_key *k, const cJSON *v, gf_config *cfg, gf_problems *pr) {
@@ -268,6 +310,18 @@ static int read_key(const gf_config_key *k, const cJSON *v, gf_config *cfg, gf_p
             gf_json_describe(v, got, sizeof got);
         gf_problem(pr, "%s: expected a path of %.0f to %.0f bytes, got %s", k->key, k->min, k->max,
                    got);
+        return -1;
+    }
+    case GF_CONFIG_MODE: {
+        uint64_t mode;
+        if (cJSON_IsString(v) && parse_mode(v->valuestring, k->max, &mode) == 0) {
+            field_set(cfg, k, mode);
+            return 0;
+        }
+        gf_json_describe(v, got, sizeof got);
+        gf_problem(pr, "%s: expected permission bits as an octal string up to \"%04o\", such as "
+                       "\"0660\", got %s",
+                   k->key, (unsigned)k->max, got);
         return -1;
     }
     case GF_CONFIG_PIPELINES: break;
@@ -340,6 +394,13 @@ int gf_config_override(gf_config_overrides *flags, const char *key, const char *
         }
         gf_errorf((char *)&flags->values + k->offset, k->size, "%s", text);
         break;
+    case GF_CONFIG_MODE:
+        if (parse_mode(text, k->max, &v) < 0) {
+            gf_errorf(err, err_len, "expected octal permission bits up to %04o, got '%s'",
+                      (unsigned)k->max, text);
+            return -1;
+        }
+        break;
     case GF_CONFIG_PIPELINES: return -1;
     }
     if (k->type != GF_CONFIG_PATH)
@@ -361,14 +422,21 @@ uint64_t gf_config_pinned_bytes(const gf_config *cfg) {
     return (uint64_t)cfg->slot_count * (cfg->max_frame_bytes + gf_config_max_output_bytes(cfg));
 }
 
-/* max_pinned_bytes, or a quarter of physical memory when it is 0. */
-static uint64_t pinned_cap(const gf_config *cfg) {
-    if (cfg->max_pinned_bytes)
-        return cfg->max_pinned_bytes;
+/* A quarter of physical memory: the default cap of pinned memory. */
+static uint64_t ram_quarter(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0)
         return GF_MAX_PINNED_BYTES_LIMIT;
     return (uint64_t)pages * (uint64_t)page / GF_PINNED_RAM_DIVISOR;
+}
+
+/* max_pinned_bytes, or a quarter of physical memory when it is 0. */
+static uint64_t pinned_cap(const gf_config *cfg) {
+    return cfg->max_pinned_bytes ? cfg->max_pinned_bytes : ram_quarter();
+}
+
+uint64_t gf_config_shm_cap(const gf_config *cfg) {
+    return cfg->max_shm_bytes ? cfg->max_shm_bytes : ram_quarter();
 }
 
 /* gf_config_check_pinned, reporting to `pr`. */

@@ -35,6 +35,7 @@ enum gf_completion_mode {
 
 typedef struct gf_config {
     char socket_path[GF_SOCKET_PATH_MAX]; /* where the daemon listens          */
+    uint32_t socket_mode;                 /* its permission bits, e.g. 0660    */
     enum gf_engine_choice engine;         /* auto | cuda | cpu                 */
     uint32_t slot_count;                  /* frames in flight at once          */
     uint64_t max_frame_bytes;             /* largest FRAME payload accepted    */
@@ -49,6 +50,9 @@ typedef struct gf_config {
     uint32_t timing_sample_every;       /* of those, time one frame in N  */
     enum gf_completion_mode completion; /* host_func | poll         */
     uint32_t trace_frames;              /* frames kept for TRACE; 0: none    */
+    uint32_t max_connections;           /* more are refused at accept        */
+    uint32_t max_regions;               /* shm regions one connection holds  */
+    uint64_t max_shm_bytes;             /* all regions' bytes; 0: RAM / 4    */
     gf_pipeline *pipelines;             /* owned; ids are their indices      */
     size_t pipeline_count;
 } gf_config;
@@ -59,6 +63,8 @@ enum gf_config_type {
     GF_CONFIG_BOOL,      /* true or false; an int field, 0 or 1                         */
     GF_CONFIG_PATH,      /* a string of min to max bytes; a char[size] field            */
     GF_CONFIG_CHOICE,    /* one of choices[]; an enum field holding the index           */
+    GF_CONFIG_MODE,      /* file permission bits as an octal string ("0660"), at most
+                            max; a uint32_t field                                     */
     GF_CONFIG_PIPELINES, /* the pipelines array, read by its own code                   */
 };
 
@@ -189,6 +195,9 @@ uint64_t gf_config_max_output_bytes(const gf_config *cfg);
 
 /* Pinned host memory the slots need: slots * (max_frame_bytes + output). */
 uint64_t gf_config_pinned_bytes(const gf_config *cfg);
+
+/* max_shm_bytes, or a quarter of physical memory when it is 0. */
+uint64_t gf_config_shm_cap(const gf_config *cfg);
 
 /* Frees what `cfg` owns and empties it.  Safe on an empty config. */
 void gf_config_free(gf_config *cfg);

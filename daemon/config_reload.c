@@ -35,7 +35,9 @@ static void field_text(const gf_config *cfg, const gf_config_key *k, char *buf, 
     v = gf__config_field_get(cfg, k);
     if (k->type == GF_CONFIG_BOOL)
         v = v != 0;
-    if (k->type == GF_CONFIG_INTEGER)
+    if (k->type == GF_CONFIG_MODE)
+        gf_errorf(buf, len, "%04llo", (unsigned long long)v);
+    else if (k->type == GF_CONFIG_INTEGER)
         gf_errorf(buf, len, "%llu", (unsigned long long)v);
     else
         gf_errorf(buf, len, "%s", v < k->choice_count ? k->choices[v] : "unknown");

@@ -1,13 +1,19 @@
 /*
  * One client connection, from accept to close: it reads and frames requests
  * (request.c decodes them), claims a slot for each frame and receives the
- * payload straight into the slot's input buffer, queues one reply per request
- * and writes them strictly in request order, and closes.
+ * payload straight into the slot's input buffer (or, for a frame by
+ * reference, points the slot at the client's region), queues one reply per
+ * request and writes them strictly in request order, and closes.
  *
  * Where a frame goes in this file:
- *   read     on_alloc / on_read -> conn_process -> frame_begin (slot claim)
- *   submit   frame_begin / on_read -> gf__server_submit (server.c)
- *   answer   gf__conn_flush -> on_write -> gf__reply_finish (slot release)
+ *   read     on_io -> conn_read (recvmsg) -> conn_process -> frame_begin (slot claim)
+ *   submit   frame_begin / conn_received -> gf__server_submit (server.c)
+ *   answer   gf__conn_flush (sendmsg) -> gf__reply_finish (slot release)
+ *
+ * The socket is driven through a uv_poll_t with recvmsg/sendmsg of our own,
+ * not a uv_stream_t: a client passes its memfd (REGION_ADD) as SCM_RIGHTS
+ * ancillary data, and only our own recvmsg sees which bytes an fd came with,
+ * whether the control data was truncated, and can close every stray fd.
  *
  * Rules it keeps:
  * - A slot belongs to exactly one frame from its claim in frame_begin until
@@ -18,13 +24,17 @@
  *   reply): closing it never frees memory that a frame still on the engine or
  *   a pending write uses; such a frame's result is dropped when it completes
  *   and its slot still returns.
- * - alloc_cb never returns an empty buffer to pause reading (libuv would spin
- *   on UV_ENOBUFS): reading is stopped with uv_read_stop instead.
+ * - Every file descriptor that arrives is claimed by the REGION_ADD request it
+ *   came with or closed at once: none leaks, whatever the client sends.
  */
 #include <assert.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "server_internal.h"
@@ -33,7 +43,10 @@ static void conn_process(gf_conn *c);
 static void conn_settle(gf_conn *c);
 static void conn_update_reading(gf_conn *c);
 static void conn_track_request(gf_conn *c);
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+static void conn_take_back_slot(gf_conn *c);
+static void conn_read(gf_conn *c);
+static void conn_read_some(gf_conn *c);
+static void on_io(uv_poll_t *h, int status, int events);
 
 /* ---- lifetime ------------------------------------------------------------------ */
 
@@ -52,27 +65,41 @@ static void conn_unref(gf_conn *c) {
 static void on_conn_closed(uv_handle_t *h) {
     gf_conn *c = h->data;
     gf_server *srv = c->srv;
+    close(c->fd);
     conn_unref(c);
     gf__server_check_drained(srv);
 }
 
-void gf__conn_accept(gf_server *srv) {
+/* A memfd that no request claimed, or one of a refused request: closed. */
+static void conn_drop_pending_fd(gf_conn *c) {
+    if (c->pending_fd >= 0)
+        close(c->pending_fd);
+    c->pending_fd = -1;
+}
+
+void gf__conn_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
     gf_conn *c = calloc(1, sizeof *c);
     if (!c) {
         GF_LOG_ERR("accept: out of memory for a connection");
+        close(fd);
         return;
     }
     c->srv = srv;
-    c->refs = 1; /* the handle's, dropped in on_conn_closed */
-    uv_pipe_init(srv->loop, &c->pipe, 0);
-    c->pipe.data = c;
-    int rc = uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->pipe);
+    c->fd = fd;
+    c->pending_fd = -1;
+    c->uid = uid;
+    c->gid = gid;
+    c->pid = pid;
+    c->next_region_id = 1;
+    int rc = uv_poll_init(srv->loop, &c->poll, fd);
     if (rc < 0) {
-        GF_LOG_WRN("accept: %s", uv_strerror(rc));
-        c->closing = 1;
-        uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
+        GF_LOG_WRN("accept: cannot watch the socket: %s", uv_strerror(rc));
+        close(fd);
+        free(c);
         return;
     }
+    c->refs = 1; /* the handle's, dropped in on_conn_closed */
+    c->poll.data = c;
     gf_request_init(&c->decoder, srv->cfg->max_frame_bytes);
     c->last_input_ns = gf_now_ns();
     c->id = ++srv->next_conn_id;
@@ -82,7 +109,8 @@ void gf__conn_accept(gf_server *srv) {
     srv->conns = c;
     srv->stats.connections_open++;
     srv->stats.connections_total++;
-    GF_LOG_DBG("connection %llu: accepted", (unsigned long long)c->id);
+    GF_LOG_DBG("connection %llu: accepted (uid %u gid %u pid %u)", (unsigned long long)c->id,
+               uid, gid, pid);
     conn_update_reading(c);
 }
 
@@ -91,16 +119,28 @@ void gf__conn_resume(gf_conn *c) {
     conn_process(c);
     conn_settle(c);
     conn_update_reading(c);
+    /* Stopping: read what the socket holds now rather than wait for an
+     * event that an idle client never causes; EAGAIN ends its input. */
+    if (c->srv->draining && c->reading && !c->input_drained && !c->in_read) {
+        conn_read(c);
+        conn_settle(c);
+        conn_update_reading(c);
+    }
     conn_track_request(c);
     conn_unref(c);
 }
 
 /* ---- replies ------------------------------------------------------------------- */
 
-void gf__reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t type, uint64_t frame_id,
-                      uint32_t pipeline_id, uint32_t status, uint64_t payload_bytes) {
-    gf_header h = {.version = GF_PROTOCOL_VERSION,
+void gf__reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t version, uint8_t type,
+                      uint16_t flags, uint64_t frame_id, uint32_t pipeline_id, uint32_t status,
+                      uint64_t payload_bytes) {
+    /* The reply to a header of a version we do not speak is in version 1. */
+    if (version < GF_PROTOCOL_VERSION || version > GF_PROTOCOL_VERSION_MAX)
+        version = GF_PROTOCOL_VERSION;
+    gf_header h = {.version = version,
                    .type = type,
+                   .flags = flags,
                    .frame_id = frame_id,
                    .pipeline_id = pipeline_id,
                    .status = status,
@@ -140,8 +180,20 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
     free(r->body);
     r->body = NULL;
     c->replies_unfinished--;
+    if (r->region) {
+        /* A REGION_ADD dropped while its region is being pinned: the region
+         * goes when the pinning is done (region_ready). */
+        c->region_count--;
+        r->region->on_ready_arg = NULL;
+        gf__region_unref(r->region);
+        r->region = NULL;
+    }
     if (slot) {
         slot->reply.conn = NULL;
+        if (slot->region) {
+            gf__region_unref(slot->region);
+            slot->region = NULL;
+        }
         gf_slot_release(&srv->ring, slot);
     } else {
         c->loose_replies--;
@@ -160,82 +212,146 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
         gf__server_check_drained(srv);
 }
 
-/* The buffers of one reply: its header, then its body or the slot's output. */
-static unsigned reply_bufs(gf_queued_reply *r, uv_buf_t *bufs) {
-    /* uv_buf_t's length is a size_t on Unix; uv_buf_init's is not. */
-    bufs[0] = (uv_buf_t){.base = (char *)r->header, .len = GF_HEADER_BYTES};
+/* The buffers of one reply: its header, then its body, the slot's output or
+ * a shm frame's result descriptor. */
+static unsigned reply_iov(const gf_queued_reply *r, struct iovec *iov) {
+    iov[0] = (struct iovec){.iov_base = (void *)r->header, .iov_len = GF_HEADER_BYTES};
+    const gf_slot *s = r->slot;
     if (r->body && r->body_bytes) {
-        bufs[1] = (uv_buf_t){.base = r->body, .len = r->body_bytes};
+        iov[1] = (struct iovec){.iov_base = r->body, .iov_len = r->body_bytes};
         return 2;
     }
-    if (!r->body && r->slot && r->slot->out_bytes) {
-        bufs[1] = (uv_buf_t){.base = (char *)r->slot->out_host, .len = r->slot->out_bytes};
+    if (!r->body && s && s->status == GF_OK && s->region) {
+        iov[1] = (struct iovec){.iov_base = (void *)s->shm_result, .iov_len = GF_SHM_RESULT_BYTES};
+        return 2;
+    }
+    if (!r->body && s && s->status == GF_OK && s->out_bytes) {
+        iov[1] = (struct iovec){.iov_base = s->out_host, .iov_len = s->out_bytes};
         return 2;
     }
     return 1;
 }
 
-/*
- * A batch of replies went out (or failed, or was cancelled by a close).  The
- * batch is the chain that gf__conn_flush detached from the queue, first to
- * last through `next`; each reply is finished in order.
- */
-static void on_write(uv_write_t *req, int status) {
-    gf_queued_reply *r = container_of(req, gf_queued_reply, write_req);
-    gf_conn *c = r->conn;
-    c->writes_pending--;
-    c->write_progress_ns = gf_now_ns();
-    if (status < 0 && status != UV_ECANCELED && !c->closing) {
-        GF_LOG_INF("connection %llu: write failed (%s); closing", (unsigned long long)c->id,
-                   uv_strerror(status));
-        gf__conn_close(c);
+/* Drops the first `n` bytes of iov[0..*count), moving the array up. */
+static struct iovec *iov_advance(struct iovec *iov, unsigned *count, size_t n) {
+    while (*count && n >= iov->iov_len) {
+        n -= iov->iov_len;
+        iov++;
+        (*count)--;
     }
-    while (r) {
-        /* Read it first: finishing a frame's reply hands its slot to the next frame. */
-        gf_queued_reply *next = r->next;
-        if (status == 0 && r->slot && r->slot->status == GF_OK)
-            gf__frame_answered(c->srv, c, r->slot);
-        gf__reply_finish(r, status == 0);
-        r = next;
+    if (*count) {
+        iov->iov_base = (char *)iov->iov_base + n;
+        iov->iov_len -= n;
     }
+    return iov;
+}
+
+/* Asks the poll handle for exactly the events the connection waits for. */
+static void conn_set_events(gf_conn *c) {
+    if (c->closing)
+        return;
+    int want = (c->reading ? UV_READABLE : 0) | (c->write_blocked ? UV_WRITABLE : 0);
+    if (want == c->poll_events)
+        return;
+    c->poll_events = want;
+    if (want)
+        uv_poll_start(&c->poll, want, on_io);
+    else
+        uv_poll_stop(&c->poll);
 }
 
 /*
- * Writes, in order, every reply at the head of the queue that is ready: up to
- * GF_WRITE_BATCH_MAX of them in one uv_write, so that a burst of small results
- * costs one writev(2), not one each.  The batch uses its first reply's
- * uv_write_t.
+ * Writes one batch: the ready replies at the head of the queue (at most
+ * GF_WRITE_BATCH_MAX) in one sendmsg, so a burst of small results costs one
+ * system call.  Replies written whole leave the queue and are returned as a
+ * chain through `next`, in order, for the caller to finish; a partly written
+ * head stays, with c->tx_offset.  Returns the chain, or NULL; sets
+ * write_blocked when the socket is full, and closes the connection on an
+ * error (the caller sees c->closing).
+ */
+static gf_queued_reply *conn_write_batch(gf_conn *c) {
+    struct iovec iov_all[2 * GF_WRITE_BATCH_MAX];
+    unsigned count = 0, n = 0;
+    for (gf_queued_reply *r = c->replies_head; r && r->ready && n < GF_WRITE_BATCH_MAX;
+         r = r->next, n++)
+        count += reply_iov(r, iov_all + count);
+    if (n == 0)
+        return NULL;
+    struct iovec *iov = iov_advance(iov_all, &count, c->tx_offset);
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = count};
+    ssize_t sent;
+    do
+        sent = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (sent < 0 && errno == EINTR);
+    if (sent < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (!c->write_blocked)
+                c->write_progress_ns = gf_now_ns();
+            c->write_blocked = 1;
+            return NULL;
+        }
+        GF_LOG_INF("connection %llu: write failed (%s); closing", (unsigned long long)c->id,
+                   strerror(errno));
+        gf__conn_close(c);
+        return NULL;
+    }
+    c->write_progress_ns = gf_now_ns();
+    /* Detach what went out whole. */
+    size_t left = (size_t)sent + c->tx_offset;
+    gf_queued_reply *done = NULL, **tail = &done;
+    while (c->replies_head && c->replies_head->ready) {
+        struct iovec one[2];
+        unsigned k = reply_iov(c->replies_head, one);
+        size_t bytes = one[0].iov_len + (k > 1 ? one[1].iov_len : 0);
+        if (left < bytes)
+            break;
+        left -= bytes;
+        gf_queued_reply *r = c->replies_head;
+        c->replies_head = r->next;
+        r->next = NULL;
+        *tail = r;
+        tail = &r->next;
+    }
+    if (!c->replies_head)
+        c->replies_tail = NULL;
+    c->tx_offset = left;
+    c->write_blocked = c->replies_head && c->replies_head->ready && left > 0;
+    return done;
+}
+
+/*
+ * Writes, in order, every reply at the head of the queue that is ready, and
+ * finishes each one written (which frees its slot for the next frame).  A
+ * reply that becomes ready while this runs (finishing one resumes the
+ * connection, which may answer buffered requests) is written by the same
+ * call's next round: the function never nests.
  */
 void gf__conn_flush(gf_conn *c) {
-    while (c->replies_head && c->replies_head->ready && !c->closing) {
-        uv_buf_t bufs[2 * GF_WRITE_BATCH_MAX];
-        unsigned nbufs = 0, count = 0;
-        gf_queued_reply *first = c->replies_head, *last = NULL;
-        for (gf_queued_reply *r = first; r && r->ready && count < GF_WRITE_BATCH_MAX;
-             r = r->next, count++) {
-            nbufs += reply_bufs(r, bufs + nbufs);
-            last = r;
-        }
-        c->replies_head = last->next;
-        if (!c->replies_head)
-            c->replies_tail = NULL;
-        last->next = NULL;
-        int rc = uv_write(&first->write_req, (uv_stream_t *)&c->pipe, bufs, nbufs, on_write);
-        if (rc == 0 && c->writes_pending++ == 0)
-            c->write_progress_ns = gf_now_ns();
-        if (rc < 0) {
-            GF_LOG_INF("connection %llu: cannot write (%s); closing", (unsigned long long)c->id,
-                       uv_strerror(rc));
-            conn_ref(c);
-            gf__conn_close(c);
-            for (gf_queued_reply *r = first, *next; r; r = next) {
-                next = r->next;
-                gf__reply_finish(r, 0);
-            }
-            conn_unref(c);
-            return;
-        }
+    if (c->flushing) {
+        c->flush_again = 1;
+        return;
     }
+    conn_ref(c);
+    c->flushing = 1;
+    do {
+        c->flush_again = 0;
+        while (!c->closing && !c->write_blocked) {
+            gf_queued_reply *r = conn_write_batch(c);
+            if (!r)
+                break;
+            while (r) {
+                /* Read it first: finishing a frame's reply hands its slot on. */
+                gf_queued_reply *next = r->next;
+                if (r->slot && r->slot->status == GF_OK)
+                    gf__frame_answered(c->srv, c, r->slot);
+                gf__reply_finish(r, 1);
+                r = next;
+            }
+        }
+    } while (c->flush_again && !c->closing);
+    c->flushing = 0;
+    conn_set_events(c);
+    conn_unref(c);
 }
 
 /* Queues a loose reply (not tied to a slot) to the request `h`, owning `body`
@@ -253,7 +369,8 @@ static void reply_loose(gf_conn *c, uint8_t type, const gf_header *h, uint32_t s
     }
     r->body = body;
     r->body_bytes = body ? body_bytes : 0;
-    gf__reply_header(r->header, type, h->frame_id, h->pipeline_id, status, r->body_bytes);
+    gf__reply_header(r->header, h->version, type, 0, h->frame_id, h->pipeline_id, status,
+                     r->body_bytes);
     r->ready = 1;
     reply_enqueue(c, r);
     gf__conn_flush(c);
@@ -305,27 +422,33 @@ static void request_done(gf_conn *c) {
     c->request_begun_ns = 0;
 }
 
+/* Part of a request is in: a payload arriving or being skipped, or bytes
+ * of a request buffered. */
+static int conn_request_begun(const gf_conn *c) {
+    return c->slot || c->decoder.skip_left || c->buf_end > c->buf_start;
+}
+
 /*
  * After reading and processing: a request is begun while any of it is
  * buffered, its payload is arriving or being skipped.  Waiting for a slot is
  * the daemon's doing, so it stops the clock.
  */
 static void conn_track_request(gf_conn *c) {
-    int begun = c->slot || c->decoder.skip_left || c->buf_end > c->buf_start;
+    int begun = conn_request_begun(c);
     if (!begun || c->waiting)
         c->request_begun_ns = 0;
     else if (!c->request_begun_ns)
         c->request_begun_ns = gf_now_ns();
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-    gf_conn *c = h->data;
-    (void)suggested;
+/* Where the next received bytes go: the rest of the payload being read
+ * straight into a slot, or the free end of the connection's buffer. */
+static void conn_read_target(gf_conn *c, struct iovec *iov) {
     if (c->slot) {
         /* Straight into the slot's pinned input buffer: no staging copy. */
         uint64_t left = c->decoder.payload_left;
-        buf->base = (char *)c->slot->in_host + (c->slot->in_bytes - left);
-        buf->len = (size_t)left;
+        iov->iov_base = c->slot->in_host + (c->slot->in_bytes - left);
+        iov->iov_len = (size_t)left;
         return;
     }
     if (c->buf_start == c->buf_end) {
@@ -335,12 +458,12 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
         c->buf_end -= c->buf_start;
         c->buf_start = 0;
     }
-    /* Reading is active only while the buffer holds less than one request
-     * that fits it (a header, and a payload of at most
-     * GF_STAGED_PAYLOAD_MAX_BYTES), so there is always room: never hand libuv
-     * an empty buffer (it would spin). */
+    /* Reading is on only while the buffer holds less than one request that
+     * fits it (a header and a payload of at most GF_STAGED_PAYLOAD_MAX_BYTES),
+     * so there is always room. */
     assert(c->buf_end < sizeof c->buf);
-    *buf = uv_buf_init((char *)c->buf + c->buf_end, (unsigned)(sizeof c->buf - c->buf_end));
+    iov->iov_base = c->buf + c->buf_end;
+    iov->iov_len = sizeof c->buf - c->buf_end;
 }
 
 /* The frame's payload is all in: the slot goes to the engine. */
@@ -351,20 +474,21 @@ static void frame_received(gf_conn *c) {
     gf__server_submit(c->srv, s);
 }
 
-/* Why a FRAME with header `h` cannot run, as an ERROR status and text, or 0. */
-static uint32_t frame_check(const gf_conn *c, const gf_header *h, int64_t *out_bytes, char *why,
-                            size_t why_len) {
+/* Why a FRAME for `pipeline_id` with `in_bytes` of input cannot run, as an
+ * ERROR status and text, or 0 with its output length in *out_bytes. */
+static uint32_t frame_check(const gf_conn *c, uint32_t pipeline_id, uint64_t in_bytes,
+                            int64_t *out_bytes, char *why, size_t why_len) {
     const gf_config *cfg = c->srv->cfg;
     uint64_t out_cap = c->srv->ring.slots[0].out_capacity_bytes;
-    if (h->pipeline_id >= cfg->pipeline_count) {
+    if (pipeline_id >= cfg->pipeline_count) {
         gf_errorf(why, why_len,
                   "pipeline id %u is not configured (ids 0..%zu; send LIST to see them)",
-                  h->pipeline_id, cfg->pipeline_count - 1);
+                  pipeline_id, cfg->pipeline_count - 1);
         return GF_ERR_UNKNOWN_PIPELINE;
     }
-    const gf_pipeline *p = &cfg->pipelines[h->pipeline_id];
+    const gf_pipeline *p = &cfg->pipelines[pipeline_id];
     char rule[160];
-    *out_bytes = p->kind->output_bytes(&p->params, h->payload_bytes, rule, sizeof rule);
+    *out_bytes = p->kind->output_bytes(&p->params, in_bytes, rule, sizeof rule);
     if (*out_bytes < 0) {
         gf_errorf(why, why_len, "pipeline %s: %s", p->name, rule);
         return GF_ERR_BAD_LENGTH;
@@ -374,6 +498,47 @@ static uint32_t frame_check(const gf_conn *c, const gf_header *h, int64_t *out_b
                   p->name, (long long)*out_bytes, (unsigned long long)out_cap);
         return GF_ERR_BAD_LENGTH;
     }
+    return GF_OK;
+}
+
+/* The region `id` of this connection, ready for frames, or NULL. */
+static gf_region *conn_region(const gf_conn *c, uint32_t id) {
+    for (gf_region *r = c->regions; r; r = r->next)
+        if (r->id == id)
+            return r;
+    return NULL;
+}
+
+/*
+ * Why the shm FRAME `h` with descriptor `d` cannot run, or 0 with its region
+ * in *region and its output length in *out_bytes.  Every offset and length
+ * is checked before anything is enqueued, without overflow.
+ */
+static uint32_t shm_check(const gf_conn *c, const gf_header *h, const uint8_t *payload,
+                          gf_shm_frame *d, gf_region **region, int64_t *out_bytes, char *why,
+                          size_t why_len) {
+    if (gf_shm_frame_decode(payload, d) < 0) {
+        gf_errorf(why, why_len, "shm descriptor: reserved bytes 4..7 are not zero");
+        return GF_ERR_BAD_DESCRIPTOR;
+    }
+    gf_region *r = conn_region(c, d->region_id);
+    if (!r) {
+        gf_errorf(why, why_len, "region %u is not one of this connection's (REGION_ADD first)",
+                  d->region_id);
+        return GF_ERR_UNKNOWN_REGION;
+    }
+    if (d->in_bytes > c->srv->cfg->max_frame_bytes) {
+        gf_errorf(why, why_len, "shm frame of %llu bytes exceeds max_frame_bytes %llu",
+                  (unsigned long long)d->in_bytes,
+                  (unsigned long long)c->srv->cfg->max_frame_bytes);
+        return GF_ERR_BAD_LENGTH;
+    }
+    uint32_t status = frame_check(c, h->pipeline_id, d->in_bytes, out_bytes, why, why_len);
+    if (status != GF_OK)
+        return status;
+    if (gf_shm_frame_check(d, r->bytes, (uint64_t)*out_bytes, why, why_len) < 0)
+        return GF_ERR_BAD_DESCRIPTOR;
+    *region = r;
     return GF_OK;
 }
 
@@ -390,7 +555,27 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
         c->header_seen_ns = gf_now_ns();
     char why[GF_ERROR_TEXT_MAX_BYTES];
     int64_t out_bytes = 0;
-    uint32_t status = frame_check(c, h, &out_bytes, why, sizeof why);
+    int shm = (h->flags & GF_FLAG_SHM) != 0;
+    /* A payload that fits the read buffer is taken in whole before a slot is
+     * claimed, so a client that stalls mid-payload holds no slot (README.md,
+     * "Fair slots"); a larger one is read straight into the slot.  A shm
+     * frame's payload is its 40-byte descriptor. */
+    if (h->payload_bytes <= GF_STAGED_PAYLOAD_MAX_BYTES &&
+        c->buf_end - c->buf_start < req->bytes + h->payload_bytes)
+        return 0;
+    gf_shm_frame desc;
+    gf_region *region = NULL;
+    uint32_t status;
+    if (srv->draining) {
+        /* Stopping: every frame read gets an answer, none runs. */
+        gf_errorf(why, sizeof why, "the daemon is stopping; frame not run");
+        status = GF_ERR_SHUTTING_DOWN;
+    } else if (shm) {
+        status = shm_check(c, h, c->buf + c->buf_start + req->bytes, &desc, &region, &out_bytes,
+                           why, sizeof why);
+    } else {
+        status = frame_check(c, h->pipeline_id, h->payload_bytes, &out_bytes, why, sizeof why);
+    }
     if (status != GF_OK) {
         srv->stats.frames_received++;
         srv->stats.frames_failed++;
@@ -402,12 +587,6 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
         conn_reject_text(c, h, status, why);
         return 1;
     }
-    /* A payload that fits the read buffer is taken in whole before a slot is
-     * claimed, so a client that stalls mid-payload holds no slot (README.md,
-     * "Fair slots"); a larger one is read straight into the slot. */
-    if (h->payload_bytes <= GF_STAGED_PAYLOAD_MAX_BYTES &&
-        c->buf_end - c->buf_start < req->bytes + h->payload_bytes)
-        return 0;
     gf_slot *s = gf_slot_claim(&srv->ring);
     if (!s) {
         /* No free slot: stop reading until one frees (backpressure). */
@@ -421,6 +600,23 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
     gf_slot_assign(s, p, h, (uint64_t)out_bytes, c->header_seen_ns);
     c->header_seen_ns = 0;
     reply_enqueue(c, &s->reply);
+    if (shm) {
+        /* By reference: the engine copies straight from and into the region. */
+        c->buf_start += GF_SHM_FRAME_BYTES;
+        gf_request_advance(&c->decoder, GF_SHM_FRAME_BYTES);
+        gf__region_ref(region);
+        s->region = region;
+        s->in_bytes = desc.in_bytes;
+        s->src = region->base + desc.in_offset;
+        s->dst = region->base + desc.out_offset;
+        gf_shm_result res = {.region_id = region->id,
+                             .out_offset = desc.out_offset,
+                             .out_bytes = (uint64_t)out_bytes};
+        gf_shm_result_encode(&res, s->shm_result);
+        request_done(c);
+        gf__server_submit(srv, s);
+        return 1;
+    }
     c->slot = s;
 
     /* Whatever part of the payload came in with the header (at most
@@ -437,8 +633,109 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
     return 1;
 }
 
-/* Answers a request that needs no slot (LIST, STATS, TRACE). */
-static void answer_query(gf_conn *c, const gf_request *req) {
+/* Pinning of a REGION_ADD's region ended: its reply, waiting in order in
+ * the queue (`arg`; NULL when the connection went meanwhile), is made. */
+static void region_ready(gf_region *r, void *arg) {
+    gf_queued_reply *q = arg;
+    if (!q)
+        return;
+    gf_conn *c = q->conn;
+    gf_server *srv = c->srv;
+    const gf_header *h = &q->request;
+    q->region = NULL;
+    if (r->pin_status < 0) {
+        size_t len = strlen(r->why);
+        q->body = malloc(len + 1);
+        if (q->body)
+            memcpy(q->body, r->why, len + 1);
+        q->body_bytes = q->body ? len : 0;
+        gf__reply_header(q->header, h->version, GF_MSG_ERROR, 0, h->frame_id, h->pipeline_id,
+                         GF_ERR_BAD_REGION, q->body_bytes);
+        srv->stats.rejected[GF_ERR_BAD_REGION]++;
+        GF_LOG_INF("connection %llu: region of %llu bytes refused: %s", (unsigned long long)c->id,
+                   (unsigned long long)r->bytes, r->why);
+        c->region_count--;
+        gf__region_unref(r);
+    } else {
+        gf_region_info info = {.region_id = r->id,
+                               .flags = r->pinned ? GF_REGION_PINNED : 0,
+                               .region_bytes = r->bytes};
+        q->body = malloc(GF_REGION_INFO_BYTES);
+        if (q->body)
+            gf_region_info_encode(&info, q->body);
+        q->body_bytes = q->body ? GF_REGION_INFO_BYTES : 0;
+        /* Out of memory: an empty reply the client refuses, which closes it. */
+        gf__reply_header(q->header, h->version, GF_MSG_REGION_ADD, 0, h->frame_id, h->pipeline_id,
+                         GF_OK, q->body_bytes);
+        r->next = c->regions;
+        c->regions = r;
+        srv->stats.regions_added++;
+        GF_LOG_DBG("connection %llu: region %u of %llu bytes added%s", (unsigned long long)c->id,
+                   r->id, (unsigned long long)r->bytes, r->pinned ? ", pinned" : "");
+    }
+    q->ready = 1;
+    gf__conn_flush(c);
+}
+
+/* REGION_ADD with the memfd `fd` it carried (-1: none; taken in any case).
+ * The reply waits in the queue while the region is pinned off the loop. */
+static void region_add(gf_conn *c, const gf_header *h, int fd) {
+    char why[GF_ERROR_TEXT_MAX_BYTES];
+    if (c->srv->draining) {
+        if (fd >= 0)
+            close(fd);
+        conn_reject_text(c, h, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new regions");
+        return;
+    }
+    if (fd < 0) {
+        conn_reject_text(c, h, GF_ERR_BAD_REGION,
+                         "REGION_ADD came without a file descriptor: send the memfd as "
+                         "SCM_RIGHTS with the request's own bytes");
+        return;
+    }
+    gf_region *r;
+    uint32_t status =
+        gf__region_open(c->srv, fd, c->next_region_id, c->region_count, &r, why, sizeof why);
+    if (status != GF_OK) {
+        conn_reject_text(c, h, status, why);
+        return;
+    }
+    gf_queued_reply *q = calloc(1, sizeof *q);
+    if (!q) {
+        gf__region_unref(r);
+        conn_reject_text(c, h, GF_ERR_INTERNAL, "out of memory for a REGION_ADD reply");
+        return;
+    }
+    c->next_region_id++;
+    c->region_count++;
+    q->region = r;
+    q->request = *h;
+    reply_enqueue(c, q);
+    gf__region_pin(r, region_ready, q);
+}
+
+/* REGION_REMOVE of the region `h->pipeline_id` names: frames still in flight
+ * on it finish first; then it is unpinned and unmapped. */
+static void region_remove(gf_conn *c, const gf_header *h) {
+    for (gf_region **pp = &c->regions; *pp; pp = &(*pp)->next) {
+        gf_region *r = *pp;
+        if (r->id != h->pipeline_id)
+            continue;
+        *pp = r->next;
+        c->region_count--;
+        c->srv->stats.regions_removed++;
+        gf__region_unref(r);
+        reply_loose(c, GF_MSG_REGION_REMOVE, h, GF_OK, NULL, 0);
+        return;
+    }
+    char why[GF_ERROR_TEXT_MAX_BYTES];
+    gf_errorf(why, sizeof why, "region %u is not one of this connection's", h->pipeline_id);
+    conn_reject_text(c, h, GF_ERR_UNKNOWN_REGION, why);
+}
+
+/* Answers a request that needs no slot (LIST, STATS, TRACE, REGION_*);
+ * `fd` is the memfd that came with it, or -1. */
+static void answer_query(gf_conn *c, const gf_request *req, int fd) {
     gf_server *srv = c->srv;
     const gf_header *h = &req->header;
     c->buf_start += req->bytes;
@@ -457,18 +754,65 @@ static void answer_query(gf_conn *c, const gf_request *req) {
         srv->stats.requests_trace++;
         conn_reply_json(c, h, gf__trace_document(srv, h->pipeline_id));
         break;
+    case GF_MSG_REGION_ADD: region_add(c, h, fd); break;
+    case GF_MSG_REGION_REMOVE: region_remove(c, h); break;
     default: assert(!"the decoder let through a type the daemon does not take");
     }
 }
 
-/* Consumes buffered bytes until it needs more, must wait, or must stop. */
+/* File descriptors are allowed on REGION_ADD only, one at a time, whole:
+ * anything else is a fatal stray_fd, and every fd received is closed. */
+static void conn_stray_fd(gf_conn *c, const char *what) {
+    gf_header h = {.version = GF_PROTOCOL_VERSION};
+    conn_drop_pending_fd(c);
+    if (c->slot) {
+        h.version = c->slot->version;
+        h.frame_id = c->slot->frame_id;
+        h.pipeline_id = c->slot->pipeline_id;
+        c->srv->stats.frames_failed++;
+        conn_take_back_slot(c);
+    }
+    char text[GF_ERROR_TEXT_MAX_BYTES];
+    gf_errorf(text, sizeof text, "%s; only REGION_ADD takes one, sent with its own bytes", what);
+    conn_reject_text(c, &h, GF_ERR_STRAY_FD, text);
+}
+
+/*
+ * The memfd that came with the request `req` at the front of the buffer:
+ * the pending fd whose last byte lies inside the request's bytes, taken
+ * from the connection.  Returns it, -1 when none came with it, or -2 after
+ * refusing an fd that came with earlier bytes.
+ */
+static int conn_request_fd(gf_conn *c, const gf_request *req) {
+    if (c->pending_fd < 0)
+        return -1;
+    uint64_t start = c->rx_bytes - (c->buf_end - c->buf_start);
+    uint64_t end = start + req->bytes +
+                   (req->header.type == GF_MSG_FRAME ? req->header.payload_bytes : 0);
+    if (c->pending_fd_pos < start) {
+        conn_stray_fd(c, "a file descriptor came with a refused frame's payload");
+        return -2;
+    }
+    if (c->pending_fd_pos >= end)
+        return -1;
+    int fd = c->pending_fd;
+    c->pending_fd = -1;
+    return fd;
+}
+
+/* Consumes buffered bytes until it needs more, must wait, or must stop.
+ * Answering a request can write and finish replies, which resumes the
+ * connection: such a nested call returns at once, and this loop goes on. */
 static void conn_process(gf_conn *c) {
+    if (c->processing)
+        return;
+    c->processing = 1;
     while (!c->closing && !c->fatal && !c->waiting && !c->slot &&
-           c->loose_replies < GF_CONN_MAX_LOOSE_REPLIES && !c->srv->draining) {
+           c->loose_replies < GF_CONN_MAX_LOOSE_REPLIES) {
         gf_request req;
         gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
         switch (req.kind) {
-        case GF_REQ_MORE: return;
+        case GF_REQ_MORE: goto out;
         case GF_REQ_SKIP:
             c->buf_start += req.bytes;
             gf_request_advance(&c->decoder, req.bytes);
@@ -476,33 +820,45 @@ static void conn_process(gf_conn *c) {
                 request_done(c);
             break;
         case GF_REQ_ERROR:
-            conn_reject_text(c, &req.header, req.status, req.text);
             /* The stream cannot be trusted past a bad header. */
             c->fatal = 1;
-            return;
-        case GF_REQ_HEADER:
+            conn_reject_text(c, &req.header, req.status, req.text);
+            goto out;
+        case GF_REQ_HEADER: {
+            int fd = conn_request_fd(c, &req);
+            if (fd == -2)
+                goto out;
+            if (fd >= 0 && req.header.type != GF_MSG_REGION_ADD) {
+                close(fd);
+                char what[96];
+                gf_errorf(what, sizeof what, "a file descriptor came with a %s request",
+                          gf_msg_type_name(req.header.type));
+                conn_stray_fd(c, what);
+                goto out;
+            }
             if (req.header.type != GF_MSG_FRAME)
-                answer_query(c, &req);
+                answer_query(c, &req, fd);
             else if (!frame_begin(c, &req))
-                return;
+                goto out;
             break;
-        case GF_REQ_PAYLOAD: assert(!"payload bytes outside a claimed slot"); return;
+        }
+        case GF_REQ_PAYLOAD: assert(!"payload bytes outside a claimed slot"); goto out;
         }
     }
+out:
+    c->processing = 0;
 }
 
 /* Starts or stops reading so that it happens exactly when it can progress. */
 static void conn_update_reading(gf_conn *c) {
     if (c->closing)
         return;
-    int want = !c->eof && !c->fatal && !c->waiting &&
-               c->loose_replies < GF_CONN_MAX_LOOSE_REPLIES && (!c->srv->draining || c->slot);
-    if (want && !c->reading)
-        c->reading = uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) == 0;
-    if (!want && c->reading) {
-        uv_read_stop((uv_stream_t *)&c->pipe);
-        c->reading = 0;
-    }
+    c->reading = !c->eof && !c->fatal && !c->waiting &&
+                 c->loose_replies < GF_CONN_MAX_LOOSE_REPLIES;
+    /* Stopping: a connection that reads nothing more has no input left. */
+    if (c->srv->draining && (c->eof || c->fatal) && !c->cutting)
+        c->input_drained = 1;
+    conn_set_events(c);
 }
 
 /* Takes back the slot of the frame whose payload is arriving: its reply,
@@ -538,11 +894,12 @@ static void conn_truncate_frame(gf_conn *c) {
  * closes once that is written (or write_timeout_ms later). */
 static void conn_request_timed_out(gf_conn *c) {
     gf_server *srv = c->srv;
-    gf_header h = {.frame_id = 0};
+    gf_header h = {.version = GF_PROTOCOL_VERSION};
     char text[GF_ERROR_TEXT_MAX_BYTES];
     size_t n = gf_errorf(text, sizeof text, "request not complete within request_timeout_ms %u",
                          srv->cfg->request_timeout_ms);
     if (c->slot) {
+        h.version = c->slot->version;
         h.frame_id = c->slot->frame_id;
         h.pipeline_id = c->slot->pipeline_id;
         gf_errorf(text + n, sizeof text - n, " (%llu of %llu payload bytes of frame %llu)",
@@ -561,10 +918,15 @@ void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns) {
     const gf_config *cfg = c->srv->cfg;
     if (c->closing)
         return;
+    if (c->srv->draining && !c->input_drained &&
+        now_ns - c->last_input_ns > (uint64_t)GF_DRAIN_STALL_MS * 1000000u) {
+        gf__conn_input_drained(c);
+        return;
+    }
     if (c->request_begun_ns && !c->fatal &&
         now_ns - c->request_begun_ns > (uint64_t)cfg->request_timeout_ms * 1000000u) {
         conn_request_timed_out(c);
-    } else if (c->writes_pending &&
+    } else if (c->write_blocked &&
                now_ns - c->write_progress_ns > (uint64_t)cfg->write_timeout_ms * 1000000u) {
         c->srv->stats.closed_write_timeout++;
         gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
@@ -599,30 +961,159 @@ static void conn_settle(gf_conn *c) {
         gf__conn_close(c);
 }
 
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
-    gf_conn *c = stream->data;
-    (void)buf;
-    if (nread == 0)
-        return;
-    conn_ref(c);
+/* `n` bytes arrived where conn_read_target said (0: end of file), with the
+ * memfd `fd` (-1: none) or control data that was `bad` (several fds, or
+ * truncated). */
+static void conn_received(gf_conn *c, size_t n, int fd, int bad) {
     c->last_input_ns = gf_now_ns();
-    if (nread == UV_EOF) {
+    if (n == 0) {
+        if (fd >= 0)
+            close(fd);
         c->eof = 1;
-        c->reading = 0; /* libuv stops reading at EOF by itself */
-    } else if (nread < 0) {
-        GF_LOG_INF("connection %llu: read failed (%s); closing", (unsigned long long)c->id,
-                   uv_strerror((int)nread));
-        gf__conn_close(c);
-    } else if (c->slot) {
-        gf_request_advance(&c->decoder, (uint64_t)nread);
-        if (!gf_request_in_payload(&c->decoder)) {
-            frame_received(c);
-            conn_process(c);
-        }
-    } else {
-        c->buf_end += (size_t)nread;
-        conn_process(c);
+        return;
     }
+    c->rx_bytes += n;
+    int into_slot = c->slot != NULL;
+    if (into_slot) {
+        gf_request_advance(&c->decoder, (uint64_t)n);
+        if (!gf_request_in_payload(&c->decoder))
+            frame_received(c);
+    } else {
+        c->buf_end += n;
+    }
+    if (fd >= 0 || bad) {
+        /* Payload read into a slot is a frame's: no fd may come with it. */
+        if (bad || into_slot || c->pending_fd >= 0) {
+            if (fd >= 0)
+                close(fd);
+            conn_stray_fd(c, bad ? "several file descriptors, or truncated control data, came "
+                                   "with one read"
+                                 : into_slot ? "a file descriptor came with a frame's payload"
+                                             : "a second file descriptor came before the first "
+                                               "was claimed");
+            return;
+        }
+        c->pending_fd = fd;
+        c->pending_fd_pos = c->rx_bytes - 1;
+    }
+    conn_process(c);
+}
+
+/*
+ * Stopping, and the socket has nothing more to read: every request read in
+ * whole has been answered or queued.  What is begun and not complete (a
+ * payload arriving into a slot, a header in parts) is cut now rather than
+ * waited for: the slot's frame is answered shutting_down, and the
+ * connection closes once its replies are out.
+ */
+void gf__conn_input_drained(gf_conn *c) {
+    if (c->closing || c->input_drained || c->cutting)
+        return;
+    /* Until the cut frame's reply is queued, the server must not see this
+     * connection as done (taking the slot back checks for the drain's end). */
+    c->cutting = 1;
+    if (c->slot) {
+        gf_header h = {.version = c->slot->version,
+                       .type = GF_MSG_FRAME,
+                       .frame_id = c->slot->frame_id,
+                       .pipeline_id = c->slot->pipeline_id};
+        char text[GF_ERROR_TEXT_MAX_BYTES];
+        gf_errorf(text, sizeof text,
+                  "the daemon is stopping; frame cut after %llu of %llu payload bytes",
+                  (unsigned long long)(c->slot->in_bytes - c->decoder.payload_left),
+                  (unsigned long long)c->slot->in_bytes);
+        c->srv->stats.frames_failed++;
+        conn_take_back_slot(c);
+        conn_reject_text(c, &h, GF_ERR_SHUTTING_DOWN, text);
+    }
+    c->cutting = 0;
+    c->fatal = 1; /* read nothing more; close once the replies are out */
+    c->input_drained = 1;
+    conn_update_reading(c);
+    if (!c->closing && c->replies_unfinished == 0)
+        gf__conn_close(c);
+    gf__server_check_drained(c->srv);
+}
+
+/* Reads per readiness event at most: a connection that always has bytes
+ * must not keep the loop from the others. */
+#define GF_READS_PER_EVENT 16
+
+/* Reads what the socket holds, with any memfd that came with it. */
+static void conn_read(gf_conn *c) {
+    c->in_read = 1;
+    conn_read_some(c);
+    c->in_read = 0;
+}
+
+static void conn_read_some(gf_conn *c) {
+    for (int i = 0; i < GF_READS_PER_EVENT && c->reading && !c->closing; i++) {
+        struct iovec iov;
+        conn_read_target(c, &iov);
+        union {
+            struct cmsghdr align;
+            char bytes[CMSG_SPACE(sizeof(int))];
+        } control;
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = control.bytes,
+                             .msg_controllen = sizeof control.bytes};
+        ssize_t n;
+        do
+            n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                GF_LOG_INF("connection %llu: read failed (%s); closing",
+                           (unsigned long long)c->id, strerror(errno));
+                gf__conn_close(c);
+            } else if (c->srv->draining && !conn_request_begun(c)) {
+                /* Nothing begun: the client's input is all answered.  A
+                 * begun request gets GF_DRAIN_STALL_MS to go on arriving
+                 * (gf__conn_check_deadlines). */
+                gf__conn_input_drained(c);
+            }
+            return;
+        }
+        int fd = -1, bad = (msg.msg_flags & MSG_CTRUNC) != 0;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                continue;
+            size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t k = 0; k < count; k++) {
+                int got;
+                memcpy(&got, CMSG_DATA(cm) + k * sizeof(int), sizeof got);
+                if (fd < 0) {
+                    fd = got;
+                } else {
+                    close(got);
+                    bad = 1;
+                }
+            }
+        }
+        conn_received(c, (size_t)n, fd, bad);
+        conn_settle(c);
+        conn_update_reading(c);
+        if (n == 0 || (size_t)n < iov.iov_len)
+            return;
+    }
+}
+
+/* The socket is readable or writable (or failed). */
+static void on_io(uv_poll_t *h, int status, int events) {
+    gf_conn *c = h->data;
+    conn_ref(c);
+    if (status < 0) {
+        GF_LOG_INF("connection %llu: socket error (%s); closing", (unsigned long long)c->id,
+                   uv_strerror(status));
+        gf__conn_close(c);
+    }
+    if ((events & UV_WRITABLE) && !c->closing) {
+        c->write_blocked = 0;
+        gf__conn_flush(c);
+    }
+    if ((events & UV_READABLE) && c->reading && !c->closing && !c->in_read)
+        conn_read(c);
     conn_settle(c);
     conn_update_reading(c);
     conn_track_request(c);
@@ -639,9 +1130,8 @@ void gf__conn_close(gf_conn *c) {
     if (c->closing)
         return;
     c->closing = 1;
-    if (c->reading)
-        uv_read_stop((uv_stream_t *)&c->pipe);
     c->reading = 0;
+    conn_drop_pending_fd(c);
     gf__server_stop_waiting(srv, c);
     if (c->prev)
         c->prev->next = c->next;
@@ -651,9 +1141,16 @@ void gf__conn_close(gf_conn *c) {
         c->next->prev = c->prev;
     srv->stats.connections_open--;
     conn_ref(c);
-    uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
+    uv_close((uv_handle_t *)&c->poll, on_conn_closed);
     if (c->slot)
         conn_truncate_frame(c);
+    /* Frames in flight keep their regions until they complete. */
+    while (c->regions) {
+        gf_region *r = c->regions;
+        c->regions = r->next;
+        c->region_count--;
+        gf__region_unref(r);
+    }
     gf_queued_reply *r = c->replies_head;
     c->replies_head = c->replies_tail = NULL;
     while (r) {

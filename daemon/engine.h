@@ -53,6 +53,10 @@ typedef struct gf_engine_ops {
     void (*close)(gf_engine *e);
     /* NULL for an engine that always completes through the queue. */
     void (*poll)(gf_engine *e);
+    /* See gf_engine_pin / gf_engine_unpin; NULL where host memory needs no
+     * pinning (the CPU engine). */
+    int (*pin)(gf_engine *e, void *base, uint64_t bytes, char *why, size_t why_len);
+    void (*unpin)(gf_engine *e, void *base);
 } gf_engine_ops;
 
 struct gf_engine {
@@ -101,6 +105,30 @@ static inline void gf_engine_finish(gf_engine *e, gf_slot *slot) {
  */
 static inline void gf_engine_poll(gf_engine *e) {
     e->ops->poll(e);
+}
+
+/*
+ * Page-locks `bytes` of host memory at `base` (a client's shared-memory
+ * region, mapped by the daemon) so that the engine's copies run straight
+ * from and into it.  Slow (milliseconds per hundred MiB) and thread-safe:
+ * called on a worker thread, never on the loop.  Returns 0, or a negative
+ * errno with the engine's reason in why[why_len].  Engines without `pin`
+ * succeed at once.
+ */
+static inline int gf_engine_pin(gf_engine *e, void *base, uint64_t bytes, char *why,
+                                size_t why_len) {
+    return e->ops->pin ? e->ops->pin(e, base, bytes, why, why_len) : 0;
+}
+
+/* Undoes gf_engine_pin once no frame uses the memory; worker thread. */
+static inline void gf_engine_unpin(gf_engine *e, void *base) {
+    if (e->ops->unpin)
+        e->ops->unpin(e, base);
+}
+
+/* Nonzero when gf_engine_pin does something (the region is then "pinned"). */
+static inline int gf_engine_pins(const gf_engine *e) {
+    return e->ops->pin != NULL;
 }
 
 /* Waits for all submitted work (shutdown may block), then frees everything. */

@@ -48,7 +48,7 @@ static void *worker_main(void *arg) {
 
         gf_slot *s = w->slot;
         uint64_t t0 = gf_now_ns();
-        s->kind->reference(&s->params, s->in_host, s->in_bytes, s->out_host);
+        s->kind->reference(&s->params, s->src, s->in_bytes, s->dst);
         uint64_t t1 = gf_now_ns();
         /* No copies: the "device" is this thread, the run is the kernel. */
         s->stages = (gf_stage_times){.h2d_begin_ns = t0,

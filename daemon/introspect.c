@@ -38,6 +38,11 @@ void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_slot *s) {
     ph[GF_PHASE_END_TO_END] = written - s->arrived_ns;
     srv->stats.frames_answered++;
     srv->stats.bytes_out += s->out_bytes;
+    if (s->region) {
+        srv->stats.shm_frames++;
+        srv->stats.shm_bytes_in += s->in_bytes;
+        srv->stats.shm_bytes_out += s->out_bytes;
+    }
     gf_stats_frame_answered(&srv->stats, s->pipeline_id, ph, mask);
     gf_trace_rec rec = {.frame_id = s->frame_id,
                         .conn_id = c->id,

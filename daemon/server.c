@@ -25,14 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "server_internal.h"
 
-/* Pending connections the kernel queues for accept(). */
-#define GF_LISTEN_BACKLOG 128
 /* Rates and loop utilisation are sampled this often. */
 #define GF_SAMPLE_PERIOD_MS 1000u
 /* How often in-flight frames are checked against their deadline. */
@@ -121,8 +119,8 @@ void gf__server_submit(gf_server *srv, gf_slot *s) {
     s->reply.body_bytes =
         gf_errorf(s->reply.body, GF_ERROR_TEXT_MAX_BYTES,
                   "the %s engine could not start this frame", srv->engine->ops->name);
-    gf__reply_header(s->reply.header, GF_MSG_ERROR, s->frame_id, s->pipeline_id, GF_ERR_ENGINE,
-                     s->reply.body_bytes);
+    gf__reply_header(s->reply.header, s->version, GF_MSG_ERROR, 0, s->frame_id, s->pipeline_id,
+                     GF_ERR_ENGINE, s->reply.body_bytes);
     s->reply.ready = 1;
     gf__conn_flush(s->reply.conn);
     if (srv->engine->poisoned)
@@ -139,14 +137,18 @@ static void on_slot_done(gf_slot *s, void *arg) {
     s->drained_ns = gf_now_ns();
     srv->stats.frames_completed++;
     gf_conn *c = s->reply.conn;
-    if (s->status == GF_OK) {
-        gf__reply_header(s->reply.header, GF_MSG_RESULT, s->frame_id, s->pipeline_id, GF_OK,
-                         s->out_bytes);
+    if (s->status == GF_OK && s->region) {
+        /* By reference: the output is in the client's region already. */
+        gf__reply_header(s->reply.header, s->version, GF_MSG_RESULT, GF_FLAG_SHM, s->frame_id,
+                         s->pipeline_id, GF_OK, GF_SHM_RESULT_BYTES);
+    } else if (s->status == GF_OK) {
+        gf__reply_header(s->reply.header, s->version, GF_MSG_RESULT, 0, s->frame_id,
+                         s->pipeline_id, GF_OK, s->out_bytes);
     } else {
         srv->stats.rejected[s->status]++;
         srv->stats.frames_failed++;
-        gf__reply_header(s->reply.header, GF_MSG_ERROR, s->frame_id, s->pipeline_id,
-                         (uint32_t)s->status, 0);
+        gf__reply_header(s->reply.header, s->version, GF_MSG_ERROR, 0, s->frame_id,
+                         s->pipeline_id, (uint32_t)s->status, 0);
     }
     s->reply.ready = 1;
     if (c->closing) {
@@ -154,63 +156,6 @@ static void on_slot_done(gf_slot *s, void *arg) {
         return;
     }
     gf__conn_flush(c);
-}
-
-/* ---- listening ------------------------------------------------------------------- */
-
-static void on_connection(uv_stream_t *listener, int status) {
-    gf_server *srv = listener->data;
-    if (status < 0) {
-        GF_LOG_WRN("accept: %s", uv_strerror(status));
-        return;
-    }
-    gf__conn_accept(srv);
-}
-
-/* Nonzero when something is accepting connections on `path`. */
-static int socket_is_live(const char *path) {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return 0;
-    int live = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-    close(fd);
-    return live;
-}
-
-/* Binds `path`; a stale socket file nobody listens on is replaced. */
-static int bind_path(gf_server *srv, const char *path) {
-    int rc = uv_pipe_bind(&srv->listener, path);
-    if (rc != UV_EADDRINUSE)
-        return rc;
-    if (socket_is_live(path)) {
-        GF_LOG_ERR("socket %s: another daemon is already listening there", path);
-        return rc;
-    }
-    GF_LOG_INF("socket %s: replacing a stale socket file nobody listens on", path);
-    unlink(path);
-    return uv_pipe_bind(&srv->listener, path);
-}
-
-/*
- * Listens on `fd` when it is >= 0 (a socket systemd bound and passed: socket
- * activation), else binds and listens on `path`.
- */
-static int server_listen(gf_server *srv, int fd, const char *path) {
-    int rc = uv_pipe_init(srv->loop, &srv->listener, 0);
-    if (rc < 0)
-        return rc;
-    srv->listener.data = srv;
-    srv->listening = 1;
-    rc = fd >= 0 ? uv_pipe_open(&srv->listener, fd) : bind_path(srv, path);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&srv->listener, GF_LISTEN_BACKLOG, on_connection);
-    if (rc < 0 && fd >= 0)
-        GF_LOG_ERR("socket fd %d passed by systemd: cannot listen: %s", fd, uv_strerror(rc));
-    else if (rc < 0)
-        GF_LOG_ERR("socket %s: cannot listen: %s", path, uv_strerror(rc));
-    return rc;
 }
 
 /* ---- deadlines, fatal failure, shutdown -------------------------------------------- */
@@ -232,9 +177,12 @@ static void server_fatal(gf_server *srv, const char *fmt, ...) {
             continue;
         /* Best effort and non-blocking: the reply queue order no longer matters. */
         uint8_t hdr[GF_HEADER_BYTES];
-        gf__reply_header(hdr, GF_MSG_ERROR, s->frame_id, s->pipeline_id, GF_ERR_TIMEOUT, len);
-        uv_buf_t bufs[2] = {uv_buf_init((char *)hdr, sizeof hdr), uv_buf_init(msg, (unsigned)len)};
-        uv_try_write((uv_stream_t *)&s->reply.conn->pipe, bufs, 2);
+        gf__reply_header(hdr, s->version, GF_MSG_ERROR, 0, s->frame_id, s->pipeline_id,
+                         GF_ERR_TIMEOUT, len);
+        struct iovec iov[2] = {{.iov_base = hdr, .iov_len = sizeof hdr},
+                               {.iov_base = msg, .iov_len = len}};
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+        (void)sendmsg(s->reply.conn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         srv->stats.rejected[GF_ERR_TIMEOUT]++;
         srv->stats.frames_failed++;
     }
@@ -295,7 +243,7 @@ void gf__server_check_drained(gf_server *srv) {
     if (!srv->draining || srv->handles_closed || srv->slots_in_flight > 0)
         return;
     for (gf_conn *c = srv->conns; c; c = c->next)
-        if (c->replies_unfinished > 0 || c->slot)
+        if (c->replies_unfinished > 0 || c->slot || !c->input_drained)
             return;
     srv->handles_closed = 1;
     while (srv->conns)
@@ -327,20 +275,18 @@ void gf_server_shutdown(gf_server *srv) {
     srv->draining = 1;
     GF_LOG_INF("stopping: no new connections or frames; %u frame(s) in flight",
                srv->slots_in_flight);
-    if (srv->listening) {
-        uv_close((uv_handle_t *)&srv->listener, on_handle_closed);
-        srv->listening = 0;
-        /* A socket systemd passed is systemd's to remove. */
-        if (srv->listen_fd < 0)
-            unlink(srv->cfg->socket_path);
-    }
+    gf__listener_close(srv);
     while (srv->waiting_head)
         gf__server_stop_waiting(srv, srv->waiting_head);
-    /* Stop reading: only payloads already begun are still taken in. */
+    /* Every connection reads what its socket holds and answers each frame
+     * shutting_down; what is begun and not complete then is cut (conn.c,
+     * gf__conn_input_drained). */
     for (gf_conn *c = srv->conns, *next; c; c = next) {
         next = c->next;
         gf__conn_resume(c);
     }
+    /* Stalled requests must be cut within GF_DRAIN_STALL_MS: check often. */
+    uv_timer_start(&srv->watchdog, on_watchdog, GF_DRAIN_STALL_MS / 4, GF_DRAIN_STALL_MS / 4);
     uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
     gf__server_check_drained(srv);
 }
@@ -435,6 +381,7 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_serv
     srv->loop = loop;
     srv->cfg = cfg;
     srv->listen_fd = listen_fd;
+    srv->listener_fd = srv->reserve_fd = -1;
     /* uv_metrics_idle_time needs this before the loop runs. */
     uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
     int rc = gf_stats_init(&srv->stats, cfg->pipeline_count, gf_now_ns());
@@ -450,7 +397,7 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_serv
     if (rc < 0)
         goto fail_completion;
     timers_start(srv);
-    rc = server_listen(srv, listen_fd, cfg->socket_path);
+    rc = gf__listener_open(srv, listen_fd, cfg->socket_path);
     if (rc < 0)
         goto fail_listen;
     srv->stats.started_ns = gf_now_ns();
@@ -460,8 +407,7 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_serv
     return 0;
 
 fail_listen:
-    if (srv->listening)
-        uv_close((uv_handle_t *)&srv->listener, NULL);
+    gf__listener_close(srv);
     uv_close((uv_handle_t *)&srv->watchdog, NULL);
     uv_close((uv_handle_t *)&srv->sampler, NULL);
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);

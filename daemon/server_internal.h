@@ -31,6 +31,7 @@
 #include "config.h"
 #include "engine.h"
 #include "log.h"
+#include "region.h"
 #include "request.h"
 #include "server.h"
 #include "slots.h"
@@ -45,6 +46,10 @@
 #define GF_CONN_MAX_LOOSE_REPLIES 64
 /* Replies one uv_write may carry (two buffers each; far under IOV_MAX). */
 #define GF_WRITE_BATCH_MAX 64
+/* While stopping, a request begun but not complete is waited for this long
+ * after the client's last bytes, then cut: a client in the middle of a
+ * payload finishes it, a stalled one holds nothing up. */
+#define GF_DRAIN_STALL_MS 200
 /* Lines per second about connections refused or closed by a deadline: a
  * local client must not be able to flood the journal. */
 #define GF_CLOSE_LOG_PER_S 10
@@ -53,9 +58,13 @@
 
 /* One client connection: its whole state. */
 typedef struct gf_conn {
-    uv_pipe_t pipe; /* the socket; pipe.data is the conn                  */
+    uv_poll_t poll; /* readiness of the socket; poll.data is the conn     */
+    int fd;         /* the socket: read with recvmsg (it may carry a memfd),
+                       written with sendmsg; closed in the close callback */
+    int poll_events; /* UV_READABLE | UV_WRITABLE now asked of `poll`      */
     gf_server *srv;
     uint64_t id;                  /* for logs: 1, 2, ... in accept order          */
+    uint32_t uid, gid, pid;       /* the peer, from SO_PEERCRED at accept         */
     struct gf_conn *prev, *next;  /* the server's list of live connections        */
     struct gf_conn *next_waiting; /* the server's queue of slot waiters           */
 
@@ -67,8 +76,15 @@ typedef struct gf_conn {
     uint64_t request_begun_ns;      /* an unfinished request is arriving since; 0:
                                        none (or waiting for a slot: not its fault) */
     uint64_t last_input_ns;         /* bytes last arrived (idle_timeout_ms)         */
-    uint64_t write_progress_ns;     /* a write batch last went out or completed     */
-    uint32_t writes_pending;        /* batches handed to uv_write, not called back  */
+    uint64_t write_progress_ns;     /* bytes last went out while the socket was full */
+    uint64_t rx_bytes;              /* bytes received since accept                  */
+    size_t tx_offset;               /* bytes of the head reply already written      */
+    int pending_fd;                 /* a memfd received and not yet claimed, or -1  */
+    uint64_t pending_fd_pos;        /* the stream offset of the last byte that came
+                                       with it: the request holding that byte owns it */
+    struct gf_region *regions;      /* this connection's regions (REGION_ADD)        */
+    uint32_t region_count;          /* regions held and pending                     */
+    uint32_t next_region_id;        /* the id the next region gets (from 1)         */
 
     gf_queued_reply *replies_head; /* replies owed and not yet handed to uv_write, */
     gf_queued_reply *replies_tail; /* in request order                             */
@@ -77,7 +93,14 @@ typedef struct gf_conn {
     uint32_t refs;                 /* the handle (until its close callback) + one
                                       per unfinished reply; freed at zero          */
 
-    unsigned reading : 1; /* uv_read_start is in effect                   */
+    unsigned reading : 1; /* UV_READABLE is asked for                     */
+    unsigned write_blocked : 1; /* the socket was full: waiting for UV_WRITABLE */
+    unsigned flushing : 1;      /* gf__conn_flush is on the stack               */
+    unsigned processing : 1;    /* conn_process is on the stack                 */
+    unsigned input_drained : 1; /* stopping: read all there was, then cut the rest */
+    unsigned in_read : 1;       /* conn_read is on the stack                    */
+    unsigned cutting : 1;       /* gf__conn_input_drained is on the stack       */
+    unsigned flush_again : 1;   /* a reply became ready meanwhile               */
     unsigned waiting : 1; /* on the server's slot-waiter queue            */
     unsigned eof : 1;     /* the client shut down its writing side        */
     unsigned fatal : 1;   /* a fatal protocol error: close after replies  */
@@ -90,7 +113,9 @@ struct gf_server {
     gf_engine *engine;
     gf_slot_ring ring;
     gf_completion done; /* engines push finished slots here            */
-    uv_pipe_t listener;
+    uv_poll_t listener;     /* the listening socket's readiness             */
+    int listener_fd;        /* the listening socket, or -1                  */
+    int reserve_fd;         /* kept open to answer one client at EMFILE     */
     uv_timer_t watchdog;    /* frame deadlines                              */
     uv_timer_t sampler;     /* rates and loop utilisation, once a second    */
     uv_timer_t drain_timer; /* bounds a graceful stop                       */
@@ -111,10 +136,21 @@ struct gf_server {
     unsigned handles_closed : 1;
 };
 
+/* ---- listener.c ------------------------------------------------------------ */
+
+/* Listens on `fd` when >= 0 (passed by systemd), else binds `path` with the
+ * configured mode.  Returns 0 or a negative errno, logged. */
+int gf__listener_open(gf_server *srv, int fd, const char *path);
+
+/* Stops accepting and closes the listening socket (its path is unlinked
+ * unless systemd owns it). */
+void gf__listener_close(gf_server *srv);
+
 /* ---- conn.c ---------------------------------------------------------------- */
 
-/* Accepts one pending connection from the listener and starts reading it. */
-void gf__conn_accept(gf_server *srv);
+/* Serves the accepted socket `fd` (non-blocking, close-on-exec) from the
+ * peer `cred`; takes `fd` in every case. */
+void gf__conn_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid);
 
 /* Goes on with a connection after something it waited for happened (a slot
  * freed, a reply went out, the server started draining): consumes what is
@@ -129,15 +165,20 @@ void gf__conn_flush(gf_conn *c);
  * idle_timeout_ms (all at `now_ns`).  Each close is counted and logged. */
 void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns);
 
+/* Stopping: the connection's socket had nothing more to read (see conn.c). */
+void gf__conn_input_drained(gf_conn *c);
+
 /* Closes the connection; see conn.c for what happens to its frames. */
 void gf__conn_close(gf_conn *c);
 
 /* A reply is done with, written (`delivered`) or dropped; see conn.c. */
 void gf__reply_finish(gf_queued_reply *r, int delivered);
 
-/* Encodes a reply header into `out`: the one place replies' headers are built. */
-void gf__reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t type, uint64_t frame_id,
-                      uint32_t pipeline_id, uint32_t status, uint64_t payload_bytes);
+/* Encodes a reply header into `out`: the one place replies' headers are built.
+ * `version` is the request's; `flags` GF_FLAG_SHM on a shm RESULT, else 0. */
+void gf__reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t version, uint8_t type,
+                      uint16_t flags, uint64_t frame_id, uint32_t pipeline_id, uint32_t status,
+                      uint64_t payload_bytes);
 
 /* ---- server.c -------------------------------------------------------------- */
 

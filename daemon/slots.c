@@ -45,6 +45,10 @@ void gf_slot_assign(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint64
     s->params = p->params;
     s->pipeline_id = h->pipeline_id;
     s->frame_id = h->frame_id;
+    s->version = h->version;
+    s->src = s->in_host;
+    s->dst = s->out_host;
+    s->region = NULL;
     s->in_bytes = h->payload_bytes;
     s->out_bytes = out_bytes;
     s->status = GF_OK;

@@ -35,7 +35,8 @@ typedef struct gf_queued_reply {
     uint8_t header[GF_HEADER_BYTES]; /* encoded reply header                     */
     char *body;                      /* slot == NULL: malloc'd payload, or NULL  */
     size_t body_bytes;               /* its length                               */
-    uv_write_t write_req;            /* a write batch it heads, until its callback */
+    struct gf_region *region;        /* REGION_ADD: the region being pinned       */
+    gf_header request;               /* REGION_ADD: its request, for the reply    */
 } gf_queued_reply;
 
 /*
@@ -56,6 +57,9 @@ typedef struct gf_slot {
     uint32_t index;              /* position in the ring, 0..count-1          */
     uint8_t *in_host;            /* payloads are received straight into it    */
     uint8_t *out_host;           /* the engine writes results here            */
+    const uint8_t *src;          /* the frame's input: in_host, or in a region */
+    uint8_t *dst;                /* its output: out_host, or in a region      */
+    struct gf_region *region;    /* a shm frame's region (one reference held) */
     uint64_t in_capacity_bytes;  /* = max_frame_bytes                         */
     uint64_t out_capacity_bytes; /* largest output any pipeline can produce   */
     void *engine_state;          /* the engine's per-slot state (streams...)  */
@@ -65,6 +69,8 @@ typedef struct gf_slot {
     gf_params params;             /* a copy: fixed for this frame              */
     uint32_t pipeline_id;
     uint64_t frame_id;
+    uint8_t version; /* the request's protocol version, echoed in the reply */
+    uint8_t shm_result[GF_SHM_RESULT_BYTES]; /* a shm frame's RESULT payload */
     uint64_t in_bytes;     /* payload length                            */
     uint64_t out_bytes;    /* result length (kind->output_bytes)        */
     gf_queued_reply reply; /* this frame's place in its reply queue     */

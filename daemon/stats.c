@@ -175,6 +175,7 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_u64(c, "closed_request_timeout", st->closed_request_timeout);
     add_u64(c, "closed_write_timeout", st->closed_write_timeout);
     add_u64(c, "closed_idle", st->closed_idle);
+    add_u64(c, "refused", st->connections_refused);
 
     cJSON *f = cJSON_AddObjectToObject(obj, "frames");
     add_u64(f, "received", st->frames_received);
@@ -197,6 +198,14 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_u64(b, "in", st->bytes_in);
     add_u64(b, "out", st->bytes_out);
     add_u64(obj, "backpressure_pauses", st->backpressure_pauses);
+    cJSON *shm = cJSON_AddObjectToObject(obj, "shm");
+    add_u64(shm, "regions_open", st->regions_open);
+    add_u64(shm, "region_bytes", st->region_bytes);
+    add_u64(shm, "regions_added", st->regions_added);
+    add_u64(shm, "regions_removed", st->regions_removed);
+    add_u64(shm, "frames", st->shm_frames);
+    add_u64(shm, "bytes_in", st->shm_bytes_in);
+    add_u64(shm, "bytes_out", st->shm_bytes_out);
 
     add_pipelines(st, pipelines, obj);
     add_latency(st, obj);

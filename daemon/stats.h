@@ -79,6 +79,13 @@ typedef struct gf_stats {
     uint64_t bytes_in;                   /* frame payload bytes received          */
     uint64_t bytes_out;                  /* result payload bytes written          */
     uint64_t backpressure_pauses;        /* reading stopped for want of a slot    */
+    uint64_t connections_refused;        /* refused at accept (limit, fds, allow) */
+    uint64_t regions_open;               /* shared-memory regions mapped now      */
+    uint64_t region_bytes;               /* their bytes (pinned on the GPU engine) */
+    uint64_t regions_added;              /* REGION_ADD requests that succeeded    */
+    uint64_t regions_removed;            /* REGION_REMOVE requests that succeeded */
+    uint64_t shm_frames;                 /* frames by reference answered          */
+    uint64_t shm_bytes_in, shm_bytes_out; /* their input and output bytes          */
 
     gf_pipeline_stats *pipelines; /* one per configured pipeline, by id    */
     size_t pipeline_count;

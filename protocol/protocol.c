@@ -8,6 +8,8 @@
 
 #include <assert.h>
 
+#include "util.h"
+
 /* Byte offsets of the header's fields, as in the table in protocol.h. */
 enum {
     OFF_MAGIC = 0,
@@ -50,8 +52,11 @@ static void put_u64(unsigned char *p, uint64_t v) {
     put_u32(p + 4, (uint32_t)(v >> 32));
 }
 
-/* Nonzero when a message of `type` may arrive at a peer playing `role`. */
-static int type_accepted(enum gf_parse_role role, uint32_t type) {
+/* Nonzero when a message of `type` may arrive at a peer playing `role` in
+ * protocol `version` (already known to be 1 or 2). */
+static int type_accepted(enum gf_parse_role role, uint32_t version, uint32_t type) {
+    if (type == GF_MSG_REGION_ADD || type == GF_MSG_REGION_REMOVE)
+        return version >= GF_PROTOCOL_VERSION_SHM;
     switch (role) {
     case GF_ROLE_DAEMON:
         return type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS ||
@@ -84,18 +89,31 @@ int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
 
     if (magic != GF_MAGIC)
         return -GF_ERR_BAD_MAGIC;
-    if (out->version != GF_PROTOCOL_VERSION)
+    if (out->version < GF_PROTOCOL_VERSION || out->version > GF_PROTOCOL_VERSION_MAX)
         return -GF_ERR_BAD_VERSION;
-    if (!type_accepted(role, out->type))
+    if (!type_accepted(role, out->version, out->type))
         return -GF_ERR_BAD_TYPE;
-    if (out->flags != 0 || (role == GF_ROLE_DAEMON && out->status != GF_OK))
+    uint16_t allowed_flags = 0;
+    if (out->version >= GF_PROTOCOL_VERSION_SHM &&
+        out->type == (role == GF_ROLE_DAEMON ? GF_MSG_FRAME : GF_MSG_RESULT))
+        allowed_flags = GF_FLAG_SHM;
+    if ((out->flags & ~allowed_flags) != 0 || (role == GF_ROLE_DAEMON && out->status != GF_OK))
         return -GF_ERR_BAD_FLAGS;
     if (out->payload_bytes > max_payload_bytes)
         return -GF_ERR_TOO_LARGE;
     if (role == GF_ROLE_CLIENT && out->type == GF_MSG_ERROR &&
         out->payload_bytes > GF_ERROR_TEXT_MAX_BYTES)
         return -GF_ERR_TOO_LARGE;
-    if (role == GF_ROLE_DAEMON && out->type != GF_MSG_FRAME && out->payload_bytes != 0)
+    int shm = (out->flags & GF_FLAG_SHM) != 0;
+    if (role == GF_ROLE_DAEMON &&
+        (out->type == GF_MSG_FRAME ? shm && out->payload_bytes != GF_SHM_FRAME_BYTES
+                                   : out->payload_bytes != 0))
+        return -GF_ERR_BAD_LENGTH;
+    if (role == GF_ROLE_CLIENT &&
+        ((shm && out->payload_bytes != GF_SHM_RESULT_BYTES) ||
+         (out->type == GF_MSG_REGION_ADD && out->status == GF_OK &&
+          out->payload_bytes != GF_REGION_INFO_BYTES) ||
+         (out->type == GF_MSG_REGION_REMOVE && out->payload_bytes != 0)))
         return -GF_ERR_BAD_LENGTH;
     return (int)GF_HEADER_BYTES;
 }
@@ -114,6 +132,92 @@ void gf_header_encode(const gf_header *h, void *buf) {
     put_u64(p + OFF_PAYLOAD_BYTES, h->payload_bytes);
 }
 
+void gf_shm_frame_encode(const gf_shm_frame *f, void *buf) {
+    unsigned char *p = buf;
+    put_u32(p, f->region_id);
+    put_u32(p + 4, 0);
+    put_u64(p + 8, f->in_offset);
+    put_u64(p + 16, f->in_bytes);
+    put_u64(p + 24, f->out_offset);
+    put_u64(p + 32, f->out_capacity);
+}
+
+int gf_shm_frame_decode(const void *buf, gf_shm_frame *out) {
+    const unsigned char *p = buf;
+    out->region_id = get_u32(p);
+    out->in_offset = get_u64(p + 8);
+    out->in_bytes = get_u64(p + 16);
+    out->out_offset = get_u64(p + 24);
+    out->out_capacity = get_u64(p + 32);
+    return get_u32(p + 4) == 0 ? 0 : -GF_ERR_BAD_DESCRIPTOR;
+}
+
+void gf_shm_result_encode(const gf_shm_result *r, void *buf) {
+    unsigned char *p = buf;
+    put_u32(p, r->region_id);
+    put_u32(p + 4, 0);
+    put_u64(p + 8, r->out_offset);
+    put_u64(p + 16, r->out_bytes);
+}
+
+int gf_shm_result_decode(const void *buf, gf_shm_result *out) {
+    const unsigned char *p = buf;
+    out->region_id = get_u32(p);
+    out->out_offset = get_u64(p + 8);
+    out->out_bytes = get_u64(p + 16);
+    return get_u32(p + 4) == 0 ? 0 : -GF_ERR_BAD_DESCRIPTOR;
+}
+
+void gf_region_info_encode(const gf_region_info *r, void *buf) {
+    unsigned char *p = buf;
+    put_u32(p, r->region_id);
+    put_u32(p + 4, r->flags);
+    put_u64(p + 8, r->region_bytes);
+}
+
+void gf_region_info_decode(const void *buf, gf_region_info *out) {
+    const unsigned char *p = buf;
+    out->region_id = get_u32(p);
+    out->flags = get_u32(p + 4);
+    out->region_bytes = get_u64(p + 8);
+}
+
+/* `len` bytes at `off` lie inside `size` bytes (no overflow possible). */
+static int range_inside(uint64_t off, uint64_t len, uint64_t size) {
+    return len <= size && off <= size - len;
+}
+
+int gf_shm_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t out_bytes,
+                       char *why, size_t why_len) {
+    if (!range_inside(d->in_offset, d->in_bytes, region_bytes)) {
+        gf_errorf(why, why_len, "input of %llu bytes at offset %llu lies outside region %u (%llu bytes)",
+                  (unsigned long long)d->in_bytes, (unsigned long long)d->in_offset, d->region_id,
+                  (unsigned long long)region_bytes);
+        return -GF_ERR_BAD_DESCRIPTOR;
+    }
+    if (!range_inside(d->out_offset, d->out_capacity, region_bytes)) {
+        gf_errorf(why, why_len,
+                  "output capacity of %llu bytes at offset %llu lies outside region %u (%llu bytes)",
+                  (unsigned long long)d->out_capacity, (unsigned long long)d->out_offset,
+                  d->region_id, (unsigned long long)region_bytes);
+        return -GF_ERR_BAD_DESCRIPTOR;
+    }
+    if (out_bytes > d->out_capacity) {
+        gf_errorf(why, why_len, "output capacity %llu is less than the pipeline's %llu bytes",
+                  (unsigned long long)d->out_capacity, (unsigned long long)out_bytes);
+        return -GF_ERR_BAD_DESCRIPTOR;
+    }
+    /* Both ranges are inside the region now, so these sums cannot overflow. */
+    if (d->in_bytes && out_bytes && d->in_offset < d->out_offset + out_bytes &&
+        d->out_offset < d->in_offset + d->in_bytes) {
+        gf_errorf(why, why_len, "input [%llu, %llu) and output [%llu, %llu) overlap",
+                  (unsigned long long)d->in_offset, (unsigned long long)(d->in_offset + d->in_bytes),
+                  (unsigned long long)d->out_offset, (unsigned long long)(d->out_offset + out_bytes));
+        return -GF_ERR_BAD_DESCRIPTOR;
+    }
+    return 0;
+}
+
 /* Indexed by enum gf_status; PROTOCOL.md's error table uses the same names. */
 static const char *const status_names[GF_STATUS_COUNT_] = {
     [GF_OK] = "ok",
@@ -129,6 +233,12 @@ static const char *const status_names[GF_STATUS_COUNT_] = {
     [GF_ERR_TIMEOUT] = "timeout",
     [GF_ERR_INTERNAL] = "internal",
     [GF_ERR_REQUEST_TIMEOUT] = "request_timeout",
+    [GF_ERR_UNKNOWN_REGION] = "unknown_region",
+    [GF_ERR_BAD_DESCRIPTOR] = "bad_descriptor",
+    [GF_ERR_BAD_REGION] = "bad_region",
+    [GF_ERR_REGION_LIMIT] = "region_limit",
+    [GF_ERR_STRAY_FD] = "stray_fd",
+    [GF_ERR_TOO_MANY_CONNECTIONS] = "too_many_connections",
 };
 
 const char *gf_status_name(uint32_t status) {
@@ -139,7 +249,8 @@ const char *gf_status_name(uint32_t status) {
 
 int gf_status_is_fatal(uint32_t status) {
     return (status >= GF_ERR_BAD_MAGIC && status <= GF_ERR_TOO_LARGE) ||
-           status == GF_ERR_REQUEST_TIMEOUT;
+           status == GF_ERR_REQUEST_TIMEOUT || status == GF_ERR_STRAY_FD ||
+           status == GF_ERR_TOO_MANY_CONNECTIONS;
 }
 
 const char *gf_msg_type_name(uint32_t type) {
@@ -150,6 +261,8 @@ const char *gf_msg_type_name(uint32_t type) {
     case GF_MSG_LIST: return "list";
     case GF_MSG_STATS: return "stats";
     case GF_MSG_TRACE: return "trace";
+    case GF_MSG_REGION_ADD: return "region_add";
+    case GF_MSG_REGION_REMOVE: return "region_remove";
     }
     return "unknown";
 }

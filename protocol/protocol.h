@@ -1,5 +1,5 @@
 /*
- * gpuframed wire protocol, version 1.
+ * gpuframed wire protocol, versions 1 and 2.
  *
  * protocol/PROTOCOL.md is the contract; this header is its C form, shared by
  * the daemon and the client.  Every message is a fixed 32-byte header followed
@@ -7,9 +7,9 @@
  *
  *   offset size field
  *        0    4 magic          GF_MAGIC ("GFRM" on the wire)
- *        4    1 version        GF_PROTOCOL_VERSION
+ *        4    1 version        1, or 2 for the shared-memory messages
  *        5    1 type           enum gf_msg_type
- *        6    2 flags          must be 0 in version 1
+ *        6    2 flags          0, or GF_FLAG_SHM (version 2)
  *        8    8 frame_id       chosen by the client, echoed in the reply
  *       16    4 pipeline_id    FRAME: which pipeline; replies: echoed
  *       20    4 status         replies: enum gf_status; requests: must be 0
@@ -26,6 +26,11 @@
 /* "GFRM" read as a little-endian 32-bit integer. */
 #define GF_MAGIC            0x4D524647u
 #define GF_PROTOCOL_VERSION 1u
+/* Version 2 is version 1 plus shared-memory regions: the REGION_ADD and
+ * REGION_REMOVE messages and GF_FLAG_SHM.  A client marks only the messages
+ * that need it as version 2; every reply carries its request's version. */
+#define GF_PROTOCOL_VERSION_SHM 2u
+#define GF_PROTOCOL_VERSION_MAX GF_PROTOCOL_VERSION_SHM
 /* The fixed header that precedes every payload. */
 #define GF_HEADER_BYTES 32u
 /* Upper bound on an ERROR reply's message text, so a client can size it. */
@@ -39,7 +44,21 @@ enum gf_msg_type {
     GF_MSG_STATS = 5,  /* request: empty payload; reply: JSON of counters  */
     GF_MSG_TRACE = 6,  /* request: empty payload, pipeline_id = most frames
                           wanted (0: all kept); reply: JSON of stage timestamps */
+    /* Version 2 only. */
+    GF_MSG_REGION_ADD = 7,    /* request: empty payload, one memfd as SCM_RIGHTS;
+                                 reply: gf_region_info                       */
+    GF_MSG_REGION_REMOVE = 8, /* request: empty payload, pipeline_id = region
+                                 id; reply: empty                             */
 };
+
+/* FRAME (version 2): the payload is a gf_shm_frame descriptor, not the input;
+ * its RESULT carries the flag too and a gf_shm_result descriptor. */
+#define GF_FLAG_SHM 0x0001u
+
+/* Payload sizes of the version-2 descriptors, fixed. */
+#define GF_SHM_FRAME_BYTES  40u
+#define GF_SHM_RESULT_BYTES 24u
+#define GF_REGION_INFO_BYTES 16u
 
 /*
  * Status codes.  0 is success; every other value names why a message was
@@ -60,7 +79,14 @@ enum gf_status {
     GF_ERR_TIMEOUT = 10,         /* the frame missed its deadline on the engine      */
     GF_ERR_INTERNAL = 11,        /* a bug or resource failure inside the daemon      */
     GF_ERR_REQUEST_TIMEOUT = 12, /* fatal: a request was not sent in time            */
-    GF_STATUS_COUNT_ = 13
+    GF_ERR_UNKNOWN_REGION = 13,  /* a region id this connection does not hold        */
+    GF_ERR_BAD_DESCRIPTOR = 14,  /* a shm frame's ranges do not fit its region      */
+    GF_ERR_BAD_REGION = 15,      /* REGION_ADD: no fd, or not a sealed memfd we take */
+    GF_ERR_REGION_LIMIT = 16,    /* REGION_ADD: over the regions or bytes allowed    */
+    GF_ERR_STRAY_FD = 17,        /* fatal: fds sent with another request, several
+                                    at once, or with truncated control data        */
+    GF_ERR_TOO_MANY_CONNECTIONS = 18, /* fatal: max_connections or fds exhausted     */
+    GF_STATUS_COUNT_ = 19
 };
 
 /* One decoded header.  Field meanings as in the table at the top. */
@@ -73,6 +99,32 @@ typedef struct gf_header {
     uint32_t status;
     uint64_t payload_bytes;
 } gf_header;
+
+/* A shared-memory FRAME's payload: where in which region its input lies and
+ * where its output goes.  Encoded as 40 bytes: u32 region_id, u32 reserved
+ * (0), then the four u64 fields in this order. */
+typedef struct gf_shm_frame {
+    uint32_t region_id;
+    uint64_t in_offset, in_bytes;
+    uint64_t out_offset, out_capacity;
+} gf_shm_frame;
+
+/* A shared-memory RESULT's payload: where the output was written.  24 bytes:
+ * u32 region_id, u32 reserved (0), u64 out_offset, u64 out_bytes. */
+typedef struct gf_shm_result {
+    uint32_t region_id;
+    uint64_t out_offset, out_bytes;
+} gf_shm_result;
+
+/* REGION_ADD's reply payload.  16 bytes: u32 region_id, u32 flags
+ * (GF_REGION_PINNED), u64 region_bytes. */
+typedef struct gf_region_info {
+    uint32_t region_id;
+    uint32_t flags;
+    uint64_t region_bytes;
+} gf_region_info;
+/* The region is page-locked for the GPU's copy engines (CUDA engine). */
+#define GF_REGION_PINNED 0x1u
 
 /*
  * Which side is parsing: the daemon accepts requests (FRAME, LIST, STATS),
@@ -89,13 +141,21 @@ enum gf_parse_role { GF_ROLE_DAEMON, GF_ROLE_CLIENT };
  * checked yet); or the negated gf_status naming the first problem found,
  * checked in wire order:
  *   magic                                  -GF_ERR_BAD_MAGIC
- *   version                                -GF_ERR_BAD_VERSION
- *   type not accepted by `role`            -GF_ERR_BAD_TYPE
- *   flags != 0, or (daemon) status != 0    -GF_ERR_BAD_FLAGS
+ *   version not 1..GF_PROTOCOL_VERSION_MAX -GF_ERR_BAD_VERSION
+ *   type not accepted by `role` in that
+ *     version (REGION_* need version 2)    -GF_ERR_BAD_TYPE
+ *   flags other than GF_FLAG_SHM on a
+ *     version-2 FRAME/RESULT, or (daemon)
+ *     status != 0                          -GF_ERR_BAD_FLAGS
  *   payload_bytes > max_payload_bytes      -GF_ERR_TOO_LARGE
  *   (client) ERROR payload_bytes over
  *     GF_ERROR_TEXT_MAX_BYTES              -GF_ERR_TOO_LARGE
- *   (daemon) LIST or STATS payload != 0    -GF_ERR_BAD_LENGTH
+ *   (daemon) a request other than FRAME
+ *     with a payload; a shm FRAME whose
+ *     payload is not GF_SHM_FRAME_BYTES    -GF_ERR_BAD_LENGTH
+ *   (client) a shm RESULT not of
+ *     GF_SHM_RESULT_BYTES, a REGION_ADD
+ *     reply not of GF_REGION_INFO_BYTES    -GF_ERR_BAD_LENGTH
  * On error `*out` still holds every decoded field, so the caller can echo
  * frame_id and say what was sent.
  *
@@ -118,13 +178,35 @@ int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
  */
 void gf_header_encode(const gf_header *h, void *buf);
 
+/* The version-2 descriptors, to and from their fixed little-endian layouts.
+ * A decoder returns 0, or -GF_ERR_BAD_DESCRIPTOR when a reserved field is
+ * not 0 (`len` must be the layout's size: the header parser checked it). */
+void gf_shm_frame_encode(const gf_shm_frame *f, void *buf);
+int gf_shm_frame_decode(const void *buf, gf_shm_frame *out);
+void gf_shm_result_encode(const gf_shm_result *r, void *buf);
+int gf_shm_result_decode(const void *buf, gf_shm_result *out);
+void gf_region_info_encode(const gf_region_info *r, void *buf);
+void gf_region_info_decode(const void *buf, gf_region_info *out);
+
+/*
+ * Whether the shm frame `d` fits a region of `region_bytes` when its
+ * pipeline writes `out_bytes`: both ranges inside the region, the output
+ * within d->out_capacity, and the input and output ranges disjoint (empty
+ * ranges overlap nothing).  Overflow-safe for every 64-bit value.  Returns
+ * 0, or -GF_ERR_BAD_DESCRIPTOR with the reason in why[why_len] (which names
+ * region `region_id`).  Pure: the daemon calls it before any copy, and
+ * tests/fuzz/fuzz_shm.c checks it against 128-bit arithmetic.
+ */
+int gf_shm_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t out_bytes,
+                       char *why, size_t why_len);
+
 /* The name of a status code ("bad_magic", ...), or "unknown" if out of range.
  * Names are stable: they are used as stats keys and in PROTOCOL.md. */
 const char *gf_status_name(uint32_t status);
 
 /*
  * Nonzero for the codes after which the daemon always closes the connection
- * (BAD_MAGIC .. TOO_LARGE, REQUEST_TIMEOUT).  BAD_LENGTH is not among them: see
+ * (BAD_MAGIC .. TOO_LARGE, REQUEST_TIMEOUT, STRAY_FD, TOO_MANY_CONNECTIONS).  BAD_LENGTH is not among them: see
  * gf_header_parse for the one case where it, too, ends the connection.
  */
 int gf_status_is_fatal(uint32_t status);

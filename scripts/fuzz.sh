@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-20}
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2; }
 build=${GF_FUZZ_BUILD_DIR:-build-fuzz}
-harnesses=(fuzz_header fuzz_request fuzz_config fuzz_listing)
+harnesses=(fuzz_header fuzz_request fuzz_config fuzz_listing fuzz_shm)
 
 # clang and its fuzzer runtime (Debian 12: clang-14, libclang-rt-14-dev),
 # besides what scripts/setup.sh installs.

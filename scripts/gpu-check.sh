@@ -44,11 +44,15 @@ verify() { # slots
     for s in 4K 1M 16M; do
       r=$($build/gpuframe stream --socket $sock --pipeline $p --size $s --count 64 --window 8 --verify --quiet 2>&1) || fail=1
       echo "slots=$1 $p $s: $r"
+      r=$($build/gpuframe stream --socket $sock --pipeline $p --size $s --count 64 --window 8 --verify --quiet --shm 2>&1) || fail=1
+      echo "slots=$1 $p $s --shm: $r"
     done
   done
   for p in normalize_4k normalize_1m normalize_16m; do
     r=$($build/gpuframe stream --socket $sock --pipeline $p --count 64 --window 8 --verify --quiet 2>&1) || fail=1
     echo "slots=$1 $p: $r"
+    r=$($build/gpuframe stream --socket $sock --pipeline $p --count 64 --window 8 --verify --quiet --shm 2>&1) || fail=1
+    echo "slots=$1 $p --shm: $r"
   done
   kill -TERM $daemon; wait $daemon; echo "slots=$1 daemon exit status $? (0 = drained cleanly)"
   return $fail

@@ -276,7 +276,7 @@ struct bad_config {
 
 static const struct bad_config bad_configs[] = {
     /* structure and syntax */
-    {"{\"slot\": 2, " ECHO_PIPELINES "}", "slot: unknown key (known keys: socket, engine, "},
+    {"{\"slot\": 2, " ECHO_PIPELINES "}", "slot: unknown key (known keys: socket, socket_mode, engine, "},
     {"{\"slots\": 2, \"slots\": 3, " ECHO_PIPELINES "}", "slots: duplicate key"},
     {"[1, 2]", "config: expected a JSON object, got an array of 2 elements"},
     {"{}", "pipelines: missing"},

@@ -13,7 +13,13 @@
  * Every case checks the STATS counters that account for it.
  * The engine comes from GF_TEST_ENGINE (cpu or cuda).
  */
+#define _GNU_SOURCE /* prlimit */
 #include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +52,10 @@ static const char config_json[] =
  * STATS connection between requests. */
 static const char idle_json[] = "{\"slots\": 2, \"idle_timeout_ms\": 300,"
                                 " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
+
+/* Three connections at most, to reach the limit with few sockets. */
+static const char limits_json[] = "{\"slots\": 2, \"max_connections\": 3,"
+                                  " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 
 static gf_test_daemon daemon_;
 static const char *g_engine;
@@ -216,6 +226,141 @@ START_TEST(idle_connection_is_closed) {
 }
 END_TEST
 
+/* The refusal a connection past a limit gets: a fatal too_many_connections
+ * ERROR naming `words`, then the close. */
+static void expect_refused(int fd, const char *words) {
+    char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
+    gf_header r;
+    ck_assert_int_eq(
+        gf_test_raw_recv_reply(fd, &r, text, GF_ERROR_TEXT_MAX_BYTES, 5000, err, sizeof err), 0);
+    text[r.payload_bytes] = '\0';
+    ck_assert_uint_eq(r.type, GF_MSG_ERROR);
+    ck_assert_str_eq(gf_status_name(r.status), "too_many_connections");
+    ck_assert_msg(strstr(text, words) != NULL, "\"%s\" lacks \"%s\"", text, words);
+    ck_assert_int_eq(gf_test_raw_expect_close(fd, 5000, NULL), 0);
+    close(fd);
+}
+
+/* max_connections: one more is answered too_many_connections and closed;
+ * out of descriptors (RLIMIT_NOFILE lowered under the running daemon), the
+ * reserve fd answers the same instead of a silent close; both are counted,
+ * and the daemon serves again once connections go. */
+START_TEST(connection_limits_are_answered) {
+    start(limits_json);
+    gf_client *c = client();
+    char err[ERR_BYTES];
+    /* The start-up probe's close may still be on its way: one connection. */
+    ck_assert_msg(gf_test_wait_idle(c, 1, 5000, NULL, err, sizeof err) == 0, "%s", err);
+    gf_client *c2 = client(), *c3 = client();
+    ck_assert_uint_eq(stat(c3, "connections.open"), 3);
+    int fd = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_int_ge(fd, 0);
+    expect_refused(fd, "max_connections 3 reached");
+    ck_assert_uint_eq(stat(c, "connections.refused"), 1);
+    gf_client_close(c2);
+    gf_client_close(c3);
+    ck_assert_msg(gf_test_wait_idle(c, 1, 5000, NULL, err, sizeof err) == 0, "%s", err);
+    stat(c, "uptime_ns"); /* the closed sockets' fds go one loop turn later */
+
+    /* The daemon's current fds plus two: the second connection hits EMFILE. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)daemon_.pid);
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    rlim_t open_fds = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        open_fds += e->d_name[0] != '.';
+    closedir(d);
+    struct rlimit lim = {.rlim_cur = open_fds + 1, .rlim_max = 4096};
+    ck_assert_msg(prlimit(daemon_.pid, RLIMIT_NOFILE, &lim, NULL) == 0, "prlimit: %s",
+                  strerror(errno));
+    c3 = client(); /* takes the last fd */
+    ck_assert_uint_eq(stat(c3, "connections.open"), 2);
+    fd = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_int_ge(fd, 0);
+    expect_refused(fd, "out of file descriptors");
+    ck_assert_uint_eq(stat(c, "connections.refused"), 2);
+    ck_assert_uint_eq(stat(c, "rejected.too_many_connections"), 2);
+    /* After the limit is back, a new connection is served. */
+    lim.rlim_cur = 1024;
+    ck_assert_int_eq(prlimit(daemon_.pid, RLIMIT_NOFILE, &lim, NULL), 0);
+    gf_client_close(c3);
+    gf_client *c4 = client();
+    ck_assert_uint_lt(answered_after_ms(c4, 1), 5000);
+    gf_client_close(c4);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/* SIGTERM with one client stalled mid-payload and another with 30 frames
+ * queued: every frame the daemon read gets a reply (its result, or
+ * shutting_down), in order; the stalled one is cut, not waited for; the
+ * daemon exits 0 well before any deadline. */
+START_TEST(sigterm_answers_every_frame_and_cuts_stalls) {
+    enum { FRAMES = 30, BYTES = 4096 };
+    start(config_json);
+    int stalled = stall_mid_payload(77, LARGE_FRAME_BYTES, 1000);
+    int fd = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_int_ge(fd, 0);
+    static unsigned char batch[FRAMES * (GF_HEADER_BYTES + BYTES)];
+    for (unsigned i = 0; i < FRAMES; i++) {
+        unsigned char *p = batch + i * (GF_HEADER_BYTES + BYTES);
+        gf_header h = {.version = GF_PROTOCOL_VERSION,
+                       .type = GF_MSG_FRAME,
+                       .frame_id = i,
+                       .payload_bytes = BYTES};
+        gf_header_encode(&h, p);
+        memset(p + GF_HEADER_BYTES, (int)i, BYTES);
+    }
+    ck_assert_int_eq(gf_test_raw_send(fd, batch, sizeof batch), 0);
+    gf_client *c = client();
+    for (int i = 0; i < 400 && stat(c, "frames.received") < 2; i++)
+        gf_test_sleep_ms(5);
+    gf_client_close(c);
+
+    uint64_t t0 = gf_now_ms();
+    ck_assert_int_eq(gf_test_daemon_signal(&daemon_, SIGTERM), 0);
+    char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
+    static unsigned char payload[BYTES];
+    unsigned results = 0, refused = 0;
+    for (unsigned i = 0; i < FRAMES; i++) {
+        gf_header r;
+        ck_assert_msg(gf_test_raw_recv_reply(fd, &r, payload, BYTES, 5000, err, sizeof err) == 0,
+                      "frame %u: no reply: %s", i, err);
+        ck_assert_uint_eq(r.frame_id, i);
+        if (r.type == GF_MSG_RESULT) {
+            ck_assert_uint_eq(r.payload_bytes, BYTES);
+            for (unsigned k = 0; k < BYTES; k++)
+                ck_assert_uint_eq(payload[k], (unsigned char)i);
+            results++;
+        } else {
+            ck_assert_uint_eq(r.type, GF_MSG_ERROR);
+            ck_assert_str_eq(gf_status_name(r.status), "shutting_down");
+            refused++;
+        }
+    }
+    ck_assert_uint_eq(results + refused, FRAMES);
+    ck_assert_int_eq(gf_test_raw_expect_close(fd, 5000, NULL), 0);
+    close(fd);
+    gf_header r;
+    ck_assert_int_eq(
+        gf_test_raw_recv_reply(stalled, &r, text, GF_ERROR_TEXT_MAX_BYTES, 5000, err, sizeof err), 0);
+    text[r.payload_bytes] = '\0';
+    ck_assert_uint_eq(r.frame_id, 77);
+    ck_assert_str_eq(gf_status_name(r.status), "shutting_down");
+    ck_assert_msg(strstr(text, "cut after 1000 of 1048576") != NULL, "text: %s", text);
+    ck_assert_int_eq(gf_test_raw_expect_close(stalled, 5000, NULL), 0);
+    close(stalled);
+    int status = 0;
+    ck_assert_int_eq(gf_test_daemon_wait(&daemon_, 5000, &status), 0);
+    uint64_t ms = gf_now_ms() - t0;
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
+    ck_assert_msg(ms < 2000, "the stop took %" PRIu64 " ms", ms);
+    gf_test_daemon_cleanup(&daemon_);
+}
+END_TEST
+
 static Suite *fairness_suite(void) {
     Suite *s = suite_create("fairness");
     TCase *tc = tcase_create("fairness");
@@ -224,6 +369,8 @@ static Suite *fairness_suite(void) {
     tcase_add_test(tc, stalled_large_payloads_time_out);
     tcase_add_test(tc, client_that_never_reads_is_closed);
     tcase_add_test(tc, idle_connection_is_closed);
+    tcase_add_test(tc, connection_limits_are_answered);
+    tcase_add_test(tc, sigterm_answers_every_frame_and_cuts_stalls);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -650,7 +650,7 @@ START_TEST(bad_header_is_fatal_to_its_connection_only) {
                    .pipeline_id = P_ECHO,
                    .payload_bytes = 16};
     if (bh->status == GF_ERR_BAD_VERSION)
-        h.version = GF_PROTOCOL_VERSION + 1;
+        h.version = GF_PROTOCOL_VERSION_MAX + 1;
     if (bh->status == GF_ERR_BAD_TYPE)
         h.type = GF_MSG_RESULT;
     if (bh->status == GF_ERR_BAD_FLAGS)

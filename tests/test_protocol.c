@@ -296,7 +296,7 @@ START_TEST(parse_bad_magic) {
 END_TEST
 
 START_TEST(parse_bad_version) {
-    static const uint8_t versions[] = {0, 2, 3, 0x81, 0xFF};
+    static const uint8_t versions[] = {0, 3, 4, 0x81, 0xFF};
 
     for (size_t i = 0; i < sizeof versions; i++) {
         for (int role = GF_ROLE_DAEMON; role <= GF_ROLE_CLIENT; role++) {
@@ -514,6 +514,128 @@ START_TEST(parse_checks_in_wire_order) {
 }
 END_TEST
 
+/* ---- version 2: shared-memory regions (PROTOCOL.md, "Shared-memory frames") -- */
+
+/* The example of PROTOCOL.md, byte for byte. */
+static const unsigned char doc_region_add[GF_HEADER_BYTES] = {
+    0x47, 0x46, 0x52, 0x4D, 0x02, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+static const unsigned char doc_region_reply[GF_HEADER_BYTES + GF_REGION_INFO_BYTES] = {
+    0x47, 0x46, 0x52, 0x4D, 0x02, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00};
+static const unsigned char doc_shm_frame[GF_HEADER_BYTES + GF_SHM_FRAME_BYTES] = {
+    0x47, 0x46, 0x52, 0x4D, 0x02, 0x01, 0x01, 0x00, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x28, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+static const unsigned char doc_shm_result[GF_HEADER_BYTES + GF_SHM_RESULT_BYTES] = {
+    0x47, 0x46, 0x52, 0x4D, 0x02, 0x02, 0x01, 0x00, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x18, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+
+START_TEST(shm_examples_byte_exact) {
+    unsigned char buf[GF_HEADER_BYTES + GF_SHM_FRAME_BYTES];
+    gf_header h = {.version = GF_PROTOCOL_VERSION_SHM, .type = GF_MSG_REGION_ADD}, out;
+
+    gf_header_encode(&h, buf);
+    ck_assert_mem_eq(buf, doc_region_add, GF_HEADER_BYTES);
+    ck_assert_int_eq(gf_header_parse(doc_region_add, GF_HEADER_BYTES, GF_ROLE_DAEMON, 0, &out),
+                     GF_HEADER_BYTES);
+
+    h.payload_bytes = GF_REGION_INFO_BYTES;
+    gf_header_encode(&h, buf);
+    gf_region_info info = {.region_id = 1, .flags = GF_REGION_PINNED, .region_bytes = 1u << 20};
+    gf_region_info_encode(&info, buf + GF_HEADER_BYTES);
+    ck_assert_mem_eq(buf, doc_region_reply, sizeof doc_region_reply);
+    ck_assert_int_eq(gf_header_parse(doc_region_reply, GF_HEADER_BYTES, GF_ROLE_CLIENT, 64, &out),
+                     GF_HEADER_BYTES);
+    gf_region_info back;
+    gf_region_info_decode(doc_region_reply + GF_HEADER_BYTES, &back);
+    ck_assert_uint_eq(back.region_id, 1);
+    ck_assert_uint_eq(back.flags, GF_REGION_PINNED);
+    ck_assert_uint_eq(back.region_bytes, 1u << 20);
+
+    h = (gf_header){.version = GF_PROTOCOL_VERSION_SHM,
+                    .type = GF_MSG_FRAME,
+                    .flags = GF_FLAG_SHM,
+                    .frame_id = 9,
+                    .payload_bytes = GF_SHM_FRAME_BYTES};
+    gf_header_encode(&h, buf);
+    gf_shm_frame f = {.region_id = 1,
+                      .in_offset = 0,
+                      .in_bytes = 4096,
+                      .out_offset = 524288,
+                      .out_capacity = 4096};
+    gf_shm_frame_encode(&f, buf + GF_HEADER_BYTES);
+    ck_assert_mem_eq(buf, doc_shm_frame, sizeof doc_shm_frame);
+    ck_assert_int_eq(gf_header_parse(doc_shm_frame, GF_HEADER_BYTES, GF_ROLE_DAEMON, 1u << 20, &out),
+                     GF_HEADER_BYTES);
+    gf_shm_frame fb;
+    ck_assert_int_eq(gf_shm_frame_decode(doc_shm_frame + GF_HEADER_BYTES, &fb), 0);
+    ck_assert_uint_eq(fb.in_bytes, 4096);
+    ck_assert_uint_eq(fb.out_offset, 524288);
+
+    h.type = GF_MSG_RESULT;
+    h.payload_bytes = GF_SHM_RESULT_BYTES;
+    gf_header_encode(&h, buf);
+    gf_shm_result r = {.region_id = 1, .out_offset = 524288, .out_bytes = 4096};
+    gf_shm_result_encode(&r, buf + GF_HEADER_BYTES);
+    ck_assert_mem_eq(buf, doc_shm_result, sizeof doc_shm_result);
+    ck_assert_int_eq(gf_header_parse(doc_shm_result, GF_HEADER_BYTES, GF_ROLE_CLIENT, 64, &out),
+                     GF_HEADER_BYTES);
+    gf_shm_result rb;
+    ck_assert_int_eq(gf_shm_result_decode(doc_shm_result + GF_HEADER_BYTES, &rb), 0);
+    ck_assert_uint_eq(rb.out_bytes, 4096);
+}
+END_TEST
+
+/* What version 2 allows and where: every other use is refused in wire order. */
+START_TEST(shm_header_rules) {
+    gf_header h = make_header(GF_MSG_FRAME, 1, 0, GF_SHM_FRAME_BYTES), out;
+    h.flags = GF_FLAG_SHM; /* version 1: no flags at all */
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_FLAGS);
+    h.version = GF_PROTOCOL_VERSION_SHM;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), GF_HEADER_BYTES);
+    h.flags = 0x0002; /* an unknown bit */
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_FLAGS);
+    h.flags = GF_FLAG_SHM;
+    h.payload_bytes = GF_SHM_FRAME_BYTES + 1; /* a descriptor has one size */
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_LENGTH);
+    h.payload_bytes = 1u << 21; /* too_large comes first, in wire order */
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_TOO_LARGE);
+    /* SHM only on FRAME (daemon) and RESULT (client). */
+    h = make_header(GF_MSG_LIST, 2, 0, 0);
+    h.version = GF_PROTOCOL_VERSION_SHM;
+    h.flags = GF_FLAG_SHM;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), -GF_ERR_BAD_FLAGS);
+    h = make_header(GF_MSG_RESULT, 3, 0, GF_SHM_RESULT_BYTES - 1);
+    h.version = GF_PROTOCOL_VERSION_SHM;
+    h.flags = GF_FLAG_SHM;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_CLIENT, 64, &out), -GF_ERR_BAD_LENGTH);
+    /* The region messages are version 2 only, and take no payload. */
+    for (uint8_t t = GF_MSG_REGION_ADD; t <= GF_MSG_REGION_REMOVE; t++) {
+        h = make_header(t, 4, 0, 0);
+        ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), -GF_ERR_BAD_TYPE);
+        h.version = GF_PROTOCOL_VERSION_SHM;
+        ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), GF_HEADER_BYTES);
+        h.payload_bytes = 8;
+        ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 8, &out), -GF_ERR_BAD_LENGTH);
+    }
+    /* Reserved descriptor bytes must be zero. */
+    unsigned char d[GF_SHM_FRAME_BYTES] = {0};
+    gf_shm_frame f;
+    d[5] = 1;
+    ck_assert_int_eq(gf_shm_frame_decode(d, &f), -GF_ERR_BAD_DESCRIPTOR);
+    unsigned char rr[GF_SHM_RESULT_BYTES] = {0};
+    gf_shm_result r;
+    rr[7] = 0x80;
+    ck_assert_int_eq(gf_shm_result_decode(rr, &r), -GF_ERR_BAD_DESCRIPTOR);
+}
+END_TEST
+
 /* ---- names and the fatal set ---------------------------------------------- */
 
 START_TEST(status_names) {
@@ -521,7 +643,8 @@ START_TEST(status_names) {
         "ok",        "bad_magic",     "bad_version",      "bad_type",
         "bad_flags", "too_large",     "unknown_pipeline", "bad_length",
         "engine",    "shutting_down", "timeout",          "internal",
-        "request_timeout",
+        "request_timeout", "unknown_region", "bad_descriptor", "bad_region",
+        "region_limit", "stray_fd", "too_many_connections",
     };
 
     ck_assert_uint_eq(sizeof want / sizeof want[0], GF_STATUS_COUNT_);
@@ -543,7 +666,9 @@ START_TEST(msg_type_names) {
     ck_assert_str_eq(gf_msg_type_name(GF_MSG_STATS), "stats");
     ck_assert_str_eq(gf_msg_type_name(GF_MSG_TRACE), "trace");
     ck_assert_str_eq(gf_msg_type_name(0), "unknown");
-    ck_assert_str_eq(gf_msg_type_name(7), "unknown");
+    ck_assert_str_eq(gf_msg_type_name(GF_MSG_REGION_ADD), "region_add");
+    ck_assert_str_eq(gf_msg_type_name(GF_MSG_REGION_REMOVE), "region_remove");
+    ck_assert_str_eq(gf_msg_type_name(9), "unknown");
     ck_assert_str_eq(gf_msg_type_name(0x101), "unknown"); /* not truncated to 1 */
     ck_assert_str_eq(gf_msg_type_name(UINT32_MAX), "unknown");
 }
@@ -551,7 +676,7 @@ END_TEST
 
 START_TEST(fatal_set) {
     for (uint32_t s = 0; s < 64; s++)
-        ck_assert_int_eq(gf_status_is_fatal(s) != 0, (s >= 1 && s <= 5) || s == 12);
+        ck_assert_int_eq(gf_status_is_fatal(s) != 0, (s >= 1 && s <= 5) || s == 12 || (s >= 17 && s <= 18));
     ck_assert(gf_status_is_fatal(GF_ERR_BAD_MAGIC));
     ck_assert(gf_status_is_fatal(GF_ERR_TOO_LARGE));
     ck_assert(!gf_status_is_fatal(GF_OK));
@@ -765,6 +890,8 @@ static Suite *protocol_suite(void) {
     tc = tcase_create("errors");
     tcase_add_test(tc, parse_bad_magic);
     tcase_add_test(tc, parse_bad_version);
+    tcase_add_test(tc, shm_examples_byte_exact);
+    tcase_add_test(tc, shm_header_rules);
     tcase_add_test(tc, parse_types_by_role);
     tcase_add_test(tc, parse_role_differences);
     tcase_add_test(tc, parse_flags_must_be_zero);

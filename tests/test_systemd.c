@@ -832,11 +832,14 @@ END_TEST
  * says so with the count, and exits 1. */
 START_TEST(drain_timeout_abandons_and_exits_nonzero) {
     gf_test_daemon d;
-    enum { BYTES = 65536 };
+    /* A result far larger than the socket's buffers: unread, it blocks. */
+    enum { BYTES = 1 << 20 };
     static unsigned char payload[BYTES];
 
     prepare(&d, "2.0", "0.5", 2, SHORT_DRAIN_MS);
     start_plain(&d, 0);
+    /* A client that sends a frame and never reads its result: the drain
+     * waits for that reply (write_timeout_ms is 10 s) until drain_timeout_ms. */
     int fd = gf_test_raw_connect(d.socket_path);
     ck_assert_int_ge(fd, 0);
     gf_header h = {.version = GF_PROTOCOL_VERSION,
@@ -846,7 +849,7 @@ START_TEST(drain_timeout_abandons_and_exits_nonzero) {
                    .payload_bytes = BYTES};
     memset(payload, 0x5a, sizeof payload);
     ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-    ck_assert_int_eq(gf_test_raw_send(fd, payload, BYTES / 2), 0);
+    ck_assert_int_eq(gf_test_raw_send(fd, payload, BYTES), 0);
     gf_client *probe = connect_to(d.socket_path);
     uint64_t received = 0;
     for (int tries = 0; tries < WAIT_MS / 5 && received == 0; tries++) {
@@ -856,6 +859,7 @@ START_TEST(drain_timeout_abandons_and_exits_nonzero) {
     }
     gf_client_close(probe);
     ck_assert_uint_eq(received, 1);
+    gf_test_sleep_ms(200); /* its result is computed and stuck in the socket */
 
     uint64_t t0 = gf_now_ms();
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
@@ -1010,6 +1014,64 @@ static int run_daemon(const char *dir, char *const args[], char **out) {
     return WEXITSTATUS(status);
 }
 
+/* A socket in a directory that does not exist: the error says so (not a
+ * bare "permission denied" or "no such file"), and start-up fails. */
+START_TEST(socket_in_missing_directory) {
+    char dir[GF_TEST_DIR_MAX], sock[GF_TEST_PATH_MAX + 32], want[GF_TEST_PATH_MAX + 96];
+    char *out;
+    ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
+    snprintf(sock, sizeof sock, "%s/missing/x.sock", dir);
+    char *args[] = {"--engine", "cpu", "--socket", sock, NULL};
+    ck_assert_int_ne(run_daemon(dir, args, &out), 0);
+    snprintf(want, sizeof want, "the directory %s/missing does not exist", dir);
+    ck_assert_msg(strstr(out, want) != NULL, "output lacks \"%s\":\n%s", want, out);
+    free(out);
+    rmdir(dir);
+}
+END_TEST
+
+/* The socket's mode is socket_mode, whatever the umask: 0660 by default,
+ * what the configuration says otherwise; a bad value names the key. */
+START_TEST(socket_mode_is_set_not_inherited) {
+    static const struct {
+        const char *json_value; /* NULL: the default */
+        unsigned mode;
+    } cases[] = {{NULL, 0660}, {"\"0600\"", 0600}, {"\"755\"", 0755}};
+    mode_t old = umask(0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char config[512], err[ERR_BYTES];
+        snprintf(config, sizeof config,
+                 "{%s%s%s \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}",
+                 cases[i].json_value ? "\"socket_mode\": " : "",
+                 cases[i].json_value ? cases[i].json_value : "", cases[i].json_value ? "," : "");
+        gf_test_daemon d;
+        ck_assert_msg(gf_test_daemon_start(&d, config, g_engine, err, sizeof err) == 0, "%s", err);
+        struct stat st;
+        ck_assert_int_eq(stat(d.socket_path, &st), 0);
+        ck_assert_msg((st.st_mode & 0777) == cases[i].mode, "mode %04o, expected %04o",
+                      (unsigned)(st.st_mode & 0777), cases[i].mode);
+        int status = 0;
+        ck_assert_int_eq(gf_test_daemon_stop(&d, &status), 0);
+        gf_test_daemon_cleanup(&d);
+    }
+    umask(old);
+    char dir[GF_TEST_DIR_MAX], bad[GF_TEST_PATH_MAX + 16];
+    char *out;
+    ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
+    snprintf(bad, sizeof bad, "%s/bad.json", dir);
+    ck_assert_int_eq(gf_test_write_file(bad, "{\"socket_mode\": \"0989\", \"pipelines\": "
+                                             "[{\"name\": \"e\", \"kind\": \"echo\"}]}"),
+                     0);
+    char *args[] = {"--check-config", bad, NULL};
+    ck_assert_int_eq(run_daemon(dir, args, &out), 2);
+    ck_assert_msg(strstr(out, "socket_mode: expected permission bits as an octal string") != NULL,
+                  "%s", out);
+    free(out);
+    unlink(bad);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(check_config_good_and_bad) {
     char dir[GF_TEST_DIR_MAX], bad[GF_TEST_PATH_MAX], sock[GF_TEST_PATH_MAX], want[512];
     const char *good = GF_TEST_CONFIG_DIR "/gpuframed.json";
@@ -1111,11 +1173,11 @@ START_TEST(parse_all_and_describe_changes) {
                      -1);
     ck_assert_uint_eq(count, 4);
     ck_assert_str_eq(errs,
-                     "x: unknown key (known keys: socket, engine, slots, max_frame_bytes, "
+                     "x: unknown key (known keys: socket, socket_mode, engine, slots, max_frame_bytes, "
                      "frame_timeout_ms, request_timeout_ms, write_timeout_ms, idle_timeout_ms, "
                      "log_level, drain_timeout_ms, max_pinned_bytes, "
                      "timing_events, timing_sample_every, completion, trace_frames, "
-                     "pipelines)\n"
+                     "max_connections, max_regions, max_shm_bytes, pipelines)\n"
                      "slots: expected an integer in [1, 64], got 0\n"
                      "log_level: expected one of \"error\", \"warn\", \"info\", \"debug\", got "
                      "\"loud\"\n"
@@ -1337,6 +1399,8 @@ static Suite *systemd_suite(void) {
 
     tc = tcase("cli");
     tcase_add_test(tc, check_config_good_and_bad);
+    tcase_add_test(tc, socket_in_missing_directory);
+    tcase_add_test(tc, socket_mode_is_set_not_inherited);
     tcase_add_test(tc, help_is_man_style);
     tcase_add_test(tc, parse_all_and_describe_changes);
     suite_add_tcase(s, tc);

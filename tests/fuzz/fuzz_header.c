@@ -43,23 +43,37 @@ static int expected_result(const uint8_t *p, enum gf_parse_role role, uint64_t m
     uint16_t flags = (uint16_t)le(p + 6, 2);
     uint64_t payload_bytes = le(p + 24, 8);
     int daemon = role == GF_ROLE_DAEMON;
+    int v2 = version == 2;
     int accepted = daemon ? type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS ||
                                 type == GF_MSG_TRACE
                           : type >= GF_MSG_RESULT && type <= GF_MSG_TRACE;
+    if (v2 && (type == GF_MSG_REGION_ADD || type == GF_MSG_REGION_REMOVE))
+        accepted = 1;
+    /* Only a version-2 FRAME (daemon) or RESULT (client) may say "shm". */
+    int may_shm = v2 && type == (daemon ? GF_MSG_FRAME : GF_MSG_RESULT);
+    int shm = flags == GF_FLAG_SHM;
 
     if (magic != GF_MAGIC)
         return -GF_ERR_BAD_MAGIC;
-    if (version != GF_PROTOCOL_VERSION)
+    if (version != 1 && version != 2)
         return -GF_ERR_BAD_VERSION;
     if (!accepted)
         return -GF_ERR_BAD_TYPE;
-    if (flags != 0 || (daemon && status != 0))
+    if ((flags != 0 && !(may_shm && shm)) || (daemon && status != 0))
         return -GF_ERR_BAD_FLAGS;
     if (payload_bytes > max_payload_bytes)
         return -GF_ERR_TOO_LARGE;
     if (!daemon && type == GF_MSG_ERROR && payload_bytes > GF_ERROR_TEXT_MAX_BYTES)
         return -GF_ERR_TOO_LARGE;
     if (daemon && type != GF_MSG_FRAME && payload_bytes != 0)
+        return -GF_ERR_BAD_LENGTH;
+    if (daemon && shm && payload_bytes != 40)
+        return -GF_ERR_BAD_LENGTH;
+    if (!daemon && shm && payload_bytes != 24)
+        return -GF_ERR_BAD_LENGTH;
+    if (!daemon && type == GF_MSG_REGION_ADD && status == 0 && payload_bytes != 16)
+        return -GF_ERR_BAD_LENGTH;
+    if (!daemon && type == GF_MSG_REGION_REMOVE && payload_bytes != 0)
         return -GF_ERR_BAD_LENGTH;
     return (int)GF_HEADER_BYTES;
 }

@@ -1,0 +1,228 @@
+/*
+ * The listening socket: bound here (or passed by systemd), watched with a
+ * uv_poll_t, and accepted with accept4() of our own so that every refusal is
+ * answered and counted instead of dropped in silence:
+ *
+ * - past max_connections a client is accepted, told too_many_connections
+ *   in an ERROR and closed;
+ * - out of file descriptors (EMFILE/ENFILE), one descriptor held in reserve
+ *   is given up to accept the client and tell it the same, then taken back,
+ *   so the daemon neither spins on a listener that stays readable nor drops
+ *   connections without a word.
+ *
+ * Each refusal is logged at most GF_CLOSE_LOG_PER_S times a second.
+ */
+#define _GNU_SOURCE /* accept4, struct ucred */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "server_internal.h"
+
+/* Pending connections the kernel queues for accept(). */
+#define GF_LISTEN_BACKLOG 128
+/* Connections accepted per readiness event, so a flood of connects cannot
+ * keep the loop from the clients already connected. */
+#define GF_ACCEPTS_PER_EVENT 64
+
+/* Answers a connection we will not serve with an ERROR of `status` and
+ * closes it; never blocks (the reply is 32 bytes plus a line). */
+static void refuse(gf_server *srv, int fd, uint32_t status, const char *text) {
+    uint8_t msg[GF_HEADER_BYTES + GF_ERROR_TEXT_MAX_BYTES];
+    size_t len = strlen(text);
+    if (len > GF_ERROR_TEXT_MAX_BYTES)
+        len = GF_ERROR_TEXT_MAX_BYTES;
+    gf__reply_header(msg, GF_PROTOCOL_VERSION, GF_MSG_ERROR, 0, 0, 0, status, len);
+    memcpy(msg + GF_HEADER_BYTES, text, len);
+    (void)send(fd, msg, GF_HEADER_BYTES + len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    close(fd);
+    srv->stats.connections_refused++;
+    srv->stats.rejected[status]++;
+    gf_log_limited(&srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_WARN,
+                   "connection refused: %s: %s", gf_status_name(status), text);
+}
+
+/* Out of descriptors: use the reserve to tell one waiting client so. */
+static void refuse_with_reserve(gf_server *srv, int err) {
+    if (srv->reserve_fd < 0) {
+        gf_log_limited(&srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_WARN,
+                       "accept: %s, and no descriptor in reserve", strerror(err));
+        return;
+    }
+    close(srv->reserve_fd);
+    int fd = accept4(srv->listener_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0)
+        refuse(srv, fd, GF_ERR_TOO_MANY_CONNECTIONS,
+               err == EMFILE ? "the daemon is out of file descriptors (RLIMIT_NOFILE)"
+                             : "the system is out of file descriptors");
+    srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void on_listen(uv_poll_t *h, int status, int events) {
+    gf_server *srv = h->data;
+    (void)events;
+    if (status < 0) {
+        GF_LOG_WRN("listener: %s", uv_strerror(status));
+        return;
+    }
+    for (int i = 0; i < GF_ACCEPTS_PER_EVENT && !srv->draining; i++) {
+        int fd = accept4(srv->listener_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE)
+                refuse_with_reserve(srv, errno);
+            else if (errno != EAGAIN && errno != EWOULDBLOCK)
+                GF_LOG_WRN("accept: %s", strerror(errno));
+            return;
+        }
+        struct ucred cred = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
+        socklen_t cred_len = sizeof cred;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) < 0)
+            GF_LOG_WRN("accept: SO_PEERCRED: %s", strerror(errno));
+        if (srv->stats.connections_open >= srv->cfg->max_connections) {
+            char text[GF_ERROR_TEXT_MAX_BYTES];
+            gf_errorf(text, sizeof text,
+                      "max_connections %u reached (uid %u, pid %u refused)",
+                      srv->cfg->max_connections, (unsigned)cred.uid, (unsigned)cred.pid);
+            refuse(srv, fd, GF_ERR_TOO_MANY_CONNECTIONS, text);
+            continue;
+        }
+        gf__conn_accept(srv, fd, (uint32_t)cred.uid, (uint32_t)cred.gid, (uint32_t)cred.pid);
+    }
+}
+
+/* Nonzero when something is accepting connections on `path`. */
+static int socket_is_live(const char *path) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int live = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return live;
+}
+
+/* A socket bound at `path` with permission bits `mode` (socket_mode: who may
+ * connect, whatever the umask); a stale socket file nobody listens on is
+ * replaced.  Returns the fd or a negative errno. */
+static int bind_path(const char *path, mode_t mode) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        GF_LOG_ERR("socket %s: the path is longer than %zu bytes", path, sizeof sa.sun_path - 1);
+        return -ENAMETOOLONG;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    /* bind() creates the file with the umask's mode: create it closed to
+     * everyone, then open it up exactly as far as `mode` says. */
+    mode_t old = umask(0177);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    if (rc < 0 && errno == EADDRINUSE) {
+        if (socket_is_live(path)) {
+            GF_LOG_ERR("socket %s: another daemon is already listening there", path);
+        } else {
+            GF_LOG_INF("socket %s: replacing a stale socket file nobody listens on", path);
+            unlink(path);
+            rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+        }
+    }
+    umask(old);
+    if (rc < 0 || chmod(path, mode) < 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+/* Says why binding `path` failed in words an operator acts on: which
+ * directory is missing or not writable, rather than a bare errno. */
+static void explain_bind_error(const char *path, int err) {
+    char dir[GF_SOCKET_PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    struct stat st;
+    if (err == ENOENT || err == ENOTDIR) {
+        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            GF_LOG_ERR("socket %s: the directory %s does not exist (create it, or choose another "
+                       "path with --socket or \"socket\")",
+                       path, dir);
+            return;
+        }
+    } else if (err == EACCES || err == EPERM) {
+        GF_LOG_ERR("socket %s: no permission to create a socket in %s (user %u): %s", path, dir,
+                   (unsigned)geteuid(), strerror(err));
+        return;
+    }
+    GF_LOG_ERR("socket %s: cannot bind: %s", path, strerror(err));
+}
+
+int gf__listener_open(gf_server *srv, int fd, const char *path) {
+    int rc = 0, owned = fd < 0;
+    if (owned) {
+        fd = bind_path(path, (mode_t)srv->cfg->socket_mode);
+        if (fd < 0) {
+            explain_bind_error(path, -fd);
+            return fd;
+        }
+    } else {
+        /* systemd's socket is blocking; ours must never block the loop. */
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+            rc = -errno;
+            GF_LOG_ERR("socket fd %d passed by systemd: %s", fd, strerror(errno));
+            return rc;
+        }
+    }
+    if (listen(fd, GF_LISTEN_BACKLOG) < 0 ||
+        (rc = uv_poll_init(srv->loop, &srv->listener, fd)) < 0) {
+        rc = rc < 0 ? rc : -errno;
+        GF_LOG_ERR("socket %s: cannot listen: %s", owned ? path : "passed by systemd",
+                   strerror(-rc));
+        if (owned) {
+            close(fd);
+            unlink(path);
+        }
+        return rc;
+    }
+    srv->listener.data = srv;
+    srv->listener_fd = fd;
+    srv->listening = 1;
+    srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    uv_poll_start(&srv->listener, UV_READABLE, on_listen);
+    return 0;
+}
+
+static void on_listener_closed(uv_handle_t *h) {
+    gf_server *srv = h->data;
+    close(srv->listener_fd);
+    srv->listener_fd = -1;
+}
+
+void gf__listener_close(gf_server *srv) {
+    if (!srv->listening)
+        return;
+    srv->listening = 0;
+    uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
+    /* A socket systemd passed is systemd's to remove. */
+    if (srv->listen_fd < 0)
+        unlink(srv->cfg->socket_path);
+    if (srv->reserve_fd >= 0)
+        close(srv->reserve_fd);
+    srv->reserve_fd = -1;
+}

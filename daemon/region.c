@@ -1,0 +1,173 @@
+/*
+ * Shared-memory regions: checked, mapped, pinned on the thread pool, and
+ * unpinned and unmapped after their last frame (region.h).
+ */
+#include "region.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "server_internal.h"
+
+/* Linux seals, named here so that the file builds against older headers. */
+#ifndef F_GET_SEALS
+#define F_GET_SEALS 1034
+#endif
+#ifndef F_SEAL_SHRINK
+#define F_SEAL_SHRINK 0x0002
+#endif
+#ifndef F_SEAL_WRITE
+#define F_SEAL_WRITE 0x0008
+#endif
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+
+uint32_t gf__region_open(gf_server *srv, int fd, uint32_t id, uint32_t held, gf_region **out,
+                         char *why, size_t why_len) {
+    const gf_config *cfg = srv->cfg;
+    uint32_t status = GF_ERR_BAD_REGION;
+    struct stat st;
+    if (held >= cfg->max_regions) {
+        gf_errorf(why, why_len, "this connection holds %u region(s), max_regions is %u", held,
+                  cfg->max_regions);
+        status = GF_ERR_REGION_LIMIT;
+        goto fail;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        gf_errorf(why, why_len, "the file descriptor is not a memfd (not a regular file)");
+        goto fail;
+    }
+    /* Without F_SEAL_SHRINK the client could truncate the file under our
+     * mapping, and the daemon's next touch of those pages would be SIGBUS. */
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0) {
+        gf_errorf(why, why_len, "the file descriptor is not a memfd: it cannot be sealed");
+        goto fail;
+    }
+    if (!(seals & F_SEAL_SHRINK)) {
+        gf_errorf(why, why_len, "the memfd is not sealed against shrinking (F_SEAL_SHRINK)");
+        goto fail;
+    }
+    if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
+        gf_errorf(why, why_len, "the memfd is sealed against writing; results are written there");
+        goto fail;
+    }
+    uint64_t bytes = (uint64_t)st.st_size;
+    if (bytes == 0) {
+        gf_errorf(why, why_len, "the memfd is empty");
+        goto fail;
+    }
+    uint64_t cap = gf_config_shm_cap(cfg);
+    if (bytes > cap || srv->stats.region_bytes > cap - bytes) {
+        gf_errorf(why, why_len,
+                  "a region of %llu bytes would pass max_shm_bytes %llu (%llu held by all "
+                  "connections)",
+                  (unsigned long long)bytes, (unsigned long long)cap,
+                  (unsigned long long)srv->stats.region_bytes);
+        status = GF_ERR_REGION_LIMIT;
+        goto fail;
+    }
+    gf_region *r = calloc(1, sizeof *r);
+    if (!r) {
+        gf_errorf(why, why_len, "out of memory for a region");
+        status = GF_ERR_INTERNAL;
+        goto fail;
+    }
+    void *base = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        gf_errorf(why, why_len, "cannot map the memfd's %llu bytes: %s", (unsigned long long)bytes,
+                  strerror(errno));
+        free(r);
+        goto fail;
+    }
+    /* The mapping keeps the memory; the fd is not needed any more. */
+    close(fd);
+    r->id = id;
+    r->refs = 1;
+    r->base = base;
+    r->bytes = bytes;
+    r->srv = srv;
+    r->work.data = r;
+    srv->stats.regions_open++;
+    srv->stats.region_bytes += bytes;
+    *out = r;
+    return GF_OK;
+
+fail:
+    close(fd);
+    return status;
+}
+
+void gf__region_ref(gf_region *r) {
+    r->refs++;
+}
+
+static void pin_work(uv_work_t *w) {
+    gf_region *r = w->data;
+    r->pin_status = gf_engine_pin(r->srv->engine, r->base, r->bytes, r->why, sizeof r->why);
+}
+
+static void pin_done(uv_work_t *w, int status) {
+    gf_region *r = w->data;
+    if (status < 0 && r->pin_status == 0) { /* cancelled: never ran */
+        r->pin_status = status;
+        gf_errorf(r->why, sizeof r->why, "pinning was cancelled: %s", uv_strerror(status));
+    }
+    r->pinned = r->pin_status == 0 && gf_engine_pins(r->srv->engine);
+    r->ready = 1;
+    r->on_ready(r, r->on_ready_arg);
+    gf__region_unref(r);
+}
+
+void gf__region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), void *arg) {
+    r->on_ready = on_ready;
+    r->on_ready_arg = arg;
+    gf__region_ref(r);
+    if (!gf_engine_pins(r->srv->engine)) {
+        /* Nothing to do off the loop: answer in this turn. */
+        pin_done(&r->work, 0);
+        return;
+    }
+    int rc = uv_queue_work(r->srv->loop, &r->work, pin_work, pin_done);
+    if (rc < 0) {
+        r->pin_status = rc;
+        gf_errorf(r->why, sizeof r->why, "cannot queue the pinning: %s", uv_strerror(rc));
+        pin_done(&r->work, 0);
+    }
+}
+
+static void region_free(gf_region *r) {
+    gf_server *srv = r->srv;
+    munmap(r->base, (size_t)r->bytes);
+    srv->stats.regions_open--;
+    srv->stats.region_bytes -= r->bytes;
+    free(r);
+}
+
+static void unpin_work(uv_work_t *w) {
+    gf_region *r = w->data;
+    gf_engine_unpin(r->srv->engine, r->base);
+}
+
+static void unpin_done(uv_work_t *w, int status) {
+    (void)status;
+    region_free(w->data);
+}
+
+void gf__region_unref(gf_region *r) {
+    if (--r->refs > 0)
+        return;
+    /* No frame uses it: the engine's copies of it are all complete. */
+    if (!r->pinned || uv_queue_work(r->srv->loop, &r->work, unpin_work, unpin_done) < 0) {
+        if (r->pinned)
+            gf_engine_unpin(r->srv->engine, r->base);
+        region_free(r);
+    }
+}

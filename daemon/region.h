@@ -1,0 +1,67 @@
+/*
+ * Shared-memory regions: a client's memfd, mapped by the daemon and pinned
+ * for the engine, so that frames by reference (GF_FLAG_SHM) are copied to and
+ * from the GPU straight out of the client's pages.  The socket then carries
+ * only descriptors.  protocol/PROTOCOL.md, "Shared-memory frames", is the
+ * contract; README.md says when to use it.
+ *
+ * A region belongs to one connection, which alone can name it (ids are per
+ * connection).  It is reference-counted: the connection's table holds one
+ * reference until REGION_REMOVE or the close, every frame in flight on it one
+ * more, and pinning or unpinning in progress one.  The mapping is unpinned and
+ * unmapped only when the last reference goes, so never under the GPU's feet.
+ *
+ * Pinning (cudaHostRegister) takes about a millisecond per MiB, so it runs on
+ * libuv's thread pool; the REGION_ADD reply waits for it in the connection's
+ * reply queue, which keeps every other client served meanwhile.
+ *
+ * Loop thread only, except the pool's work functions.
+ */
+#ifndef GF_REGION_H
+#define GF_REGION_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "protocol.h"
+
+struct gf_server;
+
+typedef struct gf_region {
+    uint32_t id;            /* the client's name for it, unique on its connection */
+    uint32_t refs;          /* table + frames in flight + pool work               */
+    uint8_t *base;          /* MAP_SHARED mapping of the client's memfd          */
+    uint64_t bytes;         /* its size when added (F_SEAL_SHRINK keeps it)      */
+    int pinned;             /* the engine page-locked it                         */
+    int ready;              /* pinned (or failed): frames may name it            */
+    int pin_status;         /* after pinning: 0, or a negative errno              */
+    char why[GF_ERROR_TEXT_MAX_BYTES]; /* why pinning failed                    */
+    struct gf_server *srv;
+    struct gf_region *next; /* the connection's table                            */
+    uv_work_t work;         /* pin or unpin on the thread pool                    */
+    void (*on_ready)(struct gf_region *r, void *arg); /* pinning finished         */
+    void *on_ready_arg;
+} gf_region;
+
+/*
+ * Takes `fd` (always closed here, whatever happens) as a region for a
+ * connection that holds `held` regions: checks that it is a memfd sealed
+ * against shrinking, of at most the bytes the configuration still allows,
+ * and maps it.  Returns 0 with *out (one reference: the caller's table),
+ * or a gf_status (GF_ERR_BAD_REGION, GF_ERR_REGION_LIMIT, GF_ERR_INTERNAL)
+ * with the reason in why[why_len].
+ */
+uint32_t gf__region_open(struct gf_server *srv, int fd, uint32_t id, uint32_t held, gf_region **out,
+                         char *why, size_t why_len);
+
+/* Pins `r` on the thread pool, then calls on_ready(r, arg) on the loop;
+ * r->pin_status says how it went.  Holds a reference meanwhile. */
+void gf__region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), void *arg);
+
+void gf__region_ref(gf_region *r);
+
+/* Drops a reference; the last one unpins (on the pool) and unmaps. */
+void gf__region_unref(gf_region *r);
+
+#endif

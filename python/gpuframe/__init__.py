@@ -1,0 +1,42 @@
+"""Python client of gpuframed, written from protocol/PROTOCOL.md.
+
+Pure Python (standard library and NumPy).  A :class:`Client` connects to the
+daemon's Unix socket; :meth:`Client.stream` keeps a window of frames in flight
+while it reads results back in order::
+
+    import numpy as np
+    import gpuframe
+
+    with gpuframe.Client() as c:                 # $GPUFRAMED_SOCKET or /run/gpuframed.sock
+        print(c.list().ids)                      # {'echo': 0, 'affine': 1, ...}
+        frames = (np.random.rand(1 << 18).astype(np.float32) for _ in range(100))
+        for y in c.stream("affine", frames, window=16):
+            ...                                  # float32 arrays, in order
+
+ERROR replies raise :class:`StatusError` subclasses, one per status code
+(:mod:`gpuframe.errors`).
+"""
+
+from .client import DEFAULT_SOCKET, SOCKET_ENV, Client, default_socket_path
+from .errors import *  # noqa: F401,F403 (the exception hierarchy is public API)
+from .errors import __all__ as _errors_all
+from .pipelines import KNOWN_KINDS, Pipeline, Pipelines
+from .protocol import ERROR_TEXT_MAX_BYTES, FATAL_STATUSES, MsgType, Status, status_name
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client",
+    "default_socket_path",
+    "DEFAULT_SOCKET",
+    "SOCKET_ENV",
+    "Pipeline",
+    "Pipelines",
+    "KNOWN_KINDS",
+    "MsgType",
+    "Status",
+    "FATAL_STATUSES",
+    "ERROR_TEXT_MAX_BYTES",
+    "status_name",
+    "__version__",
+] + list(_errors_all)

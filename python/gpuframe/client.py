@@ -1,0 +1,267 @@
+"""The gpuframed client: connect, look pipelines up, stream frames through them."""
+
+import json
+import os
+import socket
+from collections import deque
+
+import numpy as np
+
+from . import protocol
+from .connection import Connection
+from .errors import ConnectionClosedError, ProtocolError, StatusError
+from .pipelines import Pipeline, Pipelines, encode_frame
+from .protocol import MsgType
+
+__all__ = ["Client", "default_socket_path", "SOCKET_ENV", "DEFAULT_SOCKET"]
+
+#: The environment variable naming the daemon's socket (as for ``gpuframe``).
+SOCKET_ENV = "GPUFRAMED_SOCKET"
+#: Where the daemon listens when nothing else says (gpuframed.socket's path).
+DEFAULT_SOCKET = "/run/gpuframed.sock"
+#: Seconds a wait may go without any byte moving, as ``gpuframe``'s default.
+DEFAULT_TIMEOUT_S = 30.0
+#: Frames in flight in :meth:`Client.stream` unless the caller says otherwise.
+DEFAULT_WINDOW = 16
+#: Largest LIST/STATS/TRACE document (or result of an unknown kind) accepted.
+DEFAULT_MAX_REPLY_BYTES = 1 << 30
+
+_U32_MAX = 0xFFFFFFFF
+_ERRORS_MODES = ("raise", "yield")
+
+
+def default_socket_path():
+    """$GPUFRAMED_SOCKET when set and not empty, else /run/gpuframed.sock."""
+    return os.environ.get(SOCKET_ENV) or DEFAULT_SOCKET
+
+
+class Client:
+    """One connection to gpuframed over its Unix socket.
+
+    ``path`` is the daemon's socket (default: :func:`default_socket_path`).
+    ``timeout`` is how many seconds any call may wait without a byte moving
+    before it gives up, closes the connection and raises ClientTimeoutError
+    (None: wait for ever).  ``max_reply_bytes`` caps a JSON reply.  Connecting
+    raises the OSError of connect() (FileNotFoundError, PermissionError,
+    ConnectionRefusedError, ...) naming the path.
+
+    Use it as a context manager, or call :meth:`close`.  A client is not
+    thread-safe; use one per thread.  Requests of every kind may be mixed: a
+    :meth:`stats` call while a :meth:`stream` is suspended is answered after
+    the frames already sent, which it also collects for the stream.
+
+    Frame ids are a per-connection counter from 0 shared by every request
+    (``next_frame_id`` is the next one), which is what TRACE reports.
+    """
+
+    def __init__(self, path=None, *, timeout=DEFAULT_TIMEOUT_S,
+                 max_reply_bytes=DEFAULT_MAX_REPLY_BYTES):
+        self.path = default_socket_path() if path is None else os.fspath(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.path)
+        except OSError as e:
+            sock.close()
+            raise OSError(e.errno, "cannot connect to gpuframed: %s" % e.strerror,
+                          self.path) from None
+        self._conn = Connection(sock, timeout=timeout, version=protocol.VERSION,
+                                max_reply_bytes=max_reply_bytes)
+        self._pipelines = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<gpuframe.Client %s%s>" % (self.path, " closed" if self.closed else "")
+
+    def close(self):
+        """Closes the connection.  Requests without a reply fail; later calls
+        raise ConnectionClosedError.  Closing twice is harmless."""
+        self._conn.close()
+
+    @property
+    def closed(self):
+        """True once the connection is closed, by :meth:`close`, by the daemon
+        or after a fatal error."""
+        return self._conn.closed
+
+    @property
+    def timeout(self):
+        """Seconds a call may wait without progress (None: for ever)."""
+        return self._conn.timeout
+
+    @timeout.setter
+    def timeout(self, value):
+        self._conn.timeout = value
+
+    @property
+    def in_flight(self):
+        """Requests sent or queued whose replies have not arrived yet."""
+        return self._conn.in_flight
+
+    @property
+    def next_frame_id(self):
+        """The frame_id the next request will carry."""
+        return self._conn.next_frame_id
+
+    # ---- LIST, STATS, TRACE -------------------------------------------------------
+
+    def _request_json(self, msg_type, pipeline_id=0):
+        req = self._conn.submit(msg_type, pipeline_id)
+        self._conn.wait(req)
+        if req.error is not None:
+            raise req.error
+        try:
+            return json.loads(req.result)
+        except ValueError as e:  # UnicodeDecodeError and JSONDecodeError alike
+            raise ProtocolError("%s reply is not UTF-8 JSON: %s"
+                                % (MsgType(msg_type).name, e)) from e
+
+    def list(self):
+        """Asks the daemon for its pipelines (LIST) and returns them as
+        :class:`Pipelines`: by position, by name (``p["echo"]``), ``ids``
+        (name -> id) and ``by_id``.  Also refreshes the table that
+        :meth:`stream` resolves names with."""
+        doc = self._request_json(MsgType.LIST)
+        self._pipelines = Pipelines.from_json(doc)
+        return self._pipelines
+
+    def stats(self):
+        """The daemon's counters (STATS) as a dict; daemon/STATS.md lists the
+        keys.  Ignore keys you do not know: they are only ever added."""
+        doc = self._request_json(MsgType.STATS)
+        if not isinstance(doc, dict):
+            raise ProtocolError("STATS reply is not a JSON object")
+        return doc
+
+    def trace(self, max_frames=0):
+        """Stage timestamps of the last ``max_frames`` frames answered (0:
+        every frame the daemon keeps), oldest first, as a dict
+        (daemon/STATS.md, TRACE)."""
+        n = int(max_frames)
+        if not 0 <= n <= _U32_MAX:
+            raise ValueError("max_frames must be in [0, %d], not %d" % (_U32_MAX, n))
+        doc = self._request_json(MsgType.TRACE, n)
+        if not isinstance(doc, dict):
+            raise ProtocolError("TRACE reply is not a JSON object")
+        return doc
+
+    def pipeline(self, key):
+        """The :class:`Pipeline` that ``key`` names: a Pipeline (returned as
+        is), a name (looked up in LIST, fetched when needed; raises
+        NoSuchPipelineError when the daemon has none of that name), or an id
+        (an id the LIST lacks is still sent, and the daemon answers
+        ``unknown_pipeline``)."""
+        if isinstance(key, Pipeline):
+            return key
+        if isinstance(key, str):
+            if self._pipelines is None or key not in self._pipelines:
+                self.list()
+            return self._pipelines[key]
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            pid = int(key)
+            if not 0 <= pid <= _U32_MAX:
+                raise ValueError("a pipeline id is in [0, %d], not %d" % (_U32_MAX, pid))
+            if self._pipelines is None:
+                self.list()
+            found = self._pipelines.by_id(pid)
+            return found if found is not None else Pipeline(pid, None, None)
+        raise TypeError("a pipeline is a name, an id or a Pipeline, not %s"
+                        % type(key).__name__)
+
+    # ---- frames -----------------------------------------------------------------------
+
+    def stream(self, pipeline, frames, window=DEFAULT_WINDOW, *, errors="raise"):
+        """Runs every frame of the iterable ``frames`` through ``pipeline``
+        and yields the results in order, keeping up to ``window`` frames in
+        flight.
+
+        ``pipeline`` is a name, an id or a :class:`Pipeline`.  A frame is a
+        NumPy array or a bytes-like object; see :func:`encode_frame` for the
+        dtypes each kind takes.  Arrays give arrays (affine, sincos: float32
+        of the input's shape; normalize_u8: float32 (3, height, width); echo:
+        the input's dtype and shape), other frames give bytearrays.  Results
+        are read straight into new arrays; inputs already in the wire's layout
+        are sent from their own memory, so a frame must not change until its
+        result has been yielded.
+
+        While it waits for a result it keeps writing later frames and reading
+        earlier replies, so no window is too large for the socket buffers.
+
+        ``errors``: with "raise" (the default) a frame the daemon refuses
+        raises its StatusError (``index`` is the frame's position) and ends
+        the stream; with "yield" the exception object is yielded in the
+        frame's place and the stream goes on.  Errors that close the
+        connection (fatal statuses, the daemon going away, a timeout) always
+        raise.  Leaving the loop early is fine: replies still due are read
+        and dropped by the next call.
+
+        The pipeline is resolved when stream() is called (NoSuchPipelineError
+        then); frames are sent once iteration starts.
+        """
+        if isinstance(window, bool) or not isinstance(window, (int, np.integer)) \
+                or window < 1:
+            raise ValueError("window must be an integer >= 1, not %r" % (window,))
+        if errors not in _ERRORS_MODES:
+            raise ValueError("errors must be one of %s, not %r" % (_ERRORS_MODES, errors))
+        if self.closed:
+            raise ConnectionClosedError("the client is closed", self._conn.closed_error)
+        return self._stream(self.pipeline(pipeline), frames, int(window), errors)
+
+    def _stream(self, p, frames, window, errors):
+        conn = self._conn
+        frames = iter(frames)
+        in_flight = deque()  # (index, Request), oldest first
+        index = 0
+        more = True
+        try:
+            while True:
+                while more and len(in_flight) < window:
+                    try:
+                        frame = next(frames)
+                    except StopIteration:
+                        more = False
+                        break
+                    enc = encode_frame(p, frame)
+                    req = conn.submit(MsgType.FRAME, p.id, enc.payload, enc.expect_bytes,
+                                      enc.make_output)
+                    in_flight.append((index, req))
+                    index += 1
+                if not in_flight:
+                    return
+                i, req = in_flight[0]
+                conn.wait(req)
+                in_flight.popleft()
+                err = req.error
+                if err is None:
+                    yield req.result
+                    continue
+                if isinstance(err, StatusError):
+                    err.index = i
+                # What failed this frame alone is yielded; what closed the
+                # connection (and so fails every later frame too) raises.
+                per_frame = err is not conn.closed_error and (
+                    isinstance(err, ProtocolError)
+                    or (isinstance(err, StatusError) and not err.fatal))
+                if errors == "yield" and per_frame:
+                    yield err
+                    continue
+                raise err
+        finally:
+            # Abandoned (an error, or the caller stopped iterating): the
+            # requests stay in the connection's FIFO and their replies are
+            # read and dropped by whatever waits next.
+            in_flight.clear()
+
+    def map(self, pipeline, frames, window=DEFAULT_WINDOW, *, errors="raise"):
+        """:meth:`stream` collected into a list."""
+        return list(self.stream(pipeline, frames, window, errors=errors))
+
+    def process(self, pipeline, frame):
+        """Runs one frame and returns its result (raises its error)."""
+        for result in self.stream(pipeline, (frame,), 1):
+            return result
+        raise AssertionError("unreachable: a stream of one frame yields one result")

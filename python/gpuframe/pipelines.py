@@ -1,0 +1,318 @@
+"""Pipelines as the daemon's LIST reply describes them, and how frames of each
+kind go onto the wire and come back as NumPy arrays or bytes.
+
+The length rules and output types are PROTOCOL.md's "Pipelines" table:
+
+============== ============================== ===================================
+kind           input                          output
+============== ============================== ===================================
+echo           any bytes                      the same bytes
+affine         float32 array                  float32, same shape
+sincos         float32 array                  float32, same shape
+normalize_u8   uint8, width*height*3 bytes    float32 planes, shape (3, height, width)
+============== ============================== ===================================
+
+A kind this package does not know (a newer daemon's) still streams: its frames
+go as bytes and its results come back as flat uint8 arrays (or bytearrays).
+"""
+
+import collections.abc
+
+import numpy as np
+
+from .errors import NoSuchPipelineError, ProtocolError
+
+__all__ = ["Pipeline", "Pipelines", "KNOWN_KINDS"]
+
+#: Kinds whose length rules and output types this package knows.
+KNOWN_KINDS = ("echo", "affine", "sincos", "normalize_u8")
+
+# float32 as the wire has it: little-endian whatever the host.
+_F32 = np.dtype("<f4")
+_U8 = np.dtype(np.uint8)
+_F32_BYTES = 4
+_RGB_CHANNELS = 3
+_U32_MAX = 0xFFFFFFFF
+
+
+class Pipeline:
+    """One pipeline of the daemon: what a FRAME names by ``id``.
+
+    Attributes:
+        id: the number a FRAME carries (the pipeline's position in the daemon's
+            configuration; it can change when the daemon restarts).
+        name: unique name, as in ``gpuframe list``.
+        kind: "echo", "affine", "sincos", "normalize_u8", or a newer kind.
+        params: dict of every parameter with the value in force.
+        doc: one sentence for people.
+        info: the whole LIST entry, keys this package does not know included.
+    """
+
+    __slots__ = ("id", "name", "kind", "params", "doc", "info")
+
+    def __init__(self, id, name, kind, params=None, doc="", info=None):
+        self.id = id
+        self.name = name
+        self.kind = kind
+        self.params = dict(params or {})
+        self.doc = doc
+        self.info = dict(info) if info is not None else {
+            "id": id, "name": name, "kind": kind, "params": self.params, "doc": doc}
+
+    def __repr__(self):
+        return "Pipeline(id=%r, name=%r, kind=%r, params=%r)" % (
+            self.id, self.name, self.kind, self.params)
+
+    def __eq__(self, other):
+        if not isinstance(other, Pipeline):
+            return NotImplemented
+        return self.info == other.info and self.id == other.id
+
+    def __hash__(self):
+        return hash((self.id, self.name, self.kind))
+
+    def as_dict(self):
+        """The LIST entry as a new dict."""
+        return dict(self.info)
+
+    @property
+    def input_bytes(self):
+        """The one input length the kind takes (normalize_u8: width*height*3),
+        or None when it takes many."""
+        if self.kind == "normalize_u8":
+            return int(self.params["width"]) * int(self.params["height"]) * _RGB_CHANNELS
+        return None
+
+    def output_bytes(self, input_bytes):
+        """The length of the result of a frame of ``input_bytes`` bytes.
+
+        Raises ValueError when the kind's rule refuses that length (the daemon
+        would answer ``bad_length``); returns None for a kind this package does
+        not know, whose rule only the daemon knows.
+        """
+        n = int(input_bytes)
+        if n < 0:
+            raise ValueError("negative length %d" % n)
+        if self.kind == "echo":
+            return n
+        if self.kind in ("affine", "sincos"):
+            if n % _F32_BYTES:
+                raise ValueError(
+                    "%s takes whole float32 values: %d bytes is not a multiple of 4"
+                    % (self.kind, n))
+            return n
+        if self.kind == "normalize_u8":
+            want = self.input_bytes
+            if n != want:
+                raise ValueError(
+                    "normalize_u8 %dx%d takes exactly width*height*3 = %d bytes, not %d"
+                    % (self.params["width"], self.params["height"], want, n))
+            return 4 * n
+        return None
+
+
+def _pipeline_from_json(entry, index):
+    """One element of a LIST reply's "pipelines" as a Pipeline; ProtocolError
+    when a key the protocol requires is missing or of the wrong type."""
+    if not isinstance(entry, dict):
+        raise ProtocolError("LIST: pipelines[%d] is not an object" % index)
+    pid, name, kind = entry.get("id"), entry.get("name"), entry.get("kind")
+    params = entry.get("params", {})
+    if not isinstance(pid, int) or isinstance(pid, bool) or not 0 <= pid <= _U32_MAX:
+        raise ProtocolError("LIST: pipelines[%d].id is %r, not a 32-bit id" % (index, pid))
+    if not isinstance(name, str) or not isinstance(kind, str):
+        raise ProtocolError("LIST: pipelines[%d] lacks a string name or kind" % index)
+    if not isinstance(params, dict):
+        raise ProtocolError("LIST: pipelines[%d].params is not an object" % index)
+    if kind == "normalize_u8":
+        for key in ("width", "height"):
+            if not isinstance(params.get(key), int):
+                raise ProtocolError(
+                    "LIST: pipelines[%d] (normalize_u8) lacks an integer %s" % (index, key))
+    doc = entry.get("doc", "")
+    return Pipeline(pid, name, kind, params, doc if isinstance(doc, str) else "", entry)
+
+
+class Pipelines(collections.abc.Sequence):
+    """The daemon's pipelines in LIST order, looked up by position or by name.
+
+    ``pipelines["rgb224"]`` is the pipeline of that name (NoSuchPipelineError,
+    a LookupError, when there is none); ``pipelines[0]`` the first; ``ids``
+    maps every name to its id; ``by_id(n)`` finds one by id.
+    """
+
+    def __init__(self, pipelines):
+        self._items = tuple(pipelines)
+        self._by_name = {p.name: p for p in self._items}
+        self._by_id = {p.id: p for p in self._items}
+
+    @classmethod
+    def from_json(cls, doc):
+        """Builds the list from a parsed LIST reply ({"pipelines": [...]}).
+        Unknown keys are kept in each Pipeline's ``info`` and otherwise
+        ignored.  Raises ProtocolError for a document without the keys the
+        protocol requires."""
+        if not isinstance(doc, dict) or not isinstance(doc.get("pipelines"), list):
+            raise ProtocolError("LIST reply has no \"pipelines\" array")
+        return cls(_pipeline_from_json(e, i) for i, e in enumerate(doc["pipelines"]))
+
+    def __len__(self):
+        return len(self._items)
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            try:
+                return self._by_name[key]
+            except KeyError:
+                raise NoSuchPipelineError(
+                    "no pipeline named %r (the daemon has: %s)"
+                    % (key, ", ".join(self._by_name) or "none")) from None
+        return self._items[key]
+
+    def __contains__(self, item):
+        if isinstance(item, str):
+            return item in self._by_name
+        return item in self._items
+
+    def __repr__(self):
+        return "Pipelines(%r)" % (list(self._items),)
+
+    def get(self, name, default=None):
+        """The pipeline called ``name``, or ``default``."""
+        return self._by_name.get(name, default)
+
+    def by_id(self, pipeline_id, default=None):
+        """The pipeline whose id is ``pipeline_id``, or ``default``."""
+        return self._by_id.get(pipeline_id, default)
+
+    @property
+    def ids(self):
+        """A new dict mapping each pipeline's name to its id."""
+        return {p.name: p.id for p in self._items}
+
+    @property
+    def names(self):
+        """The names in LIST order."""
+        return [p.name for p in self._items]
+
+    def as_dicts(self):
+        """The LIST entries as a list of new dicts."""
+        return [p.as_dict() for p in self._items]
+
+
+# ---- frames -----------------------------------------------------------------
+
+#: expect_bytes of a frame whose length the kind's rule refuses: any RESULT is
+#: wrong, since the daemon must answer bad_length.
+REFUSED = -1
+
+
+class EncodedFrame:
+    """One frame ready for the wire and the recipe for its result.
+
+    ``payload`` is a C-contiguous byte memoryview of the input (the caller's
+    own memory where it already had the wire's layout); ``expect_bytes`` the
+    result length the pipeline's rule gives (None: any, for an unknown kind;
+    REFUSED: the daemon will answer bad_length); ``make_output(n)`` allocates
+    the result object for an n-byte RESULT and returns it with a writable
+    byte memoryview of exactly n bytes over its memory, which the reply is
+    read into with no further copy.  (Protocol version 2's shared-memory
+    regions are another way to fill the same three roles: a payload placed in
+    a region, an output that is a view of one.)
+    """
+
+    __slots__ = ("payload", "expect_bytes", "make_output")
+
+    def __init__(self, payload, expect_bytes, make_output):
+        self.payload = payload
+        self.expect_bytes = expect_bytes
+        self.make_output = make_output
+
+
+def _bytes_view(arr):
+    """A flat byte memoryview over the C-contiguous ndarray ``arr``'s memory."""
+    return memoryview(arr.reshape(-1).view(_U8))
+
+
+def _array_output(shape, dtype):
+    """make_output for a result read into a new array of shape and dtype."""
+    def make(nbytes):
+        out = np.empty(shape, dtype)
+        assert out.nbytes == nbytes
+        return out, _bytes_view(out)
+    return make
+
+
+def _flat_u8_output(nbytes):
+    out = np.empty(nbytes, _U8)
+    return out, memoryview(out)
+
+
+def _bytearray_output(nbytes):
+    out = bytearray(nbytes)
+    return out, memoryview(out)
+
+
+def _expect(pipeline, nbytes):
+    """expect_bytes for an input of nbytes to pipeline (see EncodedFrame)."""
+    if pipeline.kind is None:
+        return None
+    try:
+        return pipeline.output_bytes(nbytes)
+    except ValueError:
+        return REFUSED
+
+
+def encode_frame(pipeline, frame):
+    """Prepares ``frame`` (a NumPy array or any bytes-like object) for ``pipeline``.
+
+    Arrays: echo takes any dtype without Python objects and returns the same
+    shape and dtype; affine and sincos take float32 and return float32 of the
+    same shape; normalize_u8 takes uint8 (any shape holding width*height*3
+    values, typically (height, width, 3)) and returns float32 (3, height,
+    width).  An array that is already C-contiguous and in the wire's byte order
+    is sent from its own memory; others are copied once into that layout.
+    Other bytes-like objects are sent as they are and their results come back
+    as bytearrays.  Raises TypeError for a frame of the wrong type or dtype.
+    A length the pipeline refuses is not refused here: the daemon is the
+    authority and answers bad_length for that frame.
+    """
+    kind = pipeline.kind
+    if isinstance(frame, np.ndarray):
+        if frame.dtype.hasobject:
+            raise TypeError("a frame cannot hold Python objects (dtype %s)" % frame.dtype)
+        if kind in ("affine", "sincos"):
+            if frame.dtype.kind != "f" or frame.dtype.itemsize != _F32_BYTES:
+                raise TypeError(
+                    "%s pipeline %r takes float32 arrays, not %s (convert with "
+                    ".astype(numpy.float32))" % (kind, pipeline.name, frame.dtype))
+            arr = frame.astype(_F32, order="C", copy=False)
+            make = _array_output(arr.shape, _F32)
+        elif kind == "normalize_u8":
+            if frame.dtype != _U8:
+                raise TypeError(
+                    "normalize_u8 pipeline %r takes uint8 RGB arrays, not %s"
+                    % (pipeline.name, frame.dtype))
+            arr = np.asarray(frame, order="C")
+            shape = (_RGB_CHANNELS, int(pipeline.params["height"]),
+                     int(pipeline.params["width"]))
+            make = _array_output(shape, _F32)
+        elif kind == "echo":
+            arr = np.asarray(frame, order="C")
+            make = _array_output(arr.shape, arr.dtype)
+        else:
+            arr = np.asarray(frame, order="C")
+            make = _flat_u8_output
+        payload = _bytes_view(arr)
+    else:
+        try:
+            view = memoryview(frame)
+        except TypeError:
+            raise TypeError(
+                "a frame is a NumPy array or a bytes-like object, not %s"
+                % type(frame).__name__) from None
+        if not view.c_contiguous:
+            view = memoryview(view.tobytes())
+        payload = view.cast("B") if (view.format != "B" or view.ndim != 1) else view
+        make = _bytearray_output
+    return EncodedFrame(payload, _expect(pipeline, payload.nbytes), make)

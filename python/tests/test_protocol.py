@@ -1,0 +1,326 @@
+"""The package against protocol/PROTOCOL.md itself, with no daemon: the worked
+example's bytes, the error and type tables, the LIST example, and how frames
+of each kind are laid out for the wire.
+
+Tables are read from PROTOCOL.md at test time, so a status code or message type
+added to the contract and not to the package fails here.
+"""
+
+import json
+import os
+import re
+import unittest
+
+import numpy as np
+
+import gpuframe
+from gpuframe import errors, protocol
+from gpuframe.pipelines import REFUSED, Pipeline, Pipelines, encode_frame
+from gpuframe.protocol import MsgType, Status
+
+import support
+
+PROTOCOL_MD = os.path.join(support.REPO, "protocol", "PROTOCOL.md")
+
+
+def read_doc():
+    with open(PROTOCOL_MD, encoding="utf-8") as f:
+        return f.read()
+
+
+def hex_blocks(doc):
+    """Every fenced block of the document whose lines are hex byte dumps, as
+    (bytes, the block's other lines)."""
+    blocks = []
+    for body in re.findall(r"^```[^\n]*\n(.*?)^```", doc, re.S | re.M):
+        data, other = bytearray(), []
+        for line in body.splitlines():
+            if re.fullmatch(r"(?:[0-9A-F]{2}\s*)+", line.strip()):
+                data += bytes.fromhex(line)
+            else:
+                other.append(line)
+        if data:
+            blocks.append((bytes(data), other))
+    return blocks
+
+
+class WorkedExampleTest(unittest.TestCase):
+    """PROTOCOL.md, "Worked example", byte for byte."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.blocks = [b for b, _ in hex_blocks(read_doc()) if b[:4] == b"GFRM"]
+
+    def test_frame_header_encodes_to_the_documented_bytes(self):
+        self.assertIn(protocol.encode_header(MsgType.FRAME, 7, 1, 16), self.blocks)
+        self.assertEqual(protocol.encode_header(MsgType.FRAME, 7, 1, 16).hex(),
+                         "4746524d010100000700000000000000"
+                         "01000000000000001000000000000000")
+
+    def test_encode_header_into_writes_at_the_offset(self):
+        buf = bytearray(40)
+        protocol.encode_header_into(buf, 8, MsgType.FRAME, 7, 1, 16)
+        self.assertEqual(bytes(buf[8:]), protocol.encode_header(MsgType.FRAME, 7, 1, 16))
+        self.assertEqual(bytes(buf[:8]), bytes(8))
+
+    def test_result_decodes_to_2x_plus_1(self):
+        # The worked example's RESULT (version 1); the shared-memory example
+        # has a version-2 one.
+        (block,) = [b for b in self.blocks if b[5] == MsgType.RESULT and b[4] == 1]
+        h = protocol.decode_header(block)
+        self.assertEqual(h, protocol.Header(1, MsgType.RESULT, 0, 7, 1, 0, 16))
+        values = np.frombuffer(block, "<f4", offset=32)
+        np.testing.assert_array_equal(values, np.float32([3.0, 5.0, 0.0, 1.0]))
+
+    def test_error_decodes_to_unknown_pipeline(self):
+        (block,) = [b for b in self.blocks if b[5] == MsgType.ERROR]
+        h = protocol.decode_header(block)
+        self.assertEqual(h, protocol.Header(1, MsgType.ERROR, 0, 8, 9, 6, 25))
+        self.assertEqual(len("pipeline 9 does not exist"), h.payload_bytes)
+        e = errors.make_status_error(h.status, "pipeline 9 does not exist",
+                                     frame_id=h.frame_id, pipeline_id=h.pipeline_id)
+        self.assertIsInstance(e, gpuframe.UnknownPipelineError)
+        self.assertEqual((e.status, e.name, e.fatal, e.frame_id, e.pipeline_id),
+                         (6, "unknown_pipeline", False, 8, 9))
+        self.assertEqual(str(e), "unknown_pipeline (status 6): pipeline 9 does not exist")
+
+
+class TablesTest(unittest.TestCase):
+    """The package's codes and names are PROTOCOL.md's tables."""
+
+    @classmethod
+    def setUpClass(cls):
+        doc = read_doc()
+        errors_part = doc[doc.index("## Errors"):doc.index("## Pipelines")]
+        cls.statuses = {
+            int(code): (name, fatal)
+            for code, name, fatal in re.findall(
+                r"^\|\s*(\d+)\s*\|\s*`(\w+)`\s*\|\s*(yes|no\\\*|no|–)\s*\|", errors_part, re.M)
+        }
+        types_part = doc[doc.index("## Message types"):doc.index("### FRAME")]
+        cls.types = {
+            int(code): name
+            for code, name in re.findall(r"^\|\s*(\d+)\s*\|\s*`(\w+)`\s*\|", types_part, re.M)
+        }
+
+    def test_the_document_was_read(self):
+        self.assertEqual(len(self.statuses), 19)
+        self.assertEqual(len(self.types), 8)
+
+    def test_every_status_code_and_name(self):
+        self.assertEqual({s.value: s.name.lower() for s in Status},
+                         {code: name for code, (name, _) in self.statuses.items()})
+        for code, (name, _) in self.statuses.items():
+            self.assertEqual(protocol.status_name(code), name)
+        self.assertEqual(protocol.status_name(19), "unknown")
+        self.assertEqual(protocol.status_name(0xFFFFFFFF), "unknown")
+
+    def test_fatal_statuses(self):
+        self.assertEqual(set(protocol.FATAL_STATUSES),
+                         {c for c, (_, fatal) in self.statuses.items() if fatal == "yes"})
+
+    def test_every_message_type(self):
+        self.assertEqual({t.value: t.name for t in MsgType},
+                         {code: name for code, name in self.types.items()})
+
+    def test_one_exception_class_per_error_status(self):
+        seen = set()
+        for code, (name, fatal) in self.statuses.items():
+            if code == 0:
+                continue
+            cls = errors.status_error_class(code)
+            self.assertNotIn(cls, seen)
+            seen.add(cls)
+            self.assertEqual((cls.STATUS, cls.NAME), (code, name))
+            self.assertEqual(issubclass(cls, gpuframe.FatalStatusError), fatal == "yes", name)
+            e = errors.make_status_error(code, "why", frame_id=3, pipeline_id=4)
+            self.assertIsInstance(e, cls)
+            self.assertIsInstance(e, gpuframe.StatusError)
+            self.assertIsInstance(e, gpuframe.GpuframeError)
+            self.assertEqual((e.status, e.name, e.text, e.fatal, e.frame_id, e.pipeline_id),
+                             (code, name, "why", fatal == "yes", 3, 4))
+            self.assertIs(getattr(gpuframe, cls.__name__), cls)
+
+    def test_unknown_status_is_a_failure_of_one_frame_reported_by_number(self):
+        e = errors.make_status_error(99, "newer")
+        self.assertIs(type(e), gpuframe.UnknownStatusError)
+        self.assertEqual((e.status, e.name, e.fatal, e.text), (99, "unknown", False, "newer"))
+        self.assertEqual(str(e), "unknown (status 99): newer")
+
+    def test_bad_length_fatality_is_per_instance(self):
+        self.assertFalse(errors.make_status_error(7).fatal)
+        self.assertTrue(errors.make_status_error(7, fatal=True).fatal)
+
+    def test_python_exception_families(self):
+        self.assertTrue(issubclass(gpuframe.ConnectionClosedError, ConnectionError))
+        self.assertTrue(issubclass(gpuframe.ClientTimeoutError, TimeoutError))
+        self.assertTrue(issubclass(gpuframe.NoSuchPipelineError, LookupError))
+        e = gpuframe.ConnectionClosedError("closed", cause=KeyError("x"))
+        self.assertEqual((str(e), e.errno), ("closed", None))
+        self.assertIsInstance(e.cause, KeyError)
+
+
+class DecodeHeaderTest(unittest.TestCase):
+    """decode_header refuses every reply PROTOCOL.md says a client cannot parse."""
+
+    def reply(self, msg_type=MsgType.RESULT, status=0, payload_bytes=0, **kw):
+        return protocol.encode_header(msg_type, 1, 2, payload_bytes, status=status, **kw)
+
+    def refused(self, buf, why):
+        with self.assertRaisesRegex(gpuframe.ProtocolError, why):
+            protocol.decode_header(buf)
+
+    def test_accepts_every_reply_type(self):
+        for t in (MsgType.RESULT, MsgType.LIST, MsgType.STATS, MsgType.TRACE):
+            self.assertEqual(protocol.decode_header(self.reply(t, payload_bytes=5)),
+                             protocol.Header(1, t, 0, 1, 2, 0, 5))
+        self.assertEqual(protocol.decode_header(self.reply(MsgType.ERROR, 10, 256)).status, 10)
+
+    def test_unknown_status_in_an_error_is_accepted(self):
+        self.assertEqual(protocol.decode_header(self.reply(MsgType.ERROR, 4000, 3)).status, 4000)
+
+    def test_refusals(self):
+        bad_magic = bytearray(self.reply())
+        bad_magic[0:4] = b"GFRX"
+        self.refused(bytes(bad_magic), "bad magic")
+        self.refused(self.reply(version=2), "version 2")
+        self.refused(self.reply(MsgType.FRAME), "type 1")
+        self.refused(self.reply(7), "type 7")
+        self.refused(self.reply(flags=1), "flags")
+        self.refused(self.reply(MsgType.RESULT, status=6), "RESULT reply with status 6")
+        self.refused(self.reply(MsgType.ERROR, status=0), "ERROR reply with status 0")
+        self.refused(self.reply(MsgType.ERROR, 6, 257), "257 bytes")
+
+    def test_a_later_version_is_one_more_supported_entry(self):
+        h = protocol.decode_header(self.reply(version=2), versions=(1, 2))
+        self.assertEqual(h.version, 2)
+
+
+class PipelinesTest(unittest.TestCase):
+    """LIST documents and each kind's length rule."""
+
+    @classmethod
+    def setUpClass(cls):
+        doc = read_doc()
+        example = re.search(r"```json\n(.*?)```", doc, re.S).group(1)
+        cls.pipelines = Pipelines.from_json(json.loads(example))
+
+    def test_the_documented_list(self):
+        p = self.pipelines
+        self.assertEqual(len(p), 4)
+        self.assertEqual(p.ids, {"echo": 0, "scale2": 1, "wobble": 2, "rgb224": 3})
+        self.assertEqual(p.names, ["echo", "scale2", "wobble", "rgb224"])
+        self.assertEqual([x.kind for x in p], ["echo", "affine", "sincos", "normalize_u8"])
+        self.assertEqual(p["scale2"].params, {"a": 2, "b": 1})
+        self.assertIs(p.by_id(3), p["rgb224"])
+        self.assertIs(p[2], p["wobble"])
+        self.assertIsNone(p.by_id(4))
+        self.assertIn("echo", p)
+        self.assertNotIn("nope", p)
+        self.assertIsNone(p.get("nope"))
+        with self.assertRaisesRegex(gpuframe.NoSuchPipelineError, "no pipeline named 'nope'"):
+            p["nope"]
+        self.assertEqual(p[0].as_dict()["doc"], "Returns the input unchanged.")
+
+    def test_length_rules(self):
+        p = self.pipelines
+        self.assertEqual(p["echo"].output_bytes(0), 0)
+        self.assertEqual(p["echo"].output_bytes(7), 7)
+        self.assertEqual(p["scale2"].output_bytes(16), 16)
+        self.assertEqual(p["wobble"].output_bytes(0), 0)
+        with self.assertRaisesRegex(ValueError, "multiple of 4"):
+            p["wobble"].output_bytes(6)
+        self.assertEqual(p["rgb224"].input_bytes, 224 * 224 * 3)
+        self.assertEqual(p["rgb224"].output_bytes(224 * 224 * 3), 4 * 224 * 224 * 3)
+        with self.assertRaisesRegex(ValueError, "exactly width\\*height\\*3 = 150528"):
+            p["rgb224"].output_bytes(150527)
+        self.assertIsNone(Pipeline(5, "new", "blur").output_bytes(12))
+
+    def test_unknown_keys_are_kept_and_ignored(self):
+        p = Pipelines.from_json({"pipelines": [
+            {"id": 0, "name": "x", "kind": "echo", "params": {}, "doc": "", "gpu": 1}],
+            "generation": 4})
+        self.assertEqual(p[0].info["gpu"], 1)
+
+    def test_malformed_lists(self):
+        for doc in ({}, {"pipelines": {}}, {"pipelines": [1]},
+                    {"pipelines": [{"id": -1, "name": "x", "kind": "echo"}]},
+                    {"pipelines": [{"id": True, "name": "x", "kind": "echo"}]},
+                    {"pipelines": [{"id": 0, "name": 3, "kind": "echo"}]},
+                    {"pipelines": [{"id": 0, "name": "x", "kind": "echo", "params": []}]},
+                    {"pipelines": [{"id": 0, "name": "x", "kind": "normalize_u8",
+                                    "params": {"width": 2}}]}):
+            with self.assertRaises(gpuframe.ProtocolError, msg=repr(doc)):
+                Pipelines.from_json(doc)
+
+
+class EncodeFrameTest(unittest.TestCase):
+    """Frames go out from the caller's memory when it has the wire's layout."""
+
+    echo = Pipeline(0, "echo", "echo")
+    affine = Pipeline(1, "aff", "affine", {"a": 2, "b": 1})
+    rgb = Pipeline(3, "rgb", "normalize_u8", {"width": 4, "height": 2,
+                                              "mean": [0, 0, 0], "std": [1, 1, 1]})
+
+    def shares(self, payload, arr):
+        return np.shares_memory(np.frombuffer(payload, np.uint8), arr)
+
+    def test_float32_array_is_sent_from_its_own_memory(self):
+        x = np.arange(12, dtype=np.float32).reshape(3, 4)
+        enc = encode_frame(self.affine, x)
+        self.assertTrue(self.shares(enc.payload, x))
+        self.assertEqual(bytes(enc.payload), x.astype("<f4").tobytes())
+        self.assertEqual(enc.expect_bytes, 48)
+        out, view = enc.make_output(48)
+        self.assertEqual((out.shape, out.dtype), ((3, 4), np.dtype("<f4")))
+        self.assertTrue(np.shares_memory(np.frombuffer(view, np.uint8), out))
+
+    def test_other_layouts_are_copied_once_into_the_wire_layout(self):
+        x = np.arange(24, dtype=np.float32).reshape(4, 6)[:, ::2]
+        enc = encode_frame(self.affine, x)
+        self.assertFalse(self.shares(enc.payload, x))
+        self.assertEqual(bytes(enc.payload), np.ascontiguousarray(x).tobytes())
+        big_endian = np.arange(3, dtype=">f4")
+        self.assertEqual(bytes(encode_frame(self.affine, big_endian).payload),
+                         np.arange(3, dtype="<f4").tobytes())
+
+    def test_wrong_dtypes_are_refused(self):
+        with self.assertRaisesRegex(TypeError, "takes float32 arrays, not float64"):
+            encode_frame(self.affine, np.zeros(3))
+        with self.assertRaisesRegex(TypeError, "takes uint8 RGB arrays, not int16"):
+            encode_frame(self.rgb, np.zeros((2, 4, 3), np.int16))
+        with self.assertRaisesRegex(TypeError, "Python objects"):
+            encode_frame(self.echo, np.array([object()]))
+        with self.assertRaisesRegex(TypeError, "not int"):
+            encode_frame(self.echo, 5)
+
+    def test_echo_keeps_dtype_and_shape(self):
+        x = np.arange(30, dtype=np.uint16).reshape(2, 3, 5)
+        enc = encode_frame(self.echo, x)
+        self.assertTrue(self.shares(enc.payload, x))
+        out, _ = enc.make_output(60)
+        self.assertEqual((out.shape, out.dtype), ((2, 3, 5), np.uint16))
+
+    def test_normalize_u8_gives_planes(self):
+        enc = encode_frame(self.rgb, np.zeros((2, 4, 3), np.uint8))
+        self.assertEqual(enc.expect_bytes, 96)
+        out, _ = enc.make_output(96)
+        self.assertEqual((out.shape, out.dtype), ((3, 2, 4), np.dtype("<f4")))
+        self.assertEqual(encode_frame(self.rgb, np.zeros((2, 3, 3), np.uint8)).expect_bytes,
+                         REFUSED)
+
+    def test_bytes_like_frames_give_bytearrays(self):
+        for frame in (b"abcd", bytearray(b"abcd"), memoryview(b"xxabcdxx")[2:6]):
+            enc = encode_frame(self.echo, frame)
+            self.assertEqual(bytes(enc.payload), b"abcd")
+            out, view = enc.make_output(4)
+            self.assertIsInstance(out, bytearray)
+        ints = memoryview(np.arange(4, dtype=np.int32).tobytes()).cast("i")
+        self.assertEqual(encode_frame(self.affine, ints).payload.nbytes, 16)
+        self.assertEqual(encode_frame(self.affine, b"12345").expect_bytes, REFUSED)
+        unknown = Pipeline(9, None, None)
+        self.assertIsNone(encode_frame(unknown, b"12345").expect_bytes)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,491 @@
+/*
+ * Frames by reference through shared memory (PROTOCOL.md, "Shared-memory
+ * frames") against a real gpuframed:
+ *
+ * - every pipeline's shm frames match the C references (echo bit-exact);
+ * - every bad descriptor gets its per-frame ERROR and the connection goes on;
+ * - every bad fd (none, not a memfd, unsealed, too large, over the limits,
+ *   with another request, two at once) is refused as documented, while
+ *   another connection keeps being served;
+ * - the daemon's open fds return to their baseline after 1000 add/remove
+ *   cycles and after 100 clients that leave with frames in flight.
+ * The engine comes from GF_TEST_ENGINE (cpu or cuda).
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "libgpuframe.h"
+#include "runner.h"
+#include "testutil.h"
+
+#define TEST_TIMEOUT_S 120
+#define ERR_BYTES      512
+#define REPLY_MS       10000
+/* Enough for a window of 4 frames of 64 KiB in and 256 KiB out. */
+#define REGION_BYTES (2u << 20)
+#define FRAME_BYTES  (64u << 10)
+
+static const char config_json[] =
+    "{\"slots\": 2, \"max_frame_bytes\": 1048576, \"max_regions\": 4,"
+    " \"max_shm_bytes\": 67108864,"
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
+    "  {\"name\": \"affine\", \"kind\": \"affine\", \"params\": {\"a\": 2.5, \"b\": -1}},"
+    "  {\"name\": \"sincos\", \"kind\": \"sincos\", \"params\": {\"iters\": 4}},"
+    "  {\"name\": \"rgb\", \"kind\": \"normalize_u8\", \"params\": {\"width\": 64, \"height\": 32,"
+    "   \"mean\": [0.5, 0.4, 0.3], \"std\": [0.2, 0.25, 0.3]}}]}";
+enum { P_ECHO, P_AFFINE, P_SINCOS, P_RGB, P_COUNT };
+
+static gf_test_daemon daemon_;
+static const char *g_engine;
+
+static void start(void) {
+    char err[ERR_BYTES];
+    ck_assert_msg(gf_test_daemon_start(&daemon_, config_json, g_engine, err, sizeof err) == 0,
+                  "%s", err);
+}
+
+static void stop(void) {
+    int status = 0;
+    ck_assert_int_eq(gf_test_daemon_stop(&daemon_, &status), 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
+    gf_test_daemon_cleanup(&daemon_);
+}
+
+static gf_client *client(void) {
+    gf_client *c = NULL;
+    int rc = gf_client_connect(daemon_.socket_path, &c);
+    ck_assert_msg(rc == 0, "connect: %s", strerror(-rc));
+    return c;
+}
+
+static gf_pipeline *list(gf_client *c) {
+    char err[ERR_BYTES];
+    gf_pipeline *p = NULL;
+    size_t n = 0;
+    ck_assert_msg(gf_test_list(c, &p, &n, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(n, P_COUNT);
+    return p;
+}
+
+static uint64_t stat(gf_client *c, const char *path) {
+    char err[ERR_BYTES];
+    cJSON *st = NULL;
+    uint64_t v = 0;
+    ck_assert_msg(gf_test_stats(c, &st, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(gf_test_json_u64(st, path, &v) == 0, "STATS has no %s", path);
+    cJSON_Delete(st);
+    return v;
+}
+
+/* Waits until the daemon serves exactly `open` connections (the start-up
+ * probe's close may still be on its way), so fds can be counted. */
+static void settle(gf_client *c, uint64_t open) {
+    char err[ERR_BYTES];
+    ck_assert_msg(gf_test_wait_idle(c, open, REPLY_MS, NULL, err, sizeof err) == 0, "%s", err);
+    /* A closed connection's fd goes in the close callback, one loop turn
+     * after the count drops: one more round trip lets that turn pass. */
+    stat(c, "uptime_ns");
+}
+
+/* The daemon's open file descriptors, from /proc. */
+static unsigned daemon_fds(void) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)daemon_.pid);
+    DIR *d = opendir(path);
+    ck_assert_msg(d != NULL, "%s: %s", path, strerror(errno));
+    unsigned n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* Waits until the daemon's fds are back to `want` (closes are asynchronous:
+ * the client's close reaches the daemon's loop a moment later). */
+static void expect_fds(unsigned want) {
+    unsigned got = 0;
+    for (int i = 0; i < 200; i++) {
+        got = daemon_fds();
+        if (got == want)
+            return;
+        gf_test_sleep_ms(10);
+    }
+    char path[64], list[1024] = "", link[256];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)daemon_.pid);
+    DIR *d = opendir(path);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        char p[320];
+        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+        ssize_t n = readlink(p, link, sizeof link - 1);
+        link[n > 0 ? n : 0] = '\0';
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, " %s", link);
+    }
+    if (d)
+        closedir(d);
+    ck_abort_msg("the daemon holds %u fds, expected its baseline %u:%s", got, want, list);
+}
+
+
+/* Sends one shm frame and returns its reply (payload copied into *r's
+ * own buffer is not needed: checks happen before the next receive). */
+static void shm_frame(gf_client *c, uint32_t pipeline, uint64_t id, const gf_shm_frame *d,
+                      gf_reply *r) {
+    ck_assert_int_eq(gf_client_send_frame_shm(c, pipeline, id, d), 0);
+    int rc = gf_client_recv(c, r, REPLY_MS);
+    ck_assert_msg(rc == 0, "recv: %s: %s", strerror(-rc), gf_client_error(c));
+    ck_assert_uint_eq(r->header.frame_id, id);
+}
+
+/* An ERROR of `status` whose text contains `words`. */
+static void expect_error(const gf_reply *r, uint32_t status, const char *words) {
+    char text[GF_ERROR_TEXT_MAX_BYTES + 1];
+    ck_assert_uint_eq(r->header.type, GF_MSG_ERROR);
+    ck_assert_str_eq(gf_status_name(r->header.status), gf_status_name(status));
+    memcpy(text, r->payload, r->payload_bytes);
+    text[r->payload_bytes] = '\0';
+    ck_assert_msg(strstr(text, words) != NULL, "ERROR text \"%s\" lacks \"%s\"", text, words);
+}
+
+/* Every pipeline, by reference, against its C reference. */
+START_TEST(shm_frames_match_references) {
+    start();
+    gf_client *c = client();
+    gf_pipeline *p = list(c);
+    gf_client_region reg;
+    int rc = gf_client_region_create(c, REGION_BYTES, &reg, REPLY_MS);
+    ck_assert_msg(rc == 0, "region: %s", gf_client_error(c));
+    ck_assert_uint_eq(reg.id, 1);
+    ck_assert_int_eq(reg.pinned, strcmp(g_engine, "cuda") == 0);
+    uint64_t rng = 42, id = 0;
+    for (int k = 0; k < P_COUNT; k++) {
+        size_t bytes = k == P_RGB ? 64u * 32u * 3u : FRAME_BYTES;
+        for (int rep = 0; rep < 3; rep++, id++) {
+            void *in = NULL, *ref = NULL;
+            size_t ref_bytes = 0;
+            char err[ERR_BYTES];
+            ck_assert_msg(gf_test_make_frame(&p[k], bytes, &rng, &in, &ref, &ref_bytes, err,
+                                             sizeof err) == 0,
+                          "%s", err);
+            /* Input at an odd offset: nothing needs alignment. */
+            uint64_t in_off = 4096 * rep + 4, out_off = REGION_BYTES / 2 + 12;
+            memcpy((char *)reg.base + in_off, in, bytes);
+            memset((char *)reg.base + out_off, 0xEE, ref_bytes + 64);
+            gf_shm_frame d = {.region_id = reg.id,
+                              .in_offset = in_off,
+                              .in_bytes = bytes,
+                              .out_offset = out_off,
+                              .out_capacity = ref_bytes + 64};
+            gf_reply r;
+            shm_frame(c, p[k].id, id, &d, &r);
+            ck_assert_uint_eq(r.header.type, GF_MSG_RESULT);
+            ck_assert_uint_eq(r.header.version, GF_PROTOCOL_VERSION_SHM);
+            ck_assert_uint_eq(r.header.flags, GF_FLAG_SHM);
+            ck_assert_int_eq(r.shm, 1);
+            ck_assert_uint_eq(r.shm_result.region_id, reg.id);
+            ck_assert_uint_eq(r.shm_result.out_offset, out_off);
+            ck_assert_uint_eq(r.shm_result.out_bytes, ref_bytes);
+            /* The output as a socket RESULT would carry it. */
+            gf_reply view = r;
+            view.header.version = GF_PROTOCOL_VERSION;
+            view.header.flags = 0;
+            view.header.payload_bytes = ref_bytes;
+            view.payload = (char *)reg.base + out_off;
+            view.payload_bytes = ref_bytes;
+            ck_assert_msg(gf_test_check_result(&p[k], &view, id, ref, ref_bytes, err, sizeof err) ==
+                              0,
+                          "%s: %s", p[k].name, err);
+            if (k == P_ECHO)
+                ck_assert_int_eq(memcmp(view.payload, in, bytes), 0);
+            /* Nothing past the output was touched. */
+            for (size_t i = 0; i < 64; i++)
+                ck_assert_uint_eq(((unsigned char *)reg.base)[out_off + ref_bytes + i], 0xEE);
+            free(in);
+            free(ref);
+        }
+    }
+    ck_assert_uint_eq(stat(c, "shm.frames"), id);
+    ck_assert_uint_eq(stat(c, "shm.regions_open"), 1);
+    ck_assert_uint_eq(stat(c, "shm.region_bytes"), REGION_BYTES);
+    ck_assert_int_eq(gf_client_region_destroy(c, &reg, REPLY_MS), 0);
+    ck_assert_uint_eq(stat(c, "shm.regions_removed"), 1);
+    /* A removed region is unknown from then on. */
+    gf_shm_frame d = {.region_id = 1, .in_bytes = 16, .out_offset = 4096, .out_capacity = 16};
+    gf_reply r;
+    shm_frame(c, P_ECHO, 99, &d, &r);
+    expect_error(&r, GF_ERR_UNKNOWN_REGION, "region 1");
+    free(p);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/* Each bad descriptor: its ERROR, and the next frame on the connection runs. */
+START_TEST(bad_descriptors_fail_only_their_frame) {
+    start();
+    gf_client *c = client();
+    gf_client_region reg;
+    ck_assert_int_eq(gf_client_region_create(c, REGION_BYTES, &reg, REPLY_MS), 0);
+    const uint64_t size = REGION_BYTES;
+    struct {
+        uint32_t pipeline;
+        gf_shm_frame d;
+        uint32_t status;
+        const char *words;
+    } cases[] = {
+        {P_ECHO, {.region_id = 7, .in_bytes = 16, .out_offset = 64, .out_capacity = 16},
+         GF_ERR_UNKNOWN_REGION, "region 7"},
+        {P_ECHO, {.region_id = 1, .in_offset = size - 8, .in_bytes = 16, .out_capacity = 16},
+         GF_ERR_BAD_DESCRIPTOR, "input of 16 bytes at offset"},
+        {P_ECHO, {.region_id = 1, .in_offset = UINT64_MAX - 4, .in_bytes = 16, .out_capacity = 16},
+         GF_ERR_BAD_DESCRIPTOR, "outside region 1"},
+        {P_ECHO, {.region_id = 1, .in_bytes = 16, .out_offset = size, .out_capacity = 16},
+         GF_ERR_BAD_DESCRIPTOR, "output capacity of 16 bytes"},
+        {P_ECHO, {.region_id = 1, .in_bytes = 16, .out_offset = 64, .out_capacity = UINT64_MAX},
+         GF_ERR_BAD_DESCRIPTOR, "outside region 1"},
+        {P_ECHO, {.region_id = 1, .in_bytes = 64, .out_offset = 4096, .out_capacity = 63},
+         GF_ERR_BAD_DESCRIPTOR, "less than the pipeline's 64"},
+        {P_RGB, {.region_id = 1, .in_bytes = 64 * 32 * 3, .out_offset = 8192, .out_capacity = 8192},
+         GF_ERR_BAD_DESCRIPTOR, "less than the pipeline's 24576"},
+        {P_ECHO, {.region_id = 1, .in_offset = 100, .in_bytes = 64, .out_offset = 163,
+                  .out_capacity = 64},
+         GF_ERR_BAD_DESCRIPTOR, "overlap"},
+        {P_AFFINE, {.region_id = 1, .in_bytes = 6, .out_offset = 64, .out_capacity = 64},
+         GF_ERR_BAD_LENGTH, "affine"},
+        {P_ECHO, {.region_id = 1, .in_bytes = (1u << 20) + 1, .out_offset = 0, .out_capacity = 1},
+         GF_ERR_BAD_LENGTH, "max_frame_bytes"},
+        {9, {.region_id = 1, .in_bytes = 16, .out_offset = 64, .out_capacity = 16},
+         GF_ERR_UNKNOWN_PIPELINE, "pipeline id 9"},
+    };
+    uint64_t id = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gf_reply r;
+        shm_frame(c, cases[i].pipeline, id++, &cases[i].d, &r);
+        expect_error(&r, cases[i].status, cases[i].words);
+        /* The connection goes on: a good frame right after. */
+        memset(reg.base, (int)i, 32);
+        gf_shm_frame ok = {.region_id = 1, .in_bytes = 32, .out_offset = 4096, .out_capacity = 32};
+        shm_frame(c, P_ECHO, id++, &ok, &r);
+        ck_assert_uint_eq(r.header.type, GF_MSG_RESULT);
+        ck_assert_int_eq(memcmp((char *)reg.base + 4096, reg.base, 32), 0);
+    }
+    ck_assert_uint_eq(stat(c, "rejected.bad_descriptor"), 7);
+    ck_assert_uint_eq(stat(c, "rejected.unknown_region"), 1);
+    ck_assert_int_eq(gf_client_region_destroy(c, &reg, REPLY_MS), 0);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/* A memfd of `bytes` with `seals` added (0: none). */
+static int make_memfd(uint64_t bytes, int seals) {
+    int fd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, (off_t)bytes), 0);
+    if (seals)
+        ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, seals), 0);
+    return fd;
+}
+
+/* REGION_ADD with `fd`: the daemon's status, and its text contains `words`. */
+static void add_refused(gf_client *c, int fd, uint32_t status, const char *words) {
+    gf_region_info info;
+    uint32_t got = 0;
+    int rc = gf_client_region_add_fd(c, fd, &info, &got, REPLY_MS);
+    ck_assert_msg(rc == -EREMOTEIO, "REGION_ADD: %s (%s)", strerror(-rc), gf_client_error(c));
+    ck_assert_str_eq(gf_status_name(got), gf_status_name(status));
+    ck_assert_msg(strstr(gf_client_error(c), words) != NULL, "\"%s\" lacks \"%s\"",
+                  gf_client_error(c), words);
+}
+
+/* Sends `h` on a raw socket with `nfds` copies of `fd` attached. */
+static void raw_send_fds(int sock, const gf_header *h, int fd, int nfds) {
+    uint8_t buf[GF_HEADER_BYTES];
+    gf_header_encode(h, buf);
+    union {
+        struct cmsghdr align;
+        char bytes[CMSG_SPACE(4 * sizeof(int))];
+    } control;
+    memset(&control, 0, sizeof control);
+    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.bytes,
+                         .msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int))};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+    for (int i = 0; i < nfds; i++)
+        memcpy(CMSG_DATA(cm) + i * sizeof(int), &fd, sizeof fd);
+    ck_assert_int_eq(sendmsg(sock, &msg, MSG_NOSIGNAL), (ssize_t)sizeof buf);
+}
+
+/* A raw connection gets a fatal stray_fd ERROR and is closed. */
+static void expect_stray(int sock, const char *words) {
+    char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
+    gf_header r;
+    ck_assert_int_eq(gf_test_raw_recv_reply(sock, &r, text, GF_ERROR_TEXT_MAX_BYTES, REPLY_MS, err,
+                                            sizeof err),
+                     0);
+    text[r.payload_bytes] = '\0';
+    ck_assert_uint_eq(r.type, GF_MSG_ERROR);
+    ck_assert_str_eq(gf_status_name(r.status), "stray_fd");
+    ck_assert_msg(strstr(text, words) != NULL, "\"%s\" lacks \"%s\"", text, words);
+    ck_assert_int_eq(gf_test_raw_expect_close(sock, REPLY_MS, NULL), 0);
+    close(sock);
+}
+
+START_TEST(bad_fds_are_refused_and_closed) {
+    start();
+    gf_client *other = client();
+    gf_pipeline *p = list(other);
+    gf_client *c = client();
+    settle(c, 2);
+    unsigned base_fds = daemon_fds();
+
+    add_refused(c, -1, GF_ERR_BAD_REGION, "without a file descriptor");
+    int fd = make_memfd(4096, 0);
+    add_refused(c, fd, GF_ERR_BAD_REGION, "F_SEAL_SHRINK");
+    close(fd);
+    FILE *tmp = tmpfile();
+    ck_assert_ptr_nonnull(tmp);
+    ck_assert_int_eq(ftruncate(fileno(tmp), 4096), 0);
+    add_refused(c, fileno(tmp), GF_ERR_BAD_REGION, "not a memfd");
+    fclose(tmp);
+    int pipefd[2];
+    ck_assert_int_eq(pipe(pipefd), 0);
+    add_refused(c, pipefd[0], GF_ERR_BAD_REGION, "not a memfd");
+    close(pipefd[0]);
+    close(pipefd[1]);
+    fd = make_memfd(4096, F_SEAL_SHRINK | F_SEAL_WRITE);
+    add_refused(c, fd, GF_ERR_BAD_REGION, "sealed against writing");
+    close(fd);
+    fd = make_memfd(128u << 20, F_SEAL_SHRINK); /* sparse: costs nothing */
+    add_refused(c, fd, GF_ERR_REGION_LIMIT, "max_shm_bytes");
+    close(fd);
+    /* max_regions 4: the fifth is refused. */
+    gf_client_region regs[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(gf_client_region_create(c, 4096, &regs[i], REPLY_MS), 0);
+    fd = make_memfd(4096, F_SEAL_SHRINK);
+    add_refused(c, fd, GF_ERR_REGION_LIMIT, "max_regions is 4");
+    close(fd);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(gf_client_region_destroy(c, &regs[i], REPLY_MS), 0);
+    /* The connection survived every refusal. */
+    gf_client_region reg;
+    ck_assert_int_eq(gf_client_region_create(c, 8192, &reg, REPLY_MS), 0);
+    ck_assert_int_eq(gf_client_region_destroy(c, &reg, REPLY_MS), 0);
+
+    /* Fatal: an fd with a LIST, two fds at once, an fd inside a payload. */
+    fd = make_memfd(4096, F_SEAL_SHRINK);
+    gf_header list_h = {.version = GF_PROTOCOL_VERSION, .type = GF_MSG_LIST, .frame_id = 3};
+    int sock = gf_test_raw_connect(daemon_.socket_path);
+    raw_send_fds(sock, &list_h, fd, 1);
+    expect_stray(sock, "came with a list request");
+    gf_header add_h = {.version = GF_PROTOCOL_VERSION_SHM, .type = GF_MSG_REGION_ADD};
+    sock = gf_test_raw_connect(daemon_.socket_path);
+    raw_send_fds(sock, &add_h, fd, 2);
+    expect_stray(sock, "several file descriptors");
+    sock = gf_test_raw_connect(daemon_.socket_path);
+    raw_send_fds(sock, &add_h, fd, 4);
+    expect_stray(sock, "several file descriptors");
+    gf_header frame_h = {.version = GF_PROTOCOL_VERSION, .type = GF_MSG_FRAME, .frame_id = 5,
+                         .payload_bytes = 100000};
+    sock = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_int_eq(gf_test_raw_send_header(sock, &frame_h), 0);
+    gf_header junk = {.version = 1}; /* 32 payload bytes, carrying the fd */
+    raw_send_fds(sock, &junk, fd, 1);
+    expect_stray(sock, "with a frame");
+    close(fd);
+
+    /* Meanwhile another connection is served, and no fd stayed behind. */
+    char err[ERR_BYTES];
+    gf_test_stream st = {.pipeline = &p[P_ECHO], .frame_bytes = 4096, .frame_count = 20,
+                         .window = 4};
+    ck_assert_msg(gf_test_stream_verified(other, &st, err, sizeof err) == 0, "%s", err);
+    expect_fds(base_fds);
+    ck_assert_uint_eq(stat(other, "rejected.stray_fd"), 4);
+    ck_assert_uint_eq(stat(other, "rejected.bad_region"), 5);
+    ck_assert_uint_eq(stat(other, "rejected.region_limit"), 2);
+    ck_assert_uint_eq(stat(other, "shm.regions_open"), 0);
+    ck_assert_uint_eq(stat(other, "shm.region_bytes"), 0);
+    free(p);
+    gf_client_close(c);
+    gf_client_close(other);
+    stop();
+}
+END_TEST
+
+/* 1000 add/remove cycles, then 100 clients that leave with frames in
+ * flight on their regions: fds, regions and bytes all back to baseline. */
+START_TEST(fds_and_regions_return_to_baseline) {
+    start();
+    gf_client *watch = client();
+    settle(watch, 1);
+    unsigned base_fds = daemon_fds();
+    gf_client *c = client();
+    for (int i = 0; i < 1000; i++) {
+        gf_client_region reg;
+        int rc = gf_client_region_create(c, 64u << 10, &reg, REPLY_MS);
+        ck_assert_msg(rc == 0, "cycle %d: %s", i, gf_client_error(c));
+        ck_assert_int_eq(gf_client_region_destroy(c, &reg, REPLY_MS), 0);
+    }
+    gf_client_close(c);
+    expect_fds(base_fds);
+    ck_assert_uint_eq(stat(watch, "shm.regions_added"), 1000);
+    for (int i = 0; i < 100; i++) {
+        c = client();
+        gf_client_region reg;
+        int rc = gf_client_region_create(c, 256u << 10, &reg, REPLY_MS);
+        ck_assert_msg(rc == 0, "client %d: %s", i, gf_client_error(c));
+        for (uint64_t f = 0; f < 4; f++) {
+            gf_shm_frame d = {.region_id = reg.id,
+                              .in_offset = f * (32u << 10),
+                              .in_bytes = 32u << 10,
+                              .out_offset = (128u << 10) + f * (32u << 10),
+                              .out_capacity = 32u << 10};
+            ck_assert_int_eq(gf_client_send_frame_shm(c, P_AFFINE, f, &d), 0);
+        }
+        ck_assert_int_eq(gf_client_flush(c, REPLY_MS), 0);
+        gf_client_close(c); /* frames still on the engine */
+        gf_client_region_destroy(NULL, &reg, 0);
+    }
+    expect_fds(base_fds);
+    for (int i = 0; i < 200 && stat(watch, "shm.regions_open") != 0; i++)
+        gf_test_sleep_ms(10);
+    ck_assert_uint_eq(stat(watch, "shm.regions_open"), 0);
+    ck_assert_uint_eq(stat(watch, "shm.region_bytes"), 0);
+    ck_assert_uint_eq(stat(watch, "frames.in_progress"), 0);
+    gf_client_close(watch);
+    stop();
+}
+END_TEST
+
+static Suite *shm_suite(void) {
+    Suite *s = suite_create("shm");
+    TCase *tc = tcase_create("shm");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    tcase_add_test(tc, shm_frames_match_references);
+    tcase_add_test(tc, bad_descriptors_fail_only_their_frame);
+    tcase_add_test(tc, bad_fds_are_refused_and_closed);
+    tcase_add_test(tc, fds_and_regions_return_to_baseline);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    g_engine = gf_test_suite_engine();
+    return gf_test_run(shm_suite());
+}
