@@ -417,9 +417,11 @@ static const char stats_help[] =
     "\n"
     "      --json              print the STATS document as JSON (pretty-printed)\n"
     "      --prometheus        print the Prometheus text exposition format (0.0.4), for\n"
-    "                          node_exporter's textfile collector:\n"
-    "                            gpuframe stats --prometheus > DIR/gpuframe.prom.tmp &&\n"
-    "                            mv DIR/gpuframe.prom.tmp DIR/gpuframe.prom\n"
+    "                          node_exporter's textfile collector (with --output; the\n"
+    "                          gpuframe-prometheus.timer unit runs it every 15 s)\n"
+    "  -o, --output FILE       write to FILE instead of standard output, atomically: a\n"
+    "                          temporary file beside it, mode 0644, renamed over FILE\n"
+    "                          once complete; on failure FILE is left as it was\n"
     "  -w, --watch SECONDS     print again every SECONDS (decimals allowed) until\n"
     "                          interrupted: in place on a terminal, else as snapshots\n"
     "                          separated by a blank line; keeps retrying while the\n"
@@ -566,19 +568,77 @@ static int stats_watch(const struct common_opts *o, enum stats_format format, do
     return EXIT_OK;
 }
 
+/* The mode of a --output file: node_exporter reads it as another user. */
+#define OUTPUT_FILE_MODE 0644
+
+/*
+ * Writes text[len] to `path` so that a reader sees either the old file or
+ * the whole new one: into a temporary file "PATH.XXXXXX" in the same
+ * directory (node_exporter's textfile collector reads only *.prom), which is
+ * then renamed over `path`.  Returns 0, or -1 with the reason in
+ * why[why_len] and `path` untouched, the temporary file removed.
+ */
+static int write_atomically(const char *path, const char *text, size_t len, char *why,
+                            size_t why_len) {
+    size_t n = strlen(path);
+    char *tmp = malloc(n + sizeof ".XXXXXX");
+    FILE *f = NULL;
+    int fd = -1;
+
+    if (tmp == NULL) {
+        snprintf(why, why_len, "--output %s: out of memory", path);
+        return -1;
+    }
+    memcpy(tmp, path, n);
+    memcpy(tmp + n, ".XXXXXX", sizeof ".XXXXXX");
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(why, why_len, "--output %s: cannot create %s: %s", path, tmp, strerror(errno));
+        goto fail_tmp;
+    }
+    if (fchmod(fd, OUTPUT_FILE_MODE) < 0 || (f = fdopen(fd, "wb")) == NULL) {
+        snprintf(why, why_len, "--output %s: %s: %s", path, tmp, strerror(errno));
+        close(fd);
+        goto fail_file;
+    }
+    if (fwrite(text, 1, len, f) != len || fflush(f) != 0) {
+        snprintf(why, why_len, "--output %s: writing %s: %s", path, tmp, strerror(errno));
+        fclose(f);
+        goto fail_file;
+    }
+    if (fclose(f) != 0) {
+        snprintf(why, why_len, "--output %s: writing %s: %s", path, tmp, strerror(errno));
+        goto fail_file;
+    }
+    if (rename(tmp, path) < 0) {
+        snprintf(why, why_len, "--output %s: renaming %s: %s", path, tmp, strerror(errno));
+        goto fail_file;
+    }
+    free(tmp);
+    return 0;
+
+fail_file:
+    unlink(tmp);
+fail_tmp:
+    free(tmp);
+    return -1;
+}
+
 static int cmd_stats(int argc, char *argv[]) {
     static const struct option longopts[] = {{"json", no_argument, NULL, OPT_JSON},
                                              {"prometheus", no_argument, NULL, OPT_PROMETHEUS},
                                              {"watch", required_argument, NULL, 'w'},
+                                             {"output", required_argument, NULL, 'o'},
                                              COMMON_LONG_OPTIONS,
                                              {NULL, 0, NULL, 0}};
     enum stats_format format = STATS_FORMAT_TABLE;
     struct common_opts o;
+    const char *output_path = NULL;
     double watch_s = 0;
     int opt, formats = 0;
 
     common_defaults(&o);
-    while ((opt = getopt_long(argc, argv, ":w:" COMMON_SHORT_OPTIONS, longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":w:o:" COMMON_SHORT_OPTIONS, longopts, NULL)) != -1) {
         if (common_option("stats", opt, &o, argv, stats_help))
             continue;
         switch (opt) {
@@ -590,6 +650,7 @@ static int cmd_stats(int argc, char *argv[]) {
             format = STATS_FORMAT_PROMETHEUS;
             formats++;
             break;
+        case 'o': output_path = optarg; break;
         case 'w': {
             char *end;
             errno = 0;
@@ -605,6 +666,9 @@ static int cmd_stats(int argc, char *argv[]) {
     no_operands("stats", argc, argv);
     if (formats > 1)
         die_usage("stats", "--json and --prometheus exclude each other");
+    if (output_path != NULL && watch_s > 0)
+        die_usage("stats", "--output writes one snapshot; run it from a timer rather than with "
+                           "--watch");
     if (watch_s > 0)
         return stats_watch(&o, format, watch_s);
 
@@ -617,11 +681,15 @@ static int cmd_stats(int argc, char *argv[]) {
              render_stats(doc, format, &text, &len, why, sizeof why) == 0;
     gf_client_close(c);
     cJSON_Delete(doc);
+    if (ok && output_path != NULL)
+        ok = write_atomically(output_path, text, len, why, sizeof why) == 0;
     if (!ok) {
         fprintf(stderr, "gpuframe: %s\n", why);
+        free(text);
         return EXIT_FAIL;
     }
-    fwrite(text, 1, len, stdout);
+    if (output_path == NULL)
+        fwrite(text, 1, len, stdout);
     free(text);
     return fflush(stdout) == 0 && !ferror(stdout) ? EXIT_OK : EXIT_FAIL;
 }
@@ -634,7 +702,7 @@ static const char trace_help[] =
     "Fetches the stage timestamps of the last frames the daemon answered (its trace\n"
     "ring, `trace_frames` in its config) and draws them with one lane per slot and\n"
     "stage: slot S H2D, slot S kernel, slot S D2H, and slot S host (receive into the\n"
-    "pinned buffer, completion delay, reply write), so overlap across slots shows.\n"
+    "pinned buffer, completion_delay, reply_write), so overlap across slots shows.\n"
     "Prints the number of frames and the time they span.  At least one of:\n"
     "\n"
     "  -o, --out FILE          write a Chrome trace-event JSON file; open it in\n"
@@ -796,7 +864,8 @@ static const char stream_help[] =
     "  frames=N errors=N seconds=S frames_per_s=R in_GBps=R out_GBps=R p50_us=L p99_us=L "
     "max_us=L\n"
     "(GB/s: bytes of frames answered with a result, 1e9 bytes per GB; latency: from\n"
-    "queueing a frame to receiving its reply).\n"
+    "queueing a frame to receiving its reply), or, when no frame got a correct result,\n"
+    "what failed: frames=N errors=N every frame failed: N STATUS, N wrong results, ...\n"
     "\n"
     "  -p, --pipeline NAME|ID  the pipeline, by name or numeric id (see 'gpuframe list')\n"
     "      --size BYTES        frame size, suffixes K, M, G (binary); default: width*height*3\n"
@@ -808,7 +877,7 @@ static const char stream_help[] =
     "                          only if the pipeline takes it) instead of synthetic frames\n"
     "  -o, --output FILE       write every result, in order, to FILE (frames answered with\n"
     "                          an error write nothing)\n"
-    "      --seed S            seed of the synthetic frames (default 1)\n"
+    "      --seed S            seed of the synthetic frames (default 1; not with --input)\n"
     "      --no-check          send frames the pipeline cannot take (tests the daemon's errors)\n"
     "      --shm               send frames by reference: inputs and results live in one\n"
     "                          shared-memory region (W entries), the socket carries only\n"
@@ -829,6 +898,7 @@ struct stream_opts {
     const char *input_path;  /* --input, or NULL: synthetic frames     */
     const char *output_path; /* --output, or NULL                      */
     uint64_t seed;           /* --seed                                 */
+    int have_seed;           /* --seed was given                       */
     int shm;                 /* --shm                                  */
 };
 
@@ -880,6 +950,9 @@ struct stream_run {
     uint64_t mismatches; /* of those, wrong results (printed: the first) */
     uint64_t in_bytes;   /* input bytes of the frames answered by RESULT */
     uint64_t out_bytes;  /* result bytes received                        */
+    /* Of the failed, the ERROR replies by status (the last: statuses this
+     * client does not know), for the summary of a run where all failed. */
+    uint64_t errors_by_status[GF_STATUS_COUNT_ + 1];
 };
 
 /* xorshift64*: a fast, seeded, reproducible generator for synthetic frames. */
@@ -985,6 +1058,7 @@ static void parse_stream_opts(int argc, char *argv[], struct stream_opts *o) {
         case OPT_SEED:
             if (parse_u64(optarg, &o->seed) < 0)
                 die_usage("stream", "--seed: expected an unsigned integer, got '%s'", optarg);
+            o->have_seed = 1;
             break;
         case OPT_NO_CHECK: o->no_check = 1; break;
         case OPT_SHM: o->shm = 1; break;
@@ -994,6 +1068,9 @@ static void parse_stream_opts(int argc, char *argv[], struct stream_opts *o) {
     no_operands("stream", argc, argv);
     if (o->pipeline == NULL)
         die_usage("stream", "--pipeline is required");
+    if (o->have_seed && o->input_path != NULL)
+        die_usage("stream", "--seed chooses synthetic frames; with --input the frames are the "
+                            "file's, so drop one of them");
 }
 
 /* The output size of an input of `bytes` for the run's pipeline, or -1 with
@@ -1239,6 +1316,8 @@ static void handle_reply(struct stream_run *r, const gf_reply *raw) {
             fprintf(stderr, "frame %" PRIu64 ": ", rep->header.frame_id);
             print_error_reply(stderr, rep);
         }
+        r->errors_by_status[rep->header.status < GF_STATUS_COUNT_ ? rep->header.status
+                                                                  : GF_STATUS_COUNT_]++;
         r->failed++;
     } else {
         r->in_bytes += s->bytes;
@@ -1255,10 +1334,39 @@ static void handle_reply(struct stream_run *r, const gf_reply *raw) {
     r->answered++;
 }
 
+/*
+ * The summary of a run in which no frame got a correct result: rates and
+ * latencies of failures mean nothing, so it says what failed instead, e.g.
+ * "frames=4 errors=4 every frame failed: 3 bad_length, 1 no reply".
+ */
+static void print_all_failed(const struct stream_run *r, uint64_t failed) {
+    const char *sep = "";
+
+    printf("frames=%" PRIu64 " errors=%" PRIu64 " every frame failed:", r->queued, failed);
+    for (uint32_t st = 0; st <= GF_STATUS_COUNT_; st++) {
+        if (r->errors_by_status[st] == 0)
+            continue;
+        printf("%s %" PRIu64 " %s", sep, r->errors_by_status[st], gf_status_name(st));
+        sep = ",";
+    }
+    if (r->mismatches > 0) {
+        printf("%s %" PRIu64 " wrong result%s", sep, r->mismatches, r->mismatches > 1 ? "s" : "");
+        sep = ",";
+    }
+    if (r->queued > r->answered)
+        printf("%s %" PRIu64 " no reply", sep, r->queued - r->answered);
+    putchar('\n');
+    fflush(stdout);
+}
+
 static void print_summary(struct stream_run *r, uint64_t elapsed_ns, uint64_t failed) {
     double s = (double)elapsed_ns / 1e9;
     double per_s = s > 0 ? 1.0 / s : 0.0;
 
+    if (failed > 0 && failed == r->queued) {
+        print_all_failed(r, failed);
+        return;
+    }
     gf_sort_ns(r->latency_ns, r->latency_count);
     printf("frames=%" PRIu64 " errors=%" PRIu64 " seconds=%.3f frames_per_s=%.1f in_GBps=%.3f "
            "out_GBps=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f\n",
@@ -1514,7 +1622,9 @@ static const char main_help[] =
     "\n"
     "Every command takes:\n" COMMON_HELP "\n"
     "'gpuframe COMMAND --help' describes a command; 'gpuframe --version' prints the version.\n"
-    "Exit status: 0 success, 1 failure, 2 usage error.\n";
+    "Exit status: 0 success, 1 failure, 2 usage error.\n"
+    "Environment: " SOCKET_ENV ", the daemon's socket unless --socket names one.\n"
+    "See also: gpuframed(8), gpuframed.json(5); README.md in the documentation.\n";
 
 int main(int argc, char *argv[]) {
     static const struct {

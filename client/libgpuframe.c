@@ -889,3 +889,7 @@ int gf_client_region_destroy(gf_client *c, gf_client_region *r, int timeout_ms) 
     r->fd = -1;
     return err;
 }
+
+const char *gf_client_version(void) {
+    return GF_VERSION;
+}

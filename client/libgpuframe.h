@@ -17,6 +17,32 @@
  *
  * A gf_client is not thread-safe: use one from one thread at a time.
  * The library links only gfprotocol and libc, and never raises SIGPIPE.
+ *
+ * Using it.  Installed, this header is <gpuframe/libgpuframe.h> beside
+ * <gpuframe/protocol.h> (the wire format: gf_header, the GF_MSG_* types and
+ * GF_ERR_* statuses, gf_status_name), and the library is libgpuframe.so and
+ * libgpuframe.a, which hold everything they need (libc only):
+ *
+ *     cc prog.c $(pkg-config --cflags --libs gpuframe)
+ *     cc prog.c $(pkg-config --cflags gpuframe) -l:libgpuframe.a     (static)
+ *
+ * examples/stream_file.c in the repository is a whole program: connect, LIST,
+ * a window of frames from a file through a pipeline, the results to a file.
+ *
+ * Exports.  The shared library is built with -fvisibility=hidden: it exports
+ * exactly the functions declared GF_API here and the functions protocol.h
+ * declares, nothing of the internals it carries.
+ *
+ * Versions.  The library's version is gpuframed's (gf_client_version(),
+ * `pkg-config --modversion gpuframe`).  Its soname is libgpuframe.so.N, where
+ * N is GF_CLIENT_ABI_VERSION below (CMake reads it from here).  N changes only
+ * when a program built against an older header could misbehave with the newer
+ * library: a function removed, or its signature or meaning changed; a public
+ * struct (gf_reply, gf_header) or a constant changed.  Adding a function, a
+ * message type or a status code keeps N; a program that calls a function
+ * added later needs at least the version that added it, which the function's
+ * comment names when it is not 0.1.0.  The wire protocol has a version of
+ * its own (GF_PROTOCOL_VERSION), which the daemon and this library check.
  */
 #ifndef GF_LIBGPUFRAME_H
 #define GF_LIBGPUFRAME_H
@@ -28,6 +54,16 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* The ABI version: the N of the soname libgpuframe.so.N (see "Versions"). */
+#define GF_CLIENT_ABI_VERSION 0
+
+/* Marks the functions the shared library exports (see "Exports"). */
+#if defined(__GNUC__)
+#define GF_API __attribute__((visibility("default")))
+#else
+#define GF_API
 #endif
 
 /* The default cap on one reply's payload (gf_client_set_max_reply_bytes). */
@@ -81,7 +117,7 @@ typedef struct gf_client_region {
  * itself blocks only while the daemon's listen backlog is full.  The socket
  * is close-on-exec and non-blocking; the caller never sees it.
  */
-int gf_client_connect(const char *socket_path, gf_client **out);
+GF_API int gf_client_connect(const char *socket_path, gf_client **out);
 
 /*
  * Closes the connection and frees the client and every buffer it owns,
@@ -89,7 +125,7 @@ int gf_client_connect(const char *socket_path, gf_client **out);
  * dropped; after this the library references no caller data any more.
  * NULL is accepted and ignored.
  */
-void gf_client_close(gf_client *c);
+GF_API void gf_client_close(gf_client *c);
 
 /*
  * A one-line description of the most recent error that had one (a malformed
@@ -97,7 +133,7 @@ void gf_client_close(gf_client *c);
  * answer to gf_client_request_json), or "" if there was none.  The string is
  * owned by the client and valid until its next call.
  */
-const char *gf_client_error(const gf_client *c);
+GF_API const char *gf_client_error(const gf_client *c);
 
 /*
  * Sets the largest reply payload the client accepts (the receive buffer grows
@@ -106,7 +142,7 @@ const char *gf_client_error(const gf_client *c);
  * next reply header received.  Returns 0, or -EINVAL when `max_bytes` is
  * larger than SIZE_MAX.
  */
-int gf_client_set_max_reply_bytes(gf_client *c, uint64_t max_bytes);
+GF_API int gf_client_set_max_reply_bytes(gf_client *c, uint64_t max_bytes);
 
 /*
  * Queues one FRAME request of `len` bytes at `data` for pipeline `pipeline_id`,
@@ -124,8 +160,8 @@ int gf_client_set_max_reply_bytes(gf_client *c, uint64_t max_bytes);
  * the connection is already known to be closed (call gf_client_recv to collect
  * replies that arrived before the close); or a sticky error.
  */
-int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t frame_id, const void *data,
-                         size_t len);
+GF_API int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
+                                const void *data, size_t len);
 
 /*
  * Queues one request without payload: `type` is GF_MSG_LIST, GF_MSG_STATS or
@@ -133,7 +169,7 @@ int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t frame_id, 
  * daemon keeps).  Its reply carries a JSON document (or is an ERROR).  Other
  * return values as for gf_client_send_frame.
  */
-int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id);
+GF_API int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id);
 
 /*
  * Waits for the next reply, writing queued requests while it reads, and
@@ -155,7 +191,7 @@ int gf_client_send_request(gf_client *c, uint8_t type, uint64_t frame_id);
  * is allowed (it notices the daemon closing) but only ends by timeout or
  * close.
  */
-int gf_client_recv(gf_client *c, gf_reply *reply, int timeout_ms);
+GF_API int gf_client_recv(gf_client *c, gf_reply *reply, int timeout_ms);
 
 /*
  * Writes every queued request, waiting at most `timeout_ms` (< 0: for ever).
@@ -166,11 +202,11 @@ int gf_client_recv(gf_client *c, gf_reply *reply, int timeout_ms);
  * has closed the connection (replies it sent before are still delivered by
  * gf_client_recv), a sticky error, or another errno of poll()/send().
  */
-int gf_client_flush(gf_client *c, int timeout_ms);
+GF_API int gf_client_flush(gf_client *c, int timeout_ms);
 
 /* The number of requests queued or sent whose replies have not yet been
  * returned by gf_client_recv. */
-size_t gf_client_in_flight(const gf_client *c);
+GF_API size_t gf_client_in_flight(const gf_client *c);
 
 /*
  * Sends a LIST, STATS or TRACE request (`type`; a TRACE asks for every frame
@@ -183,14 +219,21 @@ size_t gf_client_in_flight(const gf_client *c);
  * or what gf_client_send_request and gf_client_recv return.  `timeout_ms` as
  * for gf_client_recv.  Invalidates the payload of the previous gf_client_recv.
  */
-int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int timeout_ms);
+GF_API int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int timeout_ms);
 
 /*
  * Like gf_client_request_json with GF_MSG_TRACE, asking for the last
  * `max_frames` frames only (0: every frame the daemon keeps).  The document
  * (daemon/STATS.md, TRACE) is the caller's to free() in `*json_out`.
  */
-int gf_client_request_trace(gf_client *c, uint32_t max_frames, char **json_out, int timeout_ms);
+GF_API int gf_client_request_trace(gf_client *c, uint32_t max_frames, char **json_out,
+                                   int timeout_ms);
+
+/*
+ * The version of the library in use, "MAJOR.MINOR.PATCH" (gpuframed's), for
+ * a program to check the library it was loaded with.  A static string.
+ */
+GF_API const char *gf_client_version(void);
 
 #ifdef __cplusplus
 }
@@ -204,7 +247,8 @@ int gf_client_request_trace(gf_client *c, uint32_t max_frames, char **json_out, 
  * daemon refused it (gf_client_error says why: region_limit, bad_region);
  * or an errno of memfd_create/mmap or what gf_client_recv returns.
  */
-int gf_client_region_create(gf_client *c, uint64_t bytes, gf_client_region *out, int timeout_ms);
+GF_API int gf_client_region_create(gf_client *c, uint64_t bytes, gf_client_region *out,
+                                   int timeout_ms);
 
 /*
  * Tells the daemon to forget the region (REGION_REMOVE; it unpins it once
@@ -213,7 +257,7 @@ int gf_client_region_create(gf_client *c, uint64_t bytes, gf_client_region *out,
  * 0 or what gf_client_region_remove returns; the local side is undone
  * either way.
  */
-int gf_client_region_destroy(gf_client *c, gf_client_region *r, int timeout_ms);
+GF_API int gf_client_region_destroy(gf_client *c, gf_client_region *r, int timeout_ms);
 
 /*
  * The two requests under those, for callers that manage the memfd
@@ -223,9 +267,10 @@ int gf_client_region_destroy(gf_client *c, gf_client_region *r, int timeout_ms);
  * -EREMOTEIO with the daemon's status in *status (if not NULL) and text in
  * gf_client_error(), or what gf_client_recv returns.
  */
-int gf_client_region_add_fd(gf_client *c, int fd, gf_region_info *info, uint32_t *status,
-                            int timeout_ms);
-int gf_client_region_remove(gf_client *c, uint32_t region_id, uint32_t *status, int timeout_ms);
+GF_API int gf_client_region_add_fd(gf_client *c, int fd, gf_region_info *info, uint32_t *status,
+                                   int timeout_ms);
+GF_API int gf_client_region_remove(gf_client *c, uint32_t region_id, uint32_t *status,
+                                   int timeout_ms);
 
 /*
  * Queues a frame by reference: pipeline `pipeline_id` reads desc->in_bytes
@@ -235,7 +280,7 @@ int gf_client_region_remove(gf_client *c, uint32_t region_id, uint32_t *status, 
  * input bytes must stay unchanged and the output range unread until the
  * reply arrives.  Return values as for gf_client_send_frame.
  */
-int gf_client_send_frame_shm(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
-                             const gf_shm_frame *desc);
+GF_API int gf_client_send_frame_shm(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
+                                    const gf_shm_frame *desc);
 
 #endif

@@ -198,21 +198,20 @@ const char *gf_report_format_ns(uint64_t ns, const char *micro, char *buf, size_
 /* The micro sign of terminal output: ASCII, like `gpuframe stream`'s p50_us. */
 #define TABLE_MICRO "us"
 
-/* The phases of a pipeline in the order a frame goes through them, with the
- * table's column headers. */
+/* The phases of a pipeline in the order a frame goes through them, named in
+ * the table's header as in STATS (daemon/STATS.md) and Prometheus's `phase`
+ * label: one name for each everywhere.  `copy`: a host-device copy, which the
+ * CPU engine does not make. */
 static const struct {
-    const char *key, *column;
+    const char *key;
+    int copy;
 } phase_columns[] = {
-    {"slot_wait", "slot_wait"},
-    {"receive", "receive"},
-    {"h2d", "h2d"},
-    {"kernel", "kernel"},
-    {"d2h", "d2h"},
-    {"completion_delay", "completion"},
-    {"reply_write", "reply"},
-    {"end_to_end", "end_to_end"},
+    {"slot_wait", 0}, {"receive", 0},          {"h2d", 1},         {"kernel", 0},
+    {"d2h", 1},       {"completion_delay", 0}, {"reply_write", 0}, {"end_to_end", 0},
 };
 #define PHASE_COLUMNS (sizeof phase_columns / sizeof phase_columns[0])
+/* The narrowest phase column: room for "100000.0" and a space. */
+#define PHASE_COLUMN_MIN_WIDTH 10
 
 /* A count, or "-" when missing. */
 static const char *cell_count(double v, char *buf) {
@@ -417,10 +416,23 @@ static void table_rates_latency(FILE *out, const cJSON *st) {
     }
 }
 
+/* The width of phase column i: its name's, at least PHASE_COLUMN_MIN_WIDTH. */
+static int phase_width(size_t i) {
+    int w = (int)strlen(phase_columns[i].key);
+    return w > PHASE_COLUMN_MIN_WIDTH ? w : PHASE_COLUMN_MIN_WIDTH;
+}
+
+/* Nonzero for a daemon on the CPU engine: no GPU, no copies to report. */
+static int engine_is_cpu(const cJSON *st) {
+    const char *engine = str(st, "engine");
+    return engine != NULL && strcmp(engine, "cpu") == 0;
+}
+
 static void table_pipelines(FILE *out, const cJSON *st) {
     const cJSON *pipelines = get(st, "pipelines"), *p;
     char a[CELL_BYTES];
     int name_w = (int)strlen("pipeline");
+    int cpu = engine_is_cpu(st);
 
     if (!cJSON_IsArray(pipelines) || cJSON_GetArraySize(pipelines) == 0)
         return;
@@ -432,7 +444,7 @@ static void table_pipelines(FILE *out, const cJSON *st) {
     fprintf(out, "\nmean time per frame and phase, microseconds (sum / count since start)\n");
     fprintf(out, "%-*s %8s", name_w, "pipeline", "frames");
     for (size_t i = 0; i < PHASE_COLUMNS; i++)
-        fprintf(out, " %10s", phase_columns[i].column);
+        fprintf(out, " %*s", phase_width(i), phase_columns[i].key);
     fputc('\n', out);
     cJSON_ArrayForEach(p, pipelines) {
         const char *name = str(p, "name");
@@ -444,7 +456,10 @@ static void table_pipelines(FILE *out, const cJSON *st) {
         }
         fprintf(out, " %8s", cell_count(num(p, "frames"), a));
         for (size_t i = 0; i < PHASE_COLUMNS; i++)
-            fprintf(out, " %10s", cell_mean_us(get(get(p, "phases"), phase_columns[i].key), a));
+            fprintf(out, " %*s", phase_width(i),
+                    phase_columns[i].copy && cpu
+                        ? "-"
+                        : cell_mean_us(get(get(p, "phases"), phase_columns[i].key), a));
         fputc('\n', out);
     }
 }
@@ -455,7 +470,9 @@ static void table_gpu_loop(FILE *out, const cJSON *st) {
     const cJSON *gpu = get(st, "gpu");
 
     fputc('\n', out);
-    if (cJSON_IsObject(gpu)) {
+    if (engine_is_cpu(st)) {
+        /* The CPU engine has no GPU to be busy and makes no copies. */
+    } else if (cJSON_IsObject(gpu)) {
         fprintf(out,
                 "%-13slast %s, %s frames: busy h2d %s, kernel %s, d2h %s; copy %s, compute %s\n",
                 "gpu", cell_ns(num(gpu, "window_ns"), a), cell_count(num(gpu, "frames"), b),
@@ -826,8 +843,8 @@ static const struct {
     [EV_H2D] = {"H2D", "gpu", GF_REPORT_LANE_H2D, "#4e79a7", 0},
     [EV_KERNEL] = {"kernel", "gpu", GF_REPORT_LANE_KERNEL, "#59a14f", 0},
     [EV_D2H] = {"D2H", "gpu", GF_REPORT_LANE_D2H, "#f28e2b", 1},
-    [EV_COMPLETION] = {"completion", "host", GF_REPORT_LANE_HOST, "#e15759", 1},
-    [EV_REPLY] = {"reply", "host", GF_REPORT_LANE_HOST, "#b07aa1", 1},
+    [EV_COMPLETION] = {"completion_delay", "host", GF_REPORT_LANE_HOST, "#e15759", 1},
+    [EV_REPLY] = {"reply_write", "host", GF_REPORT_LANE_HOST, "#b07aa1", 1},
 };
 
 static const char *const lane_names[GF_REPORT_LANES_PER_SLOT] = {

@@ -142,9 +142,11 @@ void gf_engine_describe(const gf_engine *e, char *buf, size_t len);
 const char *gf_engine_builtin_names(void);
 
 /*
- * Whether a CUDA device can be used; if not, writes why into why[why_len]
- * ("no CUDA device: CUDA driver version is insufficient..." ).  Any failure
- * counts as "no GPU".  Always 0 in a build without CUDA.
+ * Whether a CUDA device can be used; if not, writes why into why[why_len] in
+ * words a user acts on: no driver at all, the kernel module not loaded, the
+ * driver library missing, the driver too old (with both CUDA versions), or
+ * no device.  Any failure counts as "no GPU".  Always 0 in a build without
+ * CUDA.
  */
 int gf_engine_cuda_available(char *why, size_t why_len);
 

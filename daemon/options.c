@@ -12,13 +12,11 @@
 
 #include "engine.h"
 
-/* Where `cmake --install` puts the configuration and the documentation;
- * CMake defines both for the gpuframed executable.  Only --help prints them. */
+/* Where `cmake --install` puts the configuration for the configured prefix
+ * (cmake/install_paths.cmake); CMake defines it for the gpuframed
+ * executable.  Only --help, and so gpuframed(8), prints it. */
 #ifndef GF_INSTALL_CONFIG_PATH
 #define GF_INSTALL_CONFIG_PATH "/etc/gpuframed/gpuframed.json"
-#endif
-#ifndef GF_INSTALL_DOC_DIR
-#define GF_INSTALL_DOC_DIR "/usr/local/share/doc/gpuframed"
 #endif
 
 /* Room for why an option's value is wrong, as gf_config_override says it. */
@@ -78,11 +76,13 @@ static const char *const help_sections[] = {
     "\n",
     "FILES\n"
     "    " GF_INSTALL_CONFIG_PATH "\n"
-    "        The configuration the systemd unit passes with --config.\n"
+    "        The configuration the systemd unit passes with --config;\n"
+    "        gpuframed.json(5) describes every key.\n"
     "    /run/gpuframed.sock\n"
     "        The socket gpuframed.socket listens on (mode 0660, group gpuframed).\n"
-    "    " GF_INSTALL_DOC_DIR "/\n"
-    "        README.md, CONFIG.md (every configuration key) and PROTOCOL.md.\n"
+    "    PREFIX/share/doc/gpuframed/\n"
+    "        README.md, CONFIG.md (every configuration key) and PROTOCOL.md; PREFIX\n"
+    "        is the install prefix, /usr for the Debian package.\n"
     "\n",
     "SIGNALS\n"
     "    SIGTERM, SIGINT\n"
@@ -125,7 +125,12 @@ static const char *const help_sections[] = {
     "    0   stopped after a complete drain; --check-config: the file is valid\n"
     "    1   a fatal engine failure, a drain that ran out of time, or a second signal\n"
     "    2   a bad command line or configuration\n"
-    "    3   could not start: engine, memory or socket\n",
+    "    3   could not start: engine, memory or socket\n"
+    "\n",
+    /* Parenthesised: clang takes two literals in the last element for a
+     * missing comma (-Wstring-concatenation). */
+    ("SEE ALSO\n"
+     "    gpuframe(1), gpuframed.json(5), systemd.socket(5), systemd-sysusers(8)\n"),
 };
 
 static const char usage_hint[] = "Try 'gpuframed --help' for more information.\n";

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to build gpuframed: a C
 # compiler, CMake, pkg-config, libuv, cJSON, Check, systemd for the tests'
-# systemd-socket-activate, systemd-analyze and systemd-sysusers, and for the
+# systemd-socket-activate, systemd-analyze and systemd-sysusers, for the
 # Python package's tests NumPy plus pip, setuptools and wheel (test_install
-# pip-installs it offline).  The CUDA toolkit is expected at
+# pip-installs it offline), groff-base to render the man pages
+# (tests/man_pages.sh), and dpkg-dev (dpkg-shlibdeps) plus lintian for the
+# Debian packages (tests/deb_package.sh).  The CUDA toolkit is expected at
 # /usr/local/cuda (without it, only the CPU engine is built).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libuv1-dev libcjson-dev check systemd
-      python3-numpy python3-pip python3-setuptools python3-wheel)
+      python3-numpy python3-pip python3-setuptools python3-wheel groff-base dpkg-dev lintian)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -9,8 +9,10 @@
 #   4. the sysusers snippet creates user and group gpuframed and the device
 #      groups in a scratch root;
 #   5. the installed daemon accepts the installed configuration;
-#   6. `systemd-analyze security --offline=true` rates the installed service
-#      at most GF_MAX_EXPOSURE, so that a change to the unit cannot quietly
+#   6. gpuframe-prometheus.service and .timer: ExecStart= names the installed
+#      gpuframe, both pass `systemd-analyze verify`;
+#   7. `systemd-analyze security --offline=true` rates the installed services
+#      at most GF_MAX_EXPOSURE, so that a change to a unit cannot quietly
 #      loosen its sandbox.
 # Usage: verify_units.sh BUILD_DIR
 set -euo pipefail
@@ -37,9 +39,13 @@ dest=$tmp/dest
 DESTDIR=$dest cmake --install "$build" >"$tmp/install.log" || { cat "$tmp/install.log"; exit 1; }
 service=$(find "$dest" -path '*/systemd/system/gpuframed.service' -print -quit)
 socket=$(find "$dest" -path '*/systemd/system/gpuframed.socket' -print -quit)
+prom_service=$(find "$dest" -path '*/systemd/system/gpuframe-prometheus.service' -print -quit)
+prom_timer=$(find "$dest" -path '*/systemd/system/gpuframe-prometheus.timer' -print -quit)
 sysusers=$(find "$dest" -path '*/sysusers.d/gpuframed.conf' -print -quit)
-[ -n "$service" ] && [ -n "$socket" ] && [ -n "$sysusers" ] || {
-  echo "FAIL: the install lacks gpuframed.service, gpuframed.socket or sysusers.d/gpuframed.conf:"
+[ -n "$service" ] && [ -n "$socket" ] && [ -n "$sysusers" ] && [ -n "$prom_service" ] &&
+  [ -n "$prom_timer" ] || {
+  echo "FAIL: the install lacks gpuframed.service, gpuframed.socket, sysusers.d/gpuframed.conf" \
+    "or gpuframe-prometheus.service/.timer:"
   find "$dest" -type f; exit 1; }
 
 # ExecStart=BIN --config CONFIG, both as installed.
@@ -62,6 +68,20 @@ if ! systemd-analyze verify --man=no "$tmp/units/gpuframed.socket" \
   echo "FAIL: systemd-analyze verify:"; cat "$tmp/verify.log"; exit 1
 fi
 
+# The textfile writer: the installed gpuframe, writing atomically into the
+# collector's directory.
+want="ExecStart=${bin%/gpuframed}/gpuframe stats --prometheus --socket /run/gpuframed.sock"
+want+=' --output ${GF_TEXTFILE_DIR}/gpuframe.prom'
+grep -qxF "$want" "$prom_service" || { echo "FAIL: $prom_service lacks the line $want"; exit 1; }
+[ -x "$dest${bin%/gpuframed}/gpuframe" ] || { echo "FAIL: no executable $dest${bin%/gpuframed}/gpuframe"; exit 1; }
+sed "s|^ExecStart=${bin%/gpuframed}/gpuframe |ExecStart=$dest${bin%/gpuframed}/gpuframe |" \
+  "$prom_service" >"$tmp/units/gpuframe-prometheus.service"
+cp "$prom_timer" "$tmp/units/gpuframe-prometheus.timer"
+if ! systemd-analyze verify --man=no "$tmp/units/gpuframe-prometheus.service" \
+     "$tmp/units/gpuframe-prometheus.timer" >"$tmp/verify.log" 2>&1 || [ -s "$tmp/verify.log" ]; then
+  echo "FAIL: systemd-analyze verify:"; cat "$tmp/verify.log"; exit 1
+fi
+
 mkdir -p "$tmp/root/etc"
 systemd-sysusers --root="$tmp/root" "$sysusers" >"$tmp/sysusers.log" 2>&1 ||
   { echo "FAIL: systemd-sysusers:"; cat "$tmp/sysusers.log"; exit 1; }
@@ -72,7 +92,7 @@ done
 
 out=$("$dest$bin" --check-config "$dest$config")
 [ "$out" = "$dest$config: ok" ] || { echo "FAIL: --check-config of the installed config: $out"; exit 1; }
-echo "ok: $(basename "$service") and $(basename "$socket") verified; ExecStart=$bin --config $config"
+echo "ok: gpuframed.service, gpuframed.socket, gpuframe-prometheus.service and .timer verified; ExecStart=$bin --config $config"
 
 # --offline (systemd 250 and later) rates a unit file without asking a
 # running systemd; older versions cannot rate a unit that is not loaded.
@@ -82,13 +102,15 @@ if ! systemd-analyze security --help 2>&1 | grep -q -- '--offline'; then
     "'security --offline' (systemd 250 and later) to rate a unit file without a running systemd"
   exit 77
 fi
-systemd-analyze security --offline=true --no-pager "$tmp/units/gpuframed.service" \
-  >"$tmp/security.log" 2>&1 || { echo "FAIL: systemd-analyze security:"; cat "$tmp/security.log"; exit 1; }
-exposure=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9][0-9]*\.[0-9]*\).*/\1/p' "$tmp/security.log")
-[ -n "$exposure" ] || { echo "FAIL: no 'Overall exposure level' in:"; cat "$tmp/security.log"; exit 1; }
-if ! awk -v e="$exposure" -v max="$GF_MAX_EXPOSURE" 'BEGIN { exit !(e <= max) }'; then
-  echo "FAIL: gpuframed.service exposure $exposure is above $GF_MAX_EXPOSURE; what it lacks:"
-  grep '✗' "$tmp/security.log" || cat "$tmp/security.log"
-  exit 1
-fi
-echo "ok: gpuframed.service exposure $exposure (at most $GF_MAX_EXPOSURE)"
+for unit in gpuframed.service gpuframe-prometheus.service; do
+  systemd-analyze security --offline=true --no-pager "$tmp/units/$unit" >"$tmp/security.log" 2>&1 ||
+    { echo "FAIL: systemd-analyze security $unit:"; cat "$tmp/security.log"; exit 1; }
+  exposure=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9][0-9]*\.[0-9]*\).*/\1/p' "$tmp/security.log")
+  [ -n "$exposure" ] || { echo "FAIL: no 'Overall exposure level' in:"; cat "$tmp/security.log"; exit 1; }
+  if ! awk -v e="$exposure" -v max="$GF_MAX_EXPOSURE" 'BEGIN { exit !(e <= max) }'; then
+    echo "FAIL: $unit exposure $exposure is above $GF_MAX_EXPOSURE; what it lacks:"
+    grep '✗' "$tmp/security.log" || cat "$tmp/security.log"
+    exit 1
+  fi
+  echo "ok: $unit exposure $exposure (at most $GF_MAX_EXPOSURE)"
+done

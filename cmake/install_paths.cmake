@@ -1,0 +1,36 @@
+# The absolute paths that installed files name (the units' ExecStart= and
+# Documentation=, gpuframe.pc, the "Keeping" message), computed from one
+# install prefix.  Included twice with the same inputs: when configuring, for
+# the paths compiled into gpuframed (--help, gpuframed(8)), and by
+# `cmake --install`, with the prefix of that install (`--prefix P` included),
+# so that every file written names where the files really went.
+#
+# In:  GF_PREFIX            the install prefix
+#      GF_REL_BINDIR, GF_REL_LIBDIR, GF_REL_INCLUDEDIR, GF_REL_DOCDIR, GF_REL_MANDIR
+#                           GNUInstallDirs' directories (relative, or absolute)
+#      GF_CONFIG_DIR        where gpuframed.json goes, or "" to choose by prefix
+# Out: GF_INSTALL_FULL_BINDIR, GF_INSTALL_FULL_LIBDIR, GF_INSTALL_FULL_INCLUDEDIR,
+#      GF_DOC_DIR, GF_INSTALL_CONFIG_DIR, GF_INSTALL_FULL_CONFIG
+foreach(gf_dir BINDIR LIBDIR INCLUDEDIR DOCDIR MANDIR)
+  if(IS_ABSOLUTE "${GF_REL_${gf_dir}}")
+    set(gf_full "${GF_REL_${gf_dir}}")
+  elseif(GF_PREFIX STREQUAL "/")
+    set(gf_full "/${GF_REL_${gf_dir}}")
+  else()
+    set(gf_full "${GF_PREFIX}/${GF_REL_${gf_dir}}")
+  endif()
+  set(GF_INSTALL_FULL_${gf_dir} "${gf_full}")
+endforeach()
+set(GF_DOC_DIR "${GF_INSTALL_FULL_DOCDIR}")
+# A system service's settings live in /etc: a system-wide prefix (/usr, as the
+# Debian package has it, or /usr/local) puts the configuration in
+# /etc/gpuframed.  Any other prefix (a scratch install, /opt/gpuframed) keeps
+# it under the prefix, so that such an install writes nothing outside it.
+if(GF_CONFIG_DIR)
+  set(GF_INSTALL_CONFIG_DIR "${GF_CONFIG_DIR}")
+elseif(GF_PREFIX MATCHES "^/(usr(/local)?)?/?$")
+  set(GF_INSTALL_CONFIG_DIR "/etc/gpuframed")
+else()
+  set(GF_INSTALL_CONFIG_DIR "${GF_PREFIX}/etc/gpuframed")
+endif()
+set(GF_INSTALL_FULL_CONFIG "${GF_INSTALL_CONFIG_DIR}/gpuframed.json")

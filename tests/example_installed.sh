@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# libgpuframe as a program outside the repository sees it:
+#   1. `cmake --install --prefix` into a scratch prefix: every file that names
+#      a path names that prefix (the units, the configuration under it), and
+#      the install warns that --help names another configuration path;
+#   2. gpuframe.pc there names that prefix: exact --modversion, --cflags, --libs;
+#   3. the shared library's soname, and the exact list of symbols it exports;
+#   4. the example, as installed in the doc dir, compiled with nothing but
+#      `pkg-config --cflags --libs gpuframe libcjson`: once against the shared
+#      library (ldd must find it in the prefix), once against the static one;
+#   5. both run against the installed gpuframed on the CPU engine: known float32
+#      values through affine (exact result bytes), a file of random bytes with
+#      a short last chunk through echo (the result is the file).
+# Usage: example_installed.sh BUILD_DIR VERSION CC [CFLAG...]
+# (CFLAGs: the build's sanitizer flags, which a program linking the library must share.)
+set -euo pipefail
+build=${1:?usage: example_installed.sh BUILD_DIR VERSION CC [CFLAG...]}
+version=${2:?}
+cc=${3:?}
+shift 3
+extra_cflags=("$@")
+for tool in cmake pkg-config ldd nm readelf od cmp "$cc"; do
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
+done
+config_dir=$(sed -n 's/^GF_CONFIG_DIR:PATH=//p' "$build/CMakeCache.txt")
+[ -z "$config_dir" ] || { echo "SKIP: GF_CONFIG_DIR=$config_dir: a scratch install would write there"; exit 77; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gfexample.XXXXXX")
+daemon_pid=
+cleanup() {
+  [ -z "$daemon_pid" ] || kill -KILL "$daemon_pid" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+p=$tmp/prefix
+
+cmake --install "$build" --prefix "$p" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
+unit=$p/lib/systemd/system
+grep -qx "ExecStart=$p/bin/gpuframed --config $p/etc/gpuframed/gpuframed.json" "$unit/gpuframed.service" ||
+  fail "gpuframed.service under --prefix: $(grep '^ExecStart=' "$unit/gpuframed.service")"
+grep -qx "Documentation=man:gpuframed(8) file://$p/share/doc/gpuframed/README.md" "$unit/gpuframed.service" ||
+  fail "gpuframed.service under --prefix: $(grep '^Documentation=' "$unit/gpuframed.service")"
+grep -q "^ExecStart=$p/bin/gpuframe stats --prometheus " "$unit/gpuframe-prometheus.service" ||
+  fail "gpuframe-prometheus.service under --prefix: $(grep '^ExecStart=' "$unit/gpuframe-prometheus.service")"
+[ -f "$p/etc/gpuframed/gpuframed.json" ] || fail "the configuration is not under the prefix"
+grep -q "gpuframed: this install's configuration is" "$tmp/install.log" ||
+  fail "the install did not warn that --help names another configuration: $(cat "$tmp/install.log")"
+pc=$(find "$p" -name gpuframe.pc -print -quit)
+[ -n "$pc" ] || fail "no gpuframe.pc under $p"
+libdir=$(dirname "$(dirname "$pc")")
+PKG_CONFIG_PATH=$(dirname "$pc")
+export PKG_CONFIG_PATH
+# pkg-config's answer without the trailing blank it prints.
+pc() { pkg-config "$@" | sed 's/[[:space:]]*$//'; }
+[ "$(pc --modversion gpuframe)" = "$version" ] || fail "--modversion: '$(pc --modversion gpuframe)', expected $version"
+[ "$(pc --cflags gpuframe)" = "-I$p/include" ] || fail "--cflags: '$(pc --cflags gpuframe)'"
+[ "$(pc --libs gpuframe)" = "-L$libdir -lgpuframe" ] || fail "--libs: '$(pc --libs gpuframe)'"
+
+so=$libdir/libgpuframe.so.0
+soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$soname" = libgpuframe.so.0 ] || fail "soname '$soname', expected libgpuframe.so.0"
+[ "$(readlink "$libdir/libgpuframe.so")" = libgpuframe.so.0 ] || fail "libgpuframe.so does not link to libgpuframe.so.0"
+exports=$(nm -D --defined-only "$so" | awk '$2 == "T" { print $3 }' | sort | tr '\n' ' ')
+expected="gf_client_close gf_client_connect gf_client_error gf_client_flush gf_client_in_flight \
+gf_client_recv gf_client_region_add_fd gf_client_region_create gf_client_region_destroy \
+gf_client_region_remove gf_client_request_json gf_client_request_trace gf_client_send_frame \
+gf_client_send_frame_shm gf_client_send_request gf_client_set_max_reply_bytes gf_client_version \
+gf_header_encode gf_header_parse gf_msg_type_name gf_region_info_decode gf_region_info_encode \
+gf_shm_frame_check gf_shm_frame_decode gf_shm_frame_encode gf_shm_result_decode \
+gf_shm_result_encode gf_status_is_fatal gf_status_name "
+[ "$exports" = "$expected" ] || fail "libgpuframe.so exports
+  $exports
+expected
+  $expected"
+
+src=$p/share/doc/gpuframed/examples/stream_file.c
+[ -f "$src" ] || fail "the example is not installed at $src"
+# shellcheck disable=SC2046 # pkg-config's words are meant to split
+"$cc" "${extra_cflags[@]}" -std=c11 -Wall -Werror -o "$tmp/ex_shared" "$src" \
+  $(pkg-config --cflags --libs gpuframe libcjson) -Wl,-rpath,"$libdir" || fail "compiling against the shared library"
+# shellcheck disable=SC2046
+"$cc" "${extra_cflags[@]}" -std=c11 -Wall -Werror -o "$tmp/ex_static" "$src" \
+  $(pkg-config --cflags gpuframe libcjson) "$libdir/libgpuframe.a" $(pkg-config --libs libcjson) ||
+  fail "compiling against the static library"
+# (ldd's output is kept first: `ldd | grep -q` can kill ldd with SIGPIPE, which pipefail reports.)
+libs=$(ldd "$tmp/ex_shared")
+grep -qx "[[:space:]]*libgpuframe.so.0 => $so (0x[0-9a-f]*)" <<<"$libs" ||
+  fail "ex_shared does not load $so: $libs"
+libs=$(ldd "$tmp/ex_static")
+! grep -q libgpuframe <<<"$libs" || fail "ex_static loads a libgpuframe.so: $libs"
+
+sock=$tmp/s.sock
+"$p/bin/gpuframed" --config "$p/etc/gpuframed/gpuframed.json" --engine cpu --socket "$sock" \
+  >"$tmp/daemon.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 300); do
+  "$p/bin/gpuframe" list --socket "$sock" >/dev/null 2>&1 && break
+  kill -0 "$daemon_pid" 2>/dev/null || { cat "$tmp/daemon.log"; fail "the installed gpuframed exited"; }
+  sleep 0.1
+done
+
+# 1.0 -2.0 0.5 3.0 as float32, 1024 times; affine (a 2, b 0.5) makes 2.5 -3.5 1.5 6.5.
+for _ in $(seq 1024); do printf '\000\000\200\077\000\000\000\300\000\000\000\077\000\000\100\100'; done >"$tmp/in.f32"
+head -c 1000003 /dev/urandom >"$tmp/in.bin"
+for ex in ex_shared ex_static; do
+  out=$("$tmp/$ex" "$sock" affine 4096 "$tmp/in.f32" "$tmp/out.f32") || fail "$ex affine: $out"
+  [ "$out" = "4 frames, 0 failed" ] || fail "$ex affine printed '$out'"
+  [ "$(stat -c %s "$tmp/out.f32")" = 16384 ] || fail "$ex affine wrote $(stat -c %s "$tmp/out.f32") bytes"
+  [ "$(od -An -v -tx1 "$tmp/out.f32" | tr -d ' \n' | fold -w32 | sort -u)" = \
+    "00002040000060c00000c03f0000d040" ] || fail "$ex affine results: $(od -An -tx1 "$tmp/out.f32" | head -2)"
+  out=$("$tmp/$ex" "$sock" echo 65536 "$tmp/in.bin" "$tmp/out.bin") || fail "$ex echo: $out"
+  [ "$out" = "16 frames, 0 failed" ] || fail "$ex echo printed '$out'"
+  cmp "$tmp/in.bin" "$tmp/out.bin" || fail "$ex echo: the results differ from the input"
+  status=0
+  out=$("$tmp/$ex" "$sock" nosuch 4096 "$tmp/in.f32" "$tmp/out.f32" 2>&1) || status=$?
+  [ "$status" -eq 2 ] || fail "$ex with an unknown pipeline exited $status, expected 2: $out"
+  [ "$out" = "stream_file: the daemon has no pipeline 'nosuch'" ] || fail "$ex unknown pipeline: '$out'"
+done
+
+kill -TERM "$daemon_pid"
+status=0
+wait "$daemon_pid" || status=$?
+daemon_pid=
+[ "$status" -eq 0 ] || { cat "$tmp/daemon.log"; fail "gpuframed exited $status after SIGTERM"; }
+echo "ok: gpuframe.pc, soname, $(echo "$expected" | wc -w) exports; the example built shared and static from $p and verified"
