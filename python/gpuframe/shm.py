@@ -180,21 +180,21 @@ class Region:
                              "make views of it)" % self.id)
         return offset
 
-    def frame(self, input, output, out_capacity=None):
-        """A :class:`ShmFrame` whose input is the array ``input``, a
-        C-contiguous view of this region; its result has ``input``'s dtype and
-        shape as a socket frame's would.  ``output`` is where the result goes:
-        a byte offset in the region (room: ``out_capacity``, default up to the
-        region's end) or an array viewing the region (room: its bytes)."""
-        in_offset = self.offset_of(input)
-        if isinstance(output, np.ndarray):
-            out_offset = self.offset_of(output)
+    def frame(self, x, out, out_capacity=None):
+        """A :class:`ShmFrame` whose input is the array ``x``, a C-contiguous
+        view of this region; its result has ``x``'s dtype and shape as a
+        socket frame's would.  ``out`` is where the result goes: a byte offset
+        in the region (room: ``out_capacity``, default up to the region's
+        end) or an array viewing the region (room: its bytes)."""
+        in_offset = self.offset_of(x)
+        if isinstance(out, np.ndarray):
+            out_offset = self.offset_of(out)
             if out_capacity is None:
-                out_capacity = output.nbytes
+                out_capacity = out.nbytes
         else:
-            out_offset = output
-        return ShmFrame(self, in_offset, input.nbytes, out_offset, out_capacity,
-                        dtype=input.dtype, shape=input.shape)
+            out_offset = out
+        return ShmFrame(self, in_offset, x.nbytes, out_offset, out_capacity,
+                        dtype=x.dtype, shape=x.shape)
 
     def close(self):
         """Removes the region from the daemon (REGION_REMOVE) and releases the
@@ -309,6 +309,10 @@ def encode_shm(pipeline, frame, client):
 
     def finish(answer, header):
         got = protocol.decode_shm_result(answer)
+        if region.closed:
+            # Only a RESULT the daemon should have refused (unknown_region).
+            raise ProtocolError("shm RESULT for frame_id %d of region %d, which is closed "
+                                "here" % (header.frame_id, region.id))
         want = "region %d offset %d" % (region.id, frame.out_offset)
         if expect == REFUSED:
             want += " (none: the pipeline refuses %d bytes)" % frame.in_bytes

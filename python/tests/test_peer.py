@@ -453,6 +453,26 @@ class ShmPeerTest(PeerCase):
         self.assertEqual(r.offset_of(out[-1]), 100)
         self.assertFalse(c.closed)
 
+    def test_a_result_on_a_closed_region_fails_that_frame(self):
+        def script(peer):
+            serve_region_add(peer).close()
+            version, flags, fid, t, pid, payload, fds, first = peer.recv_message()
+            assert (version, t, pid) == (2, MsgType.REGION_REMOVE, 1)
+            peer.reply(MsgType.REGION_REMOVE, fid, pid, version=2)
+            # A daemon must answer unknown_region here; this one does not.
+            fid, pid, rid, in_off, n, out_off, cap = recv_shm_frame(peer)
+            shm_result(peer, fid, pid, rid, out_off, n)
+            fid, t, pid, payload = peer.recv_request()
+            peer.reply(MsgType.RESULT, fid, pid, payload)
+        peer, c = self.run_peer(script)
+        r = c.region(REGION_BYTES)
+        stale = gpuframe.ShmFrame(r, 0, 8, 100)
+        r.close()
+        with self.assertRaisesRegex(gpuframe.ProtocolError,
+                                    "RESULT for frame_id 2 of region 1, which is closed here"):
+            c.process(ECHO, stale)
+        self.assertEqual(c.process(ECHO, b"on"), b"on")
+
     def test_a_result_without_the_shm_flag_or_version_closes(self):
         cases = [
             (dict(version=2), "RESULT with flags 0x0000 to a FRAME sent with flags 0x0001"),
