@@ -85,7 +85,9 @@ class Region:
         nbytes: its size in bytes.
         pinned: True when the daemon page-locked it for the GPU's copy
             engines (the CUDA engine does).
-        closed: True after :meth:`close` (or the client's close).
+        closed: True after :meth:`close` or the client's close.  When the
+            daemon closes the connection it forgets the region, but the
+            mapping here stays until one of those.
 
     Its memory is read and written through NumPy views (:meth:`array`,
     :attr:`buffer`); frames by reference are described with :meth:`frame`.
