@@ -13,6 +13,11 @@ while it reads results back in order::
         for y in c.stream("affine", frames, window=16):
             ...                                  # float32 arrays, in order
 
+Frames whose input already lies in shared memory go by reference: a
+:class:`Region` (``c.region(nbytes)``) is mapped here and in the daemon, and a
+:class:`ShmFrame` (``region.frame(x, out_offset)``) streams like any frame,
+its result a NumPy view of the region (:mod:`gpuframe.shm`).
+
 ERROR replies raise :class:`StatusError` subclasses, one per status code
 (:mod:`gpuframe.errors`).
 """
@@ -22,6 +27,7 @@ from .errors import *  # noqa: F401,F403 (the exception hierarchy is public API)
 from .errors import __all__ as _errors_all
 from .pipelines import KNOWN_KINDS, Pipeline, Pipelines
 from .protocol import ERROR_TEXT_MAX_BYTES, FATAL_STATUSES, MsgType, Status, status_name
+from .shm import Region, ShmFrame
 
 __version__ = "0.1.0"
 
@@ -33,6 +39,8 @@ __all__ = [
     "Pipeline",
     "Pipelines",
     "KNOWN_KINDS",
+    "Region",
+    "ShmFrame",
     "MsgType",
     "Status",
     "FATAL_STATUSES",

@@ -1,6 +1,8 @@
-"""The gpuframed client: connect, look pipelines up, stream frames through them."""
+"""The gpuframed client: connect, look pipelines up, stream frames through them,
+by value over the socket or by reference in shared-memory regions."""
 
 import json
+import mmap
 import os
 import socket
 from collections import deque
@@ -9,9 +11,10 @@ import numpy as np
 
 from . import protocol
 from .connection import Connection
-from .errors import ConnectionClosedError, ProtocolError, StatusError
+from .errors import BusyError, ConnectionClosedError, ProtocolError, StatusError
 from .pipelines import Pipeline, Pipelines, encode_frame
 from .protocol import MsgType
+from .shm import Region, ShmFrame, create_memfd, encode_shm
 
 __all__ = ["Client", "default_socket_path", "SOCKET_ENV", "DEFAULT_SOCKET"]
 
@@ -52,6 +55,11 @@ class Client:
 
     Frame ids are a per-connection counter from 0 shared by every request
     (``next_frame_id`` is the next one), which is what TRACE reports.
+
+    Every request is sent in protocol version 1 except the shared-memory
+    ones (:meth:`region`, frames given as :class:`ShmFrame`), which need
+    version 2; a client that does not use regions works with a version-1
+    daemon.
     """
 
     def __init__(self, path=None, *, timeout=DEFAULT_TIMEOUT_S,
@@ -67,6 +75,7 @@ class Client:
         self._conn = Connection(sock, timeout=timeout, version=protocol.VERSION,
                                 max_reply_bytes=max_reply_bytes)
         self._pipelines = None
+        self._regions = {}  # id -> the open Regions of this connection
 
     def __enter__(self):
         return self
@@ -79,8 +88,12 @@ class Client:
 
     def close(self):
         """Closes the connection.  Requests without a reply fail; later calls
-        raise ConnectionClosedError.  Closing twice is harmless."""
+        raise ConnectionClosedError.  Its regions are closed too (the daemon
+        removes them with the connection; views of them stay valid).
+        Closing twice is harmless."""
         self._conn.close()
+        for region in list(self._regions.values()):
+            region._release()
 
     @property
     def closed(self):
@@ -109,13 +122,19 @@ class Client:
 
     # ---- LIST, STATS, TRACE -------------------------------------------------------
 
-    def _request_json(self, msg_type, pipeline_id=0):
-        req = self._conn.submit(msg_type, pipeline_id)
+    def _request(self, msg_type, pipeline_id=0, *, version=None, fd=None):
+        """Sends one request without payload, waits for its reply and returns
+        the reply's payload as a bytearray (raises the reply's error)."""
+        req = self._conn.submit(msg_type, pipeline_id, version=version, fd=fd)
         self._conn.wait(req)
         if req.error is not None:
             raise req.error
+        return req.result
+
+    def _request_json(self, msg_type, pipeline_id=0):
+        payload = self._request(msg_type, pipeline_id)
         try:
-            return json.loads(req.result)
+            return json.loads(payload)
         except ValueError as e:  # UnicodeDecodeError and JSONDecodeError alike
             raise ProtocolError("%s reply is not UTF-8 JSON: %s"
                                 % (MsgType(msg_type).name, e)) from e
@@ -172,6 +191,94 @@ class Client:
         raise TypeError("a pipeline is a name, an id or a Pipeline, not %s"
                         % type(key).__name__)
 
+    # ---- shared-memory regions ---------------------------------------------------
+
+    def region(self, nbytes, *, name="gpuframe-region"):
+        """Creates a shared-memory :class:`Region` of ``nbytes`` bytes and
+        hands it to the daemon (REGION_ADD, version 2): a memfd sealed
+        against shrinking and growing, mapped here, sent as SCM_RIGHTS with
+        the request's 32 bytes alone.  Waits for the daemon's reply, which on
+        the CUDA engine comes once the region is page-locked (about a
+        millisecond per MiB).  ``name`` shows in /proc/PID/fd.
+
+        Needs the connection to itself: raises BusyError while frames of a
+        stream are in flight (replies due to abandoned streams are read
+        first).  The daemon's refusal raises RegionLimitError (over
+        max_regions or max_shm_bytes) or BadRegionError, and the connection
+        goes on; BadVersionError means a daemon without regions (fatal).
+        System failures raise OSError.
+        """
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) \
+                or not 0 < nbytes < 1 << 64:
+            raise ValueError("a region has 1 to 2**64 - 1 bytes, not %r" % (nbytes,))
+        nbytes = int(nbytes)
+        self._require_idle("adding a region")
+        fd = create_memfd(nbytes, name)
+        mapping = None
+        try:
+            mapping = mmap.mmap(fd, nbytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            info = self._region_add(fd)
+        except BaseException:
+            if mapping is not None:
+                mapping.close()
+            raise
+        finally:
+            # mmap keeps a descriptor of its own, the daemon its own mapping.
+            os.close(fd)
+        if info.region_bytes != nbytes or info.region_id in self._regions:
+            err = ProtocolError(
+                "REGION_ADD reply says region %d of %d bytes for a new region of %d bytes"
+                % (info.region_id, info.region_bytes, nbytes))
+            mapping.close()
+            self._conn.close(err)
+            raise err
+        region = Region(self, info, mapping)
+        self._regions[region.id] = region
+        return region
+
+    def _region_add(self, fd):
+        """REGION_ADD with the descriptor ``fd`` (None: without one, which
+        the daemon refuses); returns the reply's protocol.RegionInfo."""
+        self._require_idle("adding a region")
+        payload = self._request(MsgType.REGION_ADD, 0, version=protocol.VERSION_SHM, fd=fd)
+        return protocol.decode_region_info(payload)
+
+    def _region_remove(self, region):
+        """REGION_REMOVE of ``region``, then its mapping released here.
+        Raises BusyError, changing nothing, while frames of a stream are in
+        flight.  A closed connection took its regions with it: then only the
+        mapping is released, and without an error."""
+        conn = self._conn
+        live = 0 if conn.closed else conn.live()
+        if live:
+            raise BusyError(
+                "removing region %d needs the connection to itself, but %d requests of a "
+                "stream are in flight: finish or close the stream first" % (region.id, live))
+        try:
+            conn.wait_all()  # replies due to abandoned streams, on the region too
+            if not conn.closed:
+                self._request(MsgType.REGION_REMOVE, region.id, version=protocol.VERSION_SHM)
+        except ConnectionClosedError:
+            pass
+        finally:
+            region._release()
+
+    def _require_idle(self, what):
+        """Returns once no request is in flight, after reading the replies
+        due to abandoned streams; raises BusyError, sending nothing, while a
+        stream still waits for frames, and ConnectionClosedError when the
+        connection is closed."""
+        conn = self._conn
+        if not conn.closed:
+            live = conn.live()
+            if live:
+                raise BusyError(
+                    "%s needs the connection to itself, but %d requests of a stream are in "
+                    "flight: finish or close the stream first" % (what, live))
+            conn.wait_all()
+        if conn.closed:
+            raise ConnectionClosedError("the client is closed", conn.closed_error)
+
     # ---- frames -----------------------------------------------------------------------
 
     def stream(self, pipeline, frames, window=DEFAULT_WINDOW, *, errors="raise"):
@@ -187,6 +294,14 @@ class Client:
         are read straight into new arrays; inputs already in the wire's layout
         are sent from their own memory, so a frame must not change until its
         result has been yielded.
+
+        A frame may also be a :class:`ShmFrame` (``region.frame(x, out)``):
+        its input already lies in a shared-memory region of this client, only
+        its descriptor is sent (a version-2 FRAME), and its result is a NumPy
+        view of the region where the daemon wrote it, of the dtype and shape
+        an array frame would give (raw-offset frames: float32 or uint8, 1-D).
+        A view stays valid until its range is written again, by you or by a
+        later frame's output.  Both kinds mix freely in one stream.
 
         While it waits for a result it keeps writing later frames and reading
         earlier replies, so no window is too large for the socket buffers.
@@ -225,9 +340,13 @@ class Client:
                     except StopIteration:
                         more = False
                         break
-                    enc = encode_frame(p, frame)
+                    if isinstance(frame, ShmFrame):
+                        enc = encode_shm(p, frame, self)
+                    else:
+                        enc = encode_frame(p, frame)
                     req = conn.submit(MsgType.FRAME, p.id, enc.payload, enc.expect_bytes,
-                                      enc.make_output)
+                                      enc.make_output, version=enc.version, flags=enc.flags,
+                                      finish=enc.finish)
                     in_flight.append((index, req))
                     index += 1
                 if not in_flight:
@@ -254,6 +373,8 @@ class Client:
             # Abandoned (an error, or the caller stopped iterating): the
             # requests stay in the connection's FIFO and their replies are
             # read and dropped by whatever waits next.
+            for _, req in in_flight:
+                req.abandoned = True
             in_flight.clear()
 
     def map(self, pipeline, frames, window=DEFAULT_WINDOW, *, errors="raise"):

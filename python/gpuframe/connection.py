@@ -14,9 +14,17 @@ or bytearray that the request's ``make_output`` allocates) once the header has
 been seen; only bytes that arrived in the same read as a header are copied
 once, out of a small receive buffer, which saves a system call per small frame.
 
+Each request carries its own protocol version and flags (version 2 only for
+the shared-memory messages; PROTOCOL.md, "Versioning"), and its reply must
+come in the same version.  A request may carry one file descriptor
+(REGION_ADD's memfd): its header then goes out alone, in one sendmsg() whose
+data is exactly those bytes and whose control data is the descriptor as
+SCM_RIGHTS, so that the daemon takes it to belong to that request.
+
 Not thread-safe: one connection is used by one thread at a time.
 """
 
+import array
 import itertools
 import selectors
 import socket
@@ -27,6 +35,7 @@ from . import protocol
 from .errors import (
     ClientTimeoutError,
     ConnectionClosedError,
+    GpuframeError,
     ProtocolError,
     make_status_error,
 )
@@ -54,6 +63,8 @@ _ANSWERS = {
     MsgType.LIST: MsgType.LIST,
     MsgType.STATS: MsgType.STATS,
     MsgType.TRACE: MsgType.TRACE,
+    MsgType.REGION_ADD: MsgType.REGION_ADD,
+    MsgType.REGION_REMOVE: MsgType.REGION_REMOVE,
 }
 
 
@@ -61,19 +72,27 @@ class Request:
     """One request queued or sent, until its reply.
 
     ``done`` turns True exactly once, with either ``result`` (the object
-    ``make_output`` made, filled with the reply's payload) or ``error`` (a
-    StatusError for an ERROR reply, else why the request failed) set.
+    ``make_output`` made, filled with the reply's payload, then passed
+    through ``finish`` when the request has one) or ``error`` (a StatusError
+    for an ERROR reply, else why the request failed) set.  ``abandoned`` is
+    set by a caller that will never look at the reply (a stream left early):
+    such a request does not keep the connection busy (:meth:`Connection.live`).
     """
 
-    __slots__ = ("msg_type", "frame_id", "pipeline_id", "expect_bytes", "make_output",
-                 "done", "result", "error")
+    __slots__ = ("msg_type", "frame_id", "pipeline_id", "version", "flags", "expect_bytes",
+                 "make_output", "finish", "abandoned", "done", "result", "error")
 
-    def __init__(self, msg_type, frame_id, pipeline_id, expect_bytes, make_output):
+    def __init__(self, msg_type, frame_id, pipeline_id, version, flags, expect_bytes,
+                 make_output, finish):
         self.msg_type = msg_type
         self.frame_id = frame_id
         self.pipeline_id = pipeline_id
+        self.version = version  # of the request, and so of its reply
+        self.flags = flags  # of the request; a RESULT carries the same FLAG_SHM
         self.expect_bytes = expect_bytes  # None: any length; -1: no RESULT is right
         self.make_output = make_output  # n -> (result object, writable n-byte memoryview)
+        self.finish = finish  # (result, Header) -> the result delivered, or raises
+        self.abandoned = False
         self.done = False
         self.result = None
         self.error = None
@@ -83,6 +102,7 @@ class Request:
         self.error = error
         self.done = True
         self.make_output = None
+        self.finish = None
 
 
 class _Reply:
@@ -111,8 +131,9 @@ class Connection:
     ``sock`` must be connected; the connection owns it from now on and makes it
     non-blocking.  ``timeout`` (seconds, None for ever) bounds how long a wait
     may go without any byte moving; ``version`` is the protocol version
-    written in request headers and required in replies; ``max_reply_bytes``
-    caps the payload of a reply whose length no pipeline rule fixes.
+    written in request headers unless :meth:`submit` says another;
+    ``max_reply_bytes`` caps the payload of a reply whose length no pipeline
+    rule fixes.
     """
 
     def __init__(self, sock, *, timeout, version=protocol.VERSION,
@@ -130,7 +151,8 @@ class Connection:
         self._sel.register(sock, self._events)
         self._next_frame_id = 0
         self._fifo = deque()  # Requests without a reply, oldest first
-        self._out = deque()  # [memoryview, ends a message] still to write
+        self._out = deque()  # (memoryview, ends a message, fd or None) still to write
+        self._out_fds = 0  # entries of _out that carry a file descriptor
         self._out_mid = False  # part, not all, of the head message is written
         self._write_error = None  # the OSError that ended writing (EPIPE), if any
         self._rbuf = bytearray(RECV_BUFFER_BYTES)
@@ -152,6 +174,11 @@ class Connection:
         """Requests queued or sent whose replies have not arrived."""
         return len(self._fifo)
 
+    def live(self):
+        """Requests without a reply that someone still waits for (those not
+        ``abandoned``)."""
+        return sum(1 for req in self._fifo if not req.abandoned)
+
     @property
     def next_frame_id(self):
         """The frame_id the next request gets: a per-connection counter from 0."""
@@ -160,29 +187,42 @@ class Connection:
     # ---- requests -----------------------------------------------------------------
 
     def submit(self, msg_type, pipeline_id, payload=None, expect_bytes=None,
-               make_output=_json_output):
+               make_output=_json_output, *, version=None, flags=0, finish=None, fd=None):
         """Queues one request and returns its :class:`Request`; writes nothing.
 
         ``payload`` (a byte memoryview, or None for none) is referenced until
-        it has been written, not copied.  Raises ConnectionClosedError when the
-        connection is closed.
+        it has been written, not copied.  ``version`` (default: the
+        connection's) and ``flags`` go into its header; ``finish`` turns the
+        filled result into what the request delivers (see :class:`Request`;
+        a GpuframeError it raises fails that request alone).  ``fd``, for a
+        request without payload only, is sent as SCM_RIGHTS with the header's
+        bytes alone; the caller keeps owning it and may close it once the
+        request is done.  Raises ConnectionClosedError when the connection is
+        closed.
         """
         if self.closed_error is not None:
             raise ConnectionClosedError(
                 "the connection to the daemon is closed", self.closed_error
             ) from self.closed_error
+        nbytes = 0 if payload is None else payload.nbytes
+        if fd is not None and nbytes:
+            raise ValueError("a file descriptor goes with a request without payload")
+        if version is None:
+            version = self.version
         frame_id = self._next_frame_id
         self._next_frame_id = (frame_id + 1) & _U64_MASK
-        nbytes = 0 if payload is None else payload.nbytes
-        req = Request(msg_type, frame_id, pipeline_id, expect_bytes, make_output)
+        req = Request(msg_type, frame_id, pipeline_id, version, flags, expect_bytes,
+                      make_output, finish)
         header = protocol.encode_header(msg_type, frame_id, pipeline_id, nbytes,
-                                        version=self.version)
+                                        flags=flags, version=version)
         # Once the daemon has stopped reading (EPIPE) nothing more is written;
         # the request fails when the close is seen, after the replies before it.
         if self._write_error is None:
-            self._out.append((memoryview(header), nbytes == 0))
+            self._out.append((memoryview(header), nbytes == 0, fd))
+            if fd is not None:
+                self._out_fds += 1
             if nbytes:
-                self._out.append((payload, True))
+                self._out.append((payload, True, None))
         self._fifo.append(req)
         return req
 
@@ -192,6 +232,11 @@ class Connection:
         and the caller may not come back soon).  On return ``req.done`` is
         True; a timeout or a close shows as ``req.error``."""
         self._pump(lambda: req.done and not self._out_mid)
+
+    def wait_all(self):
+        """Moves bytes both ways until every request has its reply (or the
+        connection closed)."""
+        self._pump(lambda: not self._fifo and not self._out_mid)
 
     def close(self, error=None):
         """Closes the socket; every request without a reply fails with
@@ -236,11 +281,24 @@ class Connection:
                 last_progress = time.monotonic()
 
     def _write(self):
-        """One sendmsg() of as much of the queue as the socket takes.  Returns
-        True when bytes moved (or writing ended)."""
-        iov = [view for view, _ in itertools.islice(self._out, SEND_IOV_MAX)]
+        """One sendmsg() of as much of the queue as the socket takes; a header
+        that carries a file descriptor goes alone, with it.  Returns True when
+        bytes moved (or writing ended)."""
+        out = self._out
+        ancillary = ()
+        if not self._out_fds:
+            iov = [view for view, _, _ in itertools.islice(out, SEND_IOV_MAX)]
+        elif out[0][2] is not None:
+            iov = [out[0][0]]
+            ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [out[0][2]]))]
+        else:
+            iov = []
+            for view, _, fd in itertools.islice(out, SEND_IOV_MAX):
+                if fd is not None:
+                    break
+                iov.append(view)
         try:
-            sent = self._sock.sendmsg(iov, (), socket.MSG_NOSIGNAL)
+            sent = self._sock.sendmsg(iov, ancillary, socket.MSG_NOSIGNAL)
         except (BlockingIOError, InterruptedError):
             return False
         except (BrokenPipeError, ConnectionResetError) as e:
@@ -248,20 +306,25 @@ class Connection:
             # be waiting to be read: keep reading until end-of-file.
             self._write_error = e
             self._out.clear()
+            self._out_fds = 0
             self._out_mid = False
             return True
         except OSError as e:
             self._close(ConnectionClosedError("writing to the daemon failed: %s" % e, e))
             return True
-        out = self._out
+        if ancillary:
+            # The descriptor went with the first of these bytes, which lie in
+            # its request's header: the rest, if any, goes without it.
+            self._out_fds -= 1
+            out[0] = (out[0][0], out[0][1], None)
         while sent:
-            view, last = out[0]
+            view, last, fd = out[0]
             if sent >= view.nbytes:
                 sent -= view.nbytes
                 out.popleft()
                 self._out_mid = not last
             else:
-                out[0] = (view[sent:], last)
+                out[0] = (view[sent:], last, fd)
                 sent = 0
                 self._out_mid = True
         return True
@@ -338,15 +401,16 @@ class Connection:
             self._close(e)
             return
         fatal = h.type == MsgType.ERROR and h.status in protocol.FATAL_STATUSES
-        # Replies come in the version spoken, except the one refusal of it: a
-        # daemon of another version answers bad_version in its own header
-        # (PROTOCOL.md, "Versioning"), which a client reacts to.
-        if h.version != self.version and not (fatal and h.status == Status.BAD_VERSION):
-            self._close(ProtocolError(
-                "reply of protocol version %d to a client speaking version %d"
-                % (h.version, self.version)))
-            return
         req = self._fifo[0] if self._fifo else None
+        # A reply comes in its request's version.  A fatal ERROR need not: a
+        # daemon of another version refuses in its own header (PROTOCOL.md,
+        # "Versioning"), and one refusing a header it cannot trust answers
+        # in version 1.
+        want = req.version if req is not None else self.version
+        if h.version != want and not fatal:
+            self._close(ProtocolError(
+                "reply of protocol version %d to a version-%d request" % (h.version, want)))
+            return
         if req is None and not fatal:
             self._close(ProtocolError(
                 "%s reply (frame_id %d) with no request in flight"
@@ -365,6 +429,13 @@ class Connection:
                     "reply for frame_id %d pipeline_id %d, expected frame_id %d "
                     "pipeline_id %d (replies out of order)"
                     % (h.frame_id, h.pipeline_id, req.frame_id, req.pipeline_id)))
+                return
+            if h.type == MsgType.RESULT and \
+                    (h.flags & protocol.FLAG_SHM) != (req.flags & protocol.FLAG_SHM):
+                # Output bytes where a descriptor belongs, or the reverse.
+                self._close(ProtocolError(
+                    "RESULT with flags 0x%04x to a FRAME sent with flags 0x%04x (frame_id %d)"
+                    % (h.flags, req.flags, req.frame_id)))
                 return
         nbytes = h.payload_bytes
         result, dest, error = None, None, None
@@ -401,7 +472,13 @@ class Connection:
             popped = self._fifo.popleft()
             assert popped is req
         if h.type != MsgType.ERROR:
-            req._finish(result=r.result if r.error is None else None, error=r.error)
+            result, error = r.result, r.error
+            if error is None and req.finish is not None:
+                try:
+                    result = req.finish(result, h)
+                except GpuframeError as e:
+                    result, error = None, e
+            req._finish(result=result if error is None else None, error=error)
             return
         text = bytes(r.dest).decode("utf-8", "replace")
         # bad_length closes the connection only after a LIST/STATS/TRACE with
@@ -434,6 +511,7 @@ class Connection:
             req._finish(error=error)
         self._fifo.clear()
         self._out.clear()
+        self._out_fds = 0
         self._out_mid = False
         self._reply = None
         try:

@@ -22,6 +22,7 @@ __all__ = [
     "ProtocolError",
     "ClientTimeoutError",
     "NoSuchPipelineError",
+    "BusyError",
     "StatusError",
     "FatalStatusError",
     "BadMagicError",
@@ -84,6 +85,12 @@ class ClientTimeoutError(GpuframeError, TimeoutError):
 class NoSuchPipelineError(GpuframeError, LookupError):
     """No pipeline of the daemon's LIST has that name.  Raised by the client
     before anything is sent."""
+
+
+class BusyError(GpuframeError, RuntimeError):
+    """A request that needs the connection to itself (adding or removing a
+    shared-memory region) was asked for while frames of a stream were still
+    in flight.  Nothing was sent; finish or close the stream, then retry."""
 
 
 class StatusError(GpuframeError):

@@ -212,21 +212,29 @@ class EncodedFrame:
 
     ``payload`` is a C-contiguous byte memoryview of the input (the caller's
     own memory where it already had the wire's layout); ``expect_bytes`` the
-    result length the pipeline's rule gives (None: any, for an unknown kind;
-    REFUSED: the daemon will answer bad_length); ``make_output(n)`` allocates
-    the result object for an n-byte RESULT and returns it with a writable
-    byte memoryview of exactly n bytes over its memory, which the reply is
-    read into with no further copy.  (Protocol version 2's shared-memory
-    regions are another way to fill the same three roles: a payload placed in
-    a region, an output that is a view of one.)
+    RESULT payload length the pipeline's rule gives (None: any, for an
+    unknown kind; REFUSED: the daemon will answer bad_length);
+    ``make_output(n)`` allocates the result object for an n-byte RESULT and
+    returns it with a writable byte memoryview of exactly n bytes over its
+    memory, which the reply is read into with no further copy.
+
+    A frame by reference (gpuframe.shm) fills the same roles with
+    ``version`` 2 and ``flags`` FLAG_SHM: its payload is a descriptor, its
+    RESULT's payload the 24-byte answer, and ``finish(result, header)`` turns
+    that answer into a view of the region (None: the result is delivered as
+    read).
     """
 
-    __slots__ = ("payload", "expect_bytes", "make_output")
+    __slots__ = ("payload", "expect_bytes", "make_output", "version", "flags", "finish")
 
-    def __init__(self, payload, expect_bytes, make_output):
+    def __init__(self, payload, expect_bytes, make_output, *, version=None, flags=0,
+                 finish=None):
         self.payload = payload
         self.expect_bytes = expect_bytes
         self.make_output = make_output
+        self.version = version  # None: the connection's (version 1)
+        self.flags = flags
+        self.finish = finish
 
 
 def _bytes_view(arr):

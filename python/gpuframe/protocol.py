@@ -6,8 +6,10 @@ bytes of payload.  Nothing here does I/O.
 
 The header codec takes the version as an argument rather than assuming 1:
 ``magic`` and ``version`` keep their place in every future version
-(PROTOCOL.md, "Versioning"), so a later version is one more entry in
-``SUPPORTED_VERSIONS`` plus what it adds, not a rewrite of the parser.
+(PROTOCOL.md, "Versioning").  Version 2 is version 1 plus shared-memory
+regions: the REGION_ADD and REGION_REMOVE messages, the ``SHM`` flag on a
+FRAME and its RESULT, and the three fixed descriptors those carry (encoded and
+decoded here).  A client marks only those messages as version 2.
 """
 
 import enum
@@ -19,7 +21,13 @@ from .errors import ProtocolError
 __all__ = [
     "MAGIC",
     "VERSION",
+    "VERSION_SHM",
     "SUPPORTED_VERSIONS",
+    "FLAG_SHM",
+    "SHM_FRAME_BYTES",
+    "SHM_RESULT_BYTES",
+    "REGION_INFO_BYTES",
+    "REGION_PINNED",
     "HEADER_BYTES",
     "ERROR_TEXT_MAX_BYTES",
     "MsgType",
@@ -31,14 +39,33 @@ __all__ = [
     "encode_header",
     "encode_header_into",
     "decode_header",
+    "ShmResult",
+    "RegionInfo",
+    "encode_shm_frame",
+    "decode_shm_result",
+    "decode_region_info",
 ]
 
 #: "GFRM" read as a little-endian 32-bit integer.
 MAGIC = 0x4D524647
-#: The protocol version this package sends.
+#: The protocol version of every request but the shared-memory ones.
 VERSION = 1
+#: The version of REGION_ADD, REGION_REMOVE and frames by reference.
+VERSION_SHM = 2
 #: The versions whose replies this package can read.
-SUPPORTED_VERSIONS = (1,)
+SUPPORTED_VERSIONS = (1, 2)
+#: ``flags`` of a version-2 FRAME whose payload is a descriptor into a region,
+#: and of its RESULT.
+FLAG_SHM = 0x0001
+#: A frame by reference's payload: region_id, reserved, in_offset, in_bytes,
+#: out_offset, out_capacity.
+SHM_FRAME_BYTES = 40
+#: Its RESULT's payload: region_id, reserved, out_offset, out_bytes.
+SHM_RESULT_BYTES = 24
+#: REGION_ADD's reply payload: region_id, flags, region_bytes.
+REGION_INFO_BYTES = 16
+#: Region info flag: the daemon page-locked the region (CUDA engine).
+REGION_PINNED = 0x1
 #: The fixed header that precedes every payload.
 HEADER_BYTES = 32
 #: Upper bound on an ERROR reply's text; a longer ERROR is a protocol violation.
@@ -48,6 +75,11 @@ ERROR_TEXT_MAX_BYTES = 256
 # every field at its PROTOCOL.md offset, no padding ("<" packs exactly).
 _HEADER = struct.Struct("<IBBHQIIQ")
 assert _HEADER.size == HEADER_BYTES
+_SHM_FRAME = struct.Struct("<IIQQQQ")
+_SHM_RESULT = struct.Struct("<IIQQ")
+_REGION_INFO = struct.Struct("<IIQ")
+assert (_SHM_FRAME.size, _SHM_RESULT.size, _REGION_INFO.size) == (
+    SHM_FRAME_BYTES, SHM_RESULT_BYTES, REGION_INFO_BYTES)
 
 
 class MsgType(enum.IntEnum):
@@ -65,8 +97,11 @@ class MsgType(enum.IntEnum):
 
 #: The types a client accepts from the daemon.
 REPLY_TYPES = frozenset(
-    {MsgType.RESULT, MsgType.ERROR, MsgType.LIST, MsgType.STATS, MsgType.TRACE}
+    {MsgType.RESULT, MsgType.ERROR, MsgType.LIST, MsgType.STATS, MsgType.TRACE,
+     MsgType.REGION_ADD, MsgType.REGION_REMOVE}
 )
+# The reply types that exist only from version 2 on.
+_SHM_TYPES = frozenset({MsgType.REGION_ADD, MsgType.REGION_REMOVE})
 
 
 class Status(enum.IntEnum):
@@ -115,6 +150,11 @@ FATAL_STATUSES = frozenset(
 Header = namedtuple(
     "Header", "version type flags frame_id pipeline_id status payload_bytes"
 )
+#: A frame by reference's RESULT: where in which region its output is.
+ShmResult = namedtuple("ShmResult", "region_id out_offset out_bytes")
+#: REGION_ADD's reply: the region's id on this connection, its flags
+#: (REGION_PINNED) and its size.
+RegionInfo = namedtuple("RegionInfo", "region_id flags region_bytes")
 
 
 def status_name(code):
@@ -153,12 +193,15 @@ def decode_header(buf, offset=0, *, versions=SUPPORTED_VERSIONS):
     """Decodes and checks the reply header at ``buf[offset:offset + 32]``.
 
     Checks what PROTOCOL.md asks of a client, in wire order: the magic, a
-    version in ``versions``, a reply type, ``flags`` 0, ``status`` nonzero
-    exactly for ERROR, and an ERROR text of at most ``ERROR_TEXT_MAX_BYTES``.
-    A status code this package does not know is accepted: it is a failure of
-    that one frame, not a violation.  Returns a :class:`Header`; raises
-    :class:`ProtocolError` naming the first problem.  ``buf`` needs at least
-    32 bytes from ``offset``.
+    version in ``versions``, a reply type of that version (REGION_* from
+    version 2 on), ``flags`` 0 (or ``FLAG_SHM`` on a version-2 RESULT),
+    ``status`` nonzero exactly for ERROR, an ERROR text of at most
+    ``ERROR_TEXT_MAX_BYTES``, and the fixed payload lengths of version 2: 24
+    bytes for a RESULT with ``FLAG_SHM``, 16 for REGION_ADD, 0 for
+    REGION_REMOVE.  A status code this package does not know is accepted: it
+    is a failure of that one frame, not a violation.  Returns a
+    :class:`Header`; raises :class:`ProtocolError` naming the first problem.
+    ``buf`` needs at least 32 bytes from ``offset``.
     """
     magic, version, type_, flags, frame_id, pipeline_id, status, payload_bytes = (
         _HEADER.unpack_from(buf, offset)
@@ -172,8 +215,13 @@ def decode_header(buf, offset=0, *, versions=SUPPORTED_VERSIONS):
         )
     if type_ not in REPLY_TYPES:
         raise ProtocolError("reply of type %d, which is not a reply" % type_)
-    if flags != 0:
-        raise ProtocolError("reply with flags 0x%04x (must be 0)" % flags)
+    if type_ in _SHM_TYPES and version < VERSION_SHM:
+        raise ProtocolError("reply of type %d in version %d (it needs version %d)"
+                            % (type_, version, VERSION_SHM))
+    allowed_flags = FLAG_SHM if version >= VERSION_SHM and type_ == MsgType.RESULT else 0
+    if flags & ~allowed_flags:
+        raise ProtocolError("reply with flags 0x%04x (must be %s)"
+                            % (flags, "0 or 0x%04x" % FLAG_SHM if allowed_flags else "0"))
     if (status != 0) != (type_ == MsgType.ERROR):
         raise ProtocolError(
             "%s reply with status %d" % (MsgType(type_).name, status)
@@ -182,4 +230,41 @@ def decode_header(buf, offset=0, *, versions=SUPPORTED_VERSIONS):
         raise ProtocolError(
             "ERROR reply of %d bytes (at most %d)" % (payload_bytes, ERROR_TEXT_MAX_BYTES)
         )
+    fixed = None
+    if flags & FLAG_SHM:
+        fixed = SHM_RESULT_BYTES
+    elif type_ == MsgType.REGION_ADD:
+        fixed = REGION_INFO_BYTES
+    elif type_ == MsgType.REGION_REMOVE:
+        fixed = 0
+    if fixed is not None and payload_bytes != fixed:
+        raise ProtocolError("%s%s reply of %d bytes (it has %d)"
+                            % (MsgType(type_).name, " (SHM)" if flags else "", payload_bytes,
+                               fixed))
     return Header(version, type_, flags, frame_id, pipeline_id, status, payload_bytes)
+
+
+# ---- version 2: the shared-memory descriptors ------------------------------------
+
+
+def encode_shm_frame(region_id, in_offset, in_bytes, out_offset, out_capacity, *, reserved=0):
+    """A frame by reference's 40-byte payload: the input is ``in_bytes`` at
+    ``in_offset`` of region ``region_id``, the output goes to ``out_offset``
+    with ``out_capacity`` bytes of room.  Every field is written exactly as
+    given (``reserved`` must be 0 for the daemon; tests forge it); a value
+    that does not fit its field raises ``struct.error``."""
+    return _SHM_FRAME.pack(region_id, reserved, in_offset, in_bytes, out_offset, out_capacity)
+
+
+def decode_shm_result(buf):
+    """The :class:`ShmResult` of a RESULT with ``FLAG_SHM`` (its 24-byte
+    payload).  Raises :class:`ProtocolError` when the reserved bytes are not 0."""
+    region_id, reserved, out_offset, out_bytes = _SHM_RESULT.unpack(buf)
+    if reserved:
+        raise ProtocolError("shm RESULT with reserved bytes 0x%08x (must be 0)" % reserved)
+    return ShmResult(region_id, out_offset, out_bytes)
+
+
+def decode_region_info(buf):
+    """The :class:`RegionInfo` of a REGION_ADD reply (its 16-byte payload)."""
+    return RegionInfo(*_REGION_INFO.unpack(buf))

@@ -201,6 +201,10 @@ F32 = np.dtype("<f4")
 
 
 def ref_echo(params, data):
+    """The input's bytes (an array's in C order; bytes() of a 0-d array would
+    be that many zero bytes)."""
+    if isinstance(data, np.ndarray):
+        return data.tobytes()
     return bytes(data)
 
 
@@ -278,6 +282,16 @@ def mismatch(kind, got, ref):
         return "element %d: got %.9g, expected %.9g (%d elements outside tolerance)" % (
             i, gf[i], rf[i], bad.size)
     return None
+
+
+# Float values the float pipelines must carry through like any other.
+SPECIAL_F32 = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 1e30, -1e30, 1e-40, -1e-40,
+                        np.finfo(np.float32).max, np.finfo(np.float32).tiny], F32)
+
+
+def open_fds():
+    """How many file descriptors this process holds (/proc/self/fd)."""
+    return len(os.listdir("/proc/self/fd"))
 
 
 def random_f32(rng, count):

@@ -11,7 +11,7 @@ import numpy as np
 
 import gpuframe
 import support
-from support import F32, REFERENCES, DaemonTestCase, mismatch, random_f32
+from support import F32, REFERENCES, SPECIAL_F32, DaemonTestCase, mismatch, random_f32
 
 MAX_FRAME_BYTES = 1 << 20
 TRACE_FRAMES = 32
@@ -33,10 +33,6 @@ CONFIG = {
         {"name": "shift", "kind": "affine", "params": {"a": -3.0, "b": 1000.0}},
     ],
 }
-
-# Float values the float pipelines must carry through like any other.
-SPECIAL_F32 = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 1e30, -1e30, 1e-40, -1e-40,
-                        np.finfo(np.float32).max, np.finfo(np.float32).tiny], F32)
 
 
 def wait_idle(c, open_connections, timeout_s=10.0):

@@ -1,8 +1,14 @@
 """The client against a scripted peer: replies a real daemon never sends
 (unknown status codes, replies out of order, malformed headers, silence,
 a close in the middle), each checked for the exact error and whether the
-connection survives it, as PROTOCOL.md prescribes."""
+connection survives it, as PROTOCOL.md prescribes.  Every request the peer
+reads with recv_request() must be version 1 with flags 0; the shared-memory
+requests are read with recv_message(), which shows the version, the flags and
+the file descriptors that came with the header."""
 
+import array
+import fcntl
+import mmap
 import os
 import shutil
 import socket
@@ -67,6 +73,26 @@ class Peer:
         self.requests.append((fid, t, pid, payload))
         return fid, t, pid, payload
 
+    def recv_message(self):
+        """One request of any version: (version, flags, frame_id, type,
+        pipeline_id, payload, fds, first), where ``fds`` came as SCM_RIGHTS
+        with the header's first read, which held ``first`` bytes."""
+        data, ancillary, msg_flags, _ = self.conn.recvmsg(32, socket.CMSG_SPACE(4 * 4))
+        assert not msg_flags & socket.MSG_CTRUNC, "control data truncated"
+        fds = array.array("i")
+        for level, kind, cdata in ancillary:
+            assert (level, kind) == (socket.SOL_SOCKET, socket.SCM_RIGHTS), (level, kind)
+            fds.frombytes(cdata[:len(cdata) - len(cdata) % fds.itemsize])
+        first = len(data)
+        if not data:
+            raise EOFError("client closed")
+        data += self.recv_exact(32 - len(data))
+        magic, version, t, flags, fid, pid, status, n = struct.unpack("<IBBHQIIQ", data)
+        assert (magic, status) == (protocol.MAGIC, 0)
+        payload = self.recv_exact(n)
+        self.requests.append((fid, t, pid, payload))
+        return version, flags, fid, t, pid, payload, list(fds), first
+
     def send(self, data):
         self.conn.sendall(data)
 
@@ -92,7 +118,8 @@ def echo_replies(count):
     return script
 
 
-class PeerTest(unittest.TestCase):
+class PeerCase(unittest.TestCase):
+    """A test that runs a client against a scripted peer."""
 
     def run_peer(self, script, timeout=5.0):
         peer = Peer(script)
@@ -100,6 +127,9 @@ class PeerTest(unittest.TestCase):
         c = gpuframe.Client(peer.path, timeout=timeout)
         self.addCleanup(c.close)
         return peer, c
+
+
+class PeerTest(PeerCase):
 
     def test_unknown_status_fails_one_frame_and_the_stream_goes_on(self):
         def script(peer):
@@ -308,6 +338,222 @@ class PeerTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             c.stream(3.0, [])
         self.assertEqual(c.next_frame_id, 0)
+
+
+REGION_BYTES = 1 << 16
+F_GET_SEALS = 1034
+SEALED = 0x0002 | 0x0004 | 0x0001  # F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL
+
+
+def serve_region_add(peer, region_id=1, flags=0, reply_bytes=None):
+    """Reads a REGION_ADD and checks it as PROTOCOL.md asks (version 2, 32
+    bytes alone with exactly one sealed memfd); maps the memfd, answers with
+    region info and returns the mapping."""
+    version, fl, fid, t, pid, payload, fds, first = peer.recv_message()
+    assert (version, t, fl, pid, payload) == (2, MsgType.REGION_ADD, 0, 0, b""), (version, t)
+    assert (first, len(fds)) == (32, 1), (first, fds)
+    fd = fds[0]
+    try:
+        assert fcntl.fcntl(fd, F_GET_SEALS) == SEALED
+        size = os.fstat(fd).st_size
+        assert os.readlink("/proc/self/fd/%d" % fd).startswith("/memfd:gpuframe-region")
+        m = mmap.mmap(fd, size)
+    finally:
+        os.close(fd)
+    peer.reply(MsgType.REGION_ADD, fid, 0,
+               struct.pack("<IIQ", region_id, flags, size if reply_bytes is None else reply_bytes),
+               version=2)
+    return m
+
+
+def recv_shm_frame(peer):
+    """Reads a frame by reference: (frame_id, pipeline_id, region_id,
+    in_offset, in_bytes, out_offset, out_capacity)."""
+    version, flags, fid, t, pid, payload, fds, first = peer.recv_message()
+    assert (version, flags, t, len(payload), fds) == (2, 1, MsgType.FRAME, 40, []), \
+        (version, flags, t, len(payload))
+    region_id, reserved, in_off, in_bytes, out_off, cap = struct.unpack("<IIQQQQ", payload)
+    assert reserved == 0
+    return fid, pid, region_id, in_off, in_bytes, out_off, cap
+
+
+def shm_result(peer, fid, pid, region_id, out_off, out_bytes, reserved=0, flags=1):
+    peer.reply(MsgType.RESULT, fid, pid, struct.pack("<IIQQ", region_id, reserved, out_off,
+                                                     out_bytes), version=2, flags=flags)
+
+
+class ShmPeerTest(PeerCase):
+    """Regions and frames by reference on the wire, and the replies to them
+    that a client must refuse."""
+
+    def test_versions_flags_and_the_fd_on_the_wire(self):
+        def script(peer):
+            fid, t, pid, payload = peer.recv_request()  # version 1: the socket path
+            peer.reply(MsgType.RESULT, fid, pid, payload)
+            m = serve_region_add(peer, region_id=5, flags=1)
+            for _ in range(2):
+                fid, t, pid, payload = peer.recv_request()
+                peer.reply(MsgType.RESULT, fid, pid, payload)
+                fid, pid, rid, in_off, n, out_off, cap = recv_shm_frame(peer)
+                assert (rid, pid, cap) == (5, 0, REGION_BYTES - out_off), (rid, pid, cap)
+                # "The daemon" writes the output straight into the memfd.
+                m[out_off:out_off + n] = m[in_off:in_off + n][::-1]
+                shm_result(peer, fid, pid, rid, out_off, n)
+            version, flags, fid, t, pid, payload, fds, first = peer.recv_message()
+            assert (version, flags, t, pid, payload, fds) == (2, 0, MsgType.REGION_REMOVE, 5,
+                                                              b"", [])
+            peer.reply(MsgType.REGION_REMOVE, fid, pid, version=2)
+            fid, t, pid, payload = peer.recv_request()
+            peer.reply(MsgType.STATS, fid, pid, b"{}")
+            m.close()
+        peer, c = self.run_peer(script)
+        self.assertEqual(c.process(ECHO, b"v1"), b"v1")
+        r = c.region(REGION_BYTES)
+        self.assertEqual((r.id, r.pinned, r.nbytes), (5, True, REGION_BYTES))
+        x = r.array(np.uint8, 7, 6)
+        x[:] = np.arange(6)
+        out = c.map(ECHO, [b"abc", r.frame(x, 100), np.arange(3, dtype=np.int16),
+                           r.frame(x, 200)], window=4)
+        self.assertEqual(out[0], b"abc")
+        self.assertEqual(out[2].tolist(), [0, 1, 2])
+        for y, offset in ((out[1], 100), (out[3], 200)):
+            self.assertEqual(y.tolist(), [5, 4, 3, 2, 1, 0])  # what the peer wrote
+            self.assertEqual(r.offset_of(y), offset)
+        r.close()
+        self.assertEqual(c.stats(), {})
+        self.assertEqual([q[1] for q in peer.requests],
+                         [MsgType.FRAME, MsgType.REGION_ADD] + [MsgType.FRAME] * 4
+                         + [MsgType.REGION_REMOVE, MsgType.STATS])
+
+    def test_a_result_descriptor_that_does_not_match_fails_that_frame(self):
+        bad = [
+            dict(region_id=2), dict(out_off=101), dict(out_bytes=7), dict(out_bytes=5),
+            dict(reserved=1),
+        ]
+
+        def script(peer):
+            serve_region_add(peer)
+            for kw in bad + [{}]:
+                fid, pid, rid, in_off, n, out_off, cap = recv_shm_frame(peer)
+                args = dict(region_id=rid, out_off=out_off, out_bytes=n)
+                args.update(kw)
+                shm_result(peer, fid, pid, args.pop("region_id"), args.pop("out_off"),
+                           args.pop("out_bytes"), **args)
+            peer.release.wait(10)
+        peer, c = self.run_peer(script)
+        r = c.region(REGION_BYTES)
+        x = r.array(np.uint8, 0, 6)
+        out = c.map(ECHO, [r.frame(x, 100)] * (len(bad) + 1), window=3, errors="yield")
+        for e, why in zip(out, ["says region 2 offset 100 bytes 6, but the frame asked for "
+                                "region 1 offset 100 bytes 6",
+                                "says region 1 offset 101", "bytes 7", "bytes 5",
+                                "reserved bytes 0x00000001"]):
+            self.assertIsInstance(e, gpuframe.ProtocolError)
+            self.assertIn(why, str(e))
+        self.assertEqual(r.offset_of(out[-1]), 100)
+        self.assertFalse(c.closed)
+
+    def test_a_result_on_a_closed_region_fails_that_frame(self):
+        def script(peer):
+            serve_region_add(peer).close()
+            version, flags, fid, t, pid, payload, fds, first = peer.recv_message()
+            assert (version, t, pid) == (2, MsgType.REGION_REMOVE, 1)
+            peer.reply(MsgType.REGION_REMOVE, fid, pid, version=2)
+            # A daemon must answer unknown_region here; this one does not.
+            fid, pid, rid, in_off, n, out_off, cap = recv_shm_frame(peer)
+            shm_result(peer, fid, pid, rid, out_off, n)
+            fid, t, pid, payload = peer.recv_request()
+            peer.reply(MsgType.RESULT, fid, pid, payload)
+        peer, c = self.run_peer(script)
+        r = c.region(REGION_BYTES)
+        stale = gpuframe.ShmFrame(r, 0, 8, 100)
+        r.close()
+        with self.assertRaisesRegex(gpuframe.ProtocolError,
+                                    "RESULT for frame_id 2 of region 1, which is closed here"):
+            c.process(ECHO, stale)
+        self.assertEqual(c.process(ECHO, b"on"), b"on")
+
+    def test_a_result_without_the_shm_flag_or_version_closes(self):
+        cases = [
+            (dict(version=2), "RESULT with flags 0x0000 to a FRAME sent with flags 0x0001"),
+            (dict(version=1), "reply of protocol version 1 to a version-2 request"),
+        ]
+        for kw, why in cases:
+            with self.subTest(why):
+                def script(peer):
+                    serve_region_add(peer)
+                    fid, pid, rid, in_off, n, out_off, cap = recv_shm_frame(peer)
+                    peer.reply(MsgType.RESULT, fid, pid, b"x" * n, **kw)
+                    peer.release.wait(10)
+                peer, c = self.run_peer(script)
+                r = c.region(REGION_BYTES)
+                with self.assertRaisesRegex(gpuframe.ProtocolError, why):
+                    c.process(ECHO, r.frame(r.array(np.uint8, 0, 6), 100))
+                self.assertTrue(c.closed)
+                # The daemon forgot the region with the connection; here it
+                # stays mapped until closed, which needs no daemon.
+                self.assertFalse(r.closed)
+                r.close()
+                self.assertTrue(r.closed)
+
+    def test_a_region_add_reply_of_another_size_closes(self):
+        def script(peer):
+            serve_region_add(peer, reply_bytes=REGION_BYTES // 2)
+            peer.release.wait(10)
+        peer, c = self.run_peer(script)
+        with self.assertRaisesRegex(gpuframe.ProtocolError,
+                                    "says region 1 of 32768 bytes for a new region of 65536"):
+            c.region(REGION_BYTES)
+        self.assertTrue(c.closed)
+
+    def test_a_daemon_without_regions_refuses_with_bad_version(self):
+        def script(peer):
+            version, flags, fid, t, pid, payload, fds, first = peer.recv_message()
+            for fd in fds:
+                os.close(fd)
+            # A version-1 daemon answers in its own version and closes.
+            peer.reply(MsgType.ERROR, fid, pid, b"version 2 is not 1", status=2)
+        peer, c = self.run_peer(script)
+        with self.assertRaises(gpuframe.BadVersionError) as cm:
+            c.region(4096)
+        self.assertEqual((cm.exception.status, cm.exception.fatal), (2, True))
+        self.assertTrue(c.closed)
+
+    def test_regions_wait_for_a_live_stream(self):
+        go = threading.Event()
+
+        def script(peer):
+            serve_region_add(peer)
+            frames = [recv_shm_frame(peer) for _ in range(3)]
+            for i, (fid, pid, rid, in_off, n, out_off, cap) in enumerate(frames):
+                if i == 1:
+                    go.wait(10)  # the rest only once the client found itself busy
+                shm_result(peer, fid, pid, rid, out_off, n)
+            version, flags, fid, t, pid, payload, fds, first = peer.recv_message()
+            assert (version, t, pid) == (2, MsgType.REGION_REMOVE, 1)
+            peer.reply(MsgType.REGION_REMOVE, fid, pid, version=2)
+            serve_region_add(peer, region_id=2).close()
+            peer.release.wait(10)
+        peer, c = self.run_peer(script)
+        r = c.region(REGION_BYTES)
+        x = r.array(np.uint8, 0, 6)
+        gen = c.stream(ECHO, [r.frame(x, 100 * k) for k in (1, 2, 3)], window=3)
+        first = next(gen)
+        self.assertEqual(c.in_flight, 2)
+        frame_id = c.next_frame_id
+        with self.assertRaisesRegex(gpuframe.BusyError,
+                                    "adding a region needs the connection to itself, but 2 "
+                                    "requests of a stream are in flight"):
+            c.region(4096)
+        with self.assertRaisesRegex(gpuframe.BusyError, "removing region 1"):
+            r.close()
+        self.assertIsInstance(gpuframe.BusyError("x"), RuntimeError)
+        self.assertEqual((r.closed, c.next_frame_id), (False, frame_id))  # nothing sent
+        go.set()
+        rest = list(gen)
+        self.assertEqual([r.offset_of(y) for y in [first] + rest], [100, 200, 300])
+        r.close()
+        self.assertEqual(c.region(4096).id, 2)
 
 
 class ConnectTest(unittest.TestCase):

@@ -9,6 +9,7 @@ added to the contract and not to the package fails here.
 import json
 import os
 import re
+import struct
 import unittest
 
 import numpy as np
@@ -83,6 +84,55 @@ class WorkedExampleTest(unittest.TestCase):
         self.assertEqual((e.status, e.name, e.fatal, e.frame_id, e.pipeline_id),
                          (6, "unknown_pipeline", False, 8, 9))
         self.assertEqual(str(e), "unknown_pipeline (status 6): pipeline 9 does not exist")
+
+
+class ShmExampleTest(unittest.TestCase):
+    """PROTOCOL.md, "Shared-memory frames (version 2)", "Example", byte for byte."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.blocks = [b for b, _ in hex_blocks(read_doc()) if b[:5] == b"GFRM\x02"]
+
+    def block(self, msg_type):
+        (block,) = [b for b in self.blocks if b[5] == msg_type]
+        return block
+
+    def test_the_document_was_read(self):
+        self.assertEqual(sorted(b[5] for b in self.blocks),
+                         [MsgType.FRAME, MsgType.RESULT, MsgType.REGION_ADD, MsgType.REGION_ADD])
+
+    def test_region_add_request_and_reply(self):
+        request, reply = sorted((b for b in self.blocks if b[5] == MsgType.REGION_ADD), key=len)
+        self.assertEqual(protocol.encode_header(MsgType.REGION_ADD, 0, 0, 0, version=2), request)
+        h = protocol.decode_header(reply)
+        self.assertEqual(h, protocol.Header(2, MsgType.REGION_ADD, 0, 0, 0, 0, 16))
+        info = protocol.decode_region_info(reply[32:])
+        self.assertEqual(info, protocol.RegionInfo(1, protocol.REGION_PINNED, 1 << 20))
+
+    def test_frame_by_reference(self):
+        block = self.block(MsgType.FRAME)
+        header = protocol.encode_header(MsgType.FRAME, 9, 0, protocol.SHM_FRAME_BYTES,
+                                        flags=protocol.FLAG_SHM, version=2)
+        desc = protocol.encode_shm_frame(1, 0, 4096, 524288, 4096)
+        self.assertEqual(header + desc, block)
+
+    def test_its_result(self):
+        block = self.block(MsgType.RESULT)
+        h = protocol.decode_header(block)
+        self.assertEqual(h, protocol.Header(2, MsgType.RESULT, protocol.FLAG_SHM, 9, 0, 0, 24))
+        self.assertEqual(protocol.decode_shm_result(block[32:]),
+                         protocol.ShmResult(1, 524288, 4096))
+
+    def test_descriptor_fields_and_reserved_bytes(self):
+        d = protocol.encode_shm_frame(7, 1, 2, 3, 4, reserved=5)
+        self.assertEqual(len(d), protocol.SHM_FRAME_BYTES)
+        self.assertEqual(d[4:8], bytes([5, 0, 0, 0]))
+        with self.assertRaises(struct.error):
+            protocol.encode_shm_frame(1, 1 << 64, 0, 0, 0)
+        bad = bytearray(self.block(MsgType.RESULT)[32:])
+        bad[5] = 1
+        with self.assertRaisesRegex(gpuframe.ProtocolError, "reserved bytes 0x00000100"):
+            protocol.decode_shm_result(bytes(bad))
 
 
 class TablesTest(unittest.TestCase):
@@ -183,17 +233,42 @@ class DecodeHeaderTest(unittest.TestCase):
         bad_magic = bytearray(self.reply())
         bad_magic[0:4] = b"GFRX"
         self.refused(bytes(bad_magic), "bad magic")
-        self.refused(self.reply(version=2), "version 2")
+        self.refused(self.reply(version=3), "version 3")
+        self.refused(self.reply(version=0), "version 0")
         self.refused(self.reply(MsgType.FRAME), "type 1")
-        self.refused(self.reply(7), "type 7")
-        self.refused(self.reply(flags=1), "flags")
+        self.refused(self.reply(9, version=2), "type 9")
+        self.refused(self.reply(flags=1), "flags 0x0001 \\(must be 0\\)")
         self.refused(self.reply(MsgType.RESULT, status=6), "RESULT reply with status 6")
         self.refused(self.reply(MsgType.ERROR, status=0), "ERROR reply with status 0")
         self.refused(self.reply(MsgType.ERROR, 6, 257), "257 bytes")
 
-    def test_a_later_version_is_one_more_supported_entry(self):
-        h = protocol.decode_header(self.reply(version=2), versions=(1, 2))
-        self.assertEqual(h.version, 2)
+    def test_version_2_adds_regions_and_the_shm_flag(self):
+        v2 = dict(version=2)
+        self.assertEqual(protocol.decode_header(self.reply(payload_bytes=5, **v2)),
+                         protocol.Header(2, MsgType.RESULT, 0, 1, 2, 0, 5))
+        self.assertEqual(protocol.decode_header(self.reply(flags=1, payload_bytes=24, **v2)),
+                         protocol.Header(2, MsgType.RESULT, 1, 1, 2, 0, 24))
+        self.assertEqual(protocol.decode_header(self.reply(7, payload_bytes=16, **v2)).type,
+                         MsgType.REGION_ADD)
+        self.assertEqual(protocol.decode_header(self.reply(8, **v2)).type,
+                         MsgType.REGION_REMOVE)
+        # REGION_* exist only in version 2, SHM only on a version-2 RESULT.
+        self.refused(self.reply(7, payload_bytes=16), "type 7 in version 1")
+        self.refused(self.reply(8), "type 8 in version 1")
+        self.refused(self.reply(MsgType.LIST, flags=1, **v2), "flags 0x0001 \\(must be 0\\)")
+        self.refused(self.reply(flags=2, payload_bytes=24, **v2), "flags 0x0002")
+        # Their payloads have fixed lengths.
+        self.refused(self.reply(flags=1, payload_bytes=16, **v2), "RESULT \\(SHM\\) reply of 16")
+        self.refused(self.reply(7, payload_bytes=15, **v2), "REGION_ADD reply of 15 bytes")
+        self.refused(self.reply(8, payload_bytes=1, **v2), "REGION_REMOVE reply of 1 bytes")
+        # An ERROR answers a REGION_ADD with text, as any request.
+        self.assertEqual(protocol.decode_header(self.reply(MsgType.ERROR, 16, 40, **v2)).status,
+                         16)
+
+    def test_the_versions_read_are_an_argument(self):
+        with self.assertRaisesRegex(gpuframe.ProtocolError, "version 2 \\(this client reads 1\\)"):
+            protocol.decode_header(self.reply(version=2), versions=(1,))
+        self.assertEqual(protocol.SUPPORTED_VERSIONS, (1, 2))
 
 
 class PipelinesTest(unittest.TestCase):

@@ -1,0 +1,346 @@
+"""Shared-memory regions and frames by reference (PROTOCOL.md, "Shared-memory
+frames (version 2)").
+
+A :class:`Region` is a sealed memfd mapped here and in the daemon.  Frames
+whose input lies in it go to the daemon as a 40-byte descriptor
+(:class:`ShmFrame`) instead of their bytes; the daemon writes the output into
+the region, and the client hands it out as a NumPy view of the region: no
+frame byte crosses the socket or is copied by either side's CPU.
+
+    with client.region(1 << 20) as r:
+        x = r.array(np.float32, 0, 1024)        # a view of the region
+        x[:] = data                             # the input, written in place
+        y = client.process("affine", r.frame(x, 4096))
+        # y: float32 (1024,), a view of r at offset 4096
+
+A region belongs to the client that created it; its id means something on
+that connection only.
+"""
+
+import os
+
+import numpy as np
+
+from . import protocol
+from .errors import ProtocolError
+from .pipelines import REFUSED, EncodedFrame, _expect
+
+__all__ = ["Region", "ShmFrame", "create_memfd"]
+
+# Linux's numbers, for a Python whose os/fcntl modules lack the names
+# (include/uapi/linux/memfd.h, fcntl.h).
+_MFD_CLOEXEC = getattr(os, "MFD_CLOEXEC", 0x0001)
+_MFD_ALLOW_SEALING = getattr(os, "MFD_ALLOW_SEALING", 0x0002)
+try:
+    import fcntl
+except ImportError:  # not a POSIX system: create_memfd says why
+    fcntl = None
+_F_ADD_SEALS = getattr(fcntl, "F_ADD_SEALS", 1033)
+_F_SEAL_SEAL = getattr(fcntl, "F_SEAL_SEAL", 0x0001)
+_F_SEAL_SHRINK = getattr(fcntl, "F_SEAL_SHRINK", 0x0002)
+_F_SEAL_GROW = getattr(fcntl, "F_SEAL_GROW", 0x0004)
+#: The seals of a region: its size is final, so the daemon's mapping never
+#: loses pages, and nobody can add a write seal that would stop results.
+REGION_SEALS = _F_SEAL_SHRINK | _F_SEAL_GROW | _F_SEAL_SEAL
+
+_U64_MAX = (1 << 64) - 1
+_U8 = np.dtype(np.uint8)
+_F32 = np.dtype("<f4")
+_F32_BYTES = 4
+_RGB_CHANNELS = 3
+
+
+def create_memfd(nbytes, name="gpuframe-region"):
+    """A new memfd of ``nbytes`` bytes, close-on-exec, sealed against
+    shrinking, growing and further seals (not against writing).  Returns the
+    descriptor, which the caller owns.  Raises OSError (NotImplementedError
+    where the system has no memfd_create)."""
+    if not hasattr(os, "memfd_create") or fcntl is None:
+        raise NotImplementedError("shared-memory regions need Linux's memfd_create")
+    fd = os.memfd_create(name, _MFD_CLOEXEC | _MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, nbytes)
+        fcntl.fcntl(fd, _F_ADD_SEALS, REGION_SEALS)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _u64(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError("%s must be an integer, not %s" % (name, type(value).__name__))
+    value = int(value)
+    if not 0 <= value <= _U64_MAX:
+        raise ValueError("%s must be in [0, 2**64), not %d" % (name, value))
+    return value
+
+
+class Region:
+    """A shared-memory region of one :class:`~gpuframe.Client`: made by
+    ``client.region(nbytes)``, never directly.
+
+    Attributes:
+        id: the daemon's id of the region on this connection (1, 2, ...).
+        nbytes: its size in bytes.
+        pinned: True when the daemon page-locked it for the GPU's copy
+            engines (the CUDA engine does).
+        closed: True after :meth:`close` or the client's close.  When the
+            daemon closes the connection it forgets the region, but the
+            mapping here stays until one of those.
+
+    Its memory is read and written through NumPy views (:meth:`array`,
+    :attr:`buffer`); frames by reference are described with :meth:`frame`.
+    Use it as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, client, info, mapping):
+        self._client = client
+        self.id = info.region_id
+        self.nbytes = info.region_bytes
+        self.pinned = bool(info.flags & protocol.REGION_PINNED)
+        self._mmap = mapping
+        # Every view is made from this one array, which holds the mapping's
+        # only buffer export (see _release).
+        self._bytes = np.frombuffer(mapping, _U8)
+        self._base = self._bytes.__array_interface__["data"][0]
+
+    def __repr__(self):
+        return "<gpuframe.Region %d of %d bytes%s%s>" % (
+            self.id, self.nbytes, ", pinned" if self.pinned else "",
+            " closed" if self.closed else "")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def closed(self):
+        """True once the region is closed."""
+        return self._bytes is None
+
+    @property
+    def client(self):
+        """The client whose connection holds the region."""
+        return self._client
+
+    def _open_bytes(self):
+        if self._bytes is None:
+            raise ValueError("region %d is closed" % self.id)
+        return self._bytes
+
+    @property
+    def buffer(self):
+        """A writable memoryview of the whole region."""
+        return memoryview(self._open_bytes())
+
+    def array(self, dtype=np.uint8, offset=0, shape=None):
+        """A NumPy view (no copy) of the region: ``dtype`` values from byte
+        ``offset`` (no alignment needed), in ``shape`` (an int for 1-D; None:
+        as many whole values as fit up to the region's end).  Writing it
+        writes the region.  Raises ValueError when it does not fit or the
+        region is closed."""
+        b = self._open_bytes()
+        dtype = np.dtype(dtype)
+        if dtype.hasobject or dtype.itemsize == 0:
+            raise TypeError("a region holds no %s values" % dtype)
+        offset = _u64("offset", offset)
+        if offset > self.nbytes:
+            raise ValueError("offset %d is past region %d's %d bytes"
+                             % (offset, self.id, self.nbytes))
+        if shape is None:
+            shape = ((self.nbytes - offset) // dtype.itemsize,)
+        elif isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        else:
+            shape = tuple(int(n) for n in shape)
+        if any(n < 0 for n in shape):
+            raise ValueError("negative dimension in shape %r" % (shape,))
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if offset + nbytes > self.nbytes:
+            raise ValueError("%d bytes at offset %d do not fit region %d's %d bytes"
+                             % (nbytes, offset, self.id, self.nbytes))
+        return b[offset:offset + nbytes].view(dtype).reshape(shape)
+
+    def offset_of(self, arr):
+        """Where the C-contiguous array ``arr`` (a view of this region) starts
+        in it.  Raises ValueError when ``arr`` is not contiguous or not inside
+        the region."""
+        self._open_bytes()
+        if not isinstance(arr, np.ndarray):
+            raise TypeError("expected a NumPy array viewing region %d, not %s"
+                            % (self.id, type(arr).__name__))
+        if not arr.flags.c_contiguous:
+            raise ValueError("a frame's array in region %d must be C-contiguous" % self.id)
+        # While the region is open its mapping lives (self._bytes holds it),
+        # so no other memory can lie at these addresses.
+        offset = arr.__array_interface__["data"][0] - self._base
+        if not 0 <= offset <= self.nbytes - arr.nbytes:
+            raise ValueError("the array does not lie in region %d (use region.array() to "
+                             "make views of it)" % self.id)
+        return offset
+
+    def frame(self, x, out, out_capacity=None):
+        """A :class:`ShmFrame` whose input is the array ``x``, a C-contiguous
+        view of this region; its result has ``x``'s dtype and shape as a
+        socket frame's would.  ``out`` is where the result goes: a byte offset
+        in the region (room: ``out_capacity``, default up to the region's
+        end) or an array viewing the region (room: its bytes)."""
+        in_offset = self.offset_of(x)
+        if isinstance(out, np.ndarray):
+            out_offset = self.offset_of(out)
+            if out_capacity is None:
+                out_capacity = out.nbytes
+        else:
+            out_offset = out
+        return ShmFrame(self, in_offset, x.nbytes, out_offset, out_capacity,
+                        dtype=x.dtype, shape=x.shape)
+
+    def close(self):
+        """Removes the region from the daemon (REGION_REMOVE) and releases the
+        mapping here.  Raises BusyError, changing nothing, while frames of a
+        stream are in flight.  Views of the region stay valid: the mapping
+        goes with the last of them.  Closing twice does nothing; closing a
+        region of a closed client only releases the mapping (the daemon
+        removed the region with the connection)."""
+        if not self.closed:
+            self._client._region_remove(self)
+
+    def _release(self):
+        """Marks the region closed and unmaps it, or leaves that to the last
+        view of it.  Unmapping under a live view would crash the interpreter
+        on its next use; mmap refuses (BufferError) while one exists."""
+        self._client._regions.pop(self.id, None)
+        self._bytes = None
+        mapping, self._mmap = self._mmap, None
+        try:
+            mapping.close()
+        except BufferError:
+            pass  # views remain; mmap unmaps when it is collected
+
+    def _view(self, offset, nbytes, dtype, shape):
+        """The region's ``nbytes`` at ``offset`` as an array of dtype and shape."""
+        b = self._open_bytes()
+        return b[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+class ShmFrame:
+    """One frame by reference: its input is ``in_bytes`` at ``in_offset`` of
+    ``region``, its output goes to ``out_offset`` with ``out_capacity`` bytes
+    of room (None: up to the region's end).  ``dtype`` and ``shape`` describe
+    the input as an array would (None: raw bytes) and give the result's type
+    as for a socket frame.  Usually made by :meth:`Region.frame`.
+
+    Offsets are not checked here beyond fitting 64 bits: the daemon is the
+    authority and refuses a frame that does not fit its region
+    (``bad_descriptor``) or its pipeline (``bad_length``).  The input must not
+    change, and the output range must not be read, until the frame's result
+    has been delivered.
+    """
+
+    __slots__ = ("region", "in_offset", "in_bytes", "out_offset", "out_capacity", "dtype",
+                 "shape")
+
+    def __init__(self, region, in_offset, in_bytes, out_offset, out_capacity=None, *,
+                 dtype=None, shape=None):
+        if not isinstance(region, Region):
+            raise TypeError("a ShmFrame's region is a gpuframe.Region, not %s"
+                            % type(region).__name__)
+        self.region = region
+        self.in_offset = _u64("in_offset", in_offset)
+        self.in_bytes = _u64("in_bytes", in_bytes)
+        self.out_offset = _u64("out_offset", out_offset)
+        if out_capacity is None:
+            out_capacity = max(region.nbytes - self.out_offset, 0)
+        self.out_capacity = _u64("out_capacity", out_capacity)
+        self.dtype = None if dtype is None else np.dtype(dtype)
+        if self.dtype is not None and self.dtype.hasobject:
+            raise TypeError("a frame cannot hold Python objects (dtype %s)" % self.dtype)
+        self.shape = None if shape is None else tuple(int(n) for n in shape)
+
+    def __repr__(self):
+        return ("ShmFrame(region=%d, in_offset=%d, in_bytes=%d, out_offset=%d, "
+                "out_capacity=%d%s)" % (
+                    self.region.id, self.in_offset, self.in_bytes, self.out_offset,
+                    self.out_capacity,
+                    "" if self.dtype is None else ", dtype=%s, shape=%r" % (self.dtype,
+                                                                          self.shape)))
+
+
+def _output_layout(pipeline, frame):
+    """(dtype, shape or None) of the result of ``frame`` through ``pipeline``,
+    as encode_frame gives for a socket frame; shape None: the output's
+    length in dtype items.  Raises TypeError for an input dtype the kind does
+    not take: its bytes are read as they lie, so nothing can convert them."""
+    kind, dtype = pipeline.kind, frame.dtype
+    if kind in ("affine", "sincos"):
+        if dtype is not None and dtype != _F32:
+            raise TypeError(
+                "%s pipeline %r takes little-endian float32, not %s: a frame by reference "
+                "is read as it lies in the region" % (kind, pipeline.name, dtype))
+        return _F32, frame.shape
+    if kind == "normalize_u8":
+        if dtype is not None and dtype != _U8:
+            raise TypeError("normalize_u8 pipeline %r takes uint8 RGB, not %s"
+                            % (pipeline.name, dtype))
+        return _F32, (_RGB_CHANNELS, int(pipeline.params["height"]),
+                      int(pipeline.params["width"]))
+    if kind == "echo" and dtype is not None:
+        return dtype, frame.shape
+    return _U8, None
+
+
+def encode_shm(pipeline, frame, client):
+    """Prepares the ShmFrame ``frame`` for ``pipeline`` on ``client``'s
+    connection: the payload is its 40-byte descriptor (version 2, FLAG_SHM),
+    the RESULT's payload is the 24-byte answer, and the result delivered is a
+    NumPy view of the region where that answer says the output is, checked
+    against what was asked (else a ProtocolError fails that frame).  Raises
+    ValueError for a region of another client, TypeError for an input dtype
+    the kind does not take."""
+    region = frame.region
+    if region.client is not client:
+        raise ValueError("%r belongs to another client; a region id means something on "
+                         "its own connection only" % (region,))
+    dtype, shape = _output_layout(pipeline, frame)
+    expect = _expect(pipeline, frame.in_bytes)
+    payload = protocol.encode_shm_frame(region.id, frame.in_offset, frame.in_bytes,
+                                        frame.out_offset, frame.out_capacity)
+
+    def finish(answer, header):
+        got = protocol.decode_shm_result(answer)
+        if region.closed:
+            # Only a RESULT the daemon should have refused (unknown_region).
+            raise ProtocolError("shm RESULT for frame_id %d of region %d, which is closed "
+                                "here" % (header.frame_id, region.id))
+        want = "region %d offset %d" % (region.id, frame.out_offset)
+        if expect == REFUSED:
+            want += " (none: the pipeline refuses %d bytes)" % frame.in_bytes
+        elif expect is not None:
+            want += " bytes %d" % expect
+        else:
+            want += " at most %d bytes" % frame.out_capacity
+        if got.region_id != region.id or got.out_offset != frame.out_offset \
+                or expect == REFUSED or (expect is not None and got.out_bytes != expect) \
+                or got.out_bytes > frame.out_capacity \
+                or got.out_bytes > region.nbytes - got.out_offset:
+            raise ProtocolError(
+                "shm RESULT for frame_id %d says region %d offset %d bytes %d, but the frame "
+                "asked for %s; call list() again if the pipelines changed"
+                % (header.frame_id, got.region_id, got.out_offset, got.out_bytes, want))
+        if shape is None or int(np.prod(shape, dtype=np.int64)) * dtype.itemsize \
+                != got.out_bytes:
+            out_shape = (got.out_bytes // dtype.itemsize,)
+        else:
+            out_shape = shape
+        return region._view(got.out_offset, got.out_bytes, dtype, out_shape)
+
+    return EncodedFrame(memoryview(payload), protocol.SHM_RESULT_BYTES, _descriptor_output,
+                        version=protocol.VERSION_SHM, flags=protocol.FLAG_SHM, finish=finish)
+
+
+def _descriptor_output(nbytes):
+    out = bytearray(nbytes)
+    return out, memoryview(out)
