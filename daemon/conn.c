@@ -621,12 +621,18 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
         conn_reject_text(c, h, status, why);
         return 1;
     }
-    gf_slot *s = gf_slot_claim(&srv->ring);
+    /* Slots go to connections in the order they asked: one that finds
+     * others waiting queues behind them, even if its own reply just freed a
+     * slot (a pipelining client would otherwise take every slot it frees).
+     * The connection whose turn slot_freed gave may take one slot. */
+    gf_slot *s = srv->waiting_head && srv->turn != c ? NULL : gf_slot_claim(&srv->ring);
     if (!s) {
-        /* No free slot: stop reading until one frees (backpressure). */
+        /* No slot for it now: stop reading until one frees (backpressure). */
         gf__server_wait_for_slot(srv, c);
         return 0;
     }
+    if (srv->turn == c)
+        srv->turn = NULL;
     srv->stats.frames_received++;
     c->buf_start += req->bytes;
     gf_request_accept(&c->decoder, req);

@@ -76,7 +76,9 @@ void gf__server_slot_freed(gf_server *srv) {
     while (srv->ring.free_count > 0 && srv->waiting_head && !srv->draining) {
         gf_conn *w = srv->waiting_head;
         gf__server_stop_waiting(srv, w);
+        srv->turn = w; /* its one slot, ahead of those still waiting */
         gf__conn_resume(w);
+        srv->turn = NULL;
     }
     gf__server_check_drained(srv);
 }

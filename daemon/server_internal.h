@@ -127,6 +127,7 @@ struct gf_server {
     gf_stats stats;
     gf_conn *conns;                       /* live connections                       */
     gf_conn *waiting_head, *waiting_tail; /* paused for want of a slot, FIFO        */
+    gf_conn *turn; /* the waiter being resumed: it may claim one slot past the queue */
     uint64_t next_conn_id;
     uint32_t slots_in_flight;      /* submitted and not yet completed              */
     uint64_t submit_seq;           /* frames submitted: picks the ones to time     */
