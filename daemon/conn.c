@@ -183,6 +183,11 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
     free(r->body);
     r->body = NULL;
     c->replies_unfinished--;
+    if (r->removing) {
+        /* A REGION_REMOVE reply dropped before its region was released. */
+        r->removing->remove_reply = NULL;
+        r->removing = NULL;
+    }
     if (r->region) {
         /* A REGION_ADD dropped while its region is being pinned: the region
          * goes when the pinning is done (region_ready). */
@@ -759,17 +764,27 @@ static void region_add(gf_conn *c, const gf_header *h, int fd) {
 }
 
 /* REGION_REMOVE of the region `h->pipeline_id` names: frames still in flight
- * on it finish first; then it is unpinned and unmapped. */
+ * on it finish first; then it is unpinned and unmapped, and only then is the
+ * reply sent, so the memory is free (and STATS says so) when it arrives. */
 static void region_remove(gf_conn *c, const gf_header *h) {
     for (gf_region **pp = &c->regions; *pp; pp = &(*pp)->next) {
         gf_region *r = *pp;
         if (r->id != h->pipeline_id)
             continue;
+        gf_queued_reply *q = calloc(1, sizeof *q);
+        if (!q) {
+            conn_reject_text(c, h, GF_ERR_INTERNAL, "out of memory for a REGION_REMOVE reply");
+            return;
+        }
         *pp = r->next;
         c->region_count--;
         c->srv->stats.regions_removed++;
-        gf__region_unref(r);
-        reply_loose(c, GF_MSG_REGION_REMOVE, h, GF_OK, NULL, 0);
+        gf__reply_header(q->header, h->version, GF_MSG_REGION_REMOVE, 0, h->frame_id,
+                         h->pipeline_id, GF_OK, 0);
+        q->removing = r;
+        r->remove_reply = q;
+        reply_enqueue(c, q);
+        gf__region_unref(r); /* may release it, and make q ready, at once */
         return;
     }
     char why[GF_ERROR_TEXT_MAX_BYTES];

@@ -145,10 +145,16 @@ void gf__region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), voi
 
 static void region_free(gf_region *r) {
     gf_server *srv = r->srv;
+    gf_queued_reply *q = r->remove_reply;
     munmap(r->base, (size_t)r->bytes);
     srv->stats.regions_open--;
     srv->stats.region_bytes -= r->bytes;
     free(r);
+    if (q) {
+        q->removing = NULL;
+        q->ready = 1;
+        gf__conn_flush(q->conn);
+    }
 }
 
 static void unpin_work(uv_work_t *w) {

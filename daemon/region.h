@@ -42,6 +42,9 @@ typedef struct gf_region {
     uv_work_t work;         /* pin or unpin on the thread pool                    */
     void (*on_ready)(struct gf_region *r, void *arg); /* pinning finished         */
     void *on_ready_arg;
+    /* REGION_REMOVE's reply, made ready once the region is unpinned and
+     * unmapped (so a client that has it knows the memory is released). */
+    struct gf_queued_reply *remove_reply;
 } gf_region;
 
 /*

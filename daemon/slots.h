@@ -36,6 +36,7 @@ typedef struct gf_queued_reply {
     char *body;                      /* slot == NULL: malloc'd payload, or NULL  */
     size_t body_bytes;               /* its length                               */
     struct gf_region *region;        /* REGION_ADD: the region being pinned       */
+    struct gf_region *removing;      /* REGION_REMOVE: the region being released  */
     gf_header request;               /* REGION_ADD: its request, for the reply    */
 } gf_queued_reply;
 
