@@ -408,8 +408,8 @@ static void conn_reject_text(gf_conn *c, const gf_header *h, uint32_t status, co
         c->fatal = 1;
         c->srv->stats.connections_rejected++;
         gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
-                       "connection %llu: %s (%s); closing after replies", (unsigned long long)c->id,
-                       gf_status_name(status), text);
+                       "connection %llu (uid %u pid %u): %s (%s); closing after replies",
+                       (unsigned long long)c->id, c->uid, c->pid, gf_status_name(status), text);
     }
     size_t len = strlen(text);
     char *body = malloc(len + 1);
@@ -938,8 +938,9 @@ static void conn_take_back_slot(gf_conn *c) {
 /* The client left mid-payload: its frame is truncated. */
 static void conn_truncate_frame(gf_conn *c) {
     gf_slot *s = c->slot;
-    GF_LOG_INF("connection %llu: closed after %llu of %llu payload bytes of frame %llu",
-               (unsigned long long)c->id,
+    GF_LOG_INF("connection %llu (uid %u pid %u): closed after %llu of %llu payload bytes of "
+               "frame %llu",
+               (unsigned long long)c->id, c->uid, c->pid,
                (unsigned long long)(s->in_bytes - c->decoder.payload_left),
                (unsigned long long)s->in_bytes, (unsigned long long)s->frame_id);
     c->srv->stats.frames_truncated++;
@@ -987,18 +988,18 @@ void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns) {
                now_ns - c->write_progress_ns > (uint64_t)cfg->write_timeout_ms * 1000000u) {
         c->srv->stats.closed_write_timeout++;
         gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
-                       "connection %llu: its replies made no progress for write_timeout_ms %u "
-                       "(the client does not read); closing, %u repl%s dropped",
-                       (unsigned long long)c->id, cfg->write_timeout_ms, c->replies_unfinished,
-                       c->replies_unfinished == 1 ? "y" : "ies");
+                       "connection %llu (uid %u pid %u): its replies made no progress for "
+                       "write_timeout_ms %u (the client does not read); closing, %u repl%s dropped",
+                       (unsigned long long)c->id, c->uid, c->pid, cfg->write_timeout_ms,
+                       c->replies_unfinished, c->replies_unfinished == 1 ? "y" : "ies");
         gf__conn_close(c);
     } else if (cfg->idle_timeout_ms && !c->replies_unfinished && !c->request_begun_ns &&
                !c->waiting &&
                now_ns - c->last_input_ns > (uint64_t)cfg->idle_timeout_ms * 1000000u) {
         c->srv->stats.closed_idle++;
         gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
-                       "connection %llu: idle for idle_timeout_ms %u; closing",
-                       (unsigned long long)c->id, cfg->idle_timeout_ms);
+                       "connection %llu (uid %u pid %u): idle for idle_timeout_ms %u; closing",
+                       (unsigned long long)c->id, c->uid, c->pid, cfg->idle_timeout_ms);
         gf__conn_close(c);
     }
 }
