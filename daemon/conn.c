@@ -180,6 +180,12 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
     /* A frame never submitted was truncated, one that failed was counted then. */
     if (slot && !delivered && slot->status == GF_OK && slot->submitted_ns)
         srv->stats.frames_dropped++;
+    if (r->evicted) {
+        if (!delivered)
+            srv->stats.frames_dropped++;
+        free(r->evicted);
+        r->evicted = NULL;
+    }
     free(r->body);
     r->body = NULL;
     c->replies_unfinished--;
@@ -339,6 +345,71 @@ static gf_queued_reply *conn_write_batch(gf_conn *c) {
 }
 
 /*
+ * The client is not reading and other connections wait for a slot: results
+ * waiting to be written move out of their slots into memory of the
+ * connection's own, within max_output_bytes (with its LIST/STATS/TRACE
+ * replies), and the slots go back to the ring at once.  A client that stops
+ * reading then holds no slot others need beyond that limit; past it the rest
+ * stay in their slots until write_timeout_ms closes the connection.  Results
+ * normally go out straight from the slot's pinned buffer: this copy happens
+ * only for a client whose socket is full while others wait.
+ */
+void gf__conn_evict_results(gf_conn *c) {
+    gf_server *srv = c->srv;
+    unsigned freed = 0;
+    gf_queued_reply *prev = NULL;
+    for (gf_queued_reply *r = c->replies_head; r && r->ready; prev = r, r = r->next) {
+        gf_slot *s = r->slot;
+        if (!s || s->in_flight)
+            continue;
+        struct iovec iov[2];
+        size_t bytes = reply_iov(r, iov) > 1 ? iov[1].iov_len : 0;
+        if (c->loose_bytes + bytes > srv->cfg->max_output_bytes)
+            break;
+        gf_queued_reply *q = calloc(1, sizeof *q);
+        gf_slot *snap = malloc(sizeof *snap);
+        char *body = bytes ? malloc(bytes) : NULL;
+        if (!q || !snap || (bytes && !body)) {
+            free(q);
+            free(snap);
+            free(body);
+            break;
+        }
+        if (bytes)
+            memcpy(body, iov[1].iov_base, bytes);
+        *snap = *s;
+        memcpy(q->header, r->header, sizeof q->header);
+        q->conn = c;
+        q->ready = 1;
+        q->body = body;
+        q->body_bytes = bytes;
+        q->evicted = snap;
+        q->next = r->next;
+        /* q takes r's place in the queue and its connection reference. */
+        if (prev)
+            prev->next = q;
+        else
+            c->replies_head = q;
+        if (c->replies_tail == r)
+            c->replies_tail = q;
+        c->loose_replies++;
+        c->loose_bytes += bytes;
+        srv->loose_bytes += bytes;
+        s->reply.conn = NULL;
+        if (s->region) {
+            gf__region_unref(s->region);
+            s->region = NULL;
+        }
+        gf_slot_release(&srv->ring, s);
+        srv->stats.results_evicted++;
+        freed++;
+        r = q;
+    }
+    if (freed)
+        gf__server_slot_freed(srv);
+}
+
+/*
  * Writes, in order, every reply at the head of the queue that is ready, and
  * finishes each one written (which frees its slot for the next frame).  A
  * reply that becomes ready while this runs (finishing one resumes the
@@ -363,12 +434,16 @@ void gf__conn_flush(gf_conn *c) {
                 gf_queued_reply *next = r->next;
                 if (r->slot && r->slot->status == GF_OK)
                     gf__frame_answered(c->srv, c, r->slot);
+                else if (r->evicted)
+                    gf__frame_answered(c->srv, c, r->evicted);
                 gf__reply_finish(r, 1);
                 r = next;
             }
         }
     } while (c->flush_again && !c->closing);
     c->flushing = 0;
+    if (c->write_blocked && !c->closing && c->srv->waiting_head)
+        gf__conn_evict_results(c);
     conn_set_events(c);
     conn_unref(c);
 }

@@ -214,6 +214,10 @@ static void on_watchdog(uv_timer_t *t) {
         next = c->next;
         gf__conn_check_deadlines(c, now);
     }
+    /* Clients that stopped reading give back the slots others wait for. */
+    for (gf_conn *c = srv->conns; c && srv->waiting_head; c = c->next)
+        if (c->write_blocked && !c->closing)
+            gf__conn_evict_results(c);
     /* Closing those may have freed slots that were submitted again since. */
     now = gf_now_ns();
     uint64_t deadline_ns = (uint64_t)srv->cfg->frame_timeout_ms * 1000000u;

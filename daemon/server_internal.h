@@ -172,6 +172,10 @@ void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns);
 /* Stopping: the connection's socket had nothing more to read (see conn.c). */
 void gf__conn_input_drained(gf_conn *c);
 
+/* Its client is not reading while others wait for slots: moves its results
+ * out of their slots, within max_output_bytes (conn.c). */
+void gf__conn_evict_results(gf_conn *c);
+
 /* Closes the connection; see conn.c for what happens to its frames. */
 void gf__conn_close(gf_conn *c);
 

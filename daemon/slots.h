@@ -37,6 +37,11 @@ typedef struct gf_queued_reply {
     size_t body_bytes;               /* its length                               */
     struct gf_region *region;        /* REGION_ADD: the region being pinned       */
     struct gf_region *removing;      /* REGION_REMOVE: the region being released  */
+    struct gf_slot *evicted;         /* a frame's result moved out of its slot
+                                        (its client stopped reading): a malloc'd
+                                        copy of the slot, for the accounting when
+                                        it is written; its `region` is only ever
+                                        compared with NULL                        */
     gf_header request;               /* REGION_ADD: its request, for the reply    */
 } gf_queued_reply;
 

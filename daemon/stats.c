@@ -184,6 +184,7 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_u64(f, "dropped", st->frames_dropped);
     add_u64(f, "truncated", st->frames_truncated);
     add_u64(f, "timed", st->frames_timed);
+    add_u64(f, "results_evicted", st->results_evicted);
     add_u64(f, "in_progress",
             st->frames_received - st->frames_answered - st->frames_failed - st->frames_dropped -
                 st->frames_truncated);
