@@ -215,8 +215,8 @@ static void on_watchdog(uv_timer_t *t) {
         gf__conn_check_deadlines(c, now);
     }
     /* Clients that stopped reading give back the slots others wait for. */
-    for (gf_conn *c = srv->conns; c && srv->waiting_head; c = c->next)
-        if (c->write_blocked && !c->closing)
+    for (gf_conn *c = srv->conns; c; c = c->next)
+        if (c->write_blocked && !c->closing && srv->waiting_head)
             gf__conn_evict_results(c);
     /* Closing those may have freed slots that were submitted again since. */
     now = gf_now_ns();
