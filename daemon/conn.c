@@ -181,7 +181,7 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
     if (slot && !delivered && slot->status == GF_OK && slot->submitted_ns)
         srv->stats.frames_dropped++;
     if (r->evicted) {
-        if (!delivered)
+        if (!delivered && r->evicted->status == GF_OK)
             srv->stats.frames_dropped++;
         free(r->evicted);
         r->evicted = NULL;
@@ -385,6 +385,8 @@ void gf__conn_evict_results(gf_conn *c) {
         }
         if (bytes)
             memcpy(body, iov[1].iov_base, bytes);
+        free(r->body); /* a failed frame's ERROR text, copied above */
+        r->body = NULL;
         *snap = *s;
         memcpy(q->header, r->header, sizeof q->header);
         q->conn = c;
@@ -442,7 +444,7 @@ void gf__conn_flush(gf_conn *c) {
                 gf_queued_reply *next = r->next;
                 if (r->slot && r->slot->status == GF_OK)
                     gf__frame_answered(c->srv, c, r->slot);
-                else if (r->evicted)
+                else if (r->evicted && r->evicted->status == GF_OK)
                     gf__frame_answered(c->srv, c, r->evicted);
                 gf__reply_finish(r, 1);
                 r = next;
