@@ -121,7 +121,8 @@ void gf__conn_resume(gf_conn *c) {
     conn_update_reading(c);
     /* Stopping: read what the socket holds now rather than wait for an
      * event that an idle client never causes; EAGAIN ends its input. */
-    if (c->srv->draining && c->reading && !c->input_drained && !c->in_read) {
+    if (c->srv->draining && c->reading && !c->input_drained && !c->in_read && !c->processing &&
+        !c->cutting) {
         conn_read(c);
         conn_settle(c);
         conn_update_reading(c);
@@ -463,6 +464,10 @@ void gf__conn_flush(gf_conn *c) {
  * pipeline_id (PROTOCOL.md). */
 static void reply_loose(gf_conn *c, uint8_t type, const gf_header *h, uint32_t status, char *body,
                         size_t body_bytes) {
+    if (c->closing) { /* nobody would write or finish it */
+        free(body);
+        return;
+    }
     gf_queued_reply *r = calloc(1, sizeof *r);
     if (!r) {
         free(body);
@@ -1061,7 +1066,9 @@ void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns) {
     const gf_config *cfg = c->srv->cfg;
     if (c->closing)
         return;
-    if (c->srv->draining && !c->input_drained &&
+    /* Only while we read: a connection we stopped reading (its replies pile
+     * up unread) is not stalled, and is bounded by write_timeout_ms. */
+    if (c->srv->draining && !c->input_drained && c->reading &&
         now_ns - c->last_input_ns > (uint64_t)GF_DRAIN_STALL_MS * 1000000u) {
         gf__conn_input_drained(c);
         return;
@@ -1191,6 +1198,10 @@ static void conn_read(gf_conn *c) {
 
 static void conn_read_some(gf_conn *c) {
     for (int i = 0; i < GF_READS_PER_EVENT && c->reading && !c->closing; i++) {
+        /* A full buffer must be consumed before reading more (a read of 0
+         * bytes would look like EOF). */
+        if (!c->slot && c->buf_start == 0 && c->buf_end == sizeof c->buf)
+            break;
         struct iovec iov;
         conn_read_target(c, &iov);
         union {

@@ -291,6 +291,8 @@ void gf_server_shutdown(gf_server *srv) {
         next = c->next;
         gf__conn_resume(c);
     }
+    if (srv->handles_closed) /* the resumes above finished the drain */
+        return;
     /* Stalled requests must be cut within GF_DRAIN_STALL_MS: check often. */
     uv_timer_start(&srv->watchdog, on_watchdog, GF_DRAIN_STALL_MS / 4, GF_DRAIN_STALL_MS / 4);
     uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
@@ -325,8 +327,10 @@ int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_le
     for (gf_conn *c = srv->conns; c; c = c->next)
         c->decoder.max_frame_bytes = next->max_frame_bytes;
     srv->cfg = next;
-    uint64_t period = watchdog_period_ms(next);
-    uv_timer_start(&srv->watchdog, on_watchdog, period, period);
+    if (!srv->draining) { /* a drain keeps its own short period */
+        uint64_t period = watchdog_period_ms(next);
+        uv_timer_start(&srv->watchdog, on_watchdog, period, period);
+    }
     return 0;
 }
 
