@@ -64,6 +64,12 @@ static const char output_json[] =
     "{\"slots\": 2, \"max_output_bytes\": 2097152, \"max_output_bytes_total\": 8388608,"
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 
+/* A slow pipeline (1 MiB of sincos at 200 rounds: tenths of a second on
+ * the CPU engine, milliseconds on a GPU) to hold the slots. */
+static const char slow_json[] =
+    "{\"slots\": 2, \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
+    " {\"name\": \"slow\", \"kind\": \"sincos\", \"params\": {\"iters\": 200}}]}";
+
 static gf_test_daemon daemon_;
 static const char *g_engine;
 
@@ -501,6 +507,60 @@ START_TEST(unread_trace_flood_is_bounded) {
 }
 END_TEST
 
+/* SIGTERM while a pipelining client waits for a slot with more than the
+ * read buffer queued behind it: every one of its frames is answered, in
+ * order (the drain reads, answers and reads again; it must never read into
+ * a full buffer nor take that for the client's end). */
+START_TEST(sigterm_answers_a_waiting_pipeline) {
+    enum { FRAMES = 60, BYTES = 1024, SLOW_BYTES = 1 << 20 };
+    start(slow_json);
+    /* Two slow frames hold both slots. */
+    gf_client *busy = client();
+    static unsigned char slow[SLOW_BYTES];
+    for (uint64_t i = 0; i < 2; i++)
+        ck_assert_int_eq(gf_client_send_frame(busy, 1, i, slow, sizeof slow), 0);
+    ck_assert_int_eq(gf_client_flush(busy, 5000), 0);
+    gf_client *c = client();
+    for (int i = 0; i < 400 && stat(c, "slots.in_flight") < 2; i++)
+        gf_test_sleep_ms(5);
+    gf_client_close(c);
+    int fd = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_int_ge(fd, 0);
+    static unsigned char batch[FRAMES * (GF_HEADER_BYTES + BYTES)];
+    for (unsigned i = 0; i < FRAMES; i++) {
+        gf_header h = {.version = GF_PROTOCOL_VERSION,
+                       .type = GF_MSG_FRAME,
+                       .frame_id = i,
+                       .payload_bytes = BYTES};
+        gf_header_encode(&h, batch + i * (GF_HEADER_BYTES + BYTES));
+    }
+    ck_assert_int_eq(gf_test_raw_send(fd, batch, sizeof batch), 0);
+    gf_test_sleep_ms(100); /* it waits for a slot, 60 KB queued */
+    ck_assert_int_eq(gf_test_daemon_signal(&daemon_, SIGTERM), 0);
+    char err[ERR_BYTES];
+    static unsigned char payload[BYTES];
+    for (unsigned i = 0; i < FRAMES; i++) {
+        gf_header r;
+        ck_assert_msg(gf_test_raw_recv_reply(fd, &r, payload, BYTES, 10000, err, sizeof err) == 0,
+                      "frame %u: %s", i, err);
+        ck_assert_uint_eq(r.frame_id, i);
+        ck_assert_msg(r.type == GF_MSG_RESULT ||
+                          (r.type == GF_MSG_ERROR && r.status == GF_ERR_SHUTTING_DOWN),
+                      "frame %u: type %u status %u", i, r.type, r.status);
+    }
+    ck_assert_int_eq(gf_test_raw_expect_close(fd, 10000, NULL), 0);
+    close(fd);
+    gf_reply rep;
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(gf_client_recv(busy, &rep, 20000), 0);
+    gf_client_close(busy);
+    int status = 0;
+    ck_assert_int_eq(gf_test_daemon_wait(&daemon_, 20000, &status), 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
+    gf_test_daemon_cleanup(&daemon_);
+}
+END_TEST
+
 static Suite *fairness_suite(void) {
     Suite *s = suite_create("fairness");
     TCase *tc = tcase_create("fairness");
@@ -512,6 +572,7 @@ static Suite *fairness_suite(void) {
     tcase_add_test(tc, connection_limits_are_answered);
     tcase_add_test(tc, allow_rules_refuse_and_admit);
     tcase_add_test(tc, unread_trace_flood_is_bounded);
+    tcase_add_test(tc, sigterm_answers_a_waiting_pipeline);
     tcase_add_test(tc, sigterm_answers_every_frame_and_cuts_stalls);
     suite_add_tcase(s, tc);
     return s;
