@@ -564,7 +564,9 @@ static int conn_request_begun(const gf_conn *c) {
  */
 static void conn_track_request(gf_conn *c) {
     int begun = conn_request_begun(c);
-    if (!begun || c->waiting)
+    /* Nor does a connection we stopped reading because its client does not
+     * read its replies: write_timeout_ms bounds that, not this clock. */
+    if (!begun || c->waiting || !conn_output_room(c))
         c->request_begun_ns = 0;
     else if (!c->request_begun_ns)
         c->request_begun_ns = gf_now_ns();
@@ -968,7 +970,10 @@ static void conn_process(gf_conn *c) {
                 request_done(c);
             break;
         case GF_REQ_ERROR:
-            /* The stream cannot be trusted past a bad header. */
+            /* The stream cannot be trusted past a bad header.  A status not
+             * fatal in itself (bad_length on a LIST) ends it too: count it. */
+            if (!gf_status_is_fatal(req.status))
+                c->srv->stats.connections_rejected++;
             c->fatal = 1;
             conn_reject_text(c, &req.header, req.status, req.text);
             goto out;
@@ -1062,6 +1067,13 @@ static void conn_request_timed_out(gf_conn *c) {
     conn_update_reading(c);
 }
 
+/* Nanoseconds from `then` to `now`; 0 when `then` is later (a clock read
+ * after the caller's, e.g. a request that began while the watchdog's round
+ * freed a slot: unsigned subtraction would make it ancient). */
+static uint64_t since(uint64_t now, uint64_t then) {
+    return now > then ? now - then : 0;
+}
+
 void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns) {
     const gf_config *cfg = c->srv->cfg;
     if (c->closing)
@@ -1069,15 +1081,15 @@ void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns) {
     /* Only while we read: a connection we stopped reading (its replies pile
      * up unread) is not stalled, and is bounded by write_timeout_ms. */
     if (c->srv->draining && !c->input_drained && c->reading &&
-        now_ns - c->last_input_ns > (uint64_t)GF_DRAIN_STALL_MS * 1000000u) {
+        since(now_ns, c->last_input_ns) > (uint64_t)GF_DRAIN_STALL_MS * 1000000u) {
         gf__conn_input_drained(c);
         return;
     }
     if (c->request_begun_ns && !c->fatal &&
-        now_ns - c->request_begun_ns > (uint64_t)cfg->request_timeout_ms * 1000000u) {
+        since(now_ns, c->request_begun_ns) > (uint64_t)cfg->request_timeout_ms * 1000000u) {
         conn_request_timed_out(c);
     } else if (c->write_blocked &&
-               now_ns - c->write_progress_ns > (uint64_t)cfg->write_timeout_ms * 1000000u) {
+               since(now_ns, c->write_progress_ns) > (uint64_t)cfg->write_timeout_ms * 1000000u) {
         c->srv->stats.closed_write_timeout++;
         gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
                        "connection %llu (uid %u pid %u): its replies made no progress for "
@@ -1087,7 +1099,7 @@ void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns) {
         gf__conn_close(c);
     } else if (cfg->idle_timeout_ms && !c->replies_unfinished && !c->request_begun_ns &&
                !c->waiting &&
-               now_ns - c->last_input_ns > (uint64_t)cfg->idle_timeout_ms * 1000000u) {
+               since(now_ns, c->last_input_ns) > (uint64_t)cfg->idle_timeout_ms * 1000000u) {
         c->srv->stats.closed_idle++;
         gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
                        "connection %llu (uid %u pid %u): idle for idle_timeout_ms %u; closing",

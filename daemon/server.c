@@ -327,10 +327,12 @@ int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_le
     for (gf_conn *c = srv->conns; c; c = c->next)
         c->decoder.max_frame_bytes = next->max_frame_bytes;
     srv->cfg = next;
-    if (!srv->draining) { /* a drain keeps its own short period */
-        uint64_t period = watchdog_period_ms(next);
+    /* Restarted only when its period changes: restarting it on every reload
+     * postponed every deadline by a period, and reloads more often than that
+     * disabled them all (found by bench/soak.sh).  A drain keeps its own. */
+    uint64_t period = watchdog_period_ms(next);
+    if (!srv->draining && period != uv_timer_get_repeat(&srv->watchdog))
         uv_timer_start(&srv->watchdog, on_watchdog, period, period);
-    }
     return 0;
 }
 
