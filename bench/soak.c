@@ -54,7 +54,7 @@
 /* Frame sizes of the elementwise pipelines: log-uniform in [min, max]. */
 #define FRAME_MIN_BYTES ((size_t)4 << 10)
 #define FRAME_MAX_BYTES ((size_t)4 << 20)
-/* One frame in this many is empty (valid for echo and affine alike). */
+/* One elementwise frame in this many is empty (valid for every such kind). */
 #define EMPTY_FRAME_EVERY 128
 /* Distinct inputs per fixed-size (normalize_u8) pipeline. */
 #define IMAGES 4
@@ -112,8 +112,8 @@ static const unsigned wb_windows[] = {1, 2, 4, 8};
 /* Failures kept for the summary (all are printed as they happen). */
 #define FAILURES_KEPT 40
 #define TEXT_BYTES    512
-/* RSS and fds at checkpoints after warm-up: within this fraction of the
- * first post-warm-up checkpoint. */
+/* "Flat": RssAnon's floor and fds per connection at the checkpoints after
+ * warm-up stay within this fraction (see the summary's resource rows). */
 #define FLAT_FRACTION 0.05
 
 /* ---- options ---------------------------------------------------------------- */
@@ -542,6 +542,8 @@ static void describe_req(const wb_client *w, const wb_req *r, char *buf, size_t 
                   r->shm ? "by reference" : "on the socket");
 }
 
+static int check_list(const void *json, size_t len, char *why, size_t why_len);
+
 /* Connects `w` (and makes its region); counts.  Returns 0 or -1 (failure
  * recorded). */
 static int wb_connect(wb_client *w) {
@@ -560,7 +562,13 @@ static int wb_connect(wb_client *w) {
         return -1;
     }
     w->n.lists++;
+    char why[TEXT_BYTES];
+    rc = check_list(json, strlen(json), why, sizeof why);
     free(json);
+    if (rc < 0) {
+        failure("client %u: LIST on connecting: %s", w->index, why);
+        w->n.queries_failed++;
+    }
     if (w->shm) {
         rc = gf_client_region_create(w->c, (uint64_t)SHM_WINDOW * SHM_SLOT_BYTES, &w->region,
                                      REPLY_TIMEOUT_MS);
@@ -824,6 +832,13 @@ static int wb_recv(wb_client *w) {
         wb_check(w, r, &rep, gf_now_ns());
         w->head = (w->head + 1) % w->window;
         w->count--;
+        if (rep.header.type == GF_MSG_ERROR && gf_status_is_fatal(rep.header.status)) {
+            /* The daemon closes after a fatal ERROR: what is in flight fails. */
+            gf_errorf(why, sizeof why, "the daemon closed the connection after ERROR %s",
+                      gf_status_name(rep.header.status));
+            wb_lost(w, why);
+            return -1;
+        }
         return 0;
     }
 }
@@ -1592,7 +1607,7 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
 typedef struct checkpoint {
     double t_s;
     proc_sample proc;
-    uint64_t open;         /* connections open (all quiet)                */
+    uint64_t open;         /* connections open, by STATS (all quiet)      */
     uint64_t region_bytes; /* STATS shm.region_bytes: clients' mapped regions */
 } checkpoint;
 static checkpoint cps[CHECKPOINTS + 1];
@@ -1706,6 +1721,7 @@ static void checkpoint_run(int last) {
         if (st) {
             check_stats(st, &t, open, quiet_regions(), when, 0);
             cp->region_bytes = jnum(st, "shm.region_bytes");
+            cp->open = jnum(st, "connections.open");
         }
         fprintf(stderr,
                 "gf_soak: %s: paused in %" PRIu64 " ms; wb frames %" PRIu64 " answered, %" PRIu64
