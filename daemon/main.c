@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stddef.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,24 +326,6 @@ static int serve_until_stopped(daemon_state *d) {
     return status_code == 0 ? GF_EXIT_OK : GF_EXIT_FAILURE;
 }
 
-/* Blocks this large or larger are mmapped, whatever was freed before. */
-#define GF_MMAP_THRESHOLD_BYTES (128 * 1024)
-
-/*
- * The daemon's large buffers are short-lived and bursty: TRACE documents
- * (about 1.2 MB), results moved out of slots, JSON replies.  glibc raises
- * its mmap threshold to the size of each mmapped block freed, so after the
- * first such burst those buffers come from the heap, and the heap keeps
- * the pages when they are freed: the 10-minute soak saw the daemon's
- * RssAnon floor climb 16 %.  A fixed threshold keeps it flat (34.5 -> 34.7
- * MB over a 4-minute soak): large blocks go back to the system on free.
- */
-static void keep_heap_flat(void) {
-#ifdef M_MMAP_THRESHOLD
-    mallopt(M_MMAP_THRESHOLD, GF_MMAP_THRESHOLD_BYTES);
-#endif
-}
-
 int main(int argc, char **argv) {
     static daemon_state d; /* handles live here until the process ends */
     const char *check_path = NULL;
@@ -360,7 +341,6 @@ int main(int argc, char **argv) {
     if (rc >= 0)
         return rc;
     signal(SIGPIPE, SIG_IGN);
-    keep_heap_flat();
     if (join_systemd(&d, &listen_fd) < 0)
         goto fail_config;
 
