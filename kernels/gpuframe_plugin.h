@@ -1,0 +1,156 @@
+/*
+ * gpuframed's pipeline plugin ABI, version 1: what a shared object implements
+ * so that gpuframed runs it as a pipeline kind, or as one stage of a
+ * multi-stage pipeline.  Installed as <gpuframe/plugin.h>; plain C, needs
+ * neither the CUDA headers nor cJSON.
+ *
+ * A plugin exports one function,
+ *
+ *     const gf_plugin *gf_plugin_entry(void);
+ *
+ * that returns a pointer to a static gf_plugin whose first member is
+ * GF_PLUGIN_ABI_VERSION as the plugin was built.  gpuframed refuses a plugin
+ * whose version differs from its own, and reads nothing else of it.
+ *
+ * Life of a plugin stage (each configured use of a plugin is one "stage"):
+ *
+ *   dlopen, gf_plugin_entry()   at config load (start-up, SIGHUP reload,
+ *                               --check-config) and in `gpuframe --verify`
+ *   create(values, env)         host state: parameters validated, files
+ *                               read.  No CUDA call.  Its failure is a
+ *                               config error and names the stage.
+ *   device_open(state, ...)     the CUDA engine only, on the loop thread
+ *                               before the stage's first frame: device
+ *                               memory, handles, one set per stream.
+ *   launch(dev, ...)            per frame, on the loop thread: enqueue only.
+ *   reference(state, ...)       per frame on the CPU engine (one of its
+ *                               worker threads, concurrently for different
+ *                               frames), and per frame in --verify.
+ *   device_close(dev), destroy  when the stage has left the configuration
+ *                               (a reload, shutdown) and its last frame has
+ *                               completed: never under the GPU's feet.
+ *
+ * Lengths: output_bytes() is asked of every frame before a slot is claimed;
+ * a frame it refuses gets a bad_length ERROR with the plugin's text.
+ * max_output_bytes() sizes the daemon's buffers, once at start-up: a reload
+ * that would need more is kept back until a restart.
+ *
+ * Rules for launch(): enqueue work on `stream` only (a cudaStream_t), never
+ * synchronise, never allocate (device_open allocates), return 0 or the
+ * cudaError_t that cudaGetLastError() gives after the launch.  Launches of
+ * one stage come on different streams concurrently, each with its own
+ * `stream_index` below the `streams` given to device_open: keep per-stream
+ * scratch and handles (a cuBLAS handle per stream, for example).  `in_dev`
+ * and `out_dev` are device buffers aligned to at least 256 bytes; they never
+ * overlap.
+ */
+#ifndef GPUFRAME_PLUGIN_H
+#define GPUFRAME_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Raised whenever a member of gf_plugin, gf_plugin_param, gf_plugin_value or
+ * gf_plugin_env changes meaning, order or size; additions go at the ends of
+ * the structs and raise it too.  A plugin is built for exactly one version. */
+#define GF_PLUGIN_ABI_VERSION 1
+
+/* The name of the one symbol gpuframed looks up. */
+#define GF_PLUGIN_ENTRY_SYMBOL "gf_plugin_entry"
+
+/* How a parameter is written in the pipeline's "params" object. */
+enum gf_plugin_param_type {
+    GF_PLUGIN_NUMBER = 1,  /* a JSON number, within [min, max]              */
+    GF_PLUGIN_INTEGER = 2, /* a JSON integer, within [min, max] (and 2^53)   */
+    GF_PLUGIN_STRING = 3,  /* a JSON string of min..max bytes, no NUL inside */
+};
+
+/* One parameter.  gpuframed checks type, range, required and unknown keys
+ * and reports each problem with its key path, as for the built-in kinds;
+ * create() checks what only the plugin can (files, relations between keys). */
+typedef struct gf_plugin_param {
+    const char *key;            /* [a-z0-9_]+                                   */
+    int type;                   /* enum gf_plugin_param_type                    */
+    int required;               /* nonzero: the config must give it             */
+    double default_number;      /* NUMBER, INTEGER: the value when absent       */
+    const char *default_string; /* STRING: the value when absent (NULL: "")     */
+    double min, max;            /* NUMBER, INTEGER: inclusive; STRING: lengths  */
+    const char *doc;            /* one line: what it means, its unit            */
+} gf_plugin_param;
+
+/* One parameter's value, in the order of gf_plugin.params. */
+typedef struct gf_plugin_value {
+    double number;      /* NUMBER and INTEGER                                    */
+    const char *string; /* STRING: NUL-terminated; valid until destroy(state)     */
+} gf_plugin_value;
+
+/* What create() is told about where it runs. */
+typedef struct gf_plugin_env {
+    /* No frame's input is longer than this (the daemon's max_frame_bytes). */
+    uint64_t max_input_bytes;
+    /* The directory of the configuration file the stage comes from: resolve
+     * a relative path in a STRING parameter against it (never against the
+     * current directory, which is / under systemd). */
+    const char *config_dir;
+} gf_plugin_env;
+
+typedef struct gf_plugin {
+    uint32_t abi_version; /* GF_PLUGIN_ABI_VERSION: always the first member   */
+    const char *name;     /* the kind's name in LIST and STATS: [a-z0-9_]+     */
+    const char *doc;      /* one sentence: what it computes                    */
+    const gf_plugin_param *params;
+    uint32_t param_count;
+
+    /* Nonzero when the input is float32 (clients make up float data). */
+    int input_f32;
+    /* Nonzero when outputs are compared bit for bit with reference(); else
+     * elementwise float32, |got - ref| <= abs_tolerance + rel_tolerance*|ref|. */
+    int exact;
+    float abs_tolerance, rel_tolerance;
+
+    /* Required.  Validates `values` and builds the host state, or returns
+     * NULL with one line in why[why_len] that names the key concerned
+     * ("weights: /x.gfw: no such file").  No CUDA call. */
+    void *(*create)(const gf_plugin_value *values, const gf_plugin_env *env, char *why,
+                    size_t why_len);
+    /* Required.  Frees what create() made. */
+    void (*destroy)(void *state);
+
+    /* Required.  The output length for an input of `in_bytes`, or -1 with
+     * the reason in why[why_len] ("length 10 is not a multiple of 4"). */
+    int64_t (*output_bytes)(const void *state, uint64_t in_bytes, char *why, size_t why_len);
+    /* Required.  The longest output of any input of at most max_in_bytes. */
+    uint64_t (*max_output_bytes)(const void *state, uint64_t max_in_bytes);
+
+    /* Optional (NULL: the CPU engine and --verify cannot run this plugin).
+     * Computes `out` from `in` (lengths accepted by output_bytes), on any
+     * thread, concurrently; allocates nothing. */
+    void (*reference)(const void *state, const void *in, uint64_t in_bytes, void *out);
+
+    /* Optional (NULL: the CUDA engine cannot run this plugin).  Builds the
+     * device state on CUDA device `device` (already current) for launches
+     * on up to `streams` streams at once; NULL with why[] on failure. */
+    void *(*device_open)(const void *state, int device, uint32_t streams, char *why,
+                         size_t why_len);
+    /* With device_open.  Frees the device state; every launch has completed. */
+    void (*device_close)(void *dev);
+    /* With device_open.  Enqueues the computation of `in_bytes` at `in_dev`
+     * into `out_dev` on `stream` (a cudaStream_t); see the rules above. */
+    int (*launch)(void *dev, uint32_t stream_index, const void *in_dev, uint64_t in_bytes,
+                  void *out_dev, void *stream);
+} gf_plugin;
+
+/* What a plugin defines; GF_PLUGIN_EXPORT makes it visible in a library
+ * built with -fvisibility=hidden. */
+#define GF_PLUGIN_EXPORT __attribute__((visibility("default")))
+GF_PLUGIN_EXPORT const gf_plugin *gf_plugin_entry(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
