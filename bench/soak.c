@@ -298,15 +298,15 @@ static int load_configs(void) {
                 soak_pipe *sp = &pipes[i];
                 if (strcmp(sp->p.name, name->valuestring) != 0)
                     continue;
-                if (strcmp(sp->p.kind->name, kind->valuestring) != 0) {
+                if (strcmp(sp->p.stages[0].kind->name, kind->valuestring) != 0) {
                     fprintf(stderr, "gf_soak: %s: pipeline %s is of kind %s, the daemon's of %s\n",
-                            opt.configs[f], sp->p.name, kind->valuestring, sp->p.kind->name);
+                            opt.configs[f], sp->p.name, kind->valuestring, sp->p.stages[0].kind->name);
                     cJSON_Delete(root);
                     return -1;
                 }
                 gf_params ps;
                 char err[TEXT_BYTES];
-                if (gf_params_from_json(sp->p.kind, cJSON_GetObjectItemCaseSensitive(e, "params"),
+                if (gf_params_from_json(sp->p.stages[0].kind, cJSON_GetObjectItemCaseSensitive(e, "params"),
                                         sp->p.name, &ps, err, sizeof err) < 0) {
                     fprintf(stderr, "gf_soak: %s: %s\n", opt.configs[f], err);
                     cJSON_Delete(root);
@@ -326,9 +326,9 @@ static int load_configs(void) {
             fprintf(stderr, "gf_soak: pipeline %s is in no configuration file\n", pipes[i].p.name);
             return -1;
         }
-        if (memcmp(&pipes[i].sets[0], &pipes[i].p.params, sizeof(gf_params)) != 0 &&
+        if (memcmp(&pipes[i].sets[0], &pipes[i].p.stages[0].params, sizeof(gf_params)) != 0 &&
             (pipes[i].set_count < 2 ||
-             memcmp(&pipes[i].sets[1], &pipes[i].p.params, sizeof(gf_params)) != 0)) {
+             memcmp(&pipes[i].sets[1], &pipes[i].p.stages[0].params, sizeof(gf_params)) != 0)) {
             fprintf(stderr, "gf_soak: pipeline %s runs parameters no configuration file has\n",
                     pipes[i].p.name);
             return -1;
@@ -346,7 +346,7 @@ static int build_references(uint64_t seed) {
     fill_f32(pool, POOL_BYTES, &rng);
     for (unsigned i = 0; i < pipe_count; i++) {
         soak_pipe *sp = &pipes[i];
-        const char *k = sp->p.kind->name;
+        const char *k = sp->p.stages[0].kind->name;
         sp->elementwise = !strcmp(k, "echo") || !strcmp(k, "affine") || !strcmp(k, "sincos");
         sp->weight = !strcmp(k, "sincos") ? 1 : !strcmp(k, "normalize_u8") ? 2 : 3;
         weight_total += sp->weight;
@@ -355,12 +355,12 @@ static int build_references(uint64_t seed) {
             for (unsigned s = 0; s < sp->set_count; s++) {
                 if (!(sp->ref[s][0] = malloc(POOL_BYTES)))
                     return -1;
-                sp->p.kind->reference(&sp->sets[s], pool, POOL_BYTES, sp->ref[s][0]);
+                sp->p.stages[0].kind->reference(&sp->sets[s], pool, POOL_BYTES, sp->ref[s][0]);
             }
             continue;
         }
-        sp->image_bytes = (size_t)sp->p.params.width * sp->p.params.height * 3;
-        int64_t out = sp->p.kind->output_bytes(&sp->p.params, sp->image_bytes, why, sizeof why);
+        sp->image_bytes = (size_t)sp->p.stages[0].params.width * sp->p.stages[0].params.height * 3;
+        int64_t out = sp->p.stages[0].kind->output_bytes(&sp->p.stages[0].params, sp->image_bytes, why, sizeof why);
         if (out < 0) {
             fprintf(stderr, "gf_soak: %s: %s\n", sp->p.name, why);
             return -1;
@@ -373,7 +373,7 @@ static int build_references(uint64_t seed) {
             for (unsigned s = 0; s < sp->set_count; s++) {
                 if (!(sp->ref[s][m] = malloc((size_t)out)))
                     return -1;
-                sp->p.kind->reference(&sp->sets[s], sp->image[m], sp->image_bytes, sp->ref[s][m]);
+                sp->p.stages[0].kind->reference(&sp->sets[s], sp->image[m], sp->image_bytes, sp->ref[s][m]);
             }
         }
     }
@@ -514,12 +514,12 @@ static void wb_pick(wb_client *w, wb_req *r) {
         if (r->bytes > FRAME_MAX_BYTES)
             r->bytes = FRAME_MAX_BYTES;
         /* echo takes any length at any offset; float kinds whole floats. */
-        size_t unit = strcmp(sp->p.kind->name, "echo") == 0 ? 1 : 4;
+        size_t unit = strcmp(sp->p.stages[0].kind->name, "echo") == 0 ? 1 : 4;
         r->bytes -= r->bytes % unit;
         r->offset = (size_t)rnd_below(&w->rng, (POOL_BYTES - r->bytes) / unit + 1) * unit;
     }
     char why[TEXT_BYTES];
-    int64_t out = sp->p.kind->output_bytes(&sp->p.params, r->bytes, why, sizeof why);
+    int64_t out = sp->p.stages[0].kind->output_bytes(&sp->p.stages[0].params, r->bytes, why, sizeof why);
     r->out_bytes = out < 0 ? 0 : (size_t)out;
 }
 
@@ -684,13 +684,13 @@ static int check_list(const void *json, size_t len, char *why, size_t why_len) {
     }
     for (unsigned i = 0; i < pipe_count; i++) {
         const soak_pipe *sp = &pipes[i];
-        if (got[i].id != sp->p.id || strcmp(got[i].name, sp->p.name) || got[i].kind != sp->p.kind) {
+        if (got[i].id != sp->p.id || strcmp(got[i].name, sp->p.name) || got[i].stages[0].kind != sp->p.stages[0].kind) {
             gf_errorf(why, why_len, "LIST entry %u is %s, was %s", i, got[i].name, sp->p.name);
             goto out;
         }
         int known = 0;
         for (unsigned s = 0; s < sp->set_count; s++)
-            known |= memcmp(&sp->sets[s], &got[i].params, sizeof(gf_params)) == 0;
+            known |= memcmp(&sp->sets[s], &got[i].stages[0].params, sizeof(gf_params)) == 0;
         if (!known) {
             gf_errorf(why, why_len, "LIST: %s runs parameters of no configuration file", sp->p.name);
             goto out;
@@ -777,12 +777,12 @@ static void wb_check(wb_client *w, const wb_req *r, const gf_reply *rep, uint64_
     if (got) {
         int set = -1;
         for (unsigned s = 0; s < sp->set_count && set < 0; s++)
-            if (r->out_bytes == 0 || gf_pipeline_compare(sp->p.kind, got, wb_reference(r, s),
+            if (r->out_bytes == 0 || gf_pipeline_compare(sp->p.stages[0].kind, got, wb_reference(r, s),
                                                          r->out_bytes, why, sizeof why) == 0)
                 set = (int)s;
         if (set < 0) {
             /* Say how it differs from the first configuration's result. */
-            gf_pipeline_compare(sp->p.kind, got, wb_reference(r, 0), r->out_bytes, why,
+            gf_pipeline_compare(sp->p.stages[0].kind, got, wb_reference(r, 0), r->out_bytes, why,
                                 sizeof why);
             got = NULL;
         } else {
@@ -1876,9 +1876,9 @@ int main(int argc, char **argv) {
     int have_echo = 0, have_affine = 0;
     for (unsigned i = 0; i < pipe_count; i++) {
         pipes[i].p = listed[i];
-        if (!strcmp(listed[i].kind->name, "echo") && !have_echo)
+        if (!strcmp(listed[i].stages[0].kind->name, "echo") && !have_echo)
             echo_id = listed[i].id, have_echo = 1;
-        if (!strcmp(listed[i].kind->name, "affine") && !have_affine)
+        if (!strcmp(listed[i].stages[0].kind->name, "affine") && !have_affine)
             affine_id = listed[i].id, have_affine = 1;
     }
     free(listed);

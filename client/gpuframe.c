@@ -32,6 +32,7 @@
 #include "listing.h"
 #include "libgpuframe.h"
 #include "pipeline.h"
+#include "plugin.h"
 #include "report.h"
 #include "util.h"
 
@@ -348,6 +349,28 @@ static void format_param(const gf_param_desc *d, const gf_params *p, char *buf, 
         *pos += (size_t)n;
 }
 
+/* Appends a stage's parameters to buf[len] at *pos: a built-in kind's as
+ * "key=value", a plugin's as its JSON object; "kind:" before them when the
+ * pipeline has several stages. */
+static void format_stage_params(const gf_stage *st, int name_it, char *buf, size_t len,
+                                size_t *pos) {
+    if (*pos < len && name_it)
+        *pos += (size_t)snprintf(buf + *pos, len - *pos, "%s%s:", *pos ? " | " : "",
+                                 st->kind->name);
+    if (!gf_kind_is_plugin(st->kind)) {
+        for (size_t k = 0; k < st->kind->param_count; k++)
+            format_param(&st->kind->params[k], &st->params, buf, len, pos);
+        return;
+    }
+    cJSON *obj = gf_stage_params_to_json(st);
+    char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
+    if (*pos < len)
+        *pos += (size_t)snprintf(buf + *pos, len - *pos, "%s%s %s", *pos ? " " : "",
+                                 gf_plugin_stage_path(st->params.plugin), text ? text : "?");
+    cJSON_free(text);
+    cJSON_Delete(obj);
+}
+
 static int cmd_list(int argc, char *argv[]) {
     static const struct option longopts[] = {
         {"json", no_argument, NULL, OPT_JSON}, COMMON_LONG_OPTIONS, {NULL, 0, NULL, 0}};
@@ -376,27 +399,30 @@ static int cmd_list(int argc, char *argv[]) {
     gf_pipeline *pipelines = fetch_pipelines(c, &o, &count);
     gf_client_close(c);
 
+    char kinds[GF_STAGES_MAX * GF_PIPELINE_NAME_MAX];
     int name_w = (int)strlen("NAME"), kind_w = (int)strlen("KIND");
     for (size_t i = 0; i < count; i++) {
-        int nw = (int)strlen(pipelines[i].name), kw = (int)strlen(pipelines[i].kind->name);
+        int nw = (int)strlen(pipelines[i].name);
+        int kw = (int)strlen(gf_pipeline_kinds_text(&pipelines[i], kinds, sizeof kinds));
         name_w = nw > name_w ? nw : name_w;
         kind_w = kw > kind_w ? kw : kind_w;
     }
     printf("%-4s  %-*s  %-*s  %s\n", "ID", name_w, "NAME", kind_w, "KIND", "PARAMS");
     for (size_t i = 0; i < count; i++) {
         const gf_pipeline *p = &pipelines[i];
-        char params[512] = "";
+        char params[1024] = "";
         size_t pos = 0;
 
-        for (size_t k = 0; k < p->kind->param_count; k++)
-            format_param(&p->kind->params[k], &p->params, params, sizeof params, &pos);
+        for (uint32_t k = 0; k < p->stage_count; k++)
+            format_stage_params(&p->stages[k], p->stage_count > 1, params, sizeof params, &pos);
+        gf_pipeline_kinds_text(p, kinds, sizeof kinds);
         if (params[0] == '\0')
-            printf("%-4" PRIu32 "  %-*s  %s\n", p->id, name_w, p->name, p->kind->name);
+            printf("%-4" PRIu32 "  %-*s  %s\n", p->id, name_w, p->name, kinds);
         else
-            printf("%-4" PRIu32 "  %-*s  %-*s  %s\n", p->id, name_w, p->name, kind_w, p->kind->name,
+            printf("%-4" PRIu32 "  %-*s  %-*s  %s\n", p->id, name_w, p->name, kind_w, kinds,
                    params);
     }
-    free(pipelines);
+    gf_pipelines_free(pipelines, count);
     return EXIT_OK;
 }
 
@@ -915,7 +941,9 @@ struct frame_slot {
 struct stream_run {
     const struct stream_opts *o;
     gf_pipeline *pipelines;      /* the daemon's LIST, decoded     */
+    size_t pipeline_count;
     const gf_pipeline *pipeline; /* --pipeline, one of `pipelines` */
+    void *stage_scratch[2];      /* a chain's intermediate results */
     gf_client *client;
     struct frame_slot *slots; /* window entries, frame i in slots[i % window] */
 
@@ -977,12 +1005,11 @@ static uint64_t rng_seed(uint64_t seed) {
 }
 
 /* Fills a synthetic frame: float32 in [-4, 4] or random bytes. */
-static void fill_synthetic(const gf_pipeline_kind *kind, uint64_t seed, unsigned char *buf,
-                           size_t bytes) {
+static void fill_synthetic(int input_f32, uint64_t seed, unsigned char *buf, size_t bytes) {
     uint64_t state = rng_seed(seed);
     size_t i = 0;
 
-    if (kind->input_f32) {
+    if (input_f32) {
         for (; i + sizeof(float) <= bytes; i += sizeof(float)) {
             /* 24 random bits: every value is exact in float32. */
             double u = (double)(rng_next(&state) >> 40) / (double)(1u << 24);
@@ -1076,7 +1103,7 @@ static void parse_stream_opts(int argc, char *argv[], struct stream_opts *o) {
 /* The output size of an input of `bytes` for the run's pipeline, or -1 with
  * the reason in why[why_len]. */
 static int64_t expect_output(const gf_pipeline *p, uint64_t bytes, char *why, size_t why_len) {
-    return p->kind->output_bytes(&p->params, bytes, why, why_len);
+    return gf_pipeline_output_bytes(p, bytes, why, why_len);
 }
 
 /* Opens --input, checks its length against --size and sets `planned`. */
@@ -1127,10 +1154,10 @@ static void make_pool(struct stream_run *r) {
     r->pool_count = r->planned < SYNTH_POOL_MAX ? (size_t)r->planned : SYNTH_POOL_MAX;
     for (size_t k = 0; k < r->pool_count; k++) {
         r->pool[k] = alloc_frame(bytes);
-        fill_synthetic(p->kind, o->seed * SYNTH_POOL_MAX + k, r->pool[k], bytes);
+        fill_synthetic(gf_pipeline_input_f32(p), o->seed * SYNTH_POOL_MAX + k, r->pool[k], bytes);
         if (o->verify && r->full_expect >= 0) {
             r->pool_refs[k] = alloc_frame((size_t)r->full_expect);
-            p->kind->reference(&p->params, r->pool[k], bytes, r->pool_refs[k]);
+            gf_pipeline_reference(p, r->pool[k], bytes, r->pool_refs[k], r->stage_scratch);
         }
     }
 }
@@ -1250,10 +1277,10 @@ static int check_result(struct stream_run *r, uint64_t seq, const struct frame_s
             r->scratch = alloc_frame(rep->payload_bytes);
             r->scratch_bytes = rep->payload_bytes;
         }
-        p->kind->reference(&p->params, s->data, s->bytes, r->scratch);
+        gf_pipeline_reference(p, s->data, s->bytes, r->scratch, r->stage_scratch);
         ref = r->scratch;
     }
-    if (gf_pipeline_compare(p->kind, rep->payload, ref, rep->payload_bytes, why, sizeof why) < 0) {
+    if (gf_pipeline_compare_result(p, rep->payload, ref, rep->payload_bytes, why, sizeof why) < 0) {
         mismatch(r, seq, why);
         return -1;
     }
@@ -1380,8 +1407,9 @@ static void print_summary(struct stream_run *r, uint64_t elapsed_ns, uint64_t fa
 
 /* The default --size: one image for normalize_u8, else STREAM_SIZE_DEFAULT. */
 static uint64_t default_size(const gf_pipeline *p) {
-    if (strcmp(p->kind->name, "normalize_u8") == 0)
-        return (uint64_t)p->params.width * p->params.height * 3u;
+    const gf_stage *first = &p->stages[0];
+    if (strcmp(first->kind->name, "normalize_u8") == 0)
+        return (uint64_t)first->params.width * first->params.height * 3u;
     return STREAM_SIZE_DEFAULT;
 }
 
@@ -1403,9 +1431,11 @@ static void stream_free(struct stream_run *r) {
             free(r->in_bufs[i]);
     free(r->in_bufs);
     free(r->scratch);
+    free(r->stage_scratch[0]);
+    free(r->stage_scratch[1]);
     free(r->slots);
     free(r->latency_ns);
-    free(r->pipelines);
+    gf_pipelines_free(r->pipelines, r->pipeline_count);
     memset(r, 0, sizeof *r);
 }
 
@@ -1417,6 +1447,7 @@ static void stream_connect(struct stream_run *r) {
 
     r->client = connect_or_die(&o->common);
     r->pipelines = fetch_pipelines(r->client, &o->common, &count);
+    r->pipeline_count = count;
     r->pipeline = find_pipeline(r->pipelines, count, o->pipeline);
     if (r->pipeline != NULL)
         return;
@@ -1425,6 +1456,35 @@ static void stream_connect(struct stream_run *r) {
         fprintf(stderr, "%s%s", i == 0 ? " (it has: " : ", ", r->pipelines[i].name);
     fprintf(stderr, "%s\n", count > 0 ? ")" : "");
     exit(EXIT_USAGE);
+}
+
+/*
+ * Loads the run's plugin stages here too, for what the client computes itself:
+ * the output length of a frame and, with --verify, the reference.  The
+ * daemon is on this host (a Unix socket), so the plugin's shared object and
+ * files are at the paths LIST gives; a client that cannot read them exits 2
+ * saying so.  Also sizes the scratch a chain's references need.
+ */
+static void open_plugins(struct stream_run *r, uint64_t size_bytes) {
+    gf_pipeline *p = &r->pipelines[r->pipeline - r->pipelines];
+    char why[WHY_BYTES];
+    gf_problems pr;
+    gf_problems_init(&pr, why, sizeof why, 0, NULL);
+    if (gf_pipeline_open_plugins(p, size_bytes, p->name, &pr) < 0) {
+        fprintf(stderr, "gpuframe stream: pipeline '%s': cannot load its plugin here: %s\n",
+                p->name, why);
+        exit(EXIT_USAGE);
+    }
+    if (r->o->verify && !gf_pipeline_has_reference(p)) {
+        fprintf(stderr, "gpuframe stream: --verify: pipeline '%s' has a plugin stage without a C "
+                        "reference\n", p->name);
+        exit(EXIT_USAGE);
+    }
+    uint64_t scratch = gf_pipeline_max_scratch_bytes(p, size_bytes);
+    if (scratch > 0) {
+        r->stage_scratch[0] = alloc_frame((size_t)scratch);
+        r->stage_scratch[1] = alloc_frame((size_t)scratch);
+    }
 }
 
 /* Settles --size (the pipeline's default when not given) and the output size
@@ -1436,11 +1496,13 @@ static void plan_frame_size(struct stream_run *r, struct stream_opts *o) {
 
     if (!o->have_size)
         o->size_bytes = default_size(p);
+    open_plugins(r, o->size_bytes);
     r->full_expect = expect_output(p, o->size_bytes, why, sizeof why);
     if (r->full_expect < 0 && !o->no_check) {
+        char kinds[GF_STAGES_MAX * GF_PIPELINE_NAME_MAX];
         fprintf(stderr,
                 "gpuframe stream: --size %" PRIu64 ": pipeline '%s' (%s) cannot take it: %s\n",
-                o->size_bytes, p->name, p->kind->name, why);
+                o->size_bytes, p->name, gf_pipeline_kinds_text(p, kinds, sizeof kinds), why);
         exit(EXIT_USAGE);
     }
     if (r->full_expect < 0 && o->verify && !o->quiet)
@@ -1516,13 +1578,15 @@ static void print_banner(const struct stream_run *r) {
 
     if (o->quiet)
         return;
+    char kinds[GF_STAGES_MAX * GF_PIPELINE_NAME_MAX];
     printf("streaming ");
     if (r->planned != UINT64_MAX)
         printf("%" PRIu64 " ", r->planned);
     printf("frames of %" PRIu64 " bytes%s%s to pipeline '%s' (id %" PRIu32 ", %s), window %" PRIu32
            "%s\n",
            o->size_bytes, o->input_path ? " from " : "", o->input_path ? o->input_path : "",
-           p->name, p->id, p->kind->name, o->window, o->verify ? ", verified" : "");
+           p->name, p->id, gf_pipeline_kinds_text(p, kinds, sizeof kinds), o->window,
+           o->verify ? ", verified" : "");
     fflush(stdout);
 }
 

@@ -13,6 +13,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -491,8 +492,8 @@ static uint32_t read_keys(const cJSON *const *items, gf_config *cfg, gf_problems
 
 /* gf_config_parse with `flags` (may be NULL), reporting every problem to
  * `pr`: a value that is wrong does not hide the next one. */
-static int config_parse(const char *json, const gf_config_overrides *flags, gf_config *out,
-                        gf_problems *pr) {
+static int config_parse(const char *json, const gf_config_overrides *flags,
+                        const char *config_dir, gf_config *out, gf_problems *pr) {
     const cJSON *items[K_COUNT_] = {0};
     const char *names[K_COUNT_];
     char got[GF_VALUE_TEXT_BYTES];
@@ -530,7 +531,7 @@ static int config_parse(const char *json, const gf_config_overrides *flags, gf_c
      * repeat that problem. */
     if (gf__config_parse_pipelines(items[K_PIPELINES],
                                    bad & (1u << K_MAX_FRAME_BYTES) ? 0 : cfg.max_frame_bytes,
-                                   &cfg.pipelines, &cfg.pipeline_count, pr) < 0)
+                                   config_dir, &cfg.pipelines, &cfg.pipeline_count, pr) < 0)
         goto fail_root;
     /* The cap is checked on values that are all valid, or not at all. */
     if (pr->count > first_problem || check_pinned(&cfg, pr) < 0) {
@@ -552,7 +553,7 @@ int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
     gf_problems pr;
 
     gf_problems_init(&pr, err, err_len, 0, NULL);
-    return config_parse(json, NULL, out, &pr);
+    return config_parse(json, NULL, NULL, out, &pr);
 }
 
 int gf_config_parse_all(const char *json, gf_config *out, char *errs, size_t errs_len,
@@ -561,7 +562,7 @@ int gf_config_parse_all(const char *json, gf_config *out, char *errs, size_t err
     int rc;
 
     gf_problems_init(&pr, errs, errs_len, 1, NULL);
-    rc = config_parse(json, NULL, out, &pr);
+    rc = config_parse(json, NULL, NULL, out, &pr);
     if (problem_count != NULL)
         *problem_count = pr.count;
     return rc;
@@ -580,7 +581,7 @@ static int config_load(const char *path, const gf_config_overrides *flags, gf_co
     memset(out, 0, sizeof *out);
     if (path == NULL) {
         pr->prefix = "built-in configuration";
-        rc = config_parse(gf_default_config_json, flags, out, pr);
+        rc = config_parse(gf_default_config_json, flags, NULL, out, pr);
         goto out;
     }
     pr->prefix = path;
@@ -610,7 +611,17 @@ static int config_load(const char *path, const gf_config_overrides *flags, gf_co
         gf_problem(pr, "contains a NUL byte at offset %zu", strlen(buf));
         goto out_buf;
     }
-    rc = config_parse(buf, flags, out, pr);
+    /* Plugins and the files their parameters name are found relative to
+     * the configuration file, whatever the daemon's current directory. */
+    char dir[PATH_MAX];
+    if (realpath(path, dir) == NULL)
+        snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    rc = config_parse(buf, flags, dir, out, pr);
 
 out_buf:
     free(buf);
@@ -643,6 +654,6 @@ int gf_config_load(const char *path, const gf_config_overrides *flags, gf_config
 void gf_config_free(gf_config *cfg) {
     if (cfg == NULL)
         return;
-    free(cfg->pipelines);
+    gf_pipelines_free(cfg->pipelines, cfg->pipeline_count);
     memset(cfg, 0, sizeof *cfg);
 }

@@ -92,9 +92,9 @@ enum gf_config_type {
 enum gf_config_reload {
     GF_RELOAD_APPLIES,       /* the new value applies at once                    */
     GF_RELOAD_NEEDS_RESTART, /* the running value stays; the log says so        */
-    GF_RELOAD_PARAMS,        /* pipelines: new parameters apply, while pipelines
-                                added, removed, renamed or of another kind need
-                                a restart                                       */
+    GF_RELOAD_PARAMS,        /* pipelines: the new ones apply (added, removed,
+                                changed) unless they need larger slot buffers
+                                than the daemon started with                    */
 };
 
 /*
@@ -190,15 +190,11 @@ void gf_config_describe_changes(const gf_config *from, const gf_config *to, char
 /*
  * For SIGHUP: for every key the table marks GF_RELOAD_NEEDS_RESTART whose
  * value differs, puts `running`'s value back into `next` and appends
- * "<key> <running> -> <next>" to the note; when `next`'s pipelines are added,
- * removed, renamed or of another kind, `next` gets a copy of the running
- * pipelines (parameters included) and the note says "pipelines added,
- * removed, renamed or of another kind".  note[note_len] must hold a string
- * ("" to start); items are appended with gf_config_note_restart, e.g.
- * "needs a restart: slots 2 -> 4, trace_frames 4096 -> 16".  Checks against
- * the slots' allocated sizes are the server's.  Returns 0, or -ENOMEM when
- * the running pipelines could not be copied (`next` then keeps its own
- * pipelines and the reload should be rejected).
+ * "<key> <running> -> <next>" to the note.  Pipelines may be added, removed,
+ * renamed and changed by a reload; the checks against the slots' allocated
+ * sizes are the server's.  note[note_len] must hold a string ("" to start);
+ * items are appended with gf_config_note_restart, e.g. "needs a restart:
+ * slots 2 -> 4, trace_frames 4096 -> 16".  Returns 0.
  */
 int gf_config_keep_restart_keys(const gf_config *running, gf_config *next, char *note,
                                 size_t note_len);
@@ -212,6 +208,10 @@ void gf_config_note_restart(char *note, size_t len, const char *fmt, ...)
 /* The largest result any configured pipeline makes from a frame of at most
  * max_frame_bytes: the size of every slot's output buffer. */
 uint64_t gf_config_max_output_bytes(const gf_config *cfg);
+
+/* The longest intermediate result of any configured pipeline of several
+ * stages: the size of each of a slot's two scratch buffers (0: none). */
+uint64_t gf_config_max_scratch_bytes(const gf_config *cfg);
 
 /* Pinned host memory the slots need: slots * (max_frame_bytes + output). */
 uint64_t gf_config_pinned_bytes(const gf_config *cfg);

@@ -21,13 +21,14 @@ void gf__config_field_copy(gf_config *to, const gf_config *from, const gf_config
 
 /*
  * Parses the config's "pipelines" array `v` into a new array in *out (owned
- * by the caller, freed with free()) of *out_count entries, reporting the
- * problems of every element to `pr`; checks each pipeline's parameters
+ * by the caller, freed with gf_pipelines_free()) of *out_count entries,
+ * reporting the problems of every element to `pr`; loads every plugin
+ * (relative paths against `config_dir`) and checks each pipeline's stages
  * against `max_frame_bytes` unless that is 0 (itself invalid).  Returns 0,
  * or -1 with *out and *out_count untouched.
  */
-int gf__config_parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, gf_pipeline **out,
-                               size_t *out_count, gf_problems *pr);
+int gf__config_parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, const char *config_dir,
+                               gf_pipeline **out, size_t *out_count, gf_problems *pr);
 
 /* Reads the "allow" object `v` into *out (names resolved now), reporting
  * every problem to `pr`.  Returns 0, or -1 with *out untouched. */

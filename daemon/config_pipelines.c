@@ -9,65 +9,64 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum pipeline_key { P_NAME, P_KIND, P_PARAMS, P_COUNT_ };
-static const char *const pipeline_keys[P_COUNT_] = {"name", "kind", "params"};
+enum pipeline_key { P_NAME, P_KIND, P_PARAMS, P_PATH, P_STAGES, P_COUNT_ };
+static const char *const pipeline_keys[P_COUNT_] = {"name", "kind", "params", "path", "stages"};
 
 /* Parses one element of the config's "pipelines" array into `p`, whose
- * `index` earlier siblings before[] are already parsed.  Reports every
- * problem it can tell apart; checks the parameters as a whole against
- * `max_frame_bytes` unless that is 0 (itself invalid).  Returns 0 or -1. */
+ * `index` earlier siblings before[] are already parsed: its name, its
+ * stages, each plugin loaded and created, then the stages checked as a chain
+ * against `max_frame_bytes` unless that is 0 (itself invalid).  Reports
+ * every problem it can tell apart.  Returns 0 or -1 (then `p` holds no
+ * plugin reference). */
 static int parse_pipeline(const cJSON *v, size_t index, const gf_pipeline *before,
-                          uint64_t max_frame_bytes, gf_pipeline *p, gf_problems *pr) {
+                          uint64_t max_frame_bytes, const char *config_dir, gf_pipeline *p,
+                          gf_problems *pr) {
     const cJSON *items[P_COUNT_] = {0};
-    char prefix[32], path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES], why[GF_PATH_BYTES];
+    char prefix[32], path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES];
     int rc = 0;
 
     snprintf(prefix, sizeof prefix, "pipelines[%zu]", index);
     if (!cJSON_IsObject(v)) {
         gf_json_describe(v, got, sizeof got);
         gf_problem(pr,
-                   "%s: expected an object with \"name\", \"kind\" and optional "
-                   "\"params\", got %s",
+                   "%s: expected an object with \"name\" and \"kind\" (or \"stages\") and "
+                   "optional \"params\", got %s",
                    prefix, got);
         return -1;
     }
     if (gf_json_collect_keys(v, prefix, pipeline_keys, P_COUNT_, 0, items, pr) < 0)
         rc = -1;
-    for (int k = P_NAME; k <= P_KIND; k++) {
-        if (items[k] == NULL) {
-            gf_problem(pr, "%s.%s: missing (required)", prefix, pipeline_keys[k]);
-            rc = -1;
-        }
+    if (items[P_NAME] == NULL) {
+        gf_problem(pr, "%s.name: missing (required)", prefix);
+        rc = -1;
     }
-
     p->id = (uint32_t)index;
     snprintf(path, sizeof path, "%s.name", prefix);
     if (items[P_NAME] != NULL &&
         gf_json_read_pipeline_name(items[P_NAME], path, before, index, p->name, pr) < 0)
         rc = -1;
-    if (items[P_KIND] == NULL)
-        return -1;
-    snprintf(path, sizeof path, "%s.kind", prefix);
-    p->kind = gf_json_read_kind(items[P_KIND], path, pr);
-    if (p->kind == NULL)
-        return -1;
     if (p->name[0] != '\0')
-        snprintf(path, sizeof path, "%s (%s).params", prefix, p->name);
+        snprintf(path, sizeof path, "%s (%s)", prefix, p->name);
     else
-        snprintf(path, sizeof path, "%s.params", prefix);
-    if (gf_params_read(p->kind, items[P_PARAMS], path, &p->params, pr) < 0)
+        snprintf(path, sizeof path, "%s", prefix);
+    gf_stage_json j = {.kind = items[P_KIND],
+                       .params = items[P_PARAMS],
+                       .path = items[P_PATH],
+                       .stages = items[P_STAGES]};
+    if (gf_json_read_stages(&j, config_dir, path, p, pr) < 0)
         return -1;
-    why[0] = '\0';
-    if (max_frame_bytes > 0 &&
-        p->kind->check_params(&p->params, max_frame_bytes, why, sizeof why) != 0) {
-        gf_problem(pr, "%s: %s", path, why[0] ? why : "invalid parameters");
-        return -1;
+    if (gf_pipeline_open_plugins(p, max_frame_bytes, path, pr) < 0 ||
+        (max_frame_bytes > 0 && gf_pipeline_check_stages(p, max_frame_bytes, path, pr) < 0))
+        rc = -1;
+    if (rc < 0) {
+        gf_pipeline_release(p);
+        p->stage_count = 0;
     }
     return rc;
 }
 
-int gf__config_parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, gf_pipeline **out,
-                               size_t *out_count, gf_problems *pr) {
+int gf__config_parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, const char *config_dir,
+                               gf_pipeline **out, size_t *out_count, gf_problems *pr) {
     char got[GF_VALUE_TEXT_BYTES];
     gf_pipeline *pipelines = NULL;
     size_t count, i = 0;
@@ -91,7 +90,7 @@ int gf__config_parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, gf_pipe
         goto fail;
     }
     cJSON_ArrayForEach(m, v) {
-        if (parse_pipeline(m, i, pipelines, max_frame_bytes, &pipelines[i], pr) < 0)
+        if (parse_pipeline(m, i, pipelines, max_frame_bytes, config_dir, &pipelines[i], pr) < 0)
             rc = -1;
         i++;
     }
@@ -102,7 +101,7 @@ int gf__config_parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, gf_pipe
     return 0;
 
 fail_pipelines:
-    free(pipelines);
+    gf_pipelines_free(pipelines, count);
 fail:
     return -1;
 }
@@ -110,10 +109,19 @@ fail:
 uint64_t gf_config_max_output_bytes(const gf_config *cfg) {
     uint64_t most = 0;
     for (size_t i = 0; i < cfg->pipeline_count; i++) {
-        const gf_pipeline *p = &cfg->pipelines[i];
-        uint64_t out = p->kind->max_output_bytes(&p->params, cfg->max_frame_bytes);
+        uint64_t out = gf_pipeline_max_output_bytes(&cfg->pipelines[i], cfg->max_frame_bytes);
         if (out > most)
             most = out;
+    }
+    return most;
+}
+
+uint64_t gf_config_max_scratch_bytes(const gf_config *cfg) {
+    uint64_t most = 0;
+    for (size_t i = 0; i < cfg->pipeline_count; i++) {
+        uint64_t n = gf_pipeline_max_scratch_bytes(&cfg->pipelines[i], cfg->max_frame_bytes);
+        if (n > most)
+            most = n;
     }
     return most;
 }

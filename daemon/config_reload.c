@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin.h"
 #include "util.h"
 
 /* What a reload's note starts with, as gf_server_reload has always logged. */
@@ -101,15 +102,41 @@ static void append_key_change(char *buf, size_t len, const char *first, const gf
         gf_config_note_restart(buf, len, "%s %s -> %s", k->key, a, b);
 }
 
-/* A pipeline's parameters as compact JSON text in buf[len] ("?" when out of
+/* A stage's parameters as compact JSON text in buf[len] ("?" when out of
  * memory). */
-static void params_text(const gf_pipeline *p, char *buf, size_t len) {
-    cJSON *obj = gf_params_to_json(p->kind, &p->params);
+static void params_text(const gf_stage *s, char *buf, size_t len) {
+    cJSON *obj = gf_stage_params_to_json(s);
     char *text = obj != NULL ? cJSON_PrintUnformatted(obj) : NULL;
-
     gf_errorf(buf, len, "%s", text != NULL ? text : "?");
     cJSON_free(text);
     cJSON_Delete(obj);
+}
+
+/* Nonzero when two stages run the same code: one built-in kind, or plugins
+ * from one shared object. */
+static int same_code(const gf_stage *a, const gf_stage *b) {
+    if (gf_kind_is_plugin(a->kind) && gf_kind_is_plugin(b->kind))
+        return strcmp(gf_plugin_stage_path(a->params.plugin),
+                      gf_plugin_stage_path(b->params.plugin)) == 0;
+    return a->kind == b->kind;
+}
+
+/* What a pipeline runs, as compact text in buf[len]: each stage's kind, a
+ * plugin's path, and parameters as JSON ("?" when out of memory). */
+static void pipeline_text(const gf_pipeline *p, char *buf, size_t len) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (uint32_t k = 0; k < p->stage_count && o < len; k++) {
+        const gf_stage *s = &p->stages[k];
+        cJSON *obj = gf_stage_params_to_json(s);
+        char *text = obj != NULL ? cJSON_PrintUnformatted(obj) : NULL;
+        o += gf_errorf(buf + o, len - o, "%s%s%s%s %s", k ? " + " : "", s->kind->name,
+                       gf_kind_is_plugin(s->kind) ? "@" : "",
+                       gf_kind_is_plugin(s->kind) ? gf_plugin_stage_path(s->params.plugin) : "",
+                       text != NULL ? text : "?");
+        cJSON_free(text);
+        cJSON_Delete(obj);
+    }
 }
 
 /* Appends what differs between the pipelines of `from` and `to`. */
@@ -124,15 +151,17 @@ static void describe_pipeline_changes(const gf_config *from, const gf_config *to
 
         if (strcmp(a->name, b->name) != 0)
             append_change(buf, len, "pipelines[%zu].name %s -> %s", i, a->name, b->name);
-        if (a->kind != b->kind) {
-            append_change(buf, len, "pipelines[%zu] (%s).kind %s -> %s", i, b->name, a->kind->name,
-                          b->kind->name);
+        pipeline_text(a, pa, sizeof pa);
+        pipeline_text(b, pb, sizeof pb);
+        if (strcmp(pa, pb) == 0)
             continue;
-        }
-        if (memcmp(&a->params, &b->params, sizeof a->params) != 0) {
-            params_text(a, pa, sizeof pa);
-            params_text(b, pb, sizeof pb);
+        /* One stage of the same kind (and object): only its parameters. */
+        if (a->stage_count == 1 && b->stage_count == 1 && same_code(&a->stages[0], &b->stages[0])) {
+            params_text(&a->stages[0], pa, sizeof pa);
+            params_text(&b->stages[0], pb, sizeof pb);
             append_change(buf, len, "pipelines[%zu] (%s).params %s -> %s", i, b->name, pa, pb);
+        } else {
+            append_change(buf, len, "pipelines[%zu] (%s) %s -> %s", i, b->name, pa, pb);
         }
     }
 }
@@ -150,23 +179,10 @@ void gf_config_describe_changes(const gf_config *from, const gf_config *to, char
     describe_pipeline_changes(from, to, buf, len);
 }
 
-/* Nonzero when `a` and `b` have the same pipelines by number, name and kind
- * (their parameters may differ). */
-static int same_pipeline_layout(const gf_config *a, const gf_config *b) {
-    if (a->pipeline_count != b->pipeline_count)
-        return 0;
-    for (size_t i = 0; i < a->pipeline_count; i++)
-        if (a->pipelines[i].kind != b->pipelines[i].kind ||
-            strcmp(a->pipelines[i].name, b->pipelines[i].name) != 0)
-            return 0;
-    return 1;
-}
-
 int gf_config_keep_restart_keys(const gf_config *running, gf_config *next, char *note,
                                 size_t note_len) {
     size_t count;
     const gf_config_key *keys = gf_config_keys(&count);
-    gf_pipeline *kept;
 
     for (size_t i = 0; i < count; i++) {
         const gf_config_key *k = &keys[i];
@@ -175,16 +191,7 @@ int gf_config_keep_restart_keys(const gf_config *running, gf_config *next, char 
         append_key_change(note, note_len, GF_RESTART_NOTE_PREFIX, k, running, next);
         gf__config_field_copy(next, running, k);
     }
-    if (same_pipeline_layout(running, next))
-        return 0;
-    /* Keep the running pipelines, parameters included. */
-    kept = malloc(running->pipeline_count * sizeof *kept);
-    if (kept == NULL)
-        return -ENOMEM;
-    memcpy(kept, running->pipelines, running->pipeline_count * sizeof *kept);
-    free(next->pipelines);
-    next->pipelines = kept;
-    next->pipeline_count = running->pipeline_count;
-    gf_config_note_restart(note, note_len, "pipelines added, removed, renamed or of another kind");
+    /* The pipelines are the server's to judge: whether the slots' buffers
+     * hold what they need (gf_server_reload). */
     return 0;
 }

@@ -389,6 +389,7 @@ void gf__conn_evict_results(gf_conn *c) {
         free(r->body); /* a failed frame's ERROR text, copied above */
         r->body = NULL;
         *snap = *s;
+        snap->pipeline.stage_count = 0; /* the slot's release below drops its plugins */
         memcpy(q->header, r->header, sizeof q->header);
         q->conn = c;
         q->ready = 1;
@@ -618,8 +619,8 @@ static uint32_t frame_check(const gf_conn *c, uint32_t pipeline_id, uint64_t in_
         return GF_ERR_UNKNOWN_PIPELINE;
     }
     const gf_pipeline *p = &cfg->pipelines[pipeline_id];
-    char rule[160];
-    *out_bytes = p->kind->output_bytes(&p->params, in_bytes, rule, sizeof rule);
+    char rule[256];
+    *out_bytes = gf_pipeline_output_bytes(p, in_bytes, rule, sizeof rule);
     if (*out_bytes < 0) {
         gf_errorf(why, why_len, "pipeline %s: %s", p->name, rule);
         return GF_ERR_BAD_LENGTH;

@@ -27,7 +27,11 @@ typedef struct gf_engine_params {
     uint32_t slot_count;
     uint64_t in_capacity_bytes;   /* per slot: the largest frame payload */
     uint64_t out_capacity_bytes;  /* per slot: the largest result        */
-    const gf_pipeline *pipelines; /* warmed up before open returns       */
+    uint64_t scratch_capacity_bytes; /* per slot, twice: the largest
+                                        intermediate result of a pipeline
+                                        of several stages (0: none)     */
+    gf_pipeline *pipelines;       /* prepared and warmed up before open
+                                     returns                            */
     size_t pipeline_count;
     enum gf_completion_mode completion; /* poll: gf_engine_poll finds done frames */
 } gf_engine_params;
@@ -57,12 +61,15 @@ typedef struct gf_engine_ops {
      * pinning (the CPU engine). */
     int (*pin)(gf_engine *e, void *base, uint64_t bytes, char *why, size_t why_len);
     void (*unpin)(gf_engine *e, void *base);
+    /* See gf_engine_prepare. */
+    int (*prepare)(gf_engine *e, gf_pipeline *pipelines, size_t count, char *why, size_t why_len);
 } gf_engine_ops;
 
 struct gf_engine {
     const gf_engine_ops *ops;
     gf_slot *slots; /* slot_count slots, buffers allocated     */
     uint32_t slot_count;
+    uint64_t scratch_capacity_bytes; /* what each slot's scratch holds */
     gf_completion *done;   /* where finished slots are pushed         */
     gf_device_info device; /* the same, as fields                     */
     uint64_t pinned_bytes; /* page-locked host memory held            */
@@ -129,6 +136,21 @@ static inline void gf_engine_unpin(gf_engine *e, void *base) {
 /* Nonzero when gf_engine_pin does something (the region is then "pinned"). */
 static inline int gf_engine_pins(const gf_engine *e) {
     return e->ops->pin != NULL;
+}
+
+/*
+ * Makes `pipelines` runnable here before any of their frames is submitted:
+ * the CUDA engine opens each plugin stage's device side (device_open: its
+ * device memory and handles, once per stage) and checks every built-in kind
+ * has a kernel; the CPU engine checks every stage has a C reference.  Both
+ * check that intermediate results fit the slots' scratch.  Called by
+ * gf_engine_open for the pipelines it is given and by the server for a
+ * reload's, on the loop thread; may block for what device_open takes.
+ * Returns 0, or -1 with the first pipeline that cannot run in why[why_len].
+ */
+static inline int gf_engine_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count,
+                                    char *why, size_t why_len) {
+    return e->ops->prepare(e, pipelines, count, why, why_len);
 }
 
 /* Waits for all submitted work (shutdown may block), then frees everything. */

@@ -20,6 +20,7 @@
 typedef struct cpu_worker {
     gf_engine *engine;
     gf_slot *slot;
+    void *scratch[2]; /* intermediate results of a pipeline of several stages */
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -48,7 +49,7 @@ static void *worker_main(void *arg) {
 
         gf_slot *s = w->slot;
         uint64_t t0 = gf_now_ns();
-        s->kind->reference(&s->params, s->src, s->in_bytes, s->dst);
+        gf_pipeline_reference(&s->pipeline, s->src, s->in_bytes, s->dst, w->scratch);
         uint64_t t1 = gf_now_ns();
         /* No copies: the "device" is this thread, the run is the kernel. */
         s->stages = (gf_stage_times){.h2d_begin_ns = t0,
@@ -98,14 +99,45 @@ static void cpu_close(gf_engine *e) {
     for (uint32_t i = 0; e->slots && i < e->slot_count; i++) {
         free(e->slots[i].in_host);
         free(e->slots[i].out_host);
+        if (ce->workers) {
+            free(ce->workers[i].scratch[0]);
+            free(ce->workers[i].scratch[1]);
+        }
     }
     free(ce->workers);
     free(e->slots);
     free(ce);
 }
 
-static const gf_engine_ops cpu_ops = {
-    .name = "cpu", .submit = cpu_submit, .finish = cpu_finish, .close = cpu_close};
+/* Every stage must have a C reference, and intermediate results must fit. */
+static int cpu_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char *why,
+                       size_t why_len) {
+    for (size_t i = 0; i < count; i++) {
+        gf_pipeline *p = &pipelines[i];
+        if (!gf_pipeline_has_reference(p)) {
+            snprintf(why, why_len,
+                     "pipeline %s: a plugin stage has no CPU implementation (reference), so the "
+                     "cpu engine cannot run it",
+                     p->name);
+            return -1;
+        }
+        uint64_t scratch = gf_pipeline_max_scratch_bytes(p, e->slots[0].in_capacity_bytes);
+        if (scratch > e->scratch_capacity_bytes) {
+            snprintf(why, why_len,
+                     "pipeline %s: intermediate results of %llu bytes exceed the slots' %llu",
+                     p->name, (unsigned long long)scratch,
+                     (unsigned long long)e->scratch_capacity_bytes);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static const gf_engine_ops cpu_ops = {.name = "cpu",
+                                      .submit = cpu_submit,
+                                      .finish = cpu_finish,
+                                      .close = cpu_close,
+                                      .prepare = cpu_prepare};
 
 /* Page-aligned allocation of at least one byte, so a 0-byte frame has a buffer. */
 static void *alloc_buffer(uint64_t bytes) {
@@ -134,7 +166,12 @@ int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_
         s->out_capacity_bytes = params->out_capacity_bytes;
         s->in_host = alloc_buffer(params->in_capacity_bytes);
         s->out_host = alloc_buffer(params->out_capacity_bytes);
-        if (!s->in_host || !s->out_host) {
+        if (params->scratch_capacity_bytes) {
+            w->scratch[0] = alloc_buffer(params->scratch_capacity_bytes);
+            w->scratch[1] = alloc_buffer(params->scratch_capacity_bytes);
+        }
+        if (!s->in_host || !s->out_host ||
+            (params->scratch_capacity_bytes && (!w->scratch[0] || !w->scratch[1]))) {
             GF_LOG_ERR("engine cpu: cannot allocate %llu + %llu bytes for slot %u",
                        (unsigned long long)params->in_capacity_bytes,
                        (unsigned long long)params->out_capacity_bytes, i);
@@ -153,6 +190,13 @@ int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_
             goto fail;
         }
         w->started = 1;
+    }
+    e->scratch_capacity_bytes = params->scratch_capacity_bytes;
+    char why[512];
+    if (cpu_prepare(e, params->pipelines, params->pipeline_count, why, sizeof why) < 0) {
+        GF_LOG_ERR("engine cpu: %s", why);
+        cpu_close(e);
+        return -EINVAL;
     }
     snprintf(e->device.name, sizeof e->device.name, "cpu");
     e->device.threads = params->slot_count;

@@ -30,6 +30,7 @@
 #include "engine.h"
 #include "kernels.h"
 #include "log.h"
+#include "plugin.h"
 #include "stats.h"
 
 enum { EV_START, EV_H2D, EV_KERNEL, EV_D2H, EV_COUNT };
@@ -37,8 +38,10 @@ enum { EV_START, EV_H2D, EV_KERNEL, EV_D2H, EV_COUNT };
 typedef struct cuda_slot {
     gf_engine *engine;
     void *in_dev, *out_dev;
+    void *scratch_dev[2]; /* intermediate results of a pipeline of several stages */
     cudaStream_t stream;
     cudaEvent_t ev[EV_COUNT];
+    cudaEvent_t stage_ev[GF_STAGES_MAX - 1]; /* timed: after each stage but the last */
     cudaEvent_t done; /* poll mode: recorded after the D2H copy, untimed       */
     int pending;      /* poll mode: submitted, and done not yet seen by a poll */
 } cuda_slot;
@@ -169,12 +172,30 @@ static cudaError_t mark(const gf_slot *s, cuda_slot *cs, int ev) {
     return s->time_stages ? cudaEventRecord(cs->ev[ev], cs->stream) : cudaSuccess;
 }
 
-/* Enqueues the frame's whole sequence on the slot's stream. */
-static cudaError_t enqueue(gf_slot *s, cuda_slot *cs) {
-    gf_launch_fn launch = gf_kernel_launcher(s->kind);
-    cudaError_t err;
-    if (launch == NULL) /* a kind without a kernel: none in a complete build */
+/* Launches stage `st` of a frame on the slot's stream: a plugin's launch with
+ * the slot's index as its stream index, or the built-in kind's kernel. */
+static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage *st,
+                                const void *in, uint64_t in_bytes, void *out) {
+    if (gf_kind_is_plugin(st->kind)) {
+        const gf_plugin *api = gf_plugin_stage_api(st->params.plugin);
+        return (cudaError_t)api->launch(gf_plugin_stage_device(st->params.plugin), s->index, in,
+                                        in_bytes, out, cs->stream);
+    }
+    gf_launch_fn launch = gf_kernel_launcher(st->kind);
+    if (launch == NULL) /* refused by cuda_prepare: never here */
         return cudaErrorInvalidDeviceFunction;
+    return (cudaError_t)launch(&st->params, in, (size_t)in_bytes, out, cs->stream);
+}
+
+/*
+ * Enqueues the frame's whole sequence on the slot's stream: one H2D copy,
+ * each stage's kernel (stage k reads what stage k-1 wrote, intermediate
+ * results alternating between the slot's two scratch buffers on the
+ * device), one D2H copy.
+ */
+static cudaError_t enqueue(gf_slot *s, cuda_slot *cs) {
+    const gf_pipeline *p = &s->pipeline;
+    cudaError_t err;
     if ((err = mark(s, cs, EV_START)) != cudaSuccess)
         return err;
     if (s->in_bytes && (err = cudaMemcpyAsync(cs->in_dev, s->src, s->in_bytes,
@@ -182,9 +203,23 @@ static cudaError_t enqueue(gf_slot *s, cuda_slot *cs) {
         return err;
     if ((err = mark(s, cs, EV_H2D)) != cudaSuccess)
         return err;
-    if ((err = (cudaError_t)launch(&s->params, cs->in_dev, s->in_bytes, cs->out_dev, cs->stream)) !=
-        cudaSuccess)
-        return err;
+    const void *in = cs->in_dev;
+    uint64_t n = s->in_bytes;
+    for (uint32_t k = 0; k < p->stage_count; k++) {
+        const gf_stage *st = &p->stages[k];
+        int last = k + 1 == p->stage_count;
+        void *out = last ? cs->out_dev : cs->scratch_dev[k % 2];
+        if ((err = launch_stage(s, cs, st, in, n, out)) != cudaSuccess)
+            return err;
+        if (last)
+            break;
+        if (s->time_stages && (err = cudaEventRecord(cs->stage_ev[k], cs->stream)) != cudaSuccess)
+            return err;
+        char why[8];
+        /* The whole chain accepted this length at the frame's header. */
+        n = (uint64_t)st->kind->output_bytes(&st->params, n, why, sizeof why);
+        in = out;
+    }
     if ((err = mark(s, cs, EV_KERNEL)) != cudaSuccess)
         return err;
     if (s->out_bytes && (err = cudaMemcpyAsync(s->dst, cs->out_dev, s->out_bytes,
@@ -204,7 +239,7 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
         return 0;
     }
     GF_LOG_ERR("engine cuda: frame %llu (%s, %llu bytes) on slot %u not started: %s (%s)",
-               (unsigned long long)s->frame_id, s->kind->name, (unsigned long long)s->in_bytes,
+               (unsigned long long)s->frame_id, s->pipeline.name, (unsigned long long)s->in_bytes,
                s->index, cudaGetErrorString(err), cudaGetErrorName(err));
     if (is_sticky(err))
         e->poisoned = 1;
@@ -278,6 +313,12 @@ static void cuda_finish(gf_engine *e, gf_slot *s) {
     t->h2d_end_ns = t->h2d_begin_ns + elapsed_ns(cs->ev[EV_START], cs->ev[EV_H2D]);
     t->kernel_begin_ns = t->h2d_end_ns;
     t->kernel_end_ns = t->kernel_begin_ns + elapsed_ns(cs->ev[EV_H2D], cs->ev[EV_KERNEL]);
+    /* Each stage's share of the kernel phase, from the events between them. */
+    uint32_t n = s->pipeline.stage_count;
+    t->kernel_stages = n > 1 ? n : 0;
+    for (uint32_t k = 0; n > 1 && k < n; k++)
+        t->kernel_stage_ns[k] = elapsed_ns(k == 0 ? cs->ev[EV_H2D] : cs->stage_ev[k - 1],
+                                           k + 1 == n ? cs->ev[EV_KERNEL] : cs->stage_ev[k]);
     t->d2h_begin_ns = t->kernel_end_ns;
     t->d2h_end_ns = t->d2h_begin_ns + elapsed_ns(cs->ev[EV_KERNEL], cs->ev[EV_D2H]);
     t->gpu_done_ns = t->d2h_end_ns;
@@ -287,12 +328,17 @@ static void free_slot(cuda_slot *cs, gf_slot *s) {
     for (int i = 0; i < EV_COUNT; i++)
         if (cs->ev[i])
             cudaEventDestroy(cs->ev[i]);
+    for (int i = 0; i < GF_STAGES_MAX - 1; i++)
+        if (cs->stage_ev[i])
+            cudaEventDestroy(cs->stage_ev[i]);
     if (cs->done)
         cudaEventDestroy(cs->done);
     if (cs->stream)
         cudaStreamDestroy(cs->stream);
     cudaFree(cs->in_dev);
     cudaFree(cs->out_dev);
+    cudaFree(cs->scratch_dev[0]);
+    cudaFree(cs->scratch_dev[1]);
     cudaFreeHost(s->in_host);
     cudaFreeHost(s->out_host);
 }
@@ -334,7 +380,47 @@ static void cuda_unpin(gf_engine *e, void *base) {
     }
 }
 
+/* Every built-in stage must have a kernel, every plugin stage its device side
+ * (opened here, on this engine's device, for one stream per slot), and
+ * intermediate results must fit the slots' scratch. */
+static int cuda_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char *why,
+                        size_t why_len) {
+    cuda_engine *ce = (cuda_engine *)e;
+    char inner[384];
+    if (cudaSetDevice(ce->device) != cudaSuccess) {
+        snprintf(why, why_len, "cudaSetDevice(%d) failed", ce->device);
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++) {
+        gf_pipeline *p = &pipelines[i];
+        uint64_t scratch = gf_pipeline_max_scratch_bytes(p, e->slots[0].in_capacity_bytes);
+        if (scratch > e->scratch_capacity_bytes) {
+            snprintf(why, why_len,
+                     "pipeline %s: intermediate results of %llu bytes exceed the slots' %llu",
+                     p->name, (unsigned long long)scratch,
+                     (unsigned long long)e->scratch_capacity_bytes);
+            return -1;
+        }
+        for (uint32_t k = 0; k < p->stage_count; k++) {
+            gf_stage *st = &p->stages[k];
+            if (gf_kind_is_plugin(st->kind)) {
+                if (gf_plugin_stage_open_device(st->params.plugin, ce->device, e->slot_count,
+                                                inner, sizeof inner) < 0) {
+                    snprintf(why, why_len, "pipeline %s: %s", p->name, inner);
+                    return -1;
+                }
+            } else if (gf_kernel_launcher(st->kind) == NULL) {
+                snprintf(why, why_len, "pipeline %s: kind %s has no CUDA kernel", p->name,
+                         st->kind->name);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 static const gf_engine_ops cuda_ops = {.name = "cuda",
+                                       .prepare = cuda_prepare,
                                        .submit = cuda_submit,
                                        .finish = cuda_finish,
                                        .close = cuda_close,
@@ -357,10 +443,16 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
         (err = CUDA_CHECK(cudaHostAlloc((void **)&s->out_host, out_b, cudaHostAllocDefault))) ||
         (err = CUDA_CHECK(cudaMalloc(&cs->in_dev, in_b))) ||
         (err = CUDA_CHECK(cudaMalloc(&cs->out_dev, out_b))) ||
+        (p->scratch_capacity_bytes &&
+         ((err = CUDA_CHECK(cudaMalloc(&cs->scratch_dev[0], p->scratch_capacity_bytes))) ||
+          (err = CUDA_CHECK(cudaMalloc(&cs->scratch_dev[1], p->scratch_capacity_bytes))))) ||
         (err = CUDA_CHECK(cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking))))
         return cuda_errno(err);
     for (int i = 0; i < EV_COUNT; i++)
         if ((err = CUDA_CHECK(cudaEventCreateWithFlags(&cs->ev[i], cudaEventDefault))))
+            return cuda_errno(err);
+    for (int i = 0; i < GF_STAGES_MAX - 1; i++)
+        if ((err = CUDA_CHECK(cudaEventCreateWithFlags(&cs->stage_ev[i], cudaEventDefault))))
             return cuda_errno(err);
     if ((err = CUDA_CHECK(cudaEventCreateWithFlags(&cs->done, cudaEventDisableTiming))))
         return cuda_errno(err);
@@ -374,20 +466,27 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
  */
 static int warm_up(const cuda_engine *ce, const gf_engine_params *p, gf_slot *s, cuda_slot *cs) {
     char why[128];
+    (void)ce;
     for (size_t i = 0; i < p->pipeline_count; i++) {
         const gf_pipeline *pl = &p->pipelines[i];
-        uint64_t n = pl->kind->warmup_input_bytes(&pl->params);
-        int64_t out = pl->kind->output_bytes(&pl->params, n, why, sizeof why);
+        const gf_stage *first = &pl->stages[0];
+        uint64_t n = first->kind->warmup_input_bytes(&first->params);
+        int64_t out = n ? gf_pipeline_output_bytes(pl, n, why, sizeof why) : -1;
         if (out < 0 || n > s->in_capacity_bytes || (uint64_t)out > s->out_capacity_bytes)
-            continue;
+            continue; /* a plugin warms itself up in device_open */
         memset(s->in_host, 0, n);
         s->src = s->in_host;
         s->dst = s->out_host;
-        s->kind = pl->kind;
-        s->params = pl->params;
+        /* A copy without references: the slot is emptied below, before it
+         * is ever released. */
+        s->pipeline = *pl;
         s->in_bytes = n;
         s->out_bytes = (uint64_t)out;
-        if (CUDA_CHECK(enqueue(s, cs)) || CUDA_CHECK(cudaStreamSynchronize(cs->stream)))
+        cudaError_t err = CUDA_CHECK(enqueue(s, cs));
+        if (!err)
+            err = CUDA_CHECK(cudaStreamSynchronize(cs->stream));
+        s->pipeline.stage_count = 0;
+        if (err)
             return -EIO;
         GF_LOG_DBG("engine cuda: warmed up pipeline %s (%llu bytes)", pl->name,
                    (unsigned long long)n);
@@ -430,6 +529,12 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
                        (unsigned long long)p->out_capacity_bytes, EV_COUNT, strerror(-rc));
             goto fail;
         }
+    }
+    e->scratch_capacity_bytes = p->scratch_capacity_bytes;
+    if (cuda_prepare(e, p->pipelines, p->pipeline_count, why, sizeof why) < 0) {
+        GF_LOG_ERR("engine cuda: %s", why);
+        rc = -EINVAL;
+        goto fail;
     }
     if ((rc = warm_up(ce, p, &e->slots[0], &ce->cslots[0])) != 0)
         goto fail;

@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "server_internal.h"
 
@@ -44,7 +45,12 @@ void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_slot *s) {
         srv->stats.shm_bytes_in += s->in_bytes;
         srv->stats.shm_bytes_out += s->out_bytes;
     }
-    gf_stats_frame_answered(&srv->stats, s->pipeline_id, ph, mask);
+    /* Under the pipeline it ran as: one a reload removed or renamed while the
+     * frame ran has no totals left to add to. */
+    const gf_config *cfg = srv->cfg;
+    if (s->pipeline_id < cfg->pipeline_count &&
+        strcmp(cfg->pipelines[s->pipeline_id].name, s->pipeline.name) == 0)
+        gf_stats_frame_answered(&srv->stats, s->pipeline_id, ph, mask);
     gf_trace_rec rec = {.frame_id = s->frame_id,
                         .conn_id = c->id,
                         .pipeline_id = s->pipeline_id,

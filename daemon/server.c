@@ -227,7 +227,7 @@ static void on_watchdog(uv_timer_t *t) {
             server_fatal(srv,
                          "frame %llu (%s) on slot %u has been on the %s engine for %llu ms, over "
                          "its %u ms deadline: the engine stopped completing frames",
-                         (unsigned long long)s->frame_id, s->kind->name, s->index,
+                         (unsigned long long)s->frame_id, s->pipeline.name, s->index,
                          srv->engine->ops->name,
                          (unsigned long long)((now - s->submitted_ns) / 1000000u),
                          srv->cfg->frame_timeout_ms);
@@ -301,6 +301,21 @@ void gf_server_shutdown(gf_server *srv) {
 
 /* ---- run-time changes ------------------------------------------------------------- */
 
+/* Gives `next` a copy of the running pipelines (a reload whose own cannot
+ * run): each plugin stage gains a reference, `next`'s own are dropped. */
+static int keep_pipelines(const gf_config *cur, gf_config *next) {
+    gf_pipeline *kept = malloc(cur->pipeline_count * sizeof *kept);
+    if (kept == NULL)
+        return -ENOMEM;
+    memcpy(kept, cur->pipelines, cur->pipeline_count * sizeof *kept);
+    for (size_t i = 0; i < cur->pipeline_count; i++)
+        gf_pipeline_retain(&kept[i]);
+    gf_pipelines_free(next->pipelines, next->pipeline_count);
+    next->pipelines = kept;
+    next->pipeline_count = cur->pipeline_count;
+    return 0;
+}
+
 int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_len) {
     const gf_config *cur = srv->cfg;
     uint64_t in_cap = srv->ring.slots[0].in_capacity_bytes;
@@ -316,12 +331,23 @@ int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_le
                                (unsigned long long)in_cap);
         next->max_frame_bytes = cur->max_frame_bytes;
     }
-    if (gf_config_max_output_bytes(next) > out_cap) {
+    char why[512];
+    if (gf_config_max_output_bytes(next) > out_cap ||
+        gf_config_max_scratch_bytes(next) > srv->engine->scratch_capacity_bytes) {
         gf_config_note_restart(note, note_len,
-                               "a pipeline's output would exceed the slots' buffers");
-        /* Same layout (kept above): keep the running parameters too. */
-        memcpy(next->pipelines, cur->pipelines, cur->pipeline_count * sizeof *next->pipelines);
+                               "the new pipelines need larger slot buffers than the daemon "
+                               "started with: the running pipelines stay");
+        rc = keep_pipelines(cur, next);
+    } else if (gf_engine_prepare(srv->engine, next->pipelines, next->pipeline_count, why,
+                                 sizeof why) < 0) {
+        gf_config_note_restart(note, note_len, "%s: the running pipelines stay", why);
+        rc = keep_pipelines(cur, next);
     }
+    if (rc < 0)
+        return rc;
+    if ((rc = gf_stats_rekey_pipelines(&srv->stats, cur->pipelines, cur->pipeline_count,
+                                       next->pipelines, next->pipeline_count)) < 0)
+        return rc;
     /* Connections check frame sizes in their decoders: the new limit applies
      * from their next header on. */
     for (gf_conn *c = srv->conns; c; c = c->next)
@@ -361,6 +387,7 @@ static int engine_open(gf_server *srv) {
     gf_engine_params ep = {.slot_count = cfg->slot_count,
                            .in_capacity_bytes = cfg->max_frame_bytes,
                            .out_capacity_bytes = gf_config_max_output_bytes(cfg),
+                           .scratch_capacity_bytes = gf_config_max_scratch_bytes(cfg),
                            .pipelines = cfg->pipelines,
                            .pipeline_count = cfg->pipeline_count,
                            .completion = cfg->completion};

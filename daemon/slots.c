@@ -30,6 +30,9 @@ gf_slot *gf_slot_claim(gf_slot_ring *ring) {
 void gf_slot_release(gf_slot_ring *ring, gf_slot *slot) {
     assert(ring->free_count < ring->count);
     assert(!slot->in_flight);
+    /* The frame is over: a plugin stage that a reload removed may go now. */
+    gf_pipeline_release(&slot->pipeline);
+    slot->pipeline.stage_count = 0;
     slot->next_free = NULL;
     if (ring->free_tail)
         ring->free_tail->next_free = slot;
@@ -41,8 +44,12 @@ void gf_slot_release(gf_slot_ring *ring, gf_slot *slot) {
 
 void gf_slot_assign(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint64_t out_bytes,
                     uint64_t arrived_ns) {
-    s->kind = p->kind;
-    s->params = p->params;
+    /* Only the stages in use are copied: usually one. */
+    s->pipeline.id = p->id;
+    memcpy(s->pipeline.name, p->name, sizeof p->name);
+    s->pipeline.stage_count = p->stage_count;
+    memcpy(s->pipeline.stages, p->stages, p->stage_count * sizeof p->stages[0]);
+    gf_pipeline_retain(&s->pipeline);
     s->pipeline_id = h->pipeline_id;
     s->frame_id = h->frame_id;
     s->version = h->version;

@@ -57,6 +57,10 @@ typedef struct gf_stage_times {
     uint64_t d2h_begin_ns, d2h_end_ns;
     uint64_t gpu_done_ns; /* the device finished (= d2h_end_ns when timed)   */
     int timed;            /* the intervals are measured (timing_events on)    */
+    /* A timed frame of a pipeline of several stages: how long each stage's
+     * kernels took (the kernel interval is their sum); 0 stages otherwise. */
+    uint32_t kernel_stages;
+    uint64_t kernel_stage_ns[GF_STAGES_MAX];
 } gf_stage_times;
 
 typedef struct gf_slot {
@@ -71,14 +75,15 @@ typedef struct gf_slot {
     void *engine_state;          /* the engine's per-slot state (streams...)  */
 
     /* The frame it holds; set by the server at claim, read by the engine. */
-    const gf_pipeline_kind *kind; /* what to run                               */
-    gf_params params;             /* a copy: fixed for this frame              */
+    gf_pipeline pipeline; /* what to run: a copy of its name and stages, fixed for
+                             this frame; its plugin stages held (one reference
+                             each) until the slot is released                  */
     uint32_t pipeline_id;
     uint64_t frame_id;
     uint8_t version; /* the request's protocol version, echoed in the reply */
     uint8_t shm_result[GF_SHM_RESULT_BYTES]; /* a shm frame's RESULT payload */
     uint64_t in_bytes;                       /* payload length                            */
-    uint64_t out_bytes;                      /* result length (kind->output_bytes)        */
+    uint64_t out_bytes;                      /* result length (gf_pipeline_output_bytes)  */
     gf_queued_reply reply;                   /* this frame's place in its reply queue     */
 
     int time_stages; /* set at submit: record this frame's stage times       */

@@ -26,6 +26,21 @@ int gf_stats_init(gf_stats *st, size_t pipeline_count, uint64_t now_ns) {
     return 0;
 }
 
+int gf_stats_rekey_pipelines(gf_stats *st, const gf_pipeline *from, size_t from_count,
+                              const gf_pipeline *to, size_t to_count) {
+    gf_pipeline_stats *next = calloc(to_count ? to_count : 1, sizeof *next);
+    if (!next)
+        return -ENOMEM;
+    for (size_t i = 0; i < to_count; i++)
+        for (size_t j = 0; j < from_count && j < st->pipeline_count; j++)
+            if (strcmp(to[i].name, from[j].name) == 0)
+                next[i] = st->pipelines[j];
+    free(st->pipelines);
+    st->pipelines = next;
+    st->pipeline_count = to_count;
+    return 0;
+}
+
 void gf_stats_free(gf_stats *st) {
     free(st->pipelines);
     st->pipelines = NULL;
@@ -123,7 +138,9 @@ static void add_pipelines(const gf_stats *st, const gf_pipeline *pipelines, cJSO
         cJSON_AddItemToArray(pl, p);
         add_u64(p, "id", i);
         cJSON_AddStringToObject(p, "name", pipelines[i].name);
-        cJSON_AddStringToObject(p, "kind", pipelines[i].kind->name);
+        char kinds[GF_PIPELINE_NAME_MAX * GF_STAGES_MAX];
+        cJSON_AddStringToObject(p, "kind", gf_pipeline_kinds_text(&pipelines[i], kinds,
+                                                                  sizeof kinds));
         add_u64(p, "frames", ps->frames);
         cJSON *ph = cJSON_AddObjectToObject(p, "phases");
         for (unsigned k = 0; k < GF_PHASE_COUNT; k++) {

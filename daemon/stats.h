@@ -98,6 +98,12 @@ typedef struct gf_stats {
     unsigned sample_count, sample_next;
 } gf_stats;
 
+/* A reload changed the pipelines from `from` to `to`: each of `to` keeps the
+ * totals of the pipeline of its name in `from`, a new name starts at zero,
+ * a removed one's are dropped.  Returns 0 or -ENOMEM (nothing changed). */
+int gf_stats_rekey_pipelines(gf_stats *st, const gf_pipeline *from, size_t from_count,
+                              const gf_pipeline *to, size_t to_count);
+
 /* Zeroes `st` and allocates per-pipeline totals.  Returns 0 or -ENOMEM. */
 int gf_stats_init(gf_stats *st, size_t pipeline_count, uint64_t now_ns);
 

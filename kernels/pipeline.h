@@ -29,6 +29,11 @@ extern "C" {
 
 /* Longest pipeline name, including the terminating NUL. */
 #define GF_PIPELINE_NAME_MAX 64
+/* Most stages one pipeline may chain (config/README.md, "stages"). */
+#define GF_STAGES_MAX 8
+
+/* A loaded plugin stage (kernels/plugin.c); opaque outside it. */
+typedef struct gf_plugin_stage gf_plugin_stage;
 
 /*
  * Parameter values of every kind, in one struct so that a configured pipeline
@@ -41,6 +46,9 @@ typedef struct gf_params {
     uint32_t height; /* normalize_u8: image height in pixels                */
     float mean[3];   /* normalize_u8: per-channel mean, in [0,1] units      */
     float std[3];    /* normalize_u8: per-channel std deviation, > 0        */
+    /* kind "plugin": the loaded shared object, its parameter values and
+     * state (one reference per gf_stage that names it: gf_stage_retain). */
+    gf_plugin_stage *plugin;
 } gf_params;
 
 /* How a parameter is typed in the config file. */
@@ -101,12 +109,22 @@ typedef struct gf_pipeline_kind {
     void (*reference)(const gf_params *p, const void *in, size_t in_bytes, void *out);
 } gf_pipeline_kind;
 
-/* A configured pipeline, as clients see it through LIST. */
+/* One stage of a pipeline: a kind and its parameters. */
+typedef struct gf_stage {
+    const gf_pipeline_kind *kind;
+    gf_params params;
+} gf_stage;
+
+/*
+ * A configured pipeline, as clients see it through LIST: one stage, or up to
+ * GF_STAGES_MAX run back to back on one slot (stage k's output is stage
+ * k+1's input; on the GPU intermediate results stay on the device).
+ */
 typedef struct gf_pipeline {
     uint32_t id;                     /* what FRAME headers carry; its index */
     char name[GF_PIPELINE_NAME_MAX]; /* unique among configured pipelines   */
-    const gf_pipeline_kind *kind;
-    gf_params params;
+    uint32_t stage_count;            /* 1..GF_STAGES_MAX                    */
+    gf_stage stages[GF_STAGES_MAX];
 } gf_pipeline;
 
 /* The kind called `name`, or NULL.  Static storage; never freed. */
@@ -125,6 +143,58 @@ void gf_params_defaults(const gf_pipeline_kind *kind, gf_params *p);
  */
 int gf_pipeline_compare(const gf_pipeline_kind *kind, const void *got, const void *ref,
                         size_t bytes, char *why, size_t why_len);
+
+/* ---- whole pipelines: their stages' rules composed ---------------------------- */
+
+/* The output length of `p` for an input of `in_bytes` through every stage,
+ * or -1 with the first refusal in why[] ("stage 1 (mlp): length ..." when
+ * there are several stages). */
+int64_t gf_pipeline_output_bytes(const gf_pipeline *p, uint64_t in_bytes, char *why,
+                                 size_t why_len);
+
+/* The longest output of `p` for inputs of at most max_in_bytes. */
+uint64_t gf_pipeline_max_output_bytes(const gf_pipeline *p, uint64_t max_in_bytes);
+
+/* The longest intermediate result (output of a stage but the last) for
+ * inputs of at most max_in_bytes: what each of a slot's two scratch
+ * buffers must hold.  0 for one stage. */
+uint64_t gf_pipeline_max_scratch_bytes(const gf_pipeline *p, uint64_t max_in_bytes);
+
+/* Nonzero when stage 0 takes float32 input. */
+int gf_pipeline_input_f32(const gf_pipeline *p);
+
+/* Nonzero when every stage can run on the CPU (has a reference). */
+int gf_pipeline_has_reference(const gf_pipeline *p);
+
+/*
+ * Runs every stage's reference: `in` (in_bytes, accepted by
+ * gf_pipeline_output_bytes) to `out`, intermediate results alternating
+ * between scratch[0] and scratch[1] (each gf_pipeline_max_scratch_bytes;
+ * unused, and may be NULL, for one stage).  Thread-safe; allocates nothing.
+ */
+void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_bytes, void *out,
+                           void *const scratch[2]);
+
+/* Compares a result of `p`: bit for bit when every stage is exact, else
+ * under the widest tolerance of its inexact stages (the float stages of
+ * gpuframed's chains are the last ones; an exact stage before them feeds
+ * both sides the same bytes). */
+int gf_pipeline_compare_result(const gf_pipeline *p, const void *got, const void *ref,
+                               size_t bytes, char *why, size_t why_len);
+
+/* "echo", or "normalize_u8+mlp" for a chain: written into buf[len]. */
+const char *gf_pipeline_kinds_text(const gf_pipeline *p, char *buf, size_t len);
+
+/* ---- stages that hold plugins --------------------------------------------------- */
+
+/* Takes one more reference on each plugin stage of `p` (a copy of it now
+ * exists); gf_pipeline_release drops them.  No-ops for built-in kinds.  Not
+ * thread-safe: the daemon calls both on its loop thread only. */
+void gf_pipeline_retain(const gf_pipeline *p);
+void gf_pipeline_release(const gf_pipeline *p);
+
+/* gf_pipeline_release on each of `count` pipelines, then free(pipelines). */
+void gf_pipelines_free(gf_pipeline *pipelines, size_t count);
 
 #ifdef __cplusplus
 }

@@ -9,9 +9,11 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
+#include "plugin.h"
 #include "util.h"
 
 /* Frames carry float32 little-endian and the references read them in place. */
@@ -445,4 +447,121 @@ int gf_pipeline_compare(const gf_pipeline_kind *kind, const void *got, const voi
         return compare_exact(got, ref, bytes, why, why_len);
     }
     return compare_f32(kind, got, ref, bytes, why, why_len);
+}
+
+/* ---- whole pipelines ------------------------------------------------------------ */
+
+int64_t gf_pipeline_output_bytes(const gf_pipeline *p, uint64_t in_bytes, char *why,
+                                 size_t why_len) {
+    int64_t n = (int64_t)in_bytes;
+    char rule[200];
+    if (in_bytes > (uint64_t)INT64_MAX) {
+        gf_errorf(why, why_len, "length %" PRIu64 " is too large", in_bytes);
+        return -1;
+    }
+    for (uint32_t k = 0; k < p->stage_count; k++) {
+        const gf_stage *s = &p->stages[k];
+        rule[0] = '\0';
+        n = s->kind->output_bytes(&s->params, (uint64_t)n, rule, sizeof rule);
+        if (n < 0) {
+            if (p->stage_count == 1)
+                gf_errorf(why, why_len, "%s", rule);
+            else
+                gf_errorf(why, why_len, "stage %" PRIu32 " (%s): %s", k, s->kind->name, rule);
+            return -1;
+        }
+    }
+    return n;
+}
+
+uint64_t gf_pipeline_max_output_bytes(const gf_pipeline *p, uint64_t max_in_bytes) {
+    uint64_t n = max_in_bytes;
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        n = p->stages[k].kind->max_output_bytes(&p->stages[k].params, n);
+    return n;
+}
+
+uint64_t gf_pipeline_max_scratch_bytes(const gf_pipeline *p, uint64_t max_in_bytes) {
+    uint64_t n = max_in_bytes, most = 0;
+    for (uint32_t k = 0; k + 1 < p->stage_count; k++) {
+        n = p->stages[k].kind->max_output_bytes(&p->stages[k].params, n);
+        if (n > most)
+            most = n;
+    }
+    return most;
+}
+
+int gf_pipeline_input_f32(const gf_pipeline *p) {
+    return p->stages[0].kind->input_f32;
+}
+
+int gf_pipeline_has_reference(const gf_pipeline *p) {
+    for (uint32_t k = 0; k < p->stage_count; k++) {
+        const gf_stage *s = &p->stages[k];
+        if (gf_kind_is_plugin(s->kind)) {
+            const gf_plugin *api = s->params.plugin ? gf_plugin_stage_api(s->params.plugin) : NULL;
+            if (api == NULL || api->reference == NULL || !gf_plugin_stage_state(s->params.plugin))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_bytes, void *out,
+                           void *const scratch[2]) {
+    const void *src = in;
+    uint64_t n = in_bytes;
+    char why[8];
+    for (uint32_t k = 0; k < p->stage_count; k++) {
+        const gf_stage *s = &p->stages[k];
+        void *dst = k + 1 == p->stage_count ? out : scratch[k % 2];
+        s->kind->reference(&s->params, src, (size_t)n, dst);
+        /* Accepted as a whole by gf_pipeline_output_bytes, so never -1. */
+        n = (uint64_t)s->kind->output_bytes(&s->params, n, why, sizeof why);
+        src = dst;
+    }
+}
+
+int gf_pipeline_compare_result(const gf_pipeline *p, const void *got, const void *ref,
+                               size_t bytes, char *why, size_t why_len) {
+    gf_pipeline_kind rule = {.exact = 1};
+    for (uint32_t k = 0; k < p->stage_count; k++) {
+        const gf_pipeline_kind *kind = p->stages[k].kind;
+        if (kind->exact)
+            continue;
+        rule.exact = 0;
+        if (kind->abs_tolerance > rule.abs_tolerance)
+            rule.abs_tolerance = kind->abs_tolerance;
+        if (kind->rel_tolerance > rule.rel_tolerance)
+            rule.rel_tolerance = kind->rel_tolerance;
+    }
+    return gf_pipeline_compare(&rule, got, ref, bytes, why, why_len);
+}
+
+const char *gf_pipeline_kinds_text(const gf_pipeline *p, char *buf, size_t len) {
+    size_t o = 0;
+    if (len == 0)
+        return buf;
+    buf[0] = '\0';
+    for (uint32_t k = 0; k < p->stage_count && o < len; k++)
+        o += (size_t)gf_errorf(buf + o, len - o, "%s%s", k ? "+" : "", p->stages[k].kind->name);
+    return buf;
+}
+
+void gf_pipeline_retain(const gf_pipeline *p) {
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        if (gf_kind_is_plugin(p->stages[k].kind))
+            gf_plugin_stage_retain(p->stages[k].params.plugin);
+}
+
+void gf_pipeline_release(const gf_pipeline *p) {
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        if (gf_kind_is_plugin(p->stages[k].kind))
+            gf_plugin_stage_release(p->stages[k].params.plugin);
+}
+
+void gf_pipelines_free(gf_pipeline *pipelines, size_t count) {
+    for (size_t i = 0; pipelines && i < count; i++)
+        gf_pipeline_release(&pipelines[i]);
+    free(pipelines);
 }

@@ -6,12 +6,14 @@
 
 #include <assert.h>
 #include <float.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugin.h"
 #include "util.h"
 
 /* 2^53: above it a JSON number (a double in cJSON) no longer holds every
@@ -324,10 +326,11 @@ const gf_pipeline_kind *gf_json_read_kind(const cJSON *v, const char *path, gf_p
     if (kind != NULL)
         return kind;
     kinds = gf_pipeline_kinds(&count);
-    if (count > GF_KINDS_LISTED_MAX)
-        count = GF_KINDS_LISTED_MAX;
+    if (count > GF_KINDS_LISTED_MAX - 1)
+        count = GF_KINDS_LISTED_MAX - 1;
     for (size_t i = 0; i < count; i++)
         names[i] = kinds[i].name;
+    names[count++] = GF_PLUGIN_KIND_NAME;
     join_names(names, count, list, sizeof list);
     gf_json_describe(v, got, sizeof got);
     if (cJSON_IsString(v))
@@ -609,6 +612,74 @@ fail:
     return NULL;
 }
 
+/* ---- stages: built-in kinds and plugins ------------------------------------------ */
+
+cJSON *gf_stage_params_to_json(const gf_stage *s) {
+    if (!gf_kind_is_plugin(s->kind))
+        return gf_params_to_json(s->kind, &s->params);
+    const char *text = gf_plugin_stage_params_json(s->params.plugin);
+    return text[0] ? cJSON_Parse(text) : cJSON_CreateObject();
+}
+
+/* Adds one stage's members to `obj`: "kind" and "params", and for a plugin
+ * "plugin" (its name, once loaded), "path" and "config_dir".  -1 when out of
+ * memory. */
+static int add_stage(cJSON *obj, const gf_stage *s) {
+    int plugin = gf_kind_is_plugin(s->kind);
+    cJSON *params;
+    if (!cJSON_AddStringToObject(obj, "kind", plugin ? GF_PLUGIN_KIND_NAME : s->kind->name))
+        return -1;
+    if (plugin) {
+        const gf_plugin_stage *st = s->params.plugin;
+        if ((gf_plugin_stage_api(st) && !cJSON_AddStringToObject(obj, "plugin", s->kind->name)) ||
+            !cJSON_AddStringToObject(obj, "path", gf_plugin_stage_path(st)) ||
+            !cJSON_AddStringToObject(obj, "config_dir", gf_plugin_stage_config_dir(st)))
+            return -1;
+    }
+    params = gf_stage_params_to_json(s);
+    if (params == NULL || !cJSON_AddItemToObject(obj, "params", params)) {
+        cJSON_Delete(params);
+        return -1;
+    }
+    return 0;
+}
+
+/* One pipeline's LIST entry; NULL when out of memory. */
+static cJSON *pipeline_to_json(const gf_pipeline *p) {
+    cJSON *obj = cJSON_CreateObject(), *arr;
+    char doc[GF_KNOWN_LIST_BYTES];
+    if (obj == NULL || !cJSON_AddNumberToObject(obj, "id", (double)p->id) ||
+        !cJSON_AddStringToObject(obj, "name", p->name))
+        goto fail;
+    if (p->stage_count == 1) {
+        if (add_stage(obj, &p->stages[0]) < 0 ||
+            !cJSON_AddStringToObject(obj, "doc", p->stages[0].kind->doc))
+            goto fail;
+        return obj;
+    }
+    if ((arr = cJSON_AddArrayToObject(obj, "stages")) == NULL)
+        goto fail;
+    for (uint32_t k = 0; k < p->stage_count; k++) {
+        cJSON *st = cJSON_CreateObject();
+        if (st == NULL || !cJSON_AddItemToArray(arr, st)) {
+            cJSON_Delete(st);
+            goto fail;
+        }
+        if (add_stage(st, &p->stages[k]) < 0 ||
+            !cJSON_AddStringToObject(st, "doc", p->stages[k].kind->doc))
+            goto fail;
+    }
+    gf_pipeline_kinds_text(p, doc, sizeof doc);
+    char text[GF_KNOWN_LIST_BYTES + 64];
+    snprintf(text, sizeof text, "Runs %s, each stage's output the next one's input.", doc);
+    if (!cJSON_AddStringToObject(obj, "doc", text))
+        goto fail;
+    return obj;
+fail:
+    cJSON_Delete(obj);
+    return NULL;
+}
+
 cJSON *gf_pipelines_to_json(const gf_pipeline *pipelines, size_t count) {
     cJSON *root = cJSON_CreateObject(), *arr;
 
@@ -618,28 +689,13 @@ cJSON *gf_pipelines_to_json(const gf_pipeline *pipelines, size_t count) {
     if (arr == NULL)
         goto fail_root;
     for (size_t i = 0; i < count; i++) {
-        const gf_pipeline *p = &pipelines[i];
-        cJSON *obj = cJSON_CreateObject(), *params;
-
+        cJSON *obj = pipeline_to_json(&pipelines[i]);
         if (obj == NULL)
             goto fail_root;
         if (!cJSON_AddItemToArray(arr, obj)) {
             cJSON_Delete(obj);
             goto fail_root;
         }
-        if (cJSON_AddNumberToObject(obj, "id", (double)p->id) == NULL ||
-            cJSON_AddStringToObject(obj, "name", p->name) == NULL ||
-            cJSON_AddStringToObject(obj, "kind", p->kind->name) == NULL)
-            goto fail_root;
-        params = gf_params_to_json(p->kind, &p->params);
-        if (params == NULL)
-            goto fail_root;
-        if (!cJSON_AddItemToObject(obj, "params", params)) {
-            cJSON_Delete(params);
-            goto fail_root;
-        }
-        if (cJSON_AddStringToObject(obj, "doc", p->kind->doc) == NULL)
-            goto fail_root;
     }
     return root;
 
@@ -649,11 +705,288 @@ fail:
     return NULL;
 }
 
-enum list_key { L_ID, L_NAME, L_KIND, L_PARAMS, L_COUNT_ };
-static const char *const list_keys[L_COUNT_] = {"id", "name", "kind", "params"};
+/* Reads a plugin stage's "path" (and, in a LIST reply, "config_dir") into a
+ * new unloaded stage in out->params.plugin.  Returns 0 or -1 with a problem. */
+static int read_plugin_stage(const gf_stage_json *j, const char *config_dir, const char *prefix,
+                             gf_stage *out, gf_problems *pr) {
+    char got[GF_VALUE_TEXT_BYTES];
+    char *params_text = NULL;
+    if (!cJSON_IsString(j->path) || j->path->valuestring[0] == '\0') {
+        gf_json_describe(j->path, got, sizeof got);
+        gf_problem(pr, "%s.path: expected the path of a plugin's shared object, got %s", prefix,
+                   got);
+        return -1;
+    }
+    if (j->config_dir != NULL) {
+        if (!cJSON_IsString(j->config_dir)) {
+            gf_json_describe(j->config_dir, got, sizeof got);
+            gf_problem(pr, "%s.config_dir: expected a directory, got %s", prefix, got);
+            return -1;
+        }
+        config_dir = j->config_dir->valuestring;
+    }
+    if (j->params != NULL && !cJSON_IsObject(j->params)) {
+        gf_json_describe(j->params, got, sizeof got);
+        gf_problem(pr, "%s.params: expected an object of the plugin's parameters, got %s", prefix,
+                   got);
+        return -1;
+    }
+    if (j->params != NULL && (params_text = cJSON_PrintUnformatted(j->params)) == NULL) {
+        gf_problem(pr, "%s: out of memory", prefix);
+        return -1;
+    }
+    memset(&out->params, 0, sizeof out->params);
+    out->params.plugin = gf_plugin_stage_new(j->path->valuestring, config_dir, params_text);
+    cJSON_free(params_text);
+    if (out->params.plugin == NULL) {
+        gf_problem(pr, "%s: out of memory", prefix);
+        return -1;
+    }
+    out->kind = gf_plugin_stage_kind(out->params.plugin);
+    return 0;
+}
+
+/* Reads one stage, built-in or plugin, from its members.  Returns 0 or -1
+ * with every problem reported; on success a plugin stage holds one
+ * reference (the caller's pipeline's). */
+static int read_stage(const gf_stage_json *j, const char *config_dir, const char *prefix,
+                      gf_stage *out, gf_problems *pr) {
+    char path[GF_PATH_BYTES];
+    if (j->kind == NULL) {
+        gf_problem(pr, "%s.kind: missing (required)", prefix);
+        return -1;
+    }
+    if (cJSON_IsString(j->kind) && strcmp(j->kind->valuestring, GF_PLUGIN_KIND_NAME) == 0)
+        return read_plugin_stage(j, config_dir, prefix, out, pr);
+    snprintf(path, sizeof path, "%s.kind", prefix);
+    out->kind = gf_json_read_kind(j->kind, path, pr);
+    if (out->kind == NULL)
+        return -1;
+    if (j->path != NULL) {
+        gf_problem(pr, "%s.path: only a stage of kind \"plugin\" has a path (this one is %s)",
+                   prefix, out->kind->name);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s.params", prefix);
+    return gf_params_read(out->kind, j->params, path, &out->params, pr);
+}
+
+int gf_json_read_stages(const gf_stage_json *j, const char *config_dir, const char *prefix,
+                        gf_pipeline *p, gf_problems *pr) {
+    char path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES];
+    const cJSON *m;
+    int rc = 0;
+    p->stage_count = 0;
+    if (j->stages == NULL) {
+        p->stage_count = 1;
+        if (read_stage(j, config_dir, prefix, &p->stages[0], pr) == 0)
+            return 0;
+        p->stage_count = 0;
+        return -1;
+    }
+    if (j->kind || j->params || j->path) {
+        gf_problem(pr, "%s: give either \"stages\" or \"kind\" (with its \"params\"), not both",
+                   prefix);
+        return -1;
+    }
+    int n = cJSON_IsArray(j->stages) ? cJSON_GetArraySize(j->stages) : -1;
+    if (n < 1 || n > GF_STAGES_MAX) {
+        gf_json_describe(j->stages, got, sizeof got);
+        gf_problem(pr, "%s.stages: expected an array of 1 to %d stage objects, got %s", prefix,
+                   GF_STAGES_MAX, got);
+        return -1;
+    }
+    cJSON_ArrayForEach(m, j->stages) {
+        static const char *const keys[] = {"kind", "params", "path", "config_dir", "plugin",
+                                           "doc"};
+        const cJSON *items[6] = {0};
+        snprintf(path, sizeof path, "%s.stages[%" PRIu32 "]", prefix, p->stage_count);
+        if (!cJSON_IsObject(m)) {
+            gf_json_describe(m, got, sizeof got);
+            gf_problem(pr, "%s: expected an object with \"kind\" and optional \"params\", got %s",
+                       path, got);
+            rc = -1;
+            break;
+        }
+        /* A configuration's stage takes kind, params and path; a LIST
+         * reply's may carry more (and what a newer daemon adds). */
+        if (gf_json_collect_keys(m, path, keys, j->listed ? 6 : 3, j->listed, items, pr) < 0) {
+            rc = -1;
+            break;
+        }
+        gf_stage_json sj = {.kind = items[0],
+                            .params = items[1],
+                            .path = items[2],
+                            .config_dir = items[3],
+                            .listed = j->listed};
+        if (read_stage(&sj, config_dir, path, &p->stages[p->stage_count], pr) < 0) {
+            rc = -1;
+            break;
+        }
+        p->stage_count++;
+    }
+    if (rc < 0) {
+        gf_pipeline_release(p);
+        p->stage_count = 0;
+    }
+    return rc;
+}
+
+/* Reads a plugin's parameters from the stage's "params" object `obj` (NULL:
+ * none) with the plugin's table into values[], whose strings then point
+ * into obj: defaults, types, ranges, required and unknown keys, each problem
+ * named by its key path.  Returns 0 or -1. */
+static int read_plugin_values(const gf_plugin *api, const cJSON *obj, const char *prefix,
+                              gf_plugin_value *values, gf_problems *pr) {
+    char path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES], list[GF_KNOWN_LIST_BYTES];
+    const cJSON *given[GF_PLUGIN_PARAMS_MAX] = {0};
+    const char *names[GF_PLUGIN_PARAMS_MAX];
+    int rc = 0;
+    for (uint32_t i = 0; i < api->param_count; i++)
+        names[i] = api->params[i].key;
+    if (obj != NULL) {
+        const cJSON *m;
+        cJSON_ArrayForEach(m, obj) {
+            int i = gf_json_name_index(names, api->param_count, m->string);
+            key_path(prefix, m->string, path, sizeof path);
+            if (i < 0) {
+                join_names(names, api->param_count, list, sizeof list);
+                gf_problem(pr, "%s: unknown parameter of plugin %s (known: %s)", path, api->name,
+                           api->param_count ? list : "none");
+                rc = -1;
+            } else if (given[i]) {
+                gf_problem(pr, "%s: duplicate key", path);
+                rc = -1;
+            } else {
+                given[i] = m;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < api->param_count; i++) {
+        const gf_plugin_param *d = &api->params[i];
+        const cJSON *v = given[i];
+        key_path(prefix, d->key, path, sizeof path);
+        values[i].number = d->default_number;
+        values[i].string = d->default_string ? d->default_string : "";
+        if (v == NULL) {
+            if (d->required) {
+                gf_problem(pr, "%s: missing (required: %s)", path, d->doc ? d->doc : d->key);
+                rc = -1;
+            }
+            continue;
+        }
+        switch (d->type) {
+        case GF_PLUGIN_NUMBER:
+            if (!cJSON_IsNumber(v) || !(v->valuedouble >= d->min && v->valuedouble <= d->max)) {
+                gf_json_describe(v, got, sizeof got);
+                gf_problem(pr, "%s: expected a number in [%g, %g], got %s", path, d->min, d->max,
+                           got);
+                rc = -1;
+            } else {
+                values[i].number = v->valuedouble;
+            }
+            break;
+        case GF_PLUGIN_INTEGER:
+            if (gf_json_read_integer(v, path, d->min, d->max, &values[i].number, pr) < 0)
+                rc = -1;
+            break;
+        case GF_PLUGIN_STRING: {
+            size_t n = cJSON_IsString(v) ? strlen(v->valuestring) : 0;
+            if (!cJSON_IsString(v) || n < d->min || n > d->max) {
+                gf_json_describe(v, got, sizeof got);
+                gf_problem(pr, "%s: expected a string of %g to %g bytes, got %s", path, d->min,
+                           d->max, got);
+                rc = -1;
+            } else {
+                values[i].string = v->valuestring;
+            }
+            break;
+        }
+        }
+    }
+    return rc;
+}
+
+/* Loads and creates one plugin stage whose inputs are at most max_in_bytes. */
+static int open_plugin_stage(gf_plugin_stage *st, uint64_t max_in_bytes, const char *prefix,
+                             gf_problems *pr) {
+    char why[GF_PATH_BYTES * 2], path[GF_PATH_BYTES];
+    gf_plugin_value values[GF_PLUGIN_PARAMS_MAX];
+    const gf_plugin *api;
+    if (gf_plugin_stage_state(st) != NULL)
+        return 0;
+    gf_errorf(path, sizeof path, "%s.path", prefix);
+    if ((api = gf_plugin_stage_dlopen(st, why, sizeof why)) == NULL) {
+        gf_problem(pr, "%s: %s", path, why);
+        return -1;
+    }
+    gf_errorf(path, sizeof path, "%s.params", prefix);
+    /* The values' strings point into obj until create() has copied them. */
+    const char *text = gf_plugin_stage_params_json(st);
+    cJSON *obj = text[0] ? cJSON_Parse(text) : NULL;
+    int rc = read_plugin_values(api, obj, path, values, pr);
+    if (rc == 0 && (rc = gf_plugin_stage_create(st, values, max_in_bytes, why, sizeof why)) < 0)
+        gf_problem(pr, "%s: %s", prefix, why);
+    cJSON_Delete(obj);
+    return rc;
+}
+int gf_pipeline_open_plugins(gf_pipeline *p, uint64_t max_frame_bytes, const char *prefix,
+                             gf_problems *pr) {
+    char path[GF_PATH_BYTES];
+    uint64_t max_in = max_frame_bytes;
+    for (uint32_t k = 0; k < p->stage_count; k++) {
+        gf_stage *s = &p->stages[k];
+        if (p->stage_count > 1)
+            snprintf(path, sizeof path, "%s.stages[%" PRIu32 "]", prefix, k);
+        else
+            snprintf(path, sizeof path, "%s", prefix);
+        if (gf_kind_is_plugin(s->kind) && open_plugin_stage(s->params.plugin, max_in, path, pr) < 0)
+            return -1;
+        max_in = s->kind->max_output_bytes(&s->params, max_in);
+    }
+    return 0;
+}
+
+int gf_pipeline_check_stages(const gf_pipeline *p, uint64_t max_frame_bytes, const char *prefix,
+                             gf_problems *pr) {
+    char why[GF_PATH_BYTES];
+    uint64_t max_in = max_frame_bytes;
+    for (uint32_t k = 0; k < p->stage_count; k++) {
+        const gf_stage *s = &p->stages[k];
+        char at[64] = "";
+        if (p->stage_count > 1)
+            snprintf(at, sizeof at, ".stages[%" PRIu32 "] (%s)", k, s->kind->name);
+        why[0] = '\0';
+        if (s->kind->check_params(&s->params, max_in, why, sizeof why) != 0) {
+            gf_problem(pr, "%s%s.params: %s", prefix, at, why[0] ? why : "invalid parameters");
+            return -1;
+        }
+        uint64_t out = s->kind->max_output_bytes(&s->params, max_in);
+        if (k + 1 < p->stage_count && out == 0 && max_in > 0) {
+            gf_problem(pr, "%s%s: no input of at most %" PRIu64 " bytes gives an output", prefix,
+                       at, max_in);
+            return -1;
+        }
+        max_in = out;
+    }
+    /* The lengths compose: stage 0's smallest input goes through them all. */
+    uint64_t probe = p->stages[0].kind->warmup_input_bytes(&p->stages[0].params);
+    if (p->stage_count > 1 && probe > 0 &&
+        gf_pipeline_output_bytes(p, probe, why, sizeof why) < 0) {
+        gf_problem(pr, "%s.stages: the stages' lengths do not fit together: %s (for stage 0's "
+                   "input of %" PRIu64 " bytes)", prefix, why, probe);
+        return -1;
+    }
+    return 0;
+}
+
+enum list_key { L_ID, L_NAME, L_KIND, L_PARAMS, L_PATH, L_CONFIG_DIR, L_STAGES, L_COUNT_ };
+static const char *const list_keys[L_COUNT_] = {"id",   "name",       "kind",  "params",
+                                                "path", "config_dir", "stages"};
 
 /* Parses one element of a LIST reply's "pipelines" into `p`.  Keys other than
- * list_keys ("doc", or what a newer daemon adds) are ignored. */
+ * list_keys ("doc", or what a newer daemon adds) are ignored.  Plugin stages
+ * are left unloaded (gf_pipeline_open_plugins loads them). */
 static int parse_listed_pipeline(const cJSON *v, size_t index, const gf_pipeline *before,
                                  gf_pipeline *p, gf_problems *pr) {
     const cJSON *items[L_COUNT_] = {0};
@@ -668,11 +1001,15 @@ static int parse_listed_pipeline(const cJSON *v, size_t index, const gf_pipeline
     }
     if (gf_json_collect_keys(v, prefix, list_keys, L_COUNT_, 1, items, pr) < 0)
         return -1;
-    for (int k = 0; k < L_COUNT_; k++) {
+    for (int k = L_ID; k <= L_NAME; k++) {
         if (items[k] == NULL) {
             gf_problem(pr, "%s.%s: missing (required)", prefix, list_keys[k]);
             return -1;
         }
+    }
+    if (items[L_STAGES] == NULL && items[L_PARAMS] == NULL) {
+        gf_problem(pr, "%s.params: missing (required)", prefix);
+        return -1;
     }
     /* Ids are array positions; a list that says otherwise is corrupt. */
     snprintf(path, sizeof path, "%s.id", prefix);
@@ -682,12 +1019,14 @@ static int parse_listed_pipeline(const cJSON *v, size_t index, const gf_pipeline
     snprintf(path, sizeof path, "%s.name", prefix);
     if (gf_json_read_pipeline_name(items[L_NAME], path, before, index, p->name, pr) < 0)
         return -1;
-    snprintf(path, sizeof path, "%s.kind", prefix);
-    p->kind = gf_json_read_kind(items[L_KIND], path, pr);
-    if (p->kind == NULL)
-        return -1;
-    snprintf(path, sizeof path, "%s (%s).params", prefix, p->name);
-    return gf_params_read(p->kind, items[L_PARAMS], path, &p->params, pr);
+    snprintf(path, sizeof path, "%s (%s)", prefix, p->name);
+    gf_stage_json j = {.kind = items[L_KIND],
+                       .params = items[L_PARAMS],
+                       .path = items[L_PATH],
+                       .config_dir = items[L_CONFIG_DIR],
+                       .stages = items[L_STAGES],
+                       .listed = 1};
+    return gf_json_read_stages(&j, NULL, path, p, pr);
 }
 
 int gf_pipelines_from_json(const char *json, gf_pipeline **out, size_t *count, char *err,
@@ -737,7 +1076,7 @@ int gf_pipelines_from_json(const char *json, gf_pipeline **out, size_t *count, c
     return 0;
 
 fail_pipelines:
-    free(pipelines);
+    gf_pipelines_free(pipelines, i);
 fail_root:
     cJSON_Delete(root);
 fail:

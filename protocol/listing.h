@@ -48,16 +48,25 @@ int gf_params_from_json(const gf_pipeline_kind *kind, const cJSON *obj, const ch
  */
 cJSON *gf_params_to_json(const gf_pipeline_kind *kind, const gf_params *p);
 
+/* A stage's parameters as JSON: a built-in kind's (gf_params_to_json), or
+ * a plugin stage's "params" object as configured.  NULL when out of memory. */
+cJSON *gf_stage_params_to_json(const gf_stage *s);
+
 /*
  * The LIST reply: {"pipelines":[{"id":0,"name":"echo","kind":"echo",
- * "params":{...},"doc":"..."}, ...]}.  Returns a new cJSON tree the caller
+ * "params":{...},"doc":"..."}, ...]}; a plugin stage adds "plugin" (its
+ * name), "path" and "config_dir"; a pipeline of several stages has
+ * "stages": [{"kind":...,"params":...}, ...] in place of kind and params
+ * (protocol/PROTOCOL.md, "LIST").  Returns a new cJSON tree the caller
  * frees with cJSON_Delete, or NULL when out of memory.
  */
 cJSON *gf_pipelines_to_json(const gf_pipeline *pipelines, size_t count);
 
 /*
  * Parses a LIST reply back into a malloc'd array the caller frees with
- * free().  Returns 0, or -1 with the reason in err[err_len].
+ * gf_pipelines_free().  Plugin stages are left unloaded: see
+ * gf_pipeline_open_plugins.  Returns 0, or -1 with the reason in
+ * err[err_len].
  */
 int gf_pipelines_from_json(const char *json, gf_pipeline **out, size_t *count, char *err,
                            size_t err_len);
@@ -126,6 +135,43 @@ int gf_json_read_pipeline_name(const cJSON *v, const char *path, const gf_pipeli
 
 /* The kind named by `v`, or NULL with a problem that lists the known kinds. */
 const gf_pipeline_kind *gf_json_read_kind(const cJSON *v, const char *path, gf_problems *pr);
+
+/* The members of a pipeline (or stage) object that say what it runs. */
+typedef struct gf_stage_json {
+    const cJSON *kind, *params, *path; /* one stage                              */
+    const cJSON *config_dir;          /* a LIST reply's plugin stage             */
+    const cJSON *stages;              /* or an array of stage objects            */
+    int listed;                       /* from a LIST reply: extra keys allowed   */
+} gf_stage_json;
+
+/*
+ * Reads what a pipeline runs, either one stage (kind, params and, for kind
+ * "plugin", path) or "stages" (1..GF_STAGES_MAX objects of those keys), into
+ * p->stages and p->stage_count.  Relative plugin paths are resolved against
+ * `config_dir`.  Plugin stages are made unloaded, holding one reference.
+ * Returns 0, or -1 with every problem reported as "<prefix>...".
+ */
+int gf_json_read_stages(const gf_stage_json *j, const char *config_dir, const char *prefix,
+                        gf_pipeline *p, gf_problems *pr);
+
+/*
+ * Loads every plugin stage of `p` (dlopen, ABI check, parameters read with the
+ * plugin's own table, create()), telling each the longest input it can get:
+ * max_frame_bytes through the stages before it.  Returns 0, or -1 with one
+ * problem naming the stage ("<prefix>.path: cannot load: ...",
+ * "<prefix>.params.weights: missing (required: ...)").
+ */
+int gf_pipeline_open_plugins(gf_pipeline *p, uint64_t max_frame_bytes, const char *prefix,
+                             gf_problems *pr);
+
+/*
+ * Checks each stage's parameters against the longest input it can get, that
+ * every stage but the last can produce an output, and that stage 0's smallest
+ * input goes through every stage's length rule.  Returns 0 or -1 with a
+ * problem.
+ */
+int gf_pipeline_check_stages(const gf_pipeline *p, uint64_t max_frame_bytes, const char *prefix,
+                             gf_problems *pr);
 
 /* gf_params_from_json, reporting every bad parameter of `obj` to `pr`. */
 int gf_params_read(const gf_pipeline_kind *kind, const cJSON *obj, const char *prefix,

@@ -94,6 +94,7 @@ expect_lib="lrwxrwxrwx root/root ./usr/$libdir/libgpuframe.so.0 -> libgpuframe.s
 -rw-r--r-- root/root ./usr/share/doc/libgpuframe0/copyright
 -rw-r--r-- root/root ./usr/share/lintian/overrides/libgpuframe0"
 expect_dev="-rw-r--r-- root/root ./usr/include/gpuframe/libgpuframe.h
+-rw-r--r-- root/root ./usr/include/gpuframe/plugin.h
 -rw-r--r-- root/root ./usr/include/gpuframe/protocol.h
 -rw-r--r-- root/root ./usr/$libdir/libgpuframe.a
 lrwxrwxrwx root/root ./usr/$libdir/libgpuframe.so -> libgpuframe.so.0

@@ -283,18 +283,18 @@ START_TEST(list_returns_configured_pipelines) {
     for (uint32_t i = 0; i < P_COUNT; i++) {
         ck_assert_uint_eq(p[i].id, i);
         ck_assert_str_eq(p[i].name, pipeline_names[i]);
-        ck_assert_ptr_nonnull(p[i].kind);
-        ck_assert_str_eq(p[i].kind->name, pipeline_kinds[i]);
+        ck_assert_ptr_nonnull(p[i].stages[0].kind);
+        ck_assert_str_eq(p[i].stages[0].kind->name, pipeline_kinds[i]);
     }
-    ck_assert_float_eq(p[P_AFFINE].params.a, AFFINE_A);
-    ck_assert_float_eq(p[P_AFFINE].params.b, AFFINE_B);
-    ck_assert_uint_eq(p[P_SINCOS].params.iters, SINCOS_ITERS);
+    ck_assert_float_eq(p[P_AFFINE].stages[0].params.a, AFFINE_A);
+    ck_assert_float_eq(p[P_AFFINE].stages[0].params.b, AFFINE_B);
+    ck_assert_uint_eq(p[P_SINCOS].stages[0].params.iters, SINCOS_ITERS);
     gf_params imagenet;
     gf_params_defaults(gf_pipeline_kind_find("normalize_u8"), &imagenet);
     const uint32_t widths[2] = {RGB_SMALL_WIDTH, RGB_BIG_WIDTH};
     const uint32_t heights[2] = {RGB_SMALL_HEIGHT, RGB_BIG_HEIGHT};
     for (unsigned k = 0; k < 2; k++) {
-        const gf_params *q = &p[P_RGB_SMALL + k].params;
+        const gf_params *q = &p[P_RGB_SMALL + k].stages[0].params;
         ck_assert_uint_eq(q->width, widths[k]);
         ck_assert_uint_eq(q->height, heights[k]);
         for (unsigned ch = 0; ch < 3; ch++) {
@@ -1612,7 +1612,7 @@ static const struct bad_config {
      "{\"pipelines\": [{\"name\": \"e\", \"kind\": \"foo\"}]}",
      {NULL, NULL},
      2,
-     "pipelines[0].kind"},
+     "pipelines[0] (e).kind"},
     {"image larger than a frame",
      "{\"max_frame_bytes\": 1000, \"pipelines\": [{\"name\": \"img\", \"kind\": "
      "\"normalize_u8\", \"params\": {\"width\": 100, \"height\": 100}}]}",

@@ -897,7 +897,7 @@ START_TEST(sighup_applies_new_parameters) {
     size_t ready = notify_expect(&n, "READY=1", 0);
     gf_client *c = connect_to(d.socket_path);
     gf_pipeline *p = list(c, &count);
-    ck_assert_float_eq(p[P_AFFINE].params.a, 2.0f);
+    ck_assert_float_eq(p[P_AFFINE].stages[0].params.a, 2.0f);
     assert_affine_result(c, 2.0f, 0.5f, 1);
     stream_verified(c, &p[P_AFFINE], AFFINE_BYTES, 4, 10);
     free(p);
@@ -921,8 +921,8 @@ START_TEST(sighup_applies_new_parameters) {
     ck_assert_msg(ready2 > reloading, "%s", dump);
 
     p = list(c, &count);
-    ck_assert_float_eq(p[P_AFFINE].params.a, -3.0f);
-    ck_assert_float_eq(p[P_AFFINE].params.b, 1.25f);
+    ck_assert_float_eq(p[P_AFFINE].stages[0].params.a, -3.0f);
+    ck_assert_float_eq(p[P_AFFINE].stages[0].params.b, 1.25f);
     assert_affine_result(c, -3.0f, 1.25f, 2);
     stream_verified(c, &p[P_AFFINE], AFFINE_BYTES, 4, 20);
     stream_verified(c, &p[P_SLOW], 4096, 2, 30);
@@ -971,8 +971,8 @@ START_TEST(sighup_with_bad_config_keeps_running_one) {
                   "READY=1 after a rejected reload: %s", m.text);
 
     gf_pipeline *p = list(c, &count);
-    ck_assert_float_eq(p[P_AFFINE].params.a, 2.0f);
-    ck_assert_float_eq(p[P_AFFINE].params.b, 0.5f);
+    ck_assert_float_eq(p[P_AFFINE].stages[0].params.a, 2.0f);
+    ck_assert_float_eq(p[P_AFFINE].stages[0].params.b, 0.5f);
     assert_affine_result(c, 2.0f, 0.5f, 1);
     stream_verified(c, &p[P_AFFINE], AFFINE_BYTES, 4, 10);
     gf_client_close(c);
@@ -1099,7 +1099,7 @@ START_TEST(check_config_good_and_bad) {
         "slot: unknown key",
         "slots: expected an integer in [1, 64], got 0",
         "engine: expected one of \"auto\", \"cuda\", \"cpu\", got \"gpu\"",
-        "pipelines[0].kind: unknown kind \"foo\"",
+        "pipelines[0] (e).kind: unknown kind \"foo\"",
         "pipelines[1] (a).params.b: expected a number",
     };
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {

@@ -817,7 +817,7 @@ void gf_test_fill_input(const gf_pipeline_kind *kind, void *in, size_t bytes, ui
 int gf_test_make_frame(const gf_pipeline *p, size_t bytes, uint64_t *rng, void **in, void **ref,
                        size_t *ref_bytes, char *err, size_t err_len) {
     char why[256];
-    int64_t out = p->kind->output_bytes(&p->params, bytes, why, sizeof why);
+    int64_t out = p->stages[0].kind->output_bytes(&p->stages[0].params, bytes, why, sizeof why);
 
     if (out < 0) {
         gf_errorf(err, err_len, "pipeline %s cannot take %zu bytes: %s", p->name, bytes, why);
@@ -831,10 +831,10 @@ int gf_test_make_frame(const gf_pipeline *p, size_t bytes, uint64_t *rng, void *
         gf_errorf(err, err_len, "out of memory for a frame of %zu bytes", bytes);
         return -ENOMEM;
     }
-    gf_test_fill_input(p->kind, i, bytes, rng);
+    gf_test_fill_input(p->stages[0].kind, i, bytes, rng);
     /* A canary, so that a reference that wrote nothing is noticed. */
     memset(r, 0xA5, out > 0 ? (size_t)out : 1);
-    p->kind->reference(&p->params, i, bytes, r);
+    p->stages[0].kind->reference(&p->stages[0].params, i, bytes, r);
     *in = i;
     *ref = r;
     *ref_bytes = (size_t)out;
@@ -877,9 +877,9 @@ int gf_test_check_result(const gf_pipeline *p, const gf_reply *r, uint64_t frame
         return -1;
     }
     if (ref_bytes > 0 &&
-        gf_pipeline_compare(p->kind, r->payload, ref, ref_bytes, why, sizeof why) != 0) {
+        gf_pipeline_compare(p->stages[0].kind, r->payload, ref, ref_bytes, why, sizeof why) != 0) {
         gf_errorf(err, err_len, "frame %" PRIu64 ": output differs from the %s reference: %s",
-                  frame_id, p->kind->name, why);
+                  frame_id, p->stages[0].kind->name, why);
         return -1;
     }
     return 0;

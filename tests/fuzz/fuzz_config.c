@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         REQUIRE(cfg.pipeline_count == 0 || cfg.pipelines != NULL);
         for (size_t i = 0; i < cfg.pipeline_count; i++) {
             const gf_pipeline *p = &cfg.pipelines[i];
-            REQUIRE(p->id == i && p->kind != NULL);
+            REQUIRE(p->id == i && p->stages[0].kind != NULL);
             REQUIRE(memchr(p->name, '\0', sizeof p->name) != NULL && p->name[0] != '\0');
         }
         gf_fuzz_list_round_trip(cfg.pipelines, cfg.pipeline_count);

@@ -36,13 +36,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     REQUIRE(count <= GF_MAX_PIPELINES && (count == 0 || p != NULL));
     for (size_t i = 0; i < count; i++) {
-        REQUIRE(p[i].id == i && p[i].kind != NULL);
+        REQUIRE(p[i].id == i && p[i].stage_count >= 1 && p[i].stage_count <= GF_STAGES_MAX);
         REQUIRE(memchr(p[i].name, '\0', sizeof p[i].name) != NULL && p[i].name[0] != '\0');
         for (size_t j = 0; j < i; j++)
             REQUIRE(strcmp(p[i].name, p[j].name) != 0);
     }
 
     gf_fuzz_list_round_trip(p, count);
-    free(p);
+    gf_pipelines_free(p, count);
     return 0;
 }

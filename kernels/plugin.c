@@ -1,0 +1,307 @@
+/*
+ * Plugin stages: loading, the ABI check, the adapter that makes a plugin a
+ * gf_pipeline_kind, and the reference count that unloads it after its last
+ * frame.  Contract in plugin.h.
+ */
+#define _GNU_SOURCE
+#include "plugin.h"
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+struct gf_plugin_stage {
+    unsigned refs;
+    char *path, *config_dir, *params_json;
+    void *dl;
+    const gf_plugin *api;
+    gf_plugin_value values[GF_PLUGIN_PARAMS_MAX];
+    char *strings[GF_PLUGIN_PARAMS_MAX]; /* the values' own copies           */
+    void *state;                         /* create()'s                        */
+    void *dev;                           /* device_open()'s                   */
+    gf_pipeline_kind kind;               /* the adapter; kind.params unused   */
+};
+
+/* The stage of an adapter kind's parameters. */
+static const gf_plugin_stage *stage_of(const gf_params *p) {
+    return p->plugin;
+}
+
+static int64_t adapter_output_bytes(const gf_params *p, uint64_t in_bytes, char *why,
+                                    size_t why_len) {
+    const gf_plugin_stage *st = stage_of(p);
+    if (st == NULL || st->state == NULL) {
+        gf_errorf(why, why_len, "plugin %s is not loaded", st ? st->path : "?");
+        return -1;
+    }
+    return st->api->output_bytes(st->state, in_bytes, why, why_len);
+}
+
+static uint64_t adapter_max_output_bytes(const gf_params *p, uint64_t max_in_bytes) {
+    const gf_plugin_stage *st = stage_of(p);
+    return st && st->state ? st->api->max_output_bytes(st->state, max_in_bytes) : 0;
+}
+
+/* Plugins name no smallest input: a chain that starts with one is not
+ * probed at load (config/README.md, "stages"). */
+static uint64_t adapter_warmup_input_bytes(const gf_params *p) {
+    (void)p;
+    return 0;
+}
+
+/* The plugin checked its values in create(). */
+static int adapter_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
+                                size_t why_len) {
+    (void)p;
+    (void)max_frame_bytes;
+    (void)why;
+    (void)why_len;
+    return 0;
+}
+
+/* Only called where gf_pipeline_has_reference() said yes. */
+static void adapter_reference(const gf_params *p, const void *in, size_t in_bytes, void *out) {
+    const gf_plugin_stage *st = stage_of(p);
+    st->api->reference(st->state, in, in_bytes, out);
+}
+
+static const gf_pipeline_kind unloaded_kind = {
+    .name = "plugin",
+    .doc = "A pipeline kind from a shared object (not loaded here).",
+    .output_bytes = adapter_output_bytes,
+    .max_output_bytes = adapter_max_output_bytes,
+    .warmup_input_bytes = adapter_warmup_input_bytes,
+    .check_params = adapter_check_params,
+    .reference = adapter_reference,
+};
+
+int gf_kind_is_plugin(const gf_pipeline_kind *kind) {
+    return kind != NULL && kind->output_bytes == adapter_output_bytes;
+}
+
+/* `path` made absolute against `dir`, malloc'd; NULL when out of memory. */
+static char *absolute(const char *path, const char *dir) {
+    char *out;
+    if (path[0] == '/')
+        return strdup(path);
+    size_t n = strlen(dir) + 1 + strlen(path) + 1;
+    out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s/%s", dir, path);
+    return out;
+}
+
+gf_plugin_stage *gf_plugin_stage_new(const char *path, const char *config_dir,
+                                     const char *params_json) {
+    gf_plugin_stage *st = calloc(1, sizeof *st);
+    char cwd[PATH_MAX];
+    if (st == NULL)
+        return NULL;
+    /* A configuration given as text (the built-in one, tests) has no
+     * directory: its relative paths are the current directory's. */
+    if (config_dir == NULL || config_dir[0] == '\0')
+        config_dir = getcwd(cwd, sizeof cwd) ? cwd : "/";
+    st->refs = 1;
+    st->path = absolute(path, config_dir);
+    st->config_dir = strdup(config_dir);
+    st->params_json = strdup(params_json ? params_json : "");
+    st->kind = unloaded_kind;
+    if (!st->path || !st->config_dir || !st->params_json) {
+        gf_plugin_stage_release(st);
+        return NULL;
+    }
+    return st;
+}
+
+const char *gf_plugin_stage_path(const gf_plugin_stage *st) {
+    return st->path;
+}
+const char *gf_plugin_stage_config_dir(const gf_plugin_stage *st) {
+    return st->config_dir;
+}
+const char *gf_plugin_stage_params_json(const gf_plugin_stage *st) {
+    return st->params_json;
+}
+const gf_plugin *gf_plugin_stage_api(const gf_plugin_stage *st) {
+    return st->api;
+}
+void *gf_plugin_stage_state(const gf_plugin_stage *st) {
+    return st->state;
+}
+const gf_plugin_value *gf_plugin_stage_values(const gf_plugin_stage *st) {
+    return st->values;
+}
+void *gf_plugin_stage_device(const gf_plugin_stage *st) {
+    return st->dev;
+}
+const gf_pipeline_kind *gf_plugin_stage_kind(gf_plugin_stage *st) {
+    return &st->kind;
+}
+
+/* A kind or key name as the config and LIST spell them: [a-z0-9_]+. */
+static int plain_name(const char *s) {
+    if (s == NULL || *s == '\0' || strlen(s) >= GF_PIPELINE_NAME_MAX)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return 0;
+    return 1;
+}
+
+/* What a plugin's description must hold before anything of it is called. */
+static int check_api(const gf_plugin *api, char *why, size_t why_len) {
+    if (api->abi_version != GF_PLUGIN_ABI_VERSION) {
+        gf_errorf(why, why_len, "plugin ABI version %" PRIu32 "; this gpuframed speaks %d",
+                  api->abi_version, GF_PLUGIN_ABI_VERSION);
+        return -1;
+    }
+    if (!plain_name(api->name)) {
+        gf_errorf(why, why_len, "the plugin's name is not [a-z0-9_]+ of at most %d characters",
+                  GF_PIPELINE_NAME_MAX - 1);
+        return -1;
+    }
+    if (!api->create || !api->destroy || !api->output_bytes || !api->max_output_bytes) {
+        gf_errorf(why, why_len, "plugin %s lacks create, destroy, output_bytes or max_output_bytes",
+                  api->name);
+        return -1;
+    }
+    if (api->device_open && (!api->launch || !api->device_close)) {
+        gf_errorf(why, why_len, "plugin %s has device_open without launch and device_close",
+                  api->name);
+        return -1;
+    }
+    if (api->param_count > GF_PLUGIN_PARAMS_MAX || (api->param_count && !api->params)) {
+        gf_errorf(why, why_len, "plugin %s declares %" PRIu32 " parameters (at most %d)",
+                  api->name, api->param_count, GF_PLUGIN_PARAMS_MAX);
+        return -1;
+    }
+    for (uint32_t i = 0; i < api->param_count; i++) {
+        const gf_plugin_param *d = &api->params[i];
+        if (!plain_name(d->key) ||
+            (d->type != GF_PLUGIN_NUMBER && d->type != GF_PLUGIN_INTEGER &&
+             d->type != GF_PLUGIN_STRING) ||
+            !(d->min <= d->max)) {
+            gf_errorf(why, why_len, "plugin %s: parameter %" PRIu32 " has a bad key, type or range",
+                      api->name, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+const gf_plugin *gf_plugin_stage_dlopen(gf_plugin_stage *st, char *why, size_t why_len) {
+    if (st->api)
+        return st->api;
+    /* RTLD_LOCAL: two plugins may define the same symbols; RTLD_NOW: an
+     * unresolved symbol fails here, at load, not at a frame. */
+    void *dl = dlopen(st->path, RTLD_NOW | RTLD_LOCAL);
+    if (dl == NULL) {
+        const char *e = dlerror();
+        gf_errorf(why, why_len, "cannot load: %s", e ? e : "dlopen failed");
+        return NULL;
+    }
+    const gf_plugin *(*entry)(void);
+    *(void **)&entry = dlsym(dl, GF_PLUGIN_ENTRY_SYMBOL);
+    if (entry == NULL) {
+        gf_errorf(why, why_len, "%s: no symbol %s (not a gpuframed plugin?)", st->path,
+                  GF_PLUGIN_ENTRY_SYMBOL);
+        dlclose(dl);
+        return NULL;
+    }
+    const gf_plugin *api = entry();
+    if (api == NULL) {
+        gf_errorf(why, why_len, "%s: %s() returned NULL", st->path, GF_PLUGIN_ENTRY_SYMBOL);
+        dlclose(dl);
+        return NULL;
+    }
+    char inner[256];
+    if (check_api(api, inner, sizeof inner) < 0) {
+        gf_errorf(why, why_len, "%s: %s", st->path, inner);
+        dlclose(dl);
+        return NULL;
+    }
+    st->dl = dl;
+    st->api = api;
+    st->kind.name = api->name;
+    st->kind.doc = api->doc ? api->doc : "";
+    st->kind.input_f32 = api->input_f32;
+    st->kind.exact = api->exact;
+    st->kind.abs_tolerance = api->abs_tolerance;
+    st->kind.rel_tolerance = api->rel_tolerance;
+    return api;
+}
+
+int gf_plugin_stage_create(gf_plugin_stage *st, const gf_plugin_value *values,
+                           uint64_t max_input_bytes, char *why, size_t why_len) {
+    const gf_plugin *api = st->api;
+    if (api == NULL || st->state != NULL) {
+        gf_errorf(why, why_len, "plugin %s: not loaded, or created twice", st->path);
+        return -1;
+    }
+    for (uint32_t i = 0; i < api->param_count; i++) {
+        st->values[i].number = values[i].number;
+        if (api->params[i].type == GF_PLUGIN_STRING) {
+            st->strings[i] = strdup(values[i].string ? values[i].string : "");
+            if (st->strings[i] == NULL) {
+                gf_errorf(why, why_len, "out of memory");
+                return -1;
+            }
+            st->values[i].string = st->strings[i];
+        }
+    }
+    gf_plugin_env env = {.max_input_bytes = max_input_bytes, .config_dir = st->config_dir};
+    char inner[512] = "";
+    st->state = api->create(st->values, &env, inner, sizeof inner);
+    if (st->state == NULL) {
+        gf_errorf(why, why_len, "plugin %s: %s", api->name, inner[0] ? inner : "create failed");
+        return -1;
+    }
+    return 0;
+}
+
+int gf_plugin_stage_open_device(gf_plugin_stage *st, int device, uint32_t streams, char *why,
+                                size_t why_len) {
+    const gf_plugin *api = st->api;
+    if (st->dev)
+        return 0;
+    if (api == NULL || st->state == NULL || api->device_open == NULL) {
+        gf_errorf(why, why_len, "plugin %s has no CUDA implementation (device_open)",
+                  api ? api->name : st->path);
+        return -1;
+    }
+    char inner[512] = "";
+    st->dev = api->device_open(st->state, device, streams, inner, sizeof inner);
+    if (st->dev == NULL) {
+        gf_errorf(why, why_len, "plugin %s: device_open: %s", api->name,
+                  inner[0] ? inner : "failed");
+        return -1;
+    }
+    return 0;
+}
+
+void gf_plugin_stage_retain(gf_plugin_stage *st) {
+    st->refs++;
+}
+
+void gf_plugin_stage_release(gf_plugin_stage *st) {
+    if (st == NULL || --st->refs > 0)
+        return;
+    if (st->dev)
+        st->api->device_close(st->dev);
+    if (st->state)
+        st->api->destroy(st->state);
+    for (size_t i = 0; i < GF_PLUGIN_PARAMS_MAX; i++)
+        free(st->strings[i]);
+    if (st->dl)
+        dlclose(st->dl);
+    free(st->path);
+    free(st->config_dir);
+    free(st->params_json);
+    free(st);
+}

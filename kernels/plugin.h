@@ -1,0 +1,92 @@
+/*
+ * Plugin stages: a pipeline stage of kind "plugin", whose code lives in a
+ * shared object implementing <gpuframe/plugin.h> (kernels/gpuframe_plugin.h).
+ *
+ * A stage is made from what the configuration (or a LIST reply) says of it,
+ * the shared object's path, the directory of the configuration and the
+ * "params" object as text, and starts unloaded.  gf_plugin_stage_open()
+ * (protocol/listing.c, which reads the parameters with the plugin's table)
+ * loads it: dlopen, the entry point, the ABI version, then create() on the
+ * values.  The daemon opens every stage when it loads its configuration; a
+ * client opens one only to verify results (gpuframe stream --verify), so
+ * `gpuframe list` never loads a plugin.
+ *
+ * A stage is shared by every copy of the pipeline that names it (the
+ * configuration, the slots whose frames run it) through a reference count;
+ * the last release calls device_close and destroy and dlcloses the object,
+ * so a stage removed by a reload lives until its last frame has completed.
+ * References are taken and dropped on one thread (the daemon's loop).
+ *
+ * Part of gfpipelines: no CUDA and no cJSON here.
+ */
+#ifndef GF_PLUGIN_H
+#define GF_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuframe_plugin.h"
+#include "pipeline.h"
+
+/* The kind a configuration or LIST gives a plugin stage. */
+#define GF_PLUGIN_KIND_NAME "plugin"
+
+/* Most parameters a plugin may declare. */
+#define GF_PLUGIN_PARAMS_MAX 32
+
+/*
+ * A new unloaded stage with one reference: the shared object at `path` (made
+ * absolute against `config_dir` if relative), the configuration's directory
+ * and the text of its "params" object (NULL: none).  NULL when out of memory.
+ */
+gf_plugin_stage *gf_plugin_stage_new(const char *path, const char *config_dir,
+                                     const char *params_json);
+
+/* What the stage was made from: the absolute path, the directory, the params
+ * text ("" for none). */
+const char *gf_plugin_stage_path(const gf_plugin_stage *st);
+const char *gf_plugin_stage_config_dir(const gf_plugin_stage *st);
+const char *gf_plugin_stage_params_json(const gf_plugin_stage *st);
+
+/*
+ * Loads the shared object and checks its entry point and ABI version and its
+ * parameter table.  Returns its description, or NULL with one line in
+ * why[why_len] ("cannot load ...: <dlerror>", "no symbol gf_plugin_entry",
+ * "ABI version 2; this gpuframed speaks 1", ...).  Idempotent.
+ */
+const gf_plugin *gf_plugin_stage_dlopen(gf_plugin_stage *st, char *why, size_t why_len);
+
+/* Calls the plugin's create() on `values` (param_count of them, strings
+ * copied) for inputs of at most max_input_bytes.  Returns 0, or -1 with the
+ * plugin's reason in why[why_len]. */
+int gf_plugin_stage_create(gf_plugin_stage *st, const gf_plugin_value *values,
+                           uint64_t max_input_bytes, char *why, size_t why_len);
+
+/* The loaded plugin (NULL until gf_plugin_stage_dlopen succeeds), its state
+ * (NULL until created) and its parameter values. */
+const gf_plugin *gf_plugin_stage_api(const gf_plugin_stage *st);
+void *gf_plugin_stage_state(const gf_plugin_stage *st);
+const gf_plugin_value *gf_plugin_stage_values(const gf_plugin_stage *st);
+
+/* The kind to put in a gf_stage: named after the plugin once loaded
+ * ("plugin" before), its functions call the plugin's with its state. */
+const gf_pipeline_kind *gf_plugin_stage_kind(gf_plugin_stage *st);
+
+/* Nonzero when `kind` is a plugin stage's (gf_plugin_stage_kind). */
+int gf_kind_is_plugin(const gf_pipeline_kind *kind);
+
+/*
+ * The device side (the CUDA engine): device_open on CUDA device `device` for
+ * `streams` streams, once; the handle launches go to.  Returns 0, or -1 with
+ * why[] (the plugin has no device side, or its device_open failed).
+ */
+int gf_plugin_stage_open_device(gf_plugin_stage *st, int device, uint32_t streams, char *why,
+                                size_t why_len);
+void *gf_plugin_stage_device(const gf_plugin_stage *st);
+
+void gf_plugin_stage_retain(gf_plugin_stage *st);
+/* Drops a reference; the last one closes the device side, destroys the
+ * state, dlcloses and frees. */
+void gf_plugin_stage_release(gf_plugin_stage *st);
+
+#endif
