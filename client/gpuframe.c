@@ -1157,7 +1157,7 @@ static void make_pool(struct stream_run *r) {
         fill_synthetic(gf_pipeline_input_f32(p), o->seed * SYNTH_POOL_MAX + k, r->pool[k], bytes);
         if (o->verify && r->full_expect >= 0) {
             r->pool_refs[k] = alloc_frame((size_t)r->full_expect);
-            gf_pipeline_reference(p, r->pool[k], bytes, r->pool_refs[k], r->stage_scratch);
+            gf_pipeline_reference(p, r->pool[k], bytes, r->pool_refs[k], r->stage_scratch, NULL);
         }
     }
 }
@@ -1277,7 +1277,7 @@ static int check_result(struct stream_run *r, uint64_t seq, const struct frame_s
             r->scratch = alloc_frame(rep->payload_bytes);
             r->scratch_bytes = rep->payload_bytes;
         }
-        gf_pipeline_reference(p, s->data, s->bytes, r->scratch, r->stage_scratch);
+        gf_pipeline_reference(p, s->data, s->bytes, r->scratch, r->stage_scratch, NULL);
         ref = r->scratch;
     }
     if (gf_pipeline_compare_result(p, rep->payload, ref, rep->payload_bytes, why, sizeof why) < 0) {

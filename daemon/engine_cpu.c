@@ -49,7 +49,8 @@ static void *worker_main(void *arg) {
 
         gf_slot *s = w->slot;
         uint64_t t0 = gf_now_ns();
-        gf_pipeline_reference(&s->pipeline, s->src, s->in_bytes, s->dst, w->scratch);
+        uint64_t ends[GF_STAGES_MAX];
+        gf_pipeline_reference(&s->pipeline, s->src, s->in_bytes, s->dst, w->scratch, ends);
         uint64_t t1 = gf_now_ns();
         /* No copies: the "device" is this thread, the run is the kernel. */
         s->stages = (gf_stage_times){.h2d_begin_ns = t0,
@@ -60,6 +61,10 @@ static void *worker_main(void *arg) {
                                      .d2h_end_ns = t1,
                                      .gpu_done_ns = t1,
                                      .timed = 1};
+        uint32_t n = s->pipeline.stage_count;
+        s->stages.kernel_stages = n > 1 ? n : 0;
+        for (uint32_t k = 0; n > 1 && k < n; k++)
+            s->stages.kernel_stage_ns[k] = ends[k] - (k ? ends[k - 1] : t0);
         s->status = GF_OK;
         s->done_ns = t1;
         gf_completion_push(w->engine->done, s);

@@ -132,6 +132,15 @@ char *gf_trace_frames_text(const gf_trace *t, uint32_t max_frames, uint64_t t0_n
         tb_field(&b, "submitted", (uint64_t)rel(r->submitted_ns, t0_ns));
         tb_interval(&b, "h2d", st->h2d_begin_ns, st->h2d_end_ns, t0_ns, st->timed);
         tb_interval(&b, "kernel", st->kernel_begin_ns, st->kernel_end_ns, t0_ns, st->timed);
+        if (st->timed && st->kernel_stages > 1) {
+            /* A pipeline of several stages: each stage's share of "kernel". */
+            tb_str(&b, ",\"kernel_stages\":[");
+            for (uint32_t k = 0; k < st->kernel_stages; k++) {
+                tb_str(&b, k ? "," : "");
+                tb_u64(&b, st->kernel_stage_ns[k]);
+            }
+            tb_str(&b, "]");
+        }
         tb_interval(&b, "d2h", st->d2h_begin_ns, st->d2h_end_ns, t0_ns, st->timed);
         tb_field(&b, "done", (uint64_t)rel(r->done_ns, t0_ns));
         tb_field(&b, "drained", (uint64_t)rel(r->drained_ns, t0_ns));

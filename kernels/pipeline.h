@@ -170,10 +170,12 @@ int gf_pipeline_has_reference(const gf_pipeline *p);
  * Runs every stage's reference: `in` (in_bytes, accepted by
  * gf_pipeline_output_bytes) to `out`, intermediate results alternating
  * between scratch[0] and scratch[1] (each gf_pipeline_max_scratch_bytes;
- * unused, and may be NULL, for one stage).  Thread-safe; allocates nothing.
+ * unused, and may be NULL, for one stage).  When `stage_end_ns` is not NULL
+ * it gets the CLOCK_MONOTONIC time at which each stage ended.  Thread-safe;
+ * allocates nothing.
  */
 void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_bytes, void *out,
-                           void *const scratch[2]);
+                           void *const scratch[2], uint64_t *stage_end_ns);
 
 /* Compares a result of `p`: bit for bit when every stage is exact, else
  * under the widest tolerance of its inexact stages (the float stages of

@@ -19,6 +19,7 @@
 struct gf_plugin_stage {
     unsigned refs;
     char *path, *config_dir, *params_json;
+    char *listed_name; /* a LIST reply's "plugin", for an unloaded stage   */
     void *dl;
     const gf_plugin *api;
     gf_plugin_value values[GF_PLUGIN_PARAMS_MAX];
@@ -117,6 +118,17 @@ gf_plugin_stage *gf_plugin_stage_new(const char *path, const char *config_dir,
         return NULL;
     }
     return st;
+}
+
+int gf_plugin_stage_set_listed_name(gf_plugin_stage *st, const char *name) {
+    char *copy = strdup(name);
+    if (copy == NULL)
+        return -1;
+    free(st->listed_name);
+    st->listed_name = copy;
+    if (st->api == NULL)
+        st->kind.name = copy;
+    return 0;
 }
 
 const char *gf_plugin_stage_path(const gf_plugin_stage *st) {
@@ -303,5 +315,6 @@ void gf_plugin_stage_release(gf_plugin_stage *st) {
     free(st->path);
     free(st->config_dir);
     free(st->params_json);
+    free(st->listed_name);
     free(st);
 }

@@ -42,6 +42,11 @@
 gf_plugin_stage *gf_plugin_stage_new(const char *path, const char *config_dir,
                                      const char *params_json);
 
+/* Names an unloaded stage's kind after what a LIST reply says the plugin is
+ * called ("mlp"), so that a client that never loads it still shows it.
+ * Returns 0 or -1 when out of memory. */
+int gf_plugin_stage_set_listed_name(gf_plugin_stage *st, const char *name);
+
 /* What the stage was made from: the absolute path, the directory, the params
  * text ("" for none). */
 const char *gf_plugin_stage_path(const gf_plugin_stage *st);

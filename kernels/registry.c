@@ -508,7 +508,7 @@ int gf_pipeline_has_reference(const gf_pipeline *p) {
 }
 
 void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_bytes, void *out,
-                           void *const scratch[2]) {
+                           void *const scratch[2], uint64_t *stage_end_ns) {
     const void *src = in;
     uint64_t n = in_bytes;
     char why[8];
@@ -516,6 +516,8 @@ void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_byt
         const gf_stage *s = &p->stages[k];
         void *dst = k + 1 == p->stage_count ? out : scratch[k % 2];
         s->kind->reference(&s->params, src, (size_t)n, dst);
+        if (stage_end_ns)
+            stage_end_ns[k] = gf_now_ns();
         /* Accepted as a whole by gf_pipeline_output_bytes, so never -1. */
         n = (uint64_t)s->kind->output_bytes(&s->params, n, why, sizeof why);
         src = dst;

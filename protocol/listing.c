@@ -743,6 +743,12 @@ static int read_plugin_stage(const gf_stage_json *j, const char *config_dir, con
         return -1;
     }
     out->kind = gf_plugin_stage_kind(out->params.plugin);
+    if (cJSON_IsString(j->plugin) &&
+        gf_plugin_stage_set_listed_name(out->params.plugin, j->plugin->valuestring) < 0) {
+        gf_problem(pr, "%s: out of memory", prefix);
+        gf_plugin_stage_release(out->params.plugin);
+        return -1;
+    }
     return 0;
 }
 
@@ -818,6 +824,7 @@ int gf_json_read_stages(const gf_stage_json *j, const char *config_dir, const ch
                             .params = items[1],
                             .path = items[2],
                             .config_dir = items[3],
+                            .plugin = items[4],
                             .listed = j->listed};
         if (read_stage(&sj, config_dir, path, &p->stages[p->stage_count], pr) < 0) {
             rc = -1;
@@ -980,9 +987,11 @@ int gf_pipeline_check_stages(const gf_pipeline *p, uint64_t max_frame_bytes, con
     return 0;
 }
 
-enum list_key { L_ID, L_NAME, L_KIND, L_PARAMS, L_PATH, L_CONFIG_DIR, L_STAGES, L_COUNT_ };
-static const char *const list_keys[L_COUNT_] = {"id",   "name",       "kind",  "params",
-                                                "path", "config_dir", "stages"};
+enum list_key {
+    L_ID, L_NAME, L_KIND, L_PARAMS, L_PATH, L_CONFIG_DIR, L_PLUGIN, L_STAGES, L_COUNT_
+};
+static const char *const list_keys[L_COUNT_] = {"id",   "name",       "kind",   "params",
+                                                "path", "config_dir", "plugin", "stages"};
 
 /* Parses one element of a LIST reply's "pipelines" into `p`.  Keys other than
  * list_keys ("doc", or what a newer daemon adds) are ignored.  Plugin stages
@@ -1024,6 +1033,7 @@ static int parse_listed_pipeline(const cJSON *v, size_t index, const gf_pipeline
                        .params = items[L_PARAMS],
                        .path = items[L_PATH],
                        .config_dir = items[L_CONFIG_DIR],
+                       .plugin = items[L_PLUGIN],
                        .stages = items[L_STAGES],
                        .listed = 1};
     return gf_json_read_stages(&j, NULL, path, p, pr);

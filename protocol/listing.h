@@ -139,7 +139,7 @@ const gf_pipeline_kind *gf_json_read_kind(const cJSON *v, const char *path, gf_p
 /* The members of a pipeline (or stage) object that say what it runs. */
 typedef struct gf_stage_json {
     const cJSON *kind, *params, *path; /* one stage                              */
-    const cJSON *config_dir;          /* a LIST reply's plugin stage             */
+    const cJSON *config_dir, *plugin; /* a LIST reply's plugin stage             */
     const cJSON *stages;              /* or an array of stage objects            */
     int listed;                       /* from a LIST reply: extra keys allowed   */
 } gf_stage_json;

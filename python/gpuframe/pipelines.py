@@ -118,6 +118,15 @@ def _pipeline_from_json(entry, index):
         raise ProtocolError("LIST: pipelines[%d] is not an object" % index)
     pid, name, kind = entry.get("id"), entry.get("name"), entry.get("kind")
     params = entry.get("params", {})
+    stages = entry.get("stages")
+    if kind is None and isinstance(stages, list) and stages:
+        # A pipeline of several stages (PROTOCOL.md, LIST): named by its
+        # stages' kinds, as STATS names it ("normalize_u8+mlp"); the stages
+        # stay in ``info``.  Its length rule is the daemon's to apply.
+        if not all(isinstance(s, dict) and isinstance(s.get("kind"), str) for s in stages):
+            raise ProtocolError("LIST: pipelines[%d].stages has a stage without a kind" % index)
+        kind = "+".join(s.get("plugin") or s["kind"] for s in stages)
+        params = {}
     if not isinstance(pid, int) or isinstance(pid, bool) or not 0 <= pid <= _U32_MAX:
         raise ProtocolError("LIST: pipelines[%d].id is %r, not a 32-bit id" % (index, pid))
     if not isinstance(name, str) or not isinstance(kind, str):

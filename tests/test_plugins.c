@@ -1,0 +1,319 @@
+/*
+ * Check suite of plugin stages and pipelines of several stages, against a
+ * real gpuframed (issue 13), with the repository's plugins (plugins/):
+ *   - every way loading a plugin fails gives one line naming the pipeline,
+ *     the key and what is wrong, from --check-config;
+ *   - the example plugin, the MLP and the chain normalize_u8 -> mlp stream
+ *     frames verified against their C references (gpuframe stream
+ *     --verify loads the same plugin to compute them);
+ *   - LIST describes a plugin stage and the stages of a chain; TRACE gives
+ *     each stage's share of a chain's kernel time;
+ *   - reloads that add and remove a plugin while frames stream lose no
+ *     frame, and the added plugin serves at once.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "runner.h"
+#include "testutil.h"
+
+/* How long one gpuframe or gpuframed command may take. */
+#define COMMAND_TIMEOUT_MS 120000
+/* The demo network: a 32x32 RGB image's planar float32 in, 10 logits out. */
+#define MLP_IN_FLOATS  3072
+#define IMAGE_SIDE     32
+/* Frames the background stream sends while the daemon reloads. */
+#define RELOAD_STREAM_FRAMES "4000"
+#define RELOADS              6
+
+static const char *g_engine; /* "cpu" or "cuda": $GF_TEST_ENGINE */
+
+#define EXAMPLE_SO  GF_TEST_PLUGIN_DIR "/gf_example.so"
+#define MLP_SO      GF_TEST_PLUGIN_DIR "/gf_mlp.so"
+#define MLP_WEIGHTS GF_TEST_PLUGIN_DIR "/mlp-demo.gfw"
+
+/* A clamp stage, the MLP, and the chain of the demo. */
+#define CLAMP_PIPELINE                                                                             \
+    "{\"name\": \"clamp\", \"kind\": \"plugin\", \"path\": \"" EXAMPLE_SO "\", "                  \
+    "\"params\": {\"lo\": -1.5, \"hi\": 2}}"
+#define MLP_PIPELINE                                                                               \
+    "{\"name\": \"mlp\", \"kind\": \"plugin\", \"path\": \"" MLP_SO "\", "                        \
+    "\"params\": {\"weights\": \"" MLP_WEIGHTS "\"}}"
+#define CHAIN_PIPELINE                                                                             \
+    "{\"name\": \"classify\", \"stages\": ["                                                       \
+    "{\"kind\": \"normalize_u8\", \"params\": {\"width\": 32, \"height\": 32}}, "                  \
+    "{\"kind\": \"plugin\", \"path\": \"" MLP_SO "\", \"params\": {\"weights\": \"" MLP_WEIGHTS   \
+    "\"}}]}"
+
+static const char config_json[] = "{\"slots\": 2, \"pipelines\": ["
+                                  "{\"name\": \"echo\", \"kind\": \"echo\"}, " CLAMP_PIPELINE
+                                  ", " MLP_PIPELINE ", " CHAIN_PIPELINE "]}";
+
+/* Runs argv (NULL-terminated; argv[0] a path), stdout and stderr into one
+ * file; returns its exit status, *out what it printed (the caller frees). */
+static int run(const char *dir, char **out, char *const argv[]) {
+    char path[GF_TEST_PATH_MAX], desc[96];
+    int status = -1;
+    snprintf(path, sizeof path, "%s/command.out", dir);
+    int rc = gf_test_run_command(argv, path, COMMAND_TIMEOUT_MS, &status);
+    ck_assert_msg(rc == 0, "%s did not exit: %s", argv[0], strerror(-rc));
+    *out = gf_test_read_file(path, NULL);
+    ck_assert_ptr_nonnull(*out);
+    unlink(path);
+    ck_assert_msg(WIFEXITED(status), "%s %s:\n%s", argv[0],
+                  gf_test_describe_status(status, desc, sizeof desc), *out);
+    return WEXITSTATUS(status);
+}
+
+static void start(gf_test_daemon *d, const char *json) {
+    char err[GF_TEST_ERR_MAX] = "";
+    ck_assert_msg(gf_test_daemon_start(d, json, g_engine, err, sizeof err) == 0, "%s", err);
+}
+
+static void stop(gf_test_daemon *d) {
+    int status = 0;
+    gf_test_daemon_stop(d, &status);
+    char failures[2048];
+    size_t n = gf_test_log_failures(d->log_path, failures, sizeof failures);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
+    ck_assert_msg(n == 0, "the daemon logged failures:\n%s", failures);
+    gf_test_daemon_cleanup(d);
+}
+
+/* `gpuframe stream --verify` of `count` frames of `size` bytes to `pipeline`:
+ * exits 0 and reports no error. */
+static void stream_verified(const gf_test_daemon *d, const char *pipeline, const char *size,
+                            const char *count) {
+    char *out;
+    char *argv[] = {GF_TEST_CLIENT, "stream",     "--socket", (char *)d->socket_path,
+                    "--pipeline",   (char *)pipeline, "--count",  (char *)count,
+                    "--window",     "4",           "--verify", size ? "--size" : NULL,
+                    (char *)size,   NULL};
+    int rc = run(d->dir, &out, argv);
+    ck_assert_msg(rc == 0 && strstr(out, " errors=0 ") != NULL,
+                  "stream to %s exited %d:\n%s", pipeline, rc, out);
+    free(out);
+}
+
+/* ---- load errors ------------------------------------------------------------------- */
+
+static const struct load_case {
+    const char *pipeline; /* one pipelines[] entry */
+    const char *line;     /* what its one problem line must contain */
+} load_cases[] = {
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"/nonexistent/gf_x.so\"}",
+     "pipelines[0] (p).path: cannot load: /nonexistent/gf_x.so: cannot open shared object file"},
+    {"{\"name\": \"p\", \"kind\": \"plugin\"}",
+     "pipelines[0] (p).path: expected the path of a plugin's shared object, got nothing"},
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_NO_ENTRY_SO "\"}",
+     "pipelines[0] (p).path: " GF_TEST_NO_ENTRY_SO ": no symbol gf_plugin_entry"},
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_BAD_ABI_SO "\"}",
+     "pipelines[0] (p).path: " GF_TEST_BAD_ABI_SO ": plugin ABI version 99; this gpuframed "
+     "speaks 1"},
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" EXAMPLE_SO
+     "\", \"params\": {\"lo\": \"low\"}}",
+     "pipelines[0] (p).params.lo: expected a number"},
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" EXAMPLE_SO
+     "\", \"params\": {\"low\": 1}}",
+     "pipelines[0] (p).params.low: unknown parameter of plugin clamp (known: lo, hi)"},
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" EXAMPLE_SO
+     "\", \"params\": {\"lo\": 3, \"hi\": 2}}",
+     "pipelines[0] (p): plugin clamp: "},
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" MLP_SO "\"}",
+     "pipelines[0] (p).params.weights: missing (required"},
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" MLP_SO
+     "\", \"params\": {\"weights\": \"/nonexistent.gfw\"}}",
+     "pipelines[0] (p): plugin mlp: weights: /nonexistent.gfw"},
+    {"{\"name\": \"p\", \"kind\": \"echo\", \"path\": \"" EXAMPLE_SO "\"}",
+     "pipelines[0] (p).path: only a stage of kind \"plugin\" has a path"},
+    {"{\"name\": \"p\", \"kind\": \"echo\", \"stages\": [{\"kind\": \"echo\"}]}",
+     "pipelines[0] (p): give either \"stages\" or \"kind\""},
+    {"{\"name\": \"p\", \"stages\": []}", "pipelines[0] (p).stages: expected an array of 1 to 8"},
+    /* 16x16 RGB makes 768 floats; the demo network takes 3072. */
+    {"{\"name\": \"p\", \"stages\": [{\"kind\": \"normalize_u8\", \"params\": {\"width\": 16, "
+     "\"height\": 16}}, {\"kind\": \"plugin\", \"path\": \"" MLP_SO
+     "\", \"params\": {\"weights\": \"" MLP_WEIGHTS "\"}}]}",
+     "pipelines[0] (p).stages: the stages' lengths do not fit together: stage 1 (mlp): "},
+};
+
+/* Each bad pipeline fails --check-config with exit 2 and one problem line. */
+START_TEST(load_errors_name_the_stage) {
+    const struct load_case *c = &load_cases[_i];
+    char dir[GF_TEST_DIR_MAX], path[GF_TEST_PATH_MAX], json[2048], *out;
+    ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
+    snprintf(path, sizeof path, "%s/bad.json", dir);
+    snprintf(json, sizeof json, "{\"pipelines\": [%s]}", c->pipeline);
+    ck_assert_int_eq(gf_test_write_file(path, json), 0);
+    char *argv[] = {(char *)gf_test_daemon_path(), "--check-config", path, NULL};
+    int rc = run(dir, &out, argv);
+    ck_assert_msg(rc == 2, "--check-config exited %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, c->line) != NULL, "no \"%s\" in:\n%s", c->line, out);
+    size_t lines = 0;
+    for (const char *p = out; (p = strstr(p, "pipelines[0]")) != NULL; p++)
+        lines++;
+    ck_assert_msg(lines == 1, "%zu problem lines, not one:\n%s", lines, out);
+    free(out);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+/* ---- serving ---------------------------------------------------------------------- */
+
+/* The example plugin, the MLP (batches of 1 and 7 vectors) and the chain
+ * stream verified against their references. */
+START_TEST(plugins_and_chains_stream_verified) {
+    gf_test_daemon d;
+    char size[32];
+    start(&d, config_json);
+    stream_verified(&d, "clamp", "65536", "64");
+    snprintf(size, sizeof size, "%d", MLP_IN_FLOATS * 4);
+    stream_verified(&d, "mlp", size, "32");
+    snprintf(size, sizeof size, "%d", 7 * MLP_IN_FLOATS * 4);
+    stream_verified(&d, "mlp", size, "32");
+    stream_verified(&d, "classify", NULL, "48"); /* one 32x32 image: the default size */
+    stop(&d);
+}
+END_TEST
+
+/* LIST: a plugin stage gives its name, path and parameters; a chain its
+ * stages.  TRACE: a chain's frames say how long each stage took. */
+START_TEST(list_and_trace_describe_stages) {
+    gf_test_daemon d;
+    gf_client *c = NULL;
+    char *json = NULL;
+    start(&d, config_json);
+    stream_verified(&d, "classify", NULL, "8");
+    ck_assert_int_eq(gf_client_connect(d.socket_path, &c), 0);
+    ck_assert_int_eq(gf_client_request_json(c, GF_MSG_LIST, &json, 10000), 0);
+    cJSON *list = cJSON_Parse(json);
+    ck_assert_ptr_nonnull(list);
+    const cJSON *pl = cJSON_GetObjectItem(list, "pipelines");
+    const cJSON *clamp = cJSON_GetArrayItem(pl, 1), *chain = cJSON_GetArrayItem(pl, 3);
+    ck_assert_str_eq(gf_test_json_str(clamp, "kind"), "plugin");
+    ck_assert_str_eq(gf_test_json_str(clamp, "plugin"), "clamp");
+    ck_assert_str_eq(gf_test_json_str(clamp, "path"), EXAMPLE_SO);
+    ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(clamp, "params"), "lo")->valuedouble,
+                        -1.5);
+    ck_assert_ptr_null(cJSON_GetObjectItem(chain, "kind"));
+    const cJSON *stages = cJSON_GetObjectItem(chain, "stages");
+    ck_assert_int_eq(cJSON_GetArraySize(stages), 2);
+    ck_assert_str_eq(gf_test_json_str(cJSON_GetArrayItem(stages, 0), "kind"), "normalize_u8");
+    ck_assert_str_eq(gf_test_json_str(cJSON_GetArrayItem(stages, 1), "plugin"), "mlp");
+    cJSON_Delete(list);
+    free(json);
+
+    json = NULL;
+    ck_assert_int_eq(gf_client_request_trace(c, 8, &json, 10000), 0);
+    cJSON *trace = cJSON_Parse(json);
+    ck_assert_ptr_nonnull(trace);
+    const cJSON *frames = cJSON_GetObjectItem(trace, "frames"), *f;
+    ck_assert_int_eq(cJSON_GetArraySize(frames), 8);
+    cJSON_ArrayForEach(f, frames) {
+        const cJSON *ks = cJSON_GetObjectItem(f, "kernel_stages");
+        const cJSON *k = cJSON_GetObjectItem(f, "kernel");
+        uint64_t pipeline = 0;
+        ck_assert_int_eq(gf_test_json_u64(f, "pipeline", &pipeline), 0);
+        ck_assert_uint_eq(pipeline, 3);
+        if (cJSON_IsNull(k)) /* untimed (CUDA samples one frame in 64) */
+            continue;
+        ck_assert_int_eq(cJSON_GetArraySize(ks), 2);
+        double sum = cJSON_GetArrayItem(ks, 0)->valuedouble + cJSON_GetArrayItem(ks, 1)->valuedouble;
+        double span = cJSON_GetArrayItem(k, 1)->valuedouble - cJSON_GetArrayItem(k, 0)->valuedouble;
+        /* The stages are the kernel interval, cut at their ends. */
+        ck_assert_msg(sum <= span + 1000 && sum >= span * 0.5, "stages %.0f ns, kernel %.0f ns",
+                      sum, span);
+    }
+    cJSON_Delete(trace);
+    free(json);
+    gf_client_close(c);
+    stop(&d);
+}
+END_TEST
+
+/* ---- reloads ---------------------------------------------------------------------- */
+
+/* Starts `gpuframe stream` in the background, output into `path`. */
+static pid_t spawn_stream(const gf_test_daemon *d, const char *pipeline, const char *path) {
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+            _exit(127);
+        execl(GF_TEST_CLIENT, GF_TEST_CLIENT, "stream", "--socket", d->socket_path, "--pipeline",
+              pipeline, "--count", RELOAD_STREAM_FRAMES, "--window", "8", "--size", "16384",
+              "--verify", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Reloads between [echo, clamp] and [echo, mlp] while echo frames stream:
+ * every frame is answered and verified, the plugin a reload adds serves at
+ * once. */
+START_TEST(reloads_add_and_remove_plugins_while_streaming) {
+    static const char with_clamp[] =
+        "{\"slots\": 2, \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}, " CLAMP_PIPELINE
+        "]}";
+    static const char with_mlp[] =
+        "{\"slots\": 2, \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}, " MLP_PIPELINE
+        "]}";
+    gf_test_daemon d;
+    char out_path[GF_TEST_PATH_MAX], size[32];
+    start(&d, with_clamp);
+    snprintf(out_path, sizeof out_path, "%s/stream.out", d.dir);
+    pid_t pid = spawn_stream(&d, "echo", out_path);
+    for (int i = 0; i < RELOADS; i++) {
+        gf_test_sleep_ms(150);
+        ck_assert_int_eq(gf_test_write_file(d.config_path, i % 2 ? with_clamp : with_mlp), 0);
+        ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    char *out = gf_test_read_file(out_path, NULL);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                      strstr(out, "frames=" RELOAD_STREAM_FRAMES " errors=0 ") != NULL,
+                  "the echo stream lost frames across reloads (status %d):\n%s", status, out);
+    free(out);
+
+    /* The last reload (i = 5) put clamp back; one more adds the MLP. */
+    ck_assert_int_eq(gf_test_write_file(d.config_path, with_mlp), 0);
+    ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
+    gf_test_sleep_ms(500);
+    snprintf(size, sizeof size, "%d", 2 * MLP_IN_FLOATS * 4);
+    stream_verified(&d, "mlp", size, "16");
+    stop(&d);
+}
+END_TEST
+
+static Suite *plugins_suite(void) {
+    Suite *s = suite_create("plugins");
+    TCase *tc = tcase_create("load");
+    tcase_add_loop_test(tc, load_errors_name_the_stage, 0,
+                        (int)(sizeof load_cases / sizeof load_cases[0]));
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("serve");
+    tcase_add_test(tc, plugins_and_chains_stream_verified);
+    tcase_add_test(tc, list_and_trace_describe_stages);
+    tcase_add_test(tc, reloads_add_and_remove_plugins_while_streaming);
+    tcase_set_timeout(tc, 240);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    g_engine = gf_test_suite_engine();
+    return gf_test_run(plugins_suite());
+}
