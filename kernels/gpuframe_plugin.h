@@ -39,10 +39,17 @@
  * synchronise, never allocate (device_open allocates), return 0 or the
  * cudaError_t that cudaGetLastError() gives after the launch.  Launches of
  * one stage come on different streams concurrently, each with its own
- * `stream_index` below the `streams` given to device_open: keep per-stream
- * scratch and handles (a cuBLAS handle per stream, for example).  `in_dev`
- * and `out_dev` are device buffers aligned to at least 256 bytes; they never
- * overlap.
+ * `stream_index` below the `streams` given to device_open, and one index
+ * always comes with the same stream (gpuframed's slot i has stream i for its
+ * whole life): keep per-stream scratch and handles (a cuBLAS handle per
+ * stream, bound to it at its first launch).  `in_dev` and `out_dev` are
+ * device buffers aligned to at least 256 bytes; they never overlap.
+ *
+ * reference() gets host buffers with no particular alignment.
+ * env->config_dir is always an absolute directory: the configuration file's,
+ * or the current directory for a configuration given as text.  device_close
+ * may synchronise the device (cudaFree does); gpuframed calls it on its loop
+ * after a reload, so keep it short.
  */
 #ifndef GPUFRAME_PLUGIN_H
 #define GPUFRAME_PLUGIN_H

@@ -1,0 +1,289 @@
+/*
+ * The CUDA side of plugin "mlp": weights on the device, one cuBLAS handle
+ * and one set of scratch per stream, and per frame one SGEMM plus one
+ * bias(+ReLU) kernel per layer (and a softmax kernel at the end).
+ *
+ * Layout: a frame of `rows` input vectors is X, row-major rows x in, which
+ * is column-major in x rows with leading dimension in; W is row-major
+ * out x in, column-major in x out.  So Y^T = W X^T is, in cuBLAS's
+ * column-major terms, Y (out x rows, ld out) = op_T(W) * X, and Y is
+ * row-major rows x out: the output's layout, vector after vector.
+ *
+ * Device memory (README.md, "Memory"): the parameters once, and per stream
+ * a cuBLAS workspace of MLP_WORKSPACE_BYTES plus two (one for a two-layer
+ * network, none for one layer) hidden buffers of chunk_rows x max_hidden
+ * floats, where chunk_rows is the most vectors a frame can carry
+ * (max_input_bytes / (4 in)) but at most MLP_SCRATCH_BYTES' worth.  A frame
+ * with more vectors than chunk_rows runs in chunks of chunk_rows.
+ *
+ * launch() enqueues only: no allocation (the workspace is ours, so cuBLAS
+ * allocates none either), no synchronisation.  The math mode is
+ * CUBLAS_PEDANTIC_MATH: every SGEMM computes in float32, with no TF32 tensor
+ * cores or reduced-precision emulation, whatever the defaults of a later
+ * cuBLAS or its environment variables say (CUBLAS_DEFAULT_MATH excludes TF32
+ * today too).  The price is a narrower choice of kernels, which matters
+ * little for classifier-sized products.  The tolerance in mlp.c assumes
+ * float32: TF32 would exceed it about 30 times.  Results are bitwise
+ * reproducible on one GPU model and cuBLAS version.
+ *
+ * device_close frees with cudaFree and cublasDestroy, which synchronise the
+ * device: the daemon calls it only when the stage has left the
+ * configuration.
+ */
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "mlp.h"
+
+/* cuBLAS's own scratch per handle: what NVIDIA recommends for GPUs before
+ * Hopper; on Hopper (32 MiB recommended) a smaller workspace only narrows
+ * the kernels cuBLAS may pick, for the small SGEMMs of a classifier. */
+static constexpr size_t kWorkspaceBytes = 4u << 20;
+/* The most bytes one hidden buffer of one stream may take. */
+static constexpr uint64_t kScratchBytes = 32u << 20;
+/* A chunk's vector count is an int for cuBLAS; a one-layer network has no
+ * hidden buffer to bound it, so this does. */
+static constexpr uint64_t kMaxChunkRows = 1u << 20;
+/* A multiple of the warp size; grid-stride loops cover any length. */
+static constexpr unsigned kThreadsPerBlock = 256;
+/* Enough blocks to fill an H100/H200 (132 SMs) several times over. */
+static constexpr unsigned kMaxBlocks = 1024;
+static constexpr unsigned kWarp = 32;
+
+/* One stream's handle and scratch. */
+struct mlp_stream {
+    cublasHandle_t blas; /* pedantic math; bound to `bound` with our workspace */
+    cudaStream_t bound;  /* the stream blas was last bound to (launch binds it) */
+    int is_bound;        /* nonzero once launch has bound blas                  */
+    void *workspace;     /* kWorkspaceBytes for cuBLAS                          */
+    float *hidden[2];    /* chunk_rows x max_hidden floats each, or NULL        */
+};
+
+/* The device state device_open returns. */
+struct mlp_dev {
+    const gf__mlp_net *net; /* the host state: shape, offsets, softmax   */
+    float *params;          /* net->params on the device                 */
+    uint64_t chunk_rows;    /* vectors per SGEMM, >= 1                    */
+    uint32_t stream_count;  /* entries of streams                         */
+    mlp_stream *streams;    /* one per stream index                       */
+};
+
+/* Writes "call failed: error (mlp.cu:line)" to why[] and jumps to fail. */
+#define DEV_CUDA(call)                                                                             \
+    do {                                                                                           \
+        cudaError_t dev_err_ = (call);                                                             \
+        if (dev_err_ != cudaSuccess) {                                                             \
+            snprintf(why, why_len, "%s failed: %s (mlp.cu:%d)", #call,                             \
+                     cudaGetErrorString(dev_err_), __LINE__);                                      \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+#define DEV_BLAS(call)                                                                             \
+    do {                                                                                           \
+        cublasStatus_t dev_st_ = (call);                                                           \
+        if (dev_st_ != CUBLAS_STATUS_SUCCESS) {                                                    \
+            snprintf(why, why_len, "%s failed: %s (mlp.cu:%d)", #call,                             \
+                     cublasGetStatusString(dev_st_), __LINE__);                                    \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* Frees whatever of `d` exists; for device_close and device_open's failure. */
+static void free_dev(mlp_dev *d) {
+    for (uint32_t i = 0; d->streams != nullptr && i < d->stream_count; i++) {
+        mlp_stream *s = &d->streams[i];
+        if (s->blas != nullptr)
+            cublasDestroy(s->blas);
+        cudaFree(s->workspace);
+        cudaFree(s->hidden[0]);
+        cudaFree(s->hidden[1]);
+    }
+    cudaFree(d->params);
+    free(d->streams);
+    delete d;
+}
+
+/* Vectors per SGEMM: the longest frame's, but at most kScratchBytes of one
+ * hidden buffer's worth and kMaxChunkRows; at least 1. */
+static uint64_t chunk_rows_for(const gf__mlp_net *net) {
+    uint64_t rows = net->max_input_bytes / (sizeof(float) * net->shape.dims[0]);
+    if (net->max_hidden > 0 && rows > kScratchBytes / (sizeof(float) * net->max_hidden))
+        rows = kScratchBytes / (sizeof(float) * net->max_hidden);
+    rows = rows < kMaxChunkRows ? rows : kMaxChunkRows;
+    return rows > 0 ? rows : 1;
+}
+
+/* The device is current already (the ABI says so); nothing here names it. */
+extern "C" void *gf__mlp_device_open(const void *state, int /* device */, uint32_t streams,
+                                     char *why, size_t why_len) {
+    const gf__mlp_net *net = static_cast<const gf__mlp_net *>(state);
+    const gf__mlp_shape *shape = &net->shape;
+    const uint64_t param_bytes = shape->param_count * sizeof(float);
+    const uint32_t hidden_count = shape->layer_count > 2 ? 2 : shape->layer_count - 1;
+
+    if (streams == 0) {
+        snprintf(why, why_len, "device_open for 0 streams");
+        return nullptr;
+    }
+    mlp_dev *d = new (std::nothrow) mlp_dev();
+    if (d == nullptr) {
+        snprintf(why, why_len, "out of memory");
+        return nullptr;
+    }
+    d->net = net;
+    d->chunk_rows = chunk_rows_for(net);
+    d->streams = static_cast<mlp_stream *>(calloc(streams, sizeof *d->streams));
+    if (d->streams == nullptr) {
+        snprintf(why, why_len, "out of memory");
+        goto fail;
+    }
+    d->stream_count = streams;
+    DEV_CUDA(cudaMalloc(&d->params, param_bytes));
+    DEV_CUDA(cudaMemcpy(d->params, net->params, param_bytes, cudaMemcpyHostToDevice));
+    for (uint32_t i = 0; i < streams; i++) {
+        mlp_stream *s = &d->streams[i];
+        DEV_BLAS(cublasCreate(&s->blas));
+        DEV_BLAS(cublasSetMathMode(s->blas, CUBLAS_PEDANTIC_MATH));
+        DEV_CUDA(cudaMalloc(&s->workspace, kWorkspaceBytes));
+        for (uint32_t h = 0; h < hidden_count; h++)
+            DEV_CUDA(cudaMalloc(&s->hidden[h], d->chunk_rows * net->max_hidden * sizeof(float)));
+    }
+    return d;
+
+fail:
+    free_dev(d);
+    return nullptr;
+}
+
+extern "C" void gf__mlp_device_close(void *dev) {
+    if (dev != nullptr)
+        free_dev(static_cast<mlp_dev *>(dev));
+}
+
+/* y[r][o] += b[o] for `rows` x `cols`, rounded to float, then ReLU when
+ * `relu` by the reference's comparison (a NaN becomes 0 in both). */
+static __global__ void bias_kernel(float *__restrict__ y, const float *__restrict__ b, size_t rows,
+                                   uint32_t cols, bool relu) {
+    const size_t count = rows * cols;
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+         i += stride) {
+        float v = __fadd_rn(y[i], b[i % cols]);
+        if (relu)
+            v = v > 0.0f ? v : 0.0f;
+        y[i] = v;
+    }
+}
+
+/* Each of `rows` vectors of `cols` logits to probabilities, in place: one
+ * warp per vector, max and sum reduced across the warp. */
+static __global__ void softmax_kernel(float *__restrict__ y, size_t rows, uint32_t cols) {
+    const unsigned lane = threadIdx.x % kWarp;
+    const size_t warps_per_grid = static_cast<size_t>(gridDim.x) * (blockDim.x / kWarp);
+
+    for (size_t r = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp; r < rows;
+         r += warps_per_grid) {
+        float *v = y + r * cols;
+        float max = v[0];
+        for (uint32_t o = lane; o < cols; o += kWarp)
+            max = v[o] > max ? v[o] : max;
+        for (unsigned off = kWarp / 2; off > 0; off /= 2) {
+            const float other = __shfl_xor_sync(0xffffffffu, max, off);
+            max = other > max ? other : max;
+        }
+        float sum = 0.0f;
+        for (uint32_t o = lane; o < cols; o += kWarp) {
+            const float e = expf(v[o] - max);
+            v[o] = e;
+            sum += e;
+        }
+        for (unsigned off = kWarp / 2; off > 0; off /= 2)
+            sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        for (uint32_t o = lane; o < cols; o += kWarp)
+            v[o] = __fdiv_rn(v[o], sum);
+    }
+}
+
+static unsigned blocks_for(uint64_t threads) {
+    const uint64_t blocks = (threads + kThreadsPerBlock - 1) / kThreadsPerBlock;
+    return blocks < kMaxBlocks ? static_cast<unsigned>(blocks) : kMaxBlocks;
+}
+
+/*
+ * A cuBLAS failure as the cudaError_t launch() must return: the CUDA error
+ * behind it when there is one; else the nearest code for a frame's failure,
+ * and cudaErrorUnknown (which the daemon treats as poisoning the context)
+ * for a failure that no frame explains.
+ */
+static int blas_error(cublasStatus_t st) {
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+        return static_cast<int>(err);
+    switch (st) {
+    case CUBLAS_STATUS_INVALID_VALUE: return static_cast<int>(cudaErrorInvalidValue);
+    case CUBLAS_STATUS_ALLOC_FAILED: return static_cast<int>(cudaErrorMemoryAllocation);
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+    case CUBLAS_STATUS_ARCH_MISMATCH: return static_cast<int>(cudaErrorNotSupported);
+    default: return static_cast<int>(cudaErrorUnknown);
+    }
+}
+
+extern "C" int gf__mlp_launch(void *dev, uint32_t stream_index, const void *in_dev,
+                              uint64_t in_bytes, void *out_dev, void *stream) {
+    mlp_dev *d = static_cast<mlp_dev *>(dev);
+    const gf__mlp_net *net = d->net;
+    const gf__mlp_shape *shape = &net->shape;
+    const uint32_t in_dim = shape->dims[0], out_dim = shape->dims[shape->layer_count];
+    const cudaStream_t s = static_cast<cudaStream_t>(stream);
+    const float one = 1.0f, zero = 0.0f;
+
+    if (stream_index >= d->stream_count || in_bytes % (sizeof(float) * in_dim) != 0)
+        return static_cast<int>(cudaErrorInvalidValue);
+    const uint64_t rows = in_bytes / (sizeof(float) * in_dim);
+    if (rows == 0)
+        return 0;
+
+    /* device_open is not told the streams: bind on the first launch of an
+     * index (and again should its stream ever change).  cublasSetStream
+     * drops the workspace, so it is set again after. */
+    mlp_stream *ms = &d->streams[stream_index];
+    if (!ms->is_bound || ms->bound != s) {
+        cublasStatus_t st = cublasSetStream(ms->blas, s);
+        if (st == CUBLAS_STATUS_SUCCESS)
+            st = cublasSetWorkspace(ms->blas, ms->workspace, kWorkspaceBytes);
+        if (st != CUBLAS_STATUS_SUCCESS)
+            return blas_error(st);
+        ms->bound = s;
+        ms->is_bound = 1;
+    }
+
+    for (uint64_t row0 = 0; row0 < rows; row0 += d->chunk_rows) {
+        const uint64_t n = rows - row0 < d->chunk_rows ? rows - row0 : d->chunk_rows;
+        const float *x = static_cast<const float *>(in_dev) + row0 * in_dim;
+        for (uint32_t l = 0; l < shape->layer_count; l++) {
+            const uint32_t k = shape->dims[l], m = shape->dims[l + 1];
+            const bool last = l + 1 == shape->layer_count;
+            const float *w = d->params + net->layer_offset[l],
+                        *b = w + static_cast<uint64_t>(m) * k;
+            float *y = last ? static_cast<float *>(out_dev) + row0 * out_dim : ms->hidden[l % 2];
+            const cublasStatus_t st =
+                cublasSgemm(ms->blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m),
+                            static_cast<int>(n), static_cast<int>(k), &one, w, static_cast<int>(k),
+                            x, static_cast<int>(k), &zero, y, static_cast<int>(m));
+            if (st != CUBLAS_STATUS_SUCCESS)
+                return blas_error(st);
+            bias_kernel<<<blocks_for(n * m), kThreadsPerBlock, 0, s>>>(y, b, n, m, !last);
+            x = y;
+        }
+    }
+    if (net->softmax)
+        softmax_kernel<<<blocks_for(rows * kWarp), kThreadsPerBlock, 0, s>>>(
+            static_cast<float *>(out_dev), rows, out_dim);
+    return static_cast<int>(cudaGetLastError());
+}
