@@ -68,6 +68,8 @@ echo "== benchmark: limits and daemon in one run, 1/2/4 slots (bench/run.sh)"
 bench/run.sh $build
 echo "== the same, timing events off, short"
 GF_BENCH_DAEMON_ARGS="--config bench/echo-untimed.json" bench/run.sh $build --short
+echo "== plugins: clamp, the MLP, normalize_u8 -> mlp (bench/plugins.sh)"
+bench/plugins.sh $build
 echo "== what timing events cost, in-process (bench/event_cost.cu)"
 nvcc -O2 -arch=sm_90 -std=c++17 bench/event_cost.cu -o $build/event_cost && $build/event_cost
 

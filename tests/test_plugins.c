@@ -243,6 +243,15 @@ END_TEST
 
 /* ---- reloads ---------------------------------------------------------------------- */
 
+/* Replaces the daemon's configuration file at once (a SIGHUP sent before may
+ * still be reading it: it must see the old file or the new, never a part). */
+static void put_config(const gf_test_daemon *d, const char *json) {
+    char tmp[GF_TEST_PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.new", d->config_path);
+    ck_assert_int_eq(gf_test_write_file(tmp, json), 0);
+    ck_assert_int_eq(rename(tmp, d->config_path), 0);
+}
+
 /* Starts `gpuframe stream` in the background, output into `path`. */
 static pid_t spawn_stream(const gf_test_daemon *d, const char *pipeline, const char *path) {
     pid_t pid = fork();
@@ -276,7 +285,7 @@ START_TEST(reloads_add_and_remove_plugins_while_streaming) {
     pid_t pid = spawn_stream(&d, "echo", out_path);
     for (int i = 0; i < RELOADS; i++) {
         gf_test_sleep_ms(150);
-        ck_assert_int_eq(gf_test_write_file(d.config_path, i % 2 ? with_clamp : with_mlp), 0);
+        put_config(&d, i % 2 ? with_clamp : with_mlp);
         ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
     }
     int status = 0;
@@ -288,7 +297,7 @@ START_TEST(reloads_add_and_remove_plugins_while_streaming) {
     free(out);
 
     /* The last reload (i = 5) put clamp back; one more adds the MLP. */
-    ck_assert_int_eq(gf_test_write_file(d.config_path, with_mlp), 0);
+    put_config(&d, with_mlp);
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
     gf_test_sleep_ms(500);
     snprintf(size, sizeof size, "%d", 2 * MLP_IN_FLOATS * 4);
