@@ -20,6 +20,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +298,45 @@ void gf_server_shutdown(gf_server *srv) {
     uv_timer_start(&srv->watchdog, on_watchdog, GF_DRAIN_STALL_MS / 4, GF_DRAIN_STALL_MS / 4);
     uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
     gf__server_check_drained(srv);
+}
+
+/* ---- memory ----------------------------------------------------------------------- */
+
+/* Loose reply bytes after which an idle daemon trims its heap: glibc's own
+ * default trim threshold, before its dynamic mmap threshold raises it. */
+#define GF_TRIM_AFTER_LOOSE_BYTES (128u * 1024)
+
+/*
+ * The memory policy.  Results leave from the slots' own buffers, allocated
+ * once; the daemon's large heap blocks are the replies it holds for clients
+ * that do not read at once: results moved out of their slots
+ * (gf__conn_evict_results) and TRACE documents, 0.1-16 MiB each, short-lived
+ * and in bursts.  glibc serves the first such block with mmap; when it is
+ * freed, glibc raises its mmap threshold to that block's size and its trim
+ * threshold to twice it, so from then on these blocks come from the heap.
+ * That is what keeps them fast (the pages stay mapped for the next burst: a
+ * fixed 128 KiB mmap threshold cut the soak's throughput 3x), but the heap
+ * then keeps up to twice the largest block free at its top, and free holes
+ * under long-lived blocks, for good: the idle daemon's RssAnon in the soak
+ * was 35 or 42 MB depending on the last burst.  So when the daemon goes
+ * idle after a burst (every slot free, no loose reply left, at least
+ * GF_TRIM_AFTER_LOOSE_BYTES of them since the last trim), malloc_trim hands
+ * the heap's free pages back: once per burst, at a moment nothing waits for
+ * the loop.  Under a steady load the slots are never all free, and the heap
+ * is left alone.
+ */
+void gf__server_trim_if_idle(gf_server *srv) {
+    if (srv->loose_since_trim_bytes < GF_TRIM_AFTER_LOOSE_BYTES || srv->loose_bytes > 0 ||
+        srv->ring.free_count < srv->ring.count)
+        return;
+#ifdef __GLIBC__
+    uint64_t t0 = gf_now_ns();
+    malloc_trim(0);
+    GF_LOG_DBG("idle: heap trimmed after %llu kB of loose replies in %llu us",
+               (unsigned long long)(srv->loose_since_trim_bytes / 1024),
+               (unsigned long long)((gf_now_ns() - t0) / 1000));
+#endif
+    srv->loose_since_trim_bytes = 0;
 }
 
 /* ---- run-time changes ------------------------------------------------------------- */
