@@ -308,22 +308,23 @@ void gf_server_shutdown(gf_server *srv) {
 
 /*
  * The memory policy.  Results leave from the slots' own buffers, allocated
- * once; the daemon's large heap blocks are the replies it holds for clients
- * that do not read at once: results moved out of their slots
- * (gf__conn_evict_results) and TRACE documents, 0.1-16 MiB each, short-lived
- * and in bursts.  glibc serves the first such block with mmap; when it is
- * freed, glibc raises its mmap threshold to that block's size and its trim
- * threshold to twice it, so from then on these blocks come from the heap.
- * That is what keeps them fast (the pages stay mapped for the next burst: a
- * fixed 128 KiB mmap threshold cut the soak's throughput 3x), but the heap
- * then keeps up to twice the largest block free at its top, and free holes
- * under long-lived blocks, for good: the idle daemon's RssAnon in the soak
- * was 35 or 42 MB depending on the last burst.  So when the daemon goes
- * idle after a burst (every slot free, no loose reply left, at least
- * GF_TRIM_AFTER_LOOSE_BYTES of them since the last trim), malloc_trim hands
- * the heap's free pages back: once per burst, at a moment nothing waits for
- * the loop.  Under a steady load the slots are never all free, and the heap
- * is left alone.
+ * once; the daemon's large heap blocks are what it holds for clients that do
+ * not read at once: results moved out of their slots
+ * (gf__conn_evict_results) and TRACE documents, up to megabytes each,
+ * short-lived and in bursts.  glibc serves the first such block with mmap;
+ * once it is freed, glibc raises its mmap threshold to that block's size and
+ * its trim threshold to twice it, so the later ones come from the heap.
+ * That keeps them fast (their pages stay mapped from one burst to the next:
+ * a fixed 128 KiB mmap threshold cut the soak's throughput 3x), but the heap
+ * then keeps up to twice the largest block free at its top, and the holes
+ * under long-lived blocks, however idle the daemon: the soak's idle RssAnon
+ * was 35 or 42 MB depending on the last burst.  So when a finished reply
+ * leaves the daemon idle (every slot free, no loose reply queued) after at
+ * least GF_TRIM_AFTER_LOOSE_BYTES of loose replies since the last trim,
+ * malloc_trim gives the heap's free pages back.  That costs the loop a few
+ * milliseconds (1.7-6 ms in the soak on a 2-core VM; bench/README.md,
+ * "Memory"), at a moment nothing waits for it; under a steady load the
+ * slots are never all free and it does not run.  Loop thread.
  */
 void gf__server_trim_if_idle(gf_server *srv) {
     if (srv->loose_since_trim_bytes < GF_TRIM_AFTER_LOOSE_BYTES || srv->loose_bytes > 0 ||
