@@ -149,6 +149,15 @@ void gf__reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t version, uint8_t typ
     gf_header_encode(&h, out);
 }
 
+/* A loose reply's body of `bytes` is held for the connection: it counts
+ * against max_output_bytes and the total, and towards the next heap trim
+ * (gf__server_trim_if_idle). */
+static void loose_add(gf_conn *c, uint64_t bytes) {
+    c->loose_bytes += bytes;
+    c->srv->loose_bytes += bytes;
+    c->srv->loose_since_trim_bytes += bytes;
+}
+
 /* Appends `r` to the connection's queue; it takes one connection reference. */
 static void reply_enqueue(gf_conn *c, gf_queued_reply *r) {
     r->conn = c;
@@ -157,8 +166,7 @@ static void reply_enqueue(gf_conn *c, gf_queued_reply *r) {
     c->replies_unfinished++;
     if (!r->slot) {
         c->loose_replies++;
-        c->loose_bytes += r->body_bytes;
-        c->srv->loose_bytes += r->body_bytes;
+        loose_add(c, r->body_bytes);
     }
     if (c->replies_tail)
         c->replies_tail->next = r;
@@ -236,6 +244,7 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
         gf__server_slot_freed(srv);
     else
         gf__server_check_drained(srv);
+    gf__server_trim_if_idle(srv);
 }
 
 /* The buffers of one reply: its header, then its body, the slot's output or
@@ -405,8 +414,7 @@ void gf__conn_evict_results(gf_conn *c) {
         if (c->replies_tail == r)
             c->replies_tail = q;
         c->loose_replies++;
-        c->loose_bytes += bytes;
-        srv->loose_bytes += bytes;
+        loose_add(c, bytes);
         s->reply.conn = NULL;
         if (s->region) {
             gf__region_unref(s->region);
@@ -787,8 +795,7 @@ static void region_ready(gf_region *r, void *arg) {
         if (q->body)
             memcpy(q->body, r->why, len + 1);
         q->body_bytes = q->body ? len : 0;
-        c->loose_bytes += q->body_bytes;
-        srv->loose_bytes += q->body_bytes;
+        loose_add(c, q->body_bytes);
         gf__reply_header(q->header, h->version, GF_MSG_ERROR, 0, h->frame_id, h->pipeline_id,
                          GF_ERR_BAD_REGION, q->body_bytes);
         srv->stats.rejected[GF_ERR_BAD_REGION]++;
@@ -804,8 +811,7 @@ static void region_ready(gf_region *r, void *arg) {
         if (q->body)
             gf_region_info_encode(&info, q->body);
         q->body_bytes = q->body ? GF_REGION_INFO_BYTES : 0;
-        c->loose_bytes += q->body_bytes;
-        srv->loose_bytes += q->body_bytes;
+        loose_add(c, q->body_bytes);
         /* Out of memory: an empty reply the client refuses, which closes it. */
         gf__reply_header(q->header, h->version, GF_MSG_REGION_ADD, 0, h->frame_id, h->pipeline_id,
                          GF_OK, q->body_bytes);

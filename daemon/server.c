@@ -20,6 +20,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +298,46 @@ void gf_server_shutdown(gf_server *srv) {
     uv_timer_start(&srv->watchdog, on_watchdog, GF_DRAIN_STALL_MS / 4, GF_DRAIN_STALL_MS / 4);
     uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
     gf__server_check_drained(srv);
+}
+
+/* ---- memory ----------------------------------------------------------------------- */
+
+/* Loose reply bytes after which an idle daemon trims its heap: glibc's own
+ * default trim threshold, before its dynamic mmap threshold raises it. */
+#define GF_TRIM_AFTER_LOOSE_BYTES (128u * 1024)
+
+/*
+ * The memory policy.  Results leave from the slots' own buffers, allocated
+ * once; the daemon's large heap blocks are what it holds for clients that do
+ * not read at once: results moved out of their slots
+ * (gf__conn_evict_results) and TRACE documents, up to megabytes each,
+ * short-lived and in bursts.  glibc serves the first such block with mmap;
+ * once it is freed, glibc raises its mmap threshold to that block's size and
+ * its trim threshold to twice it, so the later ones come from the heap.
+ * That keeps them fast (their pages stay mapped from one burst to the next:
+ * a fixed 128 KiB mmap threshold cut the soak's throughput 3x), but the heap
+ * then keeps up to twice the largest block free at its top, and the holes
+ * under long-lived blocks, however idle the daemon: the soak's idle RssAnon
+ * was 35 or 42 MB depending on the last burst.  So when a finished reply
+ * leaves the daemon idle (every slot free, no loose reply queued) after at
+ * least GF_TRIM_AFTER_LOOSE_BYTES of loose replies since the last trim,
+ * malloc_trim gives the heap's free pages back.  That costs the loop a few
+ * milliseconds (1.7-6 ms in the soak on a 2-core VM; bench/README.md,
+ * "Memory"), at a moment nothing waits for it; under a steady load the
+ * slots are never all free and it does not run.  Loop thread.
+ */
+void gf__server_trim_if_idle(gf_server *srv) {
+    if (srv->loose_since_trim_bytes < GF_TRIM_AFTER_LOOSE_BYTES || srv->loose_bytes > 0 ||
+        srv->ring.free_count < srv->ring.count)
+        return;
+#ifdef __GLIBC__
+    uint64_t t0 = gf_now_ns();
+    malloc_trim(0);
+    GF_LOG_DBG("idle: heap trimmed after %llu kB of loose replies in %llu us",
+               (unsigned long long)(srv->loose_since_trim_bytes / 1024),
+               (unsigned long long)((gf_now_ns() - t0) / 1000));
+#endif
+    srv->loose_since_trim_bytes = 0;
 }
 
 /* ---- run-time changes ------------------------------------------------------------- */

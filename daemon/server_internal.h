@@ -133,6 +133,8 @@ struct gf_server {
     uint64_t submit_seq;           /* frames submitted: picks the ones to time     */
     gf_log_budget close_log;       /* lines about connections we refuse or close   */
     uint64_t loose_bytes;          /* all connections' unwritten loose replies       */
+    uint64_t loose_since_trim_bytes; /* of them, bytes queued since the heap was last
+                                        trimmed (gf__server_trim_if_idle)           */
     unsigned output_throttled : 1; /* a connection stopped for max_output_bytes_total */
     unsigned listening : 1;
     unsigned draining : 1;
@@ -205,6 +207,10 @@ void gf__server_slot_freed(gf_server *srv);
 
 /* During a drain: once nothing is in flight or owed, close every handle. */
 void gf__server_check_drained(gf_server *srv);
+
+/* A reply was finished: if the daemon is now idle after a burst of loose
+ * replies, the heap gives its free memory back (server.c, "memory"). */
+void gf__server_trim_if_idle(gf_server *srv);
 
 /* ---- introspect.c ---------------------------------------------------------- */
 
