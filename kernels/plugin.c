@@ -211,8 +211,16 @@ const gf_plugin *gf_plugin_stage_dlopen(gf_plugin_stage *st, char *why, size_t w
     if (st->api)
         return st->api;
     /* RTLD_LOCAL: two plugins may define the same symbols; RTLD_NOW: an
-     * unresolved symbol fails here, at load, not at a frame. */
-    void *dl = dlopen(st->path, RTLD_NOW | RTLD_LOCAL);
+     * unresolved symbol fails here, at load, not at a frame; RTLD_NODELETE:
+     * the object stays mapped after its last stage is destroyed.  Plugins
+     * load the CUDA runtime and cuBLAS, which register exit handlers and
+     * fat binaries with the driver and are not safe to unmap while the
+     * process holds a context; and what their static constructors allocate
+     * stays reachable (LeakSanitizer reported libstdc++'s exception pool of
+     * each unmapped copy as leaked).  A reload that names the same path
+     * again finds it loaded; to run a new build of a plugin, give it a new
+     * path or restart. */
+    void *dl = dlopen(st->path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (dl == NULL) {
         const char *e = dlerror();
         gf_errorf(why, why_len, "cannot load: %s", e ? e : "dlopen failed");

@@ -13,8 +13,9 @@
  *
  * A stage is shared by every copy of the pipeline that names it (the
  * configuration, the slots whose frames run it) through a reference count;
- * the last release calls device_close and destroy and dlcloses the object,
- * so a stage removed by a reload lives until its last frame has completed.
+ * the last release calls device_close and destroy, so a stage removed by a
+ * reload lives until its last frame has completed.  The shared object itself
+ * stays mapped (RTLD_NODELETE: plugin.c says why).
  * References are taken and dropped on one thread (the daemon's loop).
  *
  * Part of gfpipelines: no CUDA and no cJSON here.
