@@ -615,11 +615,16 @@ static void frame_received(gf_conn *c) {
 }
 
 /* Why a FRAME for `pipeline_id` with `in_bytes` of input cannot run, as an
- * ERROR status and text, or 0 with its output length in *out_bytes. */
+ * ERROR status and text, or 0 with each stage's output length in
+ * stage_bytes[] and the result's in *out_bytes.  Every length is checked
+ * here, once, against the slot's buffers: the result against its output
+ * buffer, a chain's intermediate results against its scratch. */
 static uint32_t frame_check(const gf_conn *c, uint32_t pipeline_id, uint64_t in_bytes,
-                            int64_t *out_bytes, char *why, size_t why_len) {
+                            uint64_t stage_bytes[GF_STAGES_MAX], int64_t *out_bytes, char *why,
+                            size_t why_len) {
     const gf_config *cfg = c->srv->cfg;
     uint64_t out_cap = c->srv->ring.slots[0].out_capacity_bytes;
+    uint64_t scratch_cap = c->srv->engine->scratch_capacity_bytes;
     if (pipeline_id >= cfg->pipeline_count) {
         gf_errorf(why, why_len,
                   "pipeline id %u is not configured (ids 0..%zu; send LIST to see them)",
@@ -628,7 +633,7 @@ static uint32_t frame_check(const gf_conn *c, uint32_t pipeline_id, uint64_t in_
     }
     const gf_pipeline *p = &cfg->pipelines[pipeline_id];
     char rule[256];
-    *out_bytes = gf_pipeline_output_bytes(p, in_bytes, rule, sizeof rule);
+    *out_bytes = gf_pipeline_stage_lengths(p, in_bytes, stage_bytes, rule, sizeof rule);
     if (*out_bytes < 0) {
         gf_errorf(why, why_len, "pipeline %s: %s", p->name, rule);
         return GF_ERR_BAD_LENGTH;
@@ -638,6 +643,17 @@ static uint32_t frame_check(const gf_conn *c, uint32_t pipeline_id, uint64_t in_
                   p->name, (long long)*out_bytes, (unsigned long long)out_cap);
         return GF_ERR_BAD_LENGTH;
     }
+    /* A plugin's lengths are its own: one beyond what its max_output_bytes
+     * promised at load must not run past the scratch. */
+    for (uint32_t k = 0; k + 1 < p->stage_count; k++)
+        if (stage_bytes[k] > scratch_cap) {
+            gf_errorf(why, why_len,
+                      "pipeline %s: stage %u's output of %llu bytes exceeds the slot's %llu of "
+                      "scratch",
+                      p->name, k, (unsigned long long)stage_bytes[k],
+                      (unsigned long long)scratch_cap);
+            return GF_ERR_BAD_LENGTH;
+        }
     return GF_OK;
 }
 
@@ -655,8 +671,8 @@ static gf_region *conn_region(const gf_conn *c, uint32_t id) {
  * is checked before anything is enqueued, without overflow.
  */
 static uint32_t shm_check(const gf_conn *c, const gf_header *h, const uint8_t *payload,
-                          gf_shm_frame *d, gf_region **region, int64_t *out_bytes, char *why,
-                          size_t why_len) {
+                          gf_shm_frame *d, gf_region **region, uint64_t stage_bytes[GF_STAGES_MAX],
+                          int64_t *out_bytes, char *why, size_t why_len) {
     if (gf_shm_frame_decode(payload, d) < 0) {
         gf_errorf(why, why_len, "shm descriptor: reserved bytes 4..7 are not zero");
         return GF_ERR_BAD_DESCRIPTOR;
@@ -673,7 +689,8 @@ static uint32_t shm_check(const gf_conn *c, const gf_header *h, const uint8_t *p
                   (unsigned long long)c->srv->cfg->max_frame_bytes);
         return GF_ERR_BAD_LENGTH;
     }
-    uint32_t status = frame_check(c, h->pipeline_id, d->in_bytes, out_bytes, why, why_len);
+    uint32_t status =
+        frame_check(c, h->pipeline_id, d->in_bytes, stage_bytes, out_bytes, why, why_len);
     if (status != GF_OK)
         return status;
     if (gf_shm_frame_check(d, r->bytes, (uint64_t)*out_bytes, why, why_len) < 0)
@@ -695,6 +712,7 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
         c->header_seen_ns = gf_now_ns();
     char why[GF_ERROR_TEXT_MAX_BYTES];
     int64_t out_bytes = 0;
+    uint64_t stage_bytes[GF_STAGES_MAX];
     int shm = (h->flags & GF_FLAG_SHM) != 0;
     /* A payload that fits the read buffer is taken in whole before a slot is
      * claimed, so a client that stalls mid-payload holds no slot (README.md,
@@ -711,10 +729,11 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
         gf_errorf(why, sizeof why, "the daemon is stopping; frame not run");
         status = GF_ERR_SHUTTING_DOWN;
     } else if (shm) {
-        status = shm_check(c, h, c->buf + c->buf_start + req->bytes, &desc, &region, &out_bytes,
-                           why, sizeof why);
+        status = shm_check(c, h, c->buf + c->buf_start + req->bytes, &desc, &region,
+                           stage_bytes, &out_bytes, why, sizeof why);
     } else {
-        status = frame_check(c, h->pipeline_id, h->payload_bytes, &out_bytes, why, sizeof why);
+        status = frame_check(c, h->pipeline_id, h->payload_bytes, stage_bytes, &out_bytes, why,
+                             sizeof why);
     }
     if (status != GF_OK) {
         srv->stats.frames_received++;
@@ -743,7 +762,7 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
     c->buf_start += req->bytes;
     gf_request_accept(&c->decoder, req);
     const gf_pipeline *p = &srv->cfg->pipelines[h->pipeline_id];
-    gf_slot_assign(s, p, h, (uint64_t)out_bytes, c->header_seen_ns);
+    gf_slot_assign(s, p, h, stage_bytes, c->header_seen_ns);
     c->header_seen_ns = 0;
     reply_enqueue(c, &s->reply);
     if (shm) {

@@ -50,7 +50,8 @@ static void *worker_main(void *arg) {
         gf_slot *s = w->slot;
         uint64_t t0 = gf_now_ns();
         uint64_t ends[GF_STAGES_MAX];
-        gf_pipeline_reference(&s->pipeline, s->src, s->in_bytes, s->dst, w->scratch, ends);
+        gf_pipeline_reference(&s->pipeline, s->src, s->in_bytes, s->stage_bytes, s->dst,
+                              w->scratch, ends);
         uint64_t t1 = gf_now_ns();
         /* No copies: the "device" is this thread, the run is the kernel. */
         s->stages = (gf_stage_times){.h2d_begin_ns = t0,

@@ -215,9 +215,7 @@ static cudaError_t enqueue(gf_slot *s, cuda_slot *cs) {
             break;
         if (s->time_stages && (err = cudaEventRecord(cs->stage_ev[k], cs->stream)) != cudaSuccess)
             return err;
-        char why[8];
-        /* The whole chain accepted this length at the frame's header. */
-        n = (uint64_t)st->kind->output_bytes(&st->params, n, why, sizeof why);
+        n = s->stage_bytes[k]; /* checked against the scratch at the header */
         in = out;
     }
     if ((err = mark(s, cs, EV_KERNEL)) != cudaSuccess)
@@ -471,8 +469,11 @@ static int warm_up(const cuda_engine *ce, const gf_engine_params *p, gf_slot *s,
         const gf_pipeline *pl = &p->pipelines[i];
         const gf_stage *first = &pl->stages[0];
         uint64_t n = first->kind->warmup_input_bytes(&first->params);
-        int64_t out = n ? gf_pipeline_output_bytes(pl, n, why, sizeof why) : -1;
-        if (out < 0 || n > s->in_capacity_bytes || (uint64_t)out > s->out_capacity_bytes)
+        int64_t out = n ? gf_pipeline_stage_lengths(pl, n, s->stage_bytes, why, sizeof why) : -1;
+        int fits = out >= 0 && n <= s->in_capacity_bytes && (uint64_t)out <= s->out_capacity_bytes;
+        for (uint32_t k = 0; fits && k + 1 < pl->stage_count; k++)
+            fits = s->stage_bytes[k] <= p->scratch_capacity_bytes;
+        if (!fits)
             continue; /* a plugin warms itself up in device_open */
         memset(s->in_host, 0, n);
         s->src = s->in_host;

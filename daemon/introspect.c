@@ -45,12 +45,16 @@ void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_slot *s) {
         srv->stats.shm_bytes_in += s->in_bytes;
         srv->stats.shm_bytes_out += s->out_bytes;
     }
-    /* Under the pipeline it ran as: one a reload removed or renamed while the
-     * frame ran has no totals left to add to. */
+    /* Under the pipeline it ran as, found by name: a reload may have moved
+     * it; one a reload removed has no totals left to add to. */
     const gf_config *cfg = srv->cfg;
-    if (s->pipeline_id < cfg->pipeline_count &&
-        strcmp(cfg->pipelines[s->pipeline_id].name, s->pipeline.name) == 0)
-        gf_stats_frame_answered(&srv->stats, s->pipeline_id, ph, mask);
+    uint32_t id = s->pipeline_id;
+    if (id >= cfg->pipeline_count || strcmp(cfg->pipelines[id].name, s->pipeline.name) != 0)
+        for (id = 0; id < cfg->pipeline_count; id++)
+            if (strcmp(cfg->pipelines[id].name, s->pipeline.name) == 0)
+                break;
+    if (id < cfg->pipeline_count)
+        gf_stats_frame_answered(&srv->stats, id, ph, mask);
     gf_trace_rec rec = {.frame_id = s->frame_id,
                         .conn_id = c->id,
                         .pipeline_id = s->pipeline_id,

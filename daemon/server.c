@@ -373,19 +373,31 @@ int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_le
         next->max_frame_bytes = cur->max_frame_bytes;
     }
     char why[512];
+    int kept_running = 0;
     if (gf_config_max_output_bytes(next) > out_cap ||
         gf_config_max_scratch_bytes(next) > srv->engine->scratch_capacity_bytes) {
         gf_config_note_restart(note, note_len,
                                "the new pipelines need larger slot buffers than the daemon "
                                "started with: the running pipelines stay");
         rc = keep_pipelines(cur, next);
+        kept_running = 1;
     } else if (gf_engine_prepare(srv->engine, next->pipelines, next->pipeline_count, why,
                                  sizeof why) < 0) {
         gf_config_note_restart(note, note_len, "%s: the running pipelines stay", why);
         rc = keep_pipelines(cur, next);
+        kept_running = 1;
     }
     if (rc < 0)
         return rc;
+    /* Kept pipelines' plugins were created for the running frame size:
+     * no frame may outgrow what they were promised. */
+    if (kept_running && next->max_frame_bytes > cur->max_frame_bytes) {
+        gf_config_note_restart(note, note_len,
+                               "max_frame_bytes %llu above the kept pipelines' %llu",
+                               (unsigned long long)next->max_frame_bytes,
+                               (unsigned long long)cur->max_frame_bytes);
+        next->max_frame_bytes = cur->max_frame_bytes;
+    }
     if ((rc = gf_stats_rekey_pipelines(&srv->stats, cur->pipelines, cur->pipeline_count,
                                        next->pipelines, next->pipeline_count)) < 0)
         return rc;

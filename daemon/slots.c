@@ -42,13 +42,15 @@ void gf_slot_release(gf_slot_ring *ring, gf_slot *slot) {
     ring->free_count++;
 }
 
-void gf_slot_assign(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint64_t out_bytes,
-                    uint64_t arrived_ns) {
+void gf_slot_assign(gf_slot *s, const gf_pipeline *p, const gf_header *h,
+                    const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns) {
+    uint64_t out_bytes = stage_bytes[p->stage_count - 1];
     /* Only the stages in use are copied: usually one. */
     s->pipeline.id = p->id;
     memcpy(s->pipeline.name, p->name, sizeof p->name);
     s->pipeline.stage_count = p->stage_count;
     memcpy(s->pipeline.stages, p->stages, p->stage_count * sizeof p->stages[0]);
+    memcpy(s->stage_bytes, stage_bytes, p->stage_count * sizeof stage_bytes[0]);
     gf_pipeline_retain(&s->pipeline);
     s->pipeline_id = h->pipeline_id;
     s->frame_id = h->frame_id;

@@ -84,6 +84,8 @@ typedef struct gf_slot {
     uint8_t shm_result[GF_SHM_RESULT_BYTES]; /* a shm frame's RESULT payload */
     uint64_t in_bytes;                       /* payload length                            */
     uint64_t out_bytes;                      /* result length (gf_pipeline_output_bytes)  */
+    uint64_t stage_bytes[GF_STAGES_MAX];     /* each stage's output length, checked at
+                                                claim against the slot's buffers        */
     gf_queued_reply reply;                   /* this frame's place in its reply queue     */
 
     int time_stages; /* set at submit: record this frame's stage times       */
@@ -118,10 +120,11 @@ void gf_slot_ring_init(gf_slot_ring *ring, gf_slot *slots, uint32_t count);
 gf_slot *gf_slot_claim(gf_slot_ring *ring);
 
 /* Gives a claimed slot the frame header `h` announces for pipeline `p`, with
- * `out_bytes` of result and its header first seen at `arrived_ns`; every
- * other per-frame field is reset.  Loop thread. */
-void gf_slot_assign(gf_slot *slot, const gf_pipeline *p, const gf_header *h, uint64_t out_bytes,
-                    uint64_t arrived_ns);
+ * each stage's output length in stage_bytes (the last is the result's) and
+ * its header first seen at `arrived_ns`; every other per-frame field is
+ * reset.  Loop thread. */
+void gf_slot_assign(gf_slot *slot, const gf_pipeline *p, const gf_header *h,
+                    const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns);
 
 /* Returns `slot` to the free list; it must have been claimed. */
 void gf_slot_release(gf_slot_ring *ring, gf_slot *slot);

@@ -107,7 +107,7 @@ typedef struct gf_plugin_env {
 
 typedef struct gf_plugin {
     uint32_t abi_version; /* GF_PLUGIN_ABI_VERSION: always the first member   */
-    const char *name;     /* the kind's name in LIST and STATS: [a-z0-9_]+     */
+    const char *name;     /* the kind's name: LIST's "plugin", STATS: [a-z0-9_]+ */
     const char *doc;      /* one sentence: what it computes                    */
     const gf_plugin_param *params;
     uint32_t param_count;

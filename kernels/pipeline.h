@@ -152,6 +152,12 @@ int gf_pipeline_compare(const gf_pipeline_kind *kind, const void *got, const voi
 int64_t gf_pipeline_output_bytes(const gf_pipeline *p, uint64_t in_bytes, char *why,
                                  size_t why_len);
 
+/* The same, also writing each stage's output length into lengths[k] (the
+ * last is the result's): what runs the frame uses, so that no stage's rule
+ * is asked twice or off the caller's thread. */
+int64_t gf_pipeline_stage_lengths(const gf_pipeline *p, uint64_t in_bytes,
+                                  uint64_t lengths[GF_STAGES_MAX], char *why, size_t why_len);
+
 /* The longest output of `p` for inputs of at most max_in_bytes. */
 uint64_t gf_pipeline_max_output_bytes(const gf_pipeline *p, uint64_t max_in_bytes);
 
@@ -167,14 +173,16 @@ int gf_pipeline_input_f32(const gf_pipeline *p);
 int gf_pipeline_has_reference(const gf_pipeline *p);
 
 /*
- * Runs every stage's reference: `in` (in_bytes, accepted by
- * gf_pipeline_output_bytes) to `out`, intermediate results alternating
- * between scratch[0] and scratch[1] (each gf_pipeline_max_scratch_bytes;
- * unused, and may be NULL, for one stage).  When `stage_end_ns` is not NULL
- * it gets the CLOCK_MONOTONIC time at which each stage ended.  Thread-safe;
- * allocates nothing.
+ * Runs every stage's reference: `in` (in_bytes) to `out`, with the stage
+ * output lengths gf_pipeline_stage_lengths gave for in_bytes, intermediate
+ * results alternating between scratch[0] and scratch[1] (each at least the
+ * largest intermediate length; unused, and may be NULL, for one stage).
+ * When `stage_end_ns` is not NULL it gets the CLOCK_MONOTONIC time at which
+ * each stage ended.  Calls nothing of a stage but its reference: safe on any
+ * thread; allocates nothing.
  */
-void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_bytes, void *out,
+void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_bytes,
+                           const uint64_t lengths[GF_STAGES_MAX], void *out,
                            void *const scratch[2], uint64_t *stage_end_ns);
 
 /* Compares a result of `p`: bit for bit when every stage is exact, else

@@ -451,8 +451,8 @@ int gf_pipeline_compare(const gf_pipeline_kind *kind, const void *got, const voi
 
 /* ---- whole pipelines ------------------------------------------------------------ */
 
-int64_t gf_pipeline_output_bytes(const gf_pipeline *p, uint64_t in_bytes, char *why,
-                                 size_t why_len) {
+int64_t gf_pipeline_stage_lengths(const gf_pipeline *p, uint64_t in_bytes,
+                                  uint64_t lengths[GF_STAGES_MAX], char *why, size_t why_len) {
     int64_t n = (int64_t)in_bytes;
     char rule[200];
     if (in_bytes > (uint64_t)INT64_MAX) {
@@ -470,8 +470,15 @@ int64_t gf_pipeline_output_bytes(const gf_pipeline *p, uint64_t in_bytes, char *
                 gf_errorf(why, why_len, "stage %" PRIu32 " (%s): %s", k, s->kind->name, rule);
             return -1;
         }
+        lengths[k] = (uint64_t)n;
     }
     return n;
+}
+
+int64_t gf_pipeline_output_bytes(const gf_pipeline *p, uint64_t in_bytes, char *why,
+                                 size_t why_len) {
+    uint64_t lengths[GF_STAGES_MAX];
+    return gf_pipeline_stage_lengths(p, in_bytes, lengths, why, why_len);
 }
 
 uint64_t gf_pipeline_max_output_bytes(const gf_pipeline *p, uint64_t max_in_bytes) {
@@ -507,19 +514,18 @@ int gf_pipeline_has_reference(const gf_pipeline *p) {
     return 1;
 }
 
-void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_bytes, void *out,
+void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_bytes,
+                           const uint64_t lengths[GF_STAGES_MAX], void *out,
                            void *const scratch[2], uint64_t *stage_end_ns) {
     const void *src = in;
     uint64_t n = in_bytes;
-    char why[8];
     for (uint32_t k = 0; k < p->stage_count; k++) {
         const gf_stage *s = &p->stages[k];
         void *dst = k + 1 == p->stage_count ? out : scratch[k % 2];
         s->kind->reference(&s->params, src, (size_t)n, dst);
         if (stage_end_ns)
             stage_end_ns[k] = gf_now_ns();
-        /* Accepted as a whole by gf_pipeline_output_bytes, so never -1. */
-        n = (uint64_t)s->kind->output_bytes(&s->params, n, why, sizeof why);
+        n = lengths[k];
         src = dst;
     }
 }

@@ -46,6 +46,11 @@ void gf_problem(gf_problems *pr, const char *fmt, ...) {
     va_start(ap, fmt);
     gf_verrorf(line, sizeof line, fmt, ap);
     va_end(ap);
+    /* One problem, one line: text that is not ours (a plugin's reason,
+     * dlerror(), a path from the file) may hold control characters. */
+    for (char *c = line; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
     pr->count++;
     if (pr->buf == NULL)
         return;
@@ -705,25 +710,55 @@ fail:
     return NULL;
 }
 
+/* Nonzero when `p` is a path this daemon would write: not empty, no
+ * control character, and starting with '/' when `absolute`. */
+static int path_text(const char *p, int absolute) {
+    if (p[0] == '\0' || (absolute && p[0] != '/'))
+        return 0;
+    for (; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* Nonzero when `n` is a plugin's kind name: [a-z0-9_]+, shorter than a
+ * pipeline name. */
+static int kind_text(const char *n) {
+    size_t len = strlen(n);
+    if (len == 0 || len >= GF_PIPELINE_NAME_MAX)
+        return 0;
+    for (; *n; n++)
+        if (!((*n >= 'a' && *n <= 'z') || (*n >= '0' && *n <= '9') || *n == '_'))
+            return 0;
+    return 1;
+}
+
 /* Reads a plugin stage's "path" (and, in a LIST reply, "config_dir") into a
  * new unloaded stage in out->params.plugin.  Returns 0 or -1 with a problem. */
 static int read_plugin_stage(const gf_stage_json *j, const char *config_dir, const char *prefix,
                              gf_stage *out, gf_problems *pr) {
     char got[GF_VALUE_TEXT_BYTES];
     char *params_text = NULL;
-    if (!cJSON_IsString(j->path) || j->path->valuestring[0] == '\0') {
+    /* A LIST reply's paths were made absolute by the daemon: anything else
+     * would be resolved again, against this process's directory. */
+    if (!cJSON_IsString(j->path) || !path_text(j->path->valuestring, j->listed)) {
         gf_json_describe(j->path, got, sizeof got);
-        gf_problem(pr, "%s.path: expected the path of a plugin's shared object, got %s", prefix,
-                   got);
+        gf_problem(pr, "%s.path: expected the %spath of a plugin's shared object, got %s", prefix,
+                   j->listed ? "absolute " : "", got);
         return -1;
     }
     if (j->config_dir != NULL) {
-        if (!cJSON_IsString(j->config_dir)) {
+        if (!cJSON_IsString(j->config_dir) || !path_text(j->config_dir->valuestring, 1)) {
             gf_json_describe(j->config_dir, got, sizeof got);
-            gf_problem(pr, "%s.config_dir: expected a directory, got %s", prefix, got);
+            gf_problem(pr, "%s.config_dir: expected an absolute directory, got %s", prefix, got);
             return -1;
         }
         config_dir = j->config_dir->valuestring;
+    }
+    if (j->plugin != NULL && !(cJSON_IsString(j->plugin) && kind_text(j->plugin->valuestring))) {
+        gf_json_describe(j->plugin, got, sizeof got);
+        gf_problem(pr, "%s.plugin: expected a kind name of [a-z0-9_], got %s", prefix, got);
+        return -1;
     }
     if (j->params != NULL && !cJSON_IsObject(j->params)) {
         gf_json_describe(j->params, got, sizeof got);
