@@ -775,11 +775,5 @@ static Suite *plugin_suite(void) {
 }
 
 int main(void) {
-    /* Loaded once here, each test's dlopen finds them loaded: gf_mlp.so
-     * brings cuBLAS, half a gigabyte that takes a second to map and
-     * relocate, which every forked test would pay again.  A failure here is
-     * left for the tests to report. */
-    (void)dlopen(GF_PLUGIN_EXAMPLE_SO, RTLD_NOW | RTLD_LOCAL);
-    (void)dlopen(GF_PLUGIN_MLP_SO, RTLD_NOW | RTLD_LOCAL);
     return gf_test_run(plugin_suite());
 }
