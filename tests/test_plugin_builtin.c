@@ -7,7 +7,8 @@
  * against float and TF32 summation of the demo network; every create()
  * error, by its text; with CUDA, mlp's device_open when its CUDA side,
  * gf_mlp_cuda.so, is missing or not the right one.  Needs no GPU
- * (test_plugin_builtin_gpu.c runs the device side).
+ * (test_plugin_builtin_gpu.c runs the device side), nor the CUDA toolkit's
+ * libraries (tests/plugins_need_no_toolkit.sh runs it without them).
  */
 #include <check.h>
 #include <dlfcn.h>
