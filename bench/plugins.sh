@@ -25,7 +25,10 @@ while [ $# -gt 0 ]; do
 done
 cd "$(dirname "$0")/.." || exit 2
 plugins=$build/plugins
-for f in gpuframed gpuframe plugins/gf_mlp.so plugins/gf_example.so plugins/mlp-demo.gfw; do
+# gf_mlp.so loads its CUDA side, gf_mlp_cuda.so, on the cuda engine only.
+needs="gpuframed gpuframe plugins/gf_mlp.so plugins/gf_example.so plugins/mlp-demo.gfw"
+[ "$engine" = cpu ] || needs="$needs plugins/gf_mlp_cuda.so"
+for f in $needs; do
   [ -e "$build/$f" ] || { echo "bench: $build/$f not built" >&2; exit 2; }
 done
 

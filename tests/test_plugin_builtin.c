@@ -5,7 +5,10 @@
  * literal values of a hand-made network and against an independent double
  * computation of networks from gf_mlp_make_weights; the stated tolerance
  * against float and TF32 summation of the demo network; every create()
- * error, by its text.  Needs no GPU (test_plugin_builtin_gpu.c runs the device side).
+ * error, by its text; with CUDA, mlp's device_open when its CUDA side,
+ * gf_mlp_cuda.so, is missing or not the right one.  Needs no GPU
+ * (test_plugin_builtin_gpu.c runs the device side), nor the CUDA toolkit's
+ * libraries (tests/plugins_need_no_toolkit.sh runs it without them).
  */
 #include <check.h>
 #include <dlfcn.h>
@@ -21,6 +24,9 @@
 #include "gpuframe_plugin.h"
 #include "plugin_util.h"
 #include "runner.h"
+#ifdef GF_HAVE_CUDA
+#include "mlp_cuda.h" /* GF_MLP_CUDA_VERSION */
+#endif
 
 /* The env create() gets: the daemon's default 16 MiB frame limit. */
 #define MAX_INPUT_BYTES (16u << 20)
@@ -750,6 +756,81 @@ START_TEST(test_mlp_wide_output_accepted) {
 }
 END_TEST
 
+#ifdef GF_HAVE_CUDA
+/* ---- mlp's CUDA side, gf_mlp_cuda.so ----------------------------------------- */
+
+/* gf_mlp.so copied into a new directory under the build tree (objects may
+ * be loaded from there, unlike a noexec /tmp) with, when `companion` is not
+ * NULL, that file beside it as gf_mlp_cuda.so; then that gf_mlp.so's
+ * device_open on the demo network, which must fail before any CUDA call.
+ * Its reason goes to why[PLUGIN_WHY_BYTES], the companion's path (the
+ * directory's, symbolic links resolved) to path[PATH_BYTES]. */
+static void companion_refusal(const char *companion, char *path, char *why) {
+    char dir[PATH_BYTES], real_dir[PATH_BYTES], copy[PATH_BYTES];
+    unsigned char *bytes;
+    size_t len;
+
+    path_join(dir, sizeof dir, GF_TEST_BINARY_DIR, "gf_mlp_copy.XXXXXX");
+    ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp %s", dir);
+    ck_assert(realpath(dir, real_dir) != NULL);
+    bytes = file_read(GF_PLUGIN_MLP_SO, &len);
+    path_join(copy, sizeof copy, dir, "gf_mlp.so");
+    file_write(copy, bytes, len);
+    free(bytes);
+    /* Another file than the build's gf_mlp.so: dlopen loads it afresh,
+     * and its dladdr gives this directory. */
+    const gf_plugin *p = plugin_load(copy, NULL);
+    if (companion != NULL) {
+        bytes = file_read(companion, &len);
+        path_join(copy, sizeof copy, dir, "gf_mlp_cuda.so");
+        file_write(copy, bytes, len);
+        free(bytes);
+    }
+    path_join(path, PATH_BYTES, real_dir, "gf_mlp_cuda.so");
+
+    void *state = mlp_make(p, GF_MLP_DEMO_WEIGHTS, 0);
+    why[0] = '\0';
+    ck_assert_ptr_null(p->device_open(state, 0, 1, why, PLUGIN_WHY_BYTES));
+    p->destroy(state);
+    scratch_dir_remove(dir);
+}
+
+/* No gf_mlp_cuda.so beside gf_mlp.so: dlopen's reason, naming the file. */
+START_TEST(test_mlp_companion_missing) {
+    char path[PATH_BYTES], why[PLUGIN_WHY_BYTES], want[2 * PATH_BYTES + 128];
+
+    companion_refusal(NULL, path, why);
+    snprintf(want, sizeof want,
+             "cannot load %s: %s: cannot open shared object file: No such file or directory", path,
+             path);
+    ck_assert_str_eq(why, want);
+}
+END_TEST
+
+/* A shared object without the companion's entry point. */
+START_TEST(test_mlp_companion_no_entry) {
+    char path[PATH_BYTES], why[PLUGIN_WHY_BYTES], want[PATH_BYTES + 128];
+
+    companion_refusal(GF_TEST_NO_ENTRY_SO, path, why);
+    snprintf(want, sizeof want, "%s: no symbol gf__mlp_cuda_entry (not gf_mlp.so's CUDA side?)",
+             path);
+    ck_assert_str_eq(why, want);
+}
+END_TEST
+
+/* A companion of another version (tests/plugins/mlp_cuda_other.c). */
+START_TEST(test_mlp_companion_other_version) {
+    char path[PATH_BYTES], why[PLUGIN_WHY_BYTES], want[PATH_BYTES + 128];
+
+    companion_refusal(GF_TEST_MLP_CUDA_OTHER_SO, path, why);
+    snprintf(want, sizeof want,
+             "%s: version %u, where this gf_mlp.so needs %u (install both from one build)", path,
+             GF_MLP_CUDA_VERSION + 1, GF_MLP_CUDA_VERSION);
+    ck_assert_str_eq(why, want);
+}
+END_TEST
+#endif
+
 static Suite *plugin_suite(void) {
     Suite *s = suite_create("plugin_builtin");
     TCase *tc = tcase_create("plugins");
@@ -770,16 +851,15 @@ static Suite *plugin_suite(void) {
     tcase_add_test(tc, test_mlp_create_file_errors);
     tcase_add_test(tc, test_mlp_create_format_errors);
     tcase_add_test(tc, test_mlp_wide_output_accepted);
+#ifdef GF_HAVE_CUDA
+    tcase_add_test(tc, test_mlp_companion_missing);
+    tcase_add_test(tc, test_mlp_companion_no_entry);
+    tcase_add_test(tc, test_mlp_companion_other_version);
+#endif
     suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void) {
-    /* Loaded once here, each test's dlopen finds them loaded: gf_mlp.so
-     * brings cuBLAS, half a gigabyte that takes a second to map and
-     * relocate, which every forked test would pay again.  A failure here is
-     * left for the tests to report. */
-    (void)dlopen(GF_PLUGIN_EXAMPLE_SO, RTLD_NOW | RTLD_LOCAL);
-    (void)dlopen(GF_PLUGIN_MLP_SO, RTLD_NOW | RTLD_LOCAL);
     return gf_test_run(plugin_suite());
 }

@@ -1,7 +1,9 @@
 /*
- * The CUDA side of plugin "mlp": weights on the device, one cuBLAS handle
- * and one set of scratch per stream, and per frame one SGEMM plus one
- * bias(+ReLU) kernel per layer (and a softmax kernel at the end).
+ * The CUDA side of plugin "mlp", built alone into gf_mlp_cuda.so, which
+ * gf_mlp.so loads at device_open (mlp_cuda.h, mlp_cuda_load.c): weights on
+ * the device, one cuBLAS handle and one set of scratch per stream, and per
+ * frame one SGEMM plus one bias(+ReLU) kernel per layer (and a softmax
+ * kernel at the end).
  *
  * Layout: a frame of `rows` input vectors is X, row-major rows x in, which
  * is column-major in x rows with leading dimension in; W is row-major
@@ -38,7 +40,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "mlp.h"
+#include "mlp_cuda.h"
 
 /* cuBLAS's own scratch per handle: what NVIDIA recommends for GPUs before
  * Hopper; on Hopper (32 MiB recommended) a smaller workspace only narrows
@@ -119,8 +121,8 @@ static uint64_t chunk_rows_for(const gf__mlp_net *net) {
 }
 
 /* The device is current already (the ABI says so); nothing here names it. */
-extern "C" void *gf__mlp_device_open(const void *state, int /* device */, uint32_t streams,
-                                     char *why, size_t why_len) {
+static void *mlp_device_open(const void *state, int /* device */, uint32_t streams, char *why,
+                             size_t why_len) {
     const gf__mlp_net *net = static_cast<const gf__mlp_net *>(state);
     const gf__mlp_shape *shape = &net->shape;
     const uint64_t param_bytes = shape->param_count * sizeof(float);
@@ -160,7 +162,7 @@ fail:
     return nullptr;
 }
 
-extern "C" void gf__mlp_device_close(void *dev) {
+static void mlp_device_close(void *dev) {
     if (dev != nullptr)
         free_dev(static_cast<mlp_dev *>(dev));
 }
@@ -234,8 +236,8 @@ static int blas_error(cublasStatus_t st) {
     }
 }
 
-extern "C" int gf__mlp_launch(void *dev, uint32_t stream_index, const void *in_dev,
-                              uint64_t in_bytes, void *out_dev, void *stream) {
+static int mlp_launch(void *dev, uint32_t stream_index, const void *in_dev, uint64_t in_bytes,
+                      void *out_dev, void *stream) {
     mlp_dev *d = static_cast<mlp_dev *>(dev);
     const gf__mlp_net *net = d->net;
     const gf__mlp_shape *shape = &net->shape;
@@ -286,4 +288,16 @@ extern "C" int gf__mlp_launch(void *dev, uint32_t stream_index, const void *in_d
         softmax_kernel<<<blocks_for(rows * kWarp), kThreadsPerBlock, 0, s>>>(
             static_cast<float *>(out_dev), rows, out_dim);
     return static_cast<int>(cudaGetLastError());
+}
+
+/* What gf_mlp.so finds by GF_MLP_CUDA_ENTRY_SYMBOL (mlp_cuda.h). */
+static const gf__mlp_cuda_api mlp_cuda_api = {
+    GF_MLP_CUDA_VERSION,
+    mlp_device_open,
+    mlp_device_close,
+    mlp_launch,
+};
+
+extern "C" const gf__mlp_cuda_api *gf__mlp_cuda_entry(void) {
+    return &mlp_cuda_api;
 }

@@ -6,8 +6,14 @@
  *   mlp_file.c    the weights file: header parser and loader
  *   mlp_ref.c     the C reference, the definition of what the kind computes
  *   mlp.c         the gf_plugin table: parameters, lengths, create/destroy
- *   mlp.cu        the CUDA side: device_open, launch (cuBLAS), device_close
+ *   mlp_cuda_load.c  device_open, launch, device_close: load gf_mlp_cuda.so
+ *                 beside gf_mlp.so and forward to it
+ *   mlp.cu        gf_mlp_cuda.so, the CUDA side: device state, launches
+ *                 (cuBLAS); its interface is mlp_cuda.h
  *   make_weights.c  writes weights files (the demo network, test networks)
+ *
+ * gf_mlp.so is mlp.c, mlp_file.c, mlp_ref.c and (with CUDA) mlp_cuda_load.c,
+ * and needs no library of the CUDA toolkit; gf_mlp_cuda.so is mlp.cu.
  */
 #ifndef GF_PLUGIN_MLP_H
 #define GF_PLUGIN_MLP_H
@@ -84,7 +90,10 @@ int gf__mlp_load(const char *path, gf__mlp_net *net, char *why, size_t why_len);
 /* The plugin's reference(); `state` is a gf__mlp_net (mlp_ref.c). */
 void gf__mlp_reference(const void *state, const void *in, uint64_t in_bytes, void *out);
 
-/* The plugin's device_open, device_close and launch (mlp.cu). */
+/* The plugin's device_open, device_close and launch (mlp_cuda_load.c).
+ * device_open loads gf_mlp_cuda.so at its first call, or fails with one
+ * line naming the file and why it could not be loaded; the others forward
+ * to it too. */
 void *gf__mlp_device_open(const void *state, int device, uint32_t streams, char *why,
                           size_t why_len);
 void gf__mlp_device_close(void *dev);
