@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "plugin.h"
 #include "server_internal.h"
 
 /* Rates and loop utilisation are sampled this often. */
@@ -466,6 +467,43 @@ static void log_ready(const gf_server *srv) {
                (unsigned long long)srv->engine->pinned_bytes);
 }
 
+/* ---- plugin stages after their last frame ----------------------------------------- */
+
+/* A plugin stage that a reload removed is destroyed when its last frame
+ * completes, which is on the loop; its device_close may synchronise the
+ * device (cudaFree does), which the loop must never wait for.  So the
+ * destruction runs on libuv's thread pool, like a region's unpinning. */
+typedef struct reap_req {
+    uv_work_t work;
+    gf_plugin_stage *stage;
+} reap_req;
+
+static uv_loop_t *reap_loop; /* the running server's, while it runs */
+
+static void reap_work(uv_work_t *w) {
+    gf_plugin_stage_destroy(((reap_req *)w)->stage);
+}
+
+static void reap_done(uv_work_t *w, int status) {
+    if (status == UV_ECANCELED) /* never ran */
+        gf_plugin_stage_destroy(((reap_req *)w)->stage);
+    free(w);
+}
+
+static void reap(gf_plugin_stage *stage) {
+    reap_req *r = malloc(sizeof *r);
+    if (r == NULL || reap_loop == NULL) {
+        free(r);
+        gf_plugin_stage_destroy(stage);
+        return;
+    }
+    r->stage = stage;
+    if (uv_queue_work(reap_loop, &r->work, reap_work, reap_done) < 0) {
+        free(r);
+        gf_plugin_stage_destroy(stage);
+    }
+}
+
 int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_server **out) {
     gf_server *srv = calloc(1, sizeof *srv);
     if (!srv)
@@ -495,6 +533,8 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_serv
     srv->stats.started_ns = gf_now_ns();
     gf_stats_sample(&srv->stats, srv->stats.started_ns, uv_metrics_idle_time(loop));
     log_ready(srv);
+    reap_loop = loop;
+    gf_plugin_set_reaper(reap);
     *out = srv;
     return 0;
 
@@ -523,6 +563,9 @@ int gf_server_failed(const gf_server *srv) {
 
 int gf_server_close(gf_server *srv) {
     int failed = srv->failed;
+    /* The loop has stopped: from here a stage is destroyed where released. */
+    gf_plugin_set_reaper(NULL);
+    reap_loop = NULL;
     /* After a fatal failure the device may never finish: the process exits
      * without waiting for it, and the OS takes the memory back. */
     if (!failed)

@@ -28,7 +28,9 @@
  *                               frames), and per frame in --verify.
  *   device_close(dev), destroy  when the stage has left the configuration
  *                               (a reload, shutdown) and its last frame has
- *                               completed: never under the GPU's feet.
+ *                               completed: never under the GPU's feet; on
+ *                               a worker thread after a reload, on the
+ *                               main thread at shutdown.
  *
  * Lengths: output_bytes() is asked of every frame before a slot is claimed;
  * a frame it refuses gets a bad_length ERROR with the plugin's text.
@@ -48,8 +50,9 @@
  * reference() gets host buffers with no particular alignment.
  * env->config_dir is always an absolute directory: the configuration file's,
  * or the current directory for a configuration given as text.  device_close
- * may synchronise the device (cudaFree does); gpuframed calls it on its loop
- * after a reload, so keep it short.
+ * may synchronise the device (cudaFree does): gpuframed calls it, and
+ * destroy, off its loop thread, with nothing else of the stage running;
+ * another stage of the same plugin may be created or run meanwhile.
  */
 #ifndef GPUFRAME_PLUGIN_H
 #define GPUFRAME_PLUGIN_H

@@ -309,9 +309,22 @@ void gf_plugin_stage_retain(gf_plugin_stage *st) {
     st->refs++;
 }
 
+static gf_plugin_reaper reaper;
+
+void gf_plugin_set_reaper(gf_plugin_reaper r) {
+    reaper = r;
+}
+
 void gf_plugin_stage_release(gf_plugin_stage *st) {
     if (st == NULL || --st->refs > 0)
         return;
+    if (reaper != NULL && (st->dev || st->state))
+        reaper(st);
+    else
+        gf_plugin_stage_destroy(st);
+}
+
+void gf_plugin_stage_destroy(gf_plugin_stage *st) {
     if (st->dev)
         st->api->device_close(st->dev);
     if (st->state)

@@ -13,8 +13,9 @@
  *
  * A stage is shared by every copy of the pipeline that names it (the
  * configuration, the slots whose frames run it) through a reference count;
- * the last release calls device_close and destroy, so a stage removed by a
- * reload lives until its last frame has completed.  The shared object itself
+ * the last release calls device_close and destroy (on a worker thread, in
+ * the daemon: gf_plugin_set_reaper), so a stage removed by a reload lives
+ * until its last frame has completed.  The shared object itself
  * stays mapped (RTLD_NODELETE: plugin.c says why).
  * References are taken and dropped on one thread (the daemon's loop).
  *
@@ -91,8 +92,20 @@ int gf_plugin_stage_open_device(gf_plugin_stage *st, int device, uint32_t stream
 void *gf_plugin_stage_device(const gf_plugin_stage *st);
 
 void gf_plugin_stage_retain(gf_plugin_stage *st);
-/* Drops a reference; the last one closes the device side, destroys the
- * state, dlcloses and frees. */
+/* Drops a reference; the last one hands the stage to the reaper, if one is
+ * set, or else destroys it at once (gf_plugin_stage_destroy). */
 void gf_plugin_stage_release(gf_plugin_stage *st);
+
+/* Closes the device side (device_close may synchronise the device), destroys
+ * the state and frees the stage.  Any thread; nothing else may use `st`. */
+void gf_plugin_stage_destroy(gf_plugin_stage *st);
+
+/* Where stages whose last reference is dropped go instead of being destroyed
+ * on the releasing thread: the daemon sets one that destroys them on a
+ * worker thread, so that its loop never waits for device_close's
+ * synchronisation; NULL (the default, and at shutdown) destroys at once.
+ * The reaper must call gf_plugin_stage_destroy exactly once. */
+typedef void (*gf_plugin_reaper)(gf_plugin_stage *st);
+void gf_plugin_set_reaper(gf_plugin_reaper reaper);
 
 #endif
