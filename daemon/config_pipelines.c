@@ -106,22 +106,23 @@ fail:
     return -1;
 }
 
-uint64_t gf_config_max_output_bytes(const gf_config *cfg) {
+/* The largest of `measure` over the configured pipelines, for inputs of at
+ * most max_frame_bytes. */
+static uint64_t most_over_pipelines(const gf_config *cfg,
+                                    uint64_t (*measure)(const gf_pipeline *, uint64_t)) {
     uint64_t most = 0;
     for (size_t i = 0; i < cfg->pipeline_count; i++) {
-        uint64_t out = gf_pipeline_max_output_bytes(&cfg->pipelines[i], cfg->max_frame_bytes);
-        if (out > most)
-            most = out;
-    }
-    return most;
-}
-
-uint64_t gf_config_max_scratch_bytes(const gf_config *cfg) {
-    uint64_t most = 0;
-    for (size_t i = 0; i < cfg->pipeline_count; i++) {
-        uint64_t n = gf_pipeline_max_scratch_bytes(&cfg->pipelines[i], cfg->max_frame_bytes);
+        uint64_t n = measure(&cfg->pipelines[i], cfg->max_frame_bytes);
         if (n > most)
             most = n;
     }
     return most;
+}
+
+uint64_t gf_config_max_output_bytes(const gf_config *cfg) {
+    return most_over_pipelines(cfg, gf_pipeline_max_output_bytes);
+}
+
+uint64_t gf_config_max_scratch_bytes(const gf_config *cfg) {
+    return most_over_pipelines(cfg, gf_pipeline_max_scratch_bytes);
 }

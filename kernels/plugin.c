@@ -146,9 +146,6 @@ const gf_plugin *gf_plugin_stage_api(const gf_plugin_stage *st) {
 void *gf_plugin_stage_state(const gf_plugin_stage *st) {
     return st->state;
 }
-const gf_plugin_value *gf_plugin_stage_values(const gf_plugin_stage *st) {
-    return st->values;
-}
 void *gf_plugin_stage_device(const gf_plugin_stage *st) {
     return st->dev;
 }
@@ -156,8 +153,7 @@ const gf_pipeline_kind *gf_plugin_stage_kind(gf_plugin_stage *st) {
     return &st->kind;
 }
 
-/* A kind or key name as the config and LIST spell them: [a-z0-9_]+. */
-static int plain_name(const char *s) {
+int gf_plugin_name_ok(const char *s) {
     if (s == NULL || *s == '\0' || strlen(s) >= GF_PIPELINE_NAME_MAX)
         return 0;
     for (; *s; s++)
@@ -173,7 +169,7 @@ static int check_api(const gf_plugin *api, char *why, size_t why_len) {
                   api->abi_version, GF_PLUGIN_ABI_VERSION);
         return -1;
     }
-    if (!plain_name(api->name)) {
+    if (!gf_plugin_name_ok(api->name)) {
         gf_errorf(why, why_len, "the plugin's name is not [a-z0-9_]+ of at most %d characters",
                   GF_PIPELINE_NAME_MAX - 1);
         return -1;
@@ -195,7 +191,7 @@ static int check_api(const gf_plugin *api, char *why, size_t why_len) {
     }
     for (uint32_t i = 0; i < api->param_count; i++) {
         const gf_plugin_param *d = &api->params[i];
-        if (!plain_name(d->key) ||
+        if (!gf_plugin_name_ok(d->key) ||
             (d->type != GF_PLUGIN_NUMBER && d->type != GF_PLUGIN_INTEGER &&
              d->type != GF_PLUGIN_STRING) ||
             !(d->min <= d->max)) {

@@ -69,11 +69,14 @@ const gf_plugin *gf_plugin_stage_dlopen(gf_plugin_stage *st, char *why, size_t w
 int gf_plugin_stage_create(gf_plugin_stage *st, const gf_plugin_value *values,
                            uint64_t max_input_bytes, char *why, size_t why_len);
 
-/* The loaded plugin (NULL until gf_plugin_stage_dlopen succeeds), its state
- * (NULL until created) and its parameter values. */
+/* The loaded plugin (NULL until gf_plugin_stage_dlopen succeeds) and its
+ * state (NULL until created). */
 const gf_plugin *gf_plugin_stage_api(const gf_plugin_stage *st);
 void *gf_plugin_stage_state(const gf_plugin_stage *st);
-const gf_plugin_value *gf_plugin_stage_values(const gf_plugin_stage *st);
+
+/* Nonzero when `s` is a plugin's kind or parameter name as the config and
+ * LIST spell them: [a-z0-9_]+, shorter than a pipeline name. */
+int gf_plugin_name_ok(const char *s);
 
 /* The kind to put in a gf_stage: named after the plugin once loaded
  * ("plugin" before), its functions call the plugin's with its state. */

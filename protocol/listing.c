@@ -721,18 +721,6 @@ static int path_text(const char *p, int absolute) {
     return 1;
 }
 
-/* Nonzero when `n` is a plugin's kind name: [a-z0-9_]+, shorter than a
- * pipeline name. */
-static int kind_text(const char *n) {
-    size_t len = strlen(n);
-    if (len == 0 || len >= GF_PIPELINE_NAME_MAX)
-        return 0;
-    for (; *n; n++)
-        if (!((*n >= 'a' && *n <= 'z') || (*n >= '0' && *n <= '9') || *n == '_'))
-            return 0;
-    return 1;
-}
-
 /* Reads a plugin stage's "path" (and, in a LIST reply, "config_dir") into a
  * new unloaded stage in out->params.plugin.  Returns 0 or -1 with a problem. */
 static int read_plugin_stage(const gf_stage_json *j, const char *config_dir, const char *prefix,
@@ -755,7 +743,7 @@ static int read_plugin_stage(const gf_stage_json *j, const char *config_dir, con
         }
         config_dir = j->config_dir->valuestring;
     }
-    if (j->plugin != NULL && !(cJSON_IsString(j->plugin) && kind_text(j->plugin->valuestring))) {
+    if (j->plugin != NULL && !(cJSON_IsString(j->plugin) && gf_plugin_name_ok(j->plugin->valuestring))) {
         gf_json_describe(j->plugin, got, sizeof got);
         gf_problem(pr, "%s.plugin: expected a kind name of [a-z0-9_], got %s", prefix, got);
         return -1;
