@@ -2,10 +2,13 @@
 
 #include <stddef.h>
 
+#include "loopprof.h"
+
 /* The async callback: runs on_done for everything pushed so far, oldest
  * first.  uv_async_send coalesces, so all of it, every time. */
 static void on_async(uv_async_t *handle) {
     gf_completion *q = handle->data;
+    int prof = gf_prof_enter(GF_PROF_WAKE);
     gf_slot *s = atomic_exchange_explicit(&q->head, NULL, memory_order_acquire);
     /* The stack is newest first; reverse it to hand slots over in completion order. */
     gf_slot *fifo = NULL;
@@ -21,6 +24,7 @@ static void on_async(uv_async_t *handle) {
         q->on_done(fifo, q->arg);
         fifo = next;
     }
+    gf_prof_leave(prof);
 }
 
 int gf_completion_init(gf_completion *q, uv_loop_t *loop, gf_completion_cb on_done, void *arg) {

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "loopprof.h"
 #include "server_internal.h"
 
 static void conn_process(gf_conn *c);
@@ -186,6 +187,7 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
     gf_conn *c = r->conn;
     gf_server *srv = c->srv;
     gf_slot *slot = r->slot;
+    int prof = gf_prof_enter(GF_PROF_FINISH);
     /* A frame never submitted was truncated, one that failed was counted then. */
     if (slot && !delivered && slot->status == GF_OK && slot->submitted_ns)
         srv->stats.frames_dropped++;
@@ -245,6 +247,7 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
     else
         gf__server_check_drained(srv);
     gf__server_trim_if_idle(srv);
+    gf_prof_leave(prof);
 }
 
 /* The buffers of one reply: its header, then its body, the slot's output or
@@ -315,9 +318,11 @@ static gf_queued_reply *conn_write_batch(gf_conn *c) {
     struct iovec *iov = iov_advance(iov_all, &count, c->tx_offset);
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = count};
     ssize_t sent;
+    int prof = gf_prof_enter(GF_PROF_SEND);
     do
         sent = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     while (sent < 0 && errno == EINTR);
+    gf_prof_leave(prof);
     if (sent < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
             if (!c->write_blocked)
@@ -443,6 +448,7 @@ void gf__conn_flush(gf_conn *c) {
     }
     conn_ref(c);
     c->flushing = 1;
+    int prof = gf_prof_enter(GF_PROF_FLUSH);
     do {
         c->flush_again = 0;
         while (!c->closing && !c->write_blocked) {
@@ -461,6 +467,7 @@ void gf__conn_flush(gf_conn *c) {
             }
         }
     } while (c->flush_again && !c->closing);
+    gf_prof_leave(prof);
     c->flushing = 0;
     if (c->write_blocked && !c->closing)
         gf__conn_evict_results(c);
@@ -789,7 +796,9 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
     gf_request body;
     gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &body);
     if (body.kind == GF_REQ_PAYLOAD) {
+        int prof = gf_prof_enter(GF_PROF_COPY);
         memcpy(s->in_host, c->buf + c->buf_start, body.bytes);
+        gf_prof_leave(prof);
         c->buf_start += body.bytes;
         gf_request_advance(&c->decoder, body.bytes);
     }
@@ -984,6 +993,7 @@ static void conn_process(gf_conn *c) {
     if (c->processing)
         return;
     c->processing = 1;
+    int prof = gf_prof_enter(GF_PROF_PARSE);
     while (!c->closing && !c->fatal && !c->waiting && !c->slot && conn_output_room(c)) {
         gf_request req;
         gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
@@ -1025,6 +1035,7 @@ static void conn_process(gf_conn *c) {
         }
     }
 out:
+    gf_prof_leave(prof);
     c->processing = 0;
 }
 
@@ -1251,9 +1262,11 @@ static void conn_read_some(gf_conn *c) {
                              .msg_control = control.bytes,
                              .msg_controllen = sizeof control.bytes};
         ssize_t n;
+        int prof = gf_prof_enter(GF_PROF_RECV);
         do
             n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         while (n < 0 && errno == EINTR);
+        gf_prof_leave(prof);
         if (n < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK) {
                 GF_LOG_INF("connection %llu: read failed (%s); closing", (unsigned long long)c->id,

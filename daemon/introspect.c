@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loopprof.h"
 #include "server_internal.h"
 
 /* The span over which STATS reports GPU busy and overlap fractions. */
@@ -19,6 +20,7 @@
  * stage times for TRACE.  O(1), no allocation.
  */
 void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_slot *s) {
+    int prof = gf_prof_enter(GF_PROF_STATS);
     uint64_t written = gf_now_ns();
     const gf_stage_times *t = &s->stages;
     uint64_t ph[GF_PHASE_COUNT] = {0};
@@ -70,6 +72,7 @@ void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_slot *s) {
                         .written_ns = written,
                         .stages = *t};
     gf_trace_push(&srv->trace, &rec);
+    gf_prof_leave(prof);
 }
 
 cJSON *gf__list_document(const gf_server *srv) {

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "loopprof.h"
 #include "plugin.h"
 #include "server_internal.h"
 
@@ -107,7 +108,9 @@ void gf__server_submit(gf_server *srv, gf_slot *s) {
     s->submitted_ns = gf_now_ns();
     s->in_flight = 1;
     srv->slots_in_flight++;
+    int prof = gf_prof_enter(GF_PROF_SUBMIT);
     int rc = gf_engine_submit(srv->engine, s);
+    gf_prof_leave(prof);
     if (rc == 0) {
         if (srv->engine->polled && srv->slots_in_flight == 1)
             uv_idle_start(&srv->poller, on_poll);
@@ -134,6 +137,7 @@ void gf__server_submit(gf_server *srv, gf_slot *s) {
 /* Loop thread: a slot came back from the engine. */
 static void on_slot_done(gf_slot *s, void *arg) {
     gf_server *srv = arg;
+    int prof = gf_prof_enter(GF_PROF_DONE);
     assert(s->in_flight);
     s->in_flight = 0;
     srv->slots_in_flight--;
@@ -155,11 +159,11 @@ static void on_slot_done(gf_slot *s, void *arg) {
                          (uint32_t)s->status, 0);
     }
     s->reply.ready = 1;
-    if (c->closing) {
+    if (c->closing)
         gf__reply_finish(&s->reply, 0);
-        return;
-    }
-    gf__conn_flush(c);
+    else
+        gf__conn_flush(c);
+    gf_prof_leave(prof);
 }
 
 /* ---- deadlines, fatal failure, shutdown -------------------------------------------- */
@@ -563,6 +567,7 @@ int gf_server_failed(const gf_server *srv) {
 
 int gf_server_close(gf_server *srv) {
     int failed = srv->failed;
+    gf_prof_print(srv->stats.frames_answered, uv_metrics_idle_time(srv->loop));
     /* The loop has stopped: from here a stage is destroyed where released. */
     gf_plugin_set_reaper(NULL);
     reap_loop = NULL;
