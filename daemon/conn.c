@@ -44,7 +44,7 @@ static void conn_process(gf_conn *c);
 static void conn_settle(gf_conn *c);
 static void conn_update_reading(gf_conn *c);
 static void conn_track_request(gf_conn *c);
-static void conn_take_back_slot(gf_conn *c);
+static void conn_take_back_frame(gf_conn *c);
 static void conn_read(gf_conn *c);
 static void conn_read_some(gf_conn *c);
 static void on_io(uv_poll_t *h, int status, int events);
@@ -165,7 +165,7 @@ static void reply_enqueue(gf_conn *c, gf_queued_reply *r) {
     r->next = NULL;
     conn_ref(c);
     c->replies_unfinished++;
-    if (!r->slot) {
+    if (!r->frame) {
         c->loose_replies++;
         loose_add(c, r->body_bytes);
     }
@@ -186,10 +186,11 @@ static void reply_enqueue(gf_conn *c, gf_queued_reply *r) {
 void gf__reply_finish(gf_queued_reply *r, int delivered) {
     gf_conn *c = r->conn;
     gf_server *srv = c->srv;
-    gf_slot *slot = r->slot;
+    gf_frame *frame = r->frame;
     int prof = gf_prof_enter(GF_PROF_FINISH);
+    int slot_freed = 0;
     /* A frame never submitted was truncated, one that failed was counted then. */
-    if (slot && !delivered && slot->status == GF_OK && slot->submitted_ns)
+    if (frame && !delivered && frame->status == GF_OK && frame->submitted_ns)
         srv->stats.frames_dropped++;
     if (r->evicted) {
         if (!delivered && r->evicted->status == GF_OK)
@@ -213,13 +214,13 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
         gf__region_unref(r->region);
         r->region = NULL;
     }
-    if (slot) {
-        slot->reply.conn = NULL;
-        if (slot->region) {
-            gf__region_unref(slot->region);
-            slot->region = NULL;
+    if (frame) {
+        frame->reply.conn = NULL;
+        if (frame->region) {
+            gf__region_unref(frame->region);
+            frame->region = NULL;
         }
-        gf_slot_release(&srv->ring, slot);
+        slot_freed = gf_frame_release(&srv->ring, frame);
     } else {
         c->loose_replies--;
         c->loose_bytes -= r->body_bytes;
@@ -232,7 +233,8 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
     /* Requests already buffered may have waited for this reply to go out
      * (the cap on loose replies); no new bytes need arrive to go on. */
     gf__conn_resume(c);
-    if (!slot && srv->output_throttled && srv->loose_bytes < srv->cfg->max_output_bytes_total) {
+    if (!frame && srv->output_throttled &&
+        srv->loose_bytes < srv->cfg->max_output_bytes_total) {
         /* Connections stopped for the total's sake may go on. */
         srv->output_throttled = 0;
         for (gf_conn *o = srv->conns, *next; o; o = next) {
@@ -242,7 +244,7 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
         }
     }
     conn_unref(c);
-    if (slot)
+    if (slot_freed)
         gf__server_slot_freed(srv);
     else
         gf__server_check_drained(srv);
@@ -254,7 +256,7 @@ void gf__reply_finish(gf_queued_reply *r, int delivered) {
  * a shm frame's result descriptor. */
 static unsigned reply_iov(const gf_queued_reply *r, struct iovec *iov) {
     iov[0] = (struct iovec){.iov_base = (void *)r->header, .iov_len = GF_HEADER_BYTES};
-    const gf_slot *s = r->slot;
+    const gf_frame *s = r->frame;
     if (r->body && r->body_bytes) {
         iov[1] = (struct iovec){.iov_base = r->body, .iov_len = r->body_bytes};
         return 2;
@@ -382,15 +384,15 @@ void gf__conn_evict_results(gf_conn *c) {
         return;
     gf_queued_reply *prev = NULL;
     for (gf_queued_reply *r = c->replies_head; r && r->ready; prev = r, r = r->next) {
-        gf_slot *s = r->slot;
-        if (!s || s->in_flight)
+        gf_frame *s = r->frame;
+        if (!s || s->batched)
             continue;
         struct iovec iov[2];
         size_t bytes = reply_iov(r, iov) > 1 ? iov[1].iov_len : 0;
         if (c->loose_bytes + bytes > srv->cfg->max_output_bytes)
             break;
         gf_queued_reply *q = calloc(1, sizeof *q);
-        gf_slot *snap = malloc(sizeof *snap);
+        gf_frame *snap = malloc(sizeof *snap);
         char *body = bytes ? malloc(bytes) : NULL;
         if (!q || !snap || (bytes && !body)) {
             free(q);
@@ -403,7 +405,7 @@ void gf__conn_evict_results(gf_conn *c) {
         free(r->body); /* a failed frame's ERROR text, copied above */
         r->body = NULL;
         *snap = *s;
-        snap->pipeline.stage_count = 0; /* the slot's release below drops its plugins */
+        snap->pipeline.stage_count = 0; /* the frame's release below drops its plugins */
         memcpy(q->header, r->header, sizeof q->header);
         q->conn = c;
         q->ready = 1;
@@ -425,9 +427,8 @@ void gf__conn_evict_results(gf_conn *c) {
             gf__region_unref(s->region);
             s->region = NULL;
         }
-        gf_slot_release(&srv->ring, s);
+        freed += gf_frame_release(&srv->ring, s);
         srv->stats.results_evicted++;
-        freed++;
         r = q;
     }
     if (freed)
@@ -458,8 +459,8 @@ void gf__conn_flush(gf_conn *c) {
             while (r) {
                 /* Read it first: finishing a frame's reply hands its slot on. */
                 gf_queued_reply *next = r->next;
-                if (r->slot && r->slot->status == GF_OK)
-                    gf__frame_answered(c->srv, c, r->slot);
+                if (r->frame && r->frame->status == GF_OK)
+                    gf__frame_answered(c->srv, c, r->frame);
                 else if (r->evicted && r->evicted->status == GF_OK)
                     gf__frame_answered(c->srv, c, r->evicted);
                 gf__reply_finish(r, 1);
@@ -570,7 +571,7 @@ static int conn_output_room(gf_conn *c) {
 /* Part of a request is in: a payload arriving or being skipped, or bytes
  * of a request buffered. */
 static int conn_request_begun(const gf_conn *c) {
-    return c->slot || c->decoder.skip_left || c->buf_end > c->buf_start;
+    return c->frame || c->decoder.skip_left || c->buf_end > c->buf_start;
 }
 
 /*
@@ -591,10 +592,10 @@ static void conn_track_request(gf_conn *c) {
 /* Where the next received bytes go: the rest of the payload being read
  * straight into a slot, or the free end of the connection's buffer. */
 static void conn_read_target(gf_conn *c, struct iovec *iov) {
-    if (c->slot) {
+    if (c->frame) {
         /* Straight into the slot's pinned input buffer: no staging copy. */
         uint64_t left = c->decoder.payload_left;
-        iov->iov_base = c->slot->in_host + (c->slot->in_bytes - left);
+        iov->iov_base = c->frame->in_host + (c->frame->in_bytes - left);
         iov->iov_len = (size_t)left;
         return;
     }
@@ -613,12 +614,25 @@ static void conn_read_target(gf_conn *c, struct iovec *iov) {
     iov->iov_len = sizeof c->buf - c->buf_end;
 }
 
-/* The frame's payload is all in: the slot goes to the engine. */
-static void frame_received(gf_conn *c) {
-    gf_slot *s = c->slot;
-    c->slot = NULL;
+/* Frame `f`'s payload is all in: it joins its slot's batch, which goes to
+ * the engine when the connection's processing ends (conn_close_batch). */
+static void frame_received(gf_conn *c, gf_frame *f) {
+    if (c->frame == f)
+        c->frame = NULL;
     request_done(c);
-    gf__server_submit(c->srv, s);
+    f->batched = 1;
+}
+
+/* The connection's open slot, unless a payload is still arriving into it,
+ * goes to the engine with the frames it holds (back to the ring if it holds
+ * none).  Called when processing ends, so that the frames one read brought
+ * in run as one batch. */
+static void conn_close_batch(gf_conn *c) {
+    gf_slot *s = c->batch;
+    if (s == NULL || c->frame != NULL)
+        return;
+    c->batch = NULL;
+    gf__server_close_batch(c->srv, s);
 }
 
 /* Why a FRAME for `pipeline_id` with `in_bytes` of input cannot run, as an
@@ -753,23 +767,38 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
         conn_reject_text(c, h, status, why);
         return 1;
     }
-    /* Slots go to connections in the order they asked: one that finds
-     * others waiting queues behind them, even if its own reply just freed a
-     * slot (a pipelining client would otherwise take every slot it frees).
-     * The connection whose turn slot_freed gave may take one slot. */
-    gf_slot *s = srv->waiting_head && srv->turn != c ? NULL : gf_slot_claim(&srv->ring);
+    /* A small frame joins the batch this connection's read opened, if it
+     * fits and runs the same pipeline; a large one, whose payload is read in
+     * place and may stall, has a slot of its own. */
+    const gf_pipeline *p = &srv->cfg->pipelines[h->pipeline_id];
+    uint64_t in_bytes = shm ? desc.in_bytes : h->payload_bytes;
+    int staged = shm || h->payload_bytes <= GF_STAGED_PAYLOAD_MAX_BYTES;
+    gf_frame *s = c->batch && staged ? gf_slot_add(c->batch, p, h, in_bytes, stage_bytes,
+                                                   c->header_seen_ns)
+                                     : NULL;
     if (!s) {
-        /* No slot for it now: stop reading until one frees (backpressure). */
-        gf__server_wait_for_slot(srv, c);
-        return 0;
+        conn_close_batch(c);
+        /* Slots go to connections in the order they asked: one that finds
+         * others waiting queues behind them, even if its own reply just
+         * freed a slot (a pipelining client would otherwise take every slot
+         * it frees).  The connection whose turn slot_freed gave may take one
+         * slot. */
+        gf_slot *slot = srv->waiting_head && srv->turn != c ? NULL : gf_slot_claim(&srv->ring, c);
+        if (!slot) {
+            /* No slot for it now: stop reading until one frees (backpressure). */
+            gf__server_wait_for_slot(srv, c);
+            return 0;
+        }
+        if (srv->turn == c)
+            srv->turn = NULL;
+        c->batch = slot;
+        /* An empty slot takes any frame frame_check passed. */
+        s = gf_slot_add(slot, p, h, in_bytes, stage_bytes, c->header_seen_ns);
+        assert(s != NULL);
     }
-    if (srv->turn == c)
-        srv->turn = NULL;
     srv->stats.frames_received++;
     c->buf_start += req->bytes;
     gf_request_accept(&c->decoder, req);
-    const gf_pipeline *p = &srv->cfg->pipelines[h->pipeline_id];
-    gf_slot_assign(s, p, h, stage_bytes, c->header_seen_ns);
     c->header_seen_ns = 0;
     reply_enqueue(c, &s->reply);
     if (shm) {
@@ -785,11 +814,10 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
                              .out_offset = desc.out_offset,
                              .out_bytes = (uint64_t)out_bytes};
         gf_shm_result_encode(&res, s->shm_result);
-        request_done(c);
-        gf__server_submit(srv, s);
+        frame_received(c, s);
         return 1;
     }
-    c->slot = s;
+    c->frame = s;
 
     /* Whatever part of the payload came in with the header (at most
      * GF_STAGED_PAYLOAD_MAX_BYTES) is copied; the rest is read in place. */
@@ -803,7 +831,7 @@ static int frame_begin(gf_conn *c, const gf_request *req) {
         gf_request_advance(&c->decoder, body.bytes);
     }
     if (!gf_request_in_payload(&c->decoder))
-        frame_received(c);
+        frame_received(c, s);
     return 1;
 }
 
@@ -951,12 +979,12 @@ static void answer_query(gf_conn *c, const gf_request *req, int fd) {
 static void conn_stray_fd(gf_conn *c, const char *what) {
     gf_header h = {.version = GF_PROTOCOL_VERSION};
     conn_drop_pending_fd(c);
-    if (c->slot) {
-        h.version = c->slot->version;
-        h.frame_id = c->slot->frame_id;
-        h.pipeline_id = c->slot->pipeline_id;
+    if (c->frame) {
+        h.version = c->frame->version;
+        h.frame_id = c->frame->frame_id;
+        h.pipeline_id = c->frame->pipeline_id;
         c->srv->stats.frames_failed++;
-        conn_take_back_slot(c);
+        conn_take_back_frame(c);
     }
     char text[GF_ERROR_TEXT_MAX_BYTES];
     gf_errorf(text, sizeof text, "%s; only REGION_ADD takes one, sent with its own bytes", what);
@@ -994,7 +1022,7 @@ static void conn_process(gf_conn *c) {
         return;
     c->processing = 1;
     int prof = gf_prof_enter(GF_PROF_PARSE);
-    while (!c->closing && !c->fatal && !c->waiting && !c->slot && conn_output_room(c)) {
+    while (!c->closing && !c->fatal && !c->waiting && !c->frame && conn_output_room(c)) {
         gf_request req;
         gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
         switch (req.kind) {
@@ -1035,6 +1063,8 @@ static void conn_process(gf_conn *c) {
         }
     }
 out:
+    /* The frames this pass took in go to the engine as one batch. */
+    conn_close_batch(c);
     gf_prof_leave(prof);
     c->processing = 0;
 }
@@ -1052,8 +1082,8 @@ static void conn_update_reading(gf_conn *c) {
 
 /* Takes back the slot of the frame whose payload is arriving: its reply,
  * the newest and not ready, leaves the queue unsent.  The caller counts it. */
-static void conn_take_back_slot(gf_conn *c) {
-    gf_slot *s = c->slot;
+static void conn_take_back_frame(gf_conn *c) {
+    gf_frame *s = c->frame;
     gf_queued_reply **pp = &c->replies_head;
     gf_queued_reply *prev = NULL;
     while (*pp != &s->reply) {
@@ -1062,21 +1092,23 @@ static void conn_take_back_slot(gf_conn *c) {
     }
     *pp = NULL;
     c->replies_tail = prev;
-    c->slot = NULL;
+    c->frame = NULL;
     gf_request_init(&c->decoder, c->decoder.max_frame_bytes);
     gf__reply_finish(&s->reply, 0);
+    /* Its slot held it alone: the slot goes back to the ring. */
+    conn_close_batch(c);
 }
 
 /* The client left mid-payload: its frame is truncated. */
 static void conn_truncate_frame(gf_conn *c) {
-    gf_slot *s = c->slot;
+    gf_frame *s = c->frame;
     GF_LOG_INF("connection %llu (uid %u pid %u): closed after %llu of %llu payload bytes of "
                "frame %llu",
                (unsigned long long)c->id, c->uid, c->pid,
                (unsigned long long)(s->in_bytes - c->decoder.payload_left),
                (unsigned long long)s->in_bytes, (unsigned long long)s->frame_id);
     c->srv->stats.frames_truncated++;
-    conn_take_back_slot(c);
+    conn_take_back_frame(c);
 }
 
 /* A request begun request_timeout_ms ago is still not in: its slot goes
@@ -1088,15 +1120,15 @@ static void conn_request_timed_out(gf_conn *c) {
     char text[GF_ERROR_TEXT_MAX_BYTES];
     size_t n = gf_errorf(text, sizeof text, "request not complete within request_timeout_ms %u",
                          srv->cfg->request_timeout_ms);
-    if (c->slot) {
-        h.version = c->slot->version;
-        h.frame_id = c->slot->frame_id;
-        h.pipeline_id = c->slot->pipeline_id;
+    if (c->frame) {
+        h.version = c->frame->version;
+        h.frame_id = c->frame->frame_id;
+        h.pipeline_id = c->frame->pipeline_id;
         gf_errorf(text + n, sizeof text - n, " (%llu of %llu payload bytes of frame %llu)",
-                  (unsigned long long)(c->slot->in_bytes - c->decoder.payload_left),
-                  (unsigned long long)c->slot->in_bytes, (unsigned long long)h.frame_id);
+                  (unsigned long long)(c->frame->in_bytes - c->decoder.payload_left),
+                  (unsigned long long)c->frame->in_bytes, (unsigned long long)h.frame_id);
         srv->stats.frames_failed++;
-        conn_take_back_slot(c);
+        conn_take_back_frame(c);
     }
     srv->stats.closed_request_timeout++;
     c->request_begun_ns = 0;
@@ -1154,7 +1186,7 @@ void gf__conn_check_deadlines(gf_conn *c, uint64_t now_ns) {
 static void conn_settle(gf_conn *c) {
     if (!c->eof || c->closing || c->waiting)
         return;
-    if (c->slot)
+    if (c->frame)
         conn_truncate_frame(c);
     if (!c->closing && c->replies_unfinished == 0)
         gf__conn_close(c);
@@ -1172,11 +1204,11 @@ static void conn_received(gf_conn *c, size_t n, int fd, int bad) {
         return;
     }
     c->rx_bytes += n;
-    int into_slot = c->slot != NULL;
+    int into_slot = c->frame != NULL;
     if (into_slot) {
         gf_request_advance(&c->decoder, (uint64_t)n);
         if (!gf_request_in_payload(&c->decoder))
-            frame_received(c);
+            frame_received(c, c->frame);
     } else {
         c->buf_end += n;
     }
@@ -1211,18 +1243,18 @@ void gf__conn_input_drained(gf_conn *c) {
     /* Until the cut frame's reply is queued, the server must not see this
      * connection as done (taking the slot back checks for the drain's end). */
     c->cutting = 1;
-    if (c->slot) {
-        gf_header h = {.version = c->slot->version,
+    if (c->frame) {
+        gf_header h = {.version = c->frame->version,
                        .type = GF_MSG_FRAME,
-                       .frame_id = c->slot->frame_id,
-                       .pipeline_id = c->slot->pipeline_id};
+                       .frame_id = c->frame->frame_id,
+                       .pipeline_id = c->frame->pipeline_id};
         char text[GF_ERROR_TEXT_MAX_BYTES];
         gf_errorf(text, sizeof text,
                   "the daemon is stopping; frame cut after %llu of %llu payload bytes",
-                  (unsigned long long)(c->slot->in_bytes - c->decoder.payload_left),
-                  (unsigned long long)c->slot->in_bytes);
+                  (unsigned long long)(c->frame->in_bytes - c->decoder.payload_left),
+                  (unsigned long long)c->frame->in_bytes);
         c->srv->stats.frames_failed++;
-        conn_take_back_slot(c);
+        conn_take_back_frame(c);
         conn_reject_text(c, &h, GF_ERR_SHUTTING_DOWN, text);
     }
     c->cutting = 0;
@@ -1249,7 +1281,7 @@ static void conn_read_some(gf_conn *c) {
     for (int i = 0; i < GF_READS_PER_EVENT && c->reading && !c->closing; i++) {
         /* A full buffer must be consumed before reading more (a read of 0
          * bytes would look like EOF). */
-        if (!c->slot && c->buf_start == 0 && c->buf_end == sizeof c->buf)
+        if (!c->frame && c->buf_start == 0 && c->buf_end == sizeof c->buf)
             break;
         struct iovec iov;
         conn_read_target(c, &iov);
@@ -1347,8 +1379,11 @@ void gf__conn_close(gf_conn *c) {
     srv->stats.connections_open--;
     conn_ref(c);
     uv_close((uv_handle_t *)&c->poll, on_conn_closed);
-    if (c->slot)
+    if (c->frame)
         conn_truncate_frame(c);
+    /* Whole frames of a batch still open run, and are dropped when they
+     * complete, like those already on the engine. */
+    conn_close_batch(c);
     /* Frames in flight keep their regions until they complete. */
     while (c->regions) {
         gf_region *r = c->regions;
@@ -1362,7 +1397,7 @@ void gf__conn_close(gf_conn *c) {
         gf_queued_reply *next = r->next;
         r->next = NULL;
         /* A frame still on the engine is finished when it completes. */
-        if (!r->slot || !r->slot->in_flight)
+        if (!r->frame || !r->frame->batched)
             gf__reply_finish(r, 0);
         r = next;
     }

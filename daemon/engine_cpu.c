@@ -1,7 +1,7 @@
 /*
  * The CPU engine: each slot has a worker thread that runs the pipeline's C
- * reference and completes the slot through the same queue as the CUDA
- * engine.  It lets the daemon serve on a machine without a GPU and lets CI
+ * reference on each frame of the slot's batch and completes the slot through
+ * the same queue as the CUDA engine.  It lets the daemon serve on a machine without a GPU and lets CI
  * exercise every line of the server; it is not why the product exists.
  */
 #include <errno.h>
@@ -47,28 +47,32 @@ static void *worker_main(void *arg) {
         w->has_job = 0;
         pthread_mutex_unlock(&w->lock);
 
-        gf_slot *s = w->slot;
-        uint64_t t0 = gf_now_ns();
-        uint64_t ends[GF_STAGES_MAX];
-        gf_pipeline_reference(&s->pipeline, s->src, s->in_bytes, s->stage_bytes, s->dst,
-                              w->scratch, ends);
-        uint64_t t1 = gf_now_ns();
-        /* No copies: the "device" is this thread, the run is the kernel. */
-        s->stages = (gf_stage_times){.h2d_begin_ns = t0,
-                                     .h2d_end_ns = t0,
-                                     .kernel_begin_ns = t0,
-                                     .kernel_end_ns = t1,
-                                     .d2h_begin_ns = t1,
-                                     .d2h_end_ns = t1,
-                                     .gpu_done_ns = t1,
-                                     .timed = 1};
-        uint32_t n = s->pipeline.stage_count;
-        s->stages.kernel_stages = n > 1 ? n : 0;
-        for (uint32_t k = 0; n > 1 && k < n; k++)
-            s->stages.kernel_stage_ns[k] = ends[k] - (k ? ends[k - 1] : t0);
-        s->status = GF_OK;
-        s->done_ns = t1;
-        gf_completion_push(w->engine->done, s);
+        gf_slot *slot = w->slot;
+        uint64_t t1 = 0;
+        for (uint32_t i = 0; i < slot->frame_count; i++) {
+            gf_frame *s = &slot->frames[i];
+            uint64_t t0 = gf_now_ns();
+            uint64_t ends[GF_STAGES_MAX];
+            gf_pipeline_reference(&s->pipeline, s->src, s->in_bytes, s->stage_bytes, s->dst,
+                                  w->scratch, ends);
+            t1 = gf_now_ns();
+            /* No copies: the "device" is this thread, the run is the kernel. */
+            s->stages = (gf_stage_times){.h2d_begin_ns = t0,
+                                         .h2d_end_ns = t0,
+                                         .kernel_begin_ns = t0,
+                                         .kernel_end_ns = t1,
+                                         .d2h_begin_ns = t1,
+                                         .d2h_end_ns = t1,
+                                         .gpu_done_ns = t1,
+                                         .timed = 1};
+            uint32_t n = s->pipeline.stage_count;
+            s->stages.kernel_stages = n > 1 ? n : 0;
+            for (uint32_t k = 0; n > 1 && k < n; k++)
+                s->stages.kernel_stage_ns[k] = ends[k] - (k ? ends[k - 1] : t0);
+            s->status = GF_OK;
+        }
+        slot->done_ns = t1;
+        gf_completion_push(w->engine->done, slot);
     }
 }
 
@@ -170,6 +174,7 @@ int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_
         s->index = i;
         s->in_capacity_bytes = params->in_capacity_bytes;
         s->out_capacity_bytes = params->out_capacity_bytes;
+        s->scratch_capacity_bytes = params->scratch_capacity_bytes;
         s->in_host = alloc_buffer(params->in_capacity_bytes);
         s->out_host = alloc_buffer(params->out_capacity_bytes);
         if (params->scratch_capacity_bytes) {

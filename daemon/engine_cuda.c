@@ -172,8 +172,8 @@ static cudaError_t mark(const gf_slot *s, cuda_slot *cs, int ev) {
     return s->time_stages ? cudaEventRecord(cs->ev[ev], cs->stream) : cudaSuccess;
 }
 
-/* Launches stage `st` of a frame on the slot's stream: a plugin's launch with
- * the slot's index as its stream index, or the built-in kind's kernel. */
+/* Launches stage `st` on the slot's stream: a plugin's launch with the
+ * slot's index as its stream index, or the built-in kind's kernel. */
 static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage *st,
                                 const void *in, uint64_t in_bytes, void *out) {
     if (gf_kind_is_plugin(st->kind)) {
@@ -187,41 +187,88 @@ static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage 
     return (cudaError_t)launch(&st->params, in, (size_t)in_bytes, out, cs->stream);
 }
 
+/* Whether every stage of `p` is elementwise (gf_pipeline_kind.elementwise). */
+static int all_elementwise(const gf_pipeline *p) {
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        if (!p->stages[k].kind->elementwise)
+            return 0;
+    return 1;
+}
+
+/* Copies the batch's inputs to the device (to_device) or its results back:
+ * frames whose host side is the slot's own buffer lie end to end there and
+ * go in one copy per run of them; a shm frame's input or result, in its
+ * client's region, has a copy of its own. */
+static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
+    enum cudaMemcpyKind dir = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    uint8_t *dev = to_device ? cs->in_dev : cs->out_dev;
+    uint8_t *host = to_device ? s->in_host : s->out_host;
+    for (uint32_t i = 0; i < s->frame_count;) {
+        const gf_frame *f = &s->frames[i];
+        uint64_t bytes = to_device ? f->in_bytes : f->out_bytes;
+        const void *from = to_device ? (const void *)f->src : dev + f->offset;
+        void *to = to_device ? (void *)(dev + f->offset) : f->dst;
+        uint32_t j = i + 1;
+        if (f->region == NULL) {
+            /* The run of frames in the slot's buffer from here. */
+            while (j < s->frame_count && s->frames[j].region == NULL)
+                j++;
+            const gf_frame *last = &s->frames[j - 1];
+            bytes = last->offset + (to_device ? last->in_bytes : last->out_bytes) - f->offset;
+            from = to_device ? (const void *)(host + f->offset) : dev + f->offset;
+            to = to_device ? (void *)(dev + f->offset) : host + f->offset;
+        }
+        if (bytes) {
+            cudaError_t err = cudaMemcpyAsync(to, from, bytes, dir, cs->stream);
+            if (err != cudaSuccess)
+                return err;
+        }
+        i = j;
+    }
+    return cudaSuccess;
+}
+
 /*
- * Enqueues the frame's whole sequence on the slot's stream: one H2D copy,
- * each stage's kernel (stage k reads what stage k-1 wrote, intermediate
- * results alternating between the slot's two scratch buffers on the
- * device), one D2H copy.
+ * Enqueues the slot's whole batch on its stream: the inputs' copies, each
+ * stage's kernels (stage k reads what stage k-1 wrote, intermediate results
+ * alternating between the slot's two scratch buffers on the device, each
+ * frame at its offset), the results' copies.  A batch of elementwise stages
+ * runs as one launch per stage over all its frames, the bytes between them
+ * included (GF_FRAME_ALIGN_BYTES); any other runs each frame's launches,
+ * stage by stage.
  */
 static cudaError_t enqueue(gf_slot *s, cuda_slot *cs) {
-    const gf_pipeline *p = &s->pipeline;
+    const gf_pipeline *p = &s->frames[0].pipeline; /* every frame's */
+    const gf_frame *last = &s->frames[s->frame_count - 1];
+    int whole = s->frame_count == 1 || all_elementwise(p);
     cudaError_t err;
-    if ((err = mark(s, cs, EV_START)) != cudaSuccess)
+    if ((err = mark(s, cs, EV_START)) != cudaSuccess ||
+        (err = copy_frames(s, cs, 1)) != cudaSuccess || (err = mark(s, cs, EV_H2D)) != cudaSuccess)
         return err;
-    if (s->in_bytes && (err = cudaMemcpyAsync(cs->in_dev, s->src, s->in_bytes,
-                                              cudaMemcpyHostToDevice, cs->stream)) != cudaSuccess)
-        return err;
-    if ((err = mark(s, cs, EV_H2D)) != cudaSuccess)
-        return err;
-    const void *in = cs->in_dev;
-    uint64_t n = s->in_bytes;
     for (uint32_t k = 0; k < p->stage_count; k++) {
         const gf_stage *st = &p->stages[k];
-        int last = k + 1 == p->stage_count;
-        void *out = last ? cs->out_dev : cs->scratch_dev[k % 2];
-        if ((err = launch_stage(s, cs, st, in, n, out)) != cudaSuccess)
+        uint8_t *in = k == 0 ? cs->in_dev : cs->scratch_dev[(k - 1) % 2];
+        uint8_t *out = k + 1 == p->stage_count ? cs->out_dev : cs->scratch_dev[k % 2];
+        if (whole) {
+            /* One frame (at offset 0), or all of them as one input. */
+            uint64_t n = s->frame_count == 1 ? (k == 0 ? last->in_bytes : last->stage_bytes[k - 1])
+                                             : last->offset + last->in_bytes;
+            err = launch_stage(s, cs, st, in, n, out);
+        } else {
+            for (uint32_t i = 0; i < s->frame_count && err == cudaSuccess; i++) {
+                const gf_frame *f = &s->frames[i];
+                uint64_t n = k == 0 ? f->in_bytes : f->stage_bytes[k - 1];
+                err = launch_stage(s, cs, st, in + f->offset, n, out + f->offset);
+            }
+        }
+        if (err != cudaSuccess)
             return err;
-        if (last)
-            break;
-        if (s->time_stages && (err = cudaEventRecord(cs->stage_ev[k], cs->stream)) != cudaSuccess)
+        if (k + 1 < p->stage_count && s->time_stages &&
+            (err = cudaEventRecord(cs->stage_ev[k], cs->stream)) != cudaSuccess)
             return err;
-        n = s->stage_bytes[k]; /* checked against the scratch at the header */
-        in = out;
     }
-    if ((err = mark(s, cs, EV_KERNEL)) != cudaSuccess)
-        return err;
-    if (s->out_bytes && (err = cudaMemcpyAsync(s->dst, cs->out_dev, s->out_bytes,
-                                               cudaMemcpyDeviceToHost, cs->stream)) != cudaSuccess)
+    if ((err = mark(s, cs, EV_KERNEL)) != cudaSuccess ||
+        (err = copy_frames(s, cs, 0)) != cudaSuccess)
         return err;
     return mark(s, cs, EV_D2H);
 }
@@ -236,9 +283,11 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
         cs->pending = e->polled;
         return 0;
     }
-    GF_LOG_ERR("engine cuda: frame %llu (%s, %llu bytes) on slot %u not started: %s (%s)",
-               (unsigned long long)s->frame_id, s->pipeline.name, (unsigned long long)s->in_bytes,
-               s->index, cudaGetErrorString(err), cudaGetErrorName(err));
+    GF_LOG_ERR("engine cuda: %u frame(s) from %llu (%s, %llu bytes first) on slot %u not "
+               "started: %s (%s)",
+               s->frame_count, (unsigned long long)s->frames[0].frame_id,
+               s->frames[0].pipeline.name, (unsigned long long)s->frames[0].in_bytes, s->index,
+               cudaGetErrorString(err), cudaGetErrorName(err));
     if (is_sticky(err))
         e->poisoned = 1;
     else
@@ -293,26 +342,28 @@ static uint64_t elapsed_ns(cudaEvent_t a, cudaEvent_t b) {
 }
 
 /*
- * Places the stages on the host clock: the stream was idle when the frame was
- * submitted, so its first event ran within a few µs of submitted_ns; the
- * events give the rest.  Without timing, only the host function's time is
- * known.
+ * Places the stages on the host clock: the stream was idle when the batch
+ * was submitted, so its first event ran within a few µs of submitted_ns; the
+ * events give the rest.  Every frame of a batch gets the batch's times.
+ * Without timing, only the host function's time is known.
  */
 static void cuda_finish(gf_engine *e, gf_slot *s) {
     cuda_slot *cs = s->engine_state;
-    s->status = GF_OK;
-    if (!s->time_stages) {
-        s->stages = (gf_stage_times){.gpu_done_ns = s->done_ns};
-        return;
+    gf_stage_times times = {.gpu_done_ns = s->done_ns}, *t = &times;
+    (void)e;
+    for (uint32_t i = 0; !s->time_stages && i < s->frame_count; i++) {
+        s->frames[i].status = GF_OK;
+        s->frames[i].stages = times;
     }
-    gf_stage_times *t = &s->stages;
+    if (!s->time_stages)
+        return;
     t->timed = 1;
     t->h2d_begin_ns = s->submitted_ns;
     t->h2d_end_ns = t->h2d_begin_ns + elapsed_ns(cs->ev[EV_START], cs->ev[EV_H2D]);
     t->kernel_begin_ns = t->h2d_end_ns;
     t->kernel_end_ns = t->kernel_begin_ns + elapsed_ns(cs->ev[EV_H2D], cs->ev[EV_KERNEL]);
     /* Each stage's share of the kernel phase, from the events between them. */
-    uint32_t n = s->pipeline.stage_count;
+    uint32_t n = s->frames[0].pipeline.stage_count;
     t->kernel_stages = n > 1 ? n : 0;
     for (uint32_t k = 0; n > 1 && k < n; k++)
         t->kernel_stage_ns[k] = elapsed_ns(k == 0 ? cs->ev[EV_H2D] : cs->stage_ev[k - 1],
@@ -320,6 +371,10 @@ static void cuda_finish(gf_engine *e, gf_slot *s) {
     t->d2h_begin_ns = t->kernel_end_ns;
     t->d2h_end_ns = t->d2h_begin_ns + elapsed_ns(cs->ev[EV_KERNEL], cs->ev[EV_D2H]);
     t->gpu_done_ns = t->d2h_end_ns;
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        s->frames[i].status = GF_OK;
+        s->frames[i].stages = times;
+    }
 }
 
 static void free_slot(cuda_slot *cs, gf_slot *s) {
@@ -436,6 +491,7 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
     s->engine_state = cs;
     s->in_capacity_bytes = p->in_capacity_bytes;
     s->out_capacity_bytes = p->out_capacity_bytes;
+    s->scratch_capacity_bytes = p->scratch_capacity_bytes;
     cudaError_t err;
     if ((err = CUDA_CHECK(cudaHostAlloc((void **)&s->in_host, in_b, cudaHostAllocDefault))) ||
         (err = CUDA_CHECK(cudaHostAlloc((void **)&s->out_host, out_b, cudaHostAllocDefault))) ||
@@ -465,34 +521,42 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
 static int warm_up(const cuda_engine *ce, const gf_engine_params *p, gf_slot *s, cuda_slot *cs) {
     char why[128];
     (void)ce;
-    for (size_t i = 0; i < p->pipeline_count; i++) {
+    /* The server gives the slots their frames later: a batch of one frame
+     * of its own, emptied again below. */
+    gf_frame f = {.slot = s, .in_host = s->in_host, .out_host = s->out_host};
+    s->frames = &f;
+    s->frame_count = 1;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < p->pipeline_count; i++) {
         const gf_pipeline *pl = &p->pipelines[i];
         const gf_stage *first = &pl->stages[0];
         uint64_t n = first->kind->warmup_input_bytes(&first->params);
-        int64_t out = n ? gf_pipeline_stage_lengths(pl, n, s->stage_bytes, why, sizeof why) : -1;
+        int64_t out = n ? gf_pipeline_stage_lengths(pl, n, f.stage_bytes, why, sizeof why) : -1;
         int fits = out >= 0 && n <= s->in_capacity_bytes && (uint64_t)out <= s->out_capacity_bytes;
         for (uint32_t k = 0; fits && k + 1 < pl->stage_count; k++)
-            fits = s->stage_bytes[k] <= p->scratch_capacity_bytes;
+            fits = f.stage_bytes[k] <= p->scratch_capacity_bytes;
         if (!fits)
             continue; /* a plugin warms itself up in device_open */
         memset(s->in_host, 0, n);
-        s->src = s->in_host;
-        s->dst = s->out_host;
-        /* A copy without references: the slot is emptied below, before it
-         * is ever released. */
-        s->pipeline = *pl;
-        s->in_bytes = n;
-        s->out_bytes = (uint64_t)out;
+        f.src = s->in_host;
+        f.dst = s->out_host;
+        /* A copy without references, never released. */
+        f.pipeline = *pl;
+        f.in_bytes = n;
+        f.out_bytes = (uint64_t)out;
         cudaError_t err = CUDA_CHECK(enqueue(s, cs));
         if (!err)
             err = CUDA_CHECK(cudaStreamSynchronize(cs->stream));
-        s->pipeline.stage_count = 0;
-        if (err)
-            return -EIO;
+        if (err) {
+            rc = -EIO;
+            break;
+        }
         GF_LOG_DBG("engine cuda: warmed up pipeline %s (%llu bytes)", pl->name,
                    (unsigned long long)n);
     }
-    return 0;
+    s->frames = NULL;
+    s->frame_count = 0;
+    return rc;
 }
 
 int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engine **out) {

@@ -19,7 +19,7 @@
  * A RESULT was written: count it, add its phases (STATS.md) and keep its
  * stage times for TRACE.  O(1), no allocation.
  */
-void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_slot *s) {
+void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_frame *s) {
     int prof = gf_prof_enter(GF_PROF_STATS);
     uint64_t written = gf_now_ns();
     const gf_stage_times *t = &s->stages;
@@ -60,7 +60,7 @@ void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_slot *s) {
     gf_trace_rec rec = {.frame_id = s->frame_id,
                         .conn_id = c->id,
                         .pipeline_id = s->pipeline_id,
-                        .slot = s->index,
+                        .slot = s->slot->index,
                         .status = GF_OK,
                         .in_bytes = s->in_bytes,
                         .out_bytes = s->out_bytes,
@@ -108,6 +108,7 @@ cJSON *gf__stats_document(gf_server *srv) {
     cJSON_AddNumberToObject(slots, "count", srv->ring.count);
     cJSON_AddNumberToObject(slots, "free", srv->ring.free_count);
     cJSON_AddNumberToObject(slots, "in_flight", srv->slots_in_flight);
+    cJSON_AddNumberToObject(slots, "submissions", (double)srv->stats.submissions);
     cJSON_AddNumberToObject(slots, "in_bytes", (double)srv->engine->slots[0].in_capacity_bytes);
     cJSON_AddNumberToObject(slots, "out_bytes", (double)srv->engine->slots[0].out_capacity_bytes);
     cJSON_AddNumberToObject(doc, "pinned_bytes", (double)srv->engine->pinned_bytes);

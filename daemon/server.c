@@ -99,15 +99,21 @@ static void on_poll(uv_idle_t *h) {
         uv_idle_stop(h);
 }
 
-void gf__server_submit(gf_server *srv, gf_slot *s) {
-    srv->stats.bytes_in += s->in_bytes;
+/* Hands the closed slot `s` and its batch to the engine. */
+static void server_submit(gf_server *srv, gf_slot *s) {
+    uint64_t now = gf_now_ns();
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        srv->stats.bytes_in += s->frames[i].in_bytes;
+        s->frames[i].submitted_ns = now;
+    }
     /* Timing events cost a small frame about as much as the frame itself:
-     * time one in timing_sample_every (config/README.md). */
+     * time one submission in timing_sample_every (config/README.md). */
     s->time_stages =
         srv->cfg->timing_events && srv->submit_seq++ % srv->cfg->timing_sample_every == 0;
-    s->submitted_ns = gf_now_ns();
+    s->submitted_ns = now;
     s->in_flight = 1;
     srv->slots_in_flight++;
+    srv->stats.submissions++;
     int prof = gf_prof_enter(GF_PROF_SUBMIT);
     int rc = gf_engine_submit(srv->engine, s);
     gf_prof_leave(prof);
@@ -118,23 +124,36 @@ void gf__server_submit(gf_server *srv, gf_slot *s) {
     }
     s->in_flight = 0;
     srv->slots_in_flight--;
-    s->status = GF_ERR_ENGINE;
-    srv->stats.rejected[GF_ERR_ENGINE]++;
-    srv->stats.frames_failed++;
-    /* Out of memory leaves the ERROR without its text, not the frame without a reply. */
-    s->reply.body = malloc(GF_ERROR_TEXT_MAX_BYTES);
-    s->reply.body_bytes =
-        gf_errorf(s->reply.body, GF_ERROR_TEXT_MAX_BYTES,
-                  "the %s engine could not start this frame", srv->engine->ops->name);
-    gf__reply_header(s->reply.header, s->version, GF_MSG_ERROR, 0, s->frame_id, s->pipeline_id,
-                     GF_ERR_ENGINE, s->reply.body_bytes);
-    s->reply.ready = 1;
-    gf__conn_flush(s->reply.conn);
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        gf_frame *f = &s->frames[i];
+        f->batched = 0;
+        f->status = GF_ERR_ENGINE;
+        srv->stats.rejected[GF_ERR_ENGINE]++;
+        srv->stats.frames_failed++;
+        /* Out of memory leaves the ERROR without its text, not the frame
+         * without a reply. */
+        f->reply.body = malloc(GF_ERROR_TEXT_MAX_BYTES);
+        f->reply.body_bytes =
+            gf_errorf(f->reply.body, GF_ERROR_TEXT_MAX_BYTES,
+                      "the %s engine could not start this frame", srv->engine->ops->name);
+        gf__reply_header(f->reply.header, f->version, GF_MSG_ERROR, 0, f->frame_id,
+                         f->pipeline_id, GF_ERR_ENGINE, f->reply.body_bytes);
+        f->reply.ready = 1;
+    }
+    gf__conn_flush(s->owner);
     if (srv->engine->poisoned)
         server_fatal(srv, "the CUDA context is poisoned by a sticky error");
 }
 
-/* Loop thread: a slot came back from the engine. */
+void gf__server_close_batch(gf_server *srv, gf_slot *s) {
+    if (gf_slot_close(&srv->ring, s))
+        gf__server_slot_freed(srv);
+    else
+        server_submit(srv, s);
+}
+
+/* Loop thread: a slot came back from the engine; its frames' replies are
+ * written together. */
 static void on_slot_done(gf_slot *s, void *arg) {
     gf_server *srv = arg;
     int prof = gf_prof_enter(GF_PROF_DONE);
@@ -142,27 +161,41 @@ static void on_slot_done(gf_slot *s, void *arg) {
     s->in_flight = 0;
     srv->slots_in_flight--;
     gf_engine_finish(srv->engine, s);
-    s->drained_ns = gf_now_ns();
-    srv->stats.frames_completed++;
-    gf_conn *c = s->reply.conn;
-    if (s->status == GF_OK && s->region) {
-        /* By reference: the output is in the client's region already. */
-        gf__reply_header(s->reply.header, s->version, GF_MSG_RESULT, GF_FLAG_SHM, s->frame_id,
-                         s->pipeline_id, GF_OK, GF_SHM_RESULT_BYTES);
-    } else if (s->status == GF_OK) {
-        gf__reply_header(s->reply.header, s->version, GF_MSG_RESULT, 0, s->frame_id, s->pipeline_id,
-                         GF_OK, s->out_bytes);
-    } else {
-        srv->stats.rejected[s->status]++;
-        srv->stats.frames_failed++;
-        gf__reply_header(s->reply.header, s->version, GF_MSG_ERROR, 0, s->frame_id, s->pipeline_id,
-                         (uint32_t)s->status, 0);
+    uint64_t drained = gf_now_ns();
+    gf_conn *c = s->owner;
+    /* Dropping the last reply of a closed connection frees it. */
+    int closing = c->closing;
+    /* Finishing the replies may release every frame: the slot must not go
+     * back to the ring (and be claimed anew) while this walks its frames. */
+    gf_slot_hold(s);
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        gf_frame *f = &s->frames[i];
+        assert(f->batched);
+        f->batched = 0;
+        f->done_ns = s->done_ns;
+        f->drained_ns = drained;
+        srv->stats.frames_completed++;
+        if (f->status == GF_OK && f->region) {
+            /* By reference: the output is in the client's region already. */
+            gf__reply_header(f->reply.header, f->version, GF_MSG_RESULT, GF_FLAG_SHM, f->frame_id,
+                             f->pipeline_id, GF_OK, GF_SHM_RESULT_BYTES);
+        } else if (f->status == GF_OK) {
+            gf__reply_header(f->reply.header, f->version, GF_MSG_RESULT, 0, f->frame_id,
+                             f->pipeline_id, GF_OK, f->out_bytes);
+        } else {
+            srv->stats.rejected[f->status]++;
+            srv->stats.frames_failed++;
+            gf__reply_header(f->reply.header, f->version, GF_MSG_ERROR, 0, f->frame_id,
+                             f->pipeline_id, (uint32_t)f->status, 0);
+        }
+        f->reply.ready = 1;
+        if (closing)
+            gf__reply_finish(&f->reply, 0);
     }
-    s->reply.ready = 1;
-    if (c->closing)
-        gf__reply_finish(&s->reply, 0);
-    else
+    if (!closing)
         gf__conn_flush(c);
+    if (gf_slot_unhold(&srv->ring, s))
+        gf__server_slot_freed(srv);
     gf_prof_leave(prof);
 }
 
@@ -181,18 +214,21 @@ static void server_fatal(gf_server *srv, const char *fmt, ...) {
     srv->failed = 1;
     for (uint32_t i = 0; i < srv->ring.count; i++) {
         gf_slot *s = &srv->ring.slots[i];
-        if (!s->in_flight || !s->reply.conn || s->reply.conn->closing)
-            continue;
-        /* Best effort and non-blocking: the reply queue order no longer matters. */
-        uint8_t hdr[GF_HEADER_BYTES];
-        gf__reply_header(hdr, s->version, GF_MSG_ERROR, 0, s->frame_id, s->pipeline_id,
-                         GF_ERR_TIMEOUT, len);
-        struct iovec iov[2] = {{.iov_base = hdr, .iov_len = sizeof hdr},
-                               {.iov_base = msg, .iov_len = len}};
-        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-        (void)sendmsg(s->reply.conn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-        srv->stats.rejected[GF_ERR_TIMEOUT]++;
-        srv->stats.frames_failed++;
+        for (uint32_t k = 0; s->in_flight && k < s->frame_count; k++) {
+            const gf_frame *f = &s->frames[k];
+            if (!f->batched || !f->reply.conn || f->reply.conn->closing)
+                continue;
+            /* Best effort and non-blocking: the reply queue order no longer matters. */
+            uint8_t hdr[GF_HEADER_BYTES];
+            gf__reply_header(hdr, f->version, GF_MSG_ERROR, 0, f->frame_id, f->pipeline_id,
+                             GF_ERR_TIMEOUT, len);
+            struct iovec iov[2] = {{.iov_base = hdr, .iov_len = sizeof hdr},
+                                   {.iov_base = msg, .iov_len = len}};
+            struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+            (void)sendmsg(f->reply.conn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+            srv->stats.rejected[GF_ERR_TIMEOUT]++;
+            srv->stats.frames_failed++;
+        }
     }
     uv_stop(srv->loop);
 }
@@ -233,7 +269,8 @@ static void on_watchdog(uv_timer_t *t) {
             server_fatal(srv,
                          "frame %llu (%s) on slot %u has been on the %s engine for %llu ms, over "
                          "its %u ms deadline: the engine stopped completing frames",
-                         (unsigned long long)s->frame_id, s->pipeline.name, s->index,
+                         (unsigned long long)s->frames[0].frame_id, s->frames[0].pipeline.name,
+                         s->index,
                          srv->engine->ops->name,
                          (unsigned long long)((now - s->submitted_ns) / 1000000u),
                          srv->cfg->frame_timeout_ms);
@@ -255,7 +292,7 @@ void gf__server_check_drained(gf_server *srv) {
     if (!srv->draining || srv->handles_closed || srv->slots_in_flight > 0)
         return;
     for (gf_conn *c = srv->conns; c; c = c->next)
-        if (c->replies_unfinished > 0 || c->slot || !c->input_drained)
+        if (c->replies_unfinished > 0 || c->frame || !c->input_drained)
             return;
     srv->handles_closed = 1;
     while (srv->conns)
@@ -452,7 +489,10 @@ static int engine_open(gf_server *srv) {
     int rc = gf_engine_open(cfg->engine, &ep, &srv->done, &srv->engine);
     if (rc < 0)
         return rc;
-    gf_slot_ring_init(&srv->ring, srv->engine->slots, srv->engine->slot_count);
+    if ((rc = gf_slot_ring_init(&srv->ring, srv->engine->slots, srv->engine->slot_count)) < 0) {
+        gf_engine_close(srv->engine);
+        return rc;
+    }
     if (cfg->completion == GF_COMPLETION_POLL && !srv->engine->polled)
         GF_LOG_WRN("completion poll: the %s engine completes frames through its own threads; "
                    "ignored",
@@ -548,6 +588,7 @@ fail_listen:
     uv_close((uv_handle_t *)&srv->sampler, NULL);
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);
     uv_close((uv_handle_t *)&srv->poller, NULL);
+    gf_slot_ring_free(&srv->ring);
     gf_engine_close(srv->engine);
 fail_completion:
     gf_completion_close(&srv->done, NULL);
@@ -573,8 +614,10 @@ int gf_server_close(gf_server *srv) {
     reap_loop = NULL;
     /* After a fatal failure the device may never finish: the process exits
      * without waiting for it, and the OS takes the memory back. */
-    if (!failed)
+    if (!failed) {
+        gf_slot_ring_free(&srv->ring);
         gf_engine_close(srv->engine);
+    }
     gf_trace_free(&srv->trace);
     gf_stats_free(&srv->stats);
     free(srv);

@@ -71,7 +71,8 @@ typedef struct gf_conn {
     gf_request_decoder decoder;     /* where the request stream stands              */
     uint8_t buf[GF_CONN_BUF_BYTES]; /* received bytes not yet consumed              */
     size_t buf_start, buf_end;      /* unconsumed bytes are buf[buf_start..buf_end) */
-    gf_slot *slot;                  /* the slot whose payload is being received     */
+    gf_frame *frame;                /* the frame whose payload is being received    */
+    gf_slot *batch;                 /* the open slot its next small frames join     */
     uint64_t header_seen_ns;        /* when the pending FRAME header was first read */
     uint64_t request_begun_ns;      /* an unfinished request is arriving since; 0:
                                        none (or waiting for a slot: not its fault) */
@@ -192,9 +193,10 @@ void gf__reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t version, uint8_t typ
 
 /* ---- server.c -------------------------------------------------------------- */
 
-/* The whole payload of the frame in `s` is in: hand it to the engine.  On a
- * refusal the frame's ERROR reply is made ready here. */
-void gf__server_submit(gf_server *srv, gf_slot *s);
+/* Ends the batch of the open slot `s`: it goes to the engine with its
+ * frames, or back to the ring when it holds none.  On the engine's refusal
+ * every frame's ERROR reply is made ready here. */
+void gf__server_close_batch(gf_server *srv, gf_slot *s);
 
 /* `c` needs a slot and none is free: it waits, in arrival order. */
 void gf__server_wait_for_slot(gf_server *srv, gf_conn *c);
@@ -215,7 +217,7 @@ void gf__server_trim_if_idle(gf_server *srv);
 /* ---- introspect.c ---------------------------------------------------------- */
 
 /* A RESULT was written: count it, add its phases, keep it for TRACE. */
-void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_slot *s);
+void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_frame *f);
 
 /* The LIST, STATS and TRACE reply documents (STATS.md); NULL without memory. */
 cJSON *gf__list_document(const gf_server *srv);

@@ -1,38 +1,19 @@
 #include "slots.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
 
-void gf_slot_ring_init(gf_slot_ring *ring, gf_slot *slots, uint32_t count) {
-    ring->slots = slots;
-    ring->count = count;
-    ring->free_head = ring->free_tail = NULL;
-    ring->free_count = 0;
-    for (uint32_t i = 0; i < count; i++)
-        gf_slot_release(ring, &slots[i]);
-}
-
-gf_slot *gf_slot_claim(gf_slot_ring *ring) {
-    gf_slot *s = ring->free_head;
-    if (!s)
-        return NULL;
-    ring->free_head = s->next_free;
-    if (!ring->free_head)
-        ring->free_tail = NULL;
-    s->next_free = NULL;
-    ring->free_count--;
-    return s;
-}
-
-void gf_slot_release(gf_slot_ring *ring, gf_slot *slot) {
+static void slot_put(gf_slot_ring *ring, gf_slot *slot) {
     assert(ring->free_count < ring->count);
-    assert(!slot->in_flight);
-    /* The frame is over: a plugin stage that a reload removed may go now. */
-    gf_pipeline_release(&slot->pipeline);
-    slot->pipeline.stage_count = 0;
+    assert(!slot->in_flight && !slot->open && slot->frames_held == 0);
+    slot->frame_count = 0;
+    slot->used_bytes = 0;
+    slot->owner = NULL;
     slot->next_free = NULL;
     if (ring->free_tail)
         ring->free_tail->next_free = slot;
@@ -42,29 +23,126 @@ void gf_slot_release(gf_slot_ring *ring, gf_slot *slot) {
     ring->free_count++;
 }
 
-void gf_slot_assign(gf_slot *s, const gf_pipeline *p, const gf_header *h,
-                    const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns) {
-    uint64_t out_bytes = stage_bytes[p->stage_count - 1];
+int gf_slot_ring_init(gf_slot_ring *ring, gf_slot *slots, uint32_t count) {
+    ring->slots = slots;
+    ring->count = count;
+    ring->free_head = ring->free_tail = NULL;
+    ring->free_count = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        slots[i].frames = calloc(GF_SLOT_FRAMES_MAX, sizeof *slots[i].frames);
+        if (slots[i].frames == NULL) {
+            gf_slot_ring_free(ring);
+            return -ENOMEM;
+        }
+        for (uint32_t k = 0; k < GF_SLOT_FRAMES_MAX; k++)
+            slots[i].frames[k].slot = &slots[i];
+        slot_put(ring, &slots[i]);
+    }
+    return 0;
+}
+
+void gf_slot_ring_free(gf_slot_ring *ring) {
+    for (uint32_t i = 0; ring->slots && i < ring->count; i++) {
+        free(ring->slots[i].frames);
+        ring->slots[i].frames = NULL;
+    }
+}
+
+gf_slot *gf_slot_claim(gf_slot_ring *ring, struct gf_conn *owner) {
+    gf_slot *s = ring->free_head;
+    if (!s)
+        return NULL;
+    ring->free_head = s->next_free;
+    if (!ring->free_head)
+        ring->free_tail = NULL;
+    s->next_free = NULL;
+    ring->free_count--;
+    s->open = 1;
+    s->owner = owner;
+    return s;
+}
+
+int gf_slot_close(gf_slot_ring *ring, gf_slot *s) {
+    assert(s->open);
+    s->open = 0;
+    if (s->frames_held > 0)
+        return 0;
+    slot_put(ring, s);
+    return 1;
+}
+
+void gf_slot_hold(gf_slot *s) {
+    s->frames_held++;
+}
+
+int gf_slot_unhold(gf_slot_ring *ring, gf_slot *s) {
+    assert(s->frames_held > 0);
+    if (--s->frames_held > 0 || s->open || s->in_flight)
+        return 0;
+    slot_put(ring, s);
+    return 1;
+}
+
+int gf_frame_release(gf_slot_ring *ring, gf_frame *f) {
+    assert(!f->batched);
+    /* The frame is over: a plugin stage that a reload removed may go now. */
+    gf_pipeline_release(&f->pipeline);
+    f->pipeline.stage_count = 0;
+    return gf_slot_unhold(ring, f->slot);
+}
+
+static uint64_t align_up(uint64_t n) {
+    return (n + GF_FRAME_ALIGN_BYTES - 1) / GF_FRAME_ALIGN_BYTES * GF_FRAME_ALIGN_BYTES;
+}
+
+gf_frame *gf_slot_add(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint64_t in_bytes,
+                      const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns) {
+    assert(s->open);
+    if (s->frame_count == GF_SLOT_FRAMES_MAX)
+        return NULL;
+    if (s->frame_count > 0 && s->frames[0].pipeline_id != h->pipeline_id)
+        return NULL;
+    /* Input, result and intermediate results all start at one offset, each
+     * within its own buffer. */
+    uint64_t off = align_up(s->used_bytes), extent = in_bytes;
+    uint32_t last = p->stage_count - 1;
+    if (off + in_bytes > s->in_capacity_bytes ||
+        off + stage_bytes[last] > s->out_capacity_bytes)
+        return NULL;
+    for (uint32_t k = 0; k <= last; k++) {
+        if (k < last && off + stage_bytes[k] > s->scratch_capacity_bytes)
+            return NULL;
+        if (stage_bytes[k] > extent)
+            extent = stage_bytes[k];
+    }
+    gf_frame *f = &s->frames[s->frame_count++];
+    s->frames_held++;
+    s->used_bytes = off + extent;
     /* Only the stages in use are copied: usually one. */
-    s->pipeline.id = p->id;
-    memcpy(s->pipeline.name, p->name, sizeof p->name);
-    s->pipeline.stage_count = p->stage_count;
-    memcpy(s->pipeline.stages, p->stages, p->stage_count * sizeof p->stages[0]);
-    memcpy(s->stage_bytes, stage_bytes, p->stage_count * sizeof stage_bytes[0]);
-    gf_pipeline_retain(&s->pipeline);
-    s->pipeline_id = h->pipeline_id;
-    s->frame_id = h->frame_id;
-    s->version = h->version;
-    s->src = s->in_host;
-    s->dst = s->out_host;
-    s->region = NULL;
-    s->in_bytes = h->payload_bytes;
-    s->out_bytes = out_bytes;
-    s->status = GF_OK;
-    memset(&s->stages, 0, sizeof s->stages);
-    s->arrived_ns = arrived_ns;
-    s->claimed_ns = gf_now_ns();
-    s->submitted_ns = s->done_ns = s->drained_ns = 0;
-    memset(&s->reply, 0, sizeof s->reply);
-    s->reply.slot = s;
+    f->pipeline.id = p->id;
+    memcpy(f->pipeline.name, p->name, sizeof p->name);
+    f->pipeline.stage_count = p->stage_count;
+    memcpy(f->pipeline.stages, p->stages, p->stage_count * sizeof p->stages[0]);
+    memcpy(f->stage_bytes, stage_bytes, p->stage_count * sizeof stage_bytes[0]);
+    gf_pipeline_retain(&f->pipeline);
+    f->offset = off;
+    f->in_host = s->in_host + off;
+    f->out_host = s->out_host + off;
+    f->src = f->in_host;
+    f->dst = f->out_host;
+    f->region = NULL;
+    f->pipeline_id = h->pipeline_id;
+    f->frame_id = h->frame_id;
+    f->version = h->version;
+    f->in_bytes = in_bytes;
+    f->out_bytes = stage_bytes[last];
+    f->status = GF_OK;
+    memset(&f->stages, 0, sizeof f->stages);
+    f->arrived_ns = arrived_ns;
+    f->claimed_ns = gf_now_ns();
+    f->submitted_ns = f->done_ns = f->drained_ns = 0;
+    f->batched = 0;
+    memset(&f->reply, 0, sizeof f->reply);
+    f->reply.frame = f;
+    return f;
 }

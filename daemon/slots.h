@@ -1,12 +1,20 @@
 /*
- * The slot ring: N frame slots (two by default: ping-pong), each owning the
- * memory one frame needs from the moment its header is accepted until its
- * reply has been written.  The engine allocates the slots' buffers (pinned
- * host memory for CUDA); the server claims and releases slots, on the loop
- * thread only.
+ * The slot ring: N slots (two by default: ping-pong), each a pinned input
+ * buffer, a pinned output buffer, their device copies and a stream, and the
+ * frames that use them.  A slot is one submission to the engine: it carries
+ * a batch of one or more whole frames of one connection and one pipeline,
+ * packed end to end in its buffers, which the engine runs together and
+ * completes together.  Small frames share the fixed costs of a submission
+ * that way (the copies, the completion, the wake-up, the reply write); a
+ * large one has its slot to itself.  The engine allocates the slots' buffers;
+ * the server claims, fills and releases slots and frames, on the loop thread
+ * only.
  *
- * A slot belongs to exactly one frame from gf_slot_claim() until the write
- * callback of that frame's reply calls gf_slot_release().
+ * A slot is claimed for its first frame (gf_slot_claim), takes more while it
+ * is open (gf_slot_add), goes to the engine whole, and returns to the ring
+ * when the last of its frames has been released (gf_frame_release), which
+ * happens when that frame's reply has been written, or its result moved out
+ * of the slot, or dropped.
  */
 #ifndef GF_SLOTS_H
 #define GF_SLOTS_H
@@ -18,30 +26,29 @@
 #include "pipeline.h"
 #include "protocol.h"
 
+/* Frames one slot carries at most: a batch fills the write of its replies
+ * (GF_WRITE_BATCH_MAX) and the socket's reads of small frames. */
+#define GF_SLOT_FRAMES_MAX 64
+
 struct gf_conn;
+struct gf_frame;
 struct gf_slot;
 
-/*
- * One reply owed to a connection.  Replies wait in their connection's queue
- * in the order the requests arrived and are written strictly in that order:
- * every request gets exactly one reply while its connection is open.  A frame's reply lives inside
- * its slot; an ERROR, LIST or STATS reply not tied to a slot is malloc'd and owns its body.
- */
 typedef struct gf_queued_reply {
     struct gf_queued_reply *next;    /* next reply of the same connection        */
     struct gf_conn *conn;            /* the connection; this reply holds one ref */
-    struct gf_slot *slot;            /* the frame's slot, or NULL (owns `body`)  */
+    struct gf_frame *frame;          /* the frame's, or NULL (owns `body`)       */
     int ready;                       /* header/body are final, may be written    */
     uint8_t header[GF_HEADER_BYTES]; /* encoded reply header                     */
     char *body;                      /* slot == NULL: malloc'd payload, or NULL  */
     size_t body_bytes;               /* its length                               */
     struct gf_region *region;        /* REGION_ADD: the region being pinned       */
     struct gf_region *removing;      /* REGION_REMOVE: the region being released  */
-    struct gf_slot *evicted;         /* a frame's result moved out of its slot
+    struct gf_frame *evicted;        /* a frame's result moved out of its slot
                                         (its client stopped reading): a malloc'd
-                                        copy of the slot, for the accounting when
-                                        it is written; its `region` is only ever
-                                        compared with NULL                        */
+                                        copy of the frame, for the accounting when
+                                        it is written; its `region` and `slot` are
+                                        only ever compared with NULL              */
     gf_header request;               /* REGION_ADD: its request, for the reply    */
 } gf_queued_reply;
 
@@ -63,21 +70,22 @@ typedef struct gf_stage_times {
     uint64_t kernel_stage_ns[GF_STAGES_MAX];
 } gf_stage_times;
 
-typedef struct gf_slot {
-    uint32_t index;              /* position in the ring, 0..count-1          */
-    uint8_t *in_host;            /* payloads are received straight into it    */
-    uint8_t *out_host;           /* the engine writes results here            */
-    const uint8_t *src;          /* the frame's input: in_host, or in a region */
-    uint8_t *dst;                /* its output: out_host, or in a region      */
-    struct gf_region *region;    /* a shm frame's region (one reference held) */
-    uint64_t in_capacity_bytes;  /* = max_frame_bytes                         */
-    uint64_t out_capacity_bytes; /* largest output any pipeline can produce   */
-    void *engine_state;          /* the engine's per-slot state (streams...)  */
+/* One frame, from the acceptance of its header until its reply is done
+ * with: where it lies in its slot, what to run, its reply and its clocks. */
+typedef struct gf_frame {
+    struct gf_slot *slot;     /* the slot it is packed into                      */
+    uint64_t offset;          /* where its input, output and intermediate results
+                                 start in the slot's buffers (host and device)  */
+    uint8_t *in_host;         /* slot->in_host + offset: the payload lands here  */
+    uint8_t *out_host;        /* slot->out_host + offset: the engine's result    */
+    const uint8_t *src;       /* the frame's input: in_host, or in a region      */
+    uint8_t *dst;             /* its output: out_host, or in a region            */
+    struct gf_region *region; /* a shm frame's region (one reference held)       */
 
-    /* The frame it holds; set by the server at claim, read by the engine. */
+    /* Set by the server at claim, read by the engine. */
     gf_pipeline pipeline; /* what to run: a copy of its name and stages, fixed for
                              this frame; its plugin stages held (one reference
-                             each) until the slot is released                  */
+                             each) until the frame is released               */
     uint32_t pipeline_id;
     uint64_t frame_id;
     uint8_t version; /* the request's protocol version, echoed in the reply */
@@ -88,20 +96,42 @@ typedef struct gf_slot {
                                                 claim against the slot's buffers        */
     gf_queued_reply reply;                   /* this frame's place in its reply queue     */
 
-    int time_stages; /* set at submit: record this frame's stage times       */
-
     /* Set by the engine before it completes the slot. */
     int status; /* GF_OK, or GF_ERR_ENGINE                   */
     gf_stage_times stages;
 
     /* Clock readings, CLOCK_MONOTONIC ns. */
     uint64_t arrived_ns;   /* its header was first read                 */
-    uint64_t claimed_ns;   /* header accepted, slot claimed             */
-    uint64_t submitted_ns; /* whole payload in, handed to the engine    */
-    uint64_t done_ns;      /* engine thread saw it finish               */
-    uint64_t drained_ns;   /* the loop took it off the completion queue */
+    uint64_t claimed_ns;   /* header accepted, place in a slot taken    */
+    uint64_t submitted_ns; /* its slot handed to the engine             */
+    uint64_t done_ns;      /* engine thread saw the slot finish         */
+    uint64_t drained_ns;   /* the loop took the slot off the queue      */
 
-    int in_flight;             /* submitted, completion not yet handled     */
+    int batched; /* whole and in its slot's batch: the slot is open or on
+                    the engine, and its completion not yet handled       */
+} gf_frame;
+
+typedef struct gf_slot {
+    uint32_t index;              /* position in the ring, 0..count-1          */
+    uint8_t *in_host;            /* frames' payloads are packed into it       */
+    uint8_t *out_host;           /* the engine writes their results here      */
+    uint64_t in_capacity_bytes;  /* = max_frame_bytes                         */
+    uint64_t out_capacity_bytes; /* largest output any pipeline can produce   */
+    uint64_t scratch_capacity_bytes; /* the engine's intermediate buffers     */
+    void *engine_state;          /* the engine's per-slot state (streams...)  */
+
+    /* The batch: frames[0..frame_count), packed in that order. */
+    gf_frame *frames;      /* GF_SLOT_FRAMES_MAX records (gf_slot_ring_init) */
+    uint32_t frame_count;  /* frames placed in it since its claim           */
+    uint32_t frames_held;  /* of them, not yet released                      */
+    uint64_t used_bytes;   /* where the next frame may start (aligned up)    */
+    struct gf_conn *owner; /* the connection whose batch it is               */
+    int open;              /* claimed and not yet handed to the engine        */
+    int in_flight;         /* on the engine, completion not yet handled      */
+    int time_stages;       /* set at submit: record this batch's stage times */
+    uint64_t submitted_ns; /* handed to the engine                           */
+    uint64_t done_ns;      /* engine thread saw it finish                    */
+
     struct gf_slot *next_free; /* free list link (loop thread)              */
     struct gf_slot *next_done; /* completion stack link (engine threads)    */
 } gf_slot;
@@ -113,20 +143,43 @@ typedef struct gf_slot_ring {
     uint32_t free_count;
 } gf_slot_ring;
 
-/* Puts every slot of `slots` on the free list. */
-void gf_slot_ring_init(gf_slot_ring *ring, gf_slot *slots, uint32_t count);
+/* Gives every slot of `slots` its frame records and puts it on the free
+ * list.  Returns 0 or -ENOMEM. */
+int gf_slot_ring_init(gf_slot_ring *ring, gf_slot *slots, uint32_t count);
 
-/* Takes the oldest free slot, or returns NULL when every slot is busy. */
-gf_slot *gf_slot_claim(gf_slot_ring *ring);
+/* Frees what gf_slot_ring_init allocated. */
+void gf_slot_ring_free(gf_slot_ring *ring);
 
-/* Gives a claimed slot the frame header `h` announces for pipeline `p`, with
- * each stage's output length in stage_bytes (the last is the result's) and
- * its header first seen at `arrived_ns`; every other per-frame field is
- * reset.  Loop thread. */
-void gf_slot_assign(gf_slot *slot, const gf_pipeline *p, const gf_header *h,
-                    const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns);
+/* Takes the oldest free slot, open and empty, for `owner`'s frames; NULL
+ * when every slot is busy. */
+gf_slot *gf_slot_claim(gf_slot_ring *ring, struct gf_conn *owner);
 
-/* Returns `slot` to the free list; it must have been claimed. */
-void gf_slot_release(gf_slot_ring *ring, gf_slot *slot);
+/*
+ * Places a frame of pipeline `p` announced by header `h`, with `in_bytes` of
+ * input (the payload's, or a shm frame's) and each stage's output length in
+ * stage_bytes (the last is the result's), into the open
+ * slot `s` after the frames it has: NULL when it does not fit (the slot
+ * holds GF_SLOT_FRAMES_MAX frames, or its buffers lack room for the input,
+ * the result or an intermediate result) or, past the first frame, when it
+ * is another pipeline's.  The frame's header was first seen at
+ * `arrived_ns`; every other per-frame field is reset.  Loop thread.
+ */
+gf_frame *gf_slot_add(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint64_t in_bytes,
+                      const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns);
+
+/* Keeps `s` from going back to the ring while its frames are released one
+ * by one; gf_slot_unhold ends that, and returns 1 when the slot then went
+ * back (no frame held, closed). */
+void gf_slot_hold(gf_slot *s);
+int gf_slot_unhold(gf_slot_ring *ring, gf_slot *s);
+
+/* Ends the open slot's batch: no frame joins it any more.  Returns 1 when
+ * it holds no frame (every one was taken back) and went back to the ring,
+ * 0 when it holds frames and must go to the engine. */
+int gf_slot_close(gf_slot_ring *ring, gf_slot *s);
+
+/* Releases frame `f`: its plugin stages may go.  Returns 1 when it was the
+ * last of a closed slot, which went back to the ring, else 0. */
+int gf_frame_release(gf_slot_ring *ring, gf_frame *f);
 
 #endif

@@ -72,6 +72,7 @@ typedef struct gf_stats {
     uint64_t frames_dropped;             /* results dropped: client left first    */
     uint64_t frames_truncated;           /* client left before the whole payload  */
     uint64_t frames_completed;           /* frames the engine has finished        */
+    uint64_t submissions;                /* slots handed to the engine: batches   */
     uint64_t rejected[GF_STATUS_COUNT_]; /* ERROR replies sent, by status    */
     uint64_t requests_list;              /* LIST requests answered                */
     uint64_t requests_stats;             /* STATS requests answered               */

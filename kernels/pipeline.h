@@ -29,6 +29,9 @@ extern "C" {
 
 /* Longest pipeline name, including the terminating NUL. */
 #define GF_PIPELINE_NAME_MAX 64
+/* Where frames packed into one buffer start: a multiple of this, so that
+ * every frame's data is aligned for any element type and vector access. */
+#define GF_FRAME_ALIGN_BYTES 256u
 /* Most stages one pipeline may chain (config/README.md, "stages"). */
 #define GF_STAGES_MAX 8
 
@@ -84,6 +87,14 @@ typedef struct gf_pipeline_kind {
      * |got - ref| <= abs_tolerance + rel_tolerance * |ref| on float32. */
     int exact;
     float abs_tolerance, rel_tolerance;
+
+    /* Nonzero when byte i of the output depends on the input at i alone (in
+     * float32 elements for input_f32) and the output is as long as the
+     * input: frames laid end to end, at offsets aligned to
+     * GF_FRAME_ALIGN_BYTES, then run as one input, each come out exactly as
+     * if run alone.  The CUDA engine runs a batch of such frames as one
+     * launch per stage. */
+    int elementwise;
 
     /*
      * Checks whether an input of `in_bytes` can be processed with `p`.

@@ -293,8 +293,8 @@ enum { KIND_ECHO, KIND_AFFINE, KIND_SINCOS, KIND_NORMALIZE_U8, KIND_COUNT };
  * any whole number of elements comes back at its size, one element warms it
  * up. */
 #define F32_ARRAY_RULES                                                                            \
-    .input_f32 = 1, .output_bytes = f32_output_bytes, .max_output_bytes = same_max_output_bytes,   \
-    .warmup_input_bytes = f32_warmup_input_bytes
+    .input_f32 = 1, .elementwise = 1, .output_bytes = f32_output_bytes,                            \
+    .max_output_bytes = same_max_output_bytes, .warmup_input_bytes = f32_warmup_input_bytes
 
 static const gf_pipeline_kind kinds[KIND_COUNT] = {
     [KIND_ECHO] =
@@ -304,6 +304,7 @@ static const gf_pipeline_kind kinds[KIND_COUNT] = {
             .params = NULL,
             .param_count = 0,
             .exact = 1,
+            .elementwise = 1,
             .output_bytes = echo_output_bytes,
             .max_output_bytes = same_max_output_bytes,
             .warmup_input_bytes = echo_warmup_input_bytes,

@@ -162,9 +162,10 @@ START_TEST(phases_add_up_for_known_traffic) {
 END_TEST
 
 /*
- * With timing_sample_every N the CUDA engine times one frame in N: the stage
- * phases count those, the others count every frame, frames.timed says how
- * many, and TRACE shows stages for exactly those frames.  The CPU engine
+ * With timing_sample_every N the CUDA engine times one submission in N: with
+ * one frame in flight every submission is one frame, so one frame in N.  The
+ * stage phases count those, the others count every frame, frames.timed says
+ * how many, and TRACE shows stages for exactly those frames.  The CPU engine
  * times every frame.
  */
 START_TEST(timing_samples_one_frame_in_n) {
@@ -173,9 +174,10 @@ START_TEST(timing_samples_one_frame_in_n) {
     start(sampled_json);
     gf_client *c = connect_or_fail();
     cJSON *before = fetch(c, GF_MSG_STATS, 0);
-    stream(c, 0, 4096, n, 4, 1000);
+    stream(c, 0, 4096, n, 1, 1000);
     cJSON *after = fetch(c, GF_MSG_STATS, 0);
     ck_assert_double_eq(num(after, "timing_sample_every"), SAMPLE_EVERY);
+    ck_assert_double_eq(num(after, "slots.submissions") - num(before, "slots.submissions"), n);
     ck_assert_double_eq(num(after, "frames.timed") - num(before, "frames.timed"), timed);
     const cJSON *pa = cJSON_GetArrayItem(cJSON_GetObjectItem(after, "pipelines"), 0);
     const cJSON *pb = cJSON_GetArrayItem(cJSON_GetObjectItem(before, "pipelines"), 0);
@@ -219,6 +221,72 @@ START_TEST(completion_poll_answers_every_frame) {
     ck_assert_double_eq(num(after, "frames.answered") - num(before, "frames.answered"), 300);
     ck_assert_double_eq(num(after, "frames.timed") - num(before, "frames.timed"), 300);
     ck_assert_double_eq(num(after, "slots.in_flight"), 0);
+    cJSON_Delete(before);
+    cJSON_Delete(after);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/*
+ * Small frames that arrive in one write share slots: echo frames of odd
+ * lengths (packed at aligned offsets) then sincos frames, 24 in all in one
+ * send, are each answered in order with their own result, exact for echo
+ * and within sincos's tolerance, in at most one submission per pipeline and
+ * read (the frames come in one or two reads of the daemon's 16 KiB buffer).
+ * Frame by frame it would take 24 submissions.
+ */
+START_TEST(small_frames_share_a_slot) {
+    enum { ECHO_FRAMES = 12, SINCOS_FRAMES = 12, N = ECHO_FRAMES + SINCOS_FRAMES };
+    start(config_json);
+    gf_client *c = connect_or_fail();
+    cJSON *before = fetch(c, GF_MSG_STATS, 0);
+    uint8_t *wire = malloc(16384);
+    void *in[N], *ref[N];
+    size_t ref_bytes[N], len = 0;
+    uint64_t rng = 7;
+    char err[512] = "";
+    ck_assert_ptr_nonnull(wire);
+    for (unsigned i = 0; i < N; i++) {
+        unsigned p = i < ECHO_FRAMES ? 0 : 1;
+        size_t bytes = p == 0 ? 100 + 37 * i : 64 * sizeof(float);
+        ck_assert_msg(gf_test_make_frame(&pipelines[p], bytes, &rng, &in[i], &ref[i],
+                                         &ref_bytes[i], err, sizeof err) == 0,
+                      "%s", err);
+        gf_header h = {.version = GF_PROTOCOL_VERSION,
+                       .type = GF_MSG_FRAME,
+                       .frame_id = 500 + i,
+                       .pipeline_id = p,
+                       .payload_bytes = bytes};
+        ck_assert_uint_le(len + GF_HEADER_BYTES + bytes, 16384);
+        gf_header_encode(&h, wire + len);
+        memcpy(wire + len + GF_HEADER_BYTES, in[i], bytes);
+        len += GF_HEADER_BYTES + bytes;
+    }
+    int fd = gf_test_raw_connect(daemon_.socket_path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(gf_test_raw_send(fd, wire, len), 0);
+    uint8_t got[1024];
+    for (unsigned i = 0; i < N; i++) {
+        gf_header h;
+        ck_assert_msg(gf_test_raw_recv_reply(fd, &h, got, sizeof got, REPLY_TIMEOUT_MS, err,
+                                             sizeof err) == 0,
+                      "reply %u: %s", i, err);
+        gf_reply r = {.header = h, .payload = got, .payload_bytes = h.payload_bytes};
+        const gf_pipeline *p = &pipelines[i < ECHO_FRAMES ? 0 : 1];
+        ck_assert_msg(gf_test_check_result(p, &r, 500 + i, ref[i], ref_bytes[i], err,
+                                           sizeof err) == 0,
+                      "frame %u: %s", 500 + i, err);
+        free(in[i]);
+        free(ref[i]);
+    }
+    close(fd);
+    free(wire);
+    cJSON *after = fetch(c, GF_MSG_STATS, 0);
+    ck_assert_double_eq(num(after, "frames.answered") - num(before, "frames.answered"), N);
+    double submissions = num(after, "slots.submissions") - num(before, "slots.submissions");
+    ck_assert_msg(submissions >= 2 && submissions <= 4,
+                  "%u frames of 2 pipelines in one send took %.0f submissions", N, submissions);
     cJSON_Delete(before);
     cJSON_Delete(after);
     gf_client_close(c);
@@ -404,6 +472,7 @@ static Suite *stats_live_suite(void) {
     tcase_add_test(tc, timing_samples_one_frame_in_n);
     tcase_add_test(tc, completion_poll_answers_every_frame);
     tcase_add_test(tc, trace_reply_echoes_pipeline_id);
+    tcase_add_test(tc, small_frames_share_a_slot);
     suite_add_tcase(s, tc);
 
     /* A check that cannot run on this engine is not listed, so that the
