@@ -625,14 +625,30 @@ static void frame_received(gf_conn *c, gf_frame *f) {
 
 /* The connection's open slot, unless a payload is still arriving into it,
  * goes to the engine with the frames it holds (back to the ring if it holds
- * none).  Called when processing ends, so that the frames one read brought
- * in run as one batch. */
+ * none). */
 static void conn_close_batch(gf_conn *c) {
     gf_slot *s = c->batch;
     if (s == NULL || c->frame != NULL)
         return;
     c->batch = NULL;
     gf__server_close_batch(c->srv, s);
+}
+
+/* Processing ended: the frames it took in go to the engine now if the GPU
+ * has less than GF_BATCH_HOLD_IN_FLIGHT submissions to work on; otherwise
+ * the batch stays open for the next reads' frames until a slot completes
+ * (gf__conn_submit_held), so that more slots make bigger batches, not
+ * more submissions of fewer frames. */
+static void conn_end_processing(gf_conn *c) {
+    if (c->batch && c->srv->slots_in_flight >= GF_BATCH_HOLD_IN_FLIGHT && !c->closing &&
+        !c->fatal && !c->srv->draining)
+        return;
+    conn_close_batch(c);
+}
+
+void gf__conn_submit_held(gf_conn *c) {
+    if (!c->processing)
+        conn_close_batch(c);
 }
 
 /* Why a FRAME for `pipeline_id` with `in_bytes` of input cannot run, as an
@@ -1064,7 +1080,7 @@ static void conn_process(gf_conn *c) {
     }
 out:
     /* The frames this pass took in go to the engine as one batch. */
-    conn_close_batch(c);
+    conn_end_processing(c);
     gf_prof_leave(prof);
     c->processing = 0;
 }

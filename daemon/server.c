@@ -196,6 +196,12 @@ static void on_slot_done(gf_slot *s, void *arg) {
         gf__conn_flush(c);
     if (gf_slot_unhold(&srv->ring, s))
         gf__server_slot_freed(srv);
+    /* Batches held open while the engine was busy go now. */
+    for (uint32_t i = 0; i < srv->ring.count; i++) {
+        gf_slot *o = &srv->ring.slots[i];
+        if (o->open && o->frames_held > 0 && o->owner->batch == o)
+            gf__conn_submit_held(o->owner);
+    }
     gf_prof_leave(prof);
 }
 

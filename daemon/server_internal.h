@@ -44,6 +44,10 @@
  * reading from it: a client that floods bad frames and never reads cannot
  * make the daemon's memory grow without bound. */
 #define GF_CONN_MAX_LOOSE_REPLIES 64
+/* Submissions on the engine above which a batch of small frames is held
+ * open for more, until a slot completes: two keep the copies of one batch
+ * overlapping the kernels of the other (conn.c, conn_end_processing). */
+#define GF_BATCH_HOLD_IN_FLIGHT 2
 /* Replies one uv_write may carry (two buffers each; far under IOV_MAX). */
 #define GF_WRITE_BATCH_MAX 64
 /* While stopping, a request begun but not complete is waited for this long
@@ -178,6 +182,10 @@ void gf__conn_input_drained(gf_conn *c);
 /* Its client is not reading while others wait for slots: moves its results
  * out of their slots, within max_output_bytes (conn.c). */
 void gf__conn_evict_results(gf_conn *c);
+
+/* A slot completed: the connection's batch held open for more frames goes
+ * to the engine (unless it is being filled right now). */
+void gf__conn_submit_held(gf_conn *c);
 
 /* Closes the connection; see conn.c for what happens to its frames. */
 void gf__conn_close(gf_conn *c);
