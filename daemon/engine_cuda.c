@@ -195,10 +195,22 @@ static int all_elementwise(const gf_pipeline *p) {
     return 1;
 }
 
+/* Whether shm frame `g` lies right after `f` both in their region and in
+ * the slot (no byte between them on either side), so that one copy moves
+ * both and writes nothing else into the client's region. */
+static int region_adjacent(const gf_frame *f, const gf_frame *g, int to_device) {
+    uint64_t bytes = to_device ? f->in_bytes : f->out_bytes;
+    const uint8_t *end = (to_device ? f->src : f->dst) + bytes;
+    return g->region == f->region && g->offset == f->offset + bytes &&
+           (to_device ? g->src : g->dst) == end;
+}
+
 /* Copies the batch's inputs to the device (to_device) or its results back:
  * frames whose host side is the slot's own buffer lie end to end there and
- * go in one copy per run of them; a shm frame's input or result, in its
- * client's region, has a copy of its own. */
+ * go in one copy per run of them; shm frames, in their client's region, go
+ * in one copy per run of frames that lie back to back both there and in the
+ * slot (a client's consecutive frames of a multiple of 256 bytes do), each
+ * on its own otherwise. */
 static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
     enum cudaMemcpyKind dir = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
     uint8_t *dev = to_device ? cs->in_dev : cs->out_dev;
@@ -209,7 +221,13 @@ static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
         const void *from = to_device ? (const void *)f->src : dev + f->offset;
         void *to = to_device ? (void *)(dev + f->offset) : f->dst;
         uint32_t j = i + 1;
-        if (f->region == NULL) {
+        if (f->region != NULL) {
+            while (j < s->frame_count &&
+                   region_adjacent(&s->frames[j - 1], &s->frames[j], to_device)) {
+                bytes += to_device ? s->frames[j].in_bytes : s->frames[j].out_bytes;
+                j++;
+            }
+        } else {
             /* The run of frames in the slot's buffer from here. */
             while (j < s->frame_count && s->frames[j].region == NULL)
                 j++;
