@@ -661,7 +661,7 @@ static uint32_t frame_check(const gf_conn *c, uint32_t pipeline_id, uint64_t in_
                             size_t why_len) {
     const gf_config *cfg = c->srv->cfg;
     uint64_t out_cap = c->srv->ring.slots[0].out_capacity_bytes;
-    uint64_t scratch_cap = c->srv->engine->scratch_capacity_bytes;
+    uint64_t scratch_cap = c->srv->ring.slots[0].scratch_capacity_bytes;
     if (pipeline_id >= cfg->pipeline_count) {
         gf_errorf(why, why_len,
                   "pipeline id %u is not configured (ids 0..%zu; send LIST to see them)",

@@ -2,11 +2,12 @@
  * The engine interface: the one seam between the server and compute.
  *
  * An engine owns the slots' memory and runs frames.  The server claims a
- * slot, fills its input buffer and frame fields, then calls gf_engine_submit()
- * on the loop thread; the engine runs the slot's pipeline and, from its own
- * thread, pushes the slot onto the completion queue exactly once.  On the loop,
- * the server then calls gf_engine_finish() to collect the frame's status and
- * stage times before it writes the reply.
+ * slot, packs one or more frames of one pipeline into it (slots.h), then
+ * calls gf_engine_submit() on the loop thread; the engine runs every frame of
+ * the slot and, from its own thread, pushes the slot onto the completion
+ * queue exactly once.  On the loop, the server then calls gf_engine_finish()
+ * to collect each frame's status and stage times before it writes the
+ * replies.
  *
  * Two engines: "cuda" (engine_cuda.c: the product) and "cpu" (engine_cpu.c:
  * the pipelines' C references on a worker thread per slot, for machines with
@@ -69,7 +70,6 @@ struct gf_engine {
     const gf_engine_ops *ops;
     gf_slot *slots; /* slot_count slots, buffers allocated     */
     uint32_t slot_count;
-    uint64_t scratch_capacity_bytes; /* what each slot's scratch holds */
     gf_completion *done;   /* where finished slots are pushed         */
     gf_device_info device; /* the same, as fields                     */
     uint64_t pinned_bytes; /* page-locked host memory held            */
@@ -89,7 +89,7 @@ int gf_engine_open(enum gf_engine_choice choice, const gf_engine_params *params,
                    gf_completion *done, gf_engine **out);
 
 /*
- * Starts the frame held by `slot`.  Loop thread; never blocks on the device.
+ * Starts the frames of `slot`'s batch.  Loop thread; never blocks on the device.
  * Returns 0: the slot will be pushed to `done` exactly once.  Returns < 0: the
  * slot was not started and will not be pushed; if the failure poisoned the
  * engine, `poisoned` is set.
@@ -98,8 +98,8 @@ static inline int gf_engine_submit(gf_engine *e, gf_slot *slot) {
     return e->ops->submit(e, slot);
 }
 
-/* Loop thread, after the slot came off the completion queue: fills
- * slot->status and slot->stages.  Never blocks. */
+/* Loop thread, after the slot came off the completion queue: fills each of
+ * its frames' status and stages.  Never blocks. */
 static inline void gf_engine_finish(gf_engine *e, gf_slot *slot) {
     e->ops->finish(e, slot);
 }
@@ -142,8 +142,9 @@ static inline int gf_engine_pins(const gf_engine *e) {
  * Makes `pipelines` runnable here before any of their frames is submitted:
  * the CUDA engine opens each plugin stage's device side (device_open: its
  * device memory and handles, once per stage) and checks every built-in kind
- * has a kernel; the CPU engine checks every stage has a C reference.  Both
- * check that intermediate results fit the slots' scratch.  Called by
+ * has a kernel; the CPU engine checks every stage has a C reference.  The
+ * scratch is the server's to check (the reload's sizes, each frame's
+ * lengths at its header).  Called by
  * gf_engine_open for the pipelines it is given and by the server for a
  * reload's, on the loop thread; may block for what device_open takes.
  * Returns 0, or -1 with the first pipeline that cannot run in why[why_len].

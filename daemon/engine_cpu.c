@@ -119,7 +119,7 @@ static void cpu_close(gf_engine *e) {
     free(ce);
 }
 
-/* Every stage must have a C reference, and intermediate results must fit. */
+/* Every stage must have a C reference. */
 static int cpu_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char *why,
                        size_t why_len) {
     for (size_t i = 0; i < count; i++) {
@@ -129,14 +129,6 @@ static int cpu_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char 
                      "pipeline %s: a plugin stage has no CPU implementation (reference), so the "
                      "cpu engine cannot run it",
                      p->name);
-            return -1;
-        }
-        uint64_t scratch = gf_pipeline_max_scratch_bytes(p, e->slots[0].in_capacity_bytes);
-        if (scratch > e->scratch_capacity_bytes) {
-            snprintf(why, why_len,
-                     "pipeline %s: intermediate results of %llu bytes exceed the slots' %llu",
-                     p->name, (unsigned long long)scratch,
-                     (unsigned long long)e->scratch_capacity_bytes);
             return -1;
         }
     }
@@ -202,7 +194,6 @@ int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_
         }
         w->started = 1;
     }
-    e->scratch_capacity_bytes = params->scratch_capacity_bytes;
     char why[512];
     if (cpu_prepare(e, params->pipelines, params->pipeline_count, why, sizeof why) < 0) {
         GF_LOG_ERR("engine cpu: %s", why);

@@ -452,8 +452,7 @@ static void cuda_unpin(gf_engine *e, void *base) {
 }
 
 /* Every built-in stage must have a kernel, every plugin stage its device side
- * (opened here, on this engine's device, for one stream per slot), and
- * intermediate results must fit the slots' scratch. */
+ * (opened here, on this engine's device, for one stream per slot). */
 static int cuda_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char *why,
                         size_t why_len) {
     cuda_engine *ce = (cuda_engine *)e;
@@ -464,14 +463,6 @@ static int cuda_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char
     }
     for (size_t i = 0; i < count; i++) {
         gf_pipeline *p = &pipelines[i];
-        uint64_t scratch = gf_pipeline_max_scratch_bytes(p, e->slots[0].in_capacity_bytes);
-        if (scratch > e->scratch_capacity_bytes) {
-            snprintf(why, why_len,
-                     "pipeline %s: intermediate results of %llu bytes exceed the slots' %llu",
-                     p->name, (unsigned long long)scratch,
-                     (unsigned long long)e->scratch_capacity_bytes);
-            return -1;
-        }
         for (uint32_t k = 0; k < p->stage_count; k++) {
             gf_stage *st = &p->stages[k];
             if (gf_kind_is_plugin(st->kind)) {
@@ -613,7 +604,6 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
             goto fail;
         }
     }
-    e->scratch_capacity_bytes = p->scratch_capacity_bytes;
     if (cuda_prepare(e, p->pipelines, p->pipeline_count, why, sizeof why) < 0) {
         GF_LOG_ERR("engine cuda: %s", why);
         rc = -EINVAL;

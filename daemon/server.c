@@ -423,7 +423,7 @@ int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_le
     char why[512];
     int kept_running = 0;
     if (gf_config_max_output_bytes(next) > out_cap ||
-        gf_config_max_scratch_bytes(next) > srv->engine->scratch_capacity_bytes) {
+        gf_config_max_scratch_bytes(next) > srv->ring.slots[0].scratch_capacity_bytes) {
         gf_config_note_restart(note, note_len,
                                "the new pipelines need larger slot buffers than the daemon "
                                "started with: the running pipelines stay");
