@@ -634,20 +634,23 @@ static void conn_close_batch(gf_conn *c) {
     gf__server_close_batch(c->srv, s);
 }
 
-/* Processing ended: the frames it took in go to the engine now if the GPU
- * has less than GF_BATCH_HOLD_IN_FLIGHT submissions to work on; otherwise
- * the batch stays open for the next reads' frames until a slot completes
- * (gf__conn_submit_held), so that more slots make bigger batches, not
- * more submissions of fewer frames. */
+/* Processing ended: the frames it took in go to the engine now, unless
+ * more are coming: the socket is being read (conn_read closes the batch once
+ * the socket is drained, so one submission carries everything a readiness
+ * event brought, not one read buffer's worth), or the GPU has
+ * GF_BATCH_HOLD_IN_FLIGHT submissions to work on, when the batch stays open
+ * for the next reads' frames until a slot completes (gf__conn_submit_held),
+ * so that more slots make bigger batches, not more submissions of fewer
+ * frames. */
 static void conn_end_processing(gf_conn *c) {
-    if (c->batch && c->srv->slots_in_flight >= GF_BATCH_HOLD_IN_FLIGHT && !c->closing &&
-        !c->fatal && !c->srv->draining)
+    if (c->batch && !c->closing && !c->fatal &&
+        (c->in_read || (c->srv->slots_in_flight >= GF_BATCH_HOLD_IN_FLIGHT && !c->srv->draining)))
         return;
     conn_close_batch(c);
 }
 
 void gf__conn_submit_held(gf_conn *c) {
-    if (!c->processing)
+    if (!c->processing && !c->in_read)
         conn_close_batch(c);
 }
 
@@ -1291,6 +1294,8 @@ static void conn_read(gf_conn *c) {
     c->in_read = 1;
     conn_read_some(c);
     c->in_read = 0;
+    if (!c->processing)
+        conn_end_processing(c);
 }
 
 static void conn_read_some(gf_conn *c) {
