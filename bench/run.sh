@@ -94,17 +94,34 @@ median_stream() { # SOCKET SIZE COUNT WINDOW [--shm]: the run with the median fr
     awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^frames_per_s=/) { split($i, kv, "="); print kv[2], $0 } }' |
     sort -g | awk -v m=$((repeats / 2 + 1)) 'NR == m { $1 = ""; sub(/^ /, ""); print }'
 }
-for slots in "${slot_counts[@]}"; do
-  sock=$run/s$slots.sock log=$run/daemon$slots.log
+start_daemon() { # NAME CONFIG SLOTS: starts gpuframed on $sock (pid $pid, log $log)
+  sock=$run/$1.sock log=$run/daemon-$1.log
   # shellcheck disable=SC2086  # GF_BENCH_DAEMON_ARGS is a list of options
-  "$build"/gpuframed --config bench/echo.json --engine $engine --slots $slots --socket "$sock" \
+  "$build"/gpuframed --config "$2" --engine $engine --slots "$3" --socket "$sock" \
     ${GF_BENCH_DAEMON_ARGS:-} 2> "$log" &
   pid=$!
-  for _ in $(seq 600); do [ -S "$sock" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-  if ! [ -S "$sock" ]; then
-    echo "bench: gpuframed --slots $slots did not start:"; cat "$log"; status=1
-    kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; continue
-  fi
+  for _ in $(seq 600); do [ -S "$sock" ] && return 0; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  echo "bench: gpuframed ($1) did not start:"; cat "$log"; status=1
+  kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; return 1
+}
+stop_daemon() { # NAME
+  kill -TERM $pid; wait $pid; local rc=$?
+  [ $rc = 0 ] || { echo "bench: gpuframed ($1) exited with $rc:"; tail -5 "$log"; status=1; }
+}
+clients_line() { # SIZE COUNT: $clients concurrent clients at window 16; their sum, or nothing
+  local pids=() i
+  for i in $(seq $clients); do
+    stream "$sock" "$1" "$2" 16 > "$run/multi$i" & pids+=($!)
+  done
+  wait "${pids[@]}"
+  # The clients' sum; nothing (so '?') unless every one of them succeeded.
+  cat "$run"/multi* | awk -v n=$clients '
+    /^frames=/ { ok++; for (i = 1; i <= NF; i++) { split($i, kv, "="); sum[kv[1]] += kv[2] } }
+    END { if (ok == n) printf "frames_per_s=%.1f in_GBps=%.3f", sum["frames_per_s"], sum["in_GBps"] }'
+  rm -f "$run"/multi*
+}
+for slots in "${slot_counts[@]}"; do
+  start_daemon "slots$slots" bench/echo.json $slots || continue
   for size in "${sizes[@]}"; do
     for w in 1 16; do
       if [ $w = 1 ]; then n=${n1[$size]}; else n=${n16[$size]}; fi
@@ -123,20 +140,35 @@ for slots in "${slot_counts[@]}"; do
       done
     done
   fi
-  pids=()
-  for i in $(seq $clients); do
-    stream "$sock" 4096 $n_multi 16 > "$run/multi$i" & pids+=($!)
-  done
-  wait "${pids[@]}"
-  # The clients' sum; nothing (so '?') unless every one of them succeeded.
-  echo "daemon slots=$slots size=4096 window=16 clients=$clients $(cat "$run"/multi* | awk -v n=$clients '
-    /^frames=/ { ok++; for (i = 1; i <= NF; i++) { split($i, kv, "="); sum[kv[1]] += kv[2] } }
-    END { if (ok == n) printf "frames_per_s=%.1f in_GBps=%.3f", sum["frames_per_s"], sum["in_GBps"] }')" |
+  echo "daemon slots=$slots size=4096 window=16 clients=$clients $(clients_line 4096 $n_multi)" |
     tee -a "$raw"
-  rm -f "$run"/multi*
   grep -hE "engine (auto|cuda|cpu):" "$log" | head -1 | sed "s/^/bench: slots=$slots: /"
-  kill -TERM $pid; wait $pid; rc=$?
-  [ $rc = 0 ] || { echo "bench: gpuframed --slots $slots exited with $rc:"; tail -5 "$log"; status=1; }
+  stop_daemon "slots$slots"
+done
+
+# The completion modes on the default 2 slots, 4 KiB: one frame in flight
+# (latency, and the daemon's CPU time per frame over all its threads, the
+# CUDA driver's included: what polling costs), window 16 and $clients
+# clients.  hybrid is bench/echo.json, the default.
+cpu_ns() { # PID: CPU time of all its threads, ns (schedstat's first field)
+  cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'
+}
+for mode in host_func hybrid poll; do
+  cfg=bench/echo.json
+  [ $mode = hybrid ] || cfg=bench/echo-${mode/_/-}.json
+  start_daemon "$mode" $cfg 2 || continue
+  stream "$sock" 4096 1000 16 > /dev/null  # warm: the first frames pay for lazy set-up
+  c0=$(cpu_ns $pid)
+  line=$(median_stream "$sock" 4096 "${n1[4K]}" 1)
+  cpu=$(awk -v a="$c0" -v b="$(cpu_ns $pid)" -v n=$((repeats * ${n1[4K]})) \
+    'BEGIN { if (a > 0 && b > a) printf "%.1f", (b - a) / n / 1000; else print "?" }')
+  echo "daemon completion=$mode slots=2 size=4096 window=1 clients=1 $line cpu_us_per_frame=$cpu" |
+    tee -a "$raw"
+  line=$(median_stream "$sock" 4096 "${n16[4K]}" 16)
+  echo "daemon completion=$mode slots=2 size=4096 window=16 clients=1 $line" | tee -a "$raw"
+  echo "daemon completion=$mode slots=2 size=4096 window=16 clients=$clients $(clients_line 4096 $n_multi)" |
+    tee -a "$raw"
+  stop_daemon "$mode"
 done
 
 # ---- the table ------------------------------------------------------------------
@@ -211,6 +243,53 @@ awk -v engine="$engine" -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" 
     }
     exit (bad > 0 ? 1 : 0)
   }' "$raw" || { echo "bench: figures missing ('?' above)"; status=1; }
+
+# The completion modes: latency against the in-process floor and the
+# socket's round trip, the CPU it costs, and throughput against the
+# 2-stream pipeline.
+echo
+echo "gpuframed echo 4 KiB, 2 slots, by completion mode (config/README.md, \"completion\")"
+awk -v engine="$engine" -v clients=$clients '
+  function get(key, field,   want, n, i, j, ok, f) {
+    n = split(key, want, " ")
+    for (i = 1; i <= nlines; i++) {
+      ok = 1
+      for (j = 1; j <= n && ok; j++) if (!index(" " lines[i] " ", " " want[j] " ")) ok = 0
+      if (!ok) continue
+      if (match(" " lines[i], " " field "=[^ ]*")) {
+        f = substr(" " lines[i], RSTART + length(field) + 2, RLENGTH - length(field) - 2)
+        return f ~ /^[0-9.]+$/ ? f : "?"
+      }
+    }
+    return "?"
+  }
+  function ratio(a, b) {
+    if (b == "-") return "-"
+    if (a == "?" || b == "?" || b + 0 == 0) return "?"
+    return sprintf("%.2f", a / b)
+  }
+  { lines[++nlines] = $0 }
+  END {
+    fmt = "%-10s %10s %7s %6s %10s %12s %10s %6s %12s %6s\n"
+    printf fmt, "completion", "w1_p50_us", "/floor", "/rtt", "w1_p99_us", "w1_cpu_us/f",
+      "w16_fps", "/gpu", "w16x" clients "_fps", "/gpu"
+    floor = engine == "cuda" ? get("name=latency size=4096", "p50_us") : "-"
+    pipe = engine == "cuda" ? get("name=pipeline streams=2 size=4096", "fps") : "-"
+    rtt = get("name=sock_rtt size=4096", "p50_us")
+    bad = 0
+    split("host_func hybrid poll", modes, " ")
+    for (m = 1; m <= 3; m++) {
+      d = "daemon completion=" modes[m] " slots=2 size=4096"
+      p50 = get(d " window=1 clients=1", "p50_us"); p99 = get(d " window=1 clients=1", "p99_us")
+      fps = get(d " window=16 clients=1", "frames_per_s")
+      multi = get(d " window=16 clients=" clients, "frames_per_s")
+      row = sprintf(fmt, modes[m], p50, ratio(p50, floor), ratio(p50, rtt), p99,
+        get(d " window=1 clients=1", "cpu_us_per_frame"), fps, ratio(fps, pipe), multi,
+        ratio(multi, pipe))
+      printf "%s", row; bad += (row ~ /\?/)
+    }
+    exit (bad > 0 ? 1 : 0)
+  }' "$raw" || { echo "bench: completion figures missing ('?' above)"; status=1; }
 
 # Frames by reference against the same run's limits: /pipe is the in-process
 # pipeline on 2 streams (the figure shm can reach: the socket is out of the
