@@ -42,6 +42,12 @@
  * stage timing under 2 %. */
 #define GF_TIMING_SAMPLE_EVERY_DEFAULT 64u
 #define GF_TIMING_SAMPLE_EVERY_MAX     (1u << 20)
+/* Batches whose kernels read and write pinned host memory across the bus
+ * rather than copy it to the device and back: up to 64 KiB that saves two
+ * copies' fixed costs, beyond it the copy engines are faster (README.md,
+ * "Small frames").  The limit only keeps the number sane. */
+#define GF_ZERO_COPY_MAX_BYTES_DEFAULT (64u << 10)
+#define GF_ZERO_COPY_MAX_BYTES_LIMIT   (1u << 30)
 #define GF_TRACE_FRAMES_DEFAULT        4096u
 #define GF_TRACE_FRAMES_MAX            (1u << 20)
 /* The default cap on pinned memory: this fraction of physical RAM.  Pinned
@@ -82,6 +88,7 @@ enum top_key {
     K_TIMING_EVENTS,
     K_TIMING_SAMPLE_EVERY,
     K_COMPLETION,
+    K_ZERO_COPY_MAX_BYTES,
     K_TRACE_FRAMES,
     K_MAX_CONNECTIONS,
     K_MAX_OUTPUT_BYTES,
@@ -94,7 +101,7 @@ enum top_key {
 
 static const char *const engine_names[] = {"auto", "cuda", "cpu"};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
-static const char *const completion_names[] = {"host_func", "poll"};
+static const char *const completion_names[] = {"host_func", "poll", "hybrid"};
 /* A boolean's values are its index in these, as for a choice. */
 static const char *const bool_names[] = {"false", "true"};
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -154,9 +161,14 @@ static const gf_config_key config_keys[K_COUNT_] = {
                                NULL, 0, GF_RELOAD_APPLIES,
                                "With timing_events, time one frame in this many."},
     [K_COMPLETION] = {"completion", GF_CONFIG_CHOICE, FIELD(completion), 0, 0,
-                      GF_COMPLETION_HOST_FUNC, NULL, CHOICES(completion_names),
+                      GF_COMPLETION_HYBRID, NULL, CHOICES(completion_names),
                       GF_RELOAD_NEEDS_RESTART,
-                      "How the loop learns a frame is done: host_func, or poll (one busy core)."},
+                      "How the loop learns a frame is done: hybrid, host_func or poll."},
+    [K_ZERO_COPY_MAX_BYTES] = {"zero_copy_max_bytes", GF_CONFIG_INTEGER, FIELD(zero_copy_max_bytes),
+                               0, (double)GF_ZERO_COPY_MAX_BYTES_LIMIT,
+                               (double)GF_ZERO_COPY_MAX_BYTES_DEFAULT, NULL, NULL, 0,
+                               GF_RELOAD_NEEDS_RESTART,
+                               "Batches up to this size run their kernels on pinned host memory."},
     [K_TRACE_FRAMES] = {"trace_frames", GF_CONFIG_INTEGER, FIELD(trace_frames), 0,
                         GF_TRACE_FRAMES_MAX, GF_TRACE_FRAMES_DEFAULT, NULL, NULL, 0,
                         GF_RELOAD_NEEDS_RESTART, "Recent frames whose stage times TRACE keeps."},

@@ -31,7 +31,14 @@ enum gf_completion_mode {
     GF_COMPLETION_HOST_FUNC, /* cudaLaunchHostFunc wakes the loop: no CPU while waiting */
     GF_COMPLETION_POLL,      /* the loop polls each frame's event: lowest latency, one
                                 core busy while frames are in flight                 */
+    GF_COMPLETION_HYBRID,    /* polls each submission's event for GF_COMPLETION_SPIN_NS,
+                                then leaves the rest to a host function              */
 };
+/* completion = hybrid: how long the loop polls a submission before it hands
+ * it to a host function and may sleep.  A batch of small frames takes 10-25
+ * µs on an H200, so this window catches it, and bounds what a long frame
+ * costs in spinning (README.md, "Small frames"). */
+#define GF_COMPLETION_SPIN_NS 50000ull
 
 /* Ids that "allow" lets connect, resolved from names at load; a connection
  * is allowed when its uid or one of its groups is listed (config_allow.c). */
@@ -65,6 +72,7 @@ typedef struct gf_config {
     int timing_events;                  /* record CUDA events per stage      */
     uint32_t timing_sample_every;       /* of those, time one frame in N  */
     enum gf_completion_mode completion; /* host_func | poll         */
+    uint64_t zero_copy_max_bytes;       /* batches this small skip the copies */
     uint32_t trace_frames;              /* frames kept for TRACE; 0: none    */
     uint32_t max_connections;           /* more are refused at accept        */
     uint64_t max_output_bytes;          /* unwritten LIST/STATS/TRACE/ERROR reply

@@ -34,7 +34,13 @@ typedef struct gf_engine_params {
     gf_pipeline *pipelines;       /* prepared and warmed up before open
                                      returns                            */
     size_t pipeline_count;
-    enum gf_completion_mode completion; /* poll: gf_engine_poll finds done frames */
+    enum gf_completion_mode completion; /* poll, hybrid: gf_engine_poll finds
+                                           done frames                       */
+    uint64_t zero_copy_max_bytes; /* CUDA: a batch of elementwise built-in
+                                     stages in the slot's buffers, of at
+                                     most this many bytes in and out, runs
+                                     its kernels on the pinned host buffers
+                                     (no copy); 0: never                 */
 } gf_engine_params;
 
 /* What the engine runs on, for STATS. */
@@ -57,7 +63,7 @@ typedef struct gf_engine_ops {
     void (*finish)(gf_engine *e, gf_slot *slot);
     void (*close)(gf_engine *e);
     /* NULL for an engine that always completes through the queue. */
-    void (*poll)(gf_engine *e);
+    uint32_t (*poll)(gf_engine *e);
     /* See gf_engine_pin / gf_engine_unpin; NULL where host memory needs no
      * pinning (the CPU engine). */
     int (*pin)(gf_engine *e, void *base, uint64_t bytes, char *why, size_t why_len);
@@ -74,7 +80,7 @@ struct gf_engine {
     gf_device_info device; /* the same, as fields                     */
     uint64_t pinned_bytes; /* page-locked host memory held            */
     int poisoned;          /* a sticky error: the daemon must exit    */
-    int polled;            /* completions are found by gf_engine_poll  */
+    int polled;            /* completions may be found by gf_engine_poll */
     void *impl;            /* the engine's own state                  */
 };
 
@@ -105,13 +111,16 @@ static inline void gf_engine_finish(gf_engine *e, gf_slot *slot) {
 }
 
 /*
- * For an engine opened with completion = poll (e->polled): checks, without
- * blocking, which submitted frames have finished and hands each to the loop
- * at once (gf_completion_deliver).  The server calls it on every loop
- * iteration while frames are in flight.  Loop thread.
+ * For an engine opened with completion = poll or hybrid (e->polled): checks,
+ * without blocking, which submitted frames have finished and hands each to
+ * the loop at once (gf_completion_deliver); in hybrid, a submission still
+ * running GF_COMPLETION_SPIN_NS after it was submitted is handed to a host
+ * function instead, which completes it through the queue.  Returns the
+ * submissions it still polls: the server calls it on every loop iteration
+ * until that is 0.  Loop thread.
  */
-static inline void gf_engine_poll(gf_engine *e) {
-    e->ops->poll(e);
+static inline uint32_t gf_engine_poll(gf_engine *e) {
+    return e->ops->poll(e);
 }
 
 /*

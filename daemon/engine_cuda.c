@@ -8,6 +8,11 @@
  *   event[0]  H2D copy  event[1]  kernel  event[2]  D2H copy  event[3]  then
  *     completion = host_func:  a host function
  *     completion = poll:       the done event
+ *     completion = hybrid:     the done event, and a host function added
+ *                              if it is not done GF_COMPLETION_SPIN_NS later
+ *
+ * A small batch of elementwise stages runs zero-copy (runs_zero_copy): no
+ * copies, its kernels read and write the pinned host buffers themselves.
  *
  * The four timing events are recorded only for the frames the server samples
  * (gf_slot.time_stages).  The host function runs on the driver's thread once
@@ -16,6 +21,8 @@
  * neither the driver thread's hand-off nor the wake-up: the loop calls
  * cuda_poll on every iteration while frames are in flight, and cuda_poll asks
  * each pending slot's done event with cudaEventQuery, which never blocks.
+ * Hybrid polls the same way, for GF_COMPLETION_SPIN_NS per submission; one
+ * that takes longer gets its host function then, and the loop may sleep.
  * Nothing here blocks the loop after gf__engine_cuda_open returns: submit only
  * enqueues, and finish reads elapsed times of events that have completed.
  */
@@ -42,14 +49,17 @@ typedef struct cuda_slot {
     cudaStream_t stream;
     cudaEvent_t ev[EV_COUNT];
     cudaEvent_t stage_ev[GF_STAGES_MAX - 1]; /* timed: after each stage but the last */
-    cudaEvent_t done; /* poll mode: recorded after the D2H copy, untimed       */
-    int pending;      /* poll mode: submitted, and done not yet seen by a poll */
+    cudaEvent_t done; /* poll, hybrid: recorded after the D2H copy, untimed   */
+    int pending;      /* poll, hybrid: submitted, done not yet seen by a poll */
+    uint64_t spin_until_ns; /* hybrid: then a host function takes over     */
 } cuda_slot;
 
 typedef struct cuda_engine {
     gf_engine base;
     cuda_slot *cslots;
     int device;
+    uint64_t zero_copy_max_bytes; /* gf_engine_params' */
+    uint64_t spin_ns;             /* hybrid: GF_COMPLETION_SPIN_NS; else 0 */
 } cuda_engine;
 
 /* Logs a failed CUDA call with its text, place and error string; yields the error. */
@@ -247,26 +257,59 @@ static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
 }
 
 /*
+ * Whether the batch runs zero-copy: its first stage reads the inputs from
+ * the slot's pinned input buffer across the bus and its last stage writes
+ * the results into the pinned output buffer, with no copy before or after.
+ * A small batch saves the two copies' fixed costs, a few µs of the GPU's
+ * and of the loop's time each (README.md, "Small frames").  Only stages that
+ * read each byte once (elementwise built-in kinds: a plugin's kernel may
+ * read its input many times, each time across the bus) on the slot's own
+ * buffers (shm frames lie in their regions, not end to end) qualify.
+ * Pinned memory from cudaHostAlloc is addressable by kernels at the same
+ * address (unified addressing), and a kernel's writes to it are visible to
+ * the host once the stream's later host function or event has run.
+ */
+static int runs_zero_copy(const cuda_engine *ce, const gf_slot *s) {
+    const gf_frame *last = &s->frames[s->frame_count - 1];
+    uint64_t in_end = last->offset + last->in_bytes, out_end = last->offset + last->out_bytes;
+    if (in_end > ce->zero_copy_max_bytes || out_end > ce->zero_copy_max_bytes)
+        return 0;
+    const gf_pipeline *p = &s->frames[0].pipeline;
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        if (gf_kind_is_plugin(p->stages[k].kind))
+            return 0;
+    for (uint32_t i = 0; i < s->frame_count; i++)
+        if (s->frames[i].region != NULL)
+            return 0;
+    return all_elementwise(p);
+}
+
+/*
  * Enqueues the slot's whole batch on its stream: the inputs' copies, each
  * stage's kernels (stage k reads what stage k-1 wrote, intermediate results
  * alternating between the slot's two scratch buffers on the device, each
- * frame at its offset), the results' copies.  A batch of elementwise stages
- * runs as one launch per stage over all its frames, the bytes between them
- * included (GF_FRAME_ALIGN_BYTES); any other runs each frame's launches,
- * stage by stage.
+ * frame at its offset), the results' copies; a zero-copy batch
+ * (runs_zero_copy) has no copies, its first and last stages use the host
+ * buffers.  A batch of elementwise stages runs as one launch per stage over
+ * all its frames, the bytes between them included (GF_FRAME_ALIGN_BYTES);
+ * any other runs each frame's launches, stage by stage.
  */
-static cudaError_t enqueue(gf_slot *s, cuda_slot *cs) {
+static cudaError_t enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     const gf_pipeline *p = &s->frames[0].pipeline; /* every frame's */
     const gf_frame *last = &s->frames[s->frame_count - 1];
     int whole = s->frame_count == 1 || all_elementwise(p);
+    s->zero_copy = runs_zero_copy(ce, s);
+    uint8_t *in_first = s->zero_copy ? s->in_host : cs->in_dev;
+    uint8_t *out_last = s->zero_copy ? s->out_host : cs->out_dev;
     cudaError_t err;
     if ((err = mark(s, cs, EV_START)) != cudaSuccess ||
-        (err = copy_frames(s, cs, 1)) != cudaSuccess || (err = mark(s, cs, EV_H2D)) != cudaSuccess)
+        (!s->zero_copy && (err = copy_frames(s, cs, 1)) != cudaSuccess) ||
+        (err = mark(s, cs, EV_H2D)) != cudaSuccess)
         return err;
     for (uint32_t k = 0; k < p->stage_count; k++) {
         const gf_stage *st = &p->stages[k];
-        uint8_t *in = k == 0 ? cs->in_dev : cs->scratch_dev[(k - 1) % 2];
-        uint8_t *out = k + 1 == p->stage_count ? cs->out_dev : cs->scratch_dev[k % 2];
+        uint8_t *in = k == 0 ? in_first : cs->scratch_dev[(k - 1) % 2];
+        uint8_t *out = k + 1 == p->stage_count ? out_last : cs->scratch_dev[k % 2];
         if (whole) {
             /* One frame (at offset 0), or all of them as one input. */
             uint64_t n = s->frame_count == 1 ? (k == 0 ? last->in_bytes : last->stage_bytes[k - 1])
@@ -286,19 +329,21 @@ static cudaError_t enqueue(gf_slot *s, cuda_slot *cs) {
             return err;
     }
     if ((err = mark(s, cs, EV_KERNEL)) != cudaSuccess ||
-        (err = copy_frames(s, cs, 0)) != cudaSuccess)
+        (!s->zero_copy && (err = copy_frames(s, cs, 0)) != cudaSuccess))
         return err;
     return mark(s, cs, EV_D2H);
 }
 
 static int cuda_submit(gf_engine *e, gf_slot *s) {
+    cuda_engine *ce = (cuda_engine *)e;
     cuda_slot *cs = s->engine_state;
-    cudaError_t err = enqueue(s, cs);
+    cudaError_t err = enqueue(ce, s, cs);
     if (err == cudaSuccess)
         err = e->polled ? cudaEventRecord(cs->done, cs->stream)
                         : cudaLaunchHostFunc(cs->stream, on_stream_done, s);
     if (err == cudaSuccess) {
         cs->pending = e->polled;
+        cs->spin_until_ns = ce->spin_ns ? s->submitted_ns + ce->spin_ns : 0;
         return 0;
     }
     GF_LOG_ERR("engine cuda: %u frame(s) from %llu (%s, %llu bytes first) on slot %u not "
@@ -321,21 +366,47 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
 }
 
 /*
- * Poll mode, on the loop: every pending slot whose done event has completed
- * goes to the loop at once.  An error other than "not ready" leaves the slot
- * pending-less and in flight: a sticky one poisons the engine, and the
- * server's watchdog fails the frame and stops the daemon, as it does when a
- * host function never runs.
+ * Hybrid: slot `s` has run past its spin window; a host function completes
+ * it from now on, and the loop stops polling it.  If that cannot be
+ * enqueued, polling goes on for as long as it takes.
  */
-static void cuda_poll(gf_engine *e) {
+static void hand_to_host_func(gf_engine *e, gf_slot *s, cuda_slot *cs) {
+    cudaError_t err = cudaLaunchHostFunc(cs->stream, on_stream_done, s);
+    if (err == cudaSuccess) {
+        cs->pending = 0;
+        return;
+    }
+    GF_LOG_ERR("engine cuda: slot %u: cudaLaunchHostFunc: %s (%s); polling it instead", s->index,
+               cudaGetErrorString(err), cudaGetErrorName(err));
+    if (is_sticky(err))
+        e->poisoned = 1;
+    else
+        cudaGetLastError();
+    cs->spin_until_ns = 0;
+}
+
+/*
+ * Poll and hybrid, on the loop: every pending slot whose done event has
+ * completed goes to the loop at once; in hybrid, one whose spin window has
+ * passed goes to a host function.  An error other than "not ready" leaves
+ * the slot pending-less and in flight: a sticky one poisons the engine, and
+ * the server's watchdog fails the frame and stops the daemon, as it does
+ * when a host function never runs.  Returns the slots still polled, counted
+ * last: handing a slot to the loop may submit another.
+ */
+static uint32_t cuda_poll(gf_engine *e) {
     cuda_engine *ce = (cuda_engine *)e;
+    uint64_t now = 0;
     for (uint32_t i = 0; i < e->slot_count; i++) {
         cuda_slot *cs = &ce->cslots[i];
         if (!cs->pending)
             continue;
         cudaError_t err = cudaEventQuery(cs->done);
-        if (err == cudaErrorNotReady)
+        if (err == cudaErrorNotReady) {
+            if (cs->spin_until_ns && (now ? now : (now = gf_now_ns())) >= cs->spin_until_ns)
+                hand_to_host_func(e, &e->slots[i], cs);
             continue;
+        }
         cs->pending = 0;
         if (err != cudaSuccess) {
             GF_LOG_ERR("engine cuda: slot %u: cudaEventQuery: %s (%s)", i, cudaGetErrorString(err),
@@ -346,6 +417,10 @@ static void cuda_poll(gf_engine *e) {
         e->slots[i].done_ns = gf_now_ns();
         gf_completion_deliver(e->done, &e->slots[i]);
     }
+    uint32_t polling = 0;
+    for (uint32_t i = 0; i < e->slot_count; i++)
+        polling += (uint32_t)ce->cslots[i].pending;
+    return polling;
 }
 
 static uint64_t elapsed_ns(cudaEvent_t a, cudaEvent_t b) {
@@ -529,7 +604,6 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
  */
 static int warm_up(const cuda_engine *ce, const gf_engine_params *p, gf_slot *s, cuda_slot *cs) {
     char why[128];
-    (void)ce;
     /* The server gives the slots their frames later: a batch of one frame
      * of its own, emptied again below. */
     gf_frame f = {.slot = s, .in_host = s->in_host, .out_host = s->out_host};
@@ -553,7 +627,7 @@ static int warm_up(const cuda_engine *ce, const gf_engine_params *p, gf_slot *s,
         f.pipeline = *pl;
         f.in_bytes = n;
         f.out_bytes = (uint64_t)out;
-        cudaError_t err = CUDA_CHECK(enqueue(s, cs));
+        cudaError_t err = CUDA_CHECK(enqueue(ce, s, cs));
         if (!err)
             err = CUDA_CHECK(cudaStreamSynchronize(cs->stream));
         if (err) {
@@ -581,7 +655,9 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     e->ops = &cuda_ops;
     e->done = done;
     e->slot_count = p->slot_count;
-    e->polled = p->completion == GF_COMPLETION_POLL;
+    e->polled = p->completion != GF_COMPLETION_HOST_FUNC;
+    ce->spin_ns = p->completion == GF_COMPLETION_HYBRID ? GF_COMPLETION_SPIN_NS : 0;
+    ce->zero_copy_max_bytes = p->zero_copy_max_bytes;
     e->slots = calloc(p->slot_count, sizeof *e->slots);
     ce->cslots = calloc(p->slot_count, sizeof *ce->cslots);
     int rc = -ENOMEM;

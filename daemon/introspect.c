@@ -103,12 +103,20 @@ cJSON *gf__stats_document(gf_server *srv) {
     }
     cJSON_AddBoolToObject(doc, "timing_events", srv->cfg->timing_events);
     cJSON_AddNumberToObject(doc, "timing_sample_every", srv->cfg->timing_sample_every);
-    cJSON_AddStringToObject(doc, "completion", srv->engine->polled ? "poll" : "host_func");
+    static const char *const completion[] = {
+        [GF_COMPLETION_HOST_FUNC] = "host_func",
+        [GF_COMPLETION_POLL] = "poll",
+        [GF_COMPLETION_HYBRID] = "hybrid",
+    };
+    cJSON_AddStringToObject(doc, "completion", completion[srv->completion]);
+    cJSON_AddNumberToObject(doc, "zero_copy_max_bytes", (double)srv->cfg->zero_copy_max_bytes);
     cJSON *slots = cJSON_AddObjectToObject(doc, "slots");
     cJSON_AddNumberToObject(slots, "count", srv->ring.count);
     cJSON_AddNumberToObject(slots, "free", srv->ring.free_count);
     cJSON_AddNumberToObject(slots, "in_flight", srv->slots_in_flight);
     cJSON_AddNumberToObject(slots, "submissions", (double)srv->stats.submissions);
+    cJSON_AddNumberToObject(slots, "zero_copy_submissions",
+                            (double)srv->stats.zero_copy_submissions);
     cJSON_AddNumberToObject(slots, "in_bytes", (double)srv->engine->slots[0].in_capacity_bytes);
     cJSON_AddNumberToObject(slots, "out_bytes", (double)srv->engine->slots[0].out_capacity_bytes);
     cJSON_AddNumberToObject(doc, "pinned_bytes", (double)srv->engine->pinned_bytes);

@@ -91,11 +91,21 @@ void gf__server_slot_freed(gf_server *srv) {
 /* completion = poll: every loop iteration while frames are in flight asks
  * the engine which finished; an active idle handle keeps the loop from
  * sleeping in epoll, which is the mode's cost (one busy core) and its gain
- * (no host-function hand-off, no wake-up). */
+ * (no host-function hand-off, no wake-up).  It goes on spinning for
+ * GF_POLL_LINGER_NS after the last frame completed, so that a client's next
+ * frame, sent when it has read the last reply, finds the loop awake too. */
 static void on_poll(uv_idle_t *h) {
     gf_server *srv = h->data;
-    gf_engine_poll(srv->engine);
-    if (srv->slots_in_flight == 0)
+    uint32_t polling = gf_engine_poll(srv->engine);
+    uint64_t now = gf_now_ns();
+    /* STATS's loop.polling_ns: the time the loop was kept from sleeping. */
+    srv->stats.polling_ns += now - srv->poll_last_ns;
+    srv->poll_last_ns = now;
+    if (polling > 0)
+        srv->poll_quiet_ns = 0;
+    else if (srv->poll_quiet_ns == 0)
+        srv->poll_quiet_ns = now;
+    if (polling == 0 && now - srv->poll_quiet_ns >= srv->poll_linger_ns)
         uv_idle_stop(h);
 }
 
@@ -118,8 +128,12 @@ static void server_submit(gf_server *srv, gf_slot *s) {
     int rc = gf_engine_submit(srv->engine, s);
     gf_prof_leave(prof);
     if (rc == 0) {
-        if (srv->engine->polled && srv->slots_in_flight == 1)
+        srv->stats.zero_copy_submissions += (uint64_t)s->zero_copy;
+        if (srv->engine->polled && !uv_is_active((uv_handle_t *)&srv->poller)) {
+            srv->poll_quiet_ns = 0;
+            srv->poll_last_ns = gf_now_ns();
             uv_idle_start(&srv->poller, on_poll);
+        }
         return;
     }
     s->in_flight = 0;
@@ -491,7 +505,8 @@ static int engine_open(gf_server *srv) {
                            .scratch_capacity_bytes = gf_config_max_scratch_bytes(cfg),
                            .pipelines = cfg->pipelines,
                            .pipeline_count = cfg->pipeline_count,
-                           .completion = cfg->completion};
+                           .completion = cfg->completion,
+                           .zero_copy_max_bytes = cfg->zero_copy_max_bytes};
     int rc = gf_engine_open(cfg->engine, &ep, &srv->done, &srv->engine);
     if (rc < 0)
         return rc;
@@ -503,6 +518,8 @@ static int engine_open(gf_server *srv) {
         GF_LOG_WRN("completion poll: the %s engine completes frames through its own threads; "
                    "ignored",
                    srv->engine->ops->name);
+    srv->completion = srv->engine->polled ? cfg->completion : GF_COMPLETION_HOST_FUNC;
+    srv->poll_linger_ns = srv->completion == GF_COMPLETION_POLL ? GF_POLL_LINGER_NS : 0;
     return 0;
 }
 

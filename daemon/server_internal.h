@@ -48,6 +48,11 @@
  * open for more, until a slot completes: two keep the copies of one batch
  * overlapping the kernels of the other (conn.c, conn_end_processing). */
 #define GF_BATCH_HOLD_IN_FLIGHT 2
+/* completion = poll: how long the loop goes on spinning once no frame is in
+ * flight (hybrid stops at once).  A client streaming one frame at a time sends its next frame tens
+ * of µs after the reply; 1 ms catches it without a wake-up, and costs an
+ * idle daemon 1 ms of a core after its last frame. */
+#define GF_POLL_LINGER_NS 1000000ull
 /* Replies one uv_write may carry (two buffers each; far under IOV_MAX). */
 #define GF_WRITE_BATCH_MAX 64
 /* While stopping, a request begun but not complete is waited for this long
@@ -125,8 +130,13 @@ struct gf_server {
     uv_timer_t watchdog;    /* frame deadlines                              */
     uv_timer_t sampler;     /* rates and loop utilisation, once a second    */
     uv_timer_t drain_timer; /* bounds a graceful stop                       */
-    uv_idle_t poller;       /* completion = poll: runs while frames are in
-                               flight, so the loop never sleeps then        */
+    uv_idle_t poller;        /* completion = poll, hybrid: runs while the
+                                engine polls submissions, so the loop never
+                                sleeps then, and poll_linger_ns after       */
+    enum gf_completion_mode completion; /* in effect: the CPU engine's is host_func */
+    uint64_t poll_linger_ns;  /* poll: GF_POLL_LINGER_NS; hybrid: 0        */
+    uint64_t poll_last_ns;    /* the poller's last run, or its start        */
+    uint64_t poll_quiet_ns;   /* when it found nothing left to poll          */
     gf_trace trace;         /* the last frames' stage times (TRACE)         */
     int listen_fd;          /* >= 0: a socket passed by systemd             */
     gf_stats stats;

@@ -129,6 +129,8 @@ typedef struct gf_slot {
     int open;              /* claimed and not yet handed to the engine        */
     int in_flight;         /* on the engine, completion not yet handled      */
     int time_stages;       /* set at submit: record this batch's stage times */
+    int zero_copy;         /* set by the engine's submit: its kernels ran on
+                              the pinned host buffers, with no copy      */
     uint64_t submitted_ns; /* handed to the engine                           */
     uint64_t done_ns;      /* engine thread saw it finish                    */
 

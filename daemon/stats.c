@@ -239,4 +239,5 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     cJSON_AddNumberToObject(loop, "utilisation_1s", busy1);
     cJSON_AddNumberToObject(loop, "utilisation_10s", busy10);
     add_u64(loop, "idle_ns", loop_idle_ns);
+    add_u64(loop, "polling_ns", st->polling_ns);
 }

@@ -34,6 +34,7 @@ static const char config_json[] =
 
 static const char untimed_json[] =
     "{\"slots\": 2, \"timing_events\": false, \"max_frame_bytes\": 1048576,"
+    " \"zero_copy_max_bytes\": 0,"
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 
 /* One frame in SAMPLE_EVERY timed. */
@@ -42,11 +43,12 @@ static const char sampled_json[] =
     "{\"slots\": 2, \"timing_sample_every\": 4, \"max_frame_bytes\": 1048576,"
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 
-/* The loop polls for completions; the CPU engine ignores it. */
-static const char poll_json[] =
-    "{\"slots\": 2, \"completion\": \"poll\", \"timing_sample_every\": 1,"
-    " \"max_frame_bytes\": 1048576,"
+/* Each completion mode, which the CPU engine ignores (printf: the mode). */
+static const char completion_json[] =
+    "{\"slots\": 2, \"completion\": \"%s\", \"timing_sample_every\": 1,"
+    " \"max_frame_bytes\": 4194304,"
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
+static const char *const completion_modes[] = {"poll", "hybrid", "host_func"};
 
 static gf_test_daemon daemon_;
 static gf_pipeline *pipelines;
@@ -204,23 +206,36 @@ START_TEST(timing_samples_one_frame_in_n) {
 END_TEST
 
 /*
- * completion = poll: every frame is answered, verified, with its stage times,
- * one at a time and pipelined, and STATS says which mode is in effect (the
- * CPU engine keeps its own completions and says host_func).
+ * Every completion mode (the loop's _i: poll, hybrid, host_func) answers
+ * every frame, verified, with its stage times, one at a time and pipelined:
+ * small frames that finish within hybrid's spin window and 4 MiB ones that
+ * do not, whose host function then completes them.  STATS says which mode
+ * is in effect (the CPU engine keeps its own completions and says
+ * host_func) and how long the loop was kept awake to poll: some time when
+ * it polls, none when it does not.
  */
-START_TEST(completion_poll_answers_every_frame) {
+START_TEST(completion_modes_answer_every_frame) {
     const int cuda = strcmp(g_engine, "cuda") == 0;
-    start(poll_json);
+    const char *mode = completion_modes[_i];
+    char json[sizeof completion_json + 16];
+    snprintf(json, sizeof json, completion_json, mode);
+    start(json);
     gf_client *c = connect_or_fail();
     cJSON *before = fetch(c, GF_MSG_STATS, 0);
     ck_assert_str_eq(cJSON_GetObjectItem(before, "completion")->valuestring,
-                     cuda ? "poll" : "host_func");
+                     cuda ? mode : "host_func");
     stream(c, 0, 4096, 100, 1, 1);
     stream(c, 0, 65536, 200, 8, 1000);
+    stream(c, 0, 4 * MIB, 16, 2, 2000);
+    stream(c, 0, 4096, 100, 1, 3000);
     cJSON *after = fetch(c, GF_MSG_STATS, 0);
-    ck_assert_double_eq(num(after, "frames.answered") - num(before, "frames.answered"), 300);
-    ck_assert_double_eq(num(after, "frames.timed") - num(before, "frames.timed"), 300);
+    ck_assert_double_eq(num(after, "frames.answered") - num(before, "frames.answered"), 416);
+    ck_assert_double_eq(num(after, "frames.timed") - num(before, "frames.timed"), 416);
     ck_assert_double_eq(num(after, "slots.in_flight"), 0);
+    if (cuda && _i < 2)
+        ck_assert_double_gt(num(after, "loop.polling_ns"), 0);
+    else
+        ck_assert_double_eq(num(after, "loop.polling_ns"), 0);
     cJSON_Delete(before);
     cJSON_Delete(after);
     gf_client_close(c);
@@ -287,6 +302,11 @@ START_TEST(small_frames_share_a_slot) {
     double submissions = num(after, "slots.submissions") - num(before, "slots.submissions");
     ck_assert_msg(submissions >= 2 && submissions <= 4,
                   "%u frames of 2 pipelines in one send took %.0f submissions", N, submissions);
+    /* Echo and sincos batches this small run zero-copy on the GPU; the CPU
+     * engine has no copies to skip. */
+    ck_assert_double_eq(num(after, "slots.zero_copy_submissions") -
+                            num(before, "slots.zero_copy_submissions"),
+                        strcmp(g_engine, "cuda") == 0 ? submissions : 0);
     cJSON_Delete(before);
     cJSON_Delete(after);
     gf_client_close(c);
@@ -374,7 +394,46 @@ START_TEST(timing_events_off) {
     const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(st, "pipelines"), 0);
     ck_assert_double_eq(num(p, "phases.h2d.count"), 0);
     ck_assert_double_eq(num(p, "phases.end_to_end.count"), 32);
+    /* zero_copy_max_bytes 0: every batch was copied in and out. */
+    ck_assert_double_eq(num(st, "zero_copy_max_bytes"), 0);
+    ck_assert_double_gt(num(st, "slots.submissions"), 0);
+    ck_assert_double_eq(num(st, "slots.zero_copy_submissions"), 0);
     cJSON_Delete(st);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/*
+ * Batches of at most zero_copy_max_bytes of elementwise built-in stages run
+ * zero-copy, larger ones through the copies, and both give the exact echo
+ * and sincos within its tolerance (gf_test_stream_verified checks every
+ * reply).  One frame in flight makes one submission per frame, so the
+ * counts are exact: the 4 KiB frames' 96 submissions ran zero-copy (sincos
+ * at window 4 packs at most 16 KiB per batch), the 256 KiB frames' 8 did not.
+ */
+START_TEST(zero_copy_small_batches) {
+    start(config_json);
+    gf_client *c = connect_or_fail();
+    cJSON *before = fetch(c, GF_MSG_STATS, 0);
+    ck_assert_double_eq(num(before, "zero_copy_max_bytes"), 65536);
+    stream(c, 0, 4096, 64, 1, 1);
+    cJSON *mid = fetch(c, GF_MSG_STATS, 0);
+    stream(c, 1, 4096, 32, 4, 1000);
+    stream(c, 0, 256 * 1024, 8, 1, 2000);
+    cJSON *after = fetch(c, GF_MSG_STATS, 0);
+    double subs = num(after, "slots.submissions") - num(before, "slots.submissions");
+    double zc = num(after, "slots.zero_copy_submissions") -
+                num(before, "slots.zero_copy_submissions");
+    ck_assert_double_eq(num(mid, "slots.submissions") - num(before, "slots.submissions"), 64);
+    ck_assert_double_eq(num(mid, "slots.zero_copy_submissions") -
+                            num(before, "slots.zero_copy_submissions"),
+                        64);
+    ck_assert_msg(zc == subs - 8, "%.0f of %.0f submissions ran zero-copy, expected all but 8",
+                  zc, subs);
+    cJSON_Delete(before);
+    cJSON_Delete(mid);
+    cJSON_Delete(after);
     gf_client_close(c);
     stop();
 }
@@ -470,7 +529,7 @@ static Suite *stats_live_suite(void) {
     tcase_add_test(tc, phases_add_up_for_known_traffic);
     tcase_add_test(tc, trace_holds_the_last_frames_in_order);
     tcase_add_test(tc, timing_samples_one_frame_in_n);
-    tcase_add_test(tc, completion_poll_answers_every_frame);
+    tcase_add_loop_test(tc, completion_modes_answer_every_frame, 0, 3);
     tcase_add_test(tc, trace_reply_echoes_pipeline_id);
     tcase_add_test(tc, small_frames_share_a_slot);
     suite_add_tcase(s, tc);
@@ -483,10 +542,11 @@ static Suite *stats_live_suite(void) {
         tcase_set_timeout(tc, TEST_TIMEOUT_S);
         tcase_add_test(tc, timing_events_off);
         tcase_add_test(tc, cuda_copies_overlap_across_slots);
+        tcase_add_test(tc, zero_copy_small_batches);
         suite_add_tcase(s, tc);
     } else {
-        printf("not run on the %s engine: timing_events_off, cuda_copies_overlap_across_slots "
-               "(cuda only)\n",
+        printf("not run on the %s engine: timing_events_off, cuda_copies_overlap_across_slots, "
+               "zero_copy_small_batches (cuda only)\n",
                g_engine);
     }
     return s;

@@ -1177,7 +1177,7 @@ START_TEST(parse_all_and_describe_changes) {
         "x: unknown key (known keys: socket, socket_mode, allow, engine, slots, max_frame_bytes, "
         "frame_timeout_ms, request_timeout_ms, write_timeout_ms, idle_timeout_ms, "
         "log_level, drain_timeout_ms, max_pinned_bytes, "
-        "timing_events, timing_sample_every, completion, trace_frames, "
+        "timing_events, timing_sample_every, completion, zero_copy_max_bytes, trace_frames, "
         "max_connections, max_output_bytes, max_output_bytes_total, max_regions, "
         "max_shm_bytes, pipelines)\n"
         "slots: expected an integer in [1, 64], got 0\n"
