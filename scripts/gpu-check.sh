@@ -72,6 +72,9 @@ echo "== plugins: clamp, the MLP, normalize_u8 -> mlp (bench/plugins.sh)"
 bench/plugins.sh $build
 echo "== what timing events cost, in-process (bench/event_cost.cu)"
 nvcc -O2 -arch=sm_90 -std=c++17 bench/event_cost.cu -o $build/event_cost && $build/event_cost
+echo "== a small frame's round trip: copies or zero-copy, host function or polling (bench/zero_copy_cost.cu)"
+nvcc -O2 -arch=sm_90 -std=c++17 -Ikernels -Iprotocol bench/zero_copy_cost.cu kernels/echo.cu \
+  -o $build/zero_copy_cost && $build/zero_copy_cost
 
 echo "== stats and trace: CUDA engine, 2 slots, 4 MiB echo frames from 3 clients"
 sock=/tmp/gft.sock
