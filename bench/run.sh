@@ -193,16 +193,9 @@ echo "medians of $repeats repeats:"
 medians | tee -a "$raw"
 
 # ---- the table ------------------------------------------------------------------
-# Every figure comes from $raw; a missing one is '?', one with no limit '-'.
-echo
-grep -h '^# device' "$raw" || true
-echo "gpuframed echo, engine $engine, daemon args: ${GF_BENCH_DAEMON_ARGS:-(none)}; $(
-  [ $short = 1 ] && echo "short run, ")window 16 = throughput, window 1 = latency"
-echo "ratios: daemon figure / limit measured above (/gpu /sock /sockbw /copy: 1.00 = at the"
-echo "limit; /floor /rtt: times the in-process latency)"
-awk -v engine="$engine" -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" \
-    -v clients=$clients -v bytes_list="$(for s in "${sizes[@]}"; do printf '%s ' "${bytes[$s]}"; done)" '
-  # get(line key, field): the field of the first line holding every k=v of key.
+# What the three tables' awk programs share: get(line key, field), the field of
+# the first line of $raw holding every k=v of key ("?" if none), and ratio(a, b).
+table_lib='
   function get(key, field,   want, n, i, j, ok, f) {
     n = split(key, want, " ")
     for (i = 1; i <= nlines; i++) {
@@ -221,8 +214,18 @@ awk -v engine="$engine" -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" 
     if (a == "?" || b == "?" || b + 0 == 0) return "?"
     return sprintf("%.2f", a / b)
   }
+  { lines[++nlines] = $0 }'
+# Every figure comes from $raw; a missing one is '?', one with no limit '-'.
+echo
+grep -h '^# device' "$raw" || true
+echo "gpuframed echo, engine $engine, daemon args: ${GF_BENCH_DAEMON_ARGS:-(none)}; $(
+  [ $short = 1 ] && echo "short run, ")window 16 = throughput, window 1 = latency"
+echo "ratios: daemon figure / limit measured above (/gpu /sock /sockbw /copy: 1.00 = at the"
+echo "limit; /floor /rtt: times the in-process latency)"
+awk -v engine="$engine" -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" \
+    -v clients=$clients -v bytes_list="$(for s in "${sizes[@]}"; do printf '%s ' "${bytes[$s]}"; done)" \
+    "$table_lib"'
   function max2(a, b) { return a == "?" ? b : b == "?" ? a : (a + 0 > b + 0 ? a : b) }
-  { lines[++nlines] = $0 }
   END {
     ns = split(sizes, label, " "); split(bytes_list, nbytes, " "); nsl = split(slot_list, sl, " ")
     sockbw = max2(get("name=sockpair write=65536", "GBps"), get("name=sockpair write=1048576", "GBps"))
@@ -270,26 +273,7 @@ awk -v engine="$engine" -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" 
 # 2-stream pipeline.
 echo
 echo "gpuframed echo 4 KiB, 2 slots, by completion mode (config/README.md, \"completion\")"
-awk -v engine="$engine" -v clients=$clients '
-  function get(key, field,   want, n, i, j, ok, f) {
-    n = split(key, want, " ")
-    for (i = 1; i <= nlines; i++) {
-      ok = 1
-      for (j = 1; j <= n && ok; j++) if (!index(" " lines[i] " ", " " want[j] " ")) ok = 0
-      if (!ok) continue
-      if (match(" " lines[i], " " field "=[^ ]*")) {
-        f = substr(" " lines[i], RSTART + length(field) + 2, RLENGTH - length(field) - 2)
-        return f ~ /^[0-9.]+$/ ? f : "?"
-      }
-    }
-    return "?"
-  }
-  function ratio(a, b) {
-    if (b == "-") return "-"
-    if (a == "?" || b == "?" || b + 0 == 0) return "?"
-    return sprintf("%.2f", a / b)
-  }
-  { lines[++nlines] = $0 }
+awk -v engine="$engine" -v clients=$clients "$table_lib"'
   END {
     fmt = "%-10s %10s %7s %6s %10s %12s %10s %6s %12s %6s\n"
     printf fmt, "completion", "w1_p50_us", "/floor", "/rtt", "w1_p99_us", "w1_cpu_us/f",
@@ -319,26 +303,7 @@ awk -v engine="$engine" -v clients=$clients '
 echo
 echo "gpuframed echo --shm (shared-memory region, 2 slots) against this run's limits"
 awk -v engine="$engine" -v sizes="${sizes[*]}" \
-    -v bytes_list="$(for s in "${sizes[@]}"; do printf '%s ' "${bytes[$s]}"; done)" '
-  function get(key, field,   want, n, i, j, ok, f) {
-    n = split(key, want, " ")
-    for (i = 1; i <= nlines; i++) {
-      ok = 1
-      for (j = 1; j <= n && ok; j++) if (!index(" " lines[i] " ", " " want[j] " ")) ok = 0
-      if (!ok) continue
-      if (match(" " lines[i], " " field "=[^ ]*")) {
-        f = substr(" " lines[i], RSTART + length(field) + 2, RLENGTH - length(field) - 2)
-        return f ~ /^[0-9.]+$/ ? f : "?"
-      }
-    }
-    return "?"
-  }
-  function ratio(a, b) {
-    if (b == "-") return "-"
-    if (a == "?" || b == "?" || b + 0 == 0) return "?"
-    return sprintf("%.2f", a / b)
-  }
-  { lines[++nlines] = $0 }
+    -v bytes_list="$(for s in "${sizes[@]}"; do printf '%s ' "${bytes[$s]}"; done)" "$table_lib"'
   END {
     ns = split(sizes, label, " "); split(bytes_list, nbytes, " ")
     fmt = "%-5s %10s %9s %6s %6s %10s %9s %6s %13s %7s\n"

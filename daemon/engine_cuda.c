@@ -262,26 +262,23 @@ static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
  * the results into the pinned output buffer, with no copy before or after.
  * A small batch saves the two copies' fixed costs, a few µs of the GPU's
  * and of the loop's time each (README.md, "Small frames").  Only stages that
- * read each byte once (elementwise built-in kinds: a plugin's kernel may
- * read its input many times, each time across the bus) on the slot's own
- * buffers (shm frames lie in their regions, not end to end) qualify.
+ * read each byte once (`elementwise`, which only built-in kinds are: a
+ * plugin's kernel may read its input many times, each time across the bus)
+ * on the slot's own buffers (shm frames lie in their regions, not end to
+ * end) qualify.
  * Pinned memory from cudaHostAlloc is addressable by kernels at the same
  * address (unified addressing), and a kernel's writes to it are visible to
  * the host once the stream's later host function or event has run.
  */
-static int runs_zero_copy(const cuda_engine *ce, const gf_slot *s) {
+static int runs_zero_copy(const cuda_engine *ce, const gf_slot *s, int elementwise) {
     const gf_frame *last = &s->frames[s->frame_count - 1];
     uint64_t in_end = last->offset + last->in_bytes, out_end = last->offset + last->out_bytes;
-    if (in_end > ce->zero_copy_max_bytes || out_end > ce->zero_copy_max_bytes)
+    if (!elementwise || in_end > ce->zero_copy_max_bytes || out_end > ce->zero_copy_max_bytes)
         return 0;
-    const gf_pipeline *p = &s->frames[0].pipeline;
-    for (uint32_t k = 0; k < p->stage_count; k++)
-        if (gf_kind_is_plugin(p->stages[k].kind))
-            return 0;
     for (uint32_t i = 0; i < s->frame_count; i++)
         if (s->frames[i].region != NULL)
             return 0;
-    return all_elementwise(p);
+    return 1;
 }
 
 /*
@@ -297,8 +294,9 @@ static int runs_zero_copy(const cuda_engine *ce, const gf_slot *s) {
 static cudaError_t enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     const gf_pipeline *p = &s->frames[0].pipeline; /* every frame's */
     const gf_frame *last = &s->frames[s->frame_count - 1];
-    int whole = s->frame_count == 1 || all_elementwise(p);
-    s->zero_copy = runs_zero_copy(ce, s);
+    int elementwise = all_elementwise(p);
+    int whole = s->frame_count == 1 || elementwise;
+    s->zero_copy = runs_zero_copy(ce, s, elementwise);
     uint8_t *in_first = s->zero_copy ? s->in_host : cs->in_dev;
     uint8_t *out_last = s->zero_copy ? s->out_host : cs->out_dev;
     cudaError_t err;

@@ -105,7 +105,8 @@ static void on_poll(uv_idle_t *h) {
         srv->poll_quiet_ns = 0;
     else if (srv->poll_quiet_ns == 0)
         srv->poll_quiet_ns = now;
-    if (polling == 0 && now - srv->poll_quiet_ns >= srv->poll_linger_ns)
+    uint64_t linger = srv->completion == GF_COMPLETION_POLL ? GF_POLL_LINGER_NS : 0;
+    if (polling == 0 && now - srv->poll_quiet_ns >= linger)
         uv_idle_stop(h);
 }
 
@@ -519,7 +520,6 @@ static int engine_open(gf_server *srv) {
                    "ignored",
                    srv->engine->ops->name);
     srv->completion = srv->engine->polled ? cfg->completion : GF_COMPLETION_HOST_FUNC;
-    srv->poll_linger_ns = srv->completion == GF_COMPLETION_POLL ? GF_POLL_LINGER_NS : 0;
     return 0;
 }
 

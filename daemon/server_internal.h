@@ -132,9 +132,9 @@ struct gf_server {
     uv_timer_t drain_timer; /* bounds a graceful stop                       */
     uv_idle_t poller;        /* completion = poll, hybrid: runs while the
                                 engine polls submissions, so the loop never
-                                sleeps then, and poll_linger_ns after       */
+                                sleeps then, and (poll) GF_POLL_LINGER_NS
+                                after                                       */
     enum gf_completion_mode completion; /* in effect: the CPU engine's is host_func */
-    uint64_t poll_linger_ns;  /* poll: GF_POLL_LINGER_NS; hybrid: 0        */
     uint64_t poll_last_ns;    /* the poller's last run, or its start        */
     uint64_t poll_quiet_ns;   /* when it found nothing left to poll          */
     gf_trace trace;         /* the last frames' stage times (TRACE)         */
