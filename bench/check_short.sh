@@ -33,7 +33,7 @@ echo "$out" | awk '
            for (i in dash_many) if ($dash_many[i] != "-") err = err "\n  " key ": column " dash_many[i] " should be -" }
     next
   }
-  /^monotonic in slots / && $NF ~ /^(yes|no)$/ { mono[$4]++ }
+  /^monotonic in slots / && $NF ~ /^(yes|tie|no)$/ { mono[$4]++ }
   END {
     for (k in want) if (seen[k] != 1) err = err "\n  row \"" k "\" appears " seen[k] + 0 " times"
     for (s in sizes) if (mono[sizes[s]] != 1) err = err "\n  no monotonic line for " sizes[s]
