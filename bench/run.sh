@@ -270,7 +270,8 @@ awk -v engine="$engine" -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" 
 # when the median ratio is at least 1; "tie" when it is under 1 but some
 # repeat had more slots at least as fast, so the difference is within what
 # the repeats resolve (the range printed); "no" when every repeat had more
-# slots slower.  Information only, never the exit status.
+# slots slower, and at least 3 repeats said so (with fewer, "tie": one repeat
+# resolves nothing).  Information only, never the exit status.
 awk -F'|' -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" -v repeats=$repeats \
     -v bytes_list="$(for s in "${sizes[@]}"; do printf '%s ' "${bytes[$s]}"; done)" '
   function median(a, n,   i, j, t) {
@@ -282,6 +283,7 @@ awk -F'|' -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" -v repeats=$re
     v[$1, $3] = fps + 0  # a failed repeat has no figure, and no pair
   }
   END {
+    min_pairs = 3
     ns = split(sizes, label, " "); split(bytes_list, nbytes, " "); nsl = split(slot_list, sl, " ")
     for (s = 1; s <= ns; s++) {
       text = ""; worst = "yes"
@@ -292,7 +294,7 @@ awk -F'|' -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" -v repeats=$re
         for (i = 1; i <= repeats; i++) if (v[lo, i] > 0 && v[hi, i] > 0) r[++m] = v[hi, i] / v[lo, i]
         if (m == 0) { text = text sprintf("%s%s/%s slots ?", text == "" ? " " : "; ", sl[k], sl[k - 1]); worst = "?"; continue }
         med = median(r, m)   # sorts r
-        verdict = med >= 1 ? "yes" : r[m] >= 1 ? "tie" : "no"
+        verdict = med >= 1 ? "yes" : r[m] >= 1 || m < min_pairs ? "tie" : "no"
         if (worst != "?" && (verdict == "no" || (verdict == "tie" && worst == "yes"))) worst = verdict
         text = text sprintf("%s%s/%s slots %.3f (repeats %.3f-%.3f: %s)", text == "" ? " " : "; ", sl[k], sl[k - 1], med, r[1], r[m], verdict)
       }
