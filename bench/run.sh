@@ -55,6 +55,7 @@ else
   limit_args=()
 fi
 declare -A bytes=([4K]=4096 [64K]=65536 [1M]=1048576 [4M]=4194304 [16M]=16777216)
+size_bytes=$(for s in "${sizes[@]}"; do printf '%s ' "${bytes[$s]}"; done) # the tables' sizes, in bytes
 stream_timeout_s=60 # one stream run; a stuck daemon costs this, not the whole run
 run=$(mktemp -d); trap 'rm -rf "$run"' EXIT
 raw=$run/raw; : > "$raw"
@@ -223,7 +224,7 @@ echo "gpuframed echo, engine $engine, daemon args: ${GF_BENCH_DAEMON_ARGS:-(none
 echo "ratios: daemon figure / limit measured above (/gpu /sock /sockbw /copy: 1.00 = at the"
 echo "limit; /floor /rtt: times the in-process latency)"
 awk -v engine="$engine" -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" \
-    -v clients=$clients -v bytes_list="$(for s in "${sizes[@]}"; do printf '%s ' "${bytes[$s]}"; done)" \
+    -v clients=$clients -v bytes_list="$size_bytes" \
     "$table_lib"'
   function max2(a, b) { return a == "?" ? b : b == "?" ? a : (a + 0 > b + 0 ? a : b) }
   END {
@@ -273,7 +274,7 @@ awk -v engine="$engine" -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" 
 # slots slower, and at least 3 repeats said so (with fewer, "tie": one repeat
 # resolves nothing).  Information only, never the exit status.
 awk -F'|' -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" -v repeats=$repeats \
-    -v bytes_list="$(for s in "${sizes[@]}"; do printf '%s ' "${bytes[$s]}"; done)" '
+    -v bytes_list="$size_bytes" '
   function median(a, n,   i, j, t) {
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
@@ -284,23 +285,25 @@ awk -F'|' -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" -v repeats=$re
   }
   END {
     min_pairs = 3
+    rank["yes"] = 0; rank["tie"] = 1; rank["no"] = 2; rank["?"] = 3
     ns = split(sizes, label, " "); split(bytes_list, nbytes, " "); nsl = split(slot_list, sl, " ")
     for (s = 1; s <= ns; s++) {
-      text = ""; worst = "yes"
+      text = ""; worst = "yes"  # the worst verdict of the size
       for (k = nsl; k >= 2; k--) {
         hi = "daemon slots=" sl[k] " size=" nbytes[s] " window=16 clients=1"
         lo = "daemon slots=" sl[k - 1] " size=" nbytes[s] " window=16 clients=1"
         m = 0; delete r
         for (i = 1; i <= repeats; i++) if (v[lo, i] > 0 && v[hi, i] > 0) r[++m] = v[hi, i] / v[lo, i]
-        if (m == 0) { text = text sprintf("%s%s/%s slots ?", text == "" ? " " : "; ", sl[k], sl[k - 1]); worst = "?"; continue }
+        sep = text == "" ? " " : "; "
+        if (m == 0) { text = text sprintf("%s%s/%s slots ?", sep, sl[k], sl[k - 1]); worst = "?"; continue }
         med = median(r, m)   # sorts r
         verdict = med >= 1 ? "yes" : r[m] >= 1 || m < min_pairs ? "tie" : "no"
-        if (worst != "?" && (verdict == "no" || (verdict == "tie" && worst == "yes"))) worst = verdict
-        text = text sprintf("%s%s/%s slots %.3f (repeats %.3f-%.3f: %s)", text == "" ? " " : "; ", sl[k], sl[k - 1], med, r[1], r[m], verdict)
+        if (rank[verdict] > rank[worst]) worst = verdict
+        text = text sprintf("%s%s/%s slots %.3f (repeats %.3f-%.3f: %s)", sep, sl[k], sl[k - 1], med, r[1], r[m], verdict)
       }
       printf "monotonic in slots %s w16 frames/s%s: %s\n", label[s], text, worst
     }
-  }' "$run/points"
+  }' "$run/points" || { echo "bench: the slot-order lines failed"; status=1; }
 
 # The completion modes: latency against the in-process floor and the
 # socket's round trip, the CPU it costs, and throughput against the
@@ -337,7 +340,7 @@ awk -v engine="$engine" -v clients=$clients "$table_lib"'
 echo
 echo "gpuframed echo --shm (shared-memory region, 2 slots) against this run's limits"
 awk -v engine="$engine" -v sizes="${sizes[*]}" \
-    -v bytes_list="$(for s in "${sizes[@]}"; do printf '%s ' "${bytes[$s]}"; done)" "$table_lib"'
+    -v bytes_list="$size_bytes" "$table_lib"'
   END {
     ns = split(sizes, label, " "); split(bytes_list, nbytes, " ")
     fmt = "%-5s %10s %9s %6s %6s %10s %9s %6s %13s %7s\n"
