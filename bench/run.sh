@@ -272,7 +272,9 @@ awk -v engine="$engine" -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" 
 # repeat had more slots at least as fast, so the difference is within what
 # the repeats resolve (the range printed); "no" when every repeat had more
 # slots slower, and at least 3 repeats said so (with fewer, "tie": one repeat
-# resolves nothing).  Information only, never the exit status.
+# resolves nothing).  One daemon serves every size of a repeat, so the sizes'
+# verdicts are not independent: a daemon placed badly moves them all.
+# Information only, never the exit status.
 awk -F'|' -v sizes="${sizes[*]}" -v slot_list="${slot_counts[*]}" -v repeats=$repeats \
     -v bytes_list="$size_bytes" '
   function median(a, n,   i, j, t) {
