@@ -1,16 +1,15 @@
 /*
  * What the server says about itself: the accounting of each answered frame
  * (counters, phases, the trace ring), the LIST, STATS and TRACE reply
- * documents (daemon/STATS.md describes every field), and the supervisor's
- * progress and status line.  It reads the server's state and changes only
- * its statistics; it calls neither conn.c nor server.c.  Loop thread.
+ * documents (daemon/STATS.md describes every field) (introspect.h).
  */
+#include "introspect.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "loopprof.h"
-#include "server_internal.h"
 
 /* The span over which STATS reports GPU busy and overlap fractions. */
 #define GF_GPU_WINDOW_NS 1000000000ull
@@ -19,7 +18,7 @@
  * A RESULT was written: count it, add its phases (STATS.md) and keep its
  * stage times for TRACE.  O(1), no allocation.
  */
-void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_frame *s) {
+void gf_frame_answered(gf_server *srv, uint64_t conn_id, const gf_frame *s) {
     int prof = gf_prof_enter(GF_PROF_STATS);
     uint64_t written = gf_now_ns();
     const gf_stage_times *t = &s->stages;
@@ -58,7 +57,7 @@ void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_frame *s) {
     if (id < cfg->pipeline_count)
         gf_stats_frame_answered(&srv->stats, id, ph, mask);
     gf_trace_rec rec = {.frame_id = s->frame_id,
-                        .conn_id = c->id,
+                        .conn_id = conn_id,
                         .pipeline_id = s->pipeline_id,
                         .slot = s->slot->index,
                         .status = GF_OK,
@@ -75,11 +74,11 @@ void gf__frame_answered(gf_server *srv, const gf_conn *c, const gf_frame *s) {
     gf_prof_leave(prof);
 }
 
-cJSON *gf__list_document(const gf_server *srv) {
+cJSON *gf_list_document(const gf_server *srv) {
     return gf_pipelines_to_json(srv->cfg->pipelines, srv->cfg->pipeline_count);
 }
 
-cJSON *gf__stats_document(gf_server *srv) {
+cJSON *gf_stats_document(gf_server *srv) {
     cJSON *doc = cJSON_CreateObject();
     if (!doc)
         return NULL;
@@ -111,9 +110,9 @@ cJSON *gf__stats_document(gf_server *srv) {
     cJSON_AddStringToObject(doc, "completion", completion[srv->completion]);
     cJSON_AddNumberToObject(doc, "zero_copy_max_bytes", (double)srv->cfg->zero_copy_max_bytes);
     cJSON *slots = cJSON_AddObjectToObject(doc, "slots");
-    cJSON_AddNumberToObject(slots, "count", srv->ring.count);
-    cJSON_AddNumberToObject(slots, "free", srv->ring.free_count);
-    cJSON_AddNumberToObject(slots, "in_flight", srv->slots_in_flight);
+    cJSON_AddNumberToObject(slots, "count", srv->sched.ring.count);
+    cJSON_AddNumberToObject(slots, "free", srv->sched.ring.free_count);
+    cJSON_AddNumberToObject(slots, "in_flight", srv->sched.in_flight);
     cJSON_AddNumberToObject(slots, "submissions", (double)srv->stats.submissions);
     cJSON_AddNumberToObject(slots, "zero_copy_submissions",
                             (double)srv->stats.zero_copy_submissions);
@@ -141,7 +140,7 @@ cJSON *gf__stats_document(gf_server *srv) {
 }
 
 /* The TRACE reply: the last `max_frames` frames' stage times (STATS.md). */
-cJSON *gf__trace_document(const gf_server *srv, uint32_t max_frames) {
+cJSON *gf_trace_document(const gf_server *srv, uint32_t max_frames) {
     cJSON *doc = cJSON_CreateObject();
     char *frames = gf_trace_frames_text(&srv->trace, max_frames, srv->stats.started_ns);
     if (!doc || !frames) {
@@ -152,27 +151,9 @@ cJSON *gf__trace_document(const gf_server *srv, uint32_t max_frames) {
     cJSON_AddStringToObject(doc, "clock", "monotonic");
     cJSON_AddNumberToObject(doc, "t0_ns", (double)srv->stats.started_ns);
     cJSON_AddStringToObject(doc, "engine", srv->engine->ops->name);
-    cJSON_AddNumberToObject(doc, "slots", srv->ring.count);
+    cJSON_AddNumberToObject(doc, "slots", srv->sched.ring.count);
     /* Raw: printed as it is, without a cJSON object per frame. */
     cJSON_AddRawToObject(doc, "frames", frames);
     free(frames);
     return doc;
-}
-
-void gf_server_progress(const gf_server *srv, uint64_t *completed, uint32_t *in_flight) {
-    *completed = srv->stats.frames_completed;
-    *in_flight = srv->slots_in_flight;
-}
-
-void gf_server_status(const gf_server *srv, char *buf, size_t len) {
-    double fps, in, out, busy;
-    gf_stats_rates(&srv->stats, 1000000000ull, gf_now_ns(), uv_metrics_idle_time(srv->loop), &fps,
-                   &in, &out, &busy);
-    uint64_t refused = srv->stats.frames_failed;
-    snprintf(buf, len,
-             "%s%llu connection(s), %.0f frames/s, %.2f GB/s in, %u/%u slots busy, %llu frames "
-             "answered, %llu failed",
-             srv->draining ? "draining: " : "", (unsigned long long)srv->stats.connections_open,
-             fps, in / 1e9, srv->ring.count - srv->ring.free_count, srv->ring.count,
-             (unsigned long long)srv->stats.frames_answered, (unsigned long long)refused);
 }

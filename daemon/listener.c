@@ -10,7 +10,9 @@
  *   so the daemon neither spins on a listener that stays readable nor drops
  *   connections without a word.
  *
- * Each refusal is logged at most GF_CLOSE_LOG_PER_S times a second.
+ * Each refusal is logged at most GF_CLOSE_LOG_PER_S times a second.  A path
+ * taken by a socket nobody listens on (a daemon that died) is replaced; a
+ * live socket, or anything that is not a socket, never is.
  */
 #define _GNU_SOURCE /* accept4, struct ucred */
 #include <errno.h>
@@ -23,7 +25,8 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "server_internal.h"
+#include "listener.h"
+#include "reply.h"
 
 /* Pending connections the kernel queues for accept(). */
 #define GF_LISTEN_BACKLOG 128
@@ -38,7 +41,7 @@ static void refuse(gf_server *srv, int fd, uint32_t status, const char *text) {
     size_t len = strlen(text);
     if (len > GF_ERROR_TEXT_MAX_BYTES)
         len = GF_ERROR_TEXT_MAX_BYTES;
-    gf__reply_header(msg, GF_PROTOCOL_VERSION, GF_MSG_ERROR, 0, 0, 0, status, len);
+    gf_reply_header(msg, GF_PROTOCOL_VERSION, GF_MSG_ERROR, 0, 0, 0, status, len);
     memcpy(msg + GF_HEADER_BYTES, text, len);
     (void)send(fd, msg, GF_HEADER_BYTES + len, MSG_DONTWAIT | MSG_NOSIGNAL);
     close(fd);
@@ -122,7 +125,7 @@ static void on_listen(uv_poll_t *h, int status, int events) {
             refuse(srv, fd, GF_ERR_TOO_MANY_CONNECTIONS, text);
             continue;
         }
-        gf__conn_accept(srv, fd, (uint32_t)cred.uid, (uint32_t)cred.gid, (uint32_t)cred.pid);
+        srv->accept(srv, fd, (uint32_t)cred.uid, (uint32_t)cred.gid, (uint32_t)cred.pid);
     }
 }
 
@@ -136,41 +139,6 @@ static int socket_is_live(const char *path) {
     int live = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
     close(fd);
     return live;
-}
-
-/* A socket bound at `path` with permission bits `mode` (socket_mode: who may
- * connect, whatever the umask); a stale socket file nobody listens on is
- * replaced.  Returns the fd or a negative errno. */
-static int bind_path(const char *path, mode_t mode) {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof sa.sun_path) {
-        GF_LOG_ERR("socket %s: the path is longer than %zu bytes", path, sizeof sa.sun_path - 1);
-        return -ENAMETOOLONG;
-    }
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    /* bind() creates the file with the umask's mode: create it closed to
-     * everyone, then open it up exactly as far as `mode` says. */
-    mode_t old = umask(0177);
-    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
-    if (rc < 0 && errno == EADDRINUSE) {
-        if (socket_is_live(path)) {
-            GF_LOG_ERR("socket %s: another daemon is already listening there", path);
-        } else {
-            GF_LOG_INF("socket %s: replacing a stale socket file nobody listens on", path);
-            unlink(path);
-            rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
-        }
-    }
-    umask(old);
-    if (rc < 0 || chmod(path, mode) < 0) {
-        rc = -errno;
-        close(fd);
-        return rc;
-    }
-    return fd;
 }
 
 /* Says why binding `path` failed in words an operator acts on: which
@@ -200,14 +168,68 @@ static void explain_bind_error(const char *path, int err) {
     GF_LOG_ERR("socket %s: cannot bind: %s", path, strerror(err));
 }
 
-int gf__listener_open(gf_server *srv, int fd, const char *path) {
+/* `path` is taken: replaces it if it is a socket nobody listens on (a
+ * daemon that died left it), and only then.  Returns 0 when it is gone, or
+ * a negative errno, logged. */
+static int replace_stale(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        GF_LOG_ERR("socket %s: the path exists and is not a socket; refusing to replace it "
+                   "(remove it yourself, or choose another path with --socket or \"socket\")",
+                   path);
+        return -EEXIST;
+    }
+    if (socket_is_live(path)) {
+        GF_LOG_ERR("socket %s: another daemon is already listening there (stop it, or "
+                   "choose another path with --socket or \"socket\")",
+                   path);
+        return -EADDRINUSE;
+    }
+    GF_LOG_INF("socket %s: replacing a stale socket file nobody listens on", path);
+    if (unlink(path) < 0 && errno != ENOENT) {
+        int err = errno;
+        explain_bind_error(path, err);
+        return -err;
+    }
+    return 0;
+}
+
+/* A socket bound at `path` with permission bits `mode` (socket_mode: who may
+ * connect, whatever the umask).  Returns the fd, or a negative errno, logged. */
+static int bind_path(const char *path, mode_t mode) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        GF_LOG_ERR("socket %s: the path is longer than %zu bytes", path, sizeof sa.sun_path - 1);
+        return -ENAMETOOLONG;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    /* bind() creates the file with the umask's mode: create it closed to
+     * everyone, then open it up exactly as far as `mode` says. */
+    mode_t old = umask(0177);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ? -errno : 0;
+    if (rc == -EADDRINUSE && (rc = replace_stale(path)) == 0)
+        rc = bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ? -errno : 0;
+    umask(old);
+    if (rc == 0 && chmod(path, mode) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        if (rc != -EEXIST && rc != -EADDRINUSE)
+            explain_bind_error(path, -rc);
+        close(fd);
+        return rc;
+    }
+    return fd;
+}
+
+int gf_listener_open(gf_server *srv, int fd, const char *path) {
     int rc = 0, owned = fd < 0;
     if (owned) {
         fd = bind_path(path, (mode_t)srv->cfg->socket_mode);
-        if (fd < 0) {
-            explain_bind_error(path, -fd);
+        if (fd < 0)
             return fd;
-        }
     } else {
         /* systemd's socket is blocking; ours must never block the loop. */
         int fl = fcntl(fd, F_GETFL);
@@ -242,7 +264,7 @@ static void on_listener_closed(uv_handle_t *h) {
     srv->listener_fd = -1;
 }
 
-void gf__listener_close(gf_server *srv) {
+void gf_listener_close(gf_server *srv) {
     if (!srv->listening)
         return;
     srv->listening = 0;

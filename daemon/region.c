@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "server_internal.h"
+#include "server_state.h"
 
 /* Linux seals, named here so that the file builds against older headers. */
 #ifndef F_GET_SEALS
@@ -29,8 +29,8 @@
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
 
-uint32_t gf__region_open(gf_server *srv, int fd, uint32_t id, uint32_t held, gf_region **out,
-                         char *why, size_t why_len) {
+uint32_t gf_region_open(gf_server *srv, int fd, uint32_t id, uint32_t held, gf_region **out,
+                        char *why, size_t why_len) {
     const gf_config *cfg = srv->cfg;
     uint32_t status = GF_ERR_BAD_REGION;
     struct stat st;
@@ -94,6 +94,7 @@ uint32_t gf__region_open(gf_server *srv, int fd, uint32_t id, uint32_t held, gf_
     r->base = base;
     r->bytes = bytes;
     r->srv = srv;
+    gf_link_init(&r->link);
     r->work.data = r;
     srv->stats.regions_open++;
     srv->stats.region_bytes += bytes;
@@ -105,7 +106,7 @@ fail:
     return status;
 }
 
-void gf__region_ref(gf_region *r) {
+void gf_region_ref(gf_region *r) {
     r->refs++;
 }
 
@@ -123,13 +124,13 @@ static void pin_done(uv_work_t *w, int status) {
     r->pinned = r->pin_status == 0 && gf_engine_pins(r->srv->engine);
     r->ready = 1;
     r->on_ready(r, r->on_ready_arg);
-    gf__region_unref(r);
+    gf_region_unref(r);
 }
 
-void gf__region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), void *arg) {
+void gf_region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), void *arg) {
     r->on_ready = on_ready;
     r->on_ready_arg = arg;
-    gf__region_ref(r);
+    gf_region_ref(r);
     if (!gf_engine_pins(r->srv->engine)) {
         /* Nothing to do off the loop: answer in this turn. */
         pin_done(&r->work, 0);
@@ -145,16 +146,14 @@ void gf__region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), voi
 
 static void region_free(gf_region *r) {
     gf_server *srv = r->srv;
-    gf_queued_reply *q = r->remove_reply;
+    void (*released)(void *arg) = r->on_released;
+    void *arg = r->released_arg;
     munmap(r->base, (size_t)r->bytes);
     srv->stats.regions_open--;
     srv->stats.region_bytes -= r->bytes;
     free(r);
-    if (q) {
-        q->removing = NULL;
-        q->ready = 1;
-        gf__conn_flush(q->conn);
-    }
+    if (released && arg)
+        released(arg);
 }
 
 static void unpin_work(uv_work_t *w) {
@@ -167,7 +166,7 @@ static void unpin_done(uv_work_t *w, int status) {
     region_free(w->data);
 }
 
-void gf__region_unref(gf_region *r) {
+void gf_region_unref(gf_region *r) {
     if (--r->refs > 0)
         return;
     /* No frame uses it: the engine's copies of it are all complete. */

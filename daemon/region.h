@@ -24,6 +24,7 @@
 
 #include <uv.h>
 
+#include "list.h"
 #include "protocol.h"
 
 struct gf_server;
@@ -38,13 +39,15 @@ typedef struct gf_region {
     int pin_status;                    /* after pinning: 0, or a negative errno              */
     char why[GF_ERROR_TEXT_MAX_BYTES]; /* why pinning failed                    */
     struct gf_server *srv;
-    struct gf_region *next; /* the connection's table                            */
-    uv_work_t work;         /* pin or unpin on the thread pool                    */
+    gf_link link;   /* the connection's table                            */
+    uv_work_t work; /* pin or unpin on the thread pool                    */
     void (*on_ready)(struct gf_region *r, void *arg); /* pinning finished         */
     void *on_ready_arg;
-    /* REGION_REMOVE's reply, made ready once the region is unpinned and
-     * unmapped (so a client that has it knows the memory is released). */
-    struct gf_queued_reply *remove_reply;
+    /* Called with released_arg once the region is unpinned and unmapped
+     * (REGION_REMOVE's reply waits for it, so a client that has the reply
+     * knows the memory is released); not when released_arg is NULL. */
+    void (*on_released)(void *arg);
+    void *released_arg;
 } gf_region;
 
 /*
@@ -55,16 +58,16 @@ typedef struct gf_region {
  * or a gf_status (GF_ERR_BAD_REGION, GF_ERR_REGION_LIMIT, GF_ERR_INTERNAL)
  * with the reason in why[why_len].
  */
-uint32_t gf__region_open(struct gf_server *srv, int fd, uint32_t id, uint32_t held, gf_region **out,
-                         char *why, size_t why_len);
+uint32_t gf_region_open(struct gf_server *srv, int fd, uint32_t id, uint32_t held, gf_region **out,
+                        char *why, size_t why_len);
 
 /* Pins `r` on the thread pool, then calls on_ready(r, arg) on the loop;
  * r->pin_status says how it went.  Holds a reference meanwhile. */
-void gf__region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), void *arg);
+void gf_region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), void *arg);
 
-void gf__region_ref(gf_region *r);
+void gf_region_ref(gf_region *r);
 
 /* Drops a reference; the last one unpins (on the pool) and unmaps. */
-void gf__region_unref(gf_region *r);
+void gf_region_unref(gf_region *r);
 
 #endif

@@ -1,22 +1,21 @@
 /*
- * The server: listens on the Unix socket and accepts connections (conn.c
- * serves each), hands frames to the engine and drains its completions, keeps
- * the slot-waiter queue, enforces frame deadlines (the fatal path), drains on
- * a graceful stop, applies reloads, and opens and closes everything.
+ * The server: start-up and teardown, the deferred work of the loop, the
+ * watchdog and the fatal path, the graceful drain, and reloads.  It wires
+ * the pieces together at open: the listener hands accepted sockets to
+ * conn_io.c, the completion queue hands finished slots to the scheduler,
+ * and the scheduler's hooks reach connections (conn_io.c) and the deferred
+ * work here.  server_state.h draws the whole map.
  *
- * Where a frame goes in this file:
- *   submit    gf__server_submit -> gf_engine_submit (engine_cuda.c / engine_cpu.c)
- *   complete  completion.c -> on_slot_done -> gf__conn_flush (conn.c)
- *
- * When no slot is free, a connection that needs one stops reading and waits
- * on a FIFO queue; every slot that frees resumes waiters in arrival order.
- * The kernel's socket buffer then fills and the client's writes block:
- * backpressure end to end, bounded memory, no frame dropped.
+ * Where a frame goes:
+ *   read      conn_io.c   on_io -> conn_read -> admit.c (a place in a slot)
+ *   submit    scheduler.c     gf_sched_end_batch -> gf_engine_submit
+ *   complete  scheduler.c     completion.c's async callback -> gf_sched_complete
+ *   answer    conn_io.c   conn_resume -> conn_flush -> gf_conn_finish (conn.c)
  *
  * After start-up nothing here makes a blocking CUDA call (the engine's
- * submit only enqueues); a frame that misses its deadline on the engine means
- * the engine is stuck or poisoned, which is fatal: the daemon fails what is
- * in flight and exits non-zero so that systemd restarts it.
+ * submit only enqueues); a batch that misses its deadline on the engine
+ * means the engine is stuck or poisoned, which is fatal: the daemon fails
+ * what is in flight and exits non-zero so that systemd restarts it.
  */
 #include <assert.h>
 #include <errno.h>
@@ -29,62 +28,27 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "conn.h"
+#include "conn_io.h"
+#include "deadline.h"
+#include "listener.h"
 #include "log.h"
 #include "loopprof.h"
 #include "plugin.h"
-#include "server_internal.h"
+#include "server.h"
+#include "server_state.h"
 
 /* Rates and loop utilisation are sampled this often. */
 #define GF_SAMPLE_PERIOD_MS 1000u
-/* How often in-flight frames are checked against their deadline. */
-#define GF_WATCHDOG_PERIOD_MAX_MS 1000u
+/* completion = poll: how long the loop goes on spinning once no frame is in
+ * flight (hybrid stops at once).  A client streaming one frame at a time
+ * sends its next frame tens of µs after the reply; 1 ms catches it without
+ * a wake-up, and costs an idle daemon 1 ms of a core after its last frame. */
+#define GF_POLL_LINGER_NS 1000000ull
 
 static void server_fatal(gf_server *srv, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-
-/* ---- slot waiters ------------------------------------------------------------ */
-
-void gf__server_stop_waiting(gf_server *srv, gf_conn *c) {
-    if (!c->waiting)
-        return;
-    gf_conn **pp = &srv->waiting_head;
-    gf_conn *prev = NULL;
-    while (*pp && *pp != c) {
-        prev = *pp;
-        pp = &(*pp)->next_waiting;
-    }
-    if (*pp) {
-        *pp = c->next_waiting;
-        if (srv->waiting_tail == c)
-            srv->waiting_tail = prev;
-    }
-    c->next_waiting = NULL;
-    c->waiting = 0;
-}
-
-void gf__server_wait_for_slot(gf_server *srv, gf_conn *c) {
-    assert(!c->waiting);
-    c->waiting = 1;
-    c->next_waiting = NULL;
-    if (srv->waiting_tail)
-        srv->waiting_tail->next_waiting = c;
-    else
-        srv->waiting_head = c;
-    srv->waiting_tail = c;
-    srv->stats.backpressure_pauses++;
-}
-
-void gf__server_slot_freed(gf_server *srv) {
-    /* A free slot goes to connections paused for one, in arrival order. */
-    while (srv->ring.free_count > 0 && srv->waiting_head && !srv->draining) {
-        gf_conn *w = srv->waiting_head;
-        gf__server_stop_waiting(srv, w);
-        srv->turn = w; /* its one slot, ahead of those still waiting */
-        gf__conn_resume(w);
-        srv->turn = NULL;
-    }
-    gf__server_check_drained(srv);
-}
+static void on_watchdog(uv_timer_t *t);
 
 /* ---- submit and complete ------------------------------------------------------- */
 
@@ -110,114 +74,42 @@ static void on_poll(uv_idle_t *h) {
         uv_idle_stop(h);
 }
 
-/* Hands the closed slot `s` and its batch to the engine. */
-static void server_submit(gf_server *srv, gf_slot *s) {
-    uint64_t now = gf_now_ns();
-    for (uint32_t i = 0; i < s->frame_count; i++) {
-        srv->stats.bytes_in += s->frames[i].in_bytes;
-        s->frames[i].submitted_ns = now;
-    }
-    /* Timing events cost a small frame about as much as the frame itself:
-     * time one submission in timing_sample_every (config/README.md). */
-    s->time_stages =
-        srv->cfg->timing_events && srv->submit_seq++ % srv->cfg->timing_sample_every == 0;
-    s->submitted_ns = now;
-    s->in_flight = 1;
-    srv->slots_in_flight++;
-    srv->stats.submissions++;
-    int prof = gf_prof_enter(GF_PROF_SUBMIT);
-    int rc = gf_engine_submit(srv->engine, s);
-    gf_prof_leave(prof);
+/* The scheduler's `submitted` hook: a polling engine's submissions are
+ * polled from now on; a refusal that poisoned the engine is fatal. */
+static void on_submitted(gf_slot *slot, int rc, void *arg) {
+    gf_server *srv = arg;
+    (void)slot;
     if (rc == 0) {
-        srv->stats.zero_copy_submissions += (uint64_t)s->zero_copy;
         if (srv->engine->polled && !uv_is_active((uv_handle_t *)&srv->poller)) {
             srv->poll_quiet_ns = 0;
             srv->poll_last_ns = gf_now_ns();
             uv_idle_start(&srv->poller, on_poll);
         }
-        return;
-    }
-    s->in_flight = 0;
-    srv->slots_in_flight--;
-    for (uint32_t i = 0; i < s->frame_count; i++) {
-        gf_frame *f = &s->frames[i];
-        f->batched = 0;
-        f->status = GF_ERR_ENGINE;
-        srv->stats.rejected[GF_ERR_ENGINE]++;
-        srv->stats.frames_failed++;
-        /* Out of memory leaves the ERROR without its text, not the frame
-         * without a reply. */
-        f->reply.body = malloc(GF_ERROR_TEXT_MAX_BYTES);
-        f->reply.body_bytes =
-            gf_errorf(f->reply.body, GF_ERROR_TEXT_MAX_BYTES,
-                      "the %s engine could not start this frame", srv->engine->ops->name);
-        gf__reply_header(f->reply.header, f->version, GF_MSG_ERROR, 0, f->frame_id,
-                         f->pipeline_id, GF_ERR_ENGINE, f->reply.body_bytes);
-        f->reply.ready = 1;
-    }
-    gf__conn_flush(s->owner);
-    if (srv->engine->poisoned)
+    } else if (srv->engine->poisoned) {
         server_fatal(srv, "the CUDA context is poisoned by a sticky error");
+    }
 }
 
-void gf__server_close_batch(gf_server *srv, gf_slot *s) {
-    if (gf_slot_close(&srv->ring, s))
-        gf__server_slot_freed(srv);
-    else
-        server_submit(srv, s);
-}
-
-/* Loop thread: a slot came back from the engine; its frames' replies are
- * written together. */
-static void on_slot_done(gf_slot *s, void *arg) {
+/* The scheduler's `wake` hook: free slots go to waiters after this event. */
+static void on_slot_back(void *arg) {
     gf_server *srv = arg;
-    int prof = gf_prof_enter(GF_PROF_DONE);
-    assert(s->in_flight);
-    s->in_flight = 0;
-    srv->slots_in_flight--;
-    gf_engine_finish(srv->engine, s);
-    uint64_t drained = gf_now_ns();
-    gf_conn *c = s->owner;
-    /* Dropping the last reply of a closed connection frees it. */
-    int closing = c->closing;
-    /* Finishing the replies may release every frame: the slot must not go
-     * back to the ring (and be claimed anew) while this walks its frames. */
-    gf_slot_hold(s);
-    for (uint32_t i = 0; i < s->frame_count; i++) {
-        gf_frame *f = &s->frames[i];
-        assert(f->batched);
-        f->batched = 0;
-        f->done_ns = s->done_ns;
-        f->drained_ns = drained;
-        srv->stats.frames_completed++;
-        if (f->status == GF_OK && f->region) {
-            /* By reference: the output is in the client's region already. */
-            gf__reply_header(f->reply.header, f->version, GF_MSG_RESULT, GF_FLAG_SHM, f->frame_id,
-                             f->pipeline_id, GF_OK, GF_SHM_RESULT_BYTES);
-        } else if (f->status == GF_OK) {
-            gf__reply_header(f->reply.header, f->version, GF_MSG_RESULT, 0, f->frame_id,
-                             f->pipeline_id, GF_OK, f->out_bytes);
-        } else {
-            srv->stats.rejected[f->status]++;
-            srv->stats.frames_failed++;
-            gf__reply_header(f->reply.header, f->version, GF_MSG_ERROR, 0, f->frame_id,
-                             f->pipeline_id, (uint32_t)f->status, 0);
-        }
-        f->reply.ready = 1;
-        if (closing)
-            gf__reply_finish(&f->reply, 0);
-    }
-    if (!closing)
-        gf__conn_flush(c);
-    if (gf_slot_unhold(&srv->ring, s))
-        gf__server_slot_freed(srv);
-    /* Batches held open while the engine was busy go now. */
-    for (uint32_t i = 0; i < srv->ring.count; i++) {
-        gf_slot *o = &srv->ring.slots[i];
-        if (o->open && o->frames_held > 0 && o->owner->batch == o)
-            gf__conn_submit_held(o->owner);
-    }
-    gf_prof_leave(prof);
+    gf_server_defer(srv, &srv->grant);
+}
+
+static void run_grant(gf_defer_item *it) {
+    gf_sched_grant(&gf_list_entry(it, gf_server, grant)->sched);
+}
+
+static uint64_t watchdog_period_ms(const gf_server *srv, const gf_config *cfg);
+
+/* The scheduler's `contended` hook: a receiver's stall is a deadline from
+ * now on, which the watchdog must see within GF_RECEIVE_STALL_MS / 2 (it
+ * goes back to its usual period once nobody waits). */
+static void on_contended(void *arg) {
+    gf_server *srv = arg;
+    uint64_t period = watchdog_period_ms(srv, srv->cfg);
+    if (!srv->draining && period < uv_timer_get_repeat(&srv->watchdog))
+        uv_timer_start(&srv->watchdog, on_watchdog, period, period);
 }
 
 /* ---- deadlines, fatal failure, shutdown -------------------------------------------- */
@@ -231,22 +123,23 @@ static void server_fatal(gf_server *srv, const char *fmt, ...) {
     va_start(ap, fmt);
     size_t len = gf_verrorf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    GF_LOG_ERR("fatal: %s; failing %u frame(s) in flight and exiting", msg, srv->slots_in_flight);
+    GF_LOG_ERR("fatal: %s; failing %u batch(es) in flight and exiting", msg, srv->sched.in_flight);
     srv->failed = 1;
-    for (uint32_t i = 0; i < srv->ring.count; i++) {
-        gf_slot *s = &srv->ring.slots[i];
+    for (uint32_t i = 0; i < srv->sched.ring.count; i++) {
+        gf_slot *s = &srv->sched.ring.slots[i];
         for (uint32_t k = 0; s->in_flight && k < s->frame_count; k++) {
             const gf_frame *f = &s->frames[k];
-            if (!f->batched || !f->reply.conn || f->reply.conn->closing)
+            const gf_conn *c = f->reply.conn;
+            if (!f->batched || !c || c->closing)
                 continue;
             /* Best effort and non-blocking: the reply queue order no longer matters. */
             uint8_t hdr[GF_HEADER_BYTES];
-            gf__reply_header(hdr, f->version, GF_MSG_ERROR, 0, f->frame_id, f->pipeline_id,
-                             GF_ERR_TIMEOUT, len);
+            gf_reply_header(hdr, f->version, GF_MSG_ERROR, 0, f->frame_id, f->pipeline_id,
+                            GF_ERR_TIMEOUT, len);
             struct iovec iov[2] = {{.iov_base = hdr, .iov_len = sizeof hdr},
                                    {.iov_base = msg, .iov_len = len}};
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-            (void)sendmsg(f->reply.conn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
             srv->stats.rejected[GF_ERR_TIMEOUT]++;
             srv->stats.frames_failed++;
         }
@@ -254,18 +147,34 @@ static void server_fatal(gf_server *srv, const char *fmt, ...) {
     uv_stop(srv->loop);
 }
 
-/* The watchdog's period: half the shortest deadline it enforces, at most
- * GF_WATCHDOG_PERIOD_MAX_MS, so that each is noticed within 1.5 times it. */
-static uint64_t watchdog_period_ms(const gf_config *cfg) {
-    uint32_t shortest = cfg->frame_timeout_ms;
-    if (cfg->request_timeout_ms < shortest)
-        shortest = cfg->request_timeout_ms;
-    if (cfg->write_timeout_ms < shortest)
-        shortest = cfg->write_timeout_ms;
-    if (cfg->idle_timeout_ms && cfg->idle_timeout_ms < shortest)
-        shortest = cfg->idle_timeout_ms;
-    uint64_t period = shortest / 2 + 1;
-    return period < GF_WATCHDOG_PERIOD_MAX_MS ? period : GF_WATCHDOG_PERIOD_MAX_MS;
+/* The watchdog's period for `cfg`, shorter while receivers contend. */
+static uint64_t watchdog_period_ms(const gf_server *srv, const gf_config *cfg) {
+    gf_deadline_limits lim = {.request_timeout_ms = cfg->request_timeout_ms,
+                              .write_timeout_ms = cfg->write_timeout_ms,
+                              .idle_timeout_ms = cfg->idle_timeout_ms};
+    return gf_deadline_period_ms(&lim, cfg->frame_timeout_ms,
+                                 gf_sched_receive_contended(&srv->sched));
+}
+
+/* A batch on the engine past its deadline (deadline.h): the engine stopped
+ * completing frames.  Returns 1 after the fatal path. */
+static int check_batches(gf_server *srv, uint64_t now) {
+    for (uint32_t i = 0; i < srv->sched.ring.count; i++) {
+        gf_slot *s = &srv->sched.ring.slots[i];
+        if (!s->in_flight || now <= gf_deadline_batch_ns(s->submitted_ns, s->frame_count,
+                                                         srv->cfg->frame_timeout_ms))
+            continue;
+        server_fatal(srv,
+                     "frame %llu (%s) on slot %u, in a batch of %u, has been on the %s engine for "
+                     "%llu ms, over the batch's deadline of %u ms a frame: the engine stopped "
+                     "completing frames",
+                     (unsigned long long)s->frames[0].frame_id, s->frames[0].pipeline.name,
+                     s->index, s->frame_count, srv->engine->ops->name,
+                     (unsigned long long)((now - s->submitted_ns) / 1000000u),
+                     srv->cfg->frame_timeout_ms);
+        return 1;
+    }
+    return 0;
 }
 
 static void on_watchdog(uv_timer_t *t) {
@@ -273,31 +182,21 @@ static void on_watchdog(uv_timer_t *t) {
     uint64_t now = gf_now_ns();
     /* Connections first: a client's stalled request, unread replies or
      * silence must not hold slots for longer than their deadlines. */
-    for (gf_conn *c = srv->conns, *next; c; c = next) {
-        next = c->next;
-        gf__conn_check_deadlines(c, now);
+    gf_list_each(l, next, &srv->conns) {
+        gf_conn_io_check_deadlines(gf_list_entry(l, gf_conn, link), now);
     }
     /* Clients that stopped reading give back the slots others wait for. */
-    for (gf_conn *c = srv->conns; c; c = c->next)
-        if (c->write_blocked && !c->closing && srv->waiting_head)
-            gf__conn_evict_results(c);
-    /* Closing those may have freed slots that were submitted again since. */
-    now = gf_now_ns();
-    uint64_t deadline_ns = (uint64_t)srv->cfg->frame_timeout_ms * 1000000u;
-    for (uint32_t i = 0; i < srv->ring.count; i++) {
-        gf_slot *s = &srv->ring.slots[i];
-        if (s->in_flight && now - s->submitted_ns > deadline_ns) {
-            server_fatal(srv,
-                         "frame %llu (%s) on slot %u has been on the %s engine for %llu ms, over "
-                         "its %u ms deadline: the engine stopped completing frames",
-                         (unsigned long long)s->frames[0].frame_id, s->frames[0].pipeline.name,
-                         s->index,
-                         srv->engine->ops->name,
-                         (unsigned long long)((now - s->submitted_ns) / 1000000u),
-                         srv->cfg->frame_timeout_ms);
-            return;
-        }
+    gf_list_each(l, next, &srv->conns) {
+        gf_conn *c = gf_list_entry(l, gf_conn, link);
+        if (c->write_blocked)
+            gf_conn_evict_results(c);
     }
+    /* Closing those may have freed slots that were submitted again since. */
+    if (check_batches(srv, gf_now_ns()))
+        return;
+    uint64_t period = srv->draining ? GF_DRAIN_STALL_MS / 4 : watchdog_period_ms(srv, srv->cfg);
+    if (period != uv_timer_get_repeat(t))
+        uv_timer_start(t, on_watchdog, period, period);
 }
 
 static void on_sample(uv_timer_t *t) {
@@ -309,20 +208,27 @@ static void on_handle_closed(uv_handle_t *h) {
     (void)h;
 }
 
-void gf__server_check_drained(gf_server *srv) {
-    if (!srv->draining || srv->handles_closed || srv->slots_in_flight > 0)
+/* Deferred work while stopping: once nothing is in flight or owed, close
+ * every handle so that uv_run returns. */
+static void run_drained(gf_defer_item *it) {
+    gf_server *srv = gf_list_entry(it, gf_server, drained);
+    if (!srv->draining || srv->handles_closed || srv->sched.in_flight > 0)
         return;
-    for (gf_conn *c = srv->conns; c; c = c->next)
-        if (c->replies_unfinished > 0 || c->frame || !c->input_drained)
+    gf_list_each(l, next, &srv->conns) {
+        const gf_conn *c = gf_list_entry(l, gf_conn, link);
+        if (c->out.unfinished > 0 || c->frame || !c->input_drained)
             return;
+    }
     srv->handles_closed = 1;
-    while (srv->conns)
-        gf__conn_close(srv->conns);
+    gf_link *l;
+    while ((l = gf_list_front(&srv->conns)))
+        gf_conn_close(gf_list_entry(l, gf_conn, link));
     uv_close((uv_handle_t *)&srv->watchdog, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sampler, on_handle_closed);
     uv_close((uv_handle_t *)&srv->drain_timer, on_handle_closed);
     uv_close((uv_handle_t *)&srv->poller, on_handle_closed);
     gf_completion_close(&srv->done, on_handle_closed);
+    gf_defer_close(&srv->defer, on_handle_closed);
     GF_LOG_INF("drained: every frame received was answered");
 }
 
@@ -332,9 +238,9 @@ static void on_drain_timeout(uv_timer_t *t) {
     const gf_stats *st = &srv->stats;
     uint64_t left = st->frames_received - st->frames_answered - st->frames_failed -
                     st->frames_dropped - st->frames_truncated;
-    GF_LOG_ERR("drain timed out after %u ms: abandoning %llu frame(s) not yet answered (%u on the "
-               "engine)",
-               srv->cfg->drain_timeout_ms, (unsigned long long)left, srv->slots_in_flight);
+    GF_LOG_ERR("drain timed out after %u ms: abandoning %llu frame(s) not yet answered (%u "
+               "batch(es) on the engine)",
+               srv->cfg->drain_timeout_ms, (unsigned long long)left, srv->sched.in_flight);
     srv->failed = 1;
     uv_stop(srv->loop);
 }
@@ -343,37 +249,31 @@ void gf_server_shutdown(gf_server *srv) {
     if (srv->draining)
         return;
     srv->draining = 1;
-    GF_LOG_INF("stopping: no new connections or frames; %u frame(s) in flight",
-               srv->slots_in_flight);
-    gf__listener_close(srv);
-    while (srv->waiting_head)
-        gf__server_stop_waiting(srv, srv->waiting_head);
+    srv->sched.draining = 1;
+    GF_LOG_INF("stopping: no new connections or frames; %u batch(es) in flight",
+               srv->sched.in_flight);
+    gf_listener_close(srv);
     /* Every connection reads what its socket holds and answers each frame
-     * shutting_down; what is begun and not complete then is cut (conn.c,
-     * gf__conn_input_drained). */
-    for (gf_conn *c = srv->conns, *next; c; c = next) {
-        next = c->next;
-        gf__conn_resume(c);
+     * shutting_down; what is begun and not complete then is cut
+     * (conn_io.c, conn_input_drained). */
+    gf_list_each(l, next, &srv->conns) {
+        gf_conn *c = gf_list_entry(l, gf_conn, link);
+        gf_sched_stop_waiting(&srv->sched, &c->sched);
+        gf_conn_defer(c);
     }
-    if (srv->handles_closed) /* the resumes above finished the drain */
-        return;
     /* Stalled requests must be cut within GF_DRAIN_STALL_MS: check often. */
     uv_timer_start(&srv->watchdog, on_watchdog, GF_DRAIN_STALL_MS / 4, GF_DRAIN_STALL_MS / 4);
     uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
-    gf__server_check_drained(srv);
+    gf_server_defer(srv, &srv->drained);
 }
 
 /* ---- memory ----------------------------------------------------------------------- */
-
-/* Loose reply bytes after which an idle daemon trims its heap: glibc's own
- * default trim threshold, before its dynamic mmap threshold raises it. */
-#define GF_TRIM_AFTER_LOOSE_BYTES (128u * 1024)
 
 /*
  * The memory policy.  Results leave from the slots' own buffers, allocated
  * once; the daemon's large heap blocks are what it holds for clients that do
  * not read at once: results moved out of their slots
- * (gf__conn_evict_results) and TRACE documents, up to megabytes each,
+ * (gf_conn_evict_results) and TRACE documents, up to megabytes each,
  * short-lived and in bursts.  glibc serves the first such block with mmap;
  * once it is freed, glibc raises its mmap threshold to that block's size and
  * its trim threshold to twice it, so the later ones come from the heap.
@@ -387,11 +287,13 @@ void gf_server_shutdown(gf_server *srv) {
  * malloc_trim gives the heap's free pages back.  That costs the loop a few
  * milliseconds (1.7-6 ms in the soak on a 2-core VM; bench/README.md,
  * "Memory"), at a moment nothing waits for it; under a steady load the
- * slots are never all free and it does not run.  Loop thread.
+ * slots are never all free and it does not run.  Deferred work, marked by a
+ * finished reply (conn.c).
  */
-void gf__server_trim_if_idle(gf_server *srv) {
+static void run_trim(gf_defer_item *it) {
+    gf_server *srv = gf_list_entry(it, gf_server, trim);
     if (srv->loose_since_trim_bytes < GF_TRIM_AFTER_LOOSE_BYTES || srv->loose_bytes > 0 ||
-        srv->ring.free_count < srv->ring.count)
+        srv->sched.ring.free_count < srv->sched.ring.count)
         return;
 #ifdef __GLIBC__
     uint64_t t0 = gf_now_ns();
@@ -422,8 +324,9 @@ static int keep_pipelines(const gf_config *cur, gf_config *next) {
 
 int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_len) {
     const gf_config *cur = srv->cfg;
-    uint64_t in_cap = srv->ring.slots[0].in_capacity_bytes;
-    uint64_t out_cap = srv->ring.slots[0].out_capacity_bytes;
+    const gf_slot *slot0 = &srv->sched.ring.slots[0];
+    uint64_t in_cap = slot0->in_capacity_bytes;
+    uint64_t out_cap = slot0->out_capacity_bytes;
     note[0] = '\0';
     int rc = gf_config_keep_restart_keys(cur, next, note, note_len);
     if (rc < 0)
@@ -438,7 +341,7 @@ int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_le
     char why[512];
     int kept_running = 0;
     if (gf_config_max_output_bytes(next) > out_cap ||
-        gf_config_max_scratch_bytes(next) > srv->ring.slots[0].scratch_capacity_bytes) {
+        gf_config_max_scratch_bytes(next) > slot0->scratch_capacity_bytes) {
         gf_config_note_restart(note, note_len,
                                "the new pipelines need larger slot buffers than the daemon "
                                "started with: the running pipelines stay");
@@ -455,10 +358,9 @@ int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_le
     /* Kept pipelines' plugins were created for the running frame size:
      * no frame may outgrow what they were promised. */
     if (kept_running && next->max_frame_bytes > cur->max_frame_bytes) {
-        gf_config_note_restart(note, note_len,
-                               "max_frame_bytes %llu above the kept pipelines' %llu",
-                               (unsigned long long)next->max_frame_bytes,
-                               (unsigned long long)cur->max_frame_bytes);
+        gf_config_note_restart(
+            note, note_len, "max_frame_bytes %llu above the kept pipelines' %llu",
+            (unsigned long long)next->max_frame_bytes, (unsigned long long)cur->max_frame_bytes);
         next->max_frame_bytes = cur->max_frame_bytes;
     }
     if ((rc = gf_stats_rekey_pipelines(&srv->stats, cur->pipelines, cur->pipeline_count,
@@ -466,13 +368,15 @@ int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_le
         return rc;
     /* Connections check frame sizes in their decoders: the new limit applies
      * from their next header on. */
-    for (gf_conn *c = srv->conns; c; c = c->next)
-        c->decoder.max_frame_bytes = next->max_frame_bytes;
+    gf_list_each(l, n, &srv->conns) {
+        gf_list_entry(l, gf_conn, link)->decoder.max_frame_bytes = next->max_frame_bytes;
+    }
     srv->cfg = next;
+    srv->sched.cfg = next;
     /* Restarted only when its period changes: restarting it on every reload
      * postponed every deadline by a period, and reloads more often than that
      * disabled them all (found by bench/soak.sh).  A drain keeps its own. */
-    uint64_t period = watchdog_period_ms(next);
+    uint64_t period = watchdog_period_ms(srv, next);
     if (!srv->draining && period != uv_timer_get_repeat(&srv->watchdog))
         uv_timer_start(&srv->watchdog, on_watchdog, period, period);
     return 0;
@@ -487,7 +391,7 @@ static void timers_start(gf_server *srv) {
     uv_timer_init(srv->loop, &srv->sampler);
     uv_timer_init(srv->loop, &srv->drain_timer);
     srv->watchdog.data = srv->sampler.data = srv->drain_timer.data = srv;
-    uint64_t period = watchdog_period_ms(cfg);
+    uint64_t period = watchdog_period_ms(srv, cfg);
     uv_timer_start(&srv->watchdog, on_watchdog, period, period);
     uv_timer_start(&srv->sampler, on_sample, GF_SAMPLE_PERIOD_MS, GF_SAMPLE_PERIOD_MS);
     uv_unref((uv_handle_t *)&srv->watchdog);
@@ -497,8 +401,15 @@ static void timers_start(gf_server *srv) {
     srv->poller.data = srv;
 }
 
-/* Opens the engine the configuration names, sized from it. */
+/* Opens the engine the configuration names, sized from it, and the
+ * scheduler over its slots. */
 static int engine_open(gf_server *srv) {
+    static const gf_sched_hooks hooks = {.granted = gf_conn_io_granted,
+                                         .replies_ready = gf_conn_io_replies_ready,
+                                         .wake = on_slot_back,
+                                         .receive_ready = gf_conn_io_receive_ready,
+                                         .submitted = on_submitted,
+                                         .contended = on_contended};
     const gf_config *cfg = srv->cfg;
     gf_engine_params ep = {.slot_count = cfg->slot_count,
                            .in_capacity_bytes = cfg->max_frame_bytes,
@@ -511,7 +422,9 @@ static int engine_open(gf_server *srv) {
     int rc = gf_engine_open(cfg->engine, &ep, &srv->done, &srv->engine);
     if (rc < 0)
         return rc;
-    if ((rc = gf_slot_ring_init(&srv->ring, srv->engine->slots, srv->engine->slot_count)) < 0) {
+    gf_sched_hooks h = hooks;
+    h.arg = srv;
+    if ((rc = gf_sched_init(&srv->sched, srv->engine, &srv->stats, cfg, &h)) < 0) {
         gf_engine_close(srv->engine);
         return rc;
     }
@@ -579,6 +492,12 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_serv
     srv->cfg = cfg;
     srv->listen_fd = listen_fd;
     srv->listener_fd = srv->reserve_fd = -1;
+    srv->accept = gf_conn_io_accept;
+    gf_list_init(&srv->conns);
+    gf_list_init(&srv->throttled);
+    gf_defer_item_init(&srv->grant, run_grant);
+    gf_defer_item_init(&srv->drained, run_drained);
+    gf_defer_item_init(&srv->trim, run_trim);
     /* uv_metrics_idle_time needs this before the loop runs. */
     uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
     int rc = gf_stats_init(&srv->stats, cfg->pipeline_count, gf_now_ns());
@@ -587,14 +506,17 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_serv
     rc = gf_trace_init(&srv->trace, cfg->trace_frames);
     if (rc < 0)
         goto fail_stats;
-    rc = gf_completion_init(&srv->done, loop, on_slot_done, srv);
+    rc = gf_defer_init(&srv->defer, loop);
     if (rc < 0)
         goto fail_trace;
+    rc = gf_completion_init(&srv->done, loop, gf_sched_complete, &srv->sched);
+    if (rc < 0)
+        goto fail_defer;
     rc = engine_open(srv);
     if (rc < 0)
         goto fail_completion;
     timers_start(srv);
-    rc = gf__listener_open(srv, listen_fd, cfg->socket_path);
+    rc = gf_listener_open(srv, listen_fd, cfg->socket_path);
     if (rc < 0)
         goto fail_listen;
     srv->stats.started_ns = gf_now_ns();
@@ -606,15 +528,17 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_serv
     return 0;
 
 fail_listen:
-    gf__listener_close(srv);
+    gf_listener_close(srv);
     uv_close((uv_handle_t *)&srv->watchdog, NULL);
     uv_close((uv_handle_t *)&srv->sampler, NULL);
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);
     uv_close((uv_handle_t *)&srv->poller, NULL);
-    gf_slot_ring_free(&srv->ring);
+    gf_sched_free(&srv->sched);
     gf_engine_close(srv->engine);
 fail_completion:
     gf_completion_close(&srv->done, NULL);
+fail_defer:
+    gf_defer_close(&srv->defer, NULL);
     uv_run(loop, UV_RUN_NOWAIT); /* let the close callbacks run before freeing */
 fail_trace:
     gf_trace_free(&srv->trace);
@@ -623,6 +547,27 @@ fail_stats:
 fail_free:
     free(srv);
     return rc;
+}
+
+/* ---- what the supervisor asks ------------------------------------------------------ */
+
+void gf_server_progress(const gf_server *srv, uint64_t *completed, uint32_t *in_flight) {
+    *completed = srv->stats.frames_completed;
+    *in_flight = srv->sched.in_flight;
+}
+
+void gf_server_status(const gf_server *srv, char *buf, size_t len) {
+    double fps, in, out, busy;
+    gf_stats_rates(&srv->stats, 1000000000ull, gf_now_ns(), uv_metrics_idle_time(srv->loop), &fps,
+                   &in, &out, &busy);
+    uint64_t refused = srv->stats.frames_failed;
+    snprintf(buf, len,
+             "%s%llu connection(s), %.0f frames/s, %.2f GB/s in, %u/%u slots busy, %llu frames "
+             "answered, %llu failed",
+             srv->draining ? "draining: " : "", (unsigned long long)srv->stats.connections_open,
+             fps, in / 1e9, srv->sched.ring.count - srv->sched.ring.free_count,
+             srv->sched.ring.count, (unsigned long long)srv->stats.frames_answered,
+             (unsigned long long)refused);
 }
 
 int gf_server_failed(const gf_server *srv) {
@@ -638,7 +583,7 @@ int gf_server_close(gf_server *srv) {
     /* After a fatal failure the device may never finish: the process exits
      * without waiting for it, and the OS takes the memory back. */
     if (!failed) {
-        gf_slot_ring_free(&srv->ring);
+        gf_sched_free(&srv->sched);
         gf_engine_close(srv->engine);
     }
     gf_trace_free(&srv->trace);

@@ -1,15 +1,19 @@
 /*
- * The server: the libuv side of the daemon.  It listens on the Unix socket,
- * reads each frame's header into its connection's small buffer and its
- * payload straight into a claimed slot's (pinned) input buffer, submits the
- * slot to the engine, drains completions and writes replies in request order.
+ * The server: the libuv side of the daemon, as main.c sees it.  It listens
+ * on the Unix socket, reads each frame's header into its connection's small
+ * buffer and its payload straight into a claimed slot's (pinned) input
+ * buffer, submits the slot to the engine, drains completions and writes
+ * replies in request order.
  *
- * Where a frame goes (server_internal.h says what each file owns):
- *   read      conn.c     on_read -> conn_process (request.c decodes) -> frame_begin
- *                        (slot claim) -> payload read straight into the slot
- *   submit    server.c   gf__server_submit -> gf_engine_submit
- *   complete  server.c   completion.c's async callback -> on_slot_done
- *   answer    conn.c     gf__conn_flush -> on_write -> gf__reply_finish (slot release)
+ * Where a frame goes (server_state.h draws the map of the files behind it):
+ *   read      conn_io.c  on_io -> conn_read (recvmsg) -> conn_process ->
+ *                        gf_admit_frame (admit.c: a place in a slot) ->
+ *                        payload read straight into the slot
+ *   submit    scheduler.c    gf_sched_end_batch -> gf_engine_submit
+ *   complete  scheduler.c    completion.c's async callback -> gf_sched_complete
+ *                        (reply headers ready; the connection is resumed)
+ *   answer    conn_io.c  conn_resume -> conn_flush (sendmsg) ->
+ *                        gf_conn_finish (conn.c: the slot goes back)
  */
 #ifndef GF_SERVER_H
 #define GF_SERVER_H
@@ -18,13 +22,6 @@
 
 #include "config.h"
 #include "stats.h"
-
-/* Payload bytes that may travel in a connection's read buffer and be copied
- * into the slot: a small frame then costs one read(2), not two, and a client
- * that pipelines small frames has several of them taken in by one read.
- * Every byte of a payload beyond what the buffer holds is read by the kernel
- * straight into pinned memory. */
-#define GF_STAGED_PAYLOAD_MAX_BYTES 16384u
 
 typedef struct gf_server gf_server;
 

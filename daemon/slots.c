@@ -14,21 +14,18 @@ static void slot_put(gf_slot_ring *ring, gf_slot *slot) {
     slot->frame_count = 0;
     slot->used_bytes = 0;
     slot->owner = NULL;
-    slot->next_free = NULL;
-    if (ring->free_tail)
-        ring->free_tail->next_free = slot;
-    else
-        ring->free_head = slot;
-    ring->free_tail = slot;
+    gf_list_push_back(&ring->free, &slot->free_link);
     ring->free_count++;
 }
 
 int gf_slot_ring_init(gf_slot_ring *ring, gf_slot *slots, uint32_t count) {
     ring->slots = slots;
     ring->count = count;
-    ring->free_head = ring->free_tail = NULL;
+    gf_list_init(&ring->free);
     ring->free_count = 0;
     for (uint32_t i = 0; i < count; i++) {
+        gf_link_init(&slots[i].free_link);
+        gf_link_init(&slots[i].held_link);
         slots[i].frames = calloc(GF_SLOT_FRAMES_MAX, sizeof *slots[i].frames);
         if (slots[i].frames == NULL) {
             gf_slot_ring_free(ring);
@@ -48,14 +45,11 @@ void gf_slot_ring_free(gf_slot_ring *ring) {
     }
 }
 
-gf_slot *gf_slot_claim(gf_slot_ring *ring, struct gf_conn *owner) {
-    gf_slot *s = ring->free_head;
-    if (!s)
+gf_slot *gf_slot_claim(gf_slot_ring *ring, struct gf_sched_client *owner) {
+    gf_link *l = gf_list_pop_front(&ring->free);
+    if (!l)
         return NULL;
-    ring->free_head = s->next_free;
-    if (!ring->free_head)
-        ring->free_tail = NULL;
-    s->next_free = NULL;
+    gf_slot *s = gf_list_entry(l, gf_slot, free_link);
     ring->free_count--;
     s->open = 1;
     s->owner = owner;
@@ -106,8 +100,7 @@ gf_frame *gf_slot_add(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint
      * within its own buffer. */
     uint64_t off = align_up(s->used_bytes), extent = in_bytes;
     uint32_t last = p->stage_count - 1;
-    if (off + in_bytes > s->in_capacity_bytes ||
-        off + stage_bytes[last] > s->out_capacity_bytes)
+    if (off + in_bytes > s->in_capacity_bytes || off + stage_bytes[last] > s->out_capacity_bytes)
         return NULL;
     for (uint32_t k = 0; k <= last; k++) {
         if (k < last && off + stage_bytes[k] > s->scratch_capacity_bytes)
@@ -143,6 +136,7 @@ gf_frame *gf_slot_add(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint
     f->submitted_ns = f->done_ns = f->drained_ns = 0;
     f->batched = 0;
     memset(&f->reply, 0, sizeof f->reply);
+    gf_link_init(&f->reply.link);
     f->reply.frame = f;
     return f;
 }

@@ -10,11 +10,12 @@
  * the server claims, fills and releases slots and frames, on the loop thread
  * only.
  *
- * A slot is claimed for its first frame (gf_slot_claim), takes more while it
- * is open (gf_slot_add), goes to the engine whole, and returns to the ring
- * when the last of its frames has been released (gf_frame_release), which
- * happens when that frame's reply has been written, or its result moved out
- * of the slot, or dropped.
+ * A slot is claimed open and empty for one connection's batch (gf_slot_claim:
+ * the scheduler, scheduler.h, decides who gets one), takes frames while it is
+ * open (gf_slot_add), goes to the engine whole, and returns to the ring when
+ * it is closed and the last of its frames has been released
+ * (gf_frame_release), which happens when that frame's reply has been
+ * written, or its result moved out of the slot, or dropped.
  */
 #ifndef GF_SLOTS_H
 #define GF_SLOTS_H
@@ -23,34 +24,17 @@
 
 #include <uv.h>
 
+#include "list.h"
 #include "pipeline.h"
 #include "protocol.h"
+#include "reply.h"
 
 /* Frames one slot carries at most: a batch fills the write of its replies
  * (GF_WRITE_BATCH_MAX) and the socket's reads of small frames. */
 #define GF_SLOT_FRAMES_MAX 64
 
-struct gf_conn;
-struct gf_frame;
+struct gf_sched_client;
 struct gf_slot;
-
-typedef struct gf_queued_reply {
-    struct gf_queued_reply *next;    /* next reply of the same connection        */
-    struct gf_conn *conn;            /* the connection; this reply holds one ref */
-    struct gf_frame *frame;          /* the frame's, or NULL (owns `body`)       */
-    int ready;                       /* header/body are final, may be written    */
-    uint8_t header[GF_HEADER_BYTES]; /* encoded reply header                     */
-    char *body;                      /* slot == NULL: malloc'd payload, or NULL  */
-    size_t body_bytes;               /* its length                               */
-    struct gf_region *region;        /* REGION_ADD: the region being pinned       */
-    struct gf_region *removing;      /* REGION_REMOVE: the region being released  */
-    struct gf_frame *evicted;        /* a frame's result moved out of its slot
-                                        (its client stopped reading): a malloc'd
-                                        copy of the frame, for the accounting when
-                                        it is written; its `region` and `slot` are
-                                        only ever compared with NULL              */
-    gf_header request;               /* REGION_ADD: its request, for the reply    */
-} gf_queued_reply;
 
 /*
  * Where one frame's stages ran, as intervals on the host's CLOCK_MONOTONIC
@@ -94,7 +78,7 @@ typedef struct gf_frame {
     uint64_t out_bytes;                      /* result length (gf_pipeline_output_bytes)  */
     uint64_t stage_bytes[GF_STAGES_MAX];     /* each stage's output length, checked at
                                                 claim against the slot's buffers        */
-    gf_queued_reply reply;                   /* this frame's place in its reply queue     */
+    gf_reply reply;                          /* this frame's place in its reply queue     */
 
     /* Set by the engine before it completes the slot. */
     int status; /* GF_OK, or GF_ERR_ENGINE                   */
@@ -112,36 +96,37 @@ typedef struct gf_frame {
 } gf_frame;
 
 typedef struct gf_slot {
-    uint32_t index;              /* position in the ring, 0..count-1          */
-    uint8_t *in_host;            /* frames' payloads are packed into it       */
-    uint8_t *out_host;           /* the engine writes their results here      */
-    uint64_t in_capacity_bytes;  /* = max_frame_bytes                         */
-    uint64_t out_capacity_bytes; /* largest output any pipeline can produce   */
+    uint32_t index;                  /* position in the ring, 0..count-1          */
+    uint8_t *in_host;                /* frames' payloads are packed into it       */
+    uint8_t *out_host;               /* the engine writes their results here      */
+    uint64_t in_capacity_bytes;      /* = max_frame_bytes                         */
+    uint64_t out_capacity_bytes;     /* largest output any pipeline can produce   */
     uint64_t scratch_capacity_bytes; /* the engine's intermediate buffers     */
-    void *engine_state;          /* the engine's per-slot state (streams...)  */
+    void *engine_state;              /* the engine's per-slot state (streams...)  */
 
     /* The batch: frames[0..frame_count), packed in that order. */
-    gf_frame *frames;      /* GF_SLOT_FRAMES_MAX records (gf_slot_ring_init) */
-    uint32_t frame_count;  /* frames placed in it since its claim           */
-    uint32_t frames_held;  /* of them, not yet released                      */
-    uint64_t used_bytes;   /* where the next frame may start (aligned up)    */
-    struct gf_conn *owner; /* the connection whose batch it is               */
-    int open;              /* claimed and not yet handed to the engine        */
-    int in_flight;         /* on the engine, completion not yet handled      */
-    int time_stages;       /* set at submit: record this batch's stage times */
-    int zero_copy;         /* set by the engine's submit: its kernels ran on
-                              the pinned host buffers, with no copy      */
-    uint64_t submitted_ns; /* handed to the engine                           */
-    uint64_t done_ns;      /* engine thread saw it finish                    */
+    gf_frame *frames;              /* GF_SLOT_FRAMES_MAX records (gf_slot_ring_init) */
+    uint32_t frame_count;          /* frames placed in it since its claim           */
+    uint32_t frames_held;          /* of them, not yet released                      */
+    uint64_t used_bytes;           /* where the next frame may start (aligned up)    */
+    struct gf_sched_client *owner; /* whose batch it is (scheduler.h)            */
+    int open;                      /* claimed and not yet handed to the engine        */
+    int in_flight;                 /* on the engine, completion not yet handled      */
+    int time_stages;               /* set at submit: record this batch's stage times */
+    int zero_copy;                 /* set by the engine's submit: its kernels ran on
+                                      the pinned host buffers, with no copy      */
+    uint64_t submitted_ns;         /* handed to the engine                           */
+    uint64_t done_ns;              /* engine thread saw it finish                    */
 
-    struct gf_slot *next_free; /* free list link (loop thread)              */
+    gf_link free_link;         /* the ring's free list (loop thread)         */
+    gf_link held_link;         /* the scheduler's held batches (scheduler.h)     */
     struct gf_slot *next_done; /* completion stack link (engine threads)    */
 } gf_slot;
 
 typedef struct gf_slot_ring {
     gf_slot *slots; /* the engine's array, `count` long          */
     uint32_t count;
-    gf_slot *free_head, *free_tail; /* FIFO, so frames rotate over all streams */
+    gf_link free; /* FIFO, so frames rotate over all streams */
     uint32_t free_count;
 } gf_slot_ring;
 
@@ -154,7 +139,7 @@ void gf_slot_ring_free(gf_slot_ring *ring);
 
 /* Takes the oldest free slot, open and empty, for `owner`'s frames; NULL
  * when every slot is busy. */
-gf_slot *gf_slot_claim(gf_slot_ring *ring, struct gf_conn *owner);
+gf_slot *gf_slot_claim(gf_slot_ring *ring, struct gf_sched_client *owner);
 
 /*
  * Places a frame of pipeline `p` announced by header `h`, with `in_bytes` of

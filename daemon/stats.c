@@ -27,7 +27,7 @@ int gf_stats_init(gf_stats *st, size_t pipeline_count, uint64_t now_ns) {
 }
 
 int gf_stats_rekey_pipelines(gf_stats *st, const gf_pipeline *from, size_t from_count,
-                              const gf_pipeline *to, size_t to_count) {
+                             const gf_pipeline *to, size_t to_count) {
     gf_pipeline_stats *next = calloc(to_count ? to_count : 1, sizeof *next);
     if (!next)
         return -ENOMEM;
@@ -139,8 +139,8 @@ static void add_pipelines(const gf_stats *st, const gf_pipeline *pipelines, cJSO
         add_u64(p, "id", i);
         cJSON_AddStringToObject(p, "name", pipelines[i].name);
         char kinds[GF_PIPELINE_NAME_MAX * GF_STAGES_MAX];
-        cJSON_AddStringToObject(p, "kind", gf_pipeline_kinds_text(&pipelines[i], kinds,
-                                                                  sizeof kinds));
+        cJSON_AddStringToObject(p, "kind",
+                                gf_pipeline_kinds_text(&pipelines[i], kinds, sizeof kinds));
         add_u64(p, "frames", ps->frames);
         cJSON *ph = cJSON_AddObjectToObject(p, "phases");
         for (unsigned k = 0; k < GF_PHASE_COUNT; k++) {
@@ -190,6 +190,7 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_u64(c, "total", st->connections_total);
     add_u64(c, "rejected", st->connections_rejected);
     add_u64(c, "closed_request_timeout", st->closed_request_timeout);
+    add_u64(c, "closed_receive_stall", st->closed_receive_stall);
     add_u64(c, "closed_write_timeout", st->closed_write_timeout);
     add_u64(c, "closed_idle", st->closed_idle);
     add_u64(c, "refused", st->connections_refused);

@@ -63,6 +63,7 @@ typedef struct gf_stats {
     uint64_t connections_total;          /* accepted since start                  */
     uint64_t connections_rejected;       /* closed by us after a fatal error      */
     uint64_t closed_request_timeout;     /* a begun request not in within time   */
+    uint64_t closed_receive_stall;       /* a payload stalled while others waited */
     uint64_t closed_write_timeout;       /* replies unread for write_timeout_ms   */
     uint64_t closed_idle;                /* idle for idle_timeout_ms              */
     uint64_t frames_received;            /* FRAME headers accepted by the parser  */
@@ -105,7 +106,7 @@ typedef struct gf_stats {
  * totals of the pipeline of its name in `from`, a new name starts at zero,
  * a removed one's are dropped.  Returns 0 or -ENOMEM (nothing changed). */
 int gf_stats_rekey_pipelines(gf_stats *st, const gf_pipeline *from, size_t from_count,
-                              const gf_pipeline *to, size_t to_count);
+                             const gf_pipeline *to, size_t to_count);
 
 /* Zeroes `st` and allocates per-pipeline totals.  Returns 0 or -ENOMEM. */
 int gf_stats_init(gf_stats *st, size_t pipeline_count, uint64_t now_ns);

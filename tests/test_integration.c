@@ -61,7 +61,7 @@
 #define AFFINE_A     2.0f
 #define AFFINE_B     0.5f
 #define SINCOS_ITERS 8u
-/* The daemon's staging boundary (server.h GF_STAGED_PAYLOAD_MAX_BYTES):
+/* The daemon's staging boundary (conn.h GF_STAGED_PAYLOAD_MAX_BYTES):
  * payloads up to it may be copied from the header buffer, the rest is read
  * straight into the slot. */
 #define STAGED_BOUNDARY_BYTES 16384u

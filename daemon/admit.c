@@ -1,0 +1,237 @@
+/*
+ * A FRAME's admission (admit.h): checked, refused or placed in a slot, its
+ * reply queued and its staged payload taken.
+ */
+#include "admit.h"
+
+#include <assert.h>
+#include <string.h>
+
+#include "loopprof.h"
+#include "region.h"
+
+/* What the checks of one FRAME header found. */
+typedef struct admission {
+    uint32_t status;                     /* GF_OK, or why it is refused     */
+    char why[GF_ERROR_TEXT_MAX_BYTES];   /* the refusal's text              */
+    int shm;                             /* by reference (GF_FLAG_SHM)      */
+    int staged;                          /* its payload is in the buffer    */
+    uint64_t in_bytes;                   /* its input                       */
+    int64_t out_bytes;                   /* its result                      */
+    uint64_t stage_bytes[GF_STAGES_MAX]; /* each stage's output             */
+    gf_shm_frame desc;                   /* shm: the descriptor             */
+    gf_region *region;                   /* shm: the region it names        */
+} admission;
+
+/* Checks `in_bytes` of input for pipeline `pipeline_id` against the
+ * pipeline's rule and the slot's buffers, once: the result against its
+ * output buffer, a chain's intermediate results against its scratch. */
+static uint32_t check_lengths(const gf_conn *c, uint32_t pipeline_id, admission *a) {
+    const gf_config *cfg = c->srv->cfg;
+    const gf_slot *slot0 = &c->srv->sched.ring.slots[0];
+    if (pipeline_id >= cfg->pipeline_count) {
+        gf_errorf(a->why, sizeof a->why,
+                  "pipeline id %u is not configured (ids 0..%zu; send LIST to see them)",
+                  pipeline_id, cfg->pipeline_count - 1);
+        return GF_ERR_UNKNOWN_PIPELINE;
+    }
+    const gf_pipeline *p = &cfg->pipelines[pipeline_id];
+    char rule[256];
+    a->out_bytes = gf_pipeline_stage_lengths(p, a->in_bytes, a->stage_bytes, rule, sizeof rule);
+    if (a->out_bytes < 0) {
+        gf_errorf(a->why, sizeof a->why, "pipeline %s: %s", p->name, rule);
+        return GF_ERR_BAD_LENGTH;
+    }
+    if ((uint64_t)a->out_bytes > slot0->out_capacity_bytes) {
+        gf_errorf(a->why, sizeof a->why,
+                  "pipeline %s: output of %lld bytes exceeds the slot's %llu", p->name,
+                  (long long)a->out_bytes, (unsigned long long)slot0->out_capacity_bytes);
+        return GF_ERR_BAD_LENGTH;
+    }
+    /* A plugin's lengths are its own: one beyond what its max_output_bytes
+     * promised at load must not run past the scratch. */
+    for (uint32_t k = 0; k + 1 < p->stage_count; k++)
+        if (a->stage_bytes[k] > slot0->scratch_capacity_bytes) {
+            gf_errorf(a->why, sizeof a->why,
+                      "pipeline %s: stage %u's output of %llu bytes exceeds the slot's %llu of "
+                      "scratch",
+                      p->name, k, (unsigned long long)a->stage_bytes[k],
+                      (unsigned long long)slot0->scratch_capacity_bytes);
+            return GF_ERR_BAD_LENGTH;
+        }
+    return GF_OK;
+}
+
+/* The region `id` of this connection, ready for frames, or NULL. */
+static gf_region *conn_region(const gf_conn *c, uint32_t id) {
+    for (gf_link *l = gf_list_front(&c->regions); l; l = gf_list_next(&c->regions, l)) {
+        gf_region *r = gf_list_entry(l, gf_region, link);
+        if (r->id == id)
+            return r;
+    }
+    return NULL;
+}
+
+/* Checks a shm frame's descriptor `payload`: its region, and every offset
+ * and length before anything is enqueued, without overflow. */
+static uint32_t check_shm(const gf_conn *c, const gf_header *h, const uint8_t *payload,
+                          admission *a) {
+    if (gf_shm_frame_decode(payload, &a->desc) < 0) {
+        gf_errorf(a->why, sizeof a->why, "shm descriptor: reserved bytes 4..7 are not zero");
+        return GF_ERR_BAD_DESCRIPTOR;
+    }
+    a->region = conn_region(c, a->desc.region_id);
+    if (!a->region) {
+        gf_errorf(a->why, sizeof a->why,
+                  "region %u is not one of this connection's (REGION_ADD first)",
+                  a->desc.region_id);
+        return GF_ERR_UNKNOWN_REGION;
+    }
+    a->in_bytes = a->desc.in_bytes;
+    if (a->in_bytes > c->srv->cfg->max_frame_bytes) {
+        gf_errorf(a->why, sizeof a->why, "shm frame of %llu bytes exceeds max_frame_bytes %llu",
+                  (unsigned long long)a->in_bytes,
+                  (unsigned long long)c->srv->cfg->max_frame_bytes);
+        return GF_ERR_BAD_LENGTH;
+    }
+    uint32_t status = check_lengths(c, h->pipeline_id, a);
+    if (status != GF_OK)
+        return status;
+    if (gf_shm_frame_check(&a->desc, a->region->bytes, (uint64_t)a->out_bytes, a->why,
+                           sizeof a->why) < 0)
+        return GF_ERR_BAD_DESCRIPTOR;
+    return GF_OK;
+}
+
+/* Everything a FRAME header must pass before it may take a place. */
+static uint32_t check(const gf_conn *c, const gf_request *req, admission *a) {
+    const gf_header *h = &req->header;
+    a->shm = (h->flags & GF_FLAG_SHM) != 0;
+    a->staged = a->shm || h->payload_bytes <= GF_STAGED_PAYLOAD_MAX_BYTES;
+    a->in_bytes = h->payload_bytes;
+    if (c->srv->draining) {
+        /* Stopping: every frame read gets an answer, none runs. */
+        gf_errorf(a->why, sizeof a->why, "the daemon is stopping; frame not run");
+        return GF_ERR_SHUTTING_DOWN;
+    }
+    if (a->shm)
+        return check_shm(c, h, c->buf + c->buf_start + req->bytes, a);
+    return check_lengths(c, h->pipeline_id, a);
+}
+
+/* The frame `req` is refused: its payload will be skipped. */
+static void refuse(gf_conn *c, const gf_request *req, const admission *a) {
+    c->srv->stats.frames_received++;
+    c->srv->stats.frames_failed++;
+    c->header_seen_ns = 0;
+    c->buf_start += req->bytes;
+    gf_request_refuse(&c->decoder, req);
+    if (!c->decoder.skip_left)
+        c->request_begun_ns = 0;
+    gf_conn_reject(c, &req->header, a->status, a->why);
+}
+
+/* A place for the frame: in the open batch if it is staged, fits and runs
+ * the same pipeline; else in an empty slot of its own batch (the open one
+ * goes to the engine first).  NULL: the connection waits for a slot. */
+static gf_frame *place(gf_conn *c, const gf_header *h, const admission *a) {
+    gf_sched *s = &c->srv->sched;
+    const gf_pipeline *p = &c->srv->cfg->pipelines[h->pipeline_id];
+    gf_slot *b = c->sched.batch;
+    if (b && b->frame_count > 0) {
+        gf_frame *f =
+            a->staged ? gf_slot_add(b, p, h, a->in_bytes, a->stage_bytes, c->header_seen_ns) : NULL;
+        if (f)
+            return f;
+        gf_sched_close_batch(s, &c->sched);
+    }
+    b = gf_sched_claim(s, &c->sched, !a->staged);
+    if (!b)
+        return NULL; /* no slot now: reading stops until one is granted (backpressure) */
+    /* An empty slot takes any frame the checks passed. */
+    gf_frame *f = gf_slot_add(b, p, h, a->in_bytes, a->stage_bytes, c->header_seen_ns);
+    assert(f != NULL);
+    return f;
+}
+
+/* Frame `f`'s payload is all in: it joins its slot's batch, which goes to
+ * the engine when the connection's read is processed. */
+static void frame_whole(gf_conn *c, gf_frame *f) {
+    if (c->frame == f) {
+        c->frame = NULL;
+        gf_sched_received(&c->srv->sched, &c->sched);
+    }
+    c->request_begun_ns = 0;
+    f->batched = 1;
+}
+
+/* By reference: the engine copies straight from and into the region. */
+static void bind_shm(gf_conn *c, gf_frame *f, const admission *a) {
+    c->buf_start += GF_SHM_FRAME_BYTES;
+    gf_request_advance(&c->decoder, GF_SHM_FRAME_BYTES);
+    gf_region_ref(a->region);
+    f->region = a->region;
+    f->in_bytes = a->desc.in_bytes;
+    f->src = a->region->base + a->desc.in_offset;
+    f->dst = a->region->base + a->desc.out_offset;
+    gf_shm_result res = {.region_id = a->region->id,
+                         .out_offset = a->desc.out_offset,
+                         .out_bytes = (uint64_t)a->out_bytes};
+    gf_shm_result_encode(&res, f->shm_result);
+    frame_whole(c, f);
+}
+
+/* Whatever part of the payload came in with the header (at most
+ * GF_STAGED_PAYLOAD_MAX_BYTES) is copied; the rest is read in place. */
+static void take_staged(gf_conn *c, gf_frame *f) {
+    c->frame = f;
+    c->receive_progress_ns = gf_now_ns();
+    gf_request body;
+    gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &body);
+    if (body.kind == GF_REQ_PAYLOAD) {
+        int prof = gf_prof_enter(GF_PROF_COPY);
+        memcpy(f->in_host, c->buf + c->buf_start, body.bytes);
+        gf_prof_leave(prof);
+        c->buf_start += body.bytes;
+        gf_request_advance(&c->decoder, body.bytes);
+    }
+    if (!gf_request_in_payload(&c->decoder))
+        frame_whole(c, f);
+}
+
+int gf_admit_frame(gf_conn *c, const gf_request *req) {
+    const gf_header *h = &req->header;
+    if (!c->header_seen_ns)
+        c->header_seen_ns = gf_now_ns();
+    /* A payload that fits the buffer is taken in whole before a slot is
+     * asked for (README.md, "Fair slots"). */
+    if (h->payload_bytes <= GF_STAGED_PAYLOAD_MAX_BYTES &&
+        c->buf_end - c->buf_start < req->bytes + h->payload_bytes)
+        return 0;
+    admission a;
+    a.status = check(c, req, &a);
+    if (a.status != GF_OK) {
+        refuse(c, req, &a);
+        return 1;
+    }
+    gf_frame *f = place(c, h, &a);
+    if (!f)
+        return 0;
+    c->srv->stats.frames_received++;
+    c->buf_start += req->bytes;
+    gf_request_accept(&c->decoder, req);
+    c->header_seen_ns = 0;
+    gf_conn_push(c, &f->reply);
+    if (a.shm)
+        bind_shm(c, f, &a);
+    else
+        take_staged(c, f);
+    return 1;
+}
+
+void gf_admit_payload(gf_conn *c, size_t n) {
+    c->receive_progress_ns = gf_now_ns();
+    gf_request_advance(&c->decoder, (uint64_t)n);
+    if (!gf_request_in_payload(&c->decoder))
+        frame_whole(c, c->frame);
+}

@@ -1,0 +1,170 @@
+/*
+ * One client connection: its whole state in one struct, and what every file
+ * that serves it shares: queueing its replies, finishing one (which releases
+ * the frame, slot, region or memory it held), taking back a frame whose
+ * payload is arriving, and closing.  conn_io.c drives the connection (its
+ * events, reads and writes); query.c and admit.c handle its requests.
+ *
+ * Rules it keeps:
+ * - Every request gets exactly one reply (result or error) while the
+ *   connection is open, in the order the requests arrived.
+ * - A slot belongs to one connection's batch, from its claim until the last
+ *   of that batch's frames' replies is written, its result moved out of the
+ *   slot (gf_conn_evict_results), or dropped.
+ * - Closing never frees memory a frame on the engine or a reply still uses:
+ *   the struct is freed once its handle is closed and no reply is
+ *   unfinished; a frame's result that completes after the close is dropped,
+ *   and its slot still returns.
+ * - Finishing a reply never re-enters the connection: what it makes
+ *   possible (reading again, writing the next reply, a slot for a waiter)
+ *   is deferred work (defer.h).
+ * - Every file descriptor that arrives is claimed by the REGION_ADD request
+ *   it came with or closed at once.
+ *
+ * Loop thread only.
+ */
+#ifndef GF_CONN_H
+#define GF_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "defer.h"
+#include "list.h"
+#include "reply.h"
+#include "request.h"
+#include "scheduler.h"
+#include "server_state.h"
+
+/* Payload bytes that may travel in a connection's read buffer and be copied
+ * into the slot: a small frame then costs one read(2), not two, and a client
+ * that pipelines small frames has several of them taken in by one read.
+ * Every byte of a payload beyond what the buffer holds is read by the kernel
+ * straight into pinned memory. */
+#define GF_STAGED_PAYLOAD_MAX_BYTES 16384u
+/* The connection's buffer: one header plus a small staged payload. */
+#define GF_CONN_BUF_BYTES (GF_HEADER_BYTES + GF_STAGED_PAYLOAD_MAX_BYTES)
+/* ERROR/LIST/STATS/TRACE replies a connection may have queued before we stop
+ * reading from it: a client that floods requests and never reads cannot
+ * make the daemon's memory grow without bound. */
+#define GF_CONN_MAX_LOOSE_REPLIES 64
+
+typedef struct gf_conn {
+    uv_poll_t poll;  /* readiness of the socket; poll.data is the conn       */
+    int fd;          /* the socket: read with recvmsg (it may carry a memfd),
+                        written with sendmsg; closed in the close callback   */
+    int poll_events; /* UV_READABLE | UV_WRITABLE now asked of `poll`        */
+    gf_server *srv;
+    uint64_t id;            /* for logs: 1, 2, ... in accept order            */
+    uint32_t uid, gid, pid; /* the peer, from SO_PEERCRED at accept           */
+    gf_link link;           /* the server's live connections                  */
+    gf_link throttled_link; /* the server's connections stopped for
+                               max_output_bytes_total                        */
+    gf_defer_item resume;   /* deferred: go on with it (conn_io.c)            */
+    gf_sched_client sched;  /* its slot: waiting for one, its open batch      */
+
+    gf_request_decoder decoder;     /* where the request stream stands              */
+    uint8_t buf[GF_CONN_BUF_BYTES]; /* received bytes not yet consumed              */
+    size_t buf_start, buf_end;      /* unconsumed bytes are buf[buf_start..buf_end) */
+    gf_frame *frame;                /* the frame whose payload is being received in
+                                       place, into its own slot                     */
+    uint64_t header_seen_ns;        /* when the pending FRAME header was first read */
+    uint64_t request_begun_ns;      /* an unfinished request is arriving since; 0:
+                                       none (or waiting for a slot: not its fault)  */
+    uint64_t last_input_ns;         /* bytes last arrived (idle_timeout_ms)         */
+    uint64_t write_progress_ns;     /* bytes last went out while the socket was full */
+    uint64_t receive_progress_ns;   /* bytes of `frame`'s payload last arrived      */
+    uint64_t rx_bytes;              /* bytes received since accept                  */
+    int pending_fd;                 /* a memfd received and not yet claimed, or -1  */
+    uint64_t pending_fd_pos;        /* the stream offset of the last byte that came
+                                       with it: the request holding that byte owns it */
+    gf_link regions;                /* its regions, ready for frames (REGION_ADD)   */
+    uint32_t region_count;          /* regions held and being pinned                */
+    uint32_t next_region_id;        /* the id the next region gets (from 1)         */
+    gf_reply_queue out;             /* replies owed, in request order               */
+
+    unsigned reading : 1;       /* UV_READABLE is asked for                        */
+    unsigned write_blocked : 1; /* the socket was full: waiting for UV_WRITABLE    */
+    unsigned input_drained : 1; /* stopping: read all there was, then cut the rest */
+    unsigned eof : 1;           /* the client shut down its writing side           */
+    unsigned fatal : 1;         /* a fatal protocol error: close after replies     */
+    unsigned closing : 1;       /* gf_conn_close ran                               */
+    unsigned handle_closed : 1; /* the poll handle's close callback ran            */
+} gf_conn;
+
+/* The connection that `sc` is the scheduler's view of. */
+static inline gf_conn *gf_conn_of(gf_sched_client *sc) {
+    return gf_list_entry(sc, gf_conn, sched);
+}
+
+/*
+ * A connection for the accepted socket `fd` (non-blocking, close-on-exec) of
+ * the peer uid/gid/pid, on the server's list, not yet reading; `resume`
+ * runs when its deferred work is marked.  Takes `fd` in every case.  Returns
+ * it, or NULL (logged).
+ */
+gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid,
+                     void (*resume)(gf_defer_item *it));
+
+/* Marks the connection to go on after the current event (conn_io.c). */
+void gf_conn_defer(gf_conn *c);
+
+/*
+ * Whether the connection may take more requests given the replies it has
+ * not let us write: fewer than GF_CONN_MAX_LOOSE_REPLIES, under
+ * max_output_bytes, and, while all connections together are over
+ * max_output_bytes_total, none queued at all.  A connection over its share
+ * is not read until its client reads: memory stays bounded, nothing is lost.
+ */
+int gf_conn_output_room(gf_conn *c);
+
+/* Appends `r` to the connection's queue (a frame's, or a loose one). */
+void gf_conn_push(gf_conn *c, gf_reply *r);
+
+/* Queues a loose reply to the request `h` owning `body` (malloc'd or NULL);
+ * out of memory closes the connection. */
+void gf_conn_reply(gf_conn *c, uint8_t type, const gf_header *h, uint32_t status, char *body,
+                   size_t body_bytes);
+
+/*
+ * Queues an ERROR reply for the request `h` with `status` and the message
+ * `text`, and counts it.  A fatal status also stops reading: the connection
+ * closes once its replies are out.
+ */
+void gf_conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const char *text);
+
+/*
+ * A reply is done with, off its queue: written (`delivered`), or dropped.  A
+ * frame's result computed and never delivered is counted as dropped here,
+ * and nowhere else.  Frees what the reply owns, releases its frame (its
+ * slot returns after its batch's last), region or memory, and marks what
+ * that makes possible as deferred work.  The connection may be freed.
+ */
+void gf_conn_finish(gf_reply *r, int delivered);
+
+/* Takes back the frame whose payload is arriving: its reply, the newest and
+ * not ready, leaves the queue unsent, its slot goes back.  The caller counts
+ * it and answers the request if it must. */
+void gf_conn_take_back_frame(gf_conn *c);
+
+/*
+ * The client is not reading and another connection waits for a slot:
+ * results waiting to be written move out of their slots into memory of the
+ * connection's own, within max_output_bytes, and the slots go back.  Past
+ * that limit the rest stay in their slots until write_timeout_ms closes the
+ * connection.  Results normally go out straight from the slot's pinned
+ * buffer: this copy happens only for a client whose socket is full while
+ * others wait.
+ */
+void gf_conn_evict_results(gf_conn *c);
+
+/*
+ * Closes the connection.  Replies not yet written are dropped; a frame still
+ * on the engine keeps its slot until it completes, and is then dropped too.
+ * Memory is freed once the handle is closed and no reply is unfinished.
+ */
+void gf_conn_close(gf_conn *c);
+
+#endif

@@ -1,0 +1,589 @@
+/*
+ * A connection's driver (conn_io.h): events, recvmsg and the request loop,
+ * sendmsg of ready replies, EOF, the drain, deadlines.
+ */
+#include "conn_io.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "admit.h"
+#include "deadline.h"
+#include "introspect.h"
+#include "log.h"
+#include "loopprof.h"
+#include "query.h"
+
+static void on_io(uv_poll_t *h, int status, int events);
+
+/* A line about something a client did, within the server's budget. */
+#define conn_log(c, ...)                                                                           \
+    gf_log_limited(&(c)->srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO, __VA_ARGS__)
+
+/* ---- reading on and off ------------------------------------------------------- */
+
+/* Asks the poll handle for exactly the events the connection waits for. */
+static void conn_set_events(gf_conn *c) {
+    if (c->closing)
+        return;
+    int want = (c->reading ? UV_READABLE : 0) | (c->write_blocked ? UV_WRITABLE : 0);
+    if (want == c->poll_events)
+        return;
+    c->poll_events = want;
+    if (want)
+        uv_poll_start(&c->poll, want, on_io);
+    else
+        uv_poll_stop(&c->poll);
+}
+
+/* Whether reading can make progress now. */
+static int conn_can_read(gf_conn *c) {
+    return !c->closing && !c->eof && !c->fatal && !gf_sched_waiting(&c->sched) &&
+           gf_conn_output_room(c);
+}
+
+static void conn_update_reading(gf_conn *c) {
+    if (c->closing)
+        return;
+    c->reading = conn_can_read(c);
+    /* Stopping: a connection that reads nothing more has no input left. */
+    if (c->srv->draining && (c->eof || c->fatal))
+        c->input_drained = 1;
+    conn_set_events(c);
+}
+
+/* Part of a request is in: a payload arriving or being skipped, or bytes
+ * of a request buffered. */
+static int conn_request_begun(const gf_conn *c) {
+    return c->frame || c->decoder.skip_left || c->buf_end > c->buf_start;
+}
+
+/* A request's clock runs while part of it is in and it can progress:
+ * waiting for a slot is the daemon's doing, and a connection not read for
+ * its unread replies is bounded by write_timeout_ms instead. */
+static void conn_track_request(gf_conn *c) {
+    if (!conn_request_begun(c) || gf_sched_waiting(&c->sched) || !gf_conn_output_room(c))
+        c->request_begun_ns = 0;
+    else if (!c->request_begun_ns)
+        c->request_begun_ns = gf_now_ns();
+}
+
+/* ---- writing -------------------------------------------------------------------- */
+
+/* Finishes the replies written whole, counting each result answered. */
+static void finish_written(gf_conn *c, gf_link *done) {
+    gf_link *l;
+    while ((l = gf_list_pop_front(done))) {
+        gf_reply *r = gf_list_entry(l, gf_reply, link);
+        if (r->frame && r->frame->status == GF_OK)
+            gf_frame_answered(c->srv, c->id, r->frame);
+        else if (r->evicted && r->evicted->status == GF_OK)
+            gf_frame_answered(c->srv, c->id, r->evicted);
+        gf_conn_finish(r, 1);
+    }
+}
+
+/* Writes, in order, the ready replies at the head of the queue, a batch of
+ * them per sendmsg, until none is ready or the socket is full. */
+static void conn_flush(gf_conn *c) {
+    int prof = gf_prof_enter(GF_PROF_FLUSH);
+    while (!c->closing && !c->write_blocked && gf_replyq_can_write(&c->out)) {
+        struct iovec iov[2 * GF_WRITE_BATCH_MAX];
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = gf_replyq_gather(&c->out, iov)};
+        ssize_t sent;
+        int send_prof = gf_prof_enter(GF_PROF_SEND);
+        do
+            sent = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (sent < 0 && errno == EINTR);
+        gf_prof_leave(send_prof);
+        if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            c->write_progress_ns = gf_now_ns();
+            c->write_blocked = 1;
+        } else if (sent < 0) {
+            conn_log(c, "connection %llu (uid %u pid %u): write failed (%s); closing",
+                     (unsigned long long)c->id, c->uid, c->pid, strerror(errno));
+            gf_conn_close(c);
+        } else {
+            c->write_progress_ns = gf_now_ns();
+            gf_link done;
+            gf_list_init(&done);
+            c->write_blocked = gf_replyq_consume(&c->out, (size_t)sent, &done);
+            finish_written(c, &done);
+        }
+    }
+    gf_prof_leave(prof);
+    if (c->write_blocked)
+        gf_conn_evict_results(c);
+}
+
+/* ---- what ends a connection's input ---------------------------------------------- */
+
+/* Ends the frame or request that is late: its slot goes back at once, the
+ * client is told request_timeout with `why`, and the connection closes once
+ * that is written (or write_timeout_ms later). */
+static void conn_end_request(gf_conn *c, const char *why) {
+    gf_header h = {.version = GF_PROTOCOL_VERSION};
+    char text[GF_ERROR_TEXT_MAX_BYTES];
+    size_t n = gf_errorf(text, sizeof text, "%s", why);
+    if (c->frame) {
+        h.version = c->frame->version;
+        h.frame_id = c->frame->frame_id;
+        h.pipeline_id = c->frame->pipeline_id;
+        gf_errorf(text + n, sizeof text - n, " (%llu of %llu payload bytes of frame %llu)",
+                  (unsigned long long)(c->frame->in_bytes - c->decoder.payload_left),
+                  (unsigned long long)c->frame->in_bytes, (unsigned long long)h.frame_id);
+        c->srv->stats.frames_failed++;
+        gf_conn_take_back_frame(c);
+    }
+    c->request_begun_ns = 0;
+    gf_conn_reject(c, &h, GF_ERR_REQUEST_TIMEOUT, text);
+}
+
+/*
+ * Stopping, and the socket has nothing more to read: every request read in
+ * whole has been answered or queued.  What is begun and not complete (a
+ * payload arriving into a slot, a header in parts) is cut now rather than
+ * waited for: the frame is answered shutting_down, and the connection
+ * closes once its replies are out.
+ */
+static void conn_input_drained(gf_conn *c) {
+    if (c->closing || c->input_drained)
+        return;
+    if (c->frame) {
+        gf_header h = {.version = c->frame->version,
+                       .type = GF_MSG_FRAME,
+                       .frame_id = c->frame->frame_id,
+                       .pipeline_id = c->frame->pipeline_id};
+        char text[GF_ERROR_TEXT_MAX_BYTES];
+        gf_errorf(text, sizeof text,
+                  "the daemon is stopping; frame cut after %llu of %llu payload bytes",
+                  (unsigned long long)(c->frame->in_bytes - c->decoder.payload_left),
+                  (unsigned long long)c->frame->in_bytes);
+        c->srv->stats.frames_failed++;
+        gf_conn_take_back_frame(c);
+        gf_conn_reject(c, &h, GF_ERR_SHUTTING_DOWN, text);
+    }
+    c->fatal = 1; /* read nothing more; close once the replies are out */
+    c->input_drained = 1;
+    gf_server_defer(c->srv, &c->srv->drained);
+}
+
+/*
+ * After the client's EOF or a fatal error: a frame half received can never
+ * complete, and a connection that owes nothing more and waits for nothing
+ * is closed.  Frames already whole still get answered first (a half-closed
+ * client may be waiting for results on the GPU).
+ */
+static void conn_settle(gf_conn *c) {
+    if (c->closing)
+        return;
+    int input_over = c->eof && !gf_sched_waiting(&c->sched);
+    if (input_over && c->frame) {
+        conn_log(c,
+                 "connection %llu (uid %u pid %u): closed after %llu of %llu payload bytes of "
+                 "frame %llu",
+                 (unsigned long long)c->id, c->uid, c->pid,
+                 (unsigned long long)(c->frame->in_bytes - c->decoder.payload_left),
+                 (unsigned long long)c->frame->in_bytes, (unsigned long long)c->frame->frame_id);
+        c->srv->stats.frames_truncated++;
+        gf_conn_take_back_frame(c);
+    }
+    if ((input_over || c->fatal) && c->out.unfinished == 0)
+        gf_conn_close(c);
+}
+
+/* After any event: what the connection took in goes to the engine, what it
+ * owes goes out, its input is settled, and it reads exactly when it can. */
+static void conn_go_on(gf_conn *c) {
+    if (!c->closing)
+        gf_sched_end_batch(&c->srv->sched, &c->sched, c->frame != NULL, !c->fatal);
+    conn_flush(c);
+    conn_settle(c);
+    conn_update_reading(c);
+    conn_track_request(c);
+}
+
+/* ---- the request loop -------------------------------------------------------------- */
+
+/* File descriptors are allowed on REGION_ADD only, one at a time, whole:
+ * anything else is a fatal stray_fd, and every fd received is closed. */
+static void conn_stray_fd(gf_conn *c, const char *what) {
+    gf_header h = {.version = GF_PROTOCOL_VERSION};
+    if (c->pending_fd >= 0)
+        close(c->pending_fd);
+    c->pending_fd = -1;
+    if (c->frame) {
+        h.version = c->frame->version;
+        h.frame_id = c->frame->frame_id;
+        h.pipeline_id = c->frame->pipeline_id;
+        c->srv->stats.frames_failed++;
+        gf_conn_take_back_frame(c);
+    }
+    char text[GF_ERROR_TEXT_MAX_BYTES];
+    gf_errorf(text, sizeof text, "%s; only REGION_ADD takes one, sent with its own bytes", what);
+    gf_conn_reject(c, &h, GF_ERR_STRAY_FD, text);
+}
+
+/*
+ * The memfd that came with the request `req` at the front of the buffer:
+ * the pending fd whose last byte lies inside the request's bytes, taken
+ * from the connection.  Returns it, -1 when none came with it, or -2 after
+ * refusing an fd that came with earlier bytes.
+ */
+static int conn_request_fd(gf_conn *c, const gf_request *req) {
+    if (c->pending_fd < 0)
+        return -1;
+    uint64_t start = c->rx_bytes - (c->buf_end - c->buf_start);
+    uint64_t end =
+        start + req->bytes + (req->header.type == GF_MSG_FRAME ? req->header.payload_bytes : 0);
+    if (c->pending_fd_pos < start) {
+        conn_stray_fd(c, "a file descriptor came with a refused frame's payload");
+        return -2;
+    }
+    if (c->pending_fd_pos >= end)
+        return -1;
+    int fd = c->pending_fd;
+    c->pending_fd = -1;
+    return fd;
+}
+
+/* A whole request header: to admission or to the queries.  Returns 1 when
+ * it was consumed and the loop may go on. */
+static int conn_dispatch(gf_conn *c, const gf_request *req) {
+    int fd = conn_request_fd(c, req);
+    if (fd == -2)
+        return 0;
+    if (fd >= 0 && req->header.type != GF_MSG_REGION_ADD) {
+        close(fd);
+        char what[96];
+        gf_errorf(what, sizeof what, "a file descriptor came with a %s request",
+                  gf_msg_type_name(req->header.type));
+        conn_stray_fd(c, what);
+        return 0;
+    }
+    if (req->header.type != GF_MSG_FRAME) {
+        gf_query_answer(c, req, fd);
+        return 1;
+    }
+    return gf_admit_frame(c, req);
+}
+
+/* Takes one decoded event of the request stream.  Returns 1 to go on. */
+static int conn_take(gf_conn *c, const gf_request *req) {
+    switch (req->kind) {
+    case GF_REQ_MORE: return 0;
+    case GF_REQ_SKIP:
+        c->buf_start += req->bytes;
+        gf_request_advance(&c->decoder, req->bytes);
+        if (!c->decoder.skip_left)
+            c->request_begun_ns = 0;
+        return 1;
+    case GF_REQ_ERROR:
+        /* The stream cannot be trusted past a bad header.  A status not
+         * fatal in itself (bad_length on a LIST) ends it too: count it. */
+        if (!gf_status_is_fatal(req->status))
+            c->srv->stats.connections_rejected++;
+        c->fatal = 1;
+        gf_conn_reject(c, &req->header, req->status, req->text);
+        return 0;
+    case GF_REQ_HEADER: return conn_dispatch(c, req);
+    case GF_REQ_PAYLOAD: assert(!"payload bytes outside a claimed slot"); return 0;
+    }
+    return 0;
+}
+
+/* Consumes buffered bytes until it needs more, must wait, or must stop. */
+static void conn_process(gf_conn *c) {
+    int prof = gf_prof_enter(GF_PROF_PARSE);
+    while (!c->closing && !c->fatal && !gf_sched_waiting(&c->sched) && !c->frame &&
+           gf_conn_output_room(c)) {
+        gf_request req;
+        gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
+        if (!conn_take(c, &req))
+            break;
+    }
+    gf_prof_leave(prof);
+}
+
+/* ---- reading -------------------------------------------------------------------- */
+
+/* Where the next received bytes go: the rest of the payload being read
+ * straight into a slot, or the free end of the connection's buffer. */
+static void conn_read_target(gf_conn *c, struct iovec *iov) {
+    if (c->frame) {
+        /* Straight into the slot's pinned input buffer: no staging copy. */
+        uint64_t left = c->decoder.payload_left;
+        iov->iov_base = c->frame->in_host + (c->frame->in_bytes - left);
+        iov->iov_len = (size_t)left;
+        return;
+    }
+    if (c->buf_start == c->buf_end) {
+        c->buf_start = c->buf_end = 0;
+    } else if (c->buf_start > 0) {
+        memmove(c->buf, c->buf + c->buf_start, c->buf_end - c->buf_start);
+        c->buf_end -= c->buf_start;
+        c->buf_start = 0;
+    }
+    /* Reading is on only while the buffer holds less than one request that
+     * fits it (a header and a payload of at most GF_STAGED_PAYLOAD_MAX_BYTES),
+     * so there is always room. */
+    assert(c->buf_end < sizeof c->buf);
+    iov->iov_base = c->buf + c->buf_end;
+    iov->iov_len = sizeof c->buf - c->buf_end;
+}
+
+/* `n` bytes arrived where conn_read_target said (0: end of file), with the
+ * memfd `fd` (-1: none) or control data that was `bad` (several fds, or
+ * truncated). */
+static void conn_received(gf_conn *c, size_t n, int fd, int bad) {
+    c->last_input_ns = gf_now_ns();
+    if (n == 0) {
+        if (fd >= 0)
+            close(fd);
+        c->eof = 1;
+        return;
+    }
+    c->rx_bytes += n;
+    int into_slot = c->frame != NULL;
+    if (into_slot)
+        gf_admit_payload(c, n);
+    else
+        c->buf_end += n;
+    if (fd >= 0 || bad) {
+        /* Payload read into a slot is a frame's: no fd may come with it. */
+        if (bad || into_slot || c->pending_fd >= 0) {
+            if (fd >= 0)
+                close(fd);
+            conn_stray_fd(c, bad ? "several file descriptors, or truncated control data, came "
+                                   "with one read"
+                             : into_slot ? "a file descriptor came with a frame's payload"
+                                         : "a second file descriptor came before the first "
+                                           "was claimed");
+            return;
+        }
+        c->pending_fd = fd;
+        c->pending_fd_pos = c->rx_bytes - 1;
+    }
+    conn_process(c);
+}
+
+/* The one fd SCM_RIGHTS brought with a read into *fd; `bad` when there were
+ * several (all but the first closed) or the control data was truncated. */
+static int take_fds(struct msghdr *msg, int *fd) {
+    int bad = (msg->msg_flags & MSG_CTRUNC) != 0;
+    *fd = -1;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t k = 0; k < count; k++) {
+            int got;
+            memcpy(&got, CMSG_DATA(cm) + k * sizeof(int), sizeof got);
+            if (*fd < 0) {
+                *fd = got;
+            } else {
+                close(got);
+                bad = 1;
+            }
+        }
+    }
+    return bad;
+}
+
+/* One recvmsg where conn_read_target says.  Returns the bytes read (0: EOF),
+ * or -1 when the socket had nothing (or failed: the connection closed). */
+static ssize_t conn_recv(gf_conn *c, struct iovec *iov) {
+    union {
+        struct cmsghdr align;
+        char bytes[CMSG_SPACE(sizeof(int))];
+    } control;
+    struct msghdr msg = {.msg_iov = iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.bytes,
+                         .msg_controllen = sizeof control.bytes};
+    ssize_t n;
+    int prof = gf_prof_enter(GF_PROF_RECV);
+    do
+        n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    gf_prof_leave(prof);
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            conn_log(c, "connection %llu (uid %u pid %u): read failed (%s); closing",
+                     (unsigned long long)c->id, c->uid, c->pid, strerror(errno));
+            gf_conn_close(c);
+        } else if (c->srv->draining && !conn_request_begun(c)) {
+            /* Nothing begun: the client's input is all answered.  A begun
+             * request gets GF_DRAIN_STALL_MS to go on arriving. */
+            conn_input_drained(c);
+        }
+        return -1;
+    }
+    int fd;
+    int bad = take_fds(&msg, &fd);
+    conn_received(c, (size_t)n, fd, bad);
+    return n;
+}
+
+/* Reads what the socket holds, with any memfd that came with it, and
+ * processes it as it comes. */
+static void conn_read(gf_conn *c) {
+    for (int i = 0; i < GF_READS_PER_EVENT && c->reading; i++) {
+        /* A full buffer must be consumed before reading more (a read of 0
+         * bytes would look like EOF). */
+        if (!c->frame && c->buf_start == 0 && c->buf_end == sizeof c->buf)
+            break;
+        struct iovec iov;
+        conn_read_target(c, &iov);
+        size_t asked = iov.iov_len;
+        ssize_t n = conn_recv(c, &iov);
+        c->reading = c->reading && conn_can_read(c);
+        if (n <= 0 || (size_t)n < asked)
+            return;
+    }
+}
+
+/* ---- events ------------------------------------------------------------------------- */
+
+/* The socket is readable or writable (or failed). */
+static void on_io(uv_poll_t *h, int status, int events) {
+    gf_conn *c = h->data;
+    if (status < 0) {
+        conn_log(c, "connection %llu (uid %u pid %u): socket error (%s); closing",
+                 (unsigned long long)c->id, c->uid, c->pid, uv_strerror(status));
+        gf_conn_close(c);
+    }
+    if ((events & UV_WRITABLE) && !c->closing)
+        c->write_blocked = 0;
+    if ((events & UV_READABLE) && c->reading && !c->closing)
+        conn_read(c);
+    conn_go_on(c);
+}
+
+/* Deferred work: something the connection waited for happened (a slot was
+ * granted, a reply went out or became ready, the daemon started draining). */
+static void conn_resume(gf_defer_item *it) {
+    gf_conn *c = gf_list_entry(it, gf_conn, resume);
+    if (c->closing)
+        return;
+    conn_process(c);
+    /* Stopping: read what the socket holds now rather than wait for an
+     * event that an idle client never causes; EAGAIN ends its input. */
+    if (c->srv->draining && !c->input_drained) {
+        c->reading = conn_can_read(c);
+        conn_read(c);
+    }
+    conn_go_on(c);
+}
+
+void gf_conn_io_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
+    gf_conn *c = gf_conn_new(srv, fd, uid, gid, pid, conn_resume);
+    if (c)
+        conn_update_reading(c);
+}
+
+/* ---- deadlines ---------------------------------------------------------------------- */
+
+static void conn_close_for(gf_conn *c, uint64_t now_ns, const char *why, uint32_t ms) {
+    gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
+                   "connection %llu (uid %u pid %u): %s %u; closing, %u repl%s dropped",
+                   (unsigned long long)c->id, c->uid, c->pid, why, ms, c->out.unfinished,
+                   c->out.unfinished == 1 ? "y" : "ies");
+    gf_conn_close(c);
+}
+
+void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
+    gf_server *srv = c->srv;
+    const gf_config *cfg = srv->cfg;
+    if (c->closing)
+        return;
+    gf_conn_clocks k = {
+        .request_begun_ns = c->fatal ? 0 : c->request_begun_ns,
+        .write_blocked_ns = c->write_blocked ? c->write_progress_ns : 0,
+        .last_input_ns = c->last_input_ns,
+        .receive_progress_ns = c->frame ? c->receive_progress_ns : 0,
+        .idle = !c->out.unfinished && !c->request_begun_ns && !gf_sched_waiting(&c->sched),
+        .drain_reading = srv->draining && !c->input_drained && c->reading,
+        .receive_contended = gf_sched_receive_contended(&srv->sched),
+    };
+    gf_deadline_limits lim = {.request_timeout_ms = cfg->request_timeout_ms,
+                              .write_timeout_ms = cfg->write_timeout_ms,
+                              .idle_timeout_ms = cfg->idle_timeout_ms};
+    char why[GF_ERROR_TEXT_MAX_BYTES];
+    switch (gf_deadline_due(&k, &lim, now_ns)) {
+    case GF_DUE_NONE: return;
+    case GF_DUE_DRAIN_STALL: conn_input_drained(c); break;
+    case GF_DUE_RECEIVE_STALL:
+        srv->stats.closed_receive_stall++;
+        gf_errorf(why, sizeof why,
+                  "payload made no progress for %u ms while other clients waited for a slot",
+                  GF_RECEIVE_STALL_MS);
+        conn_end_request(c, why);
+        break;
+    case GF_DUE_REQUEST:
+        srv->stats.closed_request_timeout++;
+        gf_errorf(why, sizeof why, "request not complete within request_timeout_ms %u",
+                  cfg->request_timeout_ms);
+        conn_end_request(c, why);
+        break;
+    case GF_DUE_WRITE:
+        srv->stats.closed_write_timeout++;
+        conn_close_for(c, now_ns,
+                       "its replies made no progress (the client does not read) for "
+                       "write_timeout_ms",
+                       cfg->write_timeout_ms);
+        break;
+    case GF_DUE_IDLE:
+        srv->stats.closed_idle++;
+        conn_close_for(c, now_ns, "idle for idle_timeout_ms", cfg->idle_timeout_ms);
+        break;
+    }
+    conn_go_on(c);
+}
+
+/* ---- the scheduler's hooks ------------------------------------------------------------ */
+
+void gf_conn_io_granted(gf_sched_client *sc, void *arg) {
+    (void)arg;
+    gf_conn_defer(gf_conn_of(sc));
+}
+
+void gf_conn_io_replies_ready(gf_sched_client *sc, gf_slot *s, void *arg) {
+    (void)arg;
+    gf_conn *c = gf_conn_of(sc);
+    if (!c->closing) {
+        gf_conn_defer(c);
+        return;
+    }
+    /* Its connection went: the results are dropped (the last may free it). */
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        gf_reply *r = &s->frames[i].reply;
+        if (r->conn != c || !r->ready)
+            continue;
+        gf_replyq_remove(r);
+        gf_conn_finish(r, 0);
+    }
+}
+
+int gf_conn_io_receive_ready(gf_sched_client *sc, void *arg) {
+    (void)arg;
+    gf_conn *c = gf_conn_of(sc);
+    gf_request req;
+    gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
+    if (req.kind != GF_REQ_HEADER)
+        return 1;
+    uint64_t want = req.header.payload_bytes < GF_RECEIVE_READY_BYTES ? req.header.payload_bytes
+                                                                      : GF_RECEIVE_READY_BYTES;
+    uint64_t have = c->buf_end - c->buf_start - req.bytes;
+    int queued = 0;
+    if (have < want && ioctl(c->fd, FIONREAD, &queued) == 0 && queued > 0)
+        have += (uint64_t)queued;
+    return have >= want;
+}

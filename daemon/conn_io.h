@@ -1,0 +1,54 @@
+/*
+ * A connection's driver: the events it reacts to and what it does about
+ * them.  Its socket is watched with a uv_poll_t and read and written with
+ * recvmsg/sendmsg of our own, not a uv_stream_t: a client passes its memfd
+ * (REGION_ADD) as SCM_RIGHTS ancillary data, and only our own recvmsg sees
+ * which bytes an fd came with, whether the control data was truncated, and
+ * can close every stray fd.
+ *
+ * Where a frame goes in this file:
+ *   read     on_io -> conn_read (recvmsg) -> conn_process (request.c decodes)
+ *            -> gf_admit_frame (admit.c) or gf_query_answer (query.c)
+ *   submit   conn_go_on -> gf_sched_end_batch (scheduler.c) -> the engine
+ *   answer   the scheduler's replies_ready hook defers; conn_resume ->
+ *            conn_flush (one sendmsg per batch of ready replies) ->
+ *            gf_conn_finish (conn.c: the slot goes back)
+ *
+ * After every event the driver does the same things in the same order
+ * (conn_go_on): what was taken in goes to the engine, what is owed goes out,
+ * an EOF or a fatal error is settled, and reading is on exactly when it can
+ * progress.  What an event makes possible elsewhere is deferred work
+ * (defer.h): no function here runs inside another's call for the same
+ * connection.  Loop thread only.
+ */
+#ifndef GF_CONN_IO_H
+#define GF_CONN_IO_H
+
+#include <stdint.h>
+
+#include "conn.h"
+
+/* Reads per readiness event at most: a connection that always has bytes
+ * must not keep the loop from the others. */
+#define GF_READS_PER_EVENT 16
+/* A receiver is "ready" for a slot (the scheduler's receive_ready hook)
+ * when this much of its payload, or all of it if less, is there to read. */
+#define GF_RECEIVE_READY_BYTES (64u * 1024)
+
+/* The listener's accept callback: serves the accepted socket `fd` of the
+ * peer uid/gid/pid; takes `fd` in every case. */
+void gf_conn_io_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid);
+
+/* The watchdog's round for one connection at `now_ns` (deadline.h): cuts
+ * what a drain waits for, ends a stalled or late request, closes a
+ * connection whose client does not read or is idle; each close is counted
+ * and logged. */
+void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns);
+
+/* The scheduler's hooks (scheduler.h): a slot was granted; a batch's replies
+ * are ready; is a receive waiter's payload there to read. */
+void gf_conn_io_granted(gf_sched_client *sc, void *arg);
+void gf_conn_io_replies_ready(gf_sched_client *sc, gf_slot *s, void *arg);
+int gf_conn_io_receive_ready(gf_sched_client *sc, void *arg);
+
+#endif

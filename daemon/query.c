@@ -1,0 +1,175 @@
+/*
+ * LIST, STATS, TRACE and the region messages (query.h).
+ */
+#include "query.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "introspect.h"
+#include "log.h"
+#include "region.h"
+
+/* Queues a LIST, STATS or TRACE reply holding `doc` (consumed). */
+static void reply_json(gf_conn *c, const gf_header *h, cJSON *doc) {
+    char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
+    cJSON_Delete(doc);
+    if (!text) {
+        char why[GF_ERROR_TEXT_MAX_BYTES];
+        gf_errorf(why, sizeof why, "out of memory building the %s reply",
+                  gf_msg_type_name(h->type));
+        gf_conn_reject(c, h, GF_ERR_INTERNAL, why);
+        return;
+    }
+    gf_conn_reply(c, h->type, h, GF_OK, text, strlen(text));
+}
+
+/* Pinning of a REGION_ADD's region ended: its reply, waiting in order in
+ * the queue (`arg`; NULL when the connection went meanwhile), is made. */
+static void region_ready(gf_region *r, void *arg) {
+    gf_reply *q = arg;
+    if (!q)
+        return;
+    gf_conn *c = q->conn;
+    const gf_header *h = &q->request;
+    size_t len;
+    char *body;
+    q->region = NULL;
+    if (r->pin_status < 0) {
+        len = strlen(r->why);
+        body = malloc(len + 1);
+        if (body)
+            memcpy(body, r->why, len + 1);
+        gf_replyq_set_body(&c->out, q, body, len);
+        gf_reply_header(q->header, h->version, GF_MSG_ERROR, 0, h->frame_id, h->pipeline_id,
+                        GF_ERR_BAD_REGION, q->body_bytes);
+        c->srv->stats.rejected[GF_ERR_BAD_REGION]++;
+        gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
+                       "connection %llu: region of %llu bytes refused: %s",
+                       (unsigned long long)c->id, (unsigned long long)r->bytes, r->why);
+        c->region_count--;
+        gf_region_unref(r);
+    } else {
+        gf_region_info info = {.region_id = r->id,
+                               .flags = r->pinned ? GF_REGION_PINNED : 0,
+                               .region_bytes = r->bytes};
+        body = malloc(GF_REGION_INFO_BYTES);
+        if (body)
+            gf_region_info_encode(&info, (uint8_t *)body);
+        gf_replyq_set_body(&c->out, q, body, GF_REGION_INFO_BYTES);
+        /* Out of memory: an empty reply the client refuses, which closes it. */
+        gf_reply_header(q->header, h->version, GF_MSG_REGION_ADD, 0, h->frame_id, h->pipeline_id,
+                        GF_OK, q->body_bytes);
+        gf_list_push_front(&c->regions, &r->link);
+        c->srv->stats.regions_added++;
+        GF_LOG_DBG("connection %llu: region %u of %llu bytes added%s", (unsigned long long)c->id,
+                   r->id, (unsigned long long)r->bytes, r->pinned ? ", pinned" : "");
+    }
+    q->ready = 1;
+    gf_conn_defer(c);
+}
+
+/* REGION_ADD with the memfd `fd` it carried (-1: none; taken in any case).
+ * The reply waits in the queue while the region is pinned off the loop. */
+static void region_add(gf_conn *c, const gf_header *h, int fd) {
+    char why[GF_ERROR_TEXT_MAX_BYTES];
+    if (c->srv->draining) {
+        if (fd >= 0)
+            close(fd);
+        gf_conn_reject(c, h, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new regions");
+        return;
+    }
+    if (fd < 0) {
+        gf_conn_reject(c, h, GF_ERR_BAD_REGION,
+                       "REGION_ADD came without a file descriptor: send the memfd as "
+                       "SCM_RIGHTS with the request's own bytes");
+        return;
+    }
+    gf_region *r;
+    uint32_t status =
+        gf_region_open(c->srv, fd, c->next_region_id, c->region_count, &r, why, sizeof why);
+    if (status != GF_OK) {
+        gf_conn_reject(c, h, status, why);
+        return;
+    }
+    gf_reply *q = calloc(1, sizeof *q);
+    if (!q) {
+        gf_region_unref(r);
+        gf_conn_reject(c, h, GF_ERR_INTERNAL, "out of memory for a REGION_ADD reply");
+        return;
+    }
+    gf_link_init(&q->link);
+    c->next_region_id++;
+    c->region_count++;
+    q->region = r;
+    q->request = *h;
+    gf_conn_push(c, q);
+    gf_region_pin(r, region_ready, q);
+}
+
+/* The region a REGION_REMOVE named is unpinned and unmapped: its reply
+ * (`arg`) may go. */
+static void region_released(void *arg) {
+    gf_reply *q = arg;
+    q->removing = NULL;
+    q->ready = 1;
+    gf_conn_defer(q->conn);
+}
+
+/* REGION_REMOVE of the region `h->pipeline_id` names: frames still in flight
+ * on it finish first; then it is unpinned and unmapped, and only then is the
+ * reply sent, so the memory is free (and STATS says so) when it arrives. */
+static void region_remove(gf_conn *c, const gf_header *h) {
+    for (gf_link *l = gf_list_front(&c->regions); l; l = gf_list_next(&c->regions, l)) {
+        gf_region *r = gf_list_entry(l, gf_region, link);
+        if (r->id != h->pipeline_id)
+            continue;
+        gf_reply *q = calloc(1, sizeof *q);
+        if (!q) {
+            gf_conn_reject(c, h, GF_ERR_INTERNAL, "out of memory for a REGION_REMOVE reply");
+            return;
+        }
+        gf_link_init(&q->link);
+        gf_list_remove(&r->link);
+        c->region_count--;
+        c->srv->stats.regions_removed++;
+        gf_reply_header(q->header, h->version, GF_MSG_REGION_REMOVE, 0, h->frame_id, h->pipeline_id,
+                        GF_OK, 0);
+        q->removing = r;
+        r->on_released = region_released;
+        r->released_arg = q;
+        gf_conn_push(c, q);
+        gf_region_unref(r); /* may release it, and make q ready, at once */
+        return;
+    }
+    char why[GF_ERROR_TEXT_MAX_BYTES];
+    gf_errorf(why, sizeof why, "region %u is not one of this connection's", h->pipeline_id);
+    gf_conn_reject(c, h, GF_ERR_UNKNOWN_REGION, why);
+}
+
+void gf_query_answer(gf_conn *c, const gf_request *req, int fd) {
+    gf_server *srv = c->srv;
+    const gf_header *h = &req->header;
+    c->buf_start += req->bytes;
+    gf_request_accept(&c->decoder, req); /* no payload: validated by the decoder */
+    c->request_begun_ns = 0;
+    switch (h->type) {
+    case GF_MSG_LIST:
+        srv->stats.requests_list++;
+        reply_json(c, h, gf_list_document(srv));
+        break;
+    case GF_MSG_STATS:
+        srv->stats.requests_stats++;
+        reply_json(c, h, gf_stats_document(srv));
+        break;
+    case GF_MSG_TRACE:
+        srv->stats.requests_trace++;
+        reply_json(c, h, gf_trace_document(srv, h->pipeline_id));
+        break;
+    case GF_MSG_REGION_ADD: region_add(c, h, fd); break;
+    case GF_MSG_REGION_REMOVE: region_remove(c, h); break;
+    default: assert(!"the decoder let through a type the daemon does not take");
+    }
+}

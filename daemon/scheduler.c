@@ -1,0 +1,286 @@
+/*
+ * Slot scheduling (scheduler.h): claims and waiters, grants, batches, submission
+ * to the engine and completion.
+ */
+#include "scheduler.h"
+
+#include <assert.h>
+#include <stdlib.h>
+
+#include "loopprof.h"
+#include "util.h"
+
+int gf_sched_init(gf_sched *s, gf_engine *engine, gf_stats *stats, const gf_config *cfg,
+                  const gf_sched_hooks *hooks) {
+    s->engine = engine;
+    s->stats = stats;
+    s->cfg = cfg;
+    s->hooks = *hooks;
+    gf_list_init(&s->wait_run);
+    gf_list_init(&s->wait_receive);
+    gf_list_init(&s->held);
+    s->in_flight = s->receiving = 0;
+    s->next_wait_seq = s->submit_seq = 0;
+    s->draining = 0;
+    int rc = gf_slot_ring_init(&s->ring, engine->slots, engine->slot_count);
+    /* All slots but one may be received into: a whole frame always finds one. */
+    s->receive_max = s->ring.count > 1 ? s->ring.count - 1 : 1;
+    return rc;
+}
+
+void gf_sched_free(gf_sched *s) {
+    gf_slot_ring_free(&s->ring);
+}
+
+void gf_sched_client_init(gf_sched_client *c) {
+    gf_link_init(&c->waiting);
+    c->batch = NULL;
+    c->wait_seq = 0;
+    c->receive = c->receiving = 0;
+}
+
+static void receiving_start(gf_sched *s, gf_sched_client *c) {
+    if (!c->receiving) {
+        c->receiving = 1;
+        s->receiving++;
+    }
+}
+
+/* Whether a newcomer asking for a slot must queue behind those waiting: a
+ * whole frame behind whole frames, and behind receivers that a free slot
+ * could go to; a receiver behind anyone, and while receivers are capped. */
+static int must_wait(const gf_sched *s, int receive) {
+    int receivers_could_go = !gf_list_empty(&s->wait_receive) && s->receiving < s->receive_max;
+    if (!receive)
+        return !gf_list_empty(&s->wait_run) || receivers_could_go;
+    return !gf_list_empty(&s->wait_run) || !gf_list_empty(&s->wait_receive) ||
+           s->receiving >= s->receive_max;
+}
+
+gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
+    assert(!gf_sched_waiting(c));
+    gf_slot *slot = c->batch;
+    if (slot) {
+        /* Granted, or left open and empty: it takes any frame. */
+        assert(slot->open && slot->frame_count == 0);
+    } else if (!must_wait(s, receive) && (slot = gf_slot_claim(&s->ring, c))) {
+        c->batch = slot;
+    } else {
+        int first_receiver = receive && gf_list_empty(&s->wait_receive);
+        c->receive = receive != 0;
+        c->wait_seq = s->next_wait_seq++;
+        gf_list_push_back(receive ? &s->wait_receive : &s->wait_run, &c->waiting);
+        s->stats->backpressure_pauses++;
+        if (first_receiver && s->hooks.contended)
+            s->hooks.contended(s->hooks.arg);
+        return NULL;
+    }
+    if (receive)
+        receiving_start(s, c);
+    return slot;
+}
+
+void gf_sched_stop_waiting(gf_sched *s, gf_sched_client *c) {
+    (void)s;
+    gf_list_remove(&c->waiting);
+    c->receive = 0;
+}
+
+static gf_sched_client *waiter(gf_link *l) {
+    return l ? gf_list_entry(l, gf_sched_client, waiting) : NULL;
+}
+
+/* The receiver a free slot goes to: the first of the oldest
+ * GF_GRANT_PROBES_MAX whose bytes are there; those asked whose bytes are not
+ * go to the back.  When none is ready, the oldest. */
+static gf_sched_client *pick_receiver(gf_sched *s) {
+    gf_sched_client *oldest = waiter(gf_list_front(&s->wait_receive));
+    if (!oldest || !s->hooks.receive_ready)
+        return oldest;
+    gf_link asked;
+    gf_list_init(&asked);
+    gf_sched_client *ready = NULL;
+    for (int i = 0; i < GF_GRANT_PROBES_MAX && !ready; i++) {
+        gf_sched_client *c = waiter(gf_list_pop_front(&s->wait_receive));
+        if (!c)
+            break;
+        if (s->hooks.receive_ready(c, s->hooks.arg))
+            ready = c;
+        else
+            gf_list_push_back(&asked, &c->waiting);
+    }
+    gf_list_splice(&s->wait_receive, &asked);
+    if (ready) {
+        gf_list_push_front(&s->wait_receive, &ready->waiting);
+        return ready;
+    }
+    return oldest;
+}
+
+void gf_sched_grant(gf_sched *s) {
+    while (s->ring.free_count > 0 && !s->draining) {
+        gf_sched_client *run = waiter(gf_list_front(&s->wait_run));
+        gf_sched_client *recv = s->receiving < s->receive_max ? pick_receiver(s) : NULL;
+        gf_sched_client *c = run && (!recv || run->wait_seq < recv->wait_seq) ? run : recv;
+        if (!c)
+            return;
+        int receive = c->receive;
+        gf_sched_stop_waiting(s, c);
+        assert(!c->batch);
+        c->batch = gf_slot_claim(&s->ring, c);
+        if (receive)
+            receiving_start(s, c);
+        s->hooks.granted(c, s->hooks.arg);
+    }
+}
+
+void gf_sched_received(gf_sched *s, gf_sched_client *c) {
+    if (!c->receiving)
+        return;
+    c->receiving = 0;
+    s->receiving--;
+    /* A receiver held back by the cap may take a free slot now. */
+    if (!gf_list_empty(&s->wait_receive) && s->ring.free_count > 0)
+        s->hooks.wake(s->hooks.arg);
+}
+
+/* Hands the closed slot `b` and its batch to the engine; on its refusal
+ * every frame's ERROR reply is made ready. */
+static void submit(gf_sched *s, gf_slot *b) {
+    uint64_t now = gf_now_ns();
+    for (uint32_t i = 0; i < b->frame_count; i++) {
+        s->stats->bytes_in += b->frames[i].in_bytes;
+        b->frames[i].submitted_ns = now;
+    }
+    /* Timing events cost a small frame about as much as the frame itself:
+     * time one submission in timing_sample_every (config/README.md). */
+    b->time_stages = s->cfg->timing_events && s->submit_seq++ % s->cfg->timing_sample_every == 0;
+    b->submitted_ns = now;
+    b->in_flight = 1;
+    s->in_flight++;
+    s->stats->submissions++;
+    int prof = gf_prof_enter(GF_PROF_SUBMIT);
+    int rc = gf_engine_submit(s->engine, b);
+    gf_prof_leave(prof);
+    if (rc == 0) {
+        s->stats->zero_copy_submissions += (uint64_t)b->zero_copy;
+        s->hooks.submitted(b, 0, s->hooks.arg);
+        return;
+    }
+    b->in_flight = 0;
+    s->in_flight--;
+    for (uint32_t i = 0; i < b->frame_count; i++) {
+        gf_frame *f = &b->frames[i];
+        if (!f->batched)
+            continue;
+        f->batched = 0;
+        f->status = GF_ERR_ENGINE;
+        s->stats->rejected[GF_ERR_ENGINE]++;
+        s->stats->frames_failed++;
+        /* Out of memory leaves the ERROR without its text, not the frame
+         * without a reply. */
+        char *text = malloc(GF_ERROR_TEXT_MAX_BYTES);
+        size_t len =
+            text ? gf_errorf(text, GF_ERROR_TEXT_MAX_BYTES,
+                             "the %s engine could not start this frame", s->engine->ops->name)
+                 : 0;
+        f->reply.owned = text;
+        f->reply.body = text;
+        f->reply.body_bytes = len;
+        gf_reply_header(f->reply.header, f->version, GF_MSG_ERROR, 0, f->frame_id, f->pipeline_id,
+                        GF_ERR_ENGINE, len);
+        f->reply.ready = 1;
+    }
+    gf_slot_hold(b);
+    s->hooks.replies_ready(b->owner, b, s->hooks.arg);
+    if (gf_slot_unhold(&s->ring, b))
+        s->hooks.wake(s->hooks.arg);
+    s->hooks.submitted(b, rc, s->hooks.arg);
+}
+
+void gf_sched_close_batch(gf_sched *s, gf_sched_client *c) {
+    gf_slot *b = c->batch;
+    if (!b)
+        return;
+    assert(!c->receiving);
+    c->batch = NULL;
+    gf_list_remove(&b->held_link);
+    if (gf_slot_close(&s->ring, b))
+        s->hooks.wake(s->hooks.arg);
+    else
+        submit(s, b);
+}
+
+void gf_sched_end_batch(gf_sched *s, gf_sched_client *c, int receiving_now, int may_hold) {
+    gf_slot *b = c->batch;
+    if (!b || receiving_now)
+        return;
+    if (b->frames_held > 0 && may_hold && !s->draining && s->in_flight >= GF_BATCH_HOLD_IN_FLIGHT) {
+        if (!gf_linked(&b->held_link))
+            gf_list_push_back(&s->held, &b->held_link);
+        return;
+    }
+    gf_sched_close_batch(s, c);
+}
+
+void gf_sched_release(gf_sched *s, gf_frame *f) {
+    if (gf_frame_release(&s->ring, f))
+        s->hooks.wake(s->hooks.arg);
+}
+
+/* A finished frame's reply: its header, and its body where the engine left
+ * the result (the slot's output, or the client's region). */
+static void frame_reply(gf_sched *s, gf_frame *f) {
+    gf_reply *r = &f->reply;
+    if (f->status == GF_OK && f->region) {
+        gf_reply_header(r->header, f->version, GF_MSG_RESULT, GF_FLAG_SHM, f->frame_id,
+                        f->pipeline_id, GF_OK, GF_SHM_RESULT_BYTES);
+        r->body = f->shm_result;
+        r->body_bytes = GF_SHM_RESULT_BYTES;
+    } else if (f->status == GF_OK) {
+        gf_reply_header(r->header, f->version, GF_MSG_RESULT, 0, f->frame_id, f->pipeline_id, GF_OK,
+                        f->out_bytes);
+        r->body = f->out_host;
+        r->body_bytes = f->out_bytes;
+    } else {
+        s->stats->rejected[f->status]++;
+        s->stats->frames_failed++;
+        gf_reply_header(r->header, f->version, GF_MSG_ERROR, 0, f->frame_id, f->pipeline_id,
+                        (uint32_t)f->status, 0);
+        r->body_bytes = 0;
+    }
+    r->ready = 1;
+}
+
+void gf_sched_complete(gf_slot *slot, void *arg) {
+    gf_sched *s = arg;
+    int prof = gf_prof_enter(GF_PROF_DONE);
+    assert(slot->in_flight);
+    slot->in_flight = 0;
+    s->in_flight--;
+    gf_engine_finish(s->engine, slot);
+    uint64_t drained = gf_now_ns();
+    for (uint32_t i = 0; i < slot->frame_count; i++) {
+        gf_frame *f = &slot->frames[i];
+        if (!f->batched)
+            continue;
+        f->batched = 0;
+        f->done_ns = slot->done_ns;
+        f->drained_ns = drained;
+        s->stats->frames_completed++;
+        frame_reply(s, f);
+    }
+    /* Writing or dropping the replies may release every frame: the slot must
+     * not go back to the ring (and be claimed anew) while they are handled. */
+    gf_slot_hold(slot);
+    s->hooks.replies_ready(slot->owner, slot, s->hooks.arg);
+    if (gf_slot_unhold(&s->ring, slot))
+        s->hooks.wake(s->hooks.arg);
+    /* Batches held open while the engine was busy go now. */
+    gf_link *l;
+    while ((l = gf_list_front(&s->held))) {
+        gf_slot *b = gf_list_entry(l, gf_slot, held_link);
+        gf_sched_close_batch(s, b->owner);
+    }
+    gf_prof_leave(prof);
+}

@@ -1,0 +1,166 @@
+/*
+ * Slot scheduling: who gets a slot, when a batch goes to the engine, and
+ * what a finished slot means for its frames' replies.
+ *
+ * A connection (a client of the scheduler: gf_sched_client, embedded in
+ * gf_conn) asks for a slot for its next frame with gf_sched_claim.  It gets
+ * one at once, or waits on one of two FIFO queues and is granted one later:
+ *
+ * - a frame that is whole (its payload staged in the connection's buffer, or
+ *   a shm descriptor) needs a slot only to run: it waits on `wait_run`;
+ * - a frame whose payload is read in place needs the slot while its bytes
+ *   arrive, which the client controls: it waits on `wait_receive`.
+ *
+ * At most `receive_max` slots (all but one, when there are two or more) are
+ * being received into at once, so a client that stalls mid-payload, or many
+ * that take turns doing so, never hold every slot: a whole frame always
+ * finds one within a submission's time.  When a slot frees, waiters are
+ * granted slots in arrival order across both queues, a receiver only under
+ * that cap, and among receivers first one whose bytes are already there
+ * (the `receive_ready` hook): a client that announced a payload and sent
+ * nothing waits behind those that are sending.  A newcomer that finds
+ * others waiting queues behind them.
+ *
+ * Grants happen in one pass after the loop's I/O (gf_sched_grant, run by
+ * the server's deferred work when the `wake` hook asked for it), never from
+ * inside the event that freed the slot; the client granted a slot finds it
+ * as its open batch, empty, and is resumed through the `granted` hook.
+ *
+ * A batch (one slot's frames) stays open while its connection's read is
+ * being processed, and is then closed: submitted to the engine, or held
+ * open for more frames while GF_BATCH_HOLD_IN_FLIGHT submissions keep the
+ * engine busy (until one completes).  When a slot completes, each frame's
+ * reply header is built and marked ready, and the `replies_ready` hook
+ * writes or drops them.  Loop thread only.
+ */
+#ifndef GF_SCHEDULER_H
+#define GF_SCHEDULER_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "engine.h"
+#include "list.h"
+#include "slots.h"
+#include "stats.h"
+
+/* Submissions on the engine above which a batch of small frames is held
+ * open for more, until a slot completes: two keep the copies of one batch
+ * overlapping the kernels of the other. */
+#define GF_BATCH_HOLD_IN_FLIGHT 2
+/* Receive waiters a grant asks about their bytes (the receive_ready hook)
+ * before it takes the oldest anyway: bounds the system calls of one grant. */
+#define GF_GRANT_PROBES_MAX 8
+
+/* What the scheduler keeps of one connection. */
+typedef struct gf_sched_client {
+    gf_link waiting;        /* on wait_run or wait_receive                      */
+    gf_slot *batch;         /* its open slot, which its next frames join; a
+                               granted slot is open and empty                   */
+    uint64_t wait_seq;      /* its place in the arrival order of waiters        */
+    unsigned receive : 1;   /* waiting to receive a payload in place            */
+    unsigned receiving : 1; /* its batch's slot is being received into (counted
+                               in receiving)                                   */
+} gf_sched_client;
+
+typedef struct gf_sched_hooks {
+    /* `c` was granted a slot (its batch): go on with it, after this pass. */
+    void (*granted)(gf_sched_client *c, void *arg);
+    /* The frames of `s`, `c`'s batch, have their replies ready (results or
+     * errors): write them, or drop them if `c` is closing. */
+    void (*replies_ready)(gf_sched_client *c, gf_slot *s, void *arg);
+    /* A slot went back to the ring: call gf_sched_grant after this event. */
+    void (*wake)(void *arg);
+    /* A receive waiter's payload bytes: nonzero when they are there to read
+     * (enough of them to be worth a slot).  Called during gf_sched_grant. */
+    int (*receive_ready)(gf_sched_client *c, void *arg);
+    /* The engine took `s` (rc 0) or refused it (rc < 0, its frames already
+     * failed): start polling, or stop the daemon if the engine is poisoned. */
+    void (*submitted)(gf_slot *s, int rc, void *arg);
+    /* A client now waits for a slot to receive into, and none did before:
+     * a receiver's stall has become a deadline (deadline.h). */
+    void (*contended)(void *arg);
+    void *arg;
+} gf_sched_hooks;
+
+typedef struct gf_sched {
+    gf_slot_ring ring; /* the engine's slots                               */
+    gf_engine *engine;
+    gf_stats *stats;      /* counters of submissions and completions          */
+    const gf_config *cfg; /* the running configuration (timing sampling)      */
+    gf_link wait_run;     /* clients with a whole frame waiting for a slot    */
+    gf_link wait_receive; /* clients with a payload to receive in place       */
+    gf_link held;         /* open batches held for more frames (slots)        */
+    uint32_t in_flight;   /* slots on the engine                              */
+    uint32_t receiving;   /* slots a payload is being received into           */
+    uint32_t receive_max; /* the cap on `receiving`                           */
+    uint64_t next_wait_seq;
+    uint64_t submit_seq; /* submissions: picks the ones timed                */
+    int draining;        /* stopping: batches are not held, no grant         */
+    gf_sched_hooks hooks;
+} gf_sched;
+
+/*
+ * Takes the engine's slots into the ring.  `hooks` is copied.  Returns 0 or
+ * -ENOMEM.
+ */
+int gf_sched_init(gf_sched *s, gf_engine *engine, gf_stats *stats, const gf_config *cfg,
+                  const gf_sched_hooks *hooks);
+
+/* Frees what gf_sched_init allocated. */
+void gf_sched_free(gf_sched *s);
+
+/* A client at its start: no batch, waiting for nothing. */
+void gf_sched_client_init(gf_sched_client *c);
+
+/*
+ * `c` needs an empty slot for a frame (`receive`: its payload will be read
+ * into the slot in place): its batch when that is empty (a granted slot),
+ * else a free slot unless others wait before it.  Returns the slot, now
+ * `c`'s batch, or NULL: `c` waits, and will be granted one.  `c`'s batch
+ * must be empty or closed before it asks.
+ */
+gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive);
+
+/* Nonzero while `c` waits for a slot. */
+static inline int gf_sched_waiting(const gf_sched_client *c) {
+    return gf_linked(&c->waiting);
+}
+
+/* Takes `c` off the waiter queues (it closes, or the daemon stops). */
+void gf_sched_stop_waiting(gf_sched *s, gf_sched_client *c);
+
+/* Hands free slots to waiters, in the order the header comment says.  Run
+ * once after the events that freed slots (the `wake` hook). */
+void gf_sched_grant(gf_sched *s);
+
+/* The payload `c` was receiving in place is whole, or taken back: its slot
+ * no longer counts as receiving. */
+void gf_sched_received(gf_sched *s, gf_sched_client *c);
+
+/*
+ * `c`'s read was processed.  Its batch goes to the engine now, unless a
+ * payload is still arriving into it (`receiving_now`) or `may_hold` and the
+ * engine is busy (GF_BATCH_HOLD_IN_FLIGHT): then it is held open for the
+ * next frames until a slot completes.  An empty batch goes back to the ring.
+ */
+void gf_sched_end_batch(gf_sched *s, gf_sched_client *c, int receiving_now, int may_hold);
+
+/* Closes `c`'s batch now, if it has one: its frames go to the engine. */
+void gf_sched_close_batch(gf_sched *s, gf_sched_client *c);
+
+/* Frame `f` is done with (its reply written, its result moved out, or
+ * dropped): its slot goes back once the last of its frames is released. */
+void gf_sched_release(gf_sched *s, gf_frame *f);
+
+/* The completion queue's callback (completion.h): `slot` came back from the
+ * engine; `arg` is the scheduler. */
+void gf_sched_complete(gf_slot *slot, void *arg);
+
+/* Clients waiting for a slot to receive into: the receive-stall deadline
+ * matters only then. */
+static inline int gf_sched_receive_contended(const gf_sched *s) {
+    return !gf_list_empty(&s->wait_receive);
+}
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * The serving loop's state: one struct that the daemon's serving files share
+ * (server.h keeps it opaque to everyone else).  It is data only; the calls
+ * between the files that read it go one way, from the top down:
+ *
+ *   server.c      start-up, teardown, reload, graceful drain, the watchdog
+ *                 and the fatal path, the deferred-work items of the loop
+ *     listener.c  the listening socket: accept, refuse, hand the fd on
+ *     conn_io.c   a connection's driver: its events, recvmsg and the request
+ *                 loop, sendmsg of ready replies, EOF, its deadlines
+ *       query.c   LIST, STATS, TRACE and the region messages
+ *       admit.c   a FRAME's admission: checks, a slot, its payload
+ *         conn.c  the connection itself: its replies and what finishing one
+ *                 releases, taking back a frame, closing
+ *           introspect.c  frame accounting, the STATS/LIST/TRACE documents
+ *           region.c      shared-memory regions
+ *           scheduler.c       slots: waiters, grants, batches, completion
+ *             reply.c, slots.c, deadline.c, defer.c, stats.c, trace.c ...
+ *
+ * What goes back up goes through hooks set at open (the scheduler's, the
+ * listener's accept, a region's release) or through deferred work
+ * (defer.h): an event marks what must happen next and one pass after the
+ * loop's I/O does it.  Everything here belongs to the loop thread; the
+ * engines reach the loop only through the completion queue.
+ */
+#ifndef GF_SERVER_STATE_H
+#define GF_SERVER_STATE_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "completion.h"
+#include "config.h"
+#include "defer.h"
+#include "engine.h"
+#include "list.h"
+#include "log.h"
+#include "scheduler.h"
+#include "stats.h"
+#include "trace.h"
+
+/* server.h keeps it opaque; here it is whole. */
+typedef struct gf_server gf_server;
+
+/* Lines per second about connections refused or closed by a deadline or an
+ * error they caused: a local client must not be able to flood the journal. */
+#define GF_CLOSE_LOG_PER_S 10
+/* Loose reply bytes after which an idle daemon trims its heap (server.c,
+ * "memory"): glibc's own default trim threshold, before its dynamic mmap
+ * threshold raises it. */
+#define GF_TRIM_AFTER_LOOSE_BYTES (128u * 1024)
+
+struct gf_server {
+    uv_loop_t *loop;
+    const gf_config *cfg; /* the running configuration                       */
+    gf_engine *engine;
+    gf_sched sched;        /* the slots and who gets them                      */
+    gf_completion done;    /* engines push finished slots here                 */
+    gf_defer defer;        /* work after each event (defer.h)                  */
+    gf_defer_item grant;   /* free slots to hand to waiters                    */
+    gf_defer_item drained; /* stopping: see whether everything is answered     */
+    gf_defer_item trim;    /* see whether the heap can be trimmed              */
+
+    void (*accept)(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid);
+    /* serves an accepted socket (conn_io.c)           */
+    uv_poll_t listener; /* the listening socket's readiness                 */
+    int listener_fd;    /* the listening socket, or -1                      */
+    int listen_fd;      /* >= 0: a socket passed by systemd                 */
+    int reserve_fd;     /* kept open to answer one client at EMFILE         */
+
+    uv_timer_t watchdog;                /* connection deadlines and batch deadlines         */
+    uv_timer_t sampler;                 /* rates and loop utilisation, once a second        */
+    uv_timer_t drain_timer;             /* bounds a graceful stop                           */
+    uv_idle_t poller;                   /* completion = poll, hybrid: runs while the engine
+                                           polls submissions, so the loop never sleeps then,
+                                           and (poll) GF_POLL_LINGER_NS after               */
+    enum gf_completion_mode completion; /* in effect: the CPU engine's is host_func */
+    uint64_t poll_last_ns;              /* the poller's last run, or its start              */
+    uint64_t poll_quiet_ns;             /* when it found nothing left to poll               */
+
+    gf_trace trace;    /* the last frames' stage times (TRACE)             */
+    gf_stats stats;    /* every counter (stats.h)                          */
+    gf_link conns;     /* live connections (gf_conn.link)                  */
+    gf_link throttled; /* of them, stopped for max_output_bytes_total
+                          (gf_conn.throttled_link)                         */
+    uint64_t next_conn_id;
+    gf_log_budget close_log;         /* lines about connections refused or closed */
+    uint64_t loose_bytes;            /* every connection's unwritten loose replies */
+    uint64_t loose_since_trim_bytes; /* of them, bytes queued since the heap was
+                                        last trimmed                             */
+    unsigned listening : 1;
+    unsigned draining : 1;
+    unsigned failed : 1;         /* fatal engine failure or drain timeout        */
+    unsigned handles_closed : 1; /* the drain ended: every handle is closing     */
+};
+
+/* Marks `it` to run after the current event (defer.h). */
+static inline void gf_server_defer(gf_server *srv, gf_defer_item *it) {
+    gf_defer_mark(&srv->defer, it);
+}
+
+#endif

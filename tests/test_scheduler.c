@@ -1,0 +1,420 @@
+/*
+ * Unit tests of slot scheduling (daemon/scheduler.h) without a socket: an
+ * engine of our own records submissions, hooks record what the scheduler
+ * asks of the connections, and each test checks who got which slot when,
+ * what went to the engine, and what each frame's reply says.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner.h"
+#include "scheduler.h"
+
+/* The reply header `bytes` as a client reads it. */
+static void decode(const uint8_t *bytes, gf_header *h) {
+    ck_assert_int_eq(gf_header_parse(bytes, GF_HEADER_BYTES, GF_ROLE_CLIENT, UINT64_MAX, h),
+                     GF_HEADER_BYTES);
+}
+
+enum { SLOTS_MAX = 4, BUF_BYTES = 4096, CLIENTS = 8, FRAME_BYTES = 64 };
+
+/* ---- an engine and hooks that record ------------------------------------------- */
+
+static gf_engine engine;
+static gf_slot slots[SLOTS_MAX];
+static uint8_t buffers[SLOTS_MAX][2][BUF_BYTES];
+static gf_slot *submitted[64];
+static unsigned submitted_count;
+static int refuse_submit;     /* the engine refuses what it is given      */
+static int finish_status[64]; /* the status fake_finish gives frame i     */
+
+static gf_sched sched;
+static gf_stats stats;
+static gf_config cfg;
+static gf_pipeline echo;
+static gf_sched_client clients[CLIENTS];
+static int ready_to_receive[CLIENTS]; /* receive_ready's answer per client  */
+static gf_sched_client *granted[64];
+static unsigned granted_count, wakes, contended_count, refused_count;
+static gf_sched_client *answered_client;
+static gf_slot *answered_slot;
+
+static int fake_submit(gf_engine *e, gf_slot *s) {
+    (void)e;
+    if (refuse_submit)
+        return -EIO;
+    submitted[submitted_count++] = s;
+    return 0;
+}
+
+static void fake_finish(gf_engine *e, gf_slot *s) {
+    (void)e;
+    for (uint32_t i = 0; i < s->frame_count; i++)
+        s->frames[i].status = finish_status[i];
+}
+
+static const gf_engine_ops fake_ops = {
+    .name = "fake", .submit = fake_submit, .finish = fake_finish};
+
+static void on_granted(gf_sched_client *c, void *arg) {
+    (void)arg;
+    granted[granted_count++] = c;
+}
+
+static void on_replies_ready(gf_sched_client *c, gf_slot *s, void *arg) {
+    (void)arg;
+    answered_client = c;
+    answered_slot = s;
+}
+
+static void on_wake(void *arg) {
+    (void)arg;
+    wakes++;
+}
+
+static int on_receive_ready(gf_sched_client *c, void *arg) {
+    (void)arg;
+    return ready_to_receive[c - clients];
+}
+
+static void on_submitted(gf_slot *s, int rc, void *arg) {
+    (void)s;
+    (void)arg;
+    refused_count += rc < 0;
+}
+
+static void on_contended(void *arg) {
+    (void)arg;
+    contended_count++;
+}
+
+static void setup(unsigned slot_count) {
+    memset(&engine, 0, sizeof engine);
+    memset(slots, 0, sizeof slots);
+    for (unsigned i = 0; i < slot_count; i++) {
+        slots[i].index = i;
+        slots[i].in_host = buffers[i][0];
+        slots[i].out_host = buffers[i][1];
+        slots[i].in_capacity_bytes = slots[i].out_capacity_bytes = BUF_BYTES;
+    }
+    engine.ops = &fake_ops;
+    engine.slots = slots;
+    engine.slot_count = slot_count;
+    submitted_count = granted_count = wakes = contended_count = refused_count = 0;
+    refuse_submit = 0;
+    memset(finish_status, 0, sizeof finish_status);
+    memset(ready_to_receive, 0, sizeof ready_to_receive);
+    answered_client = NULL;
+    answered_slot = NULL;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.timing_sample_every = 1;
+    memset(&echo, 0, sizeof echo);
+    snprintf(echo.name, sizeof echo.name, "echo");
+    echo.stage_count = 1;
+    echo.stages[0].kind = gf_pipeline_kind_find("echo");
+    ck_assert_ptr_nonnull(echo.stages[0].kind);
+    ck_assert_int_eq(gf_stats_init(&stats, 1, 0), 0);
+    gf_sched_hooks hooks = {.granted = on_granted,
+                            .replies_ready = on_replies_ready,
+                            .wake = on_wake,
+                            .receive_ready = on_receive_ready,
+                            .submitted = on_submitted,
+                            .contended = on_contended};
+    engine.slot_count = slot_count;
+    ck_assert_int_eq(gf_sched_init(&sched, &engine, &stats, &cfg, &hooks), 0);
+    for (int i = 0; i < CLIENTS; i++)
+        gf_sched_client_init(&clients[i]);
+}
+
+static void teardown(void) {
+    gf_sched_free(&sched);
+    gf_stats_free(&stats);
+}
+
+/* A whole frame of FRAME_BYTES in `c`'s batch, as admission places it. */
+static gf_frame *add_frame(gf_sched_client *c, uint64_t frame_id) {
+    gf_header h = {.version = GF_PROTOCOL_VERSION, .type = GF_MSG_FRAME, .frame_id = frame_id};
+    uint64_t stage_bytes[GF_STAGES_MAX] = {FRAME_BYTES};
+    ck_assert_ptr_nonnull(c->batch);
+    gf_frame *f = gf_slot_add(c->batch, &echo, &h, FRAME_BYTES, stage_bytes, 0);
+    ck_assert_ptr_nonnull(f);
+    f->batched = 1;
+    return f;
+}
+
+/* `c`'s batch, empty, goes back: its slot is free again. */
+static void give_back(gf_sched_client *c) {
+    gf_sched_close_batch(&sched, c);
+}
+
+#define A (&clients[0])
+#define B (&clients[1])
+#define C (&clients[2])
+#define D (&clients[3])
+#define E (&clients[4])
+
+/* ---- claims, waiters, grants ---------------------------------------------------- */
+
+START_TEST(free_slots_are_claimed_then_clients_wait_in_order) {
+    setup(2);
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, A, 0));
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, B, 0));
+    ck_assert_ptr_ne(A->batch, B->batch);
+    ck_assert_ptr_null(gf_sched_claim(&sched, C, 0));
+    ck_assert_ptr_null(gf_sched_claim(&sched, D, 0));
+    ck_assert(gf_sched_waiting(C) && gf_sched_waiting(D));
+    ck_assert_uint_eq(stats.backpressure_pauses, 2);
+    /* A slot back: one wake, and the grant goes to the first waiter. */
+    give_back(A);
+    ck_assert_uint_eq(wakes, 1);
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 1);
+    ck_assert_ptr_eq(granted[0], C);
+    ck_assert(!gf_sched_waiting(C) && C->batch != NULL && C->batch->frame_count == 0);
+    /* A granted slot is the client's claim: it takes the frame at once. */
+    ck_assert_ptr_eq(gf_sched_claim(&sched, C, 0), C->batch);
+    give_back(B);
+    gf_sched_grant(&sched);
+    ck_assert_ptr_eq(granted[1], D);
+    teardown();
+}
+END_TEST
+
+/* A slot freed by one event is granted after it: a client that asks in
+ * between queues behind those already waiting. */
+START_TEST(a_newcomer_queues_behind_waiters) {
+    setup(2);
+    gf_sched_claim(&sched, A, 0);
+    gf_sched_claim(&sched, B, 0);
+    ck_assert_ptr_null(gf_sched_claim(&sched, C, 0));
+    give_back(A);
+    ck_assert_uint_eq(sched.ring.free_count, 1);
+    ck_assert_ptr_null(gf_sched_claim(&sched, E, 0));
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 1);
+    ck_assert_ptr_eq(granted[0], C);
+    ck_assert(gf_sched_waiting(E));
+    teardown();
+}
+END_TEST
+
+START_TEST(stop_waiting_takes_a_client_from_the_middle) {
+    setup(1);
+    gf_sched_claim(&sched, A, 0);
+    gf_sched_claim(&sched, B, 0);
+    gf_sched_claim(&sched, C, 0);
+    gf_sched_claim(&sched, D, 0);
+    gf_sched_stop_waiting(&sched, C);
+    ck_assert(!gf_sched_waiting(C));
+    give_back(A);
+    gf_sched_grant(&sched);
+    give_back(B);
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 2);
+    ck_assert_ptr_eq(granted[0], B);
+    ck_assert_ptr_eq(granted[1], D);
+    teardown();
+}
+END_TEST
+
+/* ---- receivers ---------------------------------------------------------------- */
+
+/* With two slots one receiver at most: a second waits though a slot is
+ * free, and a whole frame takes that slot. */
+START_TEST(receivers_never_hold_every_slot) {
+    setup(2);
+    ck_assert_uint_eq(sched.receive_max, 1);
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, A, 1));
+    ck_assert(A->receiving && sched.receiving == 1);
+    ck_assert_ptr_null(gf_sched_claim(&sched, B, 1));
+    ck_assert_uint_eq(contended_count, 1);
+    ck_assert(gf_sched_receive_contended(&sched));
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, C, 0));
+    /* A's payload is in: the cap no longer holds B back, but no slot is free. */
+    gf_sched_received(&sched, A);
+    ck_assert_uint_eq(sched.receiving, 0);
+    ck_assert_uint_eq(wakes, 0);
+    give_back(C);
+    gf_sched_grant(&sched);
+    ck_assert_ptr_eq(granted[0], B);
+    ck_assert(B->receiving && sched.receiving == 1);
+    ck_assert(!gf_sched_receive_contended(&sched));
+    teardown();
+}
+END_TEST
+
+/* A receiver whose bytes are there goes before older ones whose are not;
+ * those asked go behind it; with none ready the oldest goes. */
+START_TEST(a_ready_receiver_goes_before_a_stalled_one) {
+    setup(2);
+    gf_sched_claim(&sched, A, 1);
+    ck_assert_ptr_null(gf_sched_claim(&sched, B, 1));
+    ck_assert_ptr_null(gf_sched_claim(&sched, C, 1));
+    ck_assert_ptr_null(gf_sched_claim(&sched, D, 1));
+    ready_to_receive[3] = 1;
+    gf_sched_received(&sched, A);
+    give_back(A);
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 1);
+    ck_assert_ptr_eq(granted[0], D);
+    gf_sched_received(&sched, D);
+    give_back(D);
+    gf_sched_grant(&sched);
+    ck_assert_ptr_eq(granted[1], B);
+    teardown();
+}
+END_TEST
+
+/* Arrival order holds across the two queues, the cap allowing. */
+START_TEST(grants_follow_arrival_across_both_queues) {
+    setup(2);
+    gf_sched_claim(&sched, A, 0);
+    gf_sched_claim(&sched, B, 0);
+    ck_assert_ptr_null(gf_sched_claim(&sched, C, 1)); /* receiver first */
+    ck_assert_ptr_null(gf_sched_claim(&sched, D, 0));
+    give_back(A);
+    give_back(B);
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 2);
+    ck_assert_ptr_eq(granted[0], C);
+    ck_assert_ptr_eq(granted[1], D);
+    teardown();
+}
+END_TEST
+
+/* ---- batches, submission, completion ------------------------------------------- */
+
+START_TEST(batches_are_held_while_the_engine_is_busy) {
+    setup(3);
+    gf_sched_client *who[3] = {A, B, C};
+    for (int i = 0; i < 3; i++) {
+        gf_sched_claim(&sched, who[i], 0);
+        add_frame(who[i], (uint64_t)i);
+        gf_sched_end_batch(&sched, who[i], 0, 1);
+    }
+    /* Two on the engine; the third waits for more frames. */
+    ck_assert_uint_eq(submitted_count, 2);
+    ck_assert_uint_eq(sched.in_flight, 2);
+    ck_assert_ptr_nonnull(C->batch);
+    /* A payload still arriving keeps a batch open whatever the engine does. */
+    gf_sched_end_batch(&sched, C, 1, 0);
+    ck_assert_uint_eq(submitted_count, 2);
+    /* A completion sends the held batch. */
+    gf_sched_complete(submitted[0], &sched);
+    ck_assert_ptr_eq(answered_client, A);
+    ck_assert_uint_eq(submitted_count, 3);
+    ck_assert_ptr_null(C->batch);
+    ck_assert_uint_eq(stats.submissions, 3);
+    teardown();
+}
+END_TEST
+
+START_TEST(an_empty_batch_goes_back_to_the_ring) {
+    setup(1);
+    gf_sched_claim(&sched, A, 0);
+    ck_assert_uint_eq(sched.ring.free_count, 0);
+    gf_sched_end_batch(&sched, A, 0, 1);
+    ck_assert_uint_eq(sched.ring.free_count, 1);
+    ck_assert_uint_eq(wakes, 1);
+    ck_assert_uint_eq(submitted_count, 0);
+    teardown();
+}
+END_TEST
+
+/* Each frame's reply is made from its status: a result whose body is the
+ * slot's output, or an ERROR counted by reason. */
+START_TEST(completion_makes_each_frame_reply_ready) {
+    setup(1);
+    gf_sched_claim(&sched, A, 0);
+    gf_frame *f[3];
+    for (int i = 0; i < 3; i++)
+        f[i] = add_frame(A, 10 + (uint64_t)i);
+    finish_status[1] = GF_ERR_ENGINE;
+    gf_sched_end_batch(&sched, A, 0, 1);
+    ck_assert_uint_eq(submitted_count, 1);
+    gf_sched_complete(submitted[0], &sched);
+    ck_assert_ptr_eq(answered_slot, submitted[0]);
+    gf_header h;
+    for (int i = 0; i < 3; i++) {
+        ck_assert(f[i]->reply.ready && !f[i]->batched);
+        decode(f[i]->reply.header, &h);
+        ck_assert_uint_eq(h.frame_id, 10 + (uint64_t)i);
+    }
+    decode(f[0]->reply.header, &h);
+    ck_assert_uint_eq(h.type, GF_MSG_RESULT);
+    ck_assert_uint_eq(h.payload_bytes, FRAME_BYTES);
+    ck_assert_ptr_eq(f[0]->reply.body, f[0]->out_host);
+    ck_assert_uint_eq(f[0]->reply.body_bytes, FRAME_BYTES);
+    decode(f[1]->reply.header, &h);
+    ck_assert_uint_eq(h.type, GF_MSG_ERROR);
+    ck_assert_uint_eq(h.status, GF_ERR_ENGINE);
+    ck_assert_uint_eq(f[1]->reply.body_bytes, 0);
+    ck_assert_uint_eq(stats.frames_completed, 3);
+    ck_assert_uint_eq(stats.frames_failed, 1);
+    ck_assert_uint_eq(stats.rejected[GF_ERR_ENGINE], 1);
+    /* The slot goes back with the last frame released, not before. */
+    gf_sched_release(&sched, f[0]);
+    gf_sched_release(&sched, f[1]);
+    ck_assert_uint_eq(sched.ring.free_count, 0);
+    ck_assert_uint_eq(wakes, 0);
+    gf_sched_release(&sched, f[2]);
+    ck_assert_uint_eq(sched.ring.free_count, 1);
+    ck_assert_uint_eq(wakes, 1);
+    teardown();
+}
+END_TEST
+
+START_TEST(a_refused_submission_fails_every_frame_with_its_text) {
+    setup(1);
+    refuse_submit = 1;
+    gf_sched_claim(&sched, A, 0);
+    gf_frame *f0 = add_frame(A, 1), *f1 = add_frame(A, 2);
+    gf_sched_end_batch(&sched, A, 0, 1);
+    ck_assert_uint_eq(refused_count, 1);
+    ck_assert_uint_eq(sched.in_flight, 0);
+    ck_assert_ptr_eq(answered_client, A);
+    gf_frame *f[2] = {f0, f1};
+    for (int i = 0; i < 2; i++) {
+        gf_header h;
+        ck_assert(f[i]->reply.ready);
+        decode(f[i]->reply.header, &h);
+        ck_assert_uint_eq(h.type, GF_MSG_ERROR);
+        ck_assert_uint_eq(h.status, GF_ERR_ENGINE);
+        ck_assert_uint_eq(h.payload_bytes, f[i]->reply.body_bytes);
+        ck_assert_mem_eq(f[i]->reply.body, "the fake engine could not start this frame",
+                         f[i]->reply.body_bytes);
+    }
+    ck_assert_uint_eq(stats.frames_failed, 2);
+    free(f0->reply.owned);
+    free(f1->reply.owned);
+    teardown();
+}
+END_TEST
+
+static Suite *scheduler_suite(void) {
+    Suite *s = suite_create("scheduler");
+    TCase *tc = tcase_create("grants");
+    tcase_add_test(tc, free_slots_are_claimed_then_clients_wait_in_order);
+    tcase_add_test(tc, a_newcomer_queues_behind_waiters);
+    tcase_add_test(tc, stop_waiting_takes_a_client_from_the_middle);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("receivers");
+    tcase_add_test(tc, receivers_never_hold_every_slot);
+    tcase_add_test(tc, a_ready_receiver_goes_before_a_stalled_one);
+    tcase_add_test(tc, grants_follow_arrival_across_both_queues);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("batches");
+    tcase_add_test(tc, batches_are_held_while_the_engine_is_busy);
+    tcase_add_test(tc, an_empty_batch_goes_back_to_the_ring);
+    tcase_add_test(tc, completion_makes_each_frame_reply_ready);
+    tcase_add_test(tc, a_refused_submission_fails_every_frame_with_its_text);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return gf_test_run(scheduler_suite());
+}
