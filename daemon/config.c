@@ -3,7 +3,7 @@
  * key): the table of top-level keys and its field accessors, reading values
  * from the file and the command line, loading, parsing and freeing a
  * configuration, and the cap on its pinned memory.  Values are read with the
- * JSON readers of protocol/listing.c, which name the key path of every
+ * JSON readers of protocol/json_read.c, which name the key path of every
  * problem.  The "pipelines" array is config_pipelines.c's, what differs
  * between two configurations config_reload.c's; config_internal.h holds what
  * the three files share.
@@ -160,9 +160,8 @@ static const gf_config_key config_keys[K_COUNT_] = {
                                1, GF_TIMING_SAMPLE_EVERY_MAX, GF_TIMING_SAMPLE_EVERY_DEFAULT, NULL,
                                NULL, 0, GF_RELOAD_APPLIES,
                                "With timing_events, time one frame in this many."},
-    [K_COMPLETION] = {"completion", GF_CONFIG_CHOICE, FIELD(completion), 0, 0,
-                      GF_COMPLETION_HYBRID, NULL, CHOICES(completion_names),
-                      GF_RELOAD_NEEDS_RESTART,
+    [K_COMPLETION] = {"completion", GF_CONFIG_CHOICE, FIELD(completion), 0, 0, GF_COMPLETION_HYBRID,
+                      NULL, CHOICES(completion_names), GF_RELOAD_NEEDS_RESTART,
                       "How the loop learns a frame is done: hybrid, host_func or poll."},
     [K_ZERO_COPY_MAX_BYTES] = {"zero_copy_max_bytes", GF_CONFIG_INTEGER, FIELD(zero_copy_max_bytes),
                                0, (double)GF_ZERO_COPY_MAX_BYTES_LIMIT,
@@ -504,8 +503,8 @@ static uint32_t read_keys(const cJSON *const *items, gf_config *cfg, gf_problems
 
 /* gf_config_parse with `flags` (may be NULL), reporting every problem to
  * `pr`: a value that is wrong does not hide the next one. */
-static int config_parse(const char *json, const gf_config_overrides *flags,
-                        const char *config_dir, gf_config *out, gf_problems *pr) {
+static int config_parse(const char *json, const gf_config_overrides *flags, const char *config_dir,
+                        gf_config *out, gf_problems *pr) {
     const cJSON *items[K_COUNT_] = {0};
     const char *names[K_COUNT_];
     char got[GF_VALUE_TEXT_BYTES];

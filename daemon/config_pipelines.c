@@ -2,7 +2,8 @@
  * Configuration: the "pipelines" array (gf__config_parse_pipelines, for
  * config.c's parser) and the output size the configured pipelines need.
  * Each element's name, kind and parameters are read with the JSON readers of
- * protocol/listing.c, which name the key path of every problem.
+ * protocol/ (json_read.c, stages_json.c, params_json.c), which name the key
+ * path of every problem.
  */
 #include "config_internal.h"
 

@@ -5,7 +5,7 @@
  * A stage is made from what the configuration (or a LIST reply) says of it,
  * the shared object's path, the directory of the configuration and the
  * "params" object as text, and starts unloaded.  gf_plugin_stage_open()
- * (protocol/listing.c, which reads the parameters with the plugin's table)
+ * (protocol/stages_json.c, which reads the parameters with the plugin's table)
  * loads it: dlopen, the entry point, the ABI version, then create() on the
  * values.  The daemon opens every stage when it loads its configuration; a
  * client opens one only to verify results (gpuframe stream --verify), so

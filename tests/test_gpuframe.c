@@ -1,5 +1,5 @@
 /*
- * Check suite of the gpuframe command (client/gpuframe.c) against a real
+ * Check suite of the gpuframe command (client/gpuframe*.c) against a real
  * gpuframed: what it prints and writes, byte for byte where it can be known.
  *   - `stats --prometheus --output FILE`, the textfile collector's writer:
  *     the file parses as exposition format 0.0.4 (prom.h) and holds the

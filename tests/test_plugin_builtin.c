@@ -517,7 +517,7 @@ static void float_forward(const weights_file *wt, const float *x, enum float_ord
 }
 
 #define DEMO_VECTORS 32
-/* The range of `gpuframe`'s made-up float frames (client/gpuframe.c). */
+/* The range of `gpuframe`'s made-up float frames (client/gpuframe_stream_frames.c). */
 #define CLIENT_F32_LIMIT 4.0f
 
 START_TEST(test_mlp_tolerance_against_float_orders) {

@@ -1,10 +1,10 @@
 /*
- * Check suite of client/report.c: fixed STATS and TRACE documents (written
- * here after daemon/STATS.md) rendered as a table, Prometheus text, a Chrome
- * trace and an SVG, each read back by a test-side parser: a Prometheus text
- * parser (prom.h: names, labels, escapes, HELP/TYPE, grouped families,
- * cumulative histograms), cJSON for the trace, and a small XML
- * well-formedness checker.
+ * Check suite of the report renderers (client/report.h, client/report_*.c):
+ * fixed STATS and TRACE documents (written here after daemon/STATS.md)
+ * rendered as a table, Prometheus text, a Chrome trace and an SVG, each read
+ * back by a test-side parser: a Prometheus text parser (prom.h: names,
+ * labels, escapes, HELP/TYPE, grouped families, cumulative histograms), cJSON
+ * for the trace, and a small XML well-formedness checker.
  */
 #include <check.h>
 #include <ctype.h>

@@ -1,0 +1,89 @@
+/*
+ * What every gpuframe subcommand's command line shares: --socket, --timeout
+ * and --help, getopt's errors, the ids of long-only options, and parsers of
+ * option values.  Usage errors print "gpuframe CMD: ..." with a pointer to
+ * --help and exit with EXIT_USAGE (gpuframe_commands.h).
+ */
+#ifndef GF_GPUFRAME_OPTIONS_H
+#define GF_GPUFRAME_OPTIONS_H
+
+#include <getopt.h>
+#include <stdint.h>
+
+/* Where the daemon listens unless --socket or the environment says otherwise. */
+#define SOCKET_ENV     "GPUFRAMED_SOCKET"
+#define SOCKET_DEFAULT "/run/gpuframed.sock"
+/* A daemon that sends nothing back for this long is considered hung. */
+#define TIMEOUT_MS_DEFAULT 30000
+
+/* A macro's value as a string literal, for the help texts. */
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+
+/* Options every command takes. */
+typedef struct gf_common_opts {
+    const char *socket_path; /* --socket, $GPUFRAMED_SOCKET or the default */
+    int timeout_ms;          /* per reply; -1 waits for ever              */
+} gf_common_opts;
+
+/* getopt_long's values of the options: a short option's character, or one
+ * of the long-only ids, distinct across every subcommand. */
+enum {
+    OPT_SOCKET = 's',
+    OPT_TIMEOUT = 't',
+    OPT_HELP = 'h',
+    OPT_FIRST_LONG = 256, /* long-only options are numbered from here */
+    OPT_JSON = OPT_FIRST_LONG,
+    OPT_SIZE,
+    OPT_VERIFY,
+    OPT_SEED,
+    OPT_NO_CHECK,
+    OPT_SHM,
+    OPT_PROMETHEUS,
+    OPT_WATCH,
+    OPT_SVG,
+};
+
+/* The common options, for a subcommand's getopt_long tables and its help. */
+#define COMMON_LONG_OPTIONS                                                                        \
+    {"socket", required_argument, NULL, OPT_SOCKET},                                               \
+        {"timeout", required_argument, NULL, OPT_TIMEOUT}, {                                       \
+        "help", no_argument, NULL, OPT_HELP                                                        \
+    }
+#define COMMON_SHORT_OPTIONS "s:t:h"
+
+#define COMMON_HELP                                                                                \
+    "  -s, --socket PATH       the daemon's socket (default: $" SOCKET_ENV ", else\n"              \
+    "                          " SOCKET_DEFAULT ")\n"                                              \
+    "  -t, --timeout MS        wait at most MS milliseconds for each reply (default " STR(         \
+        TIMEOUT_MS_DEFAULT) ";\n"                                                                  \
+                            "                          0: for ever)\n"                             \
+                            "  -h, --help              print this help\n"
+
+/* Prints "gpuframe CMD: <message>" (just "gpuframe" when `cmd` is NULL) and
+ * a pointer to --help; exits with EXIT_USAGE. */
+void gf_die_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parses a whole decimal unsigned integer; returns 0 or -1. */
+int gf_parse_u64(const char *s, uint64_t *out);
+
+/* Parses BYTES with an optional binary suffix K, M or G (either case);
+ * returns 0 or -1. */
+int gf_parse_size(const char *s, uint64_t *out);
+
+/* Sets the common options' defaults: the socket from $GPUFRAMED_SOCKET,
+ * else SOCKET_DEFAULT; TIMEOUT_MS_DEFAULT. */
+void gf_common_defaults(gf_common_opts *o);
+
+/*
+ * Handles an option every command shares, and getopt's errors.  Returns 1
+ * when `opt` was handled, 0 when it is the command's own; exits on errors and
+ * after --help (printing `help`).
+ */
+int gf_common_option(const char *cmd, int opt, gf_common_opts *o, char *const argv[],
+                     const char *help);
+
+/* Rejects positional arguments left after the options. */
+void gf_no_operands(const char *cmd, int argc, char *const argv[]);
+
+#endif

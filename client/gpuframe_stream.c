@@ -1,0 +1,344 @@
+/*
+ * gpuframe stream: frames through a pipeline with a window in flight,
+ * optionally verified against the pipeline's C reference, summarised as
+ * throughput and latency.  This file reads the options, settles the pipeline
+ * and the frame size, and runs the window; gpuframe_stream_run.h says
+ * where the frames and the replies are handled.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuframe_commands.h"
+#include "gpuframe_connect.h"
+#include "gpuframe_options.h"
+#include "gpuframe_stream_frames.h"
+#include "gpuframe_stream_replies.h"
+#include "listing.h"
+#include "plugin.h"
+#include "util.h"
+
+/* stream defaults: a 1 MiB frame is large enough to measure bandwidth and
+ * small enough for any max_frame_bytes the daemon is likely configured with. */
+#define STREAM_SIZE_DEFAULT   (1ull << 20)
+#define STREAM_WINDOW_DEFAULT 8
+#define STREAM_SEED_DEFAULT   1
+/* More frames in flight than this cannot help: the daemon has at most
+ * GF_SLOTS_MAX slots, and socket buffers hold the rest. */
+#define STREAM_WINDOW_MAX 65536
+
+static const char stream_help[] =
+    "Usage: gpuframe stream --pipeline NAME|ID [OPTIONS]\n"
+    "\n"
+    "Streams frames through a pipeline, keeping a window of frames in flight, and\n"
+    "prints one summary line:\n"
+    "  frames=N errors=N seconds=S frames_per_s=R in_GBps=R out_GBps=R p50_us=L p99_us=L "
+    "max_us=L\n"
+    "(GB/s: bytes of frames answered with a result, 1e9 bytes per GB; latency: from\n"
+    "queueing a frame to receiving its reply), or, when no frame got a correct result,\n"
+    "what failed: frames=N errors=N every frame failed: N STATUS, N wrong results, ...\n"
+    "\n"
+    "  -p, --pipeline NAME|ID  the pipeline, by name or numeric id (see 'gpuframe list')\n"
+    "      --size BYTES        frame size, suffixes K, M, G (binary); default: width*height*3\n"
+    "                          for normalize_u8, else 1M\n"
+    "  -n, --count N           frames to send (default 1000; with --input: the whole file)\n"
+    "  -w, --window W          frames in flight (default 8, at most 65536)\n"
+    "      --verify            check every result against the pipeline's C reference\n"
+    "  -i, --input FILE        send consecutive --size chunks of FILE (a shorter last chunk\n"
+    "                          only if the pipeline takes it) instead of synthetic frames\n"
+    "  -o, --output FILE       write every result, in order, to FILE (frames answered with\n"
+    "                          an error write nothing)\n"
+    "      --seed S            seed of the synthetic frames (default 1; not with --input)\n"
+    "      --no-check          send frames the pipeline cannot take (tests the daemon's errors)\n"
+    "      --shm               send frames by reference: inputs and results live in one\n"
+    "                          shared-memory region (W entries), the socket carries only\n"
+    "                          descriptors; the daemon's GPU copies use the pages directly\n"
+    "  -q, --quiet             print only the summary line\n" COMMON_HELP "\n"
+    "Exit status 0 only if every frame got a correct result.\n";
+
+/* The pipeline named `arg`, else the one whose id `arg` is; NULL if none. */
+static const gf_pipeline *find_pipeline(const gf_pipeline *pipelines, size_t count,
+                                        const char *arg) {
+    uint64_t id;
+
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(pipelines[i].name, arg) == 0)
+            return &pipelines[i];
+    if (gf_parse_u64(arg, &id) == 0)
+        for (size_t i = 0; i < count; i++)
+            if (pipelines[i].id == id)
+                return &pipelines[i];
+    return NULL;
+}
+
+/* Handles one of stream's own options, `opt` with getopt's optarg. */
+static void stream_option(int opt, gf_stream_opts *o) {
+    uint64_t v;
+
+    switch (opt) {
+    case 'p': o->pipeline = optarg; break;
+    case OPT_SIZE:
+        if (gf_parse_size(optarg, &o->size_bytes) < 0 || o->size_bytes > SIZE_MAX)
+            gf_die_usage("stream", "--size: expected bytes with an optional K, M or G, got '%s'",
+                         optarg);
+        o->have_size = 1;
+        break;
+    case 'n':
+        if (gf_parse_u64(optarg, &o->count) < 0 || o->count == 0)
+            gf_die_usage("stream", "--count: expected a positive integer, got '%s'", optarg);
+        break;
+    case 'w':
+        if (gf_parse_u64(optarg, &v) < 0 || v == 0 || v > STREAM_WINDOW_MAX)
+            gf_die_usage("stream", "--window: expected an integer in [1, %d], got '%s'",
+                         STREAM_WINDOW_MAX, optarg);
+        o->window = (uint32_t)v;
+        break;
+    case OPT_VERIFY: o->verify = 1; break;
+    case 'i': o->input_path = optarg; break;
+    case 'o': o->output_path = optarg; break;
+    case OPT_SEED:
+        if (gf_parse_u64(optarg, &o->seed) < 0)
+            gf_die_usage("stream", "--seed: expected an unsigned integer, got '%s'", optarg);
+        o->have_seed = 1;
+        break;
+    case OPT_NO_CHECK: o->no_check = 1; break;
+    case OPT_SHM: o->shm = 1; break;
+    case 'q': o->quiet = 1; break;
+    }
+}
+
+/* Parses the command line into *o; exits on a usage error or --help. */
+static void parse_stream_opts(int argc, char *argv[], gf_stream_opts *o) {
+    static const struct option longopts[] = {{"pipeline", required_argument, NULL, 'p'},
+                                             {"size", required_argument, NULL, OPT_SIZE},
+                                             {"count", required_argument, NULL, 'n'},
+                                             {"window", required_argument, NULL, 'w'},
+                                             {"verify", no_argument, NULL, OPT_VERIFY},
+                                             {"input", required_argument, NULL, 'i'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"seed", required_argument, NULL, OPT_SEED},
+                                             {"no-check", no_argument, NULL, OPT_NO_CHECK},
+                                             {"shm", no_argument, NULL, OPT_SHM},
+                                             {"quiet", no_argument, NULL, 'q'},
+                                             COMMON_LONG_OPTIONS,
+                                             {NULL, 0, NULL, 0}};
+    int opt;
+
+    memset(o, 0, sizeof *o);
+    gf_common_defaults(&o->common);
+    o->window = STREAM_WINDOW_DEFAULT;
+    o->seed = STREAM_SEED_DEFAULT;
+    while ((opt = getopt_long(argc, argv, ":p:n:w:i:o:q" COMMON_SHORT_OPTIONS, longopts, NULL)) !=
+           -1) {
+        if (!gf_common_option("stream", opt, &o->common, argv, stream_help))
+            stream_option(opt, o);
+    }
+    gf_no_operands("stream", argc, argv);
+    if (o->pipeline == NULL)
+        gf_die_usage("stream", "--pipeline is required");
+    if (o->have_seed && o->input_path != NULL)
+        gf_die_usage("stream", "--seed chooses synthetic frames; with --input the frames are the "
+                               "file's, so drop one of them");
+}
+
+/* The default --size: one image for normalize_u8, else STREAM_SIZE_DEFAULT. */
+static uint64_t default_size(const gf_pipeline *p) {
+    const gf_stage *first = &p->stages[0];
+    if (strcmp(first->kind->name, "normalize_u8") == 0)
+        return (uint64_t)first->params.width * first->params.height * 3u;
+    return STREAM_SIZE_DEFAULT;
+}
+
+/* Frees and closes everything a run holds; safe on a partly set-up run. */
+static void stream_free(gf_stream_run *r) {
+    if (r->out != NULL)
+        fclose(r->out);
+    if (r->in != NULL)
+        fclose(r->in);
+    if (r->region.base != NULL)
+        gf_client_region_destroy(NULL, &r->region, 0);
+    gf_client_close(r->client);
+    for (size_t k = 0; k < SYNTH_POOL_MAX; k++) {
+        free(r->pool[k]);
+        free(r->pool_refs[k]);
+    }
+    if (r->in_bufs != NULL && !r->o->shm)
+        for (size_t i = 0; i < r->o->window; i++)
+            free(r->in_bufs[i]);
+    free(r->in_bufs);
+    free(r->scratch);
+    free(r->stage_scratch[0]);
+    free(r->stage_scratch[1]);
+    free(r->slots);
+    free(r->latency_ns);
+    gf_pipelines_free(r->pipelines, r->pipeline_count);
+    memset(r, 0, sizeof *r);
+}
+
+/* Connects, fetches the daemon's pipelines and picks --pipeline among them;
+ * exits 2, naming the pipelines there are, when it is none of them. */
+static void stream_connect(gf_stream_run *r) {
+    const gf_stream_opts *o = r->o;
+    size_t count;
+
+    r->client = gf_connect_or_die(&o->common);
+    r->pipelines = gf_fetch_pipelines(r->client, &o->common, &count);
+    r->pipeline_count = count;
+    r->pipeline = find_pipeline(r->pipelines, count, o->pipeline);
+    if (r->pipeline != NULL)
+        return;
+    fprintf(stderr, "gpuframe stream: --pipeline: the daemon has no pipeline '%s'", o->pipeline);
+    for (size_t i = 0; i < count; i++)
+        fprintf(stderr, "%s%s", i == 0 ? " (it has: " : ", ", r->pipelines[i].name);
+    fprintf(stderr, "%s\n", count > 0 ? ")" : "");
+    exit(EXIT_USAGE);
+}
+
+/*
+ * With --verify or --shm, loads the run's plugin stages here too, for what
+ * the client computes itself: the output length of a frame (the region's
+ * layout) and the reference.  The daemon is on this host (a Unix socket), so
+ * the plugin's shared object and files are at the paths LIST gives; loading
+ * one runs its code in this process, so verify only against a daemon you
+ * trust.  A client that cannot read them exits 2 saying so.  Also sizes the
+ * scratch a chain's references need.
+ */
+static void open_plugins(gf_stream_run *r, uint64_t size_bytes) {
+    gf_pipeline *p = &r->pipelines[r->pipeline - r->pipelines];
+    char why[WHY_BYTES];
+    int plugins = 0;
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        plugins |= gf_kind_is_plugin(p->stages[k].kind);
+    /* Only to verify, or to lay out --shm outputs: a client that just sends
+     * frames runs no code of the daemon's choosing, and leaves the lengths
+     * to the daemon (as --no-check does). */
+    if (plugins && !r->o->verify && !r->o->shm) {
+        r->lengths_unknown = 1;
+        return;
+    }
+    gf_problems pr;
+    gf_problems_init(&pr, why, sizeof why, 0, NULL);
+    if (gf_pipeline_open_plugins(p, size_bytes, p->name, &pr) < 0) {
+        fprintf(stderr, "gpuframe stream: pipeline '%s': cannot load its plugin here: %s\n",
+                p->name, why);
+        exit(EXIT_USAGE);
+    }
+    if (r->o->verify && !gf_pipeline_has_reference(p)) {
+        fprintf(stderr,
+                "gpuframe stream: --verify: pipeline '%s' has a plugin stage without a C "
+                "reference\n",
+                p->name);
+        exit(EXIT_USAGE);
+    }
+    uint64_t scratch = gf_pipeline_max_scratch_bytes(p, size_bytes);
+    if (scratch > 0) {
+        r->stage_scratch[0] = gf_alloc_frame((size_t)scratch);
+        r->stage_scratch[1] = gf_alloc_frame((size_t)scratch);
+    }
+}
+
+/* Settles --size (the pipeline's default when not given) and the output size
+ * of such a frame; exits 2 when the pipeline cannot take it, unless
+ * --no-check.  Raises the client's reply cap to fit that output. */
+static void plan_frame_size(gf_stream_run *r, gf_stream_opts *o) {
+    const gf_pipeline *p = r->pipeline;
+    char why[WHY_BYTES];
+
+    if (!o->have_size)
+        o->size_bytes = default_size(p);
+    open_plugins(r, o->size_bytes);
+    if (r->lengths_unknown)
+        o->no_check = 1;
+    r->full_expect = gf_pipeline_output_bytes(p, o->size_bytes, why, sizeof why);
+    if (r->full_expect < 0 && !o->no_check) {
+        char kinds[GF_STAGES_MAX * GF_PIPELINE_NAME_MAX];
+        fprintf(stderr,
+                "gpuframe stream: --size %" PRIu64 ": pipeline '%s' (%s) cannot take it: %s\n",
+                o->size_bytes, p->name, gf_pipeline_kinds_text(p, kinds, sizeof kinds), why);
+        exit(EXIT_USAGE);
+    }
+    if (r->full_expect < 0 && o->verify && !o->quiet)
+        fprintf(stderr, "gpuframe stream: --no-check: results of refused sizes are not verified\n");
+    if (r->full_expect > 0 && (uint64_t)r->full_expect > GF_CLIENT_DEFAULT_MAX_REPLY_BYTES)
+        (void)gf_client_set_max_reply_bytes(r->client, (uint64_t)r->full_expect);
+}
+
+/* Says what is about to be streamed, unless --quiet. */
+static void print_banner(const gf_stream_run *r) {
+    const gf_stream_opts *o = r->o;
+    const gf_pipeline *p = r->pipeline;
+
+    if (o->quiet)
+        return;
+    char kinds[GF_STAGES_MAX * GF_PIPELINE_NAME_MAX];
+    printf("streaming ");
+    if (r->planned != UINT64_MAX)
+        printf("%" PRIu64 " ", r->planned);
+    printf("frames of %" PRIu64 " bytes%s%s to pipeline '%s' (id %" PRIu32 ", %s), window %" PRIu32
+           "%s\n",
+           o->size_bytes, o->input_path ? " from " : "", o->input_path ? o->input_path : "",
+           p->name, p->id, gf_pipeline_kinds_text(p, kinds, sizeof kinds), o->window,
+           o->verify ? ", verified" : "");
+    fflush(stdout);
+}
+
+/*
+ * Streams: keeps up to --window frames in flight and handles every reply,
+ * until every queued frame is answered.  Returns 0, or -1 when the connection
+ * failed first (already reported).
+ */
+static int stream_frames(gf_stream_run *r) {
+    const gf_stream_opts *o = r->o;
+
+    for (;;) {
+        while (!r->input_done && r->queued < r->planned && r->queued - r->answered < o->window) {
+            int q = gf_stream_queue_next(r);
+            if (q <= 0) {
+                r->input_done = 1;
+                if (q < 0)
+                    r->input_error = 1;
+            }
+        }
+        if (r->queued == r->answered)
+            return 0;
+
+        size_t before = gf_client_in_flight(r->client);
+        gf_reply rep;
+        int err = gf_client_recv(r->client, &rep, o->common.timeout_ms);
+        if (err < 0) {
+            gf_print_client_error(r->client, "stream", err);
+            return -1;
+        }
+        if (gf_client_in_flight(r->client) == before) {
+            /* A fatal ERROR about no frame of ours, sent before a close. */
+            if (!o->quiet) {
+                fputs("gpuframe: daemon: ", stderr);
+                gf_print_error_reply(stderr, &rep);
+            }
+            continue;
+        }
+        gf_stream_handle_reply(r, &rep);
+    }
+}
+
+int gf_cmd_stream(int argc, char *argv[]) {
+    gf_stream_opts o;
+    gf_stream_run r;
+
+    parse_stream_opts(argc, argv, &o);
+    memset(&r, 0, sizeof r);
+    r.o = &o;
+    stream_connect(&r);
+    plan_frame_size(&r, &o);
+    int status = gf_stream_prepare(&r);
+    if (status == EXIT_OK) {
+        print_banner(&r);
+        uint64_t start_ns = gf_now_ns();
+        int connection_failed = stream_frames(&r) < 0;
+        status = gf_stream_finish(&r, gf_now_ns() - start_ns, connection_failed);
+    }
+    stream_free(&r);
+    return status;
+}

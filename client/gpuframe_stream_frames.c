@@ -1,0 +1,297 @@
+/*
+ * The frames `gpuframe stream` sends: synthetic ones (a small seeded pool) or
+ * --input's chunks, optionally laid out in a --shm region, their C
+ * references for --verify, and queueing the next one on the connection.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gpuframe_commands.h"
+#include "gpuframe_connect.h"
+#include "gpuframe_stream_frames.h"
+#include "util.h"
+
+/* With no --count: frames to send (with --input: the whole file). */
+#define STREAM_COUNT_DEFAULT 1000
+/* Synthetic float32 inputs lie in [-SYNTH_FLOAT_LIMIT, SYNTH_FLOAT_LIMIT]. */
+#define SYNTH_FLOAT_LIMIT 4.0
+/* Frame buffers are aligned like the daemon's pinned buffers. */
+#define FRAME_ALIGN_BYTES 64
+
+unsigned char *gf_alloc_frame(size_t bytes) {
+    size_t rounded = (bytes + FRAME_ALIGN_BYTES - 1) / FRAME_ALIGN_BYTES * FRAME_ALIGN_BYTES;
+    if (rounded == 0)
+        rounded = FRAME_ALIGN_BYTES;
+    unsigned char *p = rounded >= bytes ? aligned_alloc(FRAME_ALIGN_BYTES, rounded) : NULL;
+    if (p == NULL) {
+        fprintf(stderr, "gpuframe: out of memory allocating %zu bytes\n", bytes);
+        exit(EXIT_FAIL);
+    }
+    return p;
+}
+
+/* xorshift64*: a fast, seeded, reproducible generator for synthetic frames. */
+static uint64_t rng_next(uint64_t *state) {
+    uint64_t x = *state;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* splitmix64 of the seed: a nonzero, well-mixed xorshift state per frame. */
+static uint64_t rng_seed(uint64_t seed) {
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return z != 0 ? z : 1;
+}
+
+/* Fills a synthetic frame: float32 in [-4, 4] or random bytes. */
+static void fill_synthetic(int input_f32, uint64_t seed, unsigned char *buf, size_t bytes) {
+    uint64_t state = rng_seed(seed);
+    size_t i = 0;
+
+    if (input_f32) {
+        for (; i + sizeof(float) <= bytes; i += sizeof(float)) {
+            /* 24 random bits: every value is exact in float32. */
+            double u = (double)(rng_next(&state) >> 40) / (double)(1u << 24);
+            float f = (float)(-SYNTH_FLOAT_LIMIT + 2.0 * SYNTH_FLOAT_LIMIT * u);
+            memcpy(buf + i, &f, sizeof f);
+        }
+    }
+    for (; i < bytes; i++)
+        buf[i] = (unsigned char)(rng_next(&state) >> 56);
+}
+
+void gf_stream_reference(gf_stream_run *r, const void *in, size_t n, void *out) {
+    uint64_t lengths[GF_STAGES_MAX];
+    char why[WHY_BYTES];
+    if (gf_pipeline_stage_lengths(r->pipeline, n, lengths, why, sizeof why) >= 0)
+        gf_pipeline_reference(r->pipeline, in, n, lengths, out, r->stage_scratch, NULL);
+}
+
+/* Opens --input, checks its length against --size and sets `planned`. */
+static void open_input(gf_stream_run *r, const char *pname) {
+    const gf_stream_opts *o = r->o;
+    struct stat st;
+    char why[WHY_BYTES];
+
+    r->in = fopen(o->input_path, "rb");
+    if (r->in == NULL) {
+        fprintf(stderr, "gpuframe: --input %s: %s\n", o->input_path, strerror(errno));
+        exit(EXIT_USAGE);
+    }
+    if (o->size_bytes == 0) {
+        fprintf(stderr, "gpuframe: --input needs a --size above 0\n");
+        exit(EXIT_USAGE);
+    }
+    r->planned = o->count != 0 ? o->count : UINT64_MAX;
+    if (fstat(fileno(r->in), &st) < 0 || !S_ISREG(st.st_mode))
+        return; /* a pipe: the last chunk is checked when it arrives */
+
+    uint64_t file_bytes = (uint64_t)st.st_size;
+    uint64_t full = file_bytes / o->size_bytes;
+    uint64_t tail = file_bytes % o->size_bytes;
+    if (file_bytes == 0) {
+        fprintf(stderr, "gpuframe: --input %s is empty\n", o->input_path);
+        exit(EXIT_USAGE);
+    }
+    uint64_t frames = full + (tail > 0);
+    if (tail > 0 && frames <= r->planned && !o->no_check &&
+        gf_pipeline_output_bytes(r->pipeline, tail, why, sizeof why) < 0) {
+        fprintf(stderr,
+                "gpuframe: --input %s: its last chunk of %" PRIu64
+                " bytes cannot be a frame of pipeline '%s': %s\n",
+                o->input_path, tail, pname, why);
+        exit(EXIT_USAGE);
+    }
+    if (frames < r->planned)
+        r->planned = frames;
+}
+
+/* Makes the synthetic pool and, with --verify, its references. */
+static void make_pool(gf_stream_run *r) {
+    const gf_stream_opts *o = r->o;
+    const gf_pipeline *p = r->pipeline;
+    size_t bytes = (size_t)o->size_bytes;
+
+    r->pool_count = r->planned < SYNTH_POOL_MAX ? (size_t)r->planned : SYNTH_POOL_MAX;
+    for (size_t k = 0; k < r->pool_count; k++) {
+        r->pool[k] = gf_alloc_frame(bytes);
+        fill_synthetic(gf_pipeline_input_f32(p), o->seed * SYNTH_POOL_MAX + k, r->pool[k], bytes);
+        if (o->verify && r->full_expect >= 0) {
+            r->pool_refs[k] = gf_alloc_frame((size_t)r->full_expect);
+            gf_stream_reference(r, r->pool[k], bytes, r->pool_refs[k]);
+        }
+    }
+}
+
+/* Points `s` at synthetic frame r->queued: a buffer of the pool, or with
+ * --shm the window entry `entry`, which holds the same bytes. */
+static void next_synthetic(gf_stream_run *r, gf_frame_slot *s, unsigned char *entry) {
+    const gf_stream_opts *o = r->o;
+    size_t k;
+
+    if (entry != NULL) {
+        /* The region's inputs were filled once (gf_stream_prepare): no copy. */
+        k = (size_t)(r->queued % o->window % r->pool_count);
+        s->data = entry;
+    } else {
+        k = (size_t)(r->queued % r->pool_count);
+        s->data = r->pool[k];
+    }
+    s->bytes = (size_t)o->size_bytes;
+    s->expect_bytes = r->full_expect;
+    s->ref = r->pool_refs[k];
+}
+
+/* Reads frame r->queued from --input into its window entry's buffer (with
+ * --shm, `entry` in the region) and points `s` at it.  Returns 1, 0 at the
+ * end of the input, or -1 on a failure already reported. */
+static int next_chunk(gf_stream_run *r, gf_frame_slot *s, unsigned char *entry) {
+    const gf_stream_opts *o = r->o;
+    unsigned char **buf = &r->in_bufs[r->queued % o->window];
+    char why[WHY_BYTES];
+
+    if (entry != NULL)
+        *buf = entry; /* read straight into the region */
+    else if (*buf == NULL)
+        *buf = gf_alloc_frame((size_t)o->size_bytes);
+    size_t n = fread(*buf, 1, (size_t)o->size_bytes, r->in);
+    if (n < o->size_bytes && ferror(r->in)) {
+        fprintf(stderr, "gpuframe: --input %s: %s\n", o->input_path, strerror(errno));
+        r->input_error = 1;
+        return -1;
+    }
+    if (n == 0)
+        return 0;
+    s->data = *buf;
+    s->bytes = n;
+    s->ref = NULL;
+    s->expect_bytes = n == o->size_bytes
+                          ? r->full_expect
+                          : gf_pipeline_output_bytes(r->pipeline, n, why, sizeof why);
+    if (s->expect_bytes < 0 && !o->no_check) {
+        fprintf(stderr,
+                "gpuframe: --input %s: its last chunk of %zu bytes cannot be a frame of "
+                "pipeline '%s': %s\n",
+                o->input_path, n, r->pipeline->name, why);
+        r->input_error = 1;
+        return -1;
+    }
+    if (n < o->size_bytes)
+        r->input_done = 1; /* a short chunk is the last */
+    return 1;
+}
+
+/* Sends the frame in `s` as frame r->queued: its bytes, or with --shm a
+ * descriptor of its window entry.  Returns 0, or -1 (reported unless the
+ * daemon closed the connection, which the next receive reports). */
+static int send_frame(gf_stream_run *r, const gf_frame_slot *s) {
+    const gf_stream_opts *o = r->o;
+    int err;
+
+    if (o->shm) {
+        uint64_t i = r->queued % o->window;
+        gf_shm_frame d = {.region_id = r->region.id,
+                          .in_offset = i * r->in_stride,
+                          .in_bytes = s->bytes,
+                          .out_offset = o->window * r->in_stride + i * r->out_stride,
+                          .out_capacity = r->out_stride};
+        err = gf_client_send_frame_shm(r->client, r->pipeline->id, r->queued, &d);
+    } else {
+        err = gf_client_send_frame(r->client, r->pipeline->id, r->queued, s->data, s->bytes);
+    }
+    if (err < 0) {
+        if (err != -EPIPE) /* a close: the next receive reports it */
+            gf_print_client_error(r->client, "send", err);
+        return -1;
+    }
+    return 0;
+}
+
+int gf_stream_queue_next(gf_stream_run *r) {
+    const gf_stream_opts *o = r->o;
+    gf_frame_slot *s = &r->slots[r->queued % o->window];
+
+    unsigned char *entry = NULL; /* --shm: this window entry's input */
+    if (o->shm)
+        entry = (unsigned char *)r->region.base + (r->queued % o->window) * r->in_stride;
+    if (r->in == NULL) {
+        next_synthetic(r, s, entry);
+    } else {
+        int got = next_chunk(r, s, entry);
+        if (got <= 0)
+            return got;
+    }
+    s->queued_ns = gf_now_ns();
+    if (send_frame(r, s) < 0)
+        return -1;
+    r->queued++;
+    return 1;
+}
+
+/* Bytes rounded up to whole pages, so every entry starts page-aligned. */
+static uint64_t page_round(uint64_t bytes) {
+    const uint64_t page = 4096;
+    return bytes == 0 ? page : (bytes + page - 1) / page * page;
+}
+
+/* --shm: creates the region and fills its window entries' inputs with the
+ * synthetic pool once (frames then cost the client no copy). */
+static int prepare_region(gf_stream_run *r) {
+    const gf_stream_opts *o = r->o;
+    r->in_stride = page_round(o->size_bytes);
+    r->out_stride = page_round(r->full_expect > 0 ? (uint64_t)r->full_expect : 0);
+    uint64_t bytes = o->window * (r->in_stride + r->out_stride);
+    int err = gf_client_region_create(r->client, bytes, &r->region, o->common.timeout_ms);
+    if (err < 0) {
+        gf_print_client_error(r->client, "--shm", err);
+        return EXIT_FAIL;
+    }
+    if (!o->quiet)
+        printf("shared-memory region %" PRIu32 " of %" PRIu64 " bytes%s\n", r->region.id, bytes,
+               r->region.pinned ? ", pinned by the daemon" : "");
+    if (r->in == NULL)
+        for (uint64_t i = 0; i < o->window; i++)
+            memcpy((unsigned char *)r->region.base + i * r->in_stride, r->pool[i % r->pool_count],
+                   (size_t)o->size_bytes);
+    return EXIT_OK;
+}
+
+int gf_stream_prepare(gf_stream_run *r) {
+    const gf_stream_opts *o = r->o;
+
+    if (o->input_path != NULL) {
+        open_input(r, r->pipeline->name);
+        r->in_bufs = calloc(o->window, sizeof *r->in_bufs);
+        if (r->in_bufs == NULL) {
+            fprintf(stderr, "gpuframe: out of memory\n");
+            return EXIT_FAIL;
+        }
+    } else {
+        r->planned = o->count != 0 ? o->count : STREAM_COUNT_DEFAULT;
+        make_pool(r);
+    }
+    if (o->output_path != NULL) {
+        r->out = fopen(o->output_path, "wb");
+        if (r->out == NULL) {
+            fprintf(stderr, "gpuframe: --output %s: %s\n", o->output_path, strerror(errno));
+            return EXIT_USAGE;
+        }
+    }
+    r->slots = calloc(o->window, sizeof *r->slots);
+    if (r->slots == NULL) {
+        fprintf(stderr, "gpuframe: out of memory\n");
+        return EXIT_FAIL;
+    }
+    return o->shm ? prepare_region(r) : EXIT_OK;
+}

@@ -1,0 +1,344 @@
+/*
+ * gf_report_stats_prometheus: a STATS document in the Prometheus text
+ * exposition format (0.0.4); report.h is the contract.  Keys are looked up as
+ * the families are written, and a family whose keys are all missing is left
+ * out.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+
+#include "report_doc.h"
+#include "report_text.h"
+#include "util.h"
+
+/* The number of entries of a static array. */
+#define COUNT_OF(array) (sizeof(array) / sizeof((array)[0]))
+
+/* Room for one number as gf_fmt_double writes it. */
+#define NUM_BYTES 40
+
+/*
+ * The family being written: its HELP and TYPE lines go out just before its
+ * first sample, so a family whose keys are all missing leaves no trace.
+ */
+struct prom {
+    FILE *out;
+    const char *name, *type, *help; /* the family; NULL before the first   */
+    int announced;                  /* HELP and TYPE written for `name`    */
+};
+
+static void prom_family(struct prom *p, const char *name, const char *type, const char *help) {
+    p->name = name;
+    p->type = type;
+    p->help = help;
+    p->announced = 0;
+}
+
+/*
+ * Writes one sample of the current family: the family's name with `suffix`
+ * ("" or "_bucket", "_sum", "_count"), the labels given as NULL-terminated
+ * name, value pairs, and `v`.  A NaN `v` (a missing key) writes nothing.
+ */
+static void prom_sample(struct prom *p, const char *suffix, double v, ...) {
+    char buf[NUM_BYTES];
+    va_list ap;
+    const char *label;
+    int first = 1;
+
+    if (isnan(v))
+        return;
+    if (!p->announced) {
+        fprintf(p->out, "# HELP %s %s\n# TYPE %s %s\n", p->name, p->help, p->name, p->type);
+        p->announced = 1;
+    }
+    fprintf(p->out, "%s%s", p->name, suffix);
+    va_start(ap, v);
+    while ((label = va_arg(ap, const char *)) != NULL) {
+        const char *value = va_arg(ap, const char *);
+        fprintf(p->out, "%s%s=\"", first ? "{" : ",", label);
+        gf_put_text(p->out, value, GF_ESC_PROM);
+        fputc('"', p->out);
+        first = 0;
+    }
+    va_end(ap);
+    fprintf(p->out, "%s %s\n", first ? "" : "}", gf_fmt_double(v, buf, sizeof buf));
+}
+
+/* One family with one unlabelled sample: the number at `path` divided by
+ * `divisor` (1e9 turns ns into seconds exactly where that is possible). */
+static void prom_single(struct prom *p, const cJSON *st, const char *path, const char *name,
+                        const char *type, const char *help, double divisor) {
+    prom_family(p, name, type, help);
+    prom_sample(p, "", gf_doc_num(st, path) / divisor, (const char *)NULL);
+}
+
+/* One family with a sample per numeric member of the object at `path`,
+ * labelled label=<member name>. */
+static void prom_by_key(struct prom *p, const cJSON *st, const char *path, const char *label,
+                        const char *name, const char *type, const char *help) {
+    const cJSON *item, *obj = gf_doc_get(st, path);
+
+    prom_family(p, name, type, help);
+    if (!cJSON_IsObject(obj))
+        return;
+    cJSON_ArrayForEach(item, obj) {
+        if (cJSON_IsNumber(item))
+            prom_sample(p, "", item->valuedouble, label, item->string, (const char *)NULL);
+    }
+}
+
+/* One family with a sample per window of `rates` ("1s", "10s"). */
+static void prom_rates(struct prom *p, const cJSON *st, const char *key, const char *name,
+                       const char *help) {
+    const cJSON *w, *rates = gf_doc_get(st, "rates");
+
+    prom_family(p, name, "gauge", help);
+    if (!cJSON_IsObject(rates))
+        return;
+    cJSON_ArrayForEach(w, rates) {
+        prom_sample(p, "", gf_doc_num(w, key), "window", w->string, (const char *)NULL);
+    }
+}
+
+/* The label a pipeline's samples carry: its name, else its id, else "?". */
+static const char *pipeline_label(const cJSON *pl, char *buf) {
+    const char *name = gf_doc_str(pl, "name");
+
+    if (name != NULL)
+        return name;
+    if (gf_doc_is_uint(gf_doc_get(pl, "id"))) {
+        snprintf(buf, CELL_BYTES, "%.0f", gf_doc_num(pl, "id"));
+        return buf;
+    }
+    return "?";
+}
+
+static void prom_pipelines(struct prom *p, const cJSON *st) {
+    const cJSON *pipelines = gf_doc_get(st, "pipelines"), *pl, *ph;
+    char buf[CELL_BYTES];
+
+    if (!cJSON_IsArray(pipelines))
+        return;
+    prom_family(p, "gpuframe_pipeline_frames_total", "counter",
+                "Frames answered with a result, by pipeline.");
+    cJSON_ArrayForEach(pl, pipelines) {
+        prom_sample(p, "", gf_doc_num(pl, "frames"), "pipeline", pipeline_label(pl, buf),
+                    (const char *)NULL);
+    }
+    prom_family(p, "gpuframe_phase_seconds", "summary",
+                "Time answered frames spent in each phase (slot_wait, receive, h2d, kernel, d2h, "
+                "completion_delay, reply_write, end_to_end): _sum / _count is the mean.");
+    cJSON_ArrayForEach(pl, pipelines) {
+        const char *label = pipeline_label(pl, buf);
+        if (!cJSON_IsObject(gf_doc_get(pl, "phases")))
+            continue;
+        cJSON_ArrayForEach(ph, gf_doc_get(pl, "phases")) {
+            double ns = gf_doc_num(ph, "ns"), count = gf_doc_num(ph, "count");
+            if (isnan(ns) || isnan(count))
+                continue;
+            prom_sample(p, "_sum", ns / NS_PER_S, "pipeline", label, "phase", ph->string,
+                        (const char *)NULL);
+            prom_sample(p, "_count", count, "pipeline", label, "phase", ph->string,
+                        (const char *)NULL);
+        }
+    }
+}
+
+/* The latency histogram; -EINVAL when its arrays do not fit together. */
+static int prom_latency(struct prom *p, const cJSON *st, char *err, size_t err_len) {
+    const cJSON *lat = gf_doc_get(st, "latency");
+    const cJSON *bounds = gf_doc_get(lat, "bounds_ns"), *counts = gf_doc_get(lat, "counts");
+    char le[NUM_BYTES];
+
+    if (!cJSON_IsObject(lat))
+        return 0;
+    if (bounds != NULL || counts != NULL) {
+        int nb = cJSON_GetArraySize(bounds), nc = cJSON_GetArraySize(counts);
+        if (!cJSON_IsArray(bounds) || !cJSON_IsArray(counts) || nc != nb + 1) {
+            gf_errorf(err, err_len,
+                      "latency: bounds_ns and counts must be arrays, counts one longer (got %d and "
+                      "%d)",
+                      nb, nc);
+            return -EINVAL;
+        }
+        double prev = -1, total = 0;
+        for (int i = 0; i < nc; i++) {
+            const cJSON *b = cJSON_GetArrayItem(bounds, i), *c = cJSON_GetArrayItem(counts, i);
+            if (!gf_doc_is_uint(c) || (i < nb && (!gf_doc_is_uint(b) || b->valuedouble <= prev))) {
+                gf_errorf(err, err_len,
+                          "latency: entry %d is not a count, or bounds_ns does not increase", i);
+                return -EINVAL;
+            }
+            if (i < nb)
+                prev = b->valuedouble;
+        }
+        prom_family(p, "gpuframe_latency_seconds", "histogram",
+                    "End-to-end latency of answered frames, header read to reply written.");
+        for (int i = 0; i < nc; i++) {
+            total += cJSON_GetArrayItem(counts, i)->valuedouble;
+            if (i < nb)
+                gf_fmt_double(cJSON_GetArrayItem(bounds, i)->valuedouble / NS_PER_S, le, sizeof le);
+            else
+                snprintf(le, sizeof le, "+Inf");
+            prom_sample(p, "_bucket", total, "le", le, (const char *)NULL);
+        }
+        /* _count is the +Inf bucket by definition, whatever "count" says. */
+        prom_sample(p, "_sum", gf_doc_num(lat, "sum_ns") / NS_PER_S, (const char *)NULL);
+        prom_sample(p, "_count", total, (const char *)NULL);
+    }
+    prom_single(p, lat, "max_ns", "gpuframe_latency_max_seconds", "gauge",
+                "Largest end-to-end latency since start.", (double)NS_PER_S);
+    return 0;
+}
+
+static void prom_gpu(struct prom *p, const cJSON *st) {
+    static const char *const stages[] = {"h2d", "kernel", "d2h"};
+    const cJSON *gpu = gf_doc_get(st, "gpu");
+    char key[32];
+
+    if (!cJSON_IsObject(gpu))
+        return; /* null: timing events off or no trace ring */
+    prom_single(p, gpu, "window_ns", "gpuframe_gpu_window_seconds", "gauge",
+                "Length of the window the GPU busy fractions cover.", (double)NS_PER_S);
+    prom_single(p, gpu, "frames", "gpuframe_gpu_window_frames", "gauge",
+                "Frames with a timed stage inside the GPU window.", 1.0);
+    prom_family(p, "gpuframe_gpu_busy_ratio", "gauge",
+                "Fraction of the GPU window during which some H2D copy, kernel or D2H copy ran.");
+    for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
+        snprintf(key, sizeof key, "%s_busy", stages[i]);
+        prom_sample(p, "", gf_doc_num(gpu, key), "stage", stages[i], (const char *)NULL);
+    }
+    prom_single(p, gpu, "copy_busy", "gpuframe_gpu_copy_busy_ratio", "gauge",
+                "Fraction of the GPU window during which a copy of either direction ran.", 1.0);
+    prom_single(p, gpu, "compute_busy", "gpuframe_gpu_compute_busy_ratio", "gauge",
+                "Fraction of the GPU window during which a kernel ran.", 1.0);
+    prom_single(p, gpu, "overlap", "gpuframe_gpu_overlap_ratio", "gauge",
+                "Fraction of the GPU window during which at least two of H2D, kernel and D2H ran "
+                "at once.",
+                1.0);
+}
+
+/* A family read straight from the STATS document: the number at `path`, or,
+ * with `label`, one sample per numeric member of the object at `path`,
+ * labelled label=<member name>. */
+struct prom_metric {
+    const char *path;  /* dotted path in the STATS document       */
+    const char *name;  /* the family's name                        */
+    const char *type;  /* "gauge" or "counter"                     */
+    const char *help;  /* its HELP text                            */
+    const char *label; /* NULL: the number at `path` is one sample */
+};
+
+/* Writes the `count` families of `m`, in order. */
+static void prom_metrics(struct prom *p, const cJSON *st, const struct prom_metric *m,
+                         size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        if (m[i].label != NULL)
+            prom_by_key(p, st, m[i].path, m[i].label, m[i].name, m[i].type, m[i].help);
+        else
+            prom_single(p, st, m[i].path, m[i].name, m[i].type, m[i].help, 1.0);
+    }
+}
+
+/* The device's and the slots' sizes, after gpuframe_info and uptime. */
+static const struct prom_metric identity_gauges[] = {
+    {"device.memory_bytes", "gpuframe_device_memory_bytes", "gauge", "Memory of the GPU in use.",
+     NULL},
+    {"device.sm_count", "gpuframe_device_multiprocessors", "gauge",
+     "Streaming multiprocessors of the GPU in use.", NULL},
+    {"device.threads", "gpuframe_cpu_engine_threads", "gauge", "Worker threads of the CPU engine.",
+     NULL},
+    {"slots.count", "gpuframe_slots", "gauge", "Frame slots.", NULL},
+    {"slots.free", "gpuframe_slots_free", "gauge", "Frame slots free now.", NULL},
+    {"slots.in_flight", "gpuframe_slots_in_flight", "gauge",
+     "Frame slots whose frame is on the engine now.", NULL},
+    {"slots.in_bytes", "gpuframe_slot_input_buffer_bytes", "gauge",
+     "Size of each slot's input buffer.", NULL},
+    {"slots.out_bytes", "gpuframe_slot_output_buffer_bytes", "gauge",
+     "Size of each slot's output buffer.", NULL},
+    {"pinned_bytes", "gpuframe_pinned_memory_bytes", "gauge",
+     "Pinned host memory the daemon holds.", NULL},
+};
+
+/* Connections, frames, requests, bytes and pauses since start. */
+static const struct prom_metric counter_metrics[] = {
+    {"connections.open", "gpuframe_connections_open", "gauge", "Client connections open now.",
+     NULL},
+    {"connections.total", "gpuframe_connections_total", "counter", "Client connections accepted.",
+     NULL},
+    {"connections.rejected", "gpuframe_connections_rejected_total", "counter",
+     "Connections closed by the daemon after a fatal protocol error.", NULL},
+    {"frames.received", "gpuframe_frames_received_total", "counter", "FRAME requests accepted.",
+     NULL},
+    {"frames.answered", "gpuframe_frames_answered_total", "counter",
+     "Frames answered with a RESULT.", NULL},
+    {"frames.failed", "gpuframe_frames_failed_total", "counter",
+     "Frames answered with an ERROR (reasons in gpuframe_rejected_total).", NULL},
+    {"frames.dropped", "gpuframe_frames_dropped_total", "counter",
+     "Frames whose client left before the result could be written.", NULL},
+    {"frames.truncated", "gpuframe_frames_truncated_total", "counter",
+     "Frames whose client left in the middle of the payload.", NULL},
+    {"frames.in_progress", "gpuframe_frames_in_progress", "gauge",
+     "Frames received and not yet finished.", NULL},
+    {"rejected", "gpuframe_rejected_total", "counter",
+     "ERROR replies sent, by status name (fatal header errors included).", "reason"},
+    {"requests", "gpuframe_requests_total", "counter",
+     "LIST, STATS and TRACE requests answered, by type.", "type"},
+    {"bytes.in", "gpuframe_input_bytes_total", "counter",
+     "Frame payload bytes received into slots.", NULL},
+    {"bytes.out", "gpuframe_output_bytes_total", "counter",
+     "Result payload bytes written to clients.", NULL},
+    {"backpressure_pauses", "gpuframe_backpressure_pauses_total", "counter",
+     "Times the daemon stopped reading a connection for want of a free slot.", NULL},
+};
+
+static void prom_identity(struct prom *p, const cJSON *st) {
+    const char *version = gf_doc_str(st, "version"), *engine = gf_doc_str(st, "engine");
+    const char *device = gf_doc_str(st, "device.name");
+    const cJSON *te = gf_doc_get(st, "timing_events");
+
+    prom_family(p, "gpuframe_info", "gauge", "Version, engine and device of the daemon.");
+    prom_sample(p, "", 1.0, "version", version ? version : "", "engine", engine ? engine : "",
+                "device", device ? device : "", (const char *)NULL);
+    prom_single(p, st, "uptime_ns", "gpuframe_uptime_seconds", "gauge",
+                "Time since the daemon started.", (double)NS_PER_S);
+    prom_family(p, "gpuframe_timing_events_enabled", "gauge",
+                "1 when per-stage timing events are recorded (timing_events), else 0.");
+    prom_sample(p, "", cJSON_IsBool(te) ? (double)cJSON_IsTrue(te) : NAN, (const char *)NULL);
+    prom_metrics(p, st, identity_gauges, COUNT_OF(identity_gauges));
+}
+
+int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t err_len) {
+    struct prom p = {.out = out};
+    int rc;
+
+    if (!cJSON_IsObject(stats)) {
+        gf_errorf(err, err_len, "the STATS document is not a JSON object");
+        return -EINVAL;
+    }
+    prom_identity(&p, stats);
+    prom_metrics(&p, stats, counter_metrics, COUNT_OF(counter_metrics));
+    prom_pipelines(&p, stats);
+    rc = prom_latency(&p, stats, err, err_len);
+    if (rc < 0)
+        return rc;
+    prom_rates(&p, stats, "frames_per_s", "gpuframe_frames_per_second",
+               "Frames answered per second over the window.");
+    prom_rates(&p, stats, "bytes_in_per_s", "gpuframe_input_bytes_per_second",
+               "Frame payload bytes received per second over the window.");
+    prom_rates(&p, stats, "bytes_out_per_s", "gpuframe_output_bytes_per_second",
+               "Result payload bytes written per second over the window.");
+    prom_gpu(&p, stats);
+    prom_family(&p, "gpuframe_loop_utilisation_ratio", "gauge",
+                "Fraction of the window the event loop was busy (not idle in epoll).");
+    prom_sample(&p, "", gf_doc_num(stats, "loop.utilisation_1s"), "window", "1s",
+                (const char *)NULL);
+    prom_sample(&p, "", gf_doc_num(stats, "loop.utilisation_10s"), "window", "10s",
+                (const char *)NULL);
+    prom_single(&p, stats, "loop.idle_ns", "gpuframe_loop_idle_seconds_total", "counter",
+                "Time the event loop spent idle since start.", (double)NS_PER_S);
+    return ferror(out) ? -EIO : 0;
+}

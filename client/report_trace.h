@@ -1,0 +1,83 @@
+/*
+ * A TRACE document as the trace renderers draw it: checked, and turned into a
+ * flat list of events, one per stage of each frame, in the lanes report.h
+ * describes.  report_chrome.c, report_svg.c and gf_report_trace_summary all
+ * draw from this one list, so they always agree.
+ */
+#ifndef GF_REPORT_TRACE_H
+#define GF_REPORT_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "report.h"
+
+/* The stages of a frame, in the order they happen. */
+enum gf_ev_kind {
+    GF_EV_RECEIVE,
+    GF_EV_H2D,
+    GF_EV_KERNEL,
+    GF_EV_D2H,
+    GF_EV_COMPLETION,
+    GF_EV_REPLY,
+    GF_EV_KINDS
+};
+
+/* How events of one kind are named, placed and drawn. */
+typedef struct gf_ev_kind_info {
+    const char *name;     /* event name, also in labels and tooltips */
+    const char *category; /* Chrome "cat"                            */
+    enum gf_report_lane lane;
+    const char *colour; /* SVG fill                                */
+    int out_bytes;      /* 1: the frame's output size is its bytes */
+} gf_ev_kind_info;
+
+extern const gf_ev_kind_info gf_ev_kinds[GF_EV_KINDS];
+
+/* The name of each lane of a slot: "H2D", "kernel", "D2H", "host". */
+extern const char *const gf_lane_names[GF_REPORT_LANES_PER_SLOT];
+
+/* One frame of the TRACE document, checked. */
+typedef struct gf_tframe {
+    uint64_t frame_id, conn, in_bytes, out_bytes, pipeline, status;
+    uint32_t slot;
+    uint64_t arrived, claimed, submitted, done, drained, written;
+} gf_tframe;
+
+/* One event: a stage of frame `frame` from `begin` to `end` (ns after t0). */
+typedef struct gf_tev {
+    size_t frame;
+    enum gf_ev_kind kind;
+    uint64_t begin, end;
+} gf_tev;
+
+/* A TRACE document as the renderers draw it. */
+typedef struct gf_tdoc {
+    const cJSON *doc;
+    gf_tframe *frames;
+    size_t frame_count;
+    gf_tev *events;
+    size_t event_count;
+    unsigned char *lane_used; /* [slot_count * LANES_PER_SLOT]: lane has events */
+    uint32_t slot_count;      /* highest slot with an event + 1                 */
+    size_t lanes;             /* lanes with events                              */
+    uint64_t begin, end;      /* span of the events; 0, 0 without events         */
+} gf_tdoc;
+
+/*
+ * Parses and checks `trace` into `t`, which points into `trace` (the caller
+ * keeps it alive) and owns its arrays: free it with gf_tdoc_free, also after
+ * an error.  Returns 0, or -EINVAL/-ENOMEM with the reason in err[err_len].
+ */
+int gf_tdoc_parse(const cJSON *trace, gf_tdoc *t, char *err, size_t err_len);
+
+/* Frees what gf_tdoc_parse allocated and zeroes `t`. */
+void gf_tdoc_free(gf_tdoc *t);
+
+/* The index of event `e`'s lane, slot * GF_REPORT_LANES_PER_SLOT + lane: its
+ * place in t->lane_used and in a renderer's per-lane arrays. */
+size_t gf_tdoc_lane(const gf_tdoc *t, const gf_tev *e);
+
+#endif
