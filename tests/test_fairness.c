@@ -173,9 +173,13 @@ START_TEST(stalled_large_payloads_time_out) {
     uint64_t failed = stat(c, "frames.failed");
     uint64_t rejected = stat(c, "rejected.request_timeout");
     int fds[SLOTS];
-    for (int i = 0; i < SLOTS; i++)
+    for (int i = 0; i < SLOTS; i++) {
         fds[i] = stall_mid_payload(100 + (uint64_t)i, LARGE_FRAME_BYTES, 1);
-    gf_test_sleep_ms(50);
+        /* In this order: the first holds the slot before the second asks. */
+        for (int k = 0; k < 250 && i == 0 && stat(c, "slots.free") == SLOTS; k++)
+            gf_test_sleep_ms(2);
+    }
+    gf_test_sleep_ms(20);
     uint64_t ms = answered_after_ms(c, 1);
     ck_assert_msg(ms < GF_RECEIVE_STALL_MS, "answered after %" PRIu64 " ms", ms);
     static const char *const why[SLOTS] = {"no progress for 100 ms", "request_timeout_ms 500"};
