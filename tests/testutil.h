@@ -51,7 +51,7 @@ typedef struct gf_test_daemon {
 
 /* ---- time ------------------------------------------------------------------ */
 
-/* The clock is protocol/util.h's gf_now_ms (CLOCK_MONOTONIC), included here
+/* The clock is util/util.h's gf_now_ms (CLOCK_MONOTONIC), included here
  * for every suite. */
 
 /* Sleeps `ms` milliseconds, resuming after signals. */
