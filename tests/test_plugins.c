@@ -30,8 +30,8 @@
 /* How long one gpuframe or gpuframed command may take. */
 #define COMMAND_TIMEOUT_MS 120000
 /* The demo network: a 32x32 RGB image's planar float32 in, 10 logits out. */
-#define MLP_IN_FLOATS  3072
-#define IMAGE_SIDE     32
+#define MLP_IN_FLOATS 3072
+#define IMAGE_SIDE    32
 /* Frames the background stream sends while the daemon reloads. */
 #define RELOAD_STREAM_FRAMES "4000"
 #define RELOADS              6
@@ -44,15 +44,15 @@ static const char *g_engine; /* "cpu" or "cuda": $GF_TEST_ENGINE */
 
 /* A clamp stage, the MLP, and the chain of the demo. */
 #define CLAMP_PIPELINE                                                                             \
-    "{\"name\": \"clamp\", \"kind\": \"plugin\", \"path\": \"" EXAMPLE_SO "\", "                  \
+    "{\"name\": \"clamp\", \"kind\": \"plugin\", \"path\": \"" EXAMPLE_SO "\", "                   \
     "\"params\": {\"lo\": -1.5, \"hi\": 2}}"
 #define MLP_PIPELINE                                                                               \
-    "{\"name\": \"mlp\", \"kind\": \"plugin\", \"path\": \"" MLP_SO "\", "                        \
+    "{\"name\": \"mlp\", \"kind\": \"plugin\", \"path\": \"" MLP_SO "\", "                         \
     "\"params\": {\"weights\": \"" MLP_WEIGHTS "\"}}"
 #define CHAIN_PIPELINE                                                                             \
     "{\"name\": \"classify\", \"stages\": ["                                                       \
     "{\"kind\": \"normalize_u8\", \"params\": {\"width\": 32, \"height\": 32}}, "                  \
-    "{\"kind\": \"plugin\", \"path\": \"" MLP_SO "\", \"params\": {\"weights\": \"" MLP_WEIGHTS   \
+    "{\"kind\": \"plugin\", \"path\": \"" MLP_SO "\", \"params\": {\"weights\": \"" MLP_WEIGHTS    \
     "\"}}]}"
 
 static const char config_json[] = "{\"slots\": 2, \"pipelines\": ["
@@ -95,13 +95,16 @@ static void stop(gf_test_daemon *d) {
 static void stream_verified(const gf_test_daemon *d, const char *pipeline, const char *size,
                             const char *count) {
     char *out;
-    char *argv[] = {GF_TEST_CLIENT, "stream",     "--socket", (char *)d->socket_path,
-                    "--pipeline",   (char *)pipeline, "--count",  (char *)count,
-                    "--window",     "4",           "--verify", size ? "--size" : NULL,
+    char *argv[] = {GF_TEST_CLIENT, "stream",
+                    "--socket",     (char *)d->socket_path,
+                    "--pipeline",   (char *)pipeline,
+                    "--count",      (char *)count,
+                    "--window",     "4",
+                    "--verify",     size ? "--size" : NULL,
                     (char *)size,   NULL};
     int rc = run(d->dir, &out, argv);
-    ck_assert_msg(rc == 0 && strstr(out, " errors=0 ") != NULL,
-                  "stream to %s exited %d:\n%s", pipeline, rc, out);
+    ck_assert_msg(rc == 0 && strstr(out, " errors=0 ") != NULL, "stream to %s exited %d:\n%s",
+                  pipeline, rc, out);
     free(out);
 }
 
@@ -210,8 +213,8 @@ START_TEST(list_and_trace_describe_stages) {
     ck_assert_str_eq(gf_test_json_str(clamp, "kind"), "plugin");
     ck_assert_str_eq(gf_test_json_str(clamp, "plugin"), "clamp");
     ck_assert_str_eq(gf_test_json_str(clamp, "path"), EXAMPLE_SO);
-    ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(clamp, "params"), "lo")->valuedouble,
-                        -1.5);
+    ck_assert_double_eq(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(clamp, "params"), "lo")->valuedouble, -1.5);
     ck_assert_ptr_null(cJSON_GetObjectItem(chain, "kind"));
     const cJSON *stages = cJSON_GetObjectItem(chain, "stages");
     ck_assert_int_eq(cJSON_GetArraySize(stages), 2);
@@ -235,7 +238,8 @@ START_TEST(list_and_trace_describe_stages) {
         if (cJSON_IsNull(k)) /* untimed (CUDA samples one frame in 64) */
             continue;
         ck_assert_int_eq(cJSON_GetArraySize(ks), 2);
-        double sum = cJSON_GetArrayItem(ks, 0)->valuedouble + cJSON_GetArrayItem(ks, 1)->valuedouble;
+        double sum =
+            cJSON_GetArrayItem(ks, 0)->valuedouble + cJSON_GetArrayItem(ks, 1)->valuedouble;
         double span = cJSON_GetArrayItem(k, 1)->valuedouble - cJSON_GetArrayItem(k, 0)->valuedouble;
         /* The stages are the kernel interval, cut at their ends. */
         ck_assert_msg(sum <= span + 1000 && sum >= span * 0.5, "stages %.0f ns, kernel %.0f ns",
@@ -341,8 +345,8 @@ END_TEST
  * them the frame size their plugins were created for: a plugin is never
  * given a frame longer than its create() was promised. */
 START_TEST(reload_keeping_pipelines_keeps_their_frame_size) {
-    static const char small[] = "{\"slots\": 2, \"max_frame_bytes\": 4096, \"pipelines\": ["
-                                CLAMP_PIPELINE "]}";
+    static const char small[] =
+        "{\"slots\": 2, \"max_frame_bytes\": 4096, \"pipelines\": [" CLAMP_PIPELINE "]}";
     /* The chain needs scratch, which a daemon started without chains lacks. */
     static const char large_with_chain[] =
         "{\"slots\": 2, \"max_frame_bytes\": 65536, \"pipelines\": [" CLAMP_PIPELINE ", "
@@ -357,7 +361,7 @@ START_TEST(reload_keeping_pipelines_keeps_their_frame_size) {
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
     gf_test_sleep_ms(500);
     char *argv[] = {GF_TEST_CLIENT, "stream", "--socket", d.socket_path, "--pipeline", "clamp",
-                    "--size", "8192", "--count", "1", NULL};
+                    "--size",       "8192",   "--count",  "1",           NULL};
     int rc = run(d.dir, &out, argv);
     ck_assert_msg(rc != 0 && strstr(out, "too_large") != NULL,
                   "an 8 KiB frame reached a plugin created for 4 KiB (exit %d):\n%s", rc, out);

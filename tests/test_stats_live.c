@@ -265,8 +265,8 @@ START_TEST(small_frames_share_a_slot) {
     for (unsigned i = 0; i < N; i++) {
         unsigned p = i < ECHO_FRAMES ? 0 : 1;
         size_t bytes = p == 0 ? 100 + 37 * i : 64 * sizeof(float);
-        ck_assert_msg(gf_test_make_frame(&pipelines[p], bytes, &rng, &in[i], &ref[i],
-                                         &ref_bytes[i], err, sizeof err) == 0,
+        ck_assert_msg(gf_test_make_frame(&pipelines[p], bytes, &rng, &in[i], &ref[i], &ref_bytes[i],
+                                         err, sizeof err) == 0,
                       "%s", err);
         gf_header h = {.version = GF_PROTOCOL_VERSION,
                        .type = GF_MSG_FRAME,
@@ -284,13 +284,13 @@ START_TEST(small_frames_share_a_slot) {
     uint8_t got[1024];
     for (unsigned i = 0; i < N; i++) {
         gf_header h;
-        ck_assert_msg(gf_test_raw_recv_reply(fd, &h, got, sizeof got, REPLY_TIMEOUT_MS, err,
-                                             sizeof err) == 0,
-                      "reply %u: %s", i, err);
+        ck_assert_msg(
+            gf_test_raw_recv_reply(fd, &h, got, sizeof got, REPLY_TIMEOUT_MS, err, sizeof err) == 0,
+            "reply %u: %s", i, err);
         gf_reply r = {.header = h, .payload = got, .payload_bytes = h.payload_bytes};
         const gf_pipeline *p = &pipelines[i < ECHO_FRAMES ? 0 : 1];
-        ck_assert_msg(gf_test_check_result(p, &r, 500 + i, ref[i], ref_bytes[i], err,
-                                           sizeof err) == 0,
+        ck_assert_msg(gf_test_check_result(p, &r, 500 + i, ref[i], ref_bytes[i], err, sizeof err) ==
+                          0,
                       "frame %u: %s", 500 + i, err);
         free(in[i]);
         free(ref[i]);
@@ -423,14 +423,13 @@ START_TEST(zero_copy_small_batches) {
     stream(c, 0, 256 * 1024, 8, 1, 2000);
     cJSON *after = fetch(c, GF_MSG_STATS, 0);
     double subs = num(after, "slots.submissions") - num(before, "slots.submissions");
-    double zc = num(after, "slots.zero_copy_submissions") -
-                num(before, "slots.zero_copy_submissions");
+    double zc =
+        num(after, "slots.zero_copy_submissions") - num(before, "slots.zero_copy_submissions");
     ck_assert_double_eq(num(mid, "slots.submissions") - num(before, "slots.submissions"), 64);
-    ck_assert_double_eq(num(mid, "slots.zero_copy_submissions") -
-                            num(before, "slots.zero_copy_submissions"),
-                        64);
-    ck_assert_msg(zc == subs - 8, "%.0f of %.0f submissions ran zero-copy, expected all but 8",
-                  zc, subs);
+    ck_assert_double_eq(
+        num(mid, "slots.zero_copy_submissions") - num(before, "slots.zero_copy_submissions"), 64);
+    ck_assert_msg(zc == subs - 8, "%.0f of %.0f submissions ran zero-copy, expected all but 8", zc,
+                  subs);
     cJSON_Delete(before);
     cJSON_Delete(mid);
     cJSON_Delete(after);
