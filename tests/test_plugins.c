@@ -59,35 +59,14 @@ static const char config_json[] = "{\"slots\": 2, \"pipelines\": ["
                                   "{\"name\": \"echo\", \"kind\": \"echo\"}, " CLAMP_PIPELINE
                                   ", " MLP_PIPELINE ", " CHAIN_PIPELINE "]}";
 
-/* Runs argv (NULL-terminated; argv[0] a path), stdout and stderr into one
- * file; returns its exit status, *out what it printed (the caller frees). */
-static int run(const char *dir, char **out, char *const argv[]) {
-    char path[GF_TEST_PATH_MAX], desc[96];
-    int status = -1;
-    snprintf(path, sizeof path, "%s/command.out", dir);
-    int rc = gf_test_run_command(argv, path, COMMAND_TIMEOUT_MS, &status);
-    ck_assert_msg(rc == 0, "%s did not exit: %s", argv[0], strerror(-rc));
-    *out = gf_test_read_file(path, NULL);
-    ck_assert_ptr_nonnull(*out);
-    unlink(path);
-    ck_assert_msg(WIFEXITED(status), "%s %s:\n%s", argv[0],
-                  gf_test_describe_status(status, desc, sizeof desc), *out);
-    return WEXITSTATUS(status);
-}
-
+/* A daemon on `json`, and stopping it: exit 0 after SIGTERM and a log
+ * without a failure line. */
 static void start(gf_test_daemon *d, const char *json) {
-    char err[GF_TEST_ERR_MAX] = "";
-    ck_assert_msg(gf_test_daemon_start(d, json, g_engine, err, sizeof err) == 0, "%s", err);
+    gf_test_ck_daemon_start(d, json, g_engine);
 }
 
 static void stop(gf_test_daemon *d) {
-    int status = 0;
-    gf_test_daemon_stop(d, &status);
-    char failures[2048];
-    size_t n = gf_test_log_failures(d->log_path, failures, sizeof failures);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
-    ck_assert_msg(n == 0, "the daemon logged failures:\n%s", failures);
-    gf_test_daemon_cleanup(d);
+    gf_test_ck_daemon_stop(d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
 }
 
 /* `gpuframe stream --verify` of `count` frames of `size` bytes to `pipeline`:
@@ -102,7 +81,7 @@ static void stream_verified(const gf_test_daemon *d, const char *pipeline, const
                     "--window",     "4",
                     "--verify",     size ? "--size" : NULL,
                     (char *)size,   NULL};
-    int rc = run(d->dir, &out, argv);
+    int rc = gf_test_ck_run(d->dir, argv, COMMAND_TIMEOUT_MS, &out);
     ck_assert_msg(rc == 0 && strstr(out, " errors=0 ") != NULL, "stream to %s exited %d:\n%s",
                   pipeline, rc, out);
     free(out);
@@ -164,7 +143,7 @@ START_TEST(load_errors_name_the_stage) {
     snprintf(json, sizeof json, "{\"pipelines\": [%s]}", c->pipeline);
     ck_assert_int_eq(gf_test_write_file(path, json), 0);
     char *argv[] = {(char *)gf_test_daemon_path(), "--check-config", path, NULL};
-    int rc = run(dir, &out, argv);
+    int rc = gf_test_ck_run(dir, argv, COMMAND_TIMEOUT_MS, &out);
     ck_assert_msg(rc == 2, "--check-config exited %d:\n%s", rc, out);
     ck_assert_msg(strstr(out, c->line) != NULL, "no \"%s\" in:\n%s", c->line, out);
     size_t lines = 0;
@@ -200,11 +179,10 @@ END_TEST
  * stages.  TRACE: a chain's frames say how long each stage took. */
 START_TEST(list_and_trace_describe_stages) {
     gf_test_daemon d;
-    gf_client *c = NULL;
     char *json = NULL;
     start(&d, config_json);
     stream_verified(&d, "classify", NULL, "8");
-    ck_assert_int_eq(gf_client_connect(d.socket_path, &c), 0);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
     ck_assert_int_eq(gf_client_request_json(c, GF_MSG_LIST, &json, 10000), 0);
     cJSON *list = cJSON_Parse(json);
     ck_assert_ptr_nonnull(list);
@@ -362,7 +340,7 @@ START_TEST(reload_keeping_pipelines_keeps_their_frame_size) {
     gf_test_sleep_ms(500);
     char *argv[] = {GF_TEST_CLIENT, "stream", "--socket", d.socket_path, "--pipeline", "clamp",
                     "--size",       "8192",   "--count",  "1",           NULL};
-    int rc = run(d.dir, &out, argv);
+    int rc = gf_test_ck_run(d.dir, argv, COMMAND_TIMEOUT_MS, &out);
     ck_assert_msg(rc != 0 && strstr(out, "too_large") != NULL,
                   "an 8 KiB frame reached a plugin created for 4 KiB (exit %d):\n%s", rc, out);
     free(out);
@@ -372,10 +350,7 @@ START_TEST(reload_keeping_pipelines_keeps_their_frame_size) {
                   "the log does not say why max_frame_bytes stayed:\n%s", log ? log : "");
     free(log);
     /* That warning is the point here: only the exit status is checked. */
-    int status = 0;
-    gf_test_daemon_stop(&d, &status);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
-    gf_test_daemon_cleanup(&d);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
 }
 END_TEST
 
