@@ -424,4 +424,18 @@ gf_header gf_test_ck_raw_error(int fd, uint32_t status, const char *words, int t
  */
 int gf_test_ck_run(const char *dir, char *const argv[], int timeout_ms, char **out);
 
+/* ---- CUDA, for the gpu suites ---------------------------------------------------- */
+
+/* Fails the running test, naming the call and CUDA's error, unless it
+ * succeeded.  Defined where <cuda_runtime_api.h> is included before this
+ * header, as in the gpu suites; the includer has <check.h> (runner.h). */
+#ifdef CUDART_VERSION
+#define GF_TEST_CK_CUDA(call)                                                                      \
+    do {                                                                                           \
+        cudaError_t ck_cuda_err_ = (call);                                                         \
+        ck_assert_msg(ck_cuda_err_ == cudaSuccess, "%s failed: %s (%d)", #call,                    \
+                      cudaGetErrorString(ck_cuda_err_), (int)ck_cuda_err_);                        \
+    } while (0)
+#endif
+
 #endif
