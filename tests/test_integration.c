@@ -183,6 +183,23 @@ static uint64_t stat_delta(const cJSON *after, const cJSON *before, const char *
     return a - b;
 }
 
+/* A STATS counter and how much a test expects it to have grown. */
+typedef struct counter_delta {
+    const char *counter;
+    uint64_t delta;
+} counter_delta;
+
+/* Asserts that each of want[count] grew from `before` to `after` by exactly
+ * its delta. */
+static void expect_deltas(const cJSON *after, const cJSON *before, const counter_delta *want,
+                          size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        uint64_t got = stat_delta(after, before, want[i].counter);
+        ck_assert_msg(got == want[i].delta, "%s grew by %" PRIu64 ", expected %" PRIu64,
+                      want[i].counter, got, want[i].delta);
+    }
+}
+
 /* Waits until the daemon is idle with `open` connections; returns its STATS. */
 static cJSON *wait_idle(gf_client *c, uint64_t open) {
     cJSON *st = NULL;
@@ -572,10 +589,11 @@ START_TEST(too_large_refused_from_header) {
     close(fd);
 
     cJSON *after = wait_idle(s, 1);
-    ck_assert_uint_eq(stat_delta(after, before, "rejected.too_large"), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "connections.rejected"), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.received"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "bytes.in"), 0);
+    const counter_delta want_deltas[] = {{"rejected.too_large", 1},
+                                         {"connections.rejected", 1},
+                                         {"frames.received", 0},
+                                         {"bytes.in", 0}};
+    expect_deltas(after, before, want_deltas, sizeof want_deltas / sizeof want_deltas[0]);
     cJSON_Delete(before);
     cJSON_Delete(after);
     stream(s, P_ECHO, 4096, 4, 2, 1);
@@ -650,10 +668,9 @@ START_TEST(bad_header_is_fatal_to_its_connection_only) {
     char key[64];
     snprintf(key, sizeof key, "rejected.%s", gf_status_name(bh->status));
     cJSON *after = wait_idle(before_conn, 1);
-    ck_assert_uint_eq(stat_delta(after, before, key), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "connections.rejected"), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.received"), 12);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), 12);
+    const counter_delta want_deltas[] = {
+        {key, 1}, {"connections.rejected", 1}, {"frames.received", 12}, {"frames.answered", 12}};
+    expect_deltas(after, before, want_deltas, sizeof want_deltas / sizeof want_deltas[0]);
     cJSON_Delete(before);
     cJSON_Delete(after);
     gf_client_close(before_conn);
@@ -734,10 +751,9 @@ START_TEST(bad_frame_costs_only_that_frame) {
     char key[64];
     snprintf(key, sizeof key, "rejected.%s", gf_status_name(bf->status));
     cJSON *after = wait_idle(c, 1);
-    ck_assert_uint_eq(stat_delta(after, before, key), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "connections.rejected"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.received"), 11);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), 10);
+    const counter_delta want_deltas[] = {
+        {key, 1}, {"connections.rejected", 0}, {"frames.received", 11}, {"frames.answered", 10}};
+    expect_deltas(after, before, want_deltas, sizeof want_deltas / sizeof want_deltas[0]);
     cJSON_Delete(before);
     cJSON_Delete(after);
     free(bad);
@@ -1080,11 +1096,12 @@ START_TEST(disconnect_with_frames_in_flight) {
 
     cJSON *after = wait_idle(s, 1);
     assert_frames_add_up(after);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.received"), slot_count);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.dropped"), slot_count);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.truncated"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "connections.rejected"), 0);
+    const counter_delta want_deltas[] = {{"frames.received", slot_count},
+                                         {"frames.answered", 0},
+                                         {"frames.dropped", slot_count},
+                                         {"frames.truncated", 0},
+                                         {"connections.rejected", 0}};
+    expect_deltas(after, before, want_deltas, sizeof want_deltas / sizeof want_deltas[0]);
     cJSON_Delete(before);
     cJSON_Delete(after);
 
@@ -1153,10 +1170,11 @@ START_TEST(disconnect_mid_frame) {
 
     cJSON *after = wait_idle(s, 1);
     assert_frames_add_up(after);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.truncated"), t->truncated);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.received"), t->received);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.dropped"), 0);
+    const counter_delta want_deltas[] = {{"frames.truncated", t->truncated},
+                                         {"frames.received", t->received},
+                                         {"frames.answered", 0},
+                                         {"frames.dropped", 0}};
+    expect_deltas(after, before, want_deltas, sizeof want_deltas / sizeof want_deltas[0]);
     cJSON_Delete(before);
     cJSON_Delete(after);
     free(buf);
@@ -1244,14 +1262,14 @@ START_TEST(counters_count_exactly) {
     stream(c, P_AFFINE, 4096, AFFINE_FRAMES, 4, 1);
     stream(c, P_RGB_SMALL, RGB_SMALL_BYTES, RGB_FRAMES, 2, 100);
     cJSON *after = wait_idle(c, 1);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.received"), AFFINE_FRAMES + RGB_FRAMES);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), AFFINE_FRAMES + RGB_FRAMES);
-    ck_assert_uint_eq(stat_delta(after, before, "bytes.in"),
-                      AFFINE_FRAMES * 4096 + RGB_FRAMES * RGB_SMALL_BYTES);
-    ck_assert_uint_eq(stat_delta(after, before, "bytes.out"),
-                      AFFINE_FRAMES * 4096 + RGB_FRAMES * RGB_SMALL_BYTES * 4);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.dropped"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.truncated"), 0);
+    const counter_delta want_deltas[] = {
+        {"frames.received", AFFINE_FRAMES + RGB_FRAMES},
+        {"frames.answered", AFFINE_FRAMES + RGB_FRAMES},
+        {"bytes.in", AFFINE_FRAMES * 4096 + RGB_FRAMES * RGB_SMALL_BYTES},
+        {"bytes.out", AFFINE_FRAMES * 4096 + RGB_FRAMES * RGB_SMALL_BYTES * 4},
+        {"frames.dropped", 0},
+        {"frames.truncated", 0}};
+    expect_deltas(after, before, want_deltas, sizeof want_deltas / sizeof want_deltas[0]);
     for (uint32_t s = 1; s < GF_STATUS_COUNT_; s++) {
         char key[64];
         snprintf(key, sizeof key, "rejected.%s", gf_status_name(s));
@@ -1304,9 +1322,9 @@ START_TEST(counters_count_exactly) {
                           "%s grew by %" PRIu64 " for one %s frame", key, stat_delta(a, b, key),
                           gf_status_name(refusals[k].status));
         }
-        ck_assert_uint_eq(stat_delta(a, b, "frames.received"), 1);
-        ck_assert_uint_eq(stat_delta(a, b, "frames.answered"), 0);
-        ck_assert_uint_eq(stat_delta(a, b, "bytes.out"), 0);
+        const counter_delta one_refused[] = {
+            {"frames.received", 1}, {"frames.answered", 0}, {"bytes.out", 0}};
+        expect_deltas(a, b, one_refused, sizeof one_refused / sizeof one_refused[0]);
         assert_frames_add_up(a);
         cJSON_Delete(a);
         cJSON_Delete(b);
