@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "runner.h"
+#include "wire.h"
 
 #ifndef GF_TEST_DAEMON
 #define GF_TEST_DAEMON "gpuframed"
@@ -1114,11 +1115,7 @@ void gf_test_ck_stream_id(gf_client *c, uint32_t pipeline_id, size_t frame_bytes
 
 void gf_test_ck_raw_frame(int fd, uint64_t frame_id, uint32_t pipeline_id, uint64_t payload_bytes,
                           const void *payload, size_t sent_bytes) {
-    gf_header h = {.version = GF_PROTOCOL_VERSION,
-                   .type = GF_MSG_FRAME,
-                   .frame_id = frame_id,
-                   .pipeline_id = pipeline_id,
-                   .payload_bytes = payload_bytes};
+    gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, pipeline_id, payload_bytes);
     void *zeros = NULL;
 
     ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
