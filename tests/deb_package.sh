@@ -25,14 +25,9 @@ extra_cflags=("$@")
 for tool in dpkg-deb dpkg cpack dpkg-shlibdeps pkg-config "$cc"; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not found (not a Debian system, or scripts/setup.sh not run)"; exit 77; }
 done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gfdeb.XXXXXX")
-daemon_pid=
-cleanup() {
-  [ -z "$daemon_pid" ] || kill -KILL "$daemon_pid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=testutil.sh
+. "$(dirname "$0")/testutil.sh"
+gf_scratch gfdeb
 arch=$(dpkg --print-architecture)
 full="$version-1"
 
@@ -134,13 +129,7 @@ conf=$root/etc/gpuframed/gpuframed.json
 [ "$("$root/usr/bin/gpuframed" --check-config "$conf")" = "$conf: ok" ] || fail "--check-config of the packaged configuration"
 
 sock=$tmp/s.sock
-"$root/usr/bin/gpuframed" --config "$conf" --engine cpu --socket "$sock" >"$tmp/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 300); do
-  "$root/usr/bin/gpuframe" list --socket "$sock" >/dev/null 2>&1 && break
-  kill -0 "$daemon_pid" 2>/dev/null || { cat "$tmp/daemon.log"; fail "the packaged gpuframed exited"; }
-  sleep 0.1
-done
+gf_daemon_start "$root/usr/bin" "$conf" "$sock" "the packaged gpuframed"
 out=$("$root/usr/bin/gpuframe" stream --socket "$sock" --pipeline sincos --size 64K --count 64 \
   --window 4 --verify --quiet) || fail "packaged gpuframe stream: $out"
 [[ "$out" == "frames=64 errors=0 seconds="* ]] || fail "packaged gpuframe stream printed: $out"
@@ -162,11 +151,7 @@ cmp "$tmp/in.bin" "$tmp/out.bin" || fail "the example's results differ from its 
 libs=$(LD_LIBRARY_PATH=$root/usr/$libdir ldd "$tmp/stream_file")
 grep -q "libgpuframe.so.0 => $root/usr/$libdir/libgpuframe.so.0 " <<<"$libs" || fail "the example did not load the packaged library: $libs"
 
-kill -TERM "$daemon_pid"
-status=0
-wait "$daemon_pid" || status=$?
-daemon_pid=
-[ "$status" -eq 0 ] || { cat "$tmp/daemon.log"; fail "the packaged gpuframed exited $status after SIGTERM"; }
+gf_daemon_stop "the packaged gpuframed"
 
 # ---- lintian -----------------------------------------------------------------
 # Accepted, with the reason; anything else at warning or error level fails:

@@ -24,14 +24,9 @@ for tool in cmake pkg-config ldd nm readelf od cmp "$cc"; do
 done
 config_dir=$(sed -n 's/^GF_CONFIG_DIR:PATH=//p' "$build/CMakeCache.txt")
 [ -z "$config_dir" ] || { echo "SKIP: GF_CONFIG_DIR=$config_dir: a scratch install would write there"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/gfexample.XXXXXX")
-daemon_pid=
-cleanup() {
-  [ -z "$daemon_pid" ] || kill -KILL "$daemon_pid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=testutil.sh
+. "$(dirname "$0")/testutil.sh"
+gf_scratch gfexample
 p=$tmp/prefix
 
 cmake --install "$build" --prefix "$p" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
@@ -90,14 +85,7 @@ libs=$(ldd "$tmp/ex_static")
 ! grep -q libgpuframe <<<"$libs" || fail "ex_static loads a libgpuframe.so: $libs"
 
 sock=$tmp/s.sock
-"$p/bin/gpuframed" --config "$p/etc/gpuframed/gpuframed.json" --engine cpu --socket "$sock" \
-  >"$tmp/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 300); do
-  "$p/bin/gpuframe" list --socket "$sock" >/dev/null 2>&1 && break
-  kill -0 "$daemon_pid" 2>/dev/null || { cat "$tmp/daemon.log"; fail "the installed gpuframed exited"; }
-  sleep 0.1
-done
+gf_daemon_start "$p/bin" "$p/etc/gpuframed/gpuframed.json" "$sock" "the installed gpuframed"
 
 # 1.0 -2.0 0.5 3.0 as float32, 1024 times; affine (a 2, b 0.5) makes 2.5 -3.5 1.5 6.5.
 for _ in $(seq 1024); do printf '\000\000\200\077\000\000\000\300\000\000\000\077\000\000\100\100'; done >"$tmp/in.f32"
@@ -117,9 +105,5 @@ for ex in ex_shared ex_static; do
   [ "$out" = "stream_file: the daemon has no pipeline 'nosuch'" ] || fail "$ex unknown pipeline: '$out'"
 done
 
-kill -TERM "$daemon_pid"
-status=0
-wait "$daemon_pid" || status=$?
-daemon_pid=
-[ "$status" -eq 0 ] || { cat "$tmp/daemon.log"; fail "gpuframed exited $status after SIGTERM"; }
+gf_daemon_stop "the installed gpuframed"
 echo "ok: gpuframe.pc, soname, $(echo "$expected" | wc -w) exports; the example built shared and static from $p and verified"

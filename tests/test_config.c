@@ -41,7 +41,8 @@ static void assert_pipeline(const gf_pipeline *p, uint32_t id, const char *name,
     ck_assert_str_eq(p->name, name);
     ck_assert_ptr_eq(p->stages[0].kind, gf_pipeline_kind_find(kind));
     ck_assert_str_eq(p->stages[0].kind->name, kind);
-    ck_assert_msg(memcmp(&p->stages[0].params, want, sizeof *want) == 0, "params of %s differ", name);
+    ck_assert_msg(memcmp(&p->stages[0].params, want, sizeof *want) == 0, "params of %s differ",
+                  name);
 }
 
 static void assert_empty(const gf_config *cfg) {
@@ -683,9 +684,11 @@ static void assert_round_trip(const gf_config *cfg) {
         ck_assert_uint_eq(b->id, a->id);
         ck_assert_str_eq(b->name, a->name);
         ck_assert_ptr_eq(b->stages[0].kind, a->stages[0].kind);
-        ck_assert_msg(memcmp(&a->stages[0].params, &b->stages[0].params, sizeof a->stages[0].params) == 0,
-                      "params of %s differ after the round trip: %s", a->name, text);
-        ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(item, "doc")), a->stages[0].kind->doc);
+        ck_assert_msg(
+            memcmp(&a->stages[0].params, &b->stages[0].params, sizeof a->stages[0].params) == 0,
+            "params of %s differ after the round trip: %s", a->name, text);
+        ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(item, "doc")),
+                         a->stages[0].kind->doc);
         ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(item, "params")),
                          (int)a->stages[0].kind->param_count);
     }

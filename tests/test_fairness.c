@@ -15,7 +15,6 @@
  */
 #define _GNU_SOURCE /* prlimit */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <pwd.h>
 #include <sys/socket.h>
@@ -74,48 +73,28 @@ static const char slow_json[] =
 static gf_test_daemon daemon_;
 static const char *g_engine;
 
+/* The test's daemon, on `json`, and stopping it: exit 0 after SIGTERM. */
 static void start(const char *json) {
-    char err[ERR_BYTES];
-    ck_assert_msg(gf_test_daemon_start(&daemon_, json, g_engine, err, sizeof err) == 0, "%s", err);
+    gf_test_ck_daemon_start(&daemon_, json, g_engine);
 }
 
 static void stop(void) {
-    int status = 0;
-    ck_assert_int_eq(gf_test_daemon_stop(&daemon_, &status), 0);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
-    gf_test_daemon_cleanup(&daemon_);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
 }
 
 static gf_client *client(void) {
-    gf_client *c = NULL;
-    int rc = gf_client_connect(daemon_.socket_path, &c);
-    ck_assert_msg(rc == 0, "connect: %s", strerror(-rc));
-    return c;
+    return gf_test_ck_connect(daemon_.socket_path);
 }
 
-static uint64_t stat(gf_client *c, const char *path) {
-    char err[ERR_BYTES];
-    cJSON *st = NULL;
-    uint64_t v = 0;
-    ck_assert_msg(gf_test_stats(c, &st, err, sizeof err) == 0, "%s", err);
-    ck_assert_msg(gf_test_json_u64(st, path, &v) == 0, "STATS has no %s", path);
-    cJSON_Delete(st);
-    return v;
+static int raw_client(void) {
+    return gf_test_ck_raw_connect(daemon_.socket_path);
 }
 
 /* Opens a raw connection and sends a FRAME header announcing `announced`
  * bytes of echo payload, followed by `sent` of them; returns the fd. */
 static int stall_mid_payload(uint64_t frame_id, uint64_t announced, size_t sent) {
-    int fd = gf_test_raw_connect(daemon_.socket_path);
-    ck_assert_msg(fd >= 0, "connect: %s", strerror(-fd));
-    gf_header h = {.version = GF_PROTOCOL_VERSION,
-                   .type = GF_MSG_FRAME,
-                   .frame_id = frame_id,
-                   .payload_bytes = announced};
-    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-    unsigned char *part = calloc(1, sent + 1);
-    ck_assert_int_eq(gf_test_raw_send(fd, part, sent), 0);
-    free(part);
+    int fd = raw_client();
+    gf_test_ck_raw_frame(fd, frame_id, 0, announced, NULL, sent);
     return fd;
 }
 
@@ -143,7 +122,7 @@ static uint64_t answered_after_ms(gf_client *c, uint64_t frame_id) {
 START_TEST(stalled_small_payloads_hold_no_slot) {
     start(config_json);
     gf_client *c = client();
-    uint64_t received = stat(c, "frames.received");
+    uint64_t received = gf_test_ck_stat(c, "frames.received");
     int fds[SLOTS];
     for (int i = 0; i < SLOTS; i++)
         fds[i] = stall_mid_payload(100 + (uint64_t)i, SMALL_FRAME_BYTES, 1);
@@ -151,7 +130,7 @@ START_TEST(stalled_small_payloads_hold_no_slot) {
     uint64_t ms = answered_after_ms(c, 1);
     ck_assert_msg(ms < REQUEST_TIMEOUT_MS, "answered after %" PRIu64 " ms", ms);
     /* The stalled frames were never taken: only the good one was received. */
-    ck_assert_uint_eq(stat(c, "frames.received") - received, 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "frames.received") - received, 1);
     for (int i = 0; i < SLOTS; i++)
         close(fds[i]);
     gf_client_close(c);
@@ -170,13 +149,13 @@ END_TEST
 START_TEST(stalled_large_payloads_time_out) {
     start(config_json);
     gf_client *c = client();
-    uint64_t failed = stat(c, "frames.failed");
-    uint64_t rejected = stat(c, "rejected.request_timeout");
+    uint64_t failed = gf_test_ck_stat(c, "frames.failed");
+    uint64_t rejected = gf_test_ck_stat(c, "rejected.request_timeout");
     int fds[SLOTS];
     for (int i = 0; i < SLOTS; i++) {
         fds[i] = stall_mid_payload(100 + (uint64_t)i, LARGE_FRAME_BYTES, 1);
         /* In this order: the first holds the slot before the second asks. */
-        for (int k = 0; k < 250 && i == 0 && stat(c, "slots.free") == SLOTS; k++)
+        for (int k = 0; k < 250 && i == 0 && gf_test_ck_stat(c, "slots.free") == SLOTS; k++)
             gf_test_sleep_ms(2);
     }
     gf_test_sleep_ms(20);
@@ -196,10 +175,10 @@ START_TEST(stalled_large_payloads_time_out) {
         ck_assert_int_eq(gf_test_raw_expect_close(fds[i], 5000, NULL), 0);
         close(fds[i]);
     }
-    ck_assert_uint_eq(stat(c, "frames.failed") - failed, SLOTS);
-    ck_assert_uint_eq(stat(c, "rejected.request_timeout") - rejected, SLOTS);
-    ck_assert_uint_eq(stat(c, "connections.closed_receive_stall"), 1);
-    ck_assert_uint_eq(stat(c, "connections.closed_request_timeout"), 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "frames.failed") - failed, SLOTS);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "rejected.request_timeout") - rejected, SLOTS);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "connections.closed_receive_stall"), 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "connections.closed_request_timeout"), 1);
     gf_client_close(c);
     stop();
 }
@@ -212,26 +191,16 @@ END_TEST
 START_TEST(client_that_never_reads_is_closed) {
     start(config_json);
     gf_client *c = client();
-    uint64_t dropped = stat(c, "frames.dropped");
-    int fd = gf_test_raw_connect(daemon_.socket_path);
-    ck_assert_msg(fd >= 0, "connect: %s", strerror(-fd));
-    unsigned char *payload = calloc(1, HUGE_FRAME_BYTES);
-    for (uint64_t id = 1; id <= SLOTS; id++) {
-        gf_header h = {.version = GF_PROTOCOL_VERSION,
-                       .type = GF_MSG_FRAME,
-                       .frame_id = id,
-                       .payload_bytes = HUGE_FRAME_BYTES};
-        ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-        ck_assert_int_eq(gf_test_raw_send(fd, payload, HUGE_FRAME_BYTES), 0);
-    }
-    free(payload);
+    uint64_t dropped = gf_test_ck_stat(c, "frames.dropped");
+    int fd = raw_client();
+    for (uint64_t id = 1; id <= SLOTS; id++)
+        gf_test_ck_raw_frame(fd, id, 0, HUGE_FRAME_BYTES, NULL, HUGE_FRAME_BYTES);
     uint64_t ms = answered_after_ms(c, 1);
     ck_assert_msg(ms < WRITE_TIMEOUT_MS, "answered after %" PRIu64 " ms", ms);
-    ck_assert_uint_ge(stat(c, "frames.results_evicted"), 1);
-    for (int i = 0; i < 100 && stat(c, "connections.closed_write_timeout") == 0; i++)
-        gf_test_sleep_ms(20);
-    ck_assert_uint_eq(stat(c, "connections.closed_write_timeout"), 1);
-    ck_assert_uint_ge(stat(c, "frames.dropped") - dropped, 1);
+    ck_assert_uint_ge(gf_test_ck_stat(c, "frames.results_evicted"), 1);
+    gf_test_ck_wait_stat(c, "connections.closed_write_timeout", 1, UINT64_MAX, 2000);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "connections.closed_write_timeout"), 1);
+    ck_assert_uint_ge(gf_test_ck_stat(c, "frames.dropped") - dropped, 1);
     close(fd);
     gf_client_close(c);
     stop();
@@ -241,8 +210,7 @@ END_TEST
 /* idle_timeout_ms closes a connection that says nothing. */
 START_TEST(idle_connection_is_closed) {
     start(idle_json);
-    int fd = gf_test_raw_connect(daemon_.socket_path);
-    ck_assert_msg(fd >= 0, "connect: %s", strerror(-fd));
+    int fd = raw_client();
     uint64_t t0 = gf_now_ms();
     ck_assert_int_eq(gf_test_raw_expect_close(fd, 5000, NULL), 0);
     uint64_t ms = gf_now_ms() - t0;
@@ -250,7 +218,7 @@ START_TEST(idle_connection_is_closed) {
                   ms);
     close(fd);
     gf_client *c = client();
-    ck_assert_uint_eq(stat(c, "connections.closed_idle"), 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "connections.closed_idle"), 1);
     gf_client_close(c);
     stop();
 }
@@ -259,16 +227,7 @@ END_TEST
 /* The refusal a connection past a limit gets: a fatal too_many_connections
  * ERROR naming `words`, then the close. */
 static void expect_refused(int fd, const char *words) {
-    char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
-    gf_header r;
-    ck_assert_int_eq(
-        gf_test_raw_recv_reply(fd, &r, text, GF_ERROR_TEXT_MAX_BYTES, 5000, err, sizeof err), 0);
-    text[r.payload_bytes] = '\0';
-    ck_assert_uint_eq(r.type, GF_MSG_ERROR);
-    ck_assert_str_eq(gf_status_name(r.status), "too_many_connections");
-    ck_assert_msg(strstr(text, words) != NULL, "\"%s\" lacks \"%s\"", text, words);
-    ck_assert_int_eq(gf_test_raw_expect_close(fd, 5000, NULL), 0);
-    close(fd);
+    gf_test_ck_raw_error(fd, GF_ERR_TOO_MANY_CONNECTIONS, words, 5000, GF_TEST_CLOSES);
 }
 
 /* max_connections: one more is answered too_many_connections and closed;
@@ -278,39 +237,30 @@ static void expect_refused(int fd, const char *words) {
 START_TEST(connection_limits_are_answered) {
     start(limits_json);
     gf_client *c = client();
-    char err[ERR_BYTES];
     /* The start-up probe's close may still be on its way: one connection. */
-    ck_assert_msg(gf_test_wait_idle(c, 1, 5000, NULL, err, sizeof err) == 0, "%s", err);
+    gf_test_ck_wait_idle(c, 1, 5000, NULL);
     gf_client *c2 = client(), *c3 = client();
-    ck_assert_uint_eq(stat(c3, "connections.open"), 3);
-    int fd = gf_test_raw_connect(daemon_.socket_path);
-    ck_assert_int_ge(fd, 0);
+    ck_assert_uint_eq(gf_test_ck_stat(c3, "connections.open"), 3);
+    int fd = raw_client();
     expect_refused(fd, "max_connections 3 reached");
-    ck_assert_uint_eq(stat(c, "connections.refused"), 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "connections.refused"), 1);
     gf_client_close(c2);
     gf_client_close(c3);
-    ck_assert_msg(gf_test_wait_idle(c, 1, 5000, NULL, err, sizeof err) == 0, "%s", err);
-    stat(c, "uptime_ns"); /* the closed sockets' fds go one loop turn later */
+    gf_test_ck_wait_idle(c, 1, 5000, NULL);
+    gf_test_ck_stat(c, "uptime_ns"); /* the closed sockets' fds go one loop turn later */
 
     /* The daemon's current fds plus two: the second connection hits EMFILE. */
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)daemon_.pid);
-    DIR *d = opendir(path);
-    ck_assert_ptr_nonnull(d);
-    rlim_t open_fds = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        open_fds += e->d_name[0] != '.';
-    closedir(d);
-    struct rlimit lim = {.rlim_cur = open_fds + 1, .rlim_max = 4096};
+    int open_fds = gf_test_daemon_fd_count(&daemon_);
+    ck_assert_msg(open_fds >= 0, "the daemon's fds: %s", strerror(-open_fds));
+    struct rlimit lim = {.rlim_cur = (rlim_t)open_fds + 1, .rlim_max = 4096};
     ck_assert_msg(prlimit(daemon_.pid, RLIMIT_NOFILE, &lim, NULL) == 0, "prlimit: %s",
                   strerror(errno));
     c3 = client(); /* takes the last fd */
-    ck_assert_uint_eq(stat(c3, "connections.open"), 2);
-    fd = gf_test_raw_connect(daemon_.socket_path);
-    ck_assert_int_ge(fd, 0);
+    ck_assert_uint_eq(gf_test_ck_stat(c3, "connections.open"), 2);
+    fd = raw_client();
     expect_refused(fd, "out of file descriptors");
-    ck_assert_uint_eq(stat(c, "connections.refused"), 2);
-    ck_assert_uint_eq(stat(c, "rejected.too_many_connections"), 2);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "connections.refused"), 2);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "rejected.too_many_connections"), 2);
     /* After the limit is back, a new connection is served. */
     lim.rlim_cur = 1024;
     ck_assert_int_eq(prlimit(daemon_.pid, RLIMIT_NOFILE, &lim, NULL), 0);
@@ -331,8 +281,7 @@ START_TEST(sigterm_answers_every_frame_and_cuts_stalls) {
     enum { FRAMES = 30, BYTES = 4096 };
     start(config_json);
     int stalled = stall_mid_payload(77, LARGE_FRAME_BYTES, 1000);
-    int fd = gf_test_raw_connect(daemon_.socket_path);
-    ck_assert_int_ge(fd, 0);
+    int fd = raw_client();
     static unsigned char batch[FRAMES * (GF_HEADER_BYTES + BYTES)];
     for (unsigned i = 0; i < FRAMES; i++) {
         unsigned char *p = batch + i * (GF_HEADER_BYTES + BYTES);
@@ -345,8 +294,7 @@ START_TEST(sigterm_answers_every_frame_and_cuts_stalls) {
     }
     ck_assert_int_eq(gf_test_raw_send(fd, batch, sizeof batch), 0);
     gf_client *c = client();
-    for (int i = 0; i < 400 && stat(c, "frames.received") < 2; i++)
-        gf_test_sleep_ms(5);
+    gf_test_ck_wait_stat(c, "frames.received", 2, UINT64_MAX, 2000);
     gf_client_close(c);
 
     uint64_t t0 = gf_now_ms();
@@ -383,10 +331,9 @@ START_TEST(sigterm_answers_every_frame_and_cuts_stalls) {
     ck_assert_msg(strstr(text, "cut after 1000 of 1048576") != NULL, "text: %s", text);
     ck_assert_int_eq(gf_test_raw_expect_close(stalled, 5000, NULL), 0);
     close(stalled);
-    int status = 0;
-    ck_assert_int_eq(gf_test_daemon_wait(&daemon_, 5000, &status), 0);
+    int status = gf_test_ck_daemon_wait(&daemon_, 5000);
     uint64_t ms = gf_now_ms() - t0;
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
+    gf_test_ck_daemon_exited(&daemon_, status, 0);
     ck_assert_msg(ms < 2000, "the stop took %" PRIu64 " ms", ms);
     gf_test_daemon_cleanup(&daemon_);
 }
@@ -412,8 +359,7 @@ START_TEST(allow_rules_refuse_and_admit) {
                  "\"kind\": \"echo\"}]}",
                  rules[i]);
         start(json);
-        int fd = gf_test_raw_connect(daemon_.socket_path);
-        ck_assert_int_ge(fd, 0);
+        int fd = raw_client();
         if (i == 0) {
             char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
             gf_header r;
@@ -479,13 +425,7 @@ START_TEST(unread_trace_flood_is_bounded) {
     start(output_json);
     gf_client *c = client();
     /* Fill the trace ring: each TRACE is then ~300 KB. */
-    char err[ERR_BYTES];
-    gf_pipeline *p = NULL;
-    size_t n = 0;
-    ck_assert_msg(gf_test_list(c, &p, &n, err, sizeof err) == 0, "%s", err);
-    gf_test_stream st = {.pipeline = &p[0], .frame_bytes = 64, .frame_count = 1024, .window = 16};
-    ck_assert_msg(gf_test_stream_verified(c, &st, err, sizeof err) == 0, "%s", err);
-    free(p);
+    gf_test_ck_stream_id(c, 0, 64, 1024, 16);
     uint64_t rss0 = daemon_rss_kb();
 
     static unsigned char reqs[TRACES * GF_HEADER_BYTES];
@@ -495,8 +435,7 @@ START_TEST(unread_trace_flood_is_bounded) {
     }
     int fds[FLOODERS];
     for (int i = 0; i < FLOODERS; i++) {
-        fds[i] = gf_test_raw_connect(daemon_.socket_path);
-        ck_assert_int_ge(fds[i], 0);
+        fds[i] = raw_client();
         int small = 4096;
         setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
         ck_assert_int_eq(gf_test_raw_send(fds[i], reqs, sizeof reqs), 0);
@@ -513,9 +452,7 @@ START_TEST(unread_trace_flood_is_bounded) {
     uint64_t worst = 0;
     for (int k = 0; k < 5; k++) {
         uint64_t t0 = gf_now_ms();
-        gf_pipeline *q = NULL;
-        ck_assert_msg(gf_test_list(c, &q, &n, err, sizeof err) == 0, "%s", err);
-        free(q);
+        free(gf_test_ck_list(c, NULL));
         uint64_t ms = gf_now_ms() - t0;
         worst = ms > worst ? ms : worst;
     }
@@ -545,34 +482,24 @@ END_TEST
  * daemon's RssAnon (kB) once it is idle again.
  */
 static uint64_t eviction_burst_anon_kb(gf_client *c, uint64_t frame_id) {
-    uint64_t evicted = stat(c, "frames.results_evicted");
-    int fd = gf_test_raw_connect(daemon_.socket_path);
-    ck_assert_msg(fd >= 0, "connect: %s", strerror(-fd));
+    uint64_t evicted = gf_test_ck_stat(c, "frames.results_evicted");
+    int fd = raw_client();
     int small = 4096;
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    static unsigned char payload[HUGE_FRAME_BYTES];
     const uint64_t sizes[SLOTS] = {HUGE_FRAME_BYTES, 4096};
-    for (unsigned i = 0; i < SLOTS; i++) {
-        gf_header h = {.version = GF_PROTOCOL_VERSION,
-                       .type = GF_MSG_FRAME,
-                       .frame_id = i + 1,
-                       .payload_bytes = sizes[i]};
-        ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-        ck_assert_int_eq(gf_test_raw_send(fd, payload, sizes[i]), 0);
-    }
-    for (int i = 0; i < 250 && stat(c, "slots.free") > 0; i++)
-        gf_test_sleep_ms(4);
+    for (unsigned i = 0; i < SLOTS; i++)
+        gf_test_ck_raw_frame(fd, i + 1, 0, sizes[i], NULL, sizes[i]);
+    gf_test_ck_wait_stat(c, "slots.free", 0, 0, 1000);
     answered_after_ms(c, frame_id);
     /* The 4 MiB result first: its write is what blocked (the 4 KiB one may
      * still be running then, and stays in its slot). */
-    ck_assert_uint_ge(stat(c, "frames.results_evicted") - evicted, 1);
+    ck_assert_uint_ge(gf_test_ck_stat(c, "frames.results_evicted") - evicted, 1);
     close(fd);
-    char err[ERR_BYTES];
-    ck_assert_msg(gf_test_wait_idle(c, 1, 5000, NULL, err, sizeof err) == 0, "%s", err);
+    gf_test_ck_wait_idle(c, 1, 5000, NULL);
     /* The heap is trimmed by deferred work after the event that made the
      * daemon idle, which may be the one that answered the STATS above: one
      * more round trip is answered after it. */
-    (void)stat(c, "connections.open");
+    (void)gf_test_ck_stat(c, "connections.open");
     return daemon_status_kb("RssAnon:");
 }
 
@@ -586,14 +513,7 @@ START_TEST(evicted_results_memory_comes_back_when_idle) {
     start(config_json);
     gf_client *c = client();
     /* Touch every slot's buffers whole first: they stay resident. */
-    char err[ERR_BYTES];
-    gf_pipeline *p = NULL;
-    size_t n = 0;
-    ck_assert_msg(gf_test_list(c, &p, &n, err, sizeof err) == 0, "%s", err);
-    gf_test_stream st = {
-        .pipeline = &p[0], .frame_bytes = HUGE_FRAME_BYTES, .frame_count = 4, .window = SLOTS};
-    ck_assert_msg(gf_test_stream_verified(c, &st, err, sizeof err) == 0, "%s", err);
-    free(p);
+    gf_test_ck_stream_id(c, 0, HUGE_FRAME_BYTES, 4, SLOTS);
     /* The first burst's results are mmapped (glibc's threshold is 128 KiB
      * until a block that large is freed): the later ones come from the heap. */
     uint64_t base_kb = eviction_burst_anon_kb(c, 100);
@@ -623,11 +543,9 @@ START_TEST(sigterm_answers_a_waiting_pipeline) {
         ck_assert_int_eq(gf_client_send_frame(busy, 1, i, slow, sizeof slow), 0);
     ck_assert_int_eq(gf_client_flush(busy, 5000), 0);
     gf_client *c = client();
-    for (int i = 0; i < 400 && stat(c, "slots.in_flight") < 2; i++)
-        gf_test_sleep_ms(5);
+    gf_test_ck_wait_stat(c, "slots.in_flight", 2, UINT64_MAX, 2000);
     gf_client_close(c);
-    int fd = gf_test_raw_connect(daemon_.socket_path);
-    ck_assert_int_ge(fd, 0);
+    int fd = raw_client();
     static unsigned char batch[FRAMES * (GF_HEADER_BYTES + BYTES)];
     for (unsigned i = 0; i < FRAMES; i++) {
         gf_header h = {.version = GF_PROTOCOL_VERSION,
@@ -656,9 +574,7 @@ START_TEST(sigterm_answers_a_waiting_pipeline) {
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(gf_client_recv(busy, &rep, 20000), 0);
     gf_client_close(busy);
-    int status = 0;
-    ck_assert_int_eq(gf_test_daemon_wait(&daemon_, 20000, &status), 0);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
+    gf_test_ck_daemon_exited(&daemon_, gf_test_ck_daemon_wait(&daemon_, 20000), 0);
     gf_test_daemon_cleanup(&daemon_);
 }
 END_TEST

@@ -21,6 +21,7 @@
 
 #include "kernels.h"
 #include "pipeline.h"
+#include "testutil.h"
 
 /* What the output buffers are filled with before a run: a kernel that skips
  * an element leaves this pattern, which no reference produces by chance. */
@@ -33,14 +34,6 @@
 #define WHY_BYTES 512
 /* 1 MiB and 16 MiB, the daemon's typical and large frames. */
 #define MIB (1u << 20)
-
-/* Fails the test, naming the call and CUDA's error, unless it succeeded. */
-#define CK_CUDA(call)                                                                              \
-    do {                                                                                           \
-        cudaError_t ck_cuda_err_ = (call);                                                         \
-        ck_assert_msg(ck_cuda_err_ == cudaSuccess, "%s failed: %s (%d)", #call,                    \
-                      cudaGetErrorString(ck_cuda_err_), (int)ck_cuda_err_);                        \
-    } while (0)
 
 /* splitmix64: a fixed seed gives the same inputs on every run. */
 static uint64_t next_random(uint64_t *state) {
@@ -113,13 +106,13 @@ static void run_case(const char *kind_name, const gf_params *p, size_t in_bytes,
 
     /* Pinned host memory, as the daemon's slots use; +1 keeps 0-byte cases
      * real allocations. */
-    CK_CUDA(cudaMallocHost((void **)&in_host, in_bytes + 1));
-    CK_CUDA(cudaMallocHost((void **)&got_host, out_bytes + GUARD_BYTES));
+    GF_TEST_CK_CUDA(cudaMallocHost((void **)&in_host, in_bytes + 1));
+    GF_TEST_CK_CUDA(cudaMallocHost((void **)&got_host, out_bytes + GUARD_BYTES));
     ref_host = malloc(out_bytes + 1);
     ck_assert_ptr_nonnull(ref_host);
-    CK_CUDA(cudaMalloc(&in_dev, in_bytes + 1));
-    CK_CUDA(cudaMalloc(&out_dev, out_bytes + GUARD_BYTES));
-    CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    GF_TEST_CK_CUDA(cudaMalloc(&in_dev, in_bytes + 1));
+    GF_TEST_CK_CUDA(cudaMalloc(&out_dev, out_bytes + GUARD_BYTES));
+    GF_TEST_CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
     if (mode == FILL_BYTES) {
         fill_bytes(in_host, in_bytes, seed);
@@ -129,19 +122,19 @@ static void run_case(const char *kind_name, const gf_params *p, size_t in_bytes,
     kind->reference(p, in_host, in_bytes, ref_host);
     memset(got_host, POISON_BYTE, out_bytes + GUARD_BYTES);
 
-    CK_CUDA(cudaMemsetAsync(out_dev, POISON_BYTE, out_bytes + GUARD_BYTES, stream));
-    CK_CUDA(cudaMemcpyAsync(in_dev, in_host, in_bytes, cudaMemcpyHostToDevice, stream));
+    GF_TEST_CK_CUDA(cudaMemsetAsync(out_dev, POISON_BYTE, out_bytes + GUARD_BYTES, stream));
+    GF_TEST_CK_CUDA(cudaMemcpyAsync(in_dev, in_host, in_bytes, cudaMemcpyHostToDevice, stream));
     /* The launcher reports cudaGetLastError(): start from a clean slate so
      * that what it returns is its own launch's. */
-    CK_CUDA(cudaGetLastError());
+    GF_TEST_CK_CUDA(cudaGetLastError());
     rc = launch(p, in_dev, in_bytes, out_dev, (gf_cuda_stream)stream);
     ck_assert_msg(rc == 0, "%s launch of %zu bytes: %s (%d)", kind_name, in_bytes,
                   cudaGetErrorString((cudaError_t)rc), rc);
-    CK_CUDA(cudaMemcpyAsync(got_host, out_dev, out_bytes + GUARD_BYTES, cudaMemcpyDeviceToHost,
-                            stream));
-    CK_CUDA(cudaStreamSynchronize(stream));
+    GF_TEST_CK_CUDA(cudaMemcpyAsync(got_host, out_dev, out_bytes + GUARD_BYTES,
+                                    cudaMemcpyDeviceToHost, stream));
+    GF_TEST_CK_CUDA(cudaStreamSynchronize(stream));
     /* A fault inside the kernel surfaces here, not at the launch. */
-    CK_CUDA(cudaGetLastError());
+    GF_TEST_CK_CUDA(cudaGetLastError());
 
     ck_assert_msg(gf_pipeline_compare(kind, got_host, ref_host, out_bytes, why, sizeof why) == 0,
                   "%s, %zu bytes in: %s", kind_name, in_bytes, why);
@@ -151,12 +144,12 @@ static void run_case(const char *kind_name, const gf_params *p, size_t in_bytes,
                       out_bytes + i);
     }
 
-    CK_CUDA(cudaStreamDestroy(stream));
-    CK_CUDA(cudaFree(out_dev));
-    CK_CUDA(cudaFree(in_dev));
+    GF_TEST_CK_CUDA(cudaStreamDestroy(stream));
+    GF_TEST_CK_CUDA(cudaFree(out_dev));
+    GF_TEST_CK_CUDA(cudaFree(in_dev));
     free(ref_host);
-    CK_CUDA(cudaFreeHost(got_host));
-    CK_CUDA(cudaFreeHost(in_host));
+    GF_TEST_CK_CUDA(cudaFreeHost(got_host));
+    GF_TEST_CK_CUDA(cudaFreeHost(in_host));
 }
 
 /* Input sizes of the byte and float kinds: empty, one element, tails of the
@@ -241,10 +234,10 @@ START_TEST(test_bad_lengths_refused) {
     void *in_dev = NULL, *out_dev = NULL;
     cudaStream_t stream = NULL;
 
-    CK_CUDA(cudaMalloc(&in_dev, 64));
-    CK_CUDA(cudaMalloc(&out_dev, 256));
-    CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    CK_CUDA(cudaGetLastError());
+    GF_TEST_CK_CUDA(cudaMalloc(&in_dev, 64));
+    GF_TEST_CK_CUDA(cudaMalloc(&out_dev, 256));
+    GF_TEST_CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    GF_TEST_CK_CUDA(cudaGetLastError());
     gf_params_defaults(gf_pipeline_kind_find("affine"), &p);
     ck_assert_int_eq(gf_affine_launch(&p, in_dev, 6, out_dev, (gf_cuda_stream)stream),
                      cudaErrorInvalidValue);
@@ -256,11 +249,11 @@ START_TEST(test_bad_lengths_refused) {
     p.height = 4;
     ck_assert_int_eq(gf_normalize_u8_launch(&p, in_dev, 47, out_dev, (gf_cuda_stream)stream),
                      cudaErrorInvalidValue);
-    CK_CUDA(cudaStreamSynchronize(stream));
-    CK_CUDA(cudaGetLastError());
-    CK_CUDA(cudaStreamDestroy(stream));
-    CK_CUDA(cudaFree(out_dev));
-    CK_CUDA(cudaFree(in_dev));
+    GF_TEST_CK_CUDA(cudaStreamSynchronize(stream));
+    GF_TEST_CK_CUDA(cudaGetLastError());
+    GF_TEST_CK_CUDA(cudaStreamDestroy(stream));
+    GF_TEST_CK_CUDA(cudaFree(out_dev));
+    GF_TEST_CK_CUDA(cudaFree(in_dev));
 }
 END_TEST
 

@@ -47,8 +47,8 @@ static struct prom_doc prom; /* large: not on the stack */
  * (the caller frees).  Fails the test if it does not exit on its own.
  */
 static int run_gpuframe(const char *dir, char **out, ...) {
-    char *argv[24], path[GF_TEST_PATH_MAX], desc[96];
-    int argc = 0, status = -1;
+    char *argv[24];
+    int argc = 0;
     va_list ap;
 
     argv[argc++] = GF_TEST_CLIENT;
@@ -57,15 +57,7 @@ static int run_gpuframe(const char *dir, char **out, ...) {
         argv[argc++] = a;
     va_end(ap);
     argv[argc] = NULL;
-    snprintf(path, sizeof path, "%s/gpuframe.out", dir);
-    int rc = gf_test_run_command(argv, path, COMMAND_TIMEOUT_MS, &status);
-    ck_assert_msg(rc == 0, "gpuframe did not exit: %s", strerror(-rc));
-    *out = gf_test_read_file(path, NULL);
-    ck_assert_ptr_nonnull(*out);
-    unlink(path);
-    ck_assert_msg(WIFEXITED(status), "gpuframe %s:\n%s",
-                  gf_test_describe_status(status, desc, sizeof desc), *out);
-    return WEXITSTATUS(status);
+    return gf_test_ck_run(dir, argv, COMMAND_TIMEOUT_MS, out);
 }
 
 /* The names in `dir`, sorted and joined by spaces, into buf[len]. */
@@ -84,33 +76,10 @@ static void list_dir(const char *dir, char *buf, size_t len) {
     free(names);
 }
 
-static void start(gf_test_daemon *d) {
-    char err[GF_TEST_ERR_MAX] = "";
-    ck_assert_msg(gf_test_daemon_start(d, config_json, g_engine, err, sizeof err) == 0, "%s", err);
-}
-
-static void stop(gf_test_daemon *d) {
-    int status = 0;
-    gf_test_daemon_stop(d, &status);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
-    gf_test_daemon_cleanup(d);
-}
-
 /* Streams FRAMES_SENT verified echo frames through the library. */
 static void send_traffic(const gf_test_daemon *d) {
-    char err[GF_TEST_ERR_MAX] = "";
-    gf_pipeline *pipelines = NULL;
-    size_t count = 0;
-    gf_client *c = NULL;
-
-    ck_assert_int_eq(gf_client_connect(d->socket_path, &c), 0);
-    ck_assert_msg(gf_test_list(c, &pipelines, &count, err, sizeof err) == 0, "%s", err);
-    gf_test_stream s = {.pipeline = &pipelines[0],
-                        .frame_bytes = FRAME_BYTES,
-                        .frame_count = FRAMES_SENT,
-                        .window = 4};
-    ck_assert_msg(gf_test_stream_verified(c, &s, err, sizeof err) == 0, "%s", err);
-    free(pipelines);
+    gf_client *c = gf_test_ck_connect(d->socket_path);
+    gf_test_ck_stream_id(c, 0, FRAME_BYTES, FRAMES_SENT, 4);
     gf_client_close(c);
 }
 
@@ -120,7 +89,7 @@ START_TEST(prometheus_textfile_is_valid_and_replaced_atomically) {
     char *out, *text;
     struct stat st;
 
-    start(&d);
+    gf_test_ck_daemon_start(&d, config_json, g_engine);
     send_traffic(&d);
     ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
     snprintf(prom_path, sizeof prom_path, "%s/gpuframe.prom", dir);
@@ -170,7 +139,7 @@ START_TEST(prometheus_textfile_is_valid_and_replaced_atomically) {
     free(out);
 
     /* With the daemon gone the run fails, says why, and the file stays. */
-    stop(&d);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
     ck_assert_int_eq(run_gpuframe(dir, &out, "stats", "--prometheus", "--socket", d.socket_path,
                                   "--output", prom_path, (char *)NULL),
                      1);
@@ -195,7 +164,7 @@ START_TEST(stream_where_every_frame_fails_says_what_failed) {
     gf_test_daemon d;
     char *out;
 
-    start(&d);
+    gf_test_ck_daemon_start(&d, config_json, g_engine);
     /* 4099 bytes are not whole float32 values: affine refuses each frame. */
     ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
                                   "affine", "--size", "4099", "--count", "5", "--no-check",
@@ -210,7 +179,7 @@ START_TEST(stream_where_every_frame_fails_says_what_failed) {
                      0);
     ck_assert_msg(strncmp(out, "frames=3 errors=0 seconds=", 26) == 0, "%s", out);
     free(out);
-    stop(&d);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
 }
 END_TEST
 

@@ -158,69 +158,53 @@ static void daemon_teardown(void) {
 
 /* ---- helpers for tests ----------------------------------------------------------- */
 
-static gf_client *connect_to(const char *socket_path) {
-    gf_client *c = NULL;
-    int rc = gf_client_connect(socket_path, &c);
-
-    ck_assert_msg(rc == 0, "gf_client_connect(%s): %s", socket_path, strerror(-rc));
-    return c;
-}
-
+/* Connections to the fixture daemon. */
 static gf_client *connect_client(void) {
-    return connect_to(g_daemon.socket_path);
+    return gf_test_ck_connect(g_daemon.socket_path);
 }
 
 static int raw_connect(void) {
-    int fd = gf_test_raw_connect(g_daemon.socket_path);
-
-    ck_assert_msg(fd >= 0, "connect(%s): %s", g_daemon.socket_path, strerror(-fd));
-    return fd;
+    return gf_test_ck_raw_connect(g_daemon.socket_path);
 }
 
 /* The fixture daemon's pipeline `id`, from a LIST sent on `c` once per test. */
 static const gf_pipeline *pipeline(gf_client *c, uint32_t id) {
-    char err[ERR_BYTES];
-
-    if (g_pipelines == NULL) {
-        int rc = gf_test_list(c, &g_pipelines, &g_pipeline_count, err, sizeof err);
-        ck_assert_msg(rc == 0, "%s", err);
-    }
+    if (g_pipelines == NULL)
+        g_pipelines = gf_test_ck_list(c, &g_pipeline_count);
     ck_assert_uint_lt(id, g_pipeline_count);
     return &g_pipelines[id];
 }
 
-static cJSON *stats(gf_client *c) {
-    char err[ERR_BYTES];
-    cJSON *st = NULL;
-    int rc = gf_test_stats(c, &st, err, sizeof err);
-
-    ck_assert_msg(rc == 0, "%s", err);
-    return st;
-}
-
-static uint64_t stat_u64(const cJSON *st, const char *path) {
-    uint64_t v = 0;
-
-    ck_assert_msg(gf_test_json_u64(st, path, &v) == 0, "STATS has no counter %s", path);
-    return v;
-}
-
 /* after.path - before.path, asserting that the counter did not go down. */
 static uint64_t stat_delta(const cJSON *after, const cJSON *before, const char *path) {
-    uint64_t a = stat_u64(after, path), b = stat_u64(before, path);
+    uint64_t a = gf_test_ck_u64(after, path), b = gf_test_ck_u64(before, path);
 
     ck_assert_msg(a >= b, "%s went down from %" PRIu64 " to %" PRIu64, path, b, a);
     return a - b;
 }
 
+/* A STATS counter and how much a test expects it to have grown. */
+typedef struct counter_delta {
+    const char *counter;
+    uint64_t delta;
+} counter_delta;
+
+/* Asserts that each of want[count] grew from `before` to `after` by exactly
+ * its delta. */
+static void expect_deltas(const cJSON *after, const cJSON *before, const counter_delta *want,
+                          size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        uint64_t got = stat_delta(after, before, want[i].counter);
+        ck_assert_msg(got == want[i].delta, "%s grew by %" PRIu64 ", expected %" PRIu64,
+                      want[i].counter, got, want[i].delta);
+    }
+}
+
 /* Waits until the daemon is idle with `open` connections; returns its STATS. */
 static cJSON *wait_idle(gf_client *c, uint64_t open) {
-    char err[ERR_BYTES];
     cJSON *st = NULL;
-    int rc = gf_test_wait_idle(c, open, SETTLE_TIMEOUT_MS, &st, err, sizeof err);
 
-    cJSON_Delete(rc == 0 ? NULL : st);
-    ck_assert_msg(rc == 0, "%s", err);
+    gf_test_ck_wait_idle(c, open, SETTLE_TIMEOUT_MS, &st);
     return st;
 }
 
@@ -233,10 +217,10 @@ static void assert_frames_add_up(const cJSON *st) {
     uint64_t refused = 0;
 
     ck_assert_msg(gf_test_frame_rejections(st, &refused) == 0, "STATS lacks rejected.*");
-    uint64_t received = stat_u64(st, "frames.received");
-    uint64_t answered = stat_u64(st, "frames.answered");
-    uint64_t dropped = stat_u64(st, "frames.dropped");
-    uint64_t truncated = stat_u64(st, "frames.truncated");
+    uint64_t received = gf_test_ck_u64(st, "frames.received");
+    uint64_t answered = gf_test_ck_u64(st, "frames.answered");
+    uint64_t dropped = gf_test_ck_u64(st, "frames.dropped");
+    uint64_t truncated = gf_test_ck_u64(st, "frames.truncated");
     ck_assert_msg(received == answered + dropped + truncated + refused,
                   "frames do not add up on an idle daemon: received %" PRIu64
                   " != answered %" PRIu64 " + dropped %" PRIu64 " + truncated %" PRIu64
@@ -247,16 +231,12 @@ static void assert_frames_add_up(const cJSON *st) {
 /* Streams `count` verified frames of `bytes` through pipeline `id`. */
 static void stream(gf_client *c, uint32_t id, size_t bytes, unsigned count, unsigned window,
                    uint64_t first_frame_id) {
-    char err[ERR_BYTES];
-    gf_test_stream s = {.pipeline = pipeline(c, id),
-                        .frame_bytes = bytes,
-                        .frame_count = count,
-                        .window = window,
-                        .first_frame_id = first_frame_id,
-                        .seed = first_frame_id * 7919u + bytes + id};
-    int rc = gf_test_stream_verified(c, &s, err, sizeof err);
-
-    ck_assert_msg(rc == 0, "%s", err);
+    gf_test_ck_stream(c, &(gf_test_stream){.pipeline = pipeline(c, id),
+                                           .frame_bytes = bytes,
+                                           .frame_count = count,
+                                           .window = window,
+                                           .first_frame_id = first_frame_id,
+                                           .seed = first_frame_id * 7919u + bytes + id});
 }
 
 /* A NUL-terminated copy of an ERROR reply's text. */
@@ -339,11 +319,11 @@ START_TEST(list_returns_configured_pipelines) {
     cJSON_Delete(root);
 
     /* The daemon runs the engine it was asked for (cuda must really be cuda). */
-    cJSON *st = stats(c);
+    cJSON *st = gf_test_ck_stats(c);
     const char *engine = gf_test_json_str(st, "engine");
     ck_assert_ptr_nonnull(engine);
     ck_assert_str_eq(engine, g_engine);
-    ck_assert_uint_eq(stat_u64(st, "slots.count"), 2);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "slots.count"), 2);
     cJSON_Delete(st);
 
     free(p);
@@ -553,7 +533,7 @@ START_TEST(stats_between_frames_keeps_order) {
     char *json = strndup(r.payload, r.payload_bytes);
     cJSON *st = cJSON_Parse(json);
     ck_assert_msg(st != NULL, "STATS reply is not JSON: %.200s", json);
-    uint64_t received = stat_u64(st, "frames.received");
+    uint64_t received = gf_test_ck_u64(st, "frames.received");
     ck_assert_uint_ge(received, BEFORE);
     cJSON_Delete(st);
     free(json);
@@ -577,7 +557,7 @@ START_TEST(too_large_refused_from_header) {
     uint64_t announced = too_large_sizes[_i];
     char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1] = "", want[32];
     gf_client *s = connect_client();
-    cJSON *before = stats(s);
+    cJSON *before = gf_test_ck_stats(s);
     int fd = raw_connect();
     gf_header h = {.version = GF_PROTOCOL_VERSION,
                    .type = GF_MSG_FRAME,
@@ -609,10 +589,11 @@ START_TEST(too_large_refused_from_header) {
     close(fd);
 
     cJSON *after = wait_idle(s, 1);
-    ck_assert_uint_eq(stat_delta(after, before, "rejected.too_large"), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "connections.rejected"), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.received"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "bytes.in"), 0);
+    const counter_delta want_deltas[] = {{"rejected.too_large", 1},
+                                         {"connections.rejected", 1},
+                                         {"frames.received", 0},
+                                         {"bytes.in", 0}};
+    expect_deltas(after, before, want_deltas, sizeof want_deltas / sizeof want_deltas[0]);
     cJSON_Delete(before);
     cJSON_Delete(after);
     stream(s, P_ECHO, 4096, 4, 2, 1);
@@ -640,7 +621,7 @@ START_TEST(bad_header_is_fatal_to_its_connection_only) {
     unsigned char buf[GF_HEADER_BYTES + 16];
     char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1] = "";
     gf_client *before_conn = connect_client();
-    cJSON *before = stats(before_conn);
+    cJSON *before = gf_test_ck_stats(before_conn);
 
     stream(before_conn, P_AFFINE, 4096, 4, 4, 1);
 
@@ -687,10 +668,9 @@ START_TEST(bad_header_is_fatal_to_its_connection_only) {
     char key[64];
     snprintf(key, sizeof key, "rejected.%s", gf_status_name(bh->status));
     cJSON *after = wait_idle(before_conn, 1);
-    ck_assert_uint_eq(stat_delta(after, before, key), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "connections.rejected"), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.received"), 12);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), 12);
+    const counter_delta want_deltas[] = {
+        {key, 1}, {"connections.rejected", 1}, {"frames.received", 12}, {"frames.answered", 12}};
+    expect_deltas(after, before, want_deltas, sizeof want_deltas / sizeof want_deltas[0]);
     cJSON_Delete(before);
     cJSON_Delete(after);
     gf_client_close(before_conn);
@@ -725,7 +705,7 @@ START_TEST(bad_frame_costs_only_that_frame) {
     size_t good_ref_bytes;
     gf_client *c = connect_client();
     const gf_pipeline *echo = pipeline(c, P_ECHO);
-    cJSON *before = stats(c);
+    cJSON *before = gf_test_ck_stats(c);
 
     int rc =
         gf_test_make_frame(echo, 5000, &rng, &good_in, &good_ref, &good_ref_bytes, err, sizeof err);
@@ -771,10 +751,9 @@ START_TEST(bad_frame_costs_only_that_frame) {
     char key[64];
     snprintf(key, sizeof key, "rejected.%s", gf_status_name(bf->status));
     cJSON *after = wait_idle(c, 1);
-    ck_assert_uint_eq(stat_delta(after, before, key), 1);
-    ck_assert_uint_eq(stat_delta(after, before, "connections.rejected"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.received"), 11);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), 10);
+    const counter_delta want_deltas[] = {
+        {key, 1}, {"connections.rejected", 0}, {"frames.received", 11}, {"frames.answered", 10}};
+    expect_deltas(after, before, want_deltas, sizeof want_deltas / sizeof want_deltas[0]);
     cJSON_Delete(before);
     cJSON_Delete(after);
     free(bad);
@@ -912,7 +891,7 @@ START_TEST(pipelined_requests_beyond_loose_reply_limit) {
     unsigned char *payload = malloc(1 << 16);
     char err[ERR_BYTES];
     gf_client *s = connect_client();
-    cJSON *before = stats(s);
+    cJSON *before = gf_test_ck_stats(s);
     int fd = raw_connect();
 
     ck_assert_ptr_nonnull(buf);
@@ -1026,7 +1005,7 @@ START_TEST(concurrent_clients_verified) {
     worker workers[WORKER_COUNT];
     pthread_barrier_t start;
     gf_client *s = connect_client();
-    cJSON *before = stats(s);
+    cJSON *before = gf_test_ck_stats(s);
 
     ck_assert_int_eq(pthread_barrier_init(&start, NULL, WORKER_COUNT), 0);
     for (unsigned i = 0; i < WORKER_COUNT; i++) {
@@ -1088,7 +1067,7 @@ START_TEST(disconnect_with_frames_in_flight) {
     gf_client *s = connect_client();
     const gf_pipeline *big = pipeline(s, P_RGB_BIG);
     cJSON *before = wait_idle(s, 1);
-    uint64_t slot_count = stat_u64(before, "slots.count");
+    uint64_t slot_count = gf_test_ck_u64(before, "slots.count");
 
     int rc = gf_test_make_frame(big, RGB_BIG_BYTES, &rng, &in, &ref, &ref_bytes, err, sizeof err);
     ck_assert_msg(rc == 0, "%s", err);
@@ -1103,7 +1082,7 @@ START_TEST(disconnect_with_frames_in_flight) {
         rc = gf_client_flush(c, 20);
         ck_assert_msg(rc == 0 || rc == -ETIMEDOUT, "flush: %s (%s)", strerror(-rc),
                       gf_client_error(c));
-        cJSON *st = stats(s);
+        cJSON *st = gf_test_ck_stats(s);
         held_bytes = stat_delta(st, before, "bytes.in");
         cJSON_Delete(st);
         if (held_bytes >= slot_count * RGB_BIG_BYTES)
@@ -1117,11 +1096,12 @@ START_TEST(disconnect_with_frames_in_flight) {
 
     cJSON *after = wait_idle(s, 1);
     assert_frames_add_up(after);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.received"), slot_count);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.dropped"), slot_count);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.truncated"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "connections.rejected"), 0);
+    const counter_delta want_deltas[] = {{"frames.received", slot_count},
+                                         {"frames.answered", 0},
+                                         {"frames.dropped", slot_count},
+                                         {"frames.truncated", 0},
+                                         {"connections.rejected", 0}};
+    expect_deltas(after, before, want_deltas, sizeof want_deltas / sizeof want_deltas[0]);
     cJSON_Delete(before);
     cJSON_Delete(after);
 
@@ -1178,7 +1158,7 @@ START_TEST(disconnect_mid_frame) {
         /* Be sure the daemon took the frame before leaving. */
         uint64_t got = 0;
         for (int tries = 0; tries < SETTLE_TIMEOUT_MS / 20 && got == 0; tries++) {
-            cJSON *st = stats(s);
+            cJSON *st = gf_test_ck_stats(s);
             got = stat_delta(st, before, "frames.received");
             cJSON_Delete(st);
             if (got == 0)
@@ -1190,10 +1170,11 @@ START_TEST(disconnect_mid_frame) {
 
     cJSON *after = wait_idle(s, 1);
     assert_frames_add_up(after);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.truncated"), t->truncated);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.received"), t->received);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.dropped"), 0);
+    const counter_delta want_deltas[] = {{"frames.truncated", t->truncated},
+                                         {"frames.received", t->received},
+                                         {"frames.answered", 0},
+                                         {"frames.dropped", 0}};
+    expect_deltas(after, before, want_deltas, sizeof want_deltas / sizeof want_deltas[0]);
     cJSON_Delete(before);
     cJSON_Delete(after);
     free(buf);
@@ -1281,14 +1262,14 @@ START_TEST(counters_count_exactly) {
     stream(c, P_AFFINE, 4096, AFFINE_FRAMES, 4, 1);
     stream(c, P_RGB_SMALL, RGB_SMALL_BYTES, RGB_FRAMES, 2, 100);
     cJSON *after = wait_idle(c, 1);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.received"), AFFINE_FRAMES + RGB_FRAMES);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.answered"), AFFINE_FRAMES + RGB_FRAMES);
-    ck_assert_uint_eq(stat_delta(after, before, "bytes.in"),
-                      AFFINE_FRAMES * 4096 + RGB_FRAMES * RGB_SMALL_BYTES);
-    ck_assert_uint_eq(stat_delta(after, before, "bytes.out"),
-                      AFFINE_FRAMES * 4096 + RGB_FRAMES * RGB_SMALL_BYTES * 4);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.dropped"), 0);
-    ck_assert_uint_eq(stat_delta(after, before, "frames.truncated"), 0);
+    const counter_delta want_deltas[] = {
+        {"frames.received", AFFINE_FRAMES + RGB_FRAMES},
+        {"frames.answered", AFFINE_FRAMES + RGB_FRAMES},
+        {"bytes.in", AFFINE_FRAMES * 4096 + RGB_FRAMES * RGB_SMALL_BYTES},
+        {"bytes.out", AFFINE_FRAMES * 4096 + RGB_FRAMES * RGB_SMALL_BYTES * 4},
+        {"frames.dropped", 0},
+        {"frames.truncated", 0}};
+    expect_deltas(after, before, want_deltas, sizeof want_deltas / sizeof want_deltas[0]);
     for (uint32_t s = 1; s < GF_STATUS_COUNT_; s++) {
         char key[64];
         snprintf(key, sizeof key, "rejected.%s", gf_status_name(s));
@@ -1299,21 +1280,21 @@ START_TEST(counters_count_exactly) {
     assert_frames_add_up(after);
 
     /* STATS and LIST count themselves: one each. */
-    cJSON *s1 = stats(c);
-    cJSON *s2 = stats(c);
+    cJSON *s1 = gf_test_ck_stats(c);
+    cJSON *s2 = gf_test_ck_stats(c);
     ck_assert_uint_eq(stat_delta(s2, s1, "requests.stats"), 1);
     char *json = NULL;
     ck_assert_int_eq(gf_client_request_json(c, GF_MSG_LIST, &json, GF_TEST_REPLY_TIMEOUT_MS), 0);
     free(json);
-    cJSON *s3 = stats(c);
+    cJSON *s3 = gf_test_ck_stats(c);
     ck_assert_uint_eq(stat_delta(s3, s2, "requests.list"), 1);
     ck_assert_uint_eq(stat_delta(s3, s2, "requests.stats"), 1);
 
     /* A second connection is counted open and in the total. */
     gf_client *other = connect_client();
     stream(other, P_ECHO, 10, 1, 1, 1);
-    cJSON *s4 = stats(c);
-    ck_assert_uint_eq(stat_u64(s4, "connections.open"), 2);
+    cJSON *s4 = gf_test_ck_stats(c);
+    ck_assert_uint_eq(gf_test_ck_u64(s4, "connections.open"), 2);
     ck_assert_uint_eq(stat_delta(s4, s3, "connections.total"), 1);
     gf_client_close(other);
 
@@ -1341,9 +1322,9 @@ START_TEST(counters_count_exactly) {
                           "%s grew by %" PRIu64 " for one %s frame", key, stat_delta(a, b, key),
                           gf_status_name(refusals[k].status));
         }
-        ck_assert_uint_eq(stat_delta(a, b, "frames.received"), 1);
-        ck_assert_uint_eq(stat_delta(a, b, "frames.answered"), 0);
-        ck_assert_uint_eq(stat_delta(a, b, "bytes.out"), 0);
+        const counter_delta one_refused[] = {
+            {"frames.received", 1}, {"frames.answered", 0}, {"bytes.out", 0}};
+        expect_deltas(a, b, one_refused, sizeof one_refused / sizeof one_refused[0]);
         assert_frames_add_up(a);
         cJSON_Delete(a);
         cJSON_Delete(b);
@@ -1362,22 +1343,14 @@ END_TEST
 /* A second daemon on a socket that is already served refuses to start
  * (exit 3, GF_EXIT_STARTUP) and leaves the first one serving. */
 START_TEST(second_daemon_on_same_socket_refused) {
-    char out[GF_TEST_PATH_MAX], desc[96], *log;
-    char *argv[GF_TEST_DAEMON_ARGC + 1];
-    int status = -1;
+    char *argv[GF_TEST_DAEMON_ARGC + 1], *log;
 
-    snprintf(out, sizeof out, "%s/second.log", g_daemon.dir);
     gf_test_daemon_argv(&g_daemon, argv);
-    int rc = gf_test_run_command(argv, out, GF_TEST_START_TIMEOUT_MS, &status);
-    ck_assert_msg(rc == 0, "second gpuframed did not exit: %s", strerror(-rc));
-    log = gf_test_read_file(out, NULL);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 3,
-                  "second gpuframed: %s, expected exit 3; output:\n%s",
-                  gf_test_describe_status(status, desc, sizeof desc), log ? log : "");
-    ck_assert_msg(log != NULL && strstr(log, "already") != NULL,
-                  "second gpuframed does not say the socket is taken:\n%s", log ? log : "");
+    int code = gf_test_ck_run(g_daemon.dir, argv, GF_TEST_START_TIMEOUT_MS, &log);
+    ck_assert_msg(code == 3, "second gpuframed: exit %d, expected exit 3; output:\n%s", code, log);
+    ck_assert_msg(strstr(log, "already") != NULL,
+                  "second gpuframed does not say the socket is taken:\n%s", log);
     free(log);
-    unlink(out);
 
     gf_client *c = connect_client();
     stream(c, P_AFFINE, 4096, 4, 2, 1);
@@ -1405,26 +1378,15 @@ enum { DRAIN_ECHO, DRAIN_SINCOS };
 #define DRAIN_SINCOS_BYTES (256u * 1024u)
 
 static void drain_start(gf_test_daemon *d) {
-    char err[ERR_BYTES];
-    int rc = gf_test_daemon_start(d, drain_config, g_engine, err, sizeof err);
-
-    ck_assert_msg(rc == 0, "cannot start gpuframed with the %s engine: %s", g_engine, err);
+    gf_test_ck_daemon_start(d, drain_config, g_engine);
 }
 
 /* After SIGTERM: exit 0 within the stop timeout, socket file gone, a clean
  * log that says it drained; then the directory is removed. */
 static void drain_finish(gf_test_daemon *d) {
-    char desc[96], lines[4096];
-    int status = -1;
-    int rc = gf_test_daemon_wait(d, GF_TEST_STOP_TIMEOUT_MS, &status);
+    char lines[4096];
 
-    if (rc != 0)
-        gf_test_daemon_stop(d, &status);
-    ck_assert_msg(rc == 0, "gpuframed did not exit within %d ms of SIGTERM",
-                  GF_TEST_STOP_TIMEOUT_MS);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "gpuframed after SIGTERM: %s, expected exit 0",
-                  gf_test_describe_status(status, desc, sizeof desc));
+    gf_test_ck_daemon_exited(d, gf_test_ck_daemon_wait(d, GF_TEST_STOP_TIMEOUT_MS), 0);
     ck_assert_msg(access(d->socket_path, F_OK) != 0 && errno == ENOENT,
                   "socket file %s still exists after the daemon exited", d->socket_path);
     size_t n = gf_test_log_failures(d->log_path, lines, sizeof lines);
@@ -1446,8 +1408,8 @@ START_TEST(sigterm_drains_frames_in_flight) {
     size_t pipe_count = 0;
 
     drain_start(&d);
-    gf_client *c = connect_to(d.socket_path);
-    gf_client *s = connect_to(d.socket_path);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
+    gf_client *s = gf_test_ck_connect(d.socket_path);
     ck_assert_msg(gf_test_list(s, &pipes, &pipe_count, err, sizeof err) == 0, "%s", err);
     ck_assert_uint_eq(pipe_count, 2);
 
@@ -1467,13 +1429,7 @@ START_TEST(sigterm_drains_frames_in_flight) {
     uint64_t want_bytes = 0, got_bytes = 0;
     for (unsigned i = 0; i < DRAIN_FRAMES; i++)
         want_bytes += bytes[i];
-    for (int tries = 0; tries < SETTLE_TIMEOUT_MS / 5 && got_bytes < want_bytes; tries++) {
-        cJSON *st = stats(s);
-        got_bytes = stat_u64(st, "bytes.in");
-        cJSON_Delete(st);
-        if (got_bytes < want_bytes)
-            gf_test_sleep_ms(5);
-    }
+    got_bytes = gf_test_ck_wait_stat(s, "bytes.in", want_bytes, UINT64_MAX, SETTLE_TIMEOUT_MS);
     ck_assert_uint_eq(got_bytes, want_bytes);
 
     gf_reply r;
@@ -1481,8 +1437,8 @@ START_TEST(sigterm_drains_frames_in_flight) {
     ck_assert_msg(rc == 0, "first reply: %s (%s)", strerror(-rc), gf_client_error(c));
     rc = gf_test_check_result(&pipes[DRAIN_ECHO], &r, 0, ref[0], ref_bytes[0], err, sizeof err);
     ck_assert_msg(rc == 0, "%s", err);
-    cJSON *st = stats(s);
-    uint64_t in_flight = stat_u64(st, "slots.in_flight");
+    cJSON *st = gf_test_ck_stats(s);
+    uint64_t in_flight = gf_test_ck_u64(st, "slots.in_flight");
     cJSON_Delete(st);
     gf_client_close(s);
 
@@ -1528,32 +1484,19 @@ START_TEST(sigterm_finishes_half_received_frame) {
     enum { BYTES = 65536 };
 
     drain_start(&d);
-    gf_client *s = connect_to(d.socket_path);
+    gf_client *s = gf_test_ck_connect(d.socket_path);
     ck_assert_msg(gf_test_list(s, &pipes, &pipe_count, err, sizeof err) == 0, "%s", err);
     gf_client_close(s);
     int rc =
         gf_test_make_frame(&pipes[DRAIN_ECHO], BYTES, &rng, &in, &ref, &ref_bytes, err, sizeof err);
     ck_assert_msg(rc == 0, "%s", err);
 
-    int fd = gf_test_raw_connect(d.socket_path);
-    ck_assert_int_ge(fd, 0);
-    gf_header h = {.version = GF_PROTOCOL_VERSION,
-                   .type = GF_MSG_FRAME,
-                   .frame_id = 5,
-                   .pipeline_id = DRAIN_ECHO,
-                   .payload_bytes = BYTES};
-    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-    ck_assert_int_eq(gf_test_raw_send(fd, in, BYTES / 2), 0);
+    int fd = gf_test_ck_raw_connect(d.socket_path);
+    gf_test_ck_raw_frame(fd, 5, DRAIN_ECHO, BYTES, in, BYTES / 2);
     /* Let the daemon take the header and the first half before the signal. */
-    gf_client *probe = connect_to(d.socket_path);
-    uint64_t received = 0;
-    for (int tries = 0; tries < SETTLE_TIMEOUT_MS / 5 && received == 0; tries++) {
-        cJSON *st = stats(probe);
-        received = stat_u64(st, "frames.received");
-        cJSON_Delete(st);
-        if (received == 0)
-            gf_test_sleep_ms(5);
-    }
+    gf_client *probe = gf_test_ck_connect(d.socket_path);
+    uint64_t received =
+        gf_test_ck_wait_stat(probe, "frames.received", 1, UINT64_MAX, SETTLE_TIMEOUT_MS);
     gf_client_close(probe);
     ck_assert_uint_eq(received, 1);
 
@@ -1636,15 +1579,13 @@ static const struct bad_config {
 START_TEST(bad_config_exits_with_status_and_reason) {
     const struct bad_config *bc = &bad_configs[_i];
     gf_test_daemon d; /* only its directory, paths and engine are used */
-    char out[GF_TEST_PATH_MAX + 16], desc[96];
-    int status = -1;
+    char *text;
 
     memset(&d, 0, sizeof d);
     ck_assert_int_eq(gf_test_make_temp_dir(d.dir, sizeof d.dir), 0);
     snprintf(d.config_path, sizeof d.config_path, "%s/bad.json", d.dir);
     snprintf(d.socket_path, sizeof d.socket_path, "%s/s.sock", d.dir);
     snprintf(d.engine, sizeof d.engine, "%s", g_engine);
-    snprintf(out, sizeof out, "%s/stderr.log", d.dir);
     if (bc->json != NULL)
         ck_assert_int_eq(gf_test_write_file(d.config_path, bc->json), 0);
 
@@ -1655,16 +1596,11 @@ START_TEST(bad_config_exits_with_status_and_reason) {
         argv[argc++] = (char *)bc->extra_flag[1];
     }
     argv[argc] = NULL;
-    int rc = gf_test_run_command(argv, out, GF_TEST_START_TIMEOUT_MS, &status);
-    ck_assert_msg(rc == 0, "%s: gpuframed did not exit: %s", bc->what, strerror(-rc));
-    char *text = gf_test_read_file(out, NULL);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == bc->exit_status,
-                  "%s: gpuframed %s, expected exit %d; output:\n%s", bc->what,
-                  gf_test_describe_status(status, desc, sizeof desc), bc->exit_status,
-                  text ? text : "");
-    ck_assert_msg(text != NULL && strstr(text, bc->must_name) != NULL,
-                  "%s: output does not name \"%s\":\n%s", bc->what, bc->must_name,
-                  text ? text : "");
+    int code = gf_test_ck_run(d.dir, argv, GF_TEST_START_TIMEOUT_MS, &text);
+    ck_assert_msg(code == bc->exit_status, "%s: gpuframed exit %d, expected exit %d; output:\n%s",
+                  bc->what, code, bc->exit_status, text);
+    ck_assert_msg(strstr(text, bc->must_name) != NULL, "%s: output does not name \"%s\":\n%s",
+                  bc->what, bc->must_name, text);
     ck_assert_msg(access(d.socket_path, F_OK) != 0, "%s: the socket file was created", bc->what);
     free(text);
     gf_test_daemon_cleanup(&d);
@@ -1684,37 +1620,19 @@ static const char deadline_config[] =
  * that its supervisor restarts it, rather than hanging. */
 START_TEST(frame_past_its_deadline_fails_and_exits_nonzero) {
     gf_test_daemon d;
-    char err[ERR_BYTES], desc[96];
+    char desc[96];
     enum { BYTES = 4194304 };
-    int rc = gf_test_daemon_start(&d, deadline_config, g_engine, err, sizeof err);
-    ck_assert_msg(rc == 0, "cannot start gpuframed: %s", err);
+    gf_test_ck_daemon_start(&d, deadline_config, g_engine);
     float *in = malloc(BYTES);
     ck_assert_ptr_nonnull(in);
     for (size_t i = 0; i < BYTES / sizeof(float); i++)
         in[i] = (float)(i % 1000) / 250.0f - 2.0f;
-    int fd = gf_test_raw_connect(d.socket_path);
-    ck_assert_int_ge(fd, 0);
-    gf_header h = {.version = GF_PROTOCOL_VERSION,
-                   .type = GF_MSG_FRAME,
-                   .frame_id = 77,
-                   .pipeline_id = 0,
-                   .payload_bytes = BYTES};
-    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-    ck_assert_int_eq(gf_test_raw_send(fd, in, BYTES), 0);
-    char text[GF_ERROR_TEXT_MAX_BYTES + 1] = "";
-    gf_header rh;
-    rc = gf_test_raw_recv_reply(fd, &rh, text, sizeof text - 1, GF_TEST_REPLY_TIMEOUT_MS, err,
-                                sizeof err);
-    ck_assert_msg(rc == 0, "no reply to the frame past its deadline: %s", err);
-    ck_assert_uint_eq(rh.type, GF_MSG_ERROR);
-    ck_assert_uint_eq(rh.status, GF_ERR_TIMEOUT);
+    int fd = gf_test_ck_raw_connect(d.socket_path);
+    gf_test_ck_raw_frame(fd, 77, 0, BYTES, in, BYTES);
+    gf_header rh = gf_test_ck_raw_error(fd, GF_ERR_TIMEOUT, "deadline", GF_TEST_REPLY_TIMEOUT_MS,
+                                        GF_TEST_STAYS_OPEN);
     ck_assert_uint_eq(rh.frame_id, 77);
-    ck_assert_msg(strstr(text, "deadline"), "ERROR text does not name the deadline: %s", text);
-    int status = -1;
-    rc = gf_test_daemon_wait(&d, GF_TEST_STOP_TIMEOUT_MS, &status);
-    if (rc != 0)
-        gf_test_daemon_stop(&d, &status);
-    ck_assert_msg(rc == 0, "gpuframed kept running after a frame missed its deadline");
+    int status = gf_test_ck_daemon_wait(&d, GF_TEST_STOP_TIMEOUT_MS);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0,
                   "gpuframed after a missed deadline: %s, expected a non-zero exit",
                   gf_test_describe_status(status, desc, sizeof desc));

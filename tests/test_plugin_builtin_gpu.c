@@ -26,6 +26,7 @@
 
 #include "gpuframe_plugin.h"
 #include "plugin_util.h"
+#include "testutil.h"
 
 /* The env create() gets: 1 MiB frames. */
 #define MAX_INPUT_BYTES (1u << 20)
@@ -36,14 +37,6 @@
 #define GUARD_BYTES 256
 /* Streams the plugins are opened for. */
 #define STREAMS 2
-
-/* Fails the test, naming the call and CUDA's error, unless it succeeded. */
-#define CK_CUDA(call)                                                                              \
-    do {                                                                                           \
-        cudaError_t ck_cuda_err_ = (call);                                                         \
-        ck_assert_msg(ck_cuda_err_ == cudaSuccess, "%s failed: %s (%d)", #call,                    \
-                      cudaGetErrorString(ck_cuda_err_), (int)ck_cuda_err_);                        \
-    } while (0)
 
 /* Made in main(), before CUDA starts: the scratch directory and the
  * networks' files. */
@@ -60,21 +53,22 @@ typedef struct gpu_frame {
 static void frame_alloc(gpu_frame *f, size_t in_bytes, size_t out_bytes) {
     f->in_bytes = in_bytes;
     f->out_bytes = out_bytes;
-    CK_CUDA(cudaMalloc(&f->in_dev, in_bytes > 0 ? in_bytes : 1));
-    CK_CUDA(cudaMalloc(&f->out_dev, out_bytes + GUARD_BYTES));
+    GF_TEST_CK_CUDA(cudaMalloc(&f->in_dev, in_bytes > 0 ? in_bytes : 1));
+    GF_TEST_CK_CUDA(cudaMalloc(&f->out_dev, out_bytes + GUARD_BYTES));
 }
 
 static void frame_free(gpu_frame *f) {
-    CK_CUDA(cudaFree(f->in_dev));
-    CK_CUDA(cudaFree(f->out_dev));
+    GF_TEST_CK_CUDA(cudaFree(f->in_dev));
+    GF_TEST_CK_CUDA(cudaFree(f->out_dev));
 }
 
 /* Copies `in` up, poisons the output and its guard, launches on `stream`. */
 static void frame_launch(const gf_plugin *p, void *dev, uint32_t stream_index, cudaStream_t stream,
                          gpu_frame *f, const void *in) {
     if (f->in_bytes > 0)
-        CK_CUDA(cudaMemcpyAsync(f->in_dev, in, f->in_bytes, cudaMemcpyHostToDevice, stream));
-    CK_CUDA(cudaMemsetAsync(f->out_dev, POISON_BYTE, f->out_bytes + GUARD_BYTES, stream));
+        GF_TEST_CK_CUDA(
+            cudaMemcpyAsync(f->in_dev, in, f->in_bytes, cudaMemcpyHostToDevice, stream));
+    GF_TEST_CK_CUDA(cudaMemsetAsync(f->out_dev, POISON_BYTE, f->out_bytes + GUARD_BYTES, stream));
     const int err = p->launch(dev, stream_index, f->in_dev, f->in_bytes, f->out_dev, stream);
     ck_assert_msg(err == 0, "launch: %s (%d)", cudaGetErrorString((cudaError_t)err), err);
 }
@@ -82,8 +76,9 @@ static void frame_launch(const gf_plugin *p, void *dev, uint32_t stream_index, c
 /* Waits for `stream` and copies the output (and guard) back into out[],
  * which holds out_bytes + GUARD_BYTES; checks the guard. */
 static void frame_finish(cudaStream_t stream, gpu_frame *f, unsigned char *out) {
-    CK_CUDA(cudaStreamSynchronize(stream));
-    CK_CUDA(cudaMemcpy(out, f->out_dev, f->out_bytes + GUARD_BYTES, cudaMemcpyDeviceToHost));
+    GF_TEST_CK_CUDA(cudaStreamSynchronize(stream));
+    GF_TEST_CK_CUDA(
+        cudaMemcpy(out, f->out_dev, f->out_bytes + GUARD_BYTES, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < GUARD_BYTES; i++)
         ck_assert_msg(out[f->out_bytes + i] == POISON_BYTE, "byte %zu past the output written", i);
 }
@@ -167,7 +162,7 @@ START_TEST(test_clamp_gpu_exact) {
     cudaStream_t stream;
 
     ck_assert_msg(state != NULL, "%s", why);
-    CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    GF_TEST_CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     void *dev = open_device(p, state);
     const size_t floats[] = {0, 1, 7, 64, (1u << 18) + 3};
     for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) {
@@ -189,7 +184,7 @@ START_TEST(test_clamp_gpu_exact) {
 
     p->device_close(dev);
     p->destroy(state);
-    CK_CUDA(cudaStreamDestroy(stream));
+    GF_TEST_CK_CUDA(cudaStreamDestroy(stream));
 }
 END_TEST
 
@@ -198,7 +193,7 @@ START_TEST(test_mlp_gpu_demo) {
     const size_t batches[] = {1, 7, 64};
     cudaStream_t stream;
 
-    CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    GF_TEST_CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     for (int softmax = 0; softmax <= 1; softmax++) {
         void *state = create_mlp(p, GF_MLP_DEMO_WEIGHTS, softmax);
         void *dev = open_device(p, state);
@@ -210,7 +205,7 @@ START_TEST(test_mlp_gpu_demo) {
         p->device_close(dev);
         p->destroy(state);
     }
-    CK_CUDA(cudaStreamDestroy(stream));
+    GF_TEST_CK_CUDA(cudaStreamDestroy(stream));
 }
 END_TEST
 
@@ -218,7 +213,7 @@ START_TEST(test_mlp_gpu_one_layer_and_chunks) {
     const gf_plugin *p = plugin_load(GF_PLUGIN_MLP_SO, NULL);
     cudaStream_t stream;
 
-    CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    GF_TEST_CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     void *state = create_mlp(p, g_one_layer, 0);
     void *dev = open_device(p, state);
     check_against_reference(p, state, dev, 1, stream, 7 * 5 * 4, 31, "mlp 5-3, 7 vectors");
@@ -233,7 +228,7 @@ START_TEST(test_mlp_gpu_one_layer_and_chunks) {
                             "mlp 2-4096-3, 5000 vectors in 3 chunks");
     p->device_close(dev);
     p->destroy(state);
-    CK_CUDA(cudaStreamDestroy(stream));
+    GF_TEST_CK_CUDA(cudaStreamDestroy(stream));
 }
 END_TEST
 
@@ -250,7 +245,7 @@ START_TEST(test_mlp_gpu_two_streams_no_alloc) {
     unsigned char *ref[STREAMS], *got[STREAMS];
 
     for (int s = 0; s < STREAMS; s++) {
-        CK_CUDA(cudaStreamCreateWithFlags(&streams[s], cudaStreamNonBlocking));
+        GF_TEST_CK_CUDA(cudaStreamCreateWithFlags(&streams[s], cudaStreamNonBlocking));
         in[s] = malloc(in_bytes);
         ref[s] = malloc(out_bytes);
         got[s] = malloc(out_bytes + GUARD_BYTES);
@@ -270,9 +265,9 @@ START_TEST(test_mlp_gpu_two_streams_no_alloc) {
         }
         /* After the first round: modules loaded, handles bound. */
         if (round == 0)
-            CK_CUDA(cudaMemGetInfo(&free_before, &total));
+            GF_TEST_CK_CUDA(cudaMemGetInfo(&free_before, &total));
     }
-    CK_CUDA(cudaMemGetInfo(&free_after, &total));
+    GF_TEST_CK_CUDA(cudaMemGetInfo(&free_after, &total));
     ck_assert_msg(free_after == free_before, "launches took %lld bytes of device memory",
                   (long long)free_before - (long long)free_after);
     for (int s = 0; s < STREAMS; s++) {
@@ -280,7 +275,7 @@ START_TEST(test_mlp_gpu_two_streams_no_alloc) {
         free(in[s]);
         free(ref[s]);
         free(got[s]);
-        CK_CUDA(cudaStreamDestroy(streams[s]));
+        GF_TEST_CK_CUDA(cudaStreamDestroy(streams[s]));
     }
     p->device_close(dev);
     p->destroy(state);

@@ -30,8 +30,8 @@
 /* How long one gpuframe or gpuframed command may take. */
 #define COMMAND_TIMEOUT_MS 120000
 /* The demo network: a 32x32 RGB image's planar float32 in, 10 logits out. */
-#define MLP_IN_FLOATS  3072
-#define IMAGE_SIDE     32
+#define MLP_IN_FLOATS 3072
+#define IMAGE_SIDE    32
 /* Frames the background stream sends while the daemon reloads. */
 #define RELOAD_STREAM_FRAMES "4000"
 #define RELOADS              6
@@ -44,50 +44,29 @@ static const char *g_engine; /* "cpu" or "cuda": $GF_TEST_ENGINE */
 
 /* A clamp stage, the MLP, and the chain of the demo. */
 #define CLAMP_PIPELINE                                                                             \
-    "{\"name\": \"clamp\", \"kind\": \"plugin\", \"path\": \"" EXAMPLE_SO "\", "                  \
+    "{\"name\": \"clamp\", \"kind\": \"plugin\", \"path\": \"" EXAMPLE_SO "\", "                   \
     "\"params\": {\"lo\": -1.5, \"hi\": 2}}"
 #define MLP_PIPELINE                                                                               \
-    "{\"name\": \"mlp\", \"kind\": \"plugin\", \"path\": \"" MLP_SO "\", "                        \
+    "{\"name\": \"mlp\", \"kind\": \"plugin\", \"path\": \"" MLP_SO "\", "                         \
     "\"params\": {\"weights\": \"" MLP_WEIGHTS "\"}}"
 #define CHAIN_PIPELINE                                                                             \
     "{\"name\": \"classify\", \"stages\": ["                                                       \
     "{\"kind\": \"normalize_u8\", \"params\": {\"width\": 32, \"height\": 32}}, "                  \
-    "{\"kind\": \"plugin\", \"path\": \"" MLP_SO "\", \"params\": {\"weights\": \"" MLP_WEIGHTS   \
+    "{\"kind\": \"plugin\", \"path\": \"" MLP_SO "\", \"params\": {\"weights\": \"" MLP_WEIGHTS    \
     "\"}}]}"
 
 static const char config_json[] = "{\"slots\": 2, \"pipelines\": ["
                                   "{\"name\": \"echo\", \"kind\": \"echo\"}, " CLAMP_PIPELINE
                                   ", " MLP_PIPELINE ", " CHAIN_PIPELINE "]}";
 
-/* Runs argv (NULL-terminated; argv[0] a path), stdout and stderr into one
- * file; returns its exit status, *out what it printed (the caller frees). */
-static int run(const char *dir, char **out, char *const argv[]) {
-    char path[GF_TEST_PATH_MAX], desc[96];
-    int status = -1;
-    snprintf(path, sizeof path, "%s/command.out", dir);
-    int rc = gf_test_run_command(argv, path, COMMAND_TIMEOUT_MS, &status);
-    ck_assert_msg(rc == 0, "%s did not exit: %s", argv[0], strerror(-rc));
-    *out = gf_test_read_file(path, NULL);
-    ck_assert_ptr_nonnull(*out);
-    unlink(path);
-    ck_assert_msg(WIFEXITED(status), "%s %s:\n%s", argv[0],
-                  gf_test_describe_status(status, desc, sizeof desc), *out);
-    return WEXITSTATUS(status);
-}
-
+/* A daemon on `json`, and stopping it: exit 0 after SIGTERM and a log
+ * without a failure line. */
 static void start(gf_test_daemon *d, const char *json) {
-    char err[GF_TEST_ERR_MAX] = "";
-    ck_assert_msg(gf_test_daemon_start(d, json, g_engine, err, sizeof err) == 0, "%s", err);
+    gf_test_ck_daemon_start(d, json, g_engine);
 }
 
 static void stop(gf_test_daemon *d) {
-    int status = 0;
-    gf_test_daemon_stop(d, &status);
-    char failures[2048];
-    size_t n = gf_test_log_failures(d->log_path, failures, sizeof failures);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
-    ck_assert_msg(n == 0, "the daemon logged failures:\n%s", failures);
-    gf_test_daemon_cleanup(d);
+    gf_test_ck_daemon_stop(d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
 }
 
 /* `gpuframe stream --verify` of `count` frames of `size` bytes to `pipeline`:
@@ -95,13 +74,16 @@ static void stop(gf_test_daemon *d) {
 static void stream_verified(const gf_test_daemon *d, const char *pipeline, const char *size,
                             const char *count) {
     char *out;
-    char *argv[] = {GF_TEST_CLIENT, "stream",     "--socket", (char *)d->socket_path,
-                    "--pipeline",   (char *)pipeline, "--count",  (char *)count,
-                    "--window",     "4",           "--verify", size ? "--size" : NULL,
+    char *argv[] = {GF_TEST_CLIENT, "stream",
+                    "--socket",     (char *)d->socket_path,
+                    "--pipeline",   (char *)pipeline,
+                    "--count",      (char *)count,
+                    "--window",     "4",
+                    "--verify",     size ? "--size" : NULL,
                     (char *)size,   NULL};
-    int rc = run(d->dir, &out, argv);
-    ck_assert_msg(rc == 0 && strstr(out, " errors=0 ") != NULL,
-                  "stream to %s exited %d:\n%s", pipeline, rc, out);
+    int rc = gf_test_ck_run(d->dir, argv, COMMAND_TIMEOUT_MS, &out);
+    ck_assert_msg(rc == 0 && strstr(out, " errors=0 ") != NULL, "stream to %s exited %d:\n%s",
+                  pipeline, rc, out);
     free(out);
 }
 
@@ -161,7 +143,7 @@ START_TEST(load_errors_name_the_stage) {
     snprintf(json, sizeof json, "{\"pipelines\": [%s]}", c->pipeline);
     ck_assert_int_eq(gf_test_write_file(path, json), 0);
     char *argv[] = {(char *)gf_test_daemon_path(), "--check-config", path, NULL};
-    int rc = run(dir, &out, argv);
+    int rc = gf_test_ck_run(dir, argv, COMMAND_TIMEOUT_MS, &out);
     ck_assert_msg(rc == 2, "--check-config exited %d:\n%s", rc, out);
     ck_assert_msg(strstr(out, c->line) != NULL, "no \"%s\" in:\n%s", c->line, out);
     size_t lines = 0;
@@ -197,11 +179,10 @@ END_TEST
  * stages.  TRACE: a chain's frames say how long each stage took. */
 START_TEST(list_and_trace_describe_stages) {
     gf_test_daemon d;
-    gf_client *c = NULL;
     char *json = NULL;
     start(&d, config_json);
     stream_verified(&d, "classify", NULL, "8");
-    ck_assert_int_eq(gf_client_connect(d.socket_path, &c), 0);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
     ck_assert_int_eq(gf_client_request_json(c, GF_MSG_LIST, &json, 10000), 0);
     cJSON *list = cJSON_Parse(json);
     ck_assert_ptr_nonnull(list);
@@ -210,8 +191,8 @@ START_TEST(list_and_trace_describe_stages) {
     ck_assert_str_eq(gf_test_json_str(clamp, "kind"), "plugin");
     ck_assert_str_eq(gf_test_json_str(clamp, "plugin"), "clamp");
     ck_assert_str_eq(gf_test_json_str(clamp, "path"), EXAMPLE_SO);
-    ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(clamp, "params"), "lo")->valuedouble,
-                        -1.5);
+    ck_assert_double_eq(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(clamp, "params"), "lo")->valuedouble, -1.5);
     ck_assert_ptr_null(cJSON_GetObjectItem(chain, "kind"));
     const cJSON *stages = cJSON_GetObjectItem(chain, "stages");
     ck_assert_int_eq(cJSON_GetArraySize(stages), 2);
@@ -235,7 +216,8 @@ START_TEST(list_and_trace_describe_stages) {
         if (cJSON_IsNull(k)) /* untimed (CUDA samples one frame in 64) */
             continue;
         ck_assert_int_eq(cJSON_GetArraySize(ks), 2);
-        double sum = cJSON_GetArrayItem(ks, 0)->valuedouble + cJSON_GetArrayItem(ks, 1)->valuedouble;
+        double sum =
+            cJSON_GetArrayItem(ks, 0)->valuedouble + cJSON_GetArrayItem(ks, 1)->valuedouble;
         double span = cJSON_GetArrayItem(k, 1)->valuedouble - cJSON_GetArrayItem(k, 0)->valuedouble;
         /* The stages are the kernel interval, cut at their ends. */
         ck_assert_msg(sum <= span + 1000 && sum >= span * 0.5, "stages %.0f ns, kernel %.0f ns",
@@ -341,8 +323,8 @@ END_TEST
  * them the frame size their plugins were created for: a plugin is never
  * given a frame longer than its create() was promised. */
 START_TEST(reload_keeping_pipelines_keeps_their_frame_size) {
-    static const char small[] = "{\"slots\": 2, \"max_frame_bytes\": 4096, \"pipelines\": ["
-                                CLAMP_PIPELINE "]}";
+    static const char small[] =
+        "{\"slots\": 2, \"max_frame_bytes\": 4096, \"pipelines\": [" CLAMP_PIPELINE "]}";
     /* The chain needs scratch, which a daemon started without chains lacks. */
     static const char large_with_chain[] =
         "{\"slots\": 2, \"max_frame_bytes\": 65536, \"pipelines\": [" CLAMP_PIPELINE ", "
@@ -357,8 +339,8 @@ START_TEST(reload_keeping_pipelines_keeps_their_frame_size) {
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
     gf_test_sleep_ms(500);
     char *argv[] = {GF_TEST_CLIENT, "stream", "--socket", d.socket_path, "--pipeline", "clamp",
-                    "--size", "8192", "--count", "1", NULL};
-    int rc = run(d.dir, &out, argv);
+                    "--size",       "8192",   "--count",  "1",           NULL};
+    int rc = gf_test_ck_run(d.dir, argv, COMMAND_TIMEOUT_MS, &out);
     ck_assert_msg(rc != 0 && strstr(out, "too_large") != NULL,
                   "an 8 KiB frame reached a plugin created for 4 KiB (exit %d):\n%s", rc, out);
     free(out);
@@ -368,10 +350,7 @@ START_TEST(reload_keeping_pipelines_keeps_their_frame_size) {
                   "the log does not say why max_frame_bytes stayed:\n%s", log ? log : "");
     free(log);
     /* That warning is the point here: only the exit status is checked. */
-    int status = 0;
-    gf_test_daemon_stop(&d, &status);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
-    gf_test_daemon_cleanup(&d);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
 }
 END_TEST
 

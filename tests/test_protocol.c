@@ -13,6 +13,7 @@
 
 #include "protocol.h"
 #include "runner.h"
+#include "wire.h"
 
 /* The payload limit used where a test does not probe the limit itself. */
 #define TEST_MAX_PAYLOAD_BYTES (1u << 20)
@@ -30,21 +31,6 @@
         ck_assert_uint_eq((a).status, (b).status);                                                 \
         ck_assert_uint_eq((a).payload_bytes, (b).payload_bytes);                                   \
     } while (0)
-
-/* A valid header of `type` (version 1, flags and status 0). */
-static gf_header make_header(uint8_t type, uint64_t frame_id, uint32_t pipeline_id,
-                             uint64_t payload_bytes) {
-    gf_header h = {
-        .version = GF_PROTOCOL_VERSION,
-        .type = type,
-        .flags = 0,
-        .frame_id = frame_id,
-        .pipeline_id = pipeline_id,
-        .status = GF_OK,
-        .payload_bytes = payload_bytes,
-    };
-    return h;
-}
 
 /* Encodes `h` and parses it back as `role` into `*out`, which starts filled
  * with 0xEE bytes so that untouched fields show.  Returns the parse result. */
@@ -115,7 +101,7 @@ END_TEST
 
 START_TEST(encode_doc_examples) {
     unsigned char buf[GF_HEADER_BYTES];
-    gf_header h = make_header(GF_MSG_FRAME, 7, 1, 16);
+    gf_header h = gf_test_header(GF_MSG_FRAME, 7, 1, 16);
 
     gf_header_encode(&h, buf);
     ck_assert_mem_eq(buf, doc_frame_header, GF_HEADER_BYTES);
@@ -124,7 +110,7 @@ START_TEST(encode_doc_examples) {
     gf_header_encode(&h, buf);
     ck_assert_mem_eq(buf, doc_result_header, GF_HEADER_BYTES);
 
-    h = make_header(GF_MSG_ERROR, 8, 9, strlen("pipeline 9 does not exist"));
+    h = gf_test_header(GF_MSG_ERROR, 8, 9, strlen("pipeline 9 does not exist"));
     h.status = GF_ERR_UNKNOWN_PIPELINE;
     gf_header_encode(&h, buf);
     ck_assert_mem_eq(buf, doc_error_header, GF_HEADER_BYTES);
@@ -300,8 +286,8 @@ START_TEST(parse_bad_version) {
 
     for (size_t i = 0; i < sizeof versions; i++) {
         for (int role = GF_ROLE_DAEMON; role <= GF_ROLE_CLIENT; role++) {
-            gf_header h =
-                make_header(role == GF_ROLE_DAEMON ? GF_MSG_FRAME : GF_MSG_RESULT, 100 + i, 5, 8);
+            gf_header h = gf_test_header(role == GF_ROLE_DAEMON ? GF_MSG_FRAME : GF_MSG_RESULT,
+                                         100 + i, 5, 8);
             gf_header out;
 
             h.version = versions[i];
@@ -319,7 +305,7 @@ START_TEST(parse_types_by_role) {
                         type == GF_MSG_TRACE;
         int client_ok = type == GF_MSG_RESULT || type == GF_MSG_ERROR || type == GF_MSG_LIST ||
                         type == GF_MSG_STATS || type == GF_MSG_TRACE;
-        gf_header h = make_header((uint8_t)type, 0xABCDEF00u + type, 2, 0);
+        gf_header h = gf_test_header((uint8_t)type, 0xABCDEF00u + type, 2, 0);
         gf_header out;
 
         ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out),
@@ -334,9 +320,9 @@ END_TEST
 
 START_TEST(parse_role_differences) {
     gf_header out;
-    gf_header result = make_header(GF_MSG_RESULT, 11, 0, 4);
-    gf_header error = make_header(GF_MSG_ERROR, 12, 0, 4);
-    gf_header frame = make_header(GF_MSG_FRAME, 13, 0, 4);
+    gf_header result = gf_test_header(GF_MSG_RESULT, 11, 0, 4);
+    gf_header error = gf_test_header(GF_MSG_ERROR, 12, 0, 4);
+    gf_header frame = gf_test_header(GF_MSG_FRAME, 13, 0, 4);
 
     error.status = GF_ERR_ENGINE;
     ck_assert_int_eq(reparse(&result, GF_ROLE_DAEMON, 4, &out), -GF_ERR_BAD_TYPE);
@@ -355,8 +341,8 @@ END_TEST
 
 START_TEST(parse_flags_must_be_zero) {
     for (unsigned bit = 0; bit < 16; bit++) {
-        gf_header frame = make_header(GF_MSG_FRAME, 20 + bit, 1, 0);
-        gf_header result = make_header(GF_MSG_RESULT, 40 + bit, 1, 0);
+        gf_header frame = gf_test_header(GF_MSG_FRAME, 20 + bit, 1, 0);
+        gf_header result = gf_test_header(GF_MSG_RESULT, 40 + bit, 1, 0);
         gf_header out;
 
         frame.flags = (uint16_t)(1u << bit);
@@ -376,7 +362,7 @@ START_TEST(parse_request_status_must_be_zero) {
         static const uint8_t types[] = {GF_MSG_FRAME, GF_MSG_LIST, GF_MSG_STATS};
 
         for (size_t t = 0; t < sizeof types; t++) {
-            gf_header h = make_header(types[t], 60 + i, 0, 0);
+            gf_header h = gf_test_header(types[t], 60 + i, 0, 0);
             gf_header out;
 
             h.status = statuses[i];
@@ -393,7 +379,7 @@ START_TEST(parse_reply_status_unchecked) {
                                         UINT32_MAX};
 
     for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++) {
-        gf_header h = make_header(GF_MSG_ERROR, 80 + i, 0, 10);
+        gf_header h = gf_test_header(GF_MSG_ERROR, 80 + i, 0, 10);
         gf_header out;
 
         h.status = statuses[i];
@@ -408,8 +394,8 @@ START_TEST(parse_max_payload_boundary) {
         0, 1, 4096, TEST_MAX_PAYLOAD_BYTES, UINT32_MAX, UINT64_MAX - 1};
 
     for (size_t i = 0; i < sizeof maxima / sizeof maxima[0]; i++) {
-        gf_header frame = make_header(GF_MSG_FRAME, 90 + i, 3, maxima[i]);
-        gf_header result = make_header(GF_MSG_RESULT, 90 + i, 3, maxima[i]);
+        gf_header frame = gf_test_header(GF_MSG_FRAME, 90 + i, 3, maxima[i]);
+        gf_header result = gf_test_header(GF_MSG_RESULT, 90 + i, 3, maxima[i]);
         gf_header out;
 
         ck_assert_int_eq(reparse(&frame, GF_ROLE_DAEMON, maxima[i], &out), GF_HEADER_BYTES);
@@ -424,7 +410,7 @@ START_TEST(parse_max_payload_boundary) {
     }
 
     /* The largest payload_bytes on the wire is fine when nothing limits it. */
-    gf_header frame = make_header(GF_MSG_FRAME, 1, 0, UINT64_MAX);
+    gf_header frame = gf_test_header(GF_MSG_FRAME, 1, 0, UINT64_MAX);
     gf_header out;
     ck_assert_int_eq(reparse(&frame, GF_ROLE_DAEMON, UINT64_MAX, &out), GF_HEADER_BYTES);
     ck_assert_uint_eq(out.payload_bytes, UINT64_MAX);
@@ -432,8 +418,8 @@ START_TEST(parse_max_payload_boundary) {
 END_TEST
 
 START_TEST(parse_error_text_limit) {
-    gf_header error = make_header(GF_MSG_ERROR, 5, 0, GF_ERROR_TEXT_MAX_BYTES);
-    gf_header result = make_header(GF_MSG_RESULT, 6, 0, GF_ERROR_TEXT_MAX_BYTES + 1);
+    gf_header error = gf_test_header(GF_MSG_ERROR, 5, 0, GF_ERROR_TEXT_MAX_BYTES);
+    gf_header result = gf_test_header(GF_MSG_RESULT, 6, 0, GF_ERROR_TEXT_MAX_BYTES + 1);
     gf_header out;
 
     error.status = GF_ERR_ENGINE;
@@ -452,7 +438,7 @@ START_TEST(parse_list_stats_with_payload) {
     static const uint8_t types[] = {GF_MSG_LIST, GF_MSG_STATS, GF_MSG_TRACE};
 
     for (size_t t = 0; t < sizeof types; t++) {
-        gf_header h = make_header(types[t], 70 + t, 0, 1);
+        gf_header h = gf_test_header(types[t], 70 + t, 0, 1);
         gf_header out;
 
         ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, TEST_MAX_PAYLOAD_BYTES, &out),
@@ -595,7 +581,7 @@ END_TEST
 
 /* What version 2 allows and where: every other use is refused in wire order. */
 START_TEST(shm_header_rules) {
-    gf_header h = make_header(GF_MSG_FRAME, 1, 0, GF_SHM_FRAME_BYTES), out;
+    gf_header h = gf_test_header(GF_MSG_FRAME, 1, 0, GF_SHM_FRAME_BYTES), out;
     h.flags = GF_FLAG_SHM; /* version 1: no flags at all */
     ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_FLAGS);
     h.version = GF_PROTOCOL_VERSION_SHM;
@@ -608,17 +594,17 @@ START_TEST(shm_header_rules) {
     h.payload_bytes = 1u << 21; /* too_large comes first, in wire order */
     ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_TOO_LARGE);
     /* SHM only on FRAME (daemon) and RESULT (client). */
-    h = make_header(GF_MSG_LIST, 2, 0, 0);
+    h = gf_test_header(GF_MSG_LIST, 2, 0, 0);
     h.version = GF_PROTOCOL_VERSION_SHM;
     h.flags = GF_FLAG_SHM;
     ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), -GF_ERR_BAD_FLAGS);
-    h = make_header(GF_MSG_RESULT, 3, 0, GF_SHM_RESULT_BYTES - 1);
+    h = gf_test_header(GF_MSG_RESULT, 3, 0, GF_SHM_RESULT_BYTES - 1);
     h.version = GF_PROTOCOL_VERSION_SHM;
     h.flags = GF_FLAG_SHM;
     ck_assert_int_eq(reparse(&h, GF_ROLE_CLIENT, 64, &out), -GF_ERR_BAD_LENGTH);
     /* The region messages are version 2 only, and take no payload. */
     for (uint8_t t = GF_MSG_REGION_ADD; t <= GF_MSG_REGION_REMOVE; t++) {
-        h = make_header(t, 4, 0, 0);
+        h = gf_test_header(t, 4, 0, 0);
         ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), -GF_ERR_BAD_TYPE);
         h.version = GF_PROTOCOL_VERSION_SHM;
         ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), GF_HEADER_BYTES);
@@ -835,14 +821,14 @@ static void stream_check(enum gf_parse_role role, const test_msg *msgs, size_t c
  * valid-looking header that must be skipped as payload, not parsed. */
 static void request_stream(test_msg msgs[3], unsigned char big[100]) {
     static const unsigned char hello[5] = {'h', 'e', 'l', 'l', 'o'};
-    gf_header decoy = make_header(GF_MSG_STATS, 999, 0, 0);
+    gf_header decoy = gf_test_header(GF_MSG_STATS, 999, 0, 0);
 
     for (size_t i = 0; i < 100; i++)
         big[i] = (unsigned char)(i * 7 + 3);
     gf_header_encode(&decoy, big + 10);
-    msgs[0] = (test_msg){make_header(GF_MSG_FRAME, 1, 0, sizeof hello), hello};
-    msgs[1] = (test_msg){make_header(GF_MSG_LIST, 2, 0, 0), NULL};
-    msgs[2] = (test_msg){make_header(GF_MSG_FRAME, 3, 2, 100), big};
+    msgs[0] = (test_msg){gf_test_header(GF_MSG_FRAME, 1, 0, sizeof hello), hello};
+    msgs[1] = (test_msg){gf_test_header(GF_MSG_LIST, 2, 0, 0), NULL};
+    msgs[2] = (test_msg){gf_test_header(GF_MSG_FRAME, 3, 2, 100), big};
 }
 
 /* Three replies: a RESULT, an ERROR with its text, a STATS with JSON. */
@@ -851,12 +837,12 @@ static void reply_stream(test_msg msgs[3]) {
     static const char text[] = "pipeline 9 does not exist";
     static const char json[] = "{\"frames\":3}";
 
-    msgs[0] = (test_msg){make_header(GF_MSG_RESULT, 1, 0, sizeof result), result};
+    msgs[0] = (test_msg){gf_test_header(GF_MSG_RESULT, 1, 0, sizeof result), result};
     msgs[1] =
-        (test_msg){make_header(GF_MSG_ERROR, 2, 9, strlen(text)), (const unsigned char *)text};
+        (test_msg){gf_test_header(GF_MSG_ERROR, 2, 9, strlen(text)), (const unsigned char *)text};
     msgs[1].h.status = GF_ERR_UNKNOWN_PIPELINE;
     msgs[2] =
-        (test_msg){make_header(GF_MSG_STATS, 3, 0, strlen(json)), (const unsigned char *)json};
+        (test_msg){gf_test_header(GF_MSG_STATS, 3, 0, strlen(json)), (const unsigned char *)json};
 }
 
 START_TEST(stream_fixed_chunks) {

@@ -19,6 +19,7 @@
 
 #include "request.h"
 #include "runner.h"
+#include "wire.h"
 
 /* Payloads larger than this are refused from the header (too_large). */
 #define TEST_MAX_FRAME_BYTES 32u
@@ -51,11 +52,7 @@ static const char expected[] = "H list 1\n"
 
 static size_t put(uint8_t *buf, size_t at, uint8_t type, uint64_t id, uint32_t pipeline,
                   const char *payload, uint64_t payload_bytes) {
-    gf_header h = {.version = GF_PROTOCOL_VERSION,
-                   .type = type,
-                   .frame_id = id,
-                   .pipeline_id = pipeline,
-                   .payload_bytes = payload_bytes};
+    gf_header h = gf_test_header(type, id, pipeline, payload_bytes);
     gf_header_encode(&h, buf + at);
     at += GF_HEADER_BYTES;
     if (payload) {

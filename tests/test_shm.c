@@ -48,66 +48,40 @@ enum { P_ECHO, P_AFFINE, P_SINCOS, P_RGB, P_COUNT };
 static gf_test_daemon daemon_;
 static const char *g_engine;
 
+/* The test's daemon on config_json, and stopping it: exit 0 after SIGTERM. */
 static void start(void) {
-    char err[ERR_BYTES];
-    ck_assert_msg(gf_test_daemon_start(&daemon_, config_json, g_engine, err, sizeof err) == 0, "%s",
-                  err);
+    gf_test_ck_daemon_start(&daemon_, config_json, g_engine);
 }
 
 static void stop(void) {
-    int status = 0;
-    ck_assert_int_eq(gf_test_daemon_stop(&daemon_, &status), 0);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
-    gf_test_daemon_cleanup(&daemon_);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
 }
 
 static gf_client *client(void) {
-    gf_client *c = NULL;
-    int rc = gf_client_connect(daemon_.socket_path, &c);
-    ck_assert_msg(rc == 0, "connect: %s", strerror(-rc));
-    return c;
+    return gf_test_ck_connect(daemon_.socket_path);
 }
 
 static gf_pipeline *list(gf_client *c) {
-    char err[ERR_BYTES];
-    gf_pipeline *p = NULL;
     size_t n = 0;
-    ck_assert_msg(gf_test_list(c, &p, &n, err, sizeof err) == 0, "%s", err);
+    gf_pipeline *p = gf_test_ck_list(c, &n);
     ck_assert_uint_eq(n, P_COUNT);
     return p;
-}
-
-static uint64_t stat(gf_client *c, const char *path) {
-    char err[ERR_BYTES];
-    cJSON *st = NULL;
-    uint64_t v = 0;
-    ck_assert_msg(gf_test_stats(c, &st, err, sizeof err) == 0, "%s", err);
-    ck_assert_msg(gf_test_json_u64(st, path, &v) == 0, "STATS has no %s", path);
-    cJSON_Delete(st);
-    return v;
 }
 
 /* Waits until the daemon serves exactly `open` connections (the start-up
  * probe's close may still be on its way), so fds can be counted. */
 static void settle(gf_client *c, uint64_t open) {
-    char err[ERR_BYTES];
-    ck_assert_msg(gf_test_wait_idle(c, open, REPLY_MS, NULL, err, sizeof err) == 0, "%s", err);
+    gf_test_ck_wait_idle(c, open, REPLY_MS, NULL);
     /* A closed connection's fd goes in the close callback, one loop turn
      * after the count drops: one more round trip lets that turn pass. */
-    stat(c, "uptime_ns");
+    gf_test_ck_stat(c, "uptime_ns");
 }
 
 /* The daemon's open file descriptors, from /proc. */
 static unsigned daemon_fds(void) {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)daemon_.pid);
-    DIR *d = opendir(path);
-    ck_assert_msg(d != NULL, "%s: %s", path, strerror(errno));
-    unsigned n = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
+    int n = gf_test_daemon_fd_count(&daemon_);
+    ck_assert_msg(n >= 0, "the daemon's fds: %s", strerror(-n));
+    return (unsigned)n;
 }
 
 /* Waits until the daemon's fds are back to `want` (closes are asynchronous:
@@ -213,11 +187,11 @@ START_TEST(shm_frames_match_references) {
             free(ref);
         }
     }
-    ck_assert_uint_eq(stat(c, "shm.frames"), id);
-    ck_assert_uint_eq(stat(c, "shm.regions_open"), 1);
-    ck_assert_uint_eq(stat(c, "shm.region_bytes"), REGION_BYTES);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "shm.frames"), id);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "shm.regions_open"), 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "shm.region_bytes"), REGION_BYTES);
     ck_assert_int_eq(gf_client_region_destroy(c, &reg, REPLY_MS), 0);
-    ck_assert_uint_eq(stat(c, "shm.regions_removed"), 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "shm.regions_removed"), 1);
     /* A removed region is unknown from then on. */
     gf_shm_frame d = {.region_id = 1, .in_bytes = 16, .out_offset = 4096, .out_capacity = 16};
     gf_reply r;
@@ -299,8 +273,8 @@ START_TEST(bad_descriptors_fail_only_their_frame) {
         ck_assert_uint_eq(r.header.type, GF_MSG_RESULT);
         ck_assert_int_eq(memcmp((char *)reg.base + 4096, reg.base, 32), 0);
     }
-    ck_assert_uint_eq(stat(c, "rejected.bad_descriptor"), 7);
-    ck_assert_uint_eq(stat(c, "rejected.unknown_region"), 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "rejected.bad_descriptor"), 7);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "rejected.unknown_region"), 1);
     ck_assert_int_eq(gf_client_region_destroy(c, &reg, REPLY_MS), 0);
     gf_client_close(c);
     stop();
@@ -353,17 +327,7 @@ static void raw_send_fds(int sock, const gf_header *h, int fd, int nfds) {
 
 /* A raw connection gets a fatal stray_fd ERROR and is closed. */
 static void expect_stray(int sock, const char *words) {
-    char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
-    gf_header r;
-    ck_assert_int_eq(
-        gf_test_raw_recv_reply(sock, &r, text, GF_ERROR_TEXT_MAX_BYTES, REPLY_MS, err, sizeof err),
-        0);
-    text[r.payload_bytes] = '\0';
-    ck_assert_uint_eq(r.type, GF_MSG_ERROR);
-    ck_assert_str_eq(gf_status_name(r.status), "stray_fd");
-    ck_assert_msg(strstr(text, words) != NULL, "\"%s\" lacks \"%s\"", text, words);
-    ck_assert_int_eq(gf_test_raw_expect_close(sock, REPLY_MS, NULL), 0);
-    close(sock);
+    gf_test_ck_raw_error(sock, GF_ERR_STRAY_FD, words, REPLY_MS, GF_TEST_CLOSES);
 }
 
 START_TEST(bad_fds_are_refused_and_closed) {
@@ -433,16 +397,15 @@ START_TEST(bad_fds_are_refused_and_closed) {
     close(fd);
 
     /* Meanwhile another connection is served, and no fd stayed behind. */
-    char err[ERR_BYTES];
-    gf_test_stream st = {
-        .pipeline = &p[P_ECHO], .frame_bytes = 4096, .frame_count = 20, .window = 4};
-    ck_assert_msg(gf_test_stream_verified(other, &st, err, sizeof err) == 0, "%s", err);
+    gf_test_ck_stream(
+        other, &(gf_test_stream){
+                   .pipeline = &p[P_ECHO], .frame_bytes = 4096, .frame_count = 20, .window = 4});
     expect_fds(base_fds);
-    ck_assert_uint_eq(stat(other, "rejected.stray_fd"), 4);
-    ck_assert_uint_eq(stat(other, "rejected.bad_region"), 5);
-    ck_assert_uint_eq(stat(other, "rejected.region_limit"), 2);
-    ck_assert_uint_eq(stat(other, "shm.regions_open"), 0);
-    ck_assert_uint_eq(stat(other, "shm.region_bytes"), 0);
+    ck_assert_uint_eq(gf_test_ck_stat(other, "rejected.stray_fd"), 4);
+    ck_assert_uint_eq(gf_test_ck_stat(other, "rejected.bad_region"), 5);
+    ck_assert_uint_eq(gf_test_ck_stat(other, "rejected.region_limit"), 2);
+    ck_assert_uint_eq(gf_test_ck_stat(other, "shm.regions_open"), 0);
+    ck_assert_uint_eq(gf_test_ck_stat(other, "shm.region_bytes"), 0);
     free(p);
     gf_client_close(c);
     gf_client_close(other);
@@ -466,7 +429,7 @@ START_TEST(fds_and_regions_return_to_baseline) {
     }
     gf_client_close(c);
     expect_fds(base_fds);
-    ck_assert_uint_eq(stat(watch, "shm.regions_added"), 1000);
+    ck_assert_uint_eq(gf_test_ck_stat(watch, "shm.regions_added"), 1000);
     for (int i = 0; i < 100; i++) {
         c = client();
         gf_client_region reg;
@@ -485,11 +448,10 @@ START_TEST(fds_and_regions_return_to_baseline) {
         gf_client_region_destroy(NULL, &reg, 0);
     }
     expect_fds(base_fds);
-    for (int i = 0; i < 200 && stat(watch, "shm.regions_open") != 0; i++)
-        gf_test_sleep_ms(10);
-    ck_assert_uint_eq(stat(watch, "shm.regions_open"), 0);
-    ck_assert_uint_eq(stat(watch, "shm.region_bytes"), 0);
-    ck_assert_uint_eq(stat(watch, "frames.in_progress"), 0);
+    gf_test_ck_wait_stat(watch, "shm.regions_open", 0, 0, 2000);
+    ck_assert_uint_eq(gf_test_ck_stat(watch, "shm.regions_open"), 0);
+    ck_assert_uint_eq(gf_test_ck_stat(watch, "shm.region_bytes"), 0);
+    ck_assert_uint_eq(gf_test_ck_stat(watch, "frames.in_progress"), 0);
     gf_client_close(watch);
     stop();
 }

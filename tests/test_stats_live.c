@@ -54,13 +54,6 @@ static gf_test_daemon daemon_;
 static gf_pipeline *pipelines;
 static size_t pipeline_count;
 
-static gf_client *connect_or_fail(void) {
-    gf_client *c = NULL;
-    int rc = gf_client_connect(daemon_.socket_path, &c);
-    ck_assert_msg(rc == 0, "connect %s: %s", daemon_.socket_path, strerror(-rc));
-    return c;
-}
-
 static cJSON *fetch(gf_client *c, uint8_t type, uint32_t count) {
     char *json = NULL;
     int rc = type == GF_MSG_TRACE ? gf_client_request_trace(c, count, &json, REPLY_TIMEOUT_MS)
@@ -73,9 +66,7 @@ static cJSON *fetch(gf_client *c, uint8_t type, uint32_t count) {
 }
 
 static double num(const cJSON *root, const char *dotted) {
-    uint64_t v = 0;
-    ck_assert_msg(gf_test_json_u64(root, dotted, &v) == 0, "no number at %s", dotted);
-    return (double)v;
+    return (double)gf_test_ck_u64(root, dotted);
 }
 
 static double real_at(const cJSON *obj, const char *key) {
@@ -86,38 +77,34 @@ static double real_at(const cJSON *obj, const char *key) {
 
 static void stream(gf_client *c, uint32_t pipeline, size_t bytes, unsigned count, unsigned window,
                    uint64_t first_id) {
-    char err[512] = "";
-    gf_test_stream s = {.pipeline = &pipelines[pipeline],
-                        .frame_bytes = bytes,
-                        .frame_count = count,
-                        .window = window,
-                        .first_frame_id = first_id,
-                        .seed = first_id + 1};
-    ck_assert_msg(gf_test_stream_verified(c, &s, err, sizeof err) == 0, "%s", err);
+    gf_test_ck_stream(c, &(gf_test_stream){.pipeline = &pipelines[pipeline],
+                                           .frame_bytes = bytes,
+                                           .frame_count = count,
+                                           .window = window,
+                                           .first_frame_id = first_id,
+                                           .seed = first_id + 1});
 }
 
+/* The test's daemon on `json`, with its pipelines as LIST reports them; and
+ * stopping it: exit 0 after SIGTERM. */
 static void start(const char *json) {
-    char err[1024] = "";
-    ck_assert_msg(gf_test_daemon_start(&daemon_, json, g_engine, err, sizeof err) == 0, "%s", err);
-    gf_client *c = connect_or_fail();
-    ck_assert_msg(gf_test_list(c, &pipelines, &pipeline_count, err, sizeof err) == 0, "%s", err);
+    gf_test_ck_daemon_start(&daemon_, json, g_engine);
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
+    pipelines = gf_test_ck_list(c, &pipeline_count);
     gf_client_close(c);
 }
 
 static void stop(void) {
-    int status = 0;
-    gf_test_daemon_stop(&daemon_, &status);
     free(pipelines);
     pipelines = NULL;
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "daemon exit status %d", status);
-    gf_test_daemon_cleanup(&daemon_);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
 }
 
 /* Phase totals and the histogram move by exactly the frames sent. */
 START_TEST(phases_add_up_for_known_traffic) {
     const unsigned n = 64;
     start(config_json);
-    gf_client *c = connect_or_fail();
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     cJSON *before = fetch(c, GF_MSG_STATS, 0);
     stream(c, 0, MIB, n, 8, 1000);
     cJSON *after = fetch(c, GF_MSG_STATS, 0);
@@ -174,7 +161,7 @@ START_TEST(timing_samples_one_frame_in_n) {
     const unsigned n = 64; /* a multiple of SAMPLE_EVERY: the count is exact */
     const double timed = strcmp(g_engine, "cuda") == 0 ? n / SAMPLE_EVERY : n;
     start(sampled_json);
-    gf_client *c = connect_or_fail();
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     cJSON *before = fetch(c, GF_MSG_STATS, 0);
     stream(c, 0, 4096, n, 1, 1000);
     cJSON *after = fetch(c, GF_MSG_STATS, 0);
@@ -220,7 +207,7 @@ START_TEST(completion_modes_answer_every_frame) {
     char json[sizeof completion_json + 16];
     snprintf(json, sizeof json, completion_json, mode);
     start(json);
-    gf_client *c = connect_or_fail();
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     cJSON *before = fetch(c, GF_MSG_STATS, 0);
     ck_assert_str_eq(cJSON_GetObjectItem(before, "completion")->valuestring,
                      cuda ? mode : "host_func");
@@ -254,7 +241,7 @@ END_TEST
 START_TEST(small_frames_share_a_slot) {
     enum { ECHO_FRAMES = 12, SINCOS_FRAMES = 12, N = ECHO_FRAMES + SINCOS_FRAMES };
     start(config_json);
-    gf_client *c = connect_or_fail();
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     cJSON *before = fetch(c, GF_MSG_STATS, 0);
     uint8_t *wire = malloc(16384);
     void *in[N], *ref[N];
@@ -265,8 +252,8 @@ START_TEST(small_frames_share_a_slot) {
     for (unsigned i = 0; i < N; i++) {
         unsigned p = i < ECHO_FRAMES ? 0 : 1;
         size_t bytes = p == 0 ? 100 + 37 * i : 64 * sizeof(float);
-        ck_assert_msg(gf_test_make_frame(&pipelines[p], bytes, &rng, &in[i], &ref[i],
-                                         &ref_bytes[i], err, sizeof err) == 0,
+        ck_assert_msg(gf_test_make_frame(&pipelines[p], bytes, &rng, &in[i], &ref[i], &ref_bytes[i],
+                                         err, sizeof err) == 0,
                       "%s", err);
         gf_header h = {.version = GF_PROTOCOL_VERSION,
                        .type = GF_MSG_FRAME,
@@ -284,13 +271,13 @@ START_TEST(small_frames_share_a_slot) {
     uint8_t got[1024];
     for (unsigned i = 0; i < N; i++) {
         gf_header h;
-        ck_assert_msg(gf_test_raw_recv_reply(fd, &h, got, sizeof got, REPLY_TIMEOUT_MS, err,
-                                             sizeof err) == 0,
-                      "reply %u: %s", i, err);
+        ck_assert_msg(
+            gf_test_raw_recv_reply(fd, &h, got, sizeof got, REPLY_TIMEOUT_MS, err, sizeof err) == 0,
+            "reply %u: %s", i, err);
         gf_reply r = {.header = h, .payload = got, .payload_bytes = h.payload_bytes};
         const gf_pipeline *p = &pipelines[i < ECHO_FRAMES ? 0 : 1];
-        ck_assert_msg(gf_test_check_result(p, &r, 500 + i, ref[i], ref_bytes[i], err,
-                                           sizeof err) == 0,
+        ck_assert_msg(gf_test_check_result(p, &r, 500 + i, ref[i], ref_bytes[i], err, sizeof err) ==
+                          0,
                       "frame %u: %s", 500 + i, err);
         free(in[i]);
         free(ref[i]);
@@ -342,7 +329,7 @@ END_TEST
 START_TEST(trace_holds_the_last_frames_in_order) {
     const unsigned n = 40;
     start(config_json);
-    gf_client *c = connect_or_fail();
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     stream(c, 1, 256 * 1024, 10, 4, 1);
     stream(c, 1, 256 * 1024, n, 4, 5000);
     cJSON *trace = fetch(c, GF_MSG_TRACE, n);
@@ -386,7 +373,7 @@ END_TEST
  * only: the CPU engine times its own runs whatever the flag says. */
 START_TEST(timing_events_off) {
     start(untimed_json);
-    gf_client *c = connect_or_fail();
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     stream(c, 0, 4096, 32, 4, 1);
     cJSON *st = fetch(c, GF_MSG_STATS, 0);
     ck_assert(cJSON_IsNull(cJSON_GetObjectItem(st, "gpu")));
@@ -414,7 +401,7 @@ END_TEST
  */
 START_TEST(zero_copy_small_batches) {
     start(config_json);
-    gf_client *c = connect_or_fail();
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     cJSON *before = fetch(c, GF_MSG_STATS, 0);
     ck_assert_double_eq(num(before, "zero_copy_max_bytes"), 65536);
     stream(c, 0, 4096, 64, 1, 1);
@@ -423,14 +410,13 @@ START_TEST(zero_copy_small_batches) {
     stream(c, 0, 256 * 1024, 8, 1, 2000);
     cJSON *after = fetch(c, GF_MSG_STATS, 0);
     double subs = num(after, "slots.submissions") - num(before, "slots.submissions");
-    double zc = num(after, "slots.zero_copy_submissions") -
-                num(before, "slots.zero_copy_submissions");
+    double zc =
+        num(after, "slots.zero_copy_submissions") - num(before, "slots.zero_copy_submissions");
     ck_assert_double_eq(num(mid, "slots.submissions") - num(before, "slots.submissions"), 64);
-    ck_assert_double_eq(num(mid, "slots.zero_copy_submissions") -
-                            num(before, "slots.zero_copy_submissions"),
-                        64);
-    ck_assert_msg(zc == subs - 8, "%.0f of %.0f submissions ran zero-copy, expected all but 8",
-                  zc, subs);
+    ck_assert_double_eq(
+        num(mid, "slots.zero_copy_submissions") - num(before, "slots.zero_copy_submissions"), 64);
+    ck_assert_msg(zc == subs - 8, "%.0f of %.0f submissions ran zero-copy, expected all but 8", zc,
+                  subs);
     cJSON_Delete(before);
     cJSON_Delete(mid);
     cJSON_Delete(after);
@@ -481,7 +467,7 @@ START_TEST(cuda_copies_overlap_across_slots) {
         pthread_join(th[i], NULL);
         ck_assert_msg(s[i].rc == 0, "stream %u: %s", i, s[i].err);
     }
-    gf_client *c = connect_or_fail();
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     cJSON *st = fetch(c, GF_MSG_STATS, 0);
     cJSON *trace = fetch(c, GF_MSG_TRACE, 0);
     const cJSON *g = cJSON_GetObjectItem(st, "gpu");

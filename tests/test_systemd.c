@@ -161,60 +161,17 @@ static char *read_log(const gf_test_daemon *d) {
     return text;
 }
 
-/* Waits for the daemon to exit on its own; asserts it did and returns the
- * waitpid status. */
-static int wait_exit(gf_test_daemon *d, int timeout_ms) {
-    char tail[4096];
-    int status = -1;
-
-    if (gf_test_daemon_wait(d, timeout_ms, &status) != 0) {
-        gf_test_daemon_stop(d, &status);
-        gf_test_log_tail(d->log_path, 30, tail, sizeof tail);
-        ck_abort_msg("gpuframed did not exit within %d ms; log:\n%s", timeout_ms, tail);
-    }
-    return status;
-}
-
-/* Asserts that the daemon exited with `code`, showing the log if not. */
-static void assert_exit(gf_test_daemon *d, int status, int code) {
-    char tail[4096], desc[96];
-
-    if (WIFEXITED(status) && WEXITSTATUS(status) == code)
-        return;
-    gf_test_log_tail(d->log_path, 30, tail, sizeof tail);
-    ck_abort_msg("gpuframed %s, expected exit %d; log:\n%s",
-                 gf_test_describe_status(status, desc, sizeof desc), code, tail);
-}
-
-static gf_client *connect_to(const char *path) {
-    gf_client *c = NULL;
-    int rc = gf_client_connect(path, &c);
-
-    ck_assert_msg(rc == 0, "connect(%s): %s", path, strerror(-rc));
-    return c;
+/* Waits for the daemon to exit on its own and asserts its exit code. */
+static void expect_exit(gf_test_daemon *d, int code) {
+    gf_test_ck_daemon_exited(d, gf_test_ck_daemon_wait(d, WAIT_MS), code);
 }
 
 /* LIST through `c`: the configured pipelines (caller frees). */
 static gf_pipeline *list(gf_client *c, size_t *count) {
-    char err[ERR_BYTES];
-    gf_pipeline *p = NULL;
-    int rc = gf_test_list(c, &p, count, err, sizeof err);
+    gf_pipeline *p = gf_test_ck_list(c, count);
 
-    ck_assert_msg(rc == 0, "LIST: %s", err);
     ck_assert_uint_eq(*count, P_COUNT);
     return p;
-}
-
-static uint64_t stat_u64(gf_client *c, const char *path) {
-    char err[ERR_BYTES];
-    cJSON *st = NULL;
-    uint64_t v = 0;
-    int rc = gf_test_stats(c, &st, err, sizeof err);
-
-    ck_assert_msg(rc == 0, "STATS: %s", err);
-    ck_assert_msg(gf_test_json_u64(st, path, &v) == 0, "STATS has no counter %s", path);
-    cJSON_Delete(st);
-    return v;
 }
 
 /* Streams `count` frames of `bytes` through pipeline `id`, each checked
@@ -222,16 +179,12 @@ static uint64_t stat_u64(gf_client *c, const char *path) {
  * them. */
 static void stream_verified(gf_client *c, const gf_pipeline *p, size_t bytes, unsigned count,
                             uint64_t first_id) {
-    char err[ERR_BYTES];
-    gf_test_stream s = {.pipeline = p,
-                        .frame_bytes = bytes,
-                        .frame_count = count,
-                        .window = 2,
-                        .first_frame_id = first_id,
-                        .seed = first_id + 17};
-    int rc = gf_test_stream_verified(c, &s, err, sizeof err);
-
-    ck_assert_msg(rc == 0, "%s", err);
+    gf_test_ck_stream(c, &(gf_test_stream){.pipeline = p,
+                                           .frame_bytes = bytes,
+                                           .frame_count = count,
+                                           .window = 2,
+                                           .first_frame_id = first_id,
+                                           .seed = first_id + 17});
 }
 
 /*
@@ -531,7 +484,7 @@ START_TEST(serves_socket_it_did_not_create) {
     ck_assert_int_eq(stat(act, &before), 0);
     ck_assert(S_ISSOCK(before.st_mode));
 
-    gf_client *c = connect_to(act);
+    gf_client *c = gf_test_ck_connect(act);
     gf_pipeline *p = list(c, &count);
     notify_expect(&n, "READY=1", 0);
     stream_verified(c, &p[P_AFFINE], AFFINE_BYTES, 8, 1);
@@ -542,7 +495,7 @@ START_TEST(serves_socket_it_did_not_create) {
                   "the daemon created %s although systemd passed it a socket", d.socket_path);
 
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
-    assert_exit(&d, wait_exit(&d, WAIT_MS), 0);
+    expect_exit(&d, 0);
     notify_expect(&n, "STOPPING=1", 0);
     /* The socket file is systemd's: still there, the very same one. */
     ck_assert_msg(stat(act, &after) == 0, "the daemon removed %s, a socket it did not create", act);
@@ -571,14 +524,18 @@ START_TEST(two_passed_sockets_are_refused) {
         g_socket_activate, "-l",          a,          "-l",     b,   (char *)gf_test_daemon_path(),
         "--config",        d.config_path, "--engine", d.engine, NULL};
     ck_assert_int_eq(gf_test_daemon_spawn(&d, argv, err, sizeof err), 0);
-    /* Any connection starts it; it then exits. */
-    for (int tries = 0; tries < WAIT_MS / 10 && access(a, F_OK) != 0; tries++)
-        gf_test_sleep_ms(10);
+    /* Any connection starts it; it then exits.  The socket file appears at
+     * systemd-socket-activate's bind(), a moment before its listen(): until
+     * then a connection is refused, so try again. */
     int fd = gf_test_raw_connect(a);
-    ck_assert_int_ge(fd, 0);
-    int status = wait_exit(&d, WAIT_MS);
+    for (int tries = 0; tries < WAIT_MS / 10 && fd < 0; tries++) {
+        gf_test_sleep_ms(10);
+        fd = gf_test_raw_connect(a);
+    }
+    ck_assert_msg(fd >= 0, "connect(%s): %s", a, strerror(-fd));
+    int status = gf_test_ck_daemon_wait(&d, WAIT_MS);
     close(fd);
-    assert_exit(&d, status, 3);
+    gf_test_ck_daemon_exited(&d, status, 3);
     char *log = read_log(&d);
     ck_assert_msg(strstr(log, "systemd passed 2 sockets") != NULL, "log:\n%s", log);
     free(log);
@@ -604,14 +561,14 @@ START_TEST(ready_status_watchdog_stopping_in_order) {
     size_t ready = notify_expect(&n, "READY=1", 0);
     uint64_t ready_ms = notify_get(&n, ready).at_ms;
     size_t first_status = notify_expect(&n, "STATUS=", ready);
-    gf_client *c = connect_to(d.socket_path);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
     gf_pipeline *p = list(c, &count);
     stream_verified(c, &p[P_AFFINE], AFFINE_BYTES, 4, 1);
     /* Long enough for a refreshed STATUS= and a dozen ticks. */
     gf_test_sleep_ms(STATUS_PERIOD_MS + 600);
     gf_client_close(c);
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
-    assert_exit(&d, wait_exit(&d, WAIT_MS), 0);
+    expect_exit(&d, 0);
     size_t stopping = notify_expect(&n, "STOPPING=1", ready);
     uint64_t stopping_ms = notify_get(&n, stopping).at_ms;
     gf_test_sleep_ms(50);
@@ -666,7 +623,7 @@ START_TEST(watchdog_withheld_while_nothing_completes) {
     notify_open(&n, &d, 0);
     start_plain(&d, 1);
     notify_expect(&n, "READY=1", 0);
-    gf_client *c = connect_to(d.socket_path);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
     gf_pipeline *p = list(c, &count);
     size_t bytes = slow_frame_bytes(WATCHDOG_FRAME_MS);
     ck_assert_int_eq(
@@ -706,7 +663,7 @@ START_TEST(watchdog_withheld_while_nothing_completes) {
     ck_assert_msg(after >= 2, "WATCHDOG=1 did not resume after the frame (%zu):\n%s", after, dump);
     gf_client_close(c);
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
-    assert_exit(&d, wait_exit(&d, WAIT_MS), 0);
+    expect_exit(&d, 0);
     char *log = read_log(&d);
     ck_assert_msg(strstr(log, "withholding WATCHDOG=1") != NULL, "log:\n%s", log);
     ck_assert_msg(strstr(log, "WATCHDOG=1 resumed") != NULL, "log:\n%s", log);
@@ -738,7 +695,7 @@ START_TEST(watchdog_pid_of_another_process_means_no_pings) {
     gf_test_sleep_ms(6 * WATCHDOG_TICK_MS);
     ck_assert_msg(notify_find(&n, "WATCHDOG=1", 0, 0) < 0, "WATCHDOG=1 sent for WATCHDOG_PID=1");
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
-    assert_exit(&d, wait_exit(&d, WAIT_MS), 0);
+    expect_exit(&d, 0);
     notify_close(&n);
     gf_test_daemon_cleanup(&d);
 }
@@ -768,12 +725,12 @@ START_TEST(sigterm_answers_every_frame_in_flight) {
     ck_assert_int_eq(gf_test_daemon_spawn(&d, argv, err, sizeof err), 0);
     int rc = gf_test_daemon_wait_listening(&d, act, GF_TEST_START_TIMEOUT_MS, err, sizeof err);
     ck_assert_msg(rc == 0, "%s", err);
-    gf_client *s = connect_to(act);
+    gf_client *s = gf_test_ck_connect(act);
     gf_pipeline *p = list(s, &count);
     notify_expect(&n, "READY=1", 0);
 
     size_t bytes = slow_frame_bytes(DRAIN_FRAME_MS);
-    gf_client *c = connect_to(act);
+    gf_client *c = gf_test_ck_connect(act);
     for (unsigned i = 0; i < DRAIN_FRAMES; i++) {
         rc = gf_test_make_frame(&p[P_SLOW], bytes, &rng, &in[i], &ref[i], &ref_bytes[i], err,
                                 sizeof err);
@@ -783,14 +740,10 @@ START_TEST(sigterm_answers_every_frame_in_flight) {
     rc = gf_client_flush(c, GF_TEST_REPLY_TIMEOUT_MS);
     ck_assert_msg(rc == 0, "flush: %s (%s)", strerror(-rc), gf_client_error(c));
     /* Every payload wholly in, so that every frame counts as received. */
-    uint64_t in_bytes = 0;
-    for (int tries = 0; tries < WAIT_MS / 5 && in_bytes < DRAIN_FRAMES * bytes; tries++) {
-        in_bytes = stat_u64(s, "bytes.in");
-        if (in_bytes < DRAIN_FRAMES * bytes)
-            gf_test_sleep_ms(5);
-    }
+    uint64_t in_bytes =
+        gf_test_ck_wait_stat(s, "bytes.in", DRAIN_FRAMES * bytes, UINT64_MAX, WAIT_MS);
     ck_assert_uint_eq(in_bytes, DRAIN_FRAMES * bytes);
-    uint64_t in_flight = stat_u64(s, "slots.in_flight");
+    uint64_t in_flight = gf_test_ck_stat(s, "slots.in_flight");
     gf_client_close(s);
 
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
@@ -807,7 +760,7 @@ START_TEST(sigterm_answers_every_frame_in_flight) {
     ck_assert_msg(rc == -ECONNRESET, "after the last reply: %s, expected the connection closed",
                   rc == 0 ? "another reply" : strerror(-rc));
     gf_client_close(c);
-    assert_exit(&d, wait_exit(&d, WAIT_MS), 0);
+    expect_exit(&d, 0);
     size_t ready = notify_expect(&n, "READY=1", 0);
     notify_expect(&n, "STOPPING=1", ready + 1);
     if (strcmp(g_engine, "cpu") == 0)
@@ -840,33 +793,21 @@ START_TEST(drain_timeout_abandons_and_exits_nonzero) {
     start_plain(&d, 0);
     /* A client that sends a frame and never reads its result: the drain
      * waits for that reply (write_timeout_ms is 10 s) until drain_timeout_ms. */
-    int fd = gf_test_raw_connect(d.socket_path);
-    ck_assert_int_ge(fd, 0);
-    gf_header h = {.version = GF_PROTOCOL_VERSION,
-                   .type = GF_MSG_FRAME,
-                   .frame_id = 9,
-                   .pipeline_id = P_ECHO,
-                   .payload_bytes = BYTES};
+    int fd = gf_test_ck_raw_connect(d.socket_path);
     memset(payload, 0x5a, sizeof payload);
-    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-    ck_assert_int_eq(gf_test_raw_send(fd, payload, BYTES), 0);
-    gf_client *probe = connect_to(d.socket_path);
-    uint64_t received = 0;
-    for (int tries = 0; tries < WAIT_MS / 5 && received == 0; tries++) {
-        received = stat_u64(probe, "frames.received");
-        if (received == 0)
-            gf_test_sleep_ms(5);
-    }
+    gf_test_ck_raw_frame(fd, 9, P_ECHO, BYTES, payload, BYTES);
+    gf_client *probe = gf_test_ck_connect(d.socket_path);
+    uint64_t received = gf_test_ck_wait_stat(probe, "frames.received", 1, UINT64_MAX, WAIT_MS);
     gf_client_close(probe);
     ck_assert_uint_eq(received, 1);
     gf_test_sleep_ms(200); /* its result is computed and stuck in the socket */
 
     uint64_t t0 = gf_now_ms();
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
-    int status = wait_exit(&d, WAIT_MS);
+    int status = gf_test_ck_daemon_wait(&d, WAIT_MS);
     uint64_t took = gf_now_ms() - t0;
     close(fd);
-    assert_exit(&d, status, 1);
+    gf_test_ck_daemon_exited(&d, status, 1);
     ck_assert_msg(took + 20 >= SHORT_DRAIN_MS,
                   "exited after %" PRIu64 " ms, before the %u ms drain", took, SHORT_DRAIN_MS);
     ck_assert_msg(took < SHORT_DRAIN_MS + 5000, "exited only after %" PRIu64 " ms", took);
@@ -895,7 +836,7 @@ START_TEST(sighup_applies_new_parameters) {
     notify_open(&n, &d, 0);
     start_plain(&d, 0);
     size_t ready = notify_expect(&n, "READY=1", 0);
-    gf_client *c = connect_to(d.socket_path);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
     gf_pipeline *p = list(c, &count);
     ck_assert_float_eq(p[P_AFFINE].stages[0].params.a, 2.0f);
     assert_affine_result(c, 2.0f, 0.5f, 1);
@@ -926,11 +867,11 @@ START_TEST(sighup_applies_new_parameters) {
     assert_affine_result(c, -3.0f, 1.25f, 2);
     stream_verified(c, &p[P_AFFINE], AFFINE_BYTES, 4, 20);
     stream_verified(c, &p[P_SLOW], 4096, 2, 30);
-    ck_assert_uint_eq(stat_u64(c, "slots.count"), 2);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "slots.count"), 2);
     gf_client_close(c);
 
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
-    assert_exit(&d, wait_exit(&d, WAIT_MS), 0);
+    expect_exit(&d, 0);
     char *log = read_log(&d);
     ck_assert_msg(strstr(log, "pipelines[1] (affine).params") != NULL,
                   "the log does not name what was applied:\n%s", log);
@@ -955,7 +896,7 @@ START_TEST(sighup_with_bad_config_keeps_running_one) {
     notify_open(&n, &d, 1);
     start_plain(&d, 0);
     size_t ready = notify_expect(&n, "READY=1", 0);
-    gf_client *c = connect_to(d.socket_path);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
 
     ck_assert_int_eq(gf_test_write_file(d.config_path,
                                         "{\"slots\": 0, \"bogus\": 1, \"pipelines\": "
@@ -977,7 +918,7 @@ START_TEST(sighup_with_bad_config_keeps_running_one) {
     stream_verified(c, &p[P_AFFINE], AFFINE_BYTES, 4, 10);
     gf_client_close(c);
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
-    assert_exit(&d, wait_exit(&d, WAIT_MS), 0);
+    expect_exit(&d, 0);
 
     char *log = read_log(&d);
     ck_assert_msg(strstr(log, "reload rejected: 2 problem(s)") != NULL, "log:\n%s", log);
@@ -996,22 +937,14 @@ END_TEST
 /* Runs gpuframed with `args` (NULL-terminated) in `dir`; returns the exit
  * code (asserted to be an exit) and the output in *out (caller frees). */
 static int run_daemon(const char *dir, char *const args[], char **out) {
-    char *argv[16], path[GF_TEST_PATH_MAX], desc[96];
-    int argc = 0, status = -1;
+    char *argv[16];
+    int argc = 0;
 
     argv[argc++] = (char *)gf_test_daemon_path();
     for (int i = 0; args[i] != NULL && argc < 15; i++)
         argv[argc++] = args[i];
     argv[argc] = NULL;
-    snprintf(path, sizeof path, "%s/out.txt", dir);
-    int rc = gf_test_run_command(argv, path, WAIT_MS, &status);
-    ck_assert_msg(rc == 0, "gpuframed did not exit: %s", strerror(-rc));
-    *out = gf_test_read_file(path, NULL);
-    ck_assert_ptr_nonnull(*out);
-    unlink(path);
-    ck_assert_msg(WIFEXITED(status), "gpuframed %s:\n%s",
-                  gf_test_describe_status(status, desc, sizeof desc), *out);
-    return WEXITSTATUS(status);
+    return gf_test_ck_run(dir, argv, WAIT_MS, out);
 }
 
 /* A socket in a directory that does not exist: the error says so (not a
@@ -1039,13 +972,13 @@ START_TEST(socket_mode_is_set_not_inherited) {
     } cases[] = {{NULL, 0660}, {"\"0600\"", 0600}, {"\"755\"", 0755}};
     mode_t old = umask(0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char config[512], err[ERR_BYTES];
+        char config[512];
         snprintf(config, sizeof config,
                  "{%s%s%s \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}",
                  cases[i].json_value ? "\"socket_mode\": " : "",
                  cases[i].json_value ? cases[i].json_value : "", cases[i].json_value ? "," : "");
         gf_test_daemon d;
-        ck_assert_msg(gf_test_daemon_start(&d, config, g_engine, err, sizeof err) == 0, "%s", err);
+        gf_test_ck_daemon_start(&d, config, g_engine);
         struct stat st;
         ck_assert_int_eq(stat(d.socket_path, &st), 0);
         ck_assert_msg((st.st_mode & 0777) == cases[i].mode, "mode %04o, expected %04o",
@@ -1251,12 +1184,12 @@ START_TEST(stale_socket_file_is_replaced) {
     ck_assert(S_ISSOCK(st.st_mode));
 
     start_plain(&d, 0);
-    gf_client *c = connect_to(d.socket_path);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
     gf_pipeline *p = list(c, &count);
     stream_verified(c, &p[P_ECHO], 4096, 4, 1);
     gf_client_close(c);
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
-    assert_exit(&d, wait_exit(&d, WAIT_MS), 0);
+    expect_exit(&d, 0);
     char *log = read_log(&d);
     ck_assert_msg(strstr(log, "stale socket") != NULL, "log:\n%s", log);
     free(log);
@@ -1282,7 +1215,7 @@ START_TEST(live_socket_is_an_error) {
     char *argv[GF_TEST_DAEMON_ARGC + 1];
     gf_test_daemon_argv(&d, argv);
     ck_assert_int_eq(gf_test_daemon_spawn(&d, argv, err, sizeof err), 0);
-    assert_exit(&d, wait_exit(&d, WAIT_MS), 3);
+    expect_exit(&d, 3);
     char *log = read_log(&d);
     ck_assert_msg(strstr(log, "another daemon is already listening") != NULL, "log:\n%s", log);
     free(log);
@@ -1318,7 +1251,7 @@ static char *log_with_journal_stream(gf_test_daemon *d, const char *value) {
     start_plain(d, 0);
     unsetenv("JOURNAL_STREAM");
     ck_assert_int_eq(gf_test_daemon_signal(d, SIGTERM), 0);
-    assert_exit(d, wait_exit(d, WAIT_MS), 0);
+    expect_exit(d, 0);
     return read_log(d);
 }
 

@@ -4,6 +4,7 @@
 #include "testutil.h"
 
 #include <assert.h>
+#include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,7 @@
 
 #include "config.h"
 #include "runner.h"
+#include "wire.h"
 
 #ifndef GF_TEST_DAEMON
 #define GF_TEST_DAEMON "gpuframed"
@@ -40,6 +42,11 @@
 #define DEFAULT_SEED 0x6766726d65643031ull
 /* The socket file's name inside the daemon's directory. */
 #define SOCKET_NAME "s.sock"
+/* The file gf_test_ck_run writes a command's output to, in its directory. */
+#define COMMAND_OUTPUT_NAME "command.out"
+/* Lines of a daemon's log that a failure shows, and room for them. */
+#define LOG_TAIL_LINES 30
+#define LOG_TEXT_MAX   4096
 
 /* ---- time ------------------------------------------------------------------ */
 
@@ -947,4 +954,214 @@ out:
         free(ref[k]);
     }
     return rc;
+}
+
+/* ---- the daemon's process ------------------------------------------------------- */
+
+int gf_test_daemon_fd_count(const gf_test_daemon *d) {
+    char path[64];
+    int count = 0;
+
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)d->pid);
+    DIR *dir = opendir(path);
+    if (dir == NULL)
+        return -errno;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;)
+        count += e->d_name[0] != '.';
+    closedir(dir);
+    return count;
+}
+
+/* ---- the same, asserted ---------------------------------------------------------- */
+
+void gf_test_ck_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine) {
+    char err[GF_TEST_ERR_MAX];
+    int rc = gf_test_daemon_start(d, config_json, engine, err, sizeof err);
+
+    ck_assert_msg(rc == 0, "cannot start gpuframed with the %s engine: %s", engine, err);
+}
+
+void gf_test_ck_daemon_stop(gf_test_daemon *d, enum gf_test_stop_check check) {
+    char desc[96], lines[LOG_TEXT_MAX];
+    int status = -1;
+    int rc = gf_test_daemon_stop(d, &status);
+
+    ck_assert_msg(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "gpuframed did not stop cleanly after SIGTERM: %s%s",
+                  gf_test_describe_status(status, desc, sizeof desc),
+                  rc != 0 ? ", killed after a timeout" : "");
+    if (check == GF_TEST_STOP_EXIT_0_CLEAN_LOG) {
+        size_t n = gf_test_log_failures(d->log_path, lines, sizeof lines);
+        ck_assert_msg(n == 0, "gpuframed logged %zu error/warning line(s):\n%s", n, lines);
+    }
+    gf_test_daemon_cleanup(d);
+}
+
+int gf_test_ck_daemon_wait(gf_test_daemon *d, int timeout_ms) {
+    char tail[LOG_TEXT_MAX];
+    int status = -1;
+
+    if (gf_test_daemon_wait(d, timeout_ms, &status) != 0) {
+        gf_test_daemon_stop(d, &status);
+        gf_test_log_tail(d->log_path, LOG_TAIL_LINES, tail, sizeof tail);
+        ck_abort_msg("gpuframed did not exit within %d ms; log:\n%s", timeout_ms, tail);
+    }
+    return status;
+}
+
+void gf_test_ck_daemon_exited(const gf_test_daemon *d, int status, int code) {
+    char tail[LOG_TEXT_MAX], desc[96];
+
+    if (WIFEXITED(status) && WEXITSTATUS(status) == code)
+        return;
+    gf_test_log_tail(d->log_path, LOG_TAIL_LINES, tail, sizeof tail);
+    ck_abort_msg("gpuframed %s, expected exit %d; log:\n%s",
+                 gf_test_describe_status(status, desc, sizeof desc), code, tail);
+}
+
+gf_client *gf_test_ck_connect(const char *socket_path) {
+    gf_client *c = NULL;
+    int rc = gf_client_connect(socket_path, &c);
+
+    ck_assert_msg(rc == 0, "gf_client_connect(%s): %s", socket_path, strerror(-rc));
+    return c;
+}
+
+int gf_test_ck_raw_connect(const char *socket_path) {
+    int fd = gf_test_raw_connect(socket_path);
+
+    ck_assert_msg(fd >= 0, "connect(%s): %s", socket_path, strerror(-fd));
+    return fd;
+}
+
+gf_pipeline *gf_test_ck_list(gf_client *c, size_t *count) {
+    char err[GF_TEST_ERR_MAX];
+    gf_pipeline *p = NULL;
+    size_t n = 0;
+
+    ck_assert_msg(gf_test_list(c, &p, &n, err, sizeof err) == 0, "%s", err);
+    if (count != NULL)
+        *count = n;
+    return p;
+}
+
+cJSON *gf_test_ck_stats(gf_client *c) {
+    char err[GF_TEST_ERR_MAX];
+    cJSON *st = NULL;
+
+    ck_assert_msg(gf_test_stats(c, &st, err, sizeof err) == 0, "%s", err);
+    return st;
+}
+
+uint64_t gf_test_ck_u64(const cJSON *root, const char *dotted) {
+    uint64_t v = 0;
+
+    ck_assert_msg(gf_test_json_u64(root, dotted, &v) == 0, "no counter %s (an exact integer >= 0)",
+                  dotted);
+    return v;
+}
+
+uint64_t gf_test_ck_stat(gf_client *c, const char *dotted) {
+    cJSON *st = gf_test_ck_stats(c);
+    uint64_t v = gf_test_ck_u64(st, dotted);
+
+    cJSON_Delete(st);
+    return v;
+}
+
+uint64_t gf_test_ck_wait_stat(gf_client *c, const char *dotted, uint64_t least, uint64_t most,
+                              int timeout_ms) {
+    uint64_t deadline = gf_now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
+
+    for (;;) {
+        uint64_t v = gf_test_ck_stat(c, dotted);
+        if ((v >= least && v <= most) || gf_now_ms() >= deadline)
+            return v;
+        gf_test_sleep_ms(POLL_INTERVAL_MS / 2);
+    }
+}
+
+void gf_test_ck_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, cJSON **last) {
+    char err[GF_TEST_ERR_MAX];
+    cJSON *st = NULL;
+    int rc = gf_test_wait_idle(c, open_connections, timeout_ms, &st, err, sizeof err);
+
+    if (rc != 0 || last == NULL)
+        cJSON_Delete(st);
+    ck_assert_msg(rc == 0, "%s", err);
+    if (last != NULL)
+        *last = st;
+}
+
+void gf_test_ck_stream(gf_client *c, const gf_test_stream *s) {
+    char err[GF_TEST_ERR_MAX];
+
+    ck_assert_msg(gf_test_stream_verified(c, s, err, sizeof err) == 0, "%s", err);
+}
+
+void gf_test_ck_stream_id(gf_client *c, uint32_t pipeline_id, size_t frame_bytes,
+                          unsigned frame_count, unsigned window) {
+    size_t count = 0;
+    gf_pipeline *p = gf_test_ck_list(c, &count);
+
+    ck_assert_msg(pipeline_id < count, "no pipeline %u in LIST (%zu)", (unsigned)pipeline_id,
+                  count);
+    gf_test_ck_stream(c, &(gf_test_stream){.pipeline = &p[pipeline_id],
+                                           .frame_bytes = frame_bytes,
+                                           .frame_count = frame_count,
+                                           .window = window});
+    free(p);
+}
+
+void gf_test_ck_raw_frame(int fd, uint64_t frame_id, uint32_t pipeline_id, uint64_t payload_bytes,
+                          const void *payload, size_t sent_bytes) {
+    gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, pipeline_id, payload_bytes);
+    void *zeros = NULL;
+
+    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+    if (payload == NULL) {
+        zeros = calloc(1, sent_bytes > 0 ? sent_bytes : 1);
+        ck_assert_ptr_nonnull(zeros);
+        payload = zeros;
+    }
+    ck_assert_int_eq(gf_test_raw_send(fd, payload, sent_bytes), 0);
+    free(zeros);
+}
+
+gf_header gf_test_ck_raw_error(int fd, uint32_t status, const char *words, int timeout_ms,
+                               enum gf_test_after_error after) {
+    char err[GF_TEST_ERR_MAX], text[GF_ERROR_TEXT_MAX_BYTES + 1];
+    gf_header h;
+    int rc =
+        gf_test_raw_recv_reply(fd, &h, text, GF_ERROR_TEXT_MAX_BYTES, timeout_ms, err, sizeof err);
+
+    ck_assert_msg(rc == 0, "no %s ERROR: %s", gf_status_name(status), err);
+    text[h.payload_bytes] = '\0';
+    ck_assert_msg(h.type == GF_MSG_ERROR, "a %s reply, expected ERROR %s", gf_msg_type_name(h.type),
+                  gf_status_name(status));
+    ck_assert_msg(h.status == status, "ERROR %s (%u), expected %s (%u): \"%s\"",
+                  gf_status_name(h.status), (unsigned)h.status, gf_status_name(status),
+                  (unsigned)status, text);
+    ck_assert_msg(strstr(text, words) != NULL, "ERROR text \"%s\" lacks \"%s\"", text, words);
+    if (after == GF_TEST_CLOSES) {
+        ck_assert_int_eq(gf_test_raw_expect_close(fd, timeout_ms, NULL), 0);
+        close(fd);
+    }
+    return h;
+}
+
+int gf_test_ck_run(const char *dir, char *const argv[], int timeout_ms, char **out) {
+    char path[GF_TEST_PATH_MAX], desc[96];
+    int status = -1;
+
+    ck_assert_msg((size_t)snprintf(path, sizeof path, "%s/" COMMAND_OUTPUT_NAME, dir) < sizeof path,
+                  "%s: path too long", dir);
+    int rc = gf_test_run_command(argv, path, timeout_ms, &status);
+    ck_assert_msg(rc == 0, "%s did not exit within %d ms: %s", argv[0], timeout_ms, strerror(-rc));
+    *out = gf_test_read_file(path, NULL);
+    ck_assert_msg(*out != NULL, "cannot read %s", path);
+    unlink(path);
+    ck_assert_msg(WIFEXITED(status), "%s %s:\n%s", argv[0],
+                  gf_test_describe_status(status, desc, sizeof desc), *out);
+    return WEXITSTATUS(status);
 }

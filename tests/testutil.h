@@ -4,10 +4,12 @@
  * a streaming loop that checks every RESULT against the pipeline's C
  * reference.
  *
- * None of these functions uses Check's assertions: they return 0 or a
- * negative errno (-1 where no errno fits) and describe a failure in
- * err[err_len], so they are safe from any thread and from Check's unchecked
- * fixtures.  The test asserts on the return value and prints the reason.
+ * These functions use no Check assertion: they return 0 or a negative errno
+ * (-1 where no errno fits) and describe a failure in err[err_len], so they
+ * are safe from any thread and from Check's unchecked fixtures.  The test
+ * asserts on the return value and prints the reason.  The gf_test_ck_*
+ * functions at the end are the exception: the same steps asserted, for a
+ * test's own body, so that no suite writes its own.
  */
 #ifndef GF_TESTUTIL_H
 #define GF_TESTUTIL_H
@@ -51,7 +53,7 @@ typedef struct gf_test_daemon {
 
 /* ---- time ------------------------------------------------------------------ */
 
-/* The clock is protocol/util.h's gf_now_ms (CLOCK_MONOTONIC), included here
+/* The clock is util/util.h's gf_now_ms (CLOCK_MONOTONIC), included here
  * for every suite. */
 
 /* Sleeps `ms` milliseconds, resuming after signals. */
@@ -305,5 +307,135 @@ typedef struct gf_test_stream {
  * err[err_len].  Safe to run on several clients from several threads.
  */
 int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, size_t err_len);
+
+/* ---- the daemon's process --------------------------------------------------- */
+
+/* The number of file descriptors d's process holds (its /proc/PID/fd), or a
+ * negative errno. */
+int gf_test_daemon_fd_count(const gf_test_daemon *d);
+
+/* ---- the same, asserted: for the body of a Check test ------------------------------ */
+
+/*
+ * Each of these runs one step above and, where it fails, fails the running
+ * test with Check's assertions, naming the step and the reason, instead of
+ * returning an error.  Call them only where Check may assert: the body of a
+ * test (START_TEST) or a checked fixture, in the thread that runs it; never
+ * from an unchecked fixture or another thread.
+ */
+
+/* gf_test_daemon_start with the reason in the failure. */
+void gf_test_ck_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine);
+
+/* What gf_test_ck_daemon_stop asserts. */
+enum gf_test_stop_check {
+    GF_TEST_STOP_EXIT_0,           /* exit 0 after SIGTERM, not killed      */
+    GF_TEST_STOP_EXIT_0_CLEAN_LOG, /* that, and no failure line in its log */
+};
+
+/*
+ * Stops d (gf_test_daemon_stop) and asserts that it exited 0 after SIGTERM,
+ * not killed after GF_TEST_STOP_TIMEOUT_MS; with GF_TEST_STOP_EXIT_0_CLEAN_LOG
+ * also that its log holds no failure line (gf_test_log_failures).  Then
+ * removes its directory (gf_test_daemon_cleanup).
+ */
+void gf_test_ck_daemon_stop(gf_test_daemon *d, enum gf_test_stop_check check);
+
+/*
+ * Waits at most `timeout_ms` for d to exit on its own (on a signal the test
+ * sent, or by itself) and returns its waitpid status.  A daemon still running
+ * then is killed and the test fails with its log's tail.
+ */
+int gf_test_ck_daemon_wait(gf_test_daemon *d, int timeout_ms);
+
+/* Asserts that the waitpid `status` of d is exit `code`, failing with the
+ * tail of d's log otherwise. */
+void gf_test_ck_daemon_exited(const gf_test_daemon *d, int status, int code);
+
+/* A libgpuframe connection to `socket_path` (the caller closes it). */
+gf_client *gf_test_ck_connect(const char *socket_path);
+
+/* gf_test_raw_connect: the fd (the caller closes it). */
+int gf_test_ck_raw_connect(const char *socket_path);
+
+/* gf_test_list: the pipelines, malloc'd (the caller frees them); their
+ * number in `*count` when `count` is not NULL. */
+gf_pipeline *gf_test_ck_list(gf_client *c, size_t *count);
+
+/* gf_test_stats: the document (the caller frees it with cJSON_Delete). */
+cJSON *gf_test_ck_stats(gf_client *c);
+
+/* gf_test_json_u64: the exact non-negative integer at `dotted` of `root`. */
+uint64_t gf_test_ck_u64(const cJSON *root, const char *dotted);
+
+/* One STATS on `c` and its counter at `dotted`. */
+uint64_t gf_test_ck_stat(gf_client *c, const char *dotted);
+
+/*
+ * Polls STATS on `c` (every few ms, at most `timeout_ms`) until its counter
+ * at `dotted` is at least `least` and at most `most`.  Returns the last value
+ * read, whether or not it got there: the test asserts on it.
+ */
+uint64_t gf_test_ck_wait_stat(gf_client *c, const char *dotted, uint64_t least, uint64_t most,
+                              int timeout_ms);
+
+/* gf_test_wait_idle; the last STATS into `*last` (the caller frees it) when
+ * `last` is not NULL. */
+void gf_test_ck_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, cJSON **last);
+
+/* gf_test_stream_verified. */
+void gf_test_ck_stream(gf_client *c, const gf_test_stream *s);
+
+/* A LIST on `c`, then `frame_count` verified frames of `frame_bytes` through
+ * the pipeline with id `pipeline_id`, at most `window` in flight (frame ids
+ * from 0, the default seed). */
+void gf_test_ck_stream_id(gf_client *c, uint32_t pipeline_id, size_t frame_bytes,
+                          unsigned frame_count, unsigned window);
+
+/*
+ * Sends on the raw connection `fd` a FRAME header (GF_PROTOCOL_VERSION) for
+ * frame `frame_id` of pipeline `pipeline_id` announcing `payload_bytes`, then
+ * the first `sent_bytes` of `payload`, or that many zero bytes when `payload`
+ * is NULL.
+ */
+void gf_test_ck_raw_frame(int fd, uint64_t frame_id, uint32_t pipeline_id, uint64_t payload_bytes,
+                          const void *payload, size_t sent_bytes);
+
+/* What follows an ERROR that gf_test_ck_raw_error expects. */
+enum gf_test_after_error {
+    GF_TEST_STAYS_OPEN, /* nothing asserted                                   */
+    GF_TEST_CLOSES,     /* the daemon closes the connection; so does the test */
+};
+
+/*
+ * Receives one reply on the raw connection `fd` (at most `timeout_ms`) and
+ * asserts that it is an ERROR of `status` whose text holds `words`; with
+ * GF_TEST_CLOSES, also that the daemon then closes the connection (within
+ * `timeout_ms`), and closes `fd`.  Returns the reply's header.
+ */
+gf_header gf_test_ck_raw_error(int fd, uint32_t status, const char *words, int timeout_ms,
+                               enum gf_test_after_error after);
+
+/*
+ * Runs `argv` (gf_test_run_command; argv[0] a path, NULL-terminated) with its
+ * stdout and stderr into a file in `dir`, and asserts that it exited on its
+ * own within `timeout_ms` (not killed, not by a signal).  Returns its exit
+ * code; `*out` gets what it printed, NUL-terminated (the caller frees it).
+ */
+int gf_test_ck_run(const char *dir, char *const argv[], int timeout_ms, char **out);
+
+/* ---- CUDA, for the gpu suites ---------------------------------------------------- */
+
+/* Fails the running test, naming the call and CUDA's error, unless it
+ * succeeded.  Defined where <cuda_runtime_api.h> is included before this
+ * header, as in the gpu suites; the includer has <check.h> (runner.h). */
+#ifdef CUDART_VERSION
+#define GF_TEST_CK_CUDA(call)                                                                      \
+    do {                                                                                           \
+        cudaError_t ck_cuda_err_ = (call);                                                         \
+        ck_assert_msg(ck_cuda_err_ == cudaSuccess, "%s failed: %s (%d)", #call,                    \
+                      cudaGetErrorString(ck_cuda_err_), (int)ck_cuda_err_);                        \
+    } while (0)
+#endif
 
 #endif

@@ -36,6 +36,20 @@ REPLY_TIMEOUT_S = 30.0 * TIMEOUT_SCALE
 # Log lines that mean the daemon failed (testutil.c, is_failure_line).
 FAILURE_MARKS = ("]: error: ", "]: warn: ", "Sanitizer", "runtime error:", "Assertion")
 
+# The pipelines the suites against a daemon configure, in this order: every
+# kind once, an RGB image of RGB_W x RGB_H, and a second affine with other
+# parameters.  A list of configuration entries, as "pipelines" takes them.
+RGB_W, RGB_H = 64, 48
+PIPELINES = [
+    {"name": "echo", "kind": "echo"},
+    {"name": "scale", "kind": "affine", "params": {"a": 1.5, "b": -0.25}},
+    {"name": "wobble", "kind": "sincos", "params": {"iters": 16}},
+    {"name": "rgb", "kind": "normalize_u8",
+     "params": {"width": RGB_W, "height": RGB_H,
+                "mean": [0.5, 0.25, 0.125], "std": [0.2, 0.3, 0.7]}},
+    {"name": "shift", "kind": "affine", "params": {"a": -3.0, "b": 1000.0}},
+]
+
 # ---- the daemon ------------------------------------------------------------
 
 

@@ -11,27 +11,19 @@ import numpy as np
 
 import gpuframe
 import support
-from support import F32, REFERENCES, SPECIAL_F32, DaemonTestCase, mismatch, random_f32
+from support import (F32, PIPELINES, REFERENCES, RGB_H, RGB_W, SPECIAL_F32, DaemonTestCase,
+                     mismatch, random_f32)
 
 MAX_FRAME_BYTES = 1 << 20
 TRACE_FRAMES = 32
 SLOTS = 2
-RGB_W, RGB_H = 64, 48
 
 CONFIG = {
     "slots": SLOTS,
     "max_frame_bytes": MAX_FRAME_BYTES,
     "trace_frames": TRACE_FRAMES,
     "log_level": "info",
-    "pipelines": [
-        {"name": "echo", "kind": "echo"},
-        {"name": "scale", "kind": "affine", "params": {"a": 1.5, "b": -0.25}},
-        {"name": "wobble", "kind": "sincos", "params": {"iters": 16}},
-        {"name": "rgb", "kind": "normalize_u8",
-         "params": {"width": RGB_W, "height": RGB_H,
-                    "mean": [0.5, 0.25, 0.125], "std": [0.2, 0.3, 0.7]}},
-        {"name": "shift", "kind": "affine", "params": {"a": -3.0, "b": 1000.0}},
-    ],
+    "pipelines": PIPELINES,
 }
 
 

@@ -24,13 +24,12 @@ import support
 from gpuframe import protocol
 from gpuframe.protocol import MsgType
 from gpuframe.shm import REGION_SEALS, create_memfd
-from support import (F32, REFERENCES, SPECIAL_F32, DaemonTestCase, mismatch, open_fds,
-                     random_f32)
+from support import (F32, PIPELINES, REFERENCES, RGB_H, RGB_W, SPECIAL_F32, DaemonTestCase,
+                     mismatch, open_fds, random_f32)
 
 MAX_FRAME_BYTES = 1 << 20
 MAX_REGIONS = 3
 MAX_SHM_BYTES = 16 << 20
-RGB_W, RGB_H = 64, 48
 # Room after every output that must stay untouched.
 SENTINEL_BYTES = 64
 SENTINEL = 0xEE
@@ -41,15 +40,7 @@ CONFIG = {
     "max_regions": MAX_REGIONS,
     "max_shm_bytes": MAX_SHM_BYTES,
     "log_level": "info",
-    "pipelines": [
-        {"name": "echo", "kind": "echo"},
-        {"name": "scale", "kind": "affine", "params": {"a": 1.5, "b": -0.25}},
-        {"name": "wobble", "kind": "sincos", "params": {"iters": 16}},
-        {"name": "rgb", "kind": "normalize_u8",
-         "params": {"width": RGB_W, "height": RGB_H,
-                    "mean": [0.5, 0.25, 0.125], "std": [0.2, 0.3, 0.7]}},
-        {"name": "shift", "kind": "affine", "params": {"a": -3.0, "b": 1000.0}},
-    ],
+    "pipelines": PIPELINES,
 }
 RGB_BYTES = RGB_W * RGB_H * 3
 

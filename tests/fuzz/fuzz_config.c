@@ -22,10 +22,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    char *json = malloc(size + 1);
-    REQUIRE(json != NULL);
-    memcpy(json, data, size);
-    json[size] = '\0';
+    char *json = gf_fuzz_text(data, size);
 
     static char errs[ERRS_BYTES];
     char err[ERR_BYTES];

@@ -1,8 +1,9 @@
 /*
  * Two helpers every part of gpuframed needs, daemon and client alike, so that
  * each exists once: the monotonic clock, and formatting a message into a
- * caller's fixed-size error buffer.  Part of the gfprotocol library, which
- * links no CUDA and no libuv.
+ * caller's fixed-size error buffer.  The gfutil library: below the wire
+ * format (protocol/), the pipelines (kernels/) and the daemon, which all use
+ * it; it uses none of them, and links no CUDA and no libuv.
  */
 #ifndef GF_UTIL_H
 #define GF_UTIL_H
