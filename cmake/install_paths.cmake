@@ -8,10 +8,13 @@
 # In:  GF_PREFIX            the install prefix
 #      GF_REL_BINDIR, GF_REL_LIBDIR, GF_REL_INCLUDEDIR, GF_REL_DOCDIR, GF_REL_MANDIR
 #                           GNUInstallDirs' directories (relative, or absolute)
+#      GF_REL_PLUGINDIR     the repository's plugins and their weights
 #      GF_CONFIG_DIR        where gpuframed.json goes, or "" to choose by prefix
+#      GF_DOC_COMPRESSED    whether the packager compresses the documentation
 # Out: GF_INSTALL_FULL_BINDIR, GF_INSTALL_FULL_LIBDIR, GF_INSTALL_FULL_INCLUDEDIR,
-#      GF_DOC_DIR, GF_INSTALL_CONFIG_DIR, GF_INSTALL_FULL_CONFIG
-foreach(gf_dir BINDIR LIBDIR INCLUDEDIR DOCDIR MANDIR)
+#      GF_INSTALL_FULL_PLUGINDIR, GF_DOC_DIR, GF_DOC_README (README.md's name
+#      there), GF_INSTALL_CONFIG_DIR, GF_INSTALL_FULL_CONFIG
+foreach(gf_dir BINDIR LIBDIR INCLUDEDIR DOCDIR MANDIR PLUGINDIR)
   if(IS_ABSOLUTE "${GF_REL_${gf_dir}}")
     set(gf_full "${GF_REL_${gf_dir}}")
   elseif(GF_PREFIX STREQUAL "/")
@@ -22,6 +25,11 @@ foreach(gf_dir BINDIR LIBDIR INCLUDEDIR DOCDIR MANDIR)
   set(GF_INSTALL_FULL_${gf_dir} "${gf_full}")
 endforeach()
 set(GF_DOC_DIR "${GF_INSTALL_FULL_DOCDIR}")
+if(GF_DOC_COMPRESSED)
+  set(GF_DOC_README "README.md.gz")
+else()
+  set(GF_DOC_README "README.md")
+endif()
 # A system service's settings live in /etc: a system-wide prefix (/usr, as the
 # Debian package has it, or /usr/local) puts the configuration in
 # /etc/gpuframed.  Any other prefix (a scratch install, /opt/gpuframed) keeps

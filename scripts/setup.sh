@@ -4,12 +4,15 @@
 # systemd-socket-activate, systemd-analyze and systemd-sysusers, for the
 # Python package's tests NumPy plus pip, setuptools and wheel (test_install
 # pip-installs it offline), groff-base to render the man pages
-# (tests/man_pages.sh), and dpkg-dev (dpkg-shlibdeps) plus lintian for the
-# Debian packages (tests/deb_package.sh).  The CUDA toolkit is expected at
-# /usr/local/cuda (without it, only the CPU engine is built).
+# (tests/man_pages.sh), mypy for the Python package's annotations, and for the
+# Debian packages (debian/, tests/deb_package.sh) dpkg-dev, debhelper,
+# dh-python with its PEP 517 plugin, python3-all and lintian.  The CUDA
+# toolkit is expected at /usr/local/cuda (without it, only the CPU engine is
+# built).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libuv1-dev libcjson-dev check systemd
-      python3-numpy python3-pip python3-setuptools python3-wheel groff-base dpkg-dev lintian)
+      python3-numpy python3-pip python3-setuptools python3-wheel groff-base mypy
+      dpkg-dev debhelper dh-python pybuild-plugin-pyproject python3-all lintian)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,9 +8,13 @@
 #   4. the example, as installed in the doc dir, compiled with nothing but
 #      `pkg-config --cflags --libs gpuframe libcjson`: once against the shared
 #      library (ldd must find it in the prefix), once against the static one;
-#   5. both run against the installed gpuframed on the CPU engine: known float32
-#      values through affine (exact result bytes), a file of random bytes with
-#      a short last chunk through echo (the result is the file).
+#   5. the example again with CMake, through find_package(gpuframe) and the
+#      CMakeLists.txt installed beside it: shared and static;
+#   6. all four run against the installed gpuframed on the CPU engine: known
+#      float32 values through affine (exact result bytes), a file of random
+#      bytes with a short last chunk through echo (the result is the file);
+#   7. every installed example configuration passes --check-config, and those
+#      that name plugins name the ones this install put under the prefix.
 # Usage: example_installed.sh BUILD_DIR VERSION CC [CFLAG...]
 # (CFLAGs: the build's sanitizer flags, which a program linking the library must share.)
 set -euo pipefail
@@ -83,6 +87,23 @@ grep -qx "[[:space:]]*libgpuframe.so.0 => $so (0x[0-9a-f]*)" <<<"$libs" ||
   fail "ex_shared does not load $so: $libs"
 libs=$(ldd "$tmp/ex_static")
 ! grep -q libgpuframe <<<"$libs" || fail "ex_static loads a libgpuframe.so: $libs"
+# The same through find_package(gpuframe): gpuframe::gpuframe and
+# gpuframe::gpuframe_static, found from the prefix alone.
+for kind in shared static; do
+  static=OFF
+  [ "$kind" = shared ] || static=ON
+  { cmake -S "$(dirname "$src")" -B "$tmp/cmake-$kind" -DCMAKE_PREFIX_PATH="$p" -DSTREAM_FILE_STATIC=$static \
+      -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="${extra_cflags[*]} -Wall -Werror" &&
+    cmake --build "$tmp/cmake-$kind"; } >"$tmp/cmake-$kind.log" 2>&1 ||
+    { cat "$tmp/cmake-$kind.log"; fail "building the example with find_package(gpuframe), $kind"; }
+  cp "$tmp/cmake-$kind/stream_file" "$tmp/ex_cmake_$kind"
+done
+grep -q "^find_package(gpuframe " "$(dirname "$src")/CMakeLists.txt" || fail "the installed CMakeLists.txt does not use find_package(gpuframe)"
+libs=$(ldd "$tmp/ex_cmake_shared")
+grep -qx "[[:space:]]*libgpuframe.so.0 => $so (0x[0-9a-f]*)" <<<"$libs" ||
+  fail "ex_cmake_shared does not load $so: $libs"
+libs=$(ldd "$tmp/ex_cmake_static")
+! grep -q libgpuframe <<<"$libs" || fail "ex_cmake_static loads a libgpuframe.so: $libs"
 
 sock=$tmp/s.sock
 gf_daemon_start "$p/bin" "$p/etc/gpuframed/gpuframed.json" "$sock" "the installed gpuframed"
@@ -90,7 +111,7 @@ gf_daemon_start "$p/bin" "$p/etc/gpuframed/gpuframed.json" "$sock" "the installe
 # 1.0 -2.0 0.5 3.0 as float32, 1024 times; affine (a 2, b 0.5) makes 2.5 -3.5 1.5 6.5.
 for _ in $(seq 1024); do printf '\000\000\200\077\000\000\000\300\000\000\000\077\000\000\100\100'; done >"$tmp/in.f32"
 head -c 1000003 /dev/urandom >"$tmp/in.bin"
-for ex in ex_shared ex_static; do
+for ex in ex_shared ex_static ex_cmake_shared ex_cmake_static; do
   out=$("$tmp/$ex" "$sock" affine 4096 "$tmp/in.f32" "$tmp/out.f32") || fail "$ex affine: $out"
   [ "$out" = "4 frames, 0 failed" ] || fail "$ex affine printed '$out'"
   [ "$(stat -c %s "$tmp/out.f32")" = 16384 ] || fail "$ex affine wrote $(stat -c %s "$tmp/out.f32") bytes"
@@ -106,4 +127,18 @@ for ex in ex_shared ex_static; do
 done
 
 gf_daemon_stop "the installed gpuframed"
-echo "ok: gpuframe.pc, soname, $(echo "$expected" | wc -w) exports; the example built shared and static from $p and verified"
+
+# The example configurations as installed: every one checks, and a plugin
+# path names the plugin this install wrote.
+examples=$(find "$p/share/doc/gpuframed/examples" -name '*.json' | sort)
+[ "$(echo "$examples" | wc -l)" = 4 ] || fail "installed example configurations: $examples"
+for conf in $examples; do
+  out=$("$p/bin/gpuframed" --check-config "$conf" 2>&1) || true
+  [ "$out" = "$conf: ok" ] || fail "--check-config of the installed $(basename "$conf"): $out"
+  for path in $(sed -n 's/.*"path": "\([^"]*\)".*/\1/p; s/.*"weights": "\([^"]*\)".*/\1/p' "$conf"); do
+    [[ "$path" == "$libdir/gpuframed/"* && -f "$path" ]] || fail "$(basename "$conf") names $path, not a file this install put in $libdir/gpuframed"
+  done
+done
+grep -q '"path": ' "$p/share/doc/gpuframed/examples/classify.json" || fail "classify.json names no plugin"
+echo "ok: gpuframe.pc, soname, $(echo "$expected" | wc -w) exports; the example built shared and static from $p," \
+  "with pkg-config and with find_package(gpuframe), and verified; $(echo "$examples" | wc -l) example configurations check"

@@ -1,22 +1,43 @@
 """The gpuframed client: connect, look pipelines up, stream frames through them,
 by value over the socket or by reference in shared-memory regions."""
 
+from __future__ import annotations
+
 import json
 import mmap
 import os
 import socket
 from collections import deque
+from types import TracebackType
+from typing import (TYPE_CHECKING, Any, Deque, Dict, Iterable, Iterator, List, Optional, Tuple,
+                    Type, Union, overload)
 
 import numpy as np
 
 from . import protocol
 from .connection import Connection
-from .errors import BusyError, ConnectionClosedError, ProtocolError, StatusError
-from .pipelines import Pipeline, Pipelines, encode_frame
+from .connection import Request
+from .errors import BusyError, ConnectionClosedError, GpuframeError, ProtocolError, StatusError
+from .pipelines import Frame, Pipeline, Pipelines, Result, encode_frame
 from .protocol import MsgType
 from .shm import Region, ShmFrame, create_memfd, encode_shm
 
-__all__ = ["Client", "default_socket_path", "SOCKET_ENV", "DEFAULT_SOCKET"]
+if TYPE_CHECKING:
+    from typing import Literal
+
+    import numpy.typing as npt
+
+__all__ = ["Client", "default_socket_path", "SOCKET_ENV", "DEFAULT_SOCKET", "PipelineKey",
+           "AnyFrame"]
+
+#: What names a pipeline: its name, its id, or a :class:`Pipeline`.
+PipelineKey = Union[str, int, "np.integer[Any]", Pipeline]
+#: A frame of :meth:`Client.stream`: by value, or by reference in a region.
+AnyFrame = Union[Frame, ShmFrame]
+#: Frames whose results are arrays: NumPy arrays and frames by reference.
+_ArrayFrame = Union["npt.NDArray[Any]", ShmFrame]
+#: Frames whose results are bytearrays.
+_BytesFrame = Union[bytes, bytearray, memoryview]
 
 #: The environment variable naming the daemon's socket (as for ``gpuframe``).
 SOCKET_ENV = "GPUFRAMED_SOCKET"
@@ -33,7 +54,7 @@ _U32_MAX = 0xFFFFFFFF
 _ERRORS_MODES = ("raise", "yield")
 
 
-def default_socket_path():
+def default_socket_path() -> str:
     """$GPUFRAMED_SOCKET when set and not empty, else /run/gpuframed.sock."""
     return os.environ.get(SOCKET_ENV) or DEFAULT_SOCKET
 
@@ -62,9 +83,10 @@ class Client:
     daemon.
     """
 
-    def __init__(self, path=None, *, timeout=DEFAULT_TIMEOUT_S,
-                 max_reply_bytes=DEFAULT_MAX_REPLY_BYTES):
-        self.path = default_socket_path() if path is None else os.fspath(path)
+    def __init__(self, path: Union[None, str, "os.PathLike[str]"] = None, *,
+                 timeout: Optional[float] = DEFAULT_TIMEOUT_S,
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
+        self.path: str = default_socket_path() if path is None else os.fspath(path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(self.path)
@@ -74,19 +96,20 @@ class Client:
                           self.path) from None
         self._conn = Connection(sock, timeout=timeout, version=protocol.VERSION,
                                 max_reply_bytes=max_reply_bytes)
-        self._pipelines = None
-        self._regions = {}  # id -> the open Regions of this connection
+        self._pipelines: Optional[Pipelines] = None
+        self._regions: Dict[int, Region] = {}  # id -> the open Regions of this connection
 
-    def __enter__(self):
+    def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<gpuframe.Client %s%s>" % (self.path, " closed" if self.closed else "")
 
-    def close(self):
+    def close(self) -> None:
         """Closes the connection.  Requests without a reply fail; later calls
         raise ConnectionClosedError.  Its regions are closed too (the daemon
         removes them with the connection; views of them stay valid).
@@ -96,42 +119,44 @@ class Client:
             region._release()
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         """True once the connection is closed, by :meth:`close`, by the daemon
         or after a fatal error."""
         return self._conn.closed
 
     @property
-    def timeout(self):
+    def timeout(self) -> Optional[float]:
         """Seconds a call may wait without progress (None: for ever)."""
         return self._conn.timeout
 
     @timeout.setter
-    def timeout(self, value):
+    def timeout(self, value: Optional[float]) -> None:
         self._conn.timeout = value
 
     @property
-    def in_flight(self):
+    def in_flight(self) -> int:
         """Requests sent or queued whose replies have not arrived yet."""
         return self._conn.in_flight
 
     @property
-    def next_frame_id(self):
+    def next_frame_id(self) -> int:
         """The frame_id the next request will carry."""
         return self._conn.next_frame_id
 
     # ---- LIST, STATS, TRACE -------------------------------------------------------
 
-    def _request(self, msg_type, pipeline_id=0, *, version=None, fd=None):
+    def _request(self, msg_type: int, pipeline_id: int = 0, *, version: Optional[int] = None,
+                 fd: Optional[int] = None) -> bytearray:
         """Sends one request without payload, waits for its reply and returns
         the reply's payload as a bytearray (raises the reply's error)."""
         req = self._conn.submit(msg_type, pipeline_id, version=version, fd=fd)
         self._conn.wait(req)
         if req.error is not None:
             raise req.error
-        return req.result
+        result: bytearray = req.result
+        return result
 
-    def _request_json(self, msg_type, pipeline_id=0):
+    def _request_json(self, msg_type: int, pipeline_id: int = 0) -> Any:
         payload = self._request(msg_type, pipeline_id)
         try:
             return json.loads(payload)
@@ -139,7 +164,7 @@ class Client:
             raise ProtocolError("%s reply is not UTF-8 JSON: %s"
                                 % (MsgType(msg_type).name, e)) from e
 
-    def list(self):
+    def list(self) -> Pipelines:
         """Asks the daemon for its pipelines (LIST) and returns them as
         :class:`Pipelines`: by position, by name (``p["echo"]``), ``ids``
         (name -> id) and ``by_id``.  Also refreshes the table that
@@ -148,7 +173,7 @@ class Client:
         self._pipelines = Pipelines.from_json(doc)
         return self._pipelines
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """The daemon's counters (STATS) as a dict; daemon/STATS.md lists the
         keys.  Ignore keys you do not know: they are only ever added."""
         doc = self._request_json(MsgType.STATS)
@@ -156,7 +181,7 @@ class Client:
             raise ProtocolError("STATS reply is not a JSON object")
         return doc
 
-    def trace(self, max_frames=0):
+    def trace(self, max_frames: int = 0) -> Dict[str, Any]:
         """Stage timestamps of the last ``max_frames`` frames answered (0:
         every frame the daemon keeps), oldest first, as a dict
         (daemon/STATS.md, TRACE)."""
@@ -168,7 +193,7 @@ class Client:
             raise ProtocolError("TRACE reply is not a JSON object")
         return doc
 
-    def pipeline(self, key):
+    def pipeline(self, key: PipelineKey) -> Pipeline:
         """The :class:`Pipeline` that ``key`` names: a Pipeline (returned as
         is), a name (looked up in LIST, fetched when needed; raises
         NoSuchPipelineError when the daemon has none of that name), or an id
@@ -177,23 +202,23 @@ class Client:
         if isinstance(key, Pipeline):
             return key
         if isinstance(key, str):
-            if self._pipelines is None or key not in self._pipelines:
-                self.list()
-            return self._pipelines[key]
+            pipelines = self._pipelines
+            if pipelines is None or key not in pipelines:
+                pipelines = self.list()
+            return pipelines[key]
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             pid = int(key)
             if not 0 <= pid <= _U32_MAX:
                 raise ValueError("a pipeline id is in [0, %d], not %d" % (_U32_MAX, pid))
-            if self._pipelines is None:
-                self.list()
-            found = self._pipelines.by_id(pid)
+            pipelines = self._pipelines if self._pipelines is not None else self.list()
+            found = pipelines.by_id(pid)
             return found if found is not None else Pipeline(pid, None, None)
         raise TypeError("a pipeline is a name, an id or a Pipeline, not %s"
                         % type(key).__name__)
 
     # ---- shared-memory regions ---------------------------------------------------
 
-    def region(self, nbytes, *, name="gpuframe-region"):
+    def region(self, nbytes: int, *, name: str = "gpuframe-region") -> Region:
         """Creates a shared-memory :class:`Region` of ``nbytes`` bytes and
         hands it to the daemon (REGION_ADD, version 2): a memfd sealed
         against shrinking and growing, mapped here, sent as SCM_RIGHTS with
@@ -214,7 +239,7 @@ class Client:
         nbytes = int(nbytes)
         self._require_idle("adding a region")
         fd = create_memfd(nbytes, name)
-        mapping = None
+        mapping: Optional[mmap.mmap] = None
         try:
             mapping = mmap.mmap(fd, nbytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             info = self._region_add(fd)
@@ -236,14 +261,14 @@ class Client:
         self._regions[region.id] = region
         return region
 
-    def _region_add(self, fd):
+    def _region_add(self, fd: Optional[int]) -> protocol.RegionInfo:
         """REGION_ADD with the descriptor ``fd`` (None: without one, which
         the daemon refuses); returns the reply's protocol.RegionInfo."""
         self._require_idle("adding a region")
         payload = self._request(MsgType.REGION_ADD, 0, version=protocol.VERSION_SHM, fd=fd)
         return protocol.decode_region_info(payload)
 
-    def _region_remove(self, region):
+    def _region_remove(self, region: Region) -> None:
         """REGION_REMOVE of ``region``, then its mapping released here.
         Raises BusyError, changing nothing, while frames of a stream are in
         flight.  A closed connection took its regions with it: then only the
@@ -263,7 +288,7 @@ class Client:
         finally:
             region._release()
 
-    def _require_idle(self, what):
+    def _require_idle(self, what: str) -> None:
         """Returns once no request is in flight, after reading the replies
         due to abandoned streams; raises BusyError, sending nothing, while a
         stream still waits for frames, and ConnectionClosedError when the
@@ -281,7 +306,27 @@ class Client:
 
     # ---- frames -----------------------------------------------------------------------
 
-    def stream(self, pipeline, frames, window=DEFAULT_WINDOW, *, errors="raise"):
+    @overload
+    def stream(self, pipeline: PipelineKey, frames: Iterable[_ArrayFrame],
+               window: int = ..., *,
+               errors: Literal["raise"] = ...) -> Iterator[npt.NDArray[Any]]: ...
+
+    @overload
+    def stream(self, pipeline: PipelineKey, frames: Iterable[_BytesFrame],
+               window: int = ..., *, errors: Literal["raise"] = ...) -> Iterator[bytearray]: ...
+
+    @overload
+    def stream(self, pipeline: PipelineKey, frames: Iterable[AnyFrame],
+               window: int = ..., *, errors: Literal["raise"] = ...) -> Iterator[Result]: ...
+
+    @overload
+    def stream(self, pipeline: PipelineKey, frames: Iterable[AnyFrame],
+               window: int = ..., *,
+               errors: str) -> Iterator[Union[Result, GpuframeError]]: ...
+
+    def stream(self, pipeline: PipelineKey, frames: Iterable[AnyFrame],
+               window: int = DEFAULT_WINDOW, *,
+               errors: str = "raise") -> Iterator[Union[Result, GpuframeError]]:
         """Runs every frame of the iterable ``frames`` through ``pipeline``
         and yields the results in order, keeping up to ``window`` frames in
         flight.
@@ -326,17 +371,18 @@ class Client:
             raise ConnectionClosedError("the client is closed", self._conn.closed_error)
         return self._stream(self.pipeline(pipeline), frames, int(window), errors)
 
-    def _stream(self, p, frames, window, errors):
+    def _stream(self, p: Pipeline, frames: Iterable[AnyFrame], window: int,
+                errors: str) -> Iterator[Union[Result, GpuframeError]]:
         conn = self._conn
-        frames = iter(frames)
-        in_flight = deque()  # (index, Request), oldest first
+        source = iter(frames)
+        in_flight: Deque[Tuple[int, Request]] = deque()  # (index, Request), oldest first
         index = 0
         more = True
         try:
             while True:
                 while more and len(in_flight) < window:
                     try:
-                        frame = next(frames)
+                        frame = next(source)
                     except StopIteration:
                         more = False
                         break
@@ -366,6 +412,7 @@ class Client:
                     isinstance(err, ProtocolError)
                     or (isinstance(err, StatusError) and not err.fatal))
                 if errors == "yield" and per_frame:
+                    assert isinstance(err, GpuframeError)
                     yield err
                     continue
                 raise err
@@ -377,12 +424,40 @@ class Client:
                 req.abandoned = True
             in_flight.clear()
 
-    def map(self, pipeline, frames, window=DEFAULT_WINDOW, *, errors="raise"):
+    # The overloads overlap where a narrower list type comes first: lists are
+    # invariant, so mypy calls that unsafe, but the narrower one is what the
+    # call returns.
+    @overload
+    def map(self, pipeline: PipelineKey, frames: Iterable[_ArrayFrame],  # type: ignore[misc]
+            window: int = ..., *,
+            errors: Literal["raise"] = ...) -> List[npt.NDArray[Any]]: ...
+
+    @overload
+    def map(self, pipeline: PipelineKey, frames: Iterable[_BytesFrame],  # type: ignore[misc]
+            window: int = ..., *, errors: Literal["raise"] = ...) -> List[bytearray]: ...
+
+    @overload
+    def map(self, pipeline: PipelineKey, frames: Iterable[AnyFrame],  # type: ignore[misc]
+            window: int = ..., *, errors: Literal["raise"] = ...) -> List[Result]: ...
+
+    @overload
+    def map(self, pipeline: PipelineKey, frames: Iterable[AnyFrame], window: int = ..., *,
+            errors: str) -> List[Union[Result, GpuframeError]]: ...
+
+    def map(self, pipeline: PipelineKey, frames: Iterable[AnyFrame],
+            window: int = DEFAULT_WINDOW, *, errors: str = "raise") -> List[Any]:
         """:meth:`stream` collected into a list."""
         return list(self.stream(pipeline, frames, window, errors=errors))
 
-    def process(self, pipeline, frame):
+    @overload
+    def process(self, pipeline: PipelineKey, frame: _ArrayFrame) -> npt.NDArray[Any]: ...
+
+    @overload
+    def process(self, pipeline: PipelineKey, frame: _BytesFrame) -> bytearray: ...
+
+    def process(self, pipeline: PipelineKey, frame: AnyFrame) -> Result:
         """Runs one frame and returns its result (raises its error)."""
         for result in self.stream(pipeline, (frame,), 1):
+            assert not isinstance(result, GpuframeError)
             return result
         raise AssertionError("unreachable: a stream of one frame yields one result")

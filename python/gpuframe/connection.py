@@ -24,12 +24,15 @@ SCM_RIGHTS, so that the daemon takes it to belong to that request.
 Not thread-safe: one connection is used by one thread at a time.
 """
 
+from __future__ import annotations
+
 import array
 import itertools
 import selectors
 import socket
 import time
 from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from . import protocol
 from .errors import (
@@ -39,7 +42,8 @@ from .errors import (
     ProtocolError,
     make_status_error,
 )
-from .protocol import HEADER_BYTES, MsgType, Status
+from .pipelines import Finish, MakeOutput
+from .protocol import HEADER_BYTES, Header, MsgType, Status
 
 __all__ = ["Connection", "Request"]
 
@@ -58,7 +62,7 @@ READS_PER_WAKEUP = 16
 _U64_MASK = (1 << 64) - 1
 
 # Which reply types answer which request (besides ERROR, which answers any).
-_ANSWERS = {
+_ANSWERS: Dict[int, int] = {
     MsgType.FRAME: MsgType.RESULT,
     MsgType.LIST: MsgType.LIST,
     MsgType.STATS: MsgType.STATS,
@@ -82,8 +86,9 @@ class Request:
     __slots__ = ("msg_type", "frame_id", "pipeline_id", "version", "flags", "expect_bytes",
                  "make_output", "finish", "abandoned", "done", "result", "error")
 
-    def __init__(self, msg_type, frame_id, pipeline_id, version, flags, expect_bytes,
-                 make_output, finish):
+    def __init__(self, msg_type: int, frame_id: int, pipeline_id: int, version: int, flags: int,
+                 expect_bytes: Optional[int], make_output: Optional[MakeOutput],
+                 finish: Optional[Finish]) -> None:
         self.msg_type = msg_type
         self.frame_id = frame_id
         self.pipeline_id = pipeline_id
@@ -94,10 +99,10 @@ class Request:
         self.finish = finish  # (result, Header) -> the result delivered, or raises
         self.abandoned = False
         self.done = False
-        self.result = None
-        self.error = None
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
 
-    def _finish(self, result=None, error=None):
+    def _finish(self, result: Any = None, error: Optional[BaseException] = None) -> None:
         self.result = result
         self.error = error
         self.done = True
@@ -111,7 +116,8 @@ class _Reply:
 
     __slots__ = ("header", "request", "result", "dest", "filled", "error")
 
-    def __init__(self, header, request, result, dest, error):
+    def __init__(self, header: Header, request: Optional[Request], result: Any, dest: memoryview,
+                 error: Optional[BaseException]) -> None:
         self.header = header
         self.request = request
         self.result = result
@@ -120,7 +126,7 @@ class _Reply:
         self.error = error  # set when the payload is read only to be dropped
 
 
-def _json_output(nbytes):
+def _json_output(nbytes: int) -> Tuple[bytearray, memoryview]:
     out = bytearray(nbytes)
     return out, memoryview(out)
 
@@ -136,8 +142,8 @@ class Connection:
     rule fixes.
     """
 
-    def __init__(self, sock, *, timeout, version=protocol.VERSION,
-                 max_reply_bytes=1 << 30):
+    def __init__(self, sock: socket.socket, *, timeout: Optional[float],
+                 version: int = protocol.VERSION, max_reply_bytes: int = 1 << 30) -> None:
         sock.setblocking(False)
         self._sock = sock
         self.timeout = timeout
@@ -145,49 +151,55 @@ class Connection:
         self.max_reply_bytes = max_reply_bytes
         # poll(): one system call per wait, and changing the events of the one
         # fd costs none (epoll would need epoll_ctl each time).
-        self._sel = (selectors.PollSelector() if hasattr(selectors, "PollSelector")
-                     else selectors.DefaultSelector())
+        self._sel: selectors.BaseSelector = (
+            selectors.PollSelector() if hasattr(selectors, "PollSelector")
+            else selectors.DefaultSelector())
         self._events = selectors.EVENT_READ
         self._sel.register(sock, self._events)
         self._next_frame_id = 0
-        self._fifo = deque()  # Requests without a reply, oldest first
-        self._out = deque()  # (memoryview, ends a message, fd or None) still to write
+        self._fifo: Deque[Request] = deque()  # Requests without a reply, oldest first
+        # (memoryview, ends a message, fd or None) still to write
+        self._out: Deque[Tuple[memoryview, bool, Optional[int]]] = deque()
         self._out_fds = 0  # entries of _out that carry a file descriptor
         self._out_mid = False  # part, not all, of the head message is written
-        self._write_error = None  # the OSError that ended writing (EPIPE), if any
+        # the OSError that ended writing (EPIPE), if any
+        self._write_error: Optional[OSError] = None
         self._rbuf = bytearray(RECV_BUFFER_BYTES)
         self._rview = memoryview(self._rbuf)
         self._rpos = 0  # first unparsed byte of _rbuf
         self._rend = 0  # end of the bytes received into _rbuf
-        self._reply = None  # the _Reply whose payload is being read
-        self.closed_error = None  # why the connection closed; None while open
+        self._reply: Optional[_Reply] = None  # the _Reply whose payload is being read
+        # why the connection closed; None while open
+        self.closed_error: Optional[BaseException] = None
 
     # ---- state -----------------------------------------------------------------
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         """True once the connection is closed (by either side)."""
         return self.closed_error is not None
 
     @property
-    def in_flight(self):
+    def in_flight(self) -> int:
         """Requests queued or sent whose replies have not arrived."""
         return len(self._fifo)
 
-    def live(self):
+    def live(self) -> int:
         """Requests without a reply that someone still waits for (those not
         ``abandoned``)."""
         return sum(1 for req in self._fifo if not req.abandoned)
 
     @property
-    def next_frame_id(self):
+    def next_frame_id(self) -> int:
         """The frame_id the next request gets: a per-connection counter from 0."""
         return self._next_frame_id
 
     # ---- requests -----------------------------------------------------------------
 
-    def submit(self, msg_type, pipeline_id, payload=None, expect_bytes=None,
-               make_output=_json_output, *, version=None, flags=0, finish=None, fd=None):
+    def submit(self, msg_type: int, pipeline_id: int, payload: Optional[memoryview] = None,
+               expect_bytes: Optional[int] = None, make_output: MakeOutput = _json_output, *,
+               version: Optional[int] = None, flags: int = 0, finish: Optional[Finish] = None,
+               fd: Optional[int] = None) -> Request:
         """Queues one request and returns its :class:`Request`; writes nothing.
 
         ``payload`` (a byte memoryview, or None for none) is referenced until
@@ -221,24 +233,24 @@ class Connection:
             self._out.append((memoryview(header), nbytes == 0, fd))
             if fd is not None:
                 self._out_fds += 1
-            if nbytes:
+            if payload is not None and nbytes:
                 self._out.append((payload, True, None))
         self._fifo.append(req)
         return req
 
-    def wait(self, req):
+    def wait(self, req: Request) -> None:
         """Moves bytes both ways until ``req`` is done and no request is left
         half written (the daemon times out a request begun but not finished,
         and the caller may not come back soon).  On return ``req.done`` is
         True; a timeout or a close shows as ``req.error``."""
         self._pump(lambda: req.done and not self._out_mid)
 
-    def wait_all(self):
+    def wait_all(self) -> None:
         """Moves bytes both ways until every request has its reply (or the
         connection closed)."""
         self._pump(lambda: not self._fifo and not self._out_mid)
 
-    def close(self, error=None):
+    def close(self, error: Optional[BaseException] = None) -> None:
         """Closes the socket; every request without a reply fails with
         ``error`` (default: ConnectionClosedError "the client was closed").
         Closing twice does nothing."""
@@ -247,7 +259,7 @@ class Connection:
 
     # ---- the loop -------------------------------------------------------------------
 
-    def _pump(self, done):
+    def _pump(self, done: Callable[[], bool]) -> None:
         last_progress = time.monotonic()
         while not done():
             if self.closed_error is not None:
@@ -260,7 +272,7 @@ class Connection:
             if want != self._events:
                 self._sel.modify(self._sock, want)
                 self._events = want
-            wait_s = None
+            wait_s: Optional[float] = None
             if self.timeout is not None:
                 wait_s = last_progress + self.timeout - time.monotonic()
                 if wait_s <= 0:
@@ -280,12 +292,13 @@ class Connection:
             if progress:
                 last_progress = time.monotonic()
 
-    def _write(self):
+    def _write(self) -> bool:
         """One sendmsg() of as much of the queue as the socket takes; a header
         that carries a file descriptor goes alone, with it.  Returns True when
         bytes moved (or writing ended)."""
         out = self._out
-        ancillary = ()
+        ancillary: Sequence[Tuple[int, int, Any]] = ()
+        iov: List[memoryview]
         if not self._out_fds:
             iov = [view for view, _, _ in itertools.islice(out, SEND_IOV_MAX)]
         elif out[0][2] is not None:
@@ -329,7 +342,7 @@ class Connection:
                 self._out_mid = True
         return True
 
-    def _read(self):
+    def _read(self) -> bool:
         """Reads what has arrived (a few recv calls at most) and delivers every
         whole reply.  Returns True when bytes moved (or the connection closed)."""
         progress = False
@@ -338,6 +351,7 @@ class Connection:
             direct = (r is not None and self._rpos == self._rend
                       and r.dest.nbytes - r.filled >= DIRECT_READ_MIN_BYTES)
             if direct:
+                assert r is not None
                 target = r.dest[r.filled:]
             else:
                 target = self._rview[self._rend:]
@@ -355,6 +369,7 @@ class Connection:
                 return True
             progress = True
             if direct:
+                assert r is not None
                 r.filled += n
                 if r.filled == r.dest.nbytes:
                     self._finish_reply()
@@ -365,7 +380,7 @@ class Connection:
                 break
         return progress
 
-    def _parse(self):
+    def _parse(self) -> None:
         """Consumes the receive buffer: headers, and payload bytes into the
         reply being read.  What is left is the start of a header, moved to the
         front of the buffer."""
@@ -392,7 +407,7 @@ class Connection:
             self._rbuf[:left] = self._rview[self._rpos:self._rend]
         self._rpos, self._rend = 0, left
 
-    def _start_reply(self, offset):
+    def _start_reply(self, offset: int) -> None:
         """Decodes the reply header at _rbuf[offset], checks it against the
         oldest request and allocates where its payload goes."""
         try:
@@ -438,18 +453,23 @@ class Connection:
                     % (h.flags, req.flags, req.frame_id)))
                 return
         nbytes = h.payload_bytes
-        result, dest, error = None, None, None
-        if h.type == MsgType.RESULT and req.expect_bytes is not None \
-                and nbytes != req.expect_bytes:
+        result: Any = None
+        dest: Optional[memoryview] = None
+        error: Optional[BaseException] = None
+        # A RESULT has its request: without one only a fatal ERROR gets here.
+        make_output = req.make_output if req is not None else None
+        expect_bytes = req.expect_bytes if req is not None else None
+        if h.type == MsgType.RESULT and expect_bytes is not None and nbytes != expect_bytes:
             # The stream can still be followed; only this frame is wrong
             # (say, the daemon reloaded other pipeline parameters).
             error = ProtocolError(
                 "RESULT of %d bytes for frame_id %d, but the pipeline's parameters "
                 "from LIST give %s; call list() again"
                 % (nbytes, h.frame_id,
-                   "an ERROR" if req.expect_bytes < 0 else "%d bytes" % req.expect_bytes))
-        elif h.type == MsgType.RESULT and req.expect_bytes is not None:
-            result, dest = req.make_output(nbytes)
+                   "an ERROR" if expect_bytes < 0 else "%d bytes" % expect_bytes))
+        elif h.type == MsgType.RESULT and expect_bytes is not None:
+            assert make_output is not None
+            result, dest = make_output(nbytes)
         if dest is None:
             if nbytes > self.max_reply_bytes:
                 self._close(ProtocolError(
@@ -457,21 +477,24 @@ class Connection:
                     % (MsgType(h.type).name, nbytes, self.max_reply_bytes)))
                 return
             if h.type == MsgType.RESULT and error is None:
-                result, dest = req.make_output(nbytes)
+                assert make_output is not None
+                result, dest = make_output(nbytes)
             else:
                 result, dest = _json_output(nbytes)
         self._reply = _Reply(h, req, result, dest, error)
         if nbytes == 0:
             self._finish_reply()
 
-    def _finish_reply(self):
+    def _finish_reply(self) -> None:
         """Delivers the reply whose payload is complete to its request."""
         r, self._reply = self._reply, None
+        assert r is not None
         h, req = r.header, r.request
         if req is not None:
             popped = self._fifo.popleft()
             assert popped is req
         if h.type != MsgType.ERROR:
+            assert req is not None
             result, error = r.result, r.error
             if error is None and req.finish is not None:
                 try:
@@ -496,7 +519,7 @@ class Connection:
             closing.__cause__ = err
             self._close(closing)
 
-    def _on_eof(self):
+    def _on_eof(self) -> None:
         """The daemon closed: fail what is left (a partial reply included)."""
         unanswered = len(self._fifo)
         closing = ConnectionClosedError(
@@ -505,7 +528,7 @@ class Connection:
             self._write_error)
         self._close(closing)
 
-    def _close(self, error):
+    def _close(self, error: BaseException) -> None:
         self.closed_error = error
         for req in self._fifo:
             req._finish(error=error)

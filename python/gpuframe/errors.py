@@ -16,6 +16,10 @@ Decide in code on the class or on ``status``, never on ``text``: the daemon's
 wording may change.
 """
 
+from __future__ import annotations
+
+from typing import Dict, Optional, Type
+
 __all__ = [
     "GpuframeError",
     "ConnectionClosedError",
@@ -63,7 +67,7 @@ class ConnectionClosedError(GpuframeError, ConnectionError):
     fatal :class:`StatusError`, the :class:`OSError`, ...), else None.
     """
 
-    def __init__(self, message, cause=None):
+    def __init__(self, message: str, cause: Optional[BaseException] = None) -> None:
         super().__init__(message)
         self.cause = cause
 
@@ -109,23 +113,24 @@ class StatusError(GpuframeError):
     """
 
     #: The status code of this class; None for :class:`UnknownStatusError`.
-    STATUS = None
+    STATUS: Optional[int] = None
     #: Its name in PROTOCOL.md and in STATS.
-    NAME = "unknown"
+    NAME: str = "unknown"
     #: Whether the daemon always closes the connection after this status.
-    FATAL = False
+    FATAL: bool = False
 
-    def __init__(self, status, text="", *, frame_id=None, pipeline_id=None, fatal=None):
+    def __init__(self, status: int, text: str = "", *, frame_id: Optional[int] = None,
+                 pipeline_id: Optional[int] = None, fatal: Optional[bool] = None) -> None:
         self.status = status
         self.name = self.NAME
         self.text = text
         self.fatal = self.FATAL if fatal is None else fatal
         self.frame_id = frame_id
         self.pipeline_id = pipeline_id
-        self.index = None
+        self.index: Optional[int] = None
         super().__init__(status, text)
 
-    def __str__(self):
+    def __str__(self) -> str:
         where = ""
         if self.index is not None:
             where = " (frame %d of the stream)" % self.index
@@ -267,7 +272,7 @@ class UnknownStatusError(StatusError):
     that one frame (PROTOCOL.md, "Versioning").  ``status`` has the number."""
 
 
-_BY_STATUS = {
+_BY_STATUS: Dict[Optional[int], Type[StatusError]] = {
     cls.STATUS: cls
     for cls in (
         BadMagicError,
@@ -293,13 +298,15 @@ _BY_STATUS = {
 }
 
 
-def status_error_class(status):
+def status_error_class(status: int) -> Type[StatusError]:
     """The :class:`StatusError` subclass for ``status``; :class:`UnknownStatusError`
     for a code this package does not know."""
     return _BY_STATUS.get(status, UnknownStatusError)
 
 
-def make_status_error(status, text="", *, frame_id=None, pipeline_id=None, fatal=None):
+def make_status_error(status: int, text: str = "", *, frame_id: Optional[int] = None,
+                      pipeline_id: Optional[int] = None,
+                      fatal: Optional[bool] = None) -> StatusError:
     """An instance of :func:`status_error_class` (``status``) with these fields.
     ``fatal`` None takes the class's rule."""
     cls = status_error_class(status)

@@ -16,13 +16,32 @@ A kind this package does not know (a newer daemon's) still streams: its frames
 go as bytes and its results come back as flat uint8 arrays (or bytearrays).
 """
 
+from __future__ import annotations
+
 import collections.abc
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping,
+                    Optional, Tuple, Union, overload)
 
 import numpy as np
 
 from .errors import NoSuchPipelineError, ProtocolError
 
-__all__ = ["Pipeline", "Pipelines", "KNOWN_KINDS"]
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from .protocol import Header
+
+__all__ = ["Pipeline", "Pipelines", "KNOWN_KINDS", "Frame", "Result"]
+
+#: What a frame may be: a NumPy array or any bytes-like object.
+Frame = Union["npt.NDArray[Any]", bytes, bytearray, memoryview]
+#: What a frame's result is: an array, or a bytearray for a bytes-like frame.
+Result = Union["npt.NDArray[Any]", bytearray]
+#: Allocates the result of an n-byte RESULT: the object delivered and a
+#: writable memoryview of exactly n bytes over its memory.
+MakeOutput = Callable[[int], Tuple[Any, memoryview]]
+#: Turns what was read for a RESULT into what the caller gets, or raises.
+Finish = Callable[[Any, "Header"], Any]
 
 #: Kinds whose length rules and output types this package knows.
 KNOWN_KINDS = ("echo", "affine", "sincos", "normalize_u8")
@@ -41,8 +60,10 @@ class Pipeline:
     Attributes:
         id: the number a FRAME carries (the pipeline's position in the daemon's
             configuration; it can change when the daemon restarts).
-        name: unique name, as in ``gpuframe list``.
-        kind: "echo", "affine", "sincos", "normalize_u8", or a newer kind.
+        name: unique name, as in ``gpuframe list`` (None for an id the LIST
+            lacks, which :meth:`Client.pipeline` still lets you send to).
+        kind: "echo", "affine", "sincos", "normalize_u8", or a newer kind
+            (None as for ``name``).
         params: dict of every parameter with the value in force.
         doc: one sentence for people.
         info: the whole LIST entry, keys this package does not know included.
@@ -50,40 +71,42 @@ class Pipeline:
 
     __slots__ = ("id", "name", "kind", "params", "doc", "info")
 
-    def __init__(self, id, name, kind, params=None, doc="", info=None):
+    def __init__(self, id: int, name: Optional[str], kind: Optional[str],
+                 params: Optional[Mapping[str, Any]] = None, doc: str = "",
+                 info: Optional[Mapping[str, Any]] = None) -> None:
         self.id = id
         self.name = name
         self.kind = kind
-        self.params = dict(params or {})
+        self.params: Dict[str, Any] = dict(params or {})
         self.doc = doc
-        self.info = dict(info) if info is not None else {
+        self.info: Dict[str, Any] = dict(info) if info is not None else {
             "id": id, "name": name, "kind": kind, "params": self.params, "doc": doc}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Pipeline(id=%r, name=%r, kind=%r, params=%r)" % (
             self.id, self.name, self.kind, self.params)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Pipeline):
             return NotImplemented
         return self.info == other.info and self.id == other.id
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.id, self.name, self.kind))
 
-    def as_dict(self):
+    def as_dict(self) -> Dict[str, Any]:
         """The LIST entry as a new dict."""
         return dict(self.info)
 
     @property
-    def input_bytes(self):
+    def input_bytes(self) -> Optional[int]:
         """The one input length the kind takes (normalize_u8: width*height*3),
         or None when it takes many."""
         if self.kind == "normalize_u8":
             return int(self.params["width"]) * int(self.params["height"]) * _RGB_CHANNELS
         return None
 
-    def output_bytes(self, input_bytes):
+    def output_bytes(self, input_bytes: int) -> Optional[int]:
         """The length of the result of a frame of ``input_bytes`` bytes.
 
         Raises ValueError when the kind's rule refuses that length (the daemon
@@ -103,6 +126,7 @@ class Pipeline:
             return n
         if self.kind == "normalize_u8":
             want = self.input_bytes
+            assert want is not None
             if n != want:
                 raise ValueError(
                     "normalize_u8 %dx%d takes exactly width*height*3 = %d bytes, not %d"
@@ -111,7 +135,7 @@ class Pipeline:
         return None
 
 
-def _pipeline_from_json(entry, index):
+def _pipeline_from_json(entry: Any, index: int) -> Pipeline:
     """One element of a LIST reply's "pipelines" as a Pipeline; ProtocolError
     when a key the protocol requires is missing or of the wrong type."""
     if not isinstance(entry, dict):
@@ -142,7 +166,7 @@ def _pipeline_from_json(entry, index):
     return Pipeline(pid, name, kind, params, doc if isinstance(doc, str) else "", entry)
 
 
-class Pipelines(collections.abc.Sequence):
+class Pipelines(collections.abc.Sequence):  # type: ignore[type-arg]
     """The daemon's pipelines in LIST order, looked up by position or by name.
 
     ``pipelines["rgb224"]`` is the pipeline of that name (NoSuchPipelineError,
@@ -150,13 +174,13 @@ class Pipelines(collections.abc.Sequence):
     maps every name to its id; ``by_id(n)`` finds one by id.
     """
 
-    def __init__(self, pipelines):
+    def __init__(self, pipelines: Iterable[Pipeline]) -> None:
         self._items = tuple(pipelines)
-        self._by_name = {p.name: p for p in self._items}
+        self._by_name = {p.name: p for p in self._items if p.name is not None}
         self._by_id = {p.id: p for p in self._items}
 
     @classmethod
-    def from_json(cls, doc):
+    def from_json(cls, doc: Any) -> Pipelines:
         """Builds the list from a parsed LIST reply ({"pipelines": [...]}).
         Unknown keys are kept in each Pipeline's ``info`` and otherwise
         ignored.  Raises ProtocolError for a document without the keys the
@@ -165,10 +189,16 @@ class Pipelines(collections.abc.Sequence):
             raise ProtocolError("LIST reply has no \"pipelines\" array")
         return cls(_pipeline_from_json(e, i) for i, e in enumerate(doc["pipelines"]))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._items)
 
-    def __getitem__(self, key):
+    @overload
+    def __getitem__(self, key: Union[int, str]) -> Pipeline: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> Tuple[Pipeline, ...]: ...
+
+    def __getitem__(self, key: Union[int, str, slice]) -> Union[Pipeline, Tuple[Pipeline, ...]]:
         if isinstance(key, str):
             try:
                 return self._by_name[key]
@@ -178,33 +208,36 @@ class Pipelines(collections.abc.Sequence):
                     % (key, ", ".join(self._by_name) or "none")) from None
         return self._items[key]
 
-    def __contains__(self, item):
+    def __contains__(self, item: object) -> bool:
         if isinstance(item, str):
             return item in self._by_name
         return item in self._items
 
-    def __repr__(self):
+    def __iter__(self) -> Iterator[Pipeline]:
+        return iter(self._items)
+
+    def __repr__(self) -> str:
         return "Pipelines(%r)" % (list(self._items),)
 
-    def get(self, name, default=None):
+    def get(self, name: str, default: Optional[Pipeline] = None) -> Optional[Pipeline]:
         """The pipeline called ``name``, or ``default``."""
         return self._by_name.get(name, default)
 
-    def by_id(self, pipeline_id, default=None):
+    def by_id(self, pipeline_id: int, default: Optional[Pipeline] = None) -> Optional[Pipeline]:
         """The pipeline whose id is ``pipeline_id``, or ``default``."""
         return self._by_id.get(pipeline_id, default)
 
     @property
-    def ids(self):
+    def ids(self) -> Dict[str, int]:
         """A new dict mapping each pipeline's name to its id."""
-        return {p.name: p.id for p in self._items}
+        return {p.name: p.id for p in self._items if p.name is not None}
 
     @property
-    def names(self):
+    def names(self) -> List[str]:
         """The names in LIST order."""
-        return [p.name for p in self._items]
+        return [p.name for p in self._items if p.name is not None]
 
-    def as_dicts(self):
+    def as_dicts(self) -> List[Dict[str, Any]]:
         """The LIST entries as a list of new dicts."""
         return [p.as_dict() for p in self._items]
 
@@ -236,8 +269,9 @@ class EncodedFrame:
 
     __slots__ = ("payload", "expect_bytes", "make_output", "version", "flags", "finish")
 
-    def __init__(self, payload, expect_bytes, make_output, *, version=None, flags=0,
-                 finish=None):
+    def __init__(self, payload: memoryview, expect_bytes: Optional[int], make_output: MakeOutput,
+                 *, version: Optional[int] = None, flags: int = 0,
+                 finish: Optional[Finish] = None) -> None:
         self.payload = payload
         self.expect_bytes = expect_bytes
         self.make_output = make_output
@@ -246,31 +280,31 @@ class EncodedFrame:
         self.finish = finish
 
 
-def _bytes_view(arr):
+def _bytes_view(arr: npt.NDArray[Any]) -> memoryview:
     """A flat byte memoryview over the C-contiguous ndarray ``arr``'s memory."""
-    return memoryview(arr.reshape(-1).view(_U8))
+    return arr.reshape(-1).view(_U8).data
 
 
-def _array_output(shape, dtype):
+def _array_output(shape: Tuple[int, ...], dtype: np.dtype[Any]) -> MakeOutput:
     """make_output for a result read into a new array of shape and dtype."""
-    def make(nbytes):
+    def make(nbytes: int) -> Tuple[npt.NDArray[Any], memoryview]:
         out = np.empty(shape, dtype)
         assert out.nbytes == nbytes
         return out, _bytes_view(out)
     return make
 
 
-def _flat_u8_output(nbytes):
+def _flat_u8_output(nbytes: int) -> Tuple[npt.NDArray[np.uint8], memoryview]:
     out = np.empty(nbytes, _U8)
-    return out, memoryview(out)
+    return out, out.data
 
 
-def _bytearray_output(nbytes):
+def _bytearray_output(nbytes: int) -> Tuple[bytearray, memoryview]:
     out = bytearray(nbytes)
     return out, memoryview(out)
 
 
-def _expect(pipeline, nbytes):
+def _expect(pipeline: Pipeline, nbytes: int) -> Optional[int]:
     """expect_bytes for an input of nbytes to pipeline (see EncodedFrame)."""
     if pipeline.kind is None:
         return None
@@ -280,7 +314,7 @@ def _expect(pipeline, nbytes):
         return REFUSED
 
 
-def encode_frame(pipeline, frame):
+def encode_frame(pipeline: Pipeline, frame: Frame) -> EncodedFrame:
     """Prepares ``frame`` (a NumPy array or any bytes-like object) for ``pipeline``.
 
     Arrays: echo takes any dtype without Python objects and returns the same

@@ -12,9 +12,11 @@ FRAME and its RESULT, and the three fixed descriptors those carry (encoded and
 decoded here).  A client marks only those messages as version 2.
 """
 
+from __future__ import annotations
+
 import enum
 import struct
-from collections import namedtuple
+from typing import NamedTuple, Optional, Tuple, Union
 
 from .errors import ProtocolError
 
@@ -146,18 +148,42 @@ FATAL_STATUSES = frozenset(
     }
 )
 
-#: One decoded header; fields as in PROTOCOL.md's table.
-Header = namedtuple(
-    "Header", "version type flags frame_id pipeline_id status payload_bytes"
-)
-#: A frame by reference's RESULT: where in which region its output is.
-ShmResult = namedtuple("ShmResult", "region_id out_offset out_bytes")
-#: REGION_ADD's reply: the region's id on this connection, its flags
-#: (REGION_PINNED) and its size.
-RegionInfo = namedtuple("RegionInfo", "region_id flags region_bytes")
+#: What the codecs read from: bytes, a bytearray, a memoryview or mmap.
+Buffer = Union[bytes, bytearray, memoryview]
+#: What encode_header_into writes into.
+WritableBuffer = Union[bytearray, memoryview]
 
 
-def status_name(code):
+class Header(NamedTuple):
+    """One decoded header; fields as in PROTOCOL.md's table."""
+
+    version: int
+    type: int
+    flags: int
+    frame_id: int
+    pipeline_id: int
+    status: int
+    payload_bytes: int
+
+
+class ShmResult(NamedTuple):
+    """A frame by reference's RESULT: where in which region its output is."""
+
+    region_id: int
+    out_offset: int
+    out_bytes: int
+
+
+class RegionInfo(NamedTuple):
+    """REGION_ADD's reply: the region's id on this connection, its flags
+    (REGION_PINNED) and its size."""
+
+    region_id: int
+    flags: int
+    region_bytes: int
+
+
+def status_name(code: int) -> str:
     """The stable name of status ``code`` ("bad_length", ...), or "unknown"."""
     try:
         return Status(code).name.lower()
@@ -166,9 +192,9 @@ def status_name(code):
 
 
 def encode_header_into(
-    buf, offset, msg_type, frame_id, pipeline_id, payload_bytes, *, status=0, flags=0,
-    version=VERSION
-):
+    buf: WritableBuffer, offset: int, msg_type: int, frame_id: int, pipeline_id: int,
+    payload_bytes: int, *, status: int = 0, flags: int = 0, version: int = VERSION
+) -> None:
     """Writes one header into ``buf[offset:offset + HEADER_BYTES]``.
 
     Every field is written exactly as given (tests forge bad headers this way);
@@ -181,15 +207,17 @@ def encode_header_into(
 
 
 def encode_header(
-    msg_type, frame_id, pipeline_id, payload_bytes, *, status=0, flags=0, version=VERSION
-):
+    msg_type: int, frame_id: int, pipeline_id: int, payload_bytes: int, *, status: int = 0,
+    flags: int = 0, version: int = VERSION
+) -> bytes:
     """Returns one header as 32 bytes; see :func:`encode_header_into`."""
     return _HEADER.pack(
         MAGIC, version, msg_type, flags, frame_id, pipeline_id, status, payload_bytes
     )
 
 
-def decode_header(buf, offset=0, *, versions=SUPPORTED_VERSIONS):
+def decode_header(buf: Buffer, offset: int = 0, *,
+                  versions: Tuple[int, ...] = SUPPORTED_VERSIONS) -> Header:
     """Decodes and checks the reply header at ``buf[offset:offset + 32]``.
 
     Checks what PROTOCOL.md asks of a client, in wire order: the magic, a
@@ -230,7 +258,7 @@ def decode_header(buf, offset=0, *, versions=SUPPORTED_VERSIONS):
         raise ProtocolError(
             "ERROR reply of %d bytes (at most %d)" % (payload_bytes, ERROR_TEXT_MAX_BYTES)
         )
-    fixed = None
+    fixed: Optional[int] = None
     if flags & FLAG_SHM:
         fixed = SHM_RESULT_BYTES
     elif type_ == MsgType.REGION_ADD:
@@ -247,7 +275,8 @@ def decode_header(buf, offset=0, *, versions=SUPPORTED_VERSIONS):
 # ---- version 2: the shared-memory descriptors ------------------------------------
 
 
-def encode_shm_frame(region_id, in_offset, in_bytes, out_offset, out_capacity, *, reserved=0):
+def encode_shm_frame(region_id: int, in_offset: int, in_bytes: int, out_offset: int,
+                     out_capacity: int, *, reserved: int = 0) -> bytes:
     """A frame by reference's 40-byte payload: the input is ``in_bytes`` at
     ``in_offset`` of region ``region_id``, the output goes to ``out_offset``
     with ``out_capacity`` bytes of room.  Every field is written exactly as
@@ -256,7 +285,7 @@ def encode_shm_frame(region_id, in_offset, in_bytes, out_offset, out_capacity, *
     return _SHM_FRAME.pack(region_id, reserved, in_offset, in_bytes, out_offset, out_capacity)
 
 
-def decode_shm_result(buf):
+def decode_shm_result(buf: Buffer) -> ShmResult:
     """The :class:`ShmResult` of a RESULT with ``FLAG_SHM`` (its 24-byte
     payload).  Raises :class:`ProtocolError` when the reserved bytes are not 0."""
     region_id, reserved, out_offset, out_bytes = _SHM_RESULT.unpack(buf)
@@ -265,6 +294,6 @@ def decode_shm_result(buf):
     return ShmResult(region_id, out_offset, out_bytes)
 
 
-def decode_region_info(buf):
+def decode_region_info(buf: Buffer) -> RegionInfo:
     """The :class:`RegionInfo` of a REGION_ADD reply (its 16-byte payload)."""
     return RegionInfo(*_REGION_INFO.unpack(buf))

@@ -17,13 +17,23 @@ A region belongs to the client that created it; its id means something on
 that connection only.
 """
 
+from __future__ import annotations
+
+import mmap
 import os
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Type, Union
 
 import numpy as np
 
 from . import protocol
 from .errors import ProtocolError
-from .pipelines import REFUSED, EncodedFrame, _expect
+from .pipelines import REFUSED, EncodedFrame, Pipeline, _expect
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from .client import Client
 
 __all__ = ["Region", "ShmFrame", "create_memfd"]
 
@@ -31,10 +41,12 @@ __all__ = ["Region", "ShmFrame", "create_memfd"]
 # (include/uapi/linux/memfd.h, fcntl.h).
 _MFD_CLOEXEC = getattr(os, "MFD_CLOEXEC", 0x0001)
 _MFD_ALLOW_SEALING = getattr(os, "MFD_ALLOW_SEALING", 0x0002)
+_fcntl: Optional[ModuleType]
 try:
-    import fcntl
+    import fcntl as _fcntl
 except ImportError:  # not a POSIX system: create_memfd says why
-    fcntl = None
+    _fcntl = None
+fcntl = _fcntl
 _F_ADD_SEALS = getattr(fcntl, "F_ADD_SEALS", 1033)
 _F_SEAL_SEAL = getattr(fcntl, "F_SEAL_SEAL", 0x0001)
 _F_SEAL_SHRINK = getattr(fcntl, "F_SEAL_SHRINK", 0x0002)
@@ -50,7 +62,7 @@ _F32_BYTES = 4
 _RGB_CHANNELS = 3
 
 
-def create_memfd(nbytes, name="gpuframe-region"):
+def create_memfd(nbytes: int, name: str = "gpuframe-region") -> int:
     """A new memfd of ``nbytes`` bytes, close-on-exec, sealed against
     shrinking, growing and further seals (not against writing).  Returns the
     descriptor, which the caller owns.  Raises OSError (NotImplementedError
@@ -67,13 +79,13 @@ def create_memfd(nbytes, name="gpuframe-region"):
     return fd
 
 
-def _u64(name, value):
+def _u64(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError("%s must be an integer, not %s" % (name, type(value).__name__))
-    value = int(value)
-    if not 0 <= value <= _U64_MAX:
-        raise ValueError("%s must be in [0, 2**64), not %d" % (name, value))
-    return value
+    number = int(value)
+    if not 0 <= number <= _U64_MAX:
+        raise ValueError("%s must be in [0, 2**64), not %d" % (name, number))
+    return number
 
 
 class Region:
@@ -94,77 +106,80 @@ class Region:
     Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, client, info, mapping):
+    def __init__(self, client: Client, info: protocol.RegionInfo, mapping: mmap.mmap) -> None:
         self._client = client
         self.id = info.region_id
         self.nbytes = info.region_bytes
         self.pinned = bool(info.flags & protocol.REGION_PINNED)
-        self._mmap = mapping
+        self._mmap: Optional[mmap.mmap] = mapping
         # Every view is made from this one array, which holds the mapping's
         # only buffer export (see _release).
-        self._bytes = np.frombuffer(mapping, _U8)
-        self._base = self._bytes.__array_interface__["data"][0]
+        self._bytes: Optional[npt.NDArray[np.uint8]] = np.frombuffer(mapping, _U8)
+        self._base: int = self._bytes.__array_interface__["data"][0]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<gpuframe.Region %d of %d bytes%s%s>" % (
             self.id, self.nbytes, ", pinned" if self.pinned else "",
             " closed" if self.closed else "")
 
-    def __enter__(self):
+    def __enter__(self) -> Region:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
         self.close()
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         """True once the region is closed."""
         return self._bytes is None
 
     @property
-    def client(self):
+    def client(self) -> Client:
         """The client whose connection holds the region."""
         return self._client
 
-    def _open_bytes(self):
+    def _open_bytes(self) -> npt.NDArray[np.uint8]:
         if self._bytes is None:
             raise ValueError("region %d is closed" % self.id)
         return self._bytes
 
     @property
-    def buffer(self):
+    def buffer(self) -> memoryview:
         """A writable memoryview of the whole region."""
-        return memoryview(self._open_bytes())
+        return self._open_bytes().data
 
-    def array(self, dtype=np.uint8, offset=0, shape=None):
+    def array(self, dtype: npt.DTypeLike = np.uint8, offset: int = 0,
+              shape: Union[None, int, Sequence[int]] = None) -> npt.NDArray[Any]:
         """A NumPy view (no copy) of the region: ``dtype`` values from byte
         ``offset`` (no alignment needed), in ``shape`` (an int for 1-D; None:
         as many whole values as fit up to the region's end).  Writing it
         writes the region.  Raises ValueError when it does not fit or the
         region is closed."""
         b = self._open_bytes()
-        dtype = np.dtype(dtype)
-        if dtype.hasobject or dtype.itemsize == 0:
-            raise TypeError("a region holds no %s values" % dtype)
+        dt = np.dtype(dtype)
+        if dt.hasobject or dt.itemsize == 0:
+            raise TypeError("a region holds no %s values" % dt)
         offset = _u64("offset", offset)
         if offset > self.nbytes:
             raise ValueError("offset %d is past region %d's %d bytes"
                              % (offset, self.id, self.nbytes))
+        dims: Tuple[int, ...]
         if shape is None:
-            shape = ((self.nbytes - offset) // dtype.itemsize,)
+            dims = ((self.nbytes - offset) // dt.itemsize,)
         elif isinstance(shape, (int, np.integer)):
-            shape = (int(shape),)
+            dims = (int(shape),)
         else:
-            shape = tuple(int(n) for n in shape)
-        if any(n < 0 for n in shape):
-            raise ValueError("negative dimension in shape %r" % (shape,))
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            dims = tuple(int(n) for n in shape)
+        if any(n < 0 for n in dims):
+            raise ValueError("negative dimension in shape %r" % (dims,))
+        nbytes = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
         if offset + nbytes > self.nbytes:
             raise ValueError("%d bytes at offset %d do not fit region %d's %d bytes"
                              % (nbytes, offset, self.id, self.nbytes))
-        return b[offset:offset + nbytes].view(dtype).reshape(shape)
+        return b[offset:offset + nbytes].view(dt).reshape(dims)
 
-    def offset_of(self, arr):
+    def offset_of(self, arr: npt.NDArray[Any]) -> int:
         """Where the C-contiguous array ``arr`` (a view of this region) starts
         in it.  Raises ValueError when ``arr`` is not contiguous or not inside
         the region."""
@@ -176,13 +191,14 @@ class Region:
             raise ValueError("a frame's array in region %d must be C-contiguous" % self.id)
         # While the region is open its mapping lives (self._bytes holds it),
         # so no other memory can lie at these addresses.
-        offset = arr.__array_interface__["data"][0] - self._base
+        offset: int = arr.__array_interface__["data"][0] - self._base
         if not 0 <= offset <= self.nbytes - arr.nbytes:
             raise ValueError("the array does not lie in region %d (use region.array() to "
                              "make views of it)" % self.id)
         return offset
 
-    def frame(self, x, out, out_capacity=None):
+    def frame(self, x: npt.NDArray[Any], out: Union[int, npt.NDArray[Any]],
+              out_capacity: Optional[int] = None) -> ShmFrame:
         """A :class:`ShmFrame` whose input is the array ``x``, a C-contiguous
         view of this region; its result has ``x``'s dtype and shape as a
         socket frame's would.  ``out`` is where the result goes: a byte offset
@@ -198,7 +214,7 @@ class Region:
         return ShmFrame(self, in_offset, x.nbytes, out_offset, out_capacity,
                         dtype=x.dtype, shape=x.shape)
 
-    def close(self):
+    def close(self) -> None:
         """Removes the region from the daemon (REGION_REMOVE) and releases the
         mapping here.  Raises BusyError, changing nothing, while frames of a
         stream are in flight.  Views of the region stay valid: the mapping
@@ -208,19 +224,22 @@ class Region:
         if not self.closed:
             self._client._region_remove(self)
 
-    def _release(self):
+    def _release(self) -> None:
         """Marks the region closed and unmaps it, or leaves that to the last
         view of it.  Unmapping under a live view would crash the interpreter
         on its next use; mmap refuses (BufferError) while one exists."""
         self._client._regions.pop(self.id, None)
         self._bytes = None
         mapping, self._mmap = self._mmap, None
+        if mapping is None:
+            return
         try:
             mapping.close()
         except BufferError:
             pass  # views remain; mmap unmaps when it is collected
 
-    def _view(self, offset, nbytes, dtype, shape):
+    def _view(self, offset: int, nbytes: int, dtype: np.dtype[Any],
+              shape: Tuple[int, ...]) -> npt.NDArray[Any]:
         """The region's ``nbytes`` at ``offset`` as an array of dtype and shape."""
         b = self._open_bytes()
         return b[offset:offset + nbytes].view(dtype).reshape(shape)
@@ -243,8 +262,9 @@ class ShmFrame:
     __slots__ = ("region", "in_offset", "in_bytes", "out_offset", "out_capacity", "dtype",
                  "shape")
 
-    def __init__(self, region, in_offset, in_bytes, out_offset, out_capacity=None, *,
-                 dtype=None, shape=None):
+    def __init__(self, region: Region, in_offset: int, in_bytes: int, out_offset: int,
+                 out_capacity: Optional[int] = None, *, dtype: npt.DTypeLike = None,
+                 shape: Optional[Sequence[int]] = None) -> None:
         if not isinstance(region, Region):
             raise TypeError("a ShmFrame's region is a gpuframe.Region, not %s"
                             % type(region).__name__)
@@ -255,12 +275,13 @@ class ShmFrame:
         if out_capacity is None:
             out_capacity = max(region.nbytes - self.out_offset, 0)
         self.out_capacity = _u64("out_capacity", out_capacity)
-        self.dtype = None if dtype is None else np.dtype(dtype)
+        self.dtype: Optional[np.dtype[Any]] = None if dtype is None else np.dtype(dtype)
         if self.dtype is not None and self.dtype.hasobject:
             raise TypeError("a frame cannot hold Python objects (dtype %s)" % self.dtype)
-        self.shape = None if shape is None else tuple(int(n) for n in shape)
+        self.shape: Optional[Tuple[int, ...]] = (
+            None if shape is None else tuple(int(n) for n in shape))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return ("ShmFrame(region=%d, in_offset=%d, in_bytes=%d, out_offset=%d, "
                 "out_capacity=%d%s)" % (
                     self.region.id, self.in_offset, self.in_bytes, self.out_offset,
@@ -269,7 +290,8 @@ class ShmFrame:
                                                                           self.shape)))
 
 
-def _output_layout(pipeline, frame):
+def _output_layout(pipeline: Pipeline,
+                   frame: ShmFrame) -> Tuple[np.dtype[Any], Optional[Tuple[int, ...]]]:
     """(dtype, shape or None) of the result of ``frame`` through ``pipeline``,
     as encode_frame gives for a socket frame; shape None: the output's
     length in dtype items.  Raises TypeError for an input dtype the kind does
@@ -292,7 +314,7 @@ def _output_layout(pipeline, frame):
     return _U8, None
 
 
-def encode_shm(pipeline, frame, client):
+def encode_shm(pipeline: Pipeline, frame: ShmFrame, client: Client) -> EncodedFrame:
     """Prepares the ShmFrame ``frame`` for ``pipeline`` on ``client``'s
     connection: the payload is its 40-byte descriptor (version 2, FLAG_SHM),
     the RESULT's payload is the 24-byte answer, and the result delivered is a
@@ -309,7 +331,7 @@ def encode_shm(pipeline, frame, client):
     payload = protocol.encode_shm_frame(region.id, frame.in_offset, frame.in_bytes,
                                         frame.out_offset, frame.out_capacity)
 
-    def finish(answer, header):
+    def finish(answer: Any, header: protocol.Header) -> npt.NDArray[Any]:
         got = protocol.decode_shm_result(answer)
         if region.closed:
             # Only a RESULT the daemon should have refused (unknown_region).
@@ -332,7 +354,7 @@ def encode_shm(pipeline, frame, client):
                 % (header.frame_id, got.region_id, got.out_offset, got.out_bytes, want))
         if shape is None or int(np.prod(shape, dtype=np.int64)) * dtype.itemsize \
                 != got.out_bytes:
-            out_shape = (got.out_bytes // dtype.itemsize,)
+            out_shape: Tuple[int, ...] = (got.out_bytes // dtype.itemsize,)
         else:
             out_shape = shape
         return region._view(got.out_offset, got.out_bytes, dtype, out_shape)
@@ -341,6 +363,6 @@ def encode_shm(pipeline, frame, client):
                         version=protocol.VERSION_SHM, flags=protocol.FLAG_SHM, finish=finish)
 
 
-def _descriptor_output(nbytes):
+def _descriptor_output(nbytes: int) -> Tuple[bytearray, memoryview]:
     out = bytearray(nbytes)
     return out, memoryview(out)

@@ -46,12 +46,15 @@ class InstallTest(unittest.TestCase):
         self.run_ok([sys.executable, "-m", "pip", "install", "--no-index",
                      "--no-build-isolation", "--no-deps", "--target", site, src],
                     env=env, cwd=tmp)
+        # The PEP 561 marker travels with the package: its annotations are its types.
+        self.assertTrue(os.path.isfile(os.path.join(site, "gpuframe", "py.typed")))
         env["PYTHONPATH"] = site
         meta = self.run_ok([sys.executable, "-c", (
             "import importlib.metadata as m\n"
             "print(m.version('gpuframe'))\n"
-            "print(m.requires('gpuframe'))\n")], env=env, cwd=tmp)
-        self.assertEqual(meta.splitlines(), [project_version(), "['numpy']"])
+            "print(m.requires('gpuframe'))\n"
+            "print(m.metadata('gpuframe')['License'])\n")], env=env, cwd=tmp)
+        self.assertEqual(meta.splitlines(), [project_version(), "['numpy']", "MIT"])
 
         with support.Daemon({"pipelines": [{"name": "echo", "kind": "echo"},
                                            {"name": "half", "kind": "affine",
