@@ -78,8 +78,7 @@ static void submit(Slot *s, int events) {
     mark(0);
     CHECK(cudaMemcpyAsync(s->in_dev, s->in_host, kBytes, cudaMemcpyHostToDevice, s->stream));
     mark(1);
-    echo<<<4, 256, 0, s->stream>>>((const unsigned *)s->in_dev, (unsigned *)s->out_dev,
-                                   kBytes / 4);
+    echo<<<4, 256, 0, s->stream>>>((const unsigned *)s->in_dev, (unsigned *)s->out_dev, kBytes / 4);
     CHECK(cudaGetLastError());
     mark(2);
     CHECK(cudaMemcpyAsync(s->out_host, s->out_dev, kBytes, cudaMemcpyDeviceToHost, s->stream));

@@ -59,7 +59,7 @@
 /* Distinct inputs per fixed-size (normalize_u8) pipeline. */
 #define IMAGES 4
 /* Parameter sets a pipeline may run with: one per configuration file. */
-#define MAX_SETS 2
+#define MAX_SETS  2
 #define MAX_PIPES 16
 /* Latency classes by input bytes: <= 16 KiB (staged payloads), <= 256 KiB,
  * <= 1 MiB, <= 4 MiB. */
@@ -85,7 +85,7 @@ static const unsigned wb_windows[] = {1, 2, 4, 8};
 #define QUERY_EVERY        16
 /* After a reply, one chance in this many that a socket client drains and
  * reconnects, and that a shm client replaces its region. */
-#define RECONNECT_EVERY   2000
+#define RECONNECT_EVERY    2000
 #define REGION_RENEW_EVERY 1000
 /* Poison written over a shm frame's output range before it is sent, so a
  * frame the daemon never wrote cannot pass on an earlier frame's output. */
@@ -227,15 +227,15 @@ __attribute__((format(printf, 1, 2))) static void failure(const char *fmt, ...) 
 /* ---- pipelines and their references -------------------------------------------- */
 
 typedef struct soak_pipe {
-    gf_pipeline p;                 /* as LIST reported it at the start          */
-    gf_params sets[MAX_SETS];      /* the parameters each configuration gives   */
-    unsigned set_count;            /* distinct sets among them (1 or 2)         */
-    int elementwise;               /* output element i depends on input i only  */
-    size_t image_bytes;            /* fixed-size kinds: the one input length    */
-    uint8_t *image[IMAGES];        /* fixed-size kinds: the inputs              */
+    gf_pipeline p;                  /* as LIST reported it at the start          */
+    gf_params sets[MAX_SETS];       /* the parameters each configuration gives   */
+    unsigned set_count;             /* distinct sets among them (1 or 2)         */
+    int elementwise;                /* output element i depends on input i only  */
+    size_t image_bytes;             /* fixed-size kinds: the one input length    */
+    uint8_t *image[IMAGES];         /* fixed-size kinds: the inputs              */
     uint8_t *ref[MAX_SETS][IMAGES]; /* outputs: [set][0] of the pool for
                                        elementwise kinds, else [set][image]     */
-    unsigned weight;               /* relative frequency in the mix             */
+    unsigned weight;                /* relative frequency in the mix             */
 } soak_pipe;
 
 static soak_pipe pipes[MAX_PIPES];
@@ -281,11 +281,14 @@ static int load_configs(void) {
             const cJSON *v;
             opt.request_timeout_ms = opt.write_timeout_ms = 10000;
             opt.max_frame_bytes = 16u << 20;
-            if ((v = cJSON_GetObjectItemCaseSensitive(root, "request_timeout_ms")) && cJSON_IsNumber(v))
+            if ((v = cJSON_GetObjectItemCaseSensitive(root, "request_timeout_ms")) &&
+                cJSON_IsNumber(v))
                 opt.request_timeout_ms = (unsigned)v->valuedouble;
-            if ((v = cJSON_GetObjectItemCaseSensitive(root, "write_timeout_ms")) && cJSON_IsNumber(v))
+            if ((v = cJSON_GetObjectItemCaseSensitive(root, "write_timeout_ms")) &&
+                cJSON_IsNumber(v))
                 opt.write_timeout_ms = (unsigned)v->valuedouble;
-            if ((v = cJSON_GetObjectItemCaseSensitive(root, "max_frame_bytes")) && cJSON_IsNumber(v))
+            if ((v = cJSON_GetObjectItemCaseSensitive(root, "max_frame_bytes")) &&
+                cJSON_IsNumber(v))
                 opt.max_frame_bytes = (uint64_t)v->valuedouble;
         }
         const cJSON *e;
@@ -300,14 +303,16 @@ static int load_configs(void) {
                     continue;
                 if (strcmp(sp->p.stages[0].kind->name, kind->valuestring) != 0) {
                     fprintf(stderr, "gf_soak: %s: pipeline %s is of kind %s, the daemon's of %s\n",
-                            opt.configs[f], sp->p.name, kind->valuestring, sp->p.stages[0].kind->name);
+                            opt.configs[f], sp->p.name, kind->valuestring,
+                            sp->p.stages[0].kind->name);
                     cJSON_Delete(root);
                     return -1;
                 }
                 gf_params ps;
                 char err[TEXT_BYTES];
-                if (gf_params_from_json(sp->p.stages[0].kind, cJSON_GetObjectItemCaseSensitive(e, "params"),
-                                        sp->p.name, &ps, err, sizeof err) < 0) {
+                if (gf_params_from_json(sp->p.stages[0].kind,
+                                        cJSON_GetObjectItemCaseSensitive(e, "params"), sp->p.name,
+                                        &ps, err, sizeof err) < 0) {
                     fprintf(stderr, "gf_soak: %s: %s\n", opt.configs[f], err);
                     cJSON_Delete(root);
                     return -1;
@@ -360,7 +365,8 @@ static int build_references(uint64_t seed) {
             continue;
         }
         sp->image_bytes = (size_t)sp->p.stages[0].params.width * sp->p.stages[0].params.height * 3;
-        int64_t out = sp->p.stages[0].kind->output_bytes(&sp->p.stages[0].params, sp->image_bytes, why, sizeof why);
+        int64_t out = sp->p.stages[0].kind->output_bytes(&sp->p.stages[0].params, sp->image_bytes,
+                                                         why, sizeof why);
         if (out < 0) {
             fprintf(stderr, "gf_soak: %s: %s\n", sp->p.name, why);
             return -1;
@@ -373,7 +379,8 @@ static int build_references(uint64_t seed) {
             for (unsigned s = 0; s < sp->set_count; s++) {
                 if (!(sp->ref[s][m] = malloc((size_t)out)))
                     return -1;
-                sp->p.stages[0].kind->reference(&sp->sets[s], sp->image[m], sp->image_bytes, sp->ref[s][m]);
+                sp->p.stages[0].kind->reference(&sp->sets[s], sp->image[m], sp->image_bytes,
+                                                sp->ref[s][m]);
             }
         }
     }
@@ -436,14 +443,14 @@ static void ctl_sleep_ms(unsigned ms) {
 
 /* One request in a well-behaved client's window. */
 typedef struct wb_req {
-    uint8_t type;       /* GF_MSG_FRAME, _LIST, _STATS or _TRACE             */
-    unsigned pipe;      /* index in pipes[]                                  */
+    uint8_t type;  /* GF_MSG_FRAME, _LIST, _STATS or _TRACE             */
+    unsigned pipe; /* index in pipes[]                                  */
     uint64_t frame_id;
-    size_t offset;      /* elementwise: where in the pool the input starts   */
-    size_t bytes;       /* input length                                      */
-    size_t out_bytes;   /* output length by the pipeline's rule              */
-    unsigned image;     /* fixed-size kinds: which input                     */
-    int shm;            /* sent by reference, in shm slot `shm_slot`         */
+    size_t offset;    /* elementwise: where in the pool the input starts   */
+    size_t bytes;     /* input length                                      */
+    size_t out_bytes; /* output length by the pipeline's rule              */
+    unsigned image;   /* fixed-size kinds: which input                     */
+    int shm;          /* sent by reference, in shm slot `shm_slot`         */
     unsigned shm_slot;
     uint64_t sent_ns;
 } wb_req;
@@ -463,10 +470,10 @@ typedef struct counts {
     uint64_t attacks;
     uint64_t disc_header, disc_small, disc_large;
     uint64_t whole_frames, whole_bytes;
-    uint64_t whole_cut;                  /* closed by the daemon mid-send   */
-    uint64_t bad[GF_STATUS_COUNT_];      /* ERRORs received, by status     */
+    uint64_t whole_cut;                          /* closed by the daemon mid-send   */
+    uint64_t bad[GF_STATUS_COUNT_];              /* ERRORs received, by status     */
     uint64_t bad_length_frame, bad_length_fatal; /* of bad[BAD_LENGTH]     */
-    uint64_t stall_cut[3];               /* header / small / large payload */
+    uint64_t stall_cut[3];                       /* header / small / large payload */
     uint64_t noread_frame_cut, noread_frame_bytes, trace_flood_sent;
     uint64_t floods_cut, floods_over_cap; /* TRACE floods closed; of them, > cap */
     uint64_t stall_cut_max_ms[3], noread_cut_max_ms;
@@ -519,7 +526,8 @@ static void wb_pick(wb_client *w, wb_req *r) {
         r->offset = (size_t)rnd_below(&w->rng, (POOL_BYTES - r->bytes) / unit + 1) * unit;
     }
     char why[TEXT_BYTES];
-    int64_t out = sp->p.stages[0].kind->output_bytes(&sp->p.stages[0].params, r->bytes, why, sizeof why);
+    int64_t out =
+        sp->p.stages[0].kind->output_bytes(&sp->p.stages[0].params, r->bytes, why, sizeof why);
     r->out_bytes = out < 0 ? 0 : (size_t)out;
 }
 
@@ -538,7 +546,8 @@ static void describe_req(const wb_client *w, const wb_req *r, char *buf, size_t 
         gf_errorf(buf, len, "client %u %s request %" PRIu64, w->index, gf_msg_type_name(r->type),
                   r->frame_id);
     else
-        gf_errorf(buf, len, "client %u frame %" PRIu64 " (%s, %zu bytes at offset %zu, image %u, %s)",
+        gf_errorf(buf, len,
+                  "client %u frame %" PRIu64 " (%s, %zu bytes at offset %zu, image %u, %s)",
                   w->index, r->frame_id, pipes[r->pipe].p.name, r->bytes, r->offset, r->image,
                   r->shm ? "by reference" : "on the socket");
 }
@@ -642,7 +651,8 @@ static int wb_send(wb_client *w) {
             gf_shm_frame d = {.region_id = w->region.id,
                               .in_offset = (uint64_t)r->shm_slot * SHM_SLOT_BYTES,
                               .in_bytes = r->bytes,
-                              .out_offset = (uint64_t)r->shm_slot * SHM_SLOT_BYTES + FRAME_MAX_BYTES,
+                              .out_offset =
+                                  (uint64_t)r->shm_slot * SHM_SLOT_BYTES + FRAME_MAX_BYTES,
                               .out_capacity = FRAME_MAX_BYTES};
             rc = gf_client_send_frame_shm(w->c, sp->p.id, r->frame_id, &d);
         } else {
@@ -684,7 +694,8 @@ static int check_list(const void *json, size_t len, char *why, size_t why_len) {
     }
     for (unsigned i = 0; i < pipe_count; i++) {
         const soak_pipe *sp = &pipes[i];
-        if (got[i].id != sp->p.id || strcmp(got[i].name, sp->p.name) || got[i].stages[0].kind != sp->p.stages[0].kind) {
+        if (got[i].id != sp->p.id || strcmp(got[i].name, sp->p.name) ||
+            got[i].stages[0].kind != sp->p.stages[0].kind) {
             gf_errorf(why, why_len, "LIST entry %u is %s, was %s", i, got[i].name, sp->p.name);
             goto out;
         }
@@ -692,7 +703,8 @@ static int check_list(const void *json, size_t len, char *why, size_t why_len) {
         for (unsigned s = 0; s < sp->set_count; s++)
             known |= memcmp(&sp->sets[s], &got[i].stages[0].params, sizeof(gf_params)) == 0;
         if (!known) {
-            gf_errorf(why, why_len, "LIST: %s runs parameters of no configuration file", sp->p.name);
+            gf_errorf(why, why_len, "LIST: %s runs parameters of no configuration file",
+                      sp->p.name);
             goto out;
         }
     }
@@ -711,7 +723,7 @@ static void wb_check(wb_client *w, const wb_req *r, const gf_reply *rep, uint64_
     if (h->type == GF_MSG_ERROR) {
         char text[GF_ERROR_TEXT_MAX_BYTES + 1];
         size_t n = rep->payload_bytes < GF_ERROR_TEXT_MAX_BYTES ? rep->payload_bytes
-                                                                 : GF_ERROR_TEXT_MAX_BYTES;
+                                                                : GF_ERROR_TEXT_MAX_BYTES;
         memcpy(text, rep->payload ? rep->payload : "", n);
         text[n] = '\0';
         failure("%s: ERROR %s: %s", what, gf_status_name(h->status), text);
@@ -769,16 +781,17 @@ static void wb_check(wb_client *w, const wb_req *r, const gf_reply *rep, uint64_
         else
             got = (const uint8_t *)w->region.base + out_offset;
     } else if (rep->shm || rep->payload_bytes != r->out_bytes) {
-        gf_errorf(why, sizeof why, "RESULT of %zu bytes (shm %d), expected %zu",
-                  rep->payload_bytes, rep->shm, r->out_bytes);
+        gf_errorf(why, sizeof why, "RESULT of %zu bytes (shm %d), expected %zu", rep->payload_bytes,
+                  rep->shm, r->out_bytes);
     } else {
         got = r->out_bytes ? rep->payload : (const uint8_t *)"";
     }
     if (got) {
         int set = -1;
         for (unsigned s = 0; s < sp->set_count && set < 0; s++)
-            if (r->out_bytes == 0 || gf_pipeline_compare(sp->p.stages[0].kind, got, wb_reference(r, s),
-                                                         r->out_bytes, why, sizeof why) == 0)
+            if (r->out_bytes == 0 ||
+                gf_pipeline_compare(sp->p.stages[0].kind, got, wb_reference(r, s), r->out_bytes,
+                                    why, sizeof why) == 0)
                 set = (int)s;
         if (set < 0) {
             /* Say how it differs from the first configuration's result. */
@@ -1135,15 +1148,31 @@ static void attack_bad_requests(hostile_client *hc) {
             break;
         case 1: /* non-fatal: float32 pipeline, length not a multiple of 4 */
             h.pipeline_id = affine_id;
-            h.payload_bytes = payload = 4 * (size_t)rnd_below(&hc->rng, 256u << 10) + 1 +
-                                        (size_t)rnd_below(&hc->rng, 3);
+            h.payload_bytes = payload =
+                4 * (size_t)rnd_below(&hc->rng, 256u << 10) + 1 + (size_t)rnd_below(&hc->rng, 3);
             want = GF_ERR_BAD_LENGTH;
             break;
-        case 2: corrupt_magic = 1; want = GF_ERR_BAD_MAGIC; break;
-        case 3: h.version = 9; want = GF_ERR_BAD_VERSION; break;
-        case 4: h.type = GF_MSG_RESULT; want = GF_ERR_BAD_TYPE; break;
-        case 5: h.flags = 0x8000; want = GF_ERR_BAD_FLAGS; break;
-        case 6: h.type = GF_MSG_LIST; h.status = 3; want = GF_ERR_BAD_FLAGS; break;
+        case 2:
+            corrupt_magic = 1;
+            want = GF_ERR_BAD_MAGIC;
+            break;
+        case 3:
+            h.version = 9;
+            want = GF_ERR_BAD_VERSION;
+            break;
+        case 4:
+            h.type = GF_MSG_RESULT;
+            want = GF_ERR_BAD_TYPE;
+            break;
+        case 5:
+            h.flags = 0x8000;
+            want = GF_ERR_BAD_FLAGS;
+            break;
+        case 6:
+            h.type = GF_MSG_LIST;
+            h.status = 3;
+            want = GF_ERR_BAD_FLAGS;
+            break;
         case 7:
             h.payload_bytes = opt.max_frame_bytes + 1 + rnd_below(&hc->rng, 1u << 30);
             want = GF_ERR_TOO_LARGE;
@@ -1180,8 +1209,8 @@ static void attack_bad_requests(hostile_client *hc) {
         if (got.type != GF_MSG_ERROR || got.status != want ||
             (!corrupt_magic && got.frame_id != id)) {
             anomaly(hc, "bad request",
-                    "expected ERROR %s for frame_id %" PRIu64 ", got type %u status %s frame_id %" PRIu64
-                    ": %s",
+                    "expected ERROR %s for frame_id %" PRIu64
+                    ", got type %u status %s frame_id %" PRIu64 ": %s",
                     gf_status_name(want), id, got.type, gf_status_name(got.status), got.frame_id,
                     text);
             break;
@@ -1235,7 +1264,8 @@ static void attack_stall(hostile_client *hc, int kind) {
         anomaly(hc, what[kind], "no request_timeout within %d ms: %s", wait_ms, strerror(-rc));
     } else if (got.type != GF_MSG_ERROR || got.status != GF_ERR_REQUEST_TIMEOUT ||
                got.frame_id != (kind == 2 ? id : 0)) {
-        anomaly(hc, what[kind], "expected ERROR request_timeout for frame_id %" PRIu64
+        anomaly(hc, what[kind],
+                "expected ERROR request_timeout for frame_id %" PRIu64
                 ", got type %u status %s frame_id %" PRIu64 ": %s",
                 kind == 2 ? id : 0, got.type, gf_status_name(got.status), got.frame_id, text);
     } else if (raw_expect_close(fd, RAW_IO_TIMEOUT_MS) < 0) {
@@ -1284,8 +1314,8 @@ static void attack_noread(hostile_client *hc, int kind) {
     } else {
         /* Half of them within the daemon's cap on unwritten replies, half
          * past it, which leaves whole requests unread in its buffer. */
-        traces = DAEMON_LOOSE_REPLY_CAP / 2 +
-                 (unsigned)rnd_below(&hc->rng, DAEMON_LOOSE_REPLY_CAP + 1);
+        traces =
+            DAEMON_LOOSE_REPLY_CAP / 2 + (unsigned)rnd_below(&hc->rng, DAEMON_LOOSE_REPLY_CAP + 1);
         for (unsigned i = 0; i < traces && rc == 0; i++) {
             gf_header h = {.version = GF_PROTOCOL_VERSION, .type = GF_MSG_TRACE, .frame_id = i};
             rc = raw_send_header(fd, &h);
@@ -1319,8 +1349,17 @@ static void attack_noread(hostile_client *hc, int kind) {
  * mostly serve the well-behaved clients (README.md, "Fair slots": a
  * per-connection share is still to come). */
 enum {
-    A_DISC_HEADER, A_DISC_SMALL, A_DISC_LARGE, A_WHOLE, A_BAD, A_STALL_HEADER, A_STALL_SMALL,
-    A_STALL_LARGE, A_NOREAD_FRAME, A_NOREAD_TRACE, A_COUNT
+    A_DISC_HEADER,
+    A_DISC_SMALL,
+    A_DISC_LARGE,
+    A_WHOLE,
+    A_BAD,
+    A_STALL_HEADER,
+    A_STALL_SMALL,
+    A_STALL_LARGE,
+    A_NOREAD_FRAME,
+    A_NOREAD_TRACE,
+    A_COUNT
 };
 static const unsigned attack_weight[A_COUNT] = {6, 8, 8, 10, 30, 5, 6, 2, 2, 2};
 /* Pause between two attacks of one hostile client, ms. */
@@ -1470,9 +1509,8 @@ typedef struct row {
 static row rows[MAX_ROWS];
 static unsigned row_count;
 
-__attribute__((format(printf, 4, 5))) static void add_row(int result, const char *name,
-                                                         const char *value, const char *expect_fmt,
-                                                         ...) {
+__attribute__((format(printf, 4, 5))) static void
+add_row(int result, const char *name, const char *value, const char *expect_fmt, ...) {
     if (row_count == MAX_ROWS)
         return;
     row *r = &rows[row_count++];
@@ -1504,8 +1542,8 @@ static int relate(int table, const char *when, const char *name, uint64_t got, c
             add_row(ok, name, value, "in [%" PRIu64 ", %" PRIu64 "] %s", lo, hi, why);
     }
     if (!ok)
-        failure("%s: daemon %s = %" PRIu64 ", expected %c %" PRIu64 " (%" PRIu64 ") %s", when,
-                name, got, rel, lo, hi, why);
+        failure("%s: daemon %s = %" PRIu64 ", expected %c %" PRIu64 " (%" PRIu64 ") %s", when, name,
+                got, rel, lo, hi, why);
     return ok;
 }
 
@@ -1527,37 +1565,40 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
     uint64_t wb_frames = t->frames_answered + t->frames_failed;
     uint64_t h_bad_frames = t->bad[GF_ERR_UNKNOWN_PIPELINE] + t->bad_length_frame;
     uint64_t h_fatal = t->bad[GF_ERR_BAD_MAGIC] + t->bad[GF_ERR_BAD_VERSION] +
-                       t->bad[GF_ERR_BAD_TYPE] + t->bad[GF_ERR_BAD_FLAGS] + t->bad[GF_ERR_TOO_LARGE];
+                       t->bad[GF_ERR_BAD_TYPE] + t->bad[GF_ERR_BAD_FLAGS] +
+                       t->bad[GF_ERR_TOO_LARGE];
     uint64_t stalls = t->stall_cut[0] + t->stall_cut[1] + t->stall_cut[2];
     uint64_t received = jnum(st, "frames.received"), answered = jnum(st, "frames.answered"),
              failed = jnum(st, "frames.failed"), dropped = jnum(st, "frames.dropped"),
              truncated = jnum(st, "frames.truncated");
-    uint64_t known = wb_frames + t->noread_frame_cut + h_bad_frames + t->stall_cut[2] +
-                     t->disc_large;
+    uint64_t known =
+        wb_frames + t->noread_frame_cut + h_bad_frames + t->stall_cut[2] + t->disc_large;
 
     /* A frame cut mid-send (whole_cut) may have been received and truncated. */
     relate(table, when, "frames.received", received, '[', known,
            known + t->whole_frames + t->whole_cut,
            "wb + never-read + bad + large stalls/disconnects, + some whole");
-    relate(table, when, "frames: received - all outcomes", received - answered - failed - dropped -
-           truncated, '=', 0, 0, "nothing in progress, nothing unaccounted");
+    relate(table, when, "frames: received - all outcomes",
+           received - answered - failed - dropped - truncated, '=', 0, 0,
+           "nothing in progress, nothing unaccounted");
     relate(table, when, "frames.answered", answered, '[', t->frames_answered,
            t->frames_answered + t->whole_frames, "wb answered, + some hostile whole");
     relate(table, when, "frames.dropped", dropped, '[', t->noread_frame_cut,
            t->noread_frame_cut + t->whole_frames, "never-read frames, + some hostile whole");
-    relate(table, when, "frames.failed", failed, '=', t->frames_failed + h_bad_frames + t->stall_cut[2],
-           0, "wb failed + bad frames + large stalls cut");
+    relate(table, when, "frames.failed", failed, '=',
+           t->frames_failed + h_bad_frames + t->stall_cut[2], 0,
+           "wb failed + bad frames + large stalls cut");
     relate(table, when, "frames.truncated", truncated, '[', t->disc_large,
            t->disc_large + t->whole_frames + t->whole_cut,
            "large disconnects, + some whole (EPIPE close)");
     relate(table, when, "frames.in_progress", jnum(st, "frames.in_progress"), '=', 0, 0,
            "all quiet");
-    relate(table, when, "bytes.in", jnum(st, "bytes.in"), '[',
-           t->bytes_in + t->noread_frame_bytes,
+    relate(table, when, "bytes.in", jnum(st, "bytes.in"), '[', t->bytes_in + t->noread_frame_bytes,
            t->bytes_in + t->noread_frame_bytes + t->whole_bytes, "wb + never-read, + some whole");
     relate(table, when, "bytes.out", jnum(st, "bytes.out"), '[', t->bytes_out,
            t->bytes_out + t->whole_bytes, "wb outputs, + some hostile echo");
-    relate(table, when, "shm.frames", jnum(st, "shm.frames"), '=', t->shm_frames, 0, "wb by reference");
+    relate(table, when, "shm.frames", jnum(st, "shm.frames"), '=', t->shm_frames, 0,
+           "wb by reference");
     relate(table, when, "shm.bytes_in", jnum(st, "shm.bytes_in"), '=', t->shm_bytes_in, 0, "");
     relate(table, when, "shm.bytes_out", jnum(st, "shm.bytes_out"), '=', t->shm_bytes_out, 0, "");
     relate(table, when, "shm.regions_added", jnum(st, "shm.regions_added"), '=', t->regions_added,
@@ -1582,8 +1623,8 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
     relate(table, when, "requests.trace", jnum(st, "requests.trace"), '[', t->traces,
            t->traces + t->trace_flood_sent, "wb + some of the floods' requests");
     static const uint32_t hostile_statuses[] = {
-        GF_ERR_BAD_MAGIC,  GF_ERR_BAD_VERSION,       GF_ERR_BAD_TYPE,   GF_ERR_BAD_FLAGS,
-        GF_ERR_TOO_LARGE,  GF_ERR_UNKNOWN_PIPELINE, GF_ERR_BAD_LENGTH, GF_ERR_REQUEST_TIMEOUT};
+        GF_ERR_BAD_MAGIC, GF_ERR_BAD_VERSION,      GF_ERR_BAD_TYPE,   GF_ERR_BAD_FLAGS,
+        GF_ERR_TOO_LARGE, GF_ERR_UNKNOWN_PIPELINE, GF_ERR_BAD_LENGTH, GF_ERR_REQUEST_TIMEOUT};
     for (uint32_t s = 1; s < GF_STATUS_COUNT_; s++) {
         char name[96];
         snprintf(name, sizeof name, "rejected.%s", gf_status_name(s));
@@ -1592,8 +1633,8 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
             hostile |= hostile_statuses[k] == s;
         uint64_t want = hostile ? t->bad[s] : 0;
         relate(table, when, name,
-               jnum(cJSON_GetObjectItemCaseSensitive(st, "rejected"), gf_status_name(s)), '=',
-               want, 0, hostile ? "ERRORs hostile clients read" : "");
+               jnum(cJSON_GetObjectItemCaseSensitive(st, "rejected"), gf_status_name(s)), '=', want,
+               0, hostile ? "ERRORs hostile clients read" : "");
     }
     relate(table, when, "connections.total", jnum(st, "connections.total"), '=', t->connects, 0,
            "every connect of the soak");
@@ -1643,21 +1684,27 @@ static void sample_second(void) {
     cJSON_Delete(st);
     double t = since_start_s();
     if (samples_fp)
-        fprintf(samples_fp, "%.1f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                ",%" PRIu64 "\n",
-                t, p.rss_kb, p.anon_kb, p.shmem_kb, p.fds, open, answered);
+        fprintf(samples_fp,
+                "%.1f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", t,
+                p.rss_kb, p.anon_kb, p.shmem_kb, p.fds, open, answered);
     if (t < t_warmup_end)
         return;
     if (sec_samples == 0)
         sec_min = sec_max = p;
     sec_samples++;
-    if (p.rss_kb < sec_min.rss_kb) sec_min.rss_kb = p.rss_kb;
-    if (p.rss_kb > sec_max.rss_kb) sec_max.rss_kb = p.rss_kb;
-    if (p.fds < sec_min.fds) sec_min.fds = p.fds;
-    if (p.fds > sec_max.fds) sec_max.fds = p.fds;
+    if (p.rss_kb < sec_min.rss_kb)
+        sec_min.rss_kb = p.rss_kb;
+    if (p.rss_kb > sec_max.rss_kb)
+        sec_max.rss_kb = p.rss_kb;
+    if (p.fds < sec_min.fds)
+        sec_min.fds = p.fds;
+    if (p.fds > sec_max.fds)
+        sec_max.fds = p.fds;
     uint64_t d = p.fds - open;
-    if (d < fds_minus_open_min) fds_minus_open_min = d;
-    if (d > fds_minus_open_max) fds_minus_open_max = d;
+    if (d < fds_minus_open_min)
+        fds_minus_open_min = d;
+    if (d > fds_minus_open_max)
+        fds_minus_open_max = d;
 }
 
 /* The connections every paused moment has: each well-behaved client's and
@@ -1693,7 +1740,8 @@ static cJSON *wait_idle(unsigned open, const char *when) {
                     " connections open (expected %u), %" PRIu64 " frames in progress, %" PRIu64
                     " of %" PRIu64 " slots free",
                     when, IDLE_TIMEOUT_MS, jnum(st, "connections.open"), open,
-                    jnum(st, "frames.in_progress"), jnum(st, "slots.free"), jnum(st, "slots.count"));
+                    jnum(st, "frames.in_progress"), jnum(st, "slots.free"),
+                    jnum(st, "slots.count"));
             return st;
         }
         cJSON_Delete(st);
@@ -1988,8 +2036,9 @@ int main(int argc, char **argv) {
     sum_counts(&t);
     cJSON *st = wait_idle(1, "end");
     sum_counts(&t); /* wait_idle's STATS requests are counted too */
-    add_row(-1, "run", engine, "%.0f s, %u clients (%u wb, %u shm, %u query, %u hostile), %" PRIu64
-            " slots", run_s, opt.clients, wb_count, shm_clients, query_clients, hostile_count, slots);
+    add_row(-1, "run", engine,
+            "%.0f s, %u clients (%u wb, %u shm, %u query, %u hostile), %" PRIu64 " slots", run_s,
+            opt.clients, wb_count, shm_clients, query_clients, hostile_count, slots);
     char v[96];
     snprintf(v, sizeof v, "%" PRIu64, t.frames_answered);
     add_row(t.frames_answered == t.frames_sent, "wb frames answered exactly once", v,
@@ -2008,7 +2057,7 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "%s results per config", pipes[i].p.name);
         snprintf(v, sizeof v, "%" PRIu64 " / %" PRIu64, t.matched[i][0], t.matched[i][1]);
         int ok = !opt.expect_reloads || (t.matched[i][0] > 0 && t.matched[i][1] > 0);
-        add_row(opt.expect_reloads ? ok : -1, name, v, "%s", 
+        add_row(opt.expect_reloads ? ok : -1, name, v, "%s",
                 opt.expect_reloads ? "both > 0: reloads applied" : "(no reloads expected)");
     }
     snprintf(v, sizeof v, "%" PRIu64, t.attacks);
@@ -2074,12 +2123,18 @@ int main(int argc, char **argv) {
         for (unsigned i = 0; i < cp_count; i++) {
             const checkpoint *c = &cps[i];
             uint64_t base = c->proc.fds - c->open;
-            if (c->proc.anon_kb < anon_lo) anon_lo = c->proc.anon_kb;
-            if (c->proc.anon_kb > anon_hi) anon_hi = c->proc.anon_kb;
-            if (c->proc.rss_kb < rss_lo) rss_lo = c->proc.rss_kb;
-            if (c->proc.rss_kb > rss_hi) rss_hi = c->proc.rss_kb;
-            if (base < base_lo) base_lo = base;
-            if (base > base_hi) base_hi = base;
+            if (c->proc.anon_kb < anon_lo)
+                anon_lo = c->proc.anon_kb;
+            if (c->proc.anon_kb > anon_hi)
+                anon_hi = c->proc.anon_kb;
+            if (c->proc.rss_kb < rss_lo)
+                rss_lo = c->proc.rss_kb;
+            if (c->proc.rss_kb > rss_hi)
+                rss_hi = c->proc.rss_kb;
+            if (base < base_lo)
+                base_lo = base;
+            if (base > base_hi)
+                base_hi = base;
             shmem_ok &= c->proc.shmem_kb * 1024 <=
                         c->region_bytes + c->pinned_bytes +
                             (uint64_t)((double)driver_bytes * (1 + FLAT_FRACTION));
@@ -2105,8 +2160,7 @@ int main(int argc, char **argv) {
         snprintf(v, sizeof v, "%" PRIu64 " .. %" PRIu64 " kB", rss_lo, rss_hi);
         add_row(shmem_ok, "daemon VmRSS at checkpoints", v,
                 "RssShmem <= shm.region_bytes + pinned_bytes + the driver's own %" PRIu64
-                " kB (at the first checkpoint) + 5%% at each (last %" PRIu64 " <= %" PRIu64
-                " kB)",
+                " kB (at the first checkpoint) + 5%% at each (last %" PRIu64 " <= %" PRIu64 " kB)",
                 driver_bytes / 1024, cps[cp_count - 1].proc.shmem_kb,
                 (cps[cp_count - 1].region_bytes + cps[cp_count - 1].pinned_bytes +
                  (uint64_t)((double)driver_bytes * (1 + FLAT_FRACTION))) /
@@ -2125,12 +2179,13 @@ int main(int argc, char **argv) {
     add_row(-1, "daemon VmRSS each second", v, "after warm-up, under load (%" PRIu64 " samples)",
             sec_samples);
     snprintf(v, sizeof v, "%" PRIu64 " .. %" PRIu64, fds_minus_open_min, fds_minus_open_max);
-    add_row(-1, "fds - connections.open each s", v, "fds %" PRIu64 " .. %" PRIu64
-            " under load (sampled apart: races)", sec_min.fds, sec_max.fds);
+    add_row(-1, "fds - connections.open each s", v,
+            "fds %" PRIu64 " .. %" PRIu64 " under load (sampled apart: races)", sec_min.fds,
+            sec_max.fds);
 
     /* Latency per size class: the baseline phase against the soak phase. */
-    uint64_t deadline_ms =
-        opt.request_timeout_ms > opt.write_timeout_ms ? opt.request_timeout_ms : opt.write_timeout_ms;
+    uint64_t deadline_ms = opt.request_timeout_ms > opt.write_timeout_ms ? opt.request_timeout_ms
+                                                                         : opt.write_timeout_ms;
     for (unsigned k = 0; k < CLASSES; k++) {
         lat_stat b = lat_merge(PH_BASE, k), s = lat_merge(PH_SOAK, k);
         char name[64];
@@ -2144,8 +2199,9 @@ int main(int argc, char **argv) {
         snprintf(name, sizeof name, "latency %s soak p50/p99/max", class_names[k]);
         snprintf(v, sizeof v, "%.1f / %.1f / %.1f ms", s.p50_ms, s.p99_ms, s.max_ms);
         int ok = b.n == 0 || s.n == 0 || s.p99_ms <= bound;
-        add_row(b.n && s.n ? ok : -1, name, v, "p99 <= %.0f ms = base p99 + 1.5 x %" PRIu64
-                " ms; %zu frames", bound, deadline_ms, s.n);
+        add_row(b.n && s.n ? ok : -1, name, v,
+                "p99 <= %.0f ms = base p99 + 1.5 x %" PRIu64 " ms; %zu frames", bound, deadline_ms,
+                s.n);
     }
 
     /* The table. */

@@ -83,8 +83,8 @@ typedef struct gf_report_trace_info {
  * "receive" (slot claimed -> submitted: the payload read into the pinned
  * buffer), "completion_delay" (GPU done -> the loop has the completion; GPU
  * done is the end of D2H, or `done` without timed stages) and "reply_write"
- * (completion on the loop -> reply written), named like STATS's phases.  These lie inside the time the frame owns the
- * slot, so the events of one lane never overlap.  Waiting for a slot happens
+ * (completion on the loop -> reply written), named like STATS's phases.  These lie inside the time
+ * the frame owns the slot, so the events of one lane never overlap.  Waiting for a slot happens
  * before a frame has one and is given in each event's arguments instead.
  */
 enum gf_report_lane {

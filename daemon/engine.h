@@ -26,21 +26,21 @@
 /* What an engine is opened with; everything it allocates is sized here. */
 typedef struct gf_engine_params {
     uint32_t slot_count;
-    uint64_t in_capacity_bytes;   /* per slot: the largest frame payload */
-    uint64_t out_capacity_bytes;  /* per slot: the largest result        */
+    uint64_t in_capacity_bytes;      /* per slot: the largest frame payload */
+    uint64_t out_capacity_bytes;     /* per slot: the largest result        */
     uint64_t scratch_capacity_bytes; /* per slot, twice: the largest
                                         intermediate result of a pipeline
                                         of several stages (0: none)     */
-    gf_pipeline *pipelines;       /* prepared and warmed up before open
-                                     returns                            */
+    gf_pipeline *pipelines;          /* prepared and warmed up before open
+                                        returns                            */
     size_t pipeline_count;
     enum gf_completion_mode completion; /* poll, hybrid: gf_engine_poll finds
                                            done frames                       */
-    uint64_t zero_copy_max_bytes; /* CUDA: a batch of elementwise built-in
-                                     stages in the slot's buffers, of at
-                                     most this many bytes in and out, runs
-                                     its kernels on the pinned host buffers
-                                     (no copy); 0: never                 */
+    uint64_t zero_copy_max_bytes;       /* CUDA: a batch of elementwise built-in
+                                           stages in the slot's buffers, of at
+                                           most this many bytes in and out, runs
+                                           its kernels on the pinned host buffers
+                                           (no copy); 0: never                 */
 } gf_engine_params;
 
 /* What the engine runs on, for STATS. */
@@ -158,8 +158,8 @@ static inline int gf_engine_pins(const gf_engine *e) {
  * reload's, on the loop thread; may block for what device_open takes.
  * Returns 0, or -1 with the first pipeline that cannot run in why[why_len].
  */
-static inline int gf_engine_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count,
-                                    char *why, size_t why_len) {
+static inline int gf_engine_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char *why,
+                                    size_t why_len) {
     return e->ops->prepare(e, pipelines, count, why, why_len);
 }
 

@@ -49,8 +49,8 @@ typedef struct cuda_slot {
     cudaStream_t stream;
     cudaEvent_t ev[EV_COUNT];
     cudaEvent_t stage_ev[GF_STAGES_MAX - 1]; /* timed: after each stage but the last */
-    cudaEvent_t done; /* poll, hybrid: recorded after the D2H copy, untimed   */
-    int pending;      /* poll, hybrid: submitted, done not yet seen by a poll */
+    cudaEvent_t done;       /* poll, hybrid: recorded after the D2H copy, untimed   */
+    int pending;            /* poll, hybrid: submitted, done not yet seen by a poll */
     uint64_t spin_until_ns; /* hybrid: then a host function takes over     */
 } cuda_slot;
 
@@ -184,8 +184,8 @@ static cudaError_t mark(const gf_slot *s, cuda_slot *cs, int ev) {
 
 /* Launches stage `st` on the slot's stream: a plugin's launch with the
  * slot's index as its stream index, or the built-in kind's kernel. */
-static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage *st,
-                                const void *in, uint64_t in_bytes, void *out) {
+static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage *st, const void *in,
+                                uint64_t in_bytes, void *out) {
     if (gf_kind_is_plugin(st->kind)) {
         const gf_plugin *api = gf_plugin_stage_api(st->params.plugin);
         return (cudaError_t)api->launch(gf_plugin_stage_device(st->params.plugin), s->index, in,
@@ -539,8 +539,8 @@ static int cuda_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char
         for (uint32_t k = 0; k < p->stage_count; k++) {
             gf_stage *st = &p->stages[k];
             if (gf_kind_is_plugin(st->kind)) {
-                if (gf_plugin_stage_open_device(st->params.plugin, ce->device, e->slot_count,
-                                                inner, sizeof inner) < 0) {
+                if (gf_plugin_stage_open_device(st->params.plugin, ce->device, e->slot_count, inner,
+                                                sizeof inner) < 0) {
                     snprintf(why, why_len, "pipeline %s: %s", p->name, inner);
                     return -1;
                 }

@@ -15,17 +15,17 @@
 #include <stdint.h>
 
 enum gf_prof_section {
-    GF_PROF_LOOP,    /* libuv itself, the poll, and idle time (split at print) */
-    GF_PROF_RECV,    /* recvmsg                                               */
-    GF_PROF_PARSE,   /* decoding requests, checking frames, claiming slots    */
-    GF_PROF_COPY,    /* staged payload bytes copied into a slot               */
-    GF_PROF_SUBMIT,  /* the engine's submit: its CUDA calls                   */
-    GF_PROF_WAKE,    /* the completion queue's async callback                 */
-    GF_PROF_DONE,    /* a slot off the queue: finish, its reply header        */
-    GF_PROF_FLUSH,   /* building a batch of replies                           */
-    GF_PROF_SEND,    /* sendmsg                                               */
-    GF_PROF_FINISH,  /* a written reply: the slot released, the conn resumed  */
-    GF_PROF_STATS,   /* counters and the trace record of an answered frame    */
+    GF_PROF_LOOP,   /* libuv itself, the poll, and idle time (split at print) */
+    GF_PROF_RECV,   /* recvmsg                                               */
+    GF_PROF_PARSE,  /* decoding requests, checking frames, claiming slots    */
+    GF_PROF_COPY,   /* staged payload bytes copied into a slot               */
+    GF_PROF_SUBMIT, /* the engine's submit: its CUDA calls                   */
+    GF_PROF_WAKE,   /* the completion queue's async callback                 */
+    GF_PROF_DONE,   /* a slot off the queue: finish, its reply header        */
+    GF_PROF_FLUSH,  /* building a batch of replies                           */
+    GF_PROF_SEND,   /* sendmsg                                               */
+    GF_PROF_FINISH, /* a written reply: the slot released, the conn resumed  */
+    GF_PROF_STATS,  /* counters and the trace record of an answered frame    */
     GF_PROF_COUNT
 };
 

@@ -193,15 +193,15 @@ int gf_pipeline_has_reference(const gf_pipeline *p);
  * thread; allocates nothing.
  */
 void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_bytes,
-                           const uint64_t lengths[GF_STAGES_MAX], void *out,
-                           void *const scratch[2], uint64_t *stage_end_ns);
+                           const uint64_t lengths[GF_STAGES_MAX], void *out, void *const scratch[2],
+                           uint64_t *stage_end_ns);
 
 /* Compares a result of `p`: bit for bit when every stage is exact, else
  * under the widest tolerance of its inexact stages (the float stages of
  * gpuframed's chains are the last ones; an exact stage before them feeds
  * both sides the same bytes). */
-int gf_pipeline_compare_result(const gf_pipeline *p, const void *got, const void *ref,
-                               size_t bytes, char *why, size_t why_len);
+int gf_pipeline_compare_result(const gf_pipeline *p, const void *got, const void *ref, size_t bytes,
+                               char *why, size_t why_len);
 
 /* "echo", or "normalize_u8+mlp" for a chain: written into buf[len]. */
 const char *gf_pipeline_kinds_text(const gf_pipeline *p, char *buf, size_t len);

@@ -185,8 +185,8 @@ static int check_api(const gf_plugin *api, char *why, size_t why_len) {
         return -1;
     }
     if (api->param_count > GF_PLUGIN_PARAMS_MAX || (api->param_count && !api->params)) {
-        gf_errorf(why, why_len, "plugin %s declares %" PRIu32 " parameters (at most %d)",
-                  api->name, api->param_count, GF_PLUGIN_PARAMS_MAX);
+        gf_errorf(why, why_len, "plugin %s declares %" PRIu32 " parameters (at most %d)", api->name,
+                  api->param_count, GF_PLUGIN_PARAMS_MAX);
         return -1;
     }
     for (uint32_t i = 0; i < api->param_count; i++) {

@@ -516,8 +516,8 @@ int gf_pipeline_has_reference(const gf_pipeline *p) {
 }
 
 void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_bytes,
-                           const uint64_t lengths[GF_STAGES_MAX], void *out,
-                           void *const scratch[2], uint64_t *stage_end_ns) {
+                           const uint64_t lengths[GF_STAGES_MAX], void *out, void *const scratch[2],
+                           uint64_t *stage_end_ns) {
     const void *src = in;
     uint64_t n = in_bytes;
     for (uint32_t k = 0; k < p->stage_count; k++) {
@@ -531,8 +531,8 @@ void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_byt
     }
 }
 
-int gf_pipeline_compare_result(const gf_pipeline *p, const void *got, const void *ref,
-                               size_t bytes, char *why, size_t why_len) {
+int gf_pipeline_compare_result(const gf_pipeline *p, const void *got, const void *ref, size_t bytes,
+                               char *why, size_t why_len) {
     gf_pipeline_kind rule = {.exact = 1};
     for (uint32_t k = 0; k < p->stage_count; k++) {
         const gf_pipeline_kind *kind = p->stages[k].kind;

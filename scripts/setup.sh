@@ -4,14 +4,15 @@
 # systemd-socket-activate, systemd-analyze and systemd-sysusers, for the
 # Python package's tests NumPy plus pip, setuptools and wheel (test_install
 # pip-installs it offline), groff-base to render the man pages
-# (tests/man_pages.sh), mypy for the Python package's annotations, and for the
+# (tests/man_pages.sh), mypy for the Python package's annotations,
+# clang-format for the house format (scripts/format.sh), and for the
 # Debian packages (debian/, tests/deb_package.sh) dpkg-dev, debhelper,
 # dh-python with its PEP 517 plugin, python3-all and lintian.  The CUDA
 # toolkit is expected at /usr/local/cuda (without it, only the CPU engine is
 # built).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libuv1-dev libcjson-dev check systemd
-      python3-numpy python3-pip python3-setuptools python3-wheel groff-base mypy
+      python3-numpy python3-pip python3-setuptools python3-wheel groff-base mypy clang-format
       dpkg-dev debhelper dh-python pybuild-plugin-pyproject python3-all lintian)
 missing=()
 for p in "${pkgs[@]}"; do
