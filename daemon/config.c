@@ -34,9 +34,14 @@
  * one cannot hold a slot for long (README.md, "Fair slots"). */
 #define GF_REQUEST_TIMEOUT_MS_DEFAULT 10000u
 #define GF_WRITE_TIMEOUT_MS_DEFAULT   10000u
-#define GF_IDLE_TIMEOUT_MS_MAX        86400000u
-#define GF_DRAIN_TIMEOUT_MS_DEFAULT   30000u
-#define GF_DRAIN_TIMEOUT_MS_MAX       3600000u
+/* A payload that pauses this long while others wait for a slot to receive
+ * into is ended (deadline.h): far above the gaps of a client that writes a
+ * frame in one go, even on a loaded machine (100 ms cut well-behaved clients
+ * of the soak under ASan on 2 cores), far below request_timeout_ms. */
+#define GF_RECEIVE_STALL_MS_DEFAULT 500u
+#define GF_IDLE_TIMEOUT_MS_MAX      86400000u
+#define GF_DRAIN_TIMEOUT_MS_DEFAULT 30000u
+#define GF_DRAIN_TIMEOUT_MS_MAX     3600000u
 /* One frame in this many is timed: each timed 4 KiB frame costs about as
  * much as two untimed ones (config/README.md), so 1 in 64 keeps the cost of
  * stage timing under 2 %. */
@@ -80,6 +85,7 @@ enum top_key {
     K_MAX_FRAME_BYTES,
     K_FRAME_TIMEOUT_MS,
     K_REQUEST_TIMEOUT_MS,
+    K_RECEIVE_STALL_MS,
     K_WRITE_TIMEOUT_MS,
     K_IDLE_TIMEOUT_MS,
     K_LOG_LEVEL,
@@ -137,6 +143,11 @@ static const gf_config_key config_keys[K_COUNT_] = {
                               GF_FRAME_TIMEOUT_MS_MAX, GF_REQUEST_TIMEOUT_MS_DEFAULT, NULL, NULL, 0,
                               GF_RELOAD_APPLIES,
                               "A request begun must be received within this; else closed."},
+    [K_RECEIVE_STALL_MS] = {"receive_stall_ms", GF_CONFIG_INTEGER, FIELD(receive_stall_ms), 1,
+                            GF_FRAME_TIMEOUT_MS_MAX, GF_RECEIVE_STALL_MS_DEFAULT, NULL, NULL, 0,
+                            GF_RELOAD_APPLIES,
+                            "A payload received in place must not pause this long while others "
+                            "wait."},
     [K_WRITE_TIMEOUT_MS] = {"write_timeout_ms", GF_CONFIG_INTEGER, FIELD(write_timeout_ms), 1,
                             GF_FRAME_TIMEOUT_MS_MAX, GF_WRITE_TIMEOUT_MS_DEFAULT, NULL, NULL, 0,
                             GF_RELOAD_APPLIES,

@@ -64,6 +64,8 @@ typedef struct gf_config {
     uint64_t max_frame_bytes;             /* largest FRAME payload accepted    */
     uint32_t frame_timeout_ms;            /* deadline of a frame on the engine */
     uint32_t request_timeout_ms;          /* a begun request must be in by then  */
+    uint32_t receive_stall_ms;            /* a payload read in place must not pause
+                                             this long while others wait          */
     uint32_t write_timeout_ms;            /* a reply must make progress by then  */
     uint32_t idle_timeout_ms;             /* idle connections close; 0: never    */
     enum gf_log_level log_level;

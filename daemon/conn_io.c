@@ -514,6 +514,7 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
         .receive_contended = gf_sched_receive_contended(&srv->sched),
     };
     gf_deadline_limits lim = {.request_timeout_ms = cfg->request_timeout_ms,
+                              .receive_stall_ms = cfg->receive_stall_ms,
                               .write_timeout_ms = cfg->write_timeout_ms,
                               .idle_timeout_ms = cfg->idle_timeout_ms};
     char why[GF_ERROR_TEXT_MAX_BYTES];
@@ -523,8 +524,9 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
     case GF_DUE_RECEIVE_STALL:
         srv->stats.closed_receive_stall++;
         gf_errorf(why, sizeof why,
-                  "payload made no progress for %u ms while other clients waited for a slot",
-                  GF_RECEIVE_STALL_MS);
+                  "payload made no progress for receive_stall_ms %u while other clients waited "
+                  "for a slot",
+                  cfg->receive_stall_ms);
         conn_end_request(c, why);
         break;
     case GF_DUE_REQUEST:

@@ -15,7 +15,7 @@ enum gf_deadline gf_deadline_due(const gf_conn_clocks *c, const gf_deadline_limi
                                  uint64_t now_ns) {
     if (c->drain_reading && passed(now_ns, c->last_input_ns, GF_DRAIN_STALL_MS))
         return GF_DUE_DRAIN_STALL;
-    if (c->receive_contended && passed(now_ns, c->receive_progress_ns, GF_RECEIVE_STALL_MS))
+    if (c->receive_contended && passed(now_ns, c->receive_progress_ns, l->receive_stall_ms))
         return GF_DUE_RECEIVE_STALL;
     if (passed(now_ns, c->request_begun_ns, l->request_timeout_ms))
         return GF_DUE_REQUEST;
@@ -39,8 +39,8 @@ uint64_t gf_deadline_period_ms(const gf_deadline_limits *l, uint32_t frame_timeo
         shortest = l->write_timeout_ms;
     if (l->idle_timeout_ms && l->idle_timeout_ms < shortest)
         shortest = l->idle_timeout_ms;
-    if (receive_contended && GF_RECEIVE_STALL_MS < shortest)
-        shortest = GF_RECEIVE_STALL_MS;
+    if (receive_contended && l->receive_stall_ms < shortest)
+        shortest = l->receive_stall_ms;
     uint64_t period = shortest / 2 + 1;
     return period < GF_WATCHDOG_PERIOD_MAX_MS ? period : GF_WATCHDOG_PERIOD_MAX_MS;
 }

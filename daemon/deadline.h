@@ -8,7 +8,7 @@
  *   drain stall     stopping: the client sent nothing for GF_DRAIN_STALL_MS
  *                   while we still read it; what it began is cut
  *   receive stall   a payload received in place made no progress for
- *                   GF_RECEIVE_STALL_MS while others wait for a slot to
+ *                   receive_stall_ms while others wait for a slot to
  *                   receive into: the slot is needed, the request is ended
  *   request         a request begun (bytes of it buffered, its payload
  *                   arriving or being skipped) is not in after
@@ -30,12 +30,6 @@
  * after the client's last bytes, then cut: a client in the middle of a
  * payload finishes it, a stalled one holds nothing up. */
 #define GF_DRAIN_STALL_MS 200
-/* A payload received into a slot that others wait for must keep arriving:
- * no byte for this long and the slot goes to the next.  Far above the gaps
- * of a client that writes a frame in one go (microseconds), far below what
- * makes another client's frame wait noticeably (README.md, "What a client
- * gets whatever others do"). */
-#define GF_RECEIVE_STALL_MS 100
 /* How often the watchdog looks at most: each deadline is noticed within
  * 1.5 times it, and never later than this after it. */
 #define GF_WATCHDOG_PERIOD_MAX_MS 1000u
@@ -58,6 +52,7 @@ typedef struct gf_conn_clocks {
 
 typedef struct gf_deadline_limits {
     uint32_t request_timeout_ms;
+    uint32_t receive_stall_ms;
     uint32_t write_timeout_ms;
     uint32_t idle_timeout_ms; /* 0: never */
 } gf_deadline_limits;

@@ -103,7 +103,7 @@ static void run_grant(gf_defer_item *it) {
 static uint64_t watchdog_period_ms(const gf_server *srv, const gf_config *cfg);
 
 /* The scheduler's `contended` hook: a receiver's stall is a deadline from
- * now on, which the watchdog must see within GF_RECEIVE_STALL_MS / 2 (it
+ * now on, which the watchdog must see within receive_stall_ms / 2 (it
  * goes back to its usual period once nobody waits). */
 static void on_contended(void *arg) {
     gf_server *srv = arg;
@@ -150,6 +150,7 @@ static void server_fatal(gf_server *srv, const char *fmt, ...) {
 /* The watchdog's period for `cfg`, shorter while receivers contend. */
 static uint64_t watchdog_period_ms(const gf_server *srv, const gf_config *cfg) {
     gf_deadline_limits lim = {.request_timeout_ms = cfg->request_timeout_ms,
+                              .receive_stall_ms = cfg->receive_stall_ms,
                               .write_timeout_ms = cfg->write_timeout_ms,
                               .idle_timeout_ms = cfg->idle_timeout_ms};
     return gf_deadline_period_ms(&lim, cfg->frame_timeout_ms,

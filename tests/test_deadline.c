@@ -9,8 +9,11 @@
 /* An arbitrary "now" far from zero, so that every clock below is nonzero. */
 #define T0 (1000000 * MS)
 
-static const gf_deadline_limits limits = {
-    .request_timeout_ms = 500, .write_timeout_ms = 2000, .idle_timeout_ms = 10000};
+#define STALL_MS 100
+static const gf_deadline_limits limits = {.request_timeout_ms = 500,
+                                          .receive_stall_ms = STALL_MS,
+                                          .write_timeout_ms = 2000,
+                                          .idle_timeout_ms = 10000};
 
 START_TEST(nothing_started_is_never_due) {
     gf_conn_clocks c = {.last_input_ns = T0};
@@ -51,7 +54,7 @@ END_TEST
 /* The receive stall is a deadline only while others wait to receive. */
 START_TEST(receive_stall_only_when_contended) {
     gf_conn_clocks c = {.last_input_ns = T0, .receive_progress_ns = T0};
-    uint64_t later = T0 + GF_RECEIVE_STALL_MS * MS + 1;
+    uint64_t later = T0 + STALL_MS * MS + 1;
     ck_assert_int_eq(gf_deadline_due(&c, &limits, later), GF_DUE_NONE);
     c.receive_contended = 1;
     ck_assert_int_eq(gf_deadline_due(&c, &limits, later - 1), GF_DUE_NONE);
@@ -103,12 +106,14 @@ END_TEST
 START_TEST(the_watchdog_period_is_half_the_shortest_deadline) {
     ck_assert_uint_eq(gf_deadline_period_ms(&limits, 10000, 0), 251);
     ck_assert_uint_eq(gf_deadline_period_ms(&limits, 100, 0), 51);
-    gf_deadline_limits slow = {.request_timeout_ms = 30000, .write_timeout_ms = 30000};
+    gf_deadline_limits slow = {
+        .request_timeout_ms = 30000, .receive_stall_ms = STALL_MS, .write_timeout_ms = 30000};
     ck_assert_uint_eq(gf_deadline_period_ms(&slow, 60000, 0), GF_WATCHDOG_PERIOD_MAX_MS);
     /* Receivers contending: their stall must be seen within half of it. */
-    ck_assert_uint_eq(gf_deadline_period_ms(&slow, 60000, 1), GF_RECEIVE_STALL_MS / 2 + 1);
+    ck_assert_uint_eq(gf_deadline_period_ms(&slow, 60000, 1), STALL_MS / 2 + 1);
     /* idle_timeout_ms 0 is "never", not the shortest. */
-    gf_deadline_limits idle_off = {.request_timeout_ms = 4000, .write_timeout_ms = 4000};
+    gf_deadline_limits idle_off = {
+        .request_timeout_ms = 4000, .receive_stall_ms = 4000, .write_timeout_ms = 4000};
     ck_assert_uint_eq(gf_deadline_period_ms(&idle_off, 4000, 0), 1000);
 }
 END_TEST

@@ -27,13 +27,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "deadline.h" /* GF_RECEIVE_STALL_MS */
 #include "libgpuframe.h"
 #include "runner.h"
 #include "testutil.h"
 
 /* Short deadlines, so that each case takes about a second. */
 #define REQUEST_TIMEOUT_MS 500
+#define RECEIVE_STALL_MS   100
 #define WRITE_TIMEOUT_MS   500
 #define IDLE_TIMEOUT_MS    300
 /* A payload that fits the daemon's read buffer (server.h
@@ -48,7 +48,7 @@
 
 static const char config_json[] =
     "{\"slots\": 2, \"max_frame_bytes\": 4194304, \"request_timeout_ms\": 500,"
-    " \"write_timeout_ms\": 500,"
+    " \"receive_stall_ms\": 100, \"write_timeout_ms\": 500,"
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 /* Its own daemon: an idle deadline this short would close the other tests'
  * STATS connection between requests. */
@@ -142,7 +142,7 @@ END_TEST
  * Stalled large payloads: the first holds the one slot that may be received
  * into (all but one of the two), so another client's small frame is answered
  * at once from the other.  The second waits for it; while it waits, the
- * first is cut after GF_RECEIVE_STALL_MS without progress; the second then
+ * first is cut after receive_stall_ms without progress; the second then
  * gets the slot and, with nobody waiting, keeps it until request_timeout_ms.
  * Each is told why, for its own frame, and closed.
  */
@@ -160,8 +160,8 @@ START_TEST(stalled_large_payloads_time_out) {
     }
     gf_test_sleep_ms(20);
     uint64_t ms = answered_after_ms(c, 1);
-    ck_assert_msg(ms < GF_RECEIVE_STALL_MS, "answered after %" PRIu64 " ms", ms);
-    static const char *const why[SLOTS] = {"no progress for 100 ms", "request_timeout_ms 500"};
+    ck_assert_msg(ms < RECEIVE_STALL_MS, "answered after %" PRIu64 " ms", ms);
+    static const char *const why[SLOTS] = {"receive_stall_ms 100", "request_timeout_ms 500"};
     for (int i = 0; i < SLOTS; i++) {
         char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1] = "";
         gf_header h;

@@ -1108,7 +1108,8 @@ START_TEST(parse_all_and_describe_changes) {
     ck_assert_str_eq(
         errs,
         "x: unknown key (known keys: socket, socket_mode, allow, engine, slots, max_frame_bytes, "
-        "frame_timeout_ms, request_timeout_ms, write_timeout_ms, idle_timeout_ms, "
+        "frame_timeout_ms, request_timeout_ms, receive_stall_ms, write_timeout_ms, "
+        "idle_timeout_ms, "
         "log_level, drain_timeout_ms, max_pinned_bytes, "
         "timing_events, timing_sample_every, completion, zero_copy_max_bytes, trace_frames, "
         "max_connections, max_output_bytes, max_output_bytes_total, max_regions, "
