@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -607,6 +608,12 @@ static int config_load(const char *path, const gf_config_overrides *flags, gf_co
         goto out;
     }
     pr->prefix = path;
+    /* Only a regular file is opened: a FIFO would wait for a writer. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        gf_problem(pr, "not a regular file; not opened");
+        goto out;
+    }
     f = fopen(path, "rb");
     if (f == NULL) {
         gf_problem(pr, "%s", strerror(errno));

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "notify.h"
 #include "options.h"
+#include "reload.h"
 #include "server.h"
 
 /* How often STATUS= is refreshed: "every few seconds", cheap for systemd. */
@@ -44,6 +45,8 @@ typedef struct daemon_state {
     gf_config_overrides flags; /* the options that set a key: they override every
                                   configuration read, at start-up and on reload */
     gf_notifier notify;
+    gf_reload *reload; /* loads a configuration off the loop (reload.h)  */
+    int reload_again;  /* a SIGHUP came while a load ran: load once more */
     uv_signal_t sigint, sigterm, sighup;
     uv_timer_t status_timer;   /* STATUS= every GF_STATUS_PERIOD_MS            */
     uv_timer_t watchdog_timer; /* WATCHDOG=1 at half of WATCHDOG_USEC         */
@@ -129,61 +132,80 @@ static void on_stop_signal(uv_signal_t *h, int signum) {
 }
 
 /* SIGHUP: read the configuration again and apply what can change while
- * running.  systemd hears RELOADING=1 first and READY=1 when it is over,
+ * running.  The reading runs off the loop (reload.h), which goes on serving
+ * frames; systemd hears RELOADING=1 first and READY=1 when it is over,
  * whether the new configuration was taken or not. */
+static void start_reload(daemon_state *d) {
+    const char *what = d->config_path ? d->config_path : "the built-in configuration";
+    int rc = gf_reload_start(d->reload, d->config_path, &d->flags, d->cfg);
+    if (rc == -EBUSY) {
+        GF_LOG_INF("SIGHUP: a reload is under way; %s is read again when it ends", what);
+        d->reload_again = 1;
+        return;
+    }
+    gf_notify_reloading(&d->notify);
+    if (rc < 0) {
+        GF_LOG_ERR("reload rejected: cannot start loading %s: %s; keeping the running "
+                   "configuration",
+                   what, strerror(-rc));
+        gf_notify_ready(&d->notify, "reload rejected: cannot start loading");
+        return;
+    }
+    GF_LOG_INF("SIGHUP: reloading %s", what);
+}
+
 static void on_reload_signal(uv_signal_t *h, int signum) {
     daemon_state *d = h->data;
-    const char *what = d->config_path ? d->config_path : "the built-in configuration";
-    char errs[GF_PROBLEMS_BYTES], status[GF_STATUS_BYTES], changes[GF_CHANGES_BYTES];
-    char note[GF_NOTE_BYTES] = "";
-    size_t count = 0;
-    gf_config *next;
-
     (void)signum;
     if (d->signals_seen > 0) {
         GF_LOG_WRN("SIGHUP ignored: stopping");
         return;
     }
-    gf_notify_reloading(&d->notify);
-    GF_LOG_INF("SIGHUP: reloading %s", what);
-    next = calloc(1, sizeof *next);
-    if (next == NULL) {
-        GF_LOG_ERR("reload rejected: out of memory; keeping the running configuration");
-        gf_notify_ready(&d->notify, "reload rejected: out of memory");
-        return;
-    }
-    if (gf_config_load(d->config_path, &d->flags, next, errs, sizeof errs, &count) < 0) {
-        GF_LOG_ERR("reload rejected: %zu problem(s) in %s; keeping the running configuration",
-                   count, what);
-        log_problems("reload rejected: ", errs, count);
-        free(next);
-        snprintf(status, sizeof status,
-                 "reload rejected: %zu problem(s) in %s; running the previous configuration", count,
-                 what);
-        gf_notify_ready(&d->notify, status);
-        return;
-    }
+    start_reload(d);
+}
 
-    /* From here on the server uses *next; what it cannot change now keeps
-     * its running value in *next, so the difference is what was applied. */
-    if (gf_server_reload(d->srv, next, note, sizeof note) < 0) {
-        GF_LOG_ERR("reload rejected: out of memory; keeping the running configuration");
+/* A load ended (reload.h): the new configuration is applied on the loop. */
+static void on_reloaded(gf_reload_result *res, void *arg) {
+    daemon_state *d = arg;
+    const char *what = d->config_path ? d->config_path : "the built-in configuration";
+    char status[GF_STATUS_BYTES], changes[GF_CHANGES_BYTES];
+    gf_config *next = res->next;
+
+    if (next == NULL && res->problem_count == 1) {
+        /* One line: the problem names the file and the key. */
+        GF_LOG_ERR("reload rejected: %.*s; keeping the running configuration",
+                   (int)strcspn(res->problems, "\n"), res->problems);
+        snprintf(status, sizeof status, "reload rejected: 1 problem in %s", what);
+    } else if (next == NULL) {
+        GF_LOG_ERR("reload rejected: %zu problem(s) in %s; keeping the running configuration",
+                   res->problem_count, what);
+        log_problems("reload rejected: ", res->problems, res->problem_count);
+        snprintf(status, sizeof status,
+                 "reload rejected: %zu problem(s) in %s; running the previous configuration",
+                 res->problem_count, what);
+    } else if (d->signals_seen > 0 || gf_server_reload_apply(d->srv, next, res->keep_running) < 0) {
+        GF_LOG_ERR("reload rejected: %s; keeping the running configuration",
+                   d->signals_seen > 0 ? "the daemon is stopping" : "out of memory");
         gf_config_free(next);
         free(next);
-        gf_notify_ready(&d->notify, "reload rejected: out of memory");
-        return;
+        snprintf(status, sizeof status, "reload rejected");
+    } else {
+        gf_config_describe_changes(d->cfg, next, changes, sizeof changes);
+        GF_LOG_INF("reloaded %s in %.3f s: %s%s", what, res->seconds,
+                   changes[0] ? "applied " : "no change applied", changes);
+        if (res->note[0] != '\0')
+            GF_LOG_WRN("reload of %s: %s", what, res->note);
+        gf_log_set_level(next->log_level);
+        gf_config_free(d->cfg);
+        free(d->cfg);
+        d->cfg = next;
+        gf_server_status(d->srv, status, sizeof status);
     }
-    gf_config_describe_changes(d->cfg, next, changes, sizeof changes);
-    GF_LOG_INF("reloaded %s: %s%s", what, changes[0] ? "applied " : "no change applied", changes);
-    if (note[0] != '\0')
-        GF_LOG_WRN("reload of %s: %s", what, note);
-    gf_log_set_level(next->log_level);
-    gf_config_free(d->cfg);
-    free(d->cfg);
-    d->cfg = next;
-
-    gf_server_status(d->srv, status, sizeof status);
     gf_notify_ready(&d->notify, status);
+    if (d->reload_again && d->signals_seen == 0) {
+        d->reload_again = 0;
+        start_reload(d);
+    }
 }
 
 /* ---- start-up ---------------------------------------------------------------------- */
@@ -312,6 +334,7 @@ static int serve_until_stopped(daemon_state *d) {
     uv_close((uv_handle_t *)&d->sigint, NULL);
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     uv_close((uv_handle_t *)&d->sighup, NULL);
+    gf_reload_close(d->reload);
     uv_close((uv_handle_t *)&d->status_timer, NULL);
     uv_close((uv_handle_t *)&d->watchdog_timer, NULL);
     uv_run(&d->loop, UV_RUN_DEFAULT);
@@ -358,6 +381,11 @@ int main(int argc, char **argv) {
         gf_notify_status(&d.notify, status);
         uv_loop_close(&d.loop);
         goto fail_notify;
+    }
+    rc = gf_reload_open(&d.loop, d.srv, on_reloaded, &d, &d.reload);
+    if (rc < 0) {
+        GF_LOG_ERR("start-up failed: cannot set up reloads: %s", uv_strerror(rc));
+        return GF_EXIT_STARTUP; /* nothing is served yet; the OS takes the rest back */
     }
     start_signals(&d);
     report_ready(&d);

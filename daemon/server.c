@@ -309,7 +309,8 @@ static void run_trim(gf_defer_item *it) {
 /* ---- run-time changes ------------------------------------------------------------- */
 
 /* Gives `next` a copy of the running pipelines (a reload whose own cannot
- * run): each plugin stage gains a reference, `next`'s own are dropped. */
+ * run; gf_server_reload_prepare dropped them): each plugin stage gains a
+ * reference.  Loop thread: frames retain and release the same stages. */
 static int keep_pipelines(const gf_config *cur, gf_config *next) {
     gf_pipeline *kept = malloc(cur->pipeline_count * sizeof *kept);
     if (kept == NULL)
@@ -323,47 +324,55 @@ static int keep_pipelines(const gf_config *cur, gf_config *next) {
     return 0;
 }
 
-int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_len) {
-    const gf_config *cur = srv->cfg;
+int gf_server_reload_prepare(const gf_server *srv, const gf_config *cur, gf_config *next,
+                             int *keep_running, char *note, size_t note_len) {
     const gf_slot *slot0 = &srv->sched.ring.slots[0];
-    uint64_t in_cap = slot0->in_capacity_bytes;
-    uint64_t out_cap = slot0->out_capacity_bytes;
     note[0] = '\0';
+    *keep_running = 0;
     int rc = gf_config_keep_restart_keys(cur, next, note, note_len);
     if (rc < 0)
         return rc;
     /* What the slots were allocated for bounds what a reload may ask. */
-    if (next->max_frame_bytes > in_cap) {
+    if (next->max_frame_bytes > slot0->in_capacity_bytes) {
         gf_config_note_restart(note, note_len, "max_frame_bytes %llu above the slots' %llu",
                                (unsigned long long)next->max_frame_bytes,
-                               (unsigned long long)in_cap);
+                               (unsigned long long)slot0->in_capacity_bytes);
         next->max_frame_bytes = cur->max_frame_bytes;
     }
     char why[512];
-    int kept_running = 0;
-    if (gf_config_max_output_bytes(next) > out_cap ||
+    if (gf_config_max_output_bytes(next) > slot0->out_capacity_bytes ||
         gf_config_max_scratch_bytes(next) > slot0->scratch_capacity_bytes) {
         gf_config_note_restart(note, note_len,
                                "the new pipelines need larger slot buffers than the daemon "
                                "started with: the running pipelines stay");
-        rc = keep_pipelines(cur, next);
-        kept_running = 1;
+        *keep_running = 1;
     } else if (gf_engine_prepare(srv->engine, next->pipelines, next->pipeline_count, why,
                                  sizeof why) < 0) {
         gf_config_note_restart(note, note_len, "%s: the running pipelines stay", why);
-        rc = keep_pipelines(cur, next);
-        kept_running = 1;
+        *keep_running = 1;
     }
-    if (rc < 0)
-        return rc;
+    if (*keep_running) {
+        /* Here, off the loop: closing their device side may wait. */
+        gf_pipelines_free(next->pipelines, next->pipeline_count);
+        next->pipelines = NULL;
+        next->pipeline_count = 0;
+    }
     /* Kept pipelines' plugins were created for the running frame size:
      * no frame may outgrow what they were promised. */
-    if (kept_running && next->max_frame_bytes > cur->max_frame_bytes) {
+    if (*keep_running && next->max_frame_bytes > cur->max_frame_bytes) {
         gf_config_note_restart(
             note, note_len, "max_frame_bytes %llu above the kept pipelines' %llu",
             (unsigned long long)next->max_frame_bytes, (unsigned long long)cur->max_frame_bytes);
         next->max_frame_bytes = cur->max_frame_bytes;
     }
+    return 0;
+}
+
+int gf_server_reload_apply(gf_server *srv, gf_config *next, int keep_running) {
+    const gf_config *cur = srv->cfg;
+    int rc = keep_running ? keep_pipelines(cur, next) : 0;
+    if (rc < 0)
+        return rc;
     if ((rc = gf_stats_rekey_pipelines(&srv->stats, cur->pipelines, cur->pipeline_count,
                                        next->pipelines, next->pipeline_count)) < 0)
         return rc;
@@ -459,7 +468,9 @@ typedef struct reap_req {
     gf_plugin_stage *stage;
 } reap_req;
 
-static uv_loop_t *reap_loop; /* the running server's, while it runs */
+static uv_loop_t *reap_loop;    /* the running server's; set at open, before any
+                                   other thread runs, and read on the loop only */
+static uv_thread_t reap_thread; /* the loop's thread; likewise                  */
 
 static void reap_work(uv_work_t *w) {
     gf_plugin_stage_destroy(((reap_req *)w)->stage);
@@ -471,10 +482,16 @@ static void reap_done(uv_work_t *w, int status) {
     free(w);
 }
 
+/* Off the loop (a reload's loading thread freeing the pipelines it made)
+ * the stage is destroyed where it is: that thread may wait. */
 static void reap(gf_plugin_stage *stage) {
+    uv_thread_t self = uv_thread_self();
+    if (!uv_thread_equal(&self, &reap_thread)) {
+        gf_plugin_stage_destroy(stage);
+        return;
+    }
     reap_req *r = malloc(sizeof *r);
-    if (r == NULL || reap_loop == NULL) {
-        free(r);
+    if (r == NULL) {
         gf_plugin_stage_destroy(stage);
         return;
     }
@@ -524,6 +541,7 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_serv
     gf_stats_sample(&srv->stats, srv->stats.started_ns, uv_metrics_idle_time(loop));
     log_ready(srv);
     reap_loop = loop;
+    reap_thread = uv_thread_self();
     gf_plugin_set_reaper(reap);
     *out = srv;
     return 0;
@@ -580,7 +598,6 @@ int gf_server_close(gf_server *srv) {
     gf_prof_print(srv->stats.frames_answered, uv_metrics_idle_time(srv->loop));
     /* The loop has stopped: from here a stage is destroyed where released. */
     gf_plugin_set_reaper(NULL);
-    reap_loop = NULL;
     /* After a fatal failure the device may never finish: the process exits
      * without waiting for it, and the OS takes the memory back. */
     if (!failed) {

@@ -32,7 +32,7 @@ typedef struct gf_server gf_server;
  * cfg->socket_path, replacing a stale socket file but refusing a path where
  * another daemon listens.  When it returns 0 the daemon is ready: this is the
  * one place where start-up ends.  `cfg` must stay valid until the next
- * gf_server_reload or gf_server_close.  Returns 0 or a negative errno / libuv
+ * gf_server_reload_apply or gf_server_close.  Returns 0 or a negative errno / libuv
  * error, logged with its reason.
  */
 int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_server **out);
@@ -48,18 +48,29 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_serv
 void gf_server_shutdown(gf_server *srv);
 
 /*
- * Applies a new configuration to the running server: log level, pipeline
- * parameters, max_frame_bytes (up to the slots' size), frame and drain
- * timeouts.  What cannot change while running (the keys config.c's table
- * marks as needing a restart, the pipelines' number, names or kinds, a frame
- * or output size beyond the slots' buffers) keeps its running value in
- * `*next`, and is named in note[note_len] ("needs a restart: slots 2 -> 4");
- * note is "" when everything applied.  Frames already claimed keep the
- * parameters they started with.  Returns 0, and from then on the server uses
- * `*next`: the caller keeps it valid and may free the old configuration; or
- * -ENOMEM, and nothing changed: the caller keeps the running configuration.
+ * A reload, in two steps, so that nothing slow runs on the loop that serves
+ * frames (reload.c runs the first on a thread of its own).
+ *
+ * gf_server_reload_prepare, on any thread while the loop runs, with `cur`
+ * the running configuration (unchanged meanwhile): what cannot change while
+ * running (the keys config.c's table marks as needing a restart, a frame or
+ * output size beyond the slots' buffers, pipelines the engine cannot run)
+ * keeps its running value in `*next`, and is named in note[note_len]
+ * ("needs a restart: slots 2 -> 4"; "" when everything applies); the new
+ * pipelines are made runnable on the engine (plugins' device_open), or
+ * *keep_running says the running ones stay.  It touches nothing of the
+ * running server.  Returns 0 or -ENOMEM.
+ *
+ * gf_server_reload_apply, on the loop: from now on the server uses `*next`
+ * (with the running pipelines in it if keep_running): log level, pipeline
+ * parameters, max_frame_bytes, timeouts, limits.  Frames already claimed
+ * keep the parameters they started with.  The caller keeps `*next` valid and
+ * may free the old configuration.  Returns 0, or -ENOMEM and nothing
+ * changed: the caller keeps the running configuration.
  */
-int gf_server_reload(gf_server *srv, gf_config *next, char *note, size_t note_len);
+int gf_server_reload_prepare(const gf_server *srv, const gf_config *cur, gf_config *next,
+                             int *keep_running, char *note, size_t note_len);
+int gf_server_reload_apply(gf_server *srv, gf_config *next, int keep_running);
 
 /* For a watchdog: frames the engine has completed since start, and frames on
  * the engine now.  A server with frames in flight whose completed count stays

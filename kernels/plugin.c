@@ -9,9 +9,11 @@
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -215,7 +217,14 @@ const gf_plugin *gf_plugin_stage_dlopen(gf_plugin_stage *st, char *why, size_t w
      * stays reachable (LeakSanitizer reported libstdc++'s exception pool of
      * each unmapped copy as leaked).  A reload that names the same path
      * again finds it loaded; to run a new build of a plugin, give it a new
-     * path or restart. */
+     * path or restart.  Only a regular file is opened: dlopen of a FIFO
+     * would wait for a writer, for ever. */
+    struct stat sb;
+    if (strchr(st->path, '/') && stat(st->path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        gf_errorf(why, why_len,
+                  "%s is not a regular file (a plugin is a shared object); not opened", st->path);
+        return NULL;
+    }
     void *dl = dlopen(st->path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (dl == NULL) {
         const char *e = dlerror();
@@ -305,17 +314,20 @@ void gf_plugin_stage_retain(gf_plugin_stage *st) {
     st->refs++;
 }
 
-static gf_plugin_reaper reaper;
+/* Set by the daemon's loop thread, read by whichever thread releases a
+ * stage's last reference (the loop, or a reload's loading thread): atomic. */
+static _Atomic(gf_plugin_reaper) reaper;
 
 void gf_plugin_set_reaper(gf_plugin_reaper r) {
-    reaper = r;
+    atomic_store(&reaper, r);
 }
 
 void gf_plugin_stage_release(gf_plugin_stage *st) {
     if (st == NULL || --st->refs > 0)
         return;
-    if (reaper != NULL && (st->dev || st->state))
-        reaper(st);
+    gf_plugin_reaper r = atomic_load(&reaper);
+    if (r != NULL && (st->dev || st->state))
+        r(st);
     else
         gf_plugin_stage_destroy(st);
 }

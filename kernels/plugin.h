@@ -107,7 +107,8 @@ void gf_plugin_stage_destroy(gf_plugin_stage *st);
  * on the releasing thread: the daemon sets one that destroys them on a
  * worker thread, so that its loop never waits for device_close's
  * synchronisation; NULL (the default, and at shutdown) destroys at once.
- * The reaper must call gf_plugin_stage_destroy exactly once. */
+ * The reaper is called on the thread that drops the last reference, and
+ * must call gf_plugin_stage_destroy exactly once.  Any thread may set it. */
 typedef void (*gf_plugin_reaper)(gf_plugin_stage *st);
 void gf_plugin_set_reaper(gf_plugin_reaper reaper);
 

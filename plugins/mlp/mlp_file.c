@@ -143,7 +143,9 @@ int gf__mlp_load(const char *path, gf__mlp_net *net, char *why, size_t why_len) 
     struct stat st;
     int err;
 
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO opens at once (and is refused below) instead of
+     * waiting for a writer; reads of a regular file ignore it. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         err = -errno;
         snprintf(why, why_len, "weights: %s: %s", path, strerror(-err));
