@@ -77,17 +77,37 @@ static void on_conn_closed(uv_handle_t *h) {
     conn_maybe_free(c);
 }
 
+/* Stopped for the total's sake: resumed when it goes back under its limit
+ * (gf_conn_finish). */
+static void conn_throttle(gf_conn *c) {
+    if (!gf_linked(&c->throttled_link))
+        gf_list_push_back(&c->srv->throttled, &c->throttled_link);
+}
+
 int gf_conn_output_room(gf_conn *c) {
     gf_server *srv = c->srv;
     if (c->out.loose_count >= GF_CONN_MAX_LOOSE_REPLIES ||
         c->out.loose_bytes >= srv->cfg->max_output_bytes)
         return 0;
     if (c->out.loose_bytes > 0 && srv->loose_bytes >= srv->cfg->max_output_bytes_total) {
-        /* Resumed when the total goes back under its limit (gf_conn_finish). */
-        if (!gf_linked(&c->throttled_link))
-            gf_list_push_back(&srv->throttled, &c->throttled_link);
+        conn_throttle(c);
         return 0;
     }
+    return 1;
+}
+
+int gf_conn_may_build(gf_conn *c, uint64_t bytes) {
+    gf_server *srv = c->srv;
+    if (c->doc_iteration == srv->defer.iteration) {
+        gf_defer_next(&srv->defer, &c->resume);
+        return 0;
+    }
+    if (srv->loose_bytes + bytes > srv->cfg->max_output_bytes_total &&
+        (bytes > GF_SMALL_REPLY_BYTES || c->out.loose_bytes > 0)) {
+        conn_throttle(c);
+        return 0;
+    }
+    c->doc_iteration = srv->defer.iteration;
     return 1;
 }
 

@@ -50,6 +50,11 @@
  * reading from it: a client that floods requests and never reads cannot
  * make the daemon's memory grow without bound. */
 #define GF_CONN_MAX_LOOSE_REPLIES 64
+/* A reply that may go to a connection with nothing queued even while all
+ * connections together are over max_output_bytes_total: a LIST or STATS
+ * document, so that a client that reads is still answered; 1024 such
+ * connections then hold 16 MiB beyond the total at most. */
+#define GF_SMALL_REPLY_BYTES (16u * 1024)
 
 typedef struct gf_conn {
     uv_poll_t poll;  /* readiness of the socket; poll.data is the conn       */
@@ -77,6 +82,8 @@ typedef struct gf_conn {
     uint64_t write_progress_ns;     /* bytes last went out while the socket was full */
     uint64_t receive_progress_ns;   /* bytes of `frame`'s payload last arrived      */
     uint64_t rx_bytes;              /* bytes received since accept                  */
+    uint64_t doc_iteration;         /* the loop iteration it last had a LIST, STATS
+                                       or TRACE document built in (one each)        */
     int pending_fd;                 /* a memfd received and not yet claimed, or -1  */
     uint64_t pending_fd_pos;        /* the stream offset of the last byte that came
                                        with it: the request holding that byte owns it */
@@ -119,6 +126,20 @@ void gf_conn_defer(gf_conn *c);
  * is not read until its client reads: memory stays bounded, nothing is lost.
  */
 int gf_conn_output_room(gf_conn *c);
+
+/*
+ * Whether a document reply (LIST, STATS, TRACE) of about `bytes` may be
+ * built for the connection now.  One per connection per loop iteration: a
+ * client that floods the loop with requests for documents gets one each
+ * time round, while everyone else's sockets are served in between (the
+ * rest of its requests wait for the next iteration).  And within the output
+ * limits: while all connections together are over max_output_bytes_total,
+ * only a small reply (GF_SMALL_REPLY_BYTES) to a connection that has
+ * nothing queued, so that unread documents cannot pile up past the total.
+ * Returns 1, or 0: the connection goes on when it may (its deferred work
+ * is scheduled).
+ */
+int gf_conn_may_build(gf_conn *c, uint64_t bytes);
 
 /* Appends `r` to the connection's queue (a frame's, or a loose one). */
 void gf_conn_push(gf_conn *c, gf_reply *r);

@@ -65,11 +65,15 @@ static int conn_request_begun(const gf_conn *c) {
     return c->frame || c->decoder.skip_left || c->buf_end > c->buf_start;
 }
 
-/* A request's clock runs while part of it is in and it can progress:
- * waiting for a slot is the daemon's doing, and a connection not read for
- * its unread replies is bounded by write_timeout_ms instead. */
+/* A request's clock runs while part of it is in and it can progress.  A
+ * whole frame waiting for a slot waits through the daemon's doing: no clock.
+ * A payload waiting to be received keeps its clock, which the watchdog reads
+ * only while the client is not sending it (conn_request_clock).  And a
+ * connection not read for its unread replies is bounded by
+ * write_timeout_ms instead. */
 static void conn_track_request(gf_conn *c) {
-    if (!conn_request_begun(c) || gf_sched_waiting(&c->sched) || !gf_conn_output_room(c))
+    int waiting = gf_sched_waiting(&c->sched);
+    if (!conn_request_begun(c) || (waiting && !c->sched.receive) || !gf_conn_output_room(c))
         c->request_begun_ns = 0;
     else if (!c->request_begun_ns)
         c->request_begun_ns = gf_now_ns();
@@ -141,6 +145,12 @@ static void conn_end_request(gf_conn *c, const char *why) {
                   (unsigned long long)c->frame->in_bytes, (unsigned long long)h.frame_id);
         c->srv->stats.frames_failed++;
         gf_conn_take_back_frame(c);
+    } else if (gf_sched_waiting(&c->sched)) {
+        /* Its header waits in the buffer for a slot that it no longer needs. */
+        gf_request req;
+        gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
+        h = req.header;
+        gf_sched_stop_waiting(&c->srv->sched, &c->sched);
     }
     c->request_begun_ns = 0;
     gf_conn_reject(c, &h, GF_ERR_REQUEST_TIMEOUT, text);
@@ -195,7 +205,9 @@ static void conn_settle(gf_conn *c) {
         c->srv->stats.frames_truncated++;
         gf_conn_take_back_frame(c);
     }
-    if ((input_over || c->fatal) && c->out.unfinished == 0)
+    /* Requests put off to the next iteration (gf_conn_may_build) still
+     * get their replies. */
+    if ((input_over || c->fatal) && c->out.unfinished == 0 && !gf_linked(&c->resume.link))
         gf_conn_close(c);
 }
 
@@ -268,10 +280,8 @@ static int conn_dispatch(gf_conn *c, const gf_request *req) {
         conn_stray_fd(c, what);
         return 0;
     }
-    if (req->header.type != GF_MSG_FRAME) {
-        gf_query_answer(c, req, fd);
-        return 1;
-    }
+    if (req->header.type != GF_MSG_FRAME)
+        return gf_query_answer(c, req, fd);
     return gf_admit_frame(c, req);
 }
 
@@ -499,13 +509,25 @@ static void conn_close_for(gf_conn *c, uint64_t now_ns, const char *why, uint32_
     gf_conn_close(c);
 }
 
+/* The request clock the watchdog goes by: none after a fatal error, and none
+ * for a payload that waits for a slot while its bytes are there (the wait
+ * is the daemon's doing); one that waits and is not being sent times out
+ * like any other request, so a staller cannot wait in line for ever. */
+static uint64_t conn_request_clock(gf_conn *c) {
+    if (c->fatal)
+        return 0;
+    if (gf_sched_waiting(&c->sched) && gf_conn_io_receive_ready(&c->sched, NULL))
+        return 0;
+    return c->request_begun_ns;
+}
+
 void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
     gf_server *srv = c->srv;
     const gf_config *cfg = srv->cfg;
     if (c->closing)
         return;
     gf_conn_clocks k = {
-        .request_begun_ns = c->fatal ? 0 : c->request_begun_ns,
+        .request_begun_ns = conn_request_clock(c),
         .write_blocked_ns = c->write_blocked ? c->write_progress_ns : 0,
         .last_input_ns = c->last_input_ns,
         .receive_progress_ns = c->frame ? c->receive_progress_ns : 0,

@@ -5,16 +5,35 @@
 
 #include <stddef.h>
 
+/* Before the poll: what was put off to this iteration runs now. */
 static void on_kick(uv_idle_t *h) {
-    (void)h;
+    gf_defer *d = h->data;
+    if (gf_list_empty(&d->next))
+        return;
+    gf_list_splice(&d->marked, &d->next);
+    gf_defer_run(d);
 }
 
 static void on_pass(uv_check_t *h) {
-    gf_defer_run(h->data);
+    gf_defer *d = h->data;
+    d->iteration++;
+    gf_defer_run(d);
+}
+
+/* The idle handle runs while anything waits, so that no poll blocks. */
+static void kick_update(gf_defer *d) {
+    if (uv_is_closing((uv_handle_t *)&d->kick))
+        return;
+    if (gf_list_empty(&d->marked) && gf_list_empty(&d->next))
+        uv_idle_stop(&d->kick);
+    else
+        uv_idle_start(&d->kick, on_kick);
 }
 
 int gf_defer_init(gf_defer *d, uv_loop_t *loop) {
     gf_list_init(&d->marked);
+    gf_list_init(&d->next);
+    d->iteration = 0;
     int rc = uv_check_init(loop, &d->pass);
     if (rc < 0)
         return rc;
@@ -34,9 +53,15 @@ void gf_defer_item_init(gf_defer_item *it, void (*run)(gf_defer_item *it)) {
 void gf_defer_mark(gf_defer *d, gf_defer_item *it) {
     if (gf_linked(&it->link))
         return;
-    if (gf_list_empty(&d->marked) && !uv_is_closing((uv_handle_t *)&d->kick))
-        uv_idle_start(&d->kick, on_kick);
     gf_list_push_back(&d->marked, &it->link);
+    kick_update(d);
+}
+
+void gf_defer_next(gf_defer *d, gf_defer_item *it) {
+    if (gf_linked(&it->link))
+        return;
+    gf_list_push_back(&d->next, &it->link);
+    kick_update(d);
 }
 
 void gf_defer_cancel(gf_defer_item *it) {
@@ -55,8 +80,7 @@ void gf_defer_run(gf_defer *d) {
             it->run(it);
         }
     }
-    if (gf_list_empty(&d->marked) && !uv_is_closing((uv_handle_t *)&d->kick))
-        uv_idle_stop(&d->kick);
+    kick_update(d);
 }
 
 void gf_defer_close(gf_defer *d, uv_close_cb cb) {

@@ -11,7 +11,12 @@
  *
  * An item marked outside the I/O phase (a timer, a close callback) must not
  * wait for the next event: a marked item keeps an idle handle started,
- * which makes the loop's next poll return at once.  Loop thread only.
+ * which makes the loop's next poll return at once.
+ *
+ * An item may also be put off to the next loop iteration
+ * (gf_defer_next): it runs before that iteration's poll, so the sockets
+ * that are ready meanwhile are served in between.  That is how a
+ * connection yields the loop after its share of work.  Loop thread only.
  */
 #ifndef GF_DEFER_H
 #define GF_DEFER_H
@@ -30,9 +35,12 @@ typedef struct gf_defer_item {
 } gf_defer_item;
 
 typedef struct gf_defer {
-    uv_check_t pass; /* runs the marked items after each poll             */
-    uv_idle_t kick;  /* started while items are marked: the poll won't block */
-    gf_link marked;  /* items to run, in the order marked                  */
+    uv_check_t pass;    /* runs the marked items after each poll                */
+    uv_idle_t kick;     /* started while items wait: the poll won't block, and
+                           it runs the next iteration's items before that poll  */
+    gf_link marked;     /* items to run after this event, in the order marked   */
+    gf_link next;       /* items to run in the next loop iteration              */
+    uint64_t iteration; /* loop iterations so far (one per pass)                */
 } gf_defer;
 
 /* Initialises `d` on `loop`; its handles keep no loop alive.  Returns 0 or
@@ -45,6 +53,10 @@ void gf_defer_item_init(gf_defer_item *it, void (*run)(gf_defer_item *it));
 /* Marks `it` to run in the next pass; marking it again before then does
  * nothing more. */
 void gf_defer_mark(gf_defer *d, gf_defer_item *it);
+
+/* Puts `it` off to the next loop iteration, before its poll; an item
+ * already marked or put off stays where it is. */
+void gf_defer_next(gf_defer *d, gf_defer_item *it);
 
 /* Unmarks `it` (its owner goes away). */
 void gf_defer_cancel(gf_defer_item *it);

@@ -149,27 +149,36 @@ static void region_remove(gf_conn *c, const gf_header *h) {
     gf_conn_reject(c, h, GF_ERR_UNKNOWN_REGION, why);
 }
 
-void gf_query_answer(gf_conn *c, const gf_request *req, int fd) {
+/* A LIST, STATS or TRACE document for `h`, or NULL without memory. */
+static cJSON *document(gf_server *srv, const gf_header *h) {
+    switch (h->type) {
+    case GF_MSG_LIST: srv->stats.requests_list++; return gf_list_document(srv);
+    case GF_MSG_STATS: srv->stats.requests_stats++; return gf_stats_document(srv);
+    default: srv->stats.requests_trace++; return gf_trace_document(srv, h->pipeline_id);
+    }
+}
+
+int gf_query_answer(gf_conn *c, const gf_request *req, int fd) {
     gf_server *srv = c->srv;
     const gf_header *h = &req->header;
+    int doc = h->type == GF_MSG_LIST || h->type == GF_MSG_STATS || h->type == GF_MSG_TRACE;
+    if (doc) {
+        uint64_t bytes = h->type == GF_MSG_TRACE ? gf_trace_text_bytes(&srv->trace, h->pipeline_id)
+                                                 : GF_SMALL_REPLY_BYTES / 2;
+        if (!gf_conn_may_build(c, bytes))
+            return 0;
+    }
     c->buf_start += req->bytes;
     gf_request_accept(&c->decoder, req); /* no payload: validated by the decoder */
     c->request_begun_ns = 0;
+    if (doc) {
+        reply_json(c, h, document(srv, h));
+        return 1;
+    }
     switch (h->type) {
-    case GF_MSG_LIST:
-        srv->stats.requests_list++;
-        reply_json(c, h, gf_list_document(srv));
-        break;
-    case GF_MSG_STATS:
-        srv->stats.requests_stats++;
-        reply_json(c, h, gf_stats_document(srv));
-        break;
-    case GF_MSG_TRACE:
-        srv->stats.requests_trace++;
-        reply_json(c, h, gf_trace_document(srv, h->pipeline_id));
-        break;
     case GF_MSG_REGION_ADD: region_add(c, h, fd); break;
     case GF_MSG_REGION_REMOVE: region_remove(c, h); break;
     default: assert(!"the decoder let through a type the daemon does not take");
     }
+    return 1;
 }

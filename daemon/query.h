@@ -13,7 +13,8 @@
 
 /* Answers the request `req` at the front of the connection's buffer (not a
  * FRAME) and consumes it; `fd` is the memfd that came with it, or -1 (taken
- * in any case). */
-void gf_query_answer(gf_conn *c, const gf_request *req, int fd);
+ * in any case).  Returns 1, or 0 when a document must wait
+ * (gf_conn_may_build): the request stays, and nothing was taken. */
+int gf_query_answer(gf_conn *c, const gf_request *req, int fd);
 
 #endif

@@ -111,10 +111,22 @@ static void tb_interval(text_buf *b, const char *key, uint64_t beg, uint64_t end
     tb_str(b, "]");
 }
 
+/* A frame's record as text, typically: the buffer is reserved for this. */
+#define GF_TRACE_RECORD_TEXT_BYTES 320
+
+/* The frames a TRACE of `max_frames` shows: the last ones kept. */
+static uint32_t frames_shown(const gf_trace *t, uint32_t max_frames) {
+    return max_frames && max_frames < t->count ? max_frames : t->count;
+}
+
+uint64_t gf_trace_text_bytes(const gf_trace *t, uint32_t max_frames) {
+    return (uint64_t)frames_shown(t, max_frames) * GF_TRACE_RECORD_TEXT_BYTES + 3;
+}
+
 char *gf_trace_frames_text(const gf_trace *t, uint32_t max_frames, uint64_t t0_ns) {
     text_buf b = {0};
-    uint32_t n = max_frames && max_frames < t->count ? max_frames : t->count;
-    tb_reserve(&b, (size_t)n * 320 + 3);
+    uint32_t n = frames_shown(t, max_frames);
+    tb_reserve(&b, gf_trace_text_bytes(t, max_frames));
     tb_str(&b, "[");
     for (uint32_t i = t->count - n; i < t->count; i++) {
         const gf_trace_rec *r = rec_at(t, i);

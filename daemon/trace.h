@@ -53,6 +53,10 @@ cJSON *gf_trace_frames_json(const gf_trace *t, uint32_t max_frames, uint64_t t0_
  * bulk); malloc'd, NUL-terminated, NULL without memory. */
 char *gf_trace_frames_text(const gf_trace *t, uint32_t max_frames, uint64_t t0_ns);
 
+/* About how many bytes gf_trace_frames_text of `max_frames` makes, before
+ * it is made: what a TRACE reply will hold for its client. */
+uint64_t gf_trace_text_bytes(const gf_trace *t, uint32_t max_frames);
+
 /*
  * Busy fractions over [now - window, now] from the kept frames' timed stage
  * intervals; the window shrinks to what the ring still covers when it has
