@@ -442,10 +442,14 @@ static ssize_t conn_recv(gf_conn *c, struct iovec *iov) {
     return n;
 }
 
-/* Reads what the socket holds, with any memfd that came with it, and
- * processes it as it comes. */
+/* Reads what the socket holds, up to the quantum, with any memfd that came
+ * with it, and processes it as it comes.  What is left is read at the next
+ * readiness event, after the other connections' (the poll is
+ * level-triggered). */
 static void conn_read(gf_conn *c) {
-    for (int i = 0; i < GF_READS_PER_EVENT && c->reading; i++) {
+    size_t quantum = 0;
+    for (int i = 0; i < GF_READS_PER_EVENT && quantum < GF_READ_QUANTUM_BYTES && c->reading;
+         i++) {
         /* A full buffer must be consumed before reading more (a read of 0
          * bytes would look like EOF). */
         if (!c->frame && c->buf_start == 0 && c->buf_end == sizeof c->buf)
@@ -457,6 +461,7 @@ static void conn_read(gf_conn *c) {
         c->reading = c->reading && conn_can_read(c);
         if (n <= 0 || (size_t)n < asked)
             return;
+        quantum += (size_t)n;
     }
 }
 

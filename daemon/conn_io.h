@@ -28,9 +28,12 @@
 
 #include "conn.h"
 
-/* Reads per readiness event at most: a connection that always has bytes
- * must not keep the loop from the others. */
-#define GF_READS_PER_EVENT 16
+/* Reads, and bytes, per readiness event at most: a connection that always
+ * has bytes must not keep the loop from the others.  1 MiB is about 0.3 ms
+ * of copying at the 3 GB/s one loop thread moves, and costs a 16 MiB frame
+ * 16 trips round the loop instead of 5 (a few µs each). */
+#define GF_READS_PER_EVENT    16
+#define GF_READ_QUANTUM_BYTES (1u << 20)
 /* A receiver is "ready" for a slot (the scheduler's receive_ready hook)
  * when this much of its payload, or all of it if less, is there to read. */
 #define GF_RECEIVE_READY_BYTES (64u * 1024)
