@@ -448,8 +448,7 @@ static ssize_t conn_recv(gf_conn *c, struct iovec *iov) {
  * level-triggered). */
 static void conn_read(gf_conn *c) {
     size_t quantum = 0;
-    for (int i = 0; i < GF_READS_PER_EVENT && quantum < GF_READ_QUANTUM_BYTES && c->reading;
-         i++) {
+    for (int i = 0; i < GF_READS_PER_EVENT && quantum < GF_READ_QUANTUM_BYTES && c->reading; i++) {
         /* A full buffer must be consumed before reading more (a read of 0
          * bytes would look like EOF). */
         if (!c->frame && c->buf_start == 0 && c->buf_end == sizeof c->buf)
@@ -581,7 +580,11 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
 
 void gf_conn_io_granted(gf_sched_client *sc, void *arg) {
     (void)arg;
-    gf_conn_defer(gf_conn_of(sc));
+    gf_conn *c = gf_conn_of(sc);
+    /* Its request's clock starts again: the wait was not its doing (one
+     * that ran while it was not sending was checked meanwhile). */
+    c->request_begun_ns = 0;
+    gf_conn_defer(c);
 }
 
 void gf_conn_io_replies_ready(gf_sched_client *sc, gf_slot *s, void *arg) {

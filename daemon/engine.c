@@ -23,7 +23,9 @@ int gf__engine_cuda_open(const gf_engine_params *params, gf_completion *done, gf
     (void)params;
     (void)done;
     (void)out;
-    GF_LOG_ERR("engine cuda: this gpuframed was built without CUDA (engines: %s)",
+    GF_LOG_ERR("engine cuda: this gpuframed was built without CUDA (engines: %s): use "
+               "--engine cpu or auto, or build it where the CUDA toolkit is "
+               "(/usr/local/cuda; README.md)",
                gf_engine_builtin_names());
     return -ENOTSUP;
 }

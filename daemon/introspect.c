@@ -107,8 +107,14 @@ cJSON *gf_stats_document(gf_server *srv) {
         [GF_COMPLETION_POLL] = "poll",
         [GF_COMPLETION_HYBRID] = "hybrid",
     };
-    cJSON_AddStringToObject(doc, "completion", completion[srv->completion]);
-    cJSON_AddNumberToObject(doc, "zero_copy_max_bytes", (double)srv->cfg->zero_copy_max_bytes);
+    /* The CPU engine has no completion mode and no zero-copy: it says so. */
+    if (d->is_gpu) {
+        cJSON_AddStringToObject(doc, "completion", completion[srv->completion]);
+        cJSON_AddNumberToObject(doc, "zero_copy_max_bytes", (double)srv->cfg->zero_copy_max_bytes);
+    } else {
+        cJSON_AddNullToObject(doc, "completion");
+        cJSON_AddNullToObject(doc, "zero_copy_max_bytes");
+    }
     cJSON *slots = cJSON_AddObjectToObject(doc, "slots");
     cJSON_AddNumberToObject(slots, "count", srv->sched.ring.count);
     cJSON_AddNumberToObject(slots, "free", srv->sched.ring.free_count);
@@ -122,7 +128,7 @@ cJSON *gf_stats_document(gf_server *srv) {
     uint64_t now = gf_now_ns();
     gf_stats_to_json(&srv->stats, srv->cfg->pipelines, doc, now, uv_metrics_idle_time(srv->loop));
     gf_gpu_busy busy;
-    if (!srv->cfg->timing_events ||
+    if (!d->is_gpu || !srv->cfg->timing_events ||
         gf_trace_gpu_busy(&srv->trace, now, GF_GPU_WINDOW_NS, &busy) < 0) {
         cJSON_AddNullToObject(doc, "gpu");
     } else {

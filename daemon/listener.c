@@ -224,34 +224,36 @@ static int bind_path(const char *path, mode_t mode) {
     return fd;
 }
 
-int gf_listener_open(gf_server *srv, int fd, const char *path) {
-    int rc = 0, owned = fd < 0;
-    if (owned) {
-        fd = bind_path(path, (mode_t)srv->cfg->socket_mode);
-        if (fd < 0)
-            return fd;
-    } else {
-        /* systemd's socket is blocking; ours must never block the loop. */
-        int fl = fcntl(fd, F_GETFL);
-        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-            rc = -errno;
-            GF_LOG_ERR("socket fd %d passed by systemd: %s", fd, strerror(errno));
-            return rc;
-        }
+int gf_listener_bind(const char *path, unsigned mode) {
+    int fd = bind_path(path, (mode_t)mode);
+    if (fd < 0)
+        return fd;
+    /* Listening at once: a client that connects before the engine is up
+     * waits in the backlog rather than being refused. */
+    if (listen(fd, GF_LISTEN_BACKLOG) < 0) {
+        int rc = -errno;
+        GF_LOG_ERR("socket %s: cannot listen: %s", path, strerror(-rc));
+        close(fd);
+        unlink(path);
+        return rc;
     }
-    if (listen(fd, GF_LISTEN_BACKLOG) < 0 ||
+    return fd;
+}
+
+int gf_listener_open(gf_server *srv, int fd, int owned) {
+    int rc = 0;
+    const char *what = owned ? srv->cfg->socket_path : "passed by systemd";
+    /* systemd's socket is blocking; ours must never block the loop. */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || listen(fd, GF_LISTEN_BACKLOG) < 0 ||
         (rc = uv_poll_init(srv->loop, &srv->listener, fd)) < 0) {
         rc = rc < 0 ? rc : -errno;
-        GF_LOG_ERR("socket %s: cannot listen: %s", owned ? path : "passed by systemd",
-                   strerror(-rc));
-        if (owned) {
-            close(fd);
-            unlink(path);
-        }
+        GF_LOG_ERR("socket %s: cannot listen: %s", what, strerror(-rc));
         return rc;
     }
     srv->listener.data = srv;
     srv->listener_fd = fd;
+    srv->socket_owned = owned != 0;
     srv->listening = 1;
     srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     uv_poll_start(&srv->listener, UV_READABLE, on_listen);
@@ -270,7 +272,7 @@ void gf_listener_close(gf_server *srv) {
     srv->listening = 0;
     uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
     /* A socket systemd passed is systemd's to remove. */
-    if (srv->listen_fd < 0)
+    if (srv->socket_owned)
         unlink(srv->cfg->socket_path);
     if (srv->reserve_fd >= 0)
         close(srv->reserve_fd);

@@ -299,6 +299,15 @@ static void start_signals(daemon_state *d) {
     uv_unref((uv_handle_t *)&d->watchdog_timer);
 }
 
+/* Closes what start_signals opened. */
+static void close_supervision(daemon_state *d) {
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sighup, NULL);
+    uv_close((uv_handle_t *)&d->status_timer, NULL);
+    uv_close((uv_handle_t *)&d->watchdog_timer, NULL);
+}
+
 /* Every slot is allocated and every pipeline warmed up: tells systemd READY=1
  * and starts STATUS= and WATCHDOG=1 when it listens. */
 static void report_ready(daemon_state *d) {
@@ -331,12 +340,8 @@ static int serve_until_stopped(daemon_state *d) {
                    GF_EXIT_FAILURE);
         _exit(GF_EXIT_FAILURE);
     }
-    uv_close((uv_handle_t *)&d->sigint, NULL);
-    uv_close((uv_handle_t *)&d->sigterm, NULL);
-    uv_close((uv_handle_t *)&d->sighup, NULL);
     gf_reload_close(d->reload);
-    uv_close((uv_handle_t *)&d->status_timer, NULL);
-    uv_close((uv_handle_t *)&d->watchdog_timer, NULL);
+    close_supervision(d);
     uv_run(&d->loop, UV_RUN_DEFAULT);
     int status_code = gf_server_close(d->srv);
     int lc = uv_loop_close(&d->loop);
@@ -367,31 +372,42 @@ int main(int argc, char **argv) {
     if (join_systemd(&d, &listen_fd) < 0)
         goto fail_config;
 
+    uv_loop_init(&d.loop);
+    /* Before the socket exists: a SIGTERM from then on is a graceful stop,
+     * handled once the loop runs. */
+    start_signals(&d);
+    int owned = listen_fd < 0;
+    if (owned && (listen_fd = gf_server_bind(d.cfg)) < 0) {
+        gf_notify_status(&d.notify, "start-up failed: cannot bind the socket");
+        goto fail_loop;
+    }
     GF_LOG_INF("gpuframed %s starting (engines built in: %s; config %s; socket %s%s%s)", GF_VERSION,
                gf_engine_builtin_names(), d.config_path ? d.config_path : "built-in",
-               listen_fd >= 0 ? "passed by systemd" : d.cfg->socket_path,
+               owned ? d.cfg->socket_path : "passed by systemd",
                gf_notify_enabled(&d.notify) ? "; notifying systemd" : "",
                gf_log_to_journal() ? "; logging to the journal" : "");
-    uv_loop_init(&d.loop);
-    rc = gf_server_open(&d.loop, d.cfg, listen_fd, &d.srv);
+    rc = gf_server_open(&d.loop, d.cfg, listen_fd, owned, &d.srv);
     if (rc < 0) {
+        /* gf_server_open logged why; systemd's STATUS= says it too. */
         snprintf(status, sizeof status, "start-up failed: %s",
                  rc > -4096 ? uv_strerror(rc) : "error");
-        GF_LOG_ERR("%s", status);
         gf_notify_status(&d.notify, status);
-        uv_loop_close(&d.loop);
-        goto fail_notify;
+        if (owned)
+            unlink(d.cfg->socket_path);
+        goto fail_loop;
     }
     rc = gf_reload_open(&d.loop, d.srv, on_reloaded, &d, &d.reload);
     if (rc < 0) {
         GF_LOG_ERR("start-up failed: cannot set up reloads: %s", uv_strerror(rc));
         return GF_EXIT_STARTUP; /* nothing is served yet; the OS takes the rest back */
     }
-    start_signals(&d);
     report_ready(&d);
     return serve_until_stopped(&d);
 
-fail_notify:
+fail_loop:
+    close_supervision(&d);
+    uv_run(&d.loop, UV_RUN_NOWAIT);
+    uv_loop_close(&d.loop);
     gf_notify_close(&d.notify);
     if (listen_fd >= 0)
         close(listen_fd);

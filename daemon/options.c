@@ -68,7 +68,7 @@ static const char *const help_sections[] = {
     "        exit 2. Unknown keys are problems; so are slots that would pin more\n"
     "        host memory than max_pinned_bytes allows.\n"
     "    -V, --version\n"
-    "        Print the version, the engines built in and the protocol version.\n"
+    "        Print the version, the engines built in and the protocol versions spoken.\n"
     "    -h, --help\n"
     "        Print this text.\n"
     "\n"
@@ -185,8 +185,8 @@ int gf_options_parse(int argc, char **argv, gf_config_overrides *flags, const ch
         case 'c': *config_path = optarg; break;
         case OPT_CHECK_CONFIG: *check_path = optarg; break;
         case 'V':
-            printf("gpuframed %s (engines: %s; protocol %u)\n", GF_VERSION,
-                   gf_engine_builtin_names(), GF_PROTOCOL_VERSION);
+            printf("gpuframed %s (engines: %s; protocol versions %u to %u)\n", GF_VERSION,
+                   gf_engine_builtin_names(), GF_PROTOCOL_VERSION, GF_PROTOCOL_VERSION_MAX);
             return GF_EXIT_OK;
         case 'h':
             for (size_t i = 0; i < sizeof help_sections / sizeof help_sections[0]; i++)

@@ -15,30 +15,30 @@
  * The fields under "shared" are guarded by `lock`; the others are set
  * before the thread starts and only read by it. */
 typedef struct load_job {
-    char *path;                        /* the file, or NULL: built in          */
-    const gf_config_overrides *flags;  /* the command line's keys              */
-    const gf_config *cur;              /* the running configuration            */
+    char *path;                       /* the file, or NULL: built in          */
+    const gf_config_overrides *flags; /* the command line's keys              */
+    const gf_config *cur;             /* the running configuration            */
     gf_server *srv;
     uint64_t started_ns;
 
     pthread_mutex_t lock;
-    pthread_cond_t prepared;           /* `preparing` went back to 0          */
+    pthread_cond_t prepared; /* `preparing` went back to 0          */
     /* shared, guarded by lock: */
-    uv_async_t *wake;                  /* the loop's handle; NULL once abandoned */
-    int preparing;                     /* the thread reads the running server
-                                          (gf_server_reload_prepare): the loop
-                                          must not free it meanwhile           */
-    int finished;                      /* the thread put its result here      */
+    uv_async_t *wake; /* the loop's handle; NULL once abandoned */
+    int preparing;    /* the thread reads the running server
+                         (gf_server_reload_prepare): the loop
+                         must not free it meanwhile           */
+    int finished;     /* the thread put its result here      */
     gf_reload_result result;
 } load_job;
 
 struct gf_reload {
-    uv_async_t wake;       /* a load finished; closed by gf_reload_close       */
+    uv_async_t wake; /* a load finished; closed by gf_reload_close       */
     gf_server *srv;
     gf_reload_done_cb done;
     void *arg;
-    load_job *job;         /* the load running or finished and not yet taken;
-                              loop thread                                      */
+    load_job *job; /* the load running or finished and not yet taken;
+                      loop thread                                      */
 };
 
 static void job_free(load_job *job) {

@@ -32,9 +32,9 @@
 
 /* What one load made, handed to the loop. */
 typedef struct gf_reload_result {
-    gf_config *next;      /* the new configuration (the callback owns it), or
-                             NULL when it could not be read                    */
-    int keep_running;     /* its pipelines cannot run: the running ones stay   */
+    gf_config *next;                         /* the new configuration (the callback owns it), or
+                                                NULL when it could not be read                    */
+    int keep_running;                        /* its pipelines cannot run: the running ones stay   */
     char problems[GF_RELOAD_PROBLEMS_BYTES]; /* why not, a line each          */
     size_t problem_count;
     char note[GF_RELOAD_NOTE_BYTES]; /* what needs a restart; "" if nothing   */

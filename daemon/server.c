@@ -452,7 +452,7 @@ static void log_ready(const gf_server *srv) {
     gf_engine_describe(srv->engine, desc, sizeof desc);
     GF_LOG_INF("ready: listening on %s%s; engine %s (%s); %u slots; %zu pipelines; %llu bytes "
                "pinned",
-               cfg->socket_path, srv->listen_fd >= 0 ? " (socket passed by systemd)" : "",
+               cfg->socket_path, srv->socket_owned ? "" : " (socket passed by systemd)",
                srv->engine->ops->name, desc, cfg->slot_count, cfg->pipeline_count,
                (unsigned long long)srv->engine->pinned_bytes);
 }
@@ -502,13 +502,59 @@ static void reap(gf_plugin_stage *stage) {
     }
 }
 
-int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_server **out) {
+int gf_server_bind(const gf_config *cfg) {
+    return gf_listener_bind(cfg->socket_path, cfg->socket_mode);
+}
+
+/* The server's own parts, before the engine: counters, the trace ring,
+ * deferred work, the completion queue.  Returns 0 or a negative errno,
+ * logged; on failure nothing is left to close. */
+static int parts_open(gf_server *srv) {
+    int rc;
+    const char *what = "counters";
+    if ((rc = gf_stats_init(&srv->stats, srv->cfg->pipeline_count, gf_now_ns())) < 0)
+        goto fail;
+    what = "trace ring";
+    if ((rc = gf_trace_init(&srv->trace, srv->cfg->trace_frames)) < 0)
+        goto fail_stats;
+    what = "deferred work";
+    if ((rc = gf_defer_init(&srv->defer, srv->loop)) < 0)
+        goto fail_trace;
+    what = "completion queue";
+    if ((rc = gf_completion_init(&srv->done, srv->loop, gf_sched_complete, &srv->sched)) < 0)
+        goto fail_defer;
+    return 0;
+
+fail_defer:
+    gf_defer_close(&srv->defer, NULL);
+    uv_run(srv->loop, UV_RUN_NOWAIT); /* let the close callbacks run before freeing */
+fail_trace:
+    gf_trace_free(&srv->trace);
+fail_stats:
+    gf_stats_free(&srv->stats);
+fail:
+    GF_LOG_ERR("start-up failed: %s: %s", what, rc > -4096 ? uv_strerror(rc) : "error");
+    return rc;
+}
+
+/* Undoes parts_open. */
+static void parts_close(gf_server *srv) {
+    gf_completion_close(&srv->done, NULL);
+    gf_defer_close(&srv->defer, NULL);
+    uv_run(srv->loop, UV_RUN_NOWAIT); /* let the close callbacks run before freeing */
+    gf_trace_free(&srv->trace);
+    gf_stats_free(&srv->stats);
+}
+
+int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int owned,
+                   gf_server **out) {
     gf_server *srv = calloc(1, sizeof *srv);
-    if (!srv)
+    if (!srv) {
+        GF_LOG_ERR("start-up failed: out of memory");
         return -ENOMEM;
+    }
     srv->loop = loop;
     srv->cfg = cfg;
-    srv->listen_fd = listen_fd;
     srv->listener_fd = srv->reserve_fd = -1;
     srv->accept = gf_conn_io_accept;
     gf_list_init(&srv->conns);
@@ -518,24 +564,13 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_serv
     gf_defer_item_init(&srv->trim, run_trim);
     /* uv_metrics_idle_time needs this before the loop runs. */
     uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
-    int rc = gf_stats_init(&srv->stats, cfg->pipeline_count, gf_now_ns());
+    int rc = parts_open(srv);
     if (rc < 0)
         goto fail_free;
-    rc = gf_trace_init(&srv->trace, cfg->trace_frames);
-    if (rc < 0)
-        goto fail_stats;
-    rc = gf_defer_init(&srv->defer, loop);
-    if (rc < 0)
-        goto fail_trace;
-    rc = gf_completion_init(&srv->done, loop, gf_sched_complete, &srv->sched);
-    if (rc < 0)
-        goto fail_defer;
-    rc = engine_open(srv);
-    if (rc < 0)
-        goto fail_completion;
+    if ((rc = engine_open(srv)) < 0)
+        goto fail_parts;
     timers_start(srv);
-    rc = gf_listener_open(srv, listen_fd, cfg->socket_path);
-    if (rc < 0)
+    if ((rc = gf_listener_open(srv, listen_fd, owned)) < 0)
         goto fail_listen;
     srv->stats.started_ns = gf_now_ns();
     gf_stats_sample(&srv->stats, srv->stats.started_ns, uv_metrics_idle_time(loop));
@@ -547,22 +582,14 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_serv
     return 0;
 
 fail_listen:
-    gf_listener_close(srv);
     uv_close((uv_handle_t *)&srv->watchdog, NULL);
     uv_close((uv_handle_t *)&srv->sampler, NULL);
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);
     uv_close((uv_handle_t *)&srv->poller, NULL);
     gf_sched_free(&srv->sched);
     gf_engine_close(srv->engine);
-fail_completion:
-    gf_completion_close(&srv->done, NULL);
-fail_defer:
-    gf_defer_close(&srv->defer, NULL);
-    uv_run(loop, UV_RUN_NOWAIT); /* let the close callbacks run before freeing */
-fail_trace:
-    gf_trace_free(&srv->trace);
-fail_stats:
-    gf_stats_free(&srv->stats);
+fail_parts:
+    parts_close(srv);
 fail_free:
     free(srv);
     return rc;

@@ -26,16 +26,26 @@
 typedef struct gf_server gf_server;
 
 /*
- * Start-up: opens the engine named by cfg->engine (allocating every slot and
- * warming up every pipeline), then listens: on `listen_fd` when it is >= 0 (a
- * socket systemd passed, already bound and listening), else on
- * cfg->socket_path, replacing a stale socket file but refusing a path where
- * another daemon listens.  When it returns 0 the daemon is ready: this is the
- * one place where start-up ends.  `cfg` must stay valid until the next
- * gf_server_reload_apply or gf_server_close.  Returns 0 or a negative errno / libuv
- * error, logged with its reason.
+ * Start-up's first step: binds cfg->socket_path with cfg->socket_mode and
+ * listens, replacing a stale socket file but nothing else, and refusing a
+ * path where another daemon listens.  First, so that a second daemon fails
+ * at once with one line, before it touches a GPU.  Returns the fd, or a
+ * negative errno with one line logged.
  */
-int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, gf_server **out);
+int gf_server_bind(const gf_config *cfg);
+
+/*
+ * Start-up: opens the engine named by cfg->engine (allocating every slot and
+ * warming up every pipeline), then accepts on `listen_fd`: bound by
+ * gf_server_bind (`owned`: the path is removed at close) or passed by
+ * systemd, already listening.  When it returns 0 the daemon is ready: this
+ * is the one place where start-up ends.  `cfg` must stay valid until the
+ * next gf_server_reload_apply or gf_server_close.  Returns 0, or a negative
+ * errno / libuv error with its reason logged; the caller still owns
+ * `listen_fd` then.
+ */
+int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int owned,
+                   gf_server **out);
 
 /*
  * Starts a graceful stop: stop accepting, stop reading new frames, let every

@@ -66,7 +66,8 @@ struct gf_server {
     /* serves an accepted socket (conn_io.c)           */
     uv_poll_t listener; /* the listening socket's readiness                 */
     int listener_fd;    /* the listening socket, or -1                      */
-    int listen_fd;      /* >= 0: a socket passed by systemd                 */
+    int socket_owned;   /* bound here: its path is removed at close (not a
+                           socket systemd passed)                          */
     int reserve_fd;     /* kept open to answer one client at EMFILE         */
 
     uv_timer_t watchdog;                /* connection deadlines and batch deadlines         */
