@@ -107,7 +107,7 @@ static const unsigned wb_windows[] = {1, 2, 4, 8};
 /* Checkpoints after warm-up (the first is the reference). */
 #define CHECKPOINTS 10
 /* The daemon stops reading a connection that owes this many replies not
- * tied to a slot (GF_CONN_MAX_LOOSE_REPLIES in daemon/server_internal.h). */
+ * tied to a slot (GF_CONN_MAX_LOOSE_REPLIES in daemon/conn.h). */
 #define DAEMON_LOOSE_REPLY_CAP 64
 /* Failures kept for the summary (all are printed as they happen). */
 #define FAILURES_KEPT 40

@@ -36,7 +36,7 @@
 #define RECEIVE_STALL_MS   100
 #define WRITE_TIMEOUT_MS   500
 #define IDLE_TIMEOUT_MS    300
-/* A payload that fits the daemon's read buffer (server.h
+/* A payload that fits the daemon's read buffer (daemon/conn.h
  * GF_STAGED_PAYLOAD_MAX_BYTES), and one that does not. */
 #define SMALL_FRAME_BYTES 1000u
 #define LARGE_FRAME_BYTES (1u << 20)

@@ -2,15 +2,17 @@
 """A client that stops reading is cut as request_timeout, and counted twice.
 
 A client sends more than 64 TRACE requests and never reads.  The daemon
-answers 64 (GF_CONN_MAX_LOOSE_REPLIES) and stops reading; the whole request
-headers left in its buffer count as a request begun (conn_request_begun:
-buf_end > buf_start), so the request clock runs although the client sent
-every byte.  request_timeout_ms fires first: ERROR request_timeout (which the
+answers 64 (GF_CONN_MAX_LOOSE_REPLIES, daemon/conn.h) and stops reading; the
+whole request headers left in its buffer count as a request begun
+(conn_request_begun in daemon/conn_io.c: buf_end > buf_start).  Before the
+fix (2893074) the request clock then ran although the client had sent every
+byte, and request_timeout_ms fired first: ERROR request_timeout (which the
 client never sees, queued behind 64 unwritten replies), connections.rejected
-and closed_request_timeout +1; then write_timeout_ms closes it and
-closed_write_timeout +1 as well.  Documented (README.md, "Fair slots"): a
-client that stops reading is closed by write_timeout_ms, each close counted
-once.  With 64 requests or fewer it is.
+and closed_request_timeout +1; then write_timeout_ms closed it and
+closed_write_timeout +1 as well.  Today conn_track_request (conn_io.c) runs
+no request clock for a connection with no room for replies.  Documented
+(README.md, "Fair slots"): a client that stops reading is closed by
+write_timeout_ms, each close counted once, whatever the number of requests.
     bench/repro/flood_request_timeout.py BUILD_DIR
 """
 import select, sys, time

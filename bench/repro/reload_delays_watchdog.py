@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Each SIGHUP postpones every deadline check by a full watchdog period.
 
-gf_server_reload (daemon/server.c) restarts the watchdog timer with its full
-period (uv_timer_start), whatever was left of the running one.  The
+gf_server_reload (daemon/server.c) then restarted the watchdog timer with its
+full period (uv_timer_start), whatever was left of the running one; today it
+restarts it only when the period changes.  The
 watchdog enforces request_timeout_ms, write_timeout_ms, idle_timeout_ms and
 frame_timeout_ms (the hung-engine check).  Reloads more often than the
 period (request_timeout_ms / 2 + 1, at most 1 s) stop them all; reloads

@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """A well-behaved client is cut with request_timeout the moment it gets a slot.
 
+Found by the soak and fixed in 2893074; the names below are today's.
 on_watchdog (daemon/server.c) reads the clock once, then checks every
-connection against that `now`.  When it cuts a stalled client, the freed slot
-goes at once to a connection waiting for one (gf__server_slot_freed ->
-gf__conn_resume), which stamps request_begun_ns = gf_now_ns(), later than
-`now`.  If that connection comes later in the list (it connected earlier:
-the list is newest first), gf__conn_check_deadlines computes
-now_ns - request_begun_ns, which wraps around as uint64: the client is cut
-with request_timeout although its whole frame is in the socket.  The same
-subtraction guards write_timeout (write_progress_ns) and the drain's stall
-check (last_input_ns).  Under the soak, well-behaved frames fail and their
-connections close whenever a hostile client is cut while others wait.
+connection against that `now` (gf_conn_io_check_deadlines, daemon/conn_io.c).
+Then, when it cut a stalled client, the freed slot went at once to a
+connection waiting for one, which stamped request_begun_ns = gf_now_ns(),
+later than `now`; if that connection came later in the list (it connected
+earlier: the list is newest first), now_ns - request_begun_ns wrapped around
+as uint64, and the client was cut with request_timeout although its whole
+frame was in the socket.  The same subtraction guarded write_timeout
+(write_progress_ns) and the drain's stall check (last_input_ns).  Today
+passed() in daemon/deadline.c counts a reading later than `now` as not
+passed, and a freed slot reaches a waiter only in the deferred pass after
+the watchdog (run_grant, daemon/server.c).
 
 Here: one slot.  V connects, then S; S claims the slot and stalls; V sends a
 57600-byte frame (more than the 16 KiB staged: it needs the slot) and waits.
