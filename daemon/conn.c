@@ -205,8 +205,11 @@ void gf_conn_finish(gf_reply *r, int delivered) {
         free(r);
         loose_reply_gone(srv);
     }
-    /* Requests already buffered may have waited for this reply to go out. */
-    gf_conn_defer(c);
+    /* Requests already buffered, or reading stopped for want of output
+     * room, may have waited for this reply to go out; a connection that
+     * reads and has nothing buffered goes on by itself. */
+    if (!c->reading || c->buf_end > c->buf_start || c->eof || c->fatal || srv->draining)
+        gf_conn_defer(c);
     if (srv->draining)
         gf_server_defer(srv, &srv->drained);
     if (srv->loose_since_trim_bytes >= GF_TRIM_AFTER_LOOSE_BYTES)

@@ -587,9 +587,15 @@ void gf_conn_io_granted(gf_sched_client *sc, void *arg) {
     gf_conn_defer(c);
 }
 
-void gf_conn_io_replies_ready(gf_sched_client *sc, gf_slot *s, void *arg) {
+void gf_conn_io_replies_ready(gf_sched_client *sc, gf_slot *s, int completed, void *arg) {
     (void)arg;
     gf_conn *c = gf_conn_of(sc);
+    if (!c->closing && completed) {
+        /* Written now: the slot goes back before the next reads want one. */
+        conn_flush(c);
+        conn_set_events(c);
+        return;
+    }
     if (!c->closing) {
         gf_conn_defer(c);
         return;

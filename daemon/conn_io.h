@@ -10,9 +10,9 @@
  *   read     on_io -> conn_read (recvmsg) -> conn_process (request.c decodes)
  *            -> gf_admit_frame (admit.c) or gf_query_answer (query.c)
  *   submit   conn_go_on -> gf_sched_end_batch (scheduler.c) -> the engine
- *   answer   the scheduler's replies_ready hook defers; conn_resume ->
- *            conn_flush (one sendmsg per batch of ready replies) ->
- *            gf_conn_finish (conn.c: the slot goes back)
+ *   answer   the scheduler's replies_ready hook -> conn_flush (one sendmsg
+ *            per batch of ready replies) -> gf_conn_finish (conn.c: the slot
+ *            goes back; what that makes possible is deferred work)
  *
  * After every event the driver does the same things in the same order
  * (conn_go_on): what was taken in goes to the engine, what is owed goes out,
@@ -51,7 +51,7 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns);
 /* The scheduler's hooks (scheduler.h): a slot was granted; a batch's replies
  * are ready; is a receive waiter's payload there to read. */
 void gf_conn_io_granted(gf_sched_client *sc, void *arg);
-void gf_conn_io_replies_ready(gf_sched_client *sc, gf_slot *s, void *arg);
+void gf_conn_io_replies_ready(gf_sched_client *sc, gf_slot *s, int completed, void *arg);
 int gf_conn_io_receive_ready(gf_sched_client *sc, void *arg);
 
 #endif

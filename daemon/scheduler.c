@@ -192,7 +192,7 @@ static void submit(gf_sched *s, gf_slot *b) {
         f->reply.ready = 1;
     }
     gf_slot_hold(b);
-    s->hooks.replies_ready(b->owner, b, s->hooks.arg);
+    s->hooks.replies_ready(b->owner, b, 0, s->hooks.arg);
     if (gf_slot_unhold(&s->ring, b))
         s->hooks.wake(s->hooks.arg);
     s->hooks.submitted(b, rc, s->hooks.arg);
@@ -273,7 +273,7 @@ void gf_sched_complete(gf_slot *slot, void *arg) {
     /* Writing or dropping the replies may release every frame: the slot must
      * not go back to the ring (and be claimed anew) while they are handled. */
     gf_slot_hold(slot);
-    s->hooks.replies_ready(slot->owner, slot, s->hooks.arg);
+    s->hooks.replies_ready(slot->owner, slot, 1, s->hooks.arg);
     if (gf_slot_unhold(&s->ring, slot))
         s->hooks.wake(s->hooks.arg);
     /* Batches held open while the engine was busy go now. */

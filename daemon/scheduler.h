@@ -67,8 +67,12 @@ typedef struct gf_sched_hooks {
     /* `c` was granted a slot (its batch): go on with it, after this pass. */
     void (*granted)(gf_sched_client *c, void *arg);
     /* The frames of `s`, `c`'s batch, have their replies ready (results or
-     * errors): write them, or drop them if `c` is closing. */
-    void (*replies_ready)(gf_sched_client *c, gf_slot *s, void *arg);
+     * errors): write them, or drop them if `c` is closing.  `completed`:
+     * called from gf_sched_complete, outside any connection's event, where
+     * writing at once is safe (the hot path: the slot goes back sooner);
+     * else from a refused submission inside `c`'s own processing, where
+     * the write must be deferred. */
+    void (*replies_ready)(gf_sched_client *c, gf_slot *s, int completed, void *arg);
     /* A slot went back to the ring: call gf_sched_grant after this event. */
     void (*wake)(void *arg);
     /* A receive waiter's payload bytes: nonzero when they are there to read

@@ -64,8 +64,11 @@ static void on_granted(gf_sched_client *c, void *arg) {
     granted[granted_count++] = c;
 }
 
-static void on_replies_ready(gf_sched_client *c, gf_slot *s, void *arg) {
+static int answered_completed; /* the hook's `completed`                   */
+
+static void on_replies_ready(gf_sched_client *c, gf_slot *s, int completed, void *arg) {
     (void)arg;
+    answered_completed = completed;
     answered_client = c;
     answered_slot = s;
 }
@@ -337,6 +340,7 @@ START_TEST(completion_makes_each_frame_reply_ready) {
     ck_assert_uint_eq(submitted_count, 1);
     gf_sched_complete(submitted[0], &sched);
     ck_assert_ptr_eq(answered_slot, submitted[0]);
+    ck_assert_int_eq(answered_completed, 1);
     gf_header h;
     for (int i = 0; i < 3; i++) {
         ck_assert(f[i]->reply.ready && !f[i]->batched);
@@ -376,6 +380,7 @@ START_TEST(a_refused_submission_fails_every_frame_with_its_text) {
     ck_assert_uint_eq(refused_count, 1);
     ck_assert_uint_eq(sched.in_flight, 0);
     ck_assert_ptr_eq(answered_client, A);
+    ck_assert_int_eq(answered_completed, 0); /* inside A's processing: deferred */
     gf_frame *f[2] = {f0, f1};
     for (int i = 0; i < 2; i++) {
         gf_header h;
