@@ -1640,10 +1640,14 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
            "every connect of the soak");
     relate(table, when, "connections.open", jnum(st, "connections.open"), '=', open, 0, "");
     /* Documented: request_timeout cuts a client that stopped in the middle
-     * of a request, write_timeout one that stopped reading (README.md,
-     * "Fair slots"); each close is counted once. */
-    relate(table, when, "connections.closed_request_timeout",
-           jnum(st, "connections.closed_request_timeout"), '=', stalls, 0, "stalls cut");
+     * of a request, or sooner, after 100 ms without progress, one whose
+     * payload holds a slot others wait for (closed_receive_stall);
+     * write_timeout one that stopped reading (README.md, "Fair slots");
+     * each close is counted once. */
+    relate(table, when, "closed_request_timeout + receive_stall",
+           jnum(st, "connections.closed_request_timeout") +
+               jnum(st, "connections.closed_receive_stall"),
+           '=', stalls, 0, "stalls cut");
     relate(table, when, "connections.closed_write_timeout",
            jnum(st, "connections.closed_write_timeout"), '[', t->noread_frame_cut + t->floods_cut,
            t->noread_frame_cut + t->floods_cut + t->whole_cut,
