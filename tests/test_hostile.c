@@ -204,6 +204,16 @@ static void measure_well_behaved(const gf_pipeline *echo, const char *who) {
 
 /* ---- stallers --------------------------------------------------------------------------- */
 
+/* The test's daemon on the built-in configuration, a client `*c` of it and
+ * its LIST `*pipes` (the caller frees both); returns the echo pipeline. */
+static const gf_pipeline *start_builtin(gf_client **c, gf_pipeline **pipes) {
+    size_t count;
+    gf_test_ck_daemon_start_builtin(&daemon_, g_engine);
+    *c = gf_test_ck_connect(daemon_.socket_path);
+    *pipes = gf_test_ck_list(*c, &count);
+    return find_pipeline(*pipes, count, "echo");
+}
+
 /* A connection that sends a FRAME header announcing STALL_PAYLOAD_BYTES of
  * echo and one byte of it, and stops; returns its fd. */
 static int stall(uint64_t frame_id, uint32_t echo_id) {
@@ -221,11 +231,9 @@ static int stall(uint64_t frame_id, uint32_t echo_id) {
  * counted in connections.closed_receive_stall.
  */
 START_TEST(stallers_do_not_hold_the_slots) {
-    gf_test_ck_daemon_start_builtin(&daemon_, g_engine);
-    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
-    size_t count;
-    gf_pipeline *pipes = gf_test_ck_list(c, &count);
-    const gf_pipeline *echo = find_pipeline(pipes, count, "echo");
+    gf_client *c;
+    gf_pipeline *pipes;
+    const gf_pipeline *echo = start_builtin(&c, &pipes);
     int fds[STALLERS];
     for (int i = 0; i < STALLERS; i++)
         fds[i] = stall(100 + (uint64_t)i, echo->id);
@@ -316,11 +324,9 @@ static void *restall_loop(void *arg) {
 /* Six clients stall, are cut, reconnect and stall again, for the whole
  * measurement: the same bounds as for stallers that stay away. */
 START_TEST(reconnecting_stallers_do_not_hold_the_slots) {
-    gf_test_ck_daemon_start_builtin(&daemon_, g_engine);
-    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
-    size_t count;
-    gf_pipeline *pipes = gf_test_ck_list(c, &count);
-    const gf_pipeline *echo = find_pipeline(pipes, count, "echo");
+    gf_client *c;
+    gf_pipeline *pipes;
+    const gf_pipeline *echo = start_builtin(&c, &pipes);
     atomic_int stop = 0;
     restaller rs[RECONNECTING];
     for (int i = 0; i < RECONNECTING; i++) {

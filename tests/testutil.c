@@ -415,15 +415,12 @@ int gf_test_daemon_wait_listening(gf_test_daemon *d, const char *socket_path, in
     return -ETIMEDOUT;
 }
 
-int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine, char *err,
-                         size_t err_len) {
-    int rc = gf_test_daemon_prepare(d, config_json, engine, err, err_len);
+/* Starts `argv` as d's process and waits until d's socket accepts (a
+ * daemon that never listens is stopped).  Returns 0 or a negative errno
+ * with the reason in err[err_len]. */
+static int spawn_listening(gf_test_daemon *d, char *const argv[], char *err, size_t err_len) {
+    int rc = gf_test_daemon_spawn(d, argv, err, err_len);
 
-    if (rc < 0)
-        return rc;
-    char *argv[GF_TEST_DAEMON_ARGC + 1];
-    gf_test_daemon_argv(d, argv);
-    rc = gf_test_daemon_spawn(d, argv, err, err_len);
     if (rc < 0)
         return rc;
     rc = gf_test_daemon_wait_listening(d, d->socket_path, GF_TEST_START_TIMEOUT_MS, err, err_len);
@@ -432,6 +429,17 @@ int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char 
         gf_test_daemon_stop(d, &status);
     }
     return rc;
+}
+
+int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine, char *err,
+                         size_t err_len) {
+    int rc = gf_test_daemon_prepare(d, config_json, engine, err, err_len);
+
+    if (rc < 0)
+        return rc;
+    char *argv[GF_TEST_DAEMON_ARGC + 1];
+    gf_test_daemon_argv(d, argv);
+    return spawn_listening(d, argv, err, err_len);
 }
 
 int gf_test_daemon_signal(gf_test_daemon *d, int sig) {
@@ -502,15 +510,7 @@ int gf_test_daemon_start_builtin(gf_test_daemon *d, const char *engine, char *er
     unlink(d->config_path);
     char *argv[] = {
         (char *)gf_test_daemon_path(), "--socket", d->socket_path, "--engine", d->engine, NULL};
-    rc = gf_test_daemon_spawn(d, argv, err, err_len);
-    if (rc < 0)
-        return rc;
-    rc = gf_test_daemon_wait_listening(d, d->socket_path, GF_TEST_START_TIMEOUT_MS, err, err_len);
-    if (rc == -ETIMEDOUT) {
-        int status;
-        gf_test_daemon_stop(d, &status);
-    }
-    return rc;
+    return spawn_listening(d, argv, err, err_len);
 }
 
 int gf_test_daemon_put_config(const gf_test_daemon *d, const char *config_json) {
