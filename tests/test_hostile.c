@@ -15,7 +15,6 @@
  * Each test prints the figure it measured in its failure message.  The
  * engine comes from GF_TEST_ENGINE (cpu).
  */
-#define _GNU_SOURCE /* prlimit */
 #include <check.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -28,6 +27,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "deadline.h" /* GF_RECEIVE_STALL_MS */
@@ -95,8 +95,8 @@ typedef struct streamer {
 } streamer;
 
 /* Streams s's frames one at a time until s->until_ms, each checked against
- * the C reference; records each latency.  Frees nothing of s (see
- * streamer_free).  pthread-compatible. */
+ * the C reference, and records each latency in s->lat_ns, which the caller
+ * frees.  A pthread start routine; returns NULL. */
 static void *stream_until(void *arg) {
     streamer *s = arg;
     gf_client *c = NULL;
@@ -160,8 +160,12 @@ static double streamer_p99_ms(streamer *s) {
     return gf_percentile_us(s->lat_ns, s->lat_count, 99) / 1000.0;
 }
 
+/* The longest of s's latencies, in ms (0 with none). */
 static double streamer_max_ms(const streamer *s) {
-    return s->lat_count ? (double)s->lat_ns[s->lat_count - 1] / 1e6 : 0.0;
+    uint64_t max = 0;
+    for (size_t i = 0; i < s->lat_count; i++)
+        max = s->lat_ns[i] > max ? s->lat_ns[i] : max;
+    return (double)max / 1e6;
 }
 
 /*
@@ -194,8 +198,7 @@ static void measure_well_behaved(const gf_pipeline *echo, const char *who) {
     ck_assert_msg(large.answered >= LARGE_FRAMES_MIN,
                   "with %s: %u 1 MiB echo frames answered in %d ms (the longest took %.1f ms); "
                   "bound >= %d",
-                  who, large.answered, MEASURE_MS, large.lat_count ? streamer_max_ms(&large) : 0.0,
-                  LARGE_FRAMES_MIN);
+                  who, large.answered, MEASURE_MS, streamer_max_ms(&large), LARGE_FRAMES_MIN);
     printf("%s: 4 KiB p99 %.2f ms (%u frames), %u 1 MiB frames in %d ms\n", who, p99,
            small.answered, large.answered, MEASURE_MS);
     free(small.lat_ns);
