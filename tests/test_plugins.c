@@ -232,15 +232,6 @@ END_TEST
 
 /* ---- reloads ---------------------------------------------------------------------- */
 
-/* Replaces the daemon's configuration file at once (a SIGHUP sent before may
- * still be reading it: it must see the old file or the new, never a part). */
-static void put_config(const gf_test_daemon *d, const char *json) {
-    char tmp[GF_TEST_PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.new", d->config_path);
-    ck_assert_int_eq(gf_test_write_file(tmp, json), 0);
-    ck_assert_int_eq(rename(tmp, d->config_path), 0);
-}
-
 /* Starts `gpuframe stream` of `count` frames in the background, output into
  * `path`. */
 static pid_t spawn_stream(const gf_test_daemon *d, const char *pipeline, const char *count,
@@ -276,7 +267,7 @@ START_TEST(reloads_add_and_remove_plugins_while_streaming) {
     pid_t pid = spawn_stream(&d, "echo", RELOAD_STREAM_FRAMES, out_path, 1);
     for (int i = 0; i < RELOADS; i++) {
         gf_test_sleep_ms(150);
-        put_config(&d, i % 2 ? with_clamp : with_mlp);
+        gf_test_ck_daemon_put_config(&d, i % 2 ? with_clamp : with_mlp);
         ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
     }
     int status = 0;
@@ -288,7 +279,7 @@ START_TEST(reloads_add_and_remove_plugins_while_streaming) {
     free(out);
 
     /* The last reload (i = 5) put clamp back; one more adds the MLP. */
-    put_config(&d, with_mlp);
+    gf_test_ck_daemon_put_config(&d, with_mlp);
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
     gf_test_sleep_ms(500);
     snprintf(size, sizeof size, "%d", 2 * MLP_IN_FLOATS * 4);
@@ -299,12 +290,12 @@ START_TEST(reloads_add_and_remove_plugins_while_streaming) {
      * after the last; frames sent to its id after the reload go to what the
      * id is now (16 KiB is no length the MLP takes: bad_length).  Under
      * ASan this is where a stage freed too early would show. */
-    put_config(&d, with_clamp);
+    gf_test_ck_daemon_put_config(&d, with_clamp);
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
     gf_test_sleep_ms(500);
     pid = spawn_stream(&d, "clamp", "40000", out_path, 0);
     gf_test_sleep_ms(100);
-    put_config(&d, with_mlp);
+    gf_test_ck_daemon_put_config(&d, with_mlp);
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     out = gf_test_read_file(out_path, NULL);
@@ -332,10 +323,10 @@ START_TEST(reload_keeping_pipelines_keeps_their_frame_size) {
     gf_test_daemon d;
     char *out;
     start(&d, "{\"slots\": 2, \"max_frame_bytes\": 65536, \"pipelines\": [" CLAMP_PIPELINE "]}");
-    put_config(&d, small);
+    gf_test_ck_daemon_put_config(&d, small);
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
     gf_test_sleep_ms(500);
-    put_config(&d, large_with_chain);
+    gf_test_ck_daemon_put_config(&d, large_with_chain);
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
     gf_test_sleep_ms(500);
     char *argv[] = {GF_TEST_CLIENT, "stream", "--socket", d.socket_path, "--pipeline", "clamp",

@@ -415,15 +415,12 @@ int gf_test_daemon_wait_listening(gf_test_daemon *d, const char *socket_path, in
     return -ETIMEDOUT;
 }
 
-int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine, char *err,
-                         size_t err_len) {
-    int rc = gf_test_daemon_prepare(d, config_json, engine, err, err_len);
+/* Starts `argv` as d's process and waits until d's socket accepts (a
+ * daemon that never listens is stopped).  Returns 0 or a negative errno
+ * with the reason in err[err_len]. */
+static int spawn_listening(gf_test_daemon *d, char *const argv[], char *err, size_t err_len) {
+    int rc = gf_test_daemon_spawn(d, argv, err, err_len);
 
-    if (rc < 0)
-        return rc;
-    char *argv[GF_TEST_DAEMON_ARGC + 1];
-    gf_test_daemon_argv(d, argv);
-    rc = gf_test_daemon_spawn(d, argv, err, err_len);
     if (rc < 0)
         return rc;
     rc = gf_test_daemon_wait_listening(d, d->socket_path, GF_TEST_START_TIMEOUT_MS, err, err_len);
@@ -432,6 +429,17 @@ int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char 
         gf_test_daemon_stop(d, &status);
     }
     return rc;
+}
+
+int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine, char *err,
+                         size_t err_len) {
+    int rc = gf_test_daemon_prepare(d, config_json, engine, err, err_len);
+
+    if (rc < 0)
+        return rc;
+    char *argv[GF_TEST_DAEMON_ARGC + 1];
+    gf_test_daemon_argv(d, argv);
+    return spawn_listening(d, argv, err, err_len);
 }
 
 int gf_test_daemon_signal(gf_test_daemon *d, int sig) {
@@ -492,6 +500,28 @@ void gf_test_daemon_cleanup(gf_test_daemon *d) {
     }
     rmdir(d->dir);
     d->dir[0] = '\0';
+}
+
+int gf_test_daemon_start_builtin(gf_test_daemon *d, const char *engine, char *err, size_t err_len) {
+    int rc = gf_test_daemon_prepare(d, "", engine, err, err_len);
+
+    if (rc < 0)
+        return rc;
+    unlink(d->config_path);
+    char *argv[] = {
+        (char *)gf_test_daemon_path(), "--socket", d->socket_path, "--engine", d->engine, NULL};
+    return spawn_listening(d, argv, err, err_len);
+}
+
+int gf_test_daemon_put_config(const gf_test_daemon *d, const char *config_json) {
+    char tmp[GF_TEST_PATH_MAX + 8];
+
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.new", d->config_path) >= sizeof tmp)
+        return -ENAMETOOLONG;
+    int rc = gf_test_write_file(tmp, config_json);
+    if (rc < 0)
+        return rc;
+    return rename(tmp, d->config_path) == 0 ? 0 : -errno;
 }
 
 /* ---- raw sockets -------------------------------------------------------------------- */
@@ -972,6 +1002,184 @@ int gf_test_daemon_fd_count(const gf_test_daemon *d) {
     return count;
 }
 
+int64_t gf_test_daemon_status_kb(const gf_test_daemon *d, const char *field) {
+    char path[64], line[256];
+    size_t n = strlen(field);
+    int64_t kb = -ENOENT;
+
+    snprintf(path, sizeof path, "/proc/%d/status", (int)d->pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -errno;
+    while (kb < 0 && fgets(line, sizeof line, f) != NULL) {
+        uint64_t v;
+        if (strncmp(line, field, n) == 0 && sscanf(line + n, "%" SCNu64, &v) == 1)
+            kb = (int64_t)v;
+    }
+    fclose(f);
+    return kb;
+}
+
+/* ---- bounds and logs --------------------------------------------------------------- */
+
+unsigned gf_test_time_scale(void) {
+    const char *text = getenv("CK_TIMEOUT_MULTIPLIER");
+    int scale = text != NULL ? atoi(text) : 0;
+
+    return scale > 0 ? (unsigned)scale : 1u;
+}
+
+uint64_t gf_test_latency_bound_ms(uint64_t ms) {
+    uint64_t scale = gf_test_time_scale();
+
+    return ms * scale * scale;
+}
+
+/* Nonzero when the `len` bytes at `line` contain `word`. */
+static int line_has(const char *line, size_t len, const char *word) {
+    size_t n = strlen(word);
+
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(line + i, word, n) == 0)
+            return 1;
+    return 0;
+}
+
+size_t gf_test_count_lines(const char *text, const char *a, const char *b) {
+    size_t count = 0;
+
+    for (const char *line = text; line != NULL && *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        count += line_has(line, len, a) && (b == NULL || line_has(line, len, b));
+        line = end != NULL ? end + 1 : NULL;
+    }
+    return count;
+}
+
+/* Longest kind of log line kept; longer ones are cut (and still compared). */
+#define LOG_KIND_MAX 80
+
+/* One line of a daemon log as gf_test_log_max_per_second sees it. */
+typedef struct log_entry {
+    char kind[LOG_KIND_MAX]; /* the message, read as described in testutil.h */
+    int64_t t_ms;            /* its time stamp, ms since the epoch (as UTC)   */
+    size_t line;             /* its place in the log, to keep the order        */
+} log_entry;
+
+/* Parses one daemon log line "<date>T<time>.<ms> gpuframed[<pid>]: <level>:
+ * <text>" into `e`.  Returns 0, or -1 for a line of another format. */
+static int parse_log_line(const char *line, log_entry *e) {
+    struct tm tm = {0};
+    int ms = 0, used = 0;
+
+    if (sscanf(line, "%4d-%2d-%2dT%2d:%2d:%2d.%3d gpuframed[%*d]: %n", &tm.tm_year, &tm.tm_mon,
+               &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &used) != 7 ||
+        used == 0)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    e->t_ms = (int64_t)timegm(&tm) * 1000 + ms;
+    const char *text = strstr(line + used, ": ");
+    if (text == NULL)
+        return -1;
+    text += 2;
+    /* Digits read as '#'. */
+    char norm[GF_TEST_ERR_MAX];
+    size_t n = 0;
+    for (const char *p = text; *p != '\0' && *p != '\n' && n + 1 < sizeof norm; p++) {
+        if (*p >= '0' && *p <= '9') {
+            if (n == 0 || norm[n - 1] != '#')
+                norm[n++] = '#';
+            continue;
+        }
+        norm[n++] = *p;
+    }
+    norm[n] = '\0';
+    const char *start = norm;
+    if (strncmp(start, "connection #", strlen("connection #")) == 0) {
+        const char *after = strstr(start, "): ");
+        if (after != NULL)
+            start = after + 3;
+    }
+    size_t len = strcspn(start, "(;:");
+    while (len > 0 && start[len - 1] == ' ')
+        len--;
+    if (len >= sizeof e->kind)
+        len = sizeof e->kind - 1;
+    memcpy(e->kind, start, len);
+    e->kind[len] = '\0';
+    return 0;
+}
+
+/* qsort: by kind, then in log order. */
+static int log_entry_cmp(const void *a, const void *b) {
+    const log_entry *x = a, *y = b;
+    int k = strcmp(x->kind, y->kind);
+
+    if (k != 0)
+        return k;
+    return x->line < y->line ? -1 : x->line > y->line;
+}
+
+int gf_test_log_max_per_second(const char *path, char *kind, size_t kind_len, char *when,
+                               size_t when_len) {
+    char *text = gf_test_read_file(path, NULL);
+    log_entry *e = NULL;
+    size_t count = 0, cap = 0;
+    int worst = 0;
+
+    if (kind != NULL && kind_len > 0)
+        kind[0] = '\0';
+    if (when != NULL && when_len > 0)
+        when[0] = '\0';
+    if (text == NULL)
+        return errno != 0 ? -errno : -EIO;
+    for (char *line = text; *line != '\0';) {
+        char *end = strchr(line, '\n');
+        if (count == cap) {
+            size_t ncap = cap ? 2 * cap : 256;
+            log_entry *ne = realloc(e, ncap * sizeof *ne);
+            if (ne == NULL) {
+                free(e);
+                free(text);
+                return -ENOMEM;
+            }
+            e = ne;
+            cap = ncap;
+        }
+        if (parse_log_line(line, &e[count]) == 0) {
+            e[count].line = count;
+            count++;
+        }
+        line = end != NULL ? end + 1 : line + strlen(line);
+    }
+    qsort(e, count, sizeof *e, log_entry_cmp);
+    /* Per kind, a window from each line to the last within 1000 ms of it. */
+    for (size_t first = 0, last = 0; first < count; first++) {
+        if (last < first)
+            last = first;
+        while (last + 1 < count && strcmp(e[last + 1].kind, e[first].kind) == 0 &&
+               e[last + 1].t_ms - e[first].t_ms < 1000)
+            last++;
+        int n = (int)(last - first + 1);
+        if (n > worst) {
+            worst = n;
+            if (kind != NULL)
+                snprintf(kind, kind_len, "%s", e[first].kind);
+            if (when != NULL) {
+                time_t s = (time_t)(e[first].t_ms / 1000);
+                struct tm tm;
+                gmtime_r(&s, &tm);
+                strftime(when, when_len, "%H:%M:%S", &tm);
+            }
+        }
+    }
+    free(e);
+    free(text);
+    return worst;
+}
+
 /* ---- the same, asserted ---------------------------------------------------------- */
 
 void gf_test_ck_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine) {
@@ -979,6 +1187,27 @@ void gf_test_ck_daemon_start(gf_test_daemon *d, const char *config_json, const c
     int rc = gf_test_daemon_start(d, config_json, engine, err, sizeof err);
 
     ck_assert_msg(rc == 0, "cannot start gpuframed with the %s engine: %s", engine, err);
+}
+
+void gf_test_ck_daemon_start_builtin(gf_test_daemon *d, const char *engine) {
+    char err[GF_TEST_ERR_MAX];
+    int rc = gf_test_daemon_start_builtin(d, engine, err, sizeof err);
+
+    ck_assert_msg(rc == 0, "cannot start gpuframed (built-in configuration) with the %s engine: %s",
+                  engine, err);
+}
+
+void gf_test_ck_daemon_put_config(const gf_test_daemon *d, const char *config_json) {
+    int rc = gf_test_daemon_put_config(d, config_json);
+
+    ck_assert_msg(rc == 0, "cannot replace %s: %s", d->config_path, strerror(-rc));
+}
+
+uint64_t gf_test_ck_daemon_status_kb(const gf_test_daemon *d, const char *field) {
+    int64_t kb = gf_test_daemon_status_kb(d, field);
+
+    ck_assert_msg(kb >= 0, "/proc/%d/status %s: %s", (int)d->pid, field, strerror((int)-kb));
+    return (uint64_t)kb;
 }
 
 void gf_test_ck_daemon_stop(gf_test_daemon *d, enum gf_test_stop_check check) {

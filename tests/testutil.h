@@ -196,6 +196,22 @@ int gf_test_daemon_stop(gf_test_daemon *d, int *status);
 /* Removes the daemon's files and its directory (the daemon must be reaped). */
 void gf_test_daemon_cleanup(gf_test_daemon *d);
 
+/*
+ * gf_test_daemon_start without a configuration file: makes the temporary
+ * directory and starts `gpuframed --socket DIR/s.sock --engine ENGINE`, so
+ * the daemon runs its built-in configuration (config/gpuframed.json) with
+ * only the socket and engine overridden; d->config_path names no file.
+ * Returns 0 (`*d` filled) or a negative errno with the reason in err[err_len].
+ */
+int gf_test_daemon_start_builtin(gf_test_daemon *d, const char *engine, char *err, size_t err_len);
+
+/*
+ * Replaces d's configuration file with `config_json` in one step (written to
+ * a file beside it, then renamed over it), so that a SIGHUP already sent
+ * reads the old file or the new, never a part.  Returns 0 or a negative errno.
+ */
+int gf_test_daemon_put_config(const gf_test_daemon *d, const char *config_json);
+
 /* ---- raw sockets: forged requests -------------------------------------------- */
 
 /* A blocking connection to `socket_path` with send and receive timeouts of
@@ -314,6 +330,48 @@ int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, si
  * negative errno. */
 int gf_test_daemon_fd_count(const gf_test_daemon *d);
 
+/*
+ * One field of d's /proc/PID/status, `field` with its colon ("VmRSS:",
+ * "RssAnon:"), in kB.  Returns it (>= 0), or a negative errno: -ENOENT when
+ * the process or the field is missing.
+ */
+int64_t gf_test_daemon_status_kb(const gf_test_daemon *d, const char *field);
+
+/* ---- bounds and logs ------------------------------------------------------------- */
+
+/* How much slower this build runs the tests: $CK_TIMEOUT_MULTIPLIER, which
+ * gf_add_test sets to GF_TIMEOUT_SCALE (4 under the sanitizers, else 1); 1
+ * when unset or not a positive integer. */
+unsigned gf_test_time_scale(void);
+
+/*
+ * The latency bound a suite asserts for `ms` milliseconds in a plain build:
+ * `ms` there, `ms` x scale^2 under the sanitizers (scale gf_test_time_scale).
+ * Their slowdown of the daemon's loop is uneven, not a factor: a loaded
+ * 2-core CI machine measured 648 ms under them for what a plain build does
+ * in well under 50 ms, while the daemons those bounds catch took seconds.
+ */
+uint64_t gf_test_latency_bound_ms(uint64_t ms);
+
+/* The number of lines of `text` that contain `a` and, unless it is NULL,
+ * also `b`. */
+size_t gf_test_count_lines(const char *text, const char *a, const char *b);
+
+/*
+ * The most lines of one kind that the daemon log at `path` holds in any one
+ * second: for every kind, the most lines whose time stamps lie within 1000 ms
+ * of each other.  Lines in the journal's format or of another writer (a
+ * sanitizer) are not counted.  A line's kind is its text (after
+ * "<level>: ") with every run of digits read as '#', without a leading
+ * "connection # (...): ", up to its first '(', ';' or ':' : "bad_magic",
+ * "write failed", "reload rejected".  The kind of the worst is copied into
+ * kind[kind_len] ("" when the log has no line) and its time stamp's second
+ * into when[when_len] (both may be NULL).  Returns the count, or a negative
+ * errno when the log cannot be read.
+ */
+int gf_test_log_max_per_second(const char *path, char *kind, size_t kind_len, char *when,
+                               size_t when_len);
+
 /* ---- the same, asserted: for the body of a Check test ------------------------------ */
 
 /*
@@ -326,6 +384,15 @@ int gf_test_daemon_fd_count(const gf_test_daemon *d);
 
 /* gf_test_daemon_start with the reason in the failure. */
 void gf_test_ck_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine);
+
+/* gf_test_daemon_start_builtin with the reason in the failure. */
+void gf_test_ck_daemon_start_builtin(gf_test_daemon *d, const char *engine);
+
+/* gf_test_daemon_put_config. */
+void gf_test_ck_daemon_put_config(const gf_test_daemon *d, const char *config_json);
+
+/* gf_test_daemon_status_kb: the field's value in kB. */
+uint64_t gf_test_ck_daemon_status_kb(const gf_test_daemon *d, const char *field);
 
 /* What gf_test_ck_daemon_stop asserts. */
 enum gf_test_stop_check {
