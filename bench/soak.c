@@ -488,6 +488,8 @@ typedef struct counts {
     uint64_t bad[GF_STATUS_COUNT_];              /* ERRORs received, by status     */
     uint64_t bad_length_frame, bad_length_fatal; /* of bad[BAD_LENGTH]     */
     uint64_t stall_cut[3];                       /* header / small / large payload */
+    uint64_t stall_cut_waiting; /* of stall_cut[2]: cut while waiting for a slot, the
+                                   frame never taken (its ERROR says no bytes)   */
     uint64_t noread_frame_cut, noread_frame_bytes, trace_flood_sent;
     uint64_t floods_cut, floods_over_cap; /* TRACE floods closed; of them, > cap */
     uint64_t stall_cut_max_ms[3], noread_cut_max_ms;
@@ -1286,6 +1288,10 @@ static void attack_stall(hostile_client *hc, int kind) {
         anomaly(hc, what[kind], "still open after request_timeout");
     } else {
         hc->n.stall_cut[kind]++;
+        /* A large payload cut while it waited for a slot was never taken:
+         * its ERROR names no bytes of the frame (daemon/conn_io.c). */
+        if (kind == 2 && strstr(text, " payload bytes of frame ") == NULL)
+            hc->n.stall_cut_waiting++;
         hc->n.bad[GF_ERR_REQUEST_TIMEOUT]++;
         if (cut_ms > hc->n.stall_cut_max_ms[kind])
             hc->n.stall_cut_max_ms[kind] = cut_ms;
@@ -1585,13 +1591,23 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
     uint64_t received = jnum(st, "frames.received"), answered = jnum(st, "frames.answered"),
              failed = jnum(st, "frames.failed"), dropped = jnum(st, "frames.dropped"),
              truncated = jnum(st, "frames.truncated");
-    uint64_t known =
-        wb_frames + t->noread_frame_cut + h_bad_frames + t->stall_cut[2] + t->disc_large;
+    /* A large stall cut while it waited for a slot was never received.  A
+     * large disconnect was received and truncated, or, when it closed while
+     * waiting for a slot without sending enough to be served, is cut by
+     * request_timeout unseen (the daemon does not read a waiting client):
+     * D of them, 0 <= D <= disc_large, each one request_timeout more than
+     * the hostile clients read. */
+    uint64_t stalls_taken = t->stall_cut[2] - t->stall_cut_waiting;
+    uint64_t unseen = jnum(cJSON_GetObjectItemCaseSensitive(st, "rejected"), "request_timeout") -
+                      t->bad[GF_ERR_REQUEST_TIMEOUT];
+    uint64_t known = wb_frames + t->noread_frame_cut + h_bad_frames + stalls_taken + t->disc_large;
 
     /* A frame cut mid-send (whole_cut) may have been received and truncated. */
-    relate(table, when, "frames.received", received, '[', known,
-           known + t->whole_frames + t->whole_cut,
-           "wb + never-read + bad + large stalls/disconnects, + some whole");
+    relate(table, when, "request_timeouts unseen (large disconnects cut waiting)", unseen, '[', 0,
+           t->disc_large, "");
+    relate(table, when, "frames.received", received, '[', known - unseen,
+           known - unseen + t->whole_frames + t->whole_cut,
+           "wb + never-read + bad + large stalls/disconnects taken, + some whole");
     relate(table, when, "frames: received - all outcomes",
            received - answered - failed - dropped - truncated, '=', 0, 0,
            "nothing in progress, nothing unaccounted");
@@ -1600,11 +1616,11 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
     relate(table, when, "frames.dropped", dropped, '[', t->noread_frame_cut,
            t->noread_frame_cut + t->whole_frames, "never-read frames, + some hostile whole");
     relate(table, when, "frames.failed", failed, '=',
-           t->frames_failed + h_bad_frames + t->stall_cut[2], 0,
-           "wb failed + bad frames + large stalls cut");
-    relate(table, when, "frames.truncated", truncated, '[', t->disc_large,
-           t->disc_large + t->whole_frames + t->whole_cut,
-           "large disconnects, + some whole (EPIPE close)");
+           t->frames_failed + h_bad_frames + stalls_taken, 0,
+           "wb failed + bad frames + large stalls cut once taken");
+    relate(table, when, "frames.truncated", truncated, '[', t->disc_large - unseen,
+           t->disc_large - unseen + t->whole_frames + t->whole_cut,
+           "large disconnects taken, + some whole (EPIPE close)");
     relate(table, when, "frames.in_progress", jnum(st, "frames.in_progress"), '=', 0, 0,
            "all quiet");
     relate(table, when, "bytes.in", jnum(st, "bytes.in"), '[', t->bytes_in + t->noread_frame_bytes,
@@ -1646,6 +1662,8 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
         for (size_t k = 0; k < sizeof hostile_statuses / sizeof *hostile_statuses; k++)
             hostile |= hostile_statuses[k] == s;
         uint64_t want = hostile ? t->bad[s] : 0;
+        if (s == GF_ERR_REQUEST_TIMEOUT)
+            want += unseen; /* bounded above */
         relate(table, when, name,
                jnum(cJSON_GetObjectItemCaseSensitive(st, "rejected"), gf_status_name(s)), '=', want,
                0, hostile ? "ERRORs hostile clients read" : "");
@@ -1661,15 +1679,15 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
     relate(table, when, "connections.closed_request_timeout + closed_receive_stall",
            jnum(st, "connections.closed_request_timeout") +
                jnum(st, "connections.closed_receive_stall"),
-           '=', stalls, 0, "stalls cut");
+           '=', stalls + unseen, 0, "stalls cut, + large disconnects cut waiting");
     relate(table, when, "connections.closed_write_timeout",
            jnum(st, "connections.closed_write_timeout"), '[', t->noread_frame_cut + t->floods_cut,
            t->noread_frame_cut + t->floods_cut + t->whole_cut,
            "never-read frames + floods, + whole-frame senders cut mid-send");
     /* A LIST with a payload gets bad_length and is closed: counted too. */
     relate(table, when, "connections.rejected", jnum(st, "connections.rejected"), '=',
-           h_fatal + stalls + t->bad_length_fatal, 0,
-           "fatal header errors + stalls + LIST with payload");
+           h_fatal + stalls + unseen + t->bad_length_fatal, 0,
+           "fatal header errors + stalls (+ unseen) + LIST with payload");
     relate(table, when, "connections.closed_idle", jnum(st, "connections.closed_idle"), '=', 0, 0,
            "");
     relate(table, when, "connections.refused", jnum(st, "connections.refused"), '=', 0, 0, "");

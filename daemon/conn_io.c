@@ -69,11 +69,12 @@ static int conn_request_begun(const gf_conn *c) {
  * whole frame waiting for a slot waits through the daemon's doing: no clock.
  * A payload waiting to be received keeps its clock, which the watchdog reads
  * only while the client is not sending it (conn_request_clock).  And a
- * connection not read for its unread replies is bounded by
- * write_timeout_ms instead. */
+ * connection held back for unread replies, its own or everyone's
+ * (max_output_bytes_total), is bounded by write_timeout_ms instead. */
 static void conn_track_request(gf_conn *c) {
     int waiting = gf_sched_waiting(&c->sched);
-    if (!conn_request_begun(c) || (waiting && !c->sched.receive) || !gf_conn_output_room(c))
+    if (!conn_request_begun(c) || (waiting && !c->sched.receive) || !gf_conn_output_room(c) ||
+        gf_linked(&c->throttled_link))
         c->request_begun_ns = 0;
     else if (!c->request_begun_ns)
         c->request_begun_ns = gf_now_ns();

@@ -73,6 +73,10 @@ gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
         s->stats->backpressure_pauses++;
         if (first_receiver && s->hooks.contended)
             s->hooks.contended(s->hooks.arg);
+        /* A slot a receiver could take is free but held for the ones whose
+         * bytes are there: this one may be such. */
+        if (receive && s->ring.free_count > 0 && s->receiving < s->receive_max)
+            s->hooks.wake(s->hooks.arg);
         return NULL;
     }
     if (receive)
@@ -92,8 +96,9 @@ static gf_sched_client *waiter(gf_link *l) {
 
 /* The receiver a free slot goes to: the first of the oldest
  * GF_GRANT_PROBES_MAX whose bytes are there; those asked whose bytes are not
- * go to the back.  When none is ready, the oldest. */
-static gf_sched_client *pick_receiver(gf_sched *s) {
+ * go to the back.  When none is ready, the oldest if `unready`, else none:
+ * the slot waits for one that sends. */
+static gf_sched_client *pick_receiver(gf_sched *s, int unready) {
     gf_sched_client *oldest = waiter(gf_list_front(&s->wait_receive));
     if (!oldest || !s->hooks.receive_ready)
         return oldest;
@@ -114,13 +119,14 @@ static gf_sched_client *pick_receiver(gf_sched *s) {
         gf_list_push_front(&s->wait_receive, &ready->waiting);
         return ready;
     }
-    return oldest;
+    return unready ? oldest : NULL;
 }
 
-void gf_sched_grant(gf_sched *s) {
+/* Hands free slots to waiters; receivers not sending only if `unready`. */
+static void grant(gf_sched *s, int unready) {
     while (s->ring.free_count > 0 && !s->draining) {
         gf_sched_client *run = waiter(gf_list_front(&s->wait_run));
-        gf_sched_client *recv = s->receiving < s->receive_max ? pick_receiver(s) : NULL;
+        gf_sched_client *recv = s->receiving < s->receive_max ? pick_receiver(s, unready) : NULL;
         gf_sched_client *c = run && (!recv || run->wait_seq < recv->wait_seq) ? run : recv;
         if (!c)
             return;
@@ -132,6 +138,14 @@ void gf_sched_grant(gf_sched *s) {
             receiving_start(s, c);
         s->hooks.granted(c, s->hooks.arg);
     }
+}
+
+void gf_sched_grant(gf_sched *s) {
+    grant(s, 0);
+}
+
+void gf_sched_grant_unready(gf_sched *s) {
+    grant(s, 1);
 }
 
 void gf_sched_received(gf_sched *s, gf_sched_client *c) {

@@ -16,10 +16,12 @@
  * that take turns doing so, never hold every slot: a whole frame always
  * finds one within a submission's time.  When a slot frees, waiters are
  * granted slots in arrival order across both queues, a receiver only under
- * that cap, and among receivers first one whose bytes are already there
- * (the `receive_ready` hook): a client that announced a payload and sent
- * nothing waits behind those that are sending.  A newcomer that finds
- * others waiting queues behind them.
+ * that cap and only if its bytes are there (the `receive_ready` hook): a
+ * client that announced a payload and sent nothing does not take a slot
+ * that a sending client will want a moment later.  Such a receiver is
+ * granted a free slot only by the watchdog's round
+ * (gf_sched_grant_unready), and then holds it only until its stall is cut
+ * (deadline.h).  A newcomer that finds others waiting queues behind them.
  *
  * Grants happen in one pass after the loop's I/O (gf_sched_grant, run by
  * the server's deferred work when the `wake` hook asked for it), never from
@@ -134,9 +136,14 @@ static inline int gf_sched_waiting(const gf_sched_client *c) {
 /* Takes `c` off the waiter queues (it closes, or the daemon stops). */
 void gf_sched_stop_waiting(gf_sched *s, gf_sched_client *c);
 
-/* Hands free slots to waiters, in the order the header comment says.  Run
- * once after the events that freed slots (the `wake` hook). */
+/* Hands free slots to waiters, in the order the header comment says, a
+ * receiver only if its bytes are there.  Run once after the events that
+ * freed slots (the `wake` hook). */
 void gf_sched_grant(gf_sched *s);
+
+/* The same, and a free slot to the oldest receiver not sending when none
+ * is: the watchdog's round, so that it waits, but not for ever. */
+void gf_sched_grant_unready(gf_sched *s);
 
 /* The payload `c` was receiving in place is whole, or taken back: its slot
  * no longer counts as receiving. */

@@ -195,6 +195,10 @@ static void on_watchdog(uv_timer_t *t) {
     /* Closing those may have freed slots that were submitted again since. */
     if (check_batches(srv, gf_now_ns()))
         return;
+    /* Receivers whose bytes are not there get a free slot now (only now:
+     * it stays free for sending ones meanwhile), and a stall to be cut. */
+    if (gf_sched_receive_contended(&srv->sched))
+        gf_sched_grant_unready(&srv->sched);
     uint64_t period = srv->draining ? GF_DRAIN_STALL_MS / 4 : watchdog_period_ms(srv, srv->cfg);
     if (period != uv_timer_get_repeat(t))
         uv_timer_start(t, on_watchdog, period, period);

@@ -30,7 +30,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "deadline.h" /* GF_RECEIVE_STALL_MS */
 #include "libgpuframe.h"
 #include "listing.h"
 #include "runner.h"
@@ -46,12 +45,15 @@
 #define SMALL_P99_MS      50
 /* Its large frames: read into a slot in place, like the stallers'. */
 #define LARGE_FRAME_BYTES (1u << 20)
+/* The built-in receive_stall_ms and request_timeout_ms. */
+#define RECEIVE_STALL_MS   1000
+#define REQUEST_TIMEOUT_MS 10000
 /*
- * Large frames that must complete within MEASURE_MS.  Each waits for the
- * slot that payloads are received into, behind at most one staller per
- * hostile client, and each staller is cut after GF_RECEIVE_STALL_MS without
- * progress (noticed within 1.5 times that): 8 x 150 ms = 1.2 s at worst
- * for the first, so at least 3 in 3 s.
+ * Large frames that must complete within MEASURE_MS.  A sending client's
+ * payload gets the slot payloads are received into before stallers do;
+ * a staller gets it only when the watchdog finds it free, and is cut after
+ * receive_stall_ms without progress (noticed within 1.5 times that): a
+ * large frame waits 1.5 s at worst, so at least 3 in 3 s.
  */
 #define LARGE_FRAMES_MIN 3
 /* A stalled payload: one byte more than a large frame, one byte of it sent. */
@@ -227,11 +229,13 @@ static int stall(uint64_t frame_id, uint32_t echo_id) {
 
 /*
  * On the built-in configuration (2 slots), 8 clients stall one byte into a
- * 1 MiB + 1 payload.  At most one slot is received into in place, and a
- * staller holding it is cut after GF_RECEIVE_STALL_MS while others wait, so
- * another client's 4 KiB frames keep p99 <= 50 ms and its 1 MiB frames
- * keep coming; every staller is told request_timeout and closed, each
- * counted in connections.closed_receive_stall.
+ * 1 MiB + 1 payload.  At most one slot is received into in place, a sending
+ * client's payload gets it before a staller, and a staller holding it is
+ * cut after receive_stall_ms while others wait, so another client's 4 KiB
+ * frames keep p99 <= 50 ms and its 1 MiB frames keep coming.  Every staller
+ * is then told request_timeout and closed: cut holding the slot
+ * (connections.closed_receive_stall) or waiting for it without sending
+ * (closed_request_timeout, request_timeout_ms after its header).
  */
 START_TEST(stallers_do_not_hold_the_slots) {
     gf_client *c;
@@ -240,17 +244,22 @@ START_TEST(stallers_do_not_hold_the_slots) {
     int fds[STALLERS];
     for (int i = 0; i < STALLERS; i++)
         fds[i] = stall(100 + (uint64_t)i, echo->id);
-    gf_test_sleep_ms(GF_RECEIVE_STALL_MS / 2);
+    gf_test_sleep_ms(RECEIVE_STALL_MS / 2);
 
     measure_well_behaved(echo, "8 stallers");
 
-    /* By now every staller has had its turn and been cut. */
+    /* Every staller is cut: one waiting request_timeout_ms after its header,
+     * the last one granted the slot request_timeout_ms after that (nobody
+     * waits then to make its stall a deadline); a second of slack. */
     unsigned cut = 0;
     char why[ERR_BYTES] = "";
+    uint64_t give_up_ms = gf_now_ms() + 2 * REQUEST_TIMEOUT_MS + 1000;
     for (int i = 0; i < STALLERS; i++) {
         char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
         gf_header h;
-        int rc = gf_test_raw_recv_reply(fds[i], &h, text, GF_ERROR_TEXT_MAX_BYTES, 1000, err,
+        uint64_t now = gf_now_ms();
+        int wait_ms = now < give_up_ms ? (int)(give_up_ms - now) : 1;
+        int rc = gf_test_raw_recv_reply(fds[i], &h, text, GF_ERROR_TEXT_MAX_BYTES, wait_ms, err,
                                         sizeof err);
         if (rc == 0 && h.type == GF_MSG_ERROR && h.status == GF_ERR_REQUEST_TIMEOUT &&
             h.frame_id == 100 + (uint64_t)i && gf_test_raw_expect_close(fds[i], 1000, NULL) == 0)
@@ -260,11 +269,14 @@ START_TEST(stallers_do_not_hold_the_slots) {
                       rc < 0 ? err : gf_status_name(h.status));
         close(fds[i]);
     }
-    ck_assert_msg(cut == STALLERS, "%u of %d stallers cut with request_timeout within %d ms; %s",
-                  cut, STALLERS, MEASURE_MS, why);
-    uint64_t counted = gf_test_ck_stat(c, "connections.closed_receive_stall");
-    ck_assert_msg(counted == STALLERS, "connections.closed_receive_stall %" PRIu64 ", expected %d",
-                  counted, STALLERS);
+    ck_assert_msg(cut == STALLERS, "%u of %d stallers cut with request_timeout; %s", cut, STALLERS,
+                  why);
+    uint64_t stalled = gf_test_ck_stat(c, "connections.closed_receive_stall");
+    uint64_t timed_out = gf_test_ck_stat(c, "connections.closed_request_timeout");
+    ck_assert_msg(stalled + timed_out == STALLERS,
+                  "connections.closed_receive_stall %" PRIu64 " + closed_request_timeout %" PRIu64
+                  ", expected %d",
+                  stalled, timed_out, STALLERS);
     free(pipes);
     gf_client_close(c);
     gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
@@ -336,7 +348,7 @@ START_TEST(reconnecting_stallers_do_not_hold_the_slots) {
         rs[i] = (restaller){.socket_path = daemon_.socket_path, .echo_id = echo->id, .stop = &stop};
         ck_assert_int_eq(pthread_create(&rs[i].thread, NULL, restall_loop, &rs[i]), 0);
     }
-    gf_test_sleep_ms(GF_RECEIVE_STALL_MS / 2);
+    gf_test_sleep_ms(RECEIVE_STALL_MS / 2);
 
     measure_well_behaved(echo, "6 reconnecting stallers");
 
@@ -349,12 +361,9 @@ START_TEST(reconnecting_stallers_do_not_hold_the_slots) {
         cuts += rs[i].cuts;
         longest = rs[i].longest_ms > longest ? rs[i].longest_ms : longest;
     }
-    /* Each was cut, again and again: not one held its slot for the run. */
-    for (int i = 0; i < RECONNECTING; i++)
-        ck_assert_msg(rs[i].cuts >= 2,
-                      "reconnecting staller %d was cut %u times in %d ms (all: %u, longest stall "
-                      "%" PRIu64 " ms)",
-                      i, rs[i].cuts, MEASURE_MS, cuts, longest);
+    /* Whether they were cut meanwhile depends on whether one found the slot
+     * free at the watchdog's round: what matters is the well-behaved
+     * client's figures above. */
     printf("reconnecting stallers: %u cuts, the longest stall %" PRIu64 " ms\n", cuts, longest);
     free(pipes);
     gf_client_close(c);
