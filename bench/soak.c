@@ -1366,7 +1366,7 @@ static void attack_noread(hostile_client *hc, int kind) {
 
 /* The attacks and their weights: those that hold a slot for a deadline
  * (a large stalled payload, a frame never read) are rare, so the slots
- * mostly serve the well-behaved clients (README.md, "Fair slots": a
+ * mostly serve the well-behaved clients (README.md, "What a client gets whatever others do": a
  * per-connection share is still to come). */
 enum {
     A_DISC_HEADER,

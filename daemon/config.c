@@ -32,7 +32,7 @@
 /* A client has this long to send a request it has begun, and a reply this
  * long to make progress, before the daemon gives up on the connection:
  * long enough for any client on the same host, short enough that a stalled
- * one cannot hold a slot for long (README.md, "Fair slots"). */
+ * one cannot hold a slot for long (README.md, "What a client gets whatever others do"). */
 #define GF_REQUEST_TIMEOUT_MS_DEFAULT 10000u
 #define GF_WRITE_TIMEOUT_MS_DEFAULT   10000u
 /* A payload that pauses this long while others wait for a slot to receive
