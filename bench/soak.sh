@@ -9,19 +9,20 @@
 # the daemon exited 0 on SIGTERM.
 #
 #   bench/soak.sh BUILD_DIR [--engine cpu|cuda] [--minutes N | --seconds N]
-#                 [--clients N] [--hup-seconds S] [--min-ratio R] [--keep DIR]
+#                 [--clients N] [--hostile N] [--hup-seconds S] [--min-ratio R] [--keep DIR]
 #
+# --hostile: hostile clients among --clients (default: one in eight).
 # --seconds runs a short soak (ctest's soak_short_cpu: 60 s), at least 10.
 # --keep DIR keeps the daemon's log, the per-second samples (samples.csv)
 # and gf_soak's output there; otherwise they go to a temporary directory
 # that is removed on success.
 set -uo pipefail
 
-usage() { echo "usage: bench/soak.sh BUILD_DIR [--engine cpu|cuda] [--minutes N | --seconds N] [--clients N] [--hup-seconds S] [--min-ratio R] [--keep DIR]" >&2; exit 2; }
+usage() { echo "usage: bench/soak.sh BUILD_DIR [--engine cpu|cuda] [--minutes N | --seconds N] [--clients N] [--hostile N] [--hup-seconds S] [--min-ratio R] [--keep DIR]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 build=$(cd "$1" && pwd) || usage
 shift
-engine=cpu seconds=600 clients=64 hup_s=3 min_ratio=0.8 keep=
+engine=cpu seconds=600 clients=64 hostile= hup_s=3 min_ratio=0.8 keep=
 while [ $# -gt 0 ]; do
   case $1 in
     --engine) engine=${2:?}; shift 2 ;;
@@ -29,6 +30,7 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=${2:?}; shift 2 ;;
     --min-ratio) min_ratio=${2:?}; shift 2 ;;
     --clients) clients=${2:?}; shift 2 ;;
+    --hostile) hostile=${2:?}; shift 2 ;;
     --hup-seconds) hup_s=${2:?}; shift 2 ;;
     --keep) keep=${2:?}; shift 2 ;;
     *) usage ;;
@@ -55,6 +57,7 @@ fi
 
 "$build/bench/gf_soak" --socket "$sock" --pid "$daemon" \
   --configs "$here/soak.json,$here/soak-reload.json" --seconds "$seconds" --clients "$clients" \
+  ${hostile:+--hostile "$hostile"} \
   --min-ratio "$min_ratio" --samples "$dir/samples.csv" --expect-reloads \
   >"$dir/soak.out" 2>"$dir/soak.err" &
 soak=$!
