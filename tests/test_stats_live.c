@@ -32,6 +32,15 @@ static const char config_json[] =
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
     "                 {\"name\": \"sincos\", \"kind\": \"sincos\", \"params\": {\"iters\": 8}}]}";
 
+/* The same with three slots, for the overlap of copies across slots: with
+ * two, one slot at a time is received into (README.md, "What a client gets
+ * whatever others do"), and an echo frame's GPU work, far shorter than its
+ * receipt through the socket, is over before the next frame is in. */
+static const char overlap_json[] =
+    "{\"slots\": 3, \"max_frame_bytes\": 4194304, \"frame_timeout_ms\": 30000,"
+    " \"timing_sample_every\": 1, \"trace_frames\": 4096,"
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
+
 static const char untimed_json[] =
     "{\"slots\": 2, \"timing_events\": false, \"max_frame_bytes\": 1048576,"
     " \"zero_copy_max_bytes\": 0,"
@@ -453,11 +462,11 @@ static void *stream_thread(void *arg) {
     return NULL;
 }
 
-/* Two slots, 4 MiB echo frames streamed continuously: one slot's H2D runs
- * while the other slot's kernel or D2H does, and STATS says so.  Cuda only:
- * the CPU engine has no copies to overlap. */
+/* Three slots, 4 MiB echo frames streamed continuously by three clients:
+ * one slot's H2D runs while another slot's kernel or D2H does, and STATS
+ * says so.  Cuda only: the CPU engine has no copies to overlap. */
 START_TEST(cuda_copies_overlap_across_slots) {
-    start(config_json);
+    start(overlap_json);
     enum { STREAMS = 3, FRAMES = 120 };
     struct streamer s[STREAMS];
     pthread_t th[STREAMS];
