@@ -235,10 +235,6 @@ GF_API int gf_client_request_trace(gf_client *c, uint32_t max_frames, char **jso
  */
 GF_API const char *gf_client_version(void);
 
-#ifdef __cplusplus
-}
-#endif
-
 /*
  * Creates a region of `bytes`: a memfd sealed against shrinking and growing,
  * mapped here, and handed to the daemon (REGION_ADD), which maps and pins it
@@ -282,5 +278,9 @@ GF_API int gf_client_region_remove(gf_client *c, uint32_t region_id, uint32_t *s
  */
 GF_API int gf_client_send_frame_shm(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
                                     const gf_shm_frame *desc);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,7 @@
 #   4. the example, as installed in the doc dir, compiled with nothing but
 #      `pkg-config --cflags --libs gpuframe libcjson`: once against the shared
 #      library (ldd must find it in the prefix), once against the static one;
+#      and a C++ program that calls functions of both installed headers;
 #   5. the example again with CMake, through find_package(gpuframe) and the
 #      CMakeLists.txt installed beside it: shared and static;
 #   6. all four run against the installed gpuframed on the CPU engine: known
@@ -87,6 +88,23 @@ grep -qx "[[:space:]]*libgpuframe.so.0 => $so (0x[0-9a-f]*)" <<<"$libs" ||
   fail "ex_shared does not load $so: $libs"
 libs=$(ldd "$tmp/ex_static")
 ! grep -q libgpuframe <<<"$libs" || fail "ex_static loads a libgpuframe.so: $libs"
+# A C++ program links the same functions: both installed headers declare
+# them extern "C" (a call through either must not look for a C++ symbol).
+if command -v c++ >/dev/null; then
+  # shellcheck disable=SC2046
+  c++ "${extra_cflags[@]}" -std=c++11 -Wall -Werror -x c++ -o "$tmp/ex_cxx" - \
+    $(pkg-config --cflags --libs gpuframe) -Wl,-rpath,"$libdir" <<'CXX' || fail "a C++ program cannot link the installed library"
+#include <gpuframe/libgpuframe.h>
+#include <cstdio>
+int main() {
+    gf_client_region r = {};
+    r.fd = -1;
+    std::printf("%s %s %d\n", gf_client_version(), gf_status_name(GF_ERR_BAD_VERSION),
+                gf_client_region_destroy(nullptr, &r, 0));
+}
+CXX
+  [ "$("$tmp/ex_cxx")" = "$version bad_version 0" ] || fail "the C++ program printed '$("$tmp/ex_cxx")'"
+fi
 # The same through find_package(gpuframe): gpuframe::gpuframe and
 # gpuframe::gpuframe_static, found from the prefix alone.
 for kind in shared static; do
