@@ -29,6 +29,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "list_names.h"
 #include "util.h"
 
 /* Staging buffer for replies: holds a header plus many small payloads, so a
@@ -88,6 +89,12 @@ struct gf_client {
     unsigned char *payload;
     size_t payload_cap;
     uint64_t max_reply_bytes;
+
+    /* The daemon's LIST document, NUL-terminated, fetched by the first
+     * gf_client_pipeline_id; NULL before.  A daemon keeps its pipelines'
+     * names and ids while it runs, so it is never fetched again. */
+    char *list_json;
+    size_t list_bytes;
 
     /* Connection state. */
     int write_closed;                /* a send failed with EPIPE/ECONNRESET: write no more */
@@ -213,6 +220,7 @@ void gf_client_close(gf_client *c) {
         return;
     if (c->fd >= 0)
         close(c->fd);
+    free(c->list_json);
     free(c->payload);
     free(c->rbuf);
     free(c->ring);
@@ -728,6 +736,57 @@ int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int time
 
 int gf_client_request_trace(gf_client *c, uint32_t max_frames, char **json_out, int timeout_ms) {
     return request_json(c, GF_MSG_TRACE, max_frames, json_out, timeout_ms);
+}
+
+/* ---- pipelines by name ------------------------------------------------------- */
+
+/* Appends the pipelines' names, comma-separated, to the error message being
+ * built (what gf_client_pipeline_id says after "it has: "). */
+struct name_list {
+    char *buf;
+    size_t cap, len;
+};
+
+static int append_name(const char *name, size_t name_bytes, uint32_t id, void *arg) {
+    struct name_list *l = arg;
+    char clean[GF_LIST_NAMES_NAME_MAX + 1];
+
+    (void)id;
+    sanitize_text(name, name_bytes, clean, sizeof clean);
+    int n = snprintf(l->buf + l->len, l->cap - l->len, "%s%s", l->len > 0 ? ", " : "", clean);
+    if (n < 0 || (size_t)n >= l->cap - l->len)
+        return 1; /* full: the message ends with what fitted */
+    l->len += (size_t)n;
+    return 0;
+}
+
+int gf_client_pipeline_id(gf_client *c, const char *name, uint32_t *id, int timeout_ms) {
+    char why[ERROR_MESSAGE_BYTES];
+
+    if (name == NULL || name[0] == '\0' || id == NULL)
+        return -EINVAL;
+    if (c->list_json == NULL) {
+        int err = gf_client_request_json(c, GF_MSG_LIST, &c->list_json, timeout_ms);
+        if (err < 0)
+            return err;
+        c->list_bytes = strlen(c->list_json);
+    }
+    int found = gf__list_names_find(c->list_json, c->list_bytes, name, id, why, sizeof why);
+    if (found < 0) {
+        set_error(c, "%s", why);
+        free(c->list_json);
+        c->list_json = NULL;
+        return found;
+    }
+    if (found == 0) {
+        char names[ERROR_MESSAGE_BYTES / 2] = "";
+        struct name_list l = {names, sizeof names, 0};
+        (void)gf__list_names_each(c->list_json, c->list_bytes, append_name, &l, why, sizeof why);
+        set_error(c, "the daemon has no pipeline '%s' (it has: %s)", name,
+                  l.len > 0 ? names : "none");
+        return -ENOENT;
+    }
+    return 0;
 }
 
 /* ---- shared-memory regions --------------------------------------------------- */

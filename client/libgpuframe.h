@@ -26,8 +26,12 @@
  *     cc prog.c $(pkg-config --cflags --libs gpuframe)
  *     cc prog.c $(pkg-config --cflags gpuframe) -l:libgpuframe.a     (static)
  *
- * examples/stream_file.c in the repository is a whole program: connect, LIST,
- * a window of frames from a file through a pipeline, the results to a file.
+ * examples/stream_file.c in the repository is a whole program: connect, the
+ * pipeline's id by name, a window of frames from a file through it, the
+ * results to a file.  The library reads what it needs of the daemon's JSON
+ * (a LIST's names and ids) itself, so neither it nor a program needs a JSON
+ * library; gf_client_request_json hands out the whole documents for programs
+ * that want more.
  *
  * Exports.  The shared library is built with -fvisibility=hidden: it exports
  * exactly the functions declared GF_API here and the functions protocol.h
@@ -228,6 +232,22 @@ GF_API int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, i
  */
 GF_API int gf_client_request_trace(gf_client *c, uint32_t max_frames, char **json_out,
                                    int timeout_ms);
+
+/*
+ * Looks up the pipeline named `name` in the daemon's LIST and stores its id
+ * (what gf_client_send_frame takes) in *id, so that a program needs no JSON
+ * parser.  The first call on a connection sends LIST and waits for it (at
+ * most `timeout_ms`, as for gf_client_recv; no other request may be in
+ * flight then: -EBUSY) and keeps the document; later calls read the kept one
+ * and do no I/O: a daemon's pipelines keep their names and ids for as long
+ * as it runs (adding, removing or renaming one needs a restart, which
+ * closes the connection).  Returns 0; -ENOENT when the daemon has no
+ * pipeline of that name (gf_client_error names those it has); -EINVAL for a
+ * NULL or empty name; -EPROTO when the LIST document is malformed (not
+ * sticky; gf_client_error says where; the next call asks again); or what
+ * gf_client_request_json returns.
+ */
+GF_API int gf_client_pipeline_id(gf_client *c, const char *name, uint32_t *id, int timeout_ms);
 
 /*
  * The version of the library in use, "MAJOR.MINOR.PATCH" (gpuframed's), for
