@@ -3,11 +3,14 @@
 #   1. `cmake --install --prefix` into a scratch prefix: every file that names
 #      a path names that prefix (the units, the configuration under it), and
 #      the install warns that --help names another configuration path;
-#   2. gpuframe.pc there names that prefix: exact --modversion, --cflags, --libs;
+#   2. gpuframe.pc there names that prefix: exact --modversion, --cflags, --libs
+#      (with a run path: the loader does not search a scratch prefix);
 #   3. the shared library's soname, and the exact list of symbols it exports;
-#   4. the example, as installed in the doc dir, compiled with nothing but
-#      `pkg-config --cflags --libs gpuframe libcjson`: once against the shared
-#      library (ldd must find it in the prefix), once against the static one;
+#   4. the example, as installed in the doc dir, compiled as README.md says,
+#      with nothing but `pkg-config --cflags --libs gpuframe` (no cJSON: the
+#      library looks pipelines up by name): once against the shared library
+#      (ldd must find it in the prefix, with no LD_LIBRARY_PATH), once against
+#      the static one;
 #      and a C++ program that calls functions of both installed headers;
 #   5. the example again with CMake, through find_package(gpuframe) and the
 #      CMakeLists.txt installed beside it: shared and static;
@@ -54,7 +57,7 @@ export PKG_CONFIG_PATH
 pc() { pkg-config "$@" | sed 's/[[:space:]]*$//'; }
 [ "$(pc --modversion gpuframe)" = "$version" ] || fail "--modversion: '$(pc --modversion gpuframe)', expected $version"
 [ "$(pc --cflags gpuframe)" = "-I$p/include" ] || fail "--cflags: '$(pc --cflags gpuframe)'"
-[ "$(pc --libs gpuframe)" = "-L$libdir -lgpuframe" ] || fail "--libs: '$(pc --libs gpuframe)'"
+[ "$(pc --libs gpuframe)" = "-L$libdir -Wl,-rpath,$libdir -lgpuframe" ] || fail "--libs: '$(pc --libs gpuframe)'"
 
 so=$libdir/libgpuframe.so.0
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
@@ -76,12 +79,12 @@ expected
 src=$p/share/doc/gpuframed/examples/stream_file.c
 [ -f "$src" ] || fail "the example is not installed at $src"
 # shellcheck disable=SC2046 # pkg-config's words are meant to split
+unset LD_LIBRARY_PATH
 "$cc" "${extra_cflags[@]}" -std=c11 -Wall -Werror -o "$tmp/ex_shared" "$src" \
-  $(pkg-config --cflags --libs gpuframe libcjson) -Wl,-rpath,"$libdir" || fail "compiling against the shared library"
+  $(pkg-config --cflags --libs gpuframe) || fail "compiling against the shared library"
 # shellcheck disable=SC2046
 "$cc" "${extra_cflags[@]}" -std=c11 -Wall -Werror -o "$tmp/ex_static" "$src" \
-  $(pkg-config --cflags gpuframe libcjson) "$libdir/libgpuframe.a" $(pkg-config --libs libcjson) ||
-  fail "compiling against the static library"
+  $(pkg-config --cflags gpuframe) "$libdir/libgpuframe.a" || fail "compiling against the static library"
 # (ldd's output is kept first: `ldd | grep -q` can kill ldd with SIGPIPE, which pipefail reports.)
 libs=$(ldd "$tmp/ex_shared")
 grep -qx "[[:space:]]*libgpuframe.so.0 => $so (0x[0-9a-f]*)" <<<"$libs" ||
@@ -93,7 +96,7 @@ libs=$(ldd "$tmp/ex_static")
 if command -v c++ >/dev/null; then
   # shellcheck disable=SC2046
   c++ "${extra_cflags[@]}" -std=c++11 -Wall -Werror -x c++ -o "$tmp/ex_cxx" - \
-    $(pkg-config --cflags --libs gpuframe) -Wl,-rpath,"$libdir" <<'CXX' || fail "a C++ program cannot link the installed library"
+    $(pkg-config --cflags --libs gpuframe) <<'CXX' || fail "a C++ program cannot link the installed library"
 #include <gpuframe/libgpuframe.h>
 #include <cstdio>
 int main() {
@@ -141,7 +144,8 @@ for ex in ex_shared ex_static ex_cmake_shared ex_cmake_static; do
   status=0
   out=$("$tmp/$ex" "$sock" nosuch 4096 "$tmp/in.f32" "$tmp/out.f32" 2>&1) || status=$?
   [ "$status" -eq 2 ] || fail "$ex with an unknown pipeline exited $status, expected 2: $out"
-  [ "$out" = "stream_file: the daemon has no pipeline 'nosuch'" ] || fail "$ex unknown pipeline: '$out'"
+  [ "$out" = "stream_file: the daemon has no pipeline 'nosuch' (it has: echo, affine, sincos, normalize_u8)" ] ||
+    fail "$ex unknown pipeline: '$out'"
 done
 
 gf_daemon_stop "the installed gpuframed"
