@@ -226,13 +226,14 @@ static int stop_at_first(const char *name, size_t name_bytes, uint32_t id, void 
 }
 
 START_TEST(stopping_early_after_a_whole_check) {
-    static const char good[] = "{\"pipelines\":[{\"name\":\"a\",\"id\":0},{\"name\":\"b\",\"id\":1}]}";
+    static const char good[] =
+        "{\"pipelines\":[{\"name\":\"a\",\"id\":0},{\"name\":\"b\",\"id\":1}]}";
     static const char tail_bad[] = "{\"pipelines\":[{\"name\":\"a\",\"id\":0},{\"name\":\"b\"}]}";
     char why[WHY_BYTES];
     int calls = 0;
 
-    ck_assert_int_eq(gf__list_names_each(good, strlen(good), stop_at_first, &calls, why, sizeof why),
-                     0);
+    ck_assert_int_eq(
+        gf__list_names_each(good, strlen(good), stop_at_first, &calls, why, sizeof why), 0);
     ck_assert_int_eq(calls, 1);
     calls = 0;
     ck_assert_int_eq(
