@@ -13,6 +13,8 @@
 /* Where the daemon listens unless --socket or the environment says otherwise. */
 #define SOCKET_ENV     "GPUFRAMED_SOCKET"
 #define SOCKET_DEFAULT "/run/gpuframed.sock"
+/* How a gpuframe command is pointed at another socket, in connect errors. */
+#define SOCKET_HOW_TO_POINT "pass --socket PATH / set " SOCKET_ENV
 /* A daemon that sends nothing back for this long is considered hung. */
 #define TIMEOUT_MS_DEFAULT 30000
 

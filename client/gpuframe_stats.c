@@ -111,7 +111,7 @@ static int fetch_stats(const gf_common_opts *o, gf_client **c, cJSON **doc, char
         err = gf_client_connect(o->socket_path, c);
         if (err < 0) {
             *c = NULL;
-            snprintf(why, why_len, "cannot connect to %s: %s", o->socket_path, strerror(-err));
+            gf_client_connect_error(o->socket_path, err, SOCKET_HOW_TO_POINT, why, why_len);
             return -1;
         }
     }
@@ -150,7 +150,7 @@ static int stats_watch(const gf_common_opts *o, enum stats_format format, double
     struct sigaction sa;
     gf_client *c = NULL;
     int tty = isatty(STDOUT_FILENO);
-    char why[WHY_BYTES];
+    char why[GF_CONNECT_WHY_BYTES];
 
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_watch_signal; /* no SA_RESTART: the sleep must end */
@@ -303,7 +303,7 @@ static int stats_once(const struct stats_opts *so) {
     cJSON *doc = NULL;
     char *text = NULL;
     size_t len = 0;
-    char why[WHY_BYTES];
+    char why[GF_CONNECT_WHY_BYTES];
     int ok = fetch_stats(&so->common, &c, &doc, why, sizeof why) == 0 &&
              render_stats(doc, so->format, &text, &len, why, sizeof why) == 0;
     gf_client_close(c);

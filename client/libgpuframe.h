@@ -124,6 +124,23 @@ typedef struct gf_client_region {
 GF_API int gf_client_connect(const char *socket_path, gf_client **out);
 
 /*
+ * Says in one line, for a person, why gf_client_connect(socket_path, ...)
+ * failed with `err` and what to do about it: no socket there ("is gpuframed
+ * running? start it ..."), a socket nobody listens on (a daemon that
+ * stopped or crashed), a permission problem (a directory on the path; the
+ * socket's mode; or the socket's group, which the user must join: "join
+ * group G (sudo usermod -aG G $USER, then log in again)", or has joined
+ * since this login session began).  To be precise it looks at the socket
+ * file (stat) and at the user and group databases; it changes nothing.
+ * `how_to_point` tells how this program is pointed at another socket, e.g.
+ * "pass --socket PATH / set GPUFRAMED_SOCKET" (NULL: a general phrase).
+ * Writes into buf[len] (truncated to fit, NUL-terminated when len > 0) and
+ * returns buf.
+ */
+GF_API const char *gf_client_connect_error(const char *socket_path, int err,
+                                           const char *how_to_point, char *buf, size_t len);
+
+/*
  * Closes the connection and frees the client and every buffer it owns,
  * including the last reply's payload.  Queued requests not yet written are
  * dropped; after this the library references no caller data any more.

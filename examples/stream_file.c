@@ -33,7 +33,9 @@ int main(int argc, char **argv) {
     gf_client *c = NULL;
     int err = gf_client_connect(argv[1], &c);
     if (err < 0) {
-        fprintf(stderr, "stream_file: cannot connect to %s: %s\n", argv[1], strerror(-err));
+        char why[768];
+        fprintf(stderr, "stream_file: %s\n",
+                gf_client_connect_error(argv[1], err, "give its path as SOCKET", why, sizeof why));
         return 1;
     }
     uint32_t pipeline;

@@ -64,7 +64,7 @@ soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libgpuframe.so.0 ] || fail "soname '$soname', expected libgpuframe.so.0"
 [ "$(readlink "$libdir/libgpuframe.so")" = libgpuframe.so.0 ] || fail "libgpuframe.so does not link to libgpuframe.so.0"
 exports=$(nm -D --defined-only "$so" | awk '$2 == "T" { print $3 }' | sort | tr '\n' ' ')
-expected="gf_client_close gf_client_connect gf_client_error gf_client_flush gf_client_in_flight \
+expected="gf_client_close gf_client_connect gf_client_connect_error gf_client_error gf_client_flush gf_client_in_flight \
 gf_client_pipeline_id gf_client_recv gf_client_region_add_fd gf_client_region_create gf_client_region_destroy \
 gf_client_region_remove gf_client_request_json gf_client_request_trace gf_client_send_frame \
 gf_client_send_frame_shm gf_client_send_request gf_client_set_max_reply_bytes gf_client_version \

@@ -7,22 +7,35 @@
  *     left), and a failed run leaves it as it was;
  *   - the stats table of a CPU daemon names no GPU and no copy times;
  *   - a stream in which every frame fails says what failed, not a rate;
- *   - --seed with --input is refused.
+ *   - --seed with --input is refused;
+ *   - a failed connect says what is wrong and what to do.
  */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "prom.h"
 #include "runner.h"
 #include "testutil.h"
+
+/* Changing user for the permission cases: util-linux's setpriv, the user
+ * nobody, and a group that is not nobody's (Debian's "daemon"). */
+#define SETPRIV    "/usr/bin/setpriv"
+#define NOBODY_UID 65534
+#define OTHER_GID  1
+#define STR_(x)    #x
+#define STR(x)     STR_(x)
 
 /* How long one gpuframe command may take. */
 #define COMMAND_TIMEOUT_MS 60000
@@ -143,8 +156,10 @@ START_TEST(prometheus_textfile_is_valid_and_replaced_atomically) {
     ck_assert_int_eq(run_gpuframe(dir, &out, "stats", "--prometheus", "--socket", d.socket_path,
                                   "--output", prom_path, (char *)NULL),
                      1);
-    char want[GF_TEST_PATH_MAX + 64];
-    snprintf(want, sizeof want, "gpuframe: cannot connect to %s: No such file or directory\n",
+    char want[GF_TEST_PATH_MAX + 256];
+    snprintf(want, sizeof want,
+             "gpuframe: cannot connect to %s: no such socket: is gpuframed running? start it "
+             "(systemctl start gpuframed), or pass --socket PATH / set GPUFRAMED_SOCKET\n",
              d.socket_path);
     ck_assert_str_eq(out, want);
     free(out);
@@ -204,6 +219,118 @@ START_TEST(seed_with_input_is_refused) {
 }
 END_TEST
 
+/* A socket at `path` that listens (and is never accepted from), with owner
+ * root, group `gid` and `mode`; returns its fd. */
+static int listening_socket(const char *path, gid_t gid, mode_t mode) {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_uint_lt(strlen(path), sizeof sa.sun_path);
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(listen(fd, 1), 0);
+    ck_assert_int_eq(chown(path, 0, gid), 0);
+    ck_assert_int_eq(chmod(path, mode), 0);
+    return fd;
+}
+
+/* `gpuframe list --socket PATH` as user NOBODY_UID with group `gid` alone
+ * (setpriv); returns what it printed, after checking it exited 1. */
+static char *list_as_nobody(const char *dir, const char *path, gid_t gid) {
+    char regid[32], *out;
+    snprintf(regid, sizeof regid, "--regid=%u", (unsigned)gid);
+    char *argv[] = {SETPRIV,
+                    "--reuid=" STR(NOBODY_UID),
+                    regid,
+                    "--clear-groups",
+                    GF_TEST_CLIENT,
+                    "list",
+                    "--socket",
+                    (char *)path,
+                    NULL};
+    ck_assert_int_eq(gf_test_ck_run(dir, argv, COMMAND_TIMEOUT_MS, &out), 1);
+    return out;
+}
+
+/* What every gpuframe command says when it cannot connect: no socket, a
+ * stale one; and, where this test may change user (root, setpriv, a user
+ * `nobody`), a socket of a group the user is not in, and of a group the
+ * user database lists him in but his session lacks. */
+START_TEST(connect_errors_say_what_to_do) {
+    char dir[GF_TEST_DIR_MAX], path[GF_TEST_PATH_MAX], want[2 * GF_TEST_PATH_MAX + 256], *out;
+
+    ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
+    snprintf(path, sizeof path, "%s/s.sock", dir);
+    ck_assert_int_eq(
+        run_gpuframe(dir, &out, "stream", "--socket", path, "--pipeline", "echo", (char *)NULL), 1);
+    snprintf(want, sizeof want,
+             "gpuframe: cannot connect to %s: no such socket: is gpuframed running? start it "
+             "(systemctl start gpuframed), or pass --socket PATH / set GPUFRAMED_SOCKET\n",
+             path);
+    ck_assert_str_eq(out, want);
+    free(out);
+
+    int fd = listening_socket(path, getegid(), 0660);
+    close(fd); /* the file stays; nobody listens */
+    ck_assert_int_eq(run_gpuframe(dir, &out, "stats", "--socket", path, (char *)NULL), 1);
+    snprintf(want, sizeof want,
+             "gpuframe: cannot connect to %s: a socket file is there but no daemon listens: "
+             "gpuframed stopped without removing it, or crashed; start it (systemctl start "
+             "gpuframed), or pass --socket PATH / set GPUFRAMED_SOCKET\n",
+             path);
+    ck_assert_str_eq(out, want);
+    free(out);
+    unlink(path);
+
+    const struct passwd *nobody = getpwuid(NOBODY_UID);
+    const struct group *other = getgrgid(OTHER_GID);
+    if (geteuid() != 0 || access(SETPRIV, X_OK) != 0 || nobody == NULL || other == NULL ||
+        nobody->pw_gid == OTHER_GID) {
+        printf("connect_errors_say_what_to_do: permission cases skipped: they need root, "
+               "%s, a user %d and a group %d\n",
+               SETPRIV, NOBODY_UID, OTHER_GID);
+        rmdir(dir);
+        return;
+    }
+    char other_name[64], nobody_group[64];
+    snprintf(other_name, sizeof other_name, "%s", other->gr_name);
+    const struct group *ng = getgrgid(nobody->pw_gid);
+    ck_assert_ptr_nonnull(ng);
+    snprintf(nobody_group, sizeof nobody_group, "%s", ng->gr_name);
+    gid_t nobody_gid = nobody->pw_gid;
+    ck_assert_int_eq(chmod(dir, 0755), 0);
+
+    /* A group the user is not in: join it. */
+    fd = listening_socket(path, OTHER_GID, 0660);
+    out = list_as_nobody(dir, path, nobody_gid);
+    snprintf(want, sizeof want,
+             "gpuframe: cannot connect to %s: permission denied: the socket admits user root "
+             "and group %s (mode 0660): join group %s (sudo usermod -aG %s $USER, then log in "
+             "again)\n",
+             path, other_name, other_name, other_name);
+    ck_assert_str_eq(out, want);
+    free(out);
+    close(fd);
+    unlink(path);
+
+    /* The user's own group, which this session (started with another)
+     * lacks: log in again. */
+    fd = listening_socket(path, nobody_gid, 0660);
+    out = list_as_nobody(dir, path, OTHER_GID);
+    snprintf(want, sizeof want,
+             "gpuframe: cannot connect to %s: permission denied: you are in group %s, which may "
+             "connect, but this login session began before you joined it: log in again (or run "
+             "'newgrp %s')\n",
+             path, nobody_group, nobody_group);
+    ck_assert_str_eq(out, want);
+    free(out);
+    close(fd);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 static Suite *gpuframe_suite(void) {
     Suite *s = suite_create("gpuframe");
     TCase *tc = tcase_create("gpuframe");
@@ -211,6 +338,7 @@ static Suite *gpuframe_suite(void) {
     tcase_add_test(tc, prometheus_textfile_is_valid_and_replaced_atomically);
     tcase_add_test(tc, stream_where_every_frame_fails_says_what_failed);
     tcase_add_test(tc, seed_with_input_is_refused);
+    tcase_add_test(tc, connect_errors_say_what_to_do);
     suite_add_tcase(s, tc);
     return s;
 }
