@@ -22,7 +22,7 @@ ERROR replies raise :class:`StatusError` subclasses, one per status code
 (:mod:`gpuframe.errors`).
 """
 
-from .client import DEFAULT_SOCKET, SOCKET_ENV, Client, default_socket_path
+from .client import DEFAULT_SOCKET, SOCKET_ENV, Client, connect_error, default_socket_path
 from .errors import *  # noqa: F401,F403 (the exception hierarchy is public API)
 from .errors import __all__ as _errors_all
 from .pipelines import KNOWN_KINDS, Pipeline, Pipelines
@@ -34,6 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Client",
     "default_socket_path",
+    "connect_error",
     "DEFAULT_SOCKET",
     "SOCKET_ENV",
     "Pipeline",
