@@ -158,7 +158,8 @@ void gf__connect_explain(const gf__connect_facts *f, char *buf, size_t len) {
     case EACCES:
     case EPERM: explain_access(f, point, buf, len); return;
     case ENAMETOOLONG:
-        snprintf(buf, len, "cannot connect to %s: the path has %zu bytes; a socket's has at most %zu",
+        snprintf(buf, len,
+                 "cannot connect to %s: the path has %zu bytes; a socket's has at most %zu",
                  f->path, strlen(f->path), sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
         return;
     case EINVAL: snprintf(buf, len, "cannot connect: no socket path given"); return;

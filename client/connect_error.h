@@ -17,17 +17,17 @@
 
 /* What the wording depends on. */
 typedef struct gf__connect_facts {
-    const char *path;         /* the socket path given to gf_client_connect          */
-    int err;                  /* its negative errno                                  */
-    const char *how_to_point; /* how the program is told another socket, or NULL     */
-    int stat_err;             /* 0, or stat(path)'s negative errno                   */
-    int is_socket;            /* the path is a socket                                */
-    unsigned mode;            /* its permission bits                                 */
-    unsigned long uid, gid;   /* its owner and group                                 */
+    const char *path;                  /* the socket path given to gf_client_connect          */
+    int err;                           /* its negative errno                                  */
+    const char *how_to_point;          /* how the program is told another socket, or NULL     */
+    int stat_err;                      /* 0, or stat(path)'s negative errno                   */
+    int is_socket;                     /* the path is a socket                                */
+    unsigned mode;                     /* its permission bits                                 */
+    unsigned long uid, gid;            /* its owner and group                                 */
     char owner[GF_CONNECT_NAME_BYTES]; /* the owner's name, "" when unknown           */
     char group[GF_CONNECT_NAME_BYTES]; /* the group's name, "" when unknown           */
-    int listed_in_group;      /* the user database lists this user in that group     */
-    int session_has_group;    /* this process runs with that group                   */
+    int listed_in_group;               /* the user database lists this user in that group     */
+    int session_has_group;             /* this process runs with that group                   */
 } gf__connect_facts;
 
 /* Fills f's socket and user facts for f->path (f->path, f->err and

@@ -48,9 +48,10 @@ START_TEST(no_socket_says_start_it_or_point_elsewhere) {
     char buf[TEXT_BYTES];
     gf__connect_facts f = base(-ENOENT);
 
-    ck_assert_str_eq(explain(&f, buf),
-                     "cannot connect to /run/gf.sock: no such socket: is gpuframed running? start "
-                     "it (systemctl start gpuframed), or pass --socket PATH / set GPUFRAMED_SOCKET");
+    ck_assert_str_eq(
+        explain(&f, buf),
+        "cannot connect to /run/gf.sock: no such socket: is gpuframed running? start "
+        "it (systemctl start gpuframed), or pass --socket PATH / set GPUFRAMED_SOCKET");
     f.err = -ENOTDIR;
     f.how_to_point = NULL;
     ck_assert_str_eq(explain(&f, buf),
@@ -171,10 +172,11 @@ START_TEST(real_paths) {
     close(fd);
     err = gf_client_connect(path, &c);
     ck_assert_int_eq(err, -ECONNREFUSED);
-    snprintf(want, sizeof want,
-             "cannot connect to %s: a socket file is there but no daemon listens: gpuframed "
-             "stopped without removing it, or crashed; start it (systemctl start gpuframed), or " HOW,
-             path);
+    snprintf(
+        want, sizeof want,
+        "cannot connect to %s: a socket file is there but no daemon listens: gpuframed "
+        "stopped without removing it, or crashed; start it (systemctl start gpuframed), or " HOW,
+        path);
     ck_assert_str_eq(gf_client_connect_error(path, err, HOW, buf, sizeof buf), want);
     unlink(path);
 
