@@ -547,6 +547,43 @@ static int reserve_payload(gf_client *c, size_t bytes) {
 }
 
 /*
+ * Checks a RESULT against the FRAME `r` it answers: by reference exactly
+ * when the frame was, and then with its output where the frame asked for it
+ * (its region and offset) and no longer than the room given, so that a
+ * caller may read reply->shm_result's range of its region.  Returns 0 or a
+ * sticky -EPROTO.
+ */
+static int check_shm_result(gf_client *c, const struct gf_request *r, const gf_reply *reply) {
+    gf_shm_frame asked;
+
+    if (reply->shm != r->shm) {
+        set_error(c, "daemon answered frame %llu %s, which was sent %s",
+                  (unsigned long long)r->frame_id,
+                  reply->shm ? "with a shm RESULT" : "with its bytes",
+                  r->shm ? "by reference" : "with its bytes");
+        return fail_sticky(c, -EPROTO);
+    }
+    if (!r->shm)
+        return 0;
+    /* Fields decode whatever the reserved bytes hold; a frame with those set
+     * gets bad_descriptor, never a RESULT. */
+    (void)gf_shm_frame_decode(r->desc, &asked);
+    const gf_shm_result *got = &reply->shm_result;
+    if (got->region_id != asked.region_id || got->out_offset != asked.out_offset ||
+        got->out_bytes > asked.out_capacity) {
+        set_error(c,
+                  "daemon's shm RESULT for frame %llu says region %u offset %llu bytes %llu; "
+                  "the frame asked for region %u offset %llu with room for %llu",
+                  (unsigned long long)r->frame_id, (unsigned)got->region_id,
+                  (unsigned long long)got->out_offset, (unsigned long long)got->out_bytes,
+                  (unsigned)asked.region_id, (unsigned long long)asked.out_offset,
+                  (unsigned long long)asked.out_capacity);
+        return fail_sticky(c, -EPROTO);
+    }
+    return 0;
+}
+
+/*
  * Moves buffered bytes into the reply being received.  Returns 1 and fills
  * `*reply` when a whole reply is there, 0 when more bytes are needed, or a
  * negative errno.  Does no I/O.
@@ -599,6 +636,11 @@ static int take_reply(gf_client *c, gf_reply *reply) {
             return fail_sticky(c, -EPROTO);
         }
         reply->shm = 1;
+    }
+    if (c->cur_answers && c->cur.type == GF_MSG_RESULT) {
+        int err = check_shm_result(c, request_at(c, c->reply_seq), reply);
+        if (err < 0)
+            return err;
     }
     c->have_header = 0;
     if (c->cur_answers) {
@@ -946,6 +988,99 @@ int gf_client_region_destroy(gf_client *c, gf_client_region *r, int timeout_ms) 
         close(r->fd);
     r->base = NULL;
     r->fd = -1;
+    return err;
+}
+
+/* ---- frame buffers in a region ------------------------------------------------- */
+
+struct gf_client_shm {
+    gf_client_region region; /* the memfd, mapped here and added to the daemon */
+    uint32_t count;          /* entries                                         */
+    size_t in_capacity;      /* bytes an entry's input may have                 */
+    size_t out_capacity;     /* bytes an entry's output may have                */
+    uint64_t in_stride;      /* entry i's input at i * in_stride                */
+    uint64_t out_stride;     /* its output at count * in_stride + i * out_stride */
+};
+
+/* `bytes` rounded up to whole pages (at least one), or 0 on overflow. */
+static uint64_t page_round(uint64_t bytes, uint64_t page) {
+    if (bytes == 0)
+        return page;
+    return bytes > UINT64_MAX - (page - 1) ? 0 : (bytes + page - 1) / page * page;
+}
+
+int gf_client_shm_open(gf_client *c, uint32_t count, size_t in_capacity, size_t out_capacity,
+                       gf_client_shm **out, int timeout_ms) {
+    long page = sysconf(_SC_PAGESIZE);
+    gf_client_shm *s;
+
+    if (count == 0 || out == NULL || page <= 0)
+        return -EINVAL;
+    uint64_t in_stride = page_round(in_capacity, (uint64_t)page);
+    uint64_t out_stride = page_round(out_capacity, (uint64_t)page);
+    if (in_stride == 0 || out_stride == 0 || in_stride > UINT64_MAX / count ||
+        out_stride > (UINT64_MAX - in_stride * count) / count)
+        return -EINVAL;
+    s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return -ENOMEM;
+    int err = gf_client_region_create(c, count * (in_stride + out_stride), &s->region, timeout_ms);
+    if (err < 0) {
+        free(s);
+        return err;
+    }
+    s->count = count;
+    s->in_capacity = in_capacity;
+    s->out_capacity = out_capacity;
+    s->in_stride = in_stride;
+    s->out_stride = out_stride;
+    *out = s;
+    return 0;
+}
+
+void *gf_client_shm_frame_buffer(gf_client_shm *s, uint32_t entry) {
+    if (s == NULL || entry >= s->count)
+        return NULL;
+    return (unsigned char *)s->region.base + entry * s->in_stride;
+}
+
+const gf_client_region *gf_client_shm_region(const gf_client_shm *s) {
+    return &s->region;
+}
+
+int gf_client_send_shm(gf_client *c, gf_client_shm *s, uint32_t entry, uint32_t pipeline_id,
+                       uint64_t frame_id, size_t in_bytes) {
+    if (s == NULL || entry >= s->count || in_bytes > s->in_capacity)
+        return -EINVAL;
+    gf_shm_frame d = {
+        .region_id = s->region.id,
+        .in_offset = entry * s->in_stride,
+        .in_bytes = in_bytes,
+        .out_offset = s->count * s->in_stride + entry * s->out_stride,
+        .out_capacity = s->out_stride,
+    };
+    return gf_client_send_frame_shm(c, pipeline_id, frame_id, &d);
+}
+
+const void *gf_client_shm_result(const gf_client_shm *s, const gf_reply *reply, size_t *bytes) {
+    if (s == NULL || reply == NULL || !reply->shm || reply->header.type != GF_MSG_RESULT)
+        return NULL;
+    const gf_shm_result *r = &reply->shm_result;
+    /* gf_client_recv checked the range against the frame's descriptor;
+     * this checks that the frame was one of this set's. */
+    if (r->region_id != s->region.id || r->out_offset > s->region.bytes ||
+        r->out_bytes > s->region.bytes - r->out_offset)
+        return NULL;
+    if (bytes != NULL)
+        *bytes = (size_t)r->out_bytes;
+    return (const unsigned char *)s->region.base + r->out_offset;
+}
+
+int gf_client_shm_close(gf_client *c, gf_client_shm *s, int timeout_ms) {
+    if (s == NULL)
+        return 0;
+    int err = gf_client_region_destroy(c, &s->region, timeout_ms);
+    free(s);
     return err;
 }
 

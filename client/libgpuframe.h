@@ -316,6 +316,82 @@ GF_API int gf_client_region_remove(gf_client *c, uint32_t region_id, uint32_t *s
 GF_API int gf_client_send_frame_shm(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
                                     const gf_shm_frame *desc);
 
+/*
+ * Frame buffers in shared memory: the fast path for frames from 64 KiB up
+ * (README.md, "Frames in shared memory").  A producer writes each frame in
+ * place into a buffer the library hands out, and only a 40-byte descriptor
+ * crosses the socket; the daemon copies the frame to the GPU straight from
+ * those pages and writes the result into the set's memory, which the caller
+ * reads in place.  No frame byte is copied by either side's CPU.
+ *
+ *     gf_client_shm *s;
+ *     gf_client_shm_open(c, 8, frame_bytes, result_bytes, &s, timeout_ms);
+ *     void *in = gf_client_shm_frame_buffer(s, i % 8);   (write frame i there)
+ *     gf_client_send_shm(c, s, i % 8, pipeline_id, i, frame_bytes);
+ *     ... gf_client_recv(c, &reply, timeout_ms);
+ *     const void *out = gf_client_shm_result(s, &reply, &out_bytes);
+ *
+ * A set is one region (gf_client_region_create): `count` entries, each an
+ * input of `in_capacity` bytes and an output of `out_capacity` bytes, every
+ * one starting on a page of its own; inputs lie one after another, then the
+ * outputs, so that consecutive frames whose size is a multiple of the page
+ * size lie back to back and the daemon moves a batch of them in one copy.
+ * An entry is the caller's to write again once its frame's reply has been
+ * returned by gf_client_recv (and its output read: the next frame of the
+ * entry writes over it).  A set belongs to its connection.
+ */
+typedef struct gf_client_shm gf_client_shm;
+
+/*
+ * Creates a set of `count` entries on `c` and stores it in *out (the caller
+ * ends it with gf_client_shm_close).  No request may be in flight (-EBUSY).
+ * Returns 0; -EINVAL for count 0 or sizes whose region overflows; -ENOMEM;
+ * -EREMOTEIO when the daemon refused the region (region_limit: past its
+ * max_regions or max_shm_bytes; bad_region; gf_client_error says which;
+ * the connection goes on); or what gf_client_region_create returns (a
+ * daemon that speaks only protocol version 1 closes the connection:
+ * -ECONNRESET).
+ */
+GF_API int gf_client_shm_open(gf_client *c, uint32_t count, size_t in_capacity, size_t out_capacity,
+                              gf_client_shm **out, int timeout_ms);
+
+/* Entry `entry`'s input buffer: `in_capacity` writable bytes, page-aligned,
+ * where the producer writes the frame; NULL when `entry` >= count. */
+GF_API void *gf_client_shm_frame_buffer(gf_client_shm *s, uint32_t entry);
+
+/* The set's region: its id, whether the daemon pinned it, where it is
+ * mapped here and its size.  Owned by the set. */
+GF_API const gf_client_region *gf_client_shm_region(const gf_client_shm *s);
+
+/*
+ * Queues entry `entry`'s frame: the first `in_bytes` of its input buffer
+ * through pipeline `pipeline_id`, tagged `frame_id`, its output into the
+ * entry's output.  The reply is a RESULT (gf_client_shm_result finds its
+ * output) or an ERROR.  Returns 0, -EINVAL when `entry` >= count or
+ * `in_bytes` > in_capacity, or what gf_client_send_frame_shm returns.
+ */
+GF_API int gf_client_send_shm(gf_client *c, gf_client_shm *s, uint32_t entry, uint32_t pipeline_id,
+                              uint64_t frame_id, size_t in_bytes);
+
+/*
+ * The output of `reply`, a RESULT to a frame sent with gf_client_send_shm
+ * on `s`: its address in the set's memory, its length in *bytes (if not
+ * NULL).  gf_client_recv has checked that it lies where the frame asked.
+ * Valid until the entry's next frame is sent or the set is closed.  NULL
+ * for any other reply.
+ */
+GF_API const void *gf_client_shm_result(const gf_client_shm *s, const gf_reply *reply,
+                                        size_t *bytes);
+
+/*
+ * Ends a set: removes its region from the daemon (REGION_REMOVE, answered
+ * once the frames in flight on it are done; nothing else may be in flight:
+ * -EBUSY), then unmaps and frees it here.  With `c` NULL (the connection is
+ * gone) only the local side is undone.  The set is freed whatever the
+ * return: 0 or what gf_client_region_remove returns.  NULL is accepted.
+ */
+GF_API int gf_client_shm_close(gf_client *c, gf_client_shm *s, int timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif
