@@ -41,6 +41,7 @@ enum {
     OPT_SEED,
     OPT_NO_CHECK,
     OPT_SHM,
+    OPT_NO_SHM,
     OPT_PROMETHEUS,
     OPT_WATCH,
     OPT_SVG,

@@ -36,9 +36,11 @@ static const char stream_help[] =
     "prints one summary line:\n"
     "  frames=N errors=N seconds=S frames_per_s=R in_GBps=R out_GBps=R p50_us=L p99_us=L "
     "max_us=L\n"
+    "  transport=shm|socket\n"
     "(GB/s: bytes of frames answered with a result, 1e9 bytes per GB; latency: from\n"
-    "queueing a frame to receiving its reply), or, when no frame got a correct result,\n"
-    "what failed: frames=N errors=N every frame failed: N STATUS, N wrong results, ...\n"
+    "queueing a frame to receiving its reply; transport: how the frames travelled),\n"
+    "or, when no frame got a correct result, what failed:\n"
+    "  frames=N errors=N every frame failed: N STATUS, N wrong results, ...\n"
     "\n"
     "  -p, --pipeline NAME|ID  the pipeline, by name or numeric id (see 'gpuframe list')\n"
     "      --size BYTES        frame size, suffixes K, M, G (binary); default: width*height*3\n"
@@ -52,9 +54,13 @@ static const char stream_help[] =
     "                          an error write nothing)\n"
     "      --seed S            seed of the synthetic frames (default 1; not with --input)\n"
     "      --no-check          send frames the pipeline cannot take (tests the daemon's errors)\n"
-    "      --shm               send frames by reference: inputs and results live in one\n"
-    "                          shared-memory region (W entries), the socket carries only\n"
-    "                          descriptors; the daemon's GPU copies use the pages directly\n"
+    "      --shm               send frames of every size by reference: inputs and results\n"
+    "                          live in shared-memory frame buffers (one per frame in\n"
+    "                          flight), the socket carries only descriptors, and the\n"
+    "                          daemon's GPU copies use the pages directly.  The default\n"
+    "                          from 64K up, where the daemon allows it (max_regions,\n"
+    "                          max_shm_bytes) and the result's length is known here\n"
+    "      --no-shm            send every frame's bytes through the socket\n"
     "  -q, --quiet             print only the summary line\n" COMMON_HELP "\n"
     "Exit status 0 only if every frame got a correct result.\n";
 
@@ -104,7 +110,8 @@ static void stream_option(int opt, gf_stream_opts *o) {
         o->have_seed = 1;
         break;
     case OPT_NO_CHECK: o->no_check = 1; break;
-    case OPT_SHM: o->shm = 1; break;
+    case OPT_SHM: o->shm = STREAM_SHM_ON; break;
+    case OPT_NO_SHM: o->shm = STREAM_SHM_OFF; break;
     case 'q': o->quiet = 1; break;
     }
 }
@@ -121,23 +128,29 @@ static void parse_stream_opts(int argc, char *argv[], gf_stream_opts *o) {
                                              {"seed", required_argument, NULL, OPT_SEED},
                                              {"no-check", no_argument, NULL, OPT_NO_CHECK},
                                              {"shm", no_argument, NULL, OPT_SHM},
+                                             {"no-shm", no_argument, NULL, OPT_NO_SHM},
                                              {"quiet", no_argument, NULL, 'q'},
                                              COMMON_LONG_OPTIONS,
                                              {NULL, 0, NULL, 0}};
-    int opt;
+    int opt, shm_flags = 0;
 
     memset(o, 0, sizeof *o);
     gf_common_defaults(&o->common);
     o->window = STREAM_WINDOW_DEFAULT;
     o->seed = STREAM_SEED_DEFAULT;
+    o->shm = STREAM_SHM_AUTO;
     while ((opt = getopt_long(argc, argv, ":p:n:w:i:o:q" COMMON_SHORT_OPTIONS, longopts, NULL)) !=
            -1) {
-        if (!gf_common_option("stream", opt, &o->common, argv, stream_help))
-            stream_option(opt, o);
+        if (gf_common_option("stream", opt, &o->common, argv, stream_help))
+            continue;
+        shm_flags += opt == OPT_SHM || opt == OPT_NO_SHM;
+        stream_option(opt, o);
     }
     gf_no_operands("stream", argc, argv);
     if (o->pipeline == NULL)
         gf_die_usage("stream", "--pipeline is required");
+    if (shm_flags > 1)
+        gf_die_usage("stream", "--shm and --no-shm exclude each other");
     if (o->have_seed && o->input_path != NULL)
         gf_die_usage("stream", "--seed chooses synthetic frames; with --input the frames are the "
                                "file's, so drop one of them");
@@ -157,14 +170,13 @@ static void stream_free(gf_stream_run *r) {
         fclose(r->out);
     if (r->in != NULL)
         fclose(r->in);
-    if (r->region.base != NULL)
-        gf_client_region_destroy(NULL, &r->region, 0);
+    gf_client_shm_close(NULL, r->shm, 0);
     gf_client_close(r->client);
     for (size_t k = 0; k < SYNTH_POOL_MAX; k++) {
         free(r->pool[k]);
         free(r->pool_refs[k]);
     }
-    if (r->in_bufs != NULL && !r->o->shm)
+    if (r->in_bufs != NULL && r->shm == NULL)
         for (size_t i = 0; i < r->o->window; i++)
             free(r->in_bufs[i]);
     free(r->in_bufs);
@@ -198,8 +210,8 @@ static void stream_connect(gf_stream_run *r) {
 
 /*
  * With --verify or --shm, loads the run's plugin stages here too, for what
- * the client computes itself: the output length of a frame (the region's
- * layout) and the reference.  The daemon is on this host (a Unix socket), so
+ * the client computes itself: the output length of a frame (the frame
+ * buffers' layout) and the reference.  The daemon is on this host (a Unix socket), so
  * the plugin's shared object and files are at the paths LIST gives; loading
  * one runs its code in this process, so verify only against a daemon you
  * trust.  A client that cannot read them exits 2 saying so.  Also sizes the
@@ -213,8 +225,9 @@ static void open_plugins(gf_stream_run *r, uint64_t size_bytes) {
         plugins |= gf_kind_is_plugin(p->stages[k].kind);
     /* Only to verify, or to lay out --shm outputs: a client that just sends
      * frames runs no code of the daemon's choosing, and leaves the lengths
-     * to the daemon (as --no-check does). */
-    if (plugins && !r->o->verify && !r->o->shm) {
+     * to the daemon (as --no-check does; by default such frames then go
+     * through the socket). */
+    if (plugins && !r->o->verify && r->o->shm != STREAM_SHM_ON) {
         r->lengths_unknown = 1;
         return;
     }

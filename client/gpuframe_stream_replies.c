@@ -1,6 +1,7 @@
 /*
  * The replies of a `gpuframe stream` run: each checked against the frame it
- * answers (echoed ids, length, the --shm descriptor, --verify's reference),
+ * answers (echoed ids, length, where a result in shared memory lies,
+ * --verify's reference),
  * counted, timed and written to --output; then the summary line and the
  * command's exit status.
  */
@@ -62,26 +63,22 @@ static int check_result(gf_stream_run *r, uint64_t seq, const gf_frame_slot *s,
 }
 
 /*
- * A shm RESULT as the reply it stands for: its payload is where the
- * descriptor says, in our region, after checking that it is where frame
- * `seq` asked for it.  Returns 0, or -1 with the problem recorded.
+ * A RESULT in shared memory as the reply it stands for: its payload is the
+ * output in the frame's buffer, which gf_client_recv checked lies where the
+ * frame asked.  Returns 0, or -1 with the problem recorded (a RESULT of no
+ * frame buffer of this run).
  */
 static int shm_view(gf_stream_run *r, uint64_t seq, const gf_reply *rep, gf_reply *view) {
-    const gf_shm_result *d = &rep->shm_result;
-    uint64_t want_off = r->o->window * r->in_stride + (seq % r->o->window) * r->out_stride;
-    *view = *rep;
-    if (!rep->shm || d->region_id != r->region.id || d->out_offset != want_off ||
-        d->out_bytes > r->out_stride) {
-        char why[WHY_BYTES];
-        snprintf(why, sizeof why,
-                 "shm result says region %" PRIu32 " offset %" PRIu64 " bytes %" PRIu64
-                 "; asked region %" PRIu32 " offset %" PRIu64 " capacity %" PRIu64,
-                 d->region_id, d->out_offset, d->out_bytes, r->region.id, want_off, r->out_stride);
-        mismatch(r, seq, why);
+    size_t bytes;
+    const void *out = gf_client_shm_result(r->shm, rep, &bytes);
+
+    if (out == NULL) {
+        mismatch(r, seq, "a RESULT outside this run's shared-memory frame buffers");
         return -1;
     }
-    view->payload = (const unsigned char *)r->region.base + d->out_offset;
-    view->payload_bytes = (size_t)d->out_bytes;
+    *view = *rep;
+    view->payload = out;
+    view->payload_bytes = bytes;
     return 0;
 }
 
@@ -106,7 +103,7 @@ void gf_stream_handle_reply(gf_stream_run *r, const gf_reply *raw) {
     const gf_frame_slot *s = &r->slots[seq % r->o->window];
     gf_reply view;
     const gf_reply *rep = raw;
-    if (r->o->shm && raw->header.type == GF_MSG_RESULT) {
+    if (r->shm != NULL && raw->header.type == GF_MSG_RESULT) {
         if (shm_view(r, seq, raw, &view) < 0) {
             r->failed++;
             r->answered++;
@@ -174,13 +171,13 @@ static void print_summary(gf_stream_run *r, uint64_t elapsed_ns, uint64_t failed
         return;
     }
     gf_sort_ns(r->latency_ns, r->latency_count);
-    printf("frames=%" PRIu64 " errors=%" PRIu64 " seconds=%.3f frames_per_s=%.1f in_GBps=%.3f "
-           "out_GBps=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f\n",
-           r->queued, failed, s, (double)r->answered * per_s, (double)r->in_bytes * per_s / 1e9,
-           (double)r->out_bytes * per_s / 1e9,
-           gf_percentile_us(r->latency_ns, r->latency_count, 50),
-           gf_percentile_us(r->latency_ns, r->latency_count, 99),
-           gf_percentile_us(r->latency_ns, r->latency_count, 100));
+    printf(
+        "frames=%" PRIu64 " errors=%" PRIu64 " seconds=%.3f frames_per_s=%.1f in_GBps=%.3f "
+        "out_GBps=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f transport=%s\n",
+        r->queued, failed, s, (double)r->answered * per_s, (double)r->in_bytes * per_s / 1e9,
+        (double)r->out_bytes * per_s / 1e9, gf_percentile_us(r->latency_ns, r->latency_count, 50),
+        gf_percentile_us(r->latency_ns, r->latency_count, 99),
+        gf_percentile_us(r->latency_ns, r->latency_count, 100), r->shm != NULL ? "shm" : "socket");
     fflush(stdout);
 }
 

@@ -7,8 +7,8 @@
  *                              that keeps a window of frames in flight,
  *                              freeing the run
  *   gpuframe_stream_frames.c   the frames sent: synthetic ones or --input
- *                              chunks, the --shm region, their C references,
- *                              sending the next one
+ *                              chunks, in shared memory or not, their C
+ *                              references, sending the next one
  *   gpuframe_stream_replies.c  each reply: checked against its frame,
  *                              counted, written to --output; the summary
  *                              line and the exit status
@@ -32,6 +32,20 @@
  * is caught by --verify, few enough that references are cheap. */
 #define SYNTH_POOL_MAX 4
 
+/* Frames from this size up go through shared memory unless --no-shm, where
+ * README.md ("Frames in shared memory") says always to use it: 5.4 times the
+ * socket's bytes/s at 64 KiB on an H200.  Smaller frames gain less, and a
+ * run's region costs locked memory and its pinning whatever the size. */
+#define STREAM_SHM_MIN_BYTES (64u * 1024u)
+
+/* How frames travel: by reference in shared memory, or their bytes on the
+ * socket. */
+enum stream_shm {
+    STREAM_SHM_AUTO, /* shared memory from STREAM_SHM_MIN_BYTES up, where it can */
+    STREAM_SHM_ON,   /* --shm: shared memory for every size, or fail           */
+    STREAM_SHM_OFF,  /* --no-shm: the socket                                    */
+};
+
 /* What `gpuframe stream` was asked for. */
 typedef struct gf_stream_opts {
     gf_common_opts common;
@@ -47,7 +61,7 @@ typedef struct gf_stream_opts {
     const char *output_path; /* --output, or NULL                      */
     uint64_t seed;           /* --seed                                 */
     int have_seed;           /* --seed was given                       */
-    int shm;                 /* --shm                                  */
+    enum stream_shm shm;     /* --shm, --no-shm or neither             */
 } gf_stream_opts;
 
 /* One frame in flight: what was sent and what its reply must be. */
@@ -83,10 +97,9 @@ typedef struct gf_stream_run {
     uint64_t planned;    /* frames to send; UINT64_MAX: until EOF  */
     int64_t full_expect; /* output bytes of a frame of --size      */
 
-    /* --shm: one region; window entry i's input at i * in_stride, its
-     * output at window * in_stride + i * out_stride. */
-    gf_client_region region;
-    uint64_t in_stride, out_stride;
+    /* Frames by reference: one frame buffer per window entry (frame i in
+     * entry i % window); NULL when frames go through the socket. */
+    gf_client_shm *shm;
 
     FILE *out;              /* --output, or NULL                    */
     unsigned char *scratch; /* references of --input frames         */

@@ -7,6 +7,8 @@
  *     left), and a failed run leaves it as it was;
  *   - the stats table of a CPU daemon names no GPU and no copy times;
  *   - a stream in which every frame fails says what failed, not a rate;
+ *   - stream's frames go through shared memory from 64 KiB up, and the
+ *     summary says how they went;
  *   - --seed with --input is refused;
  *   - a failed connect says what is wrong and what to do.
  */
@@ -87,6 +89,14 @@ static void list_dir(const char *dir, char *buf, size_t len) {
         free(names[i]);
     }
     free(names);
+}
+
+/* One STATS of d and its counter at `dotted`. */
+static uint64_t stat_of(const gf_test_daemon *d, const char *dotted) {
+    gf_client *c = gf_test_ck_connect(d->socket_path);
+    uint64_t v = gf_test_ck_stat(c, dotted);
+    gf_client_close(c);
+    return v;
 }
 
 /* Streams FRAMES_SENT verified echo frames through the library. */
@@ -219,6 +229,78 @@ START_TEST(seed_with_input_is_refused) {
 }
 END_TEST
 
+/* The tail of a stream's summary line in `out`: what follows "max_us=N ". */
+static const char *summary_tail(const char *out) {
+    const char *at = strstr(out, " max_us=");
+    ck_assert_msg(at != NULL && strstr(out, "frames=") != NULL && strstr(out, " errors=0 ") != NULL,
+                  "%s", out);
+    at = strchr(at + 1, ' ');
+    ck_assert_ptr_nonnull(at);
+    return at + 1;
+}
+
+/* `gpuframe stream` sends frames from 64 KiB up through shared memory by
+ * default, smaller ones and --no-shm through the socket, --shm every size
+ * through shared memory, and says which; where the daemon refuses regions it
+ * falls back to the socket and says why (not with --quiet), unless --shm. */
+START_TEST(stream_uses_shared_memory_from_64k_up) {
+    static const struct {
+        const char *size, *flag, *tail;
+    } cases[] = {
+        {"64K", NULL, "transport=shm\n"},          {"65535", NULL, "transport=socket\n"},
+        {"64K", "--no-shm", "transport=socket\n"}, {"4K", "--shm", "transport=shm\n"},
+        {"1M", NULL, "transport=shm\n"},
+    };
+    gf_test_daemon d;
+    char *out;
+
+    gf_test_ck_daemon_start(&d, config_json, g_engine);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path,
+                                      "--pipeline", "echo", "--size", cases[i].size, "--count",
+                                      "20", "--verify", "--quiet", cases[i].flag, (char *)NULL),
+                         0);
+        ck_assert_msg(strcmp(summary_tail(out), cases[i].tail) == 0, "--size %s %s: %s",
+                      cases[i].size, cases[i].flag ? cases[i].flag : "", out);
+        free(out);
+    }
+    ck_assert_uint_eq(stat_of(&d, "shm.regions_added"), 3);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
+
+    gf_test_ck_daemon_start(&d,
+                            "{\"max_regions\": 0, \"pipelines\": [{\"name\": \"echo\", "
+                            "\"kind\": \"echo\"}]}",
+                            g_engine);
+    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
+                                  "echo", "--size", "1M", "--count", "8", "--verify", (char *)NULL),
+                     0);
+    ck_assert_msg(strstr(out, "gpuframe stream: frames go through the socket: no shared memory: "
+                              "daemon refused region_add: region_limit: ") != NULL,
+                  "%s", out);
+    ck_assert_str_eq(summary_tail(out), "transport=socket\n");
+    free(out);
+    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
+                                  "echo", "--size", "1M", "--count", "8", "--quiet", (char *)NULL),
+                     0);
+    ck_assert_msg(strncmp(out, "frames=8 errors=0 ", 18) == 0, "%s", out); /* the line alone */
+    free(out);
+    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
+                                  "echo", "--size", "1M", "--count", "8", "--shm", (char *)NULL),
+                     1);
+    ck_assert_msg(strncmp(out, "gpuframe: --shm: daemon refused region_add: region_limit: ", 58) ==
+                      0,
+                  "%s", out);
+    free(out);
+    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--pipeline", "echo", "--shm", "--no-shm",
+                                  (char *)NULL),
+                     2);
+    ck_assert_str_eq(out, "gpuframe stream: --shm and --no-shm exclude each other\n"
+                          "Try 'gpuframe stream --help'.\n");
+    free(out);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
 /* A socket at `path` that listens (and is never accepted from), with owner
  * root, group `gid` and `mode`; returns its fd. */
 static int listening_socket(const char *path, gid_t gid, mode_t mode) {
@@ -339,6 +421,7 @@ static Suite *gpuframe_suite(void) {
     tcase_add_test(tc, stream_where_every_frame_fails_says_what_failed);
     tcase_add_test(tc, seed_with_input_is_refused);
     tcase_add_test(tc, connect_errors_say_what_to_do);
+    tcase_add_test(tc, stream_uses_shared_memory_from_64k_up);
     suite_add_tcase(s, tc);
     return s;
 }
