@@ -24,7 +24,7 @@ from .connection import Request
 from .errors import BusyError, ConnectionClosedError, GpuframeError, ProtocolError, StatusError
 from .pipelines import Frame, Pipeline, Pipelines, Result, encode_frame
 from .protocol import MsgType
-from .shm import Region, ShmFrame, create_memfd, encode_shm
+from .shm import FrameBuffers, Region, ShmFrame, create_memfd, encode_shm
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -348,6 +348,25 @@ class Client:
         region = Region(self, info, mapping)
         self._regions[region.id] = region
         return region
+
+    def frame_buffers(self, count: int, nbytes: int, out_nbytes: Optional[int] = None, *,
+                      name: str = "gpuframe-frames") -> FrameBuffers:
+        """``count`` shared-memory frame buffers (:class:`FrameBuffers`) in one
+        new :meth:`region`: each an input of ``nbytes`` bytes that a producer
+        fills in place and an output of ``out_nbytes`` (default ``nbytes``;
+        give more for a pipeline whose result is larger, as normalize_u8's,
+        four times its input).  Raises as :meth:`region` does, and ValueError
+        for a count below 1 or a negative size."""
+        if out_nbytes is None:
+            out_nbytes = nbytes
+        for what, n in (("count", count), ("nbytes", nbytes), ("out_nbytes", out_nbytes)):
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) \
+                    or n < (1 if what == "count" else 0):
+                raise ValueError("%s must be an integer >= %d, not %r"
+                                 % (what, 1 if what == "count" else 0, n))
+        count, nbytes, out_nbytes = int(count), int(nbytes), int(out_nbytes)
+        region = self.region(FrameBuffers.region_bytes(count, nbytes, out_nbytes), name=name)
+        return FrameBuffers(region, count, nbytes, out_nbytes)
 
     def _region_add(self, fd: Optional[int]) -> protocol.RegionInfo:
         """REGION_ADD with the descriptor ``fd`` (None: without one, which
