@@ -85,7 +85,7 @@ static void open_input(gf_stream_run *r, const char *pname) {
     struct stat st;
     char why[WHY_BYTES];
 
-    r->in = fopen(o->input_path, "rb");
+    r->in = IS_STDIO(o->input_path) ? stdin : fopen(o->input_path, "rb");
     if (r->in == NULL) {
         fprintf(stderr, "gpuframe: --input %s: %s\n", o->input_path, strerror(errno));
         exit(EXIT_USAGE);
@@ -285,9 +285,9 @@ static int prepare_shm(gf_stream_run *r) {
         return EXIT_OK;
     }
     const gf_client_region *region = gf_client_shm_region(r->shm);
-    if (!o->quiet)
-        printf("shared-memory region %" PRIu32 " of %" PRIu64 " bytes%s\n", region->id,
-               region->bytes, region->pinned ? ", pinned by the daemon" : "");
+    if (!o->quiet && !o->json)
+        fprintf(r->report, "shared-memory region %" PRIu32 " of %" PRIu64 " bytes%s\n", region->id,
+                region->bytes, region->pinned ? ", pinned by the daemon" : "");
     if (r->in == NULL)
         for (uint32_t i = 0; i < o->window; i++)
             memcpy(gf_client_shm_frame_buffer(r->shm, i), r->pool[i % r->pool_count],
@@ -310,7 +310,7 @@ int gf_stream_prepare(gf_stream_run *r) {
         make_pool(r);
     }
     if (o->output_path != NULL) {
-        r->out = fopen(o->output_path, "wb");
+        r->out = IS_STDIO(o->output_path) ? stdout : fopen(o->output_path, "wb");
         if (r->out == NULL) {
             fprintf(stderr, "gpuframe: --output %s: %s\n", o->output_path, strerror(errno));
             return EXIT_USAGE;

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "gpuframe_commands.h"
 #include "gpuframe_connect.h"
 #include "gpuframe_stream_frames.h"
@@ -144,58 +146,124 @@ void gf_stream_handle_reply(gf_stream_run *r, const gf_reply *raw) {
  */
 static void print_all_failed(const gf_stream_run *r, uint64_t failed) {
     const char *sep = "";
+    FILE *f = r->report;
 
-    printf("frames=%" PRIu64 " errors=%" PRIu64 " every frame failed:", r->queued, failed);
+    fprintf(f, "frames=%" PRIu64 " errors=%" PRIu64 " every frame failed:", r->queued, failed);
     for (uint32_t st = 0; st <= GF_STATUS_COUNT_; st++) {
         if (r->errors_by_status[st] == 0)
             continue;
-        printf("%s %" PRIu64 " %s", sep, r->errors_by_status[st], gf_status_name(st));
+        fprintf(f, "%s %" PRIu64 " %s", sep, r->errors_by_status[st], gf_status_name(st));
         sep = ",";
     }
     if (r->mismatches > 0) {
-        printf("%s %" PRIu64 " wrong result%s", sep, r->mismatches, r->mismatches > 1 ? "s" : "");
+        fprintf(f, "%s %" PRIu64 " wrong result%s", sep, r->mismatches,
+                r->mismatches > 1 ? "s" : "");
         sep = ",";
     }
     if (r->queued > r->answered)
-        printf("%s %" PRIu64 " no reply", sep, r->queued - r->answered);
-    putchar('\n');
-    fflush(stdout);
+        fprintf(f, "%s %" PRIu64 " no reply", sep, r->queued - r->answered);
+    fputc('\n', f);
 }
 
-static void print_summary(gf_stream_run *r, uint64_t elapsed_ns, uint64_t failed) {
+/* A run's figures, as the summary line and --json give them. */
+struct figures {
+    uint64_t frames, errors;
+    double seconds, frames_per_s, in_gbps, out_gbps, p50_us, p99_us, max_us;
+    const char *transport;
+};
+
+static struct figures figures_of(gf_stream_run *r, uint64_t elapsed_ns, uint64_t failed) {
     double s = (double)elapsed_ns / 1e9;
     double per_s = s > 0 ? 1.0 / s : 0.0;
 
-    if (failed > 0 && failed == r->queued) {
-        print_all_failed(r, failed);
-        return;
-    }
     gf_sort_ns(r->latency_ns, r->latency_count);
-    printf(
-        "frames=%" PRIu64 " errors=%" PRIu64 " seconds=%.3f frames_per_s=%.1f in_GBps=%.3f "
-        "out_GBps=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f transport=%s\n",
-        r->queued, failed, s, (double)r->answered * per_s, (double)r->in_bytes * per_s / 1e9,
-        (double)r->out_bytes * per_s / 1e9, gf_percentile_us(r->latency_ns, r->latency_count, 50),
-        gf_percentile_us(r->latency_ns, r->latency_count, 99),
-        gf_percentile_us(r->latency_ns, r->latency_count, 100), r->shm != NULL ? "shm" : "socket");
-    fflush(stdout);
+    return (struct figures){
+        .frames = r->queued,
+        .errors = failed,
+        .seconds = s,
+        .frames_per_s = (double)r->answered * per_s,
+        .in_gbps = (double)r->in_bytes * per_s / 1e9,
+        .out_gbps = (double)r->out_bytes * per_s / 1e9,
+        .p50_us = gf_percentile_us(r->latency_ns, r->latency_count, 50),
+        .p99_us = gf_percentile_us(r->latency_ns, r->latency_count, 99),
+        .max_us = gf_percentile_us(r->latency_ns, r->latency_count, 100),
+        .transport = r->shm != NULL ? "shm" : "socket",
+    };
+}
+
+/* --json: the figures, and what failed, as one JSON object on a line. */
+static void print_json(const gf_stream_run *r, const struct figures *fg) {
+    cJSON *doc = cJSON_CreateObject(), *by_status = NULL;
+
+    cJSON_AddNumberToObject(doc, "frames", (double)fg->frames);
+    cJSON_AddNumberToObject(doc, "errors", (double)fg->errors);
+    cJSON_AddNumberToObject(doc, "seconds", fg->seconds);
+    cJSON_AddNumberToObject(doc, "frames_per_s", fg->frames_per_s);
+    cJSON_AddNumberToObject(doc, "in_GBps", fg->in_gbps);
+    cJSON_AddNumberToObject(doc, "out_GBps", fg->out_gbps);
+    cJSON_AddNumberToObject(doc, "p50_us", fg->p50_us);
+    cJSON_AddNumberToObject(doc, "p99_us", fg->p99_us);
+    cJSON_AddNumberToObject(doc, "max_us", fg->max_us);
+    cJSON_AddStringToObject(doc, "transport", fg->transport);
+    by_status = cJSON_AddObjectToObject(doc, "errors_by_status");
+    for (uint32_t st = 0; st <= GF_STATUS_COUNT_; st++)
+        if (r->errors_by_status[st] > 0)
+            cJSON_AddNumberToObject(by_status, gf_status_name(st), (double)r->errors_by_status[st]);
+    cJSON_AddNumberToObject(doc, "wrong_results", (double)r->mismatches);
+    cJSON_AddNumberToObject(doc, "no_reply", (double)(r->queued - r->answered));
+    cJSON_AddBoolToObject(doc, "interrupted", r->interrupted);
+    char *text = cJSON_PrintUnformatted(doc);
+    if (text == NULL) {
+        fprintf(stderr, "gpuframe: out of memory\n");
+        exit(EXIT_FAIL);
+    }
+    fprintf(r->report, "%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(doc);
+}
+
+static void print_summary(gf_stream_run *r, uint64_t elapsed_ns, uint64_t failed) {
+    struct figures fg = figures_of(r, elapsed_ns, failed);
+
+    if (r->o->json)
+        print_json(r, &fg);
+    else if (failed > 0 && failed == r->queued)
+        print_all_failed(r, failed);
+    else
+        fprintf(r->report,
+                "frames=%" PRIu64 " errors=%" PRIu64 " seconds=%.3f frames_per_s=%.1f "
+                "in_GBps=%.3f out_GBps=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f transport=%s\n",
+                fg.frames, fg.errors, fg.seconds, fg.frames_per_s, fg.in_gbps, fg.out_gbps,
+                fg.p50_us, fg.p99_us, fg.max_us, fg.transport);
+    fflush(r->report);
 }
 
 int gf_stream_finish(gf_stream_run *r, uint64_t elapsed_ns, int connection_failed) {
     const gf_stream_opts *o = r->o;
 
-    if (r->in != NULL && r->queued == 0 && !r->input_error) {
+    if (r->in != NULL && r->queued == 0 && !r->input_error && !r->interrupted) {
         fprintf(stderr, "gpuframe: --input %s is empty\n", o->input_path);
         return EXIT_USAGE;
     }
-    uint64_t failed = r->failed + (r->queued - r->answered);
-    print_summary(r, elapsed_ns, failed);
-
-    int status = failed == 0 && !connection_failed && !r->input_error ? EXIT_OK : EXIT_FAIL;
-    if (r->out != NULL && fclose(r->out) != 0) {
+    /* The results first: with --output - the summary follows them. */
+    int status = EXIT_OK;
+    if (r->out != NULL && (r->out == stdout ? fflush(r->out) : fclose(r->out)) != 0) {
         fprintf(stderr, "gpuframe: --output %s: %s\n", o->output_path, strerror(errno));
         status = EXIT_FAIL;
     }
     r->out = NULL;
+    uint64_t failed = r->failed + (r->queued - r->answered);
+    print_summary(r, elapsed_ns, failed);
+    if (failed > 0 || connection_failed || r->input_error)
+        status = EXIT_FAIL;
+    if (r->interrupted) {
+        if (!o->quiet && r->planned != UINT64_MAX)
+            fprintf(stderr,
+                    "gpuframe stream: interrupted: sent %" PRIu64 " of %" PRIu64 " frames\n",
+                    r->queued, r->planned);
+        else if (!o->quiet)
+            fprintf(stderr, "gpuframe stream: interrupted: sent %" PRIu64 " frames\n", r->queued);
+        status = EXIT_INTERRUPTED;
+    }
     return status;
 }

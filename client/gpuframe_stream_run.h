@@ -57,6 +57,7 @@ typedef struct gf_stream_opts {
     int verify;              /* --verify                               */
     int no_check;            /* --no-check                             */
     int quiet;               /* --quiet                                */
+    int json;                /* --json                                 */
     const char *input_path;  /* --input, or NULL: synthetic frames     */
     const char *output_path; /* --output, or NULL                      */
     uint64_t seed;           /* --seed                                 */
@@ -90,7 +91,7 @@ typedef struct gf_stream_run {
     size_t pool_count;
 
     /* --input: the file and one buffer per window entry (allocated lazily). */
-    FILE *in;
+    FILE *in; /* stdin for "-" */
     unsigned char **in_bufs;
     int input_done;      /* no more frames to queue                */
     int input_error;     /* the input could not be sent completely */
@@ -101,7 +102,9 @@ typedef struct gf_stream_run {
      * entry i % window); NULL when frames go through the socket. */
     gf_client_shm *shm;
 
-    FILE *out;              /* --output, or NULL                    */
+    FILE *out;              /* --output (stdout for "-"), or NULL   */
+    FILE *report;           /* the banner and summary: stdout, or
+                               stderr when the results go there    */
     unsigned char *scratch; /* references of --input frames         */
     size_t scratch_bytes;
 
@@ -114,6 +117,13 @@ typedef struct gf_stream_run {
     uint64_t mismatches; /* of those, wrong results (printed: the first) */
     uint64_t in_bytes;   /* input bytes of the frames answered by RESULT */
     uint64_t out_bytes;  /* result bytes received                        */
+    /* The window's run: when it began, the progress line on a terminal
+     * (shown at all, and when next), and whether Ctrl-C cut it short. */
+    uint64_t start_ns;
+    int progress, progress_shown;
+    uint64_t progress_next_ns;
+    int interrupted;
+
     /* Of the failed, the ERROR replies by status (the last: statuses this
      * client does not know), for the summary of a run where all failed. */
     uint64_t errors_by_status[GF_STATUS_COUNT_ + 1];

@@ -87,7 +87,7 @@ if start_daemon trace $sock --config bench/echo.json --engine cuda; then
   wait "${pids[@]}"
   $build/gpuframe stats --socket $sock
   $build/gpuframe stats --socket $sock --prometheus > "$out/stats.prom"
-  $build/gpuframe trace --socket $sock --frames 24 --out "$out/trace.json" --svg "$out/trace.svg"
+  $build/gpuframe trace --socket $sock --count 24 --output "$out/trace.json" --svg "$out/trace.svg"
   kill -TERM $daemon; wait $daemon
 fi
 for f in "$logs"/*.log; do echo "===== $(basename "$f")"; cat "$f"; done > "$out/daemons.log"

@@ -10,13 +10,18 @@
  *   - stream's frames go through shared memory from 64 KiB up, and the
  *     summary says how they went;
  *   - --seed with --input is refused;
- *   - a failed connect says what is wrong and what to do.
+ *   - a failed connect says what is wrong and what to do;
+ *   - --version, the option names, '-' for stdin and stdout, --json, the
+ *     progress line on a terminal, Ctrl-C.
  */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <pty.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +57,13 @@ static const char *g_engine; /* "cpu" or "cuda": $GF_TEST_ENGINE */
 static const char config_json[] =
     "{\"slots\": 2, \"pipelines\": ["
     " {\"name\": \"echo\", \"kind\": \"echo\"},"
-    " {\"name\": \"affine\", \"kind\": \"affine\", \"params\": {\"a\": 2.0, \"b\": 0.5}}]}";
+    " {\"name\": \"affine\", \"kind\": \"affine\", \"params\": {\"a\": 2.0, \"b\": 0.5}},"
+    " {\"name\": \"slow\", \"kind\": \"sincos\", \"params\": {\"iters\": 16}}]}";
+/* Frames of `slow` that keep a CPU daemon busy for seconds: 150 of them,
+ * two at a time, took 5 s on the machine that wrote this test, so a machine
+ * four times faster still runs over a second. */
+#define SLOW_FRAME_SIZE  "1M"
+#define SLOW_FRAME_COUNT "150"
 
 static struct prom_doc prom; /* large: not on the stack */
 
@@ -301,6 +312,238 @@ START_TEST(stream_uses_shared_memory_from_64k_up) {
 }
 END_TEST
 
+/* `gpuframe --version`: the version and every protocol version it speaks;
+ * the names --out and --frames of trace's --output and --count still work;
+ * -w means --window alone. */
+START_TEST(version_and_option_names) {
+    char dir[GF_TEST_DIR_MAX], *out;
+
+    ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
+    ck_assert_int_eq(run_gpuframe(dir, &out, "--version", (char *)NULL), 0);
+    ck_assert_str_eq(out, "gpuframe " GF_VERSION " (protocol 1, 2)\n");
+    free(out);
+    ck_assert_int_eq(run_gpuframe(dir, &out, "stats", "-w", "1", (char *)NULL), 2);
+    ck_assert_str_eq(out, "gpuframe stats: unknown option '-w'\nTry 'gpuframe stats --help'.\n");
+    free(out);
+
+    gf_test_daemon d;
+    char path[GF_TEST_PATH_MAX];
+    gf_test_ck_daemon_start(&d, config_json, g_engine);
+    send_traffic(&d);
+    snprintf(path, sizeof path, "%s/t.json", dir);
+    ck_assert_int_eq(run_gpuframe(dir, &out, "trace", "--socket", d.socket_path, "--frames", "3",
+                                  "--out", path, (char *)NULL),
+                     0);
+    ck_assert_msg(strncmp(out, "trace: 3 frames, ", 17) == 0, "%s", out);
+    free(out);
+    char *chrome = gf_test_read_file(path, NULL);
+    ck_assert_msg(chrome != NULL && chrome[0] == '{' && strstr(chrome, "\"traceEvents\":[") != NULL,
+                  "%s", chrome ? chrome : "(none)");
+    free(chrome);
+    unlink(path);
+    /* --output - of stats is standard output, as without --output. */
+    ck_assert_int_eq(run_gpuframe(dir, &out, "stats", "--socket", d.socket_path, "--prometheus",
+                                  "-o", "-", (char *)NULL),
+                     0);
+    ck_assert_msg(strncmp(out, "# HELP gpuframe_info ", 21) == 0, "%s", out);
+    free(out);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
+    rmdir(dir);
+}
+END_TEST
+
+/* stream's --input - and --output - (the results on stdout, the summary on
+ * stderr) and --json (one object: the figures, how the frames went). */
+START_TEST(stream_pipes_and_json) {
+    gf_test_daemon d;
+    char cmd[4 * GF_TEST_PATH_MAX + 256], in[GF_TEST_PATH_MAX], res[GF_TEST_PATH_MAX],
+        err_path[GF_TEST_PATH_MAX], *out;
+    unsigned char data[1000003];
+    uint64_t rng = 5;
+
+    gf_test_ck_daemon_start(&d, config_json, g_engine);
+    snprintf(in, sizeof in, "%s/in.bin", d.dir);
+    snprintf(res, sizeof res, "%s/out.bin", d.dir);
+    snprintf(err_path, sizeof err_path, "%s/err.txt", d.dir);
+    gf_test_fill_input(gf_pipeline_kind_find("echo"), data, sizeof data, &rng);
+    FILE *f = fopen(in, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(data, 1, sizeof data, f), sizeof data);
+    ck_assert_int_eq(fclose(f), 0);
+
+    snprintf(
+        cmd, sizeof cmd,
+        "exec '%s' stream --socket '%s' -p echo --size 64K -i - -o - --json <'%s' >'%s' 2>'%s'",
+        GF_TEST_CLIENT, d.socket_path, in, res, err_path);
+    char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    ck_assert_int_eq(gf_test_ck_run(d.dir, argv, COMMAND_TIMEOUT_MS, &out), 0);
+    ck_assert_str_eq(out, "");
+    free(out);
+    size_t got_bytes = 0;
+    char *got = gf_test_read_file(res, &got_bytes);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_uint_eq(got_bytes, sizeof data);
+    ck_assert_int_eq(memcmp(got, data, sizeof data), 0);
+    free(got);
+    char *summary = gf_test_read_file(err_path, NULL);
+    ck_assert_ptr_nonnull(summary);
+    cJSON *doc = cJSON_Parse(summary);
+    ck_assert_msg(doc != NULL && strchr(summary, '\n') == summary + strlen(summary) - 1,
+                  "not one JSON line: %s", summary);
+    ck_assert_uint_eq(gf_test_ck_u64(doc, "frames"), 16); /* 15 of 64 KiB, one of 16963 bytes */
+    ck_assert_uint_eq(gf_test_ck_u64(doc, "errors"), 0);
+    ck_assert_uint_eq(gf_test_ck_u64(doc, "no_reply"), 0);
+    ck_assert_uint_eq(gf_test_ck_u64(doc, "wrong_results"), 0);
+    ck_assert_str_eq(gf_test_json_str(doc, "transport"), "shm");
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "interrupted")));
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "errors_by_status")),
+                     0);
+    for (const char *const *k =
+             (const char *const[]){"seconds", "frames_per_s", "in_GBps", "out_GBps", "p50_us",
+                                   "p99_us", "max_us", NULL};
+         *k != NULL; k++)
+        ck_assert_msg(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(doc, *k)), "%s", *k);
+    cJSON_Delete(doc);
+    free(summary);
+
+    /* Refused frames, counted by status; stdout holds the object alone. */
+    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "-p", "affine",
+                                  "--size", "4099", "-n", "3", "--no-check", "--json", "-q",
+                                  (char *)NULL),
+                     1);
+    doc = cJSON_Parse(out);
+    ck_assert_msg(doc != NULL, "%s", out);
+    ck_assert_uint_eq(gf_test_ck_u64(doc, "errors"), 3);
+    ck_assert_uint_eq(gf_test_ck_u64(doc, "errors_by_status.bad_length"), 3);
+    ck_assert_str_eq(gf_test_json_str(doc, "transport"), "socket");
+    cJSON_Delete(doc);
+    free(out);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
+/* Reads what the command writes to the terminal `master` until it closes
+ * its side, into a malloc'd, NUL-terminated buffer. */
+static char *read_terminal(int master) {
+    size_t len = 0, cap = 4096;
+    char *text = malloc(cap);
+
+    ck_assert_ptr_nonnull(text);
+    for (;;) {
+        if (cap - len < 1024) {
+            cap *= 2;
+            text = realloc(text, cap);
+            ck_assert_ptr_nonnull(text);
+        }
+        ssize_t n = read(master, text + len, cap - len - 1);
+        if (n <= 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* EIO: every slave fd is closed */
+        len += (size_t)n;
+    }
+    text[len] = '\0';
+    return text;
+}
+
+/* On a terminal a run longer than a second redraws a progress line on
+ * stderr and erases it at the end; the summary is on stdout.  Not on a
+ * terminal, nothing of it. */
+START_TEST(stream_shows_progress_on_a_terminal) {
+    gf_test_daemon d;
+    char out_path[GF_TEST_PATH_MAX];
+    int master, slave, status;
+
+    gf_test_ck_daemon_start(&d, config_json, g_engine);
+    snprintf(out_path, sizeof out_path, "%s/out.txt", d.dir);
+    char *argv[] = {
+        GF_TEST_CLIENT,  "stream", "--socket",       d.socket_path, "-p", "slow", "--size",
+        SLOW_FRAME_SIZE, "-n",     SLOW_FRAME_COUNT, "-w",          "2",  NULL};
+    ck_assert_int_eq(openpty(&master, &slave, NULL, NULL, NULL), 0);
+    int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ck_assert_int_ge(out, 0);
+    pid_t pid = gf_test_spawn(argv, out, slave);
+    ck_assert_int_gt(pid, 0);
+    close(out);
+    close(slave);
+    char *tty = read_terminal(master);
+    close(master);
+    ck_assert_int_eq(gf_test_reap(pid, COMMAND_TIMEOUT_MS, &status), 0);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", tty);
+    char *summary = gf_test_read_file(out_path, NULL);
+    ck_assert_ptr_nonnull(summary);
+    const char *line = strstr(summary, "frames=" SLOW_FRAME_COUNT " errors=0 seconds=");
+    ck_assert_msg(line != NULL, "%s", summary);
+    double seconds = atof(line + strlen("frames=" SLOW_FRAME_COUNT " errors=0 seconds="));
+    ck_assert_msg(seconds > 1.2, "the run took %.3f s: make its frames slower", seconds);
+    /* "\r<frames> frames  <GB/s> GB/s  <s> s\033[K", redrawn, then erased. */
+    unsigned long frames;
+    double gbps, at_s;
+    const char *first = strchr(tty, '\r');
+    ck_assert_msg(first != NULL &&
+                      sscanf(first, "\r%lu frames  %lf GB/s  %lf s", &frames, &gbps, &at_s) == 3,
+                  "no progress line on the terminal: %s", tty);
+    ck_assert_msg(at_s >= 1.0 && frames >= 1 && frames <= 150 && gbps > 0, "%s", first);
+    size_t n = strlen(tty);
+    ck_assert_msg(n >= 4 && strcmp(tty + n - 4, "\r\033[K") == 0, "not erased at the end: %s", tty);
+    ck_assert_ptr_null(strchr(summary, '\r'));
+    ck_assert_ptr_null(strchr(summary, '\033'));
+    free(tty);
+    free(summary);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
+/* Ctrl-C: no more frames are sent, those in flight are answered, the
+ * summary covers what was, and the exit status is 130. */
+START_TEST(ctrl_c_prints_what_completed_and_exits_130) {
+    gf_test_daemon d;
+    char out_path[GF_TEST_PATH_MAX];
+    int status;
+
+    gf_test_ck_daemon_start(&d, config_json, g_engine);
+    snprintf(out_path, sizeof out_path, "%s/out.txt", d.dir);
+    char *argv[] = {GF_TEST_CLIENT,  "stream", "--socket", d.socket_path, "-p", "slow", "--size",
+                    SLOW_FRAME_SIZE, "-n",     "100000",   "-w",          "2",  NULL};
+    int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ck_assert_int_ge(out, 0);
+    pid_t pid = gf_test_spawn(argv, out, out);
+    ck_assert_int_gt(pid, 0);
+    close(out);
+    /* Past the banner the run handles Ctrl-C; a few frames later, press it. */
+    char *text = NULL;
+    for (int i = 0; i < 1000 && (text == NULL || strstr(text, "streaming ") == NULL); i++) {
+        free(text);
+        gf_test_sleep_ms(10);
+        text = gf_test_read_file(out_path, NULL);
+    }
+    free(text);
+    gf_test_sleep_ms(500);
+    ck_assert_int_eq(kill(pid, SIGINT), 0);
+    ck_assert_int_eq(gf_test_reap(pid, COMMAND_TIMEOUT_MS, &status), 0);
+    text = gf_test_read_file(out_path, NULL);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "%s", text);
+    unsigned long frames = 0, sent = 0;
+    const char *line = strstr(text, "\nframes=");
+    ck_assert_msg(line != NULL && sscanf(line, "\nframes=%lu errors=0 ", &frames) == 1, "%s", text);
+    const char *note = strstr(text, "gpuframe stream: interrupted: sent ");
+    ck_assert_msg(note != NULL && sscanf(note,
+                                         "gpuframe stream: interrupted: sent %lu of 100000 "
+                                         "frames\n",
+                                         &sent) == 1,
+                  "%s", text);
+    ck_assert_uint_eq(sent, frames);
+    ck_assert_msg(frames >= 1 && frames < 100000, "%s", text);
+    /* Every frame sent was answered: the daemon has none left. */
+    gf_client *c = gf_test_ck_connect(d.socket_path);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "frames.answered"), frames);
+    gf_client_close(c);
+    free(text);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
 /* A socket at `path` that listens (and is never accepted from), with owner
  * root, group `gid` and `mode`; returns its fd. */
 static int listening_socket(const char *path, gid_t gid, mode_t mode) {
@@ -422,6 +665,10 @@ static Suite *gpuframe_suite(void) {
     tcase_add_test(tc, seed_with_input_is_refused);
     tcase_add_test(tc, connect_errors_say_what_to_do);
     tcase_add_test(tc, stream_uses_shared_memory_from_64k_up);
+    tcase_add_test(tc, version_and_option_names);
+    tcase_add_test(tc, stream_pipes_and_json);
+    tcase_add_test(tc, stream_shows_progress_on_a_terminal);
+    tcase_add_test(tc, ctrl_c_prints_what_completed_and_exits_130);
     suite_add_tcase(s, tc);
     return s;
 }
