@@ -128,6 +128,7 @@ $f/lib/systemd/system/gpuframed.socket
 $x/usr/bin/gpuframe
 $x/usr/bin/gpuframed
 $f/usr/lib/sysusers.d/gpuframed.conf
+$f/usr/share/bash-completion/completions/gpuframe
 $f$doc/gpuframed/CONFIG.md.gz
 $f$doc/gpuframed/PROTOCOL.md.gz
 $f$doc/gpuframed/README.md.gz

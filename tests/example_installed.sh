@@ -46,6 +46,7 @@ grep -qx "Documentation=man:gpuframed(8) file://$p/share/doc/gpuframed/README.md
 grep -q "^ExecStart=$p/bin/gpuframe stats --prometheus " "$unit/gpuframe-prometheus.service" ||
   fail "gpuframe-prometheus.service under --prefix: $(grep '^ExecStart=' "$unit/gpuframe-prometheus.service")"
 [ -f "$p/etc/gpuframed/gpuframed.json" ] || fail "the configuration is not under the prefix"
+[ -f "$p/share/bash-completion/completions/gpuframe" ] || fail "no bash completion under the prefix"
 grep -q "gpuframed: this install's configuration is" "$tmp/install.log" ||
   fail "the install did not warn that --help names another configuration: $(cat "$tmp/install.log")"
 pc=$(find "$p" -name gpuframe.pc -print -quit)
