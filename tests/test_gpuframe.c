@@ -3,8 +3,10 @@
  * gpuframed: what it prints and writes, byte for byte where it can be known.
  *   - `stats --prometheus --output FILE`, the textfile collector's writer:
  *     the file parses as exposition format 0.0.4 (prom.h) and holds the
- *     traffic sent; it is replaced atomically (mode 0644, no temporary file
- *     left), and a failed run leaves it as it was;
+ *     traffic sent, no GPU metric of a CPU daemon, and passes promtool
+ *     check metrics where promtool is installed; it is replaced atomically
+ *     (mode 0644, no temporary file left), and a failed run leaves it as it
+ *     was;
  *   - the stats table of a CPU daemon names no GPU and no copy times;
  *   - a stream in which every frame fails says what failed, not a rate;
  *   - stream's frames go through shared memory from 64 KiB up, and the
@@ -43,6 +45,9 @@
 #define OTHER_GID  1
 #define STR_(x)    #x
 #define STR(x)     STR_(x)
+
+/* Prometheus's linter of the exposition format, where it is installed. */
+#define PROMTOOL "/usr/bin/promtool"
 
 /* How long one gpuframe command may take. */
 #define COMMAND_TIMEOUT_MS 60000
@@ -153,6 +158,21 @@ START_TEST(prometheus_textfile_is_valid_and_replaced_atomically) {
                                  "completion_delay", NULL),
                         FRAMES_SENT);
     ck_assert_double_eq(prom_get(&prom, "gpuframe_slots", NULL), 2);
+    ck_assert(prom_get(&prom, "gpuframe_submissions_total", NULL) >= 1);
+    if (strcmp(g_engine, "cpu") == 0) /* the CPU engine's STATS describe no GPU */
+        ck_assert(!prom_has_prefix(&prom, "gpuframe_gpu_"));
+    /* Prometheus's own linter, where it is installed (Debian: prometheus). */
+    if (access(PROMTOOL, X_OK) == 0) {
+        char cmd[GF_TEST_PATH_MAX + 64];
+        snprintf(cmd, sizeof cmd, "exec " PROMTOOL " check metrics <'%s'", prom_path);
+        char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+        char *lint;
+        ck_assert_int_eq(gf_test_ck_run(dir, argv, COMMAND_TIMEOUT_MS, &lint), 0);
+        ck_assert_str_eq(lint, "");
+        free(lint);
+    } else {
+        printf("prometheus_textfile: %s not installed: the test's own checks only\n", PROMTOOL);
+    }
 
     /* The table of the same daemon. */
     ck_assert_int_eq(run_gpuframe(dir, &out, "stats", "--socket", d.socket_path, (char *)NULL), 0);

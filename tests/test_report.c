@@ -42,16 +42,19 @@ static const char stats_json[] =
     "   \"memory_bytes\":150109880320,\"pci_bus_id\":\"0000:06:00.0\","
     "   \"pcie_generation\":null,\"pcie_width\":null},"
     " \"uptime_ns\":3723000000000,\"timing_events\":true,"
-    " \"slots\":{\"count\":2,\"free\":1,\"in_flight\":1,\"in_bytes\":16777216,"
-    "   \"out_bytes\":16777216},"
+    " \"slots\":{\"count\":2,\"free\":1,\"in_flight\":1,\"submissions\":3,"
+    "   \"zero_copy_submissions\":2,\"in_bytes\":16777216,\"out_bytes\":16777216},"
     " \"pinned_bytes\":67108864,"
-    " \"connections\":{\"open\":1,\"total\":7,\"rejected\":0},"
+    " \"connections\":{\"open\":1,\"total\":7,\"rejected\":0,\"closed_request_timeout\":2,"
+    "   \"closed_receive_stall\":0,\"closed_write_timeout\":1,\"closed_idle\":3,\"refused\":5},"
     " \"frames\":{\"received\":6,\"answered\":4,\"failed\":1,\"dropped\":0,\"truncated\":0,"
-    "   \"in_progress\":1},"
+    "   \"timed\":4,\"results_evicted\":0,\"in_progress\":1},"
     " \"rejected\":{\"bad_magic\":0,\"unknown_pipeline\":1,\"timeout\":0},"
     " \"requests\":{\"list\":3,\"stats\":2,\"trace\":0},"
     " \"bytes\":{\"in\":16384,\"out\":16384},"
     " \"backpressure_pauses\":12,"
+    " \"shm\":{\"regions_open\":1,\"region_bytes\":1048576,\"regions_added\":3,"
+    "   \"regions_removed\":2,\"frames\":2,\"bytes_in\":8192,\"bytes_out\":8192},"
     " \"pipelines\":["
     "  {\"id\":0,\"name\":\"echo\",\"kind\":\"echo\",\"frames\":4,"
     "   \"phases\":{\"slot_wait\":{\"count\":4,\"ns\":4000},\"receive\":{\"count\":4,\"ns\":10000},"
@@ -71,7 +74,8 @@ static const char stats_json[] =
     "   \"10s\":{\"frames_per_s\":9.7,\"bytes_in_per_s\":40960.0,\"bytes_out_per_s\":39731.2}},"
     " \"gpu\":{\"window_ns\":1000000000,\"frames\":97,\"h2d_busy\":0.21,\"kernel_busy\":0.05,"
     "   \"d2h_busy\":0.2,\"copy_busy\":0.38,\"compute_busy\":0.05,\"overlap\":0.03},"
-    " \"loop\":{\"utilisation_1s\":0.12,\"utilisation_10s\":0.04,\"idle_ns\":987654321}}";
+    " \"loop\":{\"utilisation_1s\":0.12,\"utilisation_10s\":0.04,\"idle_ns\":987654321,"
+    "   \"polling_ns\":20480000}}";
 
 /* The LIST document that names pipeline 0 for the trace renderers. */
 static const char list_json[] = "{\"pipelines\":[{\"id\":0,\"name\":\"echo\",\"kind\":\"echo\"}]}";
@@ -550,14 +554,37 @@ START_TEST(prometheus_parses_and_holds_the_values) {
     ck_assert_double_eq(prom_get(&prom, "gpuframe_latency_seconds_count", NULL), 4);
     ck_assert_double_eq(prom_get(&prom, "gpuframe_latency_seconds_sum", NULL), 60000 / 1e9);
     ck_assert_double_eq(prom_get(&prom, "gpuframe_latency_max_seconds", NULL), 19000 / 1e9);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_frames_per_second", "window", "10s", NULL), 9.7);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_output_bytes_per_second", "window", "10s", NULL),
-                        39731.2);
     ck_assert_double_eq(prom_get(&prom, "gpuframe_gpu_busy_ratio", "stage", "h2d", NULL), 0.21);
     ck_assert_double_eq(prom_get(&prom, "gpuframe_gpu_overlap_ratio", NULL), 0.03);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_loop_utilisation_ratio", "window", "1s", NULL),
-                        0.12);
     ck_assert_double_eq(prom_get(&prom, "gpuframe_loop_idle_seconds_total", NULL), 0.987654321);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_loop_polling_seconds_total", NULL), 0.02048);
+    /* Every counter of STATS, as a counter. */
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_submissions_total", NULL), 3);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_zero_copy_submissions_total", NULL), 2);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_frames_timed_total", NULL), 4);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_results_evicted_total", NULL), 0);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_connections_refused_total", NULL), 5);
+    static const struct {
+        const char *reason;
+        double count;
+    } closed[] = {{"request_timeout", 2}, {"receive_stall", 0}, {"write_timeout", 1}, {"idle", 3}};
+    for (size_t i = 0; i < sizeof closed / sizeof closed[0]; i++)
+        ck_assert_double_eq(
+            prom_get(&prom, "gpuframe_connections_closed_total", "reason", closed[i].reason, NULL),
+            closed[i].count);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_regions_open", NULL), 1);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_region_bytes", NULL), 1048576);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_regions_added_total", NULL), 3);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_regions_removed_total", NULL), 2);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_frames_total", NULL), 2);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_input_bytes_total", NULL), 8192);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_output_bytes_total", NULL), 8192);
+    /* The daemon's own windows are not exported: rate() makes any window
+     * from the counters. */
+    ck_assert(!prom_has_prefix(&prom, "gpuframe_frames_per_second"));
+    ck_assert(!prom_has_prefix(&prom, "gpuframe_input_bytes_per_second"));
+    ck_assert(!prom_has_prefix(&prom, "gpuframe_output_bytes_per_second"));
+    ck_assert(!prom_has_prefix(&prom, "gpuframe_loop_utilisation"));
     /* pcie_generation is null: no metric invents a value for it. */
     ck_assert(!prom_has_prefix(&prom, "gpuframe_device_pcie"));
     free(r.text);
@@ -595,7 +622,7 @@ START_TEST(prometheus_label_escaping_round_trips) {
 }
 END_TEST
 
-START_TEST(prometheus_null_gpu_and_missing_keys) {
+START_TEST(prometheus_null_gpu_cpu_engine_and_missing_keys) {
     cJSON *doc = parse_or_fail(stats_json);
     struct rendered r;
     char err[ERR_BYTES];
@@ -608,8 +635,20 @@ START_TEST(prometheus_null_gpu_and_missing_keys) {
     assert_prom_conventions(&prom);
     ck_assert(!prom_has_prefix(&prom, "gpuframe_gpu_"));
     ck_assert_ptr_null(strstr(r.text, "gpuframe_gpu_")); /* nor their HELP lines */
-    ck_assert_ptr_null(strstr(r.text, "gpuframe_frames_per_second"));
     ck_assert_double_eq(prom_get(&prom, "gpuframe_latency_seconds_count", NULL), 4);
+    free(r.text);
+    cJSON_Delete(doc);
+
+    /* The CPU engine's "gpu" object describes no GPU: no gpu_ metric. */
+    doc = parse_or_fail(stats_json);
+    cJSON_ReplaceItemInObjectCaseSensitive(doc, "engine", cJSON_CreateString("cpu"));
+    r = render(R_PROM, doc, NULL);
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_msg(prom_parse(r.text, &prom, err, sizeof err) == 0, "%s", err);
+    ck_assert_ptr_null(strstr(r.text, "gpuframe_gpu_"));
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_info", "version", "0.1.0", "engine", "cpu",
+                                 "device", "NVIDIA H200", NULL),
+                        1);
     free(r.text);
     cJSON_Delete(doc);
 
@@ -926,7 +965,7 @@ static Suite *report_suite(void) {
     tcase_add_test(tc, prometheus_parser_is_strict);
     tcase_add_test(tc, prometheus_parses_and_holds_the_values);
     tcase_add_test(tc, prometheus_label_escaping_round_trips);
-    tcase_add_test(tc, prometheus_null_gpu_and_missing_keys);
+    tcase_add_test(tc, prometheus_null_gpu_cpu_engine_and_missing_keys);
     tcase_add_test(tc, prometheus_refuses_a_malformed_histogram);
     suite_add_tcase(s, tc);
 
