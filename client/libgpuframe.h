@@ -16,7 +16,8 @@
  * call returns the same code and the caller should close the client.
  *
  * A gf_client is not thread-safe: use one from one thread at a time.
- * The library links only gfprotocol and libc, and never raises SIGPIPE.
+ * The library links only gfprotocol and libc, and never raises SIGPIPE; it
+ * reads the JSON it needs itself (a LIST's names and ids).
  *
  * Using it.  Installed, this header is <gpuframe/libgpuframe.h> beside
  * <gpuframe/protocol.h> (the wire format: gf_header, the GF_MSG_* types and
@@ -45,8 +46,11 @@
  * struct (gf_reply, gf_header) or a constant changed.  Adding a function, a
  * message type or a status code keeps N; a program that calls a function
  * added later needs at least the version that added it, which the function's
- * comment names when it is not 0.1.0.  The wire protocol has a version of
- * its own (GF_PROTOCOL_VERSION), which the daemon and this library check.
+ * comment names when it is not 0.1.0.  (0.1.0, the first release, has every
+ * function declared here: gf_client_pipeline_id, gf_client_connect_error and
+ * the gf_client_shm_* frame buffers joined the others before it was made.)
+ * The wire protocol has a version of its own (GF_PROTOCOL_VERSION), which
+ * the daemon and this library check.
  */
 #ifndef GF_LIBGPUFRAME_H
 #define GF_LIBGPUFRAME_H

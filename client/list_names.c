@@ -223,6 +223,56 @@ static int literal(struct walk *w) {
 
 static int value(struct walk *w, int depth);
 
+/* Reads one item of a container, at nesting `depth`; returns 0 or -EPROTO. */
+typedef int item_fn(struct walk *w, int depth, void *arg);
+
+/* A container of `what`: `open`, items separated by ',', `close`, each item
+ * read by `item`. */
+static int container(struct walk *w, int depth, unsigned char open, unsigned char close,
+                     const char *what, item_fn *item, void *arg) {
+    if (depth > GF_LIST_NAMES_MAX_DEPTH)
+        return bad(w, "nested deeper than %d", GF_LIST_NAMES_MAX_DEPTH);
+    if (!take(w, open))
+        return bad(w, "expected %s", what);
+    if (take(w, close))
+        return 0;
+    do {
+        int rc = item(w, depth, arg);
+        if (rc < 0)
+            return rc;
+    } while (take(w, ','));
+    if (!take(w, close))
+        return bad(w, "expected ',' or '%c' in %s", close, what);
+    return 0;
+}
+
+/* What to do with an object's members, or an array's elements: NULL skips
+ * them. */
+struct visit {
+    int (*member)(struct walk *, struct text *, void *); /* objects */
+    int (*element)(struct walk *, void *);               /* arrays  */
+    void *arg;
+};
+
+static int object_item(struct walk *w, int depth, void *arg) {
+    const struct visit *v = arg;
+    char key_buf[16];
+    struct text key = {key_buf, sizeof key_buf, 0};
+
+    skip_ws(w);
+    if (string(w, &key) < 0)
+        return -EPROTO;
+    if (!take(w, ':'))
+        return bad(w, "expected ':' after an object's key");
+    return v->member != NULL ? v->member(w, &key, v->arg) : value(w, depth + 1);
+}
+
+static int array_item(struct walk *w, int depth, void *arg) {
+    const struct visit *v = arg;
+
+    return v->element != NULL ? v->element(w, v->arg) : value(w, depth + 1);
+}
+
 /*
  * An object: `member` is called for each member with its key decoded into
  * `key` (a key longer than key->cap matches nothing) and w at its value,
@@ -230,47 +280,15 @@ static int value(struct walk *w, int depth);
  */
 static int object(struct walk *w, int depth, int (*member)(struct walk *, struct text *, void *),
                   void *arg) {
-    char key_buf[16];
-    struct text key = {key_buf, sizeof key_buf, 0};
-
-    if (depth > GF_LIST_NAMES_MAX_DEPTH)
-        return bad(w, "nested deeper than %d", GF_LIST_NAMES_MAX_DEPTH);
-    if (!take(w, '{'))
-        return bad(w, "expected an object");
-    if (take(w, '}'))
-        return 0;
-    do {
-        skip_ws(w);
-        if (string(w, &key) < 0)
-            return -EPROTO;
-        if (!take(w, ':'))
-            return bad(w, "expected ':' after an object's key");
-        int rc = member != NULL ? member(w, &key, arg) : value(w, depth + 1);
-        if (rc < 0)
-            return rc;
-    } while (take(w, ','));
-    if (!take(w, '}'))
-        return bad(w, "expected ',' or '}' in an object");
-    return 0;
+    struct visit v = {member, NULL, arg};
+    return container(w, depth, '{', '}', "an object", object_item, &v);
 }
 
 /* An array: `element` is called with w at each element, which it must
  * consume; NULL skips them. */
 static int array(struct walk *w, int depth, int (*element)(struct walk *, void *), void *arg) {
-    if (depth > GF_LIST_NAMES_MAX_DEPTH)
-        return bad(w, "nested deeper than %d", GF_LIST_NAMES_MAX_DEPTH);
-    if (!take(w, '['))
-        return bad(w, "expected an array");
-    if (take(w, ']'))
-        return 0;
-    do {
-        int rc = element != NULL ? element(w, arg) : value(w, depth + 1);
-        if (rc < 0)
-            return rc;
-    } while (take(w, ','));
-    if (!take(w, ']'))
-        return bad(w, "expected ',' or ']' in an array");
-    return 0;
+    struct visit v = {NULL, element, arg};
+    return container(w, depth, '[', ']', "an array", array_item, &v);
 }
 
 /* Any value, checked and skipped. */

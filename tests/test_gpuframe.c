@@ -28,9 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,23 +70,44 @@ static const char config_json[] =
 
 static struct prom_doc prom; /* large: not on the stack */
 
+/* run_gpuframe with its arguments as a va_list. */
+static int run_gpuframe_v(const char *dir, char **out, va_list ap) {
+    char *argv[24];
+    int argc = 0;
+
+    argv[argc++] = GF_TEST_CLIENT;
+    for (char *a; (a = va_arg(ap, char *)) != NULL && argc < 23;)
+        argv[argc++] = a;
+    argv[argc] = NULL;
+    return gf_test_ck_run(dir, argv, COMMAND_TIMEOUT_MS, out);
+}
+
 /*
  * Runs `gpuframe ARGS...` (a NULL-terminated list), its stdout and stderr
  * into one file, and returns its exit status; *out gets what it printed
  * (the caller frees).  Fails the test if it does not exit on its own.
  */
 static int run_gpuframe(const char *dir, char **out, ...) {
-    char *argv[24];
-    int argc = 0;
     va_list ap;
 
-    argv[argc++] = GF_TEST_CLIENT;
     va_start(ap, out);
-    for (char *a; (a = va_arg(ap, char *)) != NULL && argc < 23;)
-        argv[argc++] = a;
+    int status = run_gpuframe_v(dir, out, ap);
     va_end(ap);
-    argv[argc] = NULL;
-    return gf_test_ck_run(dir, argv, COMMAND_TIMEOUT_MS, out);
+    return status;
+}
+
+/* Runs `gpuframe ARGS...` and asserts that it exits with `status` having
+ * printed exactly `want`. */
+static void expect_gpuframe(const char *dir, int status, const char *want, ...) {
+    char *out;
+    va_list ap;
+
+    va_start(ap, want);
+    int got = run_gpuframe_v(dir, &out, ap);
+    va_end(ap);
+    ck_assert_msg(got == status && strcmp(out, want) == 0,
+                  "exit %d, printed:\n%s\nwanted exit %d:\n%s", got, out, status, want);
+    free(out);
 }
 
 /* The names in `dir`, sorted and joined by spaces, into buf[len]. */
@@ -222,12 +241,9 @@ START_TEST(stream_where_every_frame_fails_says_what_failed) {
 
     gf_test_ck_daemon_start(&d, config_json, g_engine);
     /* 4099 bytes are not whole float32 values: affine refuses each frame. */
-    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
-                                  "affine", "--size", "4099", "--count", "5", "--no-check",
-                                  "--quiet", (char *)NULL),
-                     1);
-    ck_assert_str_eq(out, "frames=5 errors=5 every frame failed: 5 bad_length\n");
-    free(out);
+    expect_gpuframe(d.dir, 1, "frames=5 errors=5 every frame failed: 5 bad_length\n", "stream",
+                    "--socket", d.socket_path, "--pipeline", "affine", "--size", "4099", "--count",
+                    "5", "--no-check", "--quiet", (char *)NULL);
     /* One good frame among them: the usual line, rates and all. */
     ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
                                   "echo", "--size", "4096", "--count", "3", "--quiet",
@@ -240,22 +256,18 @@ START_TEST(stream_where_every_frame_fails_says_what_failed) {
 END_TEST
 
 START_TEST(seed_with_input_is_refused) {
-    char dir[GF_TEST_DIR_MAX], *out;
+    char dir[GF_TEST_DIR_MAX];
 
     ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
-    ck_assert_int_eq(run_gpuframe(dir, &out, "stream", "--pipeline", "echo", "--input", "/dev/null",
-                                  "--seed", "7", (char *)NULL),
-                     2);
-    ck_assert_str_eq(out, "gpuframe stream: --seed chooses synthetic frames; with --input the "
-                          "frames are the file's, so drop one of them\n"
-                          "Try 'gpuframe stream --help'.\n");
-    free(out);
-    ck_assert_int_eq(
-        run_gpuframe(dir, &out, "stats", "--output", "x.prom", "--watch", "1", (char *)NULL), 2);
-    ck_assert_str_eq(out, "gpuframe stats: --output writes one snapshot; run it from a timer "
-                          "rather than with --watch\n"
-                          "Try 'gpuframe stats --help'.\n");
-    free(out);
+    expect_gpuframe(dir, 2,
+                    "gpuframe stream: --seed chooses synthetic frames; with --input the frames are "
+                    "the file's, so drop one of them\nTry 'gpuframe stream --help'.\n",
+                    "stream", "--pipeline", "echo", "--input", "/dev/null", "--seed", "7",
+                    (char *)NULL);
+    expect_gpuframe(dir, 2,
+                    "gpuframe stats: --output writes one snapshot; run it from a timer rather than "
+                    "with --watch\nTry 'gpuframe stats --help'.\n",
+                    "stats", "--output", "x.prom", "--watch", "1", (char *)NULL);
     rmdir(dir);
 }
 END_TEST
@@ -322,12 +334,10 @@ START_TEST(stream_uses_shared_memory_from_64k_up) {
                       0,
                   "%s", out);
     free(out);
-    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--pipeline", "echo", "--shm", "--no-shm",
-                                  (char *)NULL),
-                     2);
-    ck_assert_str_eq(out, "gpuframe stream: --shm and --no-shm exclude each other\n"
-                          "Try 'gpuframe stream --help'.\n");
-    free(out);
+    expect_gpuframe(d.dir, 2,
+                    "gpuframe stream: --shm and --no-shm exclude each other\n"
+                    "Try 'gpuframe stream --help'.\n",
+                    "stream", "--pipeline", "echo", "--shm", "--no-shm", (char *)NULL);
     gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
 }
 END_TEST
@@ -339,12 +349,9 @@ START_TEST(version_and_option_names) {
     char dir[GF_TEST_DIR_MAX], *out;
 
     ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
-    ck_assert_int_eq(run_gpuframe(dir, &out, "--version", (char *)NULL), 0);
-    ck_assert_str_eq(out, "gpuframe " GF_VERSION " (protocol 1, 2)\n");
-    free(out);
-    ck_assert_int_eq(run_gpuframe(dir, &out, "stats", "-w", "1", (char *)NULL), 2);
-    ck_assert_str_eq(out, "gpuframe stats: unknown option '-w'\nTry 'gpuframe stats --help'.\n");
-    free(out);
+    expect_gpuframe(dir, 0, "gpuframe " GF_VERSION " (protocol 1, 2)\n", "--version", (char *)NULL);
+    expect_gpuframe(dir, 2, "gpuframe stats: unknown option '-w'\nTry 'gpuframe stats --help'.\n",
+                    "stats", "-w", "1", (char *)NULL);
 
     gf_test_daemon d;
     char path[GF_TEST_PATH_MAX];
@@ -567,14 +574,8 @@ END_TEST
 /* A socket at `path` that listens (and is never accepted from), with owner
  * root, group `gid` and `mode`; returns its fd. */
 static int listening_socket(const char *path, gid_t gid, mode_t mode) {
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd = gf_test_ck_unix_socket(path, 1);
 
-    ck_assert_int_ge(fd, 0);
-    ck_assert_uint_lt(strlen(path), sizeof sa.sun_path);
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    ck_assert_int_eq(listen(fd, 1), 0);
     ck_assert_int_eq(chown(path, 0, gid), 0);
     ck_assert_int_eq(chmod(path, mode), 0);
     return fd;
@@ -616,8 +617,7 @@ START_TEST(connect_errors_say_what_to_do) {
     ck_assert_str_eq(out, want);
     free(out);
 
-    int fd = listening_socket(path, getegid(), 0660);
-    close(fd); /* the file stays; nobody listens */
+    close(gf_test_ck_unix_socket(path, 0)); /* the file stays; nobody listens */
     ck_assert_int_eq(run_gpuframe(dir, &out, "stats", "--socket", path, (char *)NULL), 1);
     snprintf(want, sizeof want,
              "gpuframe: cannot connect to %s: a socket file is there but no daemon listens: "
@@ -647,7 +647,7 @@ START_TEST(connect_errors_say_what_to_do) {
     ck_assert_int_eq(chmod(dir, 0755), 0);
 
     /* A group the user is not in: join it. */
-    fd = listening_socket(path, OTHER_GID, 0660);
+    int fd = listening_socket(path, OTHER_GID, 0660);
     out = list_as_nobody(dir, path, nobody_gid);
     snprintf(want, sizeof want,
              "gpuframe: cannot connect to %s: permission denied: the socket admits user root "

@@ -556,14 +556,29 @@ START_TEST(prometheus_parses_and_holds_the_values) {
     ck_assert_double_eq(prom_get(&prom, "gpuframe_latency_max_seconds", NULL), 19000 / 1e9);
     ck_assert_double_eq(prom_get(&prom, "gpuframe_gpu_busy_ratio", "stage", "h2d", NULL), 0.21);
     ck_assert_double_eq(prom_get(&prom, "gpuframe_gpu_overlap_ratio", NULL), 0.03);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_loop_idle_seconds_total", NULL), 0.987654321);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_loop_polling_seconds_total", NULL), 0.02048);
-    /* Every counter of STATS, as a counter. */
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_submissions_total", NULL), 3);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_zero_copy_submissions_total", NULL), 2);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_frames_timed_total", NULL), 4);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_results_evicted_total", NULL), 0);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_connections_refused_total", NULL), 5);
+    /* Every counter of STATS, as a counter; the shm gauges. */
+    static const struct {
+        const char *name;
+        double value;
+    } unlabelled[] = {
+        {"gpuframe_loop_idle_seconds_total", 0.987654321},
+        {"gpuframe_loop_polling_seconds_total", 0.02048},
+        {"gpuframe_submissions_total", 3},
+        {"gpuframe_zero_copy_submissions_total", 2},
+        {"gpuframe_frames_timed_total", 4},
+        {"gpuframe_results_evicted_total", 0},
+        {"gpuframe_connections_refused_total", 5},
+        {"gpuframe_shm_regions_open", 1},
+        {"gpuframe_shm_region_bytes", 1048576},
+        {"gpuframe_shm_regions_added_total", 3},
+        {"gpuframe_shm_regions_removed_total", 2},
+        {"gpuframe_shm_frames_total", 2},
+        {"gpuframe_shm_input_bytes_total", 8192},
+        {"gpuframe_shm_output_bytes_total", 8192},
+    };
+    for (size_t i = 0; i < sizeof unlabelled / sizeof unlabelled[0]; i++)
+        ck_assert_msg(prom_get(&prom, unlabelled[i].name, NULL) == unlabelled[i].value, "%s",
+                      unlabelled[i].name);
     static const struct {
         const char *reason;
         double count;
@@ -572,13 +587,6 @@ START_TEST(prometheus_parses_and_holds_the_values) {
         ck_assert_double_eq(
             prom_get(&prom, "gpuframe_connections_closed_total", "reason", closed[i].reason, NULL),
             closed[i].count);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_regions_open", NULL), 1);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_region_bytes", NULL), 1048576);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_regions_added_total", NULL), 3);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_regions_removed_total", NULL), 2);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_frames_total", NULL), 2);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_input_bytes_total", NULL), 8192);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_shm_output_bytes_total", NULL), 8192);
     /* The daemon's own windows are not exported: rate() makes any window
      * from the counters. */
     ck_assert(!prom_has_prefix(&prom, "gpuframe_frames_per_second"));
@@ -622,35 +630,45 @@ START_TEST(prometheus_label_escaping_round_trips) {
 }
 END_TEST
 
-START_TEST(prometheus_null_gpu_cpu_engine_and_missing_keys) {
+/* stats_json with `key` replaced by `value` (NULL: deleted), as Prometheus
+ * text that parses into `prom` and keeps the house's conventions; the
+ * caller frees the text. */
+static char *prom_with(const char *key, cJSON *value) {
     cJSON *doc = parse_or_fail(stats_json);
-    struct rendered r;
     char err[ERR_BYTES];
 
-    cJSON_ReplaceItemInObjectCaseSensitive(doc, "gpu", cJSON_CreateNull());
-    cJSON_DeleteItemFromObjectCaseSensitive(doc, "rates");
-    r = render(R_PROM, doc, NULL);
+    if (value != NULL)
+        cJSON_ReplaceItemInObjectCaseSensitive(doc, key, value);
+    else
+        cJSON_DeleteItemFromObjectCaseSensitive(doc, key);
+    struct rendered r = render(R_PROM, doc, NULL);
+    cJSON_Delete(doc);
     ck_assert_int_eq(r.rc, 0);
     ck_assert_msg(prom_parse(r.text, &prom, err, sizeof err) == 0, "%s", err);
     assert_prom_conventions(&prom);
-    ck_assert(!prom_has_prefix(&prom, "gpuframe_gpu_"));
-    ck_assert_ptr_null(strstr(r.text, "gpuframe_gpu_")); /* nor their HELP lines */
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_latency_seconds_count", NULL), 4);
-    free(r.text);
-    cJSON_Delete(doc);
+    return r.text;
+}
 
-    /* The CPU engine's "gpu" object describes no GPU: no gpu_ metric. */
-    doc = parse_or_fail(stats_json);
-    cJSON_ReplaceItemInObjectCaseSensitive(doc, "engine", cJSON_CreateString("cpu"));
-    r = render(R_PROM, doc, NULL);
-    ck_assert_int_eq(r.rc, 0);
-    ck_assert_msg(prom_parse(r.text, &prom, err, sizeof err) == 0, "%s", err);
-    ck_assert_ptr_null(strstr(r.text, "gpuframe_gpu_"));
+START_TEST(prometheus_null_gpu_cpu_engine_and_missing_keys) {
+    struct rendered r;
+    cJSON *doc;
+
+    /* No GPU metric, nor its HELP line, when "gpu" is null or the engine
+     * is the CPU one (whose "gpu" object describes no GPU). */
+    char *text = prom_with("gpu", cJSON_CreateNull());
+    ck_assert_ptr_null(strstr(text, "gpuframe_gpu_"));
+    free(text);
+    text = prom_with("engine", cJSON_CreateString("cpu"));
+    ck_assert_ptr_null(strstr(text, "gpuframe_gpu_"));
     ck_assert_double_eq(prom_get(&prom, "gpuframe_info", "version", "0.1.0", "engine", "cpu",
                                  "device", "NVIDIA H200", NULL),
                         1);
-    free(r.text);
-    cJSON_Delete(doc);
+    free(text);
+    /* A missing section leaves the rest. */
+    text = prom_with("shm", NULL);
+    ck_assert(!prom_has_prefix(&prom, "gpuframe_shm_"));
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_latency_seconds_count", NULL), 4);
+    free(text);
 
     /* The smallest document: only the info metric, with empty labels. */
     doc = parse_or_fail("{}");

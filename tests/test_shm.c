@@ -26,7 +26,6 @@
 #include <sys/mman.h>
 #include <pthread.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "libgpuframe.h"
@@ -406,12 +405,7 @@ START_TEST(shm_result_elsewhere_is_a_protocol_error) {
     char dir[GF_TEST_DIR_MAX], path[GF_TEST_PATH_MAX];
     ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
     snprintf(path, sizeof path, "%s/peer.sock", dir);
-    struct peer pr = {.listen_fd = socket(AF_UNIX, SOCK_STREAM, 0), .lie = (enum peer_lie)_i};
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    ck_assert_uint_lt(strlen(path), sizeof sa.sun_path);
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    ck_assert_int_eq(bind(pr.listen_fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    ck_assert_int_eq(listen(pr.listen_fd, 1), 0);
+    struct peer pr = {.listen_fd = gf_test_ck_unix_socket(path, 1), .lie = (enum peer_lie)_i};
     pthread_t thread;
     ck_assert_int_eq(pthread_create(&thread, NULL, peer_main, &pr), 0);
 

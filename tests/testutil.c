@@ -1045,6 +1045,20 @@ int gf_test_ck_raw_connect(const char *socket_path) {
     return fd;
 }
 
+int gf_test_ck_unix_socket(const char *path, int backlog) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_msg(strlen(path) < sizeof sa.sun_path, "%s: too long for a socket", path);
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    ck_assert_msg(bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0, "bind %s: %s", path,
+                  strerror(errno));
+    if (backlog > 0)
+        ck_assert_int_eq(listen(fd, backlog), 0);
+    return fd;
+}
+
 gf_pipeline *gf_test_ck_list(gf_client *c, size_t *count) {
     char err[GF_TEST_ERR_MAX];
     gf_pipeline *p = NULL;

@@ -371,6 +371,11 @@ gf_client *gf_test_ck_connect(const char *socket_path);
 /* gf_test_raw_connect: the fd (the caller closes it). */
 int gf_test_ck_raw_connect(const char *socket_path);
 
+/* A Unix stream socket bound at `path` (which must not exist), listening
+ * with `backlog` when it is above 0: the fd (the caller closes it; the file
+ * stays, as a daemon that died leaves it). */
+int gf_test_ck_unix_socket(const char *path, int backlog);
+
 /* gf_test_list: the pipelines, malloc'd (the caller frees them); their
  * number in `*count` when `count` is not NULL. */
 gf_pipeline *gf_test_ck_list(gf_client *c, size_t *count);

@@ -31,7 +31,7 @@ from __future__ import annotations
 import mmap
 import os
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Type, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 import numpy as np
 
@@ -97,7 +97,24 @@ def _u64(name: str, value: object) -> int:
     return number
 
 
-class Region:
+_Self = TypeVar("_Self", bound="_ClosedOnExit")
+
+
+class _ClosedOnExit:
+    """A context manager whose exit calls ``close()``."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        self.close()
+
+
+class Region(_ClosedOnExit):
     """A shared-memory region of one :class:`~gpuframe.Client`: made by
     ``client.region(nbytes)``, never directly.
 
@@ -130,13 +147,6 @@ class Region:
         return "<gpuframe.Region %d of %d bytes%s%s>" % (
             self.id, self.nbytes, ", pinned" if self.pinned else "",
             " closed" if self.closed else "")
-
-    def __enter__(self) -> Region:
-        return self
-
-    def __exit__(self, exc_type: Optional[Type[BaseException]],
-                 exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
-        self.close()
 
     @property
     def closed(self) -> bool:
@@ -305,7 +315,7 @@ def _page_round(nbytes: int) -> int:
     return max(1, -(-nbytes // page)) * page
 
 
-class FrameBuffers:
+class FrameBuffers(_ClosedOnExit):
     """Frame buffers in shared memory, which a producer fills in place: made
     by ``client.frame_buffers(count, nbytes)``, never directly.  The Python
     form of libgpuframe's gf_client_shm_* functions, with their layout.
@@ -344,13 +354,6 @@ class FrameBuffers:
         return "<gpuframe.FrameBuffers %d x (%d in, %d out) in %r>" % (
             self.count, self.in_nbytes, self.out_nbytes, self.region)
 
-    def __enter__(self) -> FrameBuffers:
-        return self
-
-    def __exit__(self, exc_type: Optional[Type[BaseException]],
-                 exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
-        self.close()
-
     @property
     def closed(self) -> bool:
         """True once the region is closed."""
@@ -383,12 +386,11 @@ class FrameBuffers:
         dt = np.dtype(dtype)
         if shape is None:
             shape = self.in_nbytes // max(dt.itemsize, 1)
-        dims = (int(shape),) if isinstance(shape, (int, np.integer)) \
-            else tuple(int(n) for n in shape)
-        nbytes = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
-        if nbytes > self.in_nbytes:
-            raise ValueError("%d bytes do not fit a frame buffer of %d" % (nbytes, self.in_nbytes))
-        return self.region.array(dt, offset, dims)
+        view = self.region.array(dt, offset, shape)
+        if view.nbytes > self.in_nbytes:
+            raise ValueError("%d bytes do not fit a frame buffer of %d"
+                             % (view.nbytes, self.in_nbytes))
+        return view
 
     def frame(self, entry: int, x: Union[int, npt.NDArray[Any]]) -> ShmFrame:
         """The :class:`ShmFrame` of entry ``entry``: its input is ``x``, a
