@@ -74,10 +74,12 @@ tee -a "$raw" < "$run/sock"
 
 # ---- the daemon -----------------------------------------------------------------
 stream() { # SOCKET SIZE COUNT WINDOW [--shm]: one gpuframe stream run's summary
-            # line, or "failed: why" (a frame answered with an error fails the run)
+            # line, or "failed: why" (a frame answered with an error fails the run);
+            # without --shm the frames' bytes go through the socket (--no-shm), which
+            # is what the socket rows measure
   local out
   if out=$(timeout $stream_timeout_s "$build"/gpuframe stream --socket "$1" --pipeline echo \
-             --size "$2" --count "$3" --window "$4" --quiet ${5:-} 2>&1) &&
+             --size "$2" --count "$3" --window "$4" --quiet ${5:---no-shm} 2>&1) &&
      [[ $out == frames=*" errors=0 "* ]]; then echo "$out"
   else echo "failed: $(echo "$out" | tail -1)"; echo "bench: stream $2 bytes window $4: $out" >&2; fi
 }

@@ -1,7 +1,8 @@
 /*
  * gpuframe: the command-line client of gpuframed.  This file is its entry:
  * it picks the subcommand, each in its own file (gpuframe_commands.h lists
- * them), and answers --help and --version.
+ * them), and answers --help and --version ("gpuframe 0.1.0 (protocol 1, 2)":
+ * its version and every protocol version it speaks).
  *
  *   gpuframe list    the daemon's pipelines, as a table or the raw LIST JSON
  *   gpuframe stats   the daemon's statistics: a summary table, the raw STATS
@@ -14,7 +15,7 @@
  *
  * Exit status: 0 success, 1 failure (a frame without a correct result, the
  * daemon unreachable or gone), 2 usage error (bad argument, unknown pipeline,
- * a frame size the pipeline cannot take).
+ * a frame size the pipeline cannot take), 130 a stream cut short by Ctrl-C.
  */
 #include <stdio.h>
 #include <string.h>
@@ -36,11 +37,15 @@ static const char main_help[] =
     "  list      print the daemon's pipelines\n"
     "  stats     print the daemon's statistics: a table, --json, --prometheus; --watch\n"
     "  stream    stream frames through a pipeline; report throughput and latency\n"
-    "  trace     draw the last frames' stages per slot: Chrome trace (--out), SVG (--svg)\n"
+    "  trace     draw the last frames' stages per slot: Chrome trace (--output), SVG (--svg)\n"
     "\n"
     "Every command takes:\n" COMMON_HELP "\n"
+    "A short option means the same in every command that has it: -s --socket,\n"
+    "-t --timeout, -h --help, -o --output, -i --input, -n --count, -p --pipeline,\n"
+    "-w --window, -q --quiet.  A FILE of '-' is standard input or output.\n"
+    "\n"
     "'gpuframe COMMAND --help' describes a command; 'gpuframe --version' prints the version.\n"
-    "Exit status: 0 success, 1 failure, 2 usage error.\n"
+    "Exit status: 0 success, 1 failure, 2 usage error, 130 a stream cut short by Ctrl-C.\n"
     "Environment: " SOCKET_ENV ", the daemon's socket unless --socket names one.\n"
     "See also: gpuframed(8), gpuframed.json(5); README.md in the documentation.\n";
 
@@ -61,7 +66,12 @@ int main(int argc, char *argv[]) {
         return EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
-        printf("gpuframe %s (protocol %u)\n", GF_VERSION, GF_PROTOCOL_VERSION);
+        /* The protocol versions it speaks, all of them: a client of version
+         * 2 also speaks 1 (PROTOCOL.md, "Versioning"). */
+        printf("gpuframe %s (protocol", GF_VERSION);
+        for (unsigned v = GF_PROTOCOL_VERSION; v <= GF_PROTOCOL_VERSION_MAX; v++)
+            printf("%s %u", v > GF_PROTOCOL_VERSION ? "," : "", v);
+        printf(")\n");
         return EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

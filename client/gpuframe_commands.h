@@ -24,10 +24,14 @@
 
 /* Exit statuses of every subcommand: success; failure (a frame without a
  * correct result, the daemon unreachable or gone); usage error (a bad
- * argument, an unknown pipeline, a frame size the pipeline cannot take). */
+ * argument, an unknown pipeline, a frame size the pipeline cannot take);
+ * interrupted (stream). */
 #define EXIT_OK    0
 #define EXIT_FAIL  1
 #define EXIT_USAGE 2
+/* A stream that Ctrl-C cut short, after its summary: as a shell reports a
+ * command killed by SIGINT (128 + 2). */
+#define EXIT_INTERRUPTED 130
 
 /* Room for a reason: a mismatch, a length check, a failed request. */
 #define WHY_BYTES 256

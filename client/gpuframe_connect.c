@@ -50,10 +50,12 @@ void gf_print_client_error(const gf_client *c, const char *what, int err) {
 
 gf_client *gf_connect_or_die(const gf_common_opts *o) {
     gf_client *c;
+    char why[GF_CONNECT_WHY_BYTES];
     int err = gf_client_connect(o->socket_path, &c);
 
     if (err < 0) {
-        fprintf(stderr, "gpuframe: cannot connect to %s: %s\n", o->socket_path, strerror(-err));
+        fprintf(stderr, "gpuframe: %s\n",
+                gf_client_connect_error(o->socket_path, err, SOCKET_HOW_TO_POINT, why, sizeof why));
         exit(EXIT_FAIL);
     }
     return c;

@@ -25,7 +25,12 @@ void gf_print_error_reply(FILE *f, const gf_reply *rep);
  * the client's own message when it has one (`c` may be NULL). */
 void gf_print_client_error(const gf_client *c, const char *what, int err);
 
-/* Connects to the daemon at o->socket_path, or exits saying why. */
+/* Room for gf_client_connect_error's explanation: a path of up to 107
+ * bytes twice, names and advice. */
+#define GF_CONNECT_WHY_BYTES 768
+
+/* Connects to the daemon at o->socket_path, or exits saying why and what to
+ * do (gf_client_connect_error). */
 gf_client *gf_connect_or_die(const gf_common_opts *o);
 
 /* Sends LIST or STATS (`type`) and returns the malloc'd JSON reply, which

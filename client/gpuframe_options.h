@@ -13,6 +13,8 @@
 /* Where the daemon listens unless --socket or the environment says otherwise. */
 #define SOCKET_ENV     "GPUFRAMED_SOCKET"
 #define SOCKET_DEFAULT "/run/gpuframed.sock"
+/* How a gpuframe command is pointed at another socket, in connect errors. */
+#define SOCKET_HOW_TO_POINT "pass --socket PATH / set " SOCKET_ENV
 /* A daemon that sends nothing back for this long is considered hung. */
 #define TIMEOUT_MS_DEFAULT 30000
 
@@ -26,12 +28,23 @@ typedef struct gf_common_opts {
     int timeout_ms;          /* per reply; -1 waits for ever              */
 } gf_common_opts;
 
-/* getopt_long's values of the options: a short option's character, or one
- * of the long-only ids, distinct across every subcommand. */
+/*
+ * getopt_long's values of the options: a short option's character, or one
+ * of the long-only ids, distinct across every subcommand.  A short option
+ * means one thing in every command (gpuframe --help lists them): its letter
+ * is the value of that one option here, so no command can give it to
+ * another.  (--watch has none: -w is --window.)
+ */
 enum {
     OPT_SOCKET = 's',
     OPT_TIMEOUT = 't',
     OPT_HELP = 'h',
+    OPT_OUTPUT = 'o',     /* where a command writes: a file, "-" for stdout        */
+    OPT_INPUT = 'i',      /* what it reads: a file, "-" for stdin                  */
+    OPT_COUNT = 'n',      /* how many frames                                       */
+    OPT_PIPELINE = 'p',   /* which pipeline                                        */
+    OPT_WINDOW = 'w',     /* frames in flight                                      */
+    OPT_QUIET = 'q',      /* only the result                                       */
     OPT_FIRST_LONG = 256, /* long-only options are numbered from here */
     OPT_JSON = OPT_FIRST_LONG,
     OPT_SIZE,
@@ -39,6 +52,7 @@ enum {
     OPT_SEED,
     OPT_NO_CHECK,
     OPT_SHM,
+    OPT_NO_SHM,
     OPT_PROMETHEUS,
     OPT_WATCH,
     OPT_SVG,
@@ -51,6 +65,9 @@ enum {
         "help", no_argument, NULL, OPT_HELP                                                        \
     }
 #define COMMON_SHORT_OPTIONS "s:t:h"
+
+/* Whether a --input or --output argument names standard input or output. */
+#define IS_STDIO(path) ((path)[0] == '-' && (path)[1] == '\0')
 
 #define COMMON_HELP                                                                                \
     "  -s, --socket PATH       the daemon's socket (default: $" SOCKET_ENV ", else\n"              \

@@ -38,10 +38,10 @@ static const char stats_help[] =
     "      --prometheus        print the Prometheus text exposition format (0.0.4), for\n"
     "                          node_exporter's textfile collector (with --output; the\n"
     "                          gpuframe-prometheus.timer unit runs it every 15 s)\n"
-    "  -o, --output FILE       write to FILE instead of standard output, atomically: a\n"
-    "                          temporary file beside it, mode 0644, renamed over FILE\n"
+    "  -o, --output FILE       write to FILE instead of standard output ('-'), atomically:\n"
+    "                          a temporary file beside it, mode 0644, renamed over FILE\n"
     "                          once complete; on failure FILE is left as it was\n"
-    "  -w, --watch SECONDS     print again every SECONDS (decimals allowed) until\n"
+    "      --watch SECONDS     print again every SECONDS (decimals allowed) until\n"
     "                          interrupted: in place on a terminal, else as snapshots\n"
     "                          separated by a blank line; keeps retrying while the\n"
     "                          daemon is unreachable\n" COMMON_HELP;
@@ -111,7 +111,7 @@ static int fetch_stats(const gf_common_opts *o, gf_client **c, cJSON **doc, char
         err = gf_client_connect(o->socket_path, c);
         if (err < 0) {
             *c = NULL;
-            snprintf(why, why_len, "cannot connect to %s: %s", o->socket_path, strerror(-err));
+            gf_client_connect_error(o->socket_path, err, SOCKET_HOW_TO_POINT, why, why_len);
             return -1;
         }
     }
@@ -150,7 +150,7 @@ static int stats_watch(const gf_common_opts *o, enum stats_format format, double
     struct sigaction sa;
     gf_client *c = NULL;
     int tty = isatty(STDOUT_FILENO);
-    char why[WHY_BYTES];
+    char why[GF_CONNECT_WHY_BYTES];
 
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_watch_signal; /* no SA_RESTART: the sleep must end */
@@ -255,8 +255,8 @@ struct stats_opts {
 static void parse_stats_opts(int argc, char *argv[], struct stats_opts *so) {
     static const struct option longopts[] = {{"json", no_argument, NULL, OPT_JSON},
                                              {"prometheus", no_argument, NULL, OPT_PROMETHEUS},
-                                             {"watch", required_argument, NULL, 'w'},
-                                             {"output", required_argument, NULL, 'o'},
+                                             {"watch", required_argument, NULL, OPT_WATCH},
+                                             {"output", required_argument, NULL, OPT_OUTPUT},
                                              COMMON_LONG_OPTIONS,
                                              {NULL, 0, NULL, 0}};
     int opt, formats = 0;
@@ -264,7 +264,7 @@ static void parse_stats_opts(int argc, char *argv[], struct stats_opts *so) {
     memset(so, 0, sizeof *so);
     so->format = STATS_FORMAT_TABLE;
     gf_common_defaults(&so->common);
-    while ((opt = getopt_long(argc, argv, ":w:o:" COMMON_SHORT_OPTIONS, longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":o:" COMMON_SHORT_OPTIONS, longopts, NULL)) != -1) {
         if (gf_common_option("stats", opt, &so->common, argv, stats_help))
             continue;
         switch (opt) {
@@ -276,8 +276,8 @@ static void parse_stats_opts(int argc, char *argv[], struct stats_opts *so) {
             so->format = STATS_FORMAT_PROMETHEUS;
             formats++;
             break;
-        case 'o': so->output_path = optarg; break;
-        case 'w': {
+        case OPT_OUTPUT: so->output_path = IS_STDIO(optarg) ? NULL : optarg; break;
+        case OPT_WATCH: {
             char *end;
             errno = 0;
             so->watch_s = strtod(optarg, &end);
@@ -303,7 +303,7 @@ static int stats_once(const struct stats_opts *so) {
     cJSON *doc = NULL;
     char *text = NULL;
     size_t len = 0;
-    char why[WHY_BYTES];
+    char why[GF_CONNECT_WHY_BYTES];
     int ok = fetch_stats(&so->common, &c, &doc, why, sizeof why) == 0 &&
              render_stats(doc, so->format, &text, &len, why, sizeof why) == 0;
     gf_client_close(c);

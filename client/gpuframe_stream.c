@@ -7,9 +7,11 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpuframe_commands.h"
 #include "gpuframe_connect.h"
@@ -36,9 +38,14 @@ static const char stream_help[] =
     "prints one summary line:\n"
     "  frames=N errors=N seconds=S frames_per_s=R in_GBps=R out_GBps=R p50_us=L p99_us=L "
     "max_us=L\n"
+    "  transport=shm|socket\n"
     "(GB/s: bytes of frames answered with a result, 1e9 bytes per GB; latency: from\n"
-    "queueing a frame to receiving its reply), or, when no frame got a correct result,\n"
-    "what failed: frames=N errors=N every frame failed: N STATUS, N wrong results, ...\n"
+    "queueing a frame to receiving its reply; transport: how the frames travelled),\n"
+    "or, when no frame got a correct result, what failed:\n"
+    "  frames=N errors=N every frame failed: N STATUS, N wrong results, ...\n"
+    "On a terminal, a run longer than a second shows its progress on standard error.\n"
+    "Ctrl-C stops sending, waits for the frames in flight and prints the summary of\n"
+    "what was answered.\n"
     "\n"
     "  -p, --pipeline NAME|ID  the pipeline, by name or numeric id (see 'gpuframe list')\n"
     "      --size BYTES        frame size, suffixes K, M, G (binary); default: width*height*3\n"
@@ -46,17 +53,25 @@ static const char stream_help[] =
     "  -n, --count N           frames to send (default 1000; with --input: the whole file)\n"
     "  -w, --window W          frames in flight (default 8, at most 65536)\n"
     "      --verify            check every result against the pipeline's C reference\n"
-    "  -i, --input FILE        send consecutive --size chunks of FILE (a shorter last chunk\n"
-    "                          only if the pipeline takes it) instead of synthetic frames\n"
-    "  -o, --output FILE       write every result, in order, to FILE (frames answered with\n"
-    "                          an error write nothing)\n"
+    "  -i, --input FILE        send consecutive --size chunks of FILE ('-': standard input;\n"
+    "                          a shorter last chunk only if the pipeline takes it) instead\n"
+    "                          of synthetic frames\n"
+    "  -o, --output FILE       write every result, in order, to FILE ('-': standard output,\n"
+    "                          and the summary goes to standard error; frames answered\n"
+    "                          with an error write nothing)\n"
     "      --seed S            seed of the synthetic frames (default 1; not with --input)\n"
     "      --no-check          send frames the pipeline cannot take (tests the daemon's errors)\n"
-    "      --shm               send frames by reference: inputs and results live in one\n"
-    "                          shared-memory region (W entries), the socket carries only\n"
-    "                          descriptors; the daemon's GPU copies use the pages directly\n"
-    "  -q, --quiet             print only the summary line\n" COMMON_HELP "\n"
-    "Exit status 0 only if every frame got a correct result.\n";
+    "      --shm               send frames of every size by reference: inputs and results\n"
+    "                          live in shared-memory frame buffers (one per frame in\n"
+    "                          flight), the socket carries only descriptors, and the\n"
+    "                          daemon's GPU copies use the pages directly.  The default\n"
+    "                          from 64K up, where the daemon allows it (max_regions,\n"
+    "                          max_shm_bytes) and the result's length is known here\n"
+    "      --no-shm            send every frame's bytes through the socket\n"
+    "      --json              print the summary as one JSON object: the line's keys, and\n"
+    "                          errors_by_status, wrong_results, no_reply, interrupted\n"
+    "  -q, --quiet             print only the summary\n" COMMON_HELP "\n"
+    "Exit status 0 only if every frame got a correct result; 130 after Ctrl-C.\n";
 
 /* The pipeline named `arg`, else the one whose id `arg` is; NULL if none. */
 static const gf_pipeline *find_pipeline(const gf_pipeline *pipelines, size_t count,
@@ -78,66 +93,75 @@ static void stream_option(int opt, gf_stream_opts *o) {
     uint64_t v;
 
     switch (opt) {
-    case 'p': o->pipeline = optarg; break;
+    case OPT_PIPELINE: o->pipeline = optarg; break;
     case OPT_SIZE:
         if (gf_parse_size(optarg, &o->size_bytes) < 0 || o->size_bytes > SIZE_MAX)
             gf_die_usage("stream", "--size: expected bytes with an optional K, M or G, got '%s'",
                          optarg);
         o->have_size = 1;
         break;
-    case 'n':
+    case OPT_COUNT:
         if (gf_parse_u64(optarg, &o->count) < 0 || o->count == 0)
             gf_die_usage("stream", "--count: expected a positive integer, got '%s'", optarg);
         break;
-    case 'w':
+    case OPT_WINDOW:
         if (gf_parse_u64(optarg, &v) < 0 || v == 0 || v > STREAM_WINDOW_MAX)
             gf_die_usage("stream", "--window: expected an integer in [1, %d], got '%s'",
                          STREAM_WINDOW_MAX, optarg);
         o->window = (uint32_t)v;
         break;
     case OPT_VERIFY: o->verify = 1; break;
-    case 'i': o->input_path = optarg; break;
-    case 'o': o->output_path = optarg; break;
+    case OPT_INPUT: o->input_path = optarg; break;
+    case OPT_OUTPUT: o->output_path = optarg; break;
     case OPT_SEED:
         if (gf_parse_u64(optarg, &o->seed) < 0)
             gf_die_usage("stream", "--seed: expected an unsigned integer, got '%s'", optarg);
         o->have_seed = 1;
         break;
     case OPT_NO_CHECK: o->no_check = 1; break;
-    case OPT_SHM: o->shm = 1; break;
-    case 'q': o->quiet = 1; break;
+    case OPT_SHM: o->shm = STREAM_SHM_ON; break;
+    case OPT_NO_SHM: o->shm = STREAM_SHM_OFF; break;
+    case OPT_QUIET: o->quiet = 1; break;
+    case OPT_JSON: o->json = 1; break;
     }
 }
 
 /* Parses the command line into *o; exits on a usage error or --help. */
 static void parse_stream_opts(int argc, char *argv[], gf_stream_opts *o) {
-    static const struct option longopts[] = {{"pipeline", required_argument, NULL, 'p'},
+    static const struct option longopts[] = {{"pipeline", required_argument, NULL, OPT_PIPELINE},
                                              {"size", required_argument, NULL, OPT_SIZE},
-                                             {"count", required_argument, NULL, 'n'},
-                                             {"window", required_argument, NULL, 'w'},
+                                             {"count", required_argument, NULL, OPT_COUNT},
+                                             {"window", required_argument, NULL, OPT_WINDOW},
                                              {"verify", no_argument, NULL, OPT_VERIFY},
-                                             {"input", required_argument, NULL, 'i'},
-                                             {"output", required_argument, NULL, 'o'},
+                                             {"input", required_argument, NULL, OPT_INPUT},
+                                             {"output", required_argument, NULL, OPT_OUTPUT},
                                              {"seed", required_argument, NULL, OPT_SEED},
                                              {"no-check", no_argument, NULL, OPT_NO_CHECK},
                                              {"shm", no_argument, NULL, OPT_SHM},
-                                             {"quiet", no_argument, NULL, 'q'},
+                                             {"no-shm", no_argument, NULL, OPT_NO_SHM},
+                                             {"quiet", no_argument, NULL, OPT_QUIET},
+                                             {"json", no_argument, NULL, OPT_JSON},
                                              COMMON_LONG_OPTIONS,
                                              {NULL, 0, NULL, 0}};
-    int opt;
+    int opt, shm_flags = 0;
 
     memset(o, 0, sizeof *o);
     gf_common_defaults(&o->common);
     o->window = STREAM_WINDOW_DEFAULT;
     o->seed = STREAM_SEED_DEFAULT;
+    o->shm = STREAM_SHM_AUTO;
     while ((opt = getopt_long(argc, argv, ":p:n:w:i:o:q" COMMON_SHORT_OPTIONS, longopts, NULL)) !=
            -1) {
-        if (!gf_common_option("stream", opt, &o->common, argv, stream_help))
-            stream_option(opt, o);
+        if (gf_common_option("stream", opt, &o->common, argv, stream_help))
+            continue;
+        shm_flags += opt == OPT_SHM || opt == OPT_NO_SHM;
+        stream_option(opt, o);
     }
     gf_no_operands("stream", argc, argv);
     if (o->pipeline == NULL)
         gf_die_usage("stream", "--pipeline is required");
+    if (shm_flags > 1)
+        gf_die_usage("stream", "--shm and --no-shm exclude each other");
     if (o->have_seed && o->input_path != NULL)
         gf_die_usage("stream", "--seed chooses synthetic frames; with --input the frames are the "
                                "file's, so drop one of them");
@@ -153,18 +177,17 @@ static uint64_t default_size(const gf_pipeline *p) {
 
 /* Frees and closes everything a run holds; safe on a partly set-up run. */
 static void stream_free(gf_stream_run *r) {
-    if (r->out != NULL)
+    if (r->out != NULL && r->out != stdout)
         fclose(r->out);
-    if (r->in != NULL)
+    if (r->in != NULL && r->in != stdin)
         fclose(r->in);
-    if (r->region.base != NULL)
-        gf_client_region_destroy(NULL, &r->region, 0);
+    gf_client_shm_close(NULL, r->shm, 0);
     gf_client_close(r->client);
     for (size_t k = 0; k < SYNTH_POOL_MAX; k++) {
         free(r->pool[k]);
         free(r->pool_refs[k]);
     }
-    if (r->in_bufs != NULL && !r->o->shm)
+    if (r->in_bufs != NULL && r->shm == NULL)
         for (size_t i = 0; i < r->o->window; i++)
             free(r->in_bufs[i]);
     free(r->in_bufs);
@@ -198,8 +221,8 @@ static void stream_connect(gf_stream_run *r) {
 
 /*
  * With --verify or --shm, loads the run's plugin stages here too, for what
- * the client computes itself: the output length of a frame (the region's
- * layout) and the reference.  The daemon is on this host (a Unix socket), so
+ * the client computes itself: the output length of a frame (the frame
+ * buffers' layout) and the reference.  The daemon is on this host (a Unix socket), so
  * the plugin's shared object and files are at the paths LIST gives; loading
  * one runs its code in this process, so verify only against a daemon you
  * trust.  A client that cannot read them exits 2 saying so.  Also sizes the
@@ -213,8 +236,9 @@ static void open_plugins(gf_stream_run *r, uint64_t size_bytes) {
         plugins |= gf_kind_is_plugin(p->stages[k].kind);
     /* Only to verify, or to lay out --shm outputs: a client that just sends
      * frames runs no code of the daemon's choosing, and leaves the lengths
-     * to the daemon (as --no-check does). */
-    if (plugins && !r->o->verify && !r->o->shm) {
+     * to the daemon (as --no-check does; by default such frames then go
+     * through the socket). */
+    if (plugins && !r->o->verify && r->o->shm != STREAM_SHM_ON) {
         r->lengths_unknown = 1;
         return;
     }
@@ -265,35 +289,67 @@ static void plan_frame_size(gf_stream_run *r, gf_stream_opts *o) {
         (void)gf_client_set_max_reply_bytes(r->client, (uint64_t)r->full_expect);
 }
 
-/* Says what is about to be streamed, unless --quiet. */
+/* Says what is about to be streamed, unless --quiet or --json. */
 static void print_banner(const gf_stream_run *r) {
     const gf_stream_opts *o = r->o;
     const gf_pipeline *p = r->pipeline;
 
-    if (o->quiet)
+    if (o->quiet || o->json)
         return;
     char kinds[GF_STAGES_MAX * GF_PIPELINE_NAME_MAX];
-    printf("streaming ");
+    fprintf(r->report, "streaming ");
     if (r->planned != UINT64_MAX)
-        printf("%" PRIu64 " ", r->planned);
-    printf("frames of %" PRIu64 " bytes%s%s to pipeline '%s' (id %" PRIu32 ", %s), window %" PRIu32
-           "%s\n",
-           o->size_bytes, o->input_path ? " from " : "", o->input_path ? o->input_path : "",
-           p->name, p->id, gf_pipeline_kinds_text(p, kinds, sizeof kinds), o->window,
-           o->verify ? ", verified" : "");
-    fflush(stdout);
+        fprintf(r->report, "%" PRIu64 " ", r->planned);
+    fprintf(r->report,
+            "frames of %" PRIu64 " bytes%s%s to pipeline '%s' (id %" PRIu32 ", %s), window %" PRIu32
+            "%s\n",
+            o->size_bytes, o->input_path ? " from " : "", o->input_path ? o->input_path : "",
+            p->name, p->id, gf_pipeline_kinds_text(p, kinds, sizeof kinds), o->window,
+            o->verify ? ", verified" : "");
+    fflush(r->report);
+}
+
+/* Set by the first SIGINT of a run: send no more frames.  The handler is
+ * reset by it (SA_RESETHAND), so a second Ctrl-C ends the command at once. */
+static volatile sig_atomic_t stream_interrupted;
+
+static void on_interrupt(int sig) {
+    (void)sig;
+    stream_interrupted = 1;
+}
+
+/* Progress on a terminal: shown from PROGRESS_AFTER_NS into a run, redrawn
+ * every PROGRESS_EVERY_NS. */
+#define PROGRESS_AFTER_NS 1000000000ull
+#define PROGRESS_EVERY_NS 250000000ull
+/* ANSI: erase from the cursor to the end of the line. */
+#define ANSI_ERASE_LINE "\033[K"
+
+/* Redraws the progress line on stderr when it is due: frames answered, the
+ * input's GB/s and the time so far. */
+static void show_progress(gf_stream_run *r, uint64_t now_ns) {
+    if (!r->progress || now_ns < r->progress_next_ns)
+        return;
+    double s = (double)(now_ns - r->start_ns) / 1e9;
+    fprintf(stderr, "\r%" PRIu64 " frames  %.3f GB/s  %.1f s" ANSI_ERASE_LINE, r->answered,
+            (double)r->in_bytes / 1e9 / s, s);
+    fflush(stderr);
+    r->progress_shown = 1;
+    r->progress_next_ns = now_ns + PROGRESS_EVERY_NS;
 }
 
 /*
  * Streams: keeps up to --window frames in flight and handles every reply,
- * until every queued frame is answered.  Returns 0, or -1 when the connection
- * failed first (already reported).
+ * until every queued frame is answered; after Ctrl-C (stream_interrupted)
+ * it queues no more and collects the frames in flight.  Returns 0, or -1
+ * when the connection failed first (already reported).
  */
 static int stream_frames(gf_stream_run *r) {
     const gf_stream_opts *o = r->o;
 
     for (;;) {
-        while (!r->input_done && r->queued < r->planned && r->queued - r->answered < o->window) {
+        while (!r->input_done && !stream_interrupted && r->queued < r->planned &&
+               r->queued - r->answered < o->window) {
             int q = gf_stream_queue_next(r);
             if (q <= 0) {
                 r->input_done = 1;
@@ -320,7 +376,32 @@ static int stream_frames(gf_stream_run *r) {
             continue;
         }
         gf_stream_handle_reply(r, &rep);
+        show_progress(r, gf_now_ns());
     }
+}
+
+/* Runs the window with Ctrl-C handled (stream_interrupted) and the progress
+ * line shown on a terminal; returns what stream_frames returns, and the
+ * time it took in *elapsed_ns. */
+static int stream_run(gf_stream_run *r, uint64_t *elapsed_ns) {
+    struct sigaction sa, old;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sa.sa_flags = (int)SA_RESETHAND; /* no SA_RESTART: a wait ends, and is resumed */
+    sigemptyset(&sa.sa_mask);
+    stream_interrupted = 0;
+    sigaction(SIGINT, &sa, &old);
+    r->progress = !r->o->quiet && isatty(STDERR_FILENO);
+    r->start_ns = gf_now_ns();
+    r->progress_next_ns = r->start_ns + PROGRESS_AFTER_NS;
+    int rc = stream_frames(r);
+    *elapsed_ns = gf_now_ns() - r->start_ns;
+    sigaction(SIGINT, &old, NULL);
+    r->interrupted = stream_interrupted;
+    if (r->progress_shown)
+        fputs("\r" ANSI_ERASE_LINE, stderr);
+    return rc;
 }
 
 int gf_cmd_stream(int argc, char *argv[]) {
@@ -330,14 +411,15 @@ int gf_cmd_stream(int argc, char *argv[]) {
     parse_stream_opts(argc, argv, &o);
     memset(&r, 0, sizeof r);
     r.o = &o;
+    r.report = o.output_path != NULL && IS_STDIO(o.output_path) ? stderr : stdout;
     stream_connect(&r);
     plan_frame_size(&r, &o);
     int status = gf_stream_prepare(&r);
     if (status == EXIT_OK) {
+        uint64_t elapsed_ns;
         print_banner(&r);
-        uint64_t start_ns = gf_now_ns();
-        int connection_failed = stream_frames(&r) < 0;
-        status = gf_stream_finish(&r, gf_now_ns() - start_ns, connection_failed);
+        int connection_failed = stream_run(&r, &elapsed_ns) < 0;
+        status = gf_stream_finish(&r, elapsed_ns, connection_failed);
     }
     stream_free(&r);
     return status;

@@ -1,7 +1,8 @@
 /*
  * The frames `gpuframe stream` sends: synthetic ones (a small seeded pool) or
- * --input's chunks, optionally laid out in a --shm region, their C
- * references for --verify, and queueing the next one on the connection.
+ * --input's chunks, in libgpuframe's shared-memory frame buffers or not,
+ * their C references for --verify, and queueing the next one on the
+ * connection.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -84,7 +85,7 @@ static void open_input(gf_stream_run *r, const char *pname) {
     struct stat st;
     char why[WHY_BYTES];
 
-    r->in = fopen(o->input_path, "rb");
+    r->in = IS_STDIO(o->input_path) ? stdin : fopen(o->input_path, "rb");
     if (r->in == NULL) {
         fprintf(stderr, "gpuframe: --input %s: %s\n", o->input_path, strerror(errno));
         exit(EXIT_USAGE);
@@ -134,14 +135,14 @@ static void make_pool(gf_stream_run *r) {
     }
 }
 
-/* Points `s` at synthetic frame r->queued: a buffer of the pool, or with
- * --shm the window entry `entry`, which holds the same bytes. */
+/* Points `s` at synthetic frame r->queued: a buffer of the pool, or in
+ * shared memory the frame buffer `entry`, which holds the same bytes. */
 static void next_synthetic(gf_stream_run *r, gf_frame_slot *s, unsigned char *entry) {
     const gf_stream_opts *o = r->o;
     size_t k;
 
     if (entry != NULL) {
-        /* The region's inputs were filled once (gf_stream_prepare): no copy. */
+        /* The frame buffers were filled once (gf_stream_prepare): no copy. */
         k = (size_t)(r->queued % o->window % r->pool_count);
         s->data = entry;
     } else {
@@ -153,8 +154,8 @@ static void next_synthetic(gf_stream_run *r, gf_frame_slot *s, unsigned char *en
     s->ref = r->pool_refs[k];
 }
 
-/* Reads frame r->queued from --input into its window entry's buffer (with
- * --shm, `entry` in the region) and points `s` at it.  Returns 1, 0 at the
+/* Reads frame r->queued from --input into its window entry's buffer (in
+ * shared memory, the frame buffer `entry`) and points `s` at it.  Returns 1, 0 at the
  * end of the input, or -1 on a failure already reported. */
 static int next_chunk(gf_stream_run *r, gf_frame_slot *s, unsigned char *entry) {
     const gf_stream_opts *o = r->o;
@@ -162,7 +163,7 @@ static int next_chunk(gf_stream_run *r, gf_frame_slot *s, unsigned char *entry) 
     char why[WHY_BYTES];
 
     if (entry != NULL)
-        *buf = entry; /* read straight into the region */
+        *buf = entry; /* read straight into shared memory */
     else if (*buf == NULL)
         *buf = gf_alloc_frame((size_t)o->size_bytes);
     size_t n = fread(*buf, 1, (size_t)o->size_bytes, r->in);
@@ -192,21 +193,16 @@ static int next_chunk(gf_stream_run *r, gf_frame_slot *s, unsigned char *entry) 
     return 1;
 }
 
-/* Sends the frame in `s` as frame r->queued: its bytes, or with --shm a
- * descriptor of its window entry.  Returns 0, or -1 (reported unless the
+/* Sends the frame in `s` as frame r->queued: its bytes, or in shared memory
+ * a descriptor of its window entry's frame buffer.  Returns 0, or -1 (reported unless the
  * daemon closed the connection, which the next receive reports). */
 static int send_frame(gf_stream_run *r, const gf_frame_slot *s) {
     const gf_stream_opts *o = r->o;
     int err;
 
-    if (o->shm) {
-        uint64_t i = r->queued % o->window;
-        gf_shm_frame d = {.region_id = r->region.id,
-                          .in_offset = i * r->in_stride,
-                          .in_bytes = s->bytes,
-                          .out_offset = o->window * r->in_stride + i * r->out_stride,
-                          .out_capacity = r->out_stride};
-        err = gf_client_send_frame_shm(r->client, r->pipeline->id, r->queued, &d);
+    if (r->shm != NULL) {
+        err = gf_client_send_shm(r->client, r->shm, (uint32_t)(r->queued % o->window),
+                                 r->pipeline->id, r->queued, s->bytes);
     } else {
         err = gf_client_send_frame(r->client, r->pipeline->id, r->queued, s->data, s->bytes);
     }
@@ -222,9 +218,8 @@ int gf_stream_queue_next(gf_stream_run *r) {
     const gf_stream_opts *o = r->o;
     gf_frame_slot *s = &r->slots[r->queued % o->window];
 
-    unsigned char *entry = NULL; /* --shm: this window entry's input */
-    if (o->shm)
-        entry = (unsigned char *)r->region.base + (r->queued % o->window) * r->in_stride;
+    /* In shared memory: this window entry's frame buffer. */
+    unsigned char *entry = gf_client_shm_frame_buffer(r->shm, (uint32_t)(r->queued % o->window));
     if (r->in == NULL) {
         next_synthetic(r, s, entry);
     } else {
@@ -239,30 +234,63 @@ int gf_stream_queue_next(gf_stream_run *r) {
     return 1;
 }
 
-/* Bytes rounded up to whole pages, so every entry starts page-aligned. */
-static uint64_t page_round(uint64_t bytes) {
-    const uint64_t page = 4096;
-    return bytes == 0 ? page : (bytes + page - 1) / page * page;
+/* Whether frames go by reference: with --shm always; by default from
+ * STREAM_SHM_MIN_BYTES up when this client knows how long a result is (the
+ * frame buffers' outputs are laid out for it: not for a plugin pipeline
+ * without --verify, nor a size the pipeline refuses), else never. */
+static int wants_shm(const gf_stream_run *r) {
+    const gf_stream_opts *o = r->o;
+
+    if (o->shm != STREAM_SHM_AUTO)
+        return o->shm == STREAM_SHM_ON;
+    return o->size_bytes >= STREAM_SHM_MIN_BYTES && r->full_expect >= 0 && !r->lengths_unknown;
 }
 
-/* --shm: creates the region and fills its window entries' inputs with the
- * synthetic pool once (frames then cost the client no copy). */
-static int prepare_region(gf_stream_run *r) {
+/* Opens a fresh connection in place of r->client, with the same reply cap. */
+static void reconnect(gf_stream_run *r) {
+    gf_client_close(r->client);
+    r->client = gf_connect_or_die(&r->o->common);
+    if (r->full_expect > 0 && (uint64_t)r->full_expect > GF_CLIENT_DEFAULT_MAX_REPLY_BYTES)
+        (void)gf_client_set_max_reply_bytes(r->client, (uint64_t)r->full_expect);
+}
+
+/*
+ * Frames by reference: one frame buffer per window entry, the synthetic
+ * pool written into them once (frames then cost the client no copy).  With
+ * --shm a failure is the run's; by default the frames go through the socket
+ * instead, on a fresh connection (a daemon without regions closes this one),
+ * and the run says why unless --quiet.
+ */
+static int prepare_shm(gf_stream_run *r) {
     const gf_stream_opts *o = r->o;
-    r->in_stride = page_round(o->size_bytes);
-    r->out_stride = page_round(r->full_expect > 0 ? (uint64_t)r->full_expect : 0);
-    uint64_t bytes = o->window * (r->in_stride + r->out_stride);
-    int err = gf_client_region_create(r->client, bytes, &r->region, o->common.timeout_ms);
+    char why[GF_CONNECT_WHY_BYTES];
+    uint64_t out_bytes = r->full_expect > 0 ? (uint64_t)r->full_expect : 0;
+
+    int err = gf_client_shm_open(r->client, o->window, (size_t)o->size_bytes, (size_t)out_bytes,
+                                 &r->shm, o->common.timeout_ms);
     if (err < 0) {
-        gf_print_client_error(r->client, "--shm", err);
-        return EXIT_FAIL;
+        if (o->shm == STREAM_SHM_ON) {
+            gf_print_client_error(r->client, "--shm", err);
+            return EXIT_FAIL;
+        }
+        snprintf(why, sizeof why, "%s",
+                 err == -EREMOTEIO || err == -EPROTO || err == -ECONNRESET
+                     ? gf_client_error(r->client)
+                     : strerror(-err));
+        if (!o->quiet)
+            fprintf(stderr, "gpuframe stream: frames go through the socket: no shared memory: %s\n",
+                    why);
+        r->shm = NULL;
+        reconnect(r);
+        return EXIT_OK;
     }
-    if (!o->quiet)
-        printf("shared-memory region %" PRIu32 " of %" PRIu64 " bytes%s\n", r->region.id, bytes,
-               r->region.pinned ? ", pinned by the daemon" : "");
+    const gf_client_region *region = gf_client_shm_region(r->shm);
+    if (!o->quiet && !o->json)
+        fprintf(r->report, "shared-memory region %" PRIu32 " of %" PRIu64 " bytes%s\n", region->id,
+                region->bytes, region->pinned ? ", pinned by the daemon" : "");
     if (r->in == NULL)
-        for (uint64_t i = 0; i < o->window; i++)
-            memcpy((unsigned char *)r->region.base + i * r->in_stride, r->pool[i % r->pool_count],
+        for (uint32_t i = 0; i < o->window; i++)
+            memcpy(gf_client_shm_frame_buffer(r->shm, i), r->pool[i % r->pool_count],
                    (size_t)o->size_bytes);
     return EXIT_OK;
 }
@@ -282,7 +310,7 @@ int gf_stream_prepare(gf_stream_run *r) {
         make_pool(r);
     }
     if (o->output_path != NULL) {
-        r->out = fopen(o->output_path, "wb");
+        r->out = IS_STDIO(o->output_path) ? stdout : fopen(o->output_path, "wb");
         if (r->out == NULL) {
             fprintf(stderr, "gpuframe: --output %s: %s\n", o->output_path, strerror(errno));
             return EXIT_USAGE;
@@ -293,5 +321,5 @@ int gf_stream_prepare(gf_stream_run *r) {
         fprintf(stderr, "gpuframe: out of memory\n");
         return EXIT_FAIL;
     }
-    return o->shm ? prepare_region(r) : EXIT_OK;
+    return wants_shm(r) ? prepare_shm(r) : EXIT_OK;
 }

@@ -1,6 +1,7 @@
 /*
  * The replies of a `gpuframe stream` run: each checked against the frame it
- * answers (echoed ids, length, the --shm descriptor, --verify's reference),
+ * answers (echoed ids, length, where a result in shared memory lies,
+ * --verify's reference),
  * counted, timed and written to --output; then the summary line and the
  * command's exit status.
  */
@@ -8,6 +9,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "gpuframe_commands.h"
 #include "gpuframe_connect.h"
@@ -62,26 +65,22 @@ static int check_result(gf_stream_run *r, uint64_t seq, const gf_frame_slot *s,
 }
 
 /*
- * A shm RESULT as the reply it stands for: its payload is where the
- * descriptor says, in our region, after checking that it is where frame
- * `seq` asked for it.  Returns 0, or -1 with the problem recorded.
+ * A RESULT in shared memory as the reply it stands for: its payload is the
+ * output in the frame's buffer, which gf_client_recv checked lies where the
+ * frame asked.  Returns 0, or -1 with the problem recorded (a RESULT of no
+ * frame buffer of this run).
  */
 static int shm_view(gf_stream_run *r, uint64_t seq, const gf_reply *rep, gf_reply *view) {
-    const gf_shm_result *d = &rep->shm_result;
-    uint64_t want_off = r->o->window * r->in_stride + (seq % r->o->window) * r->out_stride;
-    *view = *rep;
-    if (!rep->shm || d->region_id != r->region.id || d->out_offset != want_off ||
-        d->out_bytes > r->out_stride) {
-        char why[WHY_BYTES];
-        snprintf(why, sizeof why,
-                 "shm result says region %" PRIu32 " offset %" PRIu64 " bytes %" PRIu64
-                 "; asked region %" PRIu32 " offset %" PRIu64 " capacity %" PRIu64,
-                 d->region_id, d->out_offset, d->out_bytes, r->region.id, want_off, r->out_stride);
-        mismatch(r, seq, why);
+    size_t bytes;
+    const void *out = gf_client_shm_result(r->shm, rep, &bytes);
+
+    if (out == NULL) {
+        mismatch(r, seq, "a RESULT outside this run's shared-memory frame buffers");
         return -1;
     }
-    view->payload = (const unsigned char *)r->region.base + d->out_offset;
-    view->payload_bytes = (size_t)d->out_bytes;
+    *view = *rep;
+    view->payload = out;
+    view->payload_bytes = bytes;
     return 0;
 }
 
@@ -106,7 +105,7 @@ void gf_stream_handle_reply(gf_stream_run *r, const gf_reply *raw) {
     const gf_frame_slot *s = &r->slots[seq % r->o->window];
     gf_reply view;
     const gf_reply *rep = raw;
-    if (r->o->shm && raw->header.type == GF_MSG_RESULT) {
+    if (r->shm != NULL && raw->header.type == GF_MSG_RESULT) {
         if (shm_view(r, seq, raw, &view) < 0) {
             r->failed++;
             r->answered++;
@@ -147,58 +146,124 @@ void gf_stream_handle_reply(gf_stream_run *r, const gf_reply *raw) {
  */
 static void print_all_failed(const gf_stream_run *r, uint64_t failed) {
     const char *sep = "";
+    FILE *f = r->report;
 
-    printf("frames=%" PRIu64 " errors=%" PRIu64 " every frame failed:", r->queued, failed);
+    fprintf(f, "frames=%" PRIu64 " errors=%" PRIu64 " every frame failed:", r->queued, failed);
     for (uint32_t st = 0; st <= GF_STATUS_COUNT_; st++) {
         if (r->errors_by_status[st] == 0)
             continue;
-        printf("%s %" PRIu64 " %s", sep, r->errors_by_status[st], gf_status_name(st));
+        fprintf(f, "%s %" PRIu64 " %s", sep, r->errors_by_status[st], gf_status_name(st));
         sep = ",";
     }
     if (r->mismatches > 0) {
-        printf("%s %" PRIu64 " wrong result%s", sep, r->mismatches, r->mismatches > 1 ? "s" : "");
+        fprintf(f, "%s %" PRIu64 " wrong result%s", sep, r->mismatches,
+                r->mismatches > 1 ? "s" : "");
         sep = ",";
     }
     if (r->queued > r->answered)
-        printf("%s %" PRIu64 " no reply", sep, r->queued - r->answered);
-    putchar('\n');
-    fflush(stdout);
+        fprintf(f, "%s %" PRIu64 " no reply", sep, r->queued - r->answered);
+    fputc('\n', f);
 }
 
-static void print_summary(gf_stream_run *r, uint64_t elapsed_ns, uint64_t failed) {
+/* A run's figures, as the summary line and --json give them. */
+struct figures {
+    uint64_t frames, errors;
+    double seconds, frames_per_s, in_gbps, out_gbps, p50_us, p99_us, max_us;
+    const char *transport;
+};
+
+static struct figures figures_of(gf_stream_run *r, uint64_t elapsed_ns, uint64_t failed) {
     double s = (double)elapsed_ns / 1e9;
     double per_s = s > 0 ? 1.0 / s : 0.0;
 
-    if (failed > 0 && failed == r->queued) {
-        print_all_failed(r, failed);
-        return;
-    }
     gf_sort_ns(r->latency_ns, r->latency_count);
-    printf("frames=%" PRIu64 " errors=%" PRIu64 " seconds=%.3f frames_per_s=%.1f in_GBps=%.3f "
-           "out_GBps=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f\n",
-           r->queued, failed, s, (double)r->answered * per_s, (double)r->in_bytes * per_s / 1e9,
-           (double)r->out_bytes * per_s / 1e9,
-           gf_percentile_us(r->latency_ns, r->latency_count, 50),
-           gf_percentile_us(r->latency_ns, r->latency_count, 99),
-           gf_percentile_us(r->latency_ns, r->latency_count, 100));
-    fflush(stdout);
+    return (struct figures){
+        .frames = r->queued,
+        .errors = failed,
+        .seconds = s,
+        .frames_per_s = (double)r->answered * per_s,
+        .in_gbps = (double)r->in_bytes * per_s / 1e9,
+        .out_gbps = (double)r->out_bytes * per_s / 1e9,
+        .p50_us = gf_percentile_us(r->latency_ns, r->latency_count, 50),
+        .p99_us = gf_percentile_us(r->latency_ns, r->latency_count, 99),
+        .max_us = gf_percentile_us(r->latency_ns, r->latency_count, 100),
+        .transport = r->shm != NULL ? "shm" : "socket",
+    };
+}
+
+/* --json: the figures, and what failed, as one JSON object on a line. */
+static void print_json(const gf_stream_run *r, const struct figures *fg) {
+    cJSON *doc = cJSON_CreateObject(), *by_status = NULL;
+
+    cJSON_AddNumberToObject(doc, "frames", (double)fg->frames);
+    cJSON_AddNumberToObject(doc, "errors", (double)fg->errors);
+    cJSON_AddNumberToObject(doc, "seconds", fg->seconds);
+    cJSON_AddNumberToObject(doc, "frames_per_s", fg->frames_per_s);
+    cJSON_AddNumberToObject(doc, "in_GBps", fg->in_gbps);
+    cJSON_AddNumberToObject(doc, "out_GBps", fg->out_gbps);
+    cJSON_AddNumberToObject(doc, "p50_us", fg->p50_us);
+    cJSON_AddNumberToObject(doc, "p99_us", fg->p99_us);
+    cJSON_AddNumberToObject(doc, "max_us", fg->max_us);
+    cJSON_AddStringToObject(doc, "transport", fg->transport);
+    by_status = cJSON_AddObjectToObject(doc, "errors_by_status");
+    for (uint32_t st = 0; st <= GF_STATUS_COUNT_; st++)
+        if (r->errors_by_status[st] > 0)
+            cJSON_AddNumberToObject(by_status, gf_status_name(st), (double)r->errors_by_status[st]);
+    cJSON_AddNumberToObject(doc, "wrong_results", (double)r->mismatches);
+    cJSON_AddNumberToObject(doc, "no_reply", (double)(r->queued - r->answered));
+    cJSON_AddBoolToObject(doc, "interrupted", r->interrupted);
+    char *text = cJSON_PrintUnformatted(doc);
+    if (text == NULL) {
+        fprintf(stderr, "gpuframe: out of memory\n");
+        exit(EXIT_FAIL);
+    }
+    fprintf(r->report, "%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(doc);
+}
+
+static void print_summary(gf_stream_run *r, uint64_t elapsed_ns, uint64_t failed) {
+    struct figures fg = figures_of(r, elapsed_ns, failed);
+
+    if (r->o->json)
+        print_json(r, &fg);
+    else if (failed > 0 && failed == r->queued)
+        print_all_failed(r, failed);
+    else
+        fprintf(r->report,
+                "frames=%" PRIu64 " errors=%" PRIu64 " seconds=%.3f frames_per_s=%.1f "
+                "in_GBps=%.3f out_GBps=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f transport=%s\n",
+                fg.frames, fg.errors, fg.seconds, fg.frames_per_s, fg.in_gbps, fg.out_gbps,
+                fg.p50_us, fg.p99_us, fg.max_us, fg.transport);
+    fflush(r->report);
 }
 
 int gf_stream_finish(gf_stream_run *r, uint64_t elapsed_ns, int connection_failed) {
     const gf_stream_opts *o = r->o;
 
-    if (r->in != NULL && r->queued == 0 && !r->input_error) {
+    if (r->in != NULL && r->queued == 0 && !r->input_error && !r->interrupted) {
         fprintf(stderr, "gpuframe: --input %s is empty\n", o->input_path);
         return EXIT_USAGE;
     }
-    uint64_t failed = r->failed + (r->queued - r->answered);
-    print_summary(r, elapsed_ns, failed);
-
-    int status = failed == 0 && !connection_failed && !r->input_error ? EXIT_OK : EXIT_FAIL;
-    if (r->out != NULL && fclose(r->out) != 0) {
+    /* The results first: with --output - the summary follows them. */
+    int status = EXIT_OK;
+    if (r->out != NULL && (r->out == stdout ? fflush(r->out) : fclose(r->out)) != 0) {
         fprintf(stderr, "gpuframe: --output %s: %s\n", o->output_path, strerror(errno));
         status = EXIT_FAIL;
     }
     r->out = NULL;
+    uint64_t failed = r->failed + (r->queued - r->answered);
+    print_summary(r, elapsed_ns, failed);
+    if (failed > 0 || connection_failed || r->input_error)
+        status = EXIT_FAIL;
+    if (r->interrupted) {
+        if (!o->quiet && r->planned != UINT64_MAX)
+            fprintf(stderr,
+                    "gpuframe stream: interrupted: sent %" PRIu64 " of %" PRIu64 " frames\n",
+                    r->queued, r->planned);
+        else if (!o->quiet)
+            fprintf(stderr, "gpuframe stream: interrupted: sent %" PRIu64 " frames\n", r->queued);
+        status = EXIT_INTERRUPTED;
+    }
     return status;
 }

@@ -13,9 +13,10 @@
 /* Handles the reply to frame number r->answered. */
 void gf_stream_handle_reply(gf_stream_run *r, const gf_reply *raw);
 
-/* Prints the summary of a run that took `elapsed_ns` and closes --output.
- * Returns the command's exit status: 0 only when every frame got a correct
- * result and nothing failed. */
+/* Closes --output and prints the summary of a run that took `elapsed_ns`
+ * (to r->report; --json's object or the line).  Returns the command's exit
+ * status: EXIT_INTERRUPTED after Ctrl-C, else 0 only when every frame got a
+ * correct result and nothing failed. */
 int gf_stream_finish(gf_stream_run *r, uint64_t elapsed_ns, int connection_failed);
 
 #endif

@@ -7,8 +7,8 @@
  *                              that keeps a window of frames in flight,
  *                              freeing the run
  *   gpuframe_stream_frames.c   the frames sent: synthetic ones or --input
- *                              chunks, the --shm region, their C references,
- *                              sending the next one
+ *                              chunks, in shared memory or not, their C
+ *                              references, sending the next one
  *   gpuframe_stream_replies.c  each reply: checked against its frame,
  *                              counted, written to --output; the summary
  *                              line and the exit status
@@ -32,6 +32,20 @@
  * is caught by --verify, few enough that references are cheap. */
 #define SYNTH_POOL_MAX 4
 
+/* Frames from this size up go through shared memory unless --no-shm, where
+ * README.md ("Frames in shared memory") says always to use it: 5.4 times the
+ * socket's bytes/s at 64 KiB on an H200.  Smaller frames gain less, and a
+ * run's region costs locked memory and its pinning whatever the size. */
+#define STREAM_SHM_MIN_BYTES (64u * 1024u)
+
+/* How frames travel: by reference in shared memory, or their bytes on the
+ * socket. */
+enum stream_shm {
+    STREAM_SHM_AUTO, /* shared memory from STREAM_SHM_MIN_BYTES up, where it can */
+    STREAM_SHM_ON,   /* --shm: shared memory for every size, or fail           */
+    STREAM_SHM_OFF,  /* --no-shm: the socket                                    */
+};
+
 /* What `gpuframe stream` was asked for. */
 typedef struct gf_stream_opts {
     gf_common_opts common;
@@ -43,11 +57,12 @@ typedef struct gf_stream_opts {
     int verify;              /* --verify                               */
     int no_check;            /* --no-check                             */
     int quiet;               /* --quiet                                */
+    int json;                /* --json                                 */
     const char *input_path;  /* --input, or NULL: synthetic frames     */
     const char *output_path; /* --output, or NULL                      */
     uint64_t seed;           /* --seed                                 */
     int have_seed;           /* --seed was given                       */
-    int shm;                 /* --shm                                  */
+    enum stream_shm shm;     /* --shm, --no-shm or neither             */
 } gf_stream_opts;
 
 /* One frame in flight: what was sent and what its reply must be. */
@@ -76,19 +91,20 @@ typedef struct gf_stream_run {
     size_t pool_count;
 
     /* --input: the file and one buffer per window entry (allocated lazily). */
-    FILE *in;
+    FILE *in; /* stdin for "-" */
     unsigned char **in_bufs;
     int input_done;      /* no more frames to queue                */
     int input_error;     /* the input could not be sent completely */
     uint64_t planned;    /* frames to send; UINT64_MAX: until EOF  */
     int64_t full_expect; /* output bytes of a frame of --size      */
 
-    /* --shm: one region; window entry i's input at i * in_stride, its
-     * output at window * in_stride + i * out_stride. */
-    gf_client_region region;
-    uint64_t in_stride, out_stride;
+    /* Frames by reference: one frame buffer per window entry (frame i in
+     * entry i % window); NULL when frames go through the socket. */
+    gf_client_shm *shm;
 
-    FILE *out;              /* --output, or NULL                    */
+    FILE *out;              /* --output (stdout for "-"), or NULL   */
+    FILE *report;           /* the banner and summary: stdout, or
+                               stderr when the results go there    */
     unsigned char *scratch; /* references of --input frames         */
     size_t scratch_bytes;
 
@@ -101,6 +117,13 @@ typedef struct gf_stream_run {
     uint64_t mismatches; /* of those, wrong results (printed: the first) */
     uint64_t in_bytes;   /* input bytes of the frames answered by RESULT */
     uint64_t out_bytes;  /* result bytes received                        */
+    /* The window's run: when it began, the progress line on a terminal
+     * (shown at all, and when next), and whether Ctrl-C cut it short. */
+    uint64_t start_ns;
+    int progress, progress_shown;
+    uint64_t progress_next_ns;
+    int interrupted;
+
     /* Of the failed, the ERROR replies by status (the last: statuses this
      * client does not know), for the summary of a run where all failed. */
     uint64_t errors_by_status[GF_STATUS_COUNT_ + 1];

@@ -1,6 +1,6 @@
 /*
  * gpuframe trace: the stage timestamps of the daemon's last frames, drawn by
- * report.h's renderers as a Chrome trace (--out) and/or an SVG timeline
+ * report.h's renderers as a Chrome trace (--output) and/or an SVG timeline
  * (--svg), with a line saying how many frames they span.
  */
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include "report.h"
 
 static const char trace_help[] =
-    "Usage: gpuframe trace [--frames N] [--out FILE.json] [--svg FILE.svg] [OPTIONS]\n"
+    "Usage: gpuframe trace [--count N] [--output FILE.json] [--svg FILE.svg] [OPTIONS]\n"
     "\n"
     "Fetches the stage timestamps of the last frames the daemon answered (its trace\n"
     "ring, `trace_frames` in its config) and draws them with one lane per slot and\n"
@@ -26,17 +26,17 @@ static const char trace_help[] =
     "pinned buffer, completion_delay, reply_write), so overlap across slots shows.\n"
     "Prints the number of frames and the time they span.  At least one of:\n"
     "\n"
-    "  -o, --out FILE          write a Chrome trace-event JSON file; open it in\n"
+    "  -o, --output FILE       write a Chrome trace-event JSON file; open it in\n"
     "                          https://ui.perfetto.dev or chrome://tracing\n"
     "      --svg FILE          write a self-contained SVG timeline (hover a bar for its\n"
     "                          frame); a few dozen frames make a readable picture\n"
     "                          ('-' for either writes to standard output)\n"
-    "  -n, --frames N          the last N frames (default 0: every frame kept)\n" COMMON_HELP;
+    "  -n, --count N           the last N frames (default 0: every frame kept)\n" COMMON_HELP;
 
 /* Writes len bytes of `text` to `path` ("-": stdout).  Returns 0 or -1
  * having said why. */
 static int write_output(const char *path, const char *text, size_t len) {
-    int to_stdout = strcmp(path, "-") == 0;
+    int to_stdout = IS_STDIO(path);
     FILE *f = to_stdout ? stdout : fopen(path, "w");
 
     if (f == NULL) {
@@ -82,15 +82,19 @@ static int write_trace(const char *path, const char *what,
 /* What `gpuframe trace` was asked for. */
 struct trace_opts {
     gf_common_opts common;
-    const char *out_path; /* --out, or NULL; "-": standard output */
-    const char *svg_path; /* --svg, or NULL; "-": standard output */
-    uint64_t frames;      /* --frames; 0: every frame kept        */
+    const char *out_path; /* --output, or NULL; "-": standard output */
+    const char *svg_path; /* --svg, or NULL; "-": standard output    */
+    uint64_t frames;      /* --count; 0: every frame kept            */
 };
 
 /* Parses the command line into *to; exits on a usage error or --help. */
 static void parse_trace_opts(int argc, char *argv[], struct trace_opts *to) {
-    static const struct option longopts[] = {{"frames", required_argument, NULL, 'n'},
-                                             {"out", required_argument, NULL, 'o'},
+    /* --frames and --out: the names of --count and --output before every
+     * command named them alike; kept, not listed. */
+    static const struct option longopts[] = {{"count", required_argument, NULL, OPT_COUNT},
+                                             {"frames", required_argument, NULL, OPT_COUNT},
+                                             {"output", required_argument, NULL, OPT_OUTPUT},
+                                             {"out", required_argument, NULL, OPT_OUTPUT},
                                              {"svg", required_argument, NULL, OPT_SVG},
                                              COMMON_LONG_OPTIONS,
                                              {NULL, 0, NULL, 0}};
@@ -102,21 +106,21 @@ static void parse_trace_opts(int argc, char *argv[], struct trace_opts *to) {
         if (gf_common_option("trace", opt, &to->common, argv, trace_help))
             continue;
         switch (opt) {
-        case 'n':
+        case OPT_COUNT:
             if (gf_parse_u64(optarg, &to->frames) < 0 || to->frames > UINT32_MAX)
-                gf_die_usage("trace", "--frames: expected an integer in [0, %" PRIu32 "], got '%s'",
+                gf_die_usage("trace", "--count: expected an integer in [0, %" PRIu32 "], got '%s'",
                              UINT32_MAX, optarg);
             break;
-        case 'o': to->out_path = optarg; break;
+        case OPT_OUTPUT: to->out_path = optarg; break;
         case OPT_SVG: to->svg_path = optarg; break;
         }
     }
     gf_no_operands("trace", argc, argv);
     if (to->out_path == NULL && to->svg_path == NULL)
-        gf_die_usage("trace", "say where to write: --out FILE.json and/or --svg FILE.svg");
-    if (to->out_path != NULL && to->svg_path != NULL && strcmp(to->out_path, "-") == 0 &&
-        strcmp(to->svg_path, "-") == 0)
-        gf_die_usage("trace", "--out and --svg cannot both write to standard output");
+        gf_die_usage("trace", "say where to write: --output FILE.json and/or --svg FILE.svg");
+    if (to->out_path != NULL && to->svg_path != NULL && IS_STDIO(to->out_path) &&
+        IS_STDIO(to->svg_path))
+        gf_die_usage("trace", "--output and --svg cannot both write to standard output");
 }
 
 /* Fetches the daemon's LIST (first, so the pictures can name pipelines) and
@@ -142,8 +146,8 @@ static int fetch_trace(const struct trace_opts *to, char **list_json, char **tra
 /* Says how many frames were drawn, over what time, and which files were
  * written: on standard output, or on stderr when a picture went there. */
 static void say_summary(const struct trace_opts *to, const gf_report_trace_info *info) {
-    int out_stdout = to->out_path != NULL && strcmp(to->out_path, "-") == 0;
-    int svg_stdout = to->svg_path != NULL && strcmp(to->svg_path, "-") == 0;
+    int out_stdout = to->out_path != NULL && IS_STDIO(to->out_path);
+    int svg_stdout = to->svg_path != NULL && IS_STDIO(to->svg_path);
     FILE *say = out_stdout || svg_stdout ? stderr : stdout;
     char span[48];
 

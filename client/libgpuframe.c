@@ -29,6 +29,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "list_names.h"
 #include "util.h"
 
 /* Staging buffer for replies: holds a header plus many small payloads, so a
@@ -88,6 +89,12 @@ struct gf_client {
     unsigned char *payload;
     size_t payload_cap;
     uint64_t max_reply_bytes;
+
+    /* The daemon's LIST document, NUL-terminated, fetched by the first
+     * gf_client_pipeline_id; NULL before.  A daemon keeps its pipelines'
+     * names and ids while it runs, so it is never fetched again. */
+    char *list_json;
+    size_t list_bytes;
 
     /* Connection state. */
     int write_closed;                /* a send failed with EPIPE/ECONNRESET: write no more */
@@ -213,6 +220,7 @@ void gf_client_close(gf_client *c) {
         return;
     if (c->fd >= 0)
         close(c->fd);
+    free(c->list_json);
     free(c->payload);
     free(c->rbuf);
     free(c->ring);
@@ -539,6 +547,43 @@ static int reserve_payload(gf_client *c, size_t bytes) {
 }
 
 /*
+ * Checks a RESULT against the FRAME `r` it answers: by reference exactly
+ * when the frame was, and then with its output where the frame asked for it
+ * (its region and offset) and no longer than the room given, so that a
+ * caller may read reply->shm_result's range of its region.  Returns 0 or a
+ * sticky -EPROTO.
+ */
+static int check_shm_result(gf_client *c, const struct gf_request *r, const gf_reply *reply) {
+    gf_shm_frame asked;
+
+    if (reply->shm != r->shm) {
+        set_error(c, "daemon answered frame %llu %s, which was sent %s",
+                  (unsigned long long)r->frame_id,
+                  reply->shm ? "with a shm RESULT" : "with its bytes",
+                  r->shm ? "by reference" : "with its bytes");
+        return fail_sticky(c, -EPROTO);
+    }
+    if (!r->shm)
+        return 0;
+    /* Fields decode whatever the reserved bytes hold; a frame with those set
+     * gets bad_descriptor, never a RESULT. */
+    (void)gf_shm_frame_decode(r->desc, &asked);
+    const gf_shm_result *got = &reply->shm_result;
+    if (got->region_id != asked.region_id || got->out_offset != asked.out_offset ||
+        got->out_bytes > asked.out_capacity) {
+        set_error(c,
+                  "daemon's shm RESULT for frame %llu says region %u offset %llu bytes %llu; "
+                  "the frame asked for region %u offset %llu with room for %llu",
+                  (unsigned long long)r->frame_id, (unsigned)got->region_id,
+                  (unsigned long long)got->out_offset, (unsigned long long)got->out_bytes,
+                  (unsigned)asked.region_id, (unsigned long long)asked.out_offset,
+                  (unsigned long long)asked.out_capacity);
+        return fail_sticky(c, -EPROTO);
+    }
+    return 0;
+}
+
+/*
  * Moves buffered bytes into the reply being received.  Returns 1 and fills
  * `*reply` when a whole reply is there, 0 when more bytes are needed, or a
  * negative errno.  Does no I/O.
@@ -591,6 +636,11 @@ static int take_reply(gf_client *c, gf_reply *reply) {
             return fail_sticky(c, -EPROTO);
         }
         reply->shm = 1;
+    }
+    if (c->cur_answers && c->cur.type == GF_MSG_RESULT) {
+        int err = check_shm_result(c, request_at(c, c->reply_seq), reply);
+        if (err < 0)
+            return err;
     }
     c->have_header = 0;
     if (c->cur_answers) {
@@ -728,6 +778,57 @@ int gf_client_request_json(gf_client *c, uint8_t type, char **json_out, int time
 
 int gf_client_request_trace(gf_client *c, uint32_t max_frames, char **json_out, int timeout_ms) {
     return request_json(c, GF_MSG_TRACE, max_frames, json_out, timeout_ms);
+}
+
+/* ---- pipelines by name ------------------------------------------------------- */
+
+/* Appends the pipelines' names, comma-separated, to the error message being
+ * built (what gf_client_pipeline_id says after "it has: "). */
+struct name_list {
+    char *buf;
+    size_t cap, len;
+};
+
+static int append_name(const char *name, size_t name_bytes, uint32_t id, void *arg) {
+    struct name_list *l = arg;
+    char clean[GF_LIST_NAMES_NAME_MAX + 1];
+
+    (void)id;
+    sanitize_text(name, name_bytes, clean, sizeof clean);
+    int n = snprintf(l->buf + l->len, l->cap - l->len, "%s%s", l->len > 0 ? ", " : "", clean);
+    if (n < 0 || (size_t)n >= l->cap - l->len)
+        return 1; /* full: the message ends with what fitted */
+    l->len += (size_t)n;
+    return 0;
+}
+
+int gf_client_pipeline_id(gf_client *c, const char *name, uint32_t *id, int timeout_ms) {
+    char why[ERROR_MESSAGE_BYTES];
+
+    if (name == NULL || name[0] == '\0' || id == NULL)
+        return -EINVAL;
+    if (c->list_json == NULL) {
+        int err = gf_client_request_json(c, GF_MSG_LIST, &c->list_json, timeout_ms);
+        if (err < 0)
+            return err;
+        c->list_bytes = strlen(c->list_json);
+    }
+    int found = gf__list_names_find(c->list_json, c->list_bytes, name, id, why, sizeof why);
+    if (found < 0) {
+        set_error(c, "%s", why);
+        free(c->list_json);
+        c->list_json = NULL;
+        return found;
+    }
+    if (found == 0) {
+        char names[ERROR_MESSAGE_BYTES / 2] = "";
+        struct name_list l = {names, sizeof names, 0};
+        (void)gf__list_names_each(c->list_json, c->list_bytes, append_name, &l, why, sizeof why);
+        set_error(c, "the daemon has no pipeline '%s' (it has: %s)", name,
+                  l.len > 0 ? names : "none");
+        return -ENOENT;
+    }
+    return 0;
 }
 
 /* ---- shared-memory regions --------------------------------------------------- */
@@ -887,6 +988,99 @@ int gf_client_region_destroy(gf_client *c, gf_client_region *r, int timeout_ms) 
         close(r->fd);
     r->base = NULL;
     r->fd = -1;
+    return err;
+}
+
+/* ---- frame buffers in a region ------------------------------------------------- */
+
+struct gf_client_shm {
+    gf_client_region region; /* the memfd, mapped here and added to the daemon */
+    uint32_t count;          /* entries                                         */
+    size_t in_capacity;      /* bytes an entry's input may have                 */
+    size_t out_capacity;     /* bytes an entry's output may have                */
+    uint64_t in_stride;      /* entry i's input at i * in_stride                */
+    uint64_t out_stride;     /* its output at count * in_stride + i * out_stride */
+};
+
+/* `bytes` rounded up to whole pages (at least one), or 0 on overflow. */
+static uint64_t page_round(uint64_t bytes, uint64_t page) {
+    if (bytes == 0)
+        return page;
+    return bytes > UINT64_MAX - (page - 1) ? 0 : (bytes + page - 1) / page * page;
+}
+
+int gf_client_shm_open(gf_client *c, uint32_t count, size_t in_capacity, size_t out_capacity,
+                       gf_client_shm **out, int timeout_ms) {
+    long page = sysconf(_SC_PAGESIZE);
+    gf_client_shm *s;
+
+    if (count == 0 || out == NULL || page <= 0)
+        return -EINVAL;
+    uint64_t in_stride = page_round(in_capacity, (uint64_t)page);
+    uint64_t out_stride = page_round(out_capacity, (uint64_t)page);
+    if (in_stride == 0 || out_stride == 0 || in_stride > UINT64_MAX / count ||
+        out_stride > (UINT64_MAX - in_stride * count) / count)
+        return -EINVAL;
+    s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return -ENOMEM;
+    int err = gf_client_region_create(c, count * (in_stride + out_stride), &s->region, timeout_ms);
+    if (err < 0) {
+        free(s);
+        return err;
+    }
+    s->count = count;
+    s->in_capacity = in_capacity;
+    s->out_capacity = out_capacity;
+    s->in_stride = in_stride;
+    s->out_stride = out_stride;
+    *out = s;
+    return 0;
+}
+
+void *gf_client_shm_frame_buffer(gf_client_shm *s, uint32_t entry) {
+    if (s == NULL || entry >= s->count)
+        return NULL;
+    return (unsigned char *)s->region.base + entry * s->in_stride;
+}
+
+const gf_client_region *gf_client_shm_region(const gf_client_shm *s) {
+    return &s->region;
+}
+
+int gf_client_send_shm(gf_client *c, gf_client_shm *s, uint32_t entry, uint32_t pipeline_id,
+                       uint64_t frame_id, size_t in_bytes) {
+    if (s == NULL || entry >= s->count || in_bytes > s->in_capacity)
+        return -EINVAL;
+    gf_shm_frame d = {
+        .region_id = s->region.id,
+        .in_offset = entry * s->in_stride,
+        .in_bytes = in_bytes,
+        .out_offset = s->count * s->in_stride + entry * s->out_stride,
+        .out_capacity = s->out_stride,
+    };
+    return gf_client_send_frame_shm(c, pipeline_id, frame_id, &d);
+}
+
+const void *gf_client_shm_result(const gf_client_shm *s, const gf_reply *reply, size_t *bytes) {
+    if (s == NULL || reply == NULL || !reply->shm || reply->header.type != GF_MSG_RESULT)
+        return NULL;
+    const gf_shm_result *r = &reply->shm_result;
+    /* gf_client_recv checked the range against the frame's descriptor;
+     * this checks that the frame was one of this set's. */
+    if (r->region_id != s->region.id || r->out_offset > s->region.bytes ||
+        r->out_bytes > s->region.bytes - r->out_offset)
+        return NULL;
+    if (bytes != NULL)
+        *bytes = (size_t)r->out_bytes;
+    return (const unsigned char *)s->region.base + r->out_offset;
+}
+
+int gf_client_shm_close(gf_client *c, gf_client_shm *s, int timeout_ms) {
+    if (s == NULL)
+        return 0;
+    int err = gf_client_region_destroy(c, &s->region, timeout_ms);
+    free(s);
     return err;
 }
 

@@ -16,7 +16,8 @@
  * call returns the same code and the caller should close the client.
  *
  * A gf_client is not thread-safe: use one from one thread at a time.
- * The library links only gfprotocol and libc, and never raises SIGPIPE.
+ * The library links only gfprotocol and libc, and never raises SIGPIPE; it
+ * reads the JSON it needs itself (a LIST's names and ids).
  *
  * Using it.  Installed, this header is <gpuframe/libgpuframe.h> beside
  * <gpuframe/protocol.h> (the wire format: gf_header, the GF_MSG_* types and
@@ -26,8 +27,12 @@
  *     cc prog.c $(pkg-config --cflags --libs gpuframe)
  *     cc prog.c $(pkg-config --cflags gpuframe) -l:libgpuframe.a     (static)
  *
- * examples/stream_file.c in the repository is a whole program: connect, LIST,
- * a window of frames from a file through a pipeline, the results to a file.
+ * examples/stream_file.c in the repository is a whole program: connect, the
+ * pipeline's id by name, a window of frames from a file through it, the
+ * results to a file.  The library reads what it needs of the daemon's JSON
+ * (a LIST's names and ids) itself, so neither it nor a program needs a JSON
+ * library; gf_client_request_json hands out the whole documents for programs
+ * that want more.
  *
  * Exports.  The shared library is built with -fvisibility=hidden: it exports
  * exactly the functions declared GF_API here and the functions protocol.h
@@ -41,8 +46,11 @@
  * struct (gf_reply, gf_header) or a constant changed.  Adding a function, a
  * message type or a status code keeps N; a program that calls a function
  * added later needs at least the version that added it, which the function's
- * comment names when it is not 0.1.0.  The wire protocol has a version of
- * its own (GF_PROTOCOL_VERSION), which the daemon and this library check.
+ * comment names when it is not 0.1.0.  (0.1.0, the first release, has every
+ * function declared here: gf_client_pipeline_id, gf_client_connect_error and
+ * the gf_client_shm_* frame buffers joined the others before it was made.)
+ * The wire protocol has a version of its own (GF_PROTOCOL_VERSION), which
+ * the daemon and this library check.
  */
 #ifndef GF_LIBGPUFRAME_H
 #define GF_LIBGPUFRAME_H
@@ -118,6 +126,23 @@ typedef struct gf_client_region {
  * is close-on-exec and non-blocking; the caller never sees it.
  */
 GF_API int gf_client_connect(const char *socket_path, gf_client **out);
+
+/*
+ * Says in one line, for a person, why gf_client_connect(socket_path, ...)
+ * failed with `err` and what to do about it: no socket there ("is gpuframed
+ * running? start it ..."), a socket nobody listens on (a daemon that
+ * stopped or crashed), a permission problem (a directory on the path; the
+ * socket's mode; or the socket's group, which the user must join: "join
+ * group G (sudo usermod -aG G $USER, then log in again)", or has joined
+ * since this login session began).  To be precise it looks at the socket
+ * file (stat) and at the user and group databases; it changes nothing.
+ * `how_to_point` tells how this program is pointed at another socket, e.g.
+ * "pass --socket PATH / set GPUFRAMED_SOCKET" (NULL: a general phrase).
+ * Writes into buf[len] (truncated to fit, NUL-terminated when len > 0) and
+ * returns buf.
+ */
+GF_API const char *gf_client_connect_error(const char *socket_path, int err,
+                                           const char *how_to_point, char *buf, size_t len);
 
 /*
  * Closes the connection and frees the client and every buffer it owns,
@@ -230,14 +255,26 @@ GF_API int gf_client_request_trace(gf_client *c, uint32_t max_frames, char **jso
                                    int timeout_ms);
 
 /*
+ * Looks up the pipeline named `name` in the daemon's LIST and stores its id
+ * (what gf_client_send_frame takes) in *id, so that a program needs no JSON
+ * parser.  The first call on a connection sends LIST and waits for it (at
+ * most `timeout_ms`, as for gf_client_recv; no other request may be in
+ * flight then: -EBUSY) and keeps the document; later calls read the kept one
+ * and do no I/O: a daemon's pipelines keep their names and ids for as long
+ * as it runs (adding, removing or renaming one needs a restart, which
+ * closes the connection).  Returns 0; -ENOENT when the daemon has no
+ * pipeline of that name (gf_client_error names those it has); -EINVAL for a
+ * NULL or empty name; -EPROTO when the LIST document is malformed (not
+ * sticky; gf_client_error says where; the next call asks again); or what
+ * gf_client_request_json returns.
+ */
+GF_API int gf_client_pipeline_id(gf_client *c, const char *name, uint32_t *id, int timeout_ms);
+
+/*
  * The version of the library in use, "MAJOR.MINOR.PATCH" (gpuframed's), for
  * a program to check the library it was loaded with.  A static string.
  */
 GF_API const char *gf_client_version(void);
-
-#ifdef __cplusplus
-}
-#endif
 
 /*
  * Creates a region of `bytes`: a memfd sealed against shrinking and growing,
@@ -282,5 +319,85 @@ GF_API int gf_client_region_remove(gf_client *c, uint32_t region_id, uint32_t *s
  */
 GF_API int gf_client_send_frame_shm(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
                                     const gf_shm_frame *desc);
+
+/*
+ * Frame buffers in shared memory: the fast path for frames from 64 KiB up
+ * (README.md, "Frames in shared memory").  A producer writes each frame in
+ * place into a buffer the library hands out, and only a 40-byte descriptor
+ * crosses the socket; the daemon copies the frame to the GPU straight from
+ * those pages and writes the result into the set's memory, which the caller
+ * reads in place.  No frame byte is copied by either side's CPU.
+ *
+ *     gf_client_shm *s;
+ *     gf_client_shm_open(c, 8, frame_bytes, result_bytes, &s, timeout_ms);
+ *     void *in = gf_client_shm_frame_buffer(s, i % 8);   (write frame i there)
+ *     gf_client_send_shm(c, s, i % 8, pipeline_id, i, frame_bytes);
+ *     ... gf_client_recv(c, &reply, timeout_ms);
+ *     const void *out = gf_client_shm_result(s, &reply, &out_bytes);
+ *
+ * A set is one region (gf_client_region_create): `count` entries, each an
+ * input of `in_capacity` bytes and an output of `out_capacity` bytes, every
+ * one starting on a page of its own; inputs lie one after another, then the
+ * outputs, so that consecutive frames whose size is a multiple of the page
+ * size lie back to back and the daemon moves a batch of them in one copy.
+ * An entry is the caller's to write again once its frame's reply has been
+ * returned by gf_client_recv (and its output read: the next frame of the
+ * entry writes over it).  A set belongs to its connection.
+ */
+typedef struct gf_client_shm gf_client_shm;
+
+/*
+ * Creates a set of `count` entries on `c` and stores it in *out (the caller
+ * ends it with gf_client_shm_close).  No request may be in flight (-EBUSY).
+ * Returns 0; -EINVAL for count 0 or sizes whose region overflows; -ENOMEM;
+ * -EREMOTEIO when the daemon refused the region (region_limit: past its
+ * max_regions or max_shm_bytes; bad_region; gf_client_error says which;
+ * the connection goes on); or what gf_client_region_create returns (a
+ * daemon that speaks only protocol version 1 closes the connection:
+ * -ECONNRESET).
+ */
+GF_API int gf_client_shm_open(gf_client *c, uint32_t count, size_t in_capacity, size_t out_capacity,
+                              gf_client_shm **out, int timeout_ms);
+
+/* Entry `entry`'s input buffer: `in_capacity` writable bytes, page-aligned,
+ * where the producer writes the frame; NULL when `entry` >= count. */
+GF_API void *gf_client_shm_frame_buffer(gf_client_shm *s, uint32_t entry);
+
+/* The set's region: its id, whether the daemon pinned it, where it is
+ * mapped here and its size.  Owned by the set. */
+GF_API const gf_client_region *gf_client_shm_region(const gf_client_shm *s);
+
+/*
+ * Queues entry `entry`'s frame: the first `in_bytes` of its input buffer
+ * through pipeline `pipeline_id`, tagged `frame_id`, its output into the
+ * entry's output.  The reply is a RESULT (gf_client_shm_result finds its
+ * output) or an ERROR.  Returns 0, -EINVAL when `entry` >= count or
+ * `in_bytes` > in_capacity, or what gf_client_send_frame_shm returns.
+ */
+GF_API int gf_client_send_shm(gf_client *c, gf_client_shm *s, uint32_t entry, uint32_t pipeline_id,
+                              uint64_t frame_id, size_t in_bytes);
+
+/*
+ * The output of `reply`, a RESULT to a frame sent with gf_client_send_shm
+ * on `s`: its address in the set's memory, its length in *bytes (if not
+ * NULL).  gf_client_recv has checked that it lies where the frame asked.
+ * Valid until the entry's next frame is sent or the set is closed.  NULL
+ * for any other reply.
+ */
+GF_API const void *gf_client_shm_result(const gf_client_shm *s, const gf_reply *reply,
+                                        size_t *bytes);
+
+/*
+ * Ends a set: removes its region from the daemon (REGION_REMOVE, answered
+ * once the frames in flight on it are done; nothing else may be in flight:
+ * -EBUSY), then unmaps and frees it here.  With `c` NULL (the connection is
+ * gone) only the local side is undone.  The set is freed whatever the
+ * return: 0 or what gf_client_region_remove returns.  NULL is accepted.
+ */
+GF_API int gf_client_shm_close(gf_client *c, gf_client_shm *s, int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

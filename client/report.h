@@ -59,9 +59,12 @@ int gf_report_stats_table(const cJSON *stats, FILE *out);
  * per-pipeline phases as a summary without quantiles
  * (gpuframe_phase_seconds_sum/_count{pipeline,phase}); end-to-end latency as
  * the histogram gpuframe_latency_seconds (cumulative _bucket{le}, le="+Inf"
- * equal to _count, _sum).  A metric whose key is missing is left out, and so
- * is the whole GPU section when `gpu` is null.  -EINVAL when `stats` is not an
- * object or its latency histogram is malformed (err[err_len] says how).
+ * equal to _count, _sum).  Every counter of STATS is a counter here and no
+ * rate is (the document's "rates" and loop.utilisation_* are left out:
+ * rate() computes them from the counters).  A metric whose key is missing is
+ * left out, and so is the whole GPU section when `gpu` is null or the engine
+ * is "cpu".  -EINVAL when `stats` is not an object or its latency histogram
+ * is malformed (err[err_len] says how).
  */
 int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t err_len);
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <string.h>
 
 #include "report_doc.h"
 #include "report_text.h"
@@ -90,16 +91,20 @@ static void prom_by_key(struct prom *p, const cJSON *st, const char *path, const
     }
 }
 
-/* One family with a sample per window of `rates` ("1s", "10s"). */
-static void prom_rates(struct prom *p, const cJSON *st, const char *key, const char *name,
-                       const char *help) {
-    const cJSON *w, *rates = gf_doc_get(st, "rates");
+/* One family with a sample per numeric member of the object at `path` whose
+ * name starts with `prefix`, labelled label=<the name without it>. */
+static void prom_by_prefix(struct prom *p, const cJSON *st, const char *path, const char *prefix,
+                           const char *label, const char *name, const char *type,
+                           const char *help) {
+    const cJSON *item, *obj = gf_doc_get(st, path);
+    size_t n = strlen(prefix);
 
-    prom_family(p, name, "gauge", help);
-    if (!cJSON_IsObject(rates))
+    prom_family(p, name, type, help);
+    if (!cJSON_IsObject(obj))
         return;
-    cJSON_ArrayForEach(w, rates) {
-        prom_sample(p, "", gf_doc_num(w, key), "window", w->string, (const char *)NULL);
+    cJSON_ArrayForEach(item, obj) {
+        if (cJSON_IsNumber(item) && strncmp(item->string, prefix, n) == 0)
+            prom_sample(p, "", item->valuedouble, label, item->string + n, (const char *)NULL);
     }
 }
 
@@ -194,13 +199,19 @@ static int prom_latency(struct prom *p, const cJSON *st, char *err, size_t err_l
     return 0;
 }
 
+/*
+ * The GPU's busy fractions over the daemon's last window.  Left out when
+ * `gpu` is null (timing events off, no trace ring) and when the engine is
+ * the CPU one, whose "gpu" object describes no GPU.
+ */
 static void prom_gpu(struct prom *p, const cJSON *st) {
     static const char *const stages[] = {"h2d", "kernel", "d2h"};
     const cJSON *gpu = gf_doc_get(st, "gpu");
+    const char *engine = gf_doc_str(st, "engine");
     char key[32];
 
-    if (!cJSON_IsObject(gpu))
-        return; /* null: timing events off or no trace ring */
+    if (!cJSON_IsObject(gpu) || (engine != NULL && strcmp(engine, "cpu") == 0))
+        return;
     prom_single(p, gpu, "window_ns", "gpuframe_gpu_window_seconds", "gauge",
                 "Length of the window the GPU busy fractions cover.", (double)NS_PER_S);
     prom_single(p, gpu, "frames", "gpuframe_gpu_window_frames", "gauge",
@@ -293,6 +304,36 @@ static const struct prom_metric counter_metrics[] = {
      "Result payload bytes written to clients.", NULL},
     {"backpressure_pauses", "gpuframe_backpressure_pauses_total", "counter",
      "Times the daemon stopped reading a connection for want of a free slot.", NULL},
+    {"connections.refused", "gpuframe_connections_refused_total", "counter",
+     "Connections answered too_many_connections at accept and closed.", NULL},
+    {"frames.timed", "gpuframe_frames_timed_total", "counter",
+     "Answered frames whose stage times were measured (timing_sample_every).", NULL},
+    {"frames.results_evicted", "gpuframe_results_evicted_total", "counter",
+     "Results moved out of their slots because their client was not reading while another "
+     "waited for a slot.",
+     NULL},
+    {"slots.submissions", "gpuframe_submissions_total", "counter",
+     "Batches handed to the engine; frames over submissions is the mean batch size.", NULL},
+    {"slots.zero_copy_submissions", "gpuframe_zero_copy_submissions_total", "counter",
+     "Batches whose kernels ran on the pinned host buffers, with no copy.", NULL},
+};
+
+/* Shared-memory regions and the frames by reference. */
+static const struct prom_metric shm_metrics[] = {
+    {"shm.regions_open", "gpuframe_shm_regions_open", "gauge",
+     "Shared-memory regions clients hold now.", NULL},
+    {"shm.region_bytes", "gpuframe_shm_region_bytes", "gauge",
+     "Bytes of the shared-memory regions clients hold now (page-locked on the CUDA engine).", NULL},
+    {"shm.regions_added", "gpuframe_shm_regions_added_total", "counter",
+     "REGION_ADD requests that added a region.", NULL},
+    {"shm.regions_removed", "gpuframe_shm_regions_removed_total", "counter",
+     "REGION_REMOVE requests that removed a region.", NULL},
+    {"shm.frames", "gpuframe_shm_frames_total", "counter",
+     "Frames by reference answered with a RESULT (also in gpuframe_frames_answered_total).", NULL},
+    {"shm.bytes_in", "gpuframe_shm_input_bytes_total", "counter",
+     "Input bytes of the frames by reference answered.", NULL},
+    {"shm.bytes_out", "gpuframe_shm_output_bytes_total", "counter",
+     "Output bytes of the frames by reference answered.", NULL},
 };
 
 static void prom_identity(struct prom *p, const cJSON *st) {
@@ -321,24 +362,26 @@ int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t 
     }
     prom_identity(&p, stats);
     prom_metrics(&p, stats, counter_metrics, COUNT_OF(counter_metrics));
+    prom_by_prefix(&p, stats, "connections", "closed_", "reason",
+                   "gpuframe_connections_closed_total", "counter",
+                   "Connections the daemon closed on a deadline, by which (request_timeout, "
+                   "receive_stall, write_timeout, idle).");
+    prom_metrics(&p, stats, shm_metrics, COUNT_OF(shm_metrics));
     prom_pipelines(&p, stats);
     rc = prom_latency(&p, stats, err, err_len);
     if (rc < 0)
         return rc;
-    prom_rates(&p, stats, "frames_per_s", "gpuframe_frames_per_second",
-               "Frames answered per second over the window.");
-    prom_rates(&p, stats, "bytes_in_per_s", "gpuframe_input_bytes_per_second",
-               "Frame payload bytes received per second over the window.");
-    prom_rates(&p, stats, "bytes_out_per_s", "gpuframe_output_bytes_per_second",
-               "Result payload bytes written per second over the window.");
+    /* No rates: the STATS document's "rates" and loop.utilisation_* are
+     * windows the daemon computed, which a scrape every 15 s would sample
+     * arbitrarily; rate() over the counters above gives them for any window
+     * (README.md, "Prometheus"). */
     prom_gpu(&p, stats);
-    prom_family(&p, "gpuframe_loop_utilisation_ratio", "gauge",
-                "Fraction of the window the event loop was busy (not idle in epoll).");
-    prom_sample(&p, "", gf_doc_num(stats, "loop.utilisation_1s"), "window", "1s",
-                (const char *)NULL);
-    prom_sample(&p, "", gf_doc_num(stats, "loop.utilisation_10s"), "window", "10s",
-                (const char *)NULL);
     prom_single(&p, stats, "loop.idle_ns", "gpuframe_loop_idle_seconds_total", "counter",
-                "Time the event loop spent idle since start.", (double)NS_PER_S);
+                "Time the event loop spent idle since start: 1 - rate() of it is the loop's "
+                "busy fraction.",
+                (double)NS_PER_S);
+    prom_single(&p, stats, "loop.polling_ns", "gpuframe_loop_polling_seconds_total", "counter",
+                "Time the event loop was kept from sleeping to poll the GPU for completions.",
+                (double)NS_PER_S);
     return ferror(out) ? -EIO : 0;
 }

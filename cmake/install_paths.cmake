@@ -13,7 +13,8 @@
 #      GF_DOC_COMPRESSED    whether the packager compresses the documentation
 # Out: GF_INSTALL_FULL_BINDIR, GF_INSTALL_FULL_LIBDIR, GF_INSTALL_FULL_INCLUDEDIR,
 #      GF_INSTALL_FULL_PLUGINDIR, GF_DOC_DIR, GF_DOC_README (README.md's name
-#      there), GF_INSTALL_CONFIG_DIR, GF_INSTALL_FULL_CONFIG
+#      there), GF_INSTALL_CONFIG_DIR, GF_INSTALL_FULL_CONFIG, GF_PC_LIBS_RPATH
+#      (gpuframe.pc's run path flag, or empty)
 foreach(gf_dir BINDIR LIBDIR INCLUDEDIR DOCDIR MANDIR PLUGINDIR)
   if(IS_ABSOLUTE "${GF_REL_${gf_dir}}")
     set(gf_full "${GF_REL_${gf_dir}}")
@@ -30,15 +31,29 @@ if(GF_DOC_COMPRESSED)
 else()
   set(GF_DOC_README "README.md")
 endif()
-# A system service's settings live in /etc: a system-wide prefix (/usr, as the
-# Debian package has it, or /usr/local) puts the configuration in
-# /etc/gpuframed.  Any other prefix (a scratch install, /opt/gpuframed) keeps
-# it under the prefix, so that such an install writes nothing outside it.
+# A system-wide prefix: /usr, as the Debian package has it, or /usr/local.
+set(gf_system_prefix OFF)
+if(GF_PREFIX MATCHES "^/(usr(/local)?)?/?$")
+  set(gf_system_prefix ON)
+endif()
+# A system service's settings live in /etc: a system-wide prefix puts the
+# configuration in /etc/gpuframed.  Any other prefix (a scratch install,
+# /opt/gpuframed) keeps it under the prefix, so that such an install writes
+# nothing outside it.
 if(GF_CONFIG_DIR)
   set(GF_INSTALL_CONFIG_DIR "${GF_CONFIG_DIR}")
-elseif(GF_PREFIX MATCHES "^/(usr(/local)?)?/?$")
+elseif(gf_system_prefix)
   set(GF_INSTALL_CONFIG_DIR "/etc/gpuframed")
 else()
   set(GF_INSTALL_CONFIG_DIR "${GF_PREFIX}/etc/gpuframed")
 endif()
 set(GF_INSTALL_FULL_CONFIG "${GF_INSTALL_CONFIG_DIR}/gpuframed.json")
+# The loader finds libgpuframe.so.0 of a system-wide prefix by itself (in
+# /usr/local once `ldconfig` has run); a program built with `pkg-config
+# --libs gpuframe` against any other prefix is told where it lies, so that it
+# runs as built, without LD_LIBRARY_PATH (README.md, "From a C program").
+if(gf_system_prefix)
+  set(GF_PC_LIBS_RPATH "")
+else()
+  set(GF_PC_LIBS_RPATH "-Wl,-rpath,\${libdir} ")
+endif()

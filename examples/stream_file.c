@@ -4,37 +4,20 @@
  * and writes the results, in order, to another file.  The example of
  * README.md, "From a C program"; against the installed library:
  *
- *     cc stream_file.c $(pkg-config --cflags --libs gpuframe libcjson) -o stream_file
+ *     cc stream_file.c $(pkg-config --cflags --libs gpuframe) -o stream_file
  *     ./stream_file /run/gpuframed.sock affine 1048576 in.f32 out.f32
  *
  * Exit status: 0 when every frame got a result, 1 otherwise, 2 for bad usage.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
 #include <gpuframe/libgpuframe.h>
 
 #define WINDOW     4     /* frames in flight: copies of one overlap another's kernel */
 #define TIMEOUT_MS 30000 /* a daemon silent this long is taken for hung */
-
-/* The id of the pipeline named `name`, from the daemon's LIST; -1 if none. */
-static long find_pipeline(gf_client *c, const char *name) {
-    char *json = NULL;
-    long id = -1;
-    if (gf_client_request_json(c, GF_MSG_LIST, &json, TIMEOUT_MS) < 0)
-        return -1;
-    cJSON *doc = cJSON_Parse(json), *p;
-    cJSON_ArrayForEach(p, cJSON_GetObjectItem(doc, "pipelines")) {
-        const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(p, "name"));
-        if (n != NULL && strcmp(n, name) == 0)
-            id = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(p, "id"));
-    }
-    cJSON_Delete(doc);
-    free(json);
-    return id;
-}
 
 int main(int argc, char **argv) {
     if (argc != 6) {
@@ -50,14 +33,16 @@ int main(int argc, char **argv) {
     gf_client *c = NULL;
     int err = gf_client_connect(argv[1], &c);
     if (err < 0) {
-        fprintf(stderr, "stream_file: cannot connect to %s: %s\n", argv[1], strerror(-err));
+        char why[768];
+        fprintf(stderr, "stream_file: %s\n",
+                gf_client_connect_error(argv[1], err, "give its path as SOCKET", why, sizeof why));
         return 1;
     }
-    long pipeline = find_pipeline(c, argv[2]);
-    if (pipeline < 0) {
-        fprintf(stderr, "stream_file: the daemon has no pipeline '%s'\n", argv[2]);
+    uint32_t pipeline;
+    if ((err = gf_client_pipeline_id(c, argv[2], &pipeline, TIMEOUT_MS)) < 0) {
+        fprintf(stderr, "stream_file: %s\n", err == -ENOENT ? gf_client_error(c) : strerror(-err));
         gf_client_close(c);
-        return 2;
+        return err == -ENOENT ? 2 : 1;
     }
 
     /* Frame n lives in buf[n % WINDOW] until its reply has been received. */
@@ -72,8 +57,7 @@ int main(int argc, char **argv) {
             size_t n = fread(buf[sent % WINDOW], 1, frame_bytes, in);
             if (n == 0)
                 eof = 1;
-            else if ((err = gf_client_send_frame(c, (uint32_t)pipeline, sent, buf[sent % WINDOW],
-                                                 n)) < 0) {
+            else if ((err = gf_client_send_frame(c, pipeline, sent, buf[sent % WINDOW], n)) < 0) {
                 fprintf(stderr, "stream_file: send: %s\n", strerror(-err));
                 eof = 1;
                 failed++;

@@ -23,6 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* "GFRM" read as a little-endian 32-bit integer. */
 #define GF_MAGIC            0x4D524647u
 #define GF_PROTOCOL_VERSION 1u
@@ -215,5 +219,9 @@ int gf_status_is_fatal(uint32_t status);
 
 /* The name of a message type ("frame", ...), or "unknown". */
 const char *gf_msg_type_name(uint32_t type);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

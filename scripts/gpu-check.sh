@@ -46,15 +46,15 @@ verify() { # slots
   start_daemon "verify-$1" $sock --config bench/verify-sizes.json --engine cuda --slots "$1" || return 1
   for p in echo affine sincos; do
     for s in 4K 1M 16M; do
-      r=$($build/gpuframe stream --socket $sock --pipeline $p --size $s --count 64 --window 8 --verify --quiet 2>&1) || fail=1
-      echo "slots=$1 $p $s: $r"
+      r=$($build/gpuframe stream --socket $sock --pipeline $p --size $s --count 64 --window 8 --verify --quiet --no-shm 2>&1) || fail=1
+      echo "slots=$1 $p $s --no-shm: $r"
       r=$($build/gpuframe stream --socket $sock --pipeline $p --size $s --count 64 --window 8 --verify --quiet --shm 2>&1) || fail=1
       echo "slots=$1 $p $s --shm: $r"
     done
   done
   for p in normalize_4k normalize_1m normalize_16m; do
-    r=$($build/gpuframe stream --socket $sock --pipeline $p --count 64 --window 8 --verify --quiet 2>&1) || fail=1
-    echo "slots=$1 $p: $r"
+    r=$($build/gpuframe stream --socket $sock --pipeline $p --count 64 --window 8 --verify --quiet --no-shm 2>&1) || fail=1
+    echo "slots=$1 $p --no-shm: $r"
     r=$($build/gpuframe stream --socket $sock --pipeline $p --count 64 --window 8 --verify --quiet --shm 2>&1) || fail=1
     echo "slots=$1 $p --shm: $r"
   done
@@ -87,7 +87,7 @@ if start_daemon trace $sock --config bench/echo.json --engine cuda; then
   wait "${pids[@]}"
   $build/gpuframe stats --socket $sock
   $build/gpuframe stats --socket $sock --prometheus > "$out/stats.prom"
-  $build/gpuframe trace --socket $sock --frames 24 --out "$out/trace.json" --svg "$out/trace.svg"
+  $build/gpuframe trace --socket $sock --count 24 --output "$out/trace.json" --svg "$out/trace.svg"
   kill -TERM $daemon; wait $daemon
 fi
 for f in "$logs"/*.log; do echo "===== $(basename "$f")"; cat "$f"; done > "$out/daemons.log"

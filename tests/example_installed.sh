@@ -3,11 +3,15 @@
 #   1. `cmake --install --prefix` into a scratch prefix: every file that names
 #      a path names that prefix (the units, the configuration under it), and
 #      the install warns that --help names another configuration path;
-#   2. gpuframe.pc there names that prefix: exact --modversion, --cflags, --libs;
+#   2. gpuframe.pc there names that prefix: exact --modversion, --cflags, --libs
+#      (with a run path: the loader does not search a scratch prefix);
 #   3. the shared library's soname, and the exact list of symbols it exports;
-#   4. the example, as installed in the doc dir, compiled with nothing but
-#      `pkg-config --cflags --libs gpuframe libcjson`: once against the shared
-#      library (ldd must find it in the prefix), once against the static one;
+#   4. the example, as installed in the doc dir, compiled as README.md says,
+#      with nothing but `pkg-config --cflags --libs gpuframe` (no cJSON: the
+#      library looks pipelines up by name): once against the shared library
+#      (ldd must find it in the prefix, with no LD_LIBRARY_PATH), once against
+#      the static one;
+#      and a C++ program that calls functions of both installed headers;
 #   5. the example again with CMake, through find_package(gpuframe) and the
 #      CMakeLists.txt installed beside it: shared and static;
 #   6. all four run against the installed gpuframed on the CPU engine: known
@@ -42,6 +46,7 @@ grep -qx "Documentation=man:gpuframed(8) file://$p/share/doc/gpuframed/README.md
 grep -q "^ExecStart=$p/bin/gpuframe stats --prometheus " "$unit/gpuframe-prometheus.service" ||
   fail "gpuframe-prometheus.service under --prefix: $(grep '^ExecStart=' "$unit/gpuframe-prometheus.service")"
 [ -f "$p/etc/gpuframed/gpuframed.json" ] || fail "the configuration is not under the prefix"
+[ -f "$p/share/bash-completion/completions/gpuframe" ] || fail "no bash completion under the prefix"
 grep -q "gpuframed: this install's configuration is" "$tmp/install.log" ||
   fail "the install did not warn that --help names another configuration: $(cat "$tmp/install.log")"
 pc=$(find "$p" -name gpuframe.pc -print -quit)
@@ -53,20 +58,22 @@ export PKG_CONFIG_PATH
 pc() { pkg-config "$@" | sed 's/[[:space:]]*$//'; }
 [ "$(pc --modversion gpuframe)" = "$version" ] || fail "--modversion: '$(pc --modversion gpuframe)', expected $version"
 [ "$(pc --cflags gpuframe)" = "-I$p/include" ] || fail "--cflags: '$(pc --cflags gpuframe)'"
-[ "$(pc --libs gpuframe)" = "-L$libdir -lgpuframe" ] || fail "--libs: '$(pc --libs gpuframe)'"
+[ "$(pc --libs gpuframe)" = "-L$libdir -Wl,-rpath,$libdir -lgpuframe" ] || fail "--libs: '$(pc --libs gpuframe)'"
 
 so=$libdir/libgpuframe.so.0
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libgpuframe.so.0 ] || fail "soname '$soname', expected libgpuframe.so.0"
 [ "$(readlink "$libdir/libgpuframe.so")" = libgpuframe.so.0 ] || fail "libgpuframe.so does not link to libgpuframe.so.0"
 exports=$(nm -D --defined-only "$so" | awk '$2 == "T" { print $3 }' | sort | tr '\n' ' ')
-expected="gf_client_close gf_client_connect gf_client_error gf_client_flush gf_client_in_flight \
-gf_client_recv gf_client_region_add_fd gf_client_region_create gf_client_region_destroy \
-gf_client_region_remove gf_client_request_json gf_client_request_trace gf_client_send_frame \
-gf_client_send_frame_shm gf_client_send_request gf_client_set_max_reply_bytes gf_client_version \
-gf_header_encode gf_header_parse gf_msg_type_name gf_region_info_decode gf_region_info_encode \
-gf_shm_frame_check gf_shm_frame_decode gf_shm_frame_encode gf_shm_result_decode \
-gf_shm_result_encode gf_status_is_fatal gf_status_name "
+expected="gf_client_close gf_client_connect gf_client_connect_error gf_client_error gf_client_flush \
+gf_client_in_flight gf_client_pipeline_id gf_client_recv gf_client_region_add_fd \
+gf_client_region_create gf_client_region_destroy gf_client_region_remove \
+gf_client_request_json gf_client_request_trace gf_client_send_frame gf_client_send_frame_shm \
+gf_client_send_request gf_client_send_shm gf_client_set_max_reply_bytes gf_client_shm_close \
+gf_client_shm_frame_buffer gf_client_shm_open gf_client_shm_region gf_client_shm_result \
+gf_client_version gf_header_encode gf_header_parse gf_msg_type_name gf_region_info_decode \
+gf_region_info_encode gf_shm_frame_check gf_shm_frame_decode gf_shm_frame_encode \
+gf_shm_result_decode gf_shm_result_encode gf_status_is_fatal gf_status_name "
 [ "$exports" = "$expected" ] || fail "libgpuframe.so exports
   $exports
 expected
@@ -75,18 +82,35 @@ expected
 src=$p/share/doc/gpuframed/examples/stream_file.c
 [ -f "$src" ] || fail "the example is not installed at $src"
 # shellcheck disable=SC2046 # pkg-config's words are meant to split
+unset LD_LIBRARY_PATH
 "$cc" "${extra_cflags[@]}" -std=c11 -Wall -Werror -o "$tmp/ex_shared" "$src" \
-  $(pkg-config --cflags --libs gpuframe libcjson) -Wl,-rpath,"$libdir" || fail "compiling against the shared library"
+  $(pkg-config --cflags --libs gpuframe) || fail "compiling against the shared library"
 # shellcheck disable=SC2046
 "$cc" "${extra_cflags[@]}" -std=c11 -Wall -Werror -o "$tmp/ex_static" "$src" \
-  $(pkg-config --cflags gpuframe libcjson) "$libdir/libgpuframe.a" $(pkg-config --libs libcjson) ||
-  fail "compiling against the static library"
+  $(pkg-config --cflags gpuframe) "$libdir/libgpuframe.a" || fail "compiling against the static library"
 # (ldd's output is kept first: `ldd | grep -q` can kill ldd with SIGPIPE, which pipefail reports.)
 libs=$(ldd "$tmp/ex_shared")
 grep -qx "[[:space:]]*libgpuframe.so.0 => $so (0x[0-9a-f]*)" <<<"$libs" ||
   fail "ex_shared does not load $so: $libs"
 libs=$(ldd "$tmp/ex_static")
 ! grep -q libgpuframe <<<"$libs" || fail "ex_static loads a libgpuframe.so: $libs"
+# A C++ program links the same functions: both installed headers declare
+# them extern "C" (a call through either must not look for a C++ symbol).
+if command -v c++ >/dev/null; then
+  # shellcheck disable=SC2046
+  c++ "${extra_cflags[@]}" -std=c++11 -Wall -Werror -x c++ -o "$tmp/ex_cxx" - \
+    $(pkg-config --cflags --libs gpuframe) <<'CXX' || fail "a C++ program cannot link the installed library"
+#include <gpuframe/libgpuframe.h>
+#include <cstdio>
+int main() {
+    gf_client_region r = {};
+    r.fd = -1;
+    std::printf("%s %s %d\n", gf_client_version(), gf_status_name(GF_ERR_BAD_VERSION),
+                gf_client_region_destroy(nullptr, &r, 0));
+}
+CXX
+  [ "$("$tmp/ex_cxx")" = "$version bad_version 0" ] || fail "the C++ program printed '$("$tmp/ex_cxx")'"
+fi
 # The same through find_package(gpuframe): gpuframe::gpuframe and
 # gpuframe::gpuframe_static, found from the prefix alone.
 for kind in shared static; do
@@ -123,7 +147,8 @@ for ex in ex_shared ex_static ex_cmake_shared ex_cmake_static; do
   status=0
   out=$("$tmp/$ex" "$sock" nosuch 4096 "$tmp/in.f32" "$tmp/out.f32" 2>&1) || status=$?
   [ "$status" -eq 2 ] || fail "$ex with an unknown pipeline exited $status, expected 2: $out"
-  [ "$out" = "stream_file: the daemon has no pipeline 'nosuch'" ] || fail "$ex unknown pipeline: '$out'"
+  [ "$out" = "stream_file: the daemon has no pipeline 'nosuch' (it has: echo, affine, sincos, normalize_u8)" ] ||
+    fail "$ex unknown pipeline: '$out'"
 done
 
 gf_daemon_stop "the installed gpuframed"

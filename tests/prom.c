@@ -314,6 +314,9 @@ void assert_prom_conventions(const struct prom_doc *d) {
         ck_assert_msg(strncmp(fam->name, "gpuframe_", 9) == 0, "%s is not gpuframe_", fam->name);
         ck_assert_msg(total == (strcmp(fam->type, "counter") == 0),
                       "%s: counters and only counters end in _total", fam->name);
+        ck_assert_msg(strstr(fam->name, "_per_second") == NULL &&
+                          strstr(fam->name, "_rate") == NULL,
+                      "%s: a rate is rate()'s to compute, over a counter", fam->name);
     }
 }
 

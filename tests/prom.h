@@ -63,7 +63,8 @@ double prom_get(const struct prom_doc *d, const char *name, ...);
 int prom_has_prefix(const struct prom_doc *d, const char *prefix);
 
 /* Naming rules of the house: every family has HELP and TYPE and starts with
- * gpuframe_; counters end in _total, nothing else does. */
+ * gpuframe_; counters end in _total, nothing else does; no family is a rate
+ * (_per_second, _rate): Prometheus computes those from counters. */
 void assert_prom_conventions(const struct prom_doc *d);
 
 /* Every histogram: per label set, buckets in increasing le ending with +Inf,

@@ -17,7 +17,8 @@
  * themselves.
  *
  * TCases:
- *   serve        LIST; every pipeline at boundary sizes, windows 1 and 8;
+ *   serve        LIST; pipelines by name (gf_client_pipeline_id); every
+ *                pipeline at boundary sizes, windows 1 and 8;
  *                mixed pipelines in one window; writes split at odd places;
  *                STATS ordered among frames; 4 concurrent clients;
  *                backpressure (window 16 on 2 slots); half-close; exact
@@ -328,6 +329,46 @@ START_TEST(list_returns_configured_pipelines) {
 
     free(p);
     free(json);
+    gf_client_close(c);
+}
+END_TEST
+
+/* gf_client_pipeline_id: every name to its id, from one LIST per connection;
+ * an unknown name says which there are; the first lookup needs the
+ * connection to itself. */
+START_TEST(pipeline_id_looks_names_up_once) {
+    gf_client *c = connect_client();
+    uint32_t id;
+
+    uint64_t lists = gf_test_ck_stat(c, "requests.list");
+    for (int round = 0; round < 2; round++) {
+        for (uint32_t i = 0; i < P_COUNT; i++) {
+            id = UNKNOWN_PIPELINE_ID;
+            int rc = gf_client_pipeline_id(c, pipeline_names[i], &id, QUICK_REPLY_TIMEOUT_MS);
+            ck_assert_msg(rc == 0, "%s: %s (%s)", pipeline_names[i], strerror(-rc),
+                          gf_client_error(c));
+            ck_assert_uint_eq(id, i);
+        }
+    }
+    id = UNKNOWN_PIPELINE_ID;
+    ck_assert_int_eq(gf_client_pipeline_id(c, "ech", &id, QUICK_REPLY_TIMEOUT_MS), -ENOENT);
+    ck_assert_uint_eq(id, UNKNOWN_PIPELINE_ID);
+    ck_assert_str_eq(gf_client_error(c), "the daemon has no pipeline 'ech' (it has: echo, affine, "
+                                         "sincos, rgb_small, rgb_big)");
+    ck_assert_int_eq(gf_client_pipeline_id(c, "", &id, QUICK_REPLY_TIMEOUT_MS), -EINVAL);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "requests.list"), lists + 1);
+    gf_client_close(c);
+
+    /* A frame in flight: the first lookup would have to wait behind it. */
+    static const unsigned char frame[16] = {1, 2, 3};
+    gf_reply r;
+    c = connect_client();
+    ck_assert_int_eq(gf_client_send_frame(c, P_ECHO, 0, frame, sizeof frame), 0);
+    ck_assert_int_eq(gf_client_pipeline_id(c, "echo", &id, QUICK_REPLY_TIMEOUT_MS), -EBUSY);
+    ck_assert_int_eq(gf_client_recv(c, &r, GF_TEST_REPLY_TIMEOUT_MS), 0);
+    ck_assert_uint_eq(r.header.type, GF_MSG_RESULT);
+    ck_assert_int_eq(gf_client_pipeline_id(c, "sincos", &id, QUICK_REPLY_TIMEOUT_MS), 0);
+    ck_assert_uint_eq(id, P_SINCOS);
     gf_client_close(c);
 }
 END_TEST
@@ -1662,6 +1703,7 @@ static Suite *integration_suite(void) {
 
     tc = fixture_tcase("serve");
     tcase_add_test(tc, list_returns_configured_pipelines);
+    tcase_add_test(tc, pipeline_id_looks_names_up_once);
     tcase_add_loop_test(tc, pipeline_sizes_verified, 0, (int)SIZE_CASE_COUNT);
     tcase_add_test(tc, mixed_pipelines_one_window);
     tcase_add_test(tc, split_writes_reassembled);

@@ -2,7 +2,10 @@
  * Frames by reference through shared memory (PROTOCOL.md, "Shared-memory
  * frames") against a real gpuframed:
  *
- * - every pipeline's shm frames match the C references (echo bit-exact);
+ * - every pipeline's shm frames match the C references (echo bit-exact),
+ *   with descriptors made here and through libgpuframe's frame buffers;
+ * - a RESULT that is not where its frame by reference asked (from a scripted
+ *   peer) is a protocol error;
  * - every bad descriptor gets its per-frame ERROR and the connection goes on;
  * - every bad fd (none, not a memfd, unsealed, too large, over the limits,
  *   with another request, two at once) is refused as documented, while
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -120,6 +124,18 @@ static void shm_frame(gf_client *c, uint32_t pipeline, uint64_t id, const gf_shm
     ck_assert_uint_eq(r->header.frame_id, id);
 }
 
+/* The RESULT by reference `r` as a socket RESULT would carry its output,
+ * `bytes` at `out`: what gf_test_check_result checks. */
+static gf_reply as_socket_result(const gf_reply *r, const void *out, size_t bytes) {
+    gf_reply view = *r;
+    view.header.version = GF_PROTOCOL_VERSION;
+    view.header.flags = 0;
+    view.header.payload_bytes = bytes;
+    view.payload = out;
+    view.payload_bytes = bytes;
+    return view;
+}
+
 /* An ERROR of `status` whose text contains `words`. */
 static void expect_error(const gf_reply *r, uint32_t status, const char *words) {
     char text[GF_ERROR_TEXT_MAX_BYTES + 1];
@@ -168,13 +184,7 @@ START_TEST(shm_frames_match_references) {
             ck_assert_uint_eq(r.shm_result.region_id, reg.id);
             ck_assert_uint_eq(r.shm_result.out_offset, out_off);
             ck_assert_uint_eq(r.shm_result.out_bytes, ref_bytes);
-            /* The output as a socket RESULT would carry it. */
-            gf_reply view = r;
-            view.header.version = GF_PROTOCOL_VERSION;
-            view.header.flags = 0;
-            view.header.payload_bytes = ref_bytes;
-            view.payload = (char *)reg.base + out_off;
-            view.payload_bytes = ref_bytes;
+            gf_reply view = as_socket_result(&r, (char *)reg.base + out_off, ref_bytes);
             ck_assert_msg(gf_test_check_result(&p[k], &view, id, ref, ref_bytes, err, sizeof err) ==
                               0,
                           "%s: %s", p[k].name, err);
@@ -200,6 +210,221 @@ START_TEST(shm_frames_match_references) {
     free(p);
     gf_client_close(c);
     stop();
+}
+END_TEST
+
+/* libgpuframe's frame buffers (gf_client_shm_*): the layout, every pipeline
+ * through them with a window of frames written in place, the arguments
+ * refused, and the region gone with the set. */
+START_TEST(frame_buffers_are_filled_in_place) {
+    enum { ENTRIES = 4, FRAMES = 12 };
+    start();
+    gf_client *c = client();
+    gf_pipeline *p = list(c);
+    uint64_t rng = 7, id = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    char err[ERR_BYTES];
+
+    for (int k = 0; k < P_COUNT; k++) {
+        /* Not a whole number of pages: each entry still starts on its own. */
+        size_t bytes = k == P_RGB ? 64u * 32u * 3u : FRAME_BYTES - 4;
+        size_t out_cap = k == P_RGB ? 4 * bytes : bytes;
+        size_t in_stride = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
+        size_t out_stride = (out_cap + (size_t)page - 1) / (size_t)page * (size_t)page;
+        gf_client_shm *s = NULL;
+        int rc = gf_client_shm_open(c, ENTRIES, bytes, out_cap, &s, REPLY_MS);
+        ck_assert_msg(rc == 0, "gf_client_shm_open: %s: %s", strerror(-rc), gf_client_error(c));
+        const gf_client_region *reg = gf_client_shm_region(s);
+        ck_assert_uint_eq(reg->bytes, ENTRIES * (in_stride + out_stride));
+        ck_assert_int_eq(reg->pinned, strcmp(g_engine, "cuda") == 0);
+        for (uint32_t e = 0; e < ENTRIES; e++)
+            ck_assert_ptr_eq(gf_client_shm_frame_buffer(s, e), (char *)reg->base + e * in_stride);
+        ck_assert_ptr_null(gf_client_shm_frame_buffer(s, ENTRIES));
+        ck_assert_int_eq(gf_client_send_shm(c, s, ENTRIES, p[k].id, id, bytes), -EINVAL);
+        ck_assert_int_eq(gf_client_send_shm(c, s, 0, p[k].id, id, bytes + 1), -EINVAL);
+
+        void *in[FRAMES], *ref[FRAMES];
+        size_t ref_bytes = 0;
+        for (int f = 0; f < FRAMES; f++)
+            ck_assert_msg(gf_test_make_frame(&p[k], bytes, &rng, &in[f], &ref[f], &ref_bytes, err,
+                                             sizeof err) == 0,
+                          "%s", err);
+        /* ENTRIES frames in flight; entry f % ENTRIES is written when the
+         * frame that used it before has its reply. */
+        int sent = 0, got = 0;
+        while (got < FRAMES) {
+            while (sent < FRAMES && sent - got < ENTRIES) {
+                uint32_t e = (uint32_t)(sent % ENTRIES);
+                memcpy(gf_client_shm_frame_buffer(s, e), in[sent], bytes);
+                ck_assert_int_eq(gf_client_send_shm(c, s, e, p[k].id, id + (uint64_t)sent, bytes),
+                                 0);
+                sent++;
+            }
+            gf_reply r;
+            rc = gf_client_recv(c, &r, REPLY_MS);
+            ck_assert_msg(rc == 0, "recv: %s: %s", strerror(-rc), gf_client_error(c));
+            size_t out_bytes = 0;
+            const void *out = gf_client_shm_result(s, &r, &out_bytes);
+            ck_assert_ptr_eq(out, (char *)reg->base + ENTRIES * in_stride +
+                                      (size_t)(got % ENTRIES) * out_stride);
+            gf_reply view = as_socket_result(&r, out, out_bytes);
+            ck_assert_msg(gf_test_check_result(&p[k], &view, id + (uint64_t)got, ref[got],
+                                               ref_bytes, err, sizeof err) == 0,
+                          "%s frame %d: %s", p[k].name, got, err);
+            got++;
+        }
+        for (int f = 0; f < FRAMES; f++) {
+            free(in[f]);
+            free(ref[f]);
+        }
+        id += FRAMES;
+        ck_assert_int_eq(gf_client_shm_close(c, s, REPLY_MS), 0);
+        ck_assert_uint_eq(gf_test_ck_stat(c, "shm.regions_open"), 0);
+    }
+    /* A reply through the socket is no frame buffer's. */
+    gf_client_shm *s = NULL;
+    ck_assert_int_eq(gf_client_shm_open(c, 1, 16, 16, &s, REPLY_MS), 0);
+    static const unsigned char bytes16[16] = {1};
+    gf_reply r;
+    ck_assert_int_eq(gf_client_send_frame(c, P_ECHO, id, bytes16, sizeof bytes16), 0);
+    ck_assert_int_eq(gf_client_recv(c, &r, REPLY_MS), 0);
+    ck_assert_ptr_null(gf_client_shm_result(s, &r, NULL));
+    ck_assert_int_eq(gf_client_shm_close(c, s, REPLY_MS), 0);
+    ck_assert_int_eq(gf_client_shm_open(c, 0, 16, 16, &s, REPLY_MS), -EINVAL);
+    ck_assert_int_eq(gf_client_shm_open(c, 2, SIZE_MAX, 16, &s, REPLY_MS), -EINVAL);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "shm.frames"), id);
+    free(p);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/* ---- a scripted peer: RESULTs the daemon never sends ---------------------------- */
+
+/* What the peer answers a frame by reference with. */
+enum peer_lie {
+    LIE_OFFSET,   /* a RESULT by reference at another offset than asked        */
+    LIE_LONGER,   /* a RESULT by reference longer than the room given           */
+    LIE_BY_VALUE, /* the frame's bytes on the socket: a RESULT without SHM      */
+    LIE_COUNT_,
+};
+
+struct peer {
+    int listen_fd;
+    enum peer_lie lie;
+};
+
+/* Reads exactly `len` bytes (and, with `fd`, the descriptor that came along,
+ * closed at once).  Returns 0 or -1. */
+static int peer_read(int conn, void *buf, size_t len, int with_fd) {
+    union {
+        struct cmsghdr align;
+        char bytes[CMSG_SPACE(sizeof(int))];
+    } control;
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (with_fd) {
+        msg.msg_control = control.bytes;
+        msg.msg_controllen = sizeof control.bytes;
+    }
+    ssize_t n = recvmsg(conn, &msg, MSG_WAITALL);
+    if (with_fd) {
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        if (cm != NULL && cm->cmsg_type == SCM_RIGHTS) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+            close(fd);
+        }
+    }
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+/* Sends a reply header of `type` answering `req`, with `payload`. */
+static int peer_reply(int conn, const gf_header *req, uint8_t type, uint16_t flags,
+                      const void *payload, size_t len) {
+    unsigned char buf[GF_HEADER_BYTES + 64];
+    gf_header h = {.version = req->version,
+                   .type = type,
+                   .flags = flags,
+                   .frame_id = req->frame_id,
+                   .pipeline_id = req->pipeline_id,
+                   .payload_bytes = len};
+    gf_header_encode(&h, buf);
+    memcpy(buf + GF_HEADER_BYTES, payload, len);
+    return send(conn, buf, GF_HEADER_BYTES + len, MSG_NOSIGNAL) == (ssize_t)(GF_HEADER_BYTES + len)
+               ? 0
+               : -1;
+}
+
+/* The peer's one connection: REGION_ADD answered truly, then one frame by
+ * reference answered with the lie. */
+static void *peer_main(void *arg) {
+    struct peer *pr = arg;
+    unsigned char buf[GF_HEADER_BYTES + GF_SHM_FRAME_BYTES];
+    gf_header h;
+    int conn = accept(pr->listen_fd, NULL, NULL);
+    if (conn < 0)
+        return NULL;
+    if (peer_read(conn, buf, GF_HEADER_BYTES, 1) == 0 &&
+        gf_header_parse(buf, GF_HEADER_BYTES, GF_ROLE_DAEMON, 1u << 20, &h) > 0) {
+        unsigned char info[GF_REGION_INFO_BYTES];
+        gf_region_info ri = {.region_id = 1, .flags = 0, .region_bytes = 8192};
+        gf_region_info_encode(&ri, info);
+        peer_reply(conn, &h, GF_MSG_REGION_ADD, 0, info, sizeof info);
+    }
+    gf_shm_frame d;
+    if (peer_read(conn, buf, sizeof buf, 0) == 0 &&
+        gf_header_parse(buf, GF_HEADER_BYTES, GF_ROLE_DAEMON, 1u << 20, &h) > 0 &&
+        gf_shm_frame_decode(buf + GF_HEADER_BYTES, &d) == 0) {
+        unsigned char res[GF_SHM_RESULT_BYTES];
+        gf_shm_result sr = {.region_id = d.region_id,
+                            .out_offset = d.out_offset + (pr->lie == LIE_OFFSET ? 4096 : 0),
+                            .out_bytes = d.out_capacity + (pr->lie == LIE_LONGER)};
+        gf_shm_result_encode(&sr, res);
+        if (pr->lie == LIE_BY_VALUE)
+            peer_reply(conn, &h, GF_MSG_RESULT, 0, res, 16);
+        else
+            peer_reply(conn, &h, GF_MSG_RESULT, GF_FLAG_SHM, res, sizeof res);
+    }
+    gf_test_sleep_ms(200); /* let the client read before the close */
+    close(conn);
+    return NULL;
+}
+
+/* gf_client_recv refuses a RESULT that is not where its frame by reference
+ * asked for it, or that comes by value: the caller would read another
+ * frame's memory, or past the room it gave. */
+START_TEST(shm_result_elsewhere_is_a_protocol_error) {
+    static const char *const words[LIE_COUNT_] = {
+        [LIE_OFFSET] = "says region 1 offset 8192 bytes 4096; the frame asked for region 1 "
+                       "offset 4096 with room for 4096",
+        [LIE_LONGER] = "says region 1 offset 4096 bytes 4097; the frame asked for region 1 "
+                       "offset 4096 with room for 4096",
+        [LIE_BY_VALUE] = "answered frame 5 with its bytes, which was sent by reference",
+    };
+    char dir[GF_TEST_DIR_MAX], path[GF_TEST_PATH_MAX];
+    ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
+    snprintf(path, sizeof path, "%s/peer.sock", dir);
+    struct peer pr = {.listen_fd = gf_test_ck_unix_socket(path, 1), .lie = (enum peer_lie)_i};
+    pthread_t thread;
+    ck_assert_int_eq(pthread_create(&thread, NULL, peer_main, &pr), 0);
+
+    gf_client *c = gf_test_ck_connect(path);
+    gf_client_shm *s = NULL;
+    int rc = gf_client_shm_open(c, 1, 4096, 4096, &s, REPLY_MS);
+    ck_assert_msg(rc == 0, "%s: %s", strerror(-rc), gf_client_error(c));
+    ck_assert_int_eq(gf_client_send_shm(c, s, 0, 0, 5, 16), 0);
+    gf_reply r;
+    ck_assert_int_eq(gf_client_recv(c, &r, REPLY_MS), -EPROTO);
+    ck_assert_msg(strstr(gf_client_error(c), words[_i]) != NULL, "'%s' lacks '%s'",
+                  gf_client_error(c), words[_i]);
+    ck_assert_int_eq(gf_client_recv(c, &r, 0), -EPROTO); /* sticky */
+    gf_client_shm_close(NULL, s, 0);
+    gf_client_close(c);
+    pthread_join(thread, NULL);
+    close(pr.listen_fd);
+    unlink(path);
+    rmdir(dir);
 }
 END_TEST
 
@@ -462,6 +687,8 @@ static Suite *shm_suite(void) {
     TCase *tc = tcase_create("shm");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, shm_frames_match_references);
+    tcase_add_test(tc, frame_buffers_are_filled_in_place);
+    tcase_add_loop_test(tc, shm_result_elsewhere_is_a_protocol_error, 0, LIE_COUNT_);
     tcase_add_test(tc, bad_descriptors_fail_only_their_frame);
     tcase_add_test(tc, bad_fds_are_refused_and_closed);
     tcase_add_test(tc, fds_and_regions_return_to_baseline);

@@ -200,12 +200,7 @@ size_t gf_test_log_failures(const char *path, char *out, size_t out_len) {
     return count;
 }
 
-/*
- * Forks and execs argv with stdin from /dev/null and stdout/stderr into
- * `output_path`.  The child is killed when the calling thread exits.
- * Returns its pid or a negative errno.
- */
-static pid_t spawn(char *const argv[], const char *output_path) {
+pid_t gf_test_spawn(char *const argv[], int out_fd, int err_fd) {
     pid_t parent = getpid();
     pid_t pid = fork();
 
@@ -218,10 +213,10 @@ static pid_t spawn(char *const argv[], const char *output_path) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(127);
     int in = open("/dev/null", O_RDONLY);
-    int out = open(output_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-    if (in < 0 || out < 0)
+    if (in < 0)
         _exit(126);
-    if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0)
+    if (dup2(in, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
+        dup2(err_fd, STDERR_FILENO) < 0)
         _exit(126);
     for (int fd = STDERR_FILENO + 1; fd < CHILD_FD_CLOSE_LIMIT; fd++)
         close(fd);
@@ -229,9 +224,21 @@ static pid_t spawn(char *const argv[], const char *output_path) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
     execv(argv[0], argv);
     dprintf(STDERR_FILENO, "testutil: cannot execute %s: %s\n", argv[0], strerror(errno));
     _exit(127);
+}
+
+/* gf_test_spawn with stdout and stderr into the file `output_path`. */
+static pid_t spawn(char *const argv[], const char *output_path) {
+    int out = open(output_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+
+    if (out < 0)
+        return -errno;
+    pid_t pid = gf_test_spawn(argv, out, out);
+    close(out);
+    return pid;
 }
 
 /* Waits at most timeout_ms for `pid` to exit.  Returns 0 with its status, or
@@ -251,11 +258,7 @@ static int wait_pid(pid_t pid, int timeout_ms, int *status) {
     }
 }
 
-int gf_test_run_command(char *const argv[], const char *output_path, int timeout_ms, int *status) {
-    pid_t pid = spawn(argv, output_path);
-
-    if (pid < 0)
-        return (int)pid;
+int gf_test_reap(pid_t pid, int timeout_ms, int *status) {
     int rc = wait_pid(pid, timeout_ms, status);
     if (rc == -ETIMEDOUT) {
         kill(pid, SIGKILL);
@@ -263,6 +266,14 @@ int gf_test_run_command(char *const argv[], const char *output_path, int timeout
             ;
     }
     return rc;
+}
+
+int gf_test_run_command(char *const argv[], const char *output_path, int timeout_ms, int *status) {
+    pid_t pid = spawn(argv, output_path);
+
+    if (pid < 0)
+        return (int)pid;
+    return gf_test_reap(pid, timeout_ms, status);
 }
 
 const char *gf_test_describe_status(int status, char *buf, size_t len) {
@@ -1260,6 +1271,20 @@ int gf_test_ck_raw_connect(const char *socket_path) {
     int fd = gf_test_raw_connect(socket_path);
 
     ck_assert_msg(fd >= 0, "connect(%s): %s", socket_path, strerror(-fd));
+    return fd;
+}
+
+int gf_test_ck_unix_socket(const char *path, int backlog) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_msg(strlen(path) < sizeof sa.sun_path, "%s: too long for a socket", path);
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    ck_assert_msg(bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0, "bind %s: %s", path,
+                  strerror(errno));
+    if (backlog > 0)
+        ck_assert_int_eq(listen(fd, backlog), 0);
     return fd;
 }
 

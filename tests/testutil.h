@@ -96,6 +96,19 @@ size_t gf_test_log_failures(const char *path, char *out, size_t out_len);
  */
 int gf_test_run_command(char *const argv[], const char *output_path, int timeout_ms, int *status);
 
+/*
+ * The two halves of gf_test_run_command, for a test that does something
+ * while the command runs (signals it, reads a terminal it writes to).
+ * gf_test_spawn starts `argv[0]` (a path) with `argv`, stdin from /dev/null,
+ * stdout and stderr onto the caller's `out_fd` and `err_fd` (which stay the
+ * caller's), every other fd closed, SIGINT and SIGPIPE at their defaults,
+ * killed if the calling thread exits; returns its pid or a negative errno.
+ * gf_test_reap waits at most `timeout_ms` for `pid`, then kills it: returns
+ * 0 with its waitpid status in `*status`, or -ETIMEDOUT (killed and reaped).
+ */
+pid_t gf_test_spawn(char *const argv[], int out_fd, int err_fd);
+int gf_test_reap(pid_t pid, int timeout_ms, int *status);
+
 /* "exit 0", "killed by signal 11 (Segmentation fault)", ... for a waitpid status. */
 const char *gf_test_describe_status(int status, char *buf, size_t len);
 
@@ -424,6 +437,11 @@ gf_client *gf_test_ck_connect(const char *socket_path);
 
 /* gf_test_raw_connect: the fd (the caller closes it). */
 int gf_test_ck_raw_connect(const char *socket_path);
+
+/* A Unix stream socket bound at `path` (which must not exist), listening
+ * with `backlog` when it is above 0: the fd (the caller closes it; the file
+ * stays, as a daemon that died leaves it). */
+int gf_test_ck_unix_socket(const char *path, int backlog);
 
 /* gf_test_list: the pipelines, malloc'd (the caller frees them); their
  * number in `*count` when `count` is not NULL. */

@@ -16,30 +16,35 @@ while it reads results back in order::
 Frames whose input already lies in shared memory go by reference: a
 :class:`Region` (``c.region(nbytes)``) is mapped here and in the daemon, and a
 :class:`ShmFrame` (``region.frame(x, out_offset)``) streams like any frame,
-its result a NumPy view of the region (:mod:`gpuframe.shm`).
+its result a NumPy view of the region (:mod:`gpuframe.shm`);
+:class:`FrameBuffers` (``c.frame_buffers(count, nbytes)``) lays a region out
+as one input and one output per frame in flight, which a producer fills in
+place.
 
 ERROR replies raise :class:`StatusError` subclasses, one per status code
 (:mod:`gpuframe.errors`).
 """
 
-from .client import DEFAULT_SOCKET, SOCKET_ENV, Client, default_socket_path
+from .client import DEFAULT_SOCKET, SOCKET_ENV, Client, connect_error, default_socket_path
 from .errors import *  # noqa: F401,F403 (the exception hierarchy is public API)
 from .errors import __all__ as _errors_all
 from .pipelines import KNOWN_KINDS, Pipeline, Pipelines
 from .protocol import ERROR_TEXT_MAX_BYTES, FATAL_STATUSES, MsgType, Status, status_name
-from .shm import Region, ShmFrame
+from .shm import FrameBuffers, Region, ShmFrame
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client",
     "default_socket_path",
+    "connect_error",
     "DEFAULT_SOCKET",
     "SOCKET_ENV",
     "Pipeline",
     "Pipelines",
     "KNOWN_KINDS",
     "Region",
+    "FrameBuffers",
     "ShmFrame",
     "MsgType",
     "Status",

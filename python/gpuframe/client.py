@@ -3,10 +3,14 @@ by value over the socket or by reference in shared-memory regions."""
 
 from __future__ import annotations
 
+import errno
+import grp
 import json
 import mmap
 import os
+import pwd
 import socket
+import stat
 from collections import deque
 from types import TracebackType
 from typing import (TYPE_CHECKING, Any, Deque, Dict, Iterable, Iterator, List, Optional, Tuple,
@@ -20,15 +24,15 @@ from .connection import Request
 from .errors import BusyError, ConnectionClosedError, GpuframeError, ProtocolError, StatusError
 from .pipelines import Frame, Pipeline, Pipelines, Result, encode_frame
 from .protocol import MsgType
-from .shm import Region, ShmFrame, create_memfd, encode_shm
+from .shm import FrameBuffers, Region, ShmFrame, create_memfd, encode_shm
 
 if TYPE_CHECKING:
     from typing import Literal
 
     import numpy.typing as npt
 
-__all__ = ["Client", "default_socket_path", "SOCKET_ENV", "DEFAULT_SOCKET", "PipelineKey",
-           "AnyFrame"]
+__all__ = ["Client", "default_socket_path", "connect_error", "SOCKET_ENV", "DEFAULT_SOCKET",
+           "PipelineKey", "AnyFrame"]
 
 #: What names a pipeline: its name, its id, or a :class:`Pipeline`.
 PipelineKey = Union[str, int, "np.integer[Any]", Pipeline]
@@ -59,6 +63,87 @@ def default_socket_path() -> str:
     return os.environ.get(SOCKET_ENV) or DEFAULT_SOCKET
 
 
+#: How a Python program is pointed at another socket, in connect errors.
+_HOW_TO_POINT = "pass Client(path) / set " + SOCKET_ENV
+#: The longest socket path Linux takes (sun_path less its NUL).
+_SUN_PATH_MAX = 107
+#: What starts the daemon, in every explanation that needs it started.
+_START_HINT = "start it (systemctl start gpuframed)"
+
+
+def _in_user_groups(gid: int) -> Tuple[bool, bool]:
+    """(the user database lists this user in group ``gid``, this process
+    runs with it)."""
+    listed = False
+    try:
+        me = pwd.getpwuid(os.geteuid())
+        listed = me.pw_gid == gid or gid in os.getgrouplist(me.pw_name, me.pw_gid)
+    except (KeyError, OSError):
+        pass
+    return listed, os.getegid() == gid or gid in os.getgroups()
+
+
+def _permission_text(path: str) -> str:
+    """The permission problem at ``path``: a directory on it, the socket's
+    mode, or the user's groups (libgpuframe's connect_error.c, word for
+    word)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ("cannot connect to %s: permission denied on a directory on its path: ask its "
+                "owner for access, or %s" % (path, _HOW_TO_POINT))
+    try:
+        owner = pwd.getpwuid(st.st_uid).pw_name
+    except KeyError:
+        owner = "uid %d" % st.st_uid
+    try:
+        group = grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        group = "gid %d" % st.st_gid
+    mode = stat.S_IMODE(st.st_mode)
+    listed, session = _in_user_groups(st.st_gid)
+    if not mode & stat.S_IWGRP:
+        return ("cannot connect to %s: permission denied: the socket's mode %04o lets only its "
+                "owner %s connect (the daemon's socket_mode, or its socket unit's SocketMode=, "
+                "decides; 0660 admits group %s)" % (path, mode, owner, group))
+    if listed and not session:
+        return ("cannot connect to %s: permission denied: you are in group %s, which may connect, "
+                "but this login session began before you joined it: log in again (or run "
+                "'newgrp %s')" % (path, group, group))
+    if not session:
+        return ("cannot connect to %s: permission denied: the socket admits user %s and group %s "
+                "(mode %04o): join group %s (sudo usermod -aG %s $USER, then log in again)"
+                % (path, owner, group, mode, group, group))
+    return ("cannot connect to %s: permission denied, though you are in its group %s (mode "
+            "%04o): a directory on its path or a security module refuses" % (path, group, mode))
+
+
+def connect_error(path: str, err: int) -> str:
+    """Says why connecting to the socket ``path`` failed with errno ``err``
+    and what to do, in the words of libgpuframe's gf_client_connect_error: no
+    socket there (is gpuframed running?), a socket nobody listens on, a
+    permission problem (join the socket's group, or log in again)."""
+    if err in (errno.ENOENT, errno.ENOTDIR):
+        return ("cannot connect to %s: no such socket: is gpuframed running? %s, or %s"
+                % (path, _START_HINT, _HOW_TO_POINT))
+    if err == errno.ECONNREFUSED:
+        try:
+            is_socket = stat.S_ISSOCK(os.stat(path).st_mode)
+        except OSError:
+            is_socket = True
+        if not is_socket:
+            return "cannot connect to %s: that is not a socket: %s" % (path, _HOW_TO_POINT)
+        return ("cannot connect to %s: a socket file is there but no daemon listens: gpuframed "
+                "stopped without removing it, or crashed; %s, or %s"
+                % (path, _START_HINT, _HOW_TO_POINT))
+    if err in (errno.EACCES, errno.EPERM):
+        return _permission_text(path)
+    if err == errno.ENAMETOOLONG:
+        return ("cannot connect to %s: the path has %d bytes; a socket's has at most %d"
+                % (path, len(os.fsencode(path)), _SUN_PATH_MAX))
+    return "cannot connect to %s: %s" % (path, os.strerror(err))
+
+
 class Client:
     """One connection to gpuframed over its Unix socket.
 
@@ -67,7 +152,8 @@ class Client:
     before it gives up, closes the connection and raises ClientTimeoutError
     (None: wait for ever).  ``max_reply_bytes`` caps a JSON reply.  Connecting
     raises the OSError of connect() (FileNotFoundError, PermissionError,
-    ConnectionRefusedError, ...) naming the path.
+    ConnectionRefusedError, ...) with :func:`connect_error`'s text: the path,
+    what is wrong and what to do.
 
     Use it as a context manager, or call :meth:`close`.  A client is not
     thread-safe; use one per thread.  Requests of every kind may be mixed: a
@@ -92,8 +178,10 @@ class Client:
             sock.connect(self.path)
         except OSError as e:
             sock.close()
-            raise OSError(e.errno, "cannot connect to gpuframed: %s" % e.strerror,
-                          self.path) from None
+            code = e.errno
+            if code is None:  # Python refuses a path longer than sun_path itself
+                code = errno.ENAMETOOLONG
+            raise OSError(code, connect_error(self.path, code)) from None
         self._conn = Connection(sock, timeout=timeout, version=protocol.VERSION,
                                 max_reply_bytes=max_reply_bytes)
         self._pipelines: Optional[Pipelines] = None
@@ -260,6 +348,25 @@ class Client:
         region = Region(self, info, mapping)
         self._regions[region.id] = region
         return region
+
+    def frame_buffers(self, count: int, nbytes: int, out_nbytes: Optional[int] = None, *,
+                      name: str = "gpuframe-frames") -> FrameBuffers:
+        """``count`` shared-memory frame buffers (:class:`FrameBuffers`) in one
+        new :meth:`region`: each an input of ``nbytes`` bytes that a producer
+        fills in place and an output of ``out_nbytes`` (default ``nbytes``;
+        give more for a pipeline whose result is larger, as normalize_u8's,
+        four times its input).  Raises as :meth:`region` does, and ValueError
+        for a count below 1 or a negative size."""
+        if out_nbytes is None:
+            out_nbytes = nbytes
+        for what, n in (("count", count), ("nbytes", nbytes), ("out_nbytes", out_nbytes)):
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) \
+                    or n < (1 if what == "count" else 0):
+                raise ValueError("%s must be an integer >= %d, not %r"
+                                 % (what, 1 if what == "count" else 0, n))
+        count, nbytes, out_nbytes = int(count), int(nbytes), int(out_nbytes)
+        region = self.region(FrameBuffers.region_bytes(count, nbytes, out_nbytes), name=name)
+        return FrameBuffers(region, count, nbytes, out_nbytes)
 
     def _region_add(self, fd: Optional[int]) -> protocol.RegionInfo:
         """REGION_ADD with the descriptor ``fd`` (None: without one, which

@@ -15,6 +15,15 @@ frame byte crosses the socket or is copied by either side's CPU.
 
 A region belongs to the client that created it; its id means something on
 that connection only.
+
+:class:`FrameBuffers` (``client.frame_buffers(count, nbytes)``) lays a region
+out as libgpuframe's frame buffers do: one input and one output per frame in
+flight, which a producer fills in place::
+
+    with client.frame_buffers(8, 4 << 20) as fb:
+        x = fb.input(0, np.float32)             # entry 0's input, a view
+        x[:] = data
+        y = client.process("affine", fb.frame(0, x))   # a view of entry 0's output
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from __future__ import annotations
 import mmap
 import os
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Type, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 import numpy as np
 
@@ -35,7 +44,7 @@ if TYPE_CHECKING:
 
     from .client import Client
 
-__all__ = ["Region", "ShmFrame", "create_memfd"]
+__all__ = ["Region", "ShmFrame", "FrameBuffers", "create_memfd"]
 
 # Linux's numbers, for a Python whose os/fcntl modules lack the names
 # (include/uapi/linux/memfd.h, fcntl.h).
@@ -88,7 +97,24 @@ def _u64(name: str, value: object) -> int:
     return number
 
 
-class Region:
+_Self = TypeVar("_Self", bound="_ClosedOnExit")
+
+
+class _ClosedOnExit:
+    """A context manager whose exit calls ``close()``."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        self.close()
+
+
+class Region(_ClosedOnExit):
     """A shared-memory region of one :class:`~gpuframe.Client`: made by
     ``client.region(nbytes)``, never directly.
 
@@ -121,13 +147,6 @@ class Region:
         return "<gpuframe.Region %d of %d bytes%s%s>" % (
             self.id, self.nbytes, ", pinned" if self.pinned else "",
             " closed" if self.closed else "")
-
-    def __enter__(self) -> Region:
-        return self
-
-    def __exit__(self, exc_type: Optional[Type[BaseException]],
-                 exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
-        self.close()
 
     @property
     def closed(self) -> bool:
@@ -288,6 +307,111 @@ class ShmFrame:
                     self.out_capacity,
                     "" if self.dtype is None else ", dtype=%s, shape=%r" % (self.dtype,
                                                                           self.shape)))
+
+
+def _page_round(nbytes: int) -> int:
+    """``nbytes`` rounded up to whole pages, at least one."""
+    page = mmap.PAGESIZE
+    return max(1, -(-nbytes // page)) * page
+
+
+class FrameBuffers(_ClosedOnExit):
+    """Frame buffers in shared memory, which a producer fills in place: made
+    by ``client.frame_buffers(count, nbytes)``, never directly.  The Python
+    form of libgpuframe's gf_client_shm_* functions, with their layout.
+
+    ``count`` entries in one :class:`Region` (``region``): entry ``i`` has an
+    input of ``in_nbytes`` bytes (:meth:`input`, where the producer writes
+    frame ``i``) and an output of ``out_nbytes`` bytes, where the daemon
+    writes its result; each starts on a page of its own, the inputs one
+    after another, then the outputs, so that frames whose size is a multiple
+    of the page size lie back to back and the daemon moves a batch of them
+    in one copy.  :meth:`frame` makes the :class:`ShmFrame` that
+    :meth:`~gpuframe.Client.stream`, ``map`` and ``process`` take; its result
+    is a NumPy view of the entry's output.
+
+    An entry is free to write again once its frame's result has been
+    yielded, and its output is overwritten by the entry's next frame: in a
+    stream with ``window`` at most ``count`` that filled entry ``k % count``
+    for frame ``k``, both hold when the stream asks for frame ``k``.  Use it
+    as a context manager, or call :meth:`close` (the region's).
+    """
+
+    def __init__(self, region: Region, count: int, in_nbytes: int, out_nbytes: int) -> None:
+        self.region = region
+        self.count = count
+        self.in_nbytes = in_nbytes
+        self.out_nbytes = out_nbytes
+        self._in_stride = _page_round(in_nbytes)
+        self._out_stride = _page_round(out_nbytes)
+
+    @staticmethod
+    def region_bytes(count: int, in_nbytes: int, out_nbytes: int) -> int:
+        """The size of the region that ``count`` entries need."""
+        return count * (_page_round(in_nbytes) + _page_round(out_nbytes))
+
+    def __repr__(self) -> str:
+        return "<gpuframe.FrameBuffers %d x (%d in, %d out) in %r>" % (
+            self.count, self.in_nbytes, self.out_nbytes, self.region)
+
+    @property
+    def closed(self) -> bool:
+        """True once the region is closed."""
+        return self.region.closed
+
+    def close(self) -> None:
+        """Closes the region (:meth:`Region.close`)."""
+        self.region.close()
+
+    def _entry(self, entry: int) -> int:
+        if isinstance(entry, bool) or not isinstance(entry, (int, np.integer)) \
+                or not 0 <= entry < self.count:
+            raise IndexError("entry %r: the frame buffers are 0 to %d" % (entry, self.count - 1))
+        return int(entry)
+
+    def input_offset(self, entry: int) -> int:
+        """Where entry ``entry``'s input starts in the region."""
+        return self._entry(entry) * self._in_stride
+
+    def output_offset(self, entry: int) -> int:
+        """Where entry ``entry``'s output starts in the region."""
+        return self.count * self._in_stride + self._entry(entry) * self._out_stride
+
+    def input(self, entry: int, dtype: npt.DTypeLike = np.uint8,
+              shape: Union[None, int, Sequence[int]] = None) -> npt.NDArray[Any]:
+        """A writable NumPy view of entry ``entry``'s input: ``dtype`` values
+        in ``shape`` (None: as many as fit in ``in_nbytes``).  Raises
+        ValueError when that does not fit ``in_nbytes``."""
+        offset = self.input_offset(entry)
+        dt = np.dtype(dtype)
+        if shape is None:
+            shape = self.in_nbytes // max(dt.itemsize, 1)
+        view = self.region.array(dt, offset, shape)
+        if view.nbytes > self.in_nbytes:
+            raise ValueError("%d bytes do not fit a frame buffer of %d"
+                             % (view.nbytes, self.in_nbytes))
+        return view
+
+    def frame(self, entry: int, x: Union[int, npt.NDArray[Any]]) -> ShmFrame:
+        """The :class:`ShmFrame` of entry ``entry``: its input is ``x``, a
+        view of that entry's input (as :meth:`input` gives; the result has its
+        dtype and shape as a socket frame of ``x`` would), or the first ``x``
+        bytes of it (an int; a flat result); its output is the entry's
+        output.  Raises ValueError when ``x`` is not inside the entry's
+        input."""
+        base = self.input_offset(entry)
+        out = self.output_offset(entry)
+        if isinstance(x, np.ndarray):
+            offset = self.region.offset_of(x)
+            if not base <= offset <= base + self.in_nbytes - x.nbytes:
+                raise ValueError("the array does not lie in frame buffer %d (use "
+                                 "frame_buffers.input(%d) to make views of it)" % (entry, entry))
+            return ShmFrame(self.region, offset, x.nbytes, out, self._out_stride,
+                            dtype=x.dtype, shape=x.shape)
+        nbytes = _u64("nbytes", x)
+        if nbytes > self.in_nbytes:
+            raise ValueError("%d bytes do not fit a frame buffer of %d" % (nbytes, self.in_nbytes))
+        return ShmFrame(self.region, base, nbytes, out, self._out_stride)
 
 
 def _output_layout(pipeline: Pipeline,

@@ -13,6 +13,8 @@ import os
 import shutil
 import socket
 import struct
+import subprocess
+import sys
 import tempfile
 import threading
 import unittest
@@ -556,12 +558,88 @@ class ShmPeerTest(PeerCase):
         self.assertEqual(c.region(4096).id, 2)
 
 
-class ConnectTest(unittest.TestCase):
+def gpuframe_command():
+    """The build's gpuframe command, beside $GF_TEST_DAEMON, or None."""
+    daemon = os.environ.get("GF_TEST_DAEMON")
+    path = daemon and os.path.join(os.path.dirname(daemon), "gpuframe")
+    return path if path and os.access(path, os.X_OK) else None
 
-    def test_missing_socket_names_the_path(self):
-        with self.assertRaises(FileNotFoundError) as cm:
-            gpuframe.Client("/nonexistent/gpuframed.sock")
-        self.assertEqual(cm.exception.filename, "/nonexistent/gpuframed.sock")
+
+class ConnectTest(unittest.TestCase):
+    """A failed connect says what is wrong and what to do, in the words of
+    libgpuframe's gf_client_connect_error (checked against the gpuframe
+    command where the build's is at hand)."""
+
+    HOW = "pass Client(path) / set GPUFRAMED_SOCKET"
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gfpyconn.", dir="/tmp")
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.path = os.path.join(self.dir, "s.sock")
+
+    def connect_text(self, exc_type):
+        with self.assertRaises(exc_type) as cm:
+            gpuframe.Client(self.path)
+        text = cm.exception.strerror
+        self.assertEqual(str(cm.exception), "[Errno %d] %s" % (cm.exception.errno, text))
+        command = gpuframe_command()
+        if command is not None:  # the C library says the same, but for how to point elsewhere
+            done = subprocess.run([command, "list", "--socket", self.path], capture_output=True,
+                                  text=True, timeout=60)
+            self.assertEqual(done.returncode, 1)
+            self.assertEqual(done.stderr, "gpuframe: %s\n" % text.replace(
+                self.HOW, "pass --socket PATH / set GPUFRAMED_SOCKET"))
+        return text
+
+    def test_missing_socket_says_start_the_daemon(self):
+        self.assertEqual(
+            self.connect_text(FileNotFoundError),
+            "cannot connect to %s: no such socket: is gpuframed running? start it (systemctl "
+            "start gpuframed), or %s" % (self.path, self.HOW))
+
+    def test_stale_socket_says_nobody_listens(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(self.path)
+        s.close()
+        self.assertEqual(
+            self.connect_text(ConnectionRefusedError),
+            "cannot connect to %s: a socket file is there but no daemon listens: gpuframed "
+            "stopped without removing it, or crashed; start it (systemctl start gpuframed), or %s"
+            % (self.path, self.HOW))
+        os.unlink(self.path)
+        with open(self.path, "w") as f:
+            f.write("not a socket\n")
+        self.assertEqual(self.connect_text(ConnectionRefusedError),
+                         "cannot connect to %s: that is not a socket: %s" % (self.path, self.HOW))
+
+    def test_permission_names_the_group_to_join(self):
+        import grp
+        import pwd
+        try:
+            nobody, other = pwd.getpwuid(65534), grp.getgrgid(1)
+        except KeyError:
+            self.skipTest("no user 65534 or group 1")
+        if os.geteuid() != 0 or nobody.pw_gid == other.gr_gid:
+            self.skipTest("needs root, to connect as another user")
+        os.chmod(self.dir, 0o755)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(listener.close)
+        listener.bind(self.path)
+        listener.listen(1)
+        os.chown(self.path, 0, other.gr_gid)
+        os.chmod(self.path, 0o660)
+        code = ("import gpuframe\ntry:\n    gpuframe.Client(%r)\n"
+                "except PermissionError as e:\n    print(e.strerror)\n" % self.path)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=60, user=65534, group=nobody.pw_gid, extra_groups=[],
+                              env=dict(os.environ, PYTHONPATH=os.path.dirname(
+                                  os.path.dirname(gpuframe.__file__))))
+        self.assertEqual(done.stderr, "")
+        self.assertEqual(
+            done.stdout,
+            "cannot connect to %s: permission denied: the socket admits user root and group %s "
+            "(mode 0660): join group %s (sudo usermod -aG %s $USER, then log in again)\n"
+            % (self.path, other.gr_name, other.gr_name, other.gr_name))
 
     def test_default_path_is_the_environment_then_run(self):
         from unittest import mock

@@ -6,7 +6,8 @@ unless $GF_TEST_ENGINE says cuda:
   kernels/registry.c's rules and the socket path's results, and its results
   are views of the region (writing the region changes them);
 - socket and shm frames mix in one stream; a ring of window slots streams
-  thousands of frames;
+  thousands of frames; frame buffers (client.frame_buffers) are filled in
+  place and streamed, their layout libgpuframe's;
 - each bad descriptor fails its frame with its exception, and the connection
   goes on; a removed region is unknown; bad regions, max_regions and
   max_shm_bytes are refused and the connection goes on; an fd with another
@@ -14,6 +15,7 @@ unless $GF_TEST_ENGINE says cuda:
 - the client's file descriptors and mappings return to their baseline.
 """
 
+import mmap
 import os
 import time
 
@@ -276,6 +278,57 @@ class ShmTest(DaemonTestCase):
             self.assertEqual(y.tobytes(), ref.tobytes(), "frame %d" % k)
             got += 1
         self.assertEqual((got, self.c.in_flight), (count, 0))
+
+    def test_frame_buffers_are_filled_in_place_and_streamed(self):
+        # The producer writes each frame into its entry's input as the stream
+        # asks for it; every result is a view of that entry's output.
+        page = mmap.PAGESIZE
+        count, n = 4, 3000  # 12000 bytes: not a whole number of pages
+        for name, dtype, shape, out_shape in (
+                ("shift", F32, (n,), (n,)), ("echo", np.uint8, (5, 7), (5, 7)),
+                ("rgb", np.uint8, (RGB_H, RGB_W, 3), (3, RGB_H, RGB_W))):
+            with self.subTest(name):
+                p = self.pipelines[name]
+                in_nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+                out_nbytes = p.output_bytes(in_nbytes)
+                with self.c.frame_buffers(count, in_nbytes, out_nbytes) as fb:
+                    self.assertEqual(fb.region.nbytes, count * (
+                        -(-in_nbytes // page) + -(-out_nbytes // page)) * page)
+                    self.assertEqual([fb.input_offset(i) for i in range(count)],
+                                     [i * -(-in_nbytes // page) * page for i in range(count)])
+                    self.assertEqual(fb.output_offset(0), count * -(-in_nbytes // page) * page)
+                    pool = [self.rng.integers(0, 256, shape, dtype=np.uint8) if dtype is np.uint8
+                            else random_f32(self.rng, n) for _ in range(7)]
+
+                    def frames():
+                        for k in range(30):
+                            x = fb.input(k % count, dtype, shape)
+                            x[...] = pool[k % len(pool)]
+                            yield fb.frame(k % count, x)
+                    for k, y in enumerate(self.c.stream(name, frames(), window=count)):
+                        want = REFERENCES[p.kind](p.params, pool[k % len(pool)])
+                        why = mismatch(p.kind, y, want)
+                        self.assertIsNone(why, "frame %d: %s" % (k, why))
+                        self.assertEqual(y.shape, out_shape)
+                        self.assert_view_of(fb.region, y, fb.output_offset(k % count))
+                self.assertTrue(fb.closed)
+
+    def test_frame_buffers_refuse_what_does_not_fit(self):
+        fb = self.c.frame_buffers(2, 100)
+        self.addCleanup(fb.close)
+        with self.assertRaisesRegex(IndexError, "entry 2: the frame buffers are 0 to 1"):
+            fb.input(2)
+        with self.assertRaisesRegex(ValueError, "104 bytes do not fit a frame buffer of 100"):
+            fb.input(0, F32, 26)
+        with self.assertRaisesRegex(ValueError, "101 bytes do not fit a frame buffer of 100"):
+            fb.frame(1, 101)
+        with self.assertRaisesRegex(ValueError, "does not lie in frame buffer 1"):
+            fb.frame(1, fb.input(0))
+        raw = fb.frame(1, 8)  # the first 8 bytes of entry 1's input: a flat result
+        fb.input(1)[:8] = np.arange(8, dtype=np.uint8)
+        self.assertEqual(bytes(self.c.process("echo", raw)), bytes(range(8)))
+        with self.assertRaisesRegex(ValueError, "count must be an integer >= 1"):
+            self.c.frame_buffers(0, 100)
 
     def test_socket_and_shm_frames_mix_in_one_stream(self):
         r = self.region(1 << 20)
