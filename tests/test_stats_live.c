@@ -467,7 +467,10 @@ static void *stream_thread(void *arg) {
  * says so.  Cuda only: the CPU engine has no copies to overlap. */
 START_TEST(cuda_copies_overlap_across_slots) {
     start(overlap_json);
-    enum { STREAMS = 3, FRAMES = 120 };
+    /* Copies and kernels of an echo frame take a tenth of its receipt: a few
+     * hundred frames give a few dozen overlaps, and some in STATS's last
+     * second. */
+    enum { STREAMS = 3, FRAMES = 240 };
     struct streamer s[STREAMS];
     pthread_t th[STREAMS];
     for (unsigned i = 0; i < STREAMS; i++) {
