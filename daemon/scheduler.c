@@ -216,7 +216,14 @@ void gf_sched_close_batch(gf_sched *s, gf_sched_client *c) {
     gf_slot *b = c->batch;
     if (!b)
         return;
-    assert(!c->receiving);
+    /* A slot granted for a payload that never came (its frame refused, or
+     * the connection stopped reading before taking it) is no longer
+     * received into: the count must not keep it (a leak here left every
+     * slot free and every receiver waiting). */
+    if (c->receiving) {
+        c->receiving = 0;
+        s->receiving--;
+    }
     c->batch = NULL;
     gf_list_remove(&b->held_link);
     if (gf_slot_close(&s->ring, b))

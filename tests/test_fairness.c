@@ -184,6 +184,35 @@ START_TEST(stalled_large_payloads_time_out) {
 }
 END_TEST
 
+/* Clients that pipeline large frames at window 8, more of them than the
+ * slots that may be received into, each blocking in its writes while its
+ * results wait to be read: every frame is answered, on 2 and 3 slots.  (A
+ * slot granted for a payload that could not be read at once kept counting
+ * as received into: every slot free, every client waiting.) */
+START_TEST(pipelining_large_frames_never_wedge) {
+    static const char *const json[] = {
+        "{\"slots\": 2, \"max_frame_bytes\": 4194304,"
+        " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}",
+        "{\"slots\": 3, \"max_frame_bytes\": 4194304,"
+        " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}"};
+    start(json[_i]);
+    gf_client *c = client();
+    gf_pipeline *p = gf_test_ck_list(c, NULL);
+    gf_test_stream st = {.pipeline = &p[0],
+                         .frame_bytes = HUGE_FRAME_BYTES,
+                         .frame_count = 60,
+                         .window = 8,
+                         .seed = 3};
+    char err[ERR_BYTES];
+    ck_assert_msg(gf_test_streams_parallel(daemon_.socket_path, 3, &st, err, sizeof err) == 0,
+                  "%d slots: %s", 2 + _i, err);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "slots.free"), 2 + (uint64_t)_i);
+    free(p);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
 /* A client that sends large frames and never reads its results: its results
  * leave their slots as soon as another client waits (max_output_bytes holds
  * them), so that client is answered well before write_timeout_ms; the
@@ -567,6 +596,7 @@ static Suite *fairness_suite(void) {
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, stalled_small_payloads_hold_no_slot);
     tcase_add_test(tc, stalled_large_payloads_time_out);
+    tcase_add_loop_test(tc, pipelining_large_frames_never_wedge, 0, 2);
     tcase_add_test(tc, client_that_never_reads_is_closed);
     tcase_add_test(tc, idle_connection_is_closed);
     tcase_add_test(tc, connection_limits_are_answered);

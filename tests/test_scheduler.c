@@ -282,6 +282,22 @@ START_TEST(a_ready_receiver_goes_before_a_stalled_one) {
 }
 END_TEST
 
+/* A slot granted for a payload that is not taken (the connection could not
+ * read it yet) goes back, and no longer counts as received into. */
+START_TEST(an_unused_receive_grant_is_not_counted) {
+    setup(2);
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, A, 1));
+    ck_assert_uint_eq(sched.receiving, 1);
+    gf_sched_end_batch(&sched, A, 0, 1);
+    ck_assert_uint_eq(sched.receiving, 0);
+    ck_assert_uint_eq(sched.ring.free_count, 2);
+    ck_assert(!A->receiving);
+    /* So the next receiver is not held back by a count nobody holds. */
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, B, 1));
+    teardown();
+}
+END_TEST
+
 /* Arrival order holds across the two queues, the cap allowing. */
 START_TEST(grants_follow_arrival_across_both_queues) {
     setup(2);
@@ -422,6 +438,7 @@ static Suite *scheduler_suite(void) {
     tcase_add_test(tc, receivers_never_hold_every_slot);
     tcase_add_test(tc, a_ready_receiver_goes_before_a_stalled_one);
     tcase_add_test(tc, grants_follow_arrival_across_both_queues);
+    tcase_add_test(tc, an_unused_receive_grant_is_not_counted);
     suite_add_tcase(s, tc);
     tc = tcase_create("batches");
     tcase_add_test(tc, batches_are_held_while_the_engine_is_busy);

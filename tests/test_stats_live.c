@@ -436,32 +436,6 @@ START_TEST(zero_copy_small_batches) {
 }
 END_TEST
 
-struct streamer {
-    unsigned index;
-    unsigned frames;
-    char err[512];
-    int rc;
-};
-
-static void *stream_thread(void *arg) {
-    struct streamer *s = arg;
-    gf_client *c = NULL;
-    s->rc = gf_client_connect(daemon_.socket_path, &c);
-    if (s->rc != 0) {
-        snprintf(s->err, sizeof s->err, "connect: %s", strerror(-s->rc));
-        return NULL;
-    }
-    gf_test_stream st = {.pipeline = &pipelines[0],
-                         .frame_bytes = 4 * MIB,
-                         .frame_count = s->frames,
-                         .window = 8,
-                         .first_frame_id = 100000ull * (s->index + 1),
-                         .seed = s->index + 7};
-    s->rc = gf_test_stream_verified(c, &st, s->err, sizeof s->err);
-    gf_client_close(c);
-    return NULL;
-}
-
 /* Three slots, 4 MiB echo frames streamed continuously by three clients:
  * one slot's H2D runs while another slot's kernel or D2H does, and STATS
  * says so.  Cuda only: the CPU engine has no copies to overlap. */
@@ -471,16 +445,12 @@ START_TEST(cuda_copies_overlap_across_slots) {
      * hundred frames give a few dozen overlaps, and some in STATS's last
      * second. */
     enum { STREAMS = 3, FRAMES = 240 };
-    struct streamer s[STREAMS];
-    pthread_t th[STREAMS];
-    for (unsigned i = 0; i < STREAMS; i++) {
-        s[i] = (struct streamer){.index = i, .frames = FRAMES};
-        ck_assert_int_eq(pthread_create(&th[i], NULL, stream_thread, &s[i]), 0);
-    }
-    for (unsigned i = 0; i < STREAMS; i++) {
-        pthread_join(th[i], NULL);
-        ck_assert_msg(s[i].rc == 0, "stream %u: %s", i, s[i].err);
-    }
+    char err[512];
+    gf_test_stream each = {
+        .pipeline = &pipelines[0], .frame_bytes = 4 * MIB, .frame_count = FRAMES, .window = 8};
+    ck_assert_msg(gf_test_streams_parallel(daemon_.socket_path, STREAMS, &each, err, sizeof err) ==
+                      0,
+                  "%s", err);
     gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     cJSON *st = fetch(c, GF_MSG_STATS, 0);
     cJSON *trace = fetch(c, GF_MSG_TRACE, 0);

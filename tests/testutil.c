@@ -7,6 +7,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -1418,4 +1419,60 @@ int gf_test_ck_run(const char *dir, char *const argv[], int timeout_ms, char **o
     ck_assert_msg(WIFEXITED(status), "%s %s:\n%s", argv[0],
                   gf_test_describe_status(status, desc, sizeof desc), *out);
     return WEXITSTATUS(status);
+}
+
+/* One client of gf_test_streams_parallel. */
+typedef struct parallel_stream {
+    const char *socket_path;
+    gf_test_stream s;
+    int rc;
+    char err[GF_TEST_ERR_MAX];
+} parallel_stream;
+
+static void *parallel_stream_main(void *arg) {
+    parallel_stream *p = arg;
+    gf_client *c = NULL;
+    p->rc = gf_client_connect(p->socket_path, &c);
+    if (p->rc < 0) {
+        snprintf(p->err, sizeof p->err, "connect: %s", strerror(-p->rc));
+        return NULL;
+    }
+    p->rc = gf_test_stream_verified(c, &p->s, p->err, sizeof p->err);
+    gf_client_close(c);
+    return NULL;
+}
+
+int gf_test_streams_parallel(const char *socket_path, unsigned clients, const gf_test_stream *s,
+                             char *err, size_t err_len) {
+    parallel_stream *ps = calloc(clients, sizeof *ps);
+    pthread_t *th = calloc(clients, sizeof *th);
+    int rc = 0;
+    if (!ps || !th) {
+        free(ps);
+        free(th);
+        snprintf(err, err_len, "out of memory");
+        return -ENOMEM;
+    }
+    for (unsigned i = 0; i < clients; i++) {
+        ps[i].socket_path = socket_path;
+        ps[i].s = *s;
+        ps[i].s.first_frame_id = 100000ull * (i + 1);
+        ps[i].s.seed = s->seed + i;
+        if (pthread_create(&th[i], NULL, parallel_stream_main, &ps[i]) != 0) {
+            ps[i].rc = -EAGAIN;
+            snprintf(ps[i].err, sizeof ps[i].err, "cannot start its thread");
+            th[i] = 0;
+        }
+    }
+    for (unsigned i = 0; i < clients; i++) {
+        if (th[i])
+            pthread_join(th[i], NULL);
+        if (ps[i].rc < 0 && rc == 0) {
+            rc = ps[i].rc;
+            snprintf(err, err_len, "client %u: %s", i, ps[i].err);
+        }
+    }
+    free(ps);
+    free(th);
+    return rc;
 }

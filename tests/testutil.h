@@ -337,6 +337,16 @@ typedef struct gf_test_stream {
  */
 int gf_test_stream_verified(gf_client *c, const gf_test_stream *s, char *err, size_t err_len);
 
+/*
+ * `clients` clients of the daemon at `socket_path`, each on a thread of its
+ * own and a connection of its own, stream as gf_test_stream_verified does
+ * with `s` (client i's frame ids start at 100000 * (i + 1), its seed is
+ * s->seed + i), all at once.  Returns 0 when every one succeeded, or the
+ * first failure's negative errno with "client i: ..." in err[err_len].
+ */
+int gf_test_streams_parallel(const char *socket_path, unsigned clients, const gf_test_stream *s,
+                             char *err, size_t err_len);
+
 /* ---- the daemon's process --------------------------------------------------- */
 
 /* The number of file descriptors d's process holds (its /proc/PID/fd), or a
