@@ -148,6 +148,44 @@ static void *alloc_buffer(uint64_t bytes) {
     return aligned_alloc(GF_CPU_BUFFER_ALIGN_BYTES, n);
 }
 
+/* Slot `i`'s buffers and its worker thread.  Returns 0 or -1, logged. */
+static int open_worker(const gf_engine_params *params, gf_engine *e, uint32_t i) {
+    cpu_engine *ce = (cpu_engine *)e;
+    gf_slot *s = &e->slots[i];
+    cpu_worker *w = &ce->workers[i];
+    s->index = i;
+    s->in_capacity_bytes = params->in_capacity_bytes;
+    s->out_capacity_bytes = params->out_capacity_bytes;
+    s->scratch_capacity_bytes = params->scratch_capacity_bytes;
+    s->in_host = alloc_buffer(params->in_capacity_bytes);
+    s->out_host = alloc_buffer(params->out_capacity_bytes);
+    if (params->scratch_capacity_bytes) {
+        w->scratch[0] = alloc_buffer(params->scratch_capacity_bytes);
+        w->scratch[1] = alloc_buffer(params->scratch_capacity_bytes);
+    }
+    if (!s->in_host || !s->out_host ||
+        (params->scratch_capacity_bytes && (!w->scratch[0] || !w->scratch[1]))) {
+        GF_LOG_ERR("engine cpu: cannot allocate %llu + %llu bytes for slot %u",
+                   (unsigned long long)params->in_capacity_bytes,
+                   (unsigned long long)params->out_capacity_bytes, i);
+        return -1;
+    }
+    s->engine_state = w;
+    w->engine = e;
+    w->slot = s;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->wake, NULL);
+    int rc = pthread_create(&w->thread, NULL, worker_main, w);
+    if (rc != 0) {
+        GF_LOG_ERR("engine cpu: cannot start worker %u: %s", i, strerror(rc));
+        pthread_cond_destroy(&w->wake);
+        pthread_mutex_destroy(&w->lock);
+        return -1;
+    }
+    w->started = 1;
+    return 0;
+}
+
 int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_engine **out) {
     cpu_engine *ce = calloc(1, sizeof *ce);
     if (!ce)
@@ -160,40 +198,9 @@ int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_
     ce->workers = calloc(params->slot_count, sizeof *ce->workers);
     if (!e->slots || !ce->workers)
         goto fail;
-    for (uint32_t i = 0; i < params->slot_count; i++) {
-        gf_slot *s = &e->slots[i];
-        cpu_worker *w = &ce->workers[i];
-        s->index = i;
-        s->in_capacity_bytes = params->in_capacity_bytes;
-        s->out_capacity_bytes = params->out_capacity_bytes;
-        s->scratch_capacity_bytes = params->scratch_capacity_bytes;
-        s->in_host = alloc_buffer(params->in_capacity_bytes);
-        s->out_host = alloc_buffer(params->out_capacity_bytes);
-        if (params->scratch_capacity_bytes) {
-            w->scratch[0] = alloc_buffer(params->scratch_capacity_bytes);
-            w->scratch[1] = alloc_buffer(params->scratch_capacity_bytes);
-        }
-        if (!s->in_host || !s->out_host ||
-            (params->scratch_capacity_bytes && (!w->scratch[0] || !w->scratch[1]))) {
-            GF_LOG_ERR("engine cpu: cannot allocate %llu + %llu bytes for slot %u",
-                       (unsigned long long)params->in_capacity_bytes,
-                       (unsigned long long)params->out_capacity_bytes, i);
+    for (uint32_t i = 0; i < params->slot_count; i++)
+        if (open_worker(params, e, i) < 0)
             goto fail;
-        }
-        s->engine_state = w;
-        w->engine = e;
-        w->slot = s;
-        pthread_mutex_init(&w->lock, NULL);
-        pthread_cond_init(&w->wake, NULL);
-        int rc = pthread_create(&w->thread, NULL, worker_main, w);
-        if (rc != 0) {
-            GF_LOG_ERR("engine cpu: cannot start worker %u: %s", i, strerror(rc));
-            pthread_cond_destroy(&w->wake);
-            pthread_mutex_destroy(&w->lock);
-            goto fail;
-        }
-        w->started = 1;
-    }
     char why[512];
     if (cpu_prepare(e, params->pipelines, params->pipeline_count, why, sizeof why) < 0) {
         GF_LOG_ERR("engine cpu: %s", why);

@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 
@@ -104,68 +103,6 @@ static int is_sticky(cudaError_t err) {
     case cudaErrorUnknown: return 1;
     default: return 0;
     }
-}
-
-/* The node the NVIDIA kernel module creates; libcuda opens it first. */
-#define NVIDIA_CONTROL_NODE "/dev/nvidiactl"
-
-/*
- * Why cudaGetDeviceCount failed with `err`, in words a user acts on: which of
- * the kernel module (its control node) and the driver library (libcuda.so.1,
- * whose CUDA version cudaDriverGetVersion gives, 0 when it cannot be loaded)
- * is missing, or whether the driver is older than this build's runtime.
- */
-static void explain_no_device(cudaError_t err, char *why, size_t why_len) {
-    int driver = 0, runtime = 0;
-    int node = access(NVIDIA_CONTROL_NODE, F_OK) == 0;
-
-    (void)cudaDriverGetVersion(&driver);
-    (void)cudaRuntimeGetVersion(&runtime);
-    if (driver == 0 && !node)
-        snprintf(why, why_len,
-                 "no NVIDIA driver: " NVIDIA_CONTROL_NODE " does not exist and libcuda.so.1"
-                 " cannot be loaded (install the NVIDIA driver, for CUDA %d.%d or later)",
-                 runtime / 1000, runtime % 1000 / 10);
-    else if (driver == 0)
-        snprintf(why, why_len,
-                 "the NVIDIA driver's library libcuda.so.1 is missing though " NVIDIA_CONTROL_NODE
-                 " exists (install the driver's CUDA library, for CUDA %d.%d or later)",
-                 runtime / 1000, runtime % 1000 / 10);
-    else if (err == cudaErrorInsufficientDriver)
-        snprintf(why, why_len,
-                 "the NVIDIA driver is too old: it supports CUDA %d.%d, this gpuframed needs"
-                 " %d.%d (update the driver)",
-                 driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
-    else if (!node)
-        snprintf(why, why_len,
-                 "the NVIDIA kernel module is not loaded: " NVIDIA_CONTROL_NODE
-                 " does not exist (modprobe nvidia, or reboot after installing the driver)");
-    else
-        snprintf(why, why_len,
-                 "no usable CUDA device: cudaGetDeviceCount: %s (%s); driver for CUDA %d.%d",
-                 cudaGetErrorString(err), cudaGetErrorName(err), driver / 1000, driver % 1000 / 10);
-}
-
-int gf_engine_cuda_available(char *why, size_t why_len) {
-    int count = 0;
-    cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess) {
-        explain_no_device(err, why, why_len);
-        cudaGetLastError();
-        return 0;
-    }
-    if (count == 0) {
-        snprintf(why, why_len, "no CUDA device present");
-        return 0;
-    }
-    struct cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-        snprintf(why, why_len, "CUDA device 0 does not answer");
-        cudaGetLastError();
-        return 0;
-    }
-    snprintf(why, why_len, "found %d CUDA device(s); device 0 is %s", count, prop.name);
-    return 1;
 }
 
 /* Runs on the driver's host-function thread: no CUDA call, no lock. */
@@ -640,6 +577,18 @@ static int warm_up(const cuda_engine *ce, const gf_engine_params *p, gf_slot *s,
     return rc;
 }
 
+/* What STATS says of the device. */
+static void describe_device(gf_device_info *d, const struct cudaDeviceProp *prop, int device) {
+    d->is_gpu = 1;
+    snprintf(d->name, sizeof d->name, "%s", prop->name);
+    d->cc_major = prop->major;
+    d->cc_minor = prop->minor;
+    d->sm_count = prop->multiProcessorCount;
+    d->memory_bytes = prop->totalGlobalMem;
+    if (cudaDeviceGetPCIBusId(d->pci_bus_id, (int)sizeof d->pci_bus_id, device) != cudaSuccess)
+        cudaGetLastError();
+}
+
 int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engine **out) {
     char why[256];
     if (!gf_engine_cuda_available(why, sizeof why)) {
@@ -685,15 +634,7 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     }
     if ((rc = warm_up(ce, p, &e->slots[0], &ce->cslots[0])) != 0)
         goto fail;
-    gf_device_info *d = &e->device;
-    d->is_gpu = 1;
-    snprintf(d->name, sizeof d->name, "%s", prop.name);
-    d->cc_major = prop.major;
-    d->cc_minor = prop.minor;
-    d->sm_count = prop.multiProcessorCount;
-    d->memory_bytes = prop.totalGlobalMem;
-    if (cudaDeviceGetPCIBusId(d->pci_bus_id, (int)sizeof d->pci_bus_id, ce->device) != cudaSuccess)
-        cudaGetLastError();
+    describe_device(&e->device, &prop, ce->device);
     char desc[512];
     gf_engine_describe(e, desc, sizeof desc);
     GF_LOG_INF("engine cuda: %s; %u slots, each %llu bytes in and %llu bytes out, pinned "

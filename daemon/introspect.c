@@ -78,43 +78,27 @@ cJSON *gf_list_document(const gf_server *srv) {
     return gf_pipelines_to_json(srv->cfg->pipelines, srv->cfg->pipeline_count);
 }
 
-cJSON *gf_stats_document(gf_server *srv) {
-    cJSON *doc = cJSON_CreateObject();
-    if (!doc)
-        return NULL;
-    cJSON_AddStringToObject(doc, "version", GF_VERSION);
-    cJSON_AddStringToObject(doc, "engine", srv->engine->ops->name);
-    const gf_device_info *d = &srv->engine->device;
+/* STATS's "device": what the engine runs on. */
+static void add_device(cJSON *doc, const gf_device_info *d) {
     cJSON *dev = cJSON_AddObjectToObject(doc, "device");
     cJSON_AddStringToObject(dev, "name", d->name);
-    if (d->is_gpu) {
-        char cc[16];
-        snprintf(cc, sizeof cc, "%d.%d", d->cc_major, d->cc_minor);
-        cJSON_AddStringToObject(dev, "compute_capability", cc);
-        cJSON_AddNumberToObject(dev, "sm_count", d->sm_count);
-        cJSON_AddNumberToObject(dev, "memory_bytes", (double)d->memory_bytes);
-        cJSON_AddStringToObject(dev, "pci_bus_id", d->pci_bus_id);
-        /* The CUDA runtime does not report the PCIe link. */
-        cJSON_AddNullToObject(dev, "pcie_generation");
-        cJSON_AddNullToObject(dev, "pcie_width");
-    } else {
+    if (!d->is_gpu) {
         cJSON_AddNumberToObject(dev, "threads", d->threads);
+        return;
     }
-    cJSON_AddBoolToObject(doc, "timing_events", srv->cfg->timing_events);
-    cJSON_AddNumberToObject(doc, "timing_sample_every", srv->cfg->timing_sample_every);
-    static const char *const completion[] = {
-        [GF_COMPLETION_HOST_FUNC] = "host_func",
-        [GF_COMPLETION_POLL] = "poll",
-        [GF_COMPLETION_HYBRID] = "hybrid",
-    };
-    /* The CPU engine has no completion mode and no zero-copy: it says so. */
-    if (d->is_gpu) {
-        cJSON_AddStringToObject(doc, "completion", completion[srv->completion]);
-        cJSON_AddNumberToObject(doc, "zero_copy_max_bytes", (double)srv->cfg->zero_copy_max_bytes);
-    } else {
-        cJSON_AddNullToObject(doc, "completion");
-        cJSON_AddNullToObject(doc, "zero_copy_max_bytes");
-    }
+    char cc[16];
+    snprintf(cc, sizeof cc, "%d.%d", d->cc_major, d->cc_minor);
+    cJSON_AddStringToObject(dev, "compute_capability", cc);
+    cJSON_AddNumberToObject(dev, "sm_count", d->sm_count);
+    cJSON_AddNumberToObject(dev, "memory_bytes", (double)d->memory_bytes);
+    cJSON_AddStringToObject(dev, "pci_bus_id", d->pci_bus_id);
+    /* The CUDA runtime does not report the PCIe link. */
+    cJSON_AddNullToObject(dev, "pcie_generation");
+    cJSON_AddNullToObject(dev, "pcie_width");
+}
+
+/* STATS's "slots". */
+static void add_slots(cJSON *doc, const gf_server *srv) {
     cJSON *slots = cJSON_AddObjectToObject(doc, "slots");
     cJSON_AddNumberToObject(slots, "count", srv->sched.ring.count);
     cJSON_AddNumberToObject(slots, "free", srv->sched.ring.free_count);
@@ -124,24 +108,57 @@ cJSON *gf_stats_document(gf_server *srv) {
                             (double)srv->stats.zero_copy_submissions);
     cJSON_AddNumberToObject(slots, "in_bytes", (double)srv->engine->slots[0].in_capacity_bytes);
     cJSON_AddNumberToObject(slots, "out_bytes", (double)srv->engine->slots[0].out_capacity_bytes);
+}
+
+/* STATS's "gpu": busy and overlap over the last second, from the timed
+ * frames; null on the CPU engine, without timing events, or without memory. */
+static void add_gpu(cJSON *doc, const gf_server *srv, uint64_t now) {
+    gf_gpu_busy busy;
+    if (!srv->engine->device.is_gpu || !srv->cfg->timing_events ||
+        gf_trace_gpu_busy(&srv->trace, now, GF_GPU_WINDOW_NS, &busy) < 0) {
+        cJSON_AddNullToObject(doc, "gpu");
+        return;
+    }
+    cJSON *g = cJSON_AddObjectToObject(doc, "gpu");
+    cJSON_AddNumberToObject(g, "window_ns", (double)busy.window_ns);
+    cJSON_AddNumberToObject(g, "frames", (double)busy.frames);
+    cJSON_AddNumberToObject(g, "h2d_busy", busy.h2d);
+    cJSON_AddNumberToObject(g, "kernel_busy", busy.kernel);
+    cJSON_AddNumberToObject(g, "d2h_busy", busy.d2h);
+    cJSON_AddNumberToObject(g, "copy_busy", busy.copy);
+    cJSON_AddNumberToObject(g, "compute_busy", busy.compute);
+    cJSON_AddNumberToObject(g, "overlap", busy.overlap);
+}
+
+cJSON *gf_stats_document(gf_server *srv) {
+    static const char *const completion[] = {
+        [GF_COMPLETION_HOST_FUNC] = "host_func",
+        [GF_COMPLETION_POLL] = "poll",
+        [GF_COMPLETION_HYBRID] = "hybrid",
+    };
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc)
+        return NULL;
+    int gpu = srv->engine->device.is_gpu;
+    cJSON_AddStringToObject(doc, "version", GF_VERSION);
+    cJSON_AddStringToObject(doc, "engine", srv->engine->ops->name);
+    add_device(doc, &srv->engine->device);
+    cJSON_AddBoolToObject(doc, "timing_events", srv->cfg->timing_events);
+    cJSON_AddNumberToObject(doc, "timing_sample_every", srv->cfg->timing_sample_every);
+    /* The CPU engine has no completion mode and no zero-copy: it says so. */
+    if (gpu)
+        cJSON_AddStringToObject(doc, "completion", completion[srv->completion]);
+    else
+        cJSON_AddNullToObject(doc, "completion");
+    if (gpu)
+        cJSON_AddNumberToObject(doc, "zero_copy_max_bytes", (double)srv->cfg->zero_copy_max_bytes);
+    else
+        cJSON_AddNullToObject(doc, "zero_copy_max_bytes");
+    add_slots(doc, srv);
     cJSON_AddNumberToObject(doc, "pinned_bytes", (double)srv->engine->pinned_bytes);
     uint64_t now = gf_now_ns();
     gf_stats_to_json(&srv->stats, srv->cfg->pipelines, doc, now, uv_metrics_idle_time(srv->loop));
-    gf_gpu_busy busy;
-    if (!d->is_gpu || !srv->cfg->timing_events ||
-        gf_trace_gpu_busy(&srv->trace, now, GF_GPU_WINDOW_NS, &busy) < 0) {
-        cJSON_AddNullToObject(doc, "gpu");
-    } else {
-        cJSON *g = cJSON_AddObjectToObject(doc, "gpu");
-        cJSON_AddNumberToObject(g, "window_ns", (double)busy.window_ns);
-        cJSON_AddNumberToObject(g, "frames", (double)busy.frames);
-        cJSON_AddNumberToObject(g, "h2d_busy", busy.h2d);
-        cJSON_AddNumberToObject(g, "kernel_busy", busy.kernel);
-        cJSON_AddNumberToObject(g, "d2h_busy", busy.d2h);
-        cJSON_AddNumberToObject(g, "copy_busy", busy.copy);
-        cJSON_AddNumberToObject(g, "compute_busy", busy.compute);
-        cJSON_AddNumberToObject(g, "overlap", busy.overlap);
-    }
+    add_gpu(doc, srv, now);
     return doc;
 }
 

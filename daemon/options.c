@@ -185,8 +185,10 @@ int gf_options_parse(int argc, char **argv, gf_config_overrides *flags, const ch
         case 'c': *config_path = optarg; break;
         case OPT_CHECK_CONFIG: *check_path = optarg; break;
         case 'V':
-            printf("gpuframed %s (engines: %s; protocol versions %u to %u)\n", GF_VERSION,
-                   gf_engine_builtin_names(), GF_PROTOCOL_VERSION, GF_PROTOCOL_VERSION_MAX);
+            printf("gpuframed %s (engines: %s; protocol", GF_VERSION, gf_engine_builtin_names());
+            for (unsigned v = GF_PROTOCOL_VERSION; v <= GF_PROTOCOL_VERSION_MAX; v++)
+                printf("%s %u", v > GF_PROTOCOL_VERSION ? "," : "", v);
+            printf(")\n");
             return GF_EXIT_OK;
         case 'h':
             for (size_t i = 0; i < sizeof help_sections / sizeof help_sections[0]; i++)

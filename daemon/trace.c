@@ -190,19 +190,11 @@ static int edge_cmp(const void *a, const void *b) {
     return x->delta - y->delta; /* ends before begins at the same instant */
 }
 
-int gf_trace_gpu_busy(const gf_trace *t, uint64_t now_ns, uint64_t window_ns, gf_gpu_busy *out) {
-    memset(out, 0, sizeof *out);
-    if (t->capacity == 0)
-        return -1;
-    uint64_t ws = now_ns > window_ns ? now_ns - window_ns : 0;
-    if (t->count == t->capacity && rec_at(t, 0)->submitted_ns > ws)
-        ws = rec_at(t, 0)->submitted_ns; /* older frames fell out of the ring */
-    if (now_ns <= ws)
-        return 0;
-    out->window_ns = now_ns - ws;
-    edge *edges = malloc((size_t)t->count * STAGE_COUNT * 2 * sizeof *edges + 1);
-    if (!edges)
-        return -1;
+/* The timed frames' stage intervals clipped to [ws, now] as begin and end
+ * edges into `edges` (room for count * STAGE_COUNT * 2); returns how many,
+ * and counts the frames with an interval inside in *frames. */
+static size_t collect_edges(const gf_trace *t, uint64_t ws, uint64_t now, edge *edges,
+                            uint64_t *frames) {
     size_t n = 0;
     for (uint32_t i = 0; i < t->count; i++) {
         const gf_stage_times *s = &rec_at(t, i)->stages;
@@ -214,16 +206,20 @@ int gf_trace_gpu_busy(const gf_trace *t, uint64_t now_ns, uint64_t window_ns, gf
         int inside = 0;
         for (int k = 0; k < STAGE_COUNT; k++) {
             uint64_t b = iv[k][0] < ws ? ws : iv[k][0];
-            uint64_t e = iv[k][1] > now_ns ? now_ns : iv[k][1];
+            uint64_t e = iv[k][1] > now ? now : iv[k][1];
             if (e <= b)
                 continue;
             edges[n++] = (edge){b, k, +1};
             edges[n++] = (edge){e, k, -1};
             inside = 1;
         }
-        out->frames += (uint64_t)inside;
+        *frames += (uint64_t)inside;
     }
-    qsort(edges, n, sizeof *edges, edge_cmp);
+    return n;
+}
+
+/* Sweeps the sorted edges: each fraction of out->window_ns. */
+static void sweep(const edge *edges, size_t n, gf_gpu_busy *out) {
     uint64_t busy[STAGE_COUNT] = {0}, copy = 0, compute = 0, overlap = 0;
     int active[STAGE_COUNT] = {0};
     for (size_t i = 0; i < n; i++) {
@@ -245,7 +241,6 @@ int gf_trace_gpu_busy(const gf_trace *t, uint64_t now_ns, uint64_t window_ns, gf
         }
         active[edges[i].stage] += edges[i].delta;
     }
-    free(edges);
     double w = (double)out->window_ns;
     out->h2d = (double)busy[STAGE_H2D] / w;
     out->kernel = (double)busy[STAGE_KERNEL] / w;
@@ -253,5 +248,24 @@ int gf_trace_gpu_busy(const gf_trace *t, uint64_t now_ns, uint64_t window_ns, gf
     out->copy = (double)copy / w;
     out->compute = (double)compute / w;
     out->overlap = (double)overlap / w;
+}
+
+int gf_trace_gpu_busy(const gf_trace *t, uint64_t now_ns, uint64_t window_ns, gf_gpu_busy *out) {
+    memset(out, 0, sizeof *out);
+    if (t->capacity == 0)
+        return -1;
+    uint64_t ws = now_ns > window_ns ? now_ns - window_ns : 0;
+    if (t->count == t->capacity && rec_at(t, 0)->submitted_ns > ws)
+        ws = rec_at(t, 0)->submitted_ns; /* older frames fell out of the ring */
+    if (now_ns <= ws)
+        return 0;
+    out->window_ns = now_ns - ws;
+    edge *edges = malloc((size_t)t->count * STAGE_COUNT * 2 * sizeof *edges + 1);
+    if (!edges)
+        return -1;
+    size_t n = collect_edges(t, ws, now_ns, edges, &out->frames);
+    qsort(edges, n, sizeof *edges, edge_cmp);
+    sweep(edges, n, out);
+    free(edges);
     return 0;
 }
