@@ -118,9 +118,10 @@ static const unsigned wb_windows[] = {1, 2, 4, 8};
  * warm-up stay within this fraction (see the summary's resource rows). */
 #define FLAT_FRACTION 0.05
 /* Whether the daemon's RssAnon follows what it frees: not under ASan, whose
- * quarantine keeps freed blocks resident and grows for minutes.  gf_soak is
- * built with the daemon's sanitizers (one build tree), so it can tell. */
-#if defined(__SANITIZE_ADDRESS__)
+ * quarantine keeps freed blocks resident and grows for minutes, nor under
+ * TSan, whose shadow memory and allocator do the same.  gf_soak is built
+ * with the daemon's sanitizers (one build tree), so it can tell. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define RSS_FOLLOWS_FREE 0
 #else
 #define RSS_FOLLOWS_FREE 1
@@ -2208,7 +2209,7 @@ int main(int argc, char **argv) {
         snprintf(v, sizeof v, "%" PRIu64 " -> %" PRIu64 " kB", first_floor, last_floor);
         add_row(RSS_FOLLOWS_FREE ? anon_ok : -1, "daemon RssAnon floor, first->last third", v,
                 "within 5%%%s; %u checkpoints from t=%.0fs, all %" PRIu64 " .. %" PRIu64 " kB",
-                RSS_FOLLOWS_FREE ? "" : " (not checked: ASan's quarantine keeps freed memory)",
+                RSS_FOLLOWS_FREE ? "" : " (not checked: the sanitizer keeps freed memory)",
                 cp_count, c0->t_s, anon_lo, anon_hi);
         snprintf(v, sizeof v, "%" PRIu64 " .. %" PRIu64 " kB", rss_lo, rss_hi);
         add_row(shmem_ok, "daemon VmRSS at checkpoints", v,

@@ -1041,6 +1041,11 @@ unsigned gf_test_time_scale(void) {
     return scale > 0 ? (unsigned)scale : 1u;
 }
 
+int gf_test_under_tsan(void) {
+    const char *s = getenv("GF_TEST_SANITIZE");
+    return s != NULL && strstr(s, "thread") != NULL;
+}
+
 uint64_t gf_test_latency_bound_ms(uint64_t ms) {
     uint64_t scale = gf_test_time_scale();
 

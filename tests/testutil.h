@@ -367,6 +367,11 @@ int64_t gf_test_daemon_status_kb(const gf_test_daemon *d, const char *field);
  * when unset or not a positive integer. */
 unsigned gf_test_time_scale(void);
 
+/* Nonzero in a ThreadSanitizer build (GF_TEST_SANITIZE, set by
+ * tests/CMakeLists.txt): its shadow memory makes a daemon's RSS several
+ * times what it allocates, so memory bounds are reported, not judged. */
+int gf_test_under_tsan(void);
+
 /*
  * The latency bound a suite asserts for `ms` milliseconds in a plain build:
  * `ms` there, `ms` x scale^2 under the sanitizers (scale gf_test_time_scale).
