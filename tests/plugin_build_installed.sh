@@ -20,15 +20,9 @@
 set -euo pipefail
 build=${1:?usage: plugin_build_installed.sh BUILD_DIR SOURCE_DIR}
 src=${2:?usage: plugin_build_installed.sh BUILD_DIR SOURCE_DIR}
-for tool in cmake cc pkg-config nm readelf od; do
-  command -v "$tool" >/dev/null || { echo "SKIP: $tool not found (the documented build needs it)"; exit 77; }
-done
-config_dir=$(sed -n 's/^GF_CONFIG_DIR:PATH=//p' "$build/CMakeCache.txt")
-[ -z "$config_dir" ] || { echo "SKIP: GF_CONFIG_DIR=$config_dir: a scratch install would write there"; exit 77; }
 # shellcheck source-path=SCRIPTDIR source=testutil.sh
 . "$(dirname "$0")/testutil.sh"
-gf_scratch gfpluginbuild
-p=$tmp/prefix
+gf_need cmake cc pkg-config nm readelf od
 
 # The documented lines: in plugins/README.md's section, a line that starts
 # with the compiler and runs to the end of its command (a trailing backslash
@@ -49,7 +43,7 @@ for line in "$cc_line" "$nvcc_line"; do
 done
 [[ $nvcc_line == *-DGF_HAVE_CUDA=1* && $nvcc_line == *clamp.cu* ]] || fail "the nvcc line does not build the GPU side: $nvcc_line"
 
-cmake --install "$build" --prefix "$p" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
+gf_scratch_install "$build" gfpluginbuild
 pc=$(find "$p" -name gpuframe.pc -print -quit)
 [ -n "$pc" ] || fail "no gpuframe.pc under $p"
 [ -f "$p/include/gpuframe/plugin.h" ] || fail "no include/gpuframe/plugin.h under $p"
