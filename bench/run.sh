@@ -56,7 +56,7 @@ fi
   { echo "bench: $build/bench/gf_limits not built (no CUDA in this build?)" >&2; exit 2; }
 
 # Frame sizes and frames per `gpuframe stream` run: about 0.5-1 s each at the
-# figures README.md quotes for an H200, 33 points of 3 runs each
+# figures bench/README.md quotes for an H200, 33 points of 3 runs each
 # (GF_BENCH_REPEATS), so the default run takes about 4 minutes.
 slot_counts=(1 2 4)
 clients=4   # the concurrent clients of the last row, 4 KiB at window 16
