@@ -7,6 +7,9 @@
 #
 #   bench/run.sh BUILD_DIR [--engine cuda|cpu] [--short]
 #
+# --engine: which engine the daemon runs on.  Not given, the one this machine
+#   has: cuda when `nvidia-smi -L` lists a GPU and BUILD_DIR has gf_limits
+#   (a CUDA build), else cpu; the first line of the output says which and why.
 # --engine cpu: no GPU limits ('-' in their columns); the socket limits stay.
 # --short: sizes 4 KiB and 1 MiB and few frames (CI: well under a minute).
 # GF_BENCH_DAEMON_ARGS: extra gpuframed options, appended after the script's
@@ -19,7 +22,7 @@ set -uo pipefail
 usage="usage: bench/run.sh BUILD_DIR [--engine cuda|cpu] [--short]"
 if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
 build=$(cd "$1" && pwd); shift
-engine=cuda short=0
+engine= short=0
 while [ $# -gt 0 ]; do
   case $1 in
     --engine) engine=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
@@ -27,16 +30,33 @@ while [ $# -gt 0 ]; do
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
-[[ $engine == cuda || $engine == cpu ]] || { echo "$usage" >&2; exit 2; }
 cd "$(dirname "$0")/.." || exit 2
 for f in gpuframed gpuframe bench/gf_sockbench; do
   [ -x "$build/$f" ] || { echo "bench: $build/$f not built" >&2; exit 2; }
 done
+# Not told, the engine the machine has: a benchmark of the CPU engine on a GPU
+# host, or one that fails for want of a GPU, is not what anyone asked for.
+if [ -z "$engine" ]; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  if [ "$gpus" -gt 0 ] && [ -x "$build/bench/gf_limits" ]; then
+    engine=cuda why="nvidia-smi -L lists $gpus GPU(s) and $build has gf_limits"
+  elif [ "$gpus" -gt 0 ]; then
+    engine=cpu why="$build has no gf_limits (built without CUDA), though nvidia-smi -L lists $gpus GPU(s)"
+  elif command -v nvidia-smi >/dev/null; then
+    engine=cpu why="nvidia-smi -L lists no GPU"
+  else
+    engine=cpu why="no nvidia-smi: no NVIDIA driver on this machine"
+  fi
+  echo "bench: engine $engine, because $why (--engine cuda|cpu chooses)"
+else
+  [[ $engine == cuda || $engine == cpu ]] || { echo "$usage" >&2; exit 2; }
+  echo "bench: engine $engine, as --engine says"
+fi
 [ "$engine" = cpu ] || [ -x "$build/bench/gf_limits" ] ||
   { echo "bench: $build/bench/gf_limits not built (no CUDA in this build?)" >&2; exit 2; }
 
 # Frame sizes and frames per `gpuframe stream` run: about 0.5-1 s each at the
-# figures README.md quotes for an H200, 33 points of 3 runs each
+# figures bench/README.md quotes for an H200, 33 points of 3 runs each
 # (GF_BENCH_REPEATS), so the default run takes about 4 minutes.
 slot_counts=(1 2 4)
 clients=4   # the concurrent clients of the last row, 4 KiB at window 16

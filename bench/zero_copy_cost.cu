@@ -1,5 +1,5 @@
 // What a small frame's GPU round trip costs, in-process, by the way its bytes move and the way
-// its completion is seen (README.md, "Zero-copy batches and the completion modes"):
+// its completion is seen (bench/README.md, "Zero-copy batches and the completion modes"):
 //   path  copy:      H2D copy, the echo kernel, D2H copy (the engine's path for large batches)
 //         zerocopy:  the echo kernel reading and writing the pinned host buffers itself
 //   wait  hostfunc+eventfd: a host function writes an eventfd an epoll waiter sleeps on

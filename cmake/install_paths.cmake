@@ -51,7 +51,7 @@ set(GF_INSTALL_FULL_CONFIG "${GF_INSTALL_CONFIG_DIR}/gpuframed.json")
 # The loader finds libgpuframe.so.0 of a system-wide prefix by itself (in
 # /usr/local once `ldconfig` has run); a program built with `pkg-config
 # --libs gpuframe` against any other prefix is told where it lies, so that it
-# runs as built, without LD_LIBRARY_PATH (README.md, "From a C program").
+# runs as built, without LD_LIBRARY_PATH (SERVICE.md, "Programs against an install").
 if(gf_system_prefix)
   set(GF_PC_LIBS_RPATH "")
 else()

@@ -7,8 +7,29 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 build=${GF_BUILD_DIR:-build}
-cmake -S . -B "$build" ${GF_CMAKE_ARGS:-} >/dev/null
-cmake --build "$build" -j"$(nproc)" >/dev/null
+configured=$(cmake -S . -B "$build" ${GF_CMAKE_ARGS:-}) || { echo "$configured"; exit 1; }
+# Say what the wait is for: a first build compiles the daemon, the client, the
+# plugins and every test, and with nvcc the CUDA kernels, which take most of
+# it (a minute or more on two cores); a later build only what changed.
+if grep -q "CUDA engine ON" <<<"$configured"; then
+  what="the CUDA engine (nvcc found: its kernels are most of the wait)"
+else
+  what="the CPU engine alone (no nvcc found, none needed)"
+fi
+echo "demo: building gpuframed, gpuframe, the plugins and the tests in $build/, with $what"
+echo "demo: a first build takes a minute or more; a later one rebuilds only what changed"
+# The build's own lines go to a log; its progress shows as a percentage (in
+# place on a terminal), errors and warnings as they come.
+progress() {
+  if [ -t 1 ]; then
+    awk 'match($0, /^\[ *[0-9]+%\]/) { printf "\rdemo: %s built", substr($0, RSTART + 1, RLENGTH - 2); fflush() }
+         END { printf "\n" }'
+  else
+    awk 'match($0, /^\[ *[0-9]+%\]/) { p = substr($0, RSTART + 1, RLENGTH - 3) + 0
+           if (p >= next_p) { printf "demo: %d%% built\n", p; fflush(); next_p = p - p % 25 + 25 } }'
+  fi
+}
+cmake --build "$build" -j"$(nproc)" | tee "$build/demo-build.log" | progress
 "$build"/gpuframed --version
 
 run=$(mktemp -d)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The client must not carry the daemon (README "Where things are"): gpuframe
+# The client must not carry the daemon (CONTRIBUTING.md, "Where things are"): gpuframe
 # links gpuframe_client, gfreport, gfpipelines, gfprotocol and cJSON, so that
 # `gpuframe list` neither loads the CUDA runtime nor holds the kernels.  Fails
 # when the built gpuframe

@@ -132,6 +132,7 @@ $f/usr/share/bash-completion/completions/gpuframe
 $f$doc/gpuframed/CONFIG.md.gz
 $f$doc/gpuframed/PROTOCOL.md.gz
 $f$doc/gpuframed/README.md.gz
+$f$doc/gpuframed/SERVICE.md.gz
 $f$doc/gpuframed/STATS.md.gz
 $f$doc/gpuframed/changelog.gz
 $f$doc/gpuframed/copyright

@@ -27,17 +27,10 @@ version=${2:?}
 cc=${3:?}
 shift 3
 extra_cflags=("$@")
-for tool in cmake pkg-config ldd nm readelf od cmp "$cc"; do
-  command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
-done
-config_dir=$(sed -n 's/^GF_CONFIG_DIR:PATH=//p' "$build/CMakeCache.txt")
-[ -z "$config_dir" ] || { echo "SKIP: GF_CONFIG_DIR=$config_dir: a scratch install would write there"; exit 77; }
 # shellcheck source-path=SCRIPTDIR source=testutil.sh
 . "$(dirname "$0")/testutil.sh"
-gf_scratch gfexample
-p=$tmp/prefix
-
-cmake --install "$build" --prefix "$p" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
+gf_need cmake pkg-config ldd nm readelf od cmp "$cc"
+gf_scratch_install "$build" gfexample
 unit=$p/lib/systemd/system
 grep -qx "ExecStart=$p/bin/gpuframed --config $p/etc/gpuframed/gpuframed.json" "$unit/gpuframed.service" ||
   fail "gpuframed.service under --prefix: $(grep '^ExecStart=' "$unit/gpuframed.service")"

@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Helpers of the shell tests that run an installed or packaged gpuframed
-# (example_installed.sh, deb_package.sh), the shell counterpart of
-# testutil.h.  Sourced, never run; the sourcing script has `set -euo
-# pipefail` on.  Defines:
+# (example_installed.sh, plugin_build_installed.sh, man_pages.sh,
+# deb_package.sh), the shell counterpart of testutil.h.  Sourced, never run;
+# the sourcing script has `set -euo pipefail` on.  Defines:
 #
 #   fail TEXT...     prints "FAIL: TEXT" and exits 1.
 #   gf_scratch NAME  makes a fresh directory $TMPDIR/NAME.XXXXXX (/tmp when
@@ -10,6 +10,14 @@
 #                    trap that kills a daemon gf_daemon_start left running
 #                    and removes $tmp.  Call once, before anything that
 #                    writes.
+#   gf_need TOOL...  exits 77 (ctest's skip) saying which TOOL is not on
+#                    PATH, unless all are.
+#   gf_scratch_install BUILD NAME
+#                    skips (77) when BUILD was configured with GF_CONFIG_DIR
+#                    (a scratch install would write there); else
+#                    gf_scratch NAME, sets $p to $tmp/prefix and installs
+#                    BUILD there with `cmake --install --prefix`, its output
+#                    in $tmp/install.log (shown when it fails).
 #   gf_daemon_start BINDIR CONFIG SOCKET WHAT
 #                    starts BINDIR/gpuframed --config CONFIG --engine cpu
 #                    --socket SOCKET, its output into $tmp/daemon.log, and
@@ -32,6 +40,22 @@ gf_scratch() {
 gf_scratch_cleanup() {
   [ -z "$gf_daemon_pid" ] || kill -KILL "$gf_daemon_pid" 2>/dev/null || true
   rm -rf "$tmp"
+}
+
+gf_need() {
+  local tool
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
+  done
+}
+
+gf_scratch_install() {
+  local build=$1 config_dir
+  config_dir=$(sed -n 's/^GF_CONFIG_DIR:PATH=//p' "$build/CMakeCache.txt")
+  [ -z "$config_dir" ] || { echo "SKIP: GF_CONFIG_DIR=$config_dir: a scratch install would write there"; exit 77; }
+  gf_scratch "$2"
+  p=$tmp/prefix
+  cmake --install "$build" --prefix "$p" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
 }
 
 gf_daemon_start() {
