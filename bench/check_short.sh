@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # ctest bench_short_cpu: runs `bench/run.sh BUILD --engine cpu --short` and
 # checks the table's structure: every expected row, a number in every column
 # that has a figure on the CPU engine, '-' in the GPU limit columns, one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // What timing events cost on the daemon's path, measured in-process (no
 // socket): 2 slots, each with its own non-blocking stream, looping
 // H2D -> echo kernel -> D2H -> cudaLaunchHostFunc on 4 KiB frames, as

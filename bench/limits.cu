@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gf_limits: what gpuframed's GPU path could reach with no socket and no
  * event loop, measured in-process the way daemon/engine_cuda.c works: pinned

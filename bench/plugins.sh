@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The plugin benchmark (issue 13): gpuframed serving the repository's MLP
 # plugin (plugins/mlp) alone and behind normalize_u8, and the example plugin
 # clamp.  Each pipeline is first streamed with --verify (results against the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The benchmark: the data path's limits measured in-process (gf_limits: the GPU
 # pipeline, latency floor, host function, pinned copies; gf_sockbench: a Unix
 # socketpair alone), then gpuframed itself on echo frames through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gf_soak: many clients against one running gpuframed for minutes, well-behaved
  * and hostile ones mixed, failing unless nothing was lost, wrong or leaked

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The soak (bench/README.md, "Soak"): starts gpuframed on bench/soak.json,
 # runs gf_soak against it, swaps the configuration with bench/soak-reload.json
 # and sends SIGHUP every few seconds, then stops the daemon with SIGTERM.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gf_sockbench: the socket-only ceiling of an echo server, i.e. what
  * gpuframed could reach if its compute and its protocol cost nothing.  A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // What a small frame's GPU round trip costs, in-process, by the way its bytes move and the way
 // its completion is seen (bench/README.md, "Zero-copy batches and the completion modes"):
 //   path  copy:      H2D copy, the echo kernel, D2H copy (the engine's path for large batches)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Explaining a failed connect to the daemon's socket; connect_error.h and
  * gf_client_connect_error in libgpuframe.h are the contract.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Why a connection to the daemon's socket failed, said so that a person knows
  * what to do: start the daemon, remove nothing, join a group, point the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpuframe: the command-line client of gpuframed.  This file is its entry:
  * it picks the subcommand, each in its own file (gpuframe_commands.h lists

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The gpuframe command's subcommands: their entry points, the exit statuses
  * they return, and the map of the command's files.  Only client/gpuframe*.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reaching the daemon for gpuframe's subcommands, and reporting what failed;
  * gpuframe_connect.h is the contract.

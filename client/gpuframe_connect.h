@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * How gpuframe's subcommands reach the daemon: connecting, asking for its
  * LIST and STATS documents, and saying what went wrong.  The *_or_die calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpuframe list: the daemon's pipelines as a table of id, name, kind and
  * parameters, or its LIST document as it is (--json).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The options every gpuframe subcommand shares, and parsers of option values;
  * gpuframe_options.h is the contract.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What every gpuframe subcommand's command line shares: --socket, --timeout
  * and --help, getopt's errors, the ids of long-only options, and parsers of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpuframe stats: the daemon's STATS document as a summary table, JSON or
  * Prometheus text (the renderers are report.h's), once or refreshed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpuframe stream: frames through a pipeline with a window in flight,
  * optionally verified against the pipeline's C reference, summarised as

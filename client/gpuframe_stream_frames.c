@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The frames `gpuframe stream` sends: synthetic ones (a small seeded pool) or
  * --input's chunks, in libgpuframe's shared-memory frame buffers or not,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The frames of a `gpuframe stream` run (gpuframe_stream_frames.c): their
  * buffers and C references, preparing them, sending the next one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The replies of a `gpuframe stream` run: each checked against the frame it
  * answers (echoed ids, length, where a result in shared memory lies,

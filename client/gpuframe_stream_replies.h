@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The replies of a `gpuframe stream` run (gpuframe_stream_replies.c): each
  * one handled as it arrives, and the run's summary at the end.

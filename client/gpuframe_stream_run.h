@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The state of one `gpuframe stream` run, which its three files share.  Only
  * client/gpuframe_stream*.c include this header.

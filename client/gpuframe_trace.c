@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpuframe trace: the stage timestamps of the daemon's last frames, drawn by
  * report.h's renderers as a Chrome trace (--output) and/or an SVG timeline

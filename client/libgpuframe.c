@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libgpuframe: a pipelined client for gpuframed's Unix socket.
  *

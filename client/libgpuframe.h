@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libgpuframe: the client library of gpuframed.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The pipelines' names and ids in a LIST document, read with a small JSON
  * walker; list_names.h is the contract.  The walker is a recursive descent

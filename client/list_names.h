@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The pipelines' names and ids in a LIST document (PROTOCOL.md, "LIST"), read
  * without a JSON library, so that libgpuframe maps a name to an id with libc

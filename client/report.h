@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report: turns the daemon's STATS and TRACE documents (daemon/STATS.md) into
  * what people and tools read: a summary table, the Prometheus text exposition

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gf_report_trace_chrome: a TRACE document as a Chrome trace-event JSON file
  * for Perfetto and chrome://tracing; report.h is the contract.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lookups in the daemon's documents for the report renderers; report_doc.h
  * is the contract.

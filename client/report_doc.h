@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Values looked up in the daemon's STATS, TRACE and LIST documents, for the
  * report renderers (client/report_*.c).  The documents come from a socket:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gf_report_stats_prometheus: a STATS document in the Prometheus text
  * exposition format (0.0.4); report.h is the contract.  Keys are looked up as

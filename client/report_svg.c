@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gf_report_trace_svg: a TRACE document as a self-contained SVG timeline, one
  * row per lane in use; report.h is the contract.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gf_report_stats_table: a STATS document as the summary table `gpuframe
  * stats` prints; report.h is the contract.  Keys are looked up as the table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Escaped text, exact doubles and durations for the report renderers;
  * report_text.h and report.h (gf_report_format_ns) are the contract.

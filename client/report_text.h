@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Text as the report renderers (client/report_*.c) write it: strings from a
  * document escaped for the output's syntax, numbers that read back as the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * TRACE documents to events, and gf_report_trace_summary; report_trace.h and
  * report.h are the contract.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A TRACE document as the trace renderers draw it: checked, and turned into a
  * flat list of events, one per stage of each frame, in the lanes report.h

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The absolute paths that installed files name (the units' ExecStart= and
 # Documentation=, gpuframe.pc, the "Keeping" message), computed from one
 # install prefix.  Included twice with the same inputs: when configuring, for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # bash completion of gpuframe, the client of gpuframed.  Installed as
 # share/bash-completion/completions/gpuframe, which bash-completion loads the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A FRAME's admission (admit.h): checked, refused or placed in a slot, its
  * reply queued and its staged payload taken.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A FRAME's admission: its header is checked against the pipeline and the
  * slots (lengths, a shm frame's descriptor and region), refused with an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The completion queue: how a finished slot travels from an engine's thread
  * (the CUDA driver's host-function thread, or a CPU worker) to the loop.

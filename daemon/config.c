@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Configuration (config.h is the contract, config/README.md documents every
  * key): the table of top-level keys and its field accessors, reading values

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Configuration: the daemon's settings and its configured pipelines, read
  * from JSON (config/gpuframed.json documents every key) with cJSON.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Configuration: the "allow" object (who may connect), read at load, names
  * resolved to ids there, so that accept() only compares numbers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private to the configuration module, whose files are config.c (the key
  * table, reading values, loading and freeing), config_pipelines.c (the

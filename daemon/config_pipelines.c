@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Configuration: the "pipelines" array (gf__config_parse_pipelines, for
  * config.c's parser) and the output size the configured pipelines need.

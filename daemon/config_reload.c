@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Configuration: the differences between two configurations, for SIGHUP
  * (config.h: gf_config_describe_changes, gf_config_keep_restart_keys,

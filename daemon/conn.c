@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One client connection (conn.h): its lifetime, its replies and what
  * finishing one releases, taking back a frame, eviction and closing.

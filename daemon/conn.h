@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * One client connection: its whole state in one struct, and what every file
  * that serves it shares: queueing its replies, finishing one (which releases

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A connection's driver (conn_io.h): events, recvmsg and the request loop,
  * sendmsg of ready replies, EOF, the drain, deadlines.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A connection's driver: the events it reacts to and what it does about
  * them.  Its socket is watched with a uv_poll_t and read and written with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Deadlines, as pure functions: clock readings and limits in, which
  * deadline is due out.  No I/O, no libuv, no state of their own, so the

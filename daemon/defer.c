@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Deferred work (defer.h): a list of marked items, run by a check handle.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Deferred work: what an event causes elsewhere runs once the event is over,
  * never inside it.  A finished reply, a freed slot or a closed connection

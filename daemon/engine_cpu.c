@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The CPU engine: each slot has a worker thread that runs the pipeline's C
  * reference on each frame of the slot's batch and completes the slot through

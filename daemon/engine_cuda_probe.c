@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Whether a CUDA device can be used, and, when not, why, in words a user
  * acts on (gf_engine_cuda_available, engine.h): engine = auto picks the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the server says about itself: the accounting of each answered frame
  * (counters, phases, the trace ring), the LIST, STATS and TRACE reply

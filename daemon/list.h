@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The one list type of the daemon: an intrusive, circular, doubly linked
  * list (libuv's uv__queue, nng's nni_list).  A struct that can be on a list

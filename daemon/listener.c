@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The listening socket: bound here (or passed by systemd), watched with a
  * uv_poll_t, and accepted with accept4() of our own so that every refusal is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The listening socket (listener.c): bound or passed by systemd, accepted
  * with accept4() of our own, every refusal answered and counted; each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Logging; log.h is the contract.  Two line formats, chosen once per process
  * from $JOURNAL_STREAM (systemd.exec(5), "JOURNAL_STREAM"): "<N>text" when

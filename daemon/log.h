@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Logging: one line per event on stderr.  Under systemd, when
  * $JOURNAL_STREAM names stderr's device and inode, a line is "<N><text>"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "loopprof.h"
 
 #ifdef GF_LOOP_PROFILE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Where the loop thread's time goes, per frame: a build with
  * -DGF_LOOP_PROFILE=ON charges every nanosecond of the loop thread to the

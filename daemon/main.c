@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpuframed: configuration, signals, systemd supervision and the event loop;
  * the command line is options.c.  Start-up ends in gf_server_open

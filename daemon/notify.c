@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sd_notify and socket activation without libsystemd; notify.h is the
  * contract.  The wire formats follow sd_notify(3) and sd_listen_fds(3).

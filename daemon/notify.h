@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * systemd integration without libsystemd: the sd_notify datagram protocol
  * (READY=1, STATUS=, WATCHDOG=1, STOPPING=1, RELOADING=1) and the socket

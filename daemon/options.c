@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpuframed's command line (options.h is the contract): the --help text, the
  * options that set a configuration key, getopt_long over argv, and

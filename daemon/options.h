@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpuframed's command line: the options, --help, --version and
  * --check-config.  main.c calls gf_options_parse first and starts the daemon

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * LIST, STATS, TRACE and the region messages (query.h).
  */

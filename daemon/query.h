@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The requests that need no slot: LIST, STATS and TRACE (answered at once
  * with a document: introspect.c), and the region messages, REGION_ADD (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shared-memory regions: checked, mapped, pinned on the thread pool, and
  * unpinned and unmapped after their last frame (region.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Shared-memory regions: a client's memfd, mapped by the daemon and pinned
  * for the engine, so that frames by reference (GF_FLAG_SHM) are copied to and

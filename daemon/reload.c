@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Loading a new configuration on a thread of its own (reload.h).
  */

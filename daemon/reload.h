@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Loading a new configuration off the loop.  A reload reads files, opens
  * plugins (dlopen), creates their state (weights read from disk) and their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The reply queue (reply.h): headers, enqueueing, the batch for one sendmsg,
  * and the counters that bound a connection's output.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The reply queue: what a connection owes its client, in request order.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Decoding a connection's request stream: bytes in, requests or a protocol
  * error out.  A pure state machine with no I/O, no libuv and no allocation,

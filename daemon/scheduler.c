@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Slot scheduling (scheduler.h): claims and waiters, grants, batches, submission
  * to the engine and completion.

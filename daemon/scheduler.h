@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Slot scheduling: who gets a slot, when a batch goes to the engine, and
  * what a finished slot means for its frames' replies.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The server: start-up and teardown, the deferred work of the loop, the
  * watchdog and the fatal path, the graceful drain, and reloads.  It wires

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The server: the libuv side of the daemon, as main.c sees it.  It listens
  * on the Unix socket, reads each frame's header into its connection's small

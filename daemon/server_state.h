@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The serving loop's state: one struct that the daemon's serving files share
  * (server.h keeps it opaque to everyone else).  It is data only; the calls

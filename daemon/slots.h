@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The slot ring: N slots (two by default: ping-pong), each a pinned input
  * buffer, a pinned output buffer, their device copies and a stream, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The daemon's counters, all in one struct that the server updates on the
  * loop thread (so plain integers suffice), and one function that turns them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The trace ring: the stage timestamps of the last frames answered, for the
  * TRACE reply (a timeline people can look at) and for the GPU busy and

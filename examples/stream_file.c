@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stream_file: sends a file through a gpuframed pipeline, one frame per
  * FRAME_BYTES of it (the last may be shorter), with WINDOW frames in flight,

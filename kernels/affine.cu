@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The kernel of pipeline kind "affine"; contract in kernels.h.  __fmul_rn and
  * __fadd_rn are never contracted into an FMA, so each element rounds exactly

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The reference of pipeline kind "affine"; contract in kernels.h.
  *

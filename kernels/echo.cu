@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The kernel of pipeline kind "echo": a device-to-device copy; contract in
  * kernels.h.  16-byte vector loads and stores for the bulk, bytes for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The reference of pipeline kind "echo"; contract in kernels.h. */
 #include "kernels.h"
 

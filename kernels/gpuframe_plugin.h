@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpuframed's pipeline plugin ABI, version 1: what a shared object implements
  * so that gpuframed runs it as a pipeline kind, or as one stage of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every pipeline kind's two implementations: the C reference, which defines
  * what the kind computes, and the CUDA launcher, which enqueues its kernel.

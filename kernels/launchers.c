@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The CUDA launcher of each pipeline kind, found by the kind's name: the one
  * place that ties the registry (gfpipelines, no CUDA) to the kernels

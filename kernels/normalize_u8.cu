@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The kernel of pipeline kind "normalize_u8"; contract in kernels.h.
  * One thread per pixel: three bytes in, one float to each of three planes

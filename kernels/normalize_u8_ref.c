@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The reference of pipeline kind "normalize_u8"; contract in kernels.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The pipeline registry: every kind of pipeline the daemon can run.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Plugin stages: loading, the ABI check, the adapter that makes a plugin a
  * gf_pipeline_kind, and the reference count that unloads it after its last

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Plugin stages: a pipeline stage of kind "plugin", whose code lives in a
  * shared object implementing <gpuframe/plugin.h> (kernels/gpuframe_plugin.h).

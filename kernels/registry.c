@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The pipeline registry: the four kinds' entries (parameter tables, length
  * rules, tolerances and references) and the functions of pipeline.h that look

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The kernel of pipeline kind "sincos"; contract in kernels.h.  Uses the
  * accurate sinf/cosf (never __sinf: the build must not pass

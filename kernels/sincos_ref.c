@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The reference of pipeline kind "sincos"; contract in kernels.h.
  *

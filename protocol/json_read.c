@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reading JSON with key-path problems: the problem report, describing and
  * quoting what was got, and the typed readers; json_read.h is the contract.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reading JSON with key-path problems, for the LIST reply (listing.c), the
  * pipelines' stages and parameters in it (stages_json.c, params_json.c) and

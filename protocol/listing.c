@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The LIST document both ways: configured pipelines to the LIST reply, and a
  * LIST reply back to pipelines (their stages read by stages_json.c, plugin

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The LIST reply's codec, shared by daemon and client: configured pipelines to
  * JSON and back.  The gflisting library holds it with the readers it is built

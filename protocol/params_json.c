@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A stage's parameters from JSON and back; params_json.h is the contract.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A pipeline stage's parameters as JSON, both ways: a built-in kind's read
  * and checked against its parameter table (defaults, types, ranges, unknown

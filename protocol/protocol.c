@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpuframed wire protocol: header encode/decode and the names of its codes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A pipeline's stages from JSON: read, plugins loaded, checked;
  * stages_json.h is the contract.

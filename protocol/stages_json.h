@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A pipeline's stages from JSON, made ready to run: each stage read (a
  * built-in kind and its parameters, or a plugin's path and its "params"),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The main job: set up, build, start gpuframed on its built-in configuration
 # (the CUDA engine when a GPU answers, the CPU engine otherwise: its log says
 # which and why), stream verified frames of every pipeline through the

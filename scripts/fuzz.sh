@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the libFuzzer harnesses (tests/fuzz) with clang, ASan and UBSan in
 # build-fuzz/ and runs each for SECONDS (default 20) on its own copy of the
 # checked-in seed corpus.  Fails if any harness finds a crash, a leak, a

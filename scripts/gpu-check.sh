@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # On the GPU machine (no network, none of our libraries): unpack the Debian
 # packages carried in .deps/ (made by scripts/gpu-deps.sh), build for sm_90, run every test (the gpu ones
 # included), stream verified frames of every pipeline at 4 KiB, 1 MiB and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Prepares .deps/ (git-ignored) for runs on the GPU machine, which has CUDA
 # but none of our libraries, no systemd tools and no network: the Debian
 # packages we build against, and the systemd tools the tests run

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs what a fresh Debian 12 machine lacks to build gpuframed: a C
 # compiler, CMake, pkg-config, libuv, cJSON, Check, systemd for the tests'
 # systemd-socket-activate, systemd-analyze and systemd-sysusers, for the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The test command: set up, build (warnings as errors with GF_WERROR=ON), and
 # run every test that needs no GPU.  Tests labelled `gpu` run with
 # `ctest -L gpu` on a machine that has one (scripts/gpu-check.sh).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The client must not carry the daemon (CONTRIBUTING.md, "Where things are"): gpuframe
 # links gpuframe_client, gfreport, gfpipelines, gfprotocol and cJSON, so that
 # `gpuframe list` neither loads the CUDA runtime nor holds the kernels.  Fails

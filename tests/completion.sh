@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The gpuframe command's options as a user meets them, from its --help texts:
 #   1. a short option means one thing in every command that has it (the
 #      same -X, --long pair wherever -X appears), and --help of gpuframe

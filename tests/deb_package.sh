@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The Debian packages (debian/), built as a packager builds them and
 # installed into a scratch root, as an administrator would get them:
 #   1. a copy of the source tree (never the tree itself) with the modes a

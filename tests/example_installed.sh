@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # libgpuframe as a program outside the repository sees it:
 #   1. `cmake --install --prefix` into a scratch prefix: every file that names
 #      a path names that prefix (the units, the configuration under it), and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The man pages as `cmake --install` lays them out, held to the programs they
 # document (they are written by hand in man/, so this is what keeps them
 # from drifting):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A plugin built outside the tree exactly as the documentation says, against
 # an install of this tree, and run:
 #   1. `cmake --install --prefix` into a scratch prefix; PKG_CONFIG_PATH at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers of the plugin suites; contracts in plugin_util.h.
  */

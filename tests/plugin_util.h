@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers of the plugin suites (test_plugin_builtin*.c): load a plugin as
  * gpuframed does, make and read weights files, scratch directories.  Every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A plugin's host part needs no library of the CUDA toolkit (plugins/README.md,
 # "The toolkit stays out of the host part"): gpuframed's CPU engine and
 # `gpuframe stream --verify` load gf_example.so and gf_mlp.so on hosts without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Prometheus text-format parser of the tests (prom.h is the contract).
  */

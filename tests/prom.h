@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A strict parser of the Prometheus text exposition format 0.0.4, for tests:
  * what a scraper (node_exporter's textfile collector, Prometheus itself)

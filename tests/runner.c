@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The suites' runner; see runner.h for the contract.
  */

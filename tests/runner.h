@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The one main() body of every Check suite: run the suite, print Check's
  * report, and turn the result into the process's exit status for ctest.

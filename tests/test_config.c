@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Check suite of daemon/config.c: the default config file, every kind of
  * error a config can carry (each must name its key path), parameter parsing,

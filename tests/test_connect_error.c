@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Check suite of client/connect_error.c: the words gf_client_connect_error
  * gives for each way a connect fails (no socket, a stale one, a file that

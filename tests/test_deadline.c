@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the deadlines (daemon/deadline.h): clocks and limits in,
  * which deadline is due out, at exact boundaries. */
 #include <check.h>

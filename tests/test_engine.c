@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * engine.c and engine_cuda.c's gf_engine_cuda_available: the reason engine
  * auto logs when it chooses the CPU engine says what is missing, in words a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * No client can hold the service hostage: the cases of the hardening issue,
  * reproduced through the socket against a real gpuframed, each now bounded.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GPU tests of kernels/: every kind's launcher on the device against its C
  * reference, through gf_pipeline_compare, at sizes from empty to 16 MiB.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Check suite of the gpuframe command (client/gpuframe*.c) against a real
  * gpuframed: what it prints and writes, byte for byte where it can be known.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Nothing a client sends can slow others for long or stop the daemon (issue
  * 22): each hostile pattern of the issue against a real gpuframed, with the

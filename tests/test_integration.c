@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Integration suite: a real gpuframed on a temporary socket, driven through
  * libgpuframe and through raw sockets for requests the library would never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Check suite of client/list_names.c, libgpuframe's reader of the pipelines'
  * names and ids in a LIST document: the names and ids of documents as the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of kernels/: the C references against hand-computed values, the
  * registry's length rules, parameter checks, lookup and defaults, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the repository's plugins (plugins/), loaded as gpuframed
  * loads them: dlopen, gf_plugin_entry.  The ABI version, names and parameter

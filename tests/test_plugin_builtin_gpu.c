@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GPU tests of the repository's plugins (plugins/): device_open, launch on a
  * stream and device_close, against each plugin's reference: clamp bit for

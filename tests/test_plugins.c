@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Check suite of plugin stages and pipelines of several stages, against a
  * real gpuframed (issue 13), with the repository's plugins (plugins/):

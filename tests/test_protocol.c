@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Check suite for protocol/: header encode/decode, validation in wire order,
  * the two roles, code names, and the parser driven incrementally over a byte

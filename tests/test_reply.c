@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the reply queue (daemon/reply.h) without a socket: what one
  * sendmsg would carry (the iovecs), what a partial write leaves, the order

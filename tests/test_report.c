@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Check suite of the report renderers (client/report.h, client/report_*.c):
  * fixed STATS and TRACE documents (written here after daemon/STATS.md)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Check suite for daemon/request.c, the request-stream decoder.  It links
  * gfprotocol and the decoder alone: no libuv, no engine, no daemon.

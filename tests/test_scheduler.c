@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of slot scheduling (daemon/scheduler.h) without a socket: an
  * engine of our own records submissions, hooks record what the scheduler

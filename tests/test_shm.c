@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Frames by reference through shared memory (PROTOCOL.md, "Shared-memory
  * frames") against a real gpuframed:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the stats module (histogram, quantiles, rates) and of the
  * trace ring's GPU busy/overlap sweep, on hand-made data with exact answers. */
 #include <check.h>

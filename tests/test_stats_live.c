@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Statistics and traces of a real gpuframed against known traffic: phase
  * totals, the latency histogram, TRACE's frames and their order, and (CUDA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpuframed under systemd, without systemd running: each test plays the
  * service manager's part itself.

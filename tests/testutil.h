@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers of the integration tests: a real gpuframed on a temporary socket,
  * raw socket I/O for forged requests, STATS and LIST through libgpuframe, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # Helpers of the shell tests that run an installed or packaged gpuframed
 # (example_installed.sh, plugin_build_installed.sh, man_pages.sh,

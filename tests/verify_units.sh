@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The systemd files as `cmake --install` lays them out, checked for real:
 #   1. install the build into a temporary DESTDIR;
 #   2. the service's ExecStart= must name the installed gpuframed and the

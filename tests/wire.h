@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A request header as a client writes it, for every suite that builds one:
  * test_protocol and test_request, which link nothing but the protocol code

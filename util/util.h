@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Two helpers every part of gpuframed needs, daemon and client alike, so that
  * each exists once: the monotonic clock, and formatting a message into a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared by the reproducers: a gpuframed on a temporary socket, raw requests.
 
 Each reproducer exits 0 when the daemon behaves as documented and 1 when the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A client that stops reading is cut as request_timeout, and counted twice.
 
 A client sends more than 64 TRACE requests and never reads.  The daemon

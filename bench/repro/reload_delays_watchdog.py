@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Each SIGHUP postpones every deadline check by a full watchdog period.
 
 gf_server_reload (daemon/server.c) then restarted the watchdog timer with its

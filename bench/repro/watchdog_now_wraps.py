@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A well-behaved client is cut with request_timeout the moment it gets a slot.
 
 Found by the soak and fixed in 2893074; the names below are today's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The example plugin "clamp", the one plugins/README.md walks through: copy
  * this directory to start a plugin.  Each output float is its input limited

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The kernel of the example plugin "clamp"; the definition is
  * clamp_reference() in clamp.c, and the same two comparisons give the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The example plugin "clamp": y = min(max(x, lo), hi) on float32.  What its
  * C file and its CUDA file share: the state create() builds, and the kernel's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gf_mlp_make_weights: writes a weights file for plugin "mlp" (format in
  * README.md) with deterministic pseudo-random values.

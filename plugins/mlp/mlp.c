@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The plugin "mlp": its gf_plugin table, parameters, length rules, and the
  * host state's life.  The reference is in mlp_ref.c, the GPU side in mlp.cu,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The CUDA side of plugin "mlp", built alone into gf_mlp_cuda.so, which
  * gf_mlp.so loads at device_open (mlp_cuda.h, mlp_cuda_load.c): weights on

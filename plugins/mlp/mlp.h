@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The plugin "mlp": a small dense classifier (README.md beside this file).
  * What its files share: the weights file's format and limits, the network

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The interface between the two objects of plugin "mlp": gf_mlp.so, the
  * plugin gpuframed loads, which needs nothing of the CUDA toolkit, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The device functions of plugin "mlp" as gf_mlp.so has them: device_open,
  * device_close and launch forward to gf_mlp_cuda.so, the companion object

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The weights file of plugin "mlp" (format in README.md): a pure parser of
  * its header, and the loader that checks the file's length against the

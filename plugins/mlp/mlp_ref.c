@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The reference of plugin "mlp": the definition of what the kind computes.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Python client of gpuframed, written from protocol/PROTOCOL.md.
 
 Pure Python (standard library and NumPy).  A :class:`Client` connects to the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The gpuframed client: connect, look pipelines up, stream frames through them,
 by value over the socket or by reference in shared-memory regions."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One connection to the daemon: a FIFO of requests, writes and reads at once.
 
 PROTOCOL.md's deadlock warning is why this module exists: a slot of the daemon

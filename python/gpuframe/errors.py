@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Exceptions of the gpuframe client.
 
 Every exception the package raises on purpose derives from :class:`GpuframeError`.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Pipelines as the daemon's LIST reply describes them, and how frames of each
 kind go onto the wire and come back as NumPy arrays or bytes.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The gpuframed wire format: the 32-byte header, message types and status codes.
 
 ``protocol/PROTOCOL.md`` is the contract; this module is its Python form.  Every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared-memory regions and frames by reference (PROTOCOL.md, "Shared-memory
 frames (version 2)").
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the Python package's tests share: a real gpuframed on a temporary socket,
 the pipelines' C references redone in NumPy, and the comparison rules of
 kernels/registry.c.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The package against a real gpuframed (the CPU engine unless $GF_TEST_ENGINE
 says cuda): every pipeline streamed and checked against the NumPy copies of
 the C references under kernels/registry.c's rules, windows far larger than

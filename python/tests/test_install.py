@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`pip install ./python` works offline: with no index and no build isolation
 (CI has no network beyond Debian's packages), pip builds the package with the
 setuptools and wheel at hand and installs it into a directory of its own

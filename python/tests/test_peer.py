@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The client against a scripted peer: replies a real daemon never sends
 (unknown status codes, replies out of order, malformed headers, silence,
 a close in the middle), each checked for the exact error and whether the

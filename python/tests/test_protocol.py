@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The package against protocol/PROTOCOL.md itself, with no daemon: the worked
 example's bytes, the error and type tables, the LIST example, and how frames
 of each kind are laid out for the wire.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Frames by reference through shared-memory regions (PROTOCOL.md,
 "Shared-memory frames (version 2)") against a real gpuframed, the CPU engine
 unless $GF_TEST_ENGINE says cuda:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What every harness in tests/fuzz/ uses: the check by which a broken
  * contract becomes a crash, so that libFuzzer keeps the input, and the input

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer harness for gf_config_parse_all (daemon/config.h): any text as a
  * configuration file (a NUL-terminated copy, as gf_config_load hands it over).

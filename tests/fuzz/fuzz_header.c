@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer harness for gf_header_parse (protocol/protocol.h), in both roles,
  * with any bytes and any payload limit.

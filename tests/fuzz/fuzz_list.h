@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The LIST round trip that the config and LIST harnesses both require of the
  * pipelines they accept.  Header-only, for the harnesses that link gflisting.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer harness for the LIST reply's decoder, gf_pipelines_from_json
  * (protocol/listing.h): any text from a peer, NUL-terminated as the client

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer harness for the request-stream decoder (daemon/request.h): any
  * bytes, cut at any points, with any FRAMEs refused, driven the way a

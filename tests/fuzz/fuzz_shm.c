@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer harness for the shared-memory descriptor checks
  * (gf_shm_frame_decode, gf_shm_frame_check): any 40-byte descriptor, region

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A plugin built for an ABI version this gpuframed does not speak: the
  * loader must refuse it at load, reading nothing but the version

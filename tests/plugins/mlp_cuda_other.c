@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A gf_mlp_cuda.so of another version than gf_mlp.so's: it exports the
  * companion's entry point, whose table gf_mlp.so must refuse by its version

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A shared object that is no plugin: it does not export gf_plugin_entry
  * (tests/test_plugins.c).
