@@ -231,17 +231,6 @@ void gf_conn_take_back_frame(gf_conn *c) {
     gf_sched_close_batch(&c->srv->sched, &c->sched);
 }
 
-/* Whether a connection other than `c` waits for a slot. */
-static int others_wait(const gf_sched *s, const gf_conn *c) {
-    const gf_link *queues[] = {&s->wait_run, &s->wait_receive};
-    for (int i = 0; i < 2; i++) {
-        const gf_link *l = gf_list_front(queues[i]);
-        if (l && (l != &c->sched.waiting || gf_list_next(queues[i], l)))
-            return 1;
-    }
-    return 0;
-}
-
 /* Moves the ready result `r` of a frame out of its slot into a loose reply
  * of its own.  Returns 0, or -1 without memory. */
 static int evict_one(gf_conn *c, gf_reply *r) {
@@ -282,7 +271,7 @@ void gf_conn_evict_results(gf_conn *c) {
     /* Only for another client: a connection waiting for a slot of its own
      * while its socket is full is a pipelining client, and copying its
      * results would only slow it down (a measured 2x at 4 MiB frames). */
-    if (c->closing || !others_wait(&srv->sched, c))
+    if (c->closing || !gf_sched_others_wait(&srv->sched, &c->sched))
         return;
     gf_link *l = gf_list_front(&c->out.replies);
     while (l) {

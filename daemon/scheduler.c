@@ -91,6 +91,16 @@ void gf_sched_stop_waiting(gf_sched *s, gf_sched_client *c) {
     c->receive = 0;
 }
 
+int gf_sched_others_wait(const gf_sched *s, const gf_sched_client *c) {
+    const gf_link *queues[] = {&s->wait_run, &s->wait_receive};
+    for (int i = 0; i < 2; i++) {
+        const gf_link *l = gf_list_front(queues[i]);
+        if (l && (l != &c->waiting || gf_list_next(queues[i], l)))
+            return 1;
+    }
+    return 0;
+}
+
 static gf_sched_client *waiter(gf_link *l) {
     return l ? gf_list_entry(l, gf_sched_client, waiting) : NULL;
 }
@@ -221,10 +231,7 @@ void gf_sched_close_batch(gf_sched *s, gf_sched_client *c) {
      * the connection stopped reading before taking it) is no longer
      * received into: the count must not keep it (a leak here left every
      * slot free and every receiver waiting). */
-    if (c->receiving) {
-        c->receiving = 0;
-        s->receiving--;
-    }
+    gf_sched_received(s, c);
     c->batch = NULL;
     gf_list_remove(&b->held_link);
     if (gf_slot_close(&s->ring, b))

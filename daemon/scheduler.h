@@ -169,6 +169,9 @@ void gf_sched_release(gf_sched *s, gf_frame *f);
  * engine; `arg` is the scheduler. */
 void gf_sched_complete(gf_slot *slot, void *arg);
 
+/* Whether a client other than `c` waits for a slot. */
+int gf_sched_others_wait(const gf_sched *s, const gf_sched_client *c);
+
 /* Clients waiting for a slot to receive into: the receive-stall deadline
  * matters only then. */
 static inline int gf_sched_receive_contended(const gf_sched *s) {
