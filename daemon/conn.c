@@ -286,15 +286,14 @@ void gf_conn_evict_results(gf_conn *c) {
     }
 }
 
-/* The client left, or is cut, mid-payload: its frame is truncated. */
-static void conn_truncate_frame(gf_conn *c) {
+void gf_conn_truncate_frame(gf_conn *c) {
     gf_frame *f = c->frame;
     gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
                    "connection %llu (uid %u pid %u): closed after %llu of %llu payload bytes of "
                    "frame %llu",
                    (unsigned long long)c->id, c->uid, c->pid,
-                   (unsigned long long)(f->in_bytes - c->decoder.payload_left),
-                   (unsigned long long)f->in_bytes, (unsigned long long)f->frame_id);
+                   (unsigned long long)gf_conn_payload_received(c), (unsigned long long)f->in_bytes,
+                   (unsigned long long)f->frame_id);
     c->srv->stats.frames_truncated++;
     gf_conn_take_back_frame(c);
 }
@@ -325,7 +324,7 @@ void gf_conn_close(gf_conn *c) {
     srv->stats.connections_open--;
     uv_close((uv_handle_t *)&c->poll, on_conn_closed);
     if (c->frame)
-        conn_truncate_frame(c);
+        gf_conn_truncate_frame(c);
     /* Replies leave the queue before the batch goes: if the engine refuses
      * it, its frames are dropped at once. */
     gf_link queued;

@@ -171,6 +171,15 @@ void gf_conn_finish(gf_reply *r, int delivered);
  * it and answers the request if it must. */
 void gf_conn_take_back_frame(gf_conn *c);
 
+/* The bytes of the arriving frame's payload received so far. */
+static inline uint64_t gf_conn_payload_received(const gf_conn *c) {
+    return c->frame->in_bytes - c->decoder.payload_left;
+}
+
+/* The client left, or is cut, mid-payload: the arriving frame is taken
+ * back, logged and counted truncated. */
+void gf_conn_truncate_frame(gf_conn *c);
+
 /*
  * The client is not reading and another connection waits for a slot:
  * results waiting to be written move out of their slots into memory of the

@@ -131,6 +131,19 @@ static void conn_flush(gf_conn *c) {
 
 /* ---- what ends a connection's input ---------------------------------------------- */
 
+/* The frame whose payload is arriving is cut by the daemon: it fails, and
+ * its slot goes back.  Returns the request's header, for its ERROR. */
+static gf_header conn_cut_frame(gf_conn *c) {
+    const gf_frame *f = c->frame;
+    gf_header h = {.version = f->version,
+                   .type = GF_MSG_FRAME,
+                   .frame_id = f->frame_id,
+                   .pipeline_id = f->pipeline_id};
+    c->srv->stats.frames_failed++;
+    gf_conn_take_back_frame(c);
+    return h;
+}
+
 /* Ends the frame or request that is late: its slot goes back at once, the
  * client is told request_timeout with `why`, and the connection closes once
  * that is written (or write_timeout_ms later). */
@@ -139,14 +152,10 @@ static void conn_end_request(gf_conn *c, const char *why) {
     char text[GF_ERROR_TEXT_MAX_BYTES];
     size_t n = gf_errorf(text, sizeof text, "%s", why);
     if (c->frame) {
-        h.version = c->frame->version;
-        h.frame_id = c->frame->frame_id;
-        h.pipeline_id = c->frame->pipeline_id;
         gf_errorf(text + n, sizeof text - n, " (%llu of %llu payload bytes of frame %llu)",
-                  (unsigned long long)(c->frame->in_bytes - c->decoder.payload_left),
-                  (unsigned long long)c->frame->in_bytes, (unsigned long long)h.frame_id);
-        c->srv->stats.frames_failed++;
-        gf_conn_take_back_frame(c);
+                  (unsigned long long)gf_conn_payload_received(c),
+                  (unsigned long long)c->frame->in_bytes, (unsigned long long)c->frame->frame_id);
+        h = conn_cut_frame(c);
     } else if (gf_sched_waiting(&c->sched)) {
         /* Its header waits in the buffer for a slot that it no longer needs. */
         gf_request req;
@@ -169,17 +178,12 @@ static void conn_input_drained(gf_conn *c) {
     if (c->closing || c->input_drained)
         return;
     if (c->frame) {
-        gf_header h = {.version = c->frame->version,
-                       .type = GF_MSG_FRAME,
-                       .frame_id = c->frame->frame_id,
-                       .pipeline_id = c->frame->pipeline_id};
         char text[GF_ERROR_TEXT_MAX_BYTES];
         gf_errorf(text, sizeof text,
                   "the daemon is stopping; frame cut after %llu of %llu payload bytes",
-                  (unsigned long long)(c->frame->in_bytes - c->decoder.payload_left),
+                  (unsigned long long)gf_conn_payload_received(c),
                   (unsigned long long)c->frame->in_bytes);
-        c->srv->stats.frames_failed++;
-        gf_conn_take_back_frame(c);
+        gf_header h = conn_cut_frame(c);
         gf_conn_reject(c, &h, GF_ERR_SHUTTING_DOWN, text);
     }
     c->fatal = 1; /* read nothing more; close once the replies are out */
@@ -197,16 +201,8 @@ static void conn_settle(gf_conn *c) {
     if (c->closing)
         return;
     int input_over = c->eof && !gf_sched_waiting(&c->sched);
-    if (input_over && c->frame) {
-        conn_log(c,
-                 "connection %llu (uid %u pid %u): closed after %llu of %llu payload bytes of "
-                 "frame %llu",
-                 (unsigned long long)c->id, c->uid, c->pid,
-                 (unsigned long long)(c->frame->in_bytes - c->decoder.payload_left),
-                 (unsigned long long)c->frame->in_bytes, (unsigned long long)c->frame->frame_id);
-        c->srv->stats.frames_truncated++;
-        gf_conn_take_back_frame(c);
-    }
+    if (input_over && c->frame)
+        gf_conn_truncate_frame(c);
     /* Requests put off to the next iteration (gf_conn_may_build) still
      * get their replies. */
     if ((input_over || c->fatal) && c->out.unfinished == 0 && !gf_linked(&c->resume.link))
@@ -233,13 +229,8 @@ static void conn_stray_fd(gf_conn *c, const char *what) {
     if (c->pending_fd >= 0)
         close(c->pending_fd);
     c->pending_fd = -1;
-    if (c->frame) {
-        h.version = c->frame->version;
-        h.frame_id = c->frame->frame_id;
-        h.pipeline_id = c->frame->pipeline_id;
-        c->srv->stats.frames_failed++;
-        gf_conn_take_back_frame(c);
-    }
+    if (c->frame)
+        h = conn_cut_frame(c);
     char text[GF_ERROR_TEXT_MAX_BYTES];
     gf_errorf(text, sizeof text, "%s; only REGION_ADD takes one, sent with its own bytes", what);
     gf_conn_reject(c, &h, GF_ERR_STRAY_FD, text);
