@@ -144,12 +144,8 @@ void gf_conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const char 
                        "connection %llu (uid %u pid %u): %s (%s); closing after replies",
                        (unsigned long long)c->id, c->uid, c->pid, gf_status_name(status), text);
     }
-    size_t len = strlen(text);
-    char *body = malloc(len + 1);
-    if (body)
-        memcpy(body, text, len + 1);
     /* Out of memory leaves the ERROR without its text, not the request without a reply. */
-    gf_conn_reply(c, GF_MSG_ERROR, h, status, body, len);
+    gf_conn_reply(c, GF_MSG_ERROR, h, status, strdup(text), strlen(text));
 }
 
 /* What a finished reply held besides its frame: a copy of an evicted

@@ -532,10 +532,7 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
         .drain_reading = srv->draining && !c->input_drained && c->reading,
         .receive_contended = gf_sched_receive_contended(&srv->sched),
     };
-    gf_deadline_limits lim = {.request_timeout_ms = cfg->request_timeout_ms,
-                              .receive_stall_ms = cfg->receive_stall_ms,
-                              .write_timeout_ms = cfg->write_timeout_ms,
-                              .idle_timeout_ms = cfg->idle_timeout_ms};
+    gf_deadline_limits lim = gf_server_deadline_limits(cfg);
     char why[GF_ERROR_TEXT_MAX_BYTES];
     switch (gf_deadline_due(&k, &lim, now_ns)) {
     case GF_DUE_NONE: return;

@@ -35,15 +35,10 @@ static void region_ready(gf_region *r, void *arg) {
         return;
     gf_conn *c = q->conn;
     const gf_header *h = &q->request;
-    size_t len;
     char *body;
     q->region = NULL;
     if (r->pin_status < 0) {
-        len = strlen(r->why);
-        body = malloc(len + 1);
-        if (body)
-            memcpy(body, r->why, len + 1);
-        gf_replyq_set_body(&c->out, q, body, len);
+        gf_replyq_set_body(&c->out, q, strdup(r->why), strlen(r->why));
         gf_reply_header(q->header, h->version, GF_MSG_ERROR, 0, h->frame_id, h->pipeline_id,
                         GF_ERR_BAD_REGION, q->body_bytes);
         c->srv->stats.rejected[GF_ERR_BAD_REGION]++;

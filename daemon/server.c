@@ -150,10 +150,7 @@ static void server_fatal(gf_server *srv, const char *fmt, ...) {
 
 /* The watchdog's period for `cfg`, shorter while receivers contend. */
 static uint64_t watchdog_period_ms(const gf_server *srv, const gf_config *cfg) {
-    gf_deadline_limits lim = {.request_timeout_ms = cfg->request_timeout_ms,
-                              .receive_stall_ms = cfg->receive_stall_ms,
-                              .write_timeout_ms = cfg->write_timeout_ms,
-                              .idle_timeout_ms = cfg->idle_timeout_ms};
+    gf_deadline_limits lim = gf_server_deadline_limits(cfg);
     return gf_deadline_period_ms(&lim, cfg->frame_timeout_ms,
                                  gf_sched_receive_contended(&srv->sched));
 }

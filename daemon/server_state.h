@@ -33,6 +33,7 @@
 
 #include "completion.h"
 #include "config.h"
+#include "deadline.h"
 #include "defer.h"
 #include "engine.h"
 #include "list.h"
@@ -96,6 +97,14 @@ struct gf_server {
     unsigned failed : 1;         /* fatal engine failure or drain timeout        */
     unsigned handles_closed : 1; /* the drain ended: every handle is closing     */
 };
+
+/* The connection deadlines `cfg` sets (deadline.h). */
+static inline gf_deadline_limits gf_server_deadline_limits(const gf_config *cfg) {
+    return (gf_deadline_limits){.request_timeout_ms = cfg->request_timeout_ms,
+                                .receive_stall_ms = cfg->receive_stall_ms,
+                                .write_timeout_ms = cfg->write_timeout_ms,
+                                .idle_timeout_ms = cfg->idle_timeout_ms};
+}
 
 /* Marks `it` to run after the current event (defer.h). */
 static inline void gf_server_defer(gf_server *srv, gf_defer_item *it) {
