@@ -13,9 +13,10 @@
 #      GF_CONFIG_DIR        where gpuframed.json goes, or "" to choose by prefix
 #      GF_DOC_COMPRESSED    whether the packager compresses the documentation
 # Out: GF_INSTALL_FULL_BINDIR, GF_INSTALL_FULL_LIBDIR, GF_INSTALL_FULL_INCLUDEDIR,
-#      GF_INSTALL_FULL_PLUGINDIR, GF_DOC_DIR, GF_DOC_README (README.md's name
-#      there), GF_INSTALL_CONFIG_DIR, GF_INSTALL_FULL_CONFIG, GF_PC_LIBS_RPATH
-#      (gpuframe.pc's run path flag, or empty)
+#      GF_INSTALL_FULL_PLUGINDIR, GF_DOC_DIR, GF_DOC_SUFFIX (".gz" when the
+#      documentation is compressed, else empty: README.md's name there is
+#      README.md${GF_DOC_SUFFIX}), GF_INSTALL_CONFIG_DIR, GF_INSTALL_FULL_CONFIG,
+#      GF_PC_LIBS_RPATH (gpuframe.pc's run path flag, or empty)
 foreach(gf_dir BINDIR LIBDIR INCLUDEDIR DOCDIR MANDIR PLUGINDIR)
   if(IS_ABSOLUTE "${GF_REL_${gf_dir}}")
     set(gf_full "${GF_REL_${gf_dir}}")
@@ -27,10 +28,9 @@ foreach(gf_dir BINDIR LIBDIR INCLUDEDIR DOCDIR MANDIR PLUGINDIR)
   set(GF_INSTALL_FULL_${gf_dir} "${gf_full}")
 endforeach()
 set(GF_DOC_DIR "${GF_INSTALL_FULL_DOCDIR}")
+set(GF_DOC_SUFFIX "")
 if(GF_DOC_COMPRESSED)
-  set(GF_DOC_README "README.md.gz")
-else()
-  set(GF_DOC_README "README.md")
+  set(GF_DOC_SUFFIX ".gz")
 endif()
 # A system-wide prefix: /usr, as the Debian package has it, or /usr/local.
 set(gf_system_prefix OFF)
