@@ -7,7 +7,7 @@
 # so that every file written names where the files really went.
 #
 # In:  GF_PREFIX            the install prefix
-#      GF_REL_BINDIR, GF_REL_LIBDIR, GF_REL_INCLUDEDIR, GF_REL_DOCDIR, GF_REL_MANDIR
+#      GF_REL_BINDIR, GF_REL_LIBDIR, GF_REL_INCLUDEDIR, GF_REL_DOCDIR
 #                           GNUInstallDirs' directories (relative, or absolute)
 #      GF_REL_PLUGINDIR     the repository's plugins and their weights
 #      GF_CONFIG_DIR        where gpuframed.json goes, or "" to choose by prefix
@@ -17,7 +17,7 @@
 #      documentation is compressed, else empty: README.md's name there is
 #      README.md${GF_DOC_SUFFIX}), GF_INSTALL_CONFIG_DIR, GF_INSTALL_FULL_CONFIG,
 #      GF_PC_LIBS_RPATH (gpuframe.pc's run path flag, or empty)
-foreach(gf_dir BINDIR LIBDIR INCLUDEDIR DOCDIR MANDIR PLUGINDIR)
+foreach(gf_dir BINDIR LIBDIR INCLUDEDIR DOCDIR PLUGINDIR)
   if(IS_ABSOLUTE "${GF_REL_${gf_dir}}")
     set(gf_full "${GF_REL_${gf_dir}}")
   elseif(GF_PREFIX STREQUAL "/")
