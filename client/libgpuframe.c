@@ -998,7 +998,6 @@ struct gf_client_shm {
     gf_client_region region; /* the memfd, mapped here and added to the daemon */
     uint32_t count;          /* entries                                         */
     size_t in_capacity;      /* bytes an entry's input may have                 */
-    size_t out_capacity;     /* bytes an entry's output may have                */
     uint64_t in_stride;      /* entry i's input at i * in_stride                */
     uint64_t out_stride;     /* its output at count * in_stride + i * out_stride */
 };
@@ -1032,7 +1031,6 @@ int gf_client_shm_open(gf_client *c, uint32_t count, size_t in_capacity, size_t 
     }
     s->count = count;
     s->in_capacity = in_capacity;
-    s->out_capacity = out_capacity;
     s->in_stride = in_stride;
     s->out_stride = out_stride;
     *out = s;
