@@ -45,6 +45,12 @@ int gf_doc_is_uint(const cJSON *v) {
            v->valuedouble == floor(v->valuedouble);
 }
 
+int gf_doc_engine_is_cpu(const cJSON *stats) {
+    const char *engine = gf_doc_str(stats, "engine");
+
+    return engine != NULL && strcmp(engine, "cpu") == 0;
+}
+
 const char *gf_doc_pipeline_name(const cJSON *list, uint64_t id) {
     const cJSON *p;
 

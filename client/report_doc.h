@@ -25,6 +25,10 @@ const char *gf_doc_str(const cJSON *o, const char *path);
 /* Nonzero when `v` is a number holding a whole value in [0, 2^63). */
 int gf_doc_is_uint(const cJSON *v);
 
+/* Nonzero when STATS document `stats` is a daemon's on the CPU engine,
+ * whose "gpu" object describes no GPU and which makes no host-device copies. */
+int gf_doc_engine_is_cpu(const cJSON *stats);
+
 /* The name of pipeline `id` in LIST document `list` (NULL is fine), or NULL. */
 const char *gf_doc_pipeline_name(const cJSON *list, uint64_t id);
 

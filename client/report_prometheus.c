@@ -208,10 +208,9 @@ static int prom_latency(struct prom *p, const cJSON *st, char *err, size_t err_l
 static void prom_gpu(struct prom *p, const cJSON *st) {
     static const char *const stages[] = {"h2d", "kernel", "d2h"};
     const cJSON *gpu = gf_doc_get(st, "gpu");
-    const char *engine = gf_doc_str(st, "engine");
     char key[32];
 
-    if (!cJSON_IsObject(gpu) || (engine != NULL && strcmp(engine, "cpu") == 0))
+    if (!cJSON_IsObject(gpu) || gf_doc_engine_is_cpu(st))
         return;
     prom_single(p, gpu, "window_ns", "gpuframe_gpu_window_seconds", "gauge",
                 "Length of the window the GPU busy fractions cover.", (double)NS_PER_S);

@@ -245,17 +245,11 @@ static int phase_width(size_t i) {
     return w > PHASE_COLUMN_MIN_WIDTH ? w : PHASE_COLUMN_MIN_WIDTH;
 }
 
-/* Nonzero for a daemon on the CPU engine: no GPU, no copies to report. */
-static int engine_is_cpu(const cJSON *st) {
-    const char *engine = gf_doc_str(st, "engine");
-    return engine != NULL && strcmp(engine, "cpu") == 0;
-}
-
 static void table_pipelines(FILE *out, const cJSON *st) {
     const cJSON *pipelines = gf_doc_get(st, "pipelines"), *p;
     char a[CELL_BYTES];
     int name_w = (int)strlen("pipeline");
-    int cpu = engine_is_cpu(st);
+    int cpu = gf_doc_engine_is_cpu(st);
 
     if (!cJSON_IsArray(pipelines) || cJSON_GetArraySize(pipelines) == 0)
         return;
@@ -294,7 +288,7 @@ static void table_gpu_loop(FILE *out, const cJSON *st) {
     const cJSON *gpu = gf_doc_get(st, "gpu");
 
     fputc('\n', out);
-    if (engine_is_cpu(st)) {
+    if (gf_doc_engine_is_cpu(st)) {
         /* The CPU engine has no GPU to be busy and makes no copies. */
     } else if (cJSON_IsObject(gpu)) {
         fprintf(out,
