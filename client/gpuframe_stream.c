@@ -286,8 +286,7 @@ static void plan_frame_size(gf_stream_run *r, gf_stream_opts *o) {
     }
     if (r->full_expect < 0 && o->verify && !o->quiet)
         fprintf(stderr, "gpuframe stream: --no-check: results of refused sizes are not verified\n");
-    if (r->full_expect > 0 && (uint64_t)r->full_expect > GF_CLIENT_DEFAULT_MAX_REPLY_BYTES)
-        (void)gf_client_set_max_reply_bytes(r->client, (uint64_t)r->full_expect);
+    gf_stream_fit_reply_cap(r);
 }
 
 /* Says what is about to be streamed, unless --quiet or --json. */

@@ -73,6 +73,11 @@ static void fill_synthetic(int input_f32, uint64_t seed, unsigned char *buf, siz
         buf[i] = (unsigned char)(rng_next(&state) >> 56);
 }
 
+void gf_stream_fit_reply_cap(gf_stream_run *r) {
+    if (r->full_expect > 0 && (uint64_t)r->full_expect > GF_CLIENT_DEFAULT_MAX_REPLY_BYTES)
+        (void)gf_client_set_max_reply_bytes(r->client, (uint64_t)r->full_expect);
+}
+
 void gf_stream_reference(gf_stream_run *r, const void *in, size_t n, void *out) {
     uint64_t lengths[GF_STAGES_MAX];
     char why[WHY_BYTES];
@@ -251,8 +256,7 @@ static int wants_shm(const gf_stream_run *r) {
 static void reconnect(gf_stream_run *r) {
     gf_client_close(r->client);
     r->client = gf_connect_or_die(&r->o->common);
-    if (r->full_expect > 0 && (uint64_t)r->full_expect > GF_CLIENT_DEFAULT_MAX_REPLY_BYTES)
-        (void)gf_client_set_max_reply_bytes(r->client, (uint64_t)r->full_expect);
+    gf_stream_fit_reply_cap(r);
 }
 
 /*

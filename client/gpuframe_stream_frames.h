@@ -14,6 +14,11 @@
  * exits on failure, since the command cannot run without its frames. */
 unsigned char *gf_alloc_frame(size_t bytes);
 
+/* Raises r->client's reply cap to fit a result of r->full_expect bytes
+ * where that is above libgpuframe's default; called for each connection the
+ * run opens. */
+void gf_stream_fit_reply_cap(gf_stream_run *r);
+
 /* The run's pipeline's C reference of `n` bytes at `in` into `out`, whose
  * length the pipeline accepted. */
 void gf_stream_reference(gf_stream_run *r, const void *in, size_t n, void *out);
