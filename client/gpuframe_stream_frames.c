@@ -86,7 +86,7 @@ void gf_stream_reference(gf_stream_run *r, const void *in, size_t n, void *out) 
 }
 
 /* Opens --input, checks its length against --size and sets `planned`. */
-static void open_input(gf_stream_run *r, const char *pname) {
+static void open_input(gf_stream_run *r) {
     const gf_stream_opts *o = r->o;
     struct stat st;
     char why[WHY_BYTES];
@@ -117,7 +117,7 @@ static void open_input(gf_stream_run *r, const char *pname) {
         fprintf(stderr,
                 "gpuframe: --input %s: its last chunk of %" PRIu64
                 " bytes cannot be a frame of pipeline '%s': %s\n",
-                o->input_path, tail, pname, why);
+                o->input_path, tail, r->pipeline->name, why);
         exit(EXIT_USAGE);
     }
     if (frames < r->planned)
@@ -304,7 +304,7 @@ int gf_stream_prepare(gf_stream_run *r) {
     const gf_stream_opts *o = r->o;
 
     if (o->input_path != NULL) {
-        open_input(r, r->pipeline->name);
+        open_input(r);
         r->in_bufs = calloc(o->window, sizeof *r->in_bufs);
         if (r->in_bufs == NULL) {
             fprintf(stderr, "gpuframe: out of memory\n");
