@@ -175,7 +175,6 @@ static int next_chunk(gf_stream_run *r, gf_frame_slot *s, unsigned char *entry) 
     size_t n = fread(*buf, 1, (size_t)o->size_bytes, r->in);
     if (n < o->size_bytes && ferror(r->in)) {
         fprintf(stderr, "gpuframe: --input %s: %s\n", o->input_path, strerror(errno));
-        r->input_error = 1;
         return -1;
     }
     if (n == 0)
@@ -191,7 +190,6 @@ static int next_chunk(gf_stream_run *r, gf_frame_slot *s, unsigned char *entry) 
                 "gpuframe: --input %s: its last chunk of %zu bytes cannot be a frame of "
                 "pipeline '%s': %s\n",
                 o->input_path, n, r->pipeline->name, why);
-        r->input_error = 1;
         return -1;
     }
     if (n < o->size_bytes)
