@@ -1158,30 +1158,15 @@ END_TEST
 
 /* ---- the socket path ------------------------------------------------------------ */
 
-/* Fills `sa` with the path `path` (asserted to fit). */
-static void unix_addr(struct sockaddr_un *sa, const char *path) {
-    size_t len = strlen(path);
-
-    ck_assert_uint_lt(len, sizeof sa->sun_path);
-    memset(sa, 0, sizeof *sa);
-    sa->sun_family = AF_UNIX;
-    memcpy(sa->sun_path, path, len + 1);
-}
-
 /* A socket file left by a daemon that died: nobody listens, so it is
  * replaced, and the daemon serves. */
 START_TEST(stale_socket_file_is_replaced) {
     gf_test_daemon d;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
     struct stat st;
     size_t count;
 
     prepare(&d, "2.0", "0.5", 2, 20000);
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    unix_addr(&sa, d.socket_path);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    close(fd); /* the file stays; nothing listens behind it */
+    close(gf_test_ck_unix_socket(d.socket_path, 0)); /* the file stays; nothing listens */
     ck_assert_int_eq(stat(d.socket_path, &st), 0);
     ck_assert(S_ISSOCK(st.st_mode));
 
@@ -1204,15 +1189,10 @@ END_TEST
  * why, exits 3 and leaves the other listener working. */
 START_TEST(live_socket_is_an_error) {
     gf_test_daemon d;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
     char err[ERR_BYTES];
 
     prepare(&d, "2.0", "0.5", 2, 20000);
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    unix_addr(&sa, d.socket_path);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    ck_assert_int_eq(listen(fd, 8), 0);
+    int fd = gf_test_ck_unix_socket(d.socket_path, 8);
 
     char *argv[GF_TEST_DAEMON_ARGC + 1];
     gf_test_daemon_argv(&d, argv);
