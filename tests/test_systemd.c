@@ -984,9 +984,7 @@ START_TEST(socket_mode_is_set_not_inherited) {
         ck_assert_int_eq(stat(d.socket_path, &st), 0);
         ck_assert_msg((st.st_mode & 0777) == cases[i].mode, "mode %04o, expected %04o",
                       (unsigned)(st.st_mode & 0777), cases[i].mode);
-        int status = 0;
-        ck_assert_int_eq(gf_test_daemon_stop(&d, &status), 0);
-        gf_test_daemon_cleanup(&d);
+        gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
     }
     umask(old);
     char dir[GF_TEST_DIR_MAX], bad[GF_TEST_PATH_MAX + 16];
