@@ -824,13 +824,7 @@ START_TEST(fatal_error_after_frames_answers_them_first) {
         int rc = gf_test_make_frame(p[i], bytes[i], &rng, &in[i], &ref[i], &ref_bytes[i], err,
                                     sizeof err);
         ck_assert_msg(rc == 0, "%s", err);
-        gf_header h = {.version = GF_PROTOCOL_VERSION,
-                       .type = GF_MSG_FRAME,
-                       .frame_id = 1 + i,
-                       .pipeline_id = p[i]->id,
-                       .payload_bytes = bytes[i]};
-        ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-        ck_assert_int_eq(gf_test_raw_send(fd, in[i], bytes[i]), 0);
+        gf_test_ck_raw_frame(fd, 1 + i, p[i]->id, bytes[i], in[i], bytes[i]);
     }
     unsigned char bad[GF_HEADER_BYTES];
     gf_header h = {.version = GF_PROTOCOL_VERSION,
@@ -969,13 +963,7 @@ START_TEST(pipelined_requests_beyond_loose_reply_limit) {
     } else {
         /* The connection still takes frames. */
         static const unsigned char data[5] = {1, 2, 3, 4, 5};
-        gf_header h = {.version = GF_PROTOCOL_VERSION,
-                       .type = GF_MSG_FRAME,
-                       .frame_id = 7,
-                       .pipeline_id = P_ECHO,
-                       .payload_bytes = sizeof data};
-        ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-        ck_assert_int_eq(gf_test_raw_send(fd, data, sizeof data), 0);
+        gf_test_ck_raw_frame(fd, 7, P_ECHO, sizeof data, data, sizeof data);
         gf_header rh;
         int rc = gf_test_raw_recv_reply(fd, &rh, payload, 1 << 16, QUICK_REPLY_TIMEOUT_MS, err,
                                         sizeof err);
@@ -1245,13 +1233,7 @@ static void half_close_roundtrip(uint32_t id, const size_t *sizes, unsigned coun
         ck_assert_msg(rc == 0, "%s", err);
         if (ref_bytes[i] > biggest)
             biggest = ref_bytes[i];
-        gf_header h = {.version = GF_PROTOCOL_VERSION,
-                       .type = GF_MSG_FRAME,
-                       .frame_id = 100 + i,
-                       .pipeline_id = id,
-                       .payload_bytes = sizes[i]};
-        ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-        ck_assert_int_eq(gf_test_raw_send(fd, in[i], sizes[i]), 0);
+        gf_test_ck_raw_frame(fd, 100 + i, id, sizes[i], in[i], sizes[i]);
     }
     ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
 
