@@ -31,6 +31,7 @@
 #include "libgpuframe.h"
 #include "runner.h"
 #include "testutil.h"
+#include "wire.h"
 
 /* Short deadlines, so that each case takes about a second. */
 #define REQUEST_TIMEOUT_MS 500
@@ -315,10 +316,7 @@ START_TEST(sigterm_answers_every_frame_and_cuts_stalls) {
     static unsigned char batch[FRAMES * (GF_HEADER_BYTES + BYTES)];
     for (unsigned i = 0; i < FRAMES; i++) {
         unsigned char *p = batch + i * (GF_HEADER_BYTES + BYTES);
-        gf_header h = {.version = GF_PROTOCOL_VERSION,
-                       .type = GF_MSG_FRAME,
-                       .frame_id = i,
-                       .payload_bytes = BYTES};
+        gf_header h = gf_test_header(GF_MSG_FRAME, i, 0, BYTES);
         gf_header_encode(&h, p);
         memset(p + GF_HEADER_BYTES, (int)i, BYTES);
     }
@@ -401,7 +399,7 @@ START_TEST(allow_rules_refuse_and_admit) {
             ck_assert_msg(strstr(text, "is not allowed to connect") != NULL, "%s", text);
             ck_assert_int_eq(gf_test_raw_expect_close(fd, 5000, NULL), 0);
         } else {
-            gf_header h = {.version = GF_PROTOCOL_VERSION, .type = GF_MSG_STATS, .frame_id = 1};
+            gf_header h = gf_test_header(GF_MSG_STATS, 1, 0, 0);
             char err[ERR_BYTES];
             static char doc[1 << 16];
             gf_header r;
@@ -445,7 +443,7 @@ START_TEST(unread_trace_flood_is_bounded) {
 
     static unsigned char reqs[TRACES * GF_HEADER_BYTES];
     for (unsigned i = 0; i < TRACES; i++) {
-        gf_header h = {.version = GF_PROTOCOL_VERSION, .type = GF_MSG_TRACE, .frame_id = i};
+        gf_header h = gf_test_header(GF_MSG_TRACE, i, 0, 0);
         gf_header_encode(&h, reqs + i * GF_HEADER_BYTES);
     }
     int fds[FLOODERS];
@@ -560,10 +558,7 @@ START_TEST(sigterm_answers_a_waiting_pipeline) {
     int fd = raw_client();
     static unsigned char batch[FRAMES * (GF_HEADER_BYTES + BYTES)];
     for (unsigned i = 0; i < FRAMES; i++) {
-        gf_header h = {.version = GF_PROTOCOL_VERSION,
-                       .type = GF_MSG_FRAME,
-                       .frame_id = i,
-                       .payload_bytes = BYTES};
+        gf_header h = gf_test_header(GF_MSG_FRAME, i, 0, BYTES);
         gf_header_encode(&h, batch + i * (GF_HEADER_BYTES + BYTES));
     }
     ck_assert_int_eq(gf_test_raw_send(fd, batch, sizeof batch), 0);

@@ -48,6 +48,7 @@
 #include "config.h"
 #include "runner.h"
 #include "testutil.h"
+#include "wire.h"
 
 #define MIB (1024u * 1024u)
 /* The test config's max_frame_bytes: 4 MiB keeps slot memory small. */
@@ -500,11 +501,7 @@ START_TEST(split_writes_reassembled) {
         int rc = gf_test_make_frame(p, frames[i].bytes, &rng, &in[i], &ref[i], &ref_bytes[i], err,
                                     sizeof err);
         ck_assert_msg(rc == 0, "%s", err);
-        gf_header h = {.version = GF_PROTOCOL_VERSION,
-                       .type = GF_MSG_FRAME,
-                       .frame_id = frames[i].frame_id,
-                       .pipeline_id = p->id,
-                       .payload_bytes = frames[i].bytes};
+        gf_header h = gf_test_header(GF_MSG_FRAME, frames[i].frame_id, p->id, frames[i].bytes);
         gf_header_encode(&h, wire + off);
         memcpy(wire + off + GF_HEADER_BYTES, in[i], frames[i].bytes);
         off += GF_HEADER_BYTES + frames[i].bytes;
@@ -601,11 +598,7 @@ START_TEST(too_large_refused_from_header) {
     gf_client *s = connect_client();
     cJSON *before = gf_test_ck_stats(s);
     int fd = raw_connect();
-    gf_header h = {.version = GF_PROTOCOL_VERSION,
-                   .type = GF_MSG_FRAME,
-                   .frame_id = 77,
-                   .pipeline_id = P_ECHO,
-                   .payload_bytes = announced};
+    gf_header h = gf_test_header(GF_MSG_FRAME, 77, P_ECHO, announced);
 
     /* The header alone: the ERROR must come without a single payload byte. */
     ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
@@ -667,11 +660,7 @@ START_TEST(bad_header_is_fatal_to_its_connection_only) {
 
     stream(before_conn, P_AFFINE, 4096, 4, 4, 1);
 
-    gf_header h = {.version = GF_PROTOCOL_VERSION,
-                   .type = GF_MSG_FRAME,
-                   .frame_id = 4242,
-                   .pipeline_id = P_ECHO,
-                   .payload_bytes = 16};
+    gf_header h = gf_test_header(GF_MSG_FRAME, 4242, P_ECHO, 16);
     if (bh->status == GF_ERR_BAD_VERSION)
         h.version = GF_PROTOCOL_VERSION_MAX + 1;
     if (bh->status == GF_ERR_BAD_TYPE)
@@ -827,11 +816,8 @@ START_TEST(fatal_error_after_frames_answers_them_first) {
         gf_test_ck_raw_frame(fd, 1 + i, p[i]->id, bytes[i], in[i], bytes[i]);
     }
     unsigned char bad[GF_HEADER_BYTES];
-    gf_header h = {.version = GF_PROTOCOL_VERSION,
-                   .type = GF_MSG_FRAME,
-                   .frame_id = 3,
-                   .pipeline_id = P_ECHO,
-                   .payload_bytes = status == GF_ERR_TOO_LARGE ? MAX_FRAME_BYTES + 1ull : 8};
+    gf_header h = gf_test_header(GF_MSG_FRAME, 3, P_ECHO,
+                                 status == GF_ERR_TOO_LARGE ? MAX_FRAME_BYTES + 1ull : 8);
     gf_header_encode(&h, bad);
     if (status == GF_ERR_BAD_MAGIC)
         memcpy(bad, "XFRM", 4);
@@ -878,8 +864,7 @@ START_TEST(request_with_payload_is_refused_and_closed) {
     uint8_t type = request_types[_i];
     char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1];
     unsigned char buf[GF_HEADER_BYTES + 8];
-    gf_header h = {
-        .version = GF_PROTOCOL_VERSION, .type = type, .frame_id = 12, .payload_bytes = 8};
+    gf_header h = gf_test_header(type, 12, 0, 8);
     int fd = raw_connect();
 
     gf_header_encode(&h, buf);
@@ -933,10 +918,8 @@ START_TEST(pipelined_requests_beyond_loose_reply_limit) {
     ck_assert_ptr_nonnull(buf);
     ck_assert_ptr_nonnull(payload);
     for (unsigned i = 0; i < LOOSE_REQUEST_COUNT; i++) {
-        gf_header h = {.version = GF_PROTOCOL_VERSION,
-                       .type = lc->type,
-                       .frame_id = 1000 + i,
-                       .pipeline_id = lc->type == GF_MSG_FRAME ? UNKNOWN_PIPELINE_ID : 0};
+        gf_header h = gf_test_header(lc->type, 1000 + i,
+                                     lc->type == GF_MSG_FRAME ? UNKNOWN_PIPELINE_ID : 0, 0);
         gf_header_encode(&h, buf + (size_t)i * GF_HEADER_BYTES);
     }
     ck_assert_int_eq(gf_test_raw_send(fd, buf, (size_t)LOOSE_REQUEST_COUNT * GF_HEADER_BYTES), 0);
@@ -1173,11 +1156,7 @@ START_TEST(disconnect_mid_frame) {
     ck_assert_ptr_nonnull(buf);
     for (size_t i = 0; i < len; i++)
         buf[i] = (unsigned char)(i * 131u + 7u);
-    gf_header h = {.version = GF_PROTOCOL_VERSION,
-                   .type = GF_MSG_FRAME,
-                   .frame_id = 1,
-                   .pipeline_id = t->pipeline,
-                   .payload_bytes = t->announced};
+    gf_header h = gf_test_header(GF_MSG_FRAME, 1, t->pipeline, t->announced);
     unsigned char hdr[GF_HEADER_BYTES];
     gf_header_encode(&h, hdr);
     memcpy(buf, hdr, len < GF_HEADER_BYTES ? len : GF_HEADER_BYTES);

@@ -13,6 +13,7 @@
 
 #include "runner.h"
 #include "scheduler.h"
+#include "wire.h"
 
 /* The reply header `bytes` as a client reads it. */
 static void decode(const uint8_t *bytes, gf_header *h) {
@@ -140,7 +141,7 @@ static void teardown(void) {
 
 /* A whole frame of FRAME_BYTES in `c`'s batch, as admission places it. */
 static gf_frame *add_frame(gf_sched_client *c, uint64_t frame_id) {
-    gf_header h = {.version = GF_PROTOCOL_VERSION, .type = GF_MSG_FRAME, .frame_id = frame_id};
+    gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, 0, FRAME_BYTES);
     uint64_t stage_bytes[GF_STAGES_MAX] = {FRAME_BYTES};
     ck_assert_ptr_nonnull(c->batch);
     gf_frame *f = gf_slot_add(c->batch, &echo, &h, FRAME_BYTES, stage_bytes, 0);

@@ -17,6 +17,7 @@
 #include "libgpuframe.h"
 #include "runner.h"
 #include "testutil.h"
+#include "wire.h"
 
 #define REPLY_TIMEOUT_MS 30000
 /* Per-test limit of Check. */
@@ -267,11 +268,7 @@ START_TEST(small_frames_share_a_slot) {
         ck_assert_msg(gf_test_make_frame(&pipelines[p], bytes, &rng, &in[i], &ref[i], &ref_bytes[i],
                                          err, sizeof err) == 0,
                       "%s", err);
-        gf_header h = {.version = GF_PROTOCOL_VERSION,
-                       .type = GF_MSG_FRAME,
-                       .frame_id = 500 + i,
-                       .pipeline_id = p,
-                       .payload_bytes = bytes};
+        gf_header h = gf_test_header(GF_MSG_FRAME, 500 + i, p, bytes);
         ck_assert_uint_le(len + GF_HEADER_BYTES + bytes, 16384);
         gf_header_encode(&h, wire + len);
         memcpy(wire + len + GF_HEADER_BYTES, in[i], bytes);
@@ -319,8 +316,7 @@ START_TEST(trace_reply_echoes_pipeline_id) {
     start(config_json);
     int fd = gf_test_raw_connect(daemon_.socket_path);
     ck_assert_int_ge(fd, 0);
-    gf_header h = {
-        .version = GF_PROTOCOL_VERSION, .type = GF_MSG_TRACE, .frame_id = 77, .pipeline_id = 5};
+    gf_header h = gf_test_header(GF_MSG_TRACE, 77, 5, 0);
     ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
     static char doc[1 << 20];
     char err[256];
