@@ -602,18 +602,18 @@ START_TEST(bad_fds_are_refused_and_closed) {
     /* Fatal: an fd with a LIST, two fds at once, an fd inside a payload. */
     fd = make_memfd(4096, F_SEAL_SHRINK);
     gf_header list_h = gf_test_header(GF_MSG_LIST, 3, 0, 0);
-    int sock = gf_test_raw_connect(daemon_.socket_path);
+    int sock = gf_test_ck_raw_connect(daemon_.socket_path);
     raw_send_fds(sock, &list_h, fd, 1);
     expect_stray(sock, "came with a list request");
     gf_header add_h = {.version = GF_PROTOCOL_VERSION_SHM, .type = GF_MSG_REGION_ADD};
-    sock = gf_test_raw_connect(daemon_.socket_path);
+    sock = gf_test_ck_raw_connect(daemon_.socket_path);
     raw_send_fds(sock, &add_h, fd, 2);
     expect_stray(sock, "several file descriptors");
-    sock = gf_test_raw_connect(daemon_.socket_path);
+    sock = gf_test_ck_raw_connect(daemon_.socket_path);
     raw_send_fds(sock, &add_h, fd, 4);
     expect_stray(sock, "several file descriptors");
     gf_header frame_h = gf_test_header(GF_MSG_FRAME, 5, 0, 100000);
-    sock = gf_test_raw_connect(daemon_.socket_path);
+    sock = gf_test_ck_raw_connect(daemon_.socket_path);
     ck_assert_int_eq(gf_test_raw_send_header(sock, &frame_h), 0);
     gf_header junk = {.version = 1}; /* 32 payload bytes, carrying the fd */
     raw_send_fds(sock, &junk, fd, 1);

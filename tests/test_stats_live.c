@@ -274,8 +274,7 @@ START_TEST(small_frames_share_a_slot) {
         memcpy(wire + len + GF_HEADER_BYTES, in[i], bytes);
         len += GF_HEADER_BYTES + bytes;
     }
-    int fd = gf_test_raw_connect(daemon_.socket_path);
-    ck_assert_int_ge(fd, 0);
+    int fd = gf_test_ck_raw_connect(daemon_.socket_path);
     ck_assert_int_eq(gf_test_raw_send(fd, wire, len), 0);
     uint8_t got[1024];
     for (unsigned i = 0; i < N; i++) {
@@ -314,8 +313,7 @@ END_TEST
  * although there pipeline_id is a frame count (PROTOCOL.md). */
 START_TEST(trace_reply_echoes_pipeline_id) {
     start(config_json);
-    int fd = gf_test_raw_connect(daemon_.socket_path);
-    ck_assert_int_ge(fd, 0);
+    int fd = gf_test_ck_raw_connect(daemon_.socket_path);
     gf_header h = gf_test_header(GF_MSG_TRACE, 77, 5, 0);
     ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
     static char doc[1 << 20];
