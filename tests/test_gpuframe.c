@@ -564,9 +564,7 @@ START_TEST(ctrl_c_prints_what_completed_and_exits_130) {
     ck_assert_uint_eq(sent, frames);
     ck_assert_msg(frames >= 1 && frames < 100000, "%s", text);
     /* Every frame sent was answered: the daemon has none left. */
-    gf_client *c = gf_test_ck_connect(d.socket_path);
-    ck_assert_uint_eq(gf_test_ck_stat(c, "frames.answered"), frames);
-    gf_client_close(c);
+    ck_assert_uint_eq(stat_of(&d, "frames.answered"), frames);
     free(text);
     gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
 }
