@@ -427,18 +427,7 @@ START_TEST(unread_trace_flood_is_bounded) {
     gf_test_ck_stream_id(c, 0, 64, 1024, 16);
     uint64_t rss0 = daemon_rss_kb();
 
-    static unsigned char reqs[TRACES * GF_HEADER_BYTES];
-    for (unsigned i = 0; i < TRACES; i++) {
-        gf_header h = gf_test_header(GF_MSG_TRACE, i, 0, 0);
-        gf_header_encode(&h, reqs + i * GF_HEADER_BYTES);
-    }
-    int fds[FLOODERS];
-    for (int i = 0; i < FLOODERS; i++) {
-        fds[i] = raw_client();
-        int small = 4096;
-        setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-        ck_assert_int_eq(gf_test_raw_send(fds[i], reqs, sizeof reqs), 0);
-    }
+    int *fds = gf_test_ck_flood_unread(daemon_.socket_path, FLOODERS, TRACES, GF_MSG_TRACE);
     gf_test_sleep_ms(300); /* let the daemon build what it will */
 
     /* Another client is answered promptly meanwhile. */
@@ -463,8 +452,7 @@ START_TEST(unread_trace_flood_is_bounded) {
     uint64_t rss_bound_kb = 48 * 1024 * scale;
     ck_assert_msg(grown_kb < rss_bound_kb, "RSS grew by %" PRIu64 " kB (bound %" PRIu64 " kB)",
                   grown_kb, rss_bound_kb);
-    for (int i = 0; i < FLOODERS; i++)
-        close(fds[i]);
+    gf_test_flood_close(fds, FLOODERS);
     gf_client_close(c);
     stop();
 }

@@ -374,35 +374,6 @@ END_TEST
 
 /* ---- replies nobody reads ----------------------------------------------------------------- */
 
-/* Connections that each send `requests` requests of `type` and never read;
- * returns their fds (malloc'd), the receive buffers made small so that the
- * kernel holds few replies for them. */
-static int *flood_unread(unsigned connections, unsigned requests, uint8_t type) {
-    int *fds = calloc(connections, sizeof *fds);
-    unsigned char *reqs = malloc((size_t)requests * GF_HEADER_BYTES);
-    ck_assert_ptr_nonnull(fds);
-    ck_assert_ptr_nonnull(reqs);
-    for (unsigned i = 0; i < requests; i++) {
-        gf_header h = gf_test_header(type, i, 0, 0);
-        gf_header_encode(&h, reqs + (size_t)i * GF_HEADER_BYTES);
-    }
-    for (unsigned i = 0; i < connections; i++) {
-        fds[i] = gf_test_ck_raw_connect(daemon_.socket_path);
-        int small = 4096;
-        setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    }
-    for (unsigned i = 0; i < connections; i++)
-        ck_assert_int_eq(gf_test_raw_send(fds[i], reqs, (size_t)requests * GF_HEADER_BYTES), 0);
-    free(reqs);
-    return fds;
-}
-
-static void close_all(int *fds, unsigned n) {
-    for (unsigned i = 0; i < n; i++)
-        close(fds[i]);
-    free(fds);
-}
-
 /* One LIST on `c`, checked to name `pipelines` pipelines; its time in ms. */
 static uint64_t list_ms(gf_client *c, size_t pipelines, int timeout_ms) {
     char *json = NULL, err[ERR_BYTES];
@@ -462,7 +433,8 @@ START_TEST(unread_traces_of_many_connections_are_bounded) {
     gf_test_ck_stream_id(c, 0, 64, TRACE_FRAMES, 16);
     uint64_t rss0 = gf_test_ck_daemon_status_kb(&daemon_, "VmRSS:");
 
-    int *fds = flood_unread(TRACE_FLOODERS, TRACE_REQUESTS, GF_MSG_TRACE);
+    int *fds =
+        gf_test_ck_flood_unread(daemon_.socket_path, TRACE_FLOODERS, TRACE_REQUESTS, GF_MSG_TRACE);
     /* The daemon builds what it will meanwhile: watched for a second at
      * least, and until it has answered no TRACE for a while; the largest
      * RSS counts. */
@@ -495,7 +467,7 @@ START_TEST(unread_traces_of_many_connections_are_bounded) {
     printf("unread TRACE: RSS +%" PRIu64 " kB (bound %" PRIu64 " kB), LIST %" PRIu64 " ms, %" PRIu64
            " TRACEs answered\n",
            grown_kb, bound_kb, list_worst, traces);
-    close_all(fds, TRACE_FLOODERS);
+    gf_test_flood_close(fds, TRACE_FLOODERS);
     gf_client_close(c);
     gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
 }
@@ -518,7 +490,8 @@ START_TEST(stats_flood_does_not_delay_others) {
                             g_engine);
     gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     (void)list_ms(c, 1, GF_TEST_REPLY_TIMEOUT_MS);
-    int *fds = flood_unread(STATS_FLOODERS, STATS_REQUESTS, GF_MSG_STATS);
+    int *fds =
+        gf_test_ck_flood_unread(daemon_.socket_path, STATS_FLOODERS, STATS_REQUESTS, GF_MSG_STATS);
     uint64_t worst = 0, bound = gf_test_latency_bound_ms(LIST_BOUND_MS);
     int worst_at = -1, lists = 0;
     for (uint64_t until = gf_now_ms() + LIST_WATCH_MS; gf_now_ms() < until; lists++) {
@@ -534,7 +507,7 @@ START_TEST(stats_flood_does_not_delay_others) {
                   "STATS; bound %" PRIu64 " ms",
                   worst, worst_at + 1, lists, STATS_FLOODERS, STATS_REQUESTS, bound);
     printf("STATS flood: LIST %" PRIu64 " ms at worst (bound %" PRIu64 " ms)\n", worst, bound);
-    close_all(fds, STATS_FLOODERS);
+    gf_test_flood_close(fds, STATS_FLOODERS);
     gf_client_close(c);
     gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
 }

@@ -1389,6 +1389,34 @@ void gf_test_ck_raw_frame(int fd, uint64_t frame_id, uint32_t pipeline_id, uint6
     free(zeros);
 }
 
+int *gf_test_ck_flood_unread(const char *socket_path, unsigned connections, unsigned requests,
+                             uint8_t type) {
+    int *fds = calloc(connections, sizeof *fds);
+    unsigned char *reqs = malloc((size_t)requests * GF_HEADER_BYTES);
+    int small = GF_TEST_FLOOD_RCVBUF_BYTES;
+
+    ck_assert_ptr_nonnull(fds);
+    ck_assert_ptr_nonnull(reqs);
+    for (unsigned i = 0; i < requests; i++) {
+        gf_header h = gf_test_header(type, i, 0, 0);
+        gf_header_encode(&h, reqs + (size_t)i * GF_HEADER_BYTES);
+    }
+    for (unsigned i = 0; i < connections; i++) {
+        fds[i] = gf_test_ck_raw_connect(socket_path);
+        setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    }
+    for (unsigned i = 0; i < connections; i++)
+        ck_assert_int_eq(gf_test_raw_send(fds[i], reqs, (size_t)requests * GF_HEADER_BYTES), 0);
+    free(reqs);
+    return fds;
+}
+
+void gf_test_flood_close(int *fds, unsigned connections) {
+    for (unsigned i = 0; i < connections; i++)
+        close(fds[i]);
+    free(fds);
+}
+
 gf_header gf_test_ck_raw_error(int fd, uint32_t status, const char *words, int timeout_ms,
                                enum gf_test_after_error after) {
     char err[GF_TEST_ERR_MAX], text[GF_ERROR_TEXT_MAX_BYTES + 1];

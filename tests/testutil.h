@@ -40,6 +40,8 @@
 #define GF_TEST_REPLY_TIMEOUT_MS 30000
 /* Room for an error message of the helpers. */
 #define GF_TEST_ERR_MAX 1024
+/* The receive buffer of gf_test_ck_flood_unread's connections. */
+#define GF_TEST_FLOOD_RCVBUF_BYTES 4096
 
 /* One daemon process started by gf_test_daemon_start. */
 typedef struct gf_test_daemon {
@@ -501,6 +503,19 @@ void gf_test_ck_stream_id(gf_client *c, uint32_t pipeline_id, size_t frame_bytes
  */
 void gf_test_ck_raw_frame(int fd, uint64_t frame_id, uint32_t pipeline_id, uint64_t payload_bytes,
                           const void *payload, size_t sent_bytes);
+
+/*
+ * `connections` raw connections to `socket_path`, each with a receive buffer
+ * of GF_TEST_FLOOD_RCVBUF_BYTES (so that the kernel holds few replies for
+ * it), then on each `requests` requests of `type` (frame ids 0, 1, ...,
+ * pipeline 0, no payload), never read.  Returns their fds, malloc'd, for
+ * gf_test_flood_close.
+ */
+int *gf_test_ck_flood_unread(const char *socket_path, unsigned connections, unsigned requests,
+                             uint8_t type);
+
+/* Closes the `connections` fds of gf_test_ck_flood_unread and frees them. */
+void gf_test_flood_close(int *fds, unsigned connections);
 
 /* What follows an ERROR that gf_test_ck_raw_error expects. */
 enum gf_test_after_error {
