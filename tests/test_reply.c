@@ -11,12 +11,7 @@
 #include "reply.h"
 #include "runner.h"
 #include "slots.h"
-
-/* The reply header `bytes` as a client reads it. */
-static void decode(const uint8_t *bytes, gf_header *h) {
-    ck_assert_int_eq(gf_header_parse(bytes, GF_HEADER_BYTES, GF_ROLE_CLIENT, UINT64_MAX, h),
-                     GF_HEADER_BYTES);
-}
+#include "wire.h"
 
 static uint64_t total_loose, since_trim;
 static gf_reply_queue q;
@@ -66,7 +61,7 @@ static size_t flatten(const struct iovec *iov, unsigned n, uint8_t *out) {
 /* The frame id of the reply header at `bytes`. */
 static uint64_t frame_id_at(const uint8_t *bytes) {
     gf_header h;
-    decode(bytes, &h);
+    gf_test_ck_reply_header(bytes, &h);
     return h.frame_id;
 }
 
@@ -75,7 +70,7 @@ START_TEST(headers_answer_in_the_requests_version) {
     gf_header h;
     gf_reply_header(b, GF_PROTOCOL_VERSION_MAX, GF_MSG_RESULT, GF_FLAG_SHM, 7, 3, GF_OK,
                     GF_SHM_RESULT_BYTES);
-    decode(b, &h);
+    gf_test_ck_reply_header(b, &h);
     ck_assert_uint_eq(h.version, GF_PROTOCOL_VERSION_MAX);
     ck_assert_uint_eq(h.flags, GF_FLAG_SHM);
     ck_assert_uint_eq(h.frame_id, 7);
@@ -83,7 +78,7 @@ START_TEST(headers_answer_in_the_requests_version) {
     ck_assert_uint_eq(h.payload_bytes, GF_SHM_RESULT_BYTES);
     /* A version the daemon does not speak is answered in version 1. */
     gf_reply_header(b, 99, GF_MSG_ERROR, 0, 7, 3, GF_ERR_BAD_VERSION, 0);
-    decode(b, &h);
+    gf_test_ck_reply_header(b, &h);
     ck_assert_uint_eq(h.version, GF_PROTOCOL_VERSION);
 }
 END_TEST

@@ -15,12 +15,6 @@
 #include "scheduler.h"
 #include "wire.h"
 
-/* The reply header `bytes` as a client reads it. */
-static void decode(const uint8_t *bytes, gf_header *h) {
-    ck_assert_int_eq(gf_header_parse(bytes, GF_HEADER_BYTES, GF_ROLE_CLIENT, UINT64_MAX, h),
-                     GF_HEADER_BYTES);
-}
-
 enum { SLOTS_MAX = 4, BUF_BYTES = 4096, CLIENTS = 8, FRAME_BYTES = 64 };
 
 /* ---- an engine and hooks that record ------------------------------------------- */
@@ -374,15 +368,15 @@ START_TEST(completion_makes_each_frame_reply_ready) {
     gf_header h;
     for (int i = 0; i < 3; i++) {
         ck_assert(f[i]->reply.ready && !f[i]->batched);
-        decode(f[i]->reply.header, &h);
+        gf_test_ck_reply_header(f[i]->reply.header, &h);
         ck_assert_uint_eq(h.frame_id, 10 + (uint64_t)i);
     }
-    decode(f[0]->reply.header, &h);
+    gf_test_ck_reply_header(f[0]->reply.header, &h);
     ck_assert_uint_eq(h.type, GF_MSG_RESULT);
     ck_assert_uint_eq(h.payload_bytes, FRAME_BYTES);
     ck_assert_ptr_eq(f[0]->reply.body, f[0]->out_host);
     ck_assert_uint_eq(f[0]->reply.body_bytes, FRAME_BYTES);
-    decode(f[1]->reply.header, &h);
+    gf_test_ck_reply_header(f[1]->reply.header, &h);
     ck_assert_uint_eq(h.type, GF_MSG_ERROR);
     ck_assert_uint_eq(h.status, GF_ERR_ENGINE);
     ck_assert_uint_eq(f[1]->reply.body_bytes, 0);
@@ -415,7 +409,7 @@ START_TEST(a_refused_submission_fails_every_frame_with_its_text) {
     for (int i = 0; i < 2; i++) {
         gf_header h;
         ck_assert(f[i]->reply.ready);
-        decode(f[i]->reply.header, &h);
+        gf_test_ck_reply_header(f[i]->reply.header, &h);
         ck_assert_uint_eq(h.type, GF_MSG_ERROR);
         ck_assert_uint_eq(h.status, GF_ERR_ENGINE);
         ck_assert_uint_eq(h.payload_bytes, f[i]->reply.body_bytes);

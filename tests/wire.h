@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A request header as a client writes it, for every suite that builds one:
- * test_protocol and test_request, which link nothing but the protocol code
- * and the request decoder, and testutil.c's raw sockets.  Header-only; it
- * needs protocol.h alone.
+ * A request header as a client writes it, and a reply header as a client
+ * reads it, for every suite that builds or reads one: the unit suites, which
+ * link nothing but the code they test and the runner, and testutil.c's raw
+ * sockets.  Header-only; it needs protocol.h and Check alone.
  */
 #ifndef GF_TEST_WIRE_H
 #define GF_TEST_WIRE_H
 
+#include <check.h>
 #include <stdint.h>
 
 #include "protocol.h"
@@ -25,6 +26,14 @@ static inline gf_header gf_test_header(uint8_t type, uint64_t frame_id, uint32_t
                    .status = GF_OK,
                    .payload_bytes = payload_bytes};
     return h;
+}
+
+/* Parses the reply header at `bytes` (GF_HEADER_BYTES of them) as a client
+ * does, any payload size allowed, into `*h`; fails the running test unless
+ * it is a valid header.  For a test's body, where Check may assert. */
+static inline void gf_test_ck_reply_header(const uint8_t *bytes, gf_header *h) {
+    ck_assert_int_eq(gf_header_parse(bytes, GF_HEADER_BYTES, GF_ROLE_CLIENT, UINT64_MAX, h),
+                     GF_HEADER_BYTES);
 }
 
 #endif
