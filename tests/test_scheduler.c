@@ -122,7 +122,6 @@ static void setup(unsigned slot_count) {
                             .receive_ready = on_receive_ready,
                             .submitted = on_submitted,
                             .contended = on_contended};
-    engine.slot_count = slot_count;
     ck_assert_int_eq(gf_sched_init(&sched, &engine, &stats, &cfg, &hooks), 0);
     for (int i = 0; i < CLIENTS; i++)
         gf_sched_client_init(&clients[i]);
