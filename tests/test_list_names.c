@@ -81,6 +81,7 @@ START_TEST(daemon_encoding_agrees_with_the_full_decoder) {
     char seen[SEEN_BYTES], want[SEEN_BYTES] = "", why[WHY_BYTES];
 
     ck_assert_int_eq(gf_pipelines_from_json(protocol_example, &p, &count, why, sizeof why), 0);
+    ck_assert_uint_eq(count, 4); /* else the comparison below proves nothing */
     cJSON *doc = gf_pipelines_to_json(p, count);
     char *json = cJSON_PrintUnformatted(doc);
     ck_assert_ptr_nonnull(json);
