@@ -48,7 +48,12 @@ extern "C" {
  * latency percentiles, each pipeline's mean time per phase in microseconds
  * (sum of ns / count; "-" where the count is 0), GPU busy and overlap
  * fractions (the section is left out when `gpu` is null) and event-loop
- * utilisation.  -EINVAL when `stats` is not an object.
+ * utilisation; then, for a sharded daemon (whose document has "shards" and
+ * "devices"), one line per shard (device, connections, slots busy, in
+ * flight, frames/s and loop utilisation over 1 s) and one per device (name,
+ * shards, frames/s), and the slots line names the slots per shard.  A
+ * document without them gives the table of a daemon before sharding.
+ * -EINVAL when `stats` is not an object.
  */
 int gf_report_stats_table(const cJSON *stats, FILE *out);
 

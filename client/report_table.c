@@ -165,8 +165,11 @@ static void table_identity(FILE *out, const cJSON *st) {
     }
     if (cJSON_IsObject(gf_doc_get(st, "slots"))) {
         char d[CELL_BYTES], e[CELL_BYTES];
-        fprintf(out, "%-13s%s (%s free, %s in flight), %s in + %s out each", "slots",
-                cell_count(gf_doc_num(st, "slots.count"), a),
+        fprintf(out, "%-13s%s (", "slots", cell_count(gf_doc_num(st, "slots.count"), a));
+        /* A sharded daemon's count is all shards' slots together. */
+        if (!isnan(gf_doc_num(st, "slots.per_shard")))
+            fprintf(out, "%s per shard; ", cell_count(gf_doc_num(st, "slots.per_shard"), a));
+        fprintf(out, "%s free, %s in flight), %s in + %s out each",
                 cell_count(gf_doc_num(st, "slots.free"), b),
                 cell_count(gf_doc_num(st, "slots.in_flight"), c),
                 cell_bytes(gf_doc_num(st, "slots.in_bytes"), d),
@@ -309,6 +312,87 @@ static void table_gpu_loop(FILE *out, const cJSON *st) {
                 cell_pct(gf_doc_num(st, "loop.utilisation_10s"), b));
 }
 
+/* A rate with one decimal, or "-". */
+static const char *cell_rate(double v, char *buf) {
+    if (isnan(v))
+        return "-";
+    snprintf(buf, CELL_BYTES, "%.1f", v);
+    return buf;
+}
+
+/* A device ordinal as the shards and devices sections show it: the number,
+ * "cpu" for null (the CPU engine), "-" when missing or malformed. */
+static const char *cell_device(const cJSON *v, char *buf) {
+    if (cJSON_IsNull(v))
+        return "cpu";
+    return gf_doc_is_uint(v) ? cell_count(v->valuedouble, buf) : "-";
+}
+
+/* Writes the shards of array `shards` that are numbers, comma-separated,
+ * into buf[len]; a list too long ends in "...". */
+static const char *shard_list(const cJSON *shards, char *buf, size_t len) {
+    const cJSON *k;
+    size_t used = 0;
+
+    buf[0] = '\0';
+    cJSON_ArrayForEach(k, shards) {
+        if (!gf_doc_is_uint(k))
+            continue;
+        int n = snprintf(buf + used, len - used, "%s%.0f", used > 0 ? "," : "", k->valuedouble);
+        if (n < 0 || (size_t)n >= len - used) {
+            snprintf(buf + (used < len - 4 ? used : len - 4), 4, "...");
+            break;
+        }
+        used += (size_t)n;
+    }
+    return buf[0] != '\0' ? buf : "-";
+}
+
+/* Room for the shard list of one device: 32 two-digit shards. */
+#define SHARD_LIST_BYTES 96
+
+/* The shards and the devices they run on, each on its own line; left out
+ * for a daemon whose document has no such arrays (before sharding). */
+static void table_shards(FILE *out, const cJSON *st) {
+    char a[CELL_BYTES], b[CELL_BYTES], c[CELL_BYTES], d[CELL_BYTES], e[CELL_BYTES];
+    char f[CELL_BYTES], g[CELL_BYTES], list[SHARD_LIST_BYTES];
+    const cJSON *shards = gf_doc_get(st, "shards"), *devices = gf_doc_get(st, "devices"), *o;
+    int name_w = (int)strlen("name"), list_w = (int)strlen("shards");
+
+    if (cJSON_IsArray(shards) && cJSON_GetArraySize(shards) > 0) {
+        fputs("\nshards: event loops, each with its own slots (rates over the last 1 s)\n", out);
+        fprintf(out, "%5s %6s %11s %10s %9s %10s %9s\n", "shard", "device", "connections",
+                "slots busy", "in flight", "frames/s", "loop busy");
+        cJSON_ArrayForEach(o, shards) {
+            fprintf(out, "%5s %6s %11s %10s %9s %10s %9s\n", cell_count(gf_doc_num(o, "shard"), a),
+                    cell_device(gf_doc_get(o, "device"), b),
+                    cell_count(gf_doc_num(o, "connections"), c),
+                    cell_count(gf_doc_num(o, "slots_busy"), d),
+                    cell_count(gf_doc_num(o, "in_flight"), e),
+                    cell_rate(gf_doc_num(o, "frames_per_s"), f),
+                    cell_pct(gf_doc_num(o, "loop_utilisation_1s"), g));
+        }
+    }
+    if (!cJSON_IsArray(devices) || cJSON_GetArraySize(devices) == 0)
+        return;
+    cJSON_ArrayForEach(o, devices) {
+        const char *name = gf_doc_str(o, "name");
+        int lw = (int)strlen(shard_list(gf_doc_get(o, "shards"), list, sizeof list));
+        if (name != NULL && (int)strlen(name) > name_w)
+            name_w = (int)strlen(name);
+        list_w = lw > list_w ? lw : list_w;
+    }
+    fprintf(out, "\n%6s %-*s %-*s %10s\n", "device", name_w, "name", list_w, "shards", "frames/s");
+    cJSON_ArrayForEach(o, devices) {
+        const char *name = gf_doc_str(o, "name") != NULL ? gf_doc_str(o, "name") : "?";
+        fprintf(out, "%6s ", cell_device(gf_doc_get(o, "index"), a));
+        gf_put_text(out, name, GF_ESC_TERMINAL);
+        fprintf(out, "%*s %-*s %10s\n", name_w - (int)strlen(name), "", list_w,
+                shard_list(gf_doc_get(o, "shards"), list, sizeof list),
+                cell_rate(gf_doc_num(o, "frames_per_s"), b));
+    }
+}
+
 int gf_report_stats_table(const cJSON *stats, FILE *out) {
     if (!cJSON_IsObject(stats))
         return -EINVAL;
@@ -317,5 +401,6 @@ int gf_report_stats_table(const cJSON *stats, FILE *out) {
     table_rates_latency(out, stats);
     table_pipelines(out, stats);
     table_gpu_loop(out, stats);
+    table_shards(out, stats);
     return ferror(out) ? -EIO : 0;
 }
