@@ -69,7 +69,15 @@ int gf_report_stats_table(const cJSON *stats, FILE *out);
  * rate is (the document's "rates" and loop.utilisation_* are left out:
  * rate() computes them from the counters).  A metric whose key is missing is
  * left out, and so is the whole GPU section when `gpu` is null or the engine
- * is "cpu".  -EINVAL when `stats` is not an object or its latency histogram
+ * is "cpu".  A sharded daemon's document adds gpuframe_shards, per-shard
+ * families labelled {shard,device} (gpuframe_shard_*: connections,
+ * slots_busy, in_flight, frames_answered_total, frames_failed_total,
+ * submissions_total, and loop_utilisation_ratio, a gauge over the daemon's
+ * last second since no counter gives it) and per-device families labelled
+ * {device} (gpuframe_device_info{name,pci_bus_id}, in_flight,
+ * frames_answered_total, pinned_bytes); `device` is the ordinal, "cpu" on the
+ * CPU engine.  They follow every other family, and a shard or device whose
+ * number is malformed or repeated is left out, never written twice.  -EINVAL when `stats` is not an object or its latency histogram
  * is malformed (err[err_len] says how).
  */
 int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t err_len);

@@ -352,6 +352,118 @@ static void prom_identity(struct prom *p, const cJSON *st) {
     prom_metrics(p, st, identity_gauges, COUNT_OF(identity_gauges));
 }
 
+/* A family with one sample per element of a STATS array ("shards",
+ * "devices"): the number at `key` in each element. */
+struct prom_member {
+    const char *key;  /* the member of each element             */
+    const char *name; /* the family's name                       */
+    const char *type; /* "gauge" or "counter"                    */
+    const char *help; /* its HELP text                           */
+};
+
+/* Each shard's own figures, labelled shard and device.  Its frames_per_s and
+ * bytes_in_per_s are left out like the document's other rates: rate() of
+ * gpuframe_shard_frames_answered_total gives them.  Its loop utilisation has
+ * no counter to take a rate of, so it is a gauge, like the GPU's busy
+ * fractions. */
+static const struct prom_member shard_members[] = {
+    {"connections", "gpuframe_shard_connections", "gauge",
+     "Client connections open now, by shard."},
+    {"slots_busy", "gpuframe_shard_slots_busy", "gauge",
+     "Frame slots holding a frame now, by shard."},
+    {"in_flight", "gpuframe_shard_in_flight", "gauge",
+     "Frame slots whose frame is on the engine now, by shard."},
+    {"frames_answered", "gpuframe_shard_frames_answered_total", "counter",
+     "Frames answered with a RESULT, by shard."},
+    {"frames_failed", "gpuframe_shard_frames_failed_total", "counter",
+     "Frames answered with an ERROR, by shard."},
+    {"submissions", "gpuframe_shard_submissions_total", "counter",
+     "Batches handed to the engine, by shard."},
+    {"loop_utilisation_1s", "gpuframe_shard_loop_utilisation_ratio", "gauge",
+     "Busy fraction of the shard's event loop over the daemon's last second."},
+};
+
+/* Each device's figures over the shards on it, labelled device.  Its
+ * frames_per_s and bytes_in_per_s are left out: rate() of the counter. */
+static const struct prom_member device_members[] = {
+    {"in_flight", "gpuframe_device_in_flight", "gauge",
+     "Frame slots whose frame is on the device now, over its shards."},
+    {"frames_answered", "gpuframe_device_frames_answered_total", "counter",
+     "Frames answered with a RESULT by the device's shards."},
+    {"pinned_bytes", "gpuframe_device_pinned_bytes", "gauge",
+     "Pinned host memory the device's shards hold."},
+};
+
+/* The `device` label of a shard or device whose ordinal is `v`: the number,
+ * "cpu" for null (the CPU engine), or NULL when it is malformed. */
+static const char *device_label(const cJSON *v, char *buf) {
+    if (cJSON_IsNull(v))
+        return "cpu";
+    if (!gf_doc_is_uint(v))
+        return NULL;
+    snprintf(buf, CELL_BYTES, "%.0f", v->valuedouble);
+    return buf;
+}
+
+/* Nonzero when element `e` of `arr` has a usable `key` (a whole number, or
+ * null where `null_ok`) that no element before it has: a document that names
+ * a shard or a device twice must not give a series twice, which would make a
+ * scraper refuse the whole file. */
+static int first_of_its_key(const cJSON *arr, const cJSON *e, const char *key, int null_ok) {
+    const cJSON *v = gf_doc_get(e, key), *o;
+
+    if (!gf_doc_is_uint(v) && !(null_ok && cJSON_IsNull(v)))
+        return 0;
+    cJSON_ArrayForEach(o, arr) {
+        if (o == e)
+            return 1;
+        const cJSON *w = gf_doc_get(o, key);
+        if (cJSON_IsNull(v) ? cJSON_IsNull(w)
+                            : gf_doc_is_uint(w) && w->valuedouble == v->valuedouble)
+            return 0;
+    }
+    return 1;
+}
+
+/* The shard count, then the families of `shards` and `devices`; each is left
+ * out when its array is (a daemon before sharding). */
+static void prom_shards(struct prom *p, const cJSON *st) {
+    const cJSON *shards = gf_doc_get(st, "shards"), *devices = gf_doc_get(st, "devices"), *o;
+    char shard[CELL_BYTES], dev[CELL_BYTES];
+
+    prom_single(p, st, "shard_count", "gpuframe_shards", "gauge",
+                "Shards: event loops, each on its own thread with its own slots.", 1.0);
+    for (size_t i = 0; cJSON_IsArray(shards) && i < COUNT_OF(shard_members); i++) {
+        prom_family(p, shard_members[i].name, shard_members[i].type, shard_members[i].help);
+        cJSON_ArrayForEach(o, shards) {
+            const char *device = device_label(gf_doc_get(o, "device"), dev);
+            if (!first_of_its_key(shards, o, "shard", 0) || device == NULL)
+                continue;
+            snprintf(shard, sizeof shard, "%.0f", gf_doc_num(o, "shard"));
+            prom_sample(p, "", gf_doc_num(o, shard_members[i].key), "shard", shard, "device",
+                        device, (const char *)NULL);
+        }
+    }
+    if (!cJSON_IsArray(devices))
+        return;
+    prom_family(p, "gpuframe_device_info", "gauge",
+                "Name and PCI bus id of each device the shards run on.");
+    cJSON_ArrayForEach(o, devices) {
+        const char *name = gf_doc_str(o, "name"), *bus = gf_doc_str(o, "pci_bus_id");
+        if (first_of_its_key(devices, o, "index", 1))
+            prom_sample(p, "", 1.0, "device", device_label(gf_doc_get(o, "index"), dev), "name",
+                        name ? name : "", "pci_bus_id", bus ? bus : "", (const char *)NULL);
+    }
+    for (size_t i = 0; i < COUNT_OF(device_members); i++) {
+        prom_family(p, device_members[i].name, device_members[i].type, device_members[i].help);
+        cJSON_ArrayForEach(o, devices) {
+            if (first_of_its_key(devices, o, "index", 1))
+                prom_sample(p, "", gf_doc_num(o, device_members[i].key), "device",
+                            device_label(gf_doc_get(o, "index"), dev), (const char *)NULL);
+        }
+    }
+}
+
 int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t err_len) {
     struct prom p = {.out = out};
     int rc;
@@ -383,5 +495,6 @@ int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t 
     prom_single(&p, stats, "loop.polling_ns", "gpuframe_loop_polling_seconds_total", "counter",
                 "Time the event loop was kept from sleeping to poll the GPU for completions.",
                 (double)NS_PER_S);
+    prom_shards(&p, stats);
     return ferror(out) ? -EIO : 0;
 }
