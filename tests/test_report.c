@@ -78,6 +78,31 @@ static const char stats_json[] =
     " \"loop\":{\"utilisation_1s\":0.12,\"utilisation_10s\":0.04,\"idle_ns\":987654321,"
     "   \"polling_ns\":20480000}}";
 
+/*
+ * What a daemon of two shards on two devices adds to stats_json (daemon/
+ * STATS.md): shard 0 on device 0 answered 3 frames and failed 1, shard 1 on
+ * device 1 answered 1; their sums are stats_json's totals (slots, frames,
+ * submissions, 1 s rate, pinned memory) and their loops' mean is its 12%.
+ */
+static const char shards_json[] =
+    "{\"shard_count\":2,"
+    " \"shards\":["
+    "  {\"shard\":0,\"device\":0,\"connections\":1,\"slots_busy\":1,\"in_flight\":1,"
+    "   \"frames_answered\":3,\"frames_failed\":1,\"submissions\":2,\"frames_per_s\":64.5,"
+    "   \"bytes_in_per_s\":262144.0,\"loop_utilisation_1s\":0.15,"
+    "   \"gpu\":{\"window_ns\":1000000000,\"frames\":97,\"h2d_busy\":0.21,\"kernel_busy\":0.05,"
+    "     \"d2h_busy\":0.2,\"copy_busy\":0.38,\"compute_busy\":0.05,\"overlap\":0.03}},"
+    "  {\"shard\":1,\"device\":1,\"connections\":0,\"slots_busy\":0,\"in_flight\":0,"
+    "   \"frames_answered\":1,\"frames_failed\":0,\"submissions\":1,\"frames_per_s\":32.5,"
+    "   \"bytes_in_per_s\":147456.0,\"loop_utilisation_1s\":0.09,\"gpu\":null}],"
+    " \"devices\":["
+    "  {\"index\":0,\"name\":\"NVIDIA H200\",\"pci_bus_id\":\"0000:06:00.0\",\"shards\":[0],"
+    "   \"in_flight\":1,\"frames_answered\":3,\"frames_per_s\":64.5,\"bytes_in_per_s\":262144.0,"
+    "   \"pinned_bytes\":33554432},"
+    "  {\"index\":1,\"name\":\"NVIDIA H200\",\"pci_bus_id\":\"0000:07:00.0\",\"shards\":[1],"
+    "   \"in_flight\":0,\"frames_answered\":1,\"frames_per_s\":32.5,\"bytes_in_per_s\":147456.0,"
+    "   \"pinned_bytes\":33554432}]}";
+
 /* The LIST document that names pipeline 0 for the trace renderers. */
 static const char list_json[] = "{\"pipelines\":[{\"id\":0,\"name\":\"echo\",\"kind\":\"echo\"}]}";
 
@@ -161,6 +186,18 @@ static struct rendered render(enum renderer r, const cJSON *doc, const cJSON *li
     }
     ck_assert_int_eq(fclose(m), 0);
     return out;
+}
+
+/* stats_json with the members of shards_json added, and slots.per_shard
+ * set to `per_shard`: a sharded daemon's STATS.  The caller deletes it. */
+static cJSON *sharded_stats(double per_shard) {
+    cJSON *doc = parse_or_fail(stats_json), *add = parse_or_fail(shards_json), *item;
+
+    while ((item = add->child) != NULL)
+        cJSON_AddItemToObject(doc, item->string, cJSON_DetachItemViaPointer(add, item));
+    cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(doc, "slots"), "per_shard", per_shard);
+    cJSON_Delete(add);
+    return doc;
 }
 
 /* Counts the non-overlapping occurrences of `needle` in `hay`. */
@@ -468,6 +505,109 @@ START_TEST(table_of_a_cpu_daemon_with_null_gpu) {
 }
 END_TEST
 
+/* stats_json's whole table, as it was before the daemon had shards. */
+static const char stats_table[] =
+    "gpuframed 0.1.0, engine cuda, up 1h 02m 03s\n"
+    "device       NVIDIA H200, compute 9.0, 132 SMs, 139.8 GiB, bus 0000:06:00.0\n"
+    "slots        2 (1 free, 1 in flight), 16.0 MiB in + 16.0 MiB out each; pinned 64.0 MiB; "
+    "timing events on\n"
+    "\n"
+    "connections  1 open, 7 total, 0 rejected\n"
+    "frames       6 received, 4 answered, 1 failed, 0 dropped, 0 truncated, 1 in progress\n"
+    "bytes        16.0 KiB in, 16.0 KiB out\n"
+    "requests     3 list, 2 stats, 0 trace\n"
+    "backpressure 12 pauses (reading stopped for want of a slot)\n"
+    "rejected     unknown_pipeline 1\n"
+    "\n"
+    "rates            frames/s      in MB/s     out MB/s\n"
+    "  last 1s            97.0        0.410        0.397\n"
+    "  last 10s            9.7        0.041        0.040\n"
+    "\n"
+    "latency      4 frames, mean 15.0 us (end to end, since start)\n"
+    "             p50 4.0 us   p90 17.0 us   p99 18.8 us   p99.9 19.0 us   max 19.0 us\n"
+    "\n"
+    "mean time per frame and phase, microseconds (sum / count since start)\n"
+    "pipeline        frames  slot_wait    receive        h2d     kernel        d2h "
+    "completion_delay reply_write end_to_end\n"
+    "echo                 4        1.0        2.5        2.1        0.9        2.0         "
+    "     3.9         1.5       15.0\n"
+    "we\"ird\\name?x        0          -          -          -          -          -         "
+    "       -           -          -\n"
+    "\n"
+    "gpu          last 1.000 s, 97 frames: busy h2d 21.0%, kernel 5.0%, d2h 20.0%; copy 38.0%, "
+    "compute 5.0%\n"
+    "overlap      3.0% of the time two of H2D, kernel, D2H ran at once\n"
+    "event loop   busy 12.0% over 1 s, 4.0% over 10 s\n";
+
+/* A document without "shards" and "devices" (a daemon before sharding)
+ * prints exactly the table it always did. */
+START_TEST(table_without_shards_is_unchanged) {
+    cJSON *doc = parse_or_fail(stats_json);
+    struct rendered r = render(R_TABLE, doc, NULL);
+
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_str_eq(r.text, stats_table);
+    free(r.text);
+    cJSON_Delete(doc);
+}
+END_TEST
+
+/* Two shards on two GPUs: the slots line names the slots per shard, and a
+ * line per shard and per device follows the rest, which is unchanged. */
+START_TEST(table_of_a_sharded_daemon) {
+    static const char slots_line[] =
+        "slots        2 (1 per shard; 1 free, 1 in flight), 16.0 MiB in + 16.0 MiB out each; "
+        "pinned 64.0 MiB; timing events on\n";
+    static const char shards_part[] =
+        "\n"
+        "shards: event loops, each with its own slots (rates over the last 1 s)\n"
+        "shard device connections slots busy in flight   frames/s loop busy\n"
+        "    0      0           1          1         1       64.5     15.0%\n"
+        "    1      1           0          0         0       32.5      9.0%\n"
+        "\n"
+        "device name        shards   frames/s\n"
+        "     0 NVIDIA H200 0            64.5\n"
+        "     1 NVIDIA H200 1            32.5\n";
+    cJSON *doc = sharded_stats(1);
+    struct rendered r = render(R_TABLE, doc, NULL);
+    char expect[sizeof stats_table + sizeof slots_line + sizeof shards_part];
+    const char *old_slots = strstr(stats_table, "slots ");
+    const char *old_rest = strchr(old_slots, '\n') + 1;
+
+    ck_assert_int_eq(r.rc, 0);
+    snprintf(expect, sizeof expect, "%.*s%s%s%s", (int)(old_slots - stats_table), stats_table,
+             slots_line, old_rest, shards_part);
+    ck_assert_str_eq(r.text, expect);
+    free(r.text);
+    cJSON_Delete(doc);
+
+    /* The CPU engine's shards run on no device ("cpu"), all on one line of
+     * the devices section; a missing figure prints as "-". */
+    doc = parse_or_fail(
+        "{\"shards\":[{\"shard\":0,\"device\":null,\"connections\":2,\"slots_busy\":1,"
+        "   \"in_flight\":1,\"frames_per_s\":10.25,\"loop_utilisation_1s\":0.5},"
+        "  {\"shard\":1,\"device\":null}],"
+        " \"devices\":[{\"index\":null,\"name\":\"cpu\",\"shards\":[0,1],\"frames_per_s\":10.25}]"
+        "}");
+    r = render(R_TABLE, doc, NULL);
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_str_eq(r.text,
+                     "gpuframed ?, engine ?, up -\n"
+                     "\n"
+                     "\n"
+                     "\n"
+                     "shards: event loops, each with its own slots (rates over the last 1 s)\n"
+                     "shard device connections slots busy in flight   frames/s loop busy\n"
+                     "    0    cpu           2          1         1       10.2     50.0%\n"
+                     "    1    cpu           -          -         -          -         -\n"
+                     "\n"
+                     "device name shards   frames/s\n"
+                     "   cpu cpu  0,1          10.2\n");
+    free(r.text);
+    cJSON_Delete(doc);
+}
+END_TEST
+
 /* ---- Prometheus ------------------------------------------------------------- */
 
 static struct prom_doc prom; /* large: not on the stack */
@@ -678,6 +818,108 @@ START_TEST(prometheus_null_gpu_cpu_engine_and_missing_keys) {
     ck_assert_str_eq(r.text, "# HELP gpuframe_info Version, engine and device of the daemon.\n"
                              "# TYPE gpuframe_info gauge\n"
                              "gpuframe_info{version=\"\",engine=\"\",device=\"\"} 1\n");
+    free(r.text);
+    cJSON_Delete(doc);
+}
+END_TEST
+
+/* Two shards on two GPUs: every series of a daemon before sharding, byte
+ * for byte, then the shard count and the per-shard and per-device series,
+ * exactly. */
+START_TEST(prometheus_of_a_sharded_daemon) {
+    static const char shards_part[] =
+        "# HELP gpuframe_shards Shards: event loops, each on its own thread with its own slots.\n"
+        "# TYPE gpuframe_shards gauge\n"
+        "gpuframe_shards 2\n"
+        "# HELP gpuframe_shard_connections Client connections open now, by shard.\n"
+        "# TYPE gpuframe_shard_connections gauge\n"
+        "gpuframe_shard_connections{shard=\"0\",device=\"0\"} 1\n"
+        "gpuframe_shard_connections{shard=\"1\",device=\"1\"} 0\n"
+        "# HELP gpuframe_shard_slots_busy Frame slots holding a frame now, by shard.\n"
+        "# TYPE gpuframe_shard_slots_busy gauge\n"
+        "gpuframe_shard_slots_busy{shard=\"0\",device=\"0\"} 1\n"
+        "gpuframe_shard_slots_busy{shard=\"1\",device=\"1\"} 0\n"
+        "# HELP gpuframe_shard_in_flight Frame slots whose frame is on the engine now, by shard.\n"
+        "# TYPE gpuframe_shard_in_flight gauge\n"
+        "gpuframe_shard_in_flight{shard=\"0\",device=\"0\"} 1\n"
+        "gpuframe_shard_in_flight{shard=\"1\",device=\"1\"} 0\n"
+        "# HELP gpuframe_shard_frames_answered_total Frames answered with a RESULT, by shard.\n"
+        "# TYPE gpuframe_shard_frames_answered_total counter\n"
+        "gpuframe_shard_frames_answered_total{shard=\"0\",device=\"0\"} 3\n"
+        "gpuframe_shard_frames_answered_total{shard=\"1\",device=\"1\"} 1\n"
+        "# HELP gpuframe_shard_frames_failed_total Frames answered with an ERROR, by shard.\n"
+        "# TYPE gpuframe_shard_frames_failed_total counter\n"
+        "gpuframe_shard_frames_failed_total{shard=\"0\",device=\"0\"} 1\n"
+        "gpuframe_shard_frames_failed_total{shard=\"1\",device=\"1\"} 0\n"
+        "# HELP gpuframe_shard_submissions_total Batches handed to the engine, by shard.\n"
+        "# TYPE gpuframe_shard_submissions_total counter\n"
+        "gpuframe_shard_submissions_total{shard=\"0\",device=\"0\"} 2\n"
+        "gpuframe_shard_submissions_total{shard=\"1\",device=\"1\"} 1\n"
+        "# HELP gpuframe_shard_loop_utilisation_ratio Busy fraction of the shard's event loop "
+        "over the daemon's last second.\n"
+        "# TYPE gpuframe_shard_loop_utilisation_ratio gauge\n"
+        "gpuframe_shard_loop_utilisation_ratio{shard=\"0\",device=\"0\"} 0.15\n"
+        "gpuframe_shard_loop_utilisation_ratio{shard=\"1\",device=\"1\"} 0.09\n"
+        "# HELP gpuframe_device_info Name and PCI bus id of each device the shards run on.\n"
+        "# TYPE gpuframe_device_info gauge\n"
+        "gpuframe_device_info{device=\"0\",name=\"NVIDIA H200\",pci_bus_id=\"0000:06:00.0\"} 1\n"
+        "gpuframe_device_info{device=\"1\",name=\"NVIDIA H200\",pci_bus_id=\"0000:07:00.0\"} 1\n"
+        "# HELP gpuframe_device_in_flight Frame slots whose frame is on the device now, over its "
+        "shards.\n"
+        "# TYPE gpuframe_device_in_flight gauge\n"
+        "gpuframe_device_in_flight{device=\"0\"} 1\n"
+        "gpuframe_device_in_flight{device=\"1\"} 0\n"
+        "# HELP gpuframe_device_frames_answered_total Frames answered with a RESULT by the "
+        "device's shards.\n"
+        "# TYPE gpuframe_device_frames_answered_total counter\n"
+        "gpuframe_device_frames_answered_total{device=\"0\"} 3\n"
+        "gpuframe_device_frames_answered_total{device=\"1\"} 1\n"
+        "# HELP gpuframe_device_pinned_bytes Pinned host memory the device's shards hold.\n"
+        "# TYPE gpuframe_device_pinned_bytes gauge\n"
+        "gpuframe_device_pinned_bytes{device=\"0\"} 33554432\n"
+        "gpuframe_device_pinned_bytes{device=\"1\"} 33554432\n";
+    cJSON *plain = parse_or_fail(stats_json), *doc = sharded_stats(1);
+    struct rendered before = render(R_PROM, plain, NULL), r = render(R_PROM, doc, NULL);
+    char err[ERR_BYTES];
+
+    ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
+    ck_assert_int_eq(before.rc, 0);
+    /* No series of a daemon before sharding changes, nor is there a new one. */
+    ck_assert_ptr_null(strstr(before.text, "gpuframe_shard"));
+    ck_assert_ptr_null(strstr(before.text, "{device="));
+    ck_assert_uint_eq(r.len, before.len + strlen(shards_part));
+    ck_assert_int_eq(memcmp(r.text, before.text, before.len), 0);
+    ck_assert_str_eq(r.text + before.len, shards_part);
+    ck_assert_msg(prom_parse(r.text, &prom, err, sizeof err) == 0, "%s in:\n%s", err, r.text);
+    assert_prom_conventions(&prom);
+    assert_prom_histograms(&prom);
+    /* The shards' rates are not exported: rate() of their counters. */
+    ck_assert(!prom_has_prefix(&prom, "gpuframe_shard_frames_per"));
+    ck_assert(!prom_has_prefix(&prom, "gpuframe_shard_bytes"));
+    free(r.text);
+    free(before.text);
+    cJSON_Delete(plain);
+    cJSON_Delete(doc);
+
+    /* A shard or device named twice, or with a malformed number, is left
+     * out rather than written twice; the CPU engine's device is "cpu". */
+    doc = parse_or_fail(
+        "{\"shards\":[{\"shard\":0,\"device\":null,\"connections\":2},"
+        "  {\"shard\":0,\"device\":null,\"connections\":5},{\"shard\":-1,\"connections\":1},"
+        "  {\"shard\":1,\"device\":\"x\",\"connections\":1}],"
+        " \"devices\":[{\"index\":null,\"name\":\"cpu\",\"in_flight\":3},"
+        "  {\"index\":null,\"name\":\"cpu\",\"in_flight\":4},{\"index\":1.5,\"in_flight\":1}]}");
+    r = render(R_PROM, doc, NULL);
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_msg(prom_parse(r.text, &prom, err, sizeof err) == 0, "%s in:\n%s", err, r.text);
+    ck_assert_double_eq(
+        prom_get(&prom, "gpuframe_shard_connections", "shard", "0", "device", "cpu", NULL), 2);
+    ck_assert_int_eq(count_of(r.text, "gpuframe_shard_connections{"), 1);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_device_in_flight", "device", "cpu", NULL), 3);
+    ck_assert_int_eq(count_of(r.text, "gpuframe_device_in_flight{"), 1);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_device_info", "device", "cpu", "name", "cpu",
+                                 "pci_bus_id", "", NULL),
+                        1);
     free(r.text);
     cJSON_Delete(doc);
 }
@@ -977,6 +1219,8 @@ static Suite *report_suite(void) {
 
     tcase_add_test(tc, table_holds_the_expected_numbers);
     tcase_add_test(tc, table_of_a_cpu_daemon_with_null_gpu);
+    tcase_add_test(tc, table_without_shards_is_unchanged);
+    tcase_add_test(tc, table_of_a_sharded_daemon);
     tcase_add_test(tc, durations_for_people);
     suite_add_tcase(s, tc);
 
@@ -985,6 +1229,7 @@ static Suite *report_suite(void) {
     tcase_add_test(tc, prometheus_parses_and_holds_the_values);
     tcase_add_test(tc, prometheus_label_escaping_round_trips);
     tcase_add_test(tc, prometheus_null_gpu_cpu_engine_and_missing_keys);
+    tcase_add_test(tc, prometheus_of_a_sharded_daemon);
     tcase_add_test(tc, prometheus_refuses_a_malformed_histogram);
     suite_add_tcase(s, tc);
 
