@@ -32,24 +32,29 @@ int gf__engine_cuda_open(const gf_engine_params *params, gf_completion *done, gf
 }
 #endif
 
-int gf_engine_open(enum gf_engine_choice choice, const gf_engine_params *params,
-                   gf_completion *done, gf_engine **out) {
+enum gf_engine_choice gf_engine_choose(enum gf_engine_choice choice, int *devices) {
     char why[256] = "";
+    *devices = choice == GF_ENGINE_CPU ? 0 : gf_engine_cuda_available(why, sizeof why);
     switch (choice) {
-    case GF_ENGINE_CUDA:
-        GF_LOG_INF("engine cuda: chosen by configuration");
-        return gf__engine_cuda_open(params, done, out);
-    case GF_ENGINE_CPU:
-        GF_LOG_INF("engine cpu: chosen by configuration");
-        return gf__engine_cpu_open(params, done, out);
+    case GF_ENGINE_CUDA: GF_LOG_INF("engine cuda: chosen by configuration"); return choice;
+    case GF_ENGINE_CPU: GF_LOG_INF("engine cpu: chosen by configuration"); return choice;
     case GF_ENGINE_AUTO: break;
     }
-    if (gf_engine_cuda_available(why, sizeof why)) {
+    if (*devices > 0) {
         GF_LOG_INF("engine auto: chose cuda (%s)", why);
-        return gf__engine_cuda_open(params, done, out);
+        return GF_ENGINE_CUDA;
     }
     GF_LOG_INF("engine auto: chose cpu, because %s", why);
-    return gf__engine_cpu_open(params, done, out);
+    return GF_ENGINE_CPU;
+}
+
+int gf_engine_open(enum gf_engine_choice choice, const gf_engine_params *params,
+                   gf_completion *done, gf_engine **out) {
+    int devices;
+    if (choice == GF_ENGINE_AUTO)
+        choice = gf_engine_choose(choice, &devices);
+    return choice == GF_ENGINE_CUDA ? gf__engine_cuda_open(params, done, out)
+                                    : gf__engine_cpu_open(params, done, out);
 }
 
 void gf_engine_describe(const gf_engine *e, char *buf, size_t len) {

@@ -37,6 +37,12 @@ typedef struct gf_engine_params {
     size_t pipeline_count;
     enum gf_completion_mode completion; /* poll, hybrid: gf_engine_poll finds
                                            done frames                       */
+    int device;                         /* CUDA: the device ordinal          */
+    uint32_t stream_base;               /* CUDA: the first plugin stream index
+                                           of these slots on the device (shards
+                                           before this one there x slots)     */
+    uint32_t device_streams;            /* CUDA: plugin stream indices on the
+                                           device, every shard's              */
     uint64_t zero_copy_max_bytes;       /* CUDA: a batch of elementwise built-in
                                            stages in the slot's buffers, of at
                                            most this many bytes in and out, runs
@@ -86,11 +92,18 @@ struct gf_engine {
 };
 
 /*
- * Opens the engine `choice` names (auto: cuda when a device answers, else
- * cpu; the choice and its reason are logged).  Allocates every slot's memory,
+ * The engine `choice` comes to (auto: cuda when a device answers, else cpu),
+ * logged with its reason, once for the daemon; *devices gets the CUDA
+ * devices visible (0 for cpu or none).
+ */
+enum gf_engine_choice gf_engine_choose(enum gf_engine_choice choice, int *devices);
+
+/*
+ * Opens the engine `choice` names (auto: as gf_engine_choose).  Allocates every slot's memory,
  * creates streams or threads, warms up every pipeline, and only then returns:
  * after it, submitting makes no allocation.  Returns 0 and sets *out, or a
- * negative errno with the reason logged.  Start-up only, on the loop thread.
+ * negative errno with the reason logged.  Start-up only, on the thread of
+ * the loop that submits (a CUDA device is current per thread).
  */
 int gf_engine_open(enum gf_engine_choice choice, const gf_engine_params *params,
                    gf_completion *done, gf_engine **out);
@@ -175,7 +188,8 @@ void gf_engine_describe(const gf_engine *e, char *buf, size_t len);
 const char *gf_engine_builtin_names(void);
 
 /*
- * Whether a CUDA device can be used; if not, writes why into why[why_len] in
+ * How many CUDA devices can be used (0: none), with what was found in
+ * why[why_len]; if none, writes why into why[why_len] in
  * words a user acts on: no driver at all, the kernel module not loaded, the
  * driver library missing, the driver too old (with both CUDA versions), or
  * no device.  Any failure counts as "no GPU".  Always 0 in a build without

@@ -57,7 +57,10 @@ typedef struct cuda_slot {
 typedef struct cuda_engine {
     gf_engine base;
     cuda_slot *cslots;
-    int device;
+    int device;                   /* gf_engine_params': the CUDA ordinal */
+    uint32_t stream_base;         /* gf_engine_params': the first plugin
+                                     stream index of these slots          */
+    uint32_t device_streams;      /* gf_engine_params': the device's      */
     uint64_t zero_copy_max_bytes; /* gf_engine_params' */
     uint64_t spin_ns;             /* hybrid: GF_COMPLETION_SPIN_NS; else 0 */
 } cuda_engine;
@@ -120,14 +123,17 @@ static cudaError_t mark(const gf_slot *s, cuda_slot *cs, int ev) {
     return s->time_stages ? cudaEventRecord(cs->ev[ev], cs->stream) : cudaSuccess;
 }
 
-/* Launches stage `st` on the slot's stream: a plugin's launch with the
- * slot's index as its stream index, or the built-in kind's kernel. */
+/* Launches stage `st` on the slot's stream: a plugin's launch on this
+ * device's side with the slot's own stream index (stream_base + the slot's
+ * index: the device's shards never share one), or the built-in kind's
+ * kernel. */
 static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage *st, const void *in,
                                 uint64_t in_bytes, void *out) {
     if (gf_kind_is_plugin(st->kind)) {
         const gf_plugin *api = gf_plugin_stage_api(st->params.plugin);
-        return (cudaError_t)api->launch(gf_plugin_stage_device(st->params.plugin), s->index, in,
-                                        in_bytes, out, cs->stream);
+        const cuda_engine *ce = (const cuda_engine *)cs->engine;
+        return (cudaError_t)api->launch(gf_plugin_stage_device(st->params.plugin, ce->device),
+                                        ce->stream_base + s->index, in, in_bytes, out, cs->stream);
     }
     gf_launch_fn launch = gf_kernel_launcher(st->kind);
     if (launch == NULL) /* refused by cuda_prepare: never here */
@@ -446,7 +452,7 @@ static int cuda_pin(gf_engine *e, void *base, uint64_t bytes, char *why, size_t 
     cuda_engine *ce = (cuda_engine *)e;
     cudaError_t err = cudaSetDevice(ce->device);
     if (err == cudaSuccess)
-        err = cudaHostRegister(base, (size_t)bytes, cudaHostRegisterDefault);
+        err = cudaHostRegister(base, (size_t)bytes, cudaHostRegisterPortable);
     if (err == cudaSuccess)
         return 0;
     gf_errorf(why, why_len, "cudaHostRegister of %llu bytes failed: %s", (unsigned long long)bytes,
@@ -477,8 +483,8 @@ static int cuda_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char
         for (uint32_t k = 0; k < p->stage_count; k++) {
             gf_stage *st = &p->stages[k];
             if (gf_kind_is_plugin(st->kind)) {
-                if (gf_plugin_stage_open_device(st->params.plugin, ce->device, e->slot_count, inner,
-                                                sizeof inner) < 0) {
+                if (gf_plugin_stage_open_device(st->params.plugin, ce->device, ce->device_streams,
+                                                inner, sizeof inner) < 0) {
                     snprintf(why, why_len, "pipeline %s: %s", p->name, inner);
                     return -1;
                 }
@@ -606,6 +612,9 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     e->polled = p->completion != GF_COMPLETION_HOST_FUNC;
     ce->spin_ns = p->completion == GF_COMPLETION_HYBRID ? GF_COMPLETION_SPIN_NS : 0;
     ce->zero_copy_max_bytes = p->zero_copy_max_bytes;
+    ce->device = p->device;
+    ce->stream_base = p->stream_base;
+    ce->device_streams = p->device_streams > 0 ? p->device_streams : p->slot_count;
     e->slots = calloc(p->slot_count, sizeof *e->slots);
     ce->cslots = calloc(p->slot_count, sizeof *ce->cslots);
     int rc = -ENOMEM;

@@ -70,5 +70,5 @@ int gf_engine_cuda_available(char *why, size_t why_len) {
         return 0;
     }
     snprintf(why, why_len, "found %d CUDA device(s); device 0 is %s", count, prop.name);
-    return 1;
+    return count;
 }

@@ -20,10 +20,15 @@
  *   create(values, env)         host state: parameters validated, files
  *                               read.  No CUDA call.  Its failure is a
  *                               config error and names the stage.
- *   device_open(state, ...)     the CUDA engine only, on the loop thread
- *                               before the stage's first frame: device
- *                               memory, handles, one set per stream.
- *   launch(dev, ...)            per frame, on the loop thread: enqueue only.
+ *   device_open(state, ...)     the CUDA engine only, once per CUDA device
+ *                               the daemon runs on (that device current),
+ *                               before the stage's first frame there:
+ *                               device memory, handles, one set per stream.
+ *   launch(dev, ...)            per frame, on the thread of the shard (an
+ *                               event loop) that runs the frame: enqueue
+ *                               only.  Shards on one device share its `dev`
+ *                               and launch concurrently, each on its own
+ *                               stream indices.
  *   reference(state, ...)       per frame on the CPU engine (one of its
  *                               worker threads, concurrently for different
  *                               frames), and per frame in --verify.
@@ -31,7 +36,8 @@
  *                               (a reload, shutdown) and its last frame has
  *                               completed: never under the GPU's feet; on
  *                               a worker thread after a reload, on the
- *                               main thread at shutdown.
+ *                               main thread at shutdown; once per `dev`,
+ *                               with any device current (set your own).
  *
  * Lengths: output_bytes() is asked of every frame before a slot is claimed;
  * a frame it refuses gets a bad_length ERROR with the plugin's text.
@@ -43,9 +49,11 @@
  * cudaError_t that cudaGetLastError() gives after the launch.  Launches of
  * one stage come on different streams concurrently, each with its own
  * `stream_index` below the `streams` given to device_open, and one index
- * always comes with the same stream (gpuframed's slot i has stream i for its
- * whole life): keep per-stream scratch and handles (a cuBLAS handle per
- * stream, bound to it at its first launch).  `in_dev` and `out_dev` are
+ * always comes with the same stream (gpuframed's shard k of a device has
+ * stream indices k * slots to k * slots + slots - 1 for its whole life):
+ * keep per-stream scratch and handles (a cuBLAS handle per stream, bound to
+ * it at its first launch), and nothing per `dev` that launches write: two
+ * threads launch on one `dev` at once, never with the same stream index.  `in_dev` and `out_dev` are
  * device buffers aligned to at least 256 bytes; they never overlap.
  *
  * reference() gets host buffers with no particular alignment.

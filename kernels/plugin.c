@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +20,11 @@
 
 #include "util.h"
 
+/* Devices a stage may be opened on: the daemon's GF_DEVICES_MAX. */
+#define GF_PLUGIN_DEVICES_MAX 16
+
 struct gf_plugin_stage {
-    unsigned refs;
+    atomic_uint refs; /* frames of several shards' threads hold the stage */
     char *path, *config_dir, *params_json;
     char *listed_name; /* a LIST reply's "plugin", for an unloaded stage   */
     void *dl;
@@ -28,7 +32,9 @@ struct gf_plugin_stage {
     gf_plugin_value values[GF_PLUGIN_PARAMS_MAX];
     char *strings[GF_PLUGIN_PARAMS_MAX]; /* the values' own copies           */
     void *state;                         /* create()'s                        */
-    void *dev;                           /* device_open()'s                   */
+    void *dev[GF_PLUGIN_DEVICES_MAX];    /* device_open()'s, per CUDA device;
+                                            set under dev_lock, before any
+                                            launch on that device            */
     gf_pipeline_kind kind;               /* the adapter; kind.params unused   */
 };
 
@@ -111,7 +117,7 @@ gf_plugin_stage *gf_plugin_stage_new(const char *path, const char *config_dir,
      * directory: its relative paths are the current directory's. */
     if (config_dir == NULL || config_dir[0] == '\0')
         config_dir = getcwd(cwd, sizeof cwd) ? cwd : "/";
-    st->refs = 1;
+    atomic_init(&st->refs, 1);
     st->path = absolute(path, config_dir);
     st->config_dir = strdup(config_dir);
     st->params_json = strdup(params_json ? params_json : "");
@@ -149,8 +155,8 @@ const gf_plugin *gf_plugin_stage_api(const gf_plugin_stage *st) {
 void *gf_plugin_stage_state(const gf_plugin_stage *st) {
     return st->state;
 }
-void *gf_plugin_stage_device(const gf_plugin_stage *st) {
-    return st->dev;
+void *gf_plugin_stage_device(const gf_plugin_stage *st, int device) {
+    return device >= 0 && device < GF_PLUGIN_DEVICES_MAX ? st->dev[device] : NULL;
 }
 const gf_pipeline_kind *gf_plugin_stage_kind(gf_plugin_stage *st) {
     return &st->kind;
@@ -291,28 +297,40 @@ int gf_plugin_stage_create(gf_plugin_stage *st, const gf_plugin_value *values,
     return 0;
 }
 
+/* Shards open their engines at once, each on its own thread, and share the
+ * stages: one device side per device, opened by whichever comes first. */
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int gf_plugin_stage_open_device(gf_plugin_stage *st, int device, uint32_t streams, char *why,
                                 size_t why_len) {
     const gf_plugin *api = st->api;
-    if (st->dev)
-        return 0;
+    if (device < 0 || device >= GF_PLUGIN_DEVICES_MAX) {
+        gf_errorf(why, why_len, "plugin %s: device %d is beyond the %d a stage can be opened on",
+                  api ? api->name : st->path, device, GF_PLUGIN_DEVICES_MAX);
+        return -1;
+    }
     if (api == NULL || st->state == NULL || api->device_open == NULL) {
         gf_errorf(why, why_len, "plugin %s has no CUDA implementation (device_open)",
                   api ? api->name : st->path);
         return -1;
     }
-    char inner[512] = "";
-    st->dev = api->device_open(st->state, device, streams, inner, sizeof inner);
-    if (st->dev == NULL) {
-        gf_errorf(why, why_len, "plugin %s: device_open: %s", api->name,
-                  inner[0] ? inner : "failed");
-        return -1;
+    int rc = 0;
+    pthread_mutex_lock(&dev_lock);
+    if (st->dev[device] == NULL) {
+        char inner[512] = "";
+        st->dev[device] = api->device_open(st->state, device, streams, inner, sizeof inner);
+        if (st->dev[device] == NULL) {
+            gf_errorf(why, why_len, "plugin %s: device_open: %s", api->name,
+                      inner[0] ? inner : "failed");
+            rc = -1;
+        }
     }
-    return 0;
+    pthread_mutex_unlock(&dev_lock);
+    return rc;
 }
 
 void gf_plugin_stage_retain(gf_plugin_stage *st) {
-    st->refs++;
+    atomic_fetch_add_explicit(&st->refs, 1, memory_order_relaxed);
 }
 
 /* Set by the daemon's loop thread, read by whichever thread releases a
@@ -323,19 +341,28 @@ void gf_plugin_set_reaper(gf_plugin_reaper r) {
     atomic_store(&reaper, r);
 }
 
+static int stage_has_device(const gf_plugin_stage *st) {
+    for (int d = 0; d < GF_PLUGIN_DEVICES_MAX; d++)
+        if (st->dev[d])
+            return 1;
+    return 0;
+}
+
 void gf_plugin_stage_release(gf_plugin_stage *st) {
-    if (st == NULL || --st->refs > 0)
+    /* The last release must see every other holder's writes: acq_rel. */
+    if (st == NULL || atomic_fetch_sub_explicit(&st->refs, 1, memory_order_acq_rel) > 1)
         return;
     gf_plugin_reaper r = atomic_load(&reaper);
-    if (r != NULL && (st->dev || st->state))
+    if (r != NULL && (stage_has_device(st) || st->state))
         r(st);
     else
         gf_plugin_stage_destroy(st);
 }
 
 void gf_plugin_stage_destroy(gf_plugin_stage *st) {
-    if (st->dev)
-        st->api->device_close(st->dev);
+    for (int d = 0; d < GF_PLUGIN_DEVICES_MAX; d++)
+        if (st->dev[d])
+            st->api->device_close(st->dev[d]);
     if (st->state)
         st->api->destroy(st->state);
     for (size_t i = 0; i < GF_PLUGIN_PARAMS_MAX; i++)

@@ -18,7 +18,7 @@
  * the daemon: gf_plugin_set_reaper), so a stage removed by a reload lives
  * until its last frame has completed.  The shared object itself
  * stays mapped (RTLD_NODELETE: plugin.c says why).
- * References are taken and dropped on one thread (the daemon's loop).
+ * References are atomic: frames on several shards' loops hold the stage.
  *
  * Part of gfpipelines: no CUDA and no cJSON here.
  */
@@ -87,13 +87,17 @@ const gf_pipeline_kind *gf_plugin_stage_kind(gf_plugin_stage *st);
 int gf_kind_is_plugin(const gf_pipeline_kind *kind);
 
 /*
- * The device side (the CUDA engine): device_open on CUDA device `device` for
- * `streams` streams, once; the handle launches go to.  Returns 0, or -1 with
- * why[] (the plugin has no device side, or its device_open failed).
+ * The device side (the CUDA engine): device_open on CUDA device `device`
+ * (current on the calling thread) for `streams` streams, once per device,
+ * whichever thread comes first (a mutex); then the handle launches on that
+ * device go to.  Every shard on a device launches with its own stream
+ * indices (stream_base + slot), so `streams` counts the device's shards'
+ * slots.  Returns 0, or -1 with why[] (the plugin has no device side, or
+ * its device_open failed).
  */
 int gf_plugin_stage_open_device(gf_plugin_stage *st, int device, uint32_t streams, char *why,
                                 size_t why_len);
-void *gf_plugin_stage_device(const gf_plugin_stage *st);
+void *gf_plugin_stage_device(const gf_plugin_stage *st, int device);
 
 void gf_plugin_stage_retain(gf_plugin_stage *st);
 /* Drops a reference; the last one hands the stage to the reaper, if one is

@@ -74,6 +74,7 @@ struct mlp_dev {
     uint64_t chunk_rows;    /* vectors per SGEMM, >= 1                    */
     uint32_t stream_count;  /* entries of streams                         */
     mlp_stream *streams;    /* one per stream index                       */
+    int device;             /* the CUDA device it was opened on          */
 };
 
 /* Writes "call failed: error (mlp.cu:line)" to why[] and jumps to fail. */
@@ -121,8 +122,9 @@ static uint64_t chunk_rows_for(const gf__mlp_net *net) {
     return rows > 0 ? rows : 1;
 }
 
-/* The device is current already (the ABI says so); nothing here names it. */
-static void *mlp_device_open(const void *state, int /* device */, uint32_t streams, char *why,
+/* The device is current already (the ABI says so); it is kept for
+ * device_close, which may come with another one current. */
+static void *mlp_device_open(const void *state, int device, uint32_t streams, char *why,
                              size_t why_len) {
     const gf__mlp_net *net = static_cast<const gf__mlp_net *>(state);
     const gf__mlp_shape *shape = &net->shape;
@@ -139,6 +141,7 @@ static void *mlp_device_open(const void *state, int /* device */, uint32_t strea
         return nullptr;
     }
     d->net = net;
+    d->device = device;
     d->chunk_rows = chunk_rows_for(net);
     d->streams = static_cast<mlp_stream *>(calloc(streams, sizeof *d->streams));
     if (d->streams == nullptr) {
@@ -164,8 +167,11 @@ fail:
 }
 
 static void mlp_device_close(void *dev) {
-    if (dev != nullptr)
-        free_dev(static_cast<mlp_dev *>(dev));
+    if (dev == nullptr)
+        return;
+    mlp_dev *d = static_cast<mlp_dev *>(dev);
+    cudaSetDevice(d->device);
+    free_dev(d);
 }
 
 /* y[r][o] += b[o] for `rows` x `cols`, rounded to float, then ReLU when
