@@ -85,6 +85,8 @@ enum top_key {
     K_ALLOW,
     K_ENGINE,
     K_SLOTS,
+    K_SHARDS,
+    K_DEVICES,
     K_MAX_FRAME_BYTES,
     K_FRAME_TIMEOUT_MS,
     K_REQUEST_TIMEOUT_MS,
@@ -134,7 +136,13 @@ static const gf_config_key config_keys[K_COUNT_] = {
                   "Which engine runs the pipelines; auto prefers cuda."},
     [K_SLOTS] = {"slots", GF_CONFIG_INTEGER, FIELD(slot_count), GF_SLOTS_MIN, GF_SLOTS_MAX,
                  GF_SLOTS_DEFAULT, NULL, NULL, 0, GF_RELOAD_NEEDS_RESTART,
-                 "Frames in flight at once, each with its own buffers and stream."},
+                 "Frames in flight at once per shard, each with its own buffers and stream."},
+    [K_SHARDS] = {"shards", GF_CONFIG_INTEGER, FIELD(shards), 0, GF_SHARDS_MAX, 0, NULL, NULL, 0,
+                  GF_RELOAD_NEEDS_RESTART,
+                  "Event loops, each on its own thread with its own slots; 0: chosen at start."},
+    [K_DEVICES] = {"devices", GF_CONFIG_PATH, FIELD(devices), 1, GF_DEVICES_TEXT_MAX - 1, 0, "all",
+                   NULL, 0, GF_RELOAD_NEEDS_RESTART,
+                   "CUDA devices the shards run on: \"all\", or ordinals such as \"0,1\"."},
     [K_MAX_FRAME_BYTES] = {"max_frame_bytes", GF_CONFIG_INTEGER, FIELD(max_frame_bytes), 1,
                            (double)GF_MAX_FRAME_BYTES_LIMIT, (double)GF_MAX_FRAME_BYTES_DEFAULT,
                            NULL, NULL, 0, GF_RELOAD_APPLIES,
@@ -466,8 +474,42 @@ static void apply_overrides(gf_config *cfg, const gf_config_overrides *flags) {
 
 /* ---- pinned memory ------------------------------------------------------------ */
 
+uint64_t gf_config_pinned_bytes_for(const gf_config *cfg, uint32_t shards) {
+    return (uint64_t)(shards ? shards : 1) * cfg->slot_count *
+           (cfg->max_frame_bytes + gf_config_max_output_bytes(cfg));
+}
+
 uint64_t gf_config_pinned_bytes(const gf_config *cfg) {
-    return (uint64_t)cfg->slot_count * (cfg->max_frame_bytes + gf_config_max_output_bytes(cfg));
+    return gf_config_pinned_bytes_for(cfg, cfg->shards);
+}
+
+int gf_config_devices(const gf_config *cfg, int out[GF_DEVICES_MAX], char *why, size_t why_len) {
+    const char *p = cfg->devices;
+    if (strcmp(p, "all") == 0)
+        return 0;
+    int n = 0;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long d = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
+        if (d < 0 || d >= GF_DEVICES_MAX || errno != 0 || (*end != ',' && *end != '\0')) {
+            gf_errorf(why, why_len,
+                      "devices: expected \"all\" or CUDA device ordinals 0 to %d separated by "
+                      "commas, such as \"0,1\"; got \"%s\"",
+                      GF_DEVICES_MAX - 1, cfg->devices);
+            return -1;
+        }
+        for (int i = 0; i < n; i++)
+            if (out[i] == (int)d) {
+                gf_errorf(why, why_len, "devices: device %ld is named twice in \"%s\"", d,
+                          cfg->devices);
+                return -1;
+            }
+        out[n++] = (int)d;
+        if (*end == '\0')
+            return n;
+        p = end + 1;
+    }
 }
 
 /* A quarter of physical memory: the default cap of pinned memory. */
@@ -487,19 +529,33 @@ uint64_t gf_config_shm_cap(const gf_config *cfg) {
     return cfg->max_shm_bytes ? cfg->max_shm_bytes : ram_quarter();
 }
 
-/* gf_config_check_pinned, reporting to `pr`. */
-static int check_pinned(const gf_config *cfg, gf_problems *pr) {
-    uint64_t want = gf_config_pinned_bytes(cfg), cap = pinned_cap(cfg);
+int gf_config_check_pinned(const gf_config *cfg, uint32_t shards, char *why, size_t why_len) {
+    uint64_t want = gf_config_pinned_bytes_for(cfg, shards), cap = pinned_cap(cfg);
     if (want <= cap)
         return 0;
-    gf_problem(pr,
-               "max_pinned_bytes: %u slots of %llu bytes in and %llu bytes out need %llu bytes of "
-               "pinned memory, over the cap of %llu%s; lower slots or max_frame_bytes, or raise "
-               "max_pinned_bytes",
-               cfg->slot_count, (unsigned long long)cfg->max_frame_bytes,
-               (unsigned long long)gf_config_max_output_bytes(cfg), (unsigned long long)want,
-               (unsigned long long)cap, cfg->max_pinned_bytes ? "" : " (1/4 of physical memory)");
+    gf_errorf(why, why_len,
+              "max_pinned_bytes: %u shard(s) of %u slots of %llu bytes in and %llu bytes out need "
+              "%llu bytes of pinned memory, over the cap of %llu%s; lower shards, slots or "
+              "max_frame_bytes, or raise max_pinned_bytes",
+              shards ? shards : 1, cfg->slot_count, (unsigned long long)cfg->max_frame_bytes,
+              (unsigned long long)gf_config_max_output_bytes(cfg), (unsigned long long)want,
+              (unsigned long long)cap, cfg->max_pinned_bytes ? "" : " (1/4 of physical memory)");
     return -1;
+}
+
+/* The cross-key checks: pinned memory, the devices' list. */
+static int check_values(const gf_config *cfg, gf_problems *pr) {
+    char why[512];
+    int devices[GF_DEVICES_MAX], rc = 0;
+    if (gf_config_check_pinned(cfg, cfg->shards, why, sizeof why) < 0) {
+        gf_problem(pr, "%s", why);
+        rc = -1;
+    }
+    if (gf_config_devices(cfg, devices, why, sizeof why) < 0) {
+        gf_problem(pr, "%s", why);
+        rc = -1;
+    }
+    return rc;
 }
 
 /* Reads every key of items[] but the pipelines into *cfg, which holds the
@@ -559,7 +615,7 @@ static int config_parse(const char *json, const gf_config_overrides *flags, cons
                                    config_dir, &cfg.pipelines, &cfg.pipeline_count, pr) < 0)
         goto fail_root;
     /* The cap is checked on values that are all valid, or not at all. */
-    if (pr->count > first_problem || check_pinned(&cfg, pr) < 0) {
+    if (pr->count > first_problem || check_values(&cfg, pr) < 0) {
         gf_config_free(&cfg);
         goto fail_root;
     }

@@ -22,6 +22,12 @@
 #define GF_SLOTS_MIN     1
 #define GF_SLOTS_MAX     64
 #define GF_SLOTS_DEFAULT 2
+/* Shards: loops, each on its own thread with its own slots (shards.h).
+ * 0 in the configuration: chosen at start (config/README.md, "shards"). */
+#define GF_SHARDS_MAX 64
+/* CUDA devices a daemon can drive; "devices" names them by ordinal. */
+#define GF_DEVICES_MAX 16
+#define GF_DEVICES_TEXT_MAX 64
 /* Bounds on one frame's payload. */
 #define GF_MAX_FRAME_BYTES_LIMIT (1ull << 32)
 
@@ -61,7 +67,9 @@ typedef struct gf_config {
     uint32_t socket_mode;                 /* its permission bits, e.g. 0660    */
     gf_allow allow;                       /* who may connect                   */
     enum gf_engine_choice engine;         /* auto | cuda | cpu                 */
-    uint32_t slot_count;                  /* frames in flight at once          */
+    uint32_t slot_count;                  /* frames in flight at once, per shard */
+    uint32_t shards;                      /* loops on their own threads; 0: auto */
+    char devices[GF_DEVICES_TEXT_MAX];    /* "all", or CUDA ordinals "0,2"     */
     uint64_t max_frame_bytes;             /* largest FRAME payload accepted    */
     uint32_t frame_timeout_ms;            /* deadline of a frame on the engine */
     uint32_t request_timeout_ms;          /* a begun request must be in by then  */
@@ -224,8 +232,23 @@ uint64_t gf_config_max_output_bytes(const gf_config *cfg);
  * stages: the size of each of a slot's two scratch buffers (0: none). */
 uint64_t gf_config_max_scratch_bytes(const gf_config *cfg);
 
-/* Pinned host memory the slots need: slots * (max_frame_bytes + output). */
+/* Pinned host memory the slots of `shards` shards need: shards * slots *
+ * (max_frame_bytes + output).  gf_config_pinned_bytes counts the configured
+ * shards (auto as 1: the daemon checks again once it has chosen). */
+uint64_t gf_config_pinned_bytes_for(const gf_config *cfg, uint32_t shards);
 uint64_t gf_config_pinned_bytes(const gf_config *cfg);
+
+/* 0 when the slots of `shards` shards fit max_pinned_bytes; else -1 with the
+ * problem, naming the keys to change, in why[why_len]. */
+int gf_config_check_pinned(const gf_config *cfg, uint32_t shards, char *why, size_t why_len);
+
+/*
+ * The CUDA devices "devices" names, in out[GF_DEVICES_MAX]: returns how many
+ * (0: "all", every visible device), or -1 with the problem in why[why_len]
+ * (not "all" nor comma-separated ordinals below GF_DEVICES_MAX, or one named
+ * twice).
+ */
+int gf_config_devices(const gf_config *cfg, int out[GF_DEVICES_MAX], char *why, size_t why_len);
 
 /* max_shm_bytes, or a quarter of physical memory when it is 0. */
 uint64_t gf_config_shm_cap(const gf_config *cfg);

@@ -22,6 +22,7 @@ gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_
     if (!c) {
         GF_LOG_ERR("accept: out of memory for a connection");
         close(fd);
+        atomic_fetch_sub_explicit(&srv->self->connections, 1, memory_order_relaxed);
         return NULL;
     }
     int rc = uv_poll_init(srv->loop, &c->poll, fd);
@@ -29,6 +30,7 @@ gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_
         GF_LOG_WRN("accept: cannot watch the socket: %s", uv_strerror(rc));
         close(fd);
         free(c);
+        atomic_fetch_sub_explicit(&srv->self->connections, 1, memory_order_relaxed);
         return NULL;
     }
     c->poll.data = c;
@@ -39,14 +41,19 @@ gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_
     c->gid = gid;
     c->pid = pid;
     c->next_region_id = 1;
-    c->id = ++srv->next_conn_id;
+    /* Shard k numbers its connections k + 1, k + 1 + shards, ...: an id
+     * names one connection in the whole daemon. */
+    c->id = srv->next_conn_id;
+    srv->next_conn_id += srv->group->count;
     c->last_input_ns = gf_now_ns();
     gf_link_init(&c->throttled_link);
+    gf_link_init(&c->gather_link);
     gf_list_init(&c->regions);
     gf_defer_item_init(&c->resume, resume);
     gf_sched_client_init(&c->sched);
     gf_request_init(&c->decoder, srv->cfg->max_frame_bytes);
-    gf_replyq_init(&c->out, &srv->loose_bytes, &srv->loose_since_trim_bytes);
+    gf_replyq_init(&c->out, &srv->loose_bytes, &srv->loose_since_trim_bytes,
+                   &srv->group->loose_bytes);
     gf_list_push_back(&srv->conns, &c->link);
     srv->stats.connections_open++;
     srv->stats.connections_total++;
@@ -80,6 +87,11 @@ static void on_conn_closed(uv_handle_t *h) {
 
 /* Stopped for the total's sake: resumed when it goes back under its limit
  * (gf_conn_finish). */
+/* Every shard's loose reply bytes: max_output_bytes_total is the daemon's. */
+static uint64_t daemon_loose(const gf_server *srv) {
+    return atomic_load_explicit(&srv->group->loose_bytes, memory_order_relaxed);
+}
+
 static void conn_throttle(gf_conn *c) {
     if (!gf_linked(&c->throttled_link))
         gf_list_push_back(&c->srv->throttled, &c->throttled_link);
@@ -90,7 +102,7 @@ int gf_conn_output_room(gf_conn *c) {
     if (c->out.loose_count >= GF_CONN_MAX_LOOSE_REPLIES ||
         c->out.loose_bytes >= srv->cfg->max_output_bytes)
         return 0;
-    if (c->out.loose_bytes > 0 && srv->loose_bytes >= srv->cfg->max_output_bytes_total) {
+    if (c->out.loose_bytes > 0 && daemon_loose(srv) >= srv->cfg->max_output_bytes_total) {
         conn_throttle(c);
         return 0;
     }
@@ -103,7 +115,7 @@ int gf_conn_may_build(gf_conn *c, uint64_t bytes) {
         gf_defer_next(&srv->defer, &c->resume);
         return 0;
     }
-    if (srv->loose_bytes + bytes > srv->cfg->max_output_bytes_total &&
+    if (daemon_loose(srv) + bytes > srv->cfg->max_output_bytes_total &&
         (bytes > GF_SMALL_REPLY_BYTES || c->out.loose_bytes > 0)) {
         conn_throttle(c);
         return 0;
@@ -149,7 +161,7 @@ void gf_conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const char 
 }
 
 /* What a finished reply held besides its frame: a copy of an evicted
- * frame, a region being pinned or released. */
+ * frame, a region being pinned or released, a gathering of the shards. */
 static void reply_release_extras(gf_conn *c, gf_reply *r, int delivered) {
     if (r->evicted) {
         if (!delivered && r->evicted->status == GF_OK)
@@ -162,6 +174,11 @@ static void reply_release_extras(gf_conn *c, gf_reply *r, int delivered) {
         r->removing->released_arg = NULL;
         r->removing = NULL;
     }
+    if (r->gathering) {
+        /* A STATS or TRACE dropped while the shards answer: they answer no one. */
+        *r->gathering = NULL;
+        r->gathering = NULL;
+    }
     if (r->region) {
         /* A REGION_ADD dropped while its region is being pinned: the region
          * goes when the pinning is done. */
@@ -172,10 +189,8 @@ static void reply_release_extras(gf_conn *c, gf_reply *r, int delivered) {
     }
 }
 
-/* A loose reply went: connections stopped for the total's sake may go on
- * once it is back under its limit. */
-static void loose_reply_gone(gf_server *srv) {
-    if (srv->loose_bytes >= srv->cfg->max_output_bytes_total)
+void gf_conn_resume_throttled(gf_server *srv) {
+    if (daemon_loose(srv) >= srv->cfg->max_output_bytes_total)
         return;
     gf_link *l;
     while ((l = gf_list_pop_front(&srv->throttled)))
@@ -200,7 +215,7 @@ void gf_conn_finish(gf_reply *r, int delivered) {
         gf_sched_release(&srv->sched, frame);
     } else {
         free(r);
-        loose_reply_gone(srv);
+        gf_conn_resume_throttled(srv);
     }
     /* Requests already buffered, or reading stopped for want of output
      * room, may have waited for this reply to go out; a connection that
@@ -317,7 +332,9 @@ void gf_conn_close(gf_conn *c) {
     gf_sched_stop_waiting(&srv->sched, &c->sched);
     gf_list_remove(&c->link);
     gf_list_remove(&c->throttled_link);
+    gf_list_remove(&c->gather_link);
     srv->stats.connections_open--;
+    atomic_fetch_sub_explicit(&srv->self->connections, 1, memory_order_relaxed);
     uv_close((uv_handle_t *)&c->poll, on_conn_closed);
     if (c->frame)
         gf_conn_truncate_frame(c);

@@ -66,6 +66,8 @@ typedef struct gf_conn {
     uint64_t id;            /* for logs: 1, 2, ... in accept order            */
     uint32_t uid, gid, pid; /* the peer, from SO_PEERCRED at accept           */
     gf_link link;           /* the server's live connections                  */
+    gf_link gather_link;    /* the server's connections waiting to gather a STATS
+                               or TRACE (GF_GATHERS_MAX are under way)        */
     gf_link throttled_link; /* the server's connections stopped for
                                max_output_bytes_total                        */
     gf_defer_item resume;   /* deferred: go on with it (conn_io.c)            */
@@ -99,6 +101,8 @@ typedef struct gf_conn {
     unsigned eof : 1;           /* the client shut down its writing side           */
     unsigned fatal : 1;         /* a fatal protocol error: close after replies     */
     unsigned closing : 1;       /* gf_conn_close ran                               */
+    unsigned gathering : 1;     /* a STATS or TRACE of its gathers the shards'
+                                   figures: its next one waits (query.c)          */
     unsigned handle_closed : 1; /* the poll handle's close callback ran            */
 } gf_conn;
 
@@ -197,5 +201,10 @@ void gf_conn_evict_results(gf_conn *c);
  * Memory is freed once the handle is closed and no reply is unfinished.
  */
 void gf_conn_close(gf_conn *c);
+
+/* Connections stopped for max_output_bytes_total's sake go on, if the
+ * daemon's loose replies are back under it: after a loose reply of this
+ * shard went, and on the watchdog for those another shard's replies freed. */
+void gf_conn_resume_throttled(gf_server *srv);
 
 #endif

@@ -506,14 +506,19 @@ static void conn_close_for(gf_conn *c, uint64_t now_ns, const char *why, uint32_
     gf_conn_close(c);
 }
 
-/* The request clock the watchdog goes by: none after a fatal error, and none
- * for a payload that waits for a slot while its bytes are there (the wait
- * is the daemon's doing); one that waits and is not being sent times out
+/* The request clock the watchdog goes by: none after a fatal error, none
+ * for a request waiting for every shard's figures, and none for a payload
+ * that waits for a slot while its bytes are there (the wait is the daemon's
+ * doing); one that waits and is not being sent times out
  * like any other request, so a staller cannot wait in line for ever. */
 static uint64_t conn_request_clock(gf_conn *c) {
     if (c->fatal)
         return 0;
     if (gf_sched_waiting(&c->sched) && gf_conn_io_receive_ready(&c->sched, NULL))
+        return 0;
+    /* A STATS or TRACE waiting for the shards' figures waits through the
+     * daemon's doing too. */
+    if (c->gathering || gf_linked(&c->gather_link))
         return 0;
     return c->request_begun_ns;
 }

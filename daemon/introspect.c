@@ -61,6 +61,7 @@ void gf_frame_answered(gf_server *srv, uint64_t conn_id, const gf_frame *s) {
                         .conn_id = conn_id,
                         .pipeline_id = s->pipeline_id,
                         .slot = s->slot->index,
+                        .shard = srv->shard,
                         .status = GF_OK,
                         .in_bytes = s->in_bytes,
                         .out_bytes = s->out_bytes,
@@ -98,48 +99,174 @@ static void add_device(cJSON *doc, const gf_device_info *d) {
     cJSON_AddNullToObject(dev, "pcie_width");
 }
 
-/* STATS's "slots". */
-static void add_slots(cJSON *doc, const gf_server *srv) {
+/* GPU busy and overlap of the last second from `t`'s timed frames, or -1:
+ * none on the CPU engine, without timing events, or without memory. */
+static int gpu_busy(const gf_server *srv, uint64_t now, gf_gpu_busy *busy) {
+    if (!srv->engine->device.is_gpu || !srv->cfg->timing_events)
+        return -1;
+    return gf_trace_gpu_busy(&srv->trace, now, GF_GPU_WINDOW_NS, busy);
+}
+
+int gf_snapshot_take(const gf_server *srv, gf_snapshot *snap, uint32_t trace_frames) {
+    memset(snap, 0, sizeof *snap);
+    snap->present = 1;
+    snap->shard = srv->shard;
+    snap->device = srv->self->device;
+    snap->now_ns = gf_now_ns();
+    snap->loop_idle_ns = uv_metrics_idle_time(srv->loop);
+    snap->slots = srv->sched.ring.count;
+    snap->slots_free = srv->sched.ring.free_count;
+    snap->in_flight = srv->sched.in_flight;
+    snap->pinned_bytes = srv->engine->pinned_bytes;
+    snap->device_info = srv->engine->device;
+    snap->gpu_ok = gpu_busy(srv, snap->now_ns, &snap->gpu) == 0;
+    gf_stats_window_rates(&srv->stats, snap->now_ns, snap->loop_idle_ns, snap->rates);
+    if (gf_stats_copy(&snap->stats, &srv->stats) < 0)
+        return -1;
+    snap->names = calloc(srv->stats.pipeline_count ? srv->stats.pipeline_count : 1,
+                         sizeof *snap->names);
+    if (!snap->names)
+        return -1;
+    for (size_t i = 0; i < srv->stats.pipeline_count && i < srv->cfg->pipeline_count; i++)
+        memcpy(snap->names[i], srv->cfg->pipelines[i].name, sizeof snap->names[i]);
+    /* The newest trace_frames records, oldest first. */
+    const gf_trace *t = &srv->trace;
+    uint32_t n = trace_frames == 0 || trace_frames > t->count ? t->count : trace_frames;
+    /* One shard answers from its own ring, in place (gf_trace_document). */
+    if (trace_frames == GF_SNAPSHOT_NO_TRACE || srv->group->count == 1)
+        n = 0;
+    if (n > 0 && !(snap->trace = malloc(n * sizeof *snap->trace)))
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        snap->trace[i] = t->recs[(t->next + t->capacity - n + i) % t->capacity];
+    snap->trace_count = n;
+    return 0;
+}
+
+void gf_snapshot_free(gf_snapshot *snap) {
+    gf_stats_free(&snap->stats);
+    free(snap->names);
+    free(snap->trace);
+    snap->names = NULL;
+    snap->trace = NULL;
+}
+
+static void add_gpu(cJSON *obj, const gf_gpu_busy *busy, int ok) {
+    if (!ok) {
+        cJSON_AddNullToObject(obj, "gpu");
+        return;
+    }
+    cJSON *g = cJSON_AddObjectToObject(obj, "gpu");
+    cJSON_AddNumberToObject(g, "window_ns", (double)busy->window_ns);
+    cJSON_AddNumberToObject(g, "frames", (double)busy->frames);
+    cJSON_AddNumberToObject(g, "h2d_busy", busy->h2d);
+    cJSON_AddNumberToObject(g, "kernel_busy", busy->kernel);
+    cJSON_AddNumberToObject(g, "d2h_busy", busy->d2h);
+    cJSON_AddNumberToObject(g, "copy_busy", busy->copy);
+    cJSON_AddNumberToObject(g, "compute_busy", busy->compute);
+    cJSON_AddNumberToObject(g, "overlap", busy->overlap);
+}
+
+/* STATS's "slots": every shard's together. */
+static void add_slots(cJSON *doc, const gf_server *srv, const gf_snapshot *snaps, uint32_t n) {
+    uint64_t count = 0, free_count = 0, in_flight = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (snaps[k].present) {
+            count += snaps[k].slots;
+            free_count += snaps[k].slots_free;
+            in_flight += snaps[k].in_flight;
+        }
     cJSON *slots = cJSON_AddObjectToObject(doc, "slots");
-    cJSON_AddNumberToObject(slots, "count", srv->sched.ring.count);
-    cJSON_AddNumberToObject(slots, "free", srv->sched.ring.free_count);
-    cJSON_AddNumberToObject(slots, "in_flight", srv->sched.in_flight);
-    cJSON_AddNumberToObject(slots, "submissions", (double)srv->stats.submissions);
-    cJSON_AddNumberToObject(slots, "zero_copy_submissions",
-                            (double)srv->stats.zero_copy_submissions);
+    cJSON_AddNumberToObject(slots, "count", (double)count);
+    cJSON_AddNumberToObject(slots, "free", (double)free_count);
+    cJSON_AddNumberToObject(slots, "in_flight", (double)in_flight);
+    cJSON_AddNumberToObject(slots, "per_shard", srv->sched.ring.count);
     cJSON_AddNumberToObject(slots, "in_bytes", (double)srv->engine->slots[0].in_capacity_bytes);
     cJSON_AddNumberToObject(slots, "out_bytes", (double)srv->engine->slots[0].out_capacity_bytes);
 }
 
-/* STATS's "gpu": busy and overlap over the last second, from the timed
- * frames; null on the CPU engine, without timing events, or without memory. */
-static void add_gpu(cJSON *doc, const gf_server *srv, uint64_t now) {
-    gf_gpu_busy busy;
-    if (!srv->engine->device.is_gpu || !srv->cfg->timing_events ||
-        gf_trace_gpu_busy(&srv->trace, now, GF_GPU_WINDOW_NS, &busy) < 0) {
-        cJSON_AddNullToObject(doc, "gpu");
-        return;
+/* STATS's "shards": each one's own figures. */
+static void add_shards(cJSON *doc, const gf_snapshot *snaps, uint32_t n) {
+    cJSON *arr = cJSON_AddArrayToObject(doc, "shards");
+    for (uint32_t k = 0; k < n; k++) {
+        const gf_snapshot *s = &snaps[k];
+        if (!s->present)
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddNumberToObject(o, "shard", s->shard);
+        if (s->device >= 0)
+            cJSON_AddNumberToObject(o, "device", s->device);
+        else
+            cJSON_AddNullToObject(o, "device");
+        cJSON_AddNumberToObject(o, "connections", (double)s->stats.connections_open);
+        cJSON_AddNumberToObject(o, "slots_busy", s->slots - s->slots_free);
+        cJSON_AddNumberToObject(o, "in_flight", s->in_flight);
+        cJSON_AddNumberToObject(o, "frames_answered", (double)s->stats.frames_answered);
+        cJSON_AddNumberToObject(o, "frames_failed", (double)s->stats.frames_failed);
+        cJSON_AddNumberToObject(o, "submissions", (double)s->stats.submissions);
+        cJSON_AddNumberToObject(o, "frames_per_s", s->rates[0].frames_per_s);
+        cJSON_AddNumberToObject(o, "bytes_in_per_s", s->rates[0].bytes_in_per_s);
+        cJSON_AddNumberToObject(o, "loop_utilisation_1s", s->rates[0].busy);
+        add_gpu(o, &s->gpu, s->gpu_ok);
     }
-    cJSON *g = cJSON_AddObjectToObject(doc, "gpu");
-    cJSON_AddNumberToObject(g, "window_ns", (double)busy.window_ns);
-    cJSON_AddNumberToObject(g, "frames", (double)busy.frames);
-    cJSON_AddNumberToObject(g, "h2d_busy", busy.h2d);
-    cJSON_AddNumberToObject(g, "kernel_busy", busy.kernel);
-    cJSON_AddNumberToObject(g, "d2h_busy", busy.d2h);
-    cJSON_AddNumberToObject(g, "copy_busy", busy.copy);
-    cJSON_AddNumberToObject(g, "compute_busy", busy.compute);
-    cJSON_AddNumberToObject(g, "overlap", busy.overlap);
 }
 
-cJSON *gf_stats_document(gf_server *srv) {
+/* STATS's "devices": each device the shards run on, with its shards' totals. */
+static void add_devices(cJSON *doc, const gf_snapshot *snaps, uint32_t n) {
+    cJSON *arr = cJSON_AddArrayToObject(doc, "devices");
+    for (uint32_t k = 0; k < n; k++) {
+        const gf_snapshot *s = &snaps[k];
+        if (!s->present)
+            continue;
+        int seen = 0;
+        for (uint32_t j = 0; j < k; j++)
+            seen |= snaps[j].present && snaps[j].device == s->device;
+        if (seen)
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, o);
+        if (s->device >= 0)
+            cJSON_AddNumberToObject(o, "index", s->device);
+        else
+            cJSON_AddNullToObject(o, "index");
+        cJSON_AddStringToObject(o, "name", s->device_info.name);
+        if (s->device_info.is_gpu)
+            cJSON_AddStringToObject(o, "pci_bus_id", s->device_info.pci_bus_id);
+        cJSON *ids = cJSON_AddArrayToObject(o, "shards");
+        double answered = 0, fps = 0, bytes_in = 0;
+        uint64_t pinned = 0;
+        uint32_t in_flight = 0;
+        for (uint32_t j = k; j < n; j++) {
+            if (!snaps[j].present || snaps[j].device != s->device)
+                continue;
+            cJSON_AddItemToArray(ids, cJSON_CreateNumber(snaps[j].shard));
+            answered += (double)snaps[j].stats.frames_answered;
+            fps += snaps[j].rates[0].frames_per_s;
+            bytes_in += snaps[j].rates[0].bytes_in_per_s;
+            pinned += snaps[j].pinned_bytes;
+            in_flight += snaps[j].in_flight;
+        }
+        cJSON_AddNumberToObject(o, "in_flight", in_flight);
+        cJSON_AddNumberToObject(o, "frames_answered", answered);
+        cJSON_AddNumberToObject(o, "frames_per_s", fps);
+        cJSON_AddNumberToObject(o, "bytes_in_per_s", bytes_in);
+        cJSON_AddNumberToObject(o, "pinned_bytes", (double)pinned);
+    }
+}
+
+cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_t n) {
     static const char *const completion[] = {
         [GF_COMPLETION_HOST_FUNC] = "host_func",
         [GF_COMPLETION_POLL] = "poll",
         [GF_COMPLETION_HYBRID] = "hybrid",
     };
     cJSON *doc = cJSON_CreateObject();
-    if (!doc)
+    gf_stats sum;
+    if (!doc || gf_stats_init(&sum, srv->cfg->pipeline_count, gf_now_ns()) < 0) {
+        cJSON_Delete(doc);
         return NULL;
+    }
     int gpu = srv->engine->device.is_gpu;
     cJSON_AddStringToObject(doc, "version", GF_VERSION);
     cJSON_AddStringToObject(doc, "engine", srv->engine->ops->name);
@@ -155,18 +282,89 @@ cJSON *gf_stats_document(gf_server *srv) {
         cJSON_AddNumberToObject(doc, "zero_copy_max_bytes", (double)srv->cfg->zero_copy_max_bytes);
     else
         cJSON_AddNullToObject(doc, "zero_copy_max_bytes");
-    add_slots(doc, srv);
-    cJSON_AddNumberToObject(doc, "pinned_bytes", (double)srv->engine->pinned_bytes);
-    uint64_t now = gf_now_ns();
-    gf_stats_to_json(&srv->stats, srv->cfg->pipelines, doc, now, uv_metrics_idle_time(srv->loop));
-    add_gpu(doc, srv, now);
+    add_slots(doc, srv, snaps, n);
+    /* Every shard's counters, rates and pinned memory added; the loop's
+     * utilisation and idle time are the shards' mean; "gpu" is the busiest
+     * shard's (each shard's own is under "shards"). */
+    gf_rates rates[GF_RATE_WINDOWS] = {{0}};
+    uint64_t pinned = 0, idle = 0, now = gf_now_ns();
+    uint32_t present = 0, busiest = n;
+    for (uint32_t k = 0; k < n; k++) {
+        const gf_snapshot *s = &snaps[k];
+        if (!s->present)
+            continue;
+        present++;
+        gf_stats_add(&sum, srv->cfg->pipelines, &s->stats, (const char(*)[GF_PIPELINE_NAME_MAX])s->names);
+        for (unsigned w = 0; w < GF_RATE_WINDOWS; w++) {
+            rates[w].frames_per_s += s->rates[w].frames_per_s;
+            rates[w].bytes_in_per_s += s->rates[w].bytes_in_per_s;
+            rates[w].bytes_out_per_s += s->rates[w].bytes_out_per_s;
+            rates[w].busy += s->rates[w].busy;
+        }
+        pinned += s->pinned_bytes;
+        idle += s->loop_idle_ns;
+        if (s->gpu_ok && (busiest == n || s->gpu.compute + s->gpu.copy >
+                                              snaps[busiest].gpu.compute + snaps[busiest].gpu.copy))
+            busiest = k;
+    }
+    sum.started_ns = srv->stats.started_ns;
+    sum.connections_refused += atomic_load_explicit(&srv->group->refused, memory_order_relaxed);
+    for (uint32_t st = 0; st < GF_STATUS_COUNT_; st++)
+        sum.rejected[st] +=
+            atomic_load_explicit(&srv->group->refused_by_status[st], memory_order_relaxed);
+    for (unsigned w = 0; present > 0 && w < GF_RATE_WINDOWS; w++)
+        rates[w].busy /= present;
+    cJSON_AddNumberToObject(doc, "pinned_bytes", (double)pinned);
+    cJSON_AddNumberToObject(doc, "shard_count", present);
+    gf_stats_to_json(&sum, srv->cfg->pipelines, doc, now, rates, present ? idle / present : 0);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "submissions", (double)sum.submissions);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "zero_copy_submissions",
+                            (double)sum.zero_copy_submissions);
+    add_gpu(doc, busiest < n ? &snaps[busiest].gpu : NULL, busiest < n);
+    add_shards(doc, snaps, n);
+    add_devices(doc, snaps, n);
+    gf_stats_free(&sum);
     return doc;
 }
 
-/* The TRACE reply: the last `max_frames` frames' stage times (STATS.md). */
-cJSON *gf_trace_document(const gf_server *srv, uint32_t max_frames) {
+static cJSON *trace_document(const gf_server *srv, const gf_trace *t, uint32_t max_frames,
+                             uint32_t n);
+
+/* Orders trace records by when they were written, then by shard. */
+static int rec_cmp(const void *a, const void *b) {
+    const gf_trace_rec *x = a, *y = b;
+    if (x->written_ns != y->written_ns)
+        return x->written_ns < y->written_ns ? -1 : 1;
+    return x->shard < y->shard ? -1 : x->shard > y->shard;
+}
+
+/* The TRACE reply: the last `max_frames` frames' stage times of every shard,
+ * merged in the order they were answered (STATS.md). */
+cJSON *gf_trace_document(const gf_server *srv, const gf_snapshot *snaps, uint32_t n,
+                         uint32_t max_frames) {
+    if (srv->group->count == 1)
+        return trace_document(srv, &srv->trace, max_frames, 1);
+    uint32_t total = 0;
+    for (uint32_t k = 0; k < n; k++)
+        total += snaps[k].trace_count;
+    gf_trace merged;
+    if (gf_trace_init(&merged, total) < 0)
+        return NULL;
+    for (uint32_t k = 0; k < n; k++)
+        for (uint32_t i = 0; i < snaps[k].trace_count; i++)
+            gf_trace_push(&merged, &snaps[k].trace[i]);
+    if (merged.count > 1)
+        qsort(merged.recs, merged.count, sizeof *merged.recs, rec_cmp);
+    merged.next = merged.count % (merged.capacity ? merged.capacity : 1);
+    cJSON *doc = trace_document(srv, &merged, max_frames, n);
+    gf_trace_free(&merged);
+    return doc;
+}
+
+static cJSON *trace_document(const gf_server *srv, const gf_trace *t, uint32_t max_frames,
+                             uint32_t n) {
     cJSON *doc = cJSON_CreateObject();
-    char *frames = gf_trace_frames_text(&srv->trace, max_frames, srv->stats.started_ns);
+    char *frames = gf_trace_frames_text(t, max_frames, srv->stats.started_ns);
     if (!doc || !frames) {
         cJSON_Delete(doc);
         free(frames);
@@ -176,6 +374,7 @@ cJSON *gf_trace_document(const gf_server *srv, uint32_t max_frames) {
     cJSON_AddNumberToObject(doc, "t0_ns", (double)srv->stats.started_ns);
     cJSON_AddStringToObject(doc, "engine", srv->engine->ops->name);
     cJSON_AddNumberToObject(doc, "slots", srv->sched.ring.count);
+    cJSON_AddNumberToObject(doc, "shards", n);
     /* Raw: printed as it is, without a cJSON object per frame. */
     cJSON_AddRawToObject(doc, "frames", frames);
     free(frames);

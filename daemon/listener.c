@@ -28,6 +28,7 @@
 #include "log.h"
 #include "listener.h"
 #include "reply.h"
+#include "util.h"
 
 /* Pending connections the kernel queues for accept(). */
 #define GF_LISTEN_BACKLOG 128
@@ -35,9 +36,7 @@
  * keep the loop from the clients already connected. */
 #define GF_ACCEPTS_PER_EVENT 64
 
-/* Answers a connection we will not serve with an ERROR of `status` and
- * closes it; never blocks (the reply is 32 bytes plus a line). */
-static void refuse(gf_server *srv, int fd, uint32_t status, const char *text) {
+void gf_refuse_fd(int fd, uint32_t status, const char *text) {
     uint8_t msg[GF_HEADER_BYTES + GF_ERROR_TEXT_MAX_BYTES];
     size_t len = strlen(text);
     if (len > GF_ERROR_TEXT_MAX_BYTES)
@@ -46,26 +45,31 @@ static void refuse(gf_server *srv, int fd, uint32_t status, const char *text) {
     memcpy(msg + GF_HEADER_BYTES, text, len);
     (void)send(fd, msg, GF_HEADER_BYTES + len, MSG_DONTWAIT | MSG_NOSIGNAL);
     close(fd);
-    srv->stats.connections_refused++;
-    srv->stats.rejected[status]++;
-    gf_log_limited(&srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_WARN,
+}
+
+/* Answers a connection we will not serve with an ERROR of `status` and
+ * closes it; never blocks (the reply is 32 bytes plus a line). */
+void gf_listener_refuse(gf_listener *l, int fd, uint32_t status, const char *text) {
+    gf_refuse_fd(fd, status, text);
+    l->refused(l, status);
+    gf_log_limited(&l->log, GF_LISTENER_LOG_PER_S, gf_now_ns(), GF_LOG_WARN,
                    "connection refused: %s: %s", gf_status_name(status), text);
 }
 
 /* Out of descriptors: use the reserve to tell one waiting client so. */
-static void refuse_with_reserve(gf_server *srv, int err) {
-    if (srv->reserve_fd < 0) {
-        gf_log_limited(&srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_WARN,
+static void refuse_with_reserve(gf_listener *l, int err) {
+    if (l->reserve_fd < 0) {
+        gf_log_limited(&l->log, GF_LISTENER_LOG_PER_S, gf_now_ns(), GF_LOG_WARN,
                        "accept: %s, and no descriptor in reserve", strerror(err));
         return;
     }
-    close(srv->reserve_fd);
-    int fd = accept4(srv->listener_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    close(l->reserve_fd);
+    int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0)
-        refuse(srv, fd, GF_ERR_TOO_MANY_CONNECTIONS,
-               err == EMFILE ? "the daemon is out of file descriptors (RLIMIT_NOFILE)"
-                             : "the system is out of file descriptors");
-    srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        gf_listener_refuse(l, fd, GF_ERR_TOO_MANY_CONNECTIONS,
+                           err == EMFILE ? "the daemon is out of file descriptors (RLIMIT_NOFILE)"
+                                         : "the system is out of file descriptors");
+    l->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 /* Groups of a peer we look at: far more than anyone is in. */
@@ -73,8 +77,8 @@ static void refuse_with_reserve(gf_server *srv, int err) {
 
 /* Whether the configuration's "allow" lets the peer of `fd` in: its uid, its
  * primary group, or one of its supplementary groups (SO_PEERGROUPS). */
-static int peer_allowed(const gf_server *srv, int fd, const struct ucred *cred) {
-    const gf_allow *a = &srv->cfg->allow;
+static int peer_allowed(const gf_listener *l, int fd, const struct ucred *cred) {
+    const gf_allow *a = &l->cfg->allow;
     if (!a->set)
         return 1;
     uint32_t gids[GF_PEER_GROUPS_MAX + 1];
@@ -89,19 +93,19 @@ static int peer_allowed(const gf_server *srv, int fd, const struct ucred *cred) 
 }
 
 static void on_listen(uv_poll_t *h, int status, int events) {
-    gf_server *srv = h->data;
+    gf_listener *l = h->data;
     (void)events;
     if (status < 0) {
         GF_LOG_WRN("listener: %s", uv_strerror(status));
         return;
     }
-    for (int i = 0; i < GF_ACCEPTS_PER_EVENT && !srv->draining; i++) {
-        int fd = accept4(srv->listener_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    for (int i = 0; i < GF_ACCEPTS_PER_EVENT && l->listening; i++) {
+        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
             if (errno == EMFILE || errno == ENFILE)
-                refuse_with_reserve(srv, errno);
+                refuse_with_reserve(l, errno);
             else if (errno != EAGAIN && errno != EWOULDBLOCK)
                 GF_LOG_WRN("accept: %s", strerror(errno));
             return;
@@ -110,23 +114,16 @@ static void on_listen(uv_poll_t *h, int status, int events) {
         socklen_t cred_len = sizeof cred;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) < 0)
             GF_LOG_WRN("accept: SO_PEERCRED: %s", strerror(errno));
-        if (!peer_allowed(srv, fd, &cred)) {
+        if (!peer_allowed(l, fd, &cred)) {
             char text[GF_ERROR_TEXT_MAX_BYTES];
             gf_errorf(text, sizeof text,
                       "uid %u gid %u (pid %u) is not allowed to connect (the configuration's "
                       "\"allow\")",
                       (unsigned)cred.uid, (unsigned)cred.gid, (unsigned)cred.pid);
-            refuse(srv, fd, GF_ERR_FORBIDDEN, text);
+            gf_listener_refuse(l, fd, GF_ERR_FORBIDDEN, text);
             continue;
         }
-        if (srv->stats.connections_open >= srv->cfg->max_connections) {
-            char text[GF_ERROR_TEXT_MAX_BYTES];
-            gf_errorf(text, sizeof text, "max_connections %u reached (uid %u, pid %u refused)",
-                      srv->cfg->max_connections, (unsigned)cred.uid, (unsigned)cred.pid);
-            refuse(srv, fd, GF_ERR_TOO_MANY_CONNECTIONS, text);
-            continue;
-        }
-        srv->accept(srv, fd, (uint32_t)cred.uid, (uint32_t)cred.gid, (uint32_t)cred.pid);
+        l->accepted(l, fd, (uint32_t)cred.uid, (uint32_t)cred.gid, (uint32_t)cred.pid);
     }
 }
 
@@ -241,41 +238,41 @@ int gf_listener_bind(const char *path, unsigned mode) {
     return fd;
 }
 
-int gf_listener_open(gf_server *srv, int fd, int owned) {
+int gf_listener_open(gf_listener *l, uv_loop_t *loop, int fd, int owned) {
     int rc = 0;
-    const char *what = owned ? srv->cfg->socket_path : "passed by systemd";
+    const char *what = owned ? l->cfg->socket_path : "passed by systemd";
     /* systemd's socket is blocking; ours must never block the loop. */
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || listen(fd, GF_LISTEN_BACKLOG) < 0 ||
-        (rc = uv_poll_init(srv->loop, &srv->listener, fd)) < 0) {
+        (rc = uv_poll_init(loop, &l->poll, fd)) < 0) {
         rc = rc < 0 ? rc : -errno;
         GF_LOG_ERR("socket %s: cannot listen: %s", what, strerror(-rc));
         return rc;
     }
-    srv->listener.data = srv;
-    srv->listener_fd = fd;
-    srv->socket_owned = owned != 0;
-    srv->listening = 1;
-    srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    uv_poll_start(&srv->listener, UV_READABLE, on_listen);
+    l->poll.data = l;
+    l->fd = fd;
+    l->owned = owned != 0;
+    l->listening = 1;
+    l->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    uv_poll_start(&l->poll, UV_READABLE, on_listen);
     return 0;
 }
 
 static void on_listener_closed(uv_handle_t *h) {
-    gf_server *srv = h->data;
-    close(srv->listener_fd);
-    srv->listener_fd = -1;
+    gf_listener *l = h->data;
+    close(l->fd);
+    l->fd = -1;
 }
 
-void gf_listener_close(gf_server *srv) {
-    if (!srv->listening)
+void gf_listener_close(gf_listener *l) {
+    if (!l->listening)
         return;
-    srv->listening = 0;
-    uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
+    l->listening = 0;
+    uv_close((uv_handle_t *)&l->poll, on_listener_closed);
     /* A socket systemd passed is systemd's to remove. */
-    if (srv->socket_owned)
-        unlink(srv->cfg->socket_path);
-    if (srv->reserve_fd >= 0)
-        close(srv->reserve_fd);
-    srv->reserve_fd = -1;
+    if (l->owned)
+        unlink(l->cfg->socket_path);
+    if (l->reserve_fd >= 0)
+        close(l->reserve_fd);
+    l->reserve_fd = -1;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpuframed: configuration, signals, systemd supervision and the event loop;
- * the command line is options.c.  Start-up ends in gf_server_open
- * (server.c), which serves everything else; this file tells systemd about it
+ * gpuframed: configuration, signals, systemd supervision and the control
+ * loop; the command line is options.c.  Start-up ends in gf_shards_open
+ * (shards.c), whose shards serve everything else; this file tells systemd about it
  * (notify.c): READY=1 once the server is open, STATUS= every few seconds,
  * WATCHDOG=1 while frames complete, STOPPING=1 on SIGTERM/SIGINT,
  * RELOADING=1 ... READY=1 around a SIGHUP reload.
@@ -26,7 +26,7 @@
 #include "notify.h"
 #include "options.h"
 #include "reload.h"
-#include "server.h"
+#include "shards.h"
 
 /* How often STATUS= is refreshed: "every few seconds", cheap for systemd. */
 #define GF_STATUS_PERIOD_MS 2000u
@@ -39,9 +39,10 @@
 
 /* Everything the loop's callbacks share: one daemon per process. */
 typedef struct daemon_state {
-    uv_loop_t loop;
-    gf_server *srv;
-    gf_config *cfg;            /* the running configuration (owned; the server uses it) */
+    uv_loop_t loop;            /* the control loop                                   */
+    gf_shards *shards;
+    gf_config *cfg;            /* the running configuration (owned; the shards use it) */
+    gf_config *applying;       /* a reload's, while the shards switch to it            */
     const char *config_path;   /* --config FILE, or NULL for the built-in one          */
     gf_config_overrides flags; /* the options that set a key: they override every
                                   configuration read, at start-up and on reload */
@@ -79,7 +80,7 @@ static void on_status_timer(uv_timer_t *t) {
     daemon_state *d = t->data;
     char status[GF_STATUS_BYTES];
 
-    gf_server_status(d->srv, status, sizeof status);
+    gf_shards_status(d->shards, status, sizeof status);
     gf_notify_status(&d->notify, status);
 }
 
@@ -91,7 +92,7 @@ static void on_watchdog_timer(uv_timer_t *t) {
     uint64_t completed = 0;
     uint32_t in_flight = 0;
 
-    gf_server_progress(d->srv, &completed, &in_flight);
+    gf_shards_progress(d->shards, &completed, &in_flight);
     if (in_flight == 0 || completed != d->last_completed) {
         if (d->watchdog_withheld)
             GF_LOG_INF("watchdog: frames complete again; WATCHDOG=1 resumed");
@@ -124,12 +125,12 @@ static void on_stop_signal(uv_signal_t *h, int signum) {
                    strsignal(signum), GF_EXIT_FAILURE);
         _exit(GF_EXIT_FAILURE);
     }
-    gf_server_progress(d->srv, &completed, &in_flight);
+    gf_shards_progress(d->shards, &completed, &in_flight);
     snprintf(status, sizeof status, "stopping: draining %" PRIu32 " frame(s) in flight", in_flight);
     gf_notify_stopping(&d->notify, status);
     GF_LOG_INF("%s: draining (at most %" PRIu32 " ms)", strsignal(signum),
                d->cfg->drain_timeout_ms);
-    gf_server_shutdown(d->srv);
+    gf_shards_shutdown(d->shards);
 }
 
 /* SIGHUP: read the configuration again and apply what can change while
@@ -138,7 +139,7 @@ static void on_stop_signal(uv_signal_t *h, int signum) {
  * whether the new configuration was taken or not. */
 static void start_reload(daemon_state *d) {
     const char *what = d->config_path ? d->config_path : "the built-in configuration";
-    int rc = gf_reload_start(d->reload, d->config_path, &d->flags, d->cfg);
+    int rc = d->applying ? -EBUSY : gf_reload_start(d->reload, d->config_path, &d->flags, d->cfg);
     if (rc == -EBUSY) {
         GF_LOG_INF("SIGHUP: a reload is under way; %s is read again when it ends", what);
         d->reload_again = 1;
@@ -165,7 +166,27 @@ static void on_reload_signal(uv_signal_t *h, int signum) {
     start_reload(d);
 }
 
-/* A load ended (reload.h): the new configuration is applied on the loop. */
+static void reload_again(daemon_state *d) {
+    if (d->reload_again && d->signals_seen == 0) {
+        d->reload_again = 0;
+        start_reload(d);
+    }
+}
+
+/* Every shard switched to the reload's configuration: the old one goes. */
+static void on_applied(void *arg) {
+    daemon_state *d = arg;
+    char status[GF_STATUS_BYTES];
+    gf_config_free(d->cfg);
+    free(d->cfg);
+    d->cfg = d->applying;
+    d->applying = NULL;
+    gf_shards_status(d->shards, status, sizeof status);
+    gf_notify_ready(&d->notify, status);
+    reload_again(d);
+}
+
+/* A load ended (reload.h): the new configuration goes to the shards. */
 static void on_reloaded(gf_reload_result *res, void *arg) {
     daemon_state *d = arg;
     const char *what = d->config_path ? d->config_path : "the built-in configuration";
@@ -184,29 +205,26 @@ static void on_reloaded(gf_reload_result *res, void *arg) {
         snprintf(status, sizeof status,
                  "reload rejected: %zu problem(s) in %s; running the previous configuration",
                  res->problem_count, what);
-    } else if (d->signals_seen > 0 || gf_server_reload_apply(d->srv, next, res->keep_running) < 0) {
+    } else if (d->signals_seen > 0 ||
+               gf_shards_reload_apply(d->shards, next, res->keep_running, on_applied, d) < 0) {
         GF_LOG_ERR("reload rejected: %s; keeping the running configuration",
                    d->signals_seen > 0 ? "the daemon is stopping" : "out of memory");
         gf_config_free(next);
         free(next);
         snprintf(status, sizeof status, "reload rejected");
     } else {
+        /* READY=1 once every shard has switched (on_applied). */
         gf_config_describe_changes(d->cfg, next, changes, sizeof changes);
         GF_LOG_INF("reloaded %s in %.3f s: %s%s", what, res->seconds,
                    changes[0] ? "applied " : "no change applied", changes);
         if (res->note[0] != '\0')
             GF_LOG_WRN("reload of %s: %s", what, res->note);
         gf_log_set_level(next->log_level);
-        gf_config_free(d->cfg);
-        free(d->cfg);
-        d->cfg = next;
-        gf_server_status(d->srv, status, sizeof status);
+        d->applying = next;
+        return;
     }
     gf_notify_ready(&d->notify, status);
-    if (d->reload_again && d->signals_seen == 0) {
-        d->reload_again = 0;
-        start_reload(d);
-    }
+    reload_again(d);
 }
 
 /* ---- start-up ---------------------------------------------------------------------- */
@@ -314,7 +332,7 @@ static void close_supervision(daemon_state *d) {
 static void report_ready(daemon_state *d) {
     char status[GF_STATUS_BYTES];
 
-    gf_server_status(d->srv, status, sizeof status);
+    gf_shards_status(d->shards, status, sizeof status);
     gf_notify_ready(&d->notify, status);
     if (gf_notify_enabled(&d->notify))
         uv_timer_start(&d->status_timer, on_status_timer, GF_STATUS_PERIOD_MS, GF_STATUS_PERIOD_MS);
@@ -322,7 +340,7 @@ static void report_ready(daemon_state *d) {
         uint64_t period_ms = d->watchdog_usec / 2 / GF_USEC_PER_MS;
         if (period_ms == 0)
             period_ms = 1;
-        gf_server_progress(d->srv, &d->last_completed, &(uint32_t){0});
+        gf_shards_progress(d->shards, &d->last_completed, &(uint32_t){0});
         gf_notify_watchdog(&d->notify);
         uv_timer_start(&d->watchdog_timer, on_watchdog_timer, period_ms, period_ms);
         GF_LOG_INF("watchdog: WATCHDOG=1 every %" PRIu64 " ms while frames complete", period_ms);
@@ -332,19 +350,12 @@ static void report_ready(daemon_state *d) {
 /* Runs the loop until the server is done, then closes everything.  Returns
  * the exit status; a failed server exits at once. */
 static int serve_until_stopped(daemon_state *d) {
+    /* A shard that fails makes the process exit from within (shards.c). */
     uv_run(&d->loop, UV_RUN_DEFAULT);
-    if (gf_server_failed(d->srv)) {
-        /* The engine is stuck or poisoned, or the drain ran out of time (the
-         * server logged how many frames it abandoned): waiting for the device
-         * could hang forever. */
-        GF_LOG_ERR("exiting with status %d so that the supervisor knows the stop was not clean",
-                   GF_EXIT_FAILURE);
-        _exit(GF_EXIT_FAILURE);
-    }
     gf_reload_close(d->reload);
     close_supervision(d);
     uv_run(&d->loop, UV_RUN_DEFAULT);
-    int status_code = gf_server_close(d->srv);
+    int status_code = gf_shards_close(d->shards);
     int lc = uv_loop_close(&d->loop);
     if (lc != 0)
         GF_LOG_WRN("event loop closed with handles still open: %s", uv_strerror(lc));
@@ -378,7 +389,7 @@ int main(int argc, char **argv) {
      * handled once the loop runs. */
     start_signals(&d);
     int owned = listen_fd < 0;
-    if (owned && (listen_fd = gf_server_bind(d.cfg)) < 0) {
+    if (owned && (listen_fd = gf_shards_bind(d.cfg)) < 0) {
         gf_notify_status(&d.notify, "start-up failed: cannot bind the socket");
         goto fail_loop;
     }
@@ -387,9 +398,9 @@ int main(int argc, char **argv) {
                owned ? d.cfg->socket_path : "passed by systemd",
                gf_notify_enabled(&d.notify) ? "; notifying systemd" : "",
                gf_log_to_journal() ? "; logging to the journal" : "");
-    rc = gf_server_open(&d.loop, d.cfg, listen_fd, owned, &d.srv);
+    rc = gf_shards_open(&d.loop, d.cfg, listen_fd, owned, &d.shards);
     if (rc < 0) {
-        /* gf_server_open logged why; systemd's STATUS= says it too. */
+        /* gf_shards_open logged why; systemd's STATUS= says it too. */
         snprintf(status, sizeof status, "start-up failed: %s",
                  rc > -4096 ? uv_strerror(rc) : "error");
         gf_notify_status(&d.notify, status);
@@ -397,7 +408,7 @@ int main(int argc, char **argv) {
             unlink(d.cfg->socket_path);
         goto fail_loop;
     }
-    rc = gf_reload_open(&d.loop, d.srv, on_reloaded, &d, &d.reload);
+    rc = gf_reload_open(&d.loop, d.shards, on_reloaded, &d, &d.reload);
     if (rc < 0) {
         GF_LOG_ERR("start-up failed: cannot set up reloads: %s", uv_strerror(rc));
         return GF_EXIT_STARTUP; /* nothing is served yet; the OS takes the rest back */

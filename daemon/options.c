@@ -30,6 +30,7 @@ static const char *const help_sections[] = {
     "\n",
     "SYNOPSIS\n"
     "    gpuframed [--config FILE] [--socket PATH] [--engine auto|cuda|cpu] [--slots N]\n"
+    "              [--shards N] [--devices all|LIST]\n"
     "              [--max-frame-bytes N] [--log-level LEVEL]\n"
     "    gpuframed --check-config FILE [OPTIONS]\n"
     "    gpuframed --version | --help\n"
@@ -58,7 +59,13 @@ static const char *const help_sections[] = {
     "        The compute engine (overrides \"engine\"). auto picks cuda when a device\n"
     "        answers, else cpu, and logs which and why.\n"
     "    -n, --slots N\n"
-    "        Frames in flight at once, 1 to 64 (overrides \"slots\").\n"
+    "        Frames in flight at once per shard, 1 to 64 (overrides \"slots\").\n"
+    "    -j, --shards N\n"
+    "        Event loops, each on its own thread with its own connections and slots,\n"
+    "        0 to 64; 0 chooses at start (overrides \"shards\").\n"
+    "    -d, --devices all|LIST\n"
+    "        The CUDA devices the shards run on, by ordinal: \"0,1\" (overrides\n"
+    "        \"devices\").\n"
     "    -m, --max-frame-bytes N\n"
     "        Largest frame payload (overrides \"max_frame_bytes\").\n"
     "    -l, --log-level error|warn|info|debug\n"
@@ -148,7 +155,8 @@ static const struct key_option {
 } key_options[] = {
     {"socket", 's', "socket"},       {"engine", 'e', "engine"},
     {"slots", 'n', "slots"},         {"max-frame-bytes", 'm', "max_frame_bytes"},
-    {"log-level", 'l', "log_level"},
+    {"log-level", 'l', "log_level"},  {"shards", 'j', "shards"},
+    {"devices", 'd', "devices"},
 };
 
 /* Sets the key option `letter` sets from `text`.  Returns -1 (go on), or
@@ -178,6 +186,8 @@ int gf_options_parse(int argc, char **argv, gf_config_overrides *flags, const ch
         {"slots", required_argument, NULL, 'n'},
         {"max-frame-bytes", required_argument, NULL, 'm'},
         {"log-level", required_argument, NULL, 'l'},
+        {"shards", required_argument, NULL, 'j'},
+        {"devices", required_argument, NULL, 'd'},
         {"check-config", required_argument, NULL, OPT_CHECK_CONFIG},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
@@ -185,7 +195,7 @@ int gf_options_parse(int argc, char **argv, gf_config_overrides *flags, const ch
     int opt, rc;
 
     memset(flags, 0, sizeof *flags);
-    while ((opt = getopt_long(argc, argv, "c:s:e:n:m:l:Vh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:s:e:n:m:l:j:d:Vh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c': *config_path = optarg; break;
         case OPT_CHECK_CONFIG: *check_path = optarg; break;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gather.h"
 #include "introspect.h"
 #include "log.h"
 #include "region.h"
@@ -145,13 +146,80 @@ static void region_remove(gf_conn *c, const gf_header *h) {
     gf_conn_reject(c, h, GF_ERR_UNKNOWN_REGION, why);
 }
 
-/* A LIST, STATS or TRACE document for `h`, or NULL without memory. */
-static cJSON *document(gf_server *srv, const gf_header *h) {
-    switch (h->type) {
-    case GF_MSG_LIST: srv->stats.requests_list++; return gf_list_document(srv);
-    case GF_MSG_STATS: srv->stats.requests_stats++; return gf_stats_document(srv);
-    default: srv->stats.requests_trace++; return gf_trace_document(srv, h->pipeline_id);
+/* Every shard's figures are in (gather.h): STATS's or TRACE's reply `arg`,
+ * waiting in order in the queue (NULL: the connection went), is made. */
+static void gathered(gf_server *srv, const gf_snapshot *snaps, uint32_t n, void *arg) {
+    gf_reply *q = arg;
+    if (!q || q->request.type == GF_MSG_TRACE) {
+        /* A TRACE's place is free: every waiter tries again (one that is
+         * throttled meanwhile must not keep the others waiting). */
+        srv->gathers--;
+        gf_link *l;
+        while ((l = gf_list_pop_front(&srv->gather_waiters)))
+            gf_conn_defer(gf_list_entry(l, gf_conn, gather_link));
     }
+    if (!q)
+        return;
+    q->gathering = NULL;
+    gf_conn *c = q->conn;
+    c->gathering = 0;
+    const gf_header *h = &q->request;
+    cJSON *doc = !snaps                    ? NULL
+                 : h->type == GF_MSG_STATS ? gf_stats_document(srv, snaps, n)
+                                           : gf_trace_document(srv, snaps, n, h->pipeline_id);
+    char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
+    cJSON_Delete(doc);
+    if (text) {
+        gf_replyq_set_body(&c->out, q, text, strlen(text));
+        gf_reply_header(q->header, h->version, h->type, 0, h->frame_id, h->pipeline_id, GF_OK,
+                        q->body_bytes);
+    } else {
+        char why[GF_ERROR_TEXT_MAX_BYTES];
+        size_t len = gf_errorf(why, sizeof why, "out of memory building the %s reply",
+                               gf_msg_type_name(h->type));
+        gf_replyq_set_body(&c->out, q, strdup(why), len);
+        gf_reply_header(q->header, h->version, GF_MSG_ERROR, 0, h->frame_id, h->pipeline_id,
+                        GF_ERR_INTERNAL, q->body_bytes);
+        srv->stats.rejected[GF_ERR_INTERNAL]++;
+    }
+    q->ready = 1;
+    gf_conn_defer(c);
+}
+
+/* STATS or TRACE: a reply that waits in the queue, in order, while every
+ * shard's figures are gathered. */
+static void gather_reply(gf_conn *c, const gf_header *h) {
+    gf_reply *q = calloc(1, sizeof *q);
+    if (!q) {
+        gf_conn_reject(c, h, GF_ERR_INTERNAL, "out of memory for a STATS or TRACE reply");
+        return;
+    }
+    gf_link_init(&q->link);
+    q->request = *h;
+    gf_conn_push(c, q);
+    uint32_t frames = h->type == GF_MSG_TRACE ? h->pipeline_id : GF_SNAPSHOT_NO_TRACE;
+    if (h->type == GF_MSG_TRACE && frames == GF_SNAPSHOT_NO_TRACE)
+        frames--;
+    c->gathering = 1;
+    if (h->type == GF_MSG_TRACE)
+        c->srv->gathers++;
+    if (gf_gather(c->srv, frames, gathered, q, &q->gathering) < 0)
+        gathered(c->srv, NULL, 0, q);
+}
+
+/* Whether a STATS or TRACE of `c` may gather now: one of a connection at a
+ * time, and GF_GATHERS_MAX TRACEs of a shard (each copies every shard's
+ * trace); else it waits, and its connection goes on when its own ends or a
+ * TRACE's does (gathered). */
+static int may_gather(gf_conn *c, const gf_header *h) {
+    gf_server *srv = c->srv;
+    if (c->gathering)
+        return 0;
+    if (h->type != GF_MSG_TRACE || srv->gathers < GF_GATHERS_MAX)
+        return 1;
+    if (!gf_linked(&c->gather_link))
+        gf_list_push_back(&srv->gather_waiters, &c->gather_link);
+    return 0;
 }
 
 int gf_query_answer(gf_conn *c, const gf_request *req, int fd) {
@@ -159,17 +227,27 @@ int gf_query_answer(gf_conn *c, const gf_request *req, int fd) {
     const gf_header *h = &req->header;
     int doc = h->type == GF_MSG_LIST || h->type == GF_MSG_STATS || h->type == GF_MSG_TRACE;
     if (doc) {
-        uint64_t bytes = h->type == GF_MSG_TRACE ? gf_trace_text_bytes(&srv->trace, h->pipeline_id)
-                                                 : GF_SMALL_REPLY_BYTES / 2;
-        if (!gf_conn_may_build(c, bytes))
+        /* A TRACE merges every shard's ring: their size is not known here,
+         * so each counts as full but this one. */
+        uint64_t bytes = h->type == GF_MSG_TRACE
+                             ? gf_trace_text_bytes(&srv->trace, h->pipeline_id) +
+                                   (srv->group->count - 1) *
+                                       gf_trace_text_bytes_full(&srv->trace, h->pipeline_id)
+                             : GF_SMALL_REPLY_BYTES / 2;
+        if (!gf_conn_may_build(c, bytes) || (h->type != GF_MSG_LIST && !may_gather(c, h)))
             return 0;
     }
     c->buf_start += req->bytes;
     gf_request_accept(&c->decoder, req); /* no payload: validated by the decoder */
     c->request_begun_ns = 0;
-    if (doc) {
-        reply_json(c, h, document(srv, h));
+    switch (h->type) {
+    case GF_MSG_LIST:
+        srv->stats.requests_list++;
+        reply_json(c, h, gf_list_document(srv));
         return 1;
+    case GF_MSG_STATS: srv->stats.requests_stats++; gather_reply(c, h); return 1;
+    case GF_MSG_TRACE: srv->stats.requests_trace++; gather_reply(c, h); return 1;
+    default: break;
     }
     switch (h->type) {
     case GF_MSG_REGION_ADD: region_add(c, h, fd); break;

@@ -65,28 +65,30 @@ uint32_t gf_region_open(gf_server *srv, int fd, uint32_t id, uint32_t held, gf_r
         gf_errorf(why, why_len, "the memfd is empty");
         goto fail;
     }
+    /* Every shard's regions count against the cap: reserve, then check. */
     uint64_t cap = gf_config_shm_cap(cfg);
-    if (bytes > cap || srv->stats.region_bytes > cap - bytes) {
+    uint64_t all_held = atomic_fetch_add_explicit(&srv->group->region_bytes, bytes,
+                                              memory_order_relaxed);
+    if (bytes > cap || all_held > cap - bytes) {
         gf_errorf(why, why_len,
                   "a region of %llu bytes would pass max_shm_bytes %llu (%llu held by all "
                   "connections)",
-                  (unsigned long long)bytes, (unsigned long long)cap,
-                  (unsigned long long)srv->stats.region_bytes);
+                  (unsigned long long)bytes, (unsigned long long)cap, (unsigned long long)all_held);
         status = GF_ERR_REGION_LIMIT;
-        goto fail;
+        goto fail_reserved;
     }
     gf_region *r = calloc(1, sizeof *r);
     if (!r) {
         gf_errorf(why, why_len, "out of memory for a region");
         status = GF_ERR_INTERNAL;
-        goto fail;
+        goto fail_reserved;
     }
     void *base = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
         gf_errorf(why, why_len, "cannot map the memfd's %llu bytes: %s", (unsigned long long)bytes,
                   strerror(errno));
         free(r);
-        goto fail;
+        goto fail_reserved;
     }
     /* The mapping keeps the memory; the fd is not needed any more. */
     close(fd);
@@ -102,6 +104,8 @@ uint32_t gf_region_open(gf_server *srv, int fd, uint32_t id, uint32_t held, gf_r
     *out = r;
     return GF_OK;
 
+fail_reserved:
+    atomic_fetch_sub_explicit(&srv->group->region_bytes, bytes, memory_order_relaxed);
 fail:
     close(fd);
     return status;
@@ -152,6 +156,7 @@ static void region_free(gf_region *r) {
     munmap(r->base, (size_t)r->bytes);
     srv->stats.regions_open--;
     srv->stats.region_bytes -= r->bytes;
+    atomic_fetch_sub_explicit(&srv->group->region_bytes, r->bytes, memory_order_relaxed);
     free(r);
     if (released && arg)
         released(arg);

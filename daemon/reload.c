@@ -19,7 +19,7 @@ typedef struct load_job {
     char *path;                       /* the file, or NULL: built in          */
     const gf_config_overrides *flags; /* the command line's keys              */
     const gf_config *cur;             /* the running configuration            */
-    gf_server *srv;
+    gf_shards *shards;
     uint64_t started_ns;
 
     pthread_mutex_t lock;
@@ -27,7 +27,7 @@ typedef struct load_job {
     /* shared, guarded by lock: */
     uv_async_t *wake; /* the loop's handle; NULL once abandoned */
     int preparing;    /* the thread reads the running server
-                         (gf_server_reload_prepare): the loop
+                         (gf_shards_reload_prepare): the loop
                          must not free it meanwhile           */
     int finished;     /* the thread put its result here      */
     gf_reload_result result;
@@ -35,7 +35,7 @@ typedef struct load_job {
 
 struct gf_reload {
     uv_async_t wake; /* a load finished; closed by gf_reload_close       */
-    gf_server *srv;
+    gf_shards *shards;
     gf_reload_done_cb done;
     void *arg;
     load_job *job; /* the load running or finished and not yet taken;
@@ -78,7 +78,7 @@ static void prepare(load_job *job, gf_reload_result *res) {
     pthread_mutex_unlock(&job->lock);
     if (!go)
         return;
-    if (gf_server_reload_prepare(job->srv, job->cur, res->next, &res->keep_running, res->note,
+    if (gf_shards_reload_prepare(job->shards, job->cur, res->next, &res->keep_running, res->note,
                                  sizeof res->note) < 0) {
         gf_config_free(res->next);
         free(res->next);
@@ -130,7 +130,7 @@ static void on_wake(uv_async_t *h) {
     job_free(job);
 }
 
-int gf_reload_open(uv_loop_t *loop, gf_server *srv, gf_reload_done_cb done, void *arg,
+int gf_reload_open(uv_loop_t *loop, gf_shards *shards, gf_reload_done_cb done, void *arg,
                    gf_reload **out) {
     gf_reload *r = calloc(1, sizeof *r);
     if (r == NULL)
@@ -142,7 +142,7 @@ int gf_reload_open(uv_loop_t *loop, gf_server *srv, gf_reload_done_cb done, void
     }
     uv_unref((uv_handle_t *)&r->wake);
     r->wake.data = r;
-    r->srv = srv;
+    r->shards = shards;
     r->done = done;
     r->arg = arg;
     *out = r;
@@ -160,7 +160,7 @@ int gf_reload_start(gf_reload *r, const char *path, const gf_config_overrides *f
     }
     job->flags = flags;
     job->cur = cur;
-    job->srv = r->srv;
+    job->shards = r->shards;
     job->wake = &r->wake;
     job->started_ns = gf_now_ns();
     pthread_mutex_init(&job->lock, NULL);

@@ -5,7 +5,7 @@
  * device side (weights uploaded, cuBLAS handles): any of it may take long,
  * or block for good on a FIFO or a hung network mount, and the loop that
  * serves frames must never wait for it.  So each reload runs on a thread of
- * its own: gf_config_load, then gf_server_reload_prepare; when it is done,
+ * its own: gf_config_load, then gf_shards_reload_prepare; when it is done,
  * the loop is woken (uv_async_send) and the caller's callback applies the
  * result there.
  *
@@ -24,11 +24,11 @@
 #include <uv.h>
 
 #include "config.h"
-#include "server.h"
+#include "shards.h"
 
 /* Bytes of the problems a failed load reports, one per line. */
 #define GF_RELOAD_PROBLEMS_BYTES 8192
-/* Bytes of what a reload could not apply (gf_server_reload_prepare's note). */
+/* Bytes of what a reload could not apply (gf_shards_reload_prepare's note). */
 #define GF_RELOAD_NOTE_BYTES 1024
 
 /* What one load made, handed to the loop. */
@@ -47,9 +47,9 @@ typedef void (*gf_reload_done_cb)(gf_reload_result *res, void *arg);
 
 typedef struct gf_reload gf_reload;
 
-/* A reloader on `loop` for `srv`, calling `done(res, arg)` after each load.
+/* A reloader on `loop` for `shards`, calling `done(res, arg)` after each load.
  * Returns 0 or a negative errno / libuv error. */
-int gf_reload_open(uv_loop_t *loop, gf_server *srv, gf_reload_done_cb done, void *arg,
+int gf_reload_open(uv_loop_t *loop, gf_shards *shards, gf_reload_done_cb done, void *arg,
                    gf_reload **out);
 
 /*

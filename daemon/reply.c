@@ -41,7 +41,8 @@ gf_reply *gf_reply_loose(uint8_t type, const gf_header *h, uint32_t status, char
 }
 
 void gf_replyq_init(gf_reply_queue *q, uint64_t *total_loose_bytes,
-                    uint64_t *loose_since_trim_bytes) {
+                    uint64_t *loose_since_trim_bytes, atomic_uint_fast64_t *daemon_loose_bytes) {
+    q->daemon_loose_bytes = daemon_loose_bytes;
     gf_list_init(&q->replies);
     q->tx_offset = 0;
     q->unfinished = q->loose_count = 0;
@@ -53,6 +54,8 @@ void gf_replyq_init(gf_reply_queue *q, uint64_t *total_loose_bytes,
 static void loose_add(gf_reply_queue *q, uint64_t bytes) {
     q->loose_bytes += bytes;
     *q->total_loose_bytes += bytes;
+    if (q->daemon_loose_bytes)
+        atomic_fetch_add_explicit(q->daemon_loose_bytes, bytes, memory_order_relaxed);
     *q->loose_since_trim_bytes += bytes;
 }
 
@@ -96,6 +99,8 @@ void gf_replyq_release(gf_reply_queue *q, gf_reply *r) {
         q->loose_count--;
         q->loose_bytes -= r->body_bytes;
         *q->total_loose_bytes -= r->body_bytes;
+        if (q->daemon_loose_bytes)
+            atomic_fetch_sub_explicit(q->daemon_loose_bytes, r->body_bytes, memory_order_relaxed);
     }
     free(r->owned);
     r->owned = NULL;

@@ -20,6 +20,7 @@
 #define GF_REPLY_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -54,7 +55,10 @@ typedef struct gf_reply {
                                         client stopped reading): a malloc'd copy of
                                         the frame, for the accounting when it is
                                         written; only its fields are read           */
-    gf_header request;               /* REGION_ADD: its request, for the reply    */
+    void **gathering;                /* STATS, TRACE: where the gathering of every
+                                        shard's figures keeps this reply (gather.h);
+                                        NULL once it came                          */
+    gf_header request;               /* REGION_ADD, STATS, TRACE: its request     */
 } gf_reply;
 
 typedef struct gf_reply_queue {
@@ -65,7 +69,9 @@ typedef struct gf_reply_queue {
                                          still on the engine                             */
     uint32_t loose_count;             /* of them, loose replies                          */
     uint64_t loose_bytes;             /* their body bytes (max_output_bytes)             */
-    uint64_t *total_loose_bytes;      /* every queue's loose_bytes together              */
+    uint64_t *total_loose_bytes;      /* every queue's loose_bytes together, of the shard */
+    atomic_uint_fast64_t *daemon_loose_bytes; /* the same, of every shard (group.h; NULL:
+                                                 none): max_output_bytes_total          */
     uint64_t *loose_since_trim_bytes; /* loose body bytes queued anywhere since the
                                          heap was last trimmed                      */
 } gf_reply_queue;
@@ -91,7 +97,7 @@ gf_reply *gf_reply_loose(uint8_t type, const gf_header *h, uint32_t status, char
 /* An empty queue adding its loose bytes to *total_loose_bytes and
  * *loose_since_trim_bytes. */
 void gf_replyq_init(gf_reply_queue *q, uint64_t *total_loose_bytes,
-                    uint64_t *loose_since_trim_bytes);
+                    uint64_t *loose_since_trim_bytes, atomic_uint_fast64_t *daemon_loose_bytes);
 
 /* Appends `r` (owed to `conn`) and counts it. */
 void gf_replyq_push(gf_reply_queue *q, gf_reply *r, struct gf_conn *conn);

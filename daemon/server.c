@@ -33,6 +33,7 @@
 #include "conn_io.h"
 #include "deadline.h"
 #include "listener.h"
+#include "mailbox.h"
 #include "log.h"
 #include "loopprof.h"
 #include "plugin.h"
@@ -190,6 +191,9 @@ static void on_watchdog(uv_timer_t *t) {
         if (c->write_blocked)
             gf_conn_evict_results(c);
     }
+    /* Other shards' replies went meanwhile: the daemon's total may allow more. */
+    if (!gf_list_empty(&srv->throttled))
+        gf_conn_resume_throttled(srv);
     /* Closing those may have freed slots that were submitted again since. */
     if (check_batches(srv, gf_now_ns()))
         return;
@@ -204,7 +208,25 @@ static void on_watchdog(uv_timer_t *t) {
 
 static void on_sample(uv_timer_t *t) {
     gf_server *srv = t->data;
-    gf_stats_sample(&srv->stats, gf_now_ns(), uv_metrics_idle_time(srv->loop));
+    uint64_t now = gf_now_ns(), idle = uv_metrics_idle_time(srv->loop);
+    gf_stats_sample(&srv->stats, now, idle);
+    double fps, in, out, busy;
+    gf_stats_rates(&srv->stats, 1000000000ull, now, idle, &fps, &in, &out, &busy);
+    atomic_store_explicit(&srv->self->rate_fps, (uint64_t)(fps * 1000.0), memory_order_relaxed);
+    atomic_store_explicit(&srv->self->rate_in, (uint64_t)in, memory_order_relaxed);
+}
+
+/* After every loop iteration: what the control loop reads of this shard
+ * (group.h), a few relaxed stores. */
+static void on_publish(uv_check_t *h) {
+    const gf_server *srv = h->data;
+    gf_group_shard *me = srv->self;
+    atomic_store_explicit(&me->completed, srv->stats.frames_completed, memory_order_relaxed);
+    atomic_store_explicit(&me->in_flight, srv->sched.in_flight, memory_order_relaxed);
+    atomic_store_explicit(&me->answered, srv->stats.frames_answered, memory_order_relaxed);
+    atomic_store_explicit(&me->failed, srv->stats.frames_failed, memory_order_relaxed);
+    atomic_store_explicit(&me->slots_busy, srv->sched.ring.count - srv->sched.ring.free_count,
+                          memory_order_relaxed);
 }
 
 static void on_handle_closed(uv_handle_t *h) {
@@ -230,9 +252,10 @@ static void run_drained(gf_defer_item *it) {
     uv_close((uv_handle_t *)&srv->sampler, on_handle_closed);
     uv_close((uv_handle_t *)&srv->drain_timer, on_handle_closed);
     uv_close((uv_handle_t *)&srv->poller, on_handle_closed);
+    uv_close((uv_handle_t *)&srv->publish, on_handle_closed);
     gf_completion_close(&srv->done, on_handle_closed);
     gf_defer_close(&srv->defer, on_handle_closed);
-    GF_LOG_INF("drained: every frame received was answered");
+    GF_LOG_DBG("shard %u drained: every frame it received was answered", srv->shard);
 }
 
 /* The drain ran out of time: abandon what is left and stop. */
@@ -255,7 +278,6 @@ void gf_server_shutdown(gf_server *srv) {
     srv->sched.draining = 1;
     GF_LOG_INF("stopping: no new connections or frames; %u batch(es) in flight",
                srv->sched.in_flight);
-    gf_listener_close(srv);
     /* Every connection reads what its socket holds and answers each frame
      * shutting_down; what is begun and not complete then is cut
      * (conn_io.c, conn_input_drained). */
@@ -310,25 +332,23 @@ static void run_trim(gf_defer_item *it) {
 
 /* ---- run-time changes ------------------------------------------------------------- */
 
-/* Gives `next` a copy of the running pipelines (a reload whose own cannot
- * run; gf_server_reload_prepare dropped them): each plugin stage gains a
- * reference.  Loop thread: frames retain and release the same stages. */
-static int keep_pipelines(const gf_config *cur, gf_config *next) {
-    gf_pipeline *kept = malloc(cur->pipeline_count * sizeof *kept);
-    if (kept == NULL)
-        return -ENOMEM;
-    memcpy(kept, cur->pipelines, cur->pipeline_count * sizeof *kept);
-    for (size_t i = 0; i < cur->pipeline_count; i++)
-        gf_pipeline_retain(&kept[i]);
-    gf_pipelines_free(next->pipelines, next->pipeline_count);
-    next->pipelines = kept;
-    next->pipeline_count = cur->pipeline_count;
-    return 0;
+/* A reload's engine side on one shard's engine, off the loop: the new
+ * pipelines made runnable there, or *keep_running with a note. */
+static void prepare_engine(const gf_server *srv, gf_config *next, int *keep_running, char *note,
+                           size_t note_len) {
+    char why[512];
+    if (*keep_running)
+        return;
+    if (gf_engine_prepare(srv->engine, next->pipelines, next->pipeline_count, why, sizeof why) <
+        0) {
+        gf_config_note_restart(note, note_len, "%s: the running pipelines stay", why);
+        *keep_running = 1;
+    }
 }
 
-int gf_server_reload_prepare(const gf_server *srv, const gf_config *cur, gf_config *next,
-                             int *keep_running, char *note, size_t note_len) {
-    const gf_slot *slot0 = &srv->sched.ring.slots[0];
+int gf_server_reload_prepare(gf_server *const *srvs, uint32_t count, const gf_config *cur,
+                             gf_config *next, int *keep_running, char *note, size_t note_len) {
+    const gf_slot *slot0 = &srvs[0]->sched.ring.slots[0];
     note[0] = '\0';
     *keep_running = 0;
     int rc = gf_config_keep_restart_keys(cur, next, note, note_len);
@@ -341,18 +361,16 @@ int gf_server_reload_prepare(const gf_server *srv, const gf_config *cur, gf_conf
                                (unsigned long long)slot0->in_capacity_bytes);
         next->max_frame_bytes = cur->max_frame_bytes;
     }
-    char why[512];
     if (gf_config_max_output_bytes(next) > slot0->out_capacity_bytes ||
         gf_config_max_scratch_bytes(next) > slot0->scratch_capacity_bytes) {
         gf_config_note_restart(note, note_len,
                                "the new pipelines need larger slot buffers than the daemon "
                                "started with: the running pipelines stay");
         *keep_running = 1;
-    } else if (gf_engine_prepare(srv->engine, next->pipelines, next->pipeline_count, why,
-                                 sizeof why) < 0) {
-        gf_config_note_restart(note, note_len, "%s: the running pipelines stay", why);
-        *keep_running = 1;
     }
+    /* Every shard's engine: each device gets the plugins' device side. */
+    for (uint32_t k = 0; k < count; k++)
+        prepare_engine(srvs[k], next, keep_running, note, note_len);
     if (*keep_running) {
         /* Here, off the loop: closing their device side may wait. */
         gf_pipelines_free(next->pipelines, next->pipeline_count);
@@ -370,14 +388,10 @@ int gf_server_reload_prepare(const gf_server *srv, const gf_config *cur, gf_conf
     return 0;
 }
 
-int gf_server_reload_apply(gf_server *srv, gf_config *next, int keep_running) {
+void gf_server_reload_apply(gf_server *srv, const gf_config *next, gf_pipeline_stats *fresh) {
     const gf_config *cur = srv->cfg;
-    int rc = keep_running ? keep_pipelines(cur, next) : 0;
-    if (rc < 0)
-        return rc;
-    if ((rc = gf_stats_rekey_pipelines(&srv->stats, cur->pipelines, cur->pipeline_count,
-                                       next->pipelines, next->pipeline_count)) < 0)
-        return rc;
+    gf_stats_rekey_into(&srv->stats, cur->pipelines, cur->pipeline_count, next->pipelines,
+                        next->pipeline_count, fresh);
     /* Connections check frame sizes in their decoders: the new limit applies
      * from their next header on. */
     gf_list_each(l, n, &srv->conns) {
@@ -391,7 +405,6 @@ int gf_server_reload_apply(gf_server *srv, gf_config *next, int keep_running) {
     uint64_t period = watchdog_period_ms(srv, next);
     if (!srv->draining && period != uv_timer_get_repeat(&srv->watchdog))
         uv_timer_start(&srv->watchdog, on_watchdog, period, period);
-    return 0;
 }
 
 /* ---- start-up and teardown ------------------------------------------------------- */
@@ -415,7 +428,7 @@ static void timers_start(gf_server *srv) {
 
 /* Opens the engine the configuration names, sized from it, and the
  * scheduler over its slots. */
-static int engine_open(gf_server *srv) {
+static int engine_open(gf_server *srv, const gf_shard_ident *id) {
     static const gf_sched_hooks hooks = {.granted = gf_conn_io_granted,
                                          .replies_ready = gf_conn_io_replies_ready,
                                          .wake = on_slot_back,
@@ -430,8 +443,11 @@ static int engine_open(gf_server *srv) {
                            .pipelines = cfg->pipelines,
                            .pipeline_count = cfg->pipeline_count,
                            .completion = cfg->completion,
+                           .device = id->device,
+                           .stream_base = id->stream_base,
+                           .device_streams = id->device_streams,
                            .zero_copy_max_bytes = cfg->zero_copy_max_bytes};
-    int rc = gf_engine_open(cfg->engine, &ep, &srv->done, &srv->engine);
+    int rc = gf_engine_open(id->engine, &ep, &srv->done, &srv->engine);
     if (rc < 0)
         return rc;
     gf_sched_hooks h = hooks;
@@ -452,10 +468,8 @@ static void log_ready(const gf_server *srv) {
     const gf_config *cfg = srv->cfg;
     char desc[512];
     gf_engine_describe(srv->engine, desc, sizeof desc);
-    GF_LOG_INF("ready: listening on %s%s; engine %s (%s); %u slots; %zu pipelines; %llu bytes "
-               "pinned",
-               cfg->socket_path, srv->socket_owned ? "" : " (socket passed by systemd)",
-               srv->engine->ops->name, desc, cfg->slot_count, cfg->pipeline_count,
+    GF_LOG_INF("shard %u ready: engine %s (%s); %u slots; %zu pipelines; %llu bytes pinned",
+               srv->shard, srv->engine->ops->name, desc, cfg->slot_count, cfg->pipeline_count,
                (unsigned long long)srv->engine->pinned_bytes);
 }
 
@@ -470,9 +484,9 @@ typedef struct reap_req {
     gf_plugin_stage *stage;
 } reap_req;
 
-static uv_loop_t *reap_loop;    /* the running server's; set at open, before any
-                                   other thread runs, and read on the loop only */
-static uv_thread_t reap_thread; /* the loop's thread; likewise                  */
+/* The loop of the shard whose thread this is; NULL on every other thread
+ * (the control loop's, a reload's loading thread, a worker). */
+static _Thread_local uv_loop_t *reap_loop;
 
 static void reap_work(uv_work_t *w) {
     gf_plugin_stage_destroy(((reap_req *)w)->stage);
@@ -487,8 +501,7 @@ static void reap_done(uv_work_t *w, int status) {
 /* Off the loop (a reload's loading thread freeing the pipelines it made)
  * the stage is destroyed where it is: that thread may wait. */
 static void reap(gf_plugin_stage *stage) {
-    uv_thread_t self = uv_thread_self();
-    if (!uv_thread_equal(&self, &reap_thread)) {
+    if (reap_loop == NULL) {
         gf_plugin_stage_destroy(stage);
         return;
     }
@@ -502,10 +515,6 @@ static void reap(gf_plugin_stage *stage) {
         free(r);
         gf_plugin_stage_destroy(stage);
     }
-}
-
-int gf_server_bind(const gf_config *cfg) {
-    return gf_listener_bind(cfg->socket_path, cfg->socket_mode);
 }
 
 /* The server's own parts, before the engine: counters, the trace ring,
@@ -548,7 +557,7 @@ static void parts_close(gf_server *srv) {
     gf_stats_free(&srv->stats);
 }
 
-int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int owned,
+int gf_server_open(uv_loop_t *loop, const gf_config *cfg, const gf_shard_ident *id,
                    gf_server **out) {
     gf_server *srv = calloc(1, sizeof *srv);
     if (!srv) {
@@ -557,10 +566,13 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
     }
     srv->loop = loop;
     srv->cfg = cfg;
-    srv->listener_fd = srv->reserve_fd = -1;
-    srv->accept = gf_conn_io_accept;
+    srv->group = id->group;
+    srv->shard = id->index;
+    srv->self = &id->group->shard[id->index];
+    srv->next_conn_id = id->index + 1;
     gf_list_init(&srv->conns);
     gf_list_init(&srv->throttled);
+    gf_list_init(&srv->gather_waiters);
     gf_defer_item_init(&srv->grant, run_grant);
     gf_defer_item_init(&srv->drained, run_drained);
     gf_defer_item_init(&srv->trim, run_trim);
@@ -569,27 +581,21 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
     int rc = parts_open(srv);
     if (rc < 0)
         goto fail_free;
-    if ((rc = engine_open(srv)) < 0)
+    if ((rc = engine_open(srv, id)) < 0)
         goto fail_parts;
     timers_start(srv);
-    if ((rc = gf_listener_open(srv, listen_fd, owned)) < 0)
-        goto fail_listen;
+    uv_check_init(loop, &srv->publish);
+    srv->publish.data = srv;
+    uv_check_start(&srv->publish, on_publish);
+    uv_unref((uv_handle_t *)&srv->publish);
     srv->stats.started_ns = gf_now_ns();
     gf_stats_sample(&srv->stats, srv->stats.started_ns, uv_metrics_idle_time(loop));
     log_ready(srv);
     reap_loop = loop;
-    reap_thread = uv_thread_self();
     gf_plugin_set_reaper(reap);
     *out = srv;
     return 0;
 
-fail_listen:
-    uv_close((uv_handle_t *)&srv->watchdog, NULL);
-    uv_close((uv_handle_t *)&srv->sampler, NULL);
-    uv_close((uv_handle_t *)&srv->drain_timer, NULL);
-    uv_close((uv_handle_t *)&srv->poller, NULL);
-    gf_sched_free(&srv->sched);
-    gf_engine_close(srv->engine);
 fail_parts:
     parts_close(srv);
 fail_free:
@@ -597,26 +603,19 @@ fail_free:
     return rc;
 }
 
-/* ---- what the supervisor asks ------------------------------------------------------ */
-
-void gf_server_progress(const gf_server *srv, uint64_t *completed, uint32_t *in_flight) {
-    *completed = srv->stats.frames_completed;
-    *in_flight = srv->sched.in_flight;
+void gf_server_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
+    if (srv->draining) {
+        /* Handed over as the drain began: told so, like every frame now. */
+        gf_refuse_fd(fd, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new connections");
+        srv->stats.rejected[GF_ERR_SHUTTING_DOWN]++;
+        srv->stats.connections_refused++;
+        atomic_fetch_sub_explicit(&srv->self->connections, 1, memory_order_relaxed);
+        return;
+    }
+    gf_conn_io_accept(srv, fd, uid, gid, pid);
 }
 
-void gf_server_status(const gf_server *srv, char *buf, size_t len) {
-    double fps, in, out, busy;
-    gf_stats_rates(&srv->stats, 1000000000ull, gf_now_ns(), uv_metrics_idle_time(srv->loop), &fps,
-                   &in, &out, &busy);
-    uint64_t refused = srv->stats.frames_failed;
-    snprintf(buf, len,
-             "%s%llu connection(s), %.0f frames/s, %.2f GB/s in, %u/%u slots busy, %llu frames "
-             "answered, %llu failed",
-             srv->draining ? "draining: " : "", (unsigned long long)srv->stats.connections_open,
-             fps, in / 1e9, srv->sched.ring.count - srv->sched.ring.free_count,
-             srv->sched.ring.count, (unsigned long long)srv->stats.frames_answered,
-             (unsigned long long)refused);
-}
+/* ---- what the control loop asks ------------------------------------------------ */
 
 int gf_server_failed(const gf_server *srv) {
     return srv->failed;
@@ -626,7 +625,7 @@ int gf_server_close(gf_server *srv) {
     int failed = srv->failed;
     gf_prof_print(srv->stats.frames_answered, uv_metrics_idle_time(srv->loop));
     /* The loop has stopped: from here a stage is destroyed where released. */
-    gf_plugin_set_reaper(NULL);
+    reap_loop = NULL;
     /* After a fatal failure the device may never finish: the process exits
      * without waiting for it, and the OS takes the memory back. */
     if (!failed) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The server: the libuv side of the daemon, as main.c sees it.  It listens
- * on the Unix socket, reads each frame's header into its connection's small
+ * The server: one shard's libuv side, as shards.c sees it.  It serves the
+ * connections the control loop hands it, reads each frame's header into its connection's small
  * buffer and its payload straight into a claimed slot's (pinned) input
  * buffer, submits the slot to the engine, drains completions and writes
  * replies in request order.
@@ -22,31 +22,35 @@
 #include <uv.h>
 
 #include "config.h"
+#include "group.h"
 #include "stats.h"
 
 typedef struct gf_server gf_server;
 
-/*
- * Start-up's first step: binds cfg->socket_path with cfg->socket_mode and
- * listens, replacing a stale socket file but nothing else, and refusing a
- * path where another daemon listens.  First, so that a second daemon fails
- * at once with one line, before it touches a GPU.  Returns the fd, or a
- * negative errno with one line logged.
- */
-int gf_server_bind(const gf_config *cfg);
+/* Which shard a server is, and what it runs on (shards.c chooses). */
+typedef struct gf_shard_ident {
+    gf_group *group;             /* every shard, filled before any serves  */
+    uint32_t index;              /* this one's, in group->shard            */
+    enum gf_engine_choice engine; /* cuda or cpu: chosen once, for all     */
+    int device;                  /* CUDA ordinal (-1 for cpu)              */
+    uint32_t stream_base;        /* the plugins' first stream index here   */
+    uint32_t device_streams;     /* stream indices of every shard on device */
+} gf_shard_ident;
 
 /*
- * Start-up: opens the engine named by cfg->engine (allocating every slot and
- * warming up every pipeline), then accepts on `listen_fd`: bound by
- * gf_server_bind (`owned`: the path is removed at close) or passed by
- * systemd, already listening.  When it returns 0 the daemon is ready: this
- * is the one place where start-up ends.  `cfg` must stay valid until the
- * next gf_server_reload_apply or gf_server_close.  Returns 0, or a negative
- * errno / libuv error with its reason logged; the caller still owns
- * `listen_fd` then.
+ * Start-up of one shard, on its own thread with its own `loop`: opens its
+ * engine (allocating every slot and warming up every pipeline) on its
+ * device.  It serves what its mailbox hands it (gf_server_accept).  `cfg`
+ * must stay valid until the next gf_server_reload_apply or gf_server_close.
+ * Returns 0, or a negative errno / libuv error with its reason logged.
  */
-int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int owned,
+int gf_server_open(uv_loop_t *loop, const gf_config *cfg, const gf_shard_ident *id,
                    gf_server **out);
+
+/* Serves the accepted socket `fd` of peer uid/gid/pid, which the control
+ * loop counted in this shard's connections; refuses it with shutting_down
+ * once a drain has begun.  The shard's thread. */
+void gf_server_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid);
 
 /*
  * Starts a graceful stop: stop accepting, stop reading new frames, let every
@@ -59,38 +63,29 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
 void gf_server_shutdown(gf_server *srv);
 
 /*
- * A reload, in two steps, so that nothing slow runs on the loop that serves
+ * A reload, in two steps, so that nothing slow runs on a loop that serves
  * frames (reload.c runs the first on a thread of its own).
  *
- * gf_server_reload_prepare, on any thread while the loop runs, with `cur`
- * the running configuration (unchanged meanwhile): what cannot change while
- * running (the keys config.c's table marks as needing a restart, a frame or
- * output size beyond the slots' buffers, pipelines the engine cannot run)
- * keeps its running value in `*next`, and is named in note[note_len]
- * ("needs a restart: slots 2 -> 4"; "" when everything applies); the new
- * pipelines are made runnable on the engine (plugins' device_open), or
- * *keep_running says the running ones stay.  It touches nothing of the
- * running server.  Returns 0 or -ENOMEM.
+ * gf_server_reload_prepare, on any thread while the loops run, with `cur`
+ * the running configuration (unchanged meanwhile) and every shard's server:
+ * what cannot change while running (the keys config.c's table marks as
+ * needing a restart, a frame or output size beyond the slots' buffers,
+ * pipelines an engine cannot run) keeps its running value in `*next`, and
+ * is named in note[note_len] ("needs a restart: slots 2 -> 4"; "" when
+ * everything applies); the new pipelines are made runnable on every
+ * shard's engine (plugins' device_open, once per device), or *keep_running
+ * says the running ones stay.  It touches nothing of the running servers.
+ * Returns 0 or -ENOMEM.
  *
- * gf_server_reload_apply, on the loop: from now on the server uses `*next`
- * (with the running pipelines in it if keep_running): log level, pipeline
- * parameters, max_frame_bytes, timeouts, limits.  Frames already claimed
- * keep the parameters they started with.  The caller keeps `*next` valid and
- * may free the old configuration.  Returns 0, or -ENOMEM and nothing
- * changed: the caller keeps the running configuration.
+ * gf_server_reload_apply, on the shard's thread: from now on it uses `*next`
+ * (log level, pipeline parameters, max_frame_bytes, timeouts, limits), and
+ * `fresh` (gf_stats_pipelines_new for next's pipelines) as its per-pipeline
+ * totals.  It cannot fail: whatever could was done before (shards.c).
+ * Frames already claimed keep the parameters they started with.
  */
-int gf_server_reload_prepare(const gf_server *srv, const gf_config *cur, gf_config *next,
-                             int *keep_running, char *note, size_t note_len);
-int gf_server_reload_apply(gf_server *srv, gf_config *next, int keep_running);
-
-/* For a watchdog: frames the engine has completed since start, and frames on
- * the engine now.  A server with frames in flight whose completed count stays
- * still is stuck. */
-void gf_server_progress(const gf_server *srv, uint64_t *completed, uint32_t *in_flight);
-
-/* One line for systemd's STATUS=: connections, frames/s over the last
- * second, slots busy, frames refused. */
-void gf_server_status(const gf_server *srv, char *buf, size_t len);
+int gf_server_reload_prepare(gf_server *const *srvs, uint32_t count, const gf_config *cur,
+                             gf_config *next, int *keep_running, char *note, size_t note_len);
+void gf_server_reload_apply(gf_server *srv, const gf_config *next, gf_pipeline_stats *fresh);
 
 /*
  * After uv_run has returned: closes the engine (waiting for the device), frees

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The serving loop's state: one struct that the daemon's serving files share
- * (server.h keeps it opaque to everyone else).  It is data only; the calls
- * between the files that read it go one way, from the top down:
+ * One shard's serving loop: one struct that the daemon's serving files share
+ * (server.h keeps it opaque to everyone else).  Each shard (shards.h) has
+ * its own, on its own thread.  It is data only; the calls between the files
+ * that read it go one way, from the top down:
  *
  *   server.c      start-up, teardown, reload, graceful drain, the watchdog
  *                 and the fatal path, the deferred-work items of the loop
- *     listener.c  the listening socket: accept, refuse, hand the fd on
  *     conn_io.c   a connection's driver: its events, recvmsg and the request
  *                 loop, sendmsg of ready replies, EOF, its deadlines
  *       query.c   LIST, STATS, TRACE and the region messages
+ *         gather.c  STATS and TRACE of every shard: asked by mail
  *       admit.c   a FRAME's admission: checks, a slot, its payload
  *         conn.c  the connection itself: its replies and what finishing one
  *                 releases, taking back a frame, closing
@@ -21,8 +22,9 @@
  * What goes back up goes through hooks set at open (the scheduler's, the
  * listener's accept, a region's release) or through deferred work
  * (defer.h): an event marks what must happen next and one pass after the
- * loop's I/O does it.  Everything here belongs to the loop thread; the
- * engines reach the loop only through the completion queue.
+ * loop's I/O does it.  Everything here belongs to the shard's thread; the
+ * engines reach it only through the completion queue, and other threads
+ * only through its mailbox (group.h: the little that shards share).
  */
 #ifndef GF_SERVER_STATE_H
 #define GF_SERVER_STATE_H
@@ -36,6 +38,7 @@
 #include "deadline.h"
 #include "defer.h"
 #include "engine.h"
+#include "group.h"
 #include "list.h"
 #include "log.h"
 #include "scheduler.h"
@@ -52,6 +55,11 @@ typedef struct gf_server gf_server;
  * "memory"): glibc's own default trim threshold, before its dynamic mmap
  * threshold raises it. */
 #define GF_TRIM_AFTER_LOOSE_BYTES (128u * 1024)
+/* STATS and TRACE requests of one shard gathering the others' figures at
+ * once: each holds a copy of every shard's counters (and trace), which no
+ * output limit counts until its reply is made, so a flood of them must wait
+ * its turn (test_hostile's floods of unread STATS and TRACE). */
+#define GF_GATHERS_MAX 4
 
 struct gf_server {
     uv_loop_t *loop;
@@ -64,13 +72,10 @@ struct gf_server {
     gf_defer_item drained; /* stopping: see whether everything is answered     */
     gf_defer_item trim;    /* see whether the heap can be trimmed              */
 
-    void (*accept)(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid);
-    /* serves an accepted socket (conn_io.c)           */
-    uv_poll_t listener; /* the listening socket's readiness                 */
-    int listener_fd;    /* the listening socket, or -1                      */
-    int socket_owned;   /* bound here: its path is removed at close (not a
-                           socket systemd passed)                          */
-    int reserve_fd;     /* kept open to answer one client at EMFILE         */
+    gf_group *group;       /* the daemon's shards (group.h)                   */
+    uint32_t shard;        /* this one's index in group->shard               */
+    gf_group_shard *self;  /* group->shard[shard]                            */
+    uv_check_t publish;    /* after every iteration: self's counts           */
 
     uv_timer_t watchdog;                /* connection deadlines and batch deadlines         */
     uv_timer_t sampler;                 /* rates and loop utilisation, once a second        */
@@ -87,12 +92,15 @@ struct gf_server {
     gf_link conns;     /* live connections (gf_conn.link)                  */
     gf_link throttled; /* of them, stopped for max_output_bytes_total
                           (gf_conn.throttled_link)                         */
-    uint64_t next_conn_id;
+    uint64_t next_conn_id;  /* shard + 1, then steps of the shard count        */
+    uint32_t gathers;       /* STATS and TRACE gathering every shard's figures
+                               now (query.c): at most GF_GATHERS_MAX           */
+    gf_link gather_waiters; /* connections whose next one waits for that
+                               (gf_conn.gather_link)                           */
     gf_log_budget close_log;         /* lines about connections refused or closed */
     uint64_t loose_bytes;            /* every connection's unwritten loose replies */
     uint64_t loose_since_trim_bytes; /* of them, bytes queued since the heap was
                                         last trimmed                             */
-    unsigned listening : 1;
     unsigned draining : 1;
     unsigned failed : 1;         /* fatal engine failure or drain timeout        */
     unsigned handles_closed : 1; /* the drain ended: every handle is closing     */

@@ -27,11 +27,12 @@ int gf_stats_init(gf_stats *st, size_t pipeline_count, uint64_t now_ns) {
     return 0;
 }
 
-int gf_stats_rekey_pipelines(gf_stats *st, const gf_pipeline *from, size_t from_count,
-                             const gf_pipeline *to, size_t to_count) {
-    gf_pipeline_stats *next = calloc(to_count ? to_count : 1, sizeof *next);
-    if (!next)
-        return -ENOMEM;
+gf_pipeline_stats *gf_stats_pipelines_new(size_t count) {
+    return calloc(count ? count : 1, sizeof(gf_pipeline_stats));
+}
+
+void gf_stats_rekey_into(gf_stats *st, const gf_pipeline *from, size_t from_count,
+                         const gf_pipeline *to, size_t to_count, gf_pipeline_stats *next) {
     for (size_t i = 0; i < to_count; i++)
         for (size_t j = 0; j < from_count && j < st->pipeline_count; j++)
             if (strcmp(to[i].name, from[j].name) == 0)
@@ -39,7 +40,77 @@ int gf_stats_rekey_pipelines(gf_stats *st, const gf_pipeline *from, size_t from_
     free(st->pipelines);
     st->pipelines = next;
     st->pipeline_count = to_count;
+}
+
+int gf_stats_copy(gf_stats *to, const gf_stats *from) {
+    *to = *from;
+    to->pipelines = gf_stats_pipelines_new(from->pipeline_count);
+    if (!to->pipelines)
+        return -ENOMEM;
+    memcpy(to->pipelines, from->pipelines, from->pipeline_count * sizeof *to->pipelines);
     return 0;
+}
+
+void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats *from,
+                  const char (*from_names)[GF_PIPELINE_NAME_MAX]) {
+#define ADD(f) to->f += from->f
+    ADD(connections_open);
+    ADD(connections_total);
+    ADD(connections_rejected);
+    ADD(closed_request_timeout);
+    ADD(closed_receive_stall);
+    ADD(closed_write_timeout);
+    ADD(closed_idle);
+    ADD(frames_received);
+    ADD(frames_timed);
+    ADD(frames_answered);
+    ADD(frames_failed);
+    ADD(frames_dropped);
+    ADD(frames_truncated);
+    ADD(frames_completed);
+    ADD(submissions);
+    ADD(zero_copy_submissions);
+    ADD(polling_ns);
+    for (unsigned i = 0; i < GF_STATUS_COUNT_; i++)
+        ADD(rejected[i]);
+    ADD(requests_list);
+    ADD(requests_stats);
+    ADD(requests_trace);
+    ADD(bytes_in);
+    ADD(bytes_out);
+    ADD(backpressure_pauses);
+    ADD(connections_refused);
+    ADD(results_evicted);
+    ADD(regions_open);
+    ADD(region_bytes);
+    ADD(regions_added);
+    ADD(regions_removed);
+    ADD(shm_frames);
+    ADD(shm_bytes_in);
+    ADD(shm_bytes_out);
+    for (unsigned b = 0; b <= GF_LATENCY_BOUNDS; b++)
+        ADD(latency_counts[b]);
+    ADD(latency_sum_ns);
+#undef ADD
+    if (from->latency_max_ns > to->latency_max_ns)
+        to->latency_max_ns = from->latency_max_ns;
+    if (from->started_ns < to->started_ns)
+        to->started_ns = from->started_ns;
+    /* A shard that has not applied a reload yet may number them otherwise:
+     * pipelines are matched by name. */
+    for (size_t j = 0; j < from->pipeline_count; j++)
+        for (size_t i = 0; i < to->pipeline_count; i++) {
+            if (strcmp(to_pipelines[i].name, from_names[j]) != 0)
+                continue;
+            gf_pipeline_stats *t = &to->pipelines[i];
+            const gf_pipeline_stats *f = &from->pipelines[j];
+            t->frames += f->frames;
+            for (unsigned k = 0; k < GF_PHASE_COUNT; k++) {
+                t->phase[k].count += f->phase[k].count;
+                t->phase[k].ns += f->phase[k].ns;
+            }
+            break;
+        }
 }
 
 void gf_stats_free(gf_stats *st) {
@@ -173,18 +244,23 @@ static void add_latency(const gf_stats *st, cJSON *obj) {
     add_u64(lat, "p999_ns", gf_stats_latency_quantile(st, 0.999));
 }
 
-static void add_rates(const gf_stats *st, cJSON *rates, const char *key, uint64_t window_ns,
-                      uint64_t now_ns, uint64_t idle_ns) {
-    double fps, in, out, busy;
-    gf_stats_rates(st, window_ns, now_ns, idle_ns, &fps, &in, &out, &busy);
-    cJSON *r = cJSON_AddObjectToObject(rates, key);
-    cJSON_AddNumberToObject(r, "frames_per_s", fps);
-    cJSON_AddNumberToObject(r, "bytes_in_per_s", in);
-    cJSON_AddNumberToObject(r, "bytes_out_per_s", out);
+static void add_rates(cJSON *rates, const char *key, const gf_rates *r) {
+    cJSON *o = cJSON_AddObjectToObject(rates, key);
+    cJSON_AddNumberToObject(o, "frames_per_s", r->frames_per_s);
+    cJSON_AddNumberToObject(o, "bytes_in_per_s", r->bytes_in_per_s);
+    cJSON_AddNumberToObject(o, "bytes_out_per_s", r->bytes_out_per_s);
+}
+
+void gf_stats_window_rates(const gf_stats *st, uint64_t now_ns, uint64_t loop_idle_ns,
+                           gf_rates rates[GF_RATE_WINDOWS]) {
+    static const uint64_t window_ns[GF_RATE_WINDOWS] = {1000000000ull, 10000000000ull};
+    for (unsigned w = 0; w < GF_RATE_WINDOWS; w++)
+        gf_stats_rates(st, window_ns[w], now_ns, loop_idle_ns, &rates[w].frames_per_s,
+                       &rates[w].bytes_in_per_s, &rates[w].bytes_out_per_s, &rates[w].busy);
 }
 
 void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *obj, uint64_t now_ns,
-                      uint64_t loop_idle_ns) {
+                      const gf_rates rates[GF_RATE_WINDOWS], uint64_t loop_idle_ns) {
     add_u64(obj, "uptime_ns", now_ns - st->started_ns);
     cJSON *c = cJSON_AddObjectToObject(obj, "connections");
     add_u64(c, "open", st->connections_open);
@@ -230,16 +306,13 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_pipelines(st, pipelines, obj);
     add_latency(st, obj);
 
-    cJSON *rates = cJSON_AddObjectToObject(obj, "rates");
-    add_rates(st, rates, "1s", 1000000000ull, now_ns, loop_idle_ns);
-    add_rates(st, rates, "10s", 10000000000ull, now_ns, loop_idle_ns);
+    cJSON *r_obj = cJSON_AddObjectToObject(obj, "rates");
+    add_rates(r_obj, "1s", &rates[0]);
+    add_rates(r_obj, "10s", &rates[1]);
 
     cJSON *loop = cJSON_AddObjectToObject(obj, "loop");
-    double fps, in, out, busy1, busy10;
-    gf_stats_rates(st, 1000000000ull, now_ns, loop_idle_ns, &fps, &in, &out, &busy1);
-    gf_stats_rates(st, 10000000000ull, now_ns, loop_idle_ns, &fps, &in, &out, &busy10);
-    cJSON_AddNumberToObject(loop, "utilisation_1s", busy1);
-    cJSON_AddNumberToObject(loop, "utilisation_10s", busy10);
+    cJSON_AddNumberToObject(loop, "utilisation_1s", rates[0].busy);
+    cJSON_AddNumberToObject(loop, "utilisation_10s", rates[1].busy);
     add_u64(loop, "idle_ns", loop_idle_ns);
     add_u64(loop, "polling_ns", st->polling_ns);
 }

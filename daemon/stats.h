@@ -103,11 +103,25 @@ typedef struct gf_stats {
     unsigned sample_count, sample_next;
 } gf_stats;
 
+/* Zeroed per-pipeline totals for `count` pipelines, or NULL: allocated
+ * before a reload is applied anywhere, so that applying it cannot fail. */
+gf_pipeline_stats *gf_stats_pipelines_new(size_t count);
+
 /* A reload changed the pipelines from `from` to `to`: each of `to` keeps the
  * totals of the pipeline of its name in `from`, a new name starts at zero,
- * a removed one's are dropped.  Returns 0 or -ENOMEM (nothing changed). */
-int gf_stats_rekey_pipelines(gf_stats *st, const gf_pipeline *from, size_t from_count,
-                             const gf_pipeline *to, size_t to_count);
+ * a removed one's are dropped; `next` (gf_stats_pipelines_new(to_count))
+ * becomes st's. */
+void gf_stats_rekey_into(gf_stats *st, const gf_pipeline *from, size_t from_count,
+                         const gf_pipeline *to, size_t to_count, gf_pipeline_stats *next);
+
+/* A copy of `from` with its own per-pipeline totals.  Returns 0 or -ENOMEM. */
+int gf_stats_copy(gf_stats *to, const gf_stats *from);
+
+/* Adds every counter of `from` (another shard's) to `to`, whose pipelines
+ * are `to_pipelines`: each pipeline's totals to the one of the same name
+ * (from_names, one per from->pipeline_count).  Not the rate samples. */
+void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats *from,
+                  const char (*from_names)[GF_PIPELINE_NAME_MAX]);
 
 /* Zeroes `st` and allocates per-pipeline totals.  Returns 0 or -ENOMEM. */
 int gf_stats_init(gf_stats *st, size_t pipeline_count, uint64_t now_ns);
@@ -143,10 +157,20 @@ void gf_stats_rates(const gf_stats *st, uint64_t window_ns, uint64_t now_ns, uin
                     double *frames_per_s, double *bytes_in_per_s, double *bytes_out_per_s,
                     double *busy);
 
+/* Rates over the last 1 s and 10 s, and the loop's busy fraction. */
+#define GF_RATE_WINDOWS 2
+typedef struct gf_rates {
+    double frames_per_s, bytes_in_per_s, bytes_out_per_s, busy;
+} gf_rates;
+
+/* gf_stats_rates for both windows. */
+void gf_stats_window_rates(const gf_stats *st, uint64_t now_ns, uint64_t loop_idle_ns,
+                           gf_rates rates[GF_RATE_WINDOWS]);
+
 /* Adds every counter to `obj` (STATS.md): connections, frames, rejected,
  * requests, bytes, backpressure, pipelines (named from `pipelines`), latency,
- * rates, loop. */
+ * rates (`rates`: 1 s and 10 s; every shard's added), loop. */
 void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *obj, uint64_t now_ns,
-                      uint64_t loop_idle_ns);
+                      const gf_rates rates[GF_RATE_WINDOWS], uint64_t loop_idle_ns);
 
 #endif

@@ -124,6 +124,11 @@ uint64_t gf_trace_text_bytes(const gf_trace *t, uint32_t max_frames) {
     return (uint64_t)frames_shown(t, max_frames) * GF_TRACE_RECORD_TEXT_BYTES + 3;
 }
 
+uint64_t gf_trace_text_bytes_full(const gf_trace *t, uint32_t max_frames) {
+    uint32_t n = max_frames && max_frames < t->capacity ? max_frames : t->capacity;
+    return (uint64_t)n * GF_TRACE_RECORD_TEXT_BYTES + 3;
+}
+
 char *gf_trace_frames_text(const gf_trace *t, uint32_t max_frames, uint64_t t0_ns) {
     text_buf b = {0};
     uint32_t n = frames_shown(t, max_frames);
@@ -137,6 +142,7 @@ char *gf_trace_frames_text(const gf_trace *t, uint32_t max_frames, uint64_t t0_n
         tb_field(&b, "conn", r->conn_id);
         tb_field(&b, "pipeline", r->pipeline_id);
         tb_field(&b, "slot", r->slot);
+        tb_field(&b, "shard", r->shard);
         tb_field(&b, "status", r->status);
         tb_field(&b, "in_bytes", r->in_bytes);
         tb_field(&b, "out_bytes", r->out_bytes);

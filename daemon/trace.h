@@ -17,7 +17,7 @@
 /* One answered frame.  Times are CLOCK_MONOTONIC ns. */
 typedef struct gf_trace_rec {
     uint64_t frame_id, conn_id;
-    uint32_t pipeline_id, slot;
+    uint32_t pipeline_id, slot, shard;
     uint32_t status;
     uint64_t in_bytes, out_bytes;
     uint64_t arrived_ns, claimed_ns, submitted_ns, done_ns, drained_ns, written_ns;
@@ -57,6 +57,9 @@ char *gf_trace_frames_text(const gf_trace *t, uint32_t max_frames, uint64_t t0_n
 /* About how many bytes gf_trace_frames_text of `max_frames` makes, before
  * it is made: what a TRACE reply will hold for its client. */
 uint64_t gf_trace_text_bytes(const gf_trace *t, uint32_t max_frames);
+/* The same for a ring as full as `t` can be: what another shard's ring of
+ * the same capacity may add, which this thread cannot look at. */
+uint64_t gf_trace_text_bytes_full(const gf_trace *t, uint32_t max_frames);
 
 /*
  * Busy fractions over [now - window, now] from the kept frames' timed stage

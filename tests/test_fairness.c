@@ -48,13 +48,15 @@
 #define TEST_TIMEOUT_S   60
 #define ERR_BYTES        512
 
+/* One shard: these are the slots' scheduling within a shard, which each
+ * shard has whole. */
 static const char config_json[] =
-    "{\"slots\": 2, \"max_frame_bytes\": 4194304, \"request_timeout_ms\": 500,"
+    "{\"shards\": 1, \"slots\": 2, \"max_frame_bytes\": 4194304, \"request_timeout_ms\": 500,"
     " \"receive_stall_ms\": 100, \"write_timeout_ms\": 500,"
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 /* Its own daemon: an idle deadline this short would close the other tests'
  * STATS connection between requests. */
-static const char idle_json[] = "{\"slots\": 2, \"idle_timeout_ms\": 300,"
+static const char idle_json[] = "{\"shards\": 1, \"slots\": 2, \"idle_timeout_ms\": 300,"
                                 " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 
 /* Three connections at most, to reach the limit with few sockets. */
@@ -208,7 +210,8 @@ START_TEST(pipelining_large_frames_never_wedge) {
     char err[ERR_BYTES];
     ck_assert_msg(gf_test_streams_parallel(daemon_.socket_path, 3, &st, err, sizeof err) == 0,
                   "%d slots: %s", 2 + _i, err);
-    ck_assert_uint_eq(gf_test_ck_stat(c, "slots.free"), 2 + (uint64_t)_i);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "slots.per_shard"), 2 + (uint64_t)_i);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "slots.free"), gf_test_ck_stat(c, "slots.count"));
     free(p);
     gf_client_close(c);
     stop();

@@ -177,7 +177,8 @@ START_TEST(prometheus_textfile_is_valid_and_replaced_atomically) {
     ck_assert_double_eq(prom_get(&prom, "gpuframe_phase_seconds_count", "pipeline", "echo", "phase",
                                  "completion_delay", NULL),
                         FRAMES_SENT);
-    ck_assert_double_eq(prom_get(&prom, "gpuframe_slots", NULL), 2);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_slots", NULL),
+                        2 * prom_get(&prom, "gpuframe_shards", NULL));
     ck_assert(prom_get(&prom, "gpuframe_submissions_total", NULL) >= 1);
     if (strcmp(g_engine, "cpu") == 0) /* the CPU engine's STATS describe no GPU */
         ck_assert(!prom_has_prefix(&prom, "gpuframe_gpu_"));

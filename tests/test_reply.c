@@ -18,7 +18,7 @@ static gf_reply_queue q;
 
 static void setup(void) {
     total_loose = since_trim = 0;
-    gf_replyq_init(&q, &total_loose, &since_trim);
+    gf_replyq_init(&q, &total_loose, &since_trim, NULL);
 }
 
 static char *text(const char *s) {

@@ -868,7 +868,7 @@ START_TEST(sighup_applies_new_parameters) {
     assert_affine_result(c, -3.0f, 1.25f, 2);
     stream_verified(c, &p[P_AFFINE], AFFINE_BYTES, 4, 20);
     stream_verified(c, &p[P_SLOW], 4096, 2, 30);
-    ck_assert_uint_eq(gf_test_ck_stat(c, "slots.count"), 2);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "slots.per_shard"), 2);
     gf_client_close(c);
 
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
@@ -1106,7 +1106,8 @@ START_TEST(parse_all_and_describe_changes) {
     ck_assert_uint_eq(count, 4);
     ck_assert_str_eq(
         errs,
-        "x: unknown key (known keys: socket, socket_mode, allow, engine, slots, max_frame_bytes, "
+        "x: unknown key (known keys: socket, socket_mode, allow, engine, slots, shards, devices, "
+        "max_frame_bytes, "
         "frame_timeout_ms, request_timeout_ms, receive_stall_ms, write_timeout_ms, "
         "idle_timeout_ms, "
         "log_level, drain_timeout_ms, max_pinned_bytes, "

@@ -373,12 +373,28 @@ int gf_test_daemon_prepare(gf_test_daemon *d, const char *config_json, const cha
     snprintf(d->config_path, sizeof d->config_path, "%s/gpuframed.json", d->dir);
     snprintf(d->socket_path, sizeof d->socket_path, "%s/" SOCKET_NAME, d->dir);
     snprintf(d->log_path, sizeof d->log_path, "%s/daemon.log", d->dir);
-    rc = gf_test_write_file(d->config_path, config_json);
+    char *with_shards = gf_test_config_with_shards(config_json);
+    rc = gf_test_write_file(d->config_path, with_shards ? with_shards : config_json);
+    free(with_shards);
     if (rc < 0) {
         gf_errorf(err, err_len, "cannot write %s: %s", d->config_path, strerror(-rc));
         return rc;
     }
     return 0;
+}
+
+char *gf_test_config_with_shards(const char *config_json) {
+    const char *shards = getenv("GF_TEST_SHARDS");
+    const char *brace = strchr(config_json, '{');
+    if (!shards || !*shards || !brace || strstr(config_json, "\"shards\""))
+        return NULL;
+    size_t head = (size_t)(brace - config_json) + 1, len = strlen(config_json);
+    char *out = malloc(len + strlen(shards) + 32);
+    if (!out)
+        return NULL;
+    snprintf(out, len + strlen(shards) + 32, "%.*s\"shards\": %s,%s", (int)head, config_json,
+             shards, brace + 1);
+    return out;
 }
 
 int gf_test_daemon_spawn(gf_test_daemon *d, char *const argv[], char *err, size_t err_len) {
@@ -531,7 +547,9 @@ int gf_test_daemon_put_config(const gf_test_daemon *d, const char *config_json) 
 
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.new", d->config_path) >= sizeof tmp)
         return -ENAMETOOLONG;
-    int rc = gf_test_write_file(tmp, config_json);
+    char *with_shards = gf_test_config_with_shards(config_json);
+    int rc = gf_test_write_file(tmp, with_shards ? with_shards : config_json);
+    free(with_shards);
     if (rc < 0)
         return rc;
     return rename(tmp, d->config_path) == 0 ? 0 : -errno;
@@ -713,8 +731,11 @@ int gf_test_list(gf_client *c, gf_pipeline **out, size_t *count, char *err, size
     return 0;
 }
 
+uint64_t gf_test_stats_sent;
+
 int gf_test_stats(gf_client *c, cJSON **out, char *err, size_t err_len) {
     char *json = NULL;
+    gf_test_stats_sent++;
     int rc = gf_client_request_json(c, GF_MSG_STATS, &json, GF_TEST_REPLY_TIMEOUT_MS);
 
     if (rc < 0) {

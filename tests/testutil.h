@@ -155,6 +155,11 @@ const char *gf_test_suite_engine(void);
 /* Arguments gf_test_daemon_argv writes before its NULL. */
 #define GF_TEST_DAEMON_ARGC 7
 
+/* With GF_TEST_SHARDS=N in the environment (CI runs the suites so), a copy
+ * of `config_json` with "shards": N, malloc'd; NULL when it is unset or the
+ * configuration says "shards" itself (a test of one shard's scheduling). */
+char *gf_test_config_with_shards(const char *config_json);
+
 /*
  * Writes the command line gf_test_daemon_start runs for d into
  * argv[0..GF_TEST_DAEMON_ARGC]: gf_test_daemon_path(), then --config,
@@ -481,6 +486,10 @@ uint64_t gf_test_ck_stat(gf_client *c, const char *dotted);
  */
 uint64_t gf_test_ck_wait_stat(gf_client *c, const char *dotted, uint64_t least, uint64_t most,
                               int timeout_ms);
+
+/* STATS requests gf_test_stats has sent (every helper here that asks for
+ * STATS goes through it): a test of requests.stats subtracts its own polls. */
+extern uint64_t gf_test_stats_sent;
 
 /* gf_test_wait_idle; the last STATS into `*last` (the caller frees it) when
  * `last` is not NULL. */

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the shards share (shards.h runs them): each other's mailboxes, and
+ * the few counts that are the daemon's rather than one shard's.  The
+ * control loop fills it before any shard serves; after that only the
+ * atomics change.  Every field says which threads touch it and what guards
+ * it: this is the one structure on the frame path that two threads see.
+ */
+#ifndef GF_GROUP_H
+#define GF_GROUP_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "mailbox.h"
+#include "protocol.h"
+
+/* One shard as the others see it. */
+typedef struct gf_group_shard {
+    gf_mailbox mailbox; /* its loop's (mailbox.h: its own lock); initialised by
+                           its thread before the control loop starts
+                           accepting (a semaphore orders them), closed by
+                           its thread when its loop has ended                */
+    int device;         /* its CUDA device, -1 for the cpu engine; fixed     */
+    /* Written by the shard's thread, read by the control loop's (placement,
+     * max_connections, STATUS=, the watchdog): relaxed atomics, each a
+     * count on its own, no invariant between them. */
+    atomic_uint connections;       /* open, plus handed over and not yet
+                                      opened (the control loop adds one
+                                      before the hand-off)                 */
+    atomic_uint_fast64_t completed; /* frames the engine finished          */
+    atomic_uint in_flight;          /* batches on the engine now           */
+    atomic_uint_fast64_t answered;  /* RESULT replies written              */
+    atomic_uint_fast64_t failed;    /* frames answered with an ERROR       */
+    atomic_uint_fast64_t rate_fps;  /* frames/s over the last second, x1000 */
+    atomic_uint_fast64_t rate_in;   /* payload bytes/s in, the same          */
+    atomic_uint slots_busy;         /* its slots not free                  */
+} gf_group_shard;
+
+typedef struct gf_group {
+    uint32_t count;          /* shards; fixed                                */
+    gf_group_shard *shard;   /* [count]; fixed                               */
+    /* Read and written by every shard's thread: atomics. */
+    atomic_uint_fast64_t region_bytes; /* all connections' shared-memory regions,
+                                          against max_shm_bytes             */
+    atomic_uint_fast64_t loose_bytes;  /* all connections' unwritten LIST, STATS,
+                                          TRACE and ERROR replies, against
+                                          max_output_bytes_total (reply.h)   */
+    /* Written by the control loop (refusals at accept), read by shards
+     * building STATS. */
+    atomic_uint_fast64_t refused;
+    atomic_uint_fast64_t refused_by_status[GF_STATUS_COUNT_];
+} gf_group;
+
+#endif

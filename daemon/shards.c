@@ -1,0 +1,569 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shards and the control loop's side of them (shards.h).  Every shard's
+ * thread opens its own server (server.h) and loop; the control loop reaches
+ * a shard only by mail (mailbox.h), and reads only group.h's atomics.
+ */
+#include "shards.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "group.h"
+#include "listener.h"
+#include "log.h"
+#include "mailbox.h"
+#include "options.h"
+#include "server.h"
+
+/* Shards per CUDA device when "shards" is 0 (config/README.md, "shards",
+ * has the measurements behind it), at most one per CPU core. */
+#define GF_SHARDS_PER_DEVICE_AUTO 4
+
+typedef struct shard {
+    gf_shards *owner;
+    gf_shard_ident ident;
+    uv_thread_t thread;
+    uv_loop_t loop;     /* its thread's */
+    gf_server *srv;     /* set by its thread before `opened`; read by others
+                           after it (prepare, status), fixed until joined   */
+    uv_sem_t opened;    /* its thread set open_rc                          */
+    uv_sem_t go;        /* the control loop set proceed                    */
+    int open_rc;        /* written before opened is posted, read after     */
+    int proceed;        /* written before go is posted, read after         */
+    int failed;         /* written before `finished` is mailed, read after */
+    gf_mail drain;      /* to it: stop (gf_server_shutdown)                */
+    gf_mail finished;   /* from it: its loop has ended                     */
+} shard;
+
+/* A reload being applied: one mail to each shard, and its answer. */
+typedef struct apply_round apply_round;
+typedef struct apply_mail {
+    gf_mail mail;              /* to the shard: apply             */
+    gf_mail ack;               /* back to the control loop: done  */
+    apply_round *round;
+    gf_pipeline_stats *fresh;  /* its new per-pipeline totals, or NULL once used */
+} apply_mail;
+
+struct apply_round {
+    gf_shards *owner;
+    const gf_config *next;
+    uint32_t left;             /* shards yet to apply; control loop only */
+    gf_shards_applied_cb done;
+    void *arg;
+    apply_mail *mails;         /* [count] */
+};
+
+struct gf_shards {
+    uv_loop_t *loop;          /* the control loop                             */
+    const gf_config *cfg;     /* the running configuration, as the control
+                                 loop sees it (each shard has its own
+                                 pointer, switched when it applies a reload) */
+    gf_group group;
+    shard *shards;            /* [group.count] */
+    gf_listener listener;
+    gf_mailbox mailbox;       /* shards to the control loop: finished, acks  */
+    uint32_t next;            /* placement: the shard after the last tie     */
+    uint32_t finished;        /* shards whose loop has ended                 */
+    uint32_t slot_count;      /* per shard, fixed                            */
+    int draining;
+};
+
+int gf_shards_bind(const gf_config *cfg) {
+    return gf_listener_bind(cfg->socket_path, cfg->socket_mode);
+}
+
+/* ---- the hand-off ---------------------------------------------------------------- */
+
+typedef struct accept_mail {
+    gf_mail mail;
+    atomic_uint *connections; /* the shard's count, which includes this one */
+    int fd;
+    uint32_t uid, gid, pid;
+} accept_mail;
+
+static void on_accept_mail(gf_mail *m, void *owner) {
+    accept_mail *a = gf_list_entry(m, accept_mail, mail);
+    if (owner != NULL) {
+        gf_server_accept(owner, a->fd, a->uid, a->gid, a->pid);
+    } else {
+        gf_refuse_fd(a->fd, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new connections");
+        atomic_fetch_sub_explicit(a->connections, 1, memory_order_relaxed);
+    }
+    free(a);
+}
+
+/* The shard with the fewest connections; ties go in turn.  *total gets every
+ * shard's connections. */
+static uint32_t place(gf_shards *g, uint64_t *total) {
+    uint32_t best = g->next % g->group.count, best_n = UINT32_MAX;
+    *total = 0;
+    for (uint32_t i = 0; i < g->group.count; i++) {
+        uint32_t k = (g->next + i) % g->group.count;
+        uint32_t n = atomic_load_explicit(&g->group.shard[k].connections, memory_order_relaxed);
+        *total += n;
+        if (n < best_n) {
+            best = k;
+            best_n = n;
+        }
+    }
+    g->next = best + 1;
+    return best;
+}
+
+static void on_accepted(gf_listener *l, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
+    gf_shards *g = l->arg;
+    char text[GF_ERROR_TEXT_MAX_BYTES];
+    uint64_t total;
+    uint32_t k = place(g, &total);
+    if (total >= g->cfg->max_connections) {
+        gf_errorf(text, sizeof text, "max_connections %u reached (uid %u, pid %u refused)",
+                  g->cfg->max_connections, uid, pid);
+        gf_listener_refuse(l, fd, GF_ERR_TOO_MANY_CONNECTIONS, text);
+        return;
+    }
+    accept_mail *a = malloc(sizeof *a);
+    if (a == NULL) {
+        gf_listener_refuse(l, fd, GF_ERR_INTERNAL, "out of memory for a connection");
+        return;
+    }
+    *a = (accept_mail){.mail.run = on_accept_mail,
+                       .connections = &g->group.shard[k].connections,
+                       .fd = fd,
+                       .uid = uid,
+                       .gid = gid,
+                       .pid = pid};
+    atomic_fetch_add_explicit(a->connections, 1, memory_order_relaxed);
+    if (gf_mailbox_post(&g->group.shard[k].mailbox, &a->mail) < 0) {
+        atomic_fetch_sub_explicit(a->connections, 1, memory_order_relaxed);
+        free(a);
+        gf_listener_refuse(l, fd, GF_ERR_SHUTTING_DOWN, "the daemon is stopping");
+    }
+}
+
+static void on_refused(gf_listener *l, uint32_t status) {
+    gf_shards *g = l->arg;
+    atomic_fetch_add_explicit(&g->group.refused, 1, memory_order_relaxed);
+    if (status < GF_STATUS_COUNT_)
+        atomic_fetch_add_explicit(&g->group.refused_by_status[status], 1, memory_order_relaxed);
+}
+
+/* ---- a shard's thread -------------------------------------------------------------- */
+
+static void on_drain_mail(gf_mail *m, void *owner) {
+    (void)m;
+    if (owner != NULL)
+        gf_server_shutdown(owner);
+}
+
+/* Control loop: a shard's loop has ended. */
+static void on_finished(gf_mail *m, void *owner) {
+    shard *sh = gf_list_entry(m, shard, finished);
+    gf_shards *g = sh->owner;
+    (void)owner;
+    if (sh->failed) {
+        /* Its engine is stuck or poisoned, or its drain ran out of time (it
+         * logged how many frames it abandoned): waiting for a device could
+         * hang for ever, and the other shards' frames go with the process. */
+        GF_LOG_ERR("shard %u stopped after a failure: exiting with status %d so that the "
+                   "supervisor restarts the daemon",
+                   sh->ident.index, GF_EXIT_FAILURE);
+        _exit(GF_EXIT_FAILURE);
+    }
+    if (++g->finished < g->group.count)
+        return;
+    GF_LOG_INF("drained: every frame received was answered");
+    gf_listener_close(&g->listener);
+    gf_mailbox_close(&g->mailbox, NULL);
+}
+
+/* Opens the shard's server and mailbox; the control loop waits for that
+ * (opened), then says whether to serve (go).  Its engine is closed here,
+ * on the thread whose device is current. */
+static void shard_main(void *arg) {
+    shard *sh = arg;
+    gf_shards *g = sh->owner;
+    gf_group_shard *me = &g->group.shard[sh->ident.index];
+    int rc = uv_loop_init(&sh->loop);
+    if (rc == 0 && (rc = gf_server_open(&sh->loop, g->cfg, &sh->ident, &sh->srv)) == 0 &&
+        (rc = gf_mailbox_init(&me->mailbox, &sh->loop, sh->srv)) < 0) {
+        gf_server_shutdown(sh->srv);
+        uv_run(&sh->loop, UV_RUN_DEFAULT);
+        gf_server_close(sh->srv);
+    }
+    sh->open_rc = rc;
+    uv_sem_post(&sh->opened);
+    if (rc < 0) {
+        uv_loop_close(&sh->loop);
+        return;
+    }
+    uv_sem_wait(&sh->go);
+    if (!sh->proceed)
+        gf_server_shutdown(sh->srv); /* nothing to drain: its handles close */
+    uv_run(&sh->loop, UV_RUN_DEFAULT);
+    if (sh->proceed && gf_server_failed(sh->srv)) {
+        sh->failed = 1;
+        if (gf_mailbox_post(&g->mailbox, &sh->finished) < 0)
+            _exit(GF_EXIT_FAILURE);
+        return; /* the control loop exits the process */
+    }
+    gf_mailbox_close(&me->mailbox, NULL);
+    uv_run(&sh->loop, UV_RUN_NOWAIT);
+    gf_server_close(sh->srv);
+    int lc = uv_loop_close(&sh->loop);
+    if (lc != 0)
+        GF_LOG_WRN("shard %u: event loop closed with handles still open: %s", sh->ident.index,
+                   uv_strerror(lc));
+    if (sh->proceed)
+        gf_mailbox_post(&g->mailbox, &sh->finished);
+}
+
+/* ---- start-up ---------------------------------------------------------------------- */
+
+/* How many shards, on which devices: idents[] filled.  Returns the count,
+ * or -1 with the problem logged. */
+static int plan(gf_shards *g, const gf_config *cfg, enum gf_engine_choice engine, int visible) {
+    char why[512];
+    int list[GF_DEVICES_MAX];
+    int nd = gf_config_devices(cfg, list, why, sizeof why);
+    if (nd < 0) {
+        GF_LOG_ERR("start-up failed: %s", why);
+        return -1;
+    }
+    if (engine == GF_ENGINE_CPU) {
+        if (nd > 0)
+            GF_LOG_WRN("devices \"%s\": ignored by the cpu engine", cfg->devices);
+        nd = 1;
+        list[0] = -1;
+    } else if (nd == 0) {
+        nd = visible < GF_DEVICES_MAX ? visible : GF_DEVICES_MAX;
+        for (int i = 0; i < nd; i++)
+            list[i] = i;
+    } else {
+        for (int i = 0; i < nd; i++)
+            if (list[i] >= visible) {
+                GF_LOG_ERR("start-up failed: devices \"%s\": device %d is not visible (%d CUDA "
+                           "device(s) here; CUDA_VISIBLE_DEVICES renumbers them)",
+                           cfg->devices, list[i], visible);
+                return -1;
+            }
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t count = cfg->shards;
+    const char *how = "as \"shards\" says";
+    if (count == 0 && engine == GF_ENGINE_CPU) {
+        count = 1;
+        how = "chosen: the cpu engine's worker threads use the cores already";
+    } else if (count == 0) {
+        count = GF_SHARDS_PER_DEVICE_AUTO * (uint32_t)nd;
+        if (cores > 0 && count > (uint32_t)cores)
+            count = (uint32_t)cores;
+        if (count < (uint32_t)nd)
+            count = (uint32_t)nd;
+        how = "chosen: 4 per device, at most one per core";
+    }
+    if (count < (uint32_t)nd)
+        GF_LOG_WRN("shards %u < %d devices: only the first %u device(s) get a shard", count, nd,
+                   count);
+    if (gf_config_check_pinned(cfg, count, why, sizeof why) < 0) {
+        GF_LOG_ERR("start-up failed: %s", why);
+        return -1;
+    }
+    g->shards = calloc(count, sizeof *g->shards);
+    g->group.shard = calloc(count, sizeof *g->group.shard);
+    if (!g->shards || !g->group.shard) {
+        GF_LOG_ERR("start-up failed: out of memory");
+        return -1;
+    }
+    uint32_t used = count < (uint32_t)nd ? count : (uint32_t)nd;
+    for (uint32_t k = 0; k < count; k++) {
+        shard *sh = &g->shards[k];
+        sh->owner = g;
+        sh->ident = (gf_shard_ident){.group = &g->group,
+                                     .index = k,
+                                     .engine = engine,
+                                     .device = list[k % used],
+                                     .stream_base = (k / used) * cfg->slot_count,
+                                     /* every shard on its device: k mod used alike */
+                                     .device_streams =
+                                         ((count - 1 - k % used) / used + 1) * cfg->slot_count};
+        sh->drain.run = on_drain_mail;
+        sh->finished.run = on_finished;
+        g->group.shard[k].device = sh->ident.device;
+    }
+    g->group.count = count;
+    GF_LOG_INF("%u shard(s) (%s), %u slots each, on %s%s", count, how, cfg->slot_count,
+               engine == GF_ENGINE_CPU ? "the cpu engine" : "device(s) ",
+               engine == GF_ENGINE_CPU ? "" : cfg->devices);
+    return (int)count;
+}
+
+/* Starts the threads and waits until every shard has opened.  Returns 0, or
+ * the first failure; the shards that opened are told to stop, and every
+ * thread is joined. */
+static int start(gf_shards *g, uint32_t *started_out) {
+    int rc = 0;
+    uint32_t started = 0;
+    for (; started < g->group.count; started++) {
+        shard *sh = &g->shards[started];
+        uv_sem_init(&sh->opened, 0);
+        uv_sem_init(&sh->go, 0);
+        if ((rc = uv_thread_create(&sh->thread, shard_main, sh)) < 0) {
+            GF_LOG_ERR("start-up failed: cannot start shard %u's thread: %s", started,
+                       uv_strerror(rc));
+            uv_sem_destroy(&sh->opened);
+            uv_sem_destroy(&sh->go);
+            break;
+        }
+    }
+    for (uint32_t k = 0; k < started; k++) {
+        uv_sem_wait(&g->shards[k].opened);
+        if (rc == 0 && g->shards[k].open_rc < 0)
+            rc = g->shards[k].open_rc;
+    }
+    *started_out = started;
+    return rc;
+}
+
+/* Says go (proceed) or stop to every shard that opened, of `started`. */
+static void release(gf_shards *g, uint32_t started, int proceed) {
+    for (uint32_t k = 0; k < started; k++) {
+        shard *sh = &g->shards[k];
+        sh->proceed = proceed;
+        if (sh->open_rc == 0)
+            uv_sem_post(&sh->go);
+    }
+}
+
+static void join(gf_shards *g, uint32_t started) {
+    for (uint32_t k = 0; k < started; k++) {
+        uv_thread_join(&g->shards[k].thread);
+        uv_sem_destroy(&g->shards[k].opened);
+        uv_sem_destroy(&g->shards[k].go);
+    }
+}
+
+static void shards_free(gf_shards *g) {
+    free(g->shards);
+    free(g->group.shard);
+    free(g);
+}
+
+int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int owned,
+                   gf_shards **out) {
+    gf_shards *g = calloc(1, sizeof *g);
+    if (!g) {
+        GF_LOG_ERR("start-up failed: out of memory");
+        return -ENOMEM;
+    }
+    g->loop = loop;
+    g->cfg = cfg;
+    g->slot_count = cfg->slot_count;
+#ifdef __GLIBC__
+    /* One malloc arena for every thread.  The frame path allocates nothing,
+     * so shards never contend for it; and server.c's trim of an idle heap
+     * ("memory") needs it: glibc's malloc_trim gives back the top of the
+     * main arena only, and a shard's own arena kept the 4 MiB of evicted
+     * results at its top (test_fairness: idle RssAnon 21 MB after a burst,
+     * 17 MB with one arena). */
+    mallopt(M_ARENA_MAX, 1);
+#endif
+    int visible = 0;
+    enum gf_engine_choice engine = gf_engine_choose(cfg->engine, &visible);
+    if (engine == GF_ENGINE_CUDA && visible == 0) {
+        GF_LOG_ERR("engine cuda: no usable CUDA device");
+        free(g);
+        return -ENODEV;
+    }
+    if (plan(g, cfg, engine, visible) < 0) {
+        shards_free(g);
+        return -EINVAL;
+    }
+    int rc = gf_mailbox_init(&g->mailbox, loop, g);
+    if (rc < 0) {
+        GF_LOG_ERR("start-up failed: the control loop's mailbox: %s", uv_strerror(rc));
+        shards_free(g);
+        return rc;
+    }
+    uint32_t started = 0;
+    rc = start(g, &started);
+    if (rc == 0) {
+        g->listener = (gf_listener){.cfg = cfg,
+                                    .fd = -1,
+                                    .reserve_fd = -1,
+                                    .accepted = on_accepted,
+                                    .refused = on_refused,
+                                    .arg = g};
+        rc = gf_listener_open(&g->listener, loop, listen_fd, owned);
+    }
+    if (rc < 0) {
+        release(g, started, 0);
+        join(g, started);
+        gf_mailbox_close(&g->mailbox, NULL);
+        uv_run(loop, UV_RUN_NOWAIT);
+        shards_free(g);
+        return rc;
+    }
+    /* Alive while shards serve: the drain ends when every one has mailed. */
+    uv_ref((uv_handle_t *)&g->mailbox.async);
+    release(g, g->group.count, 1);
+    GF_LOG_INF("ready: listening on %s%s; %u shard(s) of %u slots; %zu pipelines",
+               cfg->socket_path, owned ? "" : " (socket passed by systemd)", g->group.count,
+               cfg->slot_count, cfg->pipeline_count);
+    *out = g;
+    return 0;
+}
+
+/* ---- stopping ---------------------------------------------------------------------- */
+
+void gf_shards_shutdown(gf_shards *g) {
+    if (g->draining)
+        return;
+    g->draining = 1;
+    gf_listener_close(&g->listener);
+    for (uint32_t k = 0; k < g->group.count; k++)
+        if (gf_mailbox_post(&g->group.shard[k].mailbox, &g->shards[k].drain) < 0)
+            GF_LOG_DBG("shard %u: already stopped", k);
+}
+
+int gf_shards_close(gf_shards *g) {
+    join(g, g->group.count);
+    shards_free(g);
+    return 0;
+}
+
+/* ---- reloads ----------------------------------------------------------------------- */
+
+int gf_shards_reload_prepare(gf_shards *g, const gf_config *cur, gf_config *next,
+                             int *keep_running, char *note, size_t note_len) {
+    gf_server **srvs = malloc(g->group.count * sizeof *srvs);
+    if (!srvs)
+        return -ENOMEM;
+    for (uint32_t k = 0; k < g->group.count; k++)
+        srvs[k] = g->shards[k].srv;
+    int rc = gf_server_reload_prepare(srvs, g->group.count, cur, next, keep_running, note,
+                                      note_len);
+    free(srvs);
+    return rc;
+}
+
+/* Gives `next` a copy of the running pipelines (a reload whose own cannot
+ * run; gf_shards_reload_prepare dropped them): each plugin stage gains a
+ * reference (atomic: frames on the shards hold them too). */
+static int keep_pipelines(const gf_config *cur, gf_config *next) {
+    gf_pipeline *kept = malloc(cur->pipeline_count * sizeof *kept);
+    if (kept == NULL)
+        return -ENOMEM;
+    memcpy(kept, cur->pipelines, cur->pipeline_count * sizeof *kept);
+    for (size_t i = 0; i < cur->pipeline_count; i++)
+        gf_pipeline_retain(&kept[i]);
+    gf_pipelines_free(next->pipelines, next->pipeline_count);
+    next->pipelines = kept;
+    next->pipeline_count = cur->pipeline_count;
+    return 0;
+}
+
+static void round_free(apply_round *r) {
+    for (uint32_t k = 0; k < r->owner->group.count; k++)
+        free(r->mails[k].fresh);
+    free(r->mails);
+    free(r);
+}
+
+/* Control loop: one shard has applied the reload (or has stopped). */
+static void on_applied(gf_mail *m, void *owner) {
+    apply_mail *am = gf_list_entry(m, apply_mail, ack);
+    apply_round *r = am->round;
+    (void)owner;
+    if (--r->left > 0)
+        return;
+    r->done(r->arg);
+    round_free(r);
+}
+
+/* A shard's thread: between two of its events, switch. */
+static void on_apply(gf_mail *m, void *owner) {
+    apply_mail *am = gf_list_entry(m, apply_mail, mail);
+    if (owner != NULL) {
+        gf_server_reload_apply(owner, am->round->next, am->fresh);
+        am->fresh = NULL;
+    }
+    if (gf_mailbox_post(&am->round->owner->mailbox, &am->ack) < 0)
+        GF_LOG_WRN("reload: the control loop stopped before every shard applied it");
+}
+
+int gf_shards_reload_apply(gf_shards *g, gf_config *next, int keep_running,
+                           gf_shards_applied_cb done, void *arg) {
+    apply_round *r = calloc(1, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    r->owner = g;
+    r->next = next;
+    r->done = done;
+    r->arg = arg;
+    r->left = g->group.count;
+    r->mails = calloc(g->group.count, sizeof *r->mails);
+    int rc = r->mails ? 0 : -ENOMEM;
+    for (uint32_t k = 0; rc == 0 && k < g->group.count; k++) {
+        apply_mail *am = &r->mails[k];
+        am->mail.run = on_apply;
+        am->ack.run = on_applied;
+        am->round = r;
+        if (!(am->fresh = gf_stats_pipelines_new(keep_running ? g->cfg->pipeline_count
+                                                              : next->pipeline_count)))
+            rc = -ENOMEM;
+    }
+    if (rc == 0 && keep_running)
+        rc = keep_pipelines(g->cfg, next);
+    if (rc < 0) {
+        if (r->mails)
+            round_free(r);
+        else
+            free(r);
+        return rc;
+    }
+    g->cfg = next;
+    g->listener.cfg = next;
+    for (uint32_t k = 0; k < g->group.count; k++)
+        if (gf_mailbox_post(&g->group.shard[k].mailbox, &r->mails[k].mail) < 0)
+            on_applied(&r->mails[k].ack, NULL); /* stopped: nothing to apply */
+    return 0;
+}
+
+/* ---- what the supervisor asks ---------------------------------------------------- */
+
+void gf_shards_progress(const gf_shards *g, uint64_t *completed, uint32_t *in_flight) {
+    *completed = 0;
+    *in_flight = 0;
+    for (uint32_t k = 0; k < g->group.count; k++) {
+        const gf_group_shard *s = &g->group.shard[k];
+        *completed += atomic_load_explicit(&s->completed, memory_order_relaxed);
+        *in_flight += atomic_load_explicit(&s->in_flight, memory_order_relaxed);
+    }
+}
+
+void gf_shards_status(const gf_shards *g, char *buf, size_t len) {
+    uint64_t connections = 0, fps_milli = 0, in = 0, answered = 0, failed = 0;
+    uint32_t busy = 0;
+    for (uint32_t k = 0; k < g->group.count; k++) {
+        const gf_group_shard *s = &g->group.shard[k];
+        connections += atomic_load_explicit(&s->connections, memory_order_relaxed);
+        fps_milli += atomic_load_explicit(&s->rate_fps, memory_order_relaxed);
+        in += atomic_load_explicit(&s->rate_in, memory_order_relaxed);
+        answered += atomic_load_explicit(&s->answered, memory_order_relaxed);
+        failed += atomic_load_explicit(&s->failed, memory_order_relaxed);
+        busy += atomic_load_explicit(&s->slots_busy, memory_order_relaxed);
+    }
+    snprintf(buf, len,
+             "%s%" PRIu64 " connection(s), %.0f frames/s, %.2f GB/s in, %u/%u slots busy, %" PRIu64
+             " frames answered, %" PRIu64 " failed, %u shard(s)",
+             g->draining ? "draining: " : "", connections, (double)fps_milli / 1000.0,
+             (double)in / 1e9, busy, g->group.count * g->slot_count, answered, failed,
+             g->group.count);
+}
