@@ -103,8 +103,9 @@ tee -a "$raw" < "$run/sock"
 # Many clients and shards (bench/shards.sh), against the limits above.
 clients_section() {
   echo
-  bench/shards.sh "$build" --engine "$engine" $([ $short = 1 ] && echo --short) --limits "$raw" ||
-    status=1
+  local short_arg=()
+  [ $short = 1 ] && short_arg=(--short)
+  bench/shards.sh "$build" --engine "$engine" "${short_arg[@]}" --limits "$raw" || status=1
 }
 if [ $only_clients = 1 ]; then
   clients_section

@@ -30,7 +30,7 @@ set -uo pipefail
 usage="usage: bench/shards.sh BUILD_DIR --engine cuda|cpu [--short] [--limits FILE]"
 if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
 build=$(cd "$1" && pwd); shift
-engine= short=0 limits=/dev/null
+engine='' short=0 limits=/dev/null
 while [ $# -gt 0 ]; do
   case $1 in
     --engine) engine=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
@@ -104,7 +104,8 @@ stream() { # SOCKET PIPELINE SIZE COUNT WINDOW [--shm]
 # group's wall time, process starts included.  Each client is waited for by
 # its PID: the daemons are this shell's children too.
 group() { # "SOCKET..." C PIPELINE SIZE COUNT_EACH WINDOW [--shm]
-  local socks=($1) c=$2 pids=() i t0 t1
+  local socks c=$2 pids=() i t0 t1
+  read -ra socks <<< "$1"
   t0=$(date +%s%N)
   for ((i = 0; i < c; i++)); do
     stream "${socks[i % ${#socks[@]}]}" "$3" "$4" "$5" "$6" ${7:-} > "$run/client$i" & pids+=($!)
