@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# ctest bench_short_cpu: runs `bench/run.sh BUILD --engine cpu --short` and
-# checks the table's structure: every expected row, a number in every column
-# that has a figure on the CPU engine, '-' in the GPU limit columns, one
-# "monotonic in slots" line per size.  It asserts no speed.
+# ctest bench_short_cpu: runs `bench/run.sh BUILD --engine cpu --short
+# --clients` and checks the table's structure: every expected row, a number in
+# every column that has a figure on the CPU engine, '-' in the GPU limit
+# columns, one "monotonic in slots" line per size; and the many-clients table
+# of bench/shards.sh: its 13 rows, each with a number for the default daemon
+# and, unless the one-shard daemon was skipped (a daemon without --shards),
+# for one shard and their ratio.  It asserts no speed.
 #
 #   bench/check_short.sh BUILD_DIR
 set -uo pipefail
 build=${1:?usage: check_short.sh BUILD_DIR}
-out=$("$(dirname "$0")"/run.sh "$build" --engine cpu --short 2>&1)
+out=$("$(dirname "$0")"/run.sh "$build" --engine cpu --short --clients 2>&1)
 rc=$?
 echo "$out"
 [ $rc = 0 ] || { echo "check_short: bench/run.sh exited with $rc"; exit 1; }
@@ -40,4 +43,21 @@ echo "$out" | awk '
     for (s in sizes) if (mono[sizes[s]] != 1) err = err "\n  no monotonic line for " sizes[s]
     if (err != "") { print "check_short: the table is not as expected:" err; exit 1 }
     print "check_short: table complete"
+  }' || exit 1
+
+echo "$out" | awk '
+  BEGIN { num = "^[0-9]+(\\.[0-9]+)?$"; rows_expected = 13 }
+  /^bench: clients: skipped the one-shard daemon/ { skipped = 1 }
+  $1 == "figure" && $2 == "default" && $3 == "one" { table = 1; next }
+  table && (NF == 0 || /^bench: clients: /) { table = 0 }
+  table && NF >= 9 {
+    rows++; label = $1; for (i = 2; i <= NF - 8; i++) label = label " " $i
+    if ($(NF - 7) !~ num) err = err "\n  " label ": default is " $(NF - 7)
+    for (i = NF - 6; i <= NF - 5; i++)
+      if (skipped ? $i != "-" : $i !~ num) err = err "\n  " label ": column " i " is " $i
+  }
+  END {
+    if (rows != rows_expected) err = err "\n  " rows + 0 " rows, not " rows_expected
+    if (err != "") { print "check_short: the many-clients table is not as expected:" err; exit 1 }
+    print "check_short: many-clients table complete" (skipped ? " (no --shards: default daemon only)" : "")
   }'

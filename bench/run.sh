@@ -6,13 +6,16 @@
 # `gpuframe stream`, and one table of the daemon's figures with their ratios
 # to the limits of this same run.  bench/README.md says what each figure is.
 #
-#   bench/run.sh BUILD_DIR [--engine cuda|cpu] [--short]
+#   bench/run.sh BUILD_DIR [--engine cuda|cpu] [--short] [--clients | --clients-only]
 #
 # --engine: which engine the daemon runs on.  Not given, the one this machine
 #   has: cuda when `nvidia-smi -L` lists a GPU and BUILD_DIR has gf_limits
 #   (a CUDA build), else cpu; the first line of the output says which and why.
 # --engine cpu: no GPU limits ('-' in their columns); the socket limits stay.
 # --short: sizes 4 KiB and 1 MiB and few frames (CI: well under a minute).
+# --clients: then many clients, each figure for the default shard count and
+#   for --shards 1, and on two GPUs one daemon against two (bench/shards.sh,
+#   with this run's limits).  --clients-only: the limits and that, no slots.
 # GF_BENCH_DAEMON_ARGS: extra gpuframed options, appended after the script's
 #   own, so they win: "--config bench/echo-untimed.json" (timing events off).
 #
@@ -20,14 +23,16 @@
 # status 1 when a program failed or a figure is missing ('?' in the table),
 # 2 on a bad command line; the "monotonic in slots" lines never fail.
 set -uo pipefail
-usage="usage: bench/run.sh BUILD_DIR [--engine cuda|cpu] [--short]"
+usage="usage: bench/run.sh BUILD_DIR [--engine cuda|cpu] [--short] [--clients | --clients-only]"
 if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
 build=$(cd "$1" && pwd); shift
-engine= short=0
+engine= short=0 many_clients=0 only_clients=0
 while [ $# -gt 0 ]; do
   case $1 in
     --engine) engine=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --short) short=1; shift ;;
+    --clients) many_clients=1; shift ;;
+    --clients-only) many_clients=1 only_clients=1; shift ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
@@ -67,6 +72,8 @@ if [ $short = 1 ]; then
   declare -A n16=([4K]=4000 [1M]=200) n1=([4K]=1000 [1M]=100)
   n_multi=1000
   limit_args=(--sizes "4K,1M" --short)
+  # bench/shards.sh's --shm row is 16 MiB: its limits too.
+  [ $many_clients = 1 ] && limit_args=(--sizes "4K,1M,16M" --short)
 else
   repeats=${GF_BENCH_REPEATS:-3}
   sizes=(4K 64K 1M 4M 16M)
@@ -92,6 +99,19 @@ fi
 timeout 120 "$build"/bench/gf_sockbench "${limit_args[@]}" > "$run/sock" 2> "$run/sock.err" ||
   { echo "bench: gf_sockbench failed:"; cat "$run/sock.err"; status=1; }
 tee -a "$raw" < "$run/sock"
+
+# Many clients and shards (bench/shards.sh), against the limits above.
+clients_section() {
+  echo
+  local short_arg=()
+  [ $short = 1 ] && short_arg=(--short)
+  bench/shards.sh "$build" --engine "$engine" "${short_arg[@]}" --limits "$raw" || status=1
+}
+if [ $only_clients = 1 ]; then
+  clients_section
+  echo "bench: done in $((SECONDS - started)) s"
+  exit $status
+fi
 
 # ---- the daemon -----------------------------------------------------------------
 stream() { # SOCKET SIZE COUNT WINDOW [--shm]: one gpuframe stream run's summary
@@ -387,5 +407,6 @@ awk -v engine="$engine" -v sizes="${sizes[*]}" \
     }
     exit (bad > 0 ? 1 : 0)
   }' "$raw" || { echo "bench: shm figures missing ('?' above)"; status=1; }
+[ $many_clients = 1 ] && clients_section
 echo "bench: done in $((SECONDS - started)) s"
 exit $status
