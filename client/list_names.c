@@ -103,7 +103,7 @@ static int hex4(struct walk *w, unsigned long *out) {
 /* The escape after a backslash, decoded into `t` (may be NULL). */
 static int escape(struct walk *w, struct text *t) {
     static const char simple[] = "\"\\/bfnrt", decoded[] = "\"\\/\b\f\n\r\t";
-    unsigned long cp, lo;
+    unsigned long cp = 0, lo = 0; /* set before use; gcc -O3 cannot tell */
 
     if (w->p == w->end)
         return bad(w, "a string ends inside an escape");
