@@ -107,6 +107,29 @@ static int gpu_busy(const gf_server *srv, uint64_t now, gf_gpu_busy *busy) {
     return gf_trace_gpu_busy(&srv->trace, now, GF_GPU_WINDOW_NS, busy);
 }
 
+/* The trace records of the last GF_GPU_WINDOW_NS, oldest first, and from
+ * when the ring covers that window. */
+static int take_recent(const gf_server *srv, gf_snapshot *snap) {
+    const gf_trace *t = &srv->trace;
+    uint64_t from = snap->now_ns > GF_GPU_WINDOW_NS ? snap->now_ns - GF_GPU_WINDOW_NS : 0;
+    uint32_t n = 0;
+    while (n < t->count &&
+           t->recs[(t->next + t->capacity - 1 - n) % t->capacity].submitted_ns >= from)
+        n++;
+    if (t->count == t->capacity && n == t->count && t->count > 0 &&
+        t->recs[t->next % t->capacity].submitted_ns > from)
+        from = t->recs[t->next % t->capacity].submitted_ns; /* older ones fell out */
+    snap->recent_from_ns = from;
+    if (n == 0)
+        return 0;
+    if (!(snap->recent = malloc(n * sizeof *snap->recent)))
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        snap->recent[i] = t->recs[(t->next + t->capacity - n + i) % t->capacity];
+    snap->recent_count = n;
+    return 0;
+}
+
 int gf_snapshot_take(const gf_server *srv, gf_snapshot *snap, uint32_t trace_frames) {
     memset(snap, 0, sizeof *snap);
     snap->present = 1;
@@ -120,6 +143,8 @@ int gf_snapshot_take(const gf_server *srv, gf_snapshot *snap, uint32_t trace_fra
     snap->pinned_bytes = srv->engine->pinned_bytes;
     snap->device_info = srv->engine->device;
     snap->gpu_ok = gpu_busy(srv, snap->now_ns, &snap->gpu) == 0;
+    if (snap->gpu_ok && take_recent(srv, snap) < 0)
+        return -1;
     gf_stats_window_rates(&srv->stats, snap->now_ns, snap->loop_idle_ns, snap->rates);
     if (gf_stats_copy(&snap->stats, &srv->stats) < 0)
         return -1;
@@ -147,8 +172,10 @@ void gf_snapshot_free(gf_snapshot *snap) {
     gf_stats_free(&snap->stats);
     free(snap->names);
     free(snap->trace);
+    free(snap->recent);
     snap->names = NULL;
     snap->trace = NULL;
+    snap->recent = NULL;
 }
 
 static void add_gpu(cJSON *obj, const gf_gpu_busy *busy, int ok) {
@@ -212,6 +239,33 @@ static void add_shards(cJSON *doc, const gf_snapshot *snaps, uint32_t n) {
     }
 }
 
+/* GPU busy and overlap over the last second of every shard on `device`,
+ * from their timed frames merged: shards share the device's copy engines
+ * and SMs.  Returns 0, or -1 when none has timed frames to show. */
+static int device_busy(const gf_snapshot *snaps, uint32_t n, int device, uint64_t now,
+                       gf_gpu_busy *busy) {
+    uint32_t total = 0;
+    uint64_t from = 0;
+    int any = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (snaps[k].present && snaps[k].device == device && snaps[k].gpu_ok) {
+            any = 1;
+            total += snaps[k].recent_count;
+            from = snaps[k].recent_from_ns > from ? snaps[k].recent_from_ns : from;
+        }
+    gf_trace merged;
+    /* One more than the records: a full ring would narrow the window. */
+    if (!any || gf_trace_init(&merged, total + 1) < 0)
+        return -1;
+    for (uint32_t k = 0; k < n; k++)
+        if (snaps[k].present && snaps[k].device == device && snaps[k].gpu_ok)
+            for (uint32_t i = 0; i < snaps[k].recent_count; i++)
+                gf_trace_push(&merged, &snaps[k].recent[i]);
+    int rc = gf_trace_gpu_busy(&merged, now, now > from ? now - from : 0, busy);
+    gf_trace_free(&merged);
+    return rc;
+}
+
 /* STATS's "devices": each device the shards run on, with its shards' totals. */
 static void add_devices(cJSON *doc, const gf_snapshot *snaps, uint32_t n) {
     cJSON *arr = cJSON_AddArrayToObject(doc, "devices");
@@ -252,6 +306,9 @@ static void add_devices(cJSON *doc, const gf_snapshot *snaps, uint32_t n) {
         cJSON_AddNumberToObject(o, "frames_per_s", fps);
         cJSON_AddNumberToObject(o, "bytes_in_per_s", bytes_in);
         cJSON_AddNumberToObject(o, "pinned_bytes", (double)pinned);
+        gf_gpu_busy busy;
+        int ok = device_busy(snaps, n, s->device, gf_now_ns(), &busy) == 0;
+        add_gpu(o, &busy, ok);
     }
 }
 
@@ -285,10 +342,11 @@ cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
     add_slots(doc, srv, snaps, n);
     /* Every shard's counters, rates and pinned memory added; the loop's
      * utilisation and idle time are the shards' mean; "gpu" is the busiest
-     * shard's (each shard's own is under "shards"). */
+     * device's, all its shards' frames together (each device's is under
+     * "devices", each shard's own under "shards"). */
     gf_rates rates[GF_RATE_WINDOWS] = {{0}};
     uint64_t pinned = 0, idle = 0, now = gf_now_ns();
-    uint32_t present = 0, busiest = n;
+    uint32_t present = 0;
     for (uint32_t k = 0; k < n; k++) {
         const gf_snapshot *s = &snaps[k];
         if (!s->present)
@@ -303,9 +361,6 @@ cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
         }
         pinned += s->pinned_bytes;
         idle += s->loop_idle_ns;
-        if (s->gpu_ok && (busiest == n || s->gpu.compute + s->gpu.copy >
-                                              snaps[busiest].gpu.compute + snaps[busiest].gpu.copy))
-            busiest = k;
     }
     sum.started_ns = srv->stats.started_ns;
     sum.connections_refused += atomic_load_explicit(&srv->group->refused, memory_order_relaxed);
@@ -320,7 +375,20 @@ cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
     cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "submissions", (double)sum.submissions);
     cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "zero_copy_submissions",
                             (double)sum.zero_copy_submissions);
-    add_gpu(doc, busiest < n ? &snaps[busiest].gpu : NULL, busiest < n);
+    /* The busiest device's: a host of one GPU has just that one. */
+    gf_gpu_busy busy, best;
+    int have = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        int seen = 0;
+        for (uint32_t j = 0; j < k; j++)
+            seen |= snaps[j].device == snaps[k].device;
+        if (seen || !snaps[k].present || device_busy(snaps, n, snaps[k].device, now, &busy) < 0)
+            continue;
+        if (!have || busy.copy + busy.compute > best.copy + best.compute)
+            best = busy;
+        have = 1;
+    }
+    add_gpu(doc, &best, have);
     add_shards(doc, snaps, n);
     add_devices(doc, snaps, n);
     gf_stats_free(&sum);
@@ -344,6 +412,9 @@ cJSON *gf_trace_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
                          uint32_t max_frames) {
     if (srv->group->count == 1)
         return trace_document(srv, &srv->trace, max_frames, 1);
+    /* The daemon keeps trace_frames frames: the newest of every shard's. */
+    if (max_frames == 0 || max_frames > srv->cfg->trace_frames)
+        max_frames = srv->cfg->trace_frames;
     uint32_t total = 0;
     for (uint32_t k = 0; k < n; k++)
         total += snaps[k].trace_count;

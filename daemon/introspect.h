@@ -36,6 +36,11 @@ typedef struct gf_snapshot {
     char (*names)[GF_PIPELINE_NAME_MAX]; /* stats' pipelines' names, in order   */
     gf_trace_rec *trace;                 /* the newest records, oldest first    */
     uint32_t trace_count;
+    gf_trace_rec *recent;                /* STATS on a GPU with timing events:
+                                            the records of the last second, for
+                                            "gpu" over every shard of a device */
+    uint32_t recent_count;
+    uint64_t recent_from_ns;             /* what its ring still covers of it    */
 } gf_snapshot;
 
 /* gf_snapshot_take's trace_frames for none (STATS needs no trace). */

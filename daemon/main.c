@@ -43,6 +43,7 @@ typedef struct daemon_state {
     gf_shards *shards;
     gf_config *cfg;            /* the running configuration (owned; the shards use it) */
     gf_config *applying;       /* a reload's, while the shards switch to it            */
+    char applying_line[GF_CHANGES_BYTES + 256]; /* logged once every shard has       */
     const char *config_path;   /* --config FILE, or NULL for the built-in one          */
     gf_config_overrides flags; /* the options that set a key: they override every
                                   configuration read, at start-up and on reload */
@@ -177,6 +178,7 @@ static void reload_again(daemon_state *d) {
 static void on_applied(void *arg) {
     daemon_state *d = arg;
     char status[GF_STATUS_BYTES];
+    GF_LOG_INF("%s", d->applying_line);
     gf_config_free(d->cfg);
     free(d->cfg);
     d->cfg = d->applying;
@@ -213,10 +215,10 @@ static void on_reloaded(gf_reload_result *res, void *arg) {
         free(next);
         snprintf(status, sizeof status, "reload rejected");
     } else {
-        /* READY=1 once every shard has switched (on_applied). */
+        /* Logged, and READY=1, once every shard has switched (on_applied). */
         gf_config_describe_changes(d->cfg, next, changes, sizeof changes);
-        GF_LOG_INF("reloaded %s in %.3f s: %s%s", what, res->seconds,
-                   changes[0] ? "applied " : "no change applied", changes);
+        snprintf(d->applying_line, sizeof d->applying_line, "reloaded %s in %.3f s: %s%s", what,
+                 res->seconds, changes[0] ? "applied " : "no change applied", changes);
         if (res->note[0] != '\0')
             GF_LOG_WRN("reload of %s: %s", what, res->note);
         gf_log_set_level(next->log_level);

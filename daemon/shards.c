@@ -22,9 +22,9 @@
 #include "options.h"
 #include "server.h"
 
-/* Shards per CUDA device when "shards" is 0 (config/README.md, "shards",
- * has the measurements behind it), at most one per CPU core. */
-#define GF_SHARDS_PER_DEVICE_AUTO 4
+/* Shards per CUDA device when "shards" is 0, at most one per CPU core:
+ * config/README.md ("Shards") has the measurements behind it. */
+#define GF_SHARDS_PER_DEVICE_AUTO 8
 
 typedef struct shard {
     gf_shards *owner;
@@ -38,6 +38,7 @@ typedef struct shard {
     int open_rc;        /* written before opened is posted, read after     */
     int proceed;        /* written before go is posted, read after         */
     int failed;         /* written before `finished` is mailed, read after */
+    int mailed;         /* the control loop got `finished`: its thread ends */
     gf_mail drain;      /* to it: stop (gf_server_shutdown)                */
     gf_mail finished;   /* from it: its loop has ended                     */
 } shard;
@@ -167,7 +168,13 @@ static void on_finished(gf_mail *m, void *owner) {
     shard *sh = gf_list_entry(m, shard, finished);
     gf_shards *g = sh->owner;
     (void)owner;
+    sh->mailed = 1;
     if (sh->failed) {
+        /* The threads that have ended are joined (ThreadSanitizer counts
+         * the others as leaked); the rest go with the process. */
+        for (uint32_t k = 0; k < g->group.count; k++)
+            if (g->shards[k].mailed)
+                uv_thread_join(&g->shards[k].thread);
         /* Its engine is stuck or poisoned, or its drain ran out of time (it
          * logged how many frames it abandoned): waiting for a device could
          * hang for ever, and the other shards' frames go with the process. */
@@ -261,12 +268,14 @@ static int plan(gf_shards *g, const gf_config *cfg, enum gf_engine_choice engine
         count = 1;
         how = "chosen: the cpu engine's worker threads use the cores already";
     } else if (count == 0) {
-        count = GF_SHARDS_PER_DEVICE_AUTO * (uint32_t)nd;
-        if (cores > 0 && count > (uint32_t)cores)
-            count = (uint32_t)cores;
-        if (count < (uint32_t)nd)
-            count = (uint32_t)nd;
-        how = "chosen: 4 per device, at most one per core";
+        uint32_t per = cores > nd ? (uint32_t)cores / (uint32_t)nd : 1;
+        if (per > GF_SHARDS_PER_DEVICE_AUTO)
+            per = GF_SHARDS_PER_DEVICE_AUTO;
+        /* Fewer where the slots of that many would pass max_pinned_bytes. */
+        while (per > 1 && gf_config_check_pinned(cfg, per * (uint32_t)nd, why, sizeof why) < 0)
+            per--;
+        count = per * (uint32_t)nd;
+        how = "chosen: one per core, at most 8 per device, within max_pinned_bytes";
     }
     if (count < (uint32_t)nd)
         GF_LOG_WRN("shards %u < %d devices: only the first %u device(s) get a shard", count, nd,

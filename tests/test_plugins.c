@@ -254,6 +254,28 @@ static pid_t spawn_stream(const gf_test_daemon *d, const char *pipeline, const c
 /* Reloads between [echo, clamp] and [echo, mlp] while echo frames stream:
  * every frame is answered and verified, the plugin a reload adds serves at
  * once. */
+/* Replaces d's configuration with `json`, sends SIGHUP and waits until the
+ * daemon logged the reload's end (taken, or rejected): with many shards on
+ * several devices, preparing the plugins takes its time. */
+static void reload_and_wait(gf_test_daemon *d, const char *json) {
+    char *log = gf_test_read_file(d->log_path, NULL);
+    int before = 0, now = 0;
+    for (const char *p = log; p && (p = strstr(p, "reload")) != NULL; p++)
+        before += strncmp(p, "reloaded ", 9) == 0 || strncmp(p, "reload rejected", 15) == 0;
+    free(log);
+    gf_test_ck_daemon_put_config(d, json);
+    ck_assert_int_eq(gf_test_daemon_signal(d, SIGHUP), 0);
+    for (int ms = 0; now <= before && ms < 20000 * (int)gf_test_time_scale(); ms += 20) {
+        gf_test_sleep_ms(20);
+        log = gf_test_read_file(d->log_path, NULL);
+        now = 0;
+        for (const char *p = log; p && (p = strstr(p, "reload")) != NULL; p++)
+            now += strncmp(p, "reloaded ", 9) == 0 || strncmp(p, "reload rejected", 15) == 0;
+        free(log);
+    }
+    ck_assert_msg(now > before, "the reload did not end within 20 s");
+}
+
 START_TEST(reloads_add_and_remove_plugins_while_streaming) {
     static const char with_clamp[] =
         "{\"slots\": 2, \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}, " CLAMP_PIPELINE
@@ -280,9 +302,7 @@ START_TEST(reloads_add_and_remove_plugins_while_streaming) {
     free(out);
 
     /* The last reload (i = 5) put clamp back; one more adds the MLP. */
-    gf_test_ck_daemon_put_config(&d, with_mlp);
-    ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
-    gf_test_sleep_ms(500);
+    reload_and_wait(&d, with_mlp);
     snprintf(size, sizeof size, "%d", 2 * MLP_IN_FLOATS * 4);
     stream_verified(&d, "mlp", size, "16");
 
@@ -291,9 +311,7 @@ START_TEST(reloads_add_and_remove_plugins_while_streaming) {
      * after the last; frames sent to its id after the reload go to what the
      * id is now (16 KiB is no length the MLP takes: bad_length).  Under
      * ASan this is where a stage freed too early would show. */
-    gf_test_ck_daemon_put_config(&d, with_clamp);
-    ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
-    gf_test_sleep_ms(500);
+    reload_and_wait(&d, with_clamp);
     pid = spawn_stream(&d, "clamp", "40000", out_path, 0);
     gf_test_sleep_ms(100);
     gf_test_ck_daemon_put_config(&d, with_mlp);
@@ -324,12 +342,8 @@ START_TEST(reload_keeping_pipelines_keeps_their_frame_size) {
     gf_test_daemon d;
     char *out;
     start(&d, "{\"slots\": 2, \"max_frame_bytes\": 65536, \"pipelines\": [" CLAMP_PIPELINE "]}");
-    gf_test_ck_daemon_put_config(&d, small);
-    ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
-    gf_test_sleep_ms(500);
-    gf_test_ck_daemon_put_config(&d, large_with_chain);
-    ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
-    gf_test_sleep_ms(500);
+    reload_and_wait(&d, small);
+    reload_and_wait(&d, large_with_chain);
     char *argv[] = {GF_TEST_CLIENT, "stream", "--socket", d.socket_path, "--pipeline", "clamp",
                     "--size",       "8192",   "--count",  "1",           NULL};
     int rc = gf_test_ck_run(d.dir, argv, COMMAND_TIMEOUT_MS, &out);
