@@ -26,7 +26,7 @@
  * 0 in the configuration: chosen at start (config/README.md, "shards"). */
 #define GF_SHARDS_MAX 64
 /* CUDA devices a daemon can drive; "devices" names them by ordinal. */
-#define GF_DEVICES_MAX 16
+#define GF_DEVICES_MAX      16
 #define GF_DEVICES_TEXT_MAX 64
 /* Bounds on one frame's payload. */
 #define GF_MAX_FRAME_BYTES_LIMIT (1ull << 32)

@@ -16,20 +16,20 @@ typedef struct part {
 } part;
 
 struct gather {
-    gf_mailbox *origin;      /* the asking shard's (group.h: it outlives the shard,
-                                whose server may be gone when the parts are in:
-                                its requester left, and it stopped)               */
+    gf_mailbox *origin; /* the asking shard's (group.h: it outlives the shard,
+                           whose server may be gone when the parts are in:
+                           its requester left, and it stopped)               */
     uint32_t origin_shard;
     gf_gather_cb cb;
-    void *arg;               /* NULL once the requester went                      */
+    void *arg; /* NULL once the requester went                      */
     uint32_t trace_frames;
     uint32_t count;
-    atomic_uint left;        /* parts not yet taken: the last one mails `back`    */
-    gf_mail back;            /* to the origin's mailbox, once every part is taken */
-    gf_snapshot *snaps;      /* [count]; snaps[k] written by shard k's thread only,
-                                read by the origin's after `back` arrives: the
-                                mailboxes' locks order them                       */
-    part *parts;             /* [count] */
+    atomic_uint left;   /* parts not yet taken: the last one mails `back`    */
+    gf_mail back;       /* to the origin's mailbox, once every part is taken */
+    gf_snapshot *snaps; /* [count]; snaps[k] written by shard k's thread only,
+                           read by the origin's after `back` arrives: the
+                           mailboxes' locks order them                       */
+    part *parts;        /* [count] */
 };
 
 static void gather_free(gather *g) {

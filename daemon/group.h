@@ -25,9 +25,9 @@ typedef struct gf_group_shard {
     /* Written by the shard's thread, read by the control loop's (placement,
      * max_connections, STATUS=, the watchdog): relaxed atomics, each a
      * count on its own, no invariant between them. */
-    atomic_uint connections;       /* open, plus handed over and not yet
-                                      opened (the control loop adds one
-                                      before the hand-off)                 */
+    atomic_uint connections;        /* open, plus handed over and not yet
+                                       opened (the control loop adds one
+                                       before the hand-off)                 */
     atomic_uint_fast64_t completed; /* frames the engine finished          */
     atomic_uint in_flight;          /* batches on the engine now           */
     atomic_uint_fast64_t answered;  /* RESULT replies written              */
@@ -38,8 +38,8 @@ typedef struct gf_group_shard {
 } gf_group_shard;
 
 typedef struct gf_group {
-    uint32_t count;          /* shards; fixed                                */
-    gf_group_shard *shard;   /* [count]; fixed                               */
+    uint32_t count;        /* shards; fixed                                */
+    gf_group_shard *shard; /* [count]; fixed                               */
     /* Read and written by every shard's thread: atomics. */
     atomic_uint_fast64_t region_bytes; /* all connections' shared-memory regions,
                                           against max_shm_bytes             */

@@ -148,8 +148,8 @@ int gf_snapshot_take(const gf_server *srv, gf_snapshot *snap, uint32_t trace_fra
     gf_stats_window_rates(&srv->stats, snap->now_ns, snap->loop_idle_ns, snap->rates);
     if (gf_stats_copy(&snap->stats, &srv->stats) < 0)
         return -1;
-    snap->names = calloc(srv->stats.pipeline_count ? srv->stats.pipeline_count : 1,
-                         sizeof *snap->names);
+    snap->names =
+        calloc(srv->stats.pipeline_count ? srv->stats.pipeline_count : 1, sizeof *snap->names);
     if (!snap->names)
         return -1;
     for (size_t i = 0; i < srv->stats.pipeline_count && i < srv->cfg->pipeline_count; i++)
@@ -352,7 +352,8 @@ cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
         if (!s->present)
             continue;
         present++;
-        gf_stats_add(&sum, srv->cfg->pipelines, &s->stats, (const char(*)[GF_PIPELINE_NAME_MAX])s->names);
+        gf_stats_add(&sum, srv->cfg->pipelines, &s->stats,
+                     (const char(*)[GF_PIPELINE_NAME_MAX])s->names);
         for (unsigned w = 0; w < GF_RATE_WINDOWS; w++) {
             rates[w].frames_per_s += s->rates[w].frames_per_s;
             rates[w].bytes_in_per_s += s->rates[w].bytes_in_per_s;
@@ -372,7 +373,8 @@ cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
     cJSON_AddNumberToObject(doc, "pinned_bytes", (double)pinned);
     cJSON_AddNumberToObject(doc, "shard_count", present);
     gf_stats_to_json(&sum, srv->cfg->pipelines, doc, now, rates, present ? idle / present : 0);
-    cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "submissions", (double)sum.submissions);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "submissions",
+                            (double)sum.submissions);
     cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "zero_copy_submissions",
                             (double)sum.zero_copy_submissions);
     /* The busiest device's: a host of one GPU has just that one. */

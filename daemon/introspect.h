@@ -22,9 +22,9 @@ void gf_frame_answered(gf_server *srv, uint64_t conn_id, const gf_frame *f);
 /* What one shard says of itself for STATS and TRACE, copied on its own
  * thread (gather.c carries it to the shard that answers). */
 typedef struct gf_snapshot {
-    int present;  /* taken (a shard that has stopped is left out) */
+    int present; /* taken (a shard that has stopped is left out) */
     uint32_t shard;
-    int device;   /* CUDA ordinal, -1: the cpu engine */
+    int device; /* CUDA ordinal, -1: the cpu engine */
     uint64_t now_ns, loop_idle_ns;
     uint32_t slots, slots_free, in_flight;
     uint64_t pinned_bytes;
@@ -36,11 +36,11 @@ typedef struct gf_snapshot {
     char (*names)[GF_PIPELINE_NAME_MAX]; /* stats' pipelines' names, in order   */
     gf_trace_rec *trace;                 /* the newest records, oldest first    */
     uint32_t trace_count;
-    gf_trace_rec *recent;                /* STATS on a GPU with timing events:
-                                            the records of the last second, for
-                                            "gpu" over every shard of a device */
+    gf_trace_rec *recent; /* STATS on a GPU with timing events:
+                             the records of the last second, for
+                             "gpu" over every shard of a device */
     uint32_t recent_count;
-    uint64_t recent_from_ns;             /* what its ring still covers of it    */
+    uint64_t recent_from_ns; /* what its ring still covers of it    */
 } gf_snapshot;
 
 /* gf_snapshot_take's trace_frames for none (STATS needs no trace). */

@@ -20,11 +20,11 @@
 typedef struct gf_listener gf_listener;
 
 struct gf_listener {
-    uv_poll_t poll;       /* the listening socket's readiness                  */
-    int fd;               /* the listening socket, or -1                       */
-    int owned;            /* bound here: its path is removed at close (not a
-                             socket systemd passed)                           */
-    int reserve_fd;       /* kept open to answer one client at EMFILE          */
+    uv_poll_t poll; /* the listening socket's readiness                  */
+    int fd;         /* the listening socket, or -1                       */
+    int owned;      /* bound here: its path is removed at close (not a
+                       socket systemd passed)                           */
+    int reserve_fd; /* kept open to answer one client at EMFILE          */
     int listening;
     const gf_config *cfg; /* socket path, "allow": the running configuration   */
     gf_log_budget log;    /* lines about refusals                              */

@@ -23,17 +23,17 @@
 typedef struct gf_mail gf_mail;
 
 struct gf_mail {
-    gf_link link;                            /* on the queue; guarded by its lock */
-    void (*run)(gf_mail *m, void *owner);    /* the owner's thread; owner NULL:
-                                                not delivered, clean up           */
+    gf_link link;                         /* on the queue; guarded by its lock */
+    void (*run)(gf_mail *m, void *owner); /* the owner's thread; owner NULL:
+                                             not delivered, clean up           */
 };
 
 typedef struct gf_mailbox {
     uv_async_t async; /* wakes the owner's loop; unref'd: mail keeps no loop alive */
     uv_mutex_t lock;
-    gf_link queue;    /* guarded by lock */
-    int closed;       /* guarded by lock */
-    void *owner;      /* passed to each message's run */
+    gf_link queue; /* guarded by lock */
+    int closed;    /* guarded by lock */
+    void *owner;   /* passed to each message's run */
 } gf_mailbox;
 
 /* On `loop`'s thread.  Returns 0 or a libuv error. */

@@ -39,10 +39,10 @@
 
 /* Everything the loop's callbacks share: one daemon per process. */
 typedef struct daemon_state {
-    uv_loop_t loop;            /* the control loop                                   */
+    uv_loop_t loop; /* the control loop                                   */
     gf_shards *shards;
-    gf_config *cfg;            /* the running configuration (owned; the shards use it) */
-    gf_config *applying;       /* a reload's, while the shards switch to it            */
+    gf_config *cfg;      /* the running configuration (owned; the shards use it) */
+    gf_config *applying; /* a reload's, while the shards switch to it            */
     char applying_line[GF_CHANGES_BYTES + 256]; /* logged once every shard has       */
     const char *config_path;   /* --config FILE, or NULL for the built-in one          */
     gf_config_overrides flags; /* the options that set a key: they override every

@@ -155,7 +155,7 @@ static const struct key_option {
 } key_options[] = {
     {"socket", 's', "socket"},       {"engine", 'e', "engine"},
     {"slots", 'n', "slots"},         {"max-frame-bytes", 'm', "max_frame_bytes"},
-    {"log-level", 'l', "log_level"},  {"shards", 'j', "shards"},
+    {"log-level", 'l', "log_level"}, {"shards", 'j', "shards"},
     {"devices", 'd', "devices"},
 };
 

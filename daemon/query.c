@@ -245,8 +245,14 @@ int gf_query_answer(gf_conn *c, const gf_request *req, int fd) {
         srv->stats.requests_list++;
         reply_json(c, h, gf_list_document(srv));
         return 1;
-    case GF_MSG_STATS: srv->stats.requests_stats++; gather_reply(c, h); return 1;
-    case GF_MSG_TRACE: srv->stats.requests_trace++; gather_reply(c, h); return 1;
+    case GF_MSG_STATS:
+        srv->stats.requests_stats++;
+        gather_reply(c, h);
+        return 1;
+    case GF_MSG_TRACE:
+        srv->stats.requests_trace++;
+        gather_reply(c, h);
+        return 1;
     default: break;
     }
     switch (h->type) {

@@ -67,8 +67,8 @@ uint32_t gf_region_open(gf_server *srv, int fd, uint32_t id, uint32_t held, gf_r
     }
     /* Every shard's regions count against the cap: reserve, then check. */
     uint64_t cap = gf_config_shm_cap(cfg);
-    uint64_t all_held = atomic_fetch_add_explicit(&srv->group->region_bytes, bytes,
-                                              memory_order_relaxed);
+    uint64_t all_held =
+        atomic_fetch_add_explicit(&srv->group->region_bytes, bytes, memory_order_relaxed);
     if (bytes > cap || all_held > cap - bytes) {
         gf_errorf(why, why_len,
                   "a region of %llu bytes would pass max_shm_bytes %llu (%llu held by all "

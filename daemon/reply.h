@@ -62,18 +62,18 @@ typedef struct gf_reply {
 } gf_reply;
 
 typedef struct gf_reply_queue {
-    gf_link replies;                  /* owed and not yet written, in request order      */
-    size_t tx_offset;                 /* bytes of the head reply already written         */
-    uint32_t unfinished;              /* queued and not yet finished (gf_replyq_release):
-                                         also those taken off the list whose frame is
-                                         still on the engine                             */
-    uint32_t loose_count;             /* of them, loose replies                          */
-    uint64_t loose_bytes;             /* their body bytes (max_output_bytes)             */
-    uint64_t *total_loose_bytes;      /* every queue's loose_bytes together, of the shard */
+    gf_link replies;                          /* owed and not yet written, in request order      */
+    size_t tx_offset;                         /* bytes of the head reply already written         */
+    uint32_t unfinished;                      /* queued and not yet finished (gf_replyq_release):
+                                                 also those taken off the list whose frame is
+                                                 still on the engine                             */
+    uint32_t loose_count;                     /* of them, loose replies                          */
+    uint64_t loose_bytes;                     /* their body bytes (max_output_bytes)             */
+    uint64_t *total_loose_bytes;              /* every queue's loose_bytes together, of the shard */
     atomic_uint_fast64_t *daemon_loose_bytes; /* the same, of every shard (group.h; NULL:
                                                  none): max_output_bytes_total          */
-    uint64_t *loose_since_trim_bytes; /* loose body bytes queued anywhere since the
-                                         heap was last trimmed                      */
+    uint64_t *loose_since_trim_bytes;         /* loose body bytes queued anywhere since the
+                                                 heap was last trimmed                      */
 } gf_reply_queue;
 
 /*

@@ -29,12 +29,12 @@ typedef struct gf_server gf_server;
 
 /* Which shard a server is, and what it runs on (shards.c chooses). */
 typedef struct gf_shard_ident {
-    gf_group *group;             /* every shard, filled before any serves  */
-    uint32_t index;              /* this one's, in group->shard            */
+    gf_group *group;              /* every shard, filled before any serves  */
+    uint32_t index;               /* this one's, in group->shard            */
     enum gf_engine_choice engine; /* cuda or cpu: chosen once, for all     */
-    int device;                  /* CUDA ordinal (-1 for cpu)              */
-    uint32_t stream_base;        /* the plugins' first stream index here   */
-    uint32_t device_streams;     /* stream indices of every shard on device */
+    int device;                   /* CUDA ordinal (-1 for cpu)              */
+    uint32_t stream_base;         /* the plugins' first stream index here   */
+    uint32_t device_streams;      /* stream indices of every shard on device */
 } gf_shard_ident;
 
 /*

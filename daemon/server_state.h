@@ -72,10 +72,10 @@ struct gf_server {
     gf_defer_item drained; /* stopping: see whether everything is answered     */
     gf_defer_item trim;    /* see whether the heap can be trimmed              */
 
-    gf_group *group;       /* the daemon's shards (group.h)                   */
-    uint32_t shard;        /* this one's index in group->shard               */
-    gf_group_shard *self;  /* group->shard[shard]                            */
-    uv_check_t publish;    /* after every iteration: self's counts           */
+    gf_group *group;      /* the daemon's shards (group.h)                   */
+    uint32_t shard;       /* this one's index in group->shard               */
+    gf_group_shard *self; /* group->shard[shard]                            */
+    uv_check_t publish;   /* after every iteration: self's counts           */
 
     uv_timer_t watchdog;                /* connection deadlines and batch deadlines         */
     uv_timer_t sampler;                 /* rates and loop utilisation, once a second        */
@@ -87,16 +87,16 @@ struct gf_server {
     uint64_t poll_last_ns;              /* the poller's last run, or its start              */
     uint64_t poll_quiet_ns;             /* when it found nothing left to poll               */
 
-    gf_trace trace;    /* the last frames' stage times (TRACE)             */
-    gf_stats stats;    /* every counter (stats.h)                          */
-    gf_link conns;     /* live connections (gf_conn.link)                  */
-    gf_link throttled; /* of them, stopped for max_output_bytes_total
-                          (gf_conn.throttled_link)                         */
-    uint64_t next_conn_id;  /* shard + 1, then steps of the shard count        */
-    uint32_t gathers;       /* STATS and TRACE gathering every shard's figures
-                               now (query.c): at most GF_GATHERS_MAX           */
-    gf_link gather_waiters; /* connections whose next one waits for that
-                               (gf_conn.gather_link)                           */
+    gf_trace trace;                  /* the last frames' stage times (TRACE)             */
+    gf_stats stats;                  /* every counter (stats.h)                          */
+    gf_link conns;                   /* live connections (gf_conn.link)                  */
+    gf_link throttled;               /* of them, stopped for max_output_bytes_total
+                                        (gf_conn.throttled_link)                         */
+    uint64_t next_conn_id;           /* shard + 1, then steps of the shard count        */
+    uint32_t gathers;                /* STATS and TRACE gathering every shard's figures
+                                        now (query.c): at most GF_GATHERS_MAX           */
+    gf_link gather_waiters;          /* connections whose next one waits for that
+                                        (gf_conn.gather_link)                           */
     gf_log_budget close_log;         /* lines about connections refused or closed */
     uint64_t loose_bytes;            /* every connection's unwritten loose replies */
     uint64_t loose_since_trim_bytes; /* of them, bytes queued since the heap was

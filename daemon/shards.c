@@ -30,49 +30,49 @@ typedef struct shard {
     gf_shards *owner;
     gf_shard_ident ident;
     uv_thread_t thread;
-    uv_loop_t loop;     /* its thread's */
-    gf_server *srv;     /* set by its thread before `opened`; read by others
-                           after it (prepare, status), fixed until joined   */
-    uv_sem_t opened;    /* its thread set open_rc                          */
-    uv_sem_t go;        /* the control loop set proceed                    */
-    int open_rc;        /* written before opened is posted, read after     */
-    int proceed;        /* written before go is posted, read after         */
-    int failed;         /* written before `finished` is mailed, read after */
-    int mailed;         /* the control loop got `finished`: its thread ends */
-    gf_mail drain;      /* to it: stop (gf_server_shutdown)                */
-    gf_mail finished;   /* from it: its loop has ended                     */
+    uv_loop_t loop;   /* its thread's */
+    gf_server *srv;   /* set by its thread before `opened`; read by others
+                         after it (prepare, status), fixed until joined   */
+    uv_sem_t opened;  /* its thread set open_rc                          */
+    uv_sem_t go;      /* the control loop set proceed                    */
+    int open_rc;      /* written before opened is posted, read after     */
+    int proceed;      /* written before go is posted, read after         */
+    int failed;       /* written before `finished` is mailed, read after */
+    int mailed;       /* the control loop got `finished`: its thread ends */
+    gf_mail drain;    /* to it: stop (gf_server_shutdown)                */
+    gf_mail finished; /* from it: its loop has ended                     */
 } shard;
 
 /* A reload being applied: one mail to each shard, and its answer. */
 typedef struct apply_round apply_round;
 typedef struct apply_mail {
-    gf_mail mail;              /* to the shard: apply             */
-    gf_mail ack;               /* back to the control loop: done  */
+    gf_mail mail; /* to the shard: apply             */
+    gf_mail ack;  /* back to the control loop: done  */
     apply_round *round;
-    gf_pipeline_stats *fresh;  /* its new per-pipeline totals, or NULL once used */
+    gf_pipeline_stats *fresh; /* its new per-pipeline totals, or NULL once used */
 } apply_mail;
 
 struct apply_round {
     gf_shards *owner;
     const gf_config *next;
-    uint32_t left;             /* shards yet to apply; control loop only */
+    uint32_t left; /* shards yet to apply; control loop only */
     gf_shards_applied_cb done;
     void *arg;
-    apply_mail *mails;         /* [count] */
+    apply_mail *mails; /* [count] */
 };
 
 struct gf_shards {
-    uv_loop_t *loop;          /* the control loop                             */
-    const gf_config *cfg;     /* the running configuration, as the control
-                                 loop sees it (each shard has its own
-                                 pointer, switched when it applies a reload) */
+    uv_loop_t *loop;      /* the control loop                             */
+    const gf_config *cfg; /* the running configuration, as the control
+                             loop sees it (each shard has its own
+                             pointer, switched when it applies a reload) */
     gf_group group;
-    shard *shards;            /* [group.count] */
+    shard *shards; /* [group.count] */
     gf_listener listener;
-    gf_mailbox mailbox;       /* shards to the control loop: finished, acks  */
-    uint32_t next;            /* placement: the shard after the last tie     */
-    uint32_t finished;        /* shards whose loop has ended                 */
-    uint32_t slot_count;      /* per shard, fixed                            */
+    gf_mailbox mailbox;  /* shards to the control loop: finished, acks  */
+    uint32_t next;       /* placement: the shard after the last tie     */
+    uint32_t finished;   /* shards whose loop has ended                 */
+    uint32_t slot_count; /* per shard, fixed                            */
     int draining;
 };
 
@@ -422,9 +422,9 @@ int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
     /* Alive while shards serve: the drain ends when every one has mailed. */
     uv_ref((uv_handle_t *)&g->mailbox.async);
     release(g, g->group.count, 1);
-    GF_LOG_INF("ready: listening on %s%s; %u shard(s) of %u slots; %zu pipelines",
-               cfg->socket_path, owned ? "" : " (socket passed by systemd)", g->group.count,
-               cfg->slot_count, cfg->pipeline_count);
+    GF_LOG_INF("ready: listening on %s%s; %u shard(s) of %u slots; %zu pipelines", cfg->socket_path,
+               owned ? "" : " (socket passed by systemd)", g->group.count, cfg->slot_count,
+               cfg->pipeline_count);
     *out = g;
     return 0;
 }
@@ -449,15 +449,15 @@ int gf_shards_close(gf_shards *g) {
 
 /* ---- reloads ----------------------------------------------------------------------- */
 
-int gf_shards_reload_prepare(gf_shards *g, const gf_config *cur, gf_config *next,
-                             int *keep_running, char *note, size_t note_len) {
+int gf_shards_reload_prepare(gf_shards *g, const gf_config *cur, gf_config *next, int *keep_running,
+                             char *note, size_t note_len) {
     gf_server **srvs = malloc(g->group.count * sizeof *srvs);
     if (!srvs)
         return -ENOMEM;
     for (uint32_t k = 0; k < g->group.count; k++)
         srvs[k] = g->shards[k].srv;
-    int rc = gf_server_reload_prepare(srvs, g->group.count, cur, next, keep_running, note,
-                                      note_len);
+    int rc =
+        gf_server_reload_prepare(srvs, g->group.count, cur, next, keep_running, note, note_len);
     free(srvs);
     return rc;
 }

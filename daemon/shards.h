@@ -51,8 +51,8 @@ void gf_shards_shutdown(gf_shards *g);
 
 /* A reload's first step, on the loading thread (server.h's
  * gf_server_reload_prepare over every shard). */
-int gf_shards_reload_prepare(gf_shards *g, const gf_config *cur, gf_config *next,
-                             int *keep_running, char *note, size_t note_len);
+int gf_shards_reload_prepare(gf_shards *g, const gf_config *cur, gf_config *next, int *keep_running,
+                             char *note, size_t note_len);
 
 /*
  * A reload's second step, on the control loop: everything that can fail is

@@ -53,8 +53,8 @@
  * stream indices k * slots to k * slots + slots - 1 for its whole life):
  * keep per-stream scratch and handles (a cuBLAS handle per stream, bound to
  * it at its first launch), and nothing per `dev` that launches write: two
- * threads launch on one `dev` at once, never with the same stream index.  `in_dev` and `out_dev` are
- * device buffers aligned to at least 256 bytes; they never overlap.
+ * threads launch on one `dev` at once, never with the same stream index.  `in_dev` and `out_dev`
+ * are device buffers aligned to at least 256 bytes; they never overlap.
  *
  * reference() gets host buffers with no particular alignment.
  * env->config_dir is always an absolute directory: the configuration file's,

@@ -172,7 +172,8 @@ START_TEST(overrides_apply_before_the_checks) {
     set_flag(&big, "slots", "64");
     set_flag(&big, "max_frame_bytes", "4294967296");
     ck_assert_int_eq(gf_config_load(path, &big, &cfg, errs, sizeof errs, &count), -1);
-    ck_assert_msg(strstr(errs, "max_pinned_bytes: 1 shard(s) of 64 slots of 4294967296 bytes"), "%s", errs);
+    ck_assert_msg(strstr(errs, "max_pinned_bytes: 1 shard(s) of 64 slots of 4294967296 bytes"),
+                  "%s", errs);
     unlink(path);
 }
 END_TEST
