@@ -278,7 +278,7 @@ static int plan(gf_shards *g, const gf_config *cfg, enum gf_engine_choice engine
         how = "chosen: one per core, at most 8 per device, within max_pinned_bytes";
     }
     if (count < (uint32_t)nd)
-        GF_LOG_WRN("shards %u < %d devices: only the first %u device(s) get a shard", count, nd,
+        GF_LOG_INF("shards %u < %d devices: only the first %u device(s) get a shard", count, nd,
                    count);
     if (gf_config_check_pinned(cfg, count, why, sizeof why) < 0) {
         GF_LOG_ERR("start-up failed: %s", why);
