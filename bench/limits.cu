@@ -107,15 +107,15 @@ struct Bench;
  * its frames in flight: a ring of kDepth done events, oldest at `head`.
  * While a run goes on, only the lane's own thread touches it. */
 struct Lane {
-    Bench *bench;             /* the owner                                      */
-    cudaStream_t stream;      /* non-blocking                                   */
-    void *in_host, *out_host; /* pinned, max_bytes each                        */
-    void *in_dev, *out_dev;   /* device, max_bytes each                         */
-    cudaEvent_t done[kDepth]; /* untimed; recorded after each frame's D2H copy  */
+    Bench *bench;                  /* the owner                                      */
+    cudaStream_t stream;           /* non-blocking                                   */
+    void *in_host, *out_host;      /* pinned, max_bytes each                        */
+    void *in_dev, *out_dev;        /* device, max_bytes each                         */
+    cudaEvent_t done[kDepth];      /* untimed; recorded after each frame's D2H copy  */
     uint64_t submitted_ns[kDepth]; /* when each frame in flight was submitted   */
-    uint64_t completed_ns;    /* hostfunc(): set by the host function           */
-    std::vector<uint64_t> lat_ns; /* this run's submit -> completion seen     */
-    int rc;                   /* this run's result: 0, or -1 after an error     */
+    uint64_t completed_ns;         /* hostfunc(): set by the host function           */
+    std::vector<uint64_t> lat_ns;  /* this run's submit -> completion seen     */
+    int rc;                        /* this run's result: 0, or -1 after an error     */
 };
 
 /* Everything the runs share.  The completion queue is hostfunc()'s hand-off
@@ -123,13 +123,13 @@ struct Lane {
  * frames to its lanes' threads. */
 struct Bench {
     Lane lanes[kMaxStreams];
-    int device;               /* the CUDA device, set current in every thread   */
+    int device; /* the CUDA device, set current in every thread   */
     size_t max_bytes;
     double max_seconds;
     size_t divisor; /* 1, or kShortDivisor */
     std::mutex mu;
     std::condition_variable cv;
-    std::vector<Lane *> done; /* completed lanes not yet seen, under mu */
+    std::vector<Lane *> done;    /* completed lanes not yet seen, under mu */
     std::atomic<size_t> tickets; /* frames of the current run handed out so far */
 };
 
@@ -288,8 +288,8 @@ static int pipeline(Bench *b, size_t bytes) {
                     streams, kDepth, bytes, lat.size(), fps, fps * (double)bytes / 1e9, p50, p99);
         std::fflush(stdout);
     }
-    if (run_frames(b, 1, 1, bytes, std::min(frames, kLatencyMaxFrames / b->divisor),
-                   b->max_seconds, &lat, &secs) != 0)
+    if (run_frames(b, 1, 1, bytes, std::min(frames, kLatencyMaxFrames / b->divisor), b->max_seconds,
+                   &lat, &secs) != 0)
         return -1;
     std::printf("limit name=latency size=%zu p50_us=%.1f p99_us=%.1f\n", bytes,
                 percentile_ns(lat, 50) / 1e3, percentile_ns(lat, 99) / 1e3);

@@ -77,8 +77,8 @@ int gf_report_stats_table(const cJSON *stats, FILE *out);
  * {device} (gpuframe_device_info{name,pci_bus_id}, in_flight,
  * frames_answered_total, pinned_bytes); `device` is the ordinal, "cpu" on the
  * CPU engine.  They follow every other family, and a shard or device whose
- * number is malformed or repeated is left out, never written twice.  -EINVAL when `stats` is not an object or its latency histogram
- * is malformed (err[err_len] says how).
+ * number is malformed or repeated is left out, never written twice.  -EINVAL when `stats` is not an
+ * object or its latency histogram is malformed (err[err_len] says how).
  */
 int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t err_len);
 
