@@ -44,7 +44,7 @@ static void gather_free(gather *g) {
 static void on_back(gf_mail *m, void *owner) {
     gather *g = gf_list_entry(m, gather, back);
     if (owner != NULL)
-        g->cb(owner, g->snaps, g->count, g->arg);
+        g->cb(owner, g->snaps, g->count, g->trace_frames, g->arg);
     gather_free(g);
 }
 
@@ -89,7 +89,7 @@ int gf_gather(gf_server *srv, uint32_t trace_frames, gf_gather_cb cb, void *arg,
     g->back.run = on_back;
     *arg_slot = &g->arg;
     if (n == 1) {
-        cb(srv, g->snaps, 1, arg);
+        cb(srv, g->snaps, 1, trace_frames, arg);
         gather_free(g);
         *arg_slot = NULL;
         return 0;

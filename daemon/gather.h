@@ -17,10 +17,11 @@
 #include "server_state.h"
 
 /* Called on the asking shard's thread with every shard's snapshot, in shard
- * order (a shard that has stopped is not `present`), and the `arg` given,
- * unless the asker cleared it (gf_gather's *arg_slot) meanwhile: then with
- * NULL, and the callback only returns. */
-typedef void (*gf_gather_cb)(gf_server *srv, const gf_snapshot *snaps, uint32_t n, void *arg);
+ * order (a shard that has stopped is not `present`), the trace_frames asked
+ * for, and the `arg` given, unless the asker cleared it (gf_gather's
+ * *arg_slot) meanwhile: then with NULL. */
+typedef void (*gf_gather_cb)(gf_server *srv, const gf_snapshot *snaps, uint32_t n,
+                             uint32_t trace_frames, void *arg);
 
 /*
  * Gathers a snapshot of every shard with its newest `trace_frames` trace

@@ -383,7 +383,7 @@ cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
     for (uint32_t k = 0; k < n; k++) {
         int seen = 0;
         for (uint32_t j = 0; j < k; j++)
-            seen |= snaps[j].device == snaps[k].device;
+            seen |= snaps[j].present && snaps[j].device == snaps[k].device;
         if (seen || !snaps[k].present || device_busy(snaps, n, snaps[k].device, now, &busy) < 0)
             continue;
         if (!have || busy.copy + busy.compute > best.copy + best.compute)

@@ -207,23 +207,26 @@ static void on_reloaded(gf_reload_result *res, void *arg) {
         snprintf(status, sizeof status,
                  "reload rejected: %zu problem(s) in %s; running the previous configuration",
                  res->problem_count, what);
-    } else if (d->signals_seen > 0 ||
-               gf_shards_reload_apply(d->shards, next, res->keep_running, on_applied, d) < 0) {
+    } else {
+        /* Logged, and READY=1, once every shard has switched (on_applied),
+         * which may come at once: what it reads is set first. */
+        gf_config_describe_changes(d->cfg, next, changes, sizeof changes);
+        snprintf(d->applying_line, sizeof d->applying_line, "reloaded %s in %.3f s: %s%s", what,
+                 res->seconds, changes[0] ? "applied " : "no change applied", changes);
+        d->applying = next;
+        if (d->signals_seen == 0 &&
+            gf_shards_reload_apply(d->shards, next, res->keep_running, on_applied, d) == 0) {
+            if (res->note[0] != '\0')
+                GF_LOG_WRN("reload of %s: %s", what, res->note);
+            gf_log_set_level(next->log_level);
+            return;
+        }
+        d->applying = NULL;
         GF_LOG_ERR("reload rejected: %s; keeping the running configuration",
                    d->signals_seen > 0 ? "the daemon is stopping" : "out of memory");
         gf_config_free(next);
         free(next);
         snprintf(status, sizeof status, "reload rejected");
-    } else {
-        /* Logged, and READY=1, once every shard has switched (on_applied). */
-        gf_config_describe_changes(d->cfg, next, changes, sizeof changes);
-        snprintf(d->applying_line, sizeof d->applying_line, "reloaded %s in %.3f s: %s%s", what,
-                 res->seconds, changes[0] ? "applied " : "no change applied", changes);
-        if (res->note[0] != '\0')
-            GF_LOG_WRN("reload of %s: %s", what, res->note);
-        gf_log_set_level(next->log_level);
-        d->applying = next;
-        return;
     }
     gf_notify_ready(&d->notify, status);
     reload_again(d);

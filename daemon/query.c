@@ -148,9 +148,10 @@ static void region_remove(gf_conn *c, const gf_header *h) {
 
 /* Every shard's figures are in (gather.h): STATS's or TRACE's reply `arg`,
  * waiting in order in the queue (NULL: the connection went), is made. */
-static void gathered(gf_server *srv, const gf_snapshot *snaps, uint32_t n, void *arg) {
+static void gathered(gf_server *srv, const gf_snapshot *snaps, uint32_t n, uint32_t trace_frames,
+                     void *arg) {
     gf_reply *q = arg;
-    if (!q || q->request.type == GF_MSG_TRACE) {
+    if (trace_frames != GF_SNAPSHOT_NO_TRACE) {
         /* A TRACE's place is free: every waiter tries again (one that is
          * throttled meanwhile must not keep the others waiting). */
         srv->gathers--;
@@ -204,7 +205,7 @@ static void gather_reply(gf_conn *c, const gf_header *h) {
     if (h->type == GF_MSG_TRACE)
         c->srv->gathers++;
     if (gf_gather(c->srv, frames, gathered, q, &q->gathering) < 0)
-        gathered(c->srv, NULL, 0, q);
+        gathered(c->srv, NULL, 0, frames, q);
 }
 
 /* Whether a STATS or TRACE of `c` may gather now: one of a connection at a

@@ -484,9 +484,18 @@ typedef struct reap_req {
     gf_plugin_stage *stage;
 } reap_req;
 
-/* The loop of the shard whose thread this is; NULL on every other thread
- * (the control loop's, a reload's loading thread, a worker). */
+/* The loop of the thread this is, a shard's or the control loop's
+ * (gf_server_reap_on); NULL on every other thread (a reload's loading
+ * thread, a worker) and once the loop has stopped. */
 static _Thread_local uv_loop_t *reap_loop;
+
+static void reap(gf_plugin_stage *stage);
+
+void gf_server_reap_on(uv_loop_t *loop) {
+    reap_loop = loop;
+    if (loop)
+        gf_plugin_set_reaper(reap);
+}
 
 static void reap_work(uv_work_t *w) {
     gf_plugin_stage_destroy(((reap_req *)w)->stage);
@@ -591,8 +600,7 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, const gf_shard_ident *
     srv->stats.started_ns = gf_now_ns();
     gf_stats_sample(&srv->stats, srv->stats.started_ns, uv_metrics_idle_time(loop));
     log_ready(srv);
-    reap_loop = loop;
-    gf_plugin_set_reaper(reap);
+    gf_server_reap_on(loop);
     *out = srv;
     return 0;
 
@@ -625,7 +633,7 @@ int gf_server_close(gf_server *srv) {
     int failed = srv->failed;
     gf_prof_print(srv->stats.frames_answered, uv_metrics_idle_time(srv->loop));
     /* The loop has stopped: from here a stage is destroyed where released. */
-    reap_loop = NULL;
+    gf_server_reap_on(NULL);
     /* After a fatal failure the device may never finish: the process exits
      * without waiting for it, and the OS takes the memory back. */
     if (!failed) {

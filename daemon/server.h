@@ -47,6 +47,13 @@ typedef struct gf_shard_ident {
 int gf_server_open(uv_loop_t *loop, const gf_config *cfg, const gf_shard_ident *id,
                    gf_server **out);
 
+/* Plugin stages whose last reference the calling thread drops are
+ * destroyed on libuv's thread pool of `loop` (their device_close may wait
+ * for the device), or where dropped once `loop` is NULL (it has stopped).
+ * Each shard's thread sets its own; the control loop, which frees a
+ * reload's old configuration, sets its own too. */
+void gf_server_reap_on(uv_loop_t *loop);
+
 /* Serves the accepted socket `fd` of peer uid/gid/pid, which the control
  * loop counted in this shard's connections; refuses it with shutting_down
  * once a drain has begun.  The shard's thread. */

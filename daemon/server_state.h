@@ -93,8 +93,8 @@ struct gf_server {
     gf_link throttled;               /* of them, stopped for max_output_bytes_total
                                         (gf_conn.throttled_link)                         */
     uint64_t next_conn_id;           /* shard + 1, then steps of the shard count        */
-    uint32_t gathers;                /* STATS and TRACE gathering every shard's figures
-                                        now (query.c): at most GF_GATHERS_MAX           */
+    uint32_t gathers;                /* TRACEs gathering every shard's trace now
+                                        (query.c): at most GF_GATHERS_MAX               */
     gf_link gather_waiters;          /* connections whose next one waits for that
                                         (gf_conn.gather_link)                           */
     gf_log_budget close_log;         /* lines about connections refused or closed */

@@ -35,10 +35,12 @@ typedef struct shard {
                          after it (prepare, status), fixed until joined   */
     uv_sem_t opened;  /* its thread set open_rc                          */
     uv_sem_t go;      /* the control loop set proceed                    */
+    uv_sem_t closing; /* the control loop is done with its server: a
+                         reload's loading thread may prepare on its engine
+                         until gf_reload_close, after the drain ended     */
     int open_rc;      /* written before opened is posted, read after     */
     int proceed;      /* written before go is posted, read after         */
     int failed;       /* written before `finished` is mailed, read after */
-    int mailed;       /* the control loop got `finished`: its thread ends */
     gf_mail drain;    /* to it: stop (gf_server_shutdown)                */
     gf_mail finished; /* from it: its loop has ended                     */
 } shard;
@@ -168,13 +170,10 @@ static void on_finished(gf_mail *m, void *owner) {
     shard *sh = gf_list_entry(m, shard, finished);
     gf_shards *g = sh->owner;
     (void)owner;
-    sh->mailed = 1;
     if (sh->failed) {
-        /* The threads that have ended are joined (ThreadSanitizer counts
-         * the others as leaked); the rest go with the process. */
-        for (uint32_t k = 0; k < g->group.count; k++)
-            if (g->shards[k].mailed)
-                uv_thread_join(&g->shards[k].thread);
+        /* Every shard's thread is still there, serving or waiting on
+         * `closing`: none has ended unjoined (ThreadSanitizer would count it
+         * as leaked), and all go with the process. */
         /* Its engine is stuck or poisoned, or its drain ran out of time (it
          * logged how many frames it abandoned): waiting for a device could
          * hang for ever, and the other shards' frames go with the process. */
@@ -218,17 +217,20 @@ static void shard_main(void *arg) {
         sh->failed = 1;
         if (gf_mailbox_post(&g->mailbox, &sh->finished) < 0)
             _exit(GF_EXIT_FAILURE);
-        return; /* the control loop exits the process */
+        uv_sem_wait(&sh->closing); /* never posted: the control loop exits the process */
+        return;
     }
     gf_mailbox_close(&me->mailbox, NULL);
     uv_run(&sh->loop, UV_RUN_NOWAIT);
+    if (sh->proceed) {
+        gf_mailbox_post(&g->mailbox, &sh->finished);
+        uv_sem_wait(&sh->closing);
+    }
     gf_server_close(sh->srv);
     int lc = uv_loop_close(&sh->loop);
     if (lc != 0)
         GF_LOG_WRN("shard %u: event loop closed with handles still open: %s", sh->ident.index,
                    uv_strerror(lc));
-    if (sh->proceed)
-        gf_mailbox_post(&g->mailbox, &sh->finished);
 }
 
 /* ---- start-up ---------------------------------------------------------------------- */
@@ -323,11 +325,13 @@ static int start(gf_shards *g, uint32_t *started_out) {
         shard *sh = &g->shards[started];
         uv_sem_init(&sh->opened, 0);
         uv_sem_init(&sh->go, 0);
+        uv_sem_init(&sh->closing, 0);
         if ((rc = uv_thread_create(&sh->thread, shard_main, sh)) < 0) {
             GF_LOG_ERR("start-up failed: cannot start shard %u's thread: %s", started,
                        uv_strerror(rc));
             uv_sem_destroy(&sh->opened);
             uv_sem_destroy(&sh->go);
+            uv_sem_destroy(&sh->closing);
             break;
         }
     }
@@ -355,6 +359,7 @@ static void join(gf_shards *g, uint32_t started) {
         uv_thread_join(&g->shards[k].thread);
         uv_sem_destroy(&g->shards[k].opened);
         uv_sem_destroy(&g->shards[k].go);
+        uv_sem_destroy(&g->shards[k].closing);
     }
 }
 
@@ -419,6 +424,9 @@ int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
         shards_free(g);
         return rc;
     }
+    /* A reload's old configuration is freed here: its removed plugin
+     * stages go to the thread pool, as on a shard. */
+    gf_server_reap_on(loop);
     /* Alive while shards serve: the drain ends when every one has mailed. */
     uv_ref((uv_handle_t *)&g->mailbox.async);
     release(g, g->group.count, 1);
@@ -442,6 +450,9 @@ void gf_shards_shutdown(gf_shards *g) {
 }
 
 int gf_shards_close(gf_shards *g) {
+    gf_server_reap_on(NULL); /* the control loop has stopped */
+    for (uint32_t k = 0; k < g->group.count; k++)
+        uv_sem_post(&g->shards[k].closing);
     join(g, g->group.count);
     shards_free(g);
     return 0;

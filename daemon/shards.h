@@ -74,8 +74,11 @@ void gf_shards_progress(const gf_shards *g, uint64_t *completed, uint32_t *in_fl
  * last second, slots busy, frames answered and failed. */
 void gf_shards_status(const gf_shards *g, char *buf, size_t len);
 
-/* After the control loop's uv_run returned: joins every shard's thread
- * (each closed its engine) and frees everything.  Returns 0. */
+/* After the control loop's uv_run returned and the reloads' loading thread
+ * is done (gf_reload_close): lets every shard close its server and engine,
+ * each on its own thread (whose device is current), joins them and frees
+ * everything.  Until then a drained shard keeps its server, which a reload
+ * being prepared may still read.  Returns 0. */
 int gf_shards_close(gf_shards *g);
 
 #endif

@@ -20,7 +20,9 @@
  * The engine comes from GF_TEST_ENGINE (cpu or cuda); checks that hold on
  * one engine only (the drain's frames still in flight at SIGTERM) say so.
  */
-#define _POSIX_C_SOURCE 200809L /* pthread_barrier_t */
+/* The daemon's TRACEs under way at once in a shard (server_state.h). */
+#define GF_GATHERS_MAX_FOR_TEST 4
+#define _POSIX_C_SOURCE         200809L /* pthread_barrier_t */
 #include <check.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -657,6 +659,51 @@ START_TEST(max_connections_counts_every_shard) {
 }
 END_TEST
 
+/* STATS and TRACE whose connections go before every shard has answered:
+ * the answers come back to nobody, and nothing of the shard's own count of
+ * TRACEs under way may be lost or go negative (a STATS dropped that way
+ * once took it below zero and made every later TRACE of that shard wait
+ * for ever).  Afterwards TRACEs and STATS of every shard are answered. */
+START_TEST(requests_of_closed_connections_leave_no_trace) {
+    enum { ROUNDS = 30, CLIENTS = 4 };
+    start("");
+    gf_client *s = settled_client();
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        /* A frame, then a STATS or TRACE, then gone: writing the frame's
+         * result fails (EPIPE) and closes the connection while the shards
+         * are still asked for their figures. */
+        int fd = gf_test_ck_raw_connect(daemon_.socket_path);
+        static const unsigned char data[64];
+        gf_test_ck_raw_frame(fd, 1000 + r, 0, sizeof data, data, sizeof data);
+        gf_header h = gf_test_header(r % 2 ? GF_MSG_TRACE : GF_MSG_STATS, r, 0, 0);
+        ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+        close(fd);
+    }
+    gf_test_ck_wait_idle(s, 1, SETTLE_MS, NULL);
+    /* Clients on every shard: each one's TRACEs and STATS are answered. */
+    gf_client *c[CLIENTS];
+    for (unsigned i = 0; i < CLIENTS; i++) {
+        c[i] = client();
+        echo_frame(c[i], frame_id_of(i, 0), 64);
+    }
+    for (unsigned round = 0; round < 2 * GF_GATHERS_MAX_FOR_TEST; round++)
+        for (unsigned i = 0; i < CLIENTS; i++)
+            cJSON_Delete(trace(c[i], 0));
+    cJSON *st = gf_test_ck_stats(s);
+    for (unsigned k = 0; k < SHARDS; k++)
+        ck_assert_uint_ge(shard_stat(st, k, "connections"), 1);
+    /* A raw connection's request may be read or not before its close. */
+    uint64_t traces = gf_test_ck_u64(st, "requests.trace");
+    ck_assert_uint_ge(traces, 2 * GF_GATHERS_MAX_FOR_TEST * CLIENTS);
+    ck_assert_uint_le(traces, ROUNDS / 2 + 2 * GF_GATHERS_MAX_FOR_TEST * CLIENTS);
+    cJSON_Delete(st);
+    for (unsigned i = 0; i < CLIENTS; i++)
+        gf_client_close(c[i]);
+    gf_client_close(s);
+    stop(0);
+}
+END_TEST
+
 /* ---- reload ------------------------------------------------------------------------ */
 
 /* Polls LIST on `c` until affine's parameters are a, b: the shard of `c`
@@ -960,6 +1007,7 @@ static Suite *shards_suite(void) {
 
     tc = tcase("trace");
     tcase_add_test(tc, trace_merges_every_shard);
+    tcase_add_test(tc, requests_of_closed_connections_leave_no_trace);
     suite_add_tcase(s, tc);
 
     tc = tcase("reload");

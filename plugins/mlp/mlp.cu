@@ -170,8 +170,11 @@ static void mlp_device_close(void *dev) {
     if (dev == nullptr)
         return;
     mlp_dev *d = static_cast<mlp_dev *>(dev);
+    int current = d->device;
+    cudaGetDevice(&current);
     cudaSetDevice(d->device);
     free_dev(d);
+    cudaSetDevice(current); /* the caller's thread may launch on its own device next */
 }
 
 /* y[r][o] += b[o] for `rows` x `cols`, rounded to float, then ReLU when
