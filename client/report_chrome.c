@@ -29,15 +29,17 @@ static void chrome_metadata(FILE *out, const gf_tdoc *t) {
         fputs(" engine)", out);
     }
     fputs("\"}}", out);
-    for (uint32_t s = 0; s < t->slot_count; s++)
+    for (uint32_t g = 0; g < t->group_count; g++)
         for (unsigned l = 0; l < GF_REPORT_LANES_PER_SLOT; l++) {
-            if (!t->lane_used[(size_t)s * GF_REPORT_LANES_PER_SLOT + l])
+            if (!t->lane_used[(size_t)g * GF_REPORT_LANES_PER_SLOT + l])
                 continue;
-            unsigned tid = GF_REPORT_TID(s, l);
+            unsigned tid = GF_REPORT_TID(g, l);
             fprintf(out,
                     ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%u,"
-                    "\"args\":{\"name\":\"slot %" PRIu32 " %s\"}}",
-                    tid, s, gf_lane_names[l]);
+                    "\"args\":{\"name\":\"",
+                    tid);
+            gf_tdoc_put_group(t, g, out);
+            fprintf(out, " %s\"}}", gf_lane_names[l]);
             fprintf(out,
                     ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%u,"
                     "\"args\":{\"sort_index\":%u}}",
@@ -51,7 +53,7 @@ static void chrome_event(FILE *out, const gf_tdoc *t, const gf_tev *e, const cJS
     const char *pname = gf_doc_pipeline_name(pipelines, f->pipeline);
 
     fprintf(out, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":",
-            kind->name, kind->category, GF_REPORT_TID(f->slot, kind->lane));
+            kind->name, kind->category, GF_REPORT_TID(f->group, kind->lane));
     put_us(out, e->begin);
     fputs(",\"dur\":", out);
     put_us(out, e->end - e->begin);
@@ -62,6 +64,8 @@ static void chrome_event(FILE *out, const gf_tdoc *t, const gf_tev *e, const cJS
         gf_put_text(out, pname, GF_ESC_JSON);
         fputc('"', out);
     }
+    if (t->shard_count > 1)
+        fprintf(out, ",\"shard\":%" PRIu32, f->shard);
     fprintf(out,
             ",\"slot\":%" PRIu32 ",\"conn\":%" PRIu64 ",\"status\":%" PRIu64 ",\"bytes\":%" PRIu64
             ",\"slot_wait_ns\":%" PRIu64 ",\"end_to_end_ns\":%" PRIu64 "}}",
@@ -87,7 +91,10 @@ int gf_report_trace_chrome(const cJSON *trace, const cJSON *pipelines, FILE *out
     fprintf(out, "\",\"t0_ns\":%.0f,\"engine\":\"",
             gf_doc_is_uint(gf_doc_get(trace, "t0_ns")) ? gf_doc_num(trace, "t0_ns") : 0.0);
     gf_put_text(out, gf_doc_str(trace, "engine"), GF_ESC_JSON);
-    fprintf(out, "\",\"frames\":%zu},\n\"traceEvents\":[\n", t.frame_count);
+    fputc('"', out);
+    if (t.shard_count > 1)
+        fprintf(out, ",\"shards\":%" PRIu32, t.shard_count);
+    fprintf(out, ",\"frames\":%zu},\n\"traceEvents\":[\n", t.frame_count);
     chrome_metadata(out, &t);
     for (size_t k = 0; k < t.event_count; k++)
         chrome_event(out, &t, &t.events[k], pipelines);

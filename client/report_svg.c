@@ -25,6 +25,8 @@
 #define SVG_AXIS_H     48   /* tick labels and the axis caption          */
 #define SVG_CHAR_W     7    /* a generous width of one label character   */
 #define SVG_LEGEND_GAP 20   /* between one legend entry and the next     */
+/* More label room when lanes are named "shard K slot J ...": "shard 1023 ". */
+#define SVG_SHARD_LABEL_W (11 * SVG_CHAR_W)
 /* About this many ticks on the time axis. */
 #define SVG_TICKS 8
 /* The micro sign in the picture: the real one, the file is UTF-8. */
@@ -52,6 +54,11 @@ static void tick_step(uint64_t span_ns, uint64_t *step, uint64_t *unit, const ch
     }
 }
 
+/* The width of the lane labels left of the plot, where the plot begins. */
+static int label_w(const gf_tdoc *t) {
+    return SVG_LABEL_W + (t->shard_count > 1 ? SVG_SHARD_LABEL_W : 0);
+}
+
 static void svg_header(FILE *out, int height) {
     fprintf(out,
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -77,13 +84,16 @@ static void svg_title(FILE *out, const gf_tdoc *t) {
         gf_put_text(out, engine, GF_ESC_XML);
         fputs(" engine", out);
     }
+    if (t->shard_count > 1)
+        fprintf(out, ", %" PRIu32 " shards", t->shard_count);
     if (gf_doc_is_uint(gf_doc_get(t->doc, "slots")))
-        fprintf(out, ", %.0f slots", gf_doc_num(t->doc, "slots"));
+        fprintf(out, "%s %.0f slots", t->shard_count > 1 ? " of" : ",",
+                gf_doc_num(t->doc, "slots"));
     fputs("</text>\n", out);
 }
 
-static void svg_legend(FILE *out) {
-    int x = SVG_LABEL_W;
+static void svg_legend(FILE *out, const gf_tdoc *t) {
+    int x = label_w(t);
 
     for (int k = 0; k < GF_EV_KINDS; k++) {
         const gf_ev_kind_info *kind = &gf_ev_kinds[k];
@@ -99,24 +109,33 @@ static void svg_legend(FILE *out) {
 /* The lane rows and their labels; `row_of` gets each used lane's row. */
 static void svg_lanes(FILE *out, const gf_tdoc *t, int *row_of) {
     int row = 0;
+    uint32_t shown = 0; /* lane groups drawn before this one */
 
     fputs("<g id=\"lanes\">\n", out);
-    for (uint32_t s = 0; s < t->slot_count; s++)
+    for (uint32_t g = 0; g < t->group_count; g++) {
+        /* Shade every other slot so its lanes read as one group: by slot
+         * number with one shard, as always; by the groups drawn with several,
+         * whose slot numbers start again at each shard. */
+        uint32_t shade = t->shard_count > 1 ? shown : g;
+        int drawn = 0;
         for (unsigned l = 0; l < GF_REPORT_LANES_PER_SLOT; l++) {
-            size_t lane = (size_t)s * GF_REPORT_LANES_PER_SLOT + l;
+            size_t lane = (size_t)g * GF_REPORT_LANES_PER_SLOT + l;
             row_of[lane] = -1;
             if (!t->lane_used[lane])
                 continue;
             int y = SVG_TOP_H + row * SVG_ROW_H;
-            /* Shade every other slot so its lanes read as one group. */
             fprintf(out,
                     "<rect class=\"lane\" x=\"0\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                    "fill=\"%s\"/><text x=\"%d\" y=\"%d\" text-anchor=\"end\">slot %" PRIu32
-                    " %s</text>\n",
-                    y, SVG_WIDTH, SVG_ROW_H, s % 2 ? "#f3f3f3" : "#fbfbfb", SVG_LABEL_W - 8,
-                    y + SVG_ROW_H / 2 + 4, s, gf_lane_names[l]);
+                    "fill=\"%s\"/><text x=\"%d\" y=\"%d\" text-anchor=\"end\">",
+                    y, SVG_WIDTH, SVG_ROW_H, shade % 2 ? "#f3f3f3" : "#fbfbfb", label_w(t) - 8,
+                    y + SVG_ROW_H / 2 + 4);
+            gf_tdoc_put_group(t, g, out);
+            fprintf(out, " %s</text>\n", gf_lane_names[l]);
             row_of[lane] = row++;
+            drawn = 1;
         }
+        shown += (uint32_t)drawn;
+    }
     fputs("</g>\n", out);
 }
 
@@ -128,7 +147,7 @@ static void svg_axis(FILE *out, const gf_tdoc *t, int rows, double scale) {
     tick_step(span, &step, &unit, &unit_name);
     fputs("<g id=\"axis\" stroke=\"#c8c8c8\" stroke-width=\"1\">\n", out);
     for (uint64_t v = 0; v <= span; v += step) {
-        double x = SVG_LABEL_W + (double)v * scale;
+        double x = label_w(t) + (double)v * scale;
         fprintf(out, "<line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\"/>\n", x, top, x,
                 bottom + 4);
         if (span - v < step)
@@ -137,14 +156,14 @@ static void svg_axis(FILE *out, const gf_tdoc *t, int rows, double scale) {
     fputs("</g>\n<g id=\"ticks\" text-anchor=\"middle\" fill=\"#333333\">\n", out);
     for (uint64_t v = 0; v <= span; v += step) {
         fprintf(out, "<text x=\"%.2f\" y=\"%d\">%" PRIu64 " %s</text>\n",
-                SVG_LABEL_W + (double)v * scale, bottom + 17, v / unit, unit_name);
+                label_w(t) + (double)v * scale, bottom + 17, v / unit, unit_name);
         if (span - v < step)
             break;
     }
     fprintf(out,
             "</g>\n<text x=\"%d\" y=\"%d\" fill=\"#555555\">time from the first event, %.6f s "
             "after the daemon started; hover a bar for its frame</text>\n",
-            SVG_LABEL_W, bottom + 38, (double)t->begin / NS_PER_S);
+            label_w(t), bottom + 38, (double)t->begin / NS_PER_S);
 }
 
 static void svg_event(FILE *out, const gf_tdoc *t, const gf_tev *e, int row, double scale,
@@ -152,7 +171,7 @@ static void svg_event(FILE *out, const gf_tdoc *t, const gf_tev *e, int row, dou
     const gf_tframe *f = &t->frames[e->frame];
     const gf_ev_kind_info *kind = &gf_ev_kinds[e->kind];
     const char *pname = gf_doc_pipeline_name(pipelines, f->pipeline);
-    double x = SVG_LABEL_W + (double)(e->begin - t->begin) * scale;
+    double x = label_w(t) + (double)(e->begin - t->begin) * scale;
     double w = (double)(e->end - e->begin) * scale;
     char dur[CELL_BYTES];
 
@@ -167,8 +186,10 @@ static void svg_event(FILE *out, const gf_tdoc *t, const gf_tev *e, int row, dou
         gf_put_text(out, pname, GF_ESC_XML);
     else
         fprintf(out, "%" PRIu64, f->pipeline);
-    fprintf(out, ", slot %" PRIu32 "): %s %s, %" PRIu64 " bytes</title></rect>\n", f->slot,
-            kind->name, gf_report_format_ns(e->end - e->begin, SVG_MICRO, dur, sizeof dur),
+    fputs(", ", out);
+    gf_tdoc_put_slot(t, f->shard, f->slot, out);
+    fprintf(out, "): %s %s, %" PRIu64 " bytes</title></rect>\n", kind->name,
+            gf_report_format_ns(e->end - e->begin, SVG_MICRO, dur, sizeof dur),
             kind->out_bytes ? f->out_bytes : f->in_bytes);
 }
 
@@ -189,7 +210,7 @@ int gf_report_trace_svg(const cJSON *trace, const cJSON *pipelines, FILE *out, c
         rc = ferror(out) ? -EIO : 0;
         goto done;
     }
-    row_of = malloc((size_t)t.slot_count * GF_REPORT_LANES_PER_SLOT * sizeof *row_of);
+    row_of = malloc((size_t)t.group_count * GF_REPORT_LANES_PER_SLOT * sizeof *row_of);
     if (row_of == NULL) {
         gf_errorf(err, err_len, "out of memory");
         rc = -ENOMEM;
@@ -197,11 +218,11 @@ int gf_report_trace_svg(const cJSON *trace, const cJSON *pipelines, FILE *out, c
     }
     int rows = (int)t.lanes;
     double span = (double)(t.end - t.begin);
-    double scale = (SVG_WIDTH - SVG_LABEL_W - SVG_RIGHT_W) / span;
+    double scale = (SVG_WIDTH - label_w(&t) - SVG_RIGHT_W) / span;
 
     svg_header(out, SVG_TOP_H + rows * SVG_ROW_H + SVG_AXIS_H);
     svg_title(out, &t);
-    svg_legend(out);
+    svg_legend(out, &t);
     svg_lanes(out, &t, row_of);
     svg_axis(out, &t, rows, scale);
     fputs("<g id=\"events\">\n", out);

@@ -5,6 +5,7 @@
  */
 #include "report_trace.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -81,9 +82,10 @@ static void add_event(gf_tdoc *t, size_t frame, enum gf_ev_kind kind, uint64_t b
 }
 
 /* Reads the members of frame `i` (`f`) into `fr`: its slot and the host
- * timestamps that place its events are required, the rest default to 0. */
+ * timestamps that place its events are required, the rest default to 0 (the
+ * shard of a daemon before sharding too).  place_frames sets fr->group. */
 static int read_frame(gf_tframe *fr, const cJSON *f, size_t i, char *err, size_t err_len) {
-    uint64_t slot;
+    uint64_t slot, shard;
 
     if (!cJSON_IsObject(f)) {
         gf_errorf(err, err_len, "trace frame %zu is not an object", i);
@@ -100,6 +102,7 @@ static int read_frame(gf_tframe *fr, const cJSON *f, size_t i, char *err, size_t
         {"done", 1, &fr->done},
         {"drained", 1, &fr->drained},
         {"written", 1, &fr->written},
+        {"shard", 0, &shard},
         {"arrived", 0, &fr->arrived},
         {"frame_id", 0, &fr->frame_id},
         {"conn", 0, &fr->conn},
@@ -116,7 +119,13 @@ static int read_frame(gf_tframe *fr, const cJSON *f, size_t i, char *err, size_t
                   GF_REPORT_SLOTS_MAX);
         return -EINVAL;
     }
+    if (shard >= GF_REPORT_SLOTS_MAX) {
+        gf_errorf(err, err_len, "trace frame %zu: shard %" PRIu64 " is beyond %u", i, shard,
+                  GF_REPORT_SLOTS_MAX);
+        return -EINVAL;
+    }
     fr->slot = (uint32_t)slot;
+    fr->shard = (uint32_t)shard;
     if (fr->arrived == 0 && cJSON_GetObjectItemCaseSensitive(f, "arrived") == NULL)
         fr->arrived = fr->claimed;
     return 0;
@@ -149,19 +158,61 @@ static int parse_frame(gf_tdoc *t, const cJSON *f, size_t i, char *err, size_t e
     return 0;
 }
 
-/* Sets the span of t's events, the slots they use and which lanes hold one. */
+/* The member `key` of document `trace` when it is an integer, at most
+ * GF_REPORT_SLOTS_MAX (a larger one places every lane beyond the bound
+ * anyway); 0 when it is missing or something else. */
+static uint32_t doc_count(const cJSON *trace, const char *key) {
+    const cJSON *v = gf_doc_get(trace, key);
+
+    if (!gf_doc_is_uint(v))
+        return 0;
+    return v->valuedouble > GF_REPORT_SLOTS_MAX ? GF_REPORT_SLOTS_MAX : (uint32_t)v->valuedouble;
+}
+
+/* Sets t's shard count and slots per shard from document `trace` and its
+ * frames, and each frame's lane group, which must stay below
+ * GF_REPORT_SLOTS_MAX. */
+static int place_frames(gf_tdoc *t, const cJSON *trace, char *err, size_t err_len) {
+    t->shard_count = doc_count(trace, "shards");
+    t->slots_per_shard = doc_count(trace, "slots");
+    for (size_t i = 0; i < t->frame_count; i++) {
+        const gf_tframe *fr = &t->frames[i];
+        if (fr->shard >= t->shard_count)
+            t->shard_count = fr->shard + 1;
+        if (fr->slot >= t->slots_per_shard)
+            t->slots_per_shard = fr->slot + 1;
+    }
+    t->shard_count = t->shard_count > 0 ? t->shard_count : 1;
+    t->slots_per_shard = t->slots_per_shard > 0 ? t->slots_per_shard : 1;
+    for (size_t i = 0; i < t->frame_count; i++) {
+        gf_tframe *fr = &t->frames[i];
+        uint64_t group = (uint64_t)fr->shard * t->slots_per_shard + fr->slot;
+        if (group >= GF_REPORT_SLOTS_MAX) {
+            gf_errorf(err, err_len,
+                      "trace frame %zu: shard %" PRIu32 " slot %" PRIu32 " is beyond the %u "
+                      "slots a trace draws (%" PRIu32 " a shard)",
+                      i, fr->shard, fr->slot, GF_REPORT_SLOTS_MAX, t->slots_per_shard);
+            return -EINVAL;
+        }
+        fr->group = (uint32_t)group;
+    }
+    return 0;
+}
+
+/* Sets the span of t's events, the lane groups they use and which lanes hold
+ * one. */
 static int place_events(gf_tdoc *t, char *err, size_t err_len) {
     for (size_t k = 0; k < t->event_count; k++) {
         const gf_tev *e = &t->events[k];
-        uint32_t slots = t->frames[e->frame].slot + 1;
-        t->slot_count = slots > t->slot_count ? slots : t->slot_count;
+        uint32_t groups = t->frames[e->frame].group + 1;
+        t->group_count = groups > t->group_count ? groups : t->group_count;
         if (k == 0 || e->begin < t->begin)
             t->begin = e->begin;
         if (k == 0 || e->end > t->end)
             t->end = e->end;
     }
-    if (t->slot_count > 0) {
-        t->lane_used = calloc((size_t)t->slot_count * GF_REPORT_LANES_PER_SLOT, 1);
+    if (t->group_count > 0) {
+        t->lane_used = calloc((size_t)t->group_count * GF_REPORT_LANES_PER_SLOT, 1);
         if (t->lane_used == NULL) {
             gf_errorf(err, err_len, "out of memory");
             return -ENOMEM;
@@ -200,11 +251,24 @@ int gf_tdoc_parse(const cJSON *trace, gf_tdoc *t, char *err, size_t err_len) {
         i++;
     }
     t->frame_count = n;
+    if (place_frames(t, trace, err, err_len) < 0)
+        return -EINVAL;
     return place_events(t, err, err_len);
 }
 
 size_t gf_tdoc_lane(const gf_tdoc *t, const gf_tev *e) {
-    return (size_t)t->frames[e->frame].slot * GF_REPORT_LANES_PER_SLOT + gf_ev_kinds[e->kind].lane;
+    return (size_t)t->frames[e->frame].group * GF_REPORT_LANES_PER_SLOT + gf_ev_kinds[e->kind].lane;
+}
+
+void gf_tdoc_put_slot(const gf_tdoc *t, uint32_t shard, uint32_t slot, FILE *out) {
+    if (t->shard_count > 1)
+        fprintf(out, "shard %" PRIu32 " ", shard);
+    fprintf(out, "slot %" PRIu32, slot);
+}
+
+void gf_tdoc_put_group(const gf_tdoc *t, uint32_t group, FILE *out) {
+    assert(group < t->group_count);
+    gf_tdoc_put_slot(t, group / t->slots_per_shard, group % t->slots_per_shard, out);
 }
 
 int gf_report_trace_summary(const cJSON *trace, gf_report_trace_info *info, char *err,

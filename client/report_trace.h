@@ -4,12 +4,20 @@
  * flat list of events, one per stage of each frame, in the lanes report.h
  * describes.  report_chrome.c, report_svg.c and gf_report_trace_summary all
  * draw from this one list, so they always agree.
+ *
+ * Every shard of the daemon numbers its slots from 0, so a slot is named by
+ * its shard and its number: the lanes of report.h belong to a lane group, one
+ * per (shard, slot), numbered shard * slots_per_shard + slot.  A document of
+ * one shard (a daemon before sharding sends no "shard") has one group per
+ * slot, numbered as the slot, and its lanes are labelled "slot J" as before;
+ * a document of several labels them "shard K slot J".
  */
 #ifndef GF_REPORT_TRACE_H
 #define GF_REPORT_TRACE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -43,7 +51,9 @@ extern const char *const gf_lane_names[GF_REPORT_LANES_PER_SLOT];
 /* One frame of the TRACE document, checked. */
 typedef struct gf_tframe {
     uint64_t frame_id, conn, in_bytes, out_bytes, pipeline, status;
-    uint32_t slot;
+    uint32_t shard; /* the shard that answered it; 0 when the document has none */
+    uint32_t slot;  /* its slot in that shard                                  */
+    uint32_t group; /* its lane group: shard * slots_per_shard + slot          */
     uint64_t arrived, claimed, submitted, done, drained, written;
 } gf_tframe;
 
@@ -61,10 +71,14 @@ typedef struct gf_tdoc {
     size_t frame_count;
     gf_tev *events;
     size_t event_count;
-    unsigned char *lane_used; /* [slot_count * LANES_PER_SLOT]: lane has events */
-    uint32_t slot_count;      /* highest slot with an event + 1                 */
-    size_t lanes;             /* lanes with events                              */
-    uint64_t begin, end;      /* span of the events; 0, 0 without events         */
+    unsigned char *lane_used; /* [group_count * LANES_PER_SLOT]: lane has events  */
+    uint32_t group_count;     /* highest lane group with an event + 1            */
+    uint32_t shard_count;     /* the document's "shards", or more if a frame's
+                                 shard says so; 1 for a document without shards */
+    uint32_t slots_per_shard; /* the document's "slots", or the highest slot of a
+                                 frame + 1 if more; at least 1                   */
+    size_t lanes;             /* lanes with events                               */
+    uint64_t begin, end;      /* span of the events; 0, 0 without events          */
 } gf_tdoc;
 
 /*
@@ -77,8 +91,17 @@ int gf_tdoc_parse(const cJSON *trace, gf_tdoc *t, char *err, size_t err_len);
 /* Frees what gf_tdoc_parse allocated and zeroes `t`. */
 void gf_tdoc_free(gf_tdoc *t);
 
-/* The index of event `e`'s lane, slot * GF_REPORT_LANES_PER_SLOT + lane: its
- * place in t->lane_used and in a renderer's per-lane arrays. */
+/* The index of event `e`'s lane, group * GF_REPORT_LANES_PER_SLOT + lane:
+ * its place in t->lane_used and in a renderer's per-lane arrays.  The Chrome
+ * thread id of the lane is GF_REPORT_TID(group, lane). */
 size_t gf_tdoc_lane(const gf_tdoc *t, const gf_tev *e);
+
+/* Writes the name of slot `slot` of shard `shard` to `out`: "slot J" when
+ * t has one shard, else "shard K slot J". */
+void gf_tdoc_put_slot(const gf_tdoc *t, uint32_t shard, uint32_t slot, FILE *out);
+
+/* Writes the name of lane group `group` (< t->group_count) as
+ * gf_tdoc_put_slot does. */
+void gf_tdoc_put_group(const gf_tdoc *t, uint32_t group, FILE *out);
 
 #endif

@@ -151,6 +151,23 @@ static const struct expect_event {
 };
 #define TRACE_EVENTS (sizeof trace_events / sizeof trace_events[0])
 
+/*
+ * TRACE of a daemon of two shards of two slots: frame 7 in slot 0 of shard 0
+ * (timed) and frame 8 in slot 0 of shard 1 (timing off), at the same time.
+ * The two slots 0 are different slots and must not share lanes.
+ */
+static const char trace_two_shards_json[] =
+    "{\"clock\":\"monotonic\",\"t0_ns\":5123456789,\"engine\":\"cuda\",\"slots\":2,"
+    "\"shards\":2,\"frames\":["
+    " {\"frame_id\":7,\"conn\":3,\"pipeline\":0,\"slot\":0,\"shard\":0,\"status\":0,"
+    "  \"in_bytes\":4096,\"out_bytes\":4096,\"arrived\":1000,\"claimed\":1000,"
+    "  \"submitted\":5000,\"h2d\":[5000,9000],\"kernel\":[9000,10500],"
+    "  \"d2h\":[10500,14000],\"done\":16000,\"drained\":17000,\"written\":20000},"
+    " {\"frame_id\":8,\"conn\":5,\"pipeline\":0,\"slot\":0,\"shard\":1,\"status\":0,"
+    "  \"in_bytes\":100,\"out_bytes\":100,\"arrived\":2000,\"claimed\":2000,"
+    "  \"submitted\":6000,\"h2d\":null,\"kernel\":null,\"d2h\":null,"
+    "  \"done\":8000,\"drained\":9000,\"written\":12000}]}";
+
 /* ---- helpers ---------------------------------------------------------------- */
 
 static cJSON *parse_or_fail(const char *json) {
@@ -1098,6 +1115,117 @@ START_TEST(chrome_trace_of_no_frames_and_cpu_frames) {
 }
 END_TEST
 
+/* The Chrome trace of trace_two_shards_json, without a LIST document: lanes
+ * named "shard K slot J", each slot of each shard with its own tids (shard 1
+ * slot 0 is lane group 1 * 2 + 0, tids 9 to 12), a "shard" argument. */
+static const char two_shards_chrome[] =
+    "{\"displayTimeUnit\":\"ns\",\n"
+    "\"otherData\":{\"source\":\"gpuframed TRACE\",\"clock\":\"monotonic\",\"t0_ns\":5123456789,"
+    "\"engine\":\"cuda\",\"shards\":2,\"frames\":2},\n"
+    "\"traceEvents\":[\n"
+    "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"gpuframed"
+    " (cuda engine)\"}},\n"
+    "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"shard 0"
+    " slot 0 H2D\"}},\n"
+    "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":1,"
+    "\"args\":{\"sort_index\":1}},\n"
+    "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":2,\"args\":{\"name\":\"shard 0"
+    " slot 0 kernel\"}},\n"
+    "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":2,"
+    "\"args\":{\"sort_index\":2}},\n"
+    "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":3,\"args\":{\"name\":\"shard 0"
+    " slot 0 D2H\"}},\n"
+    "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":3,"
+    "\"args\":{\"sort_index\":3}},\n"
+    "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":4,\"args\":{\"name\":\"shard 0"
+    " slot 0 host\"}},\n"
+    "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":4,"
+    "\"args\":{\"sort_index\":4}},\n"
+    "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":12,\"args\":{\"name\":\"shard 1"
+    " slot 0 host\"}},\n"
+    "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":12,"
+    "\"args\":{\"sort_index\":12}},\n"
+    "{\"name\":\"receive\",\"cat\":\"host\",\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":1.000,"
+    "\"dur\":4.000,\"args\":{\"frame_id\":7,\"pipeline\":0,\"shard\":0,\"slot\":0,\"conn\":3,"
+    "\"status\":0,\"bytes\":4096,\"slot_wait_ns\":0,\"end_to_end_ns\":19000}},\n"
+    "{\"name\":\"H2D\",\"cat\":\"gpu\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":5.000,"
+    "\"dur\":4.000,\"args\":{\"frame_id\":7,\"pipeline\":0,\"shard\":0,\"slot\":0,\"conn\":3,"
+    "\"status\":0,\"bytes\":4096,\"slot_wait_ns\":0,\"end_to_end_ns\":19000}},\n"
+    "{\"name\":\"kernel\",\"cat\":\"gpu\",\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":9.000,"
+    "\"dur\":1.500,\"args\":{\"frame_id\":7,\"pipeline\":0,\"shard\":0,\"slot\":0,\"conn\":3,"
+    "\"status\":0,\"bytes\":4096,\"slot_wait_ns\":0,\"end_to_end_ns\":19000}},\n"
+    "{\"name\":\"D2H\",\"cat\":\"gpu\",\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":10.500,"
+    "\"dur\":3.500,\"args\":{\"frame_id\":7,\"pipeline\":0,\"shard\":0,\"slot\":0,\"conn\":3,"
+    "\"status\":0,\"bytes\":4096,\"slot_wait_ns\":0,\"end_to_end_ns\":19000}},\n"
+    "{\"name\":\"completion_delay\",\"cat\":\"host\",\"ph\":\"X\",\"pid\":1,\"tid\":4,"
+    "\"ts\":14.000,\"dur\":3.000,\"args\":{\"frame_id\":7,\"pipeline\":0,\"shard\":0,\"slot\":0,"
+    "\"conn\":3,\"status\":0,\"bytes\":4096,\"slot_wait_ns\":0,\"end_to_end_ns\":19000}},\n"
+    "{\"name\":\"reply_write\",\"cat\":\"host\",\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":17.000,"
+    "\"dur\":3.000,\"args\":{\"frame_id\":7,\"pipeline\":0,\"shard\":0,\"slot\":0,\"conn\":3,"
+    "\"status\":0,\"bytes\":4096,\"slot_wait_ns\":0,\"end_to_end_ns\":19000}},\n"
+    "{\"name\":\"receive\",\"cat\":\"host\",\"ph\":\"X\",\"pid\":1,\"tid\":12,\"ts\":2.000,"
+    "\"dur\":4.000,\"args\":{\"frame_id\":8,\"pipeline\":0,\"shard\":1,\"slot\":0,\"conn\":5,"
+    "\"status\":0,\"bytes\":100,\"slot_wait_ns\":0,\"end_to_end_ns\":10000}},\n"
+    "{\"name\":\"completion_delay\",\"cat\":\"host\",\"ph\":\"X\",\"pid\":1,\"tid\":12,"
+    "\"ts\":8.000,\"dur\":1.000,\"args\":{\"frame_id\":8,\"pipeline\":0,\"shard\":1,\"slot\":0,"
+    "\"conn\":5,\"status\":0,\"bytes\":100,\"slot_wait_ns\":0,\"end_to_end_ns\":10000}},\n"
+    "{\"name\":\"reply_write\",\"cat\":\"host\",\"ph\":\"X\",\"pid\":1,\"tid\":12,\"ts\":9.000,"
+    "\"dur\":3.000,\"args\":{\"frame_id\":8,\"pipeline\":0,\"shard\":1,\"slot\":0,\"conn\":5,"
+    "\"status\":0,\"bytes\":100,\"slot_wait_ns\":0,\"end_to_end_ns\":10000}}\n"
+    "]}\n";
+
+START_TEST(chrome_trace_of_two_shards_is_exact) {
+    cJSON *trace = parse_or_fail(trace_two_shards_json);
+    struct rendered r = render(R_CHROME, trace, NULL);
+    gf_report_trace_info info;
+    char err[ERR_BYTES];
+
+    ck_assert_msg(r.rc == 0, "%s", r.err);
+    ck_assert_str_eq(r.text, two_shards_chrome);
+    free(r.text);
+    ck_assert_int_eq(gf_report_trace_summary(trace, &info, err, sizeof err), 0);
+    ck_assert_uint_eq(info.frames, 2);
+    ck_assert_uint_eq(info.events, 9);
+    ck_assert_uint_eq(info.lanes, 5); /* shard 0 slot 0: four; shard 1 slot 0: host */
+
+    /* Without "slots" or "shards" (the frames say so): the highest slot + 1,
+     * here 1, slots a shard, so shard 1 slot 0 is lane group 1, tids 5 to 8. */
+    cJSON_DeleteItemFromObjectCaseSensitive(trace, "slots");
+    cJSON_DeleteItemFromObjectCaseSensitive(trace, "shards");
+    r = render(R_CHROME, trace, NULL);
+    ck_assert_msg(r.rc == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.text, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,"
+                                         "\"tid\":8,\"args\":{\"name\":\"shard 1 slot 0 host\"}}"));
+    ck_assert_ptr_nonnull(strstr(r.text, "\"shards\":2,\"frames\":2}"));
+    ck_assert_uint_eq(count_of(r.text, "\"thread_name\""), 5);
+    free(r.text);
+    cJSON_Delete(trace);
+}
+END_TEST
+
+/* trace_json with "shards": 1 and each frame's "shard": 0, as a sharded
+ * daemon of one shard sends it, renders byte for byte as without them. */
+START_TEST(trace_of_one_shard_is_unchanged) {
+    cJSON *plain = parse_or_fail(trace_json), *list = parse_or_fail(list_json);
+    cJSON *sharded = parse_or_fail(trace_json), *f;
+
+    cJSON_AddNumberToObject(sharded, "shards", 1);
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(sharded, "frames"))
+        cJSON_AddNumberToObject(f, "shard", 0);
+    for (enum renderer k = R_CHROME; k <= R_SVG; k++) {
+        struct rendered a = render(k, plain, list), b = render(k, sharded, list);
+        ck_assert_msg(a.rc == 0 && b.rc == 0, "%s %s", a.err, b.err);
+        ck_assert_str_eq(b.text, a.text);
+        ck_assert_ptr_null(strstr(a.text, "shard"));
+        free(a.text);
+        free(b.text);
+    }
+    cJSON_Delete(sharded);
+    cJSON_Delete(list);
+    cJSON_Delete(plain);
+}
+END_TEST
+
 /* Documents the trace renderers must refuse, with a word of the reason. */
 static const struct {
     const char *json, *reason;
@@ -1119,6 +1247,13 @@ static const struct {
      "\"written\":5}]}",
      "slot"},
     {"{\"frames\":[7]}", "frame 0"},
+    {"{\"frames\":[{\"slot\":0,\"shard\":5000,\"claimed\":1,\"submitted\":2,\"done\":3,"
+     "\"drained\":4,\"written\":5}]}",
+     "shard 5000"},
+    /* Lane group 1 * 600 + 500 is beyond GF_REPORT_SLOTS_MAX. */
+    {"{\"slots\":600,\"shards\":2,\"frames\":[{\"slot\":500,\"shard\":1,\"claimed\":1,"
+     "\"submitted\":2,\"done\":3,\"drained\":4,\"written\":5}]}",
+     "shard 1 slot 500"},
 };
 
 START_TEST(trace_renderers_refuse_malformed_documents) {
@@ -1170,6 +1305,97 @@ START_TEST(svg_is_well_formed_with_one_rect_per_event) {
                                          "width=\"173.33\" height=\"14\" fill=\"#4e79a7\">"));
     free(r.text);
     cJSON_Delete(list);
+    cJSON_Delete(trace);
+}
+END_TEST
+
+/* The SVG of trace_two_shards_json, without a LIST document: wider labels,
+ * "shard K slot J" in labels and tooltips, shard 1 slot 0's row apart from
+ * and shaded unlike shard 0 slot 0's, and frame 8's events in it. */
+static const char two_shards_svg[] =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"1200\" height=\"210\""
+    " viewBox=\"0 0 1200 210\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\""
+    " font-size=\"11\">\n"
+    "<rect x=\"0\" y=\"0\" width=\"1200\" height=\"210\" fill=\"#ffffff\"/>\n"
+    "<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">gpuframed trace: 2 frames"
+    " over 19.0 \xC2\xB5s, cuda engine, 2 shards of 2 slots</text>\n"
+    "<rect class=\"key\" x=\"207\" y=\"36\" width=\"12\" height=\"12\" fill=\"#9c9c9c\"/><text"
+    " x=\"224\" y=\"46\">receive (host)</text>\n"
+    "<rect class=\"key\" x=\"342\" y=\"36\" width=\"12\" height=\"12\" fill=\"#4e79a7\"/><text"
+    " x=\"359\" y=\"46\">H2D</text>\n"
+    "<rect class=\"key\" x=\"400\" y=\"36\" width=\"12\" height=\"12\" fill=\"#59a14f\"/><text"
+    " x=\"417\" y=\"46\">kernel</text>\n"
+    "<rect class=\"key\" x=\"479\" y=\"36\" width=\"12\" height=\"12\" fill=\"#f28e2b\"/><text"
+    " x=\"496\" y=\"46\">D2H</text>\n"
+    "<rect class=\"key\" x=\"537\" y=\"36\" width=\"12\" height=\"12\" fill=\"#e15759\"/><text"
+    " x=\"554\" y=\"46\">completion_delay (host)</text>\n"
+    "<rect class=\"key\" x=\"735\" y=\"36\" width=\"12\" height=\"12\" fill=\"#b07aa1\"/><text"
+    " x=\"752\" y=\"46\">reply_write (host)</text>\n"
+    "<g id=\"lanes\">\n"
+    "<rect class=\"lane\" x=\"0\" y=\"62\" width=\"1200\" height=\"20\" fill=\"#fbfbfb\"/><text"
+    " x=\"199\" y=\"76\" text-anchor=\"end\">shard 0 slot 0 H2D</text>\n"
+    "<rect class=\"lane\" x=\"0\" y=\"82\" width=\"1200\" height=\"20\" fill=\"#fbfbfb\"/><text"
+    " x=\"199\" y=\"96\" text-anchor=\"end\">shard 0 slot 0 kernel</text>\n"
+    "<rect class=\"lane\" x=\"0\" y=\"102\" width=\"1200\" height=\"20\" fill=\"#fbfbfb\"/><text"
+    " x=\"199\" y=\"116\" text-anchor=\"end\">shard 0 slot 0 D2H</text>\n"
+    "<rect class=\"lane\" x=\"0\" y=\"122\" width=\"1200\" height=\"20\" fill=\"#fbfbfb\"/><text"
+    " x=\"199\" y=\"136\" text-anchor=\"end\">shard 0 slot 0 host</text>\n"
+    "<rect class=\"lane\" x=\"0\" y=\"142\" width=\"1200\" height=\"20\" fill=\"#f3f3f3\"/><text"
+    " x=\"199\" y=\"156\" text-anchor=\"end\">shard 1 slot 0 host</text>\n"
+    "</g>\n"
+    "<g id=\"axis\" stroke=\"#c8c8c8\" stroke-width=\"1\">\n"
+    "<line x1=\"207.00\" y1=\"62\" x2=\"207.00\" y2=\"166\"/>\n"
+    "<line x1=\"460.42\" y1=\"62\" x2=\"460.42\" y2=\"166\"/>\n"
+    "<line x1=\"713.84\" y1=\"62\" x2=\"713.84\" y2=\"166\"/>\n"
+    "<line x1=\"967.26\" y1=\"62\" x2=\"967.26\" y2=\"166\"/>\n"
+    "</g>\n"
+    "<g id=\"ticks\" text-anchor=\"middle\" fill=\"#333333\">\n"
+    "<text x=\"207.00\" y=\"179\">0 \xC2\xB5s</text>\n"
+    "<text x=\"460.42\" y=\"179\">5 \xC2\xB5s</text>\n"
+    "<text x=\"713.84\" y=\"179\">10 \xC2\xB5s</text>\n"
+    "<text x=\"967.26\" y=\"179\">15 \xC2\xB5s</text>\n"
+    "</g>\n"
+    "<text x=\"207\" y=\"200\" fill=\"#555555\">time from the first event, 0.000001 s after the"
+    " daemon started; hover a bar for its frame</text>\n"
+    "<g id=\"events\">\n"
+    "<rect class=\"ev\" x=\"207.00\" y=\"125\" width=\"202.74\" height=\"14\" fill=\"#9c9c9c\">"
+    "<title>frame 7 (pipeline 0, shard 0 slot 0): receive 4.0 \xC2\xB5s, 4096 bytes</title>"
+    "</rect>\n"
+    "<rect class=\"ev\" x=\"409.74\" y=\"65\" width=\"202.74\" height=\"14\" fill=\"#4e79a7\">"
+    "<title>frame 7 (pipeline 0, shard 0 slot 0): H2D 4.0 \xC2\xB5s, 4096 bytes</title></rect>\n"
+    "<rect class=\"ev\" x=\"612.47\" y=\"85\" width=\"76.03\" height=\"14\" fill=\"#59a14f\">"
+    "<title>frame 7 (pipeline 0, shard 0 slot 0): kernel 1.5 \xC2\xB5s, 4096 bytes</title>"
+    "</rect>\n"
+    "<rect class=\"ev\" x=\"688.50\" y=\"105\" width=\"177.39\" height=\"14\" fill=\"#f28e2b\">"
+    "<title>frame 7 (pipeline 0, shard 0 slot 0): D2H 3.5 \xC2\xB5s, 4096 bytes</title></rect>\n"
+    "<rect class=\"ev\" x=\"865.89\" y=\"125\" width=\"152.05\" height=\"14\" fill=\"#e15759\">"
+    "<title>frame 7 (pipeline 0, shard 0 slot 0): completion_delay 3.0 \xC2\xB5s, 4096"
+    " bytes</title></rect>\n"
+    "<rect class=\"ev\" x=\"1017.95\" y=\"125\" width=\"152.05\" height=\"14\" fill=\"#b07aa1\">"
+    "<title>frame 7 (pipeline 0, shard 0 slot 0): reply_write 3.0 \xC2\xB5s, 4096 bytes</title>"
+    "</rect>\n"
+    "<rect class=\"ev\" x=\"257.68\" y=\"145\" width=\"202.74\" height=\"14\" fill=\"#9c9c9c\">"
+    "<title>frame 8 (pipeline 0, shard 1 slot 0): receive 4.0 \xC2\xB5s, 100 bytes</title>"
+    "</rect>\n"
+    "<rect class=\"ev\" x=\"561.79\" y=\"145\" width=\"50.68\" height=\"14\" fill=\"#e15759\">"
+    "<title>frame 8 (pipeline 0, shard 1 slot 0): completion_delay 1.0 \xC2\xB5s, 100"
+    " bytes</title></rect>\n"
+    "<rect class=\"ev\" x=\"612.47\" y=\"145\" width=\"152.05\" height=\"14\" fill=\"#b07aa1\">"
+    "<title>frame 8 (pipeline 0, shard 1 slot 0): reply_write 3.0 \xC2\xB5s, 100 bytes</title>"
+    "</rect>\n"
+    "</g>\n"
+    "</svg>\n";
+
+START_TEST(svg_of_two_shards_is_exact) {
+    cJSON *trace = parse_or_fail(trace_two_shards_json);
+    struct rendered r = render(R_SVG, trace, NULL);
+    char err[ERR_BYTES];
+
+    ck_assert_msg(r.rc == 0, "%s", r.err);
+    ck_assert_msg(xml_check(r.text, "svg", err, sizeof err) == 0, "%s in:\n%s", err, r.text);
+    ck_assert_str_eq(r.text, two_shards_svg);
+    free(r.text);
     cJSON_Delete(trace);
 }
 END_TEST
@@ -1236,9 +1462,12 @@ static Suite *report_suite(void) {
     tc = tcase_create("trace");
     tcase_add_test(tc, chrome_trace_has_every_event_in_its_lane);
     tcase_add_test(tc, chrome_trace_of_no_frames_and_cpu_frames);
+    tcase_add_test(tc, chrome_trace_of_two_shards_is_exact);
+    tcase_add_test(tc, trace_of_one_shard_is_unchanged);
     tcase_add_loop_test(tc, trace_renderers_refuse_malformed_documents, 0,
                         (int)(sizeof bad_traces / sizeof bad_traces[0]));
     tcase_add_test(tc, svg_is_well_formed_with_one_rect_per_event);
+    tcase_add_test(tc, svg_of_two_shards_is_exact);
     tcase_add_test(tc, svg_of_no_frames_is_well_formed);
     tcase_add_test(tc, xml_checker_catches_what_it_must);
     suite_add_tcase(s, tc);
