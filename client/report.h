@@ -92,17 +92,17 @@ typedef struct gf_report_trace_info {
 } gf_report_trace_info;
 
 /*
- * The lane scheme shared by the Chrome trace and the SVG: every slot has four
- * lanes, in this order, named "slot S H2D", "slot S kernel", "slot S D2H" and
- * "slot S host".  A frame in slot S draws up to six events: H2D, kernel and
- * D2H in their lanes (the daemon's stream intervals; null or empty intervals,
- * such as the CPU engine's copies, draw nothing), and in the host lane
- * "receive" (slot claimed -> submitted: the payload read into the pinned
- * buffer), "completion_delay" (GPU done -> the loop has the completion; GPU
- * done is the end of D2H, or `done` without timed stages) and "reply_write"
- * (completion on the loop -> reply written), named like STATS's phases.  These lie inside the time
- * the frame owns the slot, so the events of one lane never overlap.  Waiting for a slot happens
- * before a frame has one and is given in each event's arguments instead.
+ * The lane scheme shared by the Chrome trace and the SVG: every slot of every
+ * shard has four lanes, in this order, named "slot S H2D", "slot S kernel",
+ * "slot S D2H" and "slot S host" ("shard K slot S ..." in a trace of several
+ * shards; report_trace.h numbers a shard's slot shard * slots + slot).  A frame in slot S draws up
+ * to six events: H2D, kernel and D2H in their lanes (the daemon's stream intervals; null or empty
+ * intervals, such as the CPU engine's copies, draw nothing), and in the host lane "receive" (slot
+ * claimed -> submitted: the payload read into the pinned buffer), "completion_delay" (GPU done ->
+ * the loop has the completion; GPU done is the end of D2H, or `done` without timed stages) and
+ * "reply_write" (completion on the loop -> reply written), named like STATS's phases.  These lie
+ * inside the time the frame owns the slot, so the events of one lane never overlap.  Waiting for a
+ * slot happens before a frame has one and is given in each event's arguments instead.
  */
 enum gf_report_lane {
     GF_REPORT_LANE_H2D = 0,
@@ -112,8 +112,8 @@ enum gf_report_lane {
     GF_REPORT_LANES_PER_SLOT = 4
 };
 
-/* The Chrome trace thread id of a lane: 1 + slot * 4 + lane; lanes sort in
- * tid order. */
+/* The Chrome trace thread id of a lane: 1 + slot * 4 + lane, `slot` the
+ * numbered (shard, slot) of report_trace.h; lanes sort in tid order. */
 #define GF_REPORT_TID(slot, lane)                                                                  \
     (1u + (unsigned)(slot)*GF_REPORT_LANES_PER_SLOT + (unsigned)(lane))
 

@@ -136,7 +136,7 @@ void gf_conn_reply(gf_conn *c, uint8_t type, const gf_header *h, uint32_t status
     }
     gf_reply *r = gf_reply_loose(type, h, status, body, body_bytes);
     if (!r) {
-        gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_ERROR,
+        gf_log_limited(&c->srv->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_ERROR,
                        "connection %llu: out of memory for a reply; closing",
                        (unsigned long long)c->id);
         gf_conn_close(c);
@@ -152,7 +152,7 @@ void gf_conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const char 
     if (gf_status_is_fatal(status)) {
         c->fatal = 1;
         c->srv->stats.connections_rejected++;
-        gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
+        gf_log_limited(&c->srv->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
                        "connection %llu (uid %u pid %u): %s (%s); closing after replies",
                        (unsigned long long)c->id, c->uid, c->pid, gf_status_name(status), text);
     }
@@ -299,7 +299,7 @@ void gf_conn_evict_results(gf_conn *c) {
 
 void gf_conn_truncate_frame(gf_conn *c) {
     gf_frame *f = c->frame;
-    gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
+    gf_log_limited(&c->srv->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
                    "connection %llu (uid %u pid %u): closed after %llu of %llu payload bytes of "
                    "frame %llu",
                    (unsigned long long)c->id, c->uid, c->pid,

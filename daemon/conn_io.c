@@ -26,7 +26,8 @@ static void on_io(uv_poll_t *h, int status, int events);
 
 /* A line about something a client did, within the server's budget. */
 #define conn_log(c, ...)                                                                           \
-    gf_log_limited(&(c)->srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO, __VA_ARGS__)
+    gf_log_limited(&(c)->srv->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,      \
+                   __VA_ARGS__)
 
 /* ---- reading on and off ------------------------------------------------------- */
 
@@ -499,7 +500,7 @@ void gf_conn_io_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint3
 /* ---- deadlines ---------------------------------------------------------------------- */
 
 static void conn_close_for(gf_conn *c, uint64_t now_ns, const char *why, uint32_t ms) {
-    gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
+    gf_log_limited(&c->srv->group->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
                    "connection %llu (uid %u pid %u): %s %u; closing, %u repl%s dropped",
                    (unsigned long long)c->id, c->uid, c->pid, why, ms, c->out.unfinished,
                    c->out.unfinished == 1 ? "y" : "ies");

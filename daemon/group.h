@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "log.h"
 #include "mailbox.h"
 #include "protocol.h"
 
@@ -46,6 +47,9 @@ typedef struct gf_group {
     atomic_uint_fast64_t loose_bytes;  /* all connections' unwritten LIST, STATS,
                                           TRACE and ERROR replies, against
                                           max_output_bytes_total (reply.h)   */
+    gf_log_budget close_log;           /* lines about connections closed or refused by a
+                                          shard (GF_CLOSE_LOG_PER_S): one budget for the
+                                          daemon; log.c's lock guards it             */
     /* Written by the control loop (refusals at accept), read by shards
      * building STATS. */
     atomic_uint_fast64_t refused;

@@ -90,26 +90,34 @@ void gf_log(enum gf_log_level level, const char *fmt, ...) {
     (void)w;
 }
 
+/* Budgets are shared by threads (the shards' one, group.h): their counts
+ * change under this lock; the line is written outside it. */
+static pthread_mutex_t budget_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int gf_log_limited(gf_log_budget *b, uint32_t per_second, uint64_t now_ns, enum gf_log_level level,
                    const char *fmt, ...) {
-    if (now_ns - b->window_ns >= 1000000000u) {
+    pthread_mutex_lock(&budget_lock);
+    if (now_ns - b->window_ns >= 1000000000u && now_ns > b->window_ns) {
         b->window_ns = now_ns;
         b->passed = 0;
     }
     if (b->passed >= per_second) {
         b->dropped++;
+        pthread_mutex_unlock(&budget_lock);
         return 0;
     }
     b->passed++;
+    uint32_t dropped = b->dropped;
+    b->dropped = 0;
+    pthread_mutex_unlock(&budget_lock);
     char line[GF_LOG_LIMITED_LINE_BYTES];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    if (b->dropped)
-        gf_log(level, "%s (and %u more like it, not logged)", line, b->dropped);
+    if (dropped)
+        gf_log(level, "%s (and %u more like it, not logged)", line, dropped);
     else
         gf_log(level, "%s", line);
-    b->dropped = 0;
     return 1;
 }

@@ -43,7 +43,7 @@ static void region_ready(gf_region *r, void *arg) {
         gf_reply_header(q->header, h->version, GF_MSG_ERROR, 0, h->frame_id, h->pipeline_id,
                         GF_ERR_BAD_REGION, q->body_bytes);
         c->srv->stats.rejected[GF_ERR_BAD_REGION]++;
-        gf_log_limited(&c->srv->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
+        gf_log_limited(&c->srv->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
                        "connection %llu: region of %llu bytes refused: %s",
                        (unsigned long long)c->id, (unsigned long long)r->bytes, r->why);
         c->region_count--;

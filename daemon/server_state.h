@@ -97,7 +97,6 @@ struct gf_server {
                                         (query.c): at most GF_GATHERS_MAX               */
     gf_link gather_waiters;          /* connections whose next one waits for that
                                         (gf_conn.gather_link)                           */
-    gf_log_budget close_log;         /* lines about connections refused or closed */
     uint64_t loose_bytes;            /* every connection's unwritten loose replies */
     uint64_t loose_since_trim_bytes; /* of them, bytes queued since the heap was
                                         last trimmed                             */
