@@ -794,12 +794,7 @@ END_TEST
 
 /* Bytes of a slow frame that takes about `ms` on the cpu engine. */
 static size_t slow_frame_bytes(unsigned ms) {
-    double floats = (double)ms * 1e6 / ((double)SLOW_ITERS * g_sincos_ns);
-    if (floats < 64)
-        floats = 64;
-    if (floats > MAX_FRAME_BYTES / 4)
-        floats = MAX_FRAME_BYTES / 4;
-    return (size_t)floats * 4u;
+    return gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS, ms, MAX_FRAME_BYTES);
 }
 
 /*
@@ -1024,33 +1019,9 @@ static Suite *shards_suite(void) {
     return s;
 }
 
-/* Measures the sincos reference on this machine: ns per element and
- * iteration, the best of a few runs (test_systemd.c does the same). */
-static double measure_sincos_ns(void) {
-    enum { FLOATS = 4096, ITERS = 200, RUNS = 3 };
-    const gf_pipeline_kind *kind = gf_pipeline_kind_find("sincos");
-    static float in[FLOATS], out[FLOATS];
-    gf_params params;
-    uint64_t rng = 1;
-    double best = 1e30;
-
-    memset(&params, 0, sizeof params);
-    gf_params_defaults(kind, &params);
-    params.iters = ITERS;
-    gf_test_fill_input(kind, in, sizeof in, &rng);
-    for (int r = 0; r < RUNS; r++) {
-        uint64_t t0 = gf_now_ns();
-        kind->reference(&params, in, sizeof in, out);
-        double ns = (double)(gf_now_ns() - t0) / ((double)FLOATS * ITERS);
-        if (ns < best)
-            best = ns;
-    }
-    return best > 0.1 ? best : 0.1;
-}
-
 int main(void) {
     g_engine = gf_test_suite_engine();
-    g_sincos_ns = measure_sincos_ns();
+    g_sincos_ns = gf_test_sincos_ns();
     printf("shards tests against gpuframed with the %s engine (%s), %u shards; slow frames of "
            "%zu bytes\n",
            g_engine, gf_test_daemon_path(), SHARDS, slow_frame_bytes(DRAIN_FRAME_MS));

@@ -131,13 +131,7 @@ static void make_config(char *buf, size_t len, const char *a, const char *b, uns
 
 /* Bytes of a slow frame that takes about `ms` on the cpu engine. */
 static size_t slow_frame_bytes(unsigned ms) {
-    double floats = (double)ms * 1e6 / ((double)SLOW_ITERS * g_sincos_ns);
-
-    if (floats < 64)
-        floats = 64;
-    if (floats > MAX_FRAME_BYTES / 4)
-        floats = MAX_FRAME_BYTES / 4;
-    return (size_t)floats * 4u;
+    return gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS, ms, MAX_FRAME_BYTES);
 }
 
 /* Number of lines of `text` that contain `needle`. */
@@ -1332,30 +1326,6 @@ static Suite *systemd_suite(void) {
     return s;
 }
 
-/* Measures the sincos reference on this machine: ns per element and
- * iteration, the best of a few runs. */
-static double measure_sincos_ns(void) {
-    enum { FLOATS = 4096, ITERS = 200, RUNS = 3 };
-    const gf_pipeline_kind *kind = gf_pipeline_kind_find("sincos");
-    static float in[FLOATS], out[FLOATS];
-    gf_params params;
-    uint64_t rng = 1;
-    double best = 1e30;
-
-    memset(&params, 0, sizeof params);
-    gf_params_defaults(kind, &params);
-    params.iters = ITERS;
-    gf_test_fill_input(kind, in, sizeof in, &rng);
-    for (int r = 0; r < RUNS; r++) {
-        uint64_t t0 = now_us();
-        kind->reference(&params, in, sizeof in, out);
-        double ns = (double)(now_us() - t0) * 1000.0 / ((double)FLOATS * ITERS);
-        if (ns < best)
-            best = ns;
-    }
-    return best > 0.1 ? best : 0.1;
-}
-
 /* Finds `name` on $PATH; writes its path into out[len] or "". */
 static void find_on_path(const char *name, char *out, size_t len) {
     const char *path = getenv("PATH");
@@ -1388,7 +1358,7 @@ int main(void) {
     unsetenv("LISTEN_PID");
     unsetenv("JOURNAL_STREAM");
     find_on_path("systemd-socket-activate", g_socket_activate, sizeof g_socket_activate);
-    g_sincos_ns = measure_sincos_ns();
+    g_sincos_ns = gf_test_sincos_ns();
     printf("systemd tests against gpuframed with the %s engine (%s); sincos %.2f ns per element "
            "and iteration; slow frames %zu bytes (drain) and %zu bytes (watchdog)\n",
            g_engine, gf_test_daemon_path(), g_sincos_ns, slow_frame_bytes(DRAIN_FRAME_MS),

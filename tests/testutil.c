@@ -885,6 +885,38 @@ void gf_test_fill_input(const gf_pipeline_kind *kind, void *in, size_t bytes, ui
         p[0] = 0x5A;
 }
 
+double gf_test_sincos_ns(void) {
+    enum { FLOATS = 4096, ITERS = 200, RUNS = 3 };
+    const gf_pipeline_kind *kind = gf_pipeline_kind_find("sincos");
+    static float in[FLOATS], out[FLOATS];
+    gf_params params;
+    uint64_t rng = 1;
+    double best = 1e30;
+
+    memset(&params, 0, sizeof params);
+    gf_params_defaults(kind, &params);
+    params.iters = ITERS;
+    gf_test_fill_input(kind, in, sizeof in, &rng);
+    for (int r = 0; r < RUNS; r++) {
+        uint64_t t0 = gf_now_ns();
+        kind->reference(&params, in, sizeof in, out);
+        double ns = (double)(gf_now_ns() - t0) / ((double)FLOATS * ITERS);
+        if (ns < best)
+            best = ns;
+    }
+    return best > 0.1 ? best : 0.1;
+}
+
+size_t gf_test_slow_frame_bytes(double sincos_ns, unsigned iters, unsigned ms, size_t max_bytes) {
+    double floats = (double)ms * 1e6 / ((double)iters * sincos_ns);
+
+    if (floats < 64)
+        floats = 64;
+    if (floats > (double)(max_bytes / 4))
+        floats = (double)(max_bytes / 4);
+    return (size_t)floats * 4u;
+}
+
 int gf_test_make_frame(const gf_pipeline *p, size_t bytes, uint64_t *rng, void **in, void **ref,
                        size_t *ref_bytes, char *err, size_t err_len) {
     char why[256];

@@ -306,6 +306,15 @@ int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, c
  */
 void gf_test_fill_input(const gf_pipeline_kind *kind, void *in, size_t bytes, uint64_t *rng);
 
+/* The sincos reference on this machine: ns per element and iteration, the
+ * best of a few runs (at least 0.1). */
+double gf_test_sincos_ns(void);
+
+/* Bytes of a sincos frame of `iters` iterations that takes about `ms` on
+ * the cpu engine at `sincos_ns` (gf_test_sincos_ns): 64 floats at least,
+ * `max_bytes` at most. */
+size_t gf_test_slow_frame_bytes(double sincos_ns, unsigned iters, unsigned ms, size_t max_bytes);
+
 /*
  * Makes one input of `bytes` for pipeline `p` and its reference output.
  * *in and *ref are malloc'd (caller frees; never NULL on success) and
