@@ -29,13 +29,15 @@ typedef struct gf_group_shard {
     atomic_uint connections;        /* open, plus handed over and not yet
                                        opened (the control loop adds one
                                        before the hand-off)                 */
-    atomic_uint_fast64_t completed; /* frames the engine finished          */
-    atomic_uint in_flight;          /* batches on the engine now           */
-    atomic_uint_fast64_t answered;  /* RESULT replies written              */
-    atomic_uint_fast64_t failed;    /* frames answered with an ERROR       */
-    atomic_uint_fast64_t rate_fps;  /* frames/s over the last second, x1000 */
-    atomic_uint_fast64_t rate_in;   /* payload bytes/s in, the same          */
-    atomic_uint slots_busy;         /* its slots not free                  */
+    atomic_uint_fast64_t completed; /* frames the engine finished: after  */
+    atomic_uint in_flight;          /* batches on the engine   each loop
+                                       iteration (the watchdog)           */
+    /* The rest once a second (STATUS=). */
+    atomic_uint_fast64_t answered; /* RESULT replies written              */
+    atomic_uint_fast64_t failed;   /* frames answered with an ERROR       */
+    atomic_uint_fast64_t rate_fps; /* frames/s over the last second, x1000 */
+    atomic_uint_fast64_t rate_in;  /* payload bytes/s in, the same          */
+    atomic_uint slots_busy;        /* its slots not free                  */
 } gf_group_shard;
 
 typedef struct gf_group {

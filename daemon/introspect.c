@@ -99,14 +99,6 @@ static void add_device(cJSON *doc, const gf_device_info *d) {
     cJSON_AddNullToObject(dev, "pcie_width");
 }
 
-/* GPU busy and overlap of the last second from `t`'s timed frames, or -1:
- * none on the CPU engine, without timing events, or without memory. */
-static int gpu_busy(const gf_server *srv, uint64_t now, gf_gpu_busy *busy) {
-    if (!srv->engine->device.is_gpu || !srv->cfg->timing_events)
-        return -1;
-    return gf_trace_gpu_busy(&srv->trace, now, GF_GPU_WINDOW_NS, busy);
-}
-
 /* The trace records of the last GF_GPU_WINDOW_NS, oldest first, and from
  * when the ring covers that window. */
 static int take_recent(const gf_server *srv, gf_snapshot *snap) {
@@ -142,7 +134,8 @@ int gf_snapshot_take(const gf_server *srv, gf_snapshot *snap, uint32_t trace_fra
     snap->in_flight = srv->sched.in_flight;
     snap->pinned_bytes = srv->engine->pinned_bytes;
     snap->device_info = srv->engine->device;
-    snap->gpu_ok = gpu_busy(srv, snap->now_ns, &snap->gpu) == 0;
+    /* Timed frames to show: none on the CPU engine or without timing events. */
+    snap->gpu_ok = srv->engine->device.is_gpu && srv->cfg->timing_events;
     if (snap->gpu_ok && take_recent(srv, snap) < 0)
         return -1;
     gf_stats_window_rates(&srv->stats, snap->now_ns, snap->loop_idle_ns, snap->rates);
@@ -212,8 +205,11 @@ static void add_slots(cJSON *doc, const gf_server *srv, const gf_snapshot *snaps
     cJSON_AddNumberToObject(slots, "out_bytes", (double)srv->engine->slots[0].out_capacity_bytes);
 }
 
+static int timed_busy(const gf_snapshot *snaps, uint32_t n, int device, uint32_t shard,
+                      uint64_t now, gf_gpu_busy *busy);
+
 /* STATS's "shards": each one's own figures. */
-static void add_shards(cJSON *doc, const gf_snapshot *snaps, uint32_t n) {
+static void add_shards(cJSON *doc, const gf_snapshot *snaps, uint32_t n, uint64_t now) {
     cJSON *arr = cJSON_AddArrayToObject(doc, "shards");
     for (uint32_t k = 0; k < n; k++) {
         const gf_snapshot *s = &snaps[k];
@@ -235,20 +231,31 @@ static void add_shards(cJSON *doc, const gf_snapshot *snaps, uint32_t n) {
         cJSON_AddNumberToObject(o, "frames_per_s", s->rates[0].frames_per_s);
         cJSON_AddNumberToObject(o, "bytes_in_per_s", s->rates[0].bytes_in_per_s);
         cJSON_AddNumberToObject(o, "loop_utilisation_1s", s->rates[0].busy);
-        add_gpu(o, &s->gpu, s->gpu_ok);
+        gf_gpu_busy busy;
+        add_gpu(o, &busy, timed_busy(snaps, n, s->device, s->shard, now, &busy) == 0);
     }
 }
 
-/* GPU busy and overlap over the last second of every shard on `device`,
- * from their timed frames merged: shards share the device's copy engines
- * and SMs.  Returns 0, or -1 when none has timed frames to show. */
-static int device_busy(const gf_snapshot *snaps, uint32_t n, int device, uint64_t now,
-                       gf_gpu_busy *busy) {
+/* Every shard of a device (timed_busy). */
+#define GF_ALL_SHARDS UINT32_MAX
+
+/* Whether `s` has timed frames of `device` and is `shard` (or any). */
+static int timed_of(const gf_snapshot *s, int device, uint32_t shard) {
+    return s->present && s->device == device && s->gpu_ok &&
+           (shard == GF_ALL_SHARDS || s->shard == shard);
+}
+
+/* GPU busy and overlap over the last second from the timed frames of shard
+ * `shard` of `device`, or of every shard on it (GF_ALL_SHARDS), merged:
+ * shards share the device's copy engines and SMs.  Returns 0, or -1 when
+ * none has timed frames to show. */
+static int timed_busy(const gf_snapshot *snaps, uint32_t n, int device, uint32_t shard,
+                      uint64_t now, gf_gpu_busy *busy) {
     uint32_t total = 0;
     uint64_t from = 0;
     int any = 0;
     for (uint32_t k = 0; k < n; k++)
-        if (snaps[k].present && snaps[k].device == device && snaps[k].gpu_ok) {
+        if (timed_of(&snaps[k], device, shard)) {
             any = 1;
             total += snaps[k].recent_count;
             from = snaps[k].recent_from_ns > from ? snaps[k].recent_from_ns : from;
@@ -258,7 +265,7 @@ static int device_busy(const gf_snapshot *snaps, uint32_t n, int device, uint64_
     if (!any || gf_trace_init(&merged, total + 1) < 0)
         return -1;
     for (uint32_t k = 0; k < n; k++)
-        if (snaps[k].present && snaps[k].device == device && snaps[k].gpu_ok)
+        if (timed_of(&snaps[k], device, shard))
             for (uint32_t i = 0; i < snaps[k].recent_count; i++)
                 gf_trace_push(&merged, &snaps[k].recent[i]);
     int rc = gf_trace_gpu_busy(&merged, now, now > from ? now - from : 0, busy);
@@ -267,7 +274,7 @@ static int device_busy(const gf_snapshot *snaps, uint32_t n, int device, uint64_
 }
 
 /* STATS's "devices": each device the shards run on, with its shards' totals. */
-static void add_devices(cJSON *doc, const gf_snapshot *snaps, uint32_t n) {
+static void add_devices(cJSON *doc, const gf_snapshot *snaps, uint32_t n, uint64_t now) {
     cJSON *arr = cJSON_AddArrayToObject(doc, "devices");
     for (uint32_t k = 0; k < n; k++) {
         const gf_snapshot *s = &snaps[k];
@@ -307,7 +314,7 @@ static void add_devices(cJSON *doc, const gf_snapshot *snaps, uint32_t n) {
         cJSON_AddNumberToObject(o, "bytes_in_per_s", bytes_in);
         cJSON_AddNumberToObject(o, "pinned_bytes", (double)pinned);
         gf_gpu_busy busy;
-        int ok = device_busy(snaps, n, s->device, gf_now_ns(), &busy) == 0;
+        int ok = timed_busy(snaps, n, s->device, GF_ALL_SHARDS, now, &busy) == 0;
         add_gpu(o, &busy, ok);
     }
 }
@@ -384,15 +391,16 @@ cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
         int seen = 0;
         for (uint32_t j = 0; j < k; j++)
             seen |= snaps[j].present && snaps[j].device == snaps[k].device;
-        if (seen || !snaps[k].present || device_busy(snaps, n, snaps[k].device, now, &busy) < 0)
+        if (seen || !snaps[k].present ||
+            timed_busy(snaps, n, snaps[k].device, GF_ALL_SHARDS, now, &busy) < 0)
             continue;
         if (!have || busy.copy + busy.compute > best.copy + best.compute)
             best = busy;
         have = 1;
     }
     add_gpu(doc, &best, have);
-    add_shards(doc, snaps, n);
-    add_devices(doc, snaps, n);
+    add_shards(doc, snaps, n, now);
+    add_devices(doc, snaps, n, now);
     gf_stats_free(&sum);
     return doc;
 }

@@ -30,8 +30,7 @@ typedef struct gf_snapshot {
     uint64_t pinned_bytes;
     gf_device_info device_info;
     gf_rates rates[GF_RATE_WINDOWS];
-    int gpu_ok;
-    gf_gpu_busy gpu;
+    int gpu_ok;                          /* timed GPU frames to show (recent) */
     gf_stats stats;                      /* a copy; its pipelines its own       */
     char (*names)[GF_PIPELINE_NAME_MAX]; /* stats' pipelines' names, in order   */
     gf_trace_rec *trace;                 /* the newest records, oldest first    */

@@ -206,27 +206,29 @@ static void on_watchdog(uv_timer_t *t) {
         uv_timer_start(t, on_watchdog, period, period);
 }
 
+/* Once a second: rates, and the figures STATUS= shows (group.h). */
 static void on_sample(uv_timer_t *t) {
     gf_server *srv = t->data;
+    gf_group_shard *me = srv->self;
     uint64_t now = gf_now_ns(), idle = uv_metrics_idle_time(srv->loop);
     gf_stats_sample(&srv->stats, now, idle);
     double fps, in, out, busy;
     gf_stats_rates(&srv->stats, 1000000000ull, now, idle, &fps, &in, &out, &busy);
-    atomic_store_explicit(&srv->self->rate_fps, (uint64_t)(fps * 1000.0), memory_order_relaxed);
-    atomic_store_explicit(&srv->self->rate_in, (uint64_t)in, memory_order_relaxed);
-}
-
-/* After every loop iteration: what the control loop reads of this shard
- * (group.h), a few relaxed stores. */
-static void on_publish(uv_check_t *h) {
-    const gf_server *srv = h->data;
-    gf_group_shard *me = srv->self;
-    atomic_store_explicit(&me->completed, srv->stats.frames_completed, memory_order_relaxed);
-    atomic_store_explicit(&me->in_flight, srv->sched.in_flight, memory_order_relaxed);
+    atomic_store_explicit(&me->rate_fps, (uint64_t)(fps * 1000.0), memory_order_relaxed);
+    atomic_store_explicit(&me->rate_in, (uint64_t)in, memory_order_relaxed);
     atomic_store_explicit(&me->answered, srv->stats.frames_answered, memory_order_relaxed);
     atomic_store_explicit(&me->failed, srv->stats.frames_failed, memory_order_relaxed);
     atomic_store_explicit(&me->slots_busy, srv->sched.ring.count - srv->sched.ring.free_count,
                           memory_order_relaxed);
+}
+
+/* After every loop iteration: what the systemd watchdog reads of this
+ * shard (frames in flight and none completed is a stuck device), which a
+ * once-a-second sample would make stale for a watchdog period under it. */
+static void on_publish(uv_check_t *h) {
+    const gf_server *srv = h->data;
+    atomic_store_explicit(&srv->self->completed, srv->stats.frames_completed, memory_order_relaxed);
+    atomic_store_explicit(&srv->self->in_flight, srv->sched.in_flight, memory_order_relaxed);
 }
 
 static void on_handle_closed(uv_handle_t *h) {
@@ -368,9 +370,15 @@ int gf_server_reload_prepare(gf_server *const *srvs, uint32_t count, const gf_co
                                "started with: the running pipelines stay");
         *keep_running = 1;
     }
-    /* Every shard's engine: each device gets the plugins' device side. */
-    for (uint32_t k = 0; k < count; k++)
-        prepare_engine(srvs[k], next, keep_running, note, note_len);
+    /* Each device gets the plugins' device side, once: through its first
+     * shard's engine (the others on it share that side). */
+    for (uint32_t k = 0; k < count; k++) {
+        uint32_t first = 0;
+        while (srvs[first]->self->device != srvs[k]->self->device)
+            first++;
+        if (first == k)
+            prepare_engine(srvs[k], next, keep_running, note, note_len);
+    }
     if (*keep_running) {
         /* Here, off the loop: closing their device side may wait. */
         gf_pipelines_free(next->pipelines, next->pipeline_count);
