@@ -52,8 +52,9 @@ typedef struct gf_group {
     gf_log_budget close_log;           /* lines about connections closed or refused by a
                                           shard (GF_CLOSE_LOG_PER_S): one budget for the
                                           daemon; log.c's lock guards it             */
-    /* Written by the control loop (refusals at accept), read by shards
-     * building STATS. */
+    /* Refusals before a shard served the connection: added by the control
+     * loop (at accept) and by a shard that stopped with one in its mailbox,
+     * read by shards building STATS. */
     atomic_uint_fast64_t refused;
     atomic_uint_fast64_t refused_by_status[GF_STATUS_COUNT_];
 } gf_group;
