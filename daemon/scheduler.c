@@ -21,7 +21,7 @@ int gf_sched_init(gf_sched *s, gf_engine *engine, gf_stats *stats, const gf_conf
     gf_list_init(&s->wait_receive);
     gf_list_init(&s->held);
     s->in_flight = s->receiving = 0;
-    s->next_wait_seq = s->submit_seq = 0;
+    s->next_wait_seq = s->submit_seq = s->claim_seq = 0;
     s->draining = 0;
     int rc = gf_slot_ring_init(&s->ring, engine->slots, engine->slot_count);
     /* All slots but one may be received into: a whole frame always finds one. */
@@ -36,8 +36,8 @@ void gf_sched_free(gf_sched *s) {
 void gf_sched_client_init(gf_sched_client *c) {
     gf_link_init(&c->waiting);
     c->batch = NULL;
-    c->wait_seq = 0;
-    c->receive = c->receiving = 0;
+    c->wait_seq = c->claim_seq = 0;
+    c->receive = c->receiving = c->shared = 0;
 }
 
 static void receiving_start(gf_sched *s, gf_sched_client *c) {
@@ -47,13 +47,46 @@ static void receiving_start(gf_sched *s, gf_sched_client *c) {
     }
 }
 
+/* `c` takes slot `slot` (its batch): counted among the claims. */
+static gf_slot *take(gf_sched *s, gf_sched_client *c, gf_slot *slot) {
+    c->batch = slot;
+    c->shared = s->claim_seq != c->claim_seq;
+    c->claim_seq = ++s->claim_seq;
+    return slot;
+}
+
+/* Whether receiver `c` already holds its share of the slots: all but one
+ * (in any state: being received into, on the engine, or their results
+ * unread) while another client uses them (it claimed one since either of
+ * `c`'s last two claims, or waits), so that a slot stays for it. */
+static int holds_its_share(const gf_sched *s, const gf_sched_client *c) {
+    if (s->ring.count < 2)
+        return 0;
+    uint32_t held = 0;
+    for (uint32_t i = 0; i < s->ring.count; i++)
+        held += s->ring.slots[i].owner == c;
+    return held >= s->ring.count - 1 &&
+           (c->shared || s->claim_seq != c->claim_seq || gf_sched_others_wait(s, c));
+}
+
+/* Whether a waiting receiver could take a free slot: the cap on receivers
+ * allows one, and one of the oldest does not hold its share already. */
+static int receivers_could_go(const gf_sched *s) {
+    if (s->receiving >= s->receive_max)
+        return 0;
+    const gf_link *l = gf_list_front(&s->wait_receive);
+    for (int i = 0; l && i < GF_GRANT_PROBES_MAX; i++, l = gf_list_next(&s->wait_receive, l))
+        if (!holds_its_share(s, gf_list_entry(l, gf_sched_client, waiting)))
+            return 1;
+    return 0;
+}
+
 /* Whether a newcomer asking for a slot must queue behind those waiting: a
  * whole frame behind whole frames, and behind receivers that a free slot
  * could go to; a receiver behind anyone, and while receivers are capped. */
 static int must_wait(const gf_sched *s, int receive) {
-    int receivers_could_go = !gf_list_empty(&s->wait_receive) && s->receiving < s->receive_max;
     if (!receive)
-        return !gf_list_empty(&s->wait_run) || receivers_could_go;
+        return !gf_list_empty(&s->wait_run) || receivers_could_go(s);
     return !gf_list_empty(&s->wait_run) || !gf_list_empty(&s->wait_receive) ||
            s->receiving >= s->receive_max;
 }
@@ -64,8 +97,9 @@ gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
     if (slot) {
         /* Granted, or left open and empty: it takes any frame. */
         assert(slot->open && slot->frame_count == 0);
-    } else if (!must_wait(s, receive) && (slot = gf_slot_claim(&s->ring, c))) {
-        c->batch = slot;
+    } else if (!must_wait(s, receive) && !(receive && holds_its_share(s, c)) &&
+               (slot = gf_slot_claim(&s->ring, c))) {
+        take(s, c, slot);
     } else {
         int first_receiver = receive && gf_list_empty(&s->wait_receive);
         c->receive = receive != 0;
@@ -74,9 +108,9 @@ gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
         s->stats->backpressure_pauses++;
         if (first_receiver && s->hooks.contended)
             s->hooks.contended(s->hooks.arg);
-        /* A slot a receiver could take is free but held for the ones whose
-         * bytes are there: this one may be such. */
-        if (receive && s->ring.free_count > 0 && s->receiving < s->receive_max)
+        /* A slot is free but held for receivers whose bytes are there:
+         * this one may be such, or go before those that are not. */
+        if (s->ring.free_count > 0 && (!receive || s->receiving < s->receive_max))
             s->hooks.wake(s->hooks.arg);
         return NULL;
     }
@@ -106,24 +140,25 @@ static gf_sched_client *waiter(gf_link *l) {
 }
 
 /* The receiver a free slot goes to: the first of the oldest
- * GF_GRANT_PROBES_MAX whose bytes are there; those asked whose bytes are not
- * go to the back.  When none is ready, the oldest if `unready`, else none:
+ * GF_GRANT_PROBES_MAX whose bytes are there and who does not hold its share
+ * already; those passed over go to the back.  When none is ready, the
+ * oldest of those passed over for want of bytes if `unready`, else none:
  * the slot waits for one that sends. */
 static gf_sched_client *pick_receiver(gf_sched *s, int unready) {
-    gf_sched_client *oldest = waiter(gf_list_front(&s->wait_receive));
-    if (!oldest || !s->hooks.receive_ready)
-        return oldest;
     gf_link asked;
     gf_list_init(&asked);
-    gf_sched_client *ready = NULL;
+    gf_sched_client *ready = NULL, *oldest = NULL;
     for (int i = 0; i < GF_GRANT_PROBES_MAX && !ready; i++) {
         gf_sched_client *c = waiter(gf_list_pop_front(&s->wait_receive));
         if (!c)
             break;
-        if (s->hooks.receive_ready(c, s->hooks.arg))
+        int eligible = !holds_its_share(s, c);
+        if (eligible && (!s->hooks.receive_ready || s->hooks.receive_ready(c, s->hooks.arg)))
             ready = c;
         else
             gf_list_push_back(&asked, &c->waiting);
+        if (eligible && !oldest)
+            oldest = c;
     }
     gf_list_splice(&s->wait_receive, &asked);
     if (ready) {
@@ -144,7 +179,7 @@ static void grant(gf_sched *s, int unready) {
         int receive = c->receive;
         gf_sched_stop_waiting(s, c);
         assert(!c->batch);
-        c->batch = gf_slot_claim(&s->ring, c);
+        take(s, c, gf_slot_claim(&s->ring, c));
         if (receive)
             receiving_start(s, c);
         s->hooks.granted(c, s->hooks.arg);

@@ -15,7 +15,13 @@
  * At most `receive_max` slots (all but one, when there are two or more) are
  * being received into at once, so a client that stalls mid-payload, or many
  * that take turns doing so, never hold every slot: a whole frame always
- * finds one within a submission's time.  When a slot frees, waiters are
+ * finds one within a submission's time.  Nor does one connection receiving
+ * large payloads: while another connection uses the slots (it claimed one
+ * since either of this one's last two claims, or waits for one), a receiver holds at most
+ * all slots but one, counting those whose results it has not yet read, so
+ * that another's frame never waits for a bulk transfer through the socket
+ * (README.md, "What a client gets whatever others do").  Alone, it may use
+ * them all.  When a slot frees, waiters are
  * granted slots in arrival order across both queues, a receiver only under
  * that cap and only if its bytes are there (the `receive_ready` hook): a
  * client that announced a payload and sent nothing does not take a slot
@@ -61,9 +67,12 @@ typedef struct gf_sched_client {
     gf_slot *batch;         /* its open slot, which its next frames join; a
                                granted slot is open and empty                   */
     uint64_t wait_seq;      /* its place in the arrival order of waiters        */
+    uint64_t claim_seq;     /* the scheduler's claim_seq after its last claim   */
     unsigned receive : 1;   /* waiting to receive a payload in place            */
     unsigned receiving : 1; /* its batch's slot is being received into (counted
                                in receiving)                                   */
+    unsigned shared : 1;    /* another client claimed a slot between its last
+                               two claims                                      */
 } gf_sched_client;
 
 typedef struct gf_sched_hooks {
@@ -102,6 +111,8 @@ typedef struct gf_sched {
     uint32_t receiving;   /* slots a payload is being received into           */
     uint32_t receive_max; /* the cap on `receiving`                           */
     uint64_t next_wait_seq;
+    uint64_t claim_seq;  /* slots claimed or granted so far: whether another
+                            client claimed since one's last claim            */
     uint64_t submit_seq; /* submissions: picks the ones timed                */
     int draining;        /* stopping: batches are not held, no grant         */
     gf_sched_hooks hooks;

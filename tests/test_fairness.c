@@ -10,6 +10,8 @@
  *   another client is answered within 2 x request_timeout_ms;
  * - a client sends large frames and never reads: write_timeout_ms closes it
  *   and another client is answered within 2 x write_timeout_ms;
+ * - a bulk client's unread result too large to move out holds a slot, and
+ *   its next payload waits: another client is answered at once;
  * - idle_timeout_ms closes a silent connection.
  * Every case checks the STATS counters that account for it.
  * The engine comes from GF_TEST_ENGINE (cpu or cuda).
@@ -235,6 +237,41 @@ START_TEST(client_that_never_reads_is_closed) {
     gf_test_ck_wait_stat(c, "connections.closed_write_timeout", 1, UINT64_MAX, 2000);
     ck_assert_uint_eq(gf_test_ck_stat(c, "connections.closed_write_timeout"), 1);
     ck_assert_uint_ge(gf_test_ck_stat(c, "frames.dropped") - dropped, 1);
+    close(fd);
+    gf_client_close(c);
+    stop();
+}
+END_TEST
+
+/* A result larger than max_output_bytes (8 MiB by default): it cannot be
+ * moved out of its slot, which it holds until its client reads it. */
+#define BULK_FRAME_BYTES (12u << 20)
+static const char bulk_json[] =
+    "{\"shards\": 1, \"slots\": 2, \"max_frame_bytes\": 16777216, \"request_timeout_ms\": 10000,"
+    " \"receive_stall_ms\": 10000, \"write_timeout_ms\": 10000,"
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
+
+/* A bulk client whose unread result holds one slot, and that starts its
+ * next large payload, is not given the other slot while another client uses
+ * them: that client's frames are answered at once, not when the bulk client
+ * reads or is cut (write_timeout_ms, 10 s).  (It was given it: the other
+ * client waited for the deadline.) */
+START_TEST(a_bulk_client_leaves_a_slot_to_others) {
+    start(bulk_json);
+    gf_client *c = client();
+    answered_after_ms(c, 1);
+    int fd = raw_client();
+    gf_test_ck_raw_frame(fd, 1, 0, BULK_FRAME_BYTES, NULL, BULK_FRAME_BYTES);
+    gf_test_ck_wait_stat(c, "slots.free", SLOTS - 1, SLOTS - 1, 5000);
+    /* The next payload's first bytes are there; it waits for a slot. */
+    gf_test_ck_raw_frame(fd, 2, 0, BULK_FRAME_BYTES, NULL, 65536);
+    gf_test_sleep_ms(100);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "slots.free"), SLOTS - 1);
+    for (uint64_t id = 2; id <= 20; id++) {
+        uint64_t ms = answered_after_ms(c, id);
+        ck_assert_msg(ms < 1000, "frame %" PRIu64 " answered after %" PRIu64 " ms", id, ms);
+    }
+    ck_assert_uint_eq(gf_test_ck_stat(c, "frames.received"), 21);
     close(fd);
     gf_client_close(c);
     stop();
@@ -571,6 +608,7 @@ static Suite *fairness_suite(void) {
     tcase_add_test(tc, stalled_large_payloads_time_out);
     tcase_add_loop_test(tc, pipelining_large_frames_never_wedge, 0, 2);
     tcase_add_test(tc, client_that_never_reads_is_closed);
+    tcase_add_test(tc, a_bulk_client_leaves_a_slot_to_others);
     tcase_add_test(tc, idle_connection_is_closed);
     tcase_add_test(tc, connection_limits_are_answered);
     tcase_add_test(tc, allow_rules_refuse_and_admit);

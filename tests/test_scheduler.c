@@ -311,6 +311,71 @@ START_TEST(grants_follow_arrival_across_both_queues) {
 }
 END_TEST
 
+/* A receiver's frame, received and on the engine: it keeps its slot until
+ * the frame is released (its result read). */
+static gf_frame *run_received(gf_sched_client *c, uint64_t frame_id) {
+    gf_frame *f = add_frame(c, frame_id);
+    gf_sched_received(&sched, c);
+    gf_sched_close_batch(&sched, c);
+    return f;
+}
+
+/* A connection receiving large payloads uses every slot while it is alone,
+ * but holds at most all but one while another connection uses them: the
+ * other's frame finds a slot at once instead of waiting for a bulk
+ * transfer, and the receiver is granted one when its own comes back. */
+START_TEST(a_receiver_leaves_a_slot_to_others) {
+    setup(3);
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, A, 1));
+    gf_frame *a1 = run_received(A, 1);
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, A, 1));
+    gf_frame *a2 = run_received(A, 2);
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, A, 1)); /* alone: the last one too */
+    gf_frame *a3 = run_received(A, 3);
+    ck_assert_uint_eq(sched.ring.free_count, 0);
+    for (unsigned i = 0; i < 3; i++)
+        gf_sched_complete(submitted[i], &sched);
+    gf_sched_release(&sched, a1);
+    gf_sched_release(&sched, a2);
+    /* B uses a slot: from now on A leaves one. */
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, B, 0));
+    gf_frame *b1 = add_frame(B, 1);
+    gf_sched_close_batch(&sched, B);
+    gf_sched_complete(submitted[3], &sched);
+    gf_sched_release(&sched, b1);
+    ck_assert_uint_eq(sched.ring.free_count, 2);
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, A, 1));
+    gf_frame *a4 = run_received(A, 4); /* A holds two: a3's result, a4 */
+    ck_assert_uint_eq(sched.ring.free_count, 1);
+    ck_assert_ptr_null(gf_sched_claim(&sched, A, 1));
+    ck_assert(gf_sched_waiting(A));
+    /* The free slot is not granted to A, and B's next frame takes it. */
+    ready_to_receive[0] = 1;
+    gf_sched_grant_unready(&sched);
+    ck_assert_uint_eq(granted_count, 0);
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, B, 0));
+    ck_assert(!gf_sched_waiting(B));
+    /* A third client's receive goes before A, which holds its share. */
+    ready_to_receive[2] = 1;
+    give_back(B);
+    ck_assert_ptr_null(gf_sched_claim(&sched, C, 1)); /* behind A, in arrival order */
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 1);
+    ck_assert_ptr_eq(granted[0], C);
+    ck_assert(gf_sched_waiting(A));
+    /* One of A's own comes back: A is granted the next free slot. */
+    gf_sched_received(&sched, C);
+    give_back(C);
+    gf_sched_release(&sched, a3);
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 2);
+    ck_assert_ptr_eq(granted[1], A);
+    gf_sched_complete(submitted[4], &sched);
+    gf_sched_release(&sched, a4);
+    teardown();
+}
+END_TEST
+
 /* ---- batches, submission, completion ------------------------------------------- */
 
 START_TEST(batches_are_held_while_the_engine_is_busy) {
@@ -434,6 +499,7 @@ static Suite *scheduler_suite(void) {
     tcase_add_test(tc, a_ready_receiver_goes_before_a_stalled_one);
     tcase_add_test(tc, grants_follow_arrival_across_both_queues);
     tcase_add_test(tc, an_unused_receive_grant_is_not_counted);
+    tcase_add_test(tc, a_receiver_leaves_a_slot_to_others);
     suite_add_tcase(s, tc);
     tc = tcase_create("batches");
     tcase_add_test(tc, batches_are_held_while_the_engine_is_busy);
