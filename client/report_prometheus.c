@@ -306,6 +306,8 @@ static const struct prom_metric counter_metrics[] = {
      "Times the daemon stopped reading a connection for want of a free slot.", NULL},
     {"connections.refused", "gpuframe_connections_refused_total", "counter",
      "Connections answered too_many_connections at accept and closed.", NULL},
+    {"connections.moved", "gpuframe_connections_moved_total", "counter",
+     "Connections moved to a shard of the device their frame's pipeline is limited to.", NULL},
     {"frames.timed", "gpuframe_frames_timed_total", "counter",
      "Answered frames whose stage times were measured (timing_sample_every).", NULL},
     {"frames.results_evicted", "gpuframe_results_evicted_total", "counter",

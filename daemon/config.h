@@ -250,6 +250,14 @@ int gf_config_check_pinned(const gf_config *cfg, uint32_t shards, char *why, siz
  */
 int gf_config_devices(const gf_config *cfg, int out[GF_DEVICES_MAX], char *why, size_t why_len);
 
+/* The same for any such text, a pipeline's "devices" too; `key` names it in
+ * the problem. */
+int gf_devices_parse(const char *text, const char *key, int out[GF_DEVICES_MAX], char *why,
+                     size_t why_len);
+
+/* A mask of devices (gf_pipeline.devices) as "0,2", into buf[len]. */
+void gf_devices_format(uint32_t mask, char *buf, size_t len);
+
 /* max_shm_bytes, or a quarter of physical memory when it is 0. */
 uint64_t gf_config_shm_cap(const gf_config *cfg);
 

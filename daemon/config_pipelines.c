@@ -11,8 +11,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum pipeline_key { P_NAME, P_KIND, P_PARAMS, P_PATH, P_STAGES, P_COUNT_ };
-static const char *const pipeline_keys[P_COUNT_] = {"name", "kind", "params", "path", "stages"};
+enum pipeline_key { P_NAME, P_KIND, P_PARAMS, P_PATH, P_STAGES, P_DEVICES, P_COUNT_ };
+static const char *const pipeline_keys[P_COUNT_] = {"name", "kind",   "params",
+                                                    "path", "stages", "devices"};
+
+/* A pipeline's "devices": the devices it may run on, as a mask (0: all). */
+static int read_devices(const cJSON *v, const char *path, uint32_t *mask, gf_problems *pr) {
+    char key[GF_PATH_BYTES + 16], why[256];
+    int list[GF_DEVICES_MAX];
+    snprintf(key, sizeof key, "%s.devices", path);
+    if (!cJSON_IsString(v)) {
+        char got[GF_VALUE_TEXT_BYTES];
+        gf_json_describe(v, got, sizeof got);
+        gf_problem(pr, "%s: expected a string, \"all\" or device ordinals such as \"0,1\", got %s",
+                   key, got);
+        return -1;
+    }
+    int n = gf_devices_parse(v->valuestring, key, list, why, sizeof why);
+    if (n < 0) {
+        gf_problem(pr, "%s", why);
+        return -1;
+    }
+    *mask = 0;
+    for (int i = 0; i < n; i++)
+        *mask |= 1u << list[i];
+    return 0;
+}
 
 /* Parses one element of the config's "pipelines" array into `p`, whose
  * `index` earlier siblings before[] are already parsed: its name, its
@@ -55,6 +79,8 @@ static int parse_pipeline(const cJSON *v, size_t index, const gf_pipeline *befor
                        .params = items[P_PARAMS],
                        .path = items[P_PATH],
                        .stages = items[P_STAGES]};
+    if (items[P_DEVICES] != NULL && read_devices(items[P_DEVICES], path, &p->devices, pr) < 0)
+        rc = -1;
     if (gf_json_read_stages(&j, config_dir, path, p, pr) < 0)
         return -1;
     if (gf_pipeline_open_plugins(p, max_frame_bytes, path, pr) < 0 ||

@@ -16,7 +16,7 @@
 #include "loopprof.h"
 #include "region.h"
 
-gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid,
+gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid, uint64_t id,
                      void (*resume)(gf_defer_item *it)) {
     gf_conn *c = calloc(1, sizeof *c);
     if (!c) {
@@ -42,9 +42,13 @@ gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_
     c->pid = pid;
     c->next_region_id = 1;
     /* Shard k numbers its connections k + 1, k + 1 + shards, ...: an id
-     * names one connection in the whole daemon. */
-    c->id = srv->next_conn_id;
-    srv->next_conn_id += srv->group->count;
+     * names one connection in the whole daemon, and keeps it if it moves. */
+    c->id = id;
+    if (id == 0) {
+        c->id = srv->next_conn_id;
+        srv->next_conn_id += srv->group->count;
+        srv->stats.connections_total++;
+    }
     c->last_input_ns = gf_now_ns();
     gf_link_init(&c->throttled_link);
     gf_link_init(&c->gather_link);
@@ -56,7 +60,6 @@ gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_
                    &srv->group->loose_bytes);
     gf_list_push_back(&srv->conns, &c->link);
     srv->stats.connections_open++;
-    srv->stats.connections_total++;
     GF_LOG_DBG("connection %llu: accepted (uid %u gid %u pid %u)", (unsigned long long)c->id, uid,
                gid, pid);
     return c;
@@ -79,7 +82,8 @@ static void conn_maybe_free(gf_conn *c) {
 static void on_conn_closed(uv_handle_t *h) {
     gf_conn *c = h->data;
     gf_server *srv = c->srv;
-    close(c->fd);
+    if (!c->moved)
+        close(c->fd);
     c->handle_closed = 1;
     gf_server_defer(srv, &srv->drained);
     conn_maybe_free(c);
@@ -318,6 +322,23 @@ static void conn_drop_replies(gf_conn *c) {
         if (!r->frame || !r->frame->batched)
             gf_conn_finish(r, 0);
     }
+}
+
+void gf_conn_hand_over(gf_conn *c) {
+    gf_server *srv = c->srv;
+    assert(!c->closing && c->out.unfinished == 0);
+    c->closing = 1;
+    c->moved = 1;
+    c->reading = 0;
+    gf_list_remove(&c->link);
+    gf_list_remove(&c->throttled_link);
+    gf_list_remove(&c->gather_link);
+    srv->stats.connections_open--;
+    atomic_fetch_sub_explicit(&srv->self->connections, 1, memory_order_relaxed);
+    /* uv_close stops the poll at once (epoll_ctl DEL): the socket is no
+     * longer this loop's when it returns. */
+    uv_close((uv_handle_t *)&c->poll, on_conn_closed);
+    gf_server_defer(srv, &srv->drained);
 }
 
 void gf_conn_close(gf_conn *c) {

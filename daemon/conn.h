@@ -93,6 +93,7 @@ typedef struct gf_conn {
     gf_link regions;                /* its regions, ready for frames (REGION_ADD)   */
     uint32_t region_count;          /* regions held and being pinned                */
     uint32_t next_region_id;        /* the id the next region gets (from 1)         */
+    uint32_t moving_pipeline;       /* while `moving`: the buffered FRAME's pipeline */
     gf_reply_queue out;             /* replies owed, in request order               */
 
     unsigned reading : 1;       /* UV_READABLE is asked for                        */
@@ -104,6 +105,10 @@ typedef struct gf_conn {
     unsigned gathering : 1;     /* a STATS or TRACE of its gathers the shards'
                                    figures: its next one waits (query.c)          */
     unsigned handle_closed : 1; /* the poll handle's close callback ran            */
+    unsigned moving : 1;        /* its buffered FRAME's pipeline runs on another
+                                   shard's device: it reads nothing more and moves
+                                   there once it owes nothing (move.h)            */
+    unsigned moved : 1;         /* handed to another shard: its socket is theirs   */
 } gf_conn;
 
 /* The connection that `sc` is the scheduler's view of. */
@@ -114,11 +119,18 @@ static inline gf_conn *gf_conn_of(gf_sched_client *sc) {
 /*
  * A connection for the accepted socket `fd` (non-blocking, close-on-exec) of
  * the peer uid/gid/pid, on the server's list, not yet reading; `resume`
- * runs when its deferred work is marked.  Takes `fd` in every case.  Returns
- * it, or NULL (logged).
+ * runs when its deferred work is marked.  Takes `fd` in every case.  `id`:
+ * 0 for a connection accepted now (it gets the shard's next id), else the
+ * id of one moved here from another shard (move.h).  Returns it, or NULL
+ * (logged).
  */
-gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid,
+gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid, uint64_t id,
                      void (*resume)(gf_defer_item *it));
+
+/* Takes `c`, which owes nothing, off its shard without closing its socket:
+ * move.c hands the socket to another shard once this returns (the socket is
+ * no longer polled here). */
+void gf_conn_hand_over(gf_conn *c);
 
 /* Marks the connection to go on after the current event (conn_io.c). */
 void gf_conn_defer(gf_conn *c);

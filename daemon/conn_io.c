@@ -20,6 +20,7 @@
 #include "introspect.h"
 #include "log.h"
 #include "loopprof.h"
+#include "move.h"
 #include "query.h"
 
 static void on_io(uv_poll_t *h, int status, int events);
@@ -47,7 +48,7 @@ static void conn_set_events(gf_conn *c) {
 
 /* Whether reading can make progress now. */
 static int conn_can_read(gf_conn *c) {
-    return !c->closing && !c->eof && !c->fatal && !gf_sched_waiting(&c->sched) &&
+    return !c->closing && !c->eof && !c->fatal && !c->moving && !gf_sched_waiting(&c->sched) &&
            gf_conn_output_room(c);
 }
 
@@ -72,11 +73,12 @@ static int conn_request_begun(const gf_conn *c) {
  * A payload waiting to be received keeps its clock, which the watchdog reads
  * only while the client is not sending it (conn_request_clock).  And a
  * connection held back for unread replies, its own or everyone's
- * (max_output_bytes_total), is bounded by write_timeout_ms instead. */
+ * (max_output_bytes_total), or waiting for them to move (move.h), is
+ * bounded by write_timeout_ms instead. */
 static void conn_track_request(gf_conn *c) {
     int waiting = gf_sched_waiting(&c->sched);
     if (!conn_request_begun(c) || (waiting && !c->sched.receive) || !gf_conn_output_room(c) ||
-        gf_linked(&c->throttled_link))
+        gf_linked(&c->throttled_link) || c->moving)
         c->request_begun_ns = 0;
     else if (!c->request_begun_ns)
         c->request_begun_ns = gf_now_ns();
@@ -199,7 +201,7 @@ static void conn_input_drained(gf_conn *c) {
  * client may be waiting for results on the GPU).
  */
 static void conn_settle(gf_conn *c) {
-    if (c->closing)
+    if (c->closing || c->moving) /* its buffered FRAME goes with it */
         return;
     int input_over = c->eof && !gf_sched_waiting(&c->sched);
     if (input_over && c->frame)
@@ -219,6 +221,8 @@ static void conn_go_on(gf_conn *c) {
     conn_settle(c);
     conn_update_reading(c);
     conn_track_request(c);
+    if (c->moving)
+        gf_move_try(c);
 }
 
 /* ---- the request loop -------------------------------------------------------------- */
@@ -276,6 +280,11 @@ static int conn_dispatch(gf_conn *c, const gf_request *req) {
     }
     if (req->header.type != GF_MSG_FRAME)
         return gf_query_answer(c, req, fd);
+    if (gf_move_wanted(c, &req->header)) {
+        c->moving = 1;
+        c->moving_pipeline = req->header.pipeline_id;
+        return 0;
+    }
     return gf_admit_frame(c, req);
 }
 
@@ -306,7 +315,7 @@ static int conn_take(gf_conn *c, const gf_request *req) {
 /* Consumes buffered bytes until it needs more, must wait, or must stop. */
 static void conn_process(gf_conn *c) {
     int prof = gf_prof_enter(GF_PROF_PARSE);
-    while (!c->closing && !c->fatal && !gf_sched_waiting(&c->sched) && !c->frame &&
+    while (!c->closing && !c->fatal && !c->moving && !gf_sched_waiting(&c->sched) && !c->frame &&
            gf_conn_output_room(c)) {
         gf_request req;
         gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
@@ -492,7 +501,7 @@ static void conn_resume(gf_defer_item *it) {
 }
 
 void gf_conn_io_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
-    gf_conn *c = gf_conn_new(srv, fd, uid, gid, pid, conn_resume);
+    gf_conn *c = gf_conn_new(srv, fd, uid, gid, pid, 0, conn_resume);
     if (c)
         conn_update_reading(c);
 }

@@ -59,4 +59,18 @@ typedef struct gf_group {
     atomic_uint_fast64_t refused_by_status[GF_STATUS_COUNT_];
 } gf_group;
 
+/* Whether a shard on `device` (-1: the cpu engine's, which has none) runs a
+ * pipeline limited to the devices of `mask` (gf_pipeline.devices; 0: any). */
+static inline int gf_device_runs(int device, uint32_t mask) {
+    return mask == 0 || device < 0 || ((mask >> device) & 1u);
+}
+
+/* Whether some shard of `g` runs such a pipeline.  Fixed fields only. */
+static inline int gf_group_runs(const gf_group *g, uint32_t mask) {
+    for (uint32_t k = 0; k < g->count; k++)
+        if (gf_device_runs(g->shard[k].device, mask))
+            return 1;
+    return 0;
+}
+
 #endif

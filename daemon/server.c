@@ -370,6 +370,17 @@ int gf_server_reload_prepare(gf_server *const *srvs, uint32_t count, const gf_co
                                "started with: the running pipelines stay");
         *keep_running = 1;
     }
+    /* A pipeline limited to devices that no shard runs on cannot run. */
+    for (size_t i = 0; i < next->pipeline_count && !*keep_running; i++)
+        if (!gf_group_runs(srvs[0]->group, next->pipelines[i].devices)) {
+            char want[64];
+            gf_devices_format(next->pipelines[i].devices, want, sizeof want);
+            gf_config_note_restart(note, note_len,
+                                   "pipeline %s: devices \"%s\": no shard runs on them: the "
+                                   "running pipelines stay",
+                                   next->pipelines[i].name, want);
+            *keep_running = 1;
+        }
     /* Each device gets the plugins' device side, once: through its first
      * shard's engine (the others on it share that side). */
     for (uint32_t k = 0; k < count; k++) {

@@ -254,11 +254,15 @@ static int plan(gf_shards *g, const gf_config *cfg, enum gf_engine_choice engine
         GF_LOG_ERR("start-up failed: %s", why);
         return -1;
     }
-    if (engine == GF_ENGINE_CPU) {
-        if (nd > 0)
-            GF_LOG_WRN("devices \"%s\": ignored by the cpu engine", cfg->devices);
+    if (engine == GF_ENGINE_CPU && nd == 0) {
         nd = 1;
         list[0] = -1;
+    } else if (engine == GF_ENGINE_CPU) {
+        /* The cpu engine has no devices: a list numbers its shards as if it
+         * had, so that pipelines limited to devices place as they would on
+         * GPUs (config/README.md, "Shards"). */
+        GF_LOG_INF("devices \"%s\": the cpu engine's shards are numbered as these devices",
+                   cfg->devices);
     } else if (nd == 0) {
         nd = visible < GF_DEVICES_MAX ? visible : GF_DEVICES_MAX;
         for (int i = 0; i < nd; i++)
@@ -318,6 +322,16 @@ static int plan(gf_shards *g, const gf_config *cfg, enum gf_engine_choice engine
         g->group.shard[k].device = sh->ident.device;
     }
     g->group.count = count;
+    for (size_t i = 0; i < cfg->pipeline_count; i++)
+        if (!gf_group_runs(&g->group, cfg->pipelines[i].devices)) {
+            char want[64];
+            gf_devices_format(cfg->pipelines[i].devices, want, sizeof want);
+            GF_LOG_ERR("start-up failed: pipeline %s: devices \"%s\": no shard runs on %s "
+                       "(devices \"%s\", %u shard(s))",
+                       cfg->pipelines[i].name, want, strchr(want, ',') ? "them" : "it",
+                       cfg->devices, count);
+            return -1;
+        }
     GF_LOG_INF("%u shard(s) (%s), %u slots each, on %s%s", count, how, cfg->slot_count,
                engine == GF_ENGINE_CPU ? "the cpu engine" : "device(s) ",
                engine == GF_ENGINE_CPU ? "" : cfg->devices);

@@ -80,6 +80,7 @@ void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats 
     ADD(bytes_out);
     ADD(backpressure_pauses);
     ADD(connections_refused);
+    ADD(connections_moved);
     ADD(results_evicted);
     ADD(regions_open);
     ADD(region_bytes);
@@ -271,6 +272,7 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_u64(c, "closed_write_timeout", st->closed_write_timeout);
     add_u64(c, "closed_idle", st->closed_idle);
     add_u64(c, "refused", st->connections_refused);
+    add_u64(c, "moved", st->connections_moved);
 
     cJSON *f = cJSON_AddObjectToObject(obj, "frames");
     add_u64(f, "received", st->frames_received);

@@ -85,6 +85,7 @@ typedef struct gf_stats {
     uint64_t bytes_out;                  /* result payload bytes written          */
     uint64_t backpressure_pauses;        /* reading stopped for want of a slot    */
     uint64_t connections_refused;        /* refused at accept (limit, fds, allow) */
+    uint64_t connections_moved;          /* moved here from another shard (move.h) */
     uint64_t results_evicted; /* results moved out of their slots: the client was not reading */
     uint64_t regions_open;    /* shared-memory regions mapped now      */
     uint64_t region_bytes;    /* their bytes (pinned on the GPU engine) */

@@ -137,6 +137,8 @@ typedef struct gf_pipeline {
     char name[GF_PIPELINE_NAME_MAX]; /* unique among configured pipelines   */
     uint32_t stage_count;            /* 1..GF_STAGES_MAX                    */
     gf_stage stages[GF_STAGES_MAX];
+    uint32_t devices; /* the daemon's: devices it may run on, bit d for device
+                         d; 0 for every one (its "devices" key)         */
 } gf_pipeline;
 
 /* The kind called `name`, or NULL.  Static storage; never freed. */

@@ -116,6 +116,22 @@ START_TEST(absent_keys_take_defaults) {
     ck_assert_int_eq(cfg.log_level, GF_LOG_INFO);
     ck_assert_uint_eq(cfg.pipeline_count, 1);
     assert_pipeline(&cfg.pipelines[0], 0, "n", "normalize_u8", &want);
+    ck_assert_uint_eq(cfg.pipelines[0].devices, 0); /* every device */
+    gf_config_free(&cfg);
+}
+END_TEST
+
+/* A pipeline's "devices" is a set of ordinals; "all" is every device. */
+START_TEST(pipeline_devices_parse_to_a_set) {
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+    ck_assert_msg(gf_config_parse("{\"pipelines\": [{\"name\": \"a\", \"kind\": \"echo\", "
+                                  "\"devices\": \"2,0,15\"}, {\"name\": \"b\", \"kind\": "
+                                  "\"echo\", \"devices\": \"all\"}]}",
+                                  &cfg, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_uint_eq(cfg.pipelines[0].devices, (1u << 0) | (1u << 2) | (1u << 15));
+    ck_assert_uint_eq(cfg.pipelines[1].devices, 0);
     gf_config_free(&cfg);
 }
 END_TEST
@@ -337,9 +353,17 @@ static const struct bad_config bad_configs[] = {
     {"{\"frame_timeout_ms\": 3600001, " ECHO_PIPELINES "}", "frame_timeout_ms: expected"},
     /* pipeline objects */
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"param\": {}}]}",
-     "pipelines[0].param: unknown key (known keys: name, kind, params, path, stages)"},
+     "pipelines[0].param: unknown key (known keys: name, kind, params, path, stages, devices)"},
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"bad key\": 1}]}",
      "pipelines[0].\"bad key\": unknown key"},
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"devices\": \"0,x\"}]}",
+     "pipelines[0] (e).devices: expected \"all\" or CUDA device ordinals 0 to 15 separated by "
+     "commas, such as \"0,1\"; got \"0,x\""},
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"devices\": \"1,1\"}]}",
+     "pipelines[0] (e).devices: device 1 is named twice in \"1,1\""},
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"devices\": 1}]}",
+     "pipelines[0] (e).devices: expected a string, \"all\" or device ordinals such as \"0,1\", got "
+     "1"},
     {"{\"pipelines\": [{\"kind\": \"echo\"}]}", "pipelines[0].name: missing"},
     {"{\"pipelines\": [{\"name\": \"e\"}]}", "pipelines[0] (e).kind: missing"},
     {"{\"pipelines\": [{\"name\": 3, \"kind\": \"echo\"}]}",
@@ -1017,6 +1041,7 @@ static Suite *config_suite(void) {
 
     tcase_add_test(tc, default_file_parses_to_documented_values);
     tcase_add_test(tc, absent_keys_take_defaults);
+    tcase_add_test(tc, pipeline_devices_parse_to_a_set);
     tcase_add_test(tc, every_key_set_and_bounds_accepted);
     tcase_add_test(tc, pinned_cap_and_new_keys);
     tcase_add_test(tc, overrides_apply_before_the_checks);

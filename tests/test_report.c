@@ -47,7 +47,9 @@ static const char stats_json[] =
     "   \"zero_copy_submissions\":2,\"in_bytes\":16777216,\"out_bytes\":16777216},"
     " \"pinned_bytes\":67108864,"
     " \"connections\":{\"open\":1,\"total\":7,\"rejected\":0,\"closed_request_timeout\":2,"
-    "   \"closed_receive_stall\":0,\"closed_write_timeout\":1,\"closed_idle\":3,\"refused\":5},"
+    "   "
+    "\"closed_receive_stall\":0,\"closed_write_timeout\":1,\"closed_idle\":3,\"refused\":5,"
+    "\"moved\":6},"
     " \"frames\":{\"received\":6,\"answered\":4,\"failed\":1,\"dropped\":0,\"truncated\":0,"
     "   \"timed\":4,\"results_evicted\":0,\"in_progress\":1},"
     " \"rejected\":{\"bad_magic\":0,\"unknown_pipeline\":1,\"timeout\":0},"
@@ -726,6 +728,7 @@ START_TEST(prometheus_parses_and_holds_the_values) {
         {"gpuframe_frames_timed_total", 4},
         {"gpuframe_results_evicted_total", 0},
         {"gpuframe_connections_refused_total", 5},
+        {"gpuframe_connections_moved_total", 6},
         {"gpuframe_shm_regions_open", 1},
         {"gpuframe_shm_region_bytes", 1048576},
         {"gpuframe_shm_regions_added_total", 3},

@@ -15,7 +15,10 @@
  *   reload       SIGHUP's new affine parameters on every shard;
  *   drain        SIGTERM answers the frames in flight on every shard, exit 0;
  *   order        a pipelining connection's replies keep their order while
- *                connections on the other shards stream.
+ *                connections on the other shards stream;
+ *   devices      (cpu engine) a connection moves to a shard of the device
+ *                its frame's pipeline is limited to, replies in order,
+ *                regions with it; a pipeline no shard runs is refused.
  *
  * The engine comes from GF_TEST_ENGINE (cpu or cuda); checks that hold on
  * one engine only (the drain's frames still in flight at SIGTERM) say so.
@@ -984,6 +987,176 @@ START_TEST(pipelined_replies_keep_their_order) {
 }
 END_TEST
 
+/* ---- pipelines limited to devices ---------------------------------------------- */
+
+/* Three shards on devices 0, 1, 0: the cpu engine numbers its shards as the
+ * devices listed (config/README.md, "Shards"), so a pipeline limited to
+ * device 1 runs on shard 1 alone, and one limited to device 0 on 0 and 2. */
+static const char devices_json[] =
+    "{\"shards\": 3, \"slots\": 2, \"devices\": \"0,1\", \"max_frame_bytes\": 4194304,"
+    " \"log_level\": \"info\","
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
+    " {\"name\": \"affine\", \"kind\": \"affine\", \"params\": {\"a\": 2.0, \"b\": 0.5},"
+    " \"devices\": \"1\"},"
+    " {\"name\": \"on0\", \"kind\": \"echo\", \"devices\": \"0\"}]}";
+enum { P_ON1 = P_AFFINE, P_ON0 = 2 };
+
+/* One frame of `bytes` on pipeline `pipeline` sent from `in` (which the
+ * library reads until its reply), not waited for. */
+static void send_pattern(gf_client *c, uint32_t pipeline, uint64_t frame_id, size_t bytes,
+                         unsigned char in[AFFINE_BYTES]) {
+    ck_assert_uint_le(bytes, AFFINE_BYTES);
+    for (size_t i = 0; i < bytes; i++)
+        in[i] = (unsigned char)(i * 31u + frame_id * 7u);
+    ck_assert_int_eq(gf_client_send_frame(c, pipeline, frame_id, in, bytes), 0);
+}
+
+/* The next reply is frame `frame_id`'s RESULT: send_pattern's input back
+ * (echo), or for P_ON1 each of its floats times 2 plus 0.5. */
+static void expect_pattern(gf_client *c, uint32_t pipeline, uint64_t frame_id, size_t bytes) {
+    unsigned char in[AFFINE_BYTES];
+    for (size_t i = 0; i < bytes; i++)
+        in[i] = (unsigned char)(i * 31u + frame_id * 7u);
+    gf_reply r;
+    int rc = gf_client_recv(c, &r, QUICK_REPLY_MS);
+    ck_assert_msg(rc == 0, "frame %" PRIu64 ": %s (%s)", frame_id, strerror(-rc),
+                  gf_client_error(c));
+    ck_assert_msg(r.header.type == GF_MSG_RESULT, "frame %" PRIu64 ": %s %.*s", frame_id,
+                  gf_status_name(r.header.status), (int)r.payload_bytes, (const char *)r.payload);
+    ck_assert_uint_eq(r.header.frame_id, frame_id);
+    ck_assert_uint_eq(r.header.pipeline_id, pipeline);
+    ck_assert_uint_eq(r.payload_bytes, bytes);
+    if (pipeline != P_ON1) {
+        ck_assert_mem_eq(r.payload, in, bytes);
+        return;
+    }
+    for (size_t i = 0; i < bytes / sizeof(float); i++) {
+        float x, got;
+        memcpy(&x, in + 4 * i, sizeof x);
+        memcpy(&got, (const unsigned char *)r.payload + 4 * i, sizeof got);
+        volatile float ax = 2.0f * x;
+        float want = ax + 0.5f;
+        ck_assert_msg(memcmp(&got, &want, sizeof want) == 0 || (want != want && got != got),
+                      "frame %" PRIu64 " element %zu: got %.9g, expected %.9g", frame_id, i,
+                      (double)got, (double)want);
+    }
+}
+
+/*
+ * A connection whose frame names a pipeline its shard's device does not run
+ * moves to a shard that runs it, once it owes nothing, and goes on there:
+ * six connections (two on each shard) each pipeline frames of the three
+ * pipelines, alternating, and get every reply in order with its result; a
+ * connection with a shared-memory region takes it along.  TRACE shows each
+ * limited pipeline's frames on its device's shards only; STATS counts the
+ * moves, and no connection or frame is lost or counted twice.
+ */
+START_TEST(connections_move_to_their_pipelines_device) {
+    enum { CLIENTS = 6, ROUNDS = 4 };
+    static const struct {
+        uint32_t pipeline;
+        size_t bytes;
+    } burst[] = {{P_ECHO, 100}, {P_ON1, AFFINE_BYTES}, {P_ON0, 300}, {P_ON1, 64}, {P_ON0, 5},
+                 {P_ECHO, 7}};
+    enum { BURST = sizeof burst / sizeof burst[0] };
+    static unsigned char inputs[BURST][AFFINE_BYTES];
+    gf_test_ck_daemon_start(&daemon_, devices_json, g_engine);
+    gf_client *s = settled_client();
+    gf_client *c[CLIENTS];
+    for (unsigned i = 0; i < CLIENTS; i++)
+        c[i] = client();
+    /* Each client's frames go out together and come back in order, though
+     * the connection moves between them. */
+    for (unsigned r = 0; r < ROUNDS; r++)
+        for (unsigned i = 0; i < CLIENTS; i++) {
+            for (unsigned k = 0; k < BURST; k++)
+                send_pattern(c[i], burst[k].pipeline, frame_id_of(i, r * BURST + k), burst[k].bytes,
+                             inputs[k]);
+            for (unsigned k = 0; k < BURST; k++)
+                expect_pattern(c[i], burst[k].pipeline, frame_id_of(i, r * BURST + k),
+                               burst[k].bytes);
+        }
+    /* A region goes with its connection: shm frames on device 1, then 0. */
+    gf_client *m = client();
+    gf_client_shm *set = NULL;
+    ck_assert_int_eq(gf_client_shm_open(m, 2, AFFINE_BYTES, AFFINE_BYTES, &set, QUICK_REPLY_MS), 0);
+    for (unsigned k = 0; k < 4; k++) {
+        uint32_t pipeline = k % 2 ? P_ON0 : P_ON1;
+        unsigned char *in = gf_client_shm_frame_buffer(set, k % 2);
+        for (size_t b = 0; b < AFFINE_BYTES; b++)
+            in[b] = (unsigned char)(b * 31u + (9000u + k) * 7u);
+        ck_assert_int_eq(gf_client_send_shm(m, set, k % 2, pipeline, 9000u + k, AFFINE_BYTES), 0);
+        gf_reply r;
+        ck_assert_int_eq(gf_client_recv(m, &r, QUICK_REPLY_MS), 0);
+        ck_assert_msg(r.header.type == GF_MSG_RESULT, "shm frame %u: %s %.*s", k,
+                      gf_status_name(r.header.status), (int)r.payload_bytes,
+                      (const char *)r.payload);
+        size_t out_bytes = 0;
+        const unsigned char *out = gf_client_shm_result(set, &r, &out_bytes);
+        ck_assert_ptr_nonnull(out);
+        ck_assert_uint_eq(out_bytes, AFFINE_BYTES);
+        if (pipeline == P_ON0)
+            ck_assert_mem_eq(out, in, AFFINE_BYTES);
+        else
+            for (size_t i = 0; i < AFFINE_BYTES / sizeof(float); i++) {
+                float x, got;
+                memcpy(&x, in + 4 * i, sizeof x);
+                memcpy(&got, out + 4 * i, sizeof got);
+                volatile float ax = 2.0f * x;
+                float want = ax + 0.5f;
+                ck_assert(memcmp(&got, &want, sizeof want) == 0 || (want != want && got != got));
+            }
+    }
+    ck_assert_int_eq(gf_client_shm_close(m, set, QUICK_REPLY_MS), 0);
+
+    cJSON *st = NULL;
+    gf_test_ck_wait_idle(s, CLIENTS + 2, SETTLE_MS, &st);
+    const uint64_t frames = CLIENTS * ROUNDS * BURST + 4;
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.answered"), frames);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.received"), frames);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.failed"), 0);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "connections.open"), CLIENTS + 2);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "shm.regions_open"), 0);
+    /* Every client moved at least once a round; none was counted twice. */
+    ck_assert_uint_ge(gf_test_ck_u64(st, "connections.moved"), CLIENTS * ROUNDS);
+    ck_assert_uint_le(gf_test_ck_u64(st, "connections.total"), CLIENTS + 3);
+    cJSON_Delete(st);
+    cJSON *tr = trace(s, 0);
+    const cJSON *f;
+    unsigned seen[3] = {0};
+    cJSON_ArrayForEach(f, trace_frames_of(tr)) {
+        uint64_t pipeline = gf_test_ck_u64(f, "pipeline"), shard = gf_test_ck_u64(f, "shard");
+        ck_assert_uint_lt(pipeline, 3);
+        seen[pipeline]++;
+        if (pipeline == P_ON1)
+            ck_assert_msg(shard == 1, "affine (device 1) ran on shard %" PRIu64, shard);
+        if (pipeline == P_ON0)
+            ck_assert_msg(shard != 1, "on0 (device 0) ran on shard 1");
+    }
+    ck_assert_msg(seen[P_ON1] > 0 && seen[P_ON0] > 0, "TRACE holds %u affine and %u on0 frames",
+                  seen[P_ON1], seen[P_ON0]);
+    cJSON_Delete(tr);
+    for (unsigned i = 0; i < CLIENTS; i++)
+        gf_client_close(c[i]);
+    gf_client_close(m);
+    gf_client_close(s);
+    stop(0);
+}
+END_TEST
+
+/* A pipeline limited to a device no shard runs on: start-up fails, naming
+ * it. */
+START_TEST(a_pipeline_on_no_shards_device_is_refused) {
+    static const char json[] = "{\"shards\": 2, \"devices\": \"0,1\","
+                               " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
+                               " {\"name\": \"far\", \"kind\": \"echo\", \"devices\": \"2,3\"}]}";
+    char err[ERR_BYTES];
+    ck_assert_int_lt(gf_test_daemon_start(&daemon_, json, g_engine, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "pipeline far: devices \"2,3\": no shard runs on them") != NULL, "%s",
+                  err);
+}
+END_TEST
+
 /* ---- the suite ----------------------------------------------------------------------- */
 
 static TCase *tcase(const char *name) {
@@ -1016,6 +1189,15 @@ static Suite *shards_suite(void) {
     tc = tcase("order");
     tcase_add_test(tc, pipelined_replies_keep_their_order);
     suite_add_tcase(s, tc);
+
+    /* The cpu engine numbers its shards as listed devices; on GPUs,
+     * tests/two_devices_gpu.sh moves connections between two real ones. */
+    if (strcmp(g_engine, "cpu") == 0) {
+        tc = tcase("devices");
+        tcase_add_test(tc, connections_move_to_their_pipelines_device);
+        tcase_add_test(tc, a_pipeline_on_no_shards_device_is_refused);
+        suite_add_tcase(s, tc);
+    }
     return s;
 }
 

@@ -5,8 +5,10 @@
 # every elementwise pipeline through the socket and by shared memory; every
 # result must match the C reference; STATS must show both devices, each
 # with its two shards and its share of the frames, and totals that add up;
-# a drain answers everything and the daemon exits 0.  Exits 77 (ctest:
-# skipped) on a machine with fewer than two GPUs.
+# a drain answers everything and the daemon exits 0.  Then pipelines
+# limited to one device each: every frame runs on its device, connections
+# move there (regions with them), and the log holds no error or warning.
+# Exits 77 (ctest: skipped) on a machine with fewer than two GPUs.
 #
 #   tests/two_devices_gpu.sh BUILD_DIR
 set -uo pipefail
@@ -62,8 +64,85 @@ assert f["received"] == f["answered"] and f["failed"] == 0 and f["in_progress"] 
 assert st["shard_count"] == 4 and st["slots"]["count"] == 4 * st["slots"]["per_shard"], st["slots"]
 print("two_devices_gpu: STATS ok:", {k: (d["name"], d["frames_answered"]) for k, d in devices.items()})
 PY
-kill -TERM $daemon
-wait $daemon; rc=$?
-[ $rc = 0 ] || fail "exit status $rc after SIGTERM"
-grep -q "drained: every frame received was answered" "$dir/daemon.log" || fail "no drain line"
+stop_daemon() {
+  kill -TERM $daemon
+  wait $daemon; local rc=$?
+  [ $rc = 0 ] || fail "exit status $rc after SIGTERM"
+  grep -q "drained: every frame received was answered" "$dir/daemon.log" || fail "no drain line"
+  ! grep -E "error:|warn:" "$dir/daemon.log" || fail "an error or warning in the log"
+}
+stop_daemon
+
+# Pipelines limited to one device each: a connection whose frame names one
+# moves to that device's shards.  Eight clients (through the socket and by
+# shared memory) on sincos1 and affine0; two Python connections alternate
+# echo1 and echo0 frames, moving at each, a region pinned on one device
+# going along to the other and unpinned there.
+cat > "$dir/limited.json" <<'JSON'
+{"slots": 2, "max_frame_bytes": 16777216, "log_level": "info",
+ "pipelines": [{"name": "echo", "kind": "echo"},
+               {"name": "sincos1", "kind": "sincos", "params": {"iters": 16}, "devices": "1"},
+               {"name": "affine0", "kind": "affine", "params": {"a": 2.0, "b": 0.5}, "devices": "0"},
+               {"name": "echo1", "kind": "echo", "devices": "1"},
+               {"name": "echo0", "kind": "echo", "devices": "0"}]}
+JSON
+"$build/gpuframed" --socket "$sock" --engine cuda --devices 0,1 --shards 4 \
+  --config "$dir/limited.json" 2> "$dir/daemon.log" &
+daemon=$!
+for _ in $(seq 300); do [ -S "$sock" ] && break; kill -0 $daemon 2>/dev/null || break; sleep 0.1; done
+[ -S "$sock" ] || fail "the daemon (limited pipelines) did not start"
+pids=()
+i=0
+for p in sincos1 affine0 sincos1 affine0 sincos1 affine0 sincos1 affine0; do
+  i=$((i + 1))
+  transport=--no-shm size=4K
+  [ $(((i + 1) / 2 % 2)) = 0 ] && transport=--shm size=1M
+  "$build/gpuframe" stream --socket "$sock" --pipeline $p --size $size --count 300 --window 8 \
+    --verify --quiet $transport > "$dir/client$i.out" 2>&1 &
+  pids+=($!)
+done
+PYTHONPATH="$src/python" python3 - "$sock" > "$dir/python.out" 2>&1 <<'PY' & pids+=($!)
+import sys
+import numpy as np
+from gpuframe import Client
+rng = np.random.default_rng(5)
+for last in ("echo1", "echo0"):
+    with Client(sys.argv[1]) as c:
+        region = c.region(1 << 20)
+        order = ["echo0", "echo1"] if last == "echo1" else ["echo1", "echo0"]
+        for k in range(20):
+            x = rng.integers(0, 256, 65536 + k, dtype=np.uint8)
+            got = c.process(order[k % 2], x.tobytes())
+            assert bytes(got) == x.tobytes(), (last, k)
+            # A frame by reference in the region, wherever the connection is now.
+            v = region.array(np.uint8, 0, 4096)
+            v[:] = rng.integers(0, 256, 4096, dtype=np.uint8)
+            out = region.array(np.uint8, 1 << 19, 4096)
+            got = c.process(order[k % 2], region.frame(v, out))
+            assert np.array_equal(got, v), (last, k, "shm")
+        region.close()
+print("python: 80 frames, alternating devices, ok")
+PY
+for i in "${!pids[@]}"; do
+  n=$((i + 1)); out=$dir/client$n.out; [ $n = 9 ] && out=$dir/python.out
+  wait "${pids[$i]}" || fail "client $n: $(cat "$out")"
+  [ $n = 9 ] || grep -q "frames=300 errors=0 " "$out" || fail "client $n: $(cat "$out")"
+done
+cat "$dir/python.out"
+"$build/gpuframe" stats --socket "$sock" --json > "$dir/stats.json" || fail "gpuframe stats"
+python3 - "$dir/stats.json" <<'PY' || fail "STATS (limited): $(head -c 3000 "$dir/stats.json")"
+import json, sys
+st = json.load(open(sys.argv[1]))
+devices = {d["index"]: d for d in st["devices"]}
+# sincos1 and echo1 on device 1 only, affine0 and echo0 on device 0 only.
+want = {1: 4 * 300 + 2 * 20, 0: 4 * 300 + 2 * 20}
+got = {k: d["frames_answered"] for k, d in devices.items()}
+assert got == want, f"frames per device {got}, expected {want}"
+c = st["connections"]
+assert c["moved"] >= 2 * 19, f"moved {c['moved']}: a Python connection moves at each switch"
+assert st["frames"]["failed"] == 0 and st["frames"]["in_progress"] == 0, st["frames"]
+assert st["shm"]["regions_open"] == 0 and st["shm"]["region_bytes"] == 0, st["shm"]
+print("two_devices_gpu: limited pipelines ok: frames per device", got, "moves", c["moved"])
+PY
+stop_daemon
 echo "two_devices_gpu: ok"

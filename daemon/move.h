@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A connection moves to another shard: the one way a connection leaves the
+ * shard it was handed to.  A pipeline may be limited to some devices (its
+ * "devices" key); a FRAME for it read on a shard of another device is not
+ * admitted there.  The connection stops reading, and once it owes nothing
+ * (every reply written, no frame received or in flight, no region being
+ * pinned) it is handed, with the bytes it has buffered (that FRAME's header
+ * first) and its regions, to the shard with the fewest connections among
+ * those that run the pipeline, by mail (mailbox.h), as the control loop
+ * hands over an accepted one.  Nothing is in flight when it moves, so its
+ * replies keep their order.  It keeps its id, its peer's credentials, its
+ * region ids and its stream position.  A connection whose frames alternate
+ * between pipelines of different devices moves each time: correct, not
+ * fast (config/README.md, "Shards").
+ *
+ * Loop thread of the shard that owns the connection; the mail runs on the
+ * new shard's.
+ */
+#ifndef GF_MOVE_H
+#define GF_MOVE_H
+
+#include "conn.h"
+
+/* Whether the FRAME header `h` names a pipeline that this shard does not
+ * run (limited to other devices): the connection must move for it. */
+int gf_move_wanted(const gf_conn *c, const gf_header *h);
+
+/* `c` waits to move (c->moving): hands it over if it owes nothing now. */
+void gf_move_try(gf_conn *c);
+
+#endif
