@@ -9,12 +9,15 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "group.h"
 #include "listener.h"
 #include "log.h"
 #include "mailbox.h"
 #include "region.h"
+#include "reply.h"
 
 /* What travels: the socket and everything the connection was told or told
  * us that a new gf_conn would not know. */
@@ -27,8 +30,10 @@ typedef struct move_mail {
     uint64_t id, rx_bytes;
     uint32_t uid, gid, pid, next_region_id, region_count;
     int eof;
-    gf_link regions; /* ready, each with no shard (srv NULL) on the way */
-    size_t bytes;    /* buffered and not consumed: the FRAME's header first */
+    int pending_fd;          /* a memfd that came with later bytes, or -1     */
+    uint64_t pending_fd_pos; /* where in the stream it came (conn.h)          */
+    gf_link regions;         /* ready, each with no shard (srv NULL) on the way */
+    size_t bytes;            /* buffered and not consumed: the FRAME's header first */
     uint8_t buf[GF_CONN_BUF_BYTES];
 } move_mail;
 
@@ -40,14 +45,15 @@ int gf_move_wanted(const gf_conn *c, const gf_header *h) {
 
 /* Whether `c` owes nothing and waits for nothing: no reply unwritten, no
  * frame being received, batched or on the engine, no region being pinned,
- * no fd or gathering pending. */
+ * no gathering pending.  (A memfd that came with bytes after the FRAME goes
+ * along.) */
 static int owes_nothing(const gf_conn *c) {
     uint32_t ready = 0;
     for (gf_link *l = gf_list_front(&c->regions); l; l = gf_list_next(&c->regions, l))
         ready++;
     return gf_list_empty(&c->out.replies) && c->out.unfinished == 0 && !c->frame &&
            !c->sched.batch && !gf_sched_waiting(&c->sched) && !c->gathering &&
-           !gf_linked(&c->gather_link) && c->pending_fd < 0 && ready == c->region_count;
+           !gf_linked(&c->gather_link) && ready == c->region_count;
 }
 
 /* The shard with the fewest connections among the others that run a
@@ -87,11 +93,30 @@ static void regions_arrive(gf_server *srv, gf_link *regions) {
     }
 }
 
-/* The connection could not be taken: its client is told the daemon stops,
- * and `srv`'s thread (its regions now) releases its regions. */
+/* The connection could not be taken (the daemon stops): its buffered FRAME
+ * is answered shutting_down, with its own id, as the drain answers frames,
+ * and counted; the socket is closed, and `srv`'s thread (its regions now)
+ * releases its regions. */
 static void refuse(move_mail *mv, gf_server *srv) {
-    gf_refuse_fd(mv->fd, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new frames");
+    static const char text[] = "the daemon is stopping and took no new frame";
+    uint8_t msg[GF_HEADER_BYTES + sizeof text];
+    gf_header h = {.version = GF_PROTOCOL_VERSION};
+    (void)gf_header_parse(mv->buf, mv->bytes, GF_ROLE_DAEMON, UINT64_MAX, &h);
+    gf_reply_header(msg, h.version, GF_MSG_ERROR, 0, h.frame_id, h.pipeline_id,
+                    GF_ERR_SHUTTING_DOWN, sizeof text - 1);
+    memcpy(msg + GF_HEADER_BYTES, text, sizeof text - 1);
+    (void)send(mv->fd, msg, GF_HEADER_BYTES + sizeof text - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    close(mv->fd);
+    if (mv->pending_fd >= 0)
+        close(mv->pending_fd);
     atomic_fetch_sub_explicit(mv->connections, 1, memory_order_relaxed);
+    if (srv) {
+        srv->stats.rejected[GF_ERR_SHUTTING_DOWN]++;
+    } else {
+        atomic_fetch_add_explicit(&mv->group->refused, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&mv->group->refused_by_status[GF_ERR_SHUTTING_DOWN], 1,
+                                  memory_order_relaxed);
+    }
     if (srv) {
         regions_arrive(srv, &mv->regions); /* region_free counts them out */
         gf_link *l;
@@ -116,6 +141,8 @@ static void on_move_mail(gf_mail *m, void *owner) {
     regions_arrive(srv, &mv->regions);
     gf_conn *c = gf_conn_new(srv, mv->fd, mv->uid, mv->gid, mv->pid, mv->id, mv->resume);
     if (c == NULL) { /* the socket is closed, the count taken back */
+        if (mv->pending_fd >= 0)
+            close(mv->pending_fd);
         gf_link *l;
         while ((l = gf_list_pop_front(&mv->regions)))
             gf_region_unref(gf_list_entry(l, gf_region, link));
@@ -126,6 +153,8 @@ static void on_move_mail(gf_mail *m, void *owner) {
     c->buf_end = mv->bytes;
     c->rx_bytes = mv->rx_bytes;
     c->eof = mv->eof != 0;
+    c->pending_fd = mv->pending_fd;
+    c->pending_fd_pos = mv->pending_fd_pos;
     c->next_region_id = mv->next_region_id;
     c->region_count = mv->region_count;
     gf_list_splice(&c->regions, &mv->regions);
@@ -171,12 +200,15 @@ void gf_move_try(gf_conn *c) {
                       .next_region_id = c->next_region_id,
                       .region_count = c->region_count,
                       .eof = c->eof,
+                      .pending_fd = c->pending_fd,
+                      .pending_fd_pos = c->pending_fd_pos,
                       .bytes = c->buf_end - c->buf_start};
     memcpy(mv->buf, c->buf + c->buf_start, mv->bytes);
     gf_list_init(&mv->regions);
     gf_list_splice(&mv->regions, &c->regions);
     regions_leave(srv, &mv->regions);
     c->region_count = 0;
+    c->pending_fd = -1; /* the mail's now */
     /* Off this loop's poll before the other loop polls it. */
     gf_conn_hand_over(c);
     atomic_fetch_add_explicit(mv->connections, 1, memory_order_relaxed);

@@ -58,15 +58,16 @@ static gf_slot *take(gf_sched *s, gf_sched_client *c, gf_slot *slot) {
 /* Whether receiver `c` already holds its share of the slots: all but one
  * (in any state: being received into, on the engine, or their results
  * unread) while another client uses them (it claimed one since either of
- * `c`'s last two claims, or waits), so that a slot stays for it. */
-static int holds_its_share(const gf_sched *s, const gf_sched_client *c) {
+ * `c`'s last two claims, or waits: on the queues, or `set_aside` by a
+ * grant that took waiters off them), so that a slot stays for it. */
+static int holds_its_share(const gf_sched *s, const gf_sched_client *c, int set_aside) {
     if (s->ring.count < 2)
         return 0;
     uint32_t held = 0;
     for (uint32_t i = 0; i < s->ring.count; i++)
         held += s->ring.slots[i].owner == c;
     return held >= s->ring.count - 1 &&
-           (c->shared || s->claim_seq != c->claim_seq || gf_sched_others_wait(s, c));
+           (c->shared || s->claim_seq != c->claim_seq || set_aside || gf_sched_others_wait(s, c));
 }
 
 /* Whether a waiting receiver could take a free slot: the cap on receivers
@@ -76,7 +77,7 @@ static int receivers_could_go(const gf_sched *s) {
         return 0;
     const gf_link *l = gf_list_front(&s->wait_receive);
     for (int i = 0; l && i < GF_GRANT_PROBES_MAX; i++, l = gf_list_next(&s->wait_receive, l))
-        if (!holds_its_share(s, gf_list_entry(l, gf_sched_client, waiting)))
+        if (!holds_its_share(s, gf_list_entry(l, gf_sched_client, waiting), 0))
             return 1;
     return 0;
 }
@@ -97,7 +98,7 @@ gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
     if (slot) {
         /* Granted, or left open and empty: it takes any frame. */
         assert(slot->open && slot->frame_count == 0);
-    } else if (!must_wait(s, receive) && !(receive && holds_its_share(s, c)) &&
+    } else if (!must_wait(s, receive) && !(receive && holds_its_share(s, c, 0)) &&
                (slot = gf_slot_claim(&s->ring, c))) {
         take(s, c, slot);
     } else {
@@ -119,10 +120,18 @@ gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
     return slot;
 }
 
-void gf_sched_stop_waiting(gf_sched *s, gf_sched_client *c) {
-    (void)s;
+/* Takes `c` off its waiter queue. */
+static void unqueue(gf_sched_client *c) {
     gf_list_remove(&c->waiting);
     c->receive = 0;
+}
+
+void gf_sched_stop_waiting(gf_sched *s, gf_sched_client *c) {
+    unqueue(c);
+    /* A receiver held to its share for this one's sake may take a free
+     * slot now. */
+    if (s->ring.free_count > 0 && !gf_list_empty(&s->wait_receive))
+        s->hooks.wake(s->hooks.arg);
 }
 
 int gf_sched_others_wait(const gf_sched *s, const gf_sched_client *c) {
@@ -152,7 +161,7 @@ static gf_sched_client *pick_receiver(gf_sched *s, int unready) {
         gf_sched_client *c = waiter(gf_list_pop_front(&s->wait_receive));
         if (!c)
             break;
-        int eligible = !holds_its_share(s, c);
+        int eligible = !holds_its_share(s, c, !gf_list_empty(&asked));
         if (eligible && (!s->hooks.receive_ready || s->hooks.receive_ready(c, s->hooks.arg)))
             ready = c;
         else
@@ -177,7 +186,7 @@ static void grant(gf_sched *s, int unready) {
         if (!c)
             return;
         int receive = c->receive;
-        gf_sched_stop_waiting(s, c);
+        unqueue(c);
         assert(!c->batch);
         take(s, c, gf_slot_claim(&s->ring, c));
         if (receive)

@@ -376,6 +376,34 @@ START_TEST(a_receiver_leaves_a_slot_to_others) {
 }
 END_TEST
 
+/* Receiver A holds all slots but one; receiver C, whose bytes are not there
+ * yet, waits before it.  A grant passes C over for want of bytes, and must
+ * still count it as waiting: A is not given the last slot.  When C leaves,
+ * a grant is asked for, and A, alone now, gets it. */
+START_TEST(a_waiter_passed_over_still_counts) {
+    setup(2);
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, A, 1));
+    ck_assert_ptr_null(gf_sched_claim(&sched, C, 1));
+    gf_frame *a1 = run_received(A, 1);
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 0); /* C is not sending */
+    ck_assert_ptr_null(gf_sched_claim(&sched, A, 1));
+    ready_to_receive[0] = 1;
+    gf_sched_grant(&sched);
+    ck_assert_msg(granted_count == 0, "%s was granted the last slot while C waits",
+                  granted[0] == A ? "A" : "C");
+    unsigned before = wakes;
+    gf_sched_stop_waiting(&sched, C);
+    ck_assert_uint_gt(wakes, before);
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 1);
+    ck_assert_ptr_eq(granted[0], A);
+    gf_sched_complete(submitted[0], &sched);
+    gf_sched_release(&sched, a1);
+    teardown();
+}
+END_TEST
+
 /* ---- batches, submission, completion ------------------------------------------- */
 
 START_TEST(batches_are_held_while_the_engine_is_busy) {
@@ -500,6 +528,7 @@ static Suite *scheduler_suite(void) {
     tcase_add_test(tc, grants_follow_arrival_across_both_queues);
     tcase_add_test(tc, an_unused_receive_grant_is_not_counted);
     tcase_add_test(tc, a_receiver_leaves_a_slot_to_others);
+    tcase_add_test(tc, a_waiter_passed_over_still_counts);
     suite_add_tcase(s, tc);
     tc = tcase_create("batches");
     tcase_add_test(tc, batches_are_held_while_the_engine_is_busy);

@@ -25,15 +25,19 @@
  */
 /* The daemon's TRACEs under way at once in a shard (server_state.h). */
 #define GF_GATHERS_MAX_FOR_TEST 4
-#define _POSIX_C_SOURCE         200809L /* pthread_barrier_t */
+#define _GNU_SOURCE             /* memfd_create; pthread_barrier_t */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "libgpuframe.h"
@@ -1144,6 +1148,74 @@ START_TEST(connections_move_to_their_pipelines_device) {
 }
 END_TEST
 
+/* Sends `len` bytes of `buf` on raw socket `sock` in one sendmsg, with the
+ * memfd `fd` attached. */
+static void send_with_fd(int sock, const void *buf, size_t len, int fd) {
+    union {
+        struct cmsghdr align;
+        char bytes[CMSG_SPACE(sizeof(int))];
+    } control;
+    memset(&control, 0, sizeof control);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.bytes,
+                         .msg_controllen = sizeof control.bytes};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+    ck_assert_int_eq(sendmsg(sock, &msg, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+/* The next reply on raw socket `sock`: of `type`, for `frame_id`. */
+static void expect_raw_reply(int sock, uint8_t type, uint64_t frame_id) {
+    gf_header h;
+    char err[ERR_BYTES];
+    static uint8_t payload[4096];
+    ck_assert_msg(gf_test_raw_recv_reply(sock, &h, payload, sizeof payload, QUICK_REPLY_MS, err,
+                                         sizeof err) == 0,
+                  "reply to %" PRIu64 ": %s", frame_id, err);
+    ck_assert_msg(h.type == type, "reply to %" PRIu64 ": type %u, %s %.*s", frame_id, h.type,
+                  gf_status_name(h.status), (int)h.payload_bytes, (const char *)payload);
+    if (type != GF_MSG_REGION_ADD)
+        ck_assert_uint_eq(h.frame_id, frame_id);
+}
+
+/* A FRAME that must move and, in the same read, a REGION_ADD with its
+ * memfd: the memfd moves with the connection and the REGION_ADD is
+ * answered on the new shard.  (The move waited for the memfd to be
+ * claimed, which only reading on could do: the FRAME was never answered,
+ * and SIGTERM's drain ran out.)  Then SIGTERM drains and the daemon exits 0. */
+START_TEST(a_memfd_after_a_moving_frame_goes_along) {
+    gf_test_ck_daemon_start(&daemon_, devices_json, g_engine);
+    for (uint64_t round = 0; round < 3; round++) {
+        int sock = gf_test_ck_raw_connect(daemon_.socket_path);
+        uint8_t buf[3 * GF_HEADER_BYTES];
+        /* First to a device-0 shard, so that the next frame moves it. */
+        gf_test_ck_raw_frame(sock, 10 * round + 1, P_ON0, 8, NULL, 8);
+        expect_raw_reply(sock, GF_MSG_RESULT, 10 * round + 1);
+        gf_header frame = gf_test_header(GF_MSG_FRAME, 10 * round + 2, P_ON1, 8);
+        gf_header add = gf_test_header(GF_MSG_REGION_ADD, 10 * round + 3, 0, 0);
+        add.version = 2;
+        gf_header_encode(&frame, buf);
+        memset(buf + GF_HEADER_BYTES, 7, 8);
+        gf_header_encode(&add, buf + GF_HEADER_BYTES + 8);
+        int mfd = memfd_create("gf-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        ck_assert_int_ge(mfd, 0);
+        ck_assert_int_eq(ftruncate(mfd, 4096), 0);
+        ck_assert_int_eq(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+        send_with_fd(sock, buf, 2 * GF_HEADER_BYTES + 8, mfd);
+        close(mfd);
+        expect_raw_reply(sock, GF_MSG_RESULT, 10 * round + 2);
+        expect_raw_reply(sock, GF_MSG_REGION_ADD, 10 * round + 3);
+        close(sock);
+    }
+    stop(0);
+}
+END_TEST
+
 /* A pipeline limited to a device no shard runs on: start-up fails, naming
  * it. */
 START_TEST(a_pipeline_on_no_shards_device_is_refused) {
@@ -1196,6 +1268,7 @@ static Suite *shards_suite(void) {
         tc = tcase("devices");
         tcase_add_test(tc, connections_move_to_their_pipelines_device);
         tcase_add_test(tc, a_pipeline_on_no_shards_device_is_refused);
+        tcase_add_test(tc, a_memfd_after_a_moving_frame_goes_along);
         suite_add_tcase(s, tc);
     }
     return s;
