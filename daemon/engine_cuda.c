@@ -141,6 +141,42 @@ static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage 
     return (cudaError_t)launch(&st->params, in, (size_t)in_bytes, out, cs->stream);
 }
 
+/* Launches stage `st` (stage k of the pipeline) for every frame of the slot,
+ * each frame's input at `in` + its offset and output at `out` + its offset:
+ * a plugin with launch_batch gets them in calls of at most its
+ * max_batch_frames, anything else one launch a frame. */
+static cudaError_t launch_frames(const gf_slot *s, cuda_slot *cs, const gf_stage *st, uint32_t k,
+                                 uint8_t *in, uint8_t *out) {
+    const gf_plugin *api =
+        gf_kind_is_plugin(st->kind) ? gf_plugin_stage_api(st->params.plugin) : NULL;
+    uint32_t per_call = api ? gf_plugin_batch_frames(api) : 0;
+    cudaError_t err = cudaSuccess;
+    if (per_call == 0) {
+        for (uint32_t i = 0; i < s->frame_count && err == cudaSuccess; i++) {
+            const gf_frame *f = &s->frames[i];
+            uint64_t n = k == 0 ? f->in_bytes : f->stage_bytes[k - 1];
+            err = launch_stage(s, cs, st, in + f->offset, n, out + f->offset);
+        }
+        return err;
+    }
+    const cuda_engine *ce = (const cuda_engine *)cs->engine;
+    void *dev = gf_plugin_stage_device(st->params.plugin, ce->device);
+    gf_plugin_frame frames[GF_SLOT_FRAMES_MAX];
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        const gf_frame *f = &s->frames[i];
+        frames[i] = (gf_plugin_frame){.in_dev = in + f->offset,
+                                      .in_bytes = k == 0 ? f->in_bytes : f->stage_bytes[k - 1],
+                                      .out_dev = out + f->offset,
+                                      .out_bytes = f->stage_bytes[k]};
+    }
+    for (uint32_t i = 0; i < s->frame_count && err == cudaSuccess; i += per_call) {
+        uint32_t n = s->frame_count - i < per_call ? s->frame_count - i : per_call;
+        err = (cudaError_t)api->launch_batch(dev, ce->stream_base + s->index, frames + i, n,
+                                             cs->stream);
+    }
+    return err;
+}
+
 /* Whether every stage of `p` is elementwise (gf_pipeline_kind.elementwise). */
 static int all_elementwise(const gf_pipeline *p) {
     for (uint32_t k = 0; k < p->stage_count; k++)
@@ -233,7 +269,8 @@ static int runs_zero_copy(const cuda_engine *ce, const gf_slot *s, int elementwi
  * (runs_zero_copy) has no copies, its first and last stages use the host
  * buffers.  A batch of elementwise stages runs as one launch per stage over
  * all its frames, the bytes between them included (GF_FRAME_ALIGN_BYTES);
- * any other runs each frame's launches, stage by stage.
+ * any other runs stage by stage, each stage over every frame: a plugin's
+ * launch_batch for all of them, or a launch a frame (launch_frames).
  */
 static cudaError_t enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     const gf_pipeline *p = &s->frames[0].pipeline; /* every frame's */
@@ -258,11 +295,7 @@ static cudaError_t enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
                                              : last->offset + last->in_bytes;
             err = launch_stage(s, cs, st, in, n, out);
         } else {
-            for (uint32_t i = 0; i < s->frame_count && err == cudaSuccess; i++) {
-                const gf_frame *f = &s->frames[i];
-                uint64_t n = k == 0 ? f->in_bytes : f->stage_bytes[k - 1];
-                err = launch_stage(s, cs, st, in + f->offset, n, out + f->offset);
-            }
+            err = launch_frames(s, cs, st, k, in, out);
         }
         if (err != cudaSuccess)
             return err;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpuframed's pipeline plugin ABI, version 1: what a shared object implements
+ * gpuframed's pipeline plugin ABI, version 2: what a shared object implements
  * so that gpuframed runs it as a pipeline kind, or as one stage of a
  * multi-stage pipeline.  Installed as <gpuframe/plugin.h>; plain C, needs
  * neither the CUDA headers nor cJSON.
@@ -10,8 +10,12 @@
  *     const gf_plugin *gf_plugin_entry(void);
  *
  * that returns a pointer to a static gf_plugin whose first member is
- * GF_PLUGIN_ABI_VERSION as the plugin was built.  gpuframed refuses a plugin
- * whose version differs from its own, and reads nothing else of it.
+ * GF_PLUGIN_ABI_VERSION as the plugin was built.  gpuframed loads plugins of
+ * versions GF_PLUGIN_ABI_VERSION_MIN to GF_PLUGIN_ABI_VERSION and refuses
+ * any other, reading nothing else of it.  Versions are told apart by that
+ * first member alone: version 2 added launch_batch and max_batch_frames at
+ * the end of gf_plugin, and gpuframed reads no member past `launch` of a
+ * version-1 plugin, which runs frame by frame as it always did.
  *
  * Life of a plugin stage (each configured use of a plugin is one "stage"):
  *
@@ -29,6 +33,9 @@
  *                               only.  Shards on one device share its `dev`
  *                               and launch concurrently, each on its own
  *                               stream indices.
+ *   launch_batch(dev, ...)      (version 2, optional) instead of launch for
+ *                               a submission of several frames: every frame
+ *                               of this stage at once, on one stream.
  *   reference(state, ...)       per frame on the CPU engine (one of its
  *                               worker threads, concurrently for different
  *                               frames), and per frame in --verify.
@@ -76,7 +83,11 @@ extern "C" {
 /* Raised whenever a member of gf_plugin, gf_plugin_param, gf_plugin_value or
  * gf_plugin_env changes meaning, order or size; additions go at the ends of
  * the structs and raise it too.  A plugin is built for exactly one version. */
-#define GF_PLUGIN_ABI_VERSION 1
+#define GF_PLUGIN_ABI_VERSION 2
+/* The oldest version gpuframed still loads. */
+#define GF_PLUGIN_ABI_VERSION_MIN 1
+/* The most frames one launch_batch call may be given (max_batch_frames). */
+#define GF_PLUGIN_BATCH_FRAMES_MAX 4096
 
 /* The name of the one symbol gpuframed looks up. */
 #define GF_PLUGIN_ENTRY_SYMBOL "gf_plugin_entry"
@@ -116,6 +127,14 @@ typedef struct gf_plugin_env {
      * current directory, which is / under systemd). */
     const char *config_dir;
 } gf_plugin_env;
+
+/* One frame of a launch_batch call: what launch() would be given for it. */
+typedef struct gf_plugin_frame {
+    const void *in_dev; /* its input on the device, aligned to 256 bytes      */
+    uint64_t in_bytes;  /* a length output_bytes() accepted                   */
+    void *out_dev;      /* where its output goes, aligned to 256 bytes        */
+    uint64_t out_bytes; /* what output_bytes() said for in_bytes              */
+} gf_plugin_frame;
 
 typedef struct gf_plugin {
     uint32_t abi_version; /* GF_PLUGIN_ABI_VERSION: always the first member   */
@@ -161,6 +180,26 @@ typedef struct gf_plugin {
      * into `out_dev` on `stream` (a cudaStream_t); see the rules above. */
     int (*launch)(void *dev, uint32_t stream_index, const void *in_dev, uint64_t in_bytes,
                   void *out_dev, void *stream);
+
+    /* ---- version 2 --------------------------------------------------------- */
+
+    /* Optional, with launch (NULL: gpuframed calls launch for each frame).
+     * Enqueues frames[0..count) on `stream`, each as launch() would: the
+     * frames of one submission that this stage runs, 1 to max_batch_frames
+     * of them (gpuframed splits a larger submission into calls of at most
+     * that many), in the order they lie in the slot's buffers.  Every
+     * frame's input starts at the same offset from its buffer's start as
+     * its output from theirs, in increasing order, each a multiple of 256
+     * bytes, so frames of one length lie at one stride: one GEMM over the
+     * rows of all of them is the point.  The rules for launch() hold.  A
+     * nonzero return (a cudaError_t) fails every frame of the submission,
+     * each with its own ERROR; the pipeline goes on serving. */
+    int (*launch_batch)(void *dev, uint32_t stream_index, const gf_plugin_frame *frames,
+                        uint32_t count, void *stream);
+    /* With launch_batch: the most frames one call takes, 1 to
+     * GF_PLUGIN_BATCH_FRAMES_MAX (a plugin declaring another is refused at
+     * load). */
+    uint32_t max_batch_frames;
 } gf_plugin;
 
 /* What a plugin defines; GF_PLUGIN_EXPORT makes it visible in a library

@@ -173,9 +173,9 @@ int gf_plugin_name_ok(const char *s) {
 
 /* What a plugin's description must hold before anything of it is called. */
 static int check_api(const gf_plugin *api, char *why, size_t why_len) {
-    if (api->abi_version != GF_PLUGIN_ABI_VERSION) {
-        gf_errorf(why, why_len, "plugin ABI version %" PRIu32 "; this gpuframed speaks %d",
-                  api->abi_version, GF_PLUGIN_ABI_VERSION);
+    if (api->abi_version < GF_PLUGIN_ABI_VERSION_MIN || api->abi_version > GF_PLUGIN_ABI_VERSION) {
+        gf_errorf(why, why_len, "plugin ABI version %" PRIu32 "; this gpuframed speaks %d to %d",
+                  api->abi_version, GF_PLUGIN_ABI_VERSION_MIN, GF_PLUGIN_ABI_VERSION);
         return -1;
     }
     if (!gf_plugin_name_ok(api->name)) {
@@ -191,6 +191,16 @@ static int check_api(const gf_plugin *api, char *why, size_t why_len) {
     if (api->device_open && (!api->launch || !api->device_close)) {
         gf_errorf(why, why_len, "plugin %s has device_open without launch and device_close",
                   api->name);
+        return -1;
+    }
+    if (api->abi_version >= 2 && api->launch_batch &&
+        (!api->launch || api->max_batch_frames < 1 ||
+         api->max_batch_frames > GF_PLUGIN_BATCH_FRAMES_MAX)) {
+        gf_errorf(why, why_len,
+                  "plugin %s declares launch_batch with max_batch_frames %" PRIu32
+                  "%s; it takes 1 to %d, with launch",
+                  api->name, api->max_batch_frames, api->launch ? "" : " and no launch",
+                  GF_PLUGIN_BATCH_FRAMES_MAX);
         return -1;
     }
     if (api->param_count > GF_PLUGIN_PARAMS_MAX || (api->param_count && !api->params)) {

@@ -60,7 +60,7 @@ const char *gf_plugin_stage_params_json(const gf_plugin_stage *st);
  * Loads the shared object and checks its entry point and ABI version and its
  * parameter table.  Returns its description, or NULL with one line in
  * why[why_len] ("cannot load ...: <dlerror>", "no symbol gf_plugin_entry",
- * "ABI version 2; this gpuframed speaks 1", ...).  Idempotent.
+ * "ABI version 3; this gpuframed speaks 1 to 2", ...).  Idempotent.
  */
 const gf_plugin *gf_plugin_stage_dlopen(gf_plugin_stage *st, char *why, size_t why_len);
 
@@ -74,6 +74,12 @@ int gf_plugin_stage_create(gf_plugin_stage *st, const gf_plugin_value *values,
  * state (NULL until created). */
 const gf_plugin *gf_plugin_stage_api(const gf_plugin_stage *st);
 void *gf_plugin_stage_state(const gf_plugin_stage *st);
+
+/* The frames one launch_batch call of `api` takes: 0 when it has none (a
+ * version-1 plugin, or one without it), else its max_batch_frames. */
+static inline uint32_t gf_plugin_batch_frames(const gf_plugin *api) {
+    return api->abi_version >= 2 && api->launch_batch ? api->max_batch_frames : 0;
+}
 
 /* Nonzero when `s` is a plugin's kind or parameter name as the config and
  * LIST spell them: [a-z0-9_]+, shorter than a pipeline name. */

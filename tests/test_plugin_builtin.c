@@ -91,7 +91,7 @@ static uint32_t f32_bits(float v) {
  * all present exactly when the build has CUDA. */
 static void check_common(const gf_plugin *p) {
     ck_assert_uint_eq(p->abi_version, GF_PLUGIN_ABI_VERSION);
-    ck_assert_uint_eq(p->abi_version, 1);
+    ck_assert_uint_eq(p->abi_version, 2);
     ck_assert(p->doc != NULL);
     ck_assert(p->create != NULL);
     ck_assert(p->destroy != NULL);
@@ -123,6 +123,8 @@ START_TEST(test_clamp_table) {
 
     check_common(p);
     ck_assert_str_eq(p->name, "clamp");
+    /* Elementwise: the daemon runs a batch of them as one launch already. */
+    ck_assert(p->launch_batch == NULL);
     ck_assert_int_eq(p->exact, 1);
     ck_assert_uint_eq(p->param_count, 2);
     ck_assert_str_eq(p->params[0].key, "lo");
@@ -145,6 +147,13 @@ START_TEST(test_mlp_table) {
 
     check_common(p);
     ck_assert_str_eq(p->name, "mlp");
+    /* Batched launches with the CUDA side: one SGEMM a layer per batch. */
+#ifdef GF_HAVE_CUDA
+    ck_assert(p->launch_batch != NULL);
+    ck_assert_uint_eq(p->max_batch_frames, 1024);
+#else
+    ck_assert(p->launch_batch == NULL);
+#endif
     ck_assert_int_eq(p->exact, 0);
     ck_assert_float_eq(p->abs_tolerance, 1e-5f);
     ck_assert_float_eq(p->rel_tolerance, 1e-5f);

@@ -4,7 +4,8 @@
  * stream and device_close, against each plugin's reference: clamp bit for
  * bit, mlp within the tolerance it states (the demo network at 1, 7 and 64
  * vectors, with and without softmax; a one-layer network; a network whose
- * frame runs in three chunks).  Also: two stream indices in flight at once,
+ * frame runs in three chunks; launch_batch over batches of 1, 7 and 64
+ * frames and a mixed one).  Also: two stream indices in flight at once,
  * and no device memory taken by launches after the first.
  *
  * Labelled `gpu`: without CUDA in the build, or without a usable device, it
@@ -233,6 +234,98 @@ START_TEST(test_mlp_gpu_one_layer_and_chunks) {
 }
 END_TEST
 
+/*
+ * launch_batch as the daemon calls it: `count` frames packed in one
+ * buffer at a stride of 12288 bytes (a demo input, 3072 floats, rounded up
+ * to 256), each frame's output at its input's offset in another.  Frame i
+ * has vectors[i] vectors (1 for all: one SGEMM a layer; else frame by
+ * frame).  Every frame's result is checked against the reference within
+ * the tolerance, and the bytes between results must stay as they were.
+ */
+static void check_batch(const gf_plugin *p, void *state, void *dev, cudaStream_t stream,
+                        uint32_t count, const uint32_t *vectors, uint64_t seed, const char *what) {
+    enum { IN_VEC = 3072 * 4, OUT_VEC = 10 * 4 };
+    size_t stride = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        size_t need = ((size_t)vectors[i] * IN_VEC + 255) / 256 * 256;
+        stride = need > stride ? need : stride;
+    }
+    const size_t bytes = stride * count;
+    float *in = malloc(bytes);
+    unsigned char *got = malloc(bytes), *ref = malloc((size_t)64 * OUT_VEC);
+    gf_plugin_frame *frames = calloc(count, sizeof *frames);
+    uint8_t *in_dev, *out_dev;
+    ck_assert(in != NULL && got != NULL && ref != NULL && frames != NULL);
+    fill_uniform(in, bytes / 4, 2.0f, seed);
+    GF_TEST_CK_CUDA(cudaMalloc((void **)&in_dev, bytes));
+    GF_TEST_CK_CUDA(cudaMalloc((void **)&out_dev, bytes));
+    GF_TEST_CK_CUDA(cudaMemcpy(in_dev, in, bytes, cudaMemcpyHostToDevice));
+    GF_TEST_CK_CUDA(cudaMemset(out_dev, POISON_BYTE, bytes));
+    for (uint32_t i = 0; i < count; i++)
+        frames[i] = (gf_plugin_frame){.in_dev = in_dev + i * stride,
+                                      .in_bytes = (uint64_t)vectors[i] * IN_VEC,
+                                      .out_dev = out_dev + i * stride,
+                                      .out_bytes = (uint64_t)vectors[i] * OUT_VEC};
+    ck_assert_uint_ge(p->max_batch_frames, count);
+    const int err = p->launch_batch(dev, 0, frames, count, stream);
+    ck_assert_msg(err == 0, "%s: launch_batch: %s (%d)", what, cudaGetErrorString((cudaError_t)err),
+                  err);
+    GF_TEST_CK_CUDA(cudaStreamSynchronize(stream));
+    GF_TEST_CK_CUDA(cudaMemcpy(got, out_dev, bytes, cudaMemcpyDeviceToHost));
+    double worst = 0.0;
+    for (uint32_t i = 0; i < count; i++) {
+        const unsigned char *frame_in = (const unsigned char *)in + i * stride;
+        const unsigned char *frame_out = got + i * stride;
+        ck_assert_uint_le(vectors[i], 64);
+        p->reference(state, frame_in, frames[i].in_bytes, ref);
+        char where[96];
+        snprintf(where, sizeof where, "%s, frame %u", what, i);
+        double w = compare_f32(frame_out, ref, frames[i].out_bytes / 4, p->abs_tolerance,
+                               p->rel_tolerance, where);
+        worst = w > worst ? w : worst;
+        for (size_t b = frames[i].out_bytes; b < stride; b++)
+            ck_assert_msg(frame_out[b] == POISON_BYTE, "%s: byte %zu after its result written",
+                          where, b);
+    }
+    printf("%s: %.3g of the tolerance used\n", what, worst);
+    GF_TEST_CK_CUDA(cudaFree(in_dev));
+    GF_TEST_CK_CUDA(cudaFree(out_dev));
+    free(in);
+    free(got);
+    free(ref);
+    free(frames);
+}
+
+/* Batches of 1, 7 and 64 one-vector frames (one SGEMM a layer), with and
+ * without softmax; and a batch whose frames differ (one of 3 vectors),
+ * which runs frame by frame. */
+START_TEST(test_mlp_gpu_launch_batch) {
+    const gf_plugin *p = plugin_load(GF_PLUGIN_MLP_SO, NULL);
+    ck_assert_int_eq(p->abi_version, 2);
+    ck_assert(p->launch_batch != NULL);
+    static const uint32_t counts[] = {1, 7, 64};
+    uint32_t ones[64], mixed[7] = {1, 1, 3, 1, 1, 1, 1};
+    for (int i = 0; i < 64; i++)
+        ones[i] = 1;
+    cudaStream_t stream;
+    GF_TEST_CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    for (int softmax = 0; softmax <= 1; softmax++) {
+        void *state = create_mlp(p, GF_MLP_DEMO_WEIGHTS, softmax);
+        void *dev = open_device(p, state);
+        for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "mlp batch of %u, softmax %d", counts[i], softmax);
+            check_batch(p, state, dev, stream, counts[i], ones, 51 + i, what);
+        }
+        check_batch(p, state, dev, stream, 7, mixed, 61,
+                    softmax ? "mlp mixed batch, softmax" : "mlp mixed batch");
+        p->device_close(dev);
+        p->destroy(state);
+    }
+    GF_TEST_CK_CUDA(cudaStreamDestroy(stream));
+}
+END_TEST
+
 /* Two stream indices with frames in flight together, each on its own
  * stream; then launches after the first take no device memory. */
 START_TEST(test_mlp_gpu_two_streams_no_alloc) {
@@ -291,6 +384,7 @@ static Suite *plugin_gpu_suite(void) {
     tcase_add_test(tc, test_clamp_gpu_exact);
     tcase_add_test(tc, test_mlp_gpu_demo);
     tcase_add_test(tc, test_mlp_gpu_one_layer_and_chunks);
+    tcase_add_test(tc, test_mlp_gpu_launch_batch);
     tcase_add_test(tc, test_mlp_gpu_two_streams_no_alloc);
     suite_add_tcase(s, tc);
     return s;

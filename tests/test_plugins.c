@@ -108,7 +108,10 @@ static const struct load_case {
      "pipelines[0] (p).path: " GF_TEST_NO_ENTRY_SO ": no symbol gf_plugin_entry"},
     {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_BAD_ABI_SO "\"}",
      "pipelines[0] (p).path: " GF_TEST_BAD_ABI_SO ": plugin ABI version 99; this gpuframed "
-     "speaks 1"},
+     "speaks 1 to 2"},
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_BAD_BATCH_SO "\"}",
+     "pipelines[0] (p).path: " GF_TEST_BAD_BATCH_SO ": plugin bad_batch declares launch_batch "
+     "with max_batch_frames 0; it takes 1 to 4096, with launch"},
     {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" EXAMPLE_SO
      "\", \"params\": {\"lo\": \"low\"}}",
      "pipelines[0] (p).params.lo: expected a number"},
@@ -360,6 +363,44 @@ START_TEST(reload_keeping_pipelines_keeps_their_frame_size) {
 }
 END_TEST
 
+/* A plugin built for ABI version 1 (before launch_batch) still loads, and
+ * its frames are verified against its reference, batched ones included
+ * (window 16 of 100-byte frames).  It has no CUDA side: the cpu engine. */
+START_TEST(a_version_1_plugin_still_runs) {
+    static const char json[] = "{\"slots\": 2, \"pipelines\": [{\"name\": \"v1\", \"kind\": "
+                               "\"plugin\", \"path\": \"" GF_TEST_VERSION1_SO "\"}]}";
+    gf_test_daemon d;
+    start(&d, json);
+    stream_verified(&d, "v1", "100", "400");
+    stream_verified(&d, "v1", "65536", "16");
+    stop(&d);
+}
+END_TEST
+
+/* The MLP's frames in submissions of many frames (one-vector frames at
+ * window 64 and 7) and of one (window 1), verified against the reference:
+ * on the GPU, its launch_batch runs them (test_plugin_builtin_gpu checks
+ * batches of exactly 1, 7 and 64 frames). */
+START_TEST(mlp_batches_stream_verified) {
+    gf_test_daemon d;
+    char size[32];
+    start(&d, config_json);
+    snprintf(size, sizeof size, "%d", MLP_IN_FLOATS * 4);
+    static const char *const windows[] = {"64", "7", "1"};
+    for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
+        char *out;
+        char *argv[] = {GF_TEST_CLIENT, "stream",  "--socket", d.socket_path, "--pipeline",
+                        "mlp",          "--count", "640",      "--window",    (char *)windows[i],
+                        "--verify",     "--size",  size,       NULL};
+        int rc = gf_test_ck_run(d.dir, argv, COMMAND_TIMEOUT_MS, &out);
+        ck_assert_msg(rc == 0 && strstr(out, " errors=0 ") != NULL, "window %s exited %d:\n%s",
+                      windows[i], rc, out);
+        free(out);
+    }
+    stop(&d);
+}
+END_TEST
+
 static Suite *plugins_suite(void) {
     Suite *s = suite_create("plugins");
     TCase *tc = tcase_create("load");
@@ -372,6 +413,9 @@ static Suite *plugins_suite(void) {
     tcase_add_test(tc, list_and_trace_describe_stages);
     tcase_add_test(tc, reloads_add_and_remove_plugins_while_streaming);
     tcase_add_test(tc, reload_keeping_pipelines_keeps_their_frame_size);
+    tcase_add_test(tc, mlp_batches_stream_verified);
+    if (strcmp(g_engine, "cpu") == 0)
+        tcase_add_test(tc, a_version_1_plugin_still_runs);
     tcase_set_timeout(tc, 240);
     suite_add_tcase(s, tc);
     return s;

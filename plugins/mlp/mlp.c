@@ -152,6 +152,10 @@ static const gf_plugin mlp_plugin = {
     .device_open = gf__mlp_device_open,
     .device_close = gf__mlp_device_close,
     .launch = gf__mlp_launch,
+    /* One SGEMM per layer over the vectors of every frame of a submission
+     * (mlp.cu): the point of a batch. */
+    .launch_batch = gf__mlp_launch_batch,
+    .max_batch_frames = MLP_BATCH_FRAMES_MAX,
 #endif
 };
 

@@ -33,6 +33,7 @@
  * device: the daemon calls it only when the stage has left the
  * configuration.
  */
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +41,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <gpuframe/plugin.h>
 
 #include "mlp_cuda.h"
 
@@ -178,30 +180,34 @@ static void mlp_device_close(void *dev) {
 }
 
 /* y[r][o] += b[o] for `rows` x `cols`, rounded to float, then ReLU when
- * `relu` by the reference's comparison (a NaN becomes 0 in both). */
+ * `relu` by the reference's comparison (a NaN becomes 0 in both).  Row r
+ * starts at y + r * ld. */
 static __global__ void bias_kernel(float *__restrict__ y, const float *__restrict__ b, size_t rows,
-                                   uint32_t cols, bool relu) {
+                                   uint32_t cols, bool relu, size_t ld) {
     const size_t count = rows * cols;
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
 
     for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += stride) {
-        float v = __fadd_rn(y[i], b[i % cols]);
+        float *p = y + (i / cols) * ld + i % cols;
+        float v = __fadd_rn(*p, b[i % cols]);
         if (relu)
             v = v > 0.0f ? v : 0.0f;
-        y[i] = v;
+        *p = v;
     }
 }
 
 /* Each of `rows` vectors of `cols` logits to probabilities, in place: one
- * warp per vector, max and sum reduced across the warp. */
-static __global__ void softmax_kernel(float *__restrict__ y, size_t rows, uint32_t cols) {
+ * warp per vector, max and sum reduced across the warp.  Row r starts at
+ * y + r * ld. */
+static __global__ void softmax_kernel(float *__restrict__ y, size_t rows, uint32_t cols,
+                                      size_t ld) {
     const unsigned lane = threadIdx.x % kWarp;
     const size_t warps_per_grid = static_cast<size_t>(gridDim.x) * (blockDim.x / kWarp);
 
     for (size_t r = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp; r < rows;
          r += warps_per_grid) {
-        float *v = y + r * cols;
+        float *v = y + r * ld;
         float max = v[0];
         for (uint32_t o = lane; o < cols; o += kWarp)
             max = v[o] > max ? v[o] : max;
@@ -246,66 +252,130 @@ static int blas_error(cublasStatus_t st) {
     }
 }
 
-static int mlp_launch(void *dev, uint32_t stream_index, const void *in_dev, uint64_t in_bytes,
-                      void *out_dev, void *stream) {
-    mlp_dev *d = static_cast<mlp_dev *>(dev);
-    const gf__mlp_net *net = d->net;
-    const gf__mlp_shape *shape = &net->shape;
-    const uint32_t in_dim = shape->dims[0], out_dim = shape->dims[shape->layer_count];
-    const cudaStream_t s = static_cast<cudaStream_t>(stream);
-    const float one = 1.0f, zero = 0.0f;
-
-    if (stream_index >= d->stream_count || in_bytes % (sizeof(float) * in_dim) != 0)
-        return static_cast<int>(cudaErrorInvalidValue);
-    const uint64_t rows = in_bytes / (sizeof(float) * in_dim);
-    if (rows == 0)
-        return 0;
-
-    /* device_open is not told the streams: bind on the first launch of an
-     * index (and again should its stream ever change).  cublasSetStream
-     * drops the workspace, so it is set again after. */
+/* Stream index `stream_index`'s handle, bound to `s`, or NULL with the
+ * error in *err.  device_open is not told the streams: bound at the first
+ * launch of an index (and again should its stream ever change);
+ * cublasSetStream drops the workspace, so it is set again after. */
+static mlp_stream *bound_stream(mlp_dev *d, uint32_t stream_index, cudaStream_t s, int *err) {
+    if (stream_index >= d->stream_count) {
+        *err = static_cast<int>(cudaErrorInvalidValue);
+        return nullptr;
+    }
     mlp_stream *ms = &d->streams[stream_index];
     if (!ms->is_bound || ms->bound != s) {
         cublasStatus_t st = cublasSetStream(ms->blas, s);
         if (st == CUBLAS_STATUS_SUCCESS)
             st = cublasSetWorkspace(ms->blas, ms->workspace, kWorkspaceBytes);
-        if (st != CUBLAS_STATUS_SUCCESS)
-            return blas_error(st);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            *err = blas_error(st);
+            return nullptr;
+        }
         ms->bound = s;
         ms->is_bound = 1;
     }
+    return ms;
+}
 
-    for (uint64_t row0 = 0; row0 < rows; row0 += d->chunk_rows) {
-        const uint64_t n = rows - row0 < d->chunk_rows ? rows - row0 : d->chunk_rows;
-        const float *x = static_cast<const float *>(in_dev) + row0 * in_dim;
-        for (uint32_t l = 0; l < shape->layer_count; l++) {
-            const uint32_t k = shape->dims[l], m = shape->dims[l + 1];
-            const bool last = l + 1 == shape->layer_count;
-            const float *w = d->params + net->layer_offset[l],
-                        *b = w + static_cast<uint64_t>(m) * k;
-            float *y = last ? static_cast<float *>(out_dev) + row0 * out_dim : ms->hidden[l % 2];
-            const cublasStatus_t st =
-                cublasSgemm(ms->blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m),
-                            static_cast<int>(n), static_cast<int>(k), &one, w, static_cast<int>(k),
-                            x, static_cast<int>(k), &zero, y, static_cast<int>(m));
-            if (st != CUBLAS_STATUS_SUCCESS)
-                return blas_error(st);
-            bias_kernel<<<blocks_for(n * m), kThreadsPerBlock, 0, s>>>(y, b, n, m, !last);
-            x = y;
-        }
+/*
+ * The network over `n` (<= chunk_rows) vectors: row r of the input at
+ * x + r * ldx, of the output at out + r * ldo (in floats).  One SGEMM and
+ * one bias kernel per layer, the hidden layers in the stream's buffers;
+ * then the softmax.
+ */
+static int run_rows(mlp_dev *d, mlp_stream *ms, cudaStream_t s, const float *x, size_t ldx,
+                    float *out, size_t ldo, uint64_t n) {
+    const gf__mlp_net *net = d->net;
+    const gf__mlp_shape *shape = &net->shape;
+    const float one = 1.0f, zero = 0.0f;
+    for (uint32_t l = 0; l < shape->layer_count; l++) {
+        const uint32_t k = shape->dims[l], m = shape->dims[l + 1];
+        const bool last = l + 1 == shape->layer_count;
+        const float *w = d->params + net->layer_offset[l], *b = w + static_cast<uint64_t>(m) * k;
+        float *y = last ? out : ms->hidden[l % 2];
+        const size_t ldy = last ? ldo : m;
+        const cublasStatus_t st =
+            cublasSgemm(ms->blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m),
+                        static_cast<int>(n), static_cast<int>(k), &one, w, static_cast<int>(k), x,
+                        static_cast<int>(ldx), &zero, y, static_cast<int>(ldy));
+        if (st != CUBLAS_STATUS_SUCCESS)
+            return blas_error(st);
+        bias_kernel<<<blocks_for(n * m), kThreadsPerBlock, 0, s>>>(y, b, n, m, !last, ldy);
+        x = y;
+        ldx = ldy;
     }
     if (net->softmax)
-        softmax_kernel<<<blocks_for(rows * kWarp), kThreadsPerBlock, 0, s>>>(
-            static_cast<float *>(out_dev), rows, out_dim);
+        softmax_kernel<<<blocks_for(n * kWarp), kThreadsPerBlock, 0, s>>>(
+            out, n, shape->dims[shape->layer_count], ldo);
     return static_cast<int>(cudaGetLastError());
+}
+
+static int mlp_launch(void *dev, uint32_t stream_index, const void *in_dev, uint64_t in_bytes,
+                      void *out_dev, void *stream) {
+    mlp_dev *d = static_cast<mlp_dev *>(dev);
+    const gf__mlp_shape *shape = &d->net->shape;
+    const uint32_t in_dim = shape->dims[0], out_dim = shape->dims[shape->layer_count];
+    const cudaStream_t s = static_cast<cudaStream_t>(stream);
+    int err = 0;
+
+    if (in_bytes % (sizeof(float) * in_dim) != 0)
+        return static_cast<int>(cudaErrorInvalidValue);
+    mlp_stream *ms = bound_stream(d, stream_index, s, &err);
+    if (ms == nullptr)
+        return err;
+    const uint64_t rows = in_bytes / (sizeof(float) * in_dim);
+    for (uint64_t row0 = 0; row0 < rows && err == 0; row0 += d->chunk_rows) {
+        const uint64_t n = rows - row0 < d->chunk_rows ? rows - row0 : d->chunk_rows;
+        err = run_rows(d, ms, s, static_cast<const float *>(in_dev) + row0 * in_dim, in_dim,
+                       static_cast<float *>(out_dev) + row0 * out_dim, out_dim, n);
+    }
+    return err;
+}
+
+/*
+ * A submission's frames.  Frames of one vector each that lie at one stride
+ * (the daemon packs a slot's frames that way: every frame's input and
+ * output at the same offset, a multiple of 256 bytes) are the rows of one
+ * SGEMM per layer, read and written in place at that stride: the batch
+ * costs about what one frame does.  Anything else (frames of several
+ * vectors, of different lengths, more than a hidden buffer holds) runs
+ * frame by frame, as launch does.
+ */
+static int mlp_launch_batch(void *dev, uint32_t stream_index, const gf_plugin_frame *frames,
+                            uint32_t count, void *stream) {
+    mlp_dev *d = static_cast<mlp_dev *>(dev);
+    const gf__mlp_shape *shape = &d->net->shape;
+    const uint64_t in_vec = sizeof(float) * shape->dims[0],
+                   out_vec = sizeof(float) * shape->dims[shape->layer_count];
+    const cudaStream_t s = static_cast<cudaStream_t>(stream);
+    int err = 0;
+
+    const char *in0 = static_cast<const char *>(frames[0].in_dev);
+    char *out0 = static_cast<char *>(frames[0].out_dev);
+    const ptrdiff_t stride = count > 1 ? static_cast<const char *>(frames[1].in_dev) - in0 : 0;
+    bool one_gemm = count > 1 && count <= d->chunk_rows && stride > 0 &&
+                    stride % sizeof(float) == 0 && static_cast<uint64_t>(stride) >= in_vec &&
+                    static_cast<uint64_t>(stride) >= out_vec;
+    for (uint32_t i = 0; i < count && one_gemm; i++)
+        one_gemm = frames[i].in_bytes == in_vec &&
+                   static_cast<const char *>(frames[i].in_dev) == in0 + i * stride &&
+                   static_cast<char *>(frames[i].out_dev) == out0 + i * stride;
+    if (!one_gemm) {
+        for (uint32_t i = 0; i < count && err == 0; i++)
+            err = mlp_launch(dev, stream_index, frames[i].in_dev, frames[i].in_bytes,
+                             frames[i].out_dev, stream);
+        return err;
+    }
+    mlp_stream *ms = bound_stream(d, stream_index, s, &err);
+    if (ms == nullptr)
+        return err;
+    const size_t ld = static_cast<size_t>(stride) / sizeof(float);
+    return run_rows(d, ms, s, reinterpret_cast<const float *>(in0), ld,
+                    reinterpret_cast<float *>(out0), ld, count);
 }
 
 /* What gf_mlp.so finds by GF_MLP_CUDA_ENTRY_SYMBOL (mlp_cuda.h). */
 static const gf__mlp_cuda_api mlp_cuda_api = {
-    GF_MLP_CUDA_VERSION,
-    mlp_device_open,
-    mlp_device_close,
-    mlp_launch,
+    GF_MLP_CUDA_VERSION, mlp_device_open, mlp_device_close, mlp_launch, mlp_launch_batch,
 };
 
 extern "C" const gf__mlp_cuda_api *gf__mlp_cuda_entry(void) {

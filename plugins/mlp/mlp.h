@@ -91,7 +91,13 @@ int gf__mlp_load(const char *path, gf__mlp_net *net, char *why, size_t why_len);
 /* The plugin's reference(); `state` is a gf__mlp_net (mlp_ref.c). */
 void gf__mlp_reference(const void *state, const void *in, uint64_t in_bytes, void *out);
 
-/* The plugin's device_open, device_close and launch (mlp_cuda_load.c).
+/* Frames one launch_batch call takes (gf_plugin.max_batch_frames): a
+ * slot's most (GF_SLOT_FRAMES_MAX, 64) and then some; each is at least one
+ * row of every SGEMM, and the hidden buffers hold chunk_rows (mlp.cu). */
+#define MLP_BATCH_FRAMES_MAX 1024u
+
+/* The plugin's device_open, device_close, launch and launch_batch
+ * (mlp_cuda_load.c).
  * device_open loads gf_mlp_cuda.so at its first call, or fails with one
  * line naming the file and why it could not be loaded; the others forward
  * to it too. */
@@ -100,6 +106,9 @@ void *gf__mlp_device_open(const void *state, int device, uint32_t streams, char 
 void gf__mlp_device_close(void *dev);
 int gf__mlp_launch(void *dev, uint32_t stream_index, const void *in_dev, uint64_t in_bytes,
                    void *out_dev, void *stream);
+struct gf_plugin_frame; /* <gpuframe/plugin.h> */
+int gf__mlp_launch_batch(void *dev, uint32_t stream_index, const struct gf_plugin_frame *frames,
+                         uint32_t count, void *stream);
 
 #ifdef __cplusplus
 }

@@ -28,15 +28,15 @@ extern "C" {
 /* Raised whenever this header or gf__mlp_net (mlp.h), which the companion
  * reads, changes in any way: an old companion beside a new gf_mlp.so must
  * be refused, not read a struct of another layout. */
-#define GF_MLP_CUDA_VERSION 1u
+#define GF_MLP_CUDA_VERSION 2u
 
 /* The companion's file name; gf_mlp.so looks for it in its own directory. */
 #define GF_MLP_CUDA_SO "gf_mlp_cuda.so"
 /* The name of the one symbol gf_mlp.so looks up in it. */
 #define GF_MLP_CUDA_ENTRY_SYMBOL "gf__mlp_cuda_entry"
 
-/* The companion's functions: the plugin's device_open, device_close and
- * launch, with gpuframed's contracts (<gpuframe/plugin.h>); `state` is a
+/* The companion's functions: the plugin's device_open, device_close,
+ * launch and launch_batch, with gpuframed's contracts (<gpuframe/plugin.h>); `state` is a
  * gf__mlp_net. */
 typedef struct gf__mlp_cuda_api {
     uint32_t version; /* GF_MLP_CUDA_VERSION: always the first member */
@@ -45,6 +45,8 @@ typedef struct gf__mlp_cuda_api {
     void (*device_close)(void *dev);
     int (*launch)(void *dev, uint32_t stream_index, const void *in_dev, uint64_t in_bytes,
                   void *out_dev, void *stream);
+    int (*launch_batch)(void *dev, uint32_t stream_index, const struct gf_plugin_frame *frames,
+                        uint32_t count, void *stream);
 } gf__mlp_cuda_api;
 
 /* Defined by gf_mlp_cuda.so (mlp.cu), its one exported symbol. */

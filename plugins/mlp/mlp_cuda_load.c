@@ -121,3 +121,9 @@ int gf__mlp_launch(void *dev, uint32_t stream_index, const void *in_dev, uint64_
     assert(companion != NULL);
     return companion->launch(dev, stream_index, in_dev, in_bytes, out_dev, stream);
 }
+
+int gf__mlp_launch_batch(void *dev, uint32_t stream_index, const struct gf_plugin_frame *frames,
+                         uint32_t count, void *stream) {
+    assert(companion != NULL);
+    return companion->launch_batch(dev, stream_index, frames, count, stream);
+}
