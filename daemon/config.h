@@ -224,12 +224,27 @@ int gf_config_keep_restart_keys(const gf_config *running, gf_config *next, char 
 void gf_config_note_restart(char *note, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* The largest result any configured pipeline makes from a frame of at most
- * max_frame_bytes: the size of every slot's output buffer. */
+/* A slot's batch (slots.h): at most GF_BATCH_FRAMES_MAX frames, and frames
+ * share a slot only when their payloads are at most GF_BATCH_FRAME_BYTES
+ * (taken whole into a connection's buffer first: conn.h). */
+#define GF_BATCH_FRAMES_MAX  64u
+#define GF_BATCH_FRAME_BYTES 16384u
+
+/*
+ * The size of every slot's output buffer: the largest result any configured
+ * pipeline makes from a frame of at most max_frame_bytes, or what a full
+ * batch of small frames needs, whichever is more.  A batch's frames lie at
+ * one offset in every buffer of the slot, each as far from the last as its
+ * largest length (input, result or intermediate), so a pipeline whose
+ * result is much smaller than its input (a classifier) needs an output
+ * buffer as long as the inputs for its batch to fill a slot: sized for the
+ * largest frame alone, the MLP's batches stopped at 4 frames, and a chain
+ * whose intermediate is larger than its input (normalize_u8 -> mlp) at 1.
+ */
 uint64_t gf_config_max_output_bytes(const gf_config *cfg);
 
-/* The longest intermediate result of any configured pipeline of several
- * stages: the size of each of a slot's two scratch buffers (0: none). */
+/* The same for each of a slot's two scratch buffers, which hold the
+ * intermediate results of pipelines of several stages (0: none). */
 uint64_t gf_config_max_scratch_bytes(const gf_config *cfg);
 
 /* Pinned host memory the slots of `shards` shards need: shards * slots *

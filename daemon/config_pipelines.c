@@ -147,10 +147,35 @@ static uint64_t most_over_pipelines(const gf_config *cfg,
     return most;
 }
 
+/* What a full batch of small frames needs in every buffer of a slot:
+ * GF_BATCH_FRAMES_MAX frames, each as far from the last as the largest
+ * length any pipeline gives a frame of at most GF_BATCH_FRAME_BYTES
+ * (aligned).  0 when no pipeline has stages whose results a buffer holds. */
+static uint64_t batch_bytes(const gf_config *cfg, int scratch) {
+    uint64_t small = cfg->max_frame_bytes < GF_BATCH_FRAME_BYTES ? cfg->max_frame_bytes
+                                                                 : GF_BATCH_FRAME_BYTES;
+    uint64_t extent = 0, used = 0;
+    for (size_t i = 0; i < cfg->pipeline_count; i++) {
+        const gf_pipeline *p = &cfg->pipelines[i];
+        uint64_t out = gf_pipeline_max_output_bytes(p, small),
+                 mid = gf_pipeline_max_scratch_bytes(p, small);
+        used |= scratch ? mid : out;
+        uint64_t e = small > out ? small : out;
+        e = e > mid ? e : mid;
+        extent = e > extent ? e : extent;
+    }
+    extent = (extent + GF_FRAME_ALIGN_BYTES - 1) / GF_FRAME_ALIGN_BYTES * GF_FRAME_ALIGN_BYTES;
+    return used ? GF_BATCH_FRAMES_MAX * extent : 0;
+}
+
+static uint64_t larger(uint64_t a, uint64_t b) {
+    return a > b ? a : b;
+}
+
 uint64_t gf_config_max_output_bytes(const gf_config *cfg) {
-    return most_over_pipelines(cfg, gf_pipeline_max_output_bytes);
+    return larger(most_over_pipelines(cfg, gf_pipeline_max_output_bytes), batch_bytes(cfg, 0));
 }
 
 uint64_t gf_config_max_scratch_bytes(const gf_config *cfg) {
-    return most_over_pipelines(cfg, gf_pipeline_max_scratch_bytes);
+    return larger(most_over_pipelines(cfg, gf_pipeline_max_scratch_bytes), batch_bytes(cfg, 1));
 }

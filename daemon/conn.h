@@ -44,7 +44,7 @@
  * that pipelines small frames has several of them taken in by one read.
  * Every byte of a payload beyond what the buffer holds is read by the kernel
  * straight into pinned memory. */
-#define GF_STAGED_PAYLOAD_MAX_BYTES 16384u
+#define GF_STAGED_PAYLOAD_MAX_BYTES GF_BATCH_FRAME_BYTES
 /* The connection's buffer: one header plus a small staged payload. */
 #define GF_CONN_BUF_BYTES (GF_HEADER_BYTES + GF_STAGED_PAYLOAD_MAX_BYTES)
 /* ERROR/LIST/STATS/TRACE replies a connection may have queued before we stop

@@ -25,6 +25,7 @@
 
 #include <uv.h>
 
+#include "config.h"
 #include "list.h"
 #include "pipeline.h"
 #include "protocol.h"
@@ -32,7 +33,7 @@
 
 /* Frames one slot carries at most: a batch fills the write of its replies
  * (GF_WRITE_BATCH_MAX) and the socket's reads of small frames. */
-#define GF_SLOT_FRAMES_MAX 64
+#define GF_SLOT_FRAMES_MAX GF_BATCH_FRAMES_MAX
 
 struct gf_sched_client;
 struct gf_slot;
