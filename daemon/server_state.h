@@ -12,6 +12,8 @@
  *       query.c   LIST, STATS, TRACE and the region messages
  *         gather.c  STATS and TRACE of every shard: asked by mail
  *       admit.c   a FRAME's admission: checks, a slot, its payload
+ *       move.c    a connection handed to another shard, whose device runs
+ *                 its FRAME's pipeline (by mail)
  *         conn.c  the connection itself: its replies and what finishing one
  *                 releases, taking back a frame, closing
  *           introspect.c  frame accounting, the STATS/LIST/TRACE documents
