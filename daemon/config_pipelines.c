@@ -152,8 +152,8 @@ static uint64_t most_over_pipelines(const gf_config *cfg,
  * length any pipeline gives a frame of at most GF_BATCH_FRAME_BYTES
  * (aligned).  0 when no pipeline has stages whose results a buffer holds. */
 static uint64_t batch_bytes(const gf_config *cfg, int scratch) {
-    uint64_t small = cfg->max_frame_bytes < GF_BATCH_FRAME_BYTES ? cfg->max_frame_bytes
-                                                                 : GF_BATCH_FRAME_BYTES;
+    uint64_t small =
+        cfg->max_frame_bytes < GF_BATCH_FRAME_BYTES ? cfg->max_frame_bytes : GF_BATCH_FRAME_BYTES;
     uint64_t extent = 0, used = 0;
     for (size_t i = 0; i < cfg->pipeline_count; i++) {
         const gf_pipeline *p = &cfg->pipelines[i];
