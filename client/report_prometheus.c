@@ -153,6 +153,46 @@ static void prom_pipelines(struct prom *p, const cJSON *st) {
     }
 }
 
+/* Each pipeline's frames per submission, as a histogram (le: the bucket's
+ * upper bound), and the time frames waited for their batch. */
+static void prom_batches(struct prom *p, const cJSON *st) {
+    const cJSON *pipelines = gf_doc_get(st, "pipelines"), *pl;
+    char buf[CELL_BYTES], le[NUM_BYTES];
+
+    if (!cJSON_IsArray(pipelines))
+        return;
+    prom_family(p, "gpuframe_pipeline_batch_frames", "histogram",
+                "Frames per submission to the engine, by pipeline: a submission is one slot's "
+                "batch.");
+    cJSON_ArrayForEach(pl, pipelines) {
+        const cJSON *bt = gf_doc_get(pl, "batches");
+        const cJSON *bounds = gf_doc_get(bt, "bounds"), *counts = gf_doc_get(bt, "counts");
+        if (!cJSON_IsArray(bounds) || !cJSON_IsArray(counts) ||
+            cJSON_GetArraySize(bounds) != cJSON_GetArraySize(counts))
+            continue;
+        const char *label = pipeline_label(pl, buf);
+        double cum = 0;
+        for (int i = 0; i < cJSON_GetArraySize(bounds); i++) {
+            cum += cJSON_GetArrayItem(counts, i)->valuedouble;
+            snprintf(le, sizeof le, "%.0f", cJSON_GetArrayItem(bounds, i)->valuedouble);
+            prom_sample(p, "_bucket", cum, "pipeline", label, "le", le, (const char *)NULL);
+        }
+        prom_sample(p, "_bucket", cum, "pipeline", label, "le", "+Inf", (const char *)NULL);
+        prom_sample(p, "_sum", gf_doc_num(bt, "frames"), "pipeline", label, (const char *)NULL);
+        prom_sample(p, "_count", gf_doc_num(bt, "submissions"), "pipeline", label,
+                    (const char *)NULL);
+    }
+    prom_family(p, "gpuframe_pipeline_batch_wait_seconds_total", "counter",
+                "Time frames spent whole in their slot waiting for their batch to go, by "
+                "pipeline.");
+    cJSON_ArrayForEach(pl, pipelines) {
+        double ns = gf_doc_num(gf_doc_get(pl, "batches"), "wait_ns");
+        if (!isnan(ns))
+            prom_sample(p, "", ns / NS_PER_S, "pipeline", pipeline_label(pl, buf),
+                        (const char *)NULL);
+    }
+}
+
 /* The latency histogram; -EINVAL when its arrays do not fit together. */
 static int prom_latency(struct prom *p, const cJSON *st, char *err, size_t err_len) {
     const cJSON *lat = gf_doc_get(st, "latency");
@@ -482,6 +522,7 @@ int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t 
                    "receive_stall, write_timeout, idle).");
     prom_metrics(&p, stats, shm_metrics, COUNT_OF(shm_metrics));
     prom_pipelines(&p, stats);
+    prom_batches(&p, stats);
     rc = prom_latency(&p, stats, err, err_len);
     if (rc < 0)
         return rc;

@@ -285,6 +285,77 @@ static void table_pipelines(FILE *out, const cJSON *st) {
     }
 }
 
+/* A pipeline's name cell, padded to `w`. */
+static void put_pipeline_name(FILE *out, const cJSON *p, int w) {
+    char a[CELL_BYTES];
+    const char *name = gf_doc_str(p, "name");
+    if (name != NULL) {
+        gf_put_text(out, name, GF_ESC_TERMINAL);
+        fprintf(out, "%*s", w - (int)strlen(name), "");
+    } else {
+        fprintf(out, "%-*s", w, cell_count(gf_doc_num(p, "id"), a));
+    }
+}
+
+/* Each pipeline's submissions to the engine: frames per submission, mean
+ * and by bucket (1, 2, 3-4, ... 33-64), and the mean time a whole frame
+ * waited in its slot for its batch to go.  Nothing from a daemon without
+ * "batches". */
+static void table_batches(FILE *out, const cJSON *st) {
+    const cJSON *pipelines = gf_doc_get(st, "pipelines"), *p;
+    char a[CELL_BYTES];
+    int name_w = (int)strlen("pipeline"), any = 0;
+
+    cJSON_ArrayForEach(p, pipelines) {
+        const char *name = gf_doc_str(p, "name");
+        if (name != NULL && (int)strlen(name) > name_w)
+            name_w = (int)strlen(name);
+        any |= cJSON_IsObject(gf_doc_get(p, "batches"));
+    }
+    if (!any)
+        return;
+    fprintf(out, "\nframes per submission (batches), by pipeline; wait: mean time a whole frame "
+                 "waited for its batch, microseconds\n");
+    fprintf(out, "%-*s %11s %6s", name_w, "pipeline", "submissions", "mean");
+    const cJSON *first = NULL;
+    cJSON_ArrayForEach(p, pipelines) {
+        if (first == NULL && cJSON_IsArray(gf_doc_get(gf_doc_get(p, "batches"), "bounds")))
+            first = gf_doc_get(gf_doc_get(p, "batches"), "bounds");
+    }
+    double lo = 1;
+    const cJSON *b;
+    cJSON_ArrayForEach(b, first) {
+        char head[32];
+        if (b->valuedouble <= lo)
+            snprintf(head, sizeof head, "%.0f", b->valuedouble);
+        else
+            snprintf(head, sizeof head, "%.0f-%.0f", lo, b->valuedouble);
+        fprintf(out, " %6s", head);
+        lo = b->valuedouble + 1;
+    }
+    fprintf(out, " %8s\n", "wait");
+    cJSON_ArrayForEach(p, pipelines) {
+        const cJSON *bt = gf_doc_get(p, "batches"), *c;
+        if (!cJSON_IsObject(bt))
+            continue;
+        put_pipeline_name(out, p, name_w);
+        double n = gf_doc_num(bt, "submissions"), frames = gf_doc_num(bt, "frames");
+        fprintf(out, " %11s", cell_count(n, a));
+        if (n > 0 && !isnan(frames))
+            fprintf(out, " %6.1f", frames / n);
+        else
+            fprintf(out, " %6s", "-");
+        cJSON_ArrayForEach(c, gf_doc_get(bt, "counts")) {
+            fprintf(out, " %6s", cell_count(cJSON_IsNumber(c) ? c->valuedouble : NAN, a));
+        }
+        double wait = gf_doc_num(bt, "wait_ns");
+        if (frames > 0 && !isnan(wait))
+            fprintf(out, " %8.1f\n", wait / frames / NS_PER_US);
+        else
+            fprintf(out, " %8s\n", "-");
+    }
+}
+
 static void table_gpu_loop(FILE *out, const cJSON *st) {
     char a[CELL_BYTES], b[CELL_BYTES], c[CELL_BYTES], d[CELL_BYTES], e[CELL_BYTES], f[CELL_BYTES];
     char g[CELL_BYTES];
@@ -400,6 +471,7 @@ int gf_report_stats_table(const cJSON *stats, FILE *out) {
     table_counters(out, stats);
     table_rates_latency(out, stats);
     table_pipelines(out, stats);
+    table_batches(out, stats);
     table_gpu_loop(out, stats);
     table_shards(out, stats);
     return ferror(out) ? -EIO : 0;

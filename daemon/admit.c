@@ -164,6 +164,7 @@ static void frame_whole(gf_conn *c, gf_frame *f) {
     }
     c->request_begun_ns = 0;
     f->batched = 1;
+    f->whole_ns = gf_now_ns();
 }
 
 /* By reference: the engine copies straight from and into the region. */

@@ -59,6 +59,7 @@ void gf_frame_answered(gf_server *srv, uint64_t conn_id, const gf_frame *s) {
         gf_stats_frame_answered(&srv->stats, id, ph, mask);
     gf_trace_rec rec = {.frame_id = s->frame_id,
                         .conn_id = conn_id,
+                        .submission = s->submission,
                         .pipeline_id = s->pipeline_id,
                         .slot = s->slot->index,
                         .shard = srv->shard,

@@ -7,6 +7,7 @@
 
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "loopprof.h"
 #include "util.h"
@@ -213,21 +214,43 @@ void gf_sched_received(gf_sched *s, gf_sched_client *c) {
         s->hooks.wake(s->hooks.arg);
 }
 
+/* The id a submission of `f`'s pipeline counts under in the running
+ * configuration: its own, unless a reload renumbered the pipelines since
+ * `f` was admitted (then found by name; none, the count, if removed). */
+static uint32_t counted_pipeline(const gf_sched *s, const gf_frame *f) {
+    const gf_config *cfg = s->cfg;
+    uint32_t id = f->pipeline_id;
+    if (id < cfg->pipeline_count && strcmp(cfg->pipelines[id].name, f->pipeline.name) == 0)
+        return id;
+    for (id = 0; id < cfg->pipeline_count; id++)
+        if (strcmp(cfg->pipelines[id].name, f->pipeline.name) == 0)
+            break;
+    return id;
+}
+
 /* Hands the closed slot `b` and its batch to the engine; on its refusal
  * every frame's ERROR reply is made ready. */
 static void submit(gf_sched *s, gf_slot *b) {
-    uint64_t now = gf_now_ns();
+    uint64_t now = gf_now_ns(), waited = 0;
+    uint32_t frames = 0;
+    s->stats->submissions++;
     for (uint32_t i = 0; i < b->frame_count; i++) {
-        s->stats->bytes_in += b->frames[i].in_bytes;
-        b->frames[i].submitted_ns = now;
+        gf_frame *f = &b->frames[i];
+        s->stats->bytes_in += f->in_bytes;
+        f->submitted_ns = now;
+        f->submission = s->stats->submissions;
+        if (f->batched) {
+            frames++;
+            waited += f->whole_ns && now > f->whole_ns ? now - f->whole_ns : 0;
+        }
     }
+    gf_stats_submitted(s->stats, counted_pipeline(s, &b->frames[0]), frames, waited);
     /* Timing events cost a small frame about as much as the frame itself:
      * time one submission in timing_sample_every (config/README.md). */
     b->time_stages = s->cfg->timing_events && s->submit_seq++ % s->cfg->timing_sample_every == 0;
     b->submitted_ns = now;
     b->in_flight = 1;
     s->in_flight++;
-    s->stats->submissions++;
     int prof = gf_prof_enter(GF_PROF_SUBMIT);
     int rc = gf_engine_submit(s->engine, b);
     gf_prof_leave(prof);

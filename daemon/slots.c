@@ -134,7 +134,8 @@ gf_frame *gf_slot_add(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint
     memset(&f->stages, 0, sizeof f->stages);
     f->arrived_ns = arrived_ns;
     f->claimed_ns = gf_now_ns();
-    f->submitted_ns = f->done_ns = f->drained_ns = 0;
+    f->submitted_ns = f->done_ns = f->drained_ns = f->whole_ns = 0;
+    f->submission = 0;
     f->batched = 0;
     memset(&f->reply, 0, sizeof f->reply);
     gf_link_init(&f->reply.link);

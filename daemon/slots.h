@@ -89,12 +89,15 @@ typedef struct gf_frame {
     /* Clock readings, CLOCK_MONOTONIC ns. */
     uint64_t arrived_ns;   /* its header was first read                 */
     uint64_t claimed_ns;   /* header accepted, place in a slot taken    */
+    uint64_t whole_ns;     /* its payload all in: it waits for its batch */
     uint64_t submitted_ns; /* its slot handed to the engine             */
     uint64_t done_ns;      /* engine thread saw the slot finish         */
     uint64_t drained_ns;   /* the loop took the slot off the queue      */
 
-    int batched; /* whole and in its slot's batch: the slot is open or on
-                    the engine, and its completion not yet handled       */
+    int batched;         /* whole and in its slot's batch: the slot is open or on
+                            the engine, and its completion not yet handled       */
+    uint64_t submission; /* its shard's submission number: frames with one
+                            shared a submission (TRACE's "submission")    */
 } gf_frame;
 
 typedef struct gf_slot {

@@ -110,6 +110,11 @@ void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats 
                 t->phase[k].count += f->phase[k].count;
                 t->phase[k].ns += f->phase[k].ns;
             }
+            t->submissions += f->submissions;
+            t->submitted_frames += f->submitted_frames;
+            t->batch_wait_ns += f->batch_wait_ns;
+            for (unsigned k = 0; k < GF_BATCH_BUCKETS; k++)
+                t->batch_counts[k] += f->batch_counts[k];
             break;
         }
 }
@@ -117,6 +122,21 @@ void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats 
 void gf_stats_free(gf_stats *st) {
     free(st->pipelines);
     st->pipelines = NULL;
+}
+
+const uint32_t gf_batch_bounds[GF_BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64};
+
+void gf_stats_submitted(gf_stats *st, uint32_t pipeline_id, uint32_t frames, uint64_t wait_ns) {
+    if (pipeline_id >= st->pipeline_count || frames == 0)
+        return;
+    gf_pipeline_stats *p = &st->pipelines[pipeline_id];
+    unsigned b = 0;
+    while (b + 1 < GF_BATCH_BUCKETS && frames > gf_batch_bounds[b])
+        b++;
+    p->submissions++;
+    p->submitted_frames += frames;
+    p->batch_wait_ns += wait_ns;
+    p->batch_counts[b]++;
 }
 
 void gf_stats_frame_answered(gf_stats *st, uint32_t pipeline_id,
@@ -215,6 +235,19 @@ static void add_pipelines(const gf_stats *st, const gf_pipeline *pipelines, cJSO
         cJSON_AddStringToObject(p, "kind",
                                 gf_pipeline_kinds_text(&pipelines[i], kinds, sizeof kinds));
         add_u64(p, "frames", ps->frames);
+        cJSON *bt = cJSON_AddObjectToObject(p, "batches");
+        add_u64(bt, "submissions", ps->submissions);
+        add_u64(bt, "frames", ps->submitted_frames);
+        cJSON_AddNumberToObject(
+            bt, "mean",
+            ps->submissions ? (double)ps->submitted_frames / (double)ps->submissions : 0.0);
+        cJSON *bb = cJSON_AddArrayToObject(bt, "bounds");
+        cJSON *bc = cJSON_AddArrayToObject(bt, "counts");
+        for (unsigned k = 0; k < GF_BATCH_BUCKETS; k++) {
+            cJSON_AddItemToArray(bb, cJSON_CreateNumber(gf_batch_bounds[k]));
+            cJSON_AddItemToArray(bc, cJSON_CreateNumber((double)ps->batch_counts[k]));
+        }
+        add_u64(bt, "wait_ns", ps->batch_wait_ns);
         cJSON *ph = cJSON_AddObjectToObject(p, "phases");
         for (unsigned k = 0; k < GF_PHASE_COUNT; k++) {
             cJSON *one = cJSON_AddObjectToObject(ph, phase_names[k]);

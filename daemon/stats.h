@@ -41,9 +41,18 @@ typedef struct gf_phase_total {
     uint64_t ns;
 } gf_phase_total;
 
+/* Frames per submission, by bucket: 1, 2, 3-4, 5-8, ..., 33-64. */
+#define GF_BATCH_BUCKETS 7
+extern const uint32_t gf_batch_bounds[GF_BATCH_BUCKETS];
+
 typedef struct gf_pipeline_stats {
     uint64_t frames; /* answered through this pipeline */
     gf_phase_total phase[GF_PHASE_COUNT];
+    /* Its submissions to the engine: how many, the frames they carried, by
+     * frames per submission, and the time the frames waited in their
+     * slot, whole, for their batch to go (gf_stats_submitted). */
+    uint64_t submissions, submitted_frames, batch_wait_ns;
+    uint64_t batch_counts[GF_BATCH_BUCKETS];
 } gf_pipeline_stats;
 
 /* End-to-end latency buckets: 1-2-5 steps from 1 µs to 100 s, plus one
@@ -140,6 +149,10 @@ void gf_stats_frame_answered(gf_stats *st, uint32_t pipeline_id,
 
 /* Takes a rate sample (the server calls this once a second). */
 void gf_stats_sample(gf_stats *st, uint64_t now_ns, uint64_t loop_idle_ns);
+
+/* A submission of `frames` frames of pipeline `pipeline_id` went to the
+ * engine; together they had waited `wait_ns`, whole, for it. */
+void gf_stats_submitted(gf_stats *st, uint32_t pipeline_id, uint32_t frames, uint64_t wait_ns);
 
 /*
  * The latency below which a fraction `q` (0..1) of answered frames fell,

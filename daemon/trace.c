@@ -143,6 +143,7 @@ char *gf_trace_frames_text(const gf_trace *t, uint32_t max_frames, uint64_t t0_n
         tb_field(&b, "pipeline", r->pipeline_id);
         tb_field(&b, "slot", r->slot);
         tb_field(&b, "shard", r->shard);
+        tb_field(&b, "submission", r->submission);
         tb_field(&b, "status", r->status);
         tb_field(&b, "in_bytes", r->in_bytes);
         tb_field(&b, "out_bytes", r->out_bytes);

@@ -321,12 +321,28 @@ void assert_prom_conventions(const struct prom_doc *d) {
     }
 }
 
+/* A sample's labels other than `le`, as one key ("pipeline=echo,"). */
+static void series_key(const struct prom_sample *s, char *key, size_t len) {
+    size_t at = 0;
+    key[0] = '\0';
+    for (int l = 0; l < s->label_count && at < len; l++)
+        if (strcmp(s->label[l], "le") != 0) {
+            int n = snprintf(key + at, len - at, "%s=%s,", s->label[l], s->value_of[l]);
+            at += n > 0 ? (size_t)n : 0;
+        }
+}
+
+/* Each series of a histogram family (one per set of labels other than
+ * `le`; one when it has none): buckets of increasing `le`, cumulative, the
+ * last +Inf and equal to _count, and one _sum. */
 void assert_prom_histograms(const struct prom_doc *d) {
+    enum { SERIES_MAX = 32, KEY_BYTES = 4 * PROM_VALUE_BYTES };
     for (int f = 0; f < d->family_count; f++) {
         const struct prom_family *fam = &d->families[f];
         char bucket[PROM_NAME_BYTES + 8], count[PROM_NAME_BYTES + 8], sum[PROM_NAME_BYTES + 8];
-        double prev_le = -INFINITY, prev_v = -1, last_v = -1, count_v = -1;
-        int buckets = 0, sums = 0;
+        static char keys[SERIES_MAX][KEY_BYTES];
+        double prev_le[SERIES_MAX], prev_v[SERIES_MAX], count_v[SERIES_MAX];
+        int buckets[SERIES_MAX], sums[SERIES_MAX], series = 0;
 
         if (strcmp(fam->type, "histogram") != 0)
             continue;
@@ -337,27 +353,48 @@ void assert_prom_histograms(const struct prom_doc *d) {
             const struct prom_sample *s = &d->samples[i];
             if (s->family != f)
                 continue;
+            char key[KEY_BYTES];
+            series_key(s, key, sizeof key);
+            int k = 0;
+            while (k < series && strcmp(keys[k], key) != 0)
+                k++;
+            if (k == series) {
+                ck_assert_int_lt(series, SERIES_MAX);
+                snprintf(keys[k], KEY_BYTES, "%s", key);
+                prev_le[k] = -INFINITY;
+                prev_v[k] = count_v[k] = -1;
+                buckets[k] = sums[k] = 0;
+                series++;
+            }
             if (strcmp(s->name, bucket) == 0) {
                 double le;
-                ck_assert_int_eq(s->label_count, 1);
-                ck_assert_str_eq(s->label[0], "le");
-                ck_assert_int_eq(prom_read_value(s->value_of[0], &le), 0);
-                ck_assert_msg(le > prev_le, "le %s does not increase", s->value_of[0]);
-                ck_assert_msg(s->value >= prev_v, "bucket le=%s is not cumulative", s->value_of[0]);
-                prev_le = le;
-                prev_v = last_v = s->value;
-                buckets++;
+                int at = -1;
+                for (int l = 0; l < s->label_count; l++)
+                    if (strcmp(s->label[l], "le") == 0)
+                        at = l;
+                ck_assert_msg(at >= 0, "%s: a bucket without le", fam->name);
+                ck_assert_int_eq(prom_read_value(s->value_of[at], &le), 0);
+                ck_assert_msg(le > prev_le[k], "%s{%s}: le %s does not increase", fam->name, key,
+                              s->value_of[at]);
+                ck_assert_msg(s->value >= prev_v[k], "%s{%s}: bucket le=%s is not cumulative",
+                              fam->name, key, s->value_of[at]);
+                prev_le[k] = le;
+                prev_v[k] = s->value;
+                buckets[k]++;
             } else if (strcmp(s->name, count) == 0) {
-                count_v = s->value;
+                count_v[k] = s->value;
             } else if (strcmp(s->name, sum) == 0) {
-                sums++;
+                sums[k]++;
             } else {
                 ck_abort_msg("%s in histogram %s", s->name, fam->name);
             }
         }
-        ck_assert_int_gt(buckets, 1);
-        ck_assert_msg(isinf(prev_le), "%s: the last bucket is not +Inf", fam->name);
-        ck_assert_double_eq(last_v, count_v);
-        ck_assert_int_eq(sums, 1);
+        for (int k = 0; k < series; k++) {
+            ck_assert_int_gt(buckets[k], 1);
+            ck_assert_msg(isinf(prev_le[k]), "%s{%s}: the last bucket is not +Inf", fam->name,
+                          keys[k]);
+            ck_assert_double_eq(prev_v[k], count_v[k]);
+            ck_assert_int_eq(sums[k], 1);
+        }
     }
 }

@@ -60,6 +60,8 @@ static const char stats_json[] =
     "   \"regions_removed\":2,\"frames\":2,\"bytes_in\":8192,\"bytes_out\":8192},"
     " \"pipelines\":["
     "  {\"id\":0,\"name\":\"echo\",\"kind\":\"echo\",\"frames\":4,"
+    "   \"batches\":{\"submissions\":3,\"frames\":4,\"mean\":1.333,"
+    "     \"bounds\":[1,2,4,8,16,32,64],\"counts\":[2,1,0,0,0,0,0],\"wait_ns\":2000},"
     "   \"phases\":{\"slot_wait\":{\"count\":4,\"ns\":4000},\"receive\":{\"count\":4,\"ns\":10000},"
     "     \"h2d\":{\"count\":4,\"ns\":8400},\"kernel\":{\"count\":4,\"ns\":3600},"
     "     \"d2h\":{\"count\":4,\"ns\":8000},\"completion_delay\":{\"count\":4,\"ns\":15600},"
@@ -553,6 +555,11 @@ static const char stats_table[] =
     "we\"ird\\name?x        0          -          -          -          -          -         "
     "       -           -          -\n"
     "\n"
+    "frames per submission (batches), by pipeline; wait: mean time a whole frame waited for its "
+    "batch, microseconds\n"
+    "pipeline      submissions   mean      1      2    3-4    5-8   9-16  17-32  33-64     wait\n"
+    "echo                    3    1.3      2      1      0      0      0      0      0      0.5\n"
+    "\n"
     "gpu          last 1.000 s, 97 frames: busy h2d 21.0%, kernel 5.0%, d2h 20.0%; copy 38.0%, "
     "compute 5.0%\n"
     "overlap      3.0% of the time two of H2D, kernel, D2H ran at once\n"
@@ -695,6 +702,23 @@ START_TEST(prometheus_parses_and_holds_the_values) {
     ck_assert_double_eq(prom_get(&prom, "gpuframe_device_memory_bytes", NULL), 150109880320.0);
     ck_assert_double_eq(prom_get(&prom, "gpuframe_pipeline_frames_total", "pipeline", "echo", NULL),
                         4);
+    /* Frames per submission: a cumulative histogram, its sum the frames. */
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_pipeline_batch_frames_bucket", "pipeline", "echo",
+                                 "le", "1", NULL),
+                        2);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_pipeline_batch_frames_bucket", "pipeline", "echo",
+                                 "le", "2", NULL),
+                        3);
+    ck_assert_double_eq(prom_get(&prom, "gpuframe_pipeline_batch_frames_bucket", "pipeline", "echo",
+                                 "le", "+Inf", NULL),
+                        3);
+    ck_assert_double_eq(
+        prom_get(&prom, "gpuframe_pipeline_batch_frames_sum", "pipeline", "echo", NULL), 4);
+    ck_assert_double_eq(
+        prom_get(&prom, "gpuframe_pipeline_batch_frames_count", "pipeline", "echo", NULL), 3);
+    ck_assert_double_eq(
+        prom_get(&prom, "gpuframe_pipeline_batch_wait_seconds_total", "pipeline", "echo", NULL),
+        2000 / 1e9);
     ck_assert_double_eq(
         prom_get(&prom, "gpuframe_phase_seconds_sum", "pipeline", "echo", "phase", "h2d", NULL),
         8400 / 1e9);

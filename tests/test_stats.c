@@ -2,6 +2,7 @@
 /* Unit tests of the stats module (histogram, quantiles, rates) and of the
  * trace ring's GPU busy/overlap sweep, on hand-made data with exact answers. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,48 @@ START_TEST(histogram_buckets_are_inclusive_upper_bounds) {
     ck_assert_uint_eq(st.pipelines[0].phase[GF_PHASE_END_TO_END].count, 3);
     ck_assert_uint_eq(st.pipelines[0].phase[GF_PHASE_H2D].count, 0);
     gf_stats_free(&st);
+}
+END_TEST
+
+/* Frames per submission land in buckets 1, 2, 3-4, ..., 33-64 (each bound
+ * inclusive), with their frames and wait added up, per pipeline; and the
+ * shards' stats add them by pipeline name. */
+START_TEST(batches_count_frames_per_submission) {
+    gf_stats st, other;
+    ck_assert_int_eq(gf_stats_init(&st, 2, 0), 0);
+    ck_assert_int_eq(gf_stats_init(&other, 2, 0), 0);
+    static const uint32_t sizes[] = {1, 2, 3, 4, 5, 16, 17, 64};
+    static const unsigned bucket[] = {0, 1, 2, 2, 3, 4, 5, 6};
+    uint64_t frames = 0;
+    for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        gf_stats_submitted(&st, 1, sizes[i], 1000u * sizes[i]);
+        frames += sizes[i];
+    }
+    gf_stats_submitted(&st, 2, 7, 1); /* no such pipeline: not counted */
+    gf_stats_submitted(&st, 0, 0, 1); /* no frame: not a batch */
+    const gf_pipeline_stats *p = &st.pipelines[1];
+    ck_assert_uint_eq(p->submissions, 8);
+    ck_assert_uint_eq(p->submitted_frames, frames);
+    ck_assert_uint_eq(p->batch_wait_ns, 1000u * frames);
+    uint64_t want[GF_BATCH_BUCKETS] = {0};
+    for (unsigned i = 0; i < sizeof bucket / sizeof bucket[0]; i++)
+        want[bucket[i]]++;
+    for (unsigned k = 0; k < GF_BATCH_BUCKETS; k++)
+        ck_assert_uint_eq(p->batch_counts[k], want[k]);
+    ck_assert_uint_eq(st.pipelines[0].submissions, 0);
+    /* Another shard's, its pipelines in another order: added by name. */
+    gf_pipeline names[2];
+    memset(names, 0, sizeof names);
+    snprintf(names[0].name, sizeof names[0].name, "a");
+    snprintf(names[1].name, sizeof names[1].name, "b");
+    static const char other_names[2][GF_PIPELINE_NAME_MAX] = {"b", "a"};
+    gf_stats_submitted(&other, 0, 64, 5); /* "b" there */
+    gf_stats_add(&st, names, &other, other_names);
+    ck_assert_uint_eq(st.pipelines[1].submissions, 9);
+    ck_assert_uint_eq(st.pipelines[1].batch_counts[6], 2);
+    ck_assert_uint_eq(st.pipelines[1].batch_wait_ns, 1000u * frames + 5);
+    gf_stats_free(&st);
+    gf_stats_free(&other);
 }
 END_TEST
 
@@ -164,6 +207,7 @@ static Suite *stats_suite(void) {
     Suite *s = suite_create("stats");
     TCase *tc = tcase_create("stats");
     tcase_add_test(tc, histogram_buckets_are_inclusive_upper_bounds);
+    tcase_add_test(tc, batches_count_frames_per_submission);
     tcase_add_test(tc, quantiles_interpolate_within_a_bucket_and_cap_at_max);
     tcase_add_test(tc, rates_over_one_and_ten_seconds);
     tcase_add_test(tc, gpu_busy_and_overlap_from_intervals);

@@ -6,6 +6,7 @@
  * The engine comes from GF_TEST_ENGINE (cpu or cuda).
  */
 #include <check.h>
+#include <inttypes.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -243,6 +244,69 @@ START_TEST(completion_modes_answer_every_frame) {
 }
 END_TEST
 
+/* STATS' pipelines[i].batches.`key`. */
+static double batch_stat(const cJSON *st, int i, const char *key) {
+    const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "pipelines"), i);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(p, "batches");
+    ck_assert_msg(cJSON_IsObject(b), "pipelines[%d] has no batches", i);
+    return real_at(b, key);
+}
+
+/* The frames of small_frames_share_a_slot, as STATS counts their batches
+ * and TRACE shows which shared a submission. */
+static void check_batches(gf_client *c, const cJSON *before, const cJSON *after, double submissions,
+                          unsigned first_id, const unsigned frames[2]) {
+    double subs = 0;
+    for (int i = 0; i < 2; i++) {
+        double n = batch_stat(after, i, "submissions") - batch_stat(before, i, "submissions");
+        double f = batch_stat(after, i, "frames") - batch_stat(before, i, "frames");
+        ck_assert_double_eq(f, frames[i]);
+        ck_assert_double_ge(n, 1);
+        subs += n;
+        const cJSON *counts = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(after, "pipelines"), i),
+                "batches"),
+            "counts");
+        double total = 0;
+        const cJSON *k;
+        cJSON_ArrayForEach(k, counts) total += k->valuedouble;
+        ck_assert_double_eq(total, batch_stat(after, i, "submissions"));
+        ck_assert_double_eq_tol(
+            batch_stat(after, i, "mean"),
+            batch_stat(after, i, "frames") / batch_stat(after, i, "submissions"), 1e-9);
+    }
+    ck_assert_double_eq(subs, submissions);
+    /* TRACE: frames of one submission are of one pipeline; there are as
+     * many submissions as STATS counted. */
+    cJSON *tr = fetch(c, GF_MSG_TRACE, 0);
+    uint64_t seen[64];
+    uint32_t pipe[64];
+    unsigned distinct = 0, found = 0;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(tr, "frames")) {
+        uint64_t id = gf_test_ck_u64(f, "frame_id");
+        if (id < first_id || id >= first_id + frames[0] + frames[1])
+            continue;
+        found++;
+        uint64_t sub = gf_test_ck_u64(f, "submission");
+        uint32_t p = (uint32_t)gf_test_ck_u64(f, "pipeline");
+        unsigned j = 0;
+        while (j < distinct && seen[j] != sub)
+            j++;
+        if (j == distinct) {
+            ck_assert_uint_lt(distinct, 64);
+            seen[distinct] = sub;
+            pipe[distinct++] = p;
+        }
+        ck_assert_msg(pipe[j] == p, "submission %" PRIu64 " holds frames of pipelines %u and %u",
+                      sub, pipe[j], p);
+    }
+    ck_assert_uint_eq(found, frames[0] + frames[1]);
+    ck_assert_double_eq(distinct, submissions);
+    cJSON_Delete(tr);
+}
+
 /*
  * Small frames that arrive in one write share slots: echo frames of odd
  * lengths (packed at aligned offsets) then sincos frames, 24 in all in one
@@ -297,6 +361,8 @@ START_TEST(small_frames_share_a_slot) {
     double submissions = num(after, "slots.submissions") - num(before, "slots.submissions");
     ck_assert_msg(submissions >= 2 && submissions <= 4,
                   "%u frames of 2 pipelines in one send took %.0f submissions", N, submissions);
+    check_batches(c, before, after, submissions, 500,
+                  (const unsigned[2]){ECHO_FRAMES, SINCOS_FRAMES});
     /* Echo and sincos batches this small run zero-copy on the GPU; the CPU
      * engine has no copies to skip. */
     ck_assert_double_eq(num(after, "slots.zero_copy_submissions") -
