@@ -7,18 +7,29 @@
 # then the daemon's TRACE gives the mean time of each stage's kernels over
 # the timed frames, and the H2D/D2H counts show one copy each way per frame.
 #
-#   bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N]
+# Then many clients (issue 24), on a daemon of the default configuration
+# otherwise (default shards, one frame in timing_sample_every timed): the
+# one-vector mlp and classify verified at windows 1, 7 and 64 (submissions of
+# 1 to 64 frames), then --clients clients at once, window 16, each frame
+# through the socket; and the frames per submission STATS counted for them.
+#
+#   bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C]
 #
 # stdout: one line per pipeline,
 #   plugin PIPELINE frames_per_s=F p50_us=P h2d_us=A kernel_us=K [stage k=US ...] d2h_us=D
+# then one per many-clients run,
+#   clients PIPELINE clients=C window=16 frames_per_s=F worst_p99_us=P frames_per_submission=B
+# (frames_per_s: all clients' frames over the longest client's time; B: '-' from a daemon
+# without STATS' pipelines[].batches).
 # Exit status 1 when a stream failed or verification found a difference.
 set -uo pipefail
-usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N]"
+usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C]"
 if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
 build=$(cd "$1" && pwd); shift
-engine=cuda frames=4000
+engine=cuda frames=4000 clients=16
 while [ $# -gt 0 ]; do
   case $1 in
+    --clients) clients=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --engine) engine=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --frames) frames=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     *) echo "$usage" >&2; exit 2 ;;
@@ -85,6 +96,67 @@ print(line + " d2h_us=%.1f timed_frames=%d" % (us("d2h"), len(frames)))
 PY
 )
   echo "plugin $name size=$size frames_per_s=$fps p50_us=$p50 $stages"
+done
+kill -TERM "$daemon"; wait "$daemon" || rc=1
+
+# ---- many clients ---------------------------------------------------------------
+cat >"$tmp/clients.json" <<EOF
+{"pipelines": [
+  {"name": "mlp", "kind": "plugin", "path": "$plugins/gf_mlp.so",
+   "params": {"weights": "$plugins/mlp-demo.gfw"}},
+  {"name": "classify", "stages": [
+    {"kind": "normalize_u8", "params": {"width": 32, "height": 32}},
+    {"kind": "plugin", "path": "$plugins/gf_mlp.so", "params": {"weights": "$plugins/mlp-demo.gfw"}}]}]}
+EOF
+rm -f "$sock"
+"$build/gpuframed" --config "$tmp/clients.json" --socket "$sock" --engine "$engine" \
+  >"$tmp/daemon.log" 2>&1 &
+daemon=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+[ -S "$sock" ] || { echo "bench: gpuframed did not start:" >&2; cat "$tmp/daemon.log" >&2; exit 1; }
+# A pipeline's STATS batches: "submissions frames", or "- -" without them.
+batches() { # PIPELINE
+  "$build/gpuframe" stats --socket "$sock" --json | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["pipelines"]:
+    if p["name"] == sys.argv[1]:
+        b = p.get("batches")
+        print("%d %d" % (b["submissions"], b["frames"]) if b else "- -")' "$1"
+}
+each=$((frames / 4 > 500 ? frames / 4 : 500))
+for run in "mlp 12288" "classify 3072"; do
+  set -- $run
+  name=$1 size=$2
+  for window in 1 7 64; do
+    "$build/gpuframe" stream --socket "$sock" --pipeline "$name" --size "$size" --count 640 \
+      --window $window --verify --quiet >"$tmp/verify.out" 2>&1 ||
+      { echo "bench: $name window $window failed verification:" >&2; cat "$tmp/verify.out" >&2; rc=1; }
+  done
+  read -r subs0 frames0 <<<"$(batches "$name")"
+  pids=()
+  for ((i = 0; i < clients; i++)); do
+    "$build/gpuframe" stream --socket "$sock" --pipeline "$name" --size "$size" --count $each \
+      --window 16 --quiet --no-shm >"$tmp/client$i" 2>&1 & pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  read -r subs1 frames1 <<<"$(batches "$name")"
+  per=-
+  [ "$subs0" != - ] && [ $((subs1 - subs0)) -gt 0 ] &&
+    per=$(awk -v f=$((frames1 - frames0)) -v s=$((subs1 - subs0)) 'BEGIN { printf "%.1f", f / s }')
+  cat "$tmp"/client* | awk -v n="$clients" -v name="$name" -v per="$per" '
+    /^frames=/ {
+      ok++
+      for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      frames += f["frames"]
+      if (f["seconds"] > hi) hi = f["seconds"]
+      if (f["p99_us"] > p99) p99 = f["p99_us"]
+    }
+    END {
+      if (ok == n && hi > 0)
+        printf "clients %s clients=%d window=16 frames_per_s=%.0f worst_p99_us=%.0f frames_per_submission=%s\n",
+               name, n, frames / hi, p99, per
+      else { printf "bench: clients %s: %d of %d clients failed\n", name, n - ok, n; exit 1 } }' || rc=1
+  rm -f "$tmp"/client*
 done
 kill -TERM "$daemon"; wait "$daemon" || rc=1
 exit $rc
