@@ -114,10 +114,15 @@ static void free_dev(mlp_dev *d) {
     delete d;
 }
 
-/* Vectors per SGEMM: the longest frame's, but at most kScratchBytes of one
- * hidden buffer's worth and kMaxChunkRows; at least 1. */
+/* Vectors per SGEMM: the longest frame's, or a batch of one-vector frames
+ * (MLP_BATCH_FRAMES_MAX) if more, but at most kScratchBytes of one hidden
+ * buffer's worth and kMaxChunkRows; at least 1.  (Sized for the longest
+ * frame alone, a stage whose input is one vector, as classify's behind
+ * normalize_u8, ran every batch frame by frame.) */
 static uint64_t chunk_rows_for(const gf__mlp_net *net) {
     uint64_t rows = net->max_input_bytes / (sizeof(float) * net->shape.dims[0]);
+    if (rows < MLP_BATCH_FRAMES_MAX)
+        rows = MLP_BATCH_FRAMES_MAX;
     if (net->max_hidden > 0 && rows > kScratchBytes / (sizeof(float) * net->max_hidden))
         rows = kScratchBytes / (sizeof(float) * net->max_hidden);
     rows = rows < kMaxChunkRows ? rows : kMaxChunkRows;
