@@ -247,6 +247,11 @@ uint64_t gf_config_max_output_bytes(const gf_config *cfg);
  * intermediate results of pipelines of several stages (0: none). */
 uint64_t gf_config_max_scratch_bytes(const gf_config *cfg);
 
+/* The id that pipeline `name`, id `id` when a frame was admitted, has in
+ * `cfg`: `id` while it names it still, else found by name (a reload
+ * renumbered the pipelines); cfg->pipeline_count when none has that name. */
+uint32_t gf_config_pipeline_id(const gf_config *cfg, uint32_t id, const char *name);
+
 /* Pinned host memory the slots of `shards` shards need: shards * slots *
  * (max_frame_bytes + output).  gf_config_pinned_bytes counts the configured
  * shards (auto as 1: the daemon checks again once it has chosen). */

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum pipeline_key { P_NAME, P_KIND, P_PARAMS, P_PATH, P_STAGES, P_DEVICES, P_COUNT_ };
 static const char *const pipeline_keys[P_COUNT_] = {"name", "kind",   "params",
@@ -134,48 +135,51 @@ fail:
     return -1;
 }
 
-/* The largest of `measure` over the configured pipelines, for inputs of at
- * most max_frame_bytes. */
-static uint64_t most_over_pipelines(const gf_config *cfg,
-                                    uint64_t (*measure)(const gf_pipeline *, uint64_t)) {
-    uint64_t most = 0;
-    for (size_t i = 0; i < cfg->pipeline_count; i++) {
-        uint64_t n = measure(&cfg->pipelines[i], cfg->max_frame_bytes);
-        if (n > most)
-            most = n;
-    }
-    return most;
-}
-
-/* What a full batch of small frames needs in every buffer of a slot:
- * GF_BATCH_FRAMES_MAX frames, each as far from the last as the largest
- * length any pipeline gives a frame of at most GF_BATCH_FRAME_BYTES
- * (aligned).  0 when no pipeline has stages whose results a buffer holds. */
-static uint64_t batch_bytes(const gf_config *cfg, int scratch) {
-    uint64_t small =
-        cfg->max_frame_bytes < GF_BATCH_FRAME_BYTES ? cfg->max_frame_bytes : GF_BATCH_FRAME_BYTES;
-    uint64_t extent = 0, used = 0;
-    for (size_t i = 0; i < cfg->pipeline_count; i++) {
-        const gf_pipeline *p = &cfg->pipelines[i];
-        uint64_t out = gf_pipeline_max_output_bytes(p, small),
-                 mid = gf_pipeline_max_scratch_bytes(p, small);
-        used |= scratch ? mid : out;
-        uint64_t e = small > out ? small : out;
-        e = e > mid ? e : mid;
-        extent = e > extent ? e : extent;
-    }
-    extent = (extent + GF_FRAME_ALIGN_BYTES - 1) / GF_FRAME_ALIGN_BYTES * GF_FRAME_ALIGN_BYTES;
-    return used ? GF_BATCH_FRAMES_MAX * extent : 0;
-}
-
 static uint64_t larger(uint64_t a, uint64_t b) {
     return a > b ? a : b;
 }
 
+/* The largest of `measure` over the configured pipelines, for inputs of at
+ * most `max_in_bytes`. */
+static uint64_t most_over_pipelines(const gf_config *cfg,
+                                    uint64_t (*measure)(const gf_pipeline *, uint64_t),
+                                    uint64_t max_in_bytes) {
+    uint64_t most = 0;
+    for (size_t i = 0; i < cfg->pipeline_count; i++)
+        most = larger(most, measure(&cfg->pipelines[i], max_in_bytes));
+    return most;
+}
+
+/* What a full batch of small frames needs in a buffer of a slot:
+ * GF_BATCH_FRAMES_MAX frames, each as far from the last as the largest
+ * length (input, result or intermediate) any pipeline gives a frame of at
+ * most GF_BATCH_FRAME_BYTES, aligned. */
+static uint64_t batch_bytes(const gf_config *cfg) {
+    uint64_t small =
+        cfg->max_frame_bytes < GF_BATCH_FRAME_BYTES ? cfg->max_frame_bytes : GF_BATCH_FRAME_BYTES;
+    uint64_t extent =
+        larger(small, larger(most_over_pipelines(cfg, gf_pipeline_max_output_bytes, small),
+                             most_over_pipelines(cfg, gf_pipeline_max_scratch_bytes, small)));
+    return GF_BATCH_FRAMES_MAX *
+           ((extent + GF_FRAME_ALIGN_BYTES - 1) / GF_FRAME_ALIGN_BYTES * GF_FRAME_ALIGN_BYTES);
+}
+
 uint64_t gf_config_max_output_bytes(const gf_config *cfg) {
-    return larger(most_over_pipelines(cfg, gf_pipeline_max_output_bytes), batch_bytes(cfg, 0));
+    return larger(most_over_pipelines(cfg, gf_pipeline_max_output_bytes, cfg->max_frame_bytes),
+                  batch_bytes(cfg));
 }
 
 uint64_t gf_config_max_scratch_bytes(const gf_config *cfg) {
-    return larger(most_over_pipelines(cfg, gf_pipeline_max_scratch_bytes), batch_bytes(cfg, 1));
+    /* None without a pipeline of several stages. */
+    uint64_t most = most_over_pipelines(cfg, gf_pipeline_max_scratch_bytes, cfg->max_frame_bytes);
+    return most ? larger(most, batch_bytes(cfg)) : 0;
+}
+
+uint32_t gf_config_pipeline_id(const gf_config *cfg, uint32_t id, const char *name) {
+    if (id < cfg->pipeline_count && strcmp(cfg->pipelines[id].name, name) == 0)
+        return id;
+    for (id = 0; id < cfg->pipeline_count; id++)
+        if (strcmp(cfg->pipelines[id].name, name) == 0)
+            break;
+    return id;
 }

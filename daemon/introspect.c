@@ -49,13 +49,8 @@ void gf_frame_answered(gf_server *srv, uint64_t conn_id, const gf_frame *s) {
     }
     /* Under the pipeline it ran as, found by name: a reload may have moved
      * it; one a reload removed has no totals left to add to. */
-    const gf_config *cfg = srv->cfg;
-    uint32_t id = s->pipeline_id;
-    if (id >= cfg->pipeline_count || strcmp(cfg->pipelines[id].name, s->pipeline.name) != 0)
-        for (id = 0; id < cfg->pipeline_count; id++)
-            if (strcmp(cfg->pipelines[id].name, s->pipeline.name) == 0)
-                break;
-    if (id < cfg->pipeline_count)
+    uint32_t id = gf_config_pipeline_id(srv->cfg, s->pipeline_id, s->pipeline.name);
+    if (id < srv->cfg->pipeline_count)
         gf_stats_frame_answered(&srv->stats, id, ph, mask);
     gf_trace_rec rec = {.frame_id = s->frame_id,
                         .conn_id = conn_id,

@@ -7,7 +7,6 @@
 
 #include <assert.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "loopprof.h"
 #include "util.h"
@@ -214,20 +213,6 @@ void gf_sched_received(gf_sched *s, gf_sched_client *c) {
         s->hooks.wake(s->hooks.arg);
 }
 
-/* The id a submission of `f`'s pipeline counts under in the running
- * configuration: its own, unless a reload renumbered the pipelines since
- * `f` was admitted (then found by name; none, the count, if removed). */
-static uint32_t counted_pipeline(const gf_sched *s, const gf_frame *f) {
-    const gf_config *cfg = s->cfg;
-    uint32_t id = f->pipeline_id;
-    if (id < cfg->pipeline_count && strcmp(cfg->pipelines[id].name, f->pipeline.name) == 0)
-        return id;
-    for (id = 0; id < cfg->pipeline_count; id++)
-        if (strcmp(cfg->pipelines[id].name, f->pipeline.name) == 0)
-            break;
-    return id;
-}
-
 /* Hands the closed slot `b` and its batch to the engine; on its refusal
  * every frame's ERROR reply is made ready. */
 static void submit(gf_sched *s, gf_slot *b) {
@@ -244,7 +229,10 @@ static void submit(gf_sched *s, gf_slot *b) {
             waited += f->whole_ns && now > f->whole_ns ? now - f->whole_ns : 0;
         }
     }
-    gf_stats_submitted(s->stats, counted_pipeline(s, &b->frames[0]), frames, waited);
+    gf_stats_submitted(
+        s->stats,
+        gf_config_pipeline_id(s->cfg, b->frames[0].pipeline_id, b->frames[0].pipeline.name), frames,
+        waited);
     /* Timing events cost a small frame about as much as the frame itself:
      * time one submission in timing_sample_every (config/README.md). */
     b->time_stages = s->cfg->timing_events && s->submit_seq++ % s->cfg->timing_sample_every == 0;
