@@ -158,13 +158,14 @@ static gf_frame *place(gf_conn *c, const gf_header *h, const admission *a) {
 /* Frame `f`'s payload is all in: it joins its slot's batch, which goes to
  * the engine when the connection's read is processed. */
 static void frame_whole(gf_conn *c, gf_frame *f) {
+    /* Its last bytes came now (read in place), or with its header. */
+    f->whole_ns = c->frame == f ? c->receive_progress_ns : f->claimed_ns;
     if (c->frame == f) {
         c->frame = NULL;
         gf_sched_received(&c->srv->sched, &c->sched);
     }
     c->request_begun_ns = 0;
     f->batched = 1;
-    f->whole_ns = gf_now_ns();
 }
 
 /* By reference: the engine copies straight from and into the region. */
