@@ -324,39 +324,39 @@ static void conn_drop_replies(gf_conn *c) {
     }
 }
 
-void gf_conn_hand_over(gf_conn *c) {
+/* `c` leaves its shard: it takes no more events, is on none of the
+ * server's lists and no longer counted open, and its poll handle closes
+ * (on_conn_closed closes the socket, unless it moved).  uv_close stops the
+ * poll at once (epoll_ctl DEL): the socket is no longer this loop's when it
+ * returns. */
+static void conn_leave(gf_conn *c) {
     gf_server *srv = c->srv;
-    assert(!c->closing && c->out.unfinished == 0);
     c->closing = 1;
-    c->moved = 1;
     c->reading = 0;
     gf_list_remove(&c->link);
     gf_list_remove(&c->throttled_link);
     gf_list_remove(&c->gather_link);
     srv->stats.connections_open--;
     atomic_fetch_sub_explicit(&srv->self->connections, 1, memory_order_relaxed);
-    /* uv_close stops the poll at once (epoll_ctl DEL): the socket is no
-     * longer this loop's when it returns. */
     uv_close((uv_handle_t *)&c->poll, on_conn_closed);
-    gf_server_defer(srv, &srv->drained);
+}
+
+void gf_conn_hand_over(gf_conn *c) {
+    assert(!c->closing && c->out.unfinished == 0);
+    c->moved = 1;
+    conn_leave(c);
+    gf_server_defer(c->srv, &c->srv->drained);
 }
 
 void gf_conn_close(gf_conn *c) {
     gf_server *srv = c->srv;
     if (c->closing)
         return;
-    c->closing = 1;
-    c->reading = 0;
     if (c->pending_fd >= 0)
         close(c->pending_fd);
     c->pending_fd = -1;
     gf_sched_stop_waiting(&srv->sched, &c->sched);
-    gf_list_remove(&c->link);
-    gf_list_remove(&c->throttled_link);
-    gf_list_remove(&c->gather_link);
-    srv->stats.connections_open--;
-    atomic_fetch_sub_explicit(&srv->self->connections, 1, memory_order_relaxed);
-    uv_close((uv_handle_t *)&c->poll, on_conn_closed);
+    conn_leave(c);
     if (c->frame)
         gf_conn_truncate_frame(c);
     /* Replies leave the queue before the batch goes: if the engine refuses
