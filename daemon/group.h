@@ -59,6 +59,14 @@ typedef struct gf_group {
     atomic_uint_fast64_t refused_by_status[GF_STATUS_COUNT_];
 } gf_group;
 
+/* A connection refused before any shard served it, counted for STATS.  Any
+ * thread. */
+static inline void gf_group_count_refusal(gf_group *g, uint32_t status) {
+    atomic_fetch_add_explicit(&g->refused, 1, memory_order_relaxed);
+    if (status < GF_STATUS_COUNT_)
+        atomic_fetch_add_explicit(&g->refused_by_status[status], 1, memory_order_relaxed);
+}
+
 /* Whether a shard on `device` (-1: the cpu engine's, which has none) runs a
  * pipeline limited to the devices of `mask` (gf_pipeline.devices; 0: any). */
 static inline int gf_device_runs(int device, uint32_t mask) {

@@ -9,7 +9,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "group.h"
@@ -17,7 +16,6 @@
 #include "log.h"
 #include "mailbox.h"
 #include "region.h"
-#include "reply.h"
 
 /* What travels: the socket and everything the connection was told or told
  * us that a new gf_conn would not know. */
@@ -98,26 +96,16 @@ static void regions_arrive(gf_server *srv, gf_link *regions) {
  * and counted; the socket is closed, and `srv`'s thread (its regions now)
  * releases its regions. */
 static void refuse(move_mail *mv, gf_server *srv) {
-    static const char text[] = "the daemon is stopping and took no new frame";
-    uint8_t msg[GF_HEADER_BYTES + sizeof text];
     gf_header h = {.version = GF_PROTOCOL_VERSION};
     (void)gf_header_parse(mv->buf, mv->bytes, GF_ROLE_DAEMON, UINT64_MAX, &h);
-    gf_reply_header(msg, h.version, GF_MSG_ERROR, 0, h.frame_id, h.pipeline_id,
-                    GF_ERR_SHUTTING_DOWN, sizeof text - 1);
-    memcpy(msg + GF_HEADER_BYTES, text, sizeof text - 1);
-    (void)send(mv->fd, msg, GF_HEADER_BYTES + sizeof text - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-    close(mv->fd);
+    gf_refuse_fd(mv->fd, &h, GF_ERR_SHUTTING_DOWN, "the daemon is stopping and took no new frame");
     if (mv->pending_fd >= 0)
         close(mv->pending_fd);
     atomic_fetch_sub_explicit(mv->connections, 1, memory_order_relaxed);
-    if (srv) {
-        srv->stats.rejected[GF_ERR_SHUTTING_DOWN]++;
+    if (srv == NULL) {
+        gf_group_count_refusal(mv->group, GF_ERR_SHUTTING_DOWN);
     } else {
-        atomic_fetch_add_explicit(&mv->group->refused, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&mv->group->refused_by_status[GF_ERR_SHUTTING_DOWN], 1,
-                                  memory_order_relaxed);
-    }
-    if (srv) {
+        srv->stats.rejected[GF_ERR_SHUTTING_DOWN]++;
         regions_arrive(srv, &mv->regions); /* region_free counts them out */
         gf_link *l;
         while ((l = gf_list_pop_front(&mv->regions)))

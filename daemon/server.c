@@ -633,7 +633,7 @@ fail_free:
 void gf_server_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
     if (srv->draining) {
         /* Handed over as the drain began: told so, like every frame now. */
-        gf_refuse_fd(fd, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new connections");
+        gf_refuse_fd(fd, NULL, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new connections");
         srv->stats.rejected[GF_ERR_SHUTTING_DOWN]++;
         srv->stats.connections_refused++;
         atomic_fetch_sub_explicit(&srv->self->connections, 1, memory_order_relaxed);

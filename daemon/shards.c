@@ -92,22 +92,15 @@ typedef struct accept_mail {
     uint32_t uid, gid, pid;
 } accept_mail;
 
-/* A connection refused before any shard served it, counted for STATS.  Any
- * thread. */
-static void count_refusal(gf_group *group, uint32_t status) {
-    atomic_fetch_add_explicit(&group->refused, 1, memory_order_relaxed);
-    if (status < GF_STATUS_COUNT_)
-        atomic_fetch_add_explicit(&group->refused_by_status[status], 1, memory_order_relaxed);
-}
-
 static void on_accept_mail(gf_mail *m, void *owner) {
     accept_mail *a = gf_list_entry(m, accept_mail, mail);
     if (owner != NULL) {
         gf_server_accept(owner, a->fd, a->uid, a->gid, a->pid);
     } else {
         /* Its shard stopped with the mail in its box. */
-        gf_refuse_fd(a->fd, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new connections");
-        count_refusal(a->group, GF_ERR_SHUTTING_DOWN);
+        gf_refuse_fd(a->fd, NULL, GF_ERR_SHUTTING_DOWN,
+                     "the daemon is stopping; no new connections");
+        gf_group_count_refusal(a->group, GF_ERR_SHUTTING_DOWN);
         atomic_fetch_sub_explicit(a->connections, 1, memory_order_relaxed);
     }
     free(a);
@@ -163,7 +156,7 @@ static void on_accepted(gf_listener *l, int fd, uint32_t uid, uint32_t gid, uint
 }
 
 static void on_refused(gf_listener *l, uint32_t status) {
-    count_refusal(&((gf_shards *)l->arg)->group, status);
+    gf_group_count_refusal(&((gf_shards *)l->arg)->group, status);
 }
 
 /* ---- a shard's thread -------------------------------------------------------------- */
