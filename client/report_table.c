@@ -248,41 +248,16 @@ static int phase_width(size_t i) {
     return w > PHASE_COLUMN_MIN_WIDTH ? w : PHASE_COLUMN_MIN_WIDTH;
 }
 
-static void table_pipelines(FILE *out, const cJSON *st) {
-    const cJSON *pipelines = gf_doc_get(st, "pipelines"), *p;
-    char a[CELL_BYTES];
-    int name_w = (int)strlen("pipeline");
-    int cpu = gf_doc_engine_is_cpu(st);
-
-    if (!cJSON_IsArray(pipelines) || cJSON_GetArraySize(pipelines) == 0)
-        return;
+/* The width of the pipeline column: the longest name, or "pipeline". */
+static int pipeline_name_width(const cJSON *pipelines) {
+    const cJSON *p;
+    int w = (int)strlen("pipeline");
     cJSON_ArrayForEach(p, pipelines) {
         const char *name = gf_doc_str(p, "name");
-        if (name != NULL && (int)strlen(name) > name_w)
-            name_w = (int)strlen(name);
+        if (name != NULL && (int)strlen(name) > w)
+            w = (int)strlen(name);
     }
-    fprintf(out, "\nmean time per frame and phase, microseconds (sum / count since start)\n");
-    fprintf(out, "%-*s %8s", name_w, "pipeline", "frames");
-    for (size_t i = 0; i < PHASE_COLUMNS; i++)
-        fprintf(out, " %*s", phase_width(i), phase_columns[i].key);
-    fputc('\n', out);
-    cJSON_ArrayForEach(p, pipelines) {
-        const char *name = gf_doc_str(p, "name");
-        if (name != NULL) {
-            gf_put_text(out, name, GF_ESC_TERMINAL);
-            fprintf(out, "%*s", name_w - (int)strlen(name), "");
-        } else {
-            fprintf(out, "%-*s", name_w, cell_count(gf_doc_num(p, "id"), a));
-        }
-        fprintf(out, " %8s", cell_count(gf_doc_num(p, "frames"), a));
-        for (size_t i = 0; i < PHASE_COLUMNS; i++)
-            fprintf(
-                out, " %*s", phase_width(i),
-                phase_columns[i].copy && cpu
-                    ? "-"
-                    : cell_mean_us(gf_doc_get(gf_doc_get(p, "phases"), phase_columns[i].key), a));
-        fputc('\n', out);
-    }
+    return w;
 }
 
 /* A pipeline's name cell, padded to `w`. */
@@ -297,6 +272,32 @@ static void put_pipeline_name(FILE *out, const cJSON *p, int w) {
     }
 }
 
+static void table_pipelines(FILE *out, const cJSON *st) {
+    const cJSON *pipelines = gf_doc_get(st, "pipelines"), *p;
+    char a[CELL_BYTES];
+    int name_w = pipeline_name_width(pipelines);
+    int cpu = gf_doc_engine_is_cpu(st);
+
+    if (!cJSON_IsArray(pipelines) || cJSON_GetArraySize(pipelines) == 0)
+        return;
+    fprintf(out, "\nmean time per frame and phase, microseconds (sum / count since start)\n");
+    fprintf(out, "%-*s %8s", name_w, "pipeline", "frames");
+    for (size_t i = 0; i < PHASE_COLUMNS; i++)
+        fprintf(out, " %*s", phase_width(i), phase_columns[i].key);
+    fputc('\n', out);
+    cJSON_ArrayForEach(p, pipelines) {
+        put_pipeline_name(out, p, name_w);
+        fprintf(out, " %8s", cell_count(gf_doc_num(p, "frames"), a));
+        for (size_t i = 0; i < PHASE_COLUMNS; i++)
+            fprintf(
+                out, " %*s", phase_width(i),
+                phase_columns[i].copy && cpu
+                    ? "-"
+                    : cell_mean_us(gf_doc_get(gf_doc_get(p, "phases"), phase_columns[i].key), a));
+        fputc('\n', out);
+    }
+}
+
 /* Each pipeline's submissions to the engine: frames per submission, mean
  * and by bucket (1, 2, 3-4, ... 33-64), and the mean time a whole frame
  * waited in its slot for its batch to go.  Nothing from a daemon without
@@ -304,27 +305,21 @@ static void put_pipeline_name(FILE *out, const cJSON *p, int w) {
 static void table_batches(FILE *out, const cJSON *st) {
     const cJSON *pipelines = gf_doc_get(st, "pipelines"), *p;
     char a[CELL_BYTES];
-    int name_w = (int)strlen("pipeline"), any = 0;
+    int name_w = pipeline_name_width(pipelines);
+    const cJSON *bounds = NULL; /* the first pipeline's: every one has the same */
 
     cJSON_ArrayForEach(p, pipelines) {
-        const char *name = gf_doc_str(p, "name");
-        if (name != NULL && (int)strlen(name) > name_w)
-            name_w = (int)strlen(name);
-        any |= cJSON_IsObject(gf_doc_get(p, "batches"));
+        if (bounds == NULL && cJSON_IsArray(gf_doc_get(gf_doc_get(p, "batches"), "bounds")))
+            bounds = gf_doc_get(gf_doc_get(p, "batches"), "bounds");
     }
-    if (!any)
+    if (bounds == NULL)
         return;
     fprintf(out, "\nframes per submission (batches), by pipeline; wait: mean time a whole frame "
                  "waited for its batch, microseconds\n");
     fprintf(out, "%-*s %11s %6s", name_w, "pipeline", "submissions", "mean");
-    const cJSON *first = NULL;
-    cJSON_ArrayForEach(p, pipelines) {
-        if (first == NULL && cJSON_IsArray(gf_doc_get(gf_doc_get(p, "batches"), "bounds")))
-            first = gf_doc_get(gf_doc_get(p, "batches"), "bounds");
-    }
     double lo = 1;
     const cJSON *b;
-    cJSON_ArrayForEach(b, first) {
+    cJSON_ArrayForEach(b, bounds) {
         char head[32];
         if (b->valuedouble <= lo)
             snprintf(head, sizeof head, "%.0f", b->valuedouble);
