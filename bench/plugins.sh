@@ -47,22 +47,28 @@ done
 tmp=$(mktemp -d)
 trap 'kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null; rm -rf "$tmp"' EXIT
 sock=$tmp/s.sock
+# The MLP alone and behind normalize_u8, in both daemons below.
+mlp_pipelines='{"name": "mlp", "kind": "plugin", "path": "'$plugins'/gf_mlp.so",
+   "params": {"weights": "'$plugins'/mlp-demo.gfw"}},
+  {"name": "classify", "stages": [
+    {"kind": "normalize_u8", "params": {"width": 32, "height": 32}},
+    {"kind": "plugin", "path": "'$plugins'/gf_mlp.so", "params": {"weights": "'$plugins'/mlp-demo.gfw"}}]}'
+# gpuframed on the configuration file $1, serving $sock; $daemon its PID.
+start_daemon() {
+  rm -f "$sock"
+  "$build/gpuframed" --config "$1" --socket "$sock" --engine "$engine" >"$tmp/daemon.log" 2>&1 &
+  daemon=$!
+  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+  [ -S "$sock" ] || { echo "bench: gpuframed did not start:" >&2; cat "$tmp/daemon.log" >&2; exit 1; }
+}
 # Every frame timed: the stage means come from all of them.
 cat >"$tmp/plugins.json" <<EOF
 {"slots": 2, "timing_sample_every": 1, "pipelines": [
   {"name": "clamp", "kind": "plugin", "path": "$plugins/gf_example.so",
    "params": {"lo": -1, "hi": 1}},
-  {"name": "mlp", "kind": "plugin", "path": "$plugins/gf_mlp.so",
-   "params": {"weights": "$plugins/mlp-demo.gfw"}},
-  {"name": "classify", "stages": [
-    {"kind": "normalize_u8", "params": {"width": 32, "height": 32}},
-    {"kind": "plugin", "path": "$plugins/gf_mlp.so", "params": {"weights": "$plugins/mlp-demo.gfw"}}]}]}
+  $mlp_pipelines]}
 EOF
-"$build/gpuframed" --config "$tmp/plugins.json" --socket "$sock" --engine "$engine" \
-  >"$tmp/daemon.log" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-[ -S "$sock" ] || { echo "bench: gpuframed did not start:" >&2; cat "$tmp/daemon.log" >&2; exit 1; }
+start_daemon "$tmp/plugins.json"
 
 rc=0
 # name, frame size: clamp 1 MiB of float32; mlp batches of 1 and 64 vectors
@@ -100,20 +106,8 @@ done
 kill -TERM "$daemon"; wait "$daemon" || rc=1
 
 # ---- many clients ---------------------------------------------------------------
-cat >"$tmp/clients.json" <<EOF
-{"pipelines": [
-  {"name": "mlp", "kind": "plugin", "path": "$plugins/gf_mlp.so",
-   "params": {"weights": "$plugins/mlp-demo.gfw"}},
-  {"name": "classify", "stages": [
-    {"kind": "normalize_u8", "params": {"width": 32, "height": 32}},
-    {"kind": "plugin", "path": "$plugins/gf_mlp.so", "params": {"weights": "$plugins/mlp-demo.gfw"}}]}]}
-EOF
-rm -f "$sock"
-"$build/gpuframed" --config "$tmp/clients.json" --socket "$sock" --engine "$engine" \
-  >"$tmp/daemon.log" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-[ -S "$sock" ] || { echo "bench: gpuframed did not start:" >&2; cat "$tmp/daemon.log" >&2; exit 1; }
+echo "{\"pipelines\": [$mlp_pipelines]}" >"$tmp/clients.json"
+start_daemon "$tmp/clients.json"
 # A pipeline's STATS batches: "submissions frames", or "- -" without them.
 batches() { # PIPELINE
   "$build/gpuframe" stats --socket "$sock" --json | python3 -c '

@@ -36,8 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "libgpuframe.h"
@@ -1148,27 +1146,6 @@ START_TEST(connections_move_to_their_pipelines_device) {
 }
 END_TEST
 
-/* Sends `len` bytes of `buf` on raw socket `sock` in one sendmsg, with the
- * memfd `fd` attached. */
-static void send_with_fd(int sock, const void *buf, size_t len, int fd) {
-    union {
-        struct cmsghdr align;
-        char bytes[CMSG_SPACE(sizeof(int))];
-    } control;
-    memset(&control, 0, sizeof control);
-    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-    struct msghdr msg = {.msg_iov = &iov,
-                         .msg_iovlen = 1,
-                         .msg_control = control.bytes,
-                         .msg_controllen = sizeof control.bytes};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-    ck_assert_int_eq(sendmsg(sock, &msg, MSG_NOSIGNAL), (ssize_t)len);
-}
-
 /* The next reply on raw socket `sock`: of `type`, for `frame_id`. */
 static void expect_raw_reply(int sock, uint8_t type, uint64_t frame_id) {
     gf_header h;
@@ -1206,7 +1183,7 @@ START_TEST(a_memfd_after_a_moving_frame_goes_along) {
         ck_assert_int_ge(mfd, 0);
         ck_assert_int_eq(ftruncate(mfd, 4096), 0);
         ck_assert_int_eq(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
-        send_with_fd(sock, buf, 2 * GF_HEADER_BYTES + 8, mfd);
+        ck_assert_int_eq(gf_test_raw_send_fds(sock, buf, 2 * GF_HEADER_BYTES + 8, mfd, 1), 0);
         close(mfd);
         expect_raw_reply(sock, GF_MSG_RESULT, 10 * round + 2);
         expect_raw_reply(sock, GF_MSG_REGION_ADD, 10 * round + 3);

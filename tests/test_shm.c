@@ -533,23 +533,7 @@ static void add_refused(gf_client *c, int fd, uint32_t status, const char *words
 static void raw_send_fds(int sock, const gf_header *h, int fd, int nfds) {
     uint8_t buf[GF_HEADER_BYTES];
     gf_header_encode(h, buf);
-    union {
-        struct cmsghdr align;
-        char bytes[CMSG_SPACE(4 * sizeof(int))];
-    } control;
-    memset(&control, 0, sizeof control);
-    struct iovec iov = {.iov_base = buf, .iov_len = sizeof buf};
-    struct msghdr msg = {.msg_iov = &iov,
-                         .msg_iovlen = 1,
-                         .msg_control = control.bytes,
-                         .msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int))};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-    for (int i = 0; i < nfds; i++)
-        memcpy(CMSG_DATA(cm) + i * sizeof(int), &fd, sizeof fd);
-    ck_assert_int_eq(sendmsg(sock, &msg, MSG_NOSIGNAL), (ssize_t)sizeof buf);
+    ck_assert_int_eq(gf_test_raw_send_fds(sock, buf, sizeof buf, fd, nfds), 0);
 }
 
 /* A raw connection gets a fatal stray_fd ERROR and is closed. */

@@ -580,6 +580,34 @@ int gf_test_raw_connect(const char *socket_path) {
     return fd;
 }
 
+int gf_test_raw_send_fds(int sock, const void *buf, size_t len, int fd, int nfds) {
+    union {
+        struct cmsghdr align;
+        char bytes[CMSG_SPACE(4 * sizeof(int))];
+    } control;
+    if (nfds < 1 || nfds > 4 || len == 0)
+        return -EINVAL;
+    memset(&control, 0, sizeof control);
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.bytes,
+                         .msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int))};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+    for (int i = 0; i < nfds; i++)
+        memcpy(CMSG_DATA(cm) + i * sizeof(int), &fd, sizeof fd);
+    ssize_t n;
+    do
+        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    return (size_t)n == len ? 0 : -EMSGSIZE;
+}
+
 int gf_test_raw_send(int fd, const void *buf, size_t len) {
     const unsigned char *p = buf;
 

@@ -245,6 +245,11 @@ int gf_test_raw_send(int fd, const void *buf, size_t len);
 /* Encodes `h` and sends it.  Returns 0 or a negative errno. */
 int gf_test_raw_send_header(int fd, const gf_header *h);
 
+/* Sends `len` (> 0) bytes of `buf` in one sendmsg with `nfds` (1 to 4)
+ * copies of the descriptor `fd` attached as SCM_RIGHTS.  Returns 0, or a
+ * negative errno (-EMSGSIZE when fewer bytes went). */
+int gf_test_raw_send_fds(int sock, const void *buf, size_t len, int fd, int nfds);
+
 /*
  * Receives one reply: its header (parsed in the client role, any payload
  * size up to `cap`) and its payload into payload[cap].  Returns 0, or a

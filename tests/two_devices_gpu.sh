@@ -22,28 +22,51 @@ fi
 dir=$(mktemp -d); trap 'kill $daemon 2>/dev/null; rm -rf "$dir"' EXIT
 fail() { echo "two_devices_gpu: FAIL: $*"; echo "--- daemon log"; cat "$dir/daemon.log"; exit 1; }
 sock=$dir/s.sock
-"$build/gpuframed" --socket "$sock" --engine cuda --devices 0,1 --shards 4 \
-  --config "$src/bench/verify-sizes.json" 2> "$dir/daemon.log" &
-daemon=$!
-for _ in $(seq 300); do [ -S "$sock" ] && break; kill -0 $daemon 2>/dev/null || break; sleep 0.1; done
-[ -S "$sock" ] || fail "the daemon did not start"
+# gpuframed on both devices, 4 shards (two on each), on the config file $1.
+start_daemon() {
+  rm -f "$sock"
+  "$build/gpuframed" --socket "$sock" --engine cuda --devices 0,1 --shards 4 \
+    --config "$1" 2> "$dir/daemon.log" &
+  daemon=$!
+  for _ in $(seq 300); do [ -S "$sock" ] && break; kill -0 $daemon 2>/dev/null || break; sleep 0.1; done
+  [ -S "$sock" ] || fail "the daemon did not start on $1"
+}
+# SIGTERM: a drain that answers everything, exit 0, and a clean log.
+stop_daemon() {
+  kill -TERM $daemon
+  wait $daemon; local rc=$?
+  [ $rc = 0 ] || fail "exit status $rc after SIGTERM"
+  grep -q "drained: every frame received was answered" "$dir/daemon.log" || fail "no drain line"
+  ! grep -E "error:|warn:" "$dir/daemon.log" || fail "an error or warning in the log"
+}
+# One client per pipeline named, all at once, 300 verified frames each:
+# odd ones 4 KiB through the socket, even ones 1 MiB by shared memory.
+# Their PIDs go in pids; client i's output in client$i.out.
+start_clients() {
+  local i=0 p transport size
+  pids=()
+  for p in "$@"; do
+    i=$((i + 1))
+    transport=--no-shm size=4K
+    [ $((i % 2)) = 0 ] && transport=--shm size=1M
+    "$build/gpuframe" stream --socket "$sock" --pipeline $p --size $size --count 300 --window 8 \
+      --verify --quiet $transport > "$dir/client$i.out" 2>&1 &
+    pids+=($!)
+  done
+}
+# Each client started by start_clients exited 0 with every frame verified.
+wait_clients() {
+  local i out
+  for i in "${!pids[@]}"; do
+    out=$dir/client$((i + 1)).out
+    wait "${pids[$i]}" && grep -q "frames=300 errors=0 " "$out" || fail "client $((i + 1)): $(cat "$out")"
+  done
+}
 
+start_daemon "$src/bench/verify-sizes.json"
 # Eight clients at once: the placement gives each shard two.
-pids=()
-i=0
-for p in echo affine sincos echo affine sincos echo sincos; do
-  i=$((i + 1))
-  transport=--no-shm size=4K
-  [ $((i % 2)) = 0 ] && transport=--shm size=1M
-  "$build/gpuframe" stream --socket "$sock" --pipeline $p --size $size --count 300 --window 8 \
-    --verify --quiet $transport > "$dir/client$i.out" 2>&1 &
-  pids+=($!)
-done
-for i in "${!pids[@]}"; do
-  wait "${pids[$i]}" || fail "client $((i + 1)): $(cat "$dir/client$((i + 1)).out")"
-  grep -q "frames=300 errors=0 " "$dir/client$((i + 1)).out" ||
-    fail "client $((i + 1)): $(cat "$dir/client$((i + 1)).out")"
-done
+start_clients echo affine sincos echo affine sincos echo sincos
+wait_clients
 
 "$build/gpuframe" stats --socket "$sock" --json > "$dir/stats.json" || fail "gpuframe stats"
 python3 - "$dir/stats.json" <<'PY' || fail "STATS: $(cat "$dir/stats.json" | head -c 3000)"
@@ -64,13 +87,6 @@ assert f["received"] == f["answered"] and f["failed"] == 0 and f["in_progress"] 
 assert st["shard_count"] == 4 and st["slots"]["count"] == 4 * st["slots"]["per_shard"], st["slots"]
 print("two_devices_gpu: STATS ok:", {k: (d["name"], d["frames_answered"]) for k, d in devices.items()})
 PY
-stop_daemon() {
-  kill -TERM $daemon
-  wait $daemon; local rc=$?
-  [ $rc = 0 ] || fail "exit status $rc after SIGTERM"
-  grep -q "drained: every frame received was answered" "$dir/daemon.log" || fail "no drain line"
-  ! grep -E "error:|warn:" "$dir/daemon.log" || fail "an error or warning in the log"
-}
 stop_daemon
 
 # Pipelines limited to one device each: a connection whose frame names one
@@ -86,22 +102,9 @@ cat > "$dir/limited.json" <<'JSON'
                {"name": "echo1", "kind": "echo", "devices": "1"},
                {"name": "echo0", "kind": "echo", "devices": "0"}]}
 JSON
-"$build/gpuframed" --socket "$sock" --engine cuda --devices 0,1 --shards 4 \
-  --config "$dir/limited.json" 2> "$dir/daemon.log" &
-daemon=$!
-for _ in $(seq 300); do [ -S "$sock" ] && break; kill -0 $daemon 2>/dev/null || break; sleep 0.1; done
-[ -S "$sock" ] || fail "the daemon (limited pipelines) did not start"
-pids=()
-i=0
-for p in sincos1 affine0 sincos1 affine0 sincos1 affine0 sincos1 affine0; do
-  i=$((i + 1))
-  transport=--no-shm size=4K
-  [ $(((i + 1) / 2 % 2)) = 0 ] && transport=--shm size=1M
-  "$build/gpuframe" stream --socket "$sock" --pipeline $p --size $size --count 300 --window 8 \
-    --verify --quiet $transport > "$dir/client$i.out" 2>&1 &
-  pids+=($!)
-done
-PYTHONPATH="$src/python" python3 - "$sock" > "$dir/python.out" 2>&1 <<'PY' & pids+=($!)
+start_daemon "$dir/limited.json"
+start_clients sincos1 sincos1 affine0 affine0 sincos1 sincos1 affine0 affine0
+PYTHONPATH="$src/python" python3 - "$sock" > "$dir/python.out" 2>&1 <<'PY' & python=$!
 import sys
 import numpy as np
 from gpuframe import Client
@@ -123,11 +126,8 @@ for last in ("echo1", "echo0"):
         region.close()
 print("python: 80 frames, alternating devices, ok")
 PY
-for i in "${!pids[@]}"; do
-  n=$((i + 1)); out=$dir/client$n.out; [ $n = 9 ] && out=$dir/python.out
-  wait "${pids[$i]}" || fail "client $n: $(cat "$out")"
-  [ $n = 9 ] || grep -q "frames=300 errors=0 " "$out" || fail "client $n: $(cat "$out")"
-done
+wait_clients
+wait $python || fail "the Python connections: $(cat "$dir/python.out")"
 cat "$dir/python.out"
 "$build/gpuframe" stats --socket "$sock" --json > "$dir/stats.json" || fail "gpuframe stats"
 python3 - "$dir/stats.json" <<'PY' || fail "STATS (limited): $(head -c 3000 "$dir/stats.json")"
