@@ -58,6 +58,12 @@ void gf_defer_mark(gf_defer *d, gf_defer_item *it) {
     kick_update(d);
 }
 
+void gf_defer_mark_last(gf_defer *d, gf_defer_item *it) {
+    gf_list_remove(&it->link);
+    gf_list_push_back(&d->marked, &it->link);
+    kick_update(d);
+}
+
 void gf_defer_next(gf_defer *d, gf_defer_item *it) {
     if (gf_linked(&it->link))
         return;

@@ -55,6 +55,10 @@ void gf_defer_item_init(gf_defer_item *it, void (*run)(gf_defer_item *it));
  * nothing more. */
 void gf_defer_mark(gf_defer *d, gf_defer_item *it);
 
+/* Marks `it` to run after every item marked so far, moving it there if it
+ * is marked already: work that must see what those items do. */
+void gf_defer_mark_last(gf_defer *d, gf_defer_item *it);
+
 /* Puts `it` off to the next loop iteration, before its poll; an item
  * already marked or put off stays where it is. */
 void gf_defer_next(gf_defer *d, gf_defer_item *it);
