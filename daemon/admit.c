@@ -132,31 +132,31 @@ static void refuse(gf_conn *c, const gf_request *req, const admission *a) {
     gf_conn_reject(c, &req->header, a->status, a->why);
 }
 
-/* A place for the frame: in the open batch if it is staged, fits and runs
- * the same pipeline; else in an empty slot of its own batch (the open one
- * goes to the engine first).  NULL: the connection waits for a slot. */
+/* A place for the frame: a whole one in its pipeline's open batch, shared
+ * with other connections' (gf_sched_join); one whose payload is read in
+ * place in an empty slot of its own.  Either way a frame received in place
+ * before it goes to the engine first.  NULL: the connection waits for a
+ * slot. */
 static gf_frame *place(gf_conn *c, const gf_header *h, const admission *a) {
     gf_sched *s = &c->srv->sched;
     const gf_pipeline *p = &c->srv->cfg->pipelines[h->pipeline_id];
-    gf_slot *b = c->sched.batch;
-    if (b && b->frame_count > 0) {
-        gf_frame *f =
-            a->staged ? gf_slot_add(b, p, h, a->in_bytes, a->stage_bytes, c->header_seen_ns) : NULL;
-        if (f)
-            return f;
+    if (c->sched.batch && c->sched.batch->frame_count > 0)
         gf_sched_close_batch(s, &c->sched);
-    }
-    b = gf_sched_claim(s, &c->sched, !a->staged);
+    if (a->staged)
+        return gf_sched_join(s, &c->sched, p, h, a->in_bytes, a->stage_bytes, c->header_seen_ns);
+    gf_slot *b = gf_sched_claim(s, &c->sched, 1);
     if (!b)
         return NULL; /* no slot now: reading stops until one is granted (backpressure) */
     /* An empty slot takes any frame the checks passed. */
     gf_frame *f = gf_slot_add(b, p, h, a->in_bytes, a->stage_bytes, c->header_seen_ns);
     assert(f != NULL);
+    f->client = &c->sched;
     return f;
 }
 
 /* Frame `f`'s payload is all in: it joins its slot's batch, which goes to
- * the engine when the connection's read is processed. */
+ * the engine after the loop's I/O (a shared one) or when the connection's
+ * read is processed (its own). */
 static void frame_whole(gf_conn *c, gf_frame *f) {
     /* Its last bytes came now (read in place), or with its header. */
     f->whole_ns = c->frame == f ? c->receive_progress_ns : f->claimed_ns;

@@ -229,6 +229,9 @@ void gf_config_note_restart(char *note, size_t len, const char *fmt, ...)
  * (taken whole into a connection's buffer first: conn.h). */
 #define GF_BATCH_FRAMES_MAX  64u
 #define GF_BATCH_FRAME_BYTES 16384u
+/* The most a pipeline's max_batch_delay_us may be: a batch that waits
+ * longer is a queue, not a batch. */
+#define GF_BATCH_DELAY_US_MAX 100000u
 
 /*
  * The size of every slot's output buffer: the largest result any configured

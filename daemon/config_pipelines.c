@@ -12,9 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum pipeline_key { P_NAME, P_KIND, P_PARAMS, P_PATH, P_STAGES, P_DEVICES, P_COUNT_ };
-static const char *const pipeline_keys[P_COUNT_] = {"name", "kind",   "params",
-                                                    "path", "stages", "devices"};
+#include "plugin.h"
+
+enum pipeline_key {
+    P_NAME,
+    P_KIND,
+    P_PARAMS,
+    P_PATH,
+    P_STAGES,
+    P_DEVICES,
+    P_BATCH_FRAMES,
+    P_BATCH_DELAY,
+    P_COUNT_
+};
+static const char *const pipeline_keys[P_COUNT_] = {
+    "name",   "kind",    "params",           "path",
+    "stages", "devices", "max_batch_frames", "max_batch_delay_us"};
 
 /* A pipeline's "devices": the devices it may run on, as a mask (0: all). */
 static int read_devices(const cJSON *v, const char *path, uint32_t *mask, gf_problems *pr) {
@@ -37,6 +50,50 @@ static int read_devices(const cJSON *v, const char *path, uint32_t *mask, gf_pro
     for (int i = 0; i < n; i++)
         *mask |= 1u << list[i];
     return 0;
+}
+
+/* A pipeline's "max_batch_frames" and "max_batch_delay_us" (`frames`,
+ * `delay`: NULL when absent), once its plugins are open: a plugin's
+ * launch_batch that takes fewer frames than GF_BATCH_FRAMES_MAX lowers the
+ * default, and a larger value is refused, so no plugin is ever given more
+ * than it declared. */
+static int read_batching(const cJSON *frames, const cJSON *delay, const char *path, gf_pipeline *p,
+                         gf_problems *pr) {
+    char key[GF_PATH_BYTES + 24];
+    const char *bound_by = NULL;
+    uint32_t most = GF_BATCH_FRAMES_MAX;
+    for (uint32_t k = 0; k < p->stage_count; k++) {
+        const gf_stage *st = &p->stages[k];
+        const gf_plugin *api =
+            gf_kind_is_plugin(st->kind) ? gf_plugin_stage_api(st->params.plugin) : NULL;
+        uint32_t n = api ? gf_plugin_batch_frames(api) : 0;
+        if (n > 0 && n < most) {
+            most = n;
+            bound_by = api->name;
+        }
+    }
+    double v;
+    int rc = 0;
+    p->max_batch_frames = most;
+    snprintf(key, sizeof key, "%s.max_batch_frames", path);
+    if (frames && gf_json_read_integer(frames, key, 1, GF_BATCH_FRAMES_MAX, &v, pr) < 0) {
+        rc = -1;
+    } else if (frames && v > most) {
+        gf_problem(pr,
+                   "%s: %.0f frames, more than plugin %s takes in one launch_batch (its "
+                   "max_batch_frames is %u)",
+                   key, v, bound_by, most);
+        rc = -1;
+    } else if (frames) {
+        p->max_batch_frames = (uint32_t)v;
+    }
+    p->max_batch_delay_us = 0;
+    snprintf(key, sizeof key, "%s.max_batch_delay_us", path);
+    if (delay && gf_json_read_integer(delay, key, 0, GF_BATCH_DELAY_US_MAX, &v, pr) < 0)
+        rc = -1;
+    else if (delay)
+        p->max_batch_delay_us = (uint32_t)v;
+    return rc;
 }
 
 /* Parses one element of the config's "pipelines" array into `p`, whose
@@ -85,7 +142,8 @@ static int parse_pipeline(const cJSON *v, size_t index, const gf_pipeline *befor
     if (gf_json_read_stages(&j, config_dir, path, p, pr) < 0)
         return -1;
     if (gf_pipeline_open_plugins(p, max_frame_bytes, path, pr) < 0 ||
-        (max_frame_bytes > 0 && gf_pipeline_check_stages(p, max_frame_bytes, path, pr) < 0))
+        (max_frame_bytes > 0 && gf_pipeline_check_stages(p, max_frame_bytes, path, pr) < 0) ||
+        read_batching(items[P_BATCH_FRAMES], items[P_BATCH_DELAY], path, p, pr) < 0)
         rc = -1;
     if (rc < 0) {
         gf_pipeline_release(p);

@@ -152,6 +152,12 @@ static void describe_pipeline_changes(const gf_config *from, const gf_config *to
 
         if (strcmp(a->name, b->name) != 0)
             append_change(buf, len, "pipelines[%zu].name %s -> %s", i, a->name, b->name);
+        if (a->max_batch_frames != b->max_batch_frames)
+            append_change(buf, len, "pipelines[%zu] (%s).max_batch_frames %u -> %u", i, b->name,
+                          a->max_batch_frames, b->max_batch_frames);
+        if (a->max_batch_delay_us != b->max_batch_delay_us)
+            append_change(buf, len, "pipelines[%zu] (%s).max_batch_delay_us %u -> %u", i, b->name,
+                          a->max_batch_delay_us, b->max_batch_delay_us);
         pipeline_text(a, pa, sizeof pa);
         pipeline_text(b, pb, sizeof pb);
         if (strcmp(pa, pb) == 0)

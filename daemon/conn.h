@@ -9,9 +9,10 @@
  * Rules it keeps:
  * - Every request gets exactly one reply (result or error) while the
  *   connection is open, in the order the requests arrived.
- * - A slot belongs to one connection's batch, from its claim until the last
- *   of that batch's frames' replies is written, its result moved out of the
- *   slot (gf_conn_evict_results), or dropped.
+ * - A slot holds a batch of one pipeline's whole frames, of any connections,
+ *   or one connection's frame received in place, from its claim until the
+ *   last of its frames' replies is written, its result moved out of the slot
+ *   (gf_conn_evict_results), or dropped.
  * - Closing never frees memory a frame on the engine or a reply still uses:
  *   the struct is freed once its handle is closed and no reply is
  *   unfinished; a frame's result that completes after the close is dropped,

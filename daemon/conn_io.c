@@ -216,7 +216,7 @@ static void conn_settle(gf_conn *c) {
  * owes goes out, its input is settled, and it reads exactly when it can. */
 static void conn_go_on(gf_conn *c) {
     if (!c->closing)
-        gf_sched_end_batch(&c->srv->sched, &c->sched, c->frame != NULL, !c->fatal);
+        gf_sched_end_batch(&c->srv->sched, &c->sched, c->frame != NULL);
     conn_flush(c);
     conn_settle(c);
     conn_update_reading(c);

@@ -10,7 +10,9 @@
  * Where a frame goes in this file:
  *   read     on_io -> conn_read (recvmsg) -> conn_process (request.c decodes)
  *            -> gf_admit_frame (admit.c) or gf_query_answer (query.c)
- *   submit   conn_go_on -> gf_sched_end_batch (scheduler.c) -> the engine
+ *   submit   a whole frame's batch after the loop's I/O (scheduler.c
+ *            gf_sched_submit_batches); a frame received in place at
+ *            conn_go_on -> gf_sched_end_batch -> the engine
  *   answer   the scheduler's replies_ready hook -> conn_flush (one sendmsg
  *            per batch of ready replies) -> gf_conn_finish (conn.c: the slot
  *            goes back; what that makes possible is deferred work)

@@ -19,7 +19,7 @@ int gf_sched_init(gf_sched *s, gf_engine *engine, gf_stats *stats, const gf_conf
     s->hooks = *hooks;
     gf_list_init(&s->wait_run);
     gf_list_init(&s->wait_receive);
-    gf_list_init(&s->held);
+    gf_list_init(&s->open);
     s->in_flight = s->receiving = 0;
     s->next_wait_seq = s->submit_seq = s->claim_seq = 0;
     s->draining = 0;
@@ -37,7 +37,8 @@ void gf_sched_client_init(gf_sched_client *c) {
     gf_link_init(&c->waiting);
     c->batch = NULL;
     c->wait_seq = c->claim_seq = 0;
-    c->receive = c->receiving = c->shared = 0;
+    c->wait_pipeline = UINT32_MAX;
+    c->receive = c->receiving = c->shared = c->invited = 0;
 }
 
 static void receiving_start(gf_sched *s, gf_sched_client *c) {
@@ -92,8 +93,21 @@ static int must_wait(const gf_sched *s, int receive) {
            s->receiving >= s->receive_max;
 }
 
+/* Queues `c` on `q` by its wait_seq: one invited to a batch that it found
+ * full goes back to its old place. */
+static void queue_in_order(gf_link *q, gf_sched_client *c) {
+    gf_link *l = gf_list_front(q);
+    while (l && gf_list_entry(l, gf_sched_client, waiting)->wait_seq < c->wait_seq)
+        l = gf_list_next(q, l);
+    gf_link_insert_after(l ? l->prev : q->prev, &c->waiting);
+}
+
 gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
     assert(!gf_sched_waiting(c));
+    int invited = c->invited && !receive;
+    c->invited = 0;
+    if (receive)
+        c->wait_pipeline = UINT32_MAX;
     gf_slot *slot = c->batch;
     if (slot) {
         /* Granted, or left open and empty: it takes any frame. */
@@ -104,9 +118,13 @@ gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
     } else {
         int first_receiver = receive && gf_list_empty(&s->wait_receive);
         c->receive = receive != 0;
-        c->wait_seq = s->next_wait_seq++;
-        gf_list_push_back(receive ? &s->wait_receive : &s->wait_run, &c->waiting);
-        s->stats->backpressure_pauses++;
+        if (invited) {
+            queue_in_order(&s->wait_run, c);
+        } else {
+            c->wait_seq = s->next_wait_seq++;
+            gf_list_push_back(receive ? &s->wait_receive : &s->wait_run, &c->waiting);
+            s->stats->backpressure_pauses++;
+        }
         if (first_receiver && s->hooks.contended)
             s->hooks.contended(s->hooks.arg);
         /* A slot is free but held for receivers whose bytes are there:
@@ -213,6 +231,29 @@ void gf_sched_received(gf_sched *s, gf_sched_client *c) {
         s->hooks.wake(s->hooks.arg);
 }
 
+/* Adds `c` to told[0..*n) unless it is there already: each client with
+ * frames in a batch is told once.  Its frames usually lie together, so the
+ * search starts at the last. */
+static void note_client(gf_sched_client **told, uint32_t *n, gf_sched_client *c) {
+    assert(c != NULL);
+    for (uint32_t i = *n; i-- > 0;)
+        if (told[i] == c)
+            return;
+    told[(*n)++] = c;
+}
+
+/* Tells each of told[0..n) that its frames of `b` have their replies ready.
+ * Writing or dropping them may release every frame: the slot must not go
+ * back to the ring (and be claimed anew) meanwhile. */
+static void tell_clients(gf_sched *s, gf_slot *b, gf_sched_client **told, uint32_t n,
+                         int completed) {
+    gf_slot_hold(b);
+    for (uint32_t i = 0; i < n; i++)
+        s->hooks.replies_ready(told[i], b, completed, s->hooks.arg);
+    if (gf_slot_unhold(&s->ring, b))
+        s->hooks.wake(s->hooks.arg);
+}
+
 /* Hands the closed slot `b` and its batch to the engine; on its refusal
  * every frame's ERROR reply is made ready. */
 static void submit(gf_sched *s, gf_slot *b) {
@@ -249,11 +290,14 @@ static void submit(gf_sched *s, gf_slot *b) {
     }
     b->in_flight = 0;
     s->in_flight--;
+    gf_sched_client *told[GF_SLOT_FRAMES_MAX];
+    uint32_t told_count = 0;
     for (uint32_t i = 0; i < b->frame_count; i++) {
         gf_frame *f = &b->frames[i];
         if (!f->batched)
             continue;
         f->batched = 0;
+        note_client(told, &told_count, f->client);
         f->status = GF_ERR_ENGINE;
         s->stats->rejected[GF_ERR_ENGINE]++;
         s->stats->frames_failed++;
@@ -271,11 +315,18 @@ static void submit(gf_sched *s, gf_slot *b) {
                         GF_ERR_ENGINE, len);
         f->reply.ready = 1;
     }
-    gf_slot_hold(b);
-    s->hooks.replies_ready(b->owner, b, 0, s->hooks.arg);
-    if (gf_slot_unhold(&s->ring, b))
-        s->hooks.wake(s->hooks.arg);
+    tell_clients(s, b, told, told_count, 0);
     s->hooks.submitted(b, rc, s->hooks.arg);
+}
+
+/* Ends batch `b`: its frames go to the engine, or the slot goes back to
+ * the ring if it has none. */
+static void close_slot(gf_sched *s, gf_slot *b) {
+    gf_list_remove(&b->open_link);
+    if (gf_slot_close(&s->ring, b))
+        s->hooks.wake(s->hooks.arg);
+    else
+        submit(s, b);
 }
 
 void gf_sched_close_batch(gf_sched *s, gf_sched_client *c) {
@@ -288,23 +339,87 @@ void gf_sched_close_batch(gf_sched *s, gf_sched_client *c) {
      * slot free and every receiver waiting). */
     gf_sched_received(s, c);
     c->batch = NULL;
-    gf_list_remove(&b->held_link);
-    if (gf_slot_close(&s->ring, b))
-        s->hooks.wake(s->hooks.arg);
-    else
-        submit(s, b);
+    close_slot(s, b);
 }
 
-void gf_sched_end_batch(gf_sched *s, gf_sched_client *c, int receiving_now, int may_hold) {
-    gf_slot *b = c->batch;
-    if (!b || receiving_now)
-        return;
-    if (b->frames_held > 0 && may_hold && !s->draining && s->in_flight >= GF_BATCH_HOLD_IN_FLIGHT) {
-        if (!gf_linked(&b->held_link))
-            gf_list_push_back(&s->held, &b->held_link);
-        return;
+void gf_sched_end_batch(gf_sched *s, gf_sched_client *c, int receiving_now) {
+    if (c->batch && !receiving_now)
+        gf_sched_close_batch(s, c);
+}
+
+/* The open batch of pipeline `id`, or NULL: one at most, since a frame
+ * that finds it full sends it before it opens the next. */
+static gf_slot *open_batch(const gf_sched *s, uint32_t id) {
+    for (gf_link *l = gf_list_front(&s->open); l; l = gf_list_next(&s->open, l)) {
+        gf_slot *b = gf_list_entry(l, gf_slot, open_link);
+        if (b->frames[0].pipeline_id == id)
+            return b;
     }
-    gf_sched_close_batch(s, c);
+    return NULL;
+}
+
+/* Whole-frame waiters of pipeline `id` may join its batch, just opened:
+ * they go on after this event as if granted, with no slot of their own. */
+static void invite(gf_sched *s, uint32_t id) {
+    gf_link *l = gf_list_front(&s->wait_run);
+    while (l) {
+        gf_sched_client *w = gf_list_entry(l, gf_sched_client, waiting);
+        l = gf_list_next(&s->wait_run, l);
+        if (w->wait_pipeline != id)
+            continue;
+        gf_list_remove(&w->waiting);
+        w->invited = 1;
+        s->hooks.granted(w, s->hooks.arg);
+    }
+}
+
+gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, const gf_header *h,
+                        uint64_t in_bytes, const uint64_t stage_bytes[GF_STAGES_MAX],
+                        uint64_t arrived_ns) {
+    gf_slot *b = open_batch(s, h->pipeline_id);
+    gf_frame *f = b ? gf_slot_add(b, p, h, in_bytes, stage_bytes, arrived_ns) : NULL;
+    if (b && !f)
+        close_slot(s, b); /* as full as it gets for this frame: it goes now */
+    if (!f) {
+        c->wait_pipeline = h->pipeline_id;
+        if (!(b = gf_sched_claim(s, c, 0)))
+            return NULL;
+        f = gf_slot_add(b, p, h, in_bytes, stage_bytes, arrived_ns);
+        assert(f != NULL); /* an empty slot takes any frame admission passed */
+        /* The pipeline's open batch now: no one connection's. */
+        c->batch = NULL;
+        b->owner = NULL;
+        gf_list_push_back(&s->open, &b->open_link);
+        invite(s, h->pipeline_id);
+        s->hooks.batches(s->hooks.arg);
+    }
+    c->invited = 0;
+    c->wait_pipeline = UINT32_MAX;
+    f->client = c;
+    return f;
+}
+
+uint64_t gf_sched_submit_batches(gf_sched *s, uint64_t now) {
+    uint64_t next = 0;
+    gf_link *l = gf_list_front(&s->open);
+    while (l) {
+        gf_slot *b = gf_list_entry(l, gf_slot, open_link);
+        l = gf_list_next(&s->open, l);
+        const gf_pipeline *p = &b->frames[0].pipeline;
+        uint64_t due = b->frames[0].whole_ns + (uint64_t)p->max_batch_delay_us * 1000u;
+        if (b->frame_count < p->max_batch_frames && !s->draining) {
+            /* Waiting for the engine costs its frames nothing: a completion
+             * runs this again. */
+            if (s->in_flight >= GF_BATCH_HOLD_IN_FLIGHT)
+                continue;
+            if (now < due) {
+                next = next && next < due ? next : due;
+                continue;
+            }
+        }
+        close_slot(s, b);
+    }
+    return next;
 }
 
 void gf_sched_release(gf_sched *s, gf_frame *f) {
@@ -344,27 +459,22 @@ void gf_sched_complete(gf_slot *slot, void *arg) {
     s->in_flight--;
     gf_engine_finish(s->engine, slot);
     uint64_t drained = gf_now_ns();
+    gf_sched_client *told[GF_SLOT_FRAMES_MAX];
+    uint32_t told_count = 0;
     for (uint32_t i = 0; i < slot->frame_count; i++) {
         gf_frame *f = &slot->frames[i];
         if (!f->batched)
             continue;
         f->batched = 0;
+        note_client(told, &told_count, f->client);
         f->done_ns = slot->done_ns;
         f->drained_ns = drained;
         s->stats->frames_completed++;
         frame_reply(s, f);
     }
-    /* Writing or dropping the replies may release every frame: the slot must
-     * not go back to the ring (and be claimed anew) while they are handled. */
-    gf_slot_hold(slot);
-    s->hooks.replies_ready(slot->owner, slot, 1, s->hooks.arg);
-    if (gf_slot_unhold(&s->ring, slot))
-        s->hooks.wake(s->hooks.arg);
-    /* Batches held open while the engine was busy go now. */
-    gf_link *l;
-    while ((l = gf_list_front(&s->held))) {
-        gf_slot *b = gf_list_entry(l, gf_slot, held_link);
-        gf_sched_close_batch(s, b->owner);
-    }
+    tell_clients(s, slot, told, told_count, 1);
+    /* Batches held open while the engine was busy may go now. */
+    if (!gf_list_empty(&s->open))
+        s->hooks.batches(s->hooks.arg);
     gf_prof_leave(prof);
 }

@@ -35,12 +35,27 @@
  * inside the event that freed the slot; the client granted a slot finds it
  * as its open batch, empty, and is resumed through the `granted` hook.
  *
- * A batch (one slot's frames) stays open while its connection's read is
- * being processed, and is then closed: submitted to the engine, or held
- * open for more frames while GF_BATCH_HOLD_IN_FLIGHT submissions keep the
- * engine busy (until one completes).  When a slot completes, each frame's
- * reply header is built and marked ready, and the `replies_ready` hook
- * writes or drops them.  Loop thread only.
+ * Batches.  A whole frame (staged or shm) joins the open batch of its
+ * pipeline, whichever connection opened it (gf_sched_join); when there is
+ * none, or it has no room, the frame's connection claims a slot as above,
+ * which becomes the pipeline's open batch, and whole-frame waiters of the
+ * same pipeline are invited to join it (resumed through `granted`, with no
+ * slot of their own; one that finds it full waits again in its old place).
+ * A frame received in place has
+ * its slot to itself, its connection's batch until its payload is in
+ * (gf_sched_end_batch).  Open batches go to the engine in one pass after
+ * the loop's I/O (gf_sched_submit_batches, run by the server's deferred
+ * work when the `batches` hook asked for it), so the frames of every
+ * connection read in one loop iteration share a submission: a full batch
+ * (the pipeline's max_batch_frames) goes then, and one that is not waits
+ * while GF_BATCH_HOLD_IN_FLIGHT submissions keep the engine busy (until one
+ * completes) and until its first frame has waited the pipeline's
+ * max_batch_delay_us.  A batch only ever holds whole frames, so no client
+ * that stalls or closes holds back another's.  When a slot completes, each
+ * frame's reply header is built and marked ready, and the `replies_ready`
+ * hook, called once for each connection with frames in it, writes or drops
+ * them; each connection's replies go out in its own order (reply.h).  Loop
+ * thread only.
  */
 #ifndef GF_SCHEDULER_H
 #define GF_SCHEDULER_H
@@ -68,18 +83,23 @@ typedef struct gf_sched_client {
                                granted slot is open and empty                   */
     uint64_t wait_seq;      /* its place in the arrival order of waiters        */
     uint64_t claim_seq;     /* the scheduler's claim_seq after its last claim   */
+    uint32_t wait_pipeline; /* waiting with a whole frame: its pipeline's id,
+                               to join a batch of it that opens; else
+                               UINT32_MAX                                     */
     unsigned receive : 1;   /* waiting to receive a payload in place            */
     unsigned receiving : 1; /* its batch's slot is being received into (counted
                                in receiving)                                   */
     unsigned shared : 1;    /* another client claimed a slot between its last
                                two claims                                      */
+    unsigned invited : 1;   /* taken off wait_run to join a batch: should it
+                               wait again, it keeps its place (wait_seq)       */
 } gf_sched_client;
 
 typedef struct gf_sched_hooks {
     /* `c` was granted a slot (its batch): go on with it, after this pass. */
     void (*granted)(gf_sched_client *c, void *arg);
-    /* The frames of `s`, `c`'s batch, have their replies ready (results or
-     * errors): write them, or drop them if `c` is closing.  `completed`:
+    /* `c`'s frames of `s` have their replies ready (results or errors):
+     * write them, or drop them if `c` is closing.  `completed`:
      * called from gf_sched_complete, outside any connection's event, where
      * writing at once is safe (the hot path: the slot goes back sooner);
      * else from a refused submission inside `c`'s own processing, where
@@ -87,6 +107,9 @@ typedef struct gf_sched_hooks {
     void (*replies_ready)(gf_sched_client *c, gf_slot *s, int completed, void *arg);
     /* A slot went back to the ring: call gf_sched_grant after this event. */
     void (*wake)(void *arg);
+    /* A batch opened, or the engine finished one: call
+     * gf_sched_submit_batches after this event. */
+    void (*batches)(void *arg);
     /* A receive waiter's payload bytes: nonzero when they are there to read
      * (enough of them to be worth a slot).  Called during gf_sched_grant. */
     int (*receive_ready)(gf_sched_client *c, void *arg);
@@ -106,7 +129,7 @@ typedef struct gf_sched {
     const gf_config *cfg; /* the running configuration (timing sampling)      */
     gf_link wait_run;     /* clients with a whole frame waiting for a slot    */
     gf_link wait_receive; /* clients with a payload to receive in place       */
-    gf_link held;         /* open batches held for more frames (slots)        */
+    gf_link open;         /* open batches, a pipeline's each (slot open_link) */
     uint32_t in_flight;   /* slots on the engine                              */
     uint32_t receiving;   /* slots a payload is being received into           */
     uint32_t receive_max; /* the cap on `receiving`                           */
@@ -162,12 +185,27 @@ void gf_sched_grant_unready(gf_sched *s);
 void gf_sched_received(gf_sched *s, gf_sched_client *c);
 
 /*
- * `c`'s read was processed.  Its batch goes to the engine now, unless a
- * payload is still arriving into it (`receiving_now`) or `may_hold` and the
- * engine is busy (GF_BATCH_HOLD_IN_FLIGHT): then it is held open for the
- * next frames until a slot completes.  An empty batch goes back to the ring.
+ * A place for `c`'s whole frame of pipeline `p` (header `h`; gf_slot_add
+ * says the rest): in the open batch of its pipeline, else in a slot `c`
+ * claims (gf_sched_claim: `c`'s batch must be empty or closed), which
+ * becomes the open batch.  Returns the frame, or NULL: `c` waits for a slot.
  */
-void gf_sched_end_batch(gf_sched *s, gf_sched_client *c, int receiving_now, int may_hold);
+gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, const gf_header *h,
+                        uint64_t in_bytes, const uint64_t stage_bytes[GF_STAGES_MAX],
+                        uint64_t arrived_ns);
+
+/*
+ * Open batches that are due go to the engine: full ones, and those whose
+ * first frame has waited its pipeline's max_batch_delay_us at `now`, unless
+ * the engine is busy; all while draining.  Returns when the next one will be
+ * due (CLOCK_MONOTONIC ns), or 0 if none waits for its delay.
+ */
+uint64_t gf_sched_submit_batches(gf_sched *s, uint64_t now);
+
+/* `c`'s read was processed.  Its batch (a frame received in place) goes to
+ * the engine now, unless its payload is still arriving (`receiving_now`);
+ * an empty one (a grant not used) goes back to the ring. */
+void gf_sched_end_batch(gf_sched *s, gf_sched_client *c, int receiving_now);
 
 /* Closes `c`'s batch now, if it has one: its frames go to the engine. */
 void gf_sched_close_batch(gf_sched *s, gf_sched_client *c);

@@ -9,7 +9,7 @@
  *
  * Where a frame goes:
  *   read      conn_io.c   on_io -> conn_read -> admit.c (a place in a slot)
- *   submit    scheduler.c     gf_sched_end_batch -> gf_engine_submit
+ *   submit    scheduler.c     run_batches -> gf_sched_submit_batches -> gf_engine_submit
  *   complete  scheduler.c     completion.c's async callback -> gf_sched_complete
  *   answer    conn_io.c   conn_resume -> conn_flush -> gf_conn_finish (conn.c)
  *
@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,25 @@ static void on_slot_back(void *arg) {
 
 static void run_grant(gf_defer_item *it) {
     gf_sched_grant(&gf_list_entry(it, gf_server, grant)->sched);
+}
+
+/* The scheduler's `batches` hook: open batches go to the engine after this
+ * event, those that are due (scheduler.h), and after the connections it
+ * invited to join them. */
+static void on_batches(void *arg) {
+    gf_server *srv = arg;
+    gf_defer_mark_last(&srv->defer, &srv->batches);
+}
+
+static void run_batches(gf_defer_item *it) {
+    gf_server *srv = gf_list_entry(it, gf_server, batches);
+    gf_alarm_set(&srv->batch_alarm, gf_sched_submit_batches(&srv->sched, gf_now_ns()));
+}
+
+/* A batch waited its pipeline's max_batch_delay_us. */
+static void on_batch_due(gf_alarm *a) {
+    gf_server *srv = (gf_server *)((char *)a - offsetof(gf_server, batch_alarm));
+    gf_server_defer(srv, &srv->batches);
 }
 
 static uint64_t watchdog_period_ms(const gf_server *srv, const gf_config *cfg);
@@ -256,6 +276,7 @@ static void run_drained(gf_defer_item *it) {
     uv_close((uv_handle_t *)&srv->poller, on_handle_closed);
     uv_close((uv_handle_t *)&srv->publish, on_handle_closed);
     gf_completion_close(&srv->done, on_handle_closed);
+    gf_alarm_close(&srv->batch_alarm, on_handle_closed);
     gf_defer_close(&srv->defer, on_handle_closed);
     GF_LOG_DBG("shard %u drained: every frame it received was answered", srv->shard);
 }
@@ -288,6 +309,8 @@ void gf_server_shutdown(gf_server *srv) {
         gf_sched_stop_waiting(&srv->sched, &c->sched);
         gf_conn_defer(c);
     }
+    /* Batches waiting for more frames go now. */
+    gf_server_defer(srv, &srv->batches);
     /* Stalled requests must be cut within GF_DRAIN_STALL_MS: check often. */
     uv_timer_start(&srv->watchdog, on_watchdog, GF_DRAIN_STALL_MS / 4, GF_DRAIN_STALL_MS / 4);
     uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
@@ -451,6 +474,7 @@ static int engine_open(gf_server *srv, const gf_shard_ident *id) {
     static const gf_sched_hooks hooks = {.granted = gf_conn_io_granted,
                                          .replies_ready = gf_conn_io_replies_ready,
                                          .wake = on_slot_back,
+                                         .batches = on_batches,
                                          .receive_ready = gf_conn_io_receive_ready,
                                          .submitted = on_submitted,
                                          .contended = on_contended};
@@ -559,11 +583,16 @@ static int parts_open(gf_server *srv) {
     what = "deferred work";
     if ((rc = gf_defer_init(&srv->defer, srv->loop)) < 0)
         goto fail_trace;
+    what = "batch alarm";
+    if ((rc = gf_alarm_init(&srv->batch_alarm, srv->loop, on_batch_due)) < 0)
+        goto fail_defer;
     what = "completion queue";
     if ((rc = gf_completion_init(&srv->done, srv->loop, gf_sched_complete, &srv->sched)) < 0)
-        goto fail_defer;
+        goto fail_alarm;
     return 0;
 
+fail_alarm:
+    gf_alarm_close(&srv->batch_alarm, NULL);
 fail_defer:
     gf_defer_close(&srv->defer, NULL);
     uv_run(srv->loop, UV_RUN_NOWAIT); /* let the close callbacks run before freeing */
@@ -579,6 +608,7 @@ fail:
 /* Undoes parts_open. */
 static void parts_close(gf_server *srv) {
     gf_completion_close(&srv->done, NULL);
+    gf_alarm_close(&srv->batch_alarm, NULL);
     gf_defer_close(&srv->defer, NULL);
     uv_run(srv->loop, UV_RUN_NOWAIT); /* let the close callbacks run before freeing */
     gf_trace_free(&srv->trace);
@@ -602,6 +632,7 @@ int gf_server_open(uv_loop_t *loop, const gf_config *cfg, const gf_shard_ident *
     gf_list_init(&srv->throttled);
     gf_list_init(&srv->gather_waiters);
     gf_defer_item_init(&srv->grant, run_grant);
+    gf_defer_item_init(&srv->batches, run_batches);
     gf_defer_item_init(&srv->drained, run_drained);
     gf_defer_item_init(&srv->trim, run_trim);
     /* uv_metrics_idle_time needs this before the loop runs. */

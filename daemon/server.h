@@ -10,7 +10,9 @@
  *   read      conn_io.c  on_io -> conn_read (recvmsg) -> conn_process ->
  *                        gf_admit_frame (admit.c: a place in a slot) ->
  *                        payload read straight into the slot
- *   submit    scheduler.c    gf_sched_end_batch -> gf_engine_submit
+ *   submit    scheduler.c    gf_sched_submit_batches (deferred work, every
+ *                        connection's whole frames of a pipeline together)
+ *                        or gf_sched_end_batch -> gf_engine_submit
  *   complete  scheduler.c    completion.c's async callback -> gf_sched_complete
  *                        (reply headers ready; the connection is resumed)
  *   answer    conn_io.c  conn_resume -> conn_flush (sendmsg) ->

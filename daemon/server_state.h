@@ -35,6 +35,7 @@
 
 #include <uv.h>
 
+#include "alarm.h"
 #include "completion.h"
 #include "config.h"
 #include "deadline.h"
@@ -71,6 +72,8 @@ struct gf_server {
     gf_completion done;    /* engines push finished slots here                 */
     gf_defer defer;        /* work after each event (defer.h)                  */
     gf_defer_item grant;   /* free slots to hand to waiters                    */
+    gf_defer_item batches; /* open batches that are due go to the engine       */
+    gf_alarm batch_alarm;  /* the next open batch is due (max_batch_delay_us)  */
     gf_defer_item drained; /* stopping: see whether everything is answered     */
     gf_defer_item trim;    /* see whether the heap can be trimmed              */
 

@@ -26,7 +26,7 @@ int gf_slot_ring_init(gf_slot_ring *ring, gf_slot *slots, uint32_t count) {
     ring->free_count = 0;
     for (uint32_t i = 0; i < count; i++) {
         gf_link_init(&slots[i].free_link);
-        gf_link_init(&slots[i].held_link);
+        gf_link_init(&slots[i].open_link);
         slots[i].frames = calloc(GF_SLOT_FRAMES_MAX, sizeof *slots[i].frames);
         if (slots[i].frames == NULL) {
             gf_slot_ring_free(ring);
@@ -92,11 +92,16 @@ static uint64_t align_up(uint64_t n) {
 
 gf_frame *gf_slot_add(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint64_t in_bytes,
                       const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns) {
-    assert(s->open);
-    if (s->frame_count == GF_SLOT_FRAMES_MAX)
-        return NULL;
-    if (s->frame_count > 0 && s->frames[0].pipeline_id != h->pipeline_id)
-        return NULL;
+    assert(s->open && p->max_batch_frames >= 1 && p->max_batch_frames <= GF_SLOT_FRAMES_MAX);
+    if (s->frame_count > 0) {
+        /* One pipeline a batch, as it was when the batch began: a reload in
+         * between may have given its id other stages. */
+        const gf_pipeline *first = &s->frames[0].pipeline;
+        if (s->frame_count >= first->max_batch_frames ||
+            s->frames[0].pipeline_id != h->pipeline_id || first->stage_count != p->stage_count ||
+            memcmp(first->stages, p->stages, p->stage_count * sizeof p->stages[0]) != 0)
+            return NULL;
+    }
     /* Input, result and intermediate results all start at one offset, each
      * within its own buffer. */
     uint64_t off = align_up(s->used_bytes), extent = in_bytes;
@@ -116,6 +121,8 @@ gf_frame *gf_slot_add(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint
     f->pipeline.id = p->id;
     memcpy(f->pipeline.name, p->name, sizeof p->name);
     f->pipeline.stage_count = p->stage_count;
+    f->pipeline.max_batch_frames = p->max_batch_frames;
+    f->pipeline.max_batch_delay_us = p->max_batch_delay_us;
     memcpy(f->pipeline.stages, p->stages, p->stage_count * sizeof p->stages[0]);
     memcpy(f->stage_bytes, stage_bytes, p->stage_count * sizeof stage_bytes[0]);
     gf_pipeline_retain(&f->pipeline);
@@ -125,6 +132,7 @@ gf_frame *gf_slot_add(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint
     f->src = f->in_host;
     f->dst = f->out_host;
     f->region = NULL;
+    f->client = NULL;
     f->pipeline_id = h->pipeline_id;
     f->frame_id = h->frame_id;
     f->version = h->version;

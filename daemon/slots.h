@@ -3,20 +3,20 @@
  * The slot ring: N slots (two by default: ping-pong), each a pinned input
  * buffer, a pinned output buffer, their device copies and a stream, and the
  * frames that use them.  A slot is one submission to the engine: it carries
- * a batch of one or more whole frames of one connection and one pipeline,
- * packed end to end in its buffers, which the engine runs together and
- * completes together.  Small frames share the fixed costs of a submission
- * that way (the copies, the completion, the wake-up, the reply write); a
- * large one has its slot to itself.  The engine allocates the slots' buffers;
- * the server claims, fills and releases slots and frames, on the loop thread
- * only.
+ * a batch of one or more whole frames of one pipeline, from one connection or
+ * several, packed end to end in its buffers, which the engine runs together
+ * and completes together.  Small frames share the fixed costs of a
+ * submission that way (the copies, the launches, the completion, the
+ * wake-up); a large one has its slot to itself.  The engine allocates the
+ * slots' buffers; the server claims, fills and releases slots and frames, on
+ * the loop thread only.
  *
- * A slot is claimed open and empty for one connection's batch (gf_slot_claim:
- * the scheduler, scheduler.h, decides who gets one), takes frames while it is
- * open (gf_slot_add), goes to the engine whole, and returns to the ring when
- * it is closed and the last of its frames has been released
- * (gf_frame_release), which happens when that frame's reply has been
- * written, or its result moved out of the slot, or dropped.
+ * A slot is claimed open and empty by one connection (gf_slot_claim: the
+ * scheduler, scheduler.h, decides who gets one and who may join its batch),
+ * takes frames while it is open (gf_slot_add), goes to the engine whole, and
+ * returns to the ring when it is closed and the last of its frames has been
+ * released (gf_frame_release), which happens when that frame's reply has
+ * been written, or its result moved out of the slot, or dropped.
  */
 #ifndef GF_SLOTS_H
 #define GF_SLOTS_H
@@ -67,6 +67,8 @@ typedef struct gf_frame {
     const uint8_t *src;       /* the frame's input: in_host, or in a region      */
     uint8_t *dst;             /* its output: out_host, or in a region            */
     struct gf_region *region; /* a shm frame's region (one reference held)       */
+    /* Its connection's part in the scheduler: whom the reply is for. */
+    struct gf_sched_client *client;
 
     /* Set by the server at claim, read by the engine. */
     gf_pipeline pipeline; /* what to run: a copy of its name and stages, fixed for
@@ -114,7 +116,8 @@ typedef struct gf_slot {
     uint32_t frame_count;          /* frames placed in it since its claim           */
     uint32_t frames_held;          /* of them, not yet released                      */
     uint64_t used_bytes;           /* where the next frame may start (aligned up)    */
-    struct gf_sched_client *owner; /* whose batch it is (scheduler.h)            */
+    struct gf_sched_client *owner; /* whose batch it is while one connection's
+                                      (scheduler.h); NULL while any may join it */
     int open;                      /* claimed and not yet handed to the engine        */
     int in_flight;                 /* on the engine, completion not yet handled      */
     int time_stages;               /* set at submit: record this batch's stage times */
@@ -124,7 +127,7 @@ typedef struct gf_slot {
     uint64_t done_ns;              /* engine thread saw it finish                    */
 
     gf_link free_link;         /* the ring's free list (loop thread)         */
-    gf_link held_link;         /* the scheduler's held batches (scheduler.h)     */
+    gf_link open_link;         /* the scheduler's open batches (scheduler.h)     */
     struct gf_slot *next_done; /* completion stack link (engine threads)    */
 } gf_slot;
 
@@ -151,10 +154,11 @@ gf_slot *gf_slot_claim(gf_slot_ring *ring, struct gf_sched_client *owner);
  * input (the payload's, or a shm frame's) and each stage's output length in
  * stage_bytes (the last is the result's), into the open
  * slot `s` after the frames it has: NULL when it does not fit (the slot
- * holds GF_SLOT_FRAMES_MAX frames, or its buffers lack room for the input,
- * the result or an intermediate result) or, past the first frame, when it
- * is another pipeline's.  The frame's header was first seen at
- * `arrived_ns`; every other per-frame field is reset.  Loop thread.
+ * holds the pipeline's max_batch_frames, or its buffers lack room for the
+ * input, the result or an intermediate result) or, past the first frame,
+ * when it is another pipeline's or the pipeline's stages changed since.  The
+ * frame's header was first seen at `arrived_ns`; every other per-frame field
+ * is reset (its `client` is the caller's to set).  Loop thread.
  */
 gf_frame *gf_slot_add(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint64_t in_bytes,
                       const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns);

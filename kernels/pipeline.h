@@ -137,8 +137,11 @@ typedef struct gf_pipeline {
     char name[GF_PIPELINE_NAME_MAX]; /* unique among configured pipelines   */
     uint32_t stage_count;            /* 1..GF_STAGES_MAX                    */
     gf_stage stages[GF_STAGES_MAX];
-    uint32_t devices; /* the daemon's: devices it may run on, bit d for device
-                         d; 0 for every one (its "devices" key)         */
+    /* The daemon's, from its keys of the same names (config/README.md): */
+    uint32_t devices;            /* devices it may run on, bit d for device d;
+                                    0 for every one                          */
+    uint32_t max_batch_frames;   /* frames one submission carries at most     */
+    uint32_t max_batch_delay_us; /* how long a batch may wait for more frames */
 } gf_pipeline;
 
 /* The kind called `name`, or NULL.  Static storage; never freed. */

@@ -117,6 +117,26 @@ START_TEST(absent_keys_take_defaults) {
     ck_assert_uint_eq(cfg.pipeline_count, 1);
     assert_pipeline(&cfg.pipelines[0], 0, "n", "normalize_u8", &want);
     ck_assert_uint_eq(cfg.pipelines[0].devices, 0); /* every device */
+    ck_assert_uint_eq(cfg.pipelines[0].max_batch_frames, GF_BATCH_FRAMES_MAX);
+    ck_assert_uint_eq(cfg.pipelines[0].max_batch_delay_us, 0);
+    gf_config_free(&cfg);
+}
+END_TEST
+
+/* A pipeline's batching keys, each pipeline its own. */
+START_TEST(pipeline_batching_keys_parse) {
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+    ck_assert_msg(
+        gf_config_parse("{\"pipelines\": [{\"name\": \"a\", \"kind\": \"echo\", "
+                        "\"max_batch_frames\": 7, \"max_batch_delay_us\": 250}, "
+                        "{\"name\": \"b\", \"kind\": \"echo\", \"max_batch_frames\": 1}]}",
+                        &cfg, err, sizeof err) == 0,
+        "%s", err);
+    ck_assert_uint_eq(cfg.pipelines[0].max_batch_frames, 7);
+    ck_assert_uint_eq(cfg.pipelines[0].max_batch_delay_us, 250);
+    ck_assert_uint_eq(cfg.pipelines[1].max_batch_frames, 1);
+    ck_assert_uint_eq(cfg.pipelines[1].max_batch_delay_us, 0);
     gf_config_free(&cfg);
 }
 END_TEST
@@ -353,7 +373,16 @@ static const struct bad_config bad_configs[] = {
     {"{\"frame_timeout_ms\": 3600001, " ECHO_PIPELINES "}", "frame_timeout_ms: expected"},
     /* pipeline objects */
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"param\": {}}]}",
-     "pipelines[0].param: unknown key (known keys: name, kind, params, path, stages, devices)"},
+     "pipelines[0].param: unknown key (known keys: name, kind, params, path, stages, devices, "
+     "max_batch_frames, max_batch_delay_us)"},
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"max_batch_frames\": 0}]}",
+     "pipelines[0] (e).max_batch_frames: expected an integer in [1, 64], got 0"},
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"max_batch_frames\": 65}]}",
+     "pipelines[0] (e).max_batch_frames: expected an integer in [1, 64], got 65"},
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"max_batch_delay_us\": -1}]}",
+     "pipelines[0] (e).max_batch_delay_us: expected an integer in [0, 100000], got -1"},
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"max_batch_delay_us\": 2.5}]}",
+     "pipelines[0] (e).max_batch_delay_us: expected an integer in [0, 100000], got 2.5"},
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"bad key\": 1}]}",
      "pipelines[0].\"bad key\": unknown key"},
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"devices\": \"0,x\"}]}",
@@ -905,7 +934,7 @@ START_TEST(keep_restart_keys_notes_and_keeps) {
     parse_ok("{\"socket\": \"/tmp/other.sock\", \"engine\": \"cpu\", \"slots\": 4, \"log_level\": "
              "\"debug\", \"timing_events\": false, \"trace_frames\": 16, \"max_frame_bytes\": "
              "1048576, \"pipelines\": [{\"name\": \"af\", \"kind\": \"affine\", \"params\": "
-             "{\"a\": 3}}]}",
+             "{\"a\": 3}, \"max_batch_frames\": 8, \"max_batch_delay_us\": 50}]}",
              &next);
     ck_assert_int_eq(gf_config_keep_restart_keys(&running, &next, note, sizeof note), 0);
     ck_assert_str_eq(note, "needs a restart: socket /run/gpuframed.sock -> /tmp/other.sock, "
@@ -918,7 +947,9 @@ START_TEST(keep_restart_keys_notes_and_keeps) {
     ck_assert_uint_eq(next.trace_frames, 4096);
     gf_config_describe_changes(&running, &next, changes, sizeof changes);
     ck_assert_str_eq(changes, "max_frame_bytes 16777216 -> 1048576, log_level info -> debug, "
-                              "pipelines[0] (af).params {\"a\":2,\"b\":0} -> {\"a\":3,\"b\":0}");
+                              "pipelines[0] (af).max_batch_frames 64 -> 8, pipelines[0] "
+                              "(af).max_batch_delay_us 0 -> 50, pipelines[0] (af).params "
+                              "{\"a\":2,\"b\":0} -> {\"a\":3,\"b\":0}");
 
     /* Nothing that needs a restart changed: the note stays empty. */
     note[0] = '\0';
@@ -1042,6 +1073,7 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, default_file_parses_to_documented_values);
     tcase_add_test(tc, absent_keys_take_defaults);
     tcase_add_test(tc, pipeline_devices_parse_to_a_set);
+    tcase_add_test(tc, pipeline_batching_keys_parse);
     tcase_add_test(tc, every_key_set_and_bounds_accepted);
     tcase_add_test(tc, pinned_cap_and_new_keys);
     tcase_add_test(tc, overrides_apply_before_the_checks);

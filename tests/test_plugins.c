@@ -27,6 +27,7 @@
 
 #include "runner.h"
 #include "testutil.h"
+#include "wire.h"
 
 /* How long one gpuframe or gpuframed command may take. */
 #define COMMAND_TIMEOUT_MS 120000
@@ -112,6 +113,11 @@ static const struct load_case {
     {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_BAD_BATCH_SO "\"}",
      "pipelines[0] (p).path: " GF_TEST_BAD_BATCH_SO ": plugin bad_batch declares launch_batch "
      "with max_batch_frames 0; it takes 1 to 4096, with launch"},
+    /* A pipeline never gives a plugin more frames than it declared. */
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_BATCH4_SO
+     "\", \"max_batch_frames\": 8}",
+     "pipelines[0] (p).max_batch_frames: 8 frames, more than plugin batch4 takes in one "
+     "launch_batch (its max_batch_frames is 4)"},
     {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" EXAMPLE_SO
      "\", \"params\": {\"lo\": \"low\"}}",
      "pipelines[0] (p).params.lo: expected a number"},
@@ -401,6 +407,227 @@ START_TEST(mlp_batches_stream_verified) {
 }
 END_TEST
 
+/* ---- batches across connections (issue 24) ---------------------------------------- */
+
+/* Pipelines whose batches wait up to 100 ms for more frames, so that the
+ * frames of several connections meet in one: the MLP in batches of at most
+ * 1, 7 and 64 one-vector frames, and clamp (exact) in batches of 4.  One
+ * shard: every connection's frames may meet. */
+#define BATCHED_MLP(name, frames)                                                                  \
+    "{\"name\": \"" name "\", \"kind\": \"plugin\", \"path\": \"" MLP_SO "\", "                    \
+    "\"params\": {\"weights\": \"" MLP_WEIGHTS "\"}, \"max_batch_frames\": " frames ", "           \
+    "\"max_batch_delay_us\": 100000}"
+static const char batched_json[] =
+    "{\"shards\": 1, \"slots\": 2, \"pipelines\": [" BATCHED_MLP("mlp1", "1") ", " BATCHED_MLP(
+        "mlp7", "7") ", " BATCHED_MLP("mlp64", "64") ", "
+                                                     "{\"name\": \"clamp4\", \"kind\": \"plugin\", "
+                                                     "\"path\": \"" EXAMPLE_SO "\", "
+                                                     "\"params\": {\"lo\": -1.5, \"hi\": 2}, "
+                                                     "\"max_batch_frames\": 4, "
+                                                     "\"max_batch_delay_us\": 100000}]}";
+enum { MLP1_ID, MLP7_ID, MLP64_ID, CLAMP4_ID };
+
+/* What TRACE says of pipeline `id`'s submissions: the most frames one had,
+ * and how many had exactly `want` frames from more than one connection. */
+typedef struct batch_shape {
+    uint64_t most;
+    uint64_t mixed_full;
+} batch_shape;
+
+static batch_shape trace_batches(const char *socket_path, uint64_t id, uint64_t want) {
+    gf_client *c = gf_test_ck_connect(socket_path);
+    char *json = NULL;
+    ck_assert_int_eq(gf_client_request_trace(c, 0, &json, 10000), 0);
+    gf_client_close(c);
+    cJSON *trace = cJSON_Parse(json);
+    ck_assert_ptr_nonnull(trace);
+    const cJSON *frames = cJSON_GetObjectItem(trace, "frames"), *f;
+    /* Frames of one submission lie together in the ring: one pass. */
+    batch_shape shape = {0, 0};
+    uint64_t sub = 0, n = 0, first_conn = 0;
+    int mixed = 0;
+    cJSON_ArrayForEach(f, frames) {
+        uint64_t pipeline, s, conn;
+        ck_assert_int_eq(gf_test_json_u64(f, "pipeline", &pipeline), 0);
+        ck_assert_int_eq(gf_test_json_u64(f, "submission", &s), 0);
+        ck_assert_int_eq(gf_test_json_u64(f, "conn", &conn), 0);
+        if (pipeline != id)
+            continue;
+        if (s != sub) {
+            shape.mixed_full += n == want && mixed;
+            sub = s, n = 0, mixed = 0, first_conn = conn;
+        }
+        n++;
+        mixed |= conn != first_conn;
+        shape.most = n > shape.most ? n : shape.most;
+    }
+    shape.mixed_full += n == want && mixed;
+    cJSON_Delete(trace);
+    free(json);
+    return shape;
+}
+
+/* `clients` verified streams of `count` one-vector frames each at `window`
+ * to `pipeline`, at once; each must verify every result. */
+static void streams_verified(const gf_test_daemon *d, const char *pipeline, int clients,
+                             const char *count, const char *window) {
+    char size[32], path[GF_TEST_PATH_MAX];
+    pid_t pids[16];
+    ck_assert_int_le(clients, 16);
+    snprintf(size, sizeof size, "%d", MLP_IN_FLOATS * 4);
+    for (int i = 0; i < clients; i++) {
+        snprintf(path, sizeof path, "%s/client%d.out", d->dir, i);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ck_assert_int_ge(fd, 0);
+        char *argv[] = {GF_TEST_CLIENT, "stream",         "--socket", (char *)d->socket_path,
+                        "--pipeline",   (char *)pipeline, "--count",  (char *)count,
+                        "--window",     (char *)window,   "--size",   size,
+                        "--verify",     "--no-shm",       NULL};
+        pids[i] = gf_test_spawn(argv, fd, fd);
+        close(fd);
+        ck_assert_int_gt(pids[i], 0);
+    }
+    for (int i = 0; i < clients; i++) {
+        int status = 0;
+        ck_assert_int_eq(waitpid(pids[i], &status, 0), pids[i]);
+        snprintf(path, sizeof path, "%s/client%d.out", d->dir, i);
+        char *out = gf_test_read_file(path, NULL);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0 && out &&
+                          strstr(out, " errors=0 ") != NULL,
+                      "client %d of %s (status %d):\n%s", i, pipeline, status, out ? out : "");
+        free(out);
+    }
+}
+
+/* Many clients of one pipeline share its batches: each client's results
+ * are verified against the reference, and TRACE shows submissions of
+ * exactly max_batch_frames frames from several connections (7 clients at
+ * window 1 can make no batch of 7 otherwise), never more; with
+ * max_batch_frames 1 every frame has its own. */
+START_TEST(batches_take_frames_of_many_connections) {
+    gf_test_daemon d;
+    start(&d, batched_json);
+    streams_verified(&d, "mlp7", 7, "14", "1");
+    batch_shape s = trace_batches(d.socket_path, MLP7_ID, 7);
+    ck_assert_uint_eq(s.most, 7);
+    ck_assert_uint_ge(s.mixed_full, 1);
+    streams_verified(&d, "mlp64", 16, "32", "4");
+    s = trace_batches(d.socket_path, MLP64_ID, 64);
+    ck_assert_uint_eq(s.most, 64);
+    ck_assert_uint_ge(s.mixed_full, 1);
+    streams_verified(&d, "mlp1", 4, "16", "4");
+    s = trace_batches(d.socket_path, MLP1_ID, 1);
+    ck_assert_uint_eq(s.most, 1);
+    stop(&d);
+}
+END_TEST
+
+/* One clamp4 frame of FLOATS values on `fd`: value i is base + i / 64. */
+enum { CLAMP_FLOATS = 256 };
+static void send_clamp(int fd, uint64_t frame_id, float base) {
+    float v[CLAMP_FLOATS];
+    for (int i = 0; i < CLAMP_FLOATS; i++)
+        v[i] = base + (float)i / 64;
+    gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, CLAMP4_ID, sizeof v);
+    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+    ck_assert_int_eq(gf_test_raw_send(fd, v, sizeof v), 0);
+}
+
+/* Reads frame `frame_id`'s RESULT on `fd`: exactly clamp(-1.5, 2) of it. */
+static void expect_clamp(int fd, uint64_t frame_id, float base) {
+    float got[CLAMP_FLOATS];
+    gf_header h;
+    char err[256];
+    ck_assert_msg(gf_test_raw_recv_reply(fd, &h, got, sizeof got, 10000, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_uint_eq(h.type, GF_MSG_RESULT);
+    ck_assert_uint_eq(h.frame_id, frame_id);
+    ck_assert_uint_eq(h.payload_bytes, sizeof got);
+    for (int i = 0; i < CLAMP_FLOATS; i++) {
+        float x = base + (float)i / 64, want = x < -1.5f ? -1.5f : x > 2.0f ? 2.0f : x;
+        ck_assert_msg(got[i] == want, "value %d: %g, not %g", i, got[i], want);
+    }
+}
+
+/* STATS' submissions and frames of pipeline clamp4 in `*subs`, `*frames`. */
+static void clamp4_batches(gf_client *q, uint64_t *subs, uint64_t *frames) {
+    cJSON *st = gf_test_ck_stats(q);
+    const cJSON *b = cJSON_GetObjectItem(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(st, "pipelines"), CLAMP4_ID), "batches");
+    ck_assert_int_eq(gf_test_json_u64(b, "submissions", subs), 0);
+    ck_assert_int_eq(gf_test_json_u64(b, "frames", frames), 0);
+    cJSON_Delete(st);
+}
+
+/* Frames of a connection that closes, of one that does not read, and of one
+ * stalled mid-payload hold back no one else's: the batch of four goes with
+ * the closed connection's three and the other's one, whose result is
+ * exact; the closed one's are counted dropped (TRACE has only the frames
+ * answered, STATS counts the batch); the stalled frame never joins a batch,
+ * and the one beside it is answered after the delay. */
+START_TEST(a_connection_closing_mid_batch_holds_back_no_one) {
+    gf_test_daemon d;
+    start(&d, batched_json);
+    gf_client *q = gf_test_ck_connect(d.socket_path);
+    cJSON *before = gf_test_ck_stats(q);
+    int a = gf_test_raw_connect(d.socket_path), b = gf_test_raw_connect(d.socket_path);
+    ck_assert(a >= 0 && b >= 0);
+    for (uint64_t i = 0; i < 3; i++)
+        send_clamp(a, 1 + i, -3.0f + (float)i);
+    close(a);
+    send_clamp(b, 7, -2.0f);
+    expect_clamp(b, 7, -2.0f);
+    uint64_t subs, frames;
+    clamp4_batches(q, &subs, &frames);
+    ck_assert_uint_eq(subs, 1);
+    ck_assert_uint_eq(frames, 4);
+
+    /* One that never reads its results. */
+    int silent = gf_test_raw_connect(d.socket_path);
+    ck_assert_int_ge(silent, 0);
+    for (uint64_t i = 0; i < 3; i++)
+        send_clamp(silent, 1 + i, 0.5f);
+    send_clamp(b, 8, 1.0f);
+    expect_clamp(b, 8, 1.0f);
+    clamp4_batches(q, &subs, &frames);
+    ck_assert_uint_eq(subs, 2);
+    ck_assert_uint_eq(frames, 8);
+    ck_assert_uint_eq(trace_batches(d.socket_path, CLAMP4_ID, 4).mixed_full, 1);
+
+    /* One stalled mid-payload: half a frame. */
+    int stalled = gf_test_raw_connect(d.socket_path);
+    ck_assert_int_ge(stalled, 0);
+    float half[CLAMP_FLOATS / 2] = {0};
+    gf_header h = gf_test_header(GF_MSG_FRAME, 1, CLAMP4_ID, CLAMP_FLOATS * sizeof(float));
+    ck_assert_int_eq(gf_test_raw_send_header(stalled, &h), 0);
+    ck_assert_int_eq(gf_test_raw_send(stalled, half, sizeof half), 0);
+    uint64_t t0 = gf_now_ns();
+    send_clamp(b, 9, 0.0f);
+    expect_clamp(b, 9, 0.0f);
+    /* It waited for the delay (100 ms), not for the stalled frame. */
+    ck_assert_uint_ge(gf_now_ns() - t0, 100000000u);
+    clamp4_batches(q, &subs, &frames);
+    ck_assert_uint_eq(subs, 3);
+    ck_assert_uint_eq(frames, 9);
+
+    cJSON *after = gf_test_ck_stats(q);
+    uint64_t d0, d1, a0, a1;
+    ck_assert_int_eq(gf_test_json_u64(before, "frames.dropped", &d0), 0);
+    ck_assert_int_eq(gf_test_json_u64(after, "frames.dropped", &d1), 0);
+    ck_assert_int_eq(gf_test_json_u64(before, "frames.answered", &a0), 0);
+    ck_assert_int_eq(gf_test_json_u64(after, "frames.answered", &a1), 0);
+    ck_assert_uint_eq(d1 - d0, 3); /* the closed connection's */
+    ck_assert_uint_eq(a1 - a0, 6); /* b's three, the silent one's three */
+    cJSON_Delete(before);
+    cJSON_Delete(after);
+    close(silent);
+    close(stalled);
+    close(b);
+    gf_client_close(q);
+    stop(&d);
+}
+END_TEST
+
 static Suite *plugins_suite(void) {
     Suite *s = suite_create("plugins");
     TCase *tc = tcase_create("load");
@@ -414,6 +641,8 @@ static Suite *plugins_suite(void) {
     tcase_add_test(tc, reloads_add_and_remove_plugins_while_streaming);
     tcase_add_test(tc, reload_keeping_pipelines_keeps_their_frame_size);
     tcase_add_test(tc, mlp_batches_stream_verified);
+    tcase_add_test(tc, batches_take_frames_of_many_connections);
+    tcase_add_test(tc, a_connection_closing_mid_batch_holds_back_no_one);
     if (strcmp(g_engine, "cpu") == 0)
         tcase_add_test(tc, a_version_1_plugin_still_runs);
     tcase_set_timeout(tc, 240);

@@ -30,13 +30,15 @@ static int finish_status[64]; /* the status fake_finish gives frame i     */
 static gf_sched sched;
 static gf_stats stats;
 static gf_config cfg;
-static gf_pipeline echo;
+static gf_pipeline echo, echo2; /* ids 0 and 1 */
 static gf_sched_client clients[CLIENTS];
 static int ready_to_receive[CLIENTS]; /* receive_ready's answer per client  */
 static gf_sched_client *granted[64];
 static unsigned granted_count, wakes, contended_count, refused_count;
 static gf_sched_client *answered_client;
 static gf_slot *answered_slot;
+static gf_sched_client *told[CLIENTS]; /* replies_ready's clients, in order */
+static unsigned told_count, batches_calls;
 
 static int fake_submit(gf_engine *e, gf_slot *s) {
     (void)e;
@@ -67,6 +69,13 @@ static void on_replies_ready(gf_sched_client *c, gf_slot *s, int completed, void
     answered_completed = completed;
     answered_client = c;
     answered_slot = s;
+    ck_assert_uint_lt(told_count, CLIENTS);
+    told[told_count++] = c;
+}
+
+static void on_batches(void *arg) {
+    (void)arg;
+    batches_calls++;
 }
 
 static void on_wake(void *arg) {
@@ -108,6 +117,7 @@ static void setup(unsigned slot_count) {
     memset(ready_to_receive, 0, sizeof ready_to_receive);
     answered_client = NULL;
     answered_slot = NULL;
+    told_count = batches_calls = 0;
     memset(&cfg, 0, sizeof cfg);
     cfg.timing_sample_every = 1;
     memset(&echo, 0, sizeof echo);
@@ -115,10 +125,15 @@ static void setup(unsigned slot_count) {
     echo.stage_count = 1;
     echo.stages[0].kind = gf_pipeline_kind_find("echo");
     ck_assert_ptr_nonnull(echo.stages[0].kind);
+    echo.max_batch_frames = GF_SLOT_FRAMES_MAX;
+    echo2 = echo;
+    echo2.id = 1;
+    snprintf(echo2.name, sizeof echo2.name, "echo2");
     ck_assert_int_eq(gf_stats_init(&stats, 1, 0), 0);
     gf_sched_hooks hooks = {.granted = on_granted,
                             .replies_ready = on_replies_ready,
                             .wake = on_wake,
+                            .batches = on_batches,
                             .receive_ready = on_receive_ready,
                             .submitted = on_submitted,
                             .contended = on_contended};
@@ -139,8 +154,33 @@ static gf_frame *add_frame(gf_sched_client *c, uint64_t frame_id) {
     ck_assert_ptr_nonnull(c->batch);
     gf_frame *f = gf_slot_add(c->batch, &echo, &h, FRAME_BYTES, stage_bytes, 0);
     ck_assert_ptr_nonnull(f);
+    f->client = c;
     f->batched = 1;
     return f;
+}
+
+/* A whole frame of `c` for pipeline `p`, whole at `whole_ns`, as admission
+ * places it: in the pipeline's open batch (NULL: `c` waits). */
+static gf_frame *join_at(gf_sched_client *c, const gf_pipeline *p, uint64_t frame_id,
+                         uint64_t whole_ns) {
+    gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, p->id, FRAME_BYTES);
+    uint64_t stage_bytes[GF_STAGES_MAX] = {FRAME_BYTES};
+    gf_frame *f = gf_sched_join(&sched, c, p, &h, FRAME_BYTES, stage_bytes, 0);
+    if (f) {
+        ck_assert_ptr_eq(f->client, c);
+        f->whole_ns = whole_ns;
+        f->batched = 1;
+    }
+    return f;
+}
+
+static gf_frame *join(gf_sched_client *c, uint64_t frame_id) {
+    return join_at(c, &echo, frame_id, 1);
+}
+
+/* The loop's pass after I/O: due batches go. */
+static void pass(void) {
+    gf_sched_submit_batches(&sched, 2);
 }
 
 /* `c`'s batch, empty, goes back: its slot is free again. */
@@ -283,7 +323,7 @@ START_TEST(an_unused_receive_grant_is_not_counted) {
     setup(2);
     ck_assert_ptr_nonnull(gf_sched_claim(&sched, A, 1));
     ck_assert_uint_eq(sched.receiving, 1);
-    gf_sched_end_batch(&sched, A, 0, 1);
+    gf_sched_end_batch(&sched, A, 0);
     ck_assert_uint_eq(sched.receiving, 0);
     ck_assert_uint_eq(sched.ring.free_count, 2);
     ck_assert(!A->receiving);
@@ -406,27 +446,191 @@ END_TEST
 
 /* ---- batches, submission, completion ------------------------------------------- */
 
+/* Whole frames of several clients join one open batch, which goes to the
+ * engine in the pass after the loop's I/O; its completion tells each client
+ * once, and every frame has its reply. */
+START_TEST(whole_frames_of_several_clients_share_a_batch) {
+    setup(2);
+    gf_sched_client *who[5] = {A, A, B, C, B};
+    gf_frame *f[5];
+    for (int i = 0; i < 5; i++)
+        f[i] = join(who[i], 10 + (uint64_t)i);
+    ck_assert_uint_eq(batches_calls, 1); /* the batch opened */
+    ck_assert_uint_eq(sched.ring.free_count, 1);
+    ck_assert(A->batch == NULL && B->batch == NULL && C->batch == NULL);
+    ck_assert_ptr_eq(f[4]->slot, f[0]->slot);
+    ck_assert_ptr_null(f[0]->slot->owner);
+    ck_assert_uint_eq(submitted_count, 0);
+    pass();
+    ck_assert_uint_eq(submitted_count, 1);
+    ck_assert_uint_eq(submitted[0]->frame_count, 5);
+    ck_assert_uint_eq(stats.submissions, 1);
+    gf_sched_complete(submitted[0], &sched);
+    ck_assert_uint_eq(told_count, 3);
+    ck_assert_ptr_eq(told[0], A);
+    ck_assert_ptr_eq(told[1], B);
+    ck_assert_ptr_eq(told[2], C);
+    ck_assert_int_eq(answered_completed, 1);
+    for (int i = 0; i < 5; i++) {
+        gf_header h;
+        ck_assert(f[i]->reply.ready && !f[i]->batched);
+        ck_assert_uint_eq(f[i]->submission, 1);
+        gf_test_ck_reply_header(f[i]->reply.header, &h);
+        ck_assert_uint_eq(h.frame_id, 10 + (uint64_t)i);
+        ck_assert_uint_eq(h.type, GF_MSG_RESULT);
+    }
+    for (int i = 0; i < 5; i++)
+        gf_sched_release(&sched, f[i]);
+    ck_assert_uint_eq(sched.ring.free_count, 2);
+    teardown();
+}
+END_TEST
+
+/* A batch holds one pipeline's frames: another pipeline's open a batch of
+ * their own. */
+START_TEST(pipelines_do_not_share_a_batch) {
+    setup(2);
+    gf_frame *a = join_at(A, &echo, 1, 1), *b = join_at(B, &echo2, 2, 1);
+    gf_frame *c = join_at(C, &echo, 3, 1);
+    ck_assert_ptr_ne(a->slot, b->slot);
+    ck_assert_ptr_eq(a->slot, c->slot);
+    pass();
+    ck_assert_uint_eq(submitted_count, 2);
+    ck_assert_uint_eq(a->slot->frame_count, 2);
+    ck_assert_uint_eq(b->slot->frame_count, 1);
+    teardown();
+}
+END_TEST
+
+/* A batch holds max_batch_frames at most: the frame that finds it full
+ * sends it and opens the next; the pass sends a full batch though the
+ * engine is busy. */
+START_TEST(a_full_batch_goes_at_once) {
+    setup(4);
+    echo.max_batch_frames = 2;
+    gf_frame *f0 = join(A, 1), *f1 = join(B, 2);
+    ck_assert_ptr_eq(f0->slot, f1->slot);
+    ck_assert_uint_eq(submitted_count, 0);
+    gf_frame *f2 = join(C, 3);
+    ck_assert_uint_eq(submitted_count, 1); /* sent by C's frame */
+    ck_assert_ptr_eq(submitted[0], f0->slot);
+    ck_assert_ptr_ne(f2->slot, f0->slot);
+    join(D, 4);
+    pass();
+    ck_assert_uint_eq(submitted_count, 2); /* full */
+    join(A, 5);
+    pass(); /* two on the engine: one frame waits for more */
+    ck_assert_uint_eq(submitted_count, 2);
+    join(B, 6);
+    pass();
+    ck_assert_uint_eq(submitted_count, 3);
+    teardown();
+}
+END_TEST
+
+/* With max_batch_delay_us, a batch that is not full waits that long after
+ * its first frame was whole, and the pass says when it will be due. */
+START_TEST(a_batch_waits_its_delay) {
+    setup(2);
+    echo.max_batch_delay_us = 100;
+    echo.max_batch_frames = 3;
+    const uint64_t t0 = 5000000;
+    join_at(A, &echo, 1, t0);
+    join_at(B, &echo, 2, t0 + 30000);
+    ck_assert_uint_eq(gf_sched_submit_batches(&sched, t0 + 50000), t0 + 100000);
+    ck_assert_uint_eq(submitted_count, 0);
+    ck_assert_uint_eq(gf_sched_submit_batches(&sched, t0 + 100000), 0);
+    ck_assert_uint_eq(submitted_count, 1);
+    /* A full one does not wait. */
+    for (uint64_t i = 0; i < 3; i++)
+        join_at(C, &echo, 3 + i, t0 + 200000);
+    ck_assert_uint_eq(gf_sched_submit_batches(&sched, t0 + 200000), 0);
+    ck_assert_uint_eq(submitted_count, 2);
+    teardown();
+}
+END_TEST
+
+/* A batch that opens invites the whole-frame waiters of its pipeline to
+ * join it, not others'; one that finds it full waits again in its old
+ * place. */
+START_TEST(waiters_are_invited_to_a_batch_that_opens) {
+    setup(1);
+    gf_frame *a = join(A, 1);
+    pass();
+    ck_assert_ptr_null(join(B, 2));
+    ck_assert_ptr_null(join_at(C, &echo2, 3, 1));
+    ck_assert_ptr_null(join(D, 4));
+    ck_assert_ptr_null(join(E, 5));
+    gf_sched_complete(submitted[0], &sched);
+    gf_sched_release(&sched, a);
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 1);
+    ck_assert_ptr_eq(granted[0], B);
+    gf_frame *b = join(B, 2); /* in its granted slot: D and E are invited, not C */
+    ck_assert_uint_eq(granted_count, 3);
+    ck_assert_ptr_eq(granted[1], D);
+    ck_assert_ptr_eq(granted[2], E);
+    ck_assert(gf_sched_waiting(C) && !gf_sched_waiting(D) && !gf_sched_waiting(E));
+    gf_frame *d = join(D, 4);
+    ck_assert_ptr_eq(d->slot, b->slot);
+    /* E finds it full: it goes, and E waits again before C's next... */
+    echo.max_batch_frames = 2;
+    b->slot->frames[0].pipeline.max_batch_frames = 2;
+    ck_assert_ptr_null(join(E, 5));
+    ck_assert_uint_eq(submitted_count, 2);
+    ck_assert_ptr_eq(submitted[1], b->slot);
+    /* ...in its old place: behind C, which waited first, ahead of a newcomer. */
+    ck_assert_ptr_null(join(A, 6));
+    gf_link *l = gf_list_front(&sched.wait_run);
+    ck_assert_ptr_eq(gf_list_entry(l, gf_sched_client, waiting), C);
+    l = gf_list_next(&sched.wait_run, l);
+    ck_assert_ptr_eq(gf_list_entry(l, gf_sched_client, waiting), E);
+    l = gf_list_next(&sched.wait_run, l);
+    ck_assert_ptr_eq(gf_list_entry(l, gf_sched_client, waiting), A);
+    teardown();
+}
+END_TEST
+
+/* A batch that is not full waits while two are on the engine; a
+ * completion asks for the pass, which sends it. */
 START_TEST(batches_are_held_while_the_engine_is_busy) {
     setup(3);
     gf_sched_client *who[3] = {A, B, C};
     for (int i = 0; i < 3; i++) {
-        gf_sched_claim(&sched, who[i], 0);
-        add_frame(who[i], (uint64_t)i);
-        gf_sched_end_batch(&sched, who[i], 0, 1);
+        join(who[i], (uint64_t)i);
+        pass();
     }
     /* Two on the engine; the third waits for more frames. */
     ck_assert_uint_eq(submitted_count, 2);
     ck_assert_uint_eq(sched.in_flight, 2);
-    ck_assert_ptr_nonnull(C->batch);
-    /* A payload still arriving keeps a batch open whatever the engine does. */
-    gf_sched_end_batch(&sched, C, 1, 0);
-    ck_assert_uint_eq(submitted_count, 2);
-    /* A completion sends the held batch. */
+    /* A payload still arriving keeps its own batch open whatever the engine does. */
+    ck_assert_ptr_null(gf_sched_claim(&sched, D, 1));
+    unsigned calls = batches_calls;
     gf_sched_complete(submitted[0], &sched);
     ck_assert_ptr_eq(answered_client, A);
+    ck_assert_uint_eq(batches_calls, calls + 1);
+    pass();
     ck_assert_uint_eq(submitted_count, 3);
-    ck_assert_ptr_null(C->batch);
     ck_assert_uint_eq(stats.submissions, 3);
+    teardown();
+}
+END_TEST
+
+/* A frame received in place has its slot to itself, its client's batch:
+ * it goes when its read is processed, not before its payload is in. */
+START_TEST(a_received_frame_has_its_slot_to_itself) {
+    setup(2);
+    ck_assert_ptr_nonnull(gf_sched_claim(&sched, A, 1));
+    gf_frame *f = add_frame(A, 1);
+    gf_sched_end_batch(&sched, A, 1);
+    ck_assert_uint_eq(submitted_count, 0);
+    gf_frame *g = join(B, 2);
+    ck_assert_ptr_ne(g->slot, f->slot);
+    gf_sched_received(&sched, A);
+    gf_sched_end_batch(&sched, A, 0);
+    ck_assert_uint_eq(submitted_count, 1);
+    ck_assert_ptr_eq(submitted[0], f->slot);
+    ck_assert_ptr_null(A->batch);
     teardown();
 }
 END_TEST
@@ -435,7 +639,7 @@ START_TEST(an_empty_batch_goes_back_to_the_ring) {
     setup(1);
     gf_sched_claim(&sched, A, 0);
     ck_assert_uint_eq(sched.ring.free_count, 0);
-    gf_sched_end_batch(&sched, A, 0, 1);
+    gf_sched_end_batch(&sched, A, 0);
     ck_assert_uint_eq(sched.ring.free_count, 1);
     ck_assert_uint_eq(wakes, 1);
     ck_assert_uint_eq(submitted_count, 0);
@@ -447,16 +651,16 @@ END_TEST
  * slot's output, or an ERROR counted by reason. */
 START_TEST(completion_makes_each_frame_reply_ready) {
     setup(1);
-    gf_sched_claim(&sched, A, 0);
     gf_frame *f[3];
     for (int i = 0; i < 3; i++)
-        f[i] = add_frame(A, 10 + (uint64_t)i);
+        f[i] = join(A, 10 + (uint64_t)i);
     finish_status[1] = GF_ERR_ENGINE;
-    gf_sched_end_batch(&sched, A, 0, 1);
+    pass();
     ck_assert_uint_eq(submitted_count, 1);
     gf_sched_complete(submitted[0], &sched);
     ck_assert_ptr_eq(answered_slot, submitted[0]);
     ck_assert_int_eq(answered_completed, 1);
+    ck_assert_uint_eq(told_count, 1);
     gf_header h;
     for (int i = 0; i < 3; i++) {
         ck_assert(f[i]->reply.ready && !f[i]->batched);
@@ -490,13 +694,14 @@ END_TEST
 START_TEST(a_refused_submission_fails_every_frame_with_its_text) {
     setup(1);
     refuse_submit = 1;
-    gf_sched_claim(&sched, A, 0);
-    gf_frame *f0 = add_frame(A, 1), *f1 = add_frame(A, 2);
-    gf_sched_end_batch(&sched, A, 0, 1);
+    gf_frame *f0 = join(A, 1), *f1 = join(B, 2);
+    pass();
     ck_assert_uint_eq(refused_count, 1);
     ck_assert_uint_eq(sched.in_flight, 0);
-    ck_assert_ptr_eq(answered_client, A);
-    ck_assert_int_eq(answered_completed, 0); /* inside A's processing: deferred */
+    ck_assert_uint_eq(told_count, 2); /* each client, once */
+    ck_assert_ptr_eq(told[0], A);
+    ck_assert_ptr_eq(told[1], B);
+    ck_assert_int_eq(answered_completed, 0); /* not from a completion: deferred */
     gf_frame *f[2] = {f0, f1};
     for (int i = 0; i < 2; i++) {
         gf_header h;
@@ -531,7 +736,13 @@ static Suite *scheduler_suite(void) {
     tcase_add_test(tc, a_waiter_passed_over_still_counts);
     suite_add_tcase(s, tc);
     tc = tcase_create("batches");
+    tcase_add_test(tc, whole_frames_of_several_clients_share_a_batch);
+    tcase_add_test(tc, pipelines_do_not_share_a_batch);
+    tcase_add_test(tc, a_full_batch_goes_at_once);
+    tcase_add_test(tc, a_batch_waits_its_delay);
+    tcase_add_test(tc, waiters_are_invited_to_a_batch_that_opens);
     tcase_add_test(tc, batches_are_held_while_the_engine_is_busy);
+    tcase_add_test(tc, a_received_frame_has_its_slot_to_itself);
     tcase_add_test(tc, an_empty_batch_goes_back_to_the_ring);
     tcase_add_test(tc, completion_makes_each_frame_reply_ready);
     tcase_add_test(tc, a_refused_submission_fails_every_frame_with_its_text);

@@ -2,7 +2,9 @@
 /*
  * A version-2 plugin that declares launch_batch but no batch it would take
  * (max_batch_frames 0): the loader must refuse it at load with one line
- * (tests/test_plugins.c).
+ * (tests/test_plugins.c).  Built again with BATCH_FRAMES 4 as batch4, a
+ * plugin that loads, and that a pipeline asking for larger batches may not
+ * have.
  */
 #include <stdlib.h>
 
@@ -36,15 +38,20 @@ static int launch_batch(void *dev, uint32_t stream_index, const gf_plugin_frame 
     return 0;
 }
 
+#ifndef BATCH_FRAMES
+#define BATCH_FRAMES 0
+#define NAME         "bad_batch"
+#endif
+
 static const gf_plugin plugin = {.abi_version = GF_PLUGIN_ABI_VERSION,
-                                 .name = "bad_batch",
+                                 .name = NAME,
                                  .create = create,
                                  .destroy = free,
                                  .output_bytes = output_bytes,
                                  .max_output_bytes = max_output_bytes,
                                  .launch = launch,
                                  .launch_batch = launch_batch,
-                                 .max_batch_frames = 0};
+                                 .max_batch_frames = BATCH_FRAMES};
 
 const gf_plugin *gf_plugin_entry(void) {
     return &plugin;
