@@ -14,22 +14,34 @@
 # through the socket; and the frames per submission STATS counted for them.
 #
 #   bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C]
+#                    [--clients-only] [--shards S] [--completion MODE] [--batch-delay US]
+#
+# --clients-only: the many-clients runs alone.  --shards, --completion: the
+# many-clients daemon's (default: the daemon's own choice).  --batch-delay: its
+# pipelines' max_batch_delay_us (default: the key left out, so that builds
+# from before it exist can be measured the same way).
 #
 # stdout: one line per pipeline,
 #   plugin PIPELINE frames_per_s=F p50_us=P h2d_us=A kernel_us=K [stage k=US ...] d2h_us=D
-# then one per many-clients run,
+# then for each of the one-vector mlp and classify, one client at window 1 and
+# many clients,
+#   single PIPELINE window=1 p50_us=P p99_us=Q
 #   clients PIPELINE clients=C window=16 frames_per_s=F worst_p99_us=P frames_per_submission=B
 # (frames_per_s: all clients' frames over the longest client's time; B: '-' from a daemon
 # without STATS' pipelines[].batches).
 # Exit status 1 when a stream failed or verification found a difference.
 set -uo pipefail
-usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C]"
+usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C] [--clients-only] [--shards S] [--completion MODE] [--batch-delay US]"
 if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
 build=$(cd "$1" && pwd); shift
-engine=cuda frames=4000 clients=16
+engine=cuda frames=4000 clients=16 clients_only=0 daemon_keys="" delay=""
 while [ $# -gt 0 ]; do
   case $1 in
     --clients) clients=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
+    --clients-only) clients_only=1; shift ;;
+    --shards) daemon_keys+='"shards": '${2:-}', '; shift 2 || { echo "$usage" >&2; exit 2; } ;;
+    --completion) daemon_keys+='"completion": "'${2:-}'", '; shift 2 || { echo "$usage" >&2; exit 2; } ;;
+    --batch-delay) delay=', "max_batch_delay_us": '${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --engine) engine=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --frames) frames=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     *) echo "$usage" >&2; exit 2 ;;
@@ -49,10 +61,10 @@ trap 'kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null; rm -rf "$tmp"' EXI
 sock=$tmp/s.sock
 # The MLP alone and behind normalize_u8, in both daemons below.
 mlp_pipelines='{"name": "mlp", "kind": "plugin", "path": "'$plugins'/gf_mlp.so",
-   "params": {"weights": "'$plugins'/mlp-demo.gfw"}},
+   "params": {"weights": "'$plugins'/mlp-demo.gfw"}'$delay'},
   {"name": "classify", "stages": [
     {"kind": "normalize_u8", "params": {"width": 32, "height": 32}},
-    {"kind": "plugin", "path": "'$plugins'/gf_mlp.so", "params": {"weights": "'$plugins'/mlp-demo.gfw"}}]}'
+    {"kind": "plugin", "path": "'$plugins'/gf_mlp.so", "params": {"weights": "'$plugins'/mlp-demo.gfw"}}]'$delay'}'
 # gpuframed on the configuration file $1, serving $sock; $daemon its PID.
 start_daemon() {
   rm -f "$sock"
@@ -61,6 +73,8 @@ start_daemon() {
   for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
   [ -S "$sock" ] || { echo "bench: gpuframed did not start:" >&2; cat "$tmp/daemon.log" >&2; exit 1; }
 }
+rc=0
+if [ $clients_only = 0 ]; then
 # Every frame timed: the stage means come from all of them.
 cat >"$tmp/plugins.json" <<EOF
 {"slots": 2, "timing_sample_every": 1, "pipelines": [
@@ -70,7 +84,6 @@ cat >"$tmp/plugins.json" <<EOF
 EOF
 start_daemon "$tmp/plugins.json"
 
-rc=0
 # name, frame size: clamp 1 MiB of float32; mlp batches of 1 and 64 vectors
 # of 3072 float32; classify one 32x32 RGB image.
 for run in "clamp 1048576" "mlp 12288" "mlp 786432" "classify 3072"; do
@@ -104,9 +117,10 @@ PY
   echo "plugin $name size=$size frames_per_s=$fps p50_us=$p50 $stages"
 done
 kill -TERM "$daemon"; wait "$daemon" || rc=1
+fi
 
 # ---- many clients ---------------------------------------------------------------
-echo "{\"pipelines\": [$mlp_pipelines]}" >"$tmp/clients.json"
+echo "{$daemon_keys\"pipelines\": [$mlp_pipelines]}" >"$tmp/clients.json"
 start_daemon "$tmp/clients.json"
 # A pipeline's STATS batches: "submissions frames", or "- -" without them.
 batches() { # PIPELINE
@@ -117,7 +131,7 @@ for p in json.load(sys.stdin)["pipelines"]:
         b = p.get("batches")
         print("%d %d" % (b["submissions"], b["frames"]) if b else "- -")' "$1"
 }
-each=$((frames / 4 > 500 ? frames / 4 : 500))
+each=$frames # per client
 for run in "mlp 12288" "classify 3072"; do
   set -- $run
   name=$1 size=$2
@@ -126,6 +140,11 @@ for run in "mlp 12288" "classify 3072"; do
       --window $window --verify --quiet >"$tmp/verify.out" 2>&1 ||
       { echo "bench: $name window $window failed verification:" >&2; cat "$tmp/verify.out" >&2; rc=1; }
   done
+  # One client at window 1: what batching must not cost it.
+  out=$("$build/gpuframe" stream --socket "$sock" --pipeline "$name" --size "$size" \
+          --count 2000 --window 1 --no-shm 2>&1) || { echo "bench: $out" >&2; rc=1; }
+  echo "single $name window=1 p50_us=$(sed -n 's/.*p50_us=\([0-9.]*\).*/\1/p' <<<"$out")" \
+    "p99_us=$(sed -n 's/.*p99_us=\([0-9.]*\).*/\1/p' <<<"$out")"
   read -r subs0 frames0 <<<"$(batches "$name")"
   pids=()
   for ((i = 0; i < clients; i++)); do
