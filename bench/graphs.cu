@@ -67,7 +67,8 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "usage: gf_graphs PLUGIN.so WEIGHTS [--iterations N]\n");
         return 2;
     }
-    int iterations = argc > 4 && std::strcmp(argv[3], "--iterations") == 0 ? std::atoi(argv[4]) : 2000;
+    int iterations =
+        argc > 4 && std::strcmp(argv[3], "--iterations") == 0 ? std::atoi(argv[4]) : 2000;
     void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     auto entry = h ? (const gf_plugin *(*)(void))dlsym(h, "gf_plugin_entry") : nullptr;
     if (!entry) {
@@ -120,8 +121,8 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < b.stride * count / 4; i++)
             ((float *)b.in_host)[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
         for (uint32_t i = 0; i < count; i++)
-            b.frames.push_back({b.in_dev + i * b.stride, in_bytes, b.out_dev + i * b.stride,
-                                out_bytes});
+            b.frames.push_back(
+                {b.in_dev + i * b.stride, in_bytes, b.out_dev + i * b.stride, out_bytes});
         /* Warm up (cuBLAS picks its kernels, the stream is bound), then capture. */
         for (int i = 0; i < 20; i++)
             enqueue(p, dev, b, s);
@@ -165,8 +166,8 @@ int main(int argc, char **argv) {
         for (uint32_t i = 0; i < count; i++)
             if (std::memcmp(plain_out.data() + i * b.stride, graph_out.data() + i * b.stride,
                             out_bytes) != 0) {
-                std::fprintf(stderr, "gf_graphs: frame %u of %u differs between the two ways\n",
-                             i, count);
+                std::fprintf(stderr, "gf_graphs: frame %u of %u differs between the two ways\n", i,
+                             count);
                 return 1;
             }
         std::printf("graphs frames=%u plain_us=%.1f graph_us=%.1f ratio=%.2f latency_plain_us=%.1f "

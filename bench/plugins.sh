@@ -14,10 +14,12 @@
 # through the socket; and the frames per submission STATS counted for them.
 #
 #   bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C]
-#                    [--clients-only] [--shards S] [--completion MODE] [--batch-delay US]
+#                    [--clients-only] [--shards S] [--completion MODE] [--no-graphs]
+#                    [--batch-delay US]
 #
-# --clients-only: the many-clients runs alone.  --shards, --completion: the
-# many-clients daemon's (default: the daemon's own choice).  --batch-delay: its
+# --clients-only: the many-clients runs alone.  --shards, --completion,
+# --no-graphs (cuda_graphs false): the many-clients daemon's (default: the
+# daemon's own choice).  --batch-delay: its
 # pipelines' max_batch_delay_us (default: the key left out, so that builds
 # from before it exist can be measured the same way).
 #
@@ -31,7 +33,7 @@
 # without STATS' pipelines[].batches).
 # Exit status 1 when a stream failed or verification found a difference.
 set -uo pipefail
-usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C] [--clients-only] [--shards S] [--completion MODE] [--batch-delay US]"
+usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C] [--clients-only] [--shards S] [--completion MODE] [--no-graphs] [--batch-delay US]"
 if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
 build=$(cd "$1" && pwd); shift
 engine=cuda frames=4000 clients=16 clients_only=0 daemon_keys="" delay=""
@@ -41,6 +43,7 @@ while [ $# -gt 0 ]; do
     --clients-only) clients_only=1; shift ;;
     --shards) daemon_keys+='"shards": '${2:-}', '; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --completion) daemon_keys+='"completion": "'${2:-}'", '; shift 2 || { echo "$usage" >&2; exit 2; } ;;
+    --no-graphs) daemon_keys+='"cuda_graphs": false, '; shift ;;
     --batch-delay) delay=', "max_batch_delay_us": '${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --engine) engine=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --frames) frames=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;

@@ -358,6 +358,8 @@ static const struct prom_metric counter_metrics[] = {
      "Batches handed to the engine; frames over submissions is the mean batch size.", NULL},
     {"slots.zero_copy_submissions", "gpuframe_zero_copy_submissions_total", "counter",
      "Batches whose kernels ran on the pinned host buffers, with no copy.", NULL},
+    {"slots.graph_submissions", "gpuframe_graph_submissions_total", "counter",
+     "Batches replayed from a CUDA graph (cuda_graphs).", NULL},
 };
 
 /* Shared-memory regions and the frames by reference. */

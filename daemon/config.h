@@ -84,6 +84,7 @@ typedef struct gf_config {
     uint32_t timing_sample_every;       /* of those, time one frame in N  */
     enum gf_completion_mode completion; /* host_func | poll         */
     uint64_t zero_copy_max_bytes;       /* batches this small skip the copies */
+    int cuda_graphs;                    /* replay batches from CUDA graphs   */
     uint32_t trace_frames;              /* frames kept for TRACE; 0: none    */
     uint32_t max_connections;           /* more are refused at accept        */
     uint64_t max_output_bytes;          /* unwritten LIST/STATS/TRACE/ERROR reply

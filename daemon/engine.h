@@ -48,6 +48,8 @@ typedef struct gf_engine_params {
                                            most this many bytes in and out, runs
                                            its kernels on the pinned host buffers
                                            (no copy); 0: never                 */
+    int cuda_graphs;                    /* CUDA: replay batches of plugin or
+                                           multi-stage pipelines from graphs   */
 } gf_engine_params;
 
 /* What the engine runs on, for STATS. */

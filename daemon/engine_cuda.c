@@ -14,6 +14,10 @@
  *
  * A small batch of elementwise stages runs zero-copy (runs_zero_copy): no
  * copies, its kernels read and write the pinned host buffers themselves.
+ * With cuda_graphs, an untimed batch of a pipeline of a plugin or of
+ * several stages is captured once as a CUDA graph per slot and batch shape
+ * and replayed (graph_for): one launch instead of a copy, the stages'
+ * kernels and a copy, which costs the GPU and the loop less.
  *
  * The four timing events are recorded only for the frames the server samples
  * (gf_slot.time_stages).  The host function runs on the driver's thread once
@@ -42,6 +46,25 @@
 
 enum { EV_START, EV_H2D, EV_KERNEL, EV_D2H, EV_COUNT };
 
+/* Graphs a slot keeps, the least recently used replaced: the batch shapes
+ * that recur (a client's window, the pipeline's max_batch_frames). */
+#define GF_GRAPHS_PER_SLOT 16
+
+/* One captured batch: the launches of a batch of this shape on this slot,
+ * replayed as they were (addresses in the slot's buffers, lengths). */
+typedef struct graph_entry {
+    cudaGraphExec_t exec; /* NULL: the entry is free                      */
+    int failed;           /* capture refused (a plugin's call that cannot
+                             be captured): such batches run plain        */
+    uint64_t last_used;   /* the slot's graph clock at its last replay    */
+    /* The shape: the stages (a plugin by its serial, never reused), the
+     * frames' places and lengths (the rest follows from these). */
+    uint32_t stage_count, frame_count;
+    gf_stage stages[GF_STAGES_MAX];
+    uint64_t serials[GF_STAGES_MAX];
+    uint64_t offset[GF_SLOT_FRAMES_MAX], in_bytes[GF_SLOT_FRAMES_MAX];
+} graph_entry;
+
 typedef struct cuda_slot {
     gf_engine *engine;
     void *in_dev, *out_dev;
@@ -52,6 +75,8 @@ typedef struct cuda_slot {
     cudaEvent_t done;       /* poll, hybrid: recorded after the D2H copy, untimed   */
     int pending;            /* poll, hybrid: submitted, done not yet seen by a poll */
     uint64_t spin_until_ns; /* hybrid: then a host function takes over     */
+    graph_entry *graphs;    /* cuda_graphs: GF_GRAPHS_PER_SLOT of them      */
+    uint64_t graph_clock;   /* replays so far: the entries' last_used       */
 } cuda_slot;
 
 typedef struct cuda_engine {
@@ -62,6 +87,7 @@ typedef struct cuda_engine {
                                      stream index of these slots          */
     uint32_t device_streams;      /* gf_engine_params': the device's      */
     uint64_t zero_copy_max_bytes; /* gf_engine_params' */
+    int graphs;                   /* gf_engine_params' cuda_graphs */
     uint64_t spin_ns;             /* hybrid: GF_COMPLETION_SPIN_NS; else 0 */
 } cuda_engine;
 
@@ -309,10 +335,110 @@ static cudaError_t enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     return mark(s, cs, EV_D2H);
 }
 
+/* Whether batch `s` runs from a graph: cuda_graphs on, untimed (a timed
+ * batch records its events between the stages), every frame in the slot's
+ * own buffers (a shm frame's copies are its region's), and of a pipeline
+ * whose launches cost more than one kernel's: a plugin's, or several stages
+ * (an elementwise stage alone is one kernel, or zero-copy). */
+static int runs_from_graph(const cuda_engine *ce, const gf_slot *s) {
+    const gf_pipeline *p = &s->frames[0].pipeline;
+    if (!ce->graphs || s->time_stages ||
+        (p->stage_count == 1 && !gf_kind_is_plugin(p->stages[0].kind)))
+        return 0;
+    for (uint32_t i = 0; i < s->frame_count; i++)
+        if (s->frames[i].region != NULL)
+            return 0;
+    return 1;
+}
+
+/* Stage `st`'s serial: its plugin's (gf_plugin_stage_serial), 0 for a built-in kind. */
+static uint64_t stage_serial(const gf_stage *st) {
+    return gf_kind_is_plugin(st->kind) ? gf_plugin_stage_serial(st->params.plugin) : 0;
+}
+
+/* Whether `g` is the graph of batch `s`. */
+static int same_shape(const graph_entry *g, const gf_slot *s) {
+    const gf_pipeline *p = &s->frames[0].pipeline;
+    if (!g->exec && !g->failed)
+        return 0;
+    if (g->frame_count != s->frame_count || g->stage_count != p->stage_count ||
+        memcmp(g->stages, p->stages, p->stage_count * sizeof p->stages[0]) != 0)
+        return 0;
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        if (g->serials[k] != stage_serial(&p->stages[k]))
+            return 0;
+    for (uint32_t i = 0; i < s->frame_count; i++)
+        if (g->offset[i] != s->frames[i].offset || g->in_bytes[i] != s->frames[i].in_bytes)
+            return 0;
+    return 1;
+}
+
+/* Captures batch `s`'s launches into `g`, replacing what it held.  A
+ * failure leaves `g` marked failed (those batches run plain) and the
+ * stream out of capture. */
+static void capture(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, graph_entry *g) {
+    const gf_pipeline *p = &s->frames[0].pipeline;
+    if (g->exec)
+        cudaGraphExecDestroy(g->exec);
+    g->exec = NULL;
+    g->failed = 1;
+    g->stage_count = p->stage_count;
+    g->frame_count = s->frame_count;
+    memcpy(g->stages, p->stages, p->stage_count * sizeof p->stages[0]);
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        g->serials[k] = stage_serial(&p->stages[k]);
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        g->offset[i] = s->frames[i].offset;
+        g->in_bytes[i] = s->frames[i].in_bytes;
+    }
+    cudaGraph_t graph = NULL;
+    if (cudaStreamBeginCapture(cs->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    cudaError_t err = enqueue(ce, s, cs);
+    cudaError_t end = cudaStreamEndCapture(cs->stream, &graph);
+    if (err == cudaSuccess && end == cudaSuccess &&
+        cudaGraphInstantiate(&g->exec, graph, 0) == cudaSuccess)
+        g->failed = 0;
+    else
+        g->exec = NULL;
+    if (graph)
+        cudaGraphDestroy(graph);
+    if (g->failed) {
+        cudaGetLastError();
+        GF_LOG_WRN("engine cuda: pipeline %s: a batch of %u frame(s) could not be captured as a "
+                   "CUDA graph (%s); batches of its shape run without one",
+                   p->name, s->frame_count, cudaGetErrorString(err ? err : end));
+    }
+}
+
+/* The graph of batch `s` on its slot: found, or captured in the least
+ * recently used entry; NULL when its shape cannot be captured. */
+static cudaGraphExec_t graph_for(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
+    graph_entry *lru = &cs->graphs[0];
+    for (int i = 0; i < GF_GRAPHS_PER_SLOT; i++) {
+        graph_entry *g = &cs->graphs[i];
+        if (same_shape(g, s)) {
+            lru = g;
+            goto found;
+        }
+        if (g->last_used < lru->last_used)
+            lru = g;
+    }
+    capture(ce, s, cs, lru);
+found:
+    lru->last_used = ++cs->graph_clock;
+    s->zero_copy = runs_zero_copy(ce, s, all_elementwise(&s->frames[0].pipeline));
+    return lru->exec;
+}
+
 static int cuda_submit(gf_engine *e, gf_slot *s) {
     cuda_engine *ce = (cuda_engine *)e;
     cuda_slot *cs = s->engine_state;
-    cudaError_t err = enqueue(ce, s, cs);
+    cudaGraphExec_t exec = runs_from_graph(ce, s) ? graph_for(ce, s, cs) : NULL;
+    s->graphed = exec != NULL;
+    cudaError_t err = exec ? cudaGraphLaunch(exec, cs->stream) : enqueue(ce, s, cs);
     if (err == cudaSuccess)
         err = e->polled ? cudaEventRecord(cs->done, cs->stream)
                         : cudaLaunchHostFunc(cs->stream, on_stream_done, s);
@@ -454,6 +580,10 @@ static void free_slot(cuda_slot *cs, gf_slot *s) {
             cudaEventDestroy(cs->stage_ev[i]);
     if (cs->done)
         cudaEventDestroy(cs->done);
+    for (int i = 0; cs->graphs && i < GF_GRAPHS_PER_SLOT; i++)
+        if (cs->graphs[i].exec)
+            cudaGraphExecDestroy(cs->graphs[i].exec);
+    free(cs->graphs);
     if (cs->stream)
         cudaStreamDestroy(cs->stream);
     cudaFree(cs->in_dev);
@@ -569,6 +699,8 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
             return cuda_errno(err);
     if ((err = CUDA_CHECK(cudaEventCreateWithFlags(&cs->done, cudaEventDisableTiming))))
         return cuda_errno(err);
+    if (p->cuda_graphs && !(cs->graphs = calloc(GF_GRAPHS_PER_SLOT, sizeof *cs->graphs)))
+        return -ENOMEM;
     e->pinned_bytes += in_b + out_b;
     return 0;
 }
@@ -645,6 +777,7 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     e->polled = p->completion != GF_COMPLETION_HOST_FUNC;
     ce->spin_ns = p->completion == GF_COMPLETION_HYBRID ? GF_COMPLETION_SPIN_NS : 0;
     ce->zero_copy_max_bytes = p->zero_copy_max_bytes;
+    ce->graphs = p->cuda_graphs;
     ce->device = p->device;
     ce->stream_base = p->stream_base;
     ce->device_streams = p->device_streams > 0 ? p->device_streams : p->slot_count;

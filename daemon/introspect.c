@@ -380,6 +380,8 @@ cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
                             (double)sum.submissions);
     cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "zero_copy_submissions",
                             (double)sum.zero_copy_submissions);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "graph_submissions",
+                            (double)sum.graph_submissions);
     /* The busiest device's: a host of one GPU has just that one. */
     gf_gpu_busy busy, best;
     int have = 0;

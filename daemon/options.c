@@ -107,8 +107,8 @@ static const char *const help_sections[] = {
     "        (added, removed, renamed or changed), the log level, max_frame_bytes (up\n"
     "        to the slots' size), the timeouts and the limits change at once; socket,\n"
     "        engine, slots, timing_events, completion, zero_copy_max_bytes,\n"
-    "        trace_frames, and pipelines beyond the slots' buffers need a restart, and\n"
-    "        the log says which.\n"
+    "        cuda_graphs, trace_frames, and pipelines beyond the slots' buffers need a\n"
+    "        restart, and the log says which.\n"
     "        A configuration with problems is rejected, every problem logged, and the\n"
     "        running one kept.\n"
     "\n",

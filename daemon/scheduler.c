@@ -285,6 +285,7 @@ static void submit(gf_sched *s, gf_slot *b) {
     gf_prof_leave(prof);
     if (rc == 0) {
         s->stats->zero_copy_submissions += (uint64_t)b->zero_copy;
+        s->stats->graph_submissions += (uint64_t)b->graphed;
         s->hooks.submitted(b, 0, s->hooks.arg);
         return;
     }

@@ -489,7 +489,8 @@ static int engine_open(gf_server *srv, const gf_shard_ident *id) {
                            .device = id->device,
                            .stream_base = id->stream_base,
                            .device_streams = id->device_streams,
-                           .zero_copy_max_bytes = cfg->zero_copy_max_bytes};
+                           .zero_copy_max_bytes = cfg->zero_copy_max_bytes,
+                           .cuda_graphs = cfg->cuda_graphs};
     int rc = gf_engine_open(id->engine, &ep, &srv->done, &srv->engine);
     if (rc < 0)
         return rc;

@@ -123,6 +123,8 @@ typedef struct gf_slot {
     int time_stages;               /* set at submit: record this batch's stage times */
     int zero_copy;                 /* set by the engine's submit: its kernels ran on
                                       the pinned host buffers, with no copy      */
+    int graphed;                   /* set by the engine's submit: replayed from a
+                                      CUDA graph                                 */
     uint64_t submitted_ns;         /* handed to the engine                           */
     uint64_t done_ns;              /* engine thread saw it finish                    */
 

@@ -25,6 +25,7 @@
 
 struct gf_plugin_stage {
     atomic_uint refs; /* frames of several shards' threads hold the stage */
+    uint64_t serial;  /* gf_plugin_stage_serial                            */
     char *path, *config_dir, *params_json;
     char *listed_name; /* a LIST reply's "plugin", for an unloaded stage   */
     void *dl;
@@ -117,7 +118,9 @@ gf_plugin_stage *gf_plugin_stage_new(const char *path, const char *config_dir,
      * directory: its relative paths are the current directory's. */
     if (config_dir == NULL || config_dir[0] == '\0')
         config_dir = getcwd(cwd, sizeof cwd) ? cwd : "/";
+    static atomic_uint_fast64_t serials;
     atomic_init(&st->refs, 1);
+    st->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
     st->path = absolute(path, config_dir);
     st->config_dir = strdup(config_dir);
     st->params_json = strdup(params_json ? params_json : "");
@@ -151,6 +154,10 @@ const char *gf_plugin_stage_params_json(const gf_plugin_stage *st) {
 }
 const gf_plugin *gf_plugin_stage_api(const gf_plugin_stage *st) {
     return st->api;
+}
+
+uint64_t gf_plugin_stage_serial(const gf_plugin_stage *st) {
+    return st->serial;
 }
 void *gf_plugin_stage_state(const gf_plugin_stage *st) {
     return st->state;

@@ -73,6 +73,10 @@ int gf_plugin_stage_create(gf_plugin_stage *st, const gf_plugin_value *values,
 /* The loaded plugin (NULL until gf_plugin_stage_dlopen succeeds) and its
  * state (NULL until created). */
 const gf_plugin *gf_plugin_stage_api(const gf_plugin_stage *st);
+
+/* A number no other stage of this process had or will have, unlike its
+ * address: what a cache of launches keyed on the stage may compare. */
+uint64_t gf_plugin_stage_serial(const gf_plugin_stage *st);
 void *gf_plugin_stage_state(const gf_plugin_stage *st);
 
 /* The frames one launch_batch call of `api` takes: 0 when it has none (a
