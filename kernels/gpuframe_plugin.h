@@ -186,8 +186,9 @@ typedef struct gf_plugin {
     /* Optional, with launch (NULL: gpuframed calls launch for each frame).
      * Enqueues frames[0..count) on `stream`, each as launch() would: the
      * frames of one submission that this stage runs, 1 to max_batch_frames
-     * of them (gpuframed splits a larger submission into calls of at most
-     * that many), in the order they lie in the slot's buffers.  Every
+     * of them (a pipeline's own max_batch_frames is at most this, so a
+     * submission never holds more), in the order they lie in the slot's
+     * buffers, from one client or several.  Every
      * frame's input starts at the same offset from its buffer's start as
      * its output from theirs, in increasing order, each a multiple of 256
      * bytes, so frames of one length lie at one stride: one GEMM over the
