@@ -137,23 +137,57 @@ static uint64_t frame_id_of(unsigned i, unsigned k) {
     return 1000u * (i + 1u) + k;
 }
 
-/* One echo frame of `bytes` on `c`, answered with its bytes exactly. */
-static void echo_frame(gf_client *c, uint64_t frame_id, size_t bytes) {
-    unsigned char in[SMALL_FRAME_BYTES];
-    gf_reply r;
-
-    ck_assert_uint_le(bytes, sizeof in);
+/* Frame `frame_id`'s input of `bytes` (at most AFFINE_BYTES) into in[]. */
+static void fill_pattern(unsigned char *in, size_t bytes, uint64_t frame_id) {
+    ck_assert_uint_le(bytes, AFFINE_BYTES);
     for (size_t i = 0; i < bytes; i++)
         in[i] = (unsigned char)(i * 31u + frame_id * 7u);
-    ck_assert_int_eq(gf_client_send_frame(c, P_ECHO, frame_id, in, bytes), 0);
+}
+
+/* One frame of `bytes` on pipeline `pipeline` sent from `in` (which the
+ * library reads until its reply), not waited for. */
+static void send_pattern(gf_client *c, uint32_t pipeline, uint64_t frame_id, size_t bytes,
+                         unsigned char in[AFFINE_BYTES]) {
+    fill_pattern(in, bytes, frame_id);
+    ck_assert_int_eq(gf_client_send_frame(c, pipeline, frame_id, in, bytes), 0);
+}
+
+/* The next reply is frame `frame_id`'s RESULT: send_pattern's input back
+ * (echo), or for P_AFFINE each of its floats times 2 plus 0.5 (devices_json's
+ * affine, the only one this is asked of). */
+static void expect_pattern(gf_client *c, uint32_t pipeline, uint64_t frame_id, size_t bytes) {
+    unsigned char in[AFFINE_BYTES];
+    fill_pattern(in, bytes, frame_id);
+    gf_reply r;
     int rc = gf_client_recv(c, &r, QUICK_REPLY_MS);
-    ck_assert_msg(rc == 0, "echo frame %" PRIu64 ": %s (%s)", frame_id, strerror(-rc),
+    ck_assert_msg(rc == 0, "frame %" PRIu64 ": %s (%s)", frame_id, strerror(-rc),
                   gf_client_error(c));
-    ck_assert_msg(r.header.type == GF_MSG_RESULT, "echo frame %" PRIu64 ": %s %.*s", frame_id,
+    ck_assert_msg(r.header.type == GF_MSG_RESULT, "frame %" PRIu64 ": %s %.*s", frame_id,
                   gf_status_name(r.header.status), (int)r.payload_bytes, (const char *)r.payload);
     ck_assert_uint_eq(r.header.frame_id, frame_id);
+    ck_assert_uint_eq(r.header.pipeline_id, pipeline);
     ck_assert_uint_eq(r.payload_bytes, bytes);
-    ck_assert_mem_eq(r.payload, in, bytes);
+    if (pipeline != P_AFFINE) {
+        ck_assert_mem_eq(r.payload, in, bytes);
+        return;
+    }
+    for (size_t i = 0; i < bytes / sizeof(float); i++) {
+        float x, got;
+        memcpy(&x, in + 4 * i, sizeof x);
+        memcpy(&got, (const unsigned char *)r.payload + 4 * i, sizeof got);
+        volatile float ax = 2.0f * x;
+        float want = ax + 0.5f;
+        ck_assert_msg(memcmp(&got, &want, sizeof want) == 0 || (want != want && got != got),
+                      "frame %" PRIu64 " element %zu: got %.9g, expected %.9g", frame_id, i,
+                      (double)got, (double)want);
+    }
+}
+
+/* One echo frame of `bytes` on `c`, answered with its bytes exactly. */
+static void echo_frame(gf_client *c, uint64_t frame_id, size_t bytes) {
+    unsigned char in[AFFINE_BYTES];
+    send_pattern(c, P_ECHO, frame_id, bytes, in);
+    expect_pattern(c, P_ECHO, frame_id, bytes);
 }
 
 /*
@@ -1002,47 +1036,6 @@ static const char devices_json[] =
     " \"devices\": \"1\"},"
     " {\"name\": \"on0\", \"kind\": \"echo\", \"devices\": \"0\"}]}";
 enum { P_ON1 = P_AFFINE, P_ON0 = 2 };
-
-/* One frame of `bytes` on pipeline `pipeline` sent from `in` (which the
- * library reads until its reply), not waited for. */
-static void send_pattern(gf_client *c, uint32_t pipeline, uint64_t frame_id, size_t bytes,
-                         unsigned char in[AFFINE_BYTES]) {
-    ck_assert_uint_le(bytes, AFFINE_BYTES);
-    for (size_t i = 0; i < bytes; i++)
-        in[i] = (unsigned char)(i * 31u + frame_id * 7u);
-    ck_assert_int_eq(gf_client_send_frame(c, pipeline, frame_id, in, bytes), 0);
-}
-
-/* The next reply is frame `frame_id`'s RESULT: send_pattern's input back
- * (echo), or for P_ON1 each of its floats times 2 plus 0.5. */
-static void expect_pattern(gf_client *c, uint32_t pipeline, uint64_t frame_id, size_t bytes) {
-    unsigned char in[AFFINE_BYTES];
-    for (size_t i = 0; i < bytes; i++)
-        in[i] = (unsigned char)(i * 31u + frame_id * 7u);
-    gf_reply r;
-    int rc = gf_client_recv(c, &r, QUICK_REPLY_MS);
-    ck_assert_msg(rc == 0, "frame %" PRIu64 ": %s (%s)", frame_id, strerror(-rc),
-                  gf_client_error(c));
-    ck_assert_msg(r.header.type == GF_MSG_RESULT, "frame %" PRIu64 ": %s %.*s", frame_id,
-                  gf_status_name(r.header.status), (int)r.payload_bytes, (const char *)r.payload);
-    ck_assert_uint_eq(r.header.frame_id, frame_id);
-    ck_assert_uint_eq(r.header.pipeline_id, pipeline);
-    ck_assert_uint_eq(r.payload_bytes, bytes);
-    if (pipeline != P_ON1) {
-        ck_assert_mem_eq(r.payload, in, bytes);
-        return;
-    }
-    for (size_t i = 0; i < bytes / sizeof(float); i++) {
-        float x, got;
-        memcpy(&x, in + 4 * i, sizeof x);
-        memcpy(&got, (const unsigned char *)r.payload + 4 * i, sizeof got);
-        volatile float ax = 2.0f * x;
-        float want = ax + 0.5f;
-        ck_assert_msg(memcmp(&got, &want, sizeof want) == 0 || (want != want && got != got),
-                      "frame %" PRIu64 " element %zu: got %.9g, expected %.9g", frame_id, i,
-                      (double)got, (double)want);
-    }
-}
 
 /*
  * A connection whose frame names a pipeline its shard's device does not run
