@@ -148,9 +148,8 @@ static gf_frame *place(gf_conn *c, const gf_header *h, const admission *a) {
     if (!b)
         return NULL; /* no slot now: reading stops until one is granted (backpressure) */
     /* An empty slot takes any frame the checks passed. */
-    gf_frame *f = gf_slot_add(b, p, h, a->in_bytes, a->stage_bytes, c->header_seen_ns);
+    gf_frame *f = gf_slot_add(b, &c->sched, p, h, a->in_bytes, a->stage_bytes, c->header_seen_ns);
     assert(f != NULL);
-    f->client = &c->sched;
     return f;
 }
 

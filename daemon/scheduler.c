@@ -37,7 +37,7 @@ void gf_sched_client_init(gf_sched_client *c) {
     gf_link_init(&c->waiting);
     c->batch = NULL;
     c->wait_seq = c->claim_seq = 0;
-    c->wait_pipeline = UINT32_MAX;
+    c->wait_pipeline = 0;
     c->receive = c->receiving = c->shared = c->invited = 0;
 }
 
@@ -106,8 +106,6 @@ gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
     assert(!gf_sched_waiting(c));
     int invited = c->invited && !receive;
     c->invited = 0;
-    if (receive)
-        c->wait_pipeline = UINT32_MAX;
     gf_slot *slot = c->batch;
     if (slot) {
         /* Granted, or left open and empty: it takes any frame. */
@@ -378,14 +376,14 @@ gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, c
                         uint64_t in_bytes, const uint64_t stage_bytes[GF_STAGES_MAX],
                         uint64_t arrived_ns) {
     gf_slot *b = open_batch(s, h->pipeline_id);
-    gf_frame *f = b ? gf_slot_add(b, p, h, in_bytes, stage_bytes, arrived_ns) : NULL;
+    gf_frame *f = b ? gf_slot_add(b, c, p, h, in_bytes, stage_bytes, arrived_ns) : NULL;
     if (b && !f)
         close_slot(s, b); /* as full as it gets for this frame: it goes now */
     if (!f) {
         c->wait_pipeline = h->pipeline_id;
         if (!(b = gf_sched_claim(s, c, 0)))
             return NULL;
-        f = gf_slot_add(b, p, h, in_bytes, stage_bytes, arrived_ns);
+        f = gf_slot_add(b, c, p, h, in_bytes, stage_bytes, arrived_ns);
         assert(f != NULL); /* an empty slot takes any frame admission passed */
         /* The pipeline's open batch now: no one connection's. */
         c->batch = NULL;
@@ -395,8 +393,6 @@ gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, c
         s->hooks.batches(s->hooks.arg);
     }
     c->invited = 0;
-    c->wait_pipeline = UINT32_MAX;
-    f->client = c;
     return f;
 }
 

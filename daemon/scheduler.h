@@ -83,9 +83,8 @@ typedef struct gf_sched_client {
                                granted slot is open and empty                   */
     uint64_t wait_seq;      /* its place in the arrival order of waiters        */
     uint64_t claim_seq;     /* the scheduler's claim_seq after its last claim   */
-    uint32_t wait_pipeline; /* waiting with a whole frame: its pipeline's id,
-                               to join a batch of it that opens; else
-                               UINT32_MAX                                     */
+    uint32_t wait_pipeline; /* on wait_run (gf_sched_join): its frame's
+                               pipeline id, to join a batch of it that opens */
     unsigned receive : 1;   /* waiting to receive a payload in place            */
     unsigned receiving : 1; /* its batch's slot is being received into (counted
                                in receiving)                                   */

@@ -90,7 +90,8 @@ static uint64_t align_up(uint64_t n) {
     return (n + GF_FRAME_ALIGN_BYTES - 1) / GF_FRAME_ALIGN_BYTES * GF_FRAME_ALIGN_BYTES;
 }
 
-gf_frame *gf_slot_add(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint64_t in_bytes,
+gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipeline *p,
+                      const gf_header *h, uint64_t in_bytes,
                       const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns) {
     assert(s->open && p->max_batch_frames >= 1 && p->max_batch_frames <= GF_SLOT_FRAMES_MAX);
     if (s->frame_count > 0) {
@@ -132,7 +133,7 @@ gf_frame *gf_slot_add(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint
     f->src = f->in_host;
     f->dst = f->out_host;
     f->region = NULL;
-    f->client = NULL;
+    f->client = client;
     f->pipeline_id = h->pipeline_id;
     f->frame_id = h->frame_id;
     f->version = h->version;

@@ -152,17 +152,18 @@ void gf_slot_ring_free(gf_slot_ring *ring);
 gf_slot *gf_slot_claim(gf_slot_ring *ring, struct gf_sched_client *owner);
 
 /*
- * Places a frame of pipeline `p` announced by header `h`, with `in_bytes` of
- * input (the payload's, or a shm frame's) and each stage's output length in
- * stage_bytes (the last is the result's), into the open
+ * Places `client`'s frame of pipeline `p` announced by header `h`, with
+ * `in_bytes` of input (the payload's, or a shm frame's) and each stage's
+ * output length in stage_bytes (the last is the result's), into the open
  * slot `s` after the frames it has: NULL when it does not fit (the slot
  * holds the pipeline's max_batch_frames, or its buffers lack room for the
  * input, the result or an intermediate result) or, past the first frame,
  * when it is another pipeline's or the pipeline's stages changed since.  The
  * frame's header was first seen at `arrived_ns`; every other per-frame field
- * is reset (its `client` is the caller's to set).  Loop thread.
+ * is reset.  Loop thread.
  */
-gf_frame *gf_slot_add(gf_slot *s, const gf_pipeline *p, const gf_header *h, uint64_t in_bytes,
+gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipeline *p,
+                      const gf_header *h, uint64_t in_bytes,
                       const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns);
 
 /* Keeps `s` from going back to the ring while its frames are released one

@@ -152,9 +152,8 @@ static gf_frame *add_frame(gf_sched_client *c, uint64_t frame_id) {
     gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, 0, FRAME_BYTES);
     uint64_t stage_bytes[GF_STAGES_MAX] = {FRAME_BYTES};
     ck_assert_ptr_nonnull(c->batch);
-    gf_frame *f = gf_slot_add(c->batch, &echo, &h, FRAME_BYTES, stage_bytes, 0);
+    gf_frame *f = gf_slot_add(c->batch, c, &echo, &h, FRAME_BYTES, stage_bytes, 0);
     ck_assert_ptr_nonnull(f);
-    f->client = c;
     f->batched = 1;
     return f;
 }
