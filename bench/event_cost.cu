@@ -22,15 +22,7 @@
 #include <mutex>
 #include <vector>
 
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call,                      \
-                         cudaGetErrorString(e_));                                                  \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
+#include "cuda_check.h"
 
 static const size_t kBytes = 4096;
 static const int kSlots = 2;
@@ -39,12 +31,6 @@ static const int kFrames = 20000;
 static __global__ void echo(const unsigned *in, unsigned *out, size_t n) {
     for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
         out[i] = in[i];
-}
-
-static double now_us() {
-    return std::chrono::duration<double, std::micro>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
 }
 
 struct Slot {

@@ -24,23 +24,8 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda_check.h"
 #include "gpuframe_plugin.h"
-
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call,                      \
-                         cudaGetErrorString(e_));                                                  \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
-
-static double now_us() {
-    return std::chrono::duration<double, std::micro>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 /* One batch shape: pinned host and device buffers, the frames as the engine
  * lays them out (each input and output at the same 256-byte-aligned offset). */

@@ -23,19 +23,7 @@
 #include <cstring>
 #include <vector>
 #include "kernels.h"
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t ck_ = (x);                                                                     \
-        if (ck_) {                                                                                 \
-            printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(ck_));             \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-static double now_us() {
-    return std::chrono::duration<double, std::micro>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
+#include "cuda_check.h"
 static std::atomic<int> flag;
 static int efd;
 static void CUDART_CB hf_flag(void *) {
@@ -47,14 +35,14 @@ static void CUDART_CB hf_efd(void *) {
 }
 int main() {
     cudaStream_t s;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     unsigned char *ih, *oh, *id, *od;
-    CK(cudaHostAlloc((void **)&ih, 1 << 20, 0));
-    CK(cudaHostAlloc((void **)&oh, 1 << 20, 0));
-    CK(cudaMalloc((void **)&id, 1 << 20));
-    CK(cudaMalloc((void **)&od, 1 << 20));
+    CHECK(cudaHostAlloc((void **)&ih, 1 << 20, 0));
+    CHECK(cudaHostAlloc((void **)&oh, 1 << 20, 0));
+    CHECK(cudaMalloc((void **)&id, 1 << 20));
+    CHECK(cudaMalloc((void **)&od, 1 << 20));
     cudaEvent_t ev;
-    CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     efd = eventfd(0, EFD_NONBLOCK);
     int ep = epoll_create1(0);
     struct epoll_event ee = {};
@@ -74,18 +62,18 @@ int main() {
                     flag.store(0);
                     double t0 = now_us();
                     if (zc)
-                        CK((cudaError_t)gf_echo_launch(nullptr, ih, sz, oh, s));
+                        CHECK((cudaError_t)gf_echo_launch(nullptr, ih, sz, oh, s));
                     else {
-                        CK(cudaMemcpyAsync(id, ih, sz, cudaMemcpyHostToDevice, s));
-                        CK((cudaError_t)gf_echo_launch(nullptr, id, sz, od, s));
-                        CK(cudaMemcpyAsync(oh, od, sz, cudaMemcpyDeviceToHost, s));
+                        CHECK(cudaMemcpyAsync(id, ih, sz, cudaMemcpyHostToDevice, s));
+                        CHECK((cudaError_t)gf_echo_launch(nullptr, id, sz, od, s));
+                        CHECK(cudaMemcpyAsync(oh, od, sz, cudaMemcpyDeviceToHost, s));
                     }
                     if (w == 0)
-                        CK(cudaLaunchHostFunc(s, hf_efd, nullptr));
+                        CHECK(cudaLaunchHostFunc(s, hf_efd, nullptr));
                     else if (w == 1)
-                        CK(cudaLaunchHostFunc(s, hf_flag, nullptr));
+                        CHECK(cudaLaunchHostFunc(s, hf_flag, nullptr));
                     else
-                        CK(cudaEventRecord(ev, s));
+                        CHECK(cudaEventRecord(ev, s));
                     double t1 = now_us();
                     if (w == 0) {
                         struct epoll_event got;
@@ -122,7 +110,7 @@ int main() {
     // throughput: back-to-back submissions on 2 streams of a 64 KiB batch (16 x 4 KiB), copies vs
     // zero copy
     cudaStream_t s2;
-    CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
     for (size_t sz : {16384ul, 65536ul, 262144ul})
         for (int zc = 0; zc < 2; zc++) {
             int n = 4000;
@@ -131,14 +119,14 @@ int main() {
                 cudaStream_t st = i & 1 ? s2 : s;
                 size_t off = (i & 1) * (512 << 10);
                 if (zc)
-                    CK((cudaError_t)gf_echo_launch(nullptr, ih + off, sz, oh + off, st));
+                    CHECK((cudaError_t)gf_echo_launch(nullptr, ih + off, sz, oh + off, st));
                 else {
-                    CK(cudaMemcpyAsync(id + off, ih + off, sz, cudaMemcpyHostToDevice, st));
-                    CK((cudaError_t)gf_echo_launch(nullptr, id + off, sz, od + off, st));
-                    CK(cudaMemcpyAsync(oh + off, od + off, sz, cudaMemcpyDeviceToHost, st));
+                    CHECK(cudaMemcpyAsync(id + off, ih + off, sz, cudaMemcpyHostToDevice, st));
+                    CHECK((cudaError_t)gf_echo_launch(nullptr, id + off, sz, od + off, st));
+                    CHECK(cudaMemcpyAsync(oh + off, od + off, sz, cudaMemcpyDeviceToHost, st));
                 }
             }
-            CK(cudaDeviceSynchronize());
+            CHECK(cudaDeviceSynchronize());
             double el = now_us() - t0;
             printf("zc_tput size=%zu path=%s batches_per_s=%.0f GBps=%.2f\n", sz, cn[zc],
                    n / el * 1e6, n * (double)sz / el / 1e3);
