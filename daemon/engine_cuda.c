@@ -87,7 +87,6 @@ typedef struct cuda_engine {
                                      stream index of these slots          */
     uint32_t device_streams;      /* gf_engine_params': the device's      */
     uint64_t zero_copy_max_bytes; /* gf_engine_params' */
-    int graphs;                   /* gf_engine_params' cuda_graphs */
     uint64_t spin_ns;             /* hybrid: GF_COMPLETION_SPIN_NS; else 0 */
 } cuda_engine;
 
@@ -335,14 +334,15 @@ static cudaError_t enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     return mark(s, cs, EV_D2H);
 }
 
-/* Whether batch `s` runs from a graph: cuda_graphs on, untimed (a timed
- * batch records its events between the stages), every frame in the slot's
- * own buffers (a shm frame's copies are its region's), and of a pipeline
- * whose launches cost more than one kernel's: a plugin's, or several stages
- * (an elementwise stage alone is one kernel, or zero-copy). */
-static int runs_from_graph(const cuda_engine *ce, const gf_slot *s) {
+/* Whether batch `s` runs from a graph: cuda_graphs on (the slot has
+ * graphs), untimed (a timed batch records its events between the stages),
+ * every frame in the slot's own buffers (a shm frame's copies are its
+ * region's), and of a pipeline whose launches cost more than one kernel's:
+ * a plugin's, or several stages (an elementwise stage alone is one kernel,
+ * or zero-copy). */
+static int runs_from_graph(const cuda_slot *cs, const gf_slot *s) {
     const gf_pipeline *p = &s->frames[0].pipeline;
-    if (!ce->graphs || s->time_stages ||
+    if (!cs->graphs || s->time_stages ||
         (p->stage_count == 1 && !gf_kind_is_plugin(p->stages[0].kind)))
         return 0;
     for (uint32_t i = 0; i < s->frame_count; i++)
@@ -436,7 +436,7 @@ found:
 static int cuda_submit(gf_engine *e, gf_slot *s) {
     cuda_engine *ce = (cuda_engine *)e;
     cuda_slot *cs = s->engine_state;
-    cudaGraphExec_t exec = runs_from_graph(ce, s) ? graph_for(ce, s, cs) : NULL;
+    cudaGraphExec_t exec = runs_from_graph(cs, s) ? graph_for(ce, s, cs) : NULL;
     s->graphed = exec != NULL;
     cudaError_t err = exec ? cudaGraphLaunch(exec, cs->stream) : enqueue(ce, s, cs);
     if (err == cudaSuccess)
@@ -777,7 +777,6 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     e->polled = p->completion != GF_COMPLETION_HOST_FUNC;
     ce->spin_ns = p->completion == GF_COMPLETION_HYBRID ? GF_COMPLETION_SPIN_NS : 0;
     ce->zero_copy_max_bytes = p->zero_copy_max_bytes;
-    ce->graphs = p->cuda_graphs;
     ce->device = p->device;
     ce->stream_base = p->stream_base;
     ce->device_streams = p->device_streams > 0 ? p->device_streams : p->slot_count;
