@@ -19,7 +19,8 @@
  *           introspect.c  frame accounting, the STATS/LIST/TRACE documents
  *           region.c      shared-memory regions
  *           scheduler.c       slots: waiters, grants, batches, completion
- *             reply.c, slots.c, deadline.c, defer.c, stats.c, trace.c ...
+ *             reply.c, slots.c, deadline.c, defer.c, alarm.c (a batch's
+ *             delay), stats.c, trace.c ...
  *
  * What goes back up goes through hooks set at open (the scheduler's, the
  * listener's accept, a region's release) or through deferred work

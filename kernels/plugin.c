@@ -118,6 +118,7 @@ gf_plugin_stage *gf_plugin_stage_new(const char *path, const char *config_dir,
      * directory: its relative paths are the current directory's. */
     if (config_dir == NULL || config_dir[0] == '\0')
         config_dir = getcwd(cwd, sizeof cwd) ? cwd : "/";
+    /* Atomic: stages are made at start-up and on the reload thread. */
     static atomic_uint_fast64_t serials;
     atomic_init(&st->refs, 1);
     st->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
