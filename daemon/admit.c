@@ -28,8 +28,8 @@ typedef struct admission {
  * pipeline's rule and the slot's buffers, once: the result against its
  * output buffer, a chain's intermediate results against its scratch. */
 static uint32_t check_lengths(const gf_conn *c, uint32_t pipeline_id, admission *a) {
-    const gf_config *cfg = c->srv->cfg;
-    const gf_slot *slot0 = &c->srv->sched.ring.slots[0];
+    const gf_config *cfg = c->shard->cfg;
+    const gf_slot *slot0 = &c->shard->sched.ring.slots[0];
     if (pipeline_id >= cfg->pipeline_count) {
         gf_errorf(a->why, sizeof a->why,
                   "pipeline id %u is not configured (ids 0..%zu; send LIST to see them)",
@@ -89,10 +89,10 @@ static uint32_t check_shm(const gf_conn *c, const gf_header *h, const uint8_t *p
         return GF_ERR_UNKNOWN_REGION;
     }
     a->in_bytes = a->desc.in_bytes;
-    if (a->in_bytes > c->srv->cfg->max_frame_bytes) {
+    if (a->in_bytes > c->shard->cfg->max_frame_bytes) {
         gf_errorf(a->why, sizeof a->why, "shm frame of %llu bytes exceeds max_frame_bytes %llu",
                   (unsigned long long)a->in_bytes,
-                  (unsigned long long)c->srv->cfg->max_frame_bytes);
+                  (unsigned long long)c->shard->cfg->max_frame_bytes);
         return GF_ERR_BAD_LENGTH;
     }
     uint32_t status = check_lengths(c, h->pipeline_id, a);
@@ -110,7 +110,7 @@ static uint32_t check(const gf_conn *c, const gf_request *req, admission *a) {
     a->shm = (h->flags & GF_FLAG_SHM) != 0;
     a->staged = a->shm || h->payload_bytes <= GF_STAGED_PAYLOAD_MAX_BYTES;
     a->in_bytes = h->payload_bytes;
-    if (c->srv->draining) {
+    if (c->shard->draining) {
         /* Stopping: every frame read gets an answer, none runs. */
         gf_errorf(a->why, sizeof a->why, "the daemon is stopping; frame not run");
         return GF_ERR_SHUTTING_DOWN;
@@ -122,8 +122,8 @@ static uint32_t check(const gf_conn *c, const gf_request *req, admission *a) {
 
 /* The frame `req` is refused: its payload will be skipped. */
 static void refuse(gf_conn *c, const gf_request *req, const admission *a) {
-    c->srv->stats.frames_received++;
-    c->srv->stats.frames_failed++;
+    c->shard->stats.frames_received++;
+    c->shard->stats.frames_failed++;
     c->header_seen_ns = 0;
     c->buf_start += req->bytes;
     gf_request_refuse(&c->decoder, req);
@@ -138,8 +138,8 @@ static void refuse(gf_conn *c, const gf_request *req, const admission *a) {
  * before it goes to the engine first.  NULL: the connection waits for a
  * slot. */
 static gf_frame *place(gf_conn *c, const gf_header *h, const admission *a) {
-    gf_sched *s = &c->srv->sched;
-    const gf_pipeline *p = &c->srv->cfg->pipelines[h->pipeline_id];
+    gf_sched *s = &c->shard->sched;
+    const gf_pipeline *p = &c->shard->cfg->pipelines[h->pipeline_id];
     if (c->sched.batch && c->sched.batch->frame_count > 0)
         gf_sched_close_batch(s, &c->sched);
     if (a->staged)
@@ -161,7 +161,7 @@ static void frame_whole(gf_conn *c, gf_frame *f) {
     f->whole_ns = c->frame == f ? c->receive_progress_ns : f->claimed_ns;
     if (c->frame == f) {
         c->frame = NULL;
-        gf_sched_received(&c->srv->sched, &c->sched);
+        gf_sched_received(&c->shard->sched, &c->sched);
     }
     c->request_begun_ns = 0;
     f->batched = 1;
@@ -219,7 +219,7 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
     gf_frame *f = place(c, h, &a);
     if (!f)
         return 0;
-    c->srv->stats.frames_received++;
+    c->shard->stats.frames_received++;
     c->buf_start += req->bytes;
     gf_request_accept(&c->decoder, req);
     c->header_seen_ns = 0;

@@ -212,7 +212,7 @@ void gf_config_describe_changes(const gf_config *from, const gf_config *to, char
  * value differs, puts `running`'s value back into `next` and appends
  * "<key> <running> -> <next>" to the note.  Pipelines may be added, removed,
  * renamed and changed by a reload; the checks against the slots' allocated
- * sizes are the server's.  note[note_len] must hold a string ("" to start);
+ * sizes are the shards'.  note[note_len] must hold a string ("" to start);
  * items are appended with gf_config_note_restart, e.g. "needs a restart:
  * slots 2 -> 4, trace_frames 4096 -> 16".  Returns 0.
  */

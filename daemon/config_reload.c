@@ -16,7 +16,7 @@
 #include "plugin.h"
 #include "util.h"
 
-/* What a reload's note starts with, as gf_server_reload has always logged. */
+/* What a reload's note starts with, as gf_shard_reload has always logged. */
 #define GF_RESTART_NOTE_PREFIX "needs a restart: "
 
 /* Nonzero when key `k` (not the pipelines) differs between `a` and `b`. */
@@ -198,7 +198,7 @@ int gf_config_keep_restart_keys(const gf_config *running, gf_config *next, char 
         append_key_change(note, note_len, GF_RESTART_NOTE_PREFIX, k, running, next);
         gf__config_field_copy(next, running, k);
     }
-    /* The pipelines are the server's to judge: whether the slots' buffers
-     * hold what they need (gf_server_reload). */
+    /* The pipelines are the shards' to judge: whether the slots' buffers
+     * hold what they need (gf_shard_reload). */
     return 0;
 }

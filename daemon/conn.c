@@ -16,25 +16,25 @@
 #include "loopprof.h"
 #include "region.h"
 
-gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid, uint64_t id,
+gf_conn *gf_conn_new(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t pid, uint64_t id,
                      void (*resume)(gf_defer_item *it)) {
     gf_conn *c = calloc(1, sizeof *c);
     if (!c) {
         GF_LOG_ERR("accept: out of memory for a connection");
         close(fd);
-        atomic_fetch_sub_explicit(&srv->self->connections, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&sh->self->connections, 1, memory_order_relaxed);
         return NULL;
     }
-    int rc = uv_poll_init(srv->loop, &c->poll, fd);
+    int rc = uv_poll_init(sh->loop, &c->poll, fd);
     if (rc < 0) {
         GF_LOG_WRN("accept: cannot watch the socket: %s", uv_strerror(rc));
         close(fd);
         free(c);
-        atomic_fetch_sub_explicit(&srv->self->connections, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&sh->self->connections, 1, memory_order_relaxed);
         return NULL;
     }
     c->poll.data = c;
-    c->srv = srv;
+    c->shard = sh;
     c->fd = fd;
     c->pending_fd = -1;
     c->uid = uid;
@@ -45,9 +45,9 @@ gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_
      * names one connection in the whole daemon, and keeps it if it moves. */
     c->id = id;
     if (id == 0) {
-        c->id = srv->next_conn_id;
-        srv->next_conn_id += srv->group->count;
-        srv->stats.connections_total++;
+        c->id = sh->next_conn_id;
+        sh->next_conn_id += sh->group->count;
+        sh->stats.connections_total++;
     }
     c->last_input_ns = gf_now_ns();
     gf_link_init(&c->throttled_link);
@@ -55,11 +55,10 @@ gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_
     gf_list_init(&c->regions);
     gf_defer_item_init(&c->resume, resume);
     gf_sched_client_init(&c->sched);
-    gf_request_init(&c->decoder, srv->cfg->max_frame_bytes);
-    gf_replyq_init(&c->out, &srv->loose_bytes, &srv->loose_since_trim_bytes,
-                   &srv->group->loose_bytes);
-    gf_list_push_back(&srv->conns, &c->link);
-    srv->stats.connections_open++;
+    gf_request_init(&c->decoder, sh->cfg->max_frame_bytes);
+    gf_replyq_init(&c->out, &sh->loose_bytes, &sh->loose_since_trim_bytes, &sh->group->loose_bytes);
+    gf_list_push_back(&sh->conns, &c->link);
+    sh->stats.connections_open++;
     GF_LOG_DBG("connection %llu: accepted (uid %u gid %u pid %u)", (unsigned long long)c->id, uid,
                gid, pid);
     return c;
@@ -67,7 +66,7 @@ gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_
 
 void gf_conn_defer(gf_conn *c) {
     if (!c->handle_closed)
-        gf_server_defer(c->srv, &c->resume);
+        gf_shard_defer(c->shard, &c->resume);
 }
 
 /* Frees the connection once nothing can reach it any more: its handle is
@@ -81,32 +80,32 @@ static void conn_maybe_free(gf_conn *c) {
 
 static void on_conn_closed(uv_handle_t *h) {
     gf_conn *c = h->data;
-    gf_server *srv = c->srv;
+    gf_shard *sh = c->shard;
     if (!c->moved)
         close(c->fd);
     c->handle_closed = 1;
-    gf_server_defer(srv, &srv->drained);
+    gf_shard_defer(sh, &sh->drained);
     conn_maybe_free(c);
 }
 
 /* Stopped for the total's sake: resumed when it goes back under its limit
  * (gf_conn_finish). */
 /* Every shard's loose reply bytes: max_output_bytes_total is the daemon's. */
-static uint64_t daemon_loose(const gf_server *srv) {
-    return atomic_load_explicit(&srv->group->loose_bytes, memory_order_relaxed);
+static uint64_t daemon_loose(const gf_shard *sh) {
+    return atomic_load_explicit(&sh->group->loose_bytes, memory_order_relaxed);
 }
 
 static void conn_throttle(gf_conn *c) {
     if (!gf_linked(&c->throttled_link))
-        gf_list_push_back(&c->srv->throttled, &c->throttled_link);
+        gf_list_push_back(&c->shard->throttled, &c->throttled_link);
 }
 
 int gf_conn_output_room(gf_conn *c) {
-    gf_server *srv = c->srv;
+    gf_shard *sh = c->shard;
     if (c->out.loose_count >= GF_CONN_MAX_LOOSE_REPLIES ||
-        c->out.loose_bytes >= srv->cfg->max_output_bytes)
+        c->out.loose_bytes >= sh->cfg->max_output_bytes)
         return 0;
-    if (c->out.loose_bytes > 0 && daemon_loose(srv) >= srv->cfg->max_output_bytes_total) {
+    if (c->out.loose_bytes > 0 && daemon_loose(sh) >= sh->cfg->max_output_bytes_total) {
         conn_throttle(c);
         return 0;
     }
@@ -114,17 +113,17 @@ int gf_conn_output_room(gf_conn *c) {
 }
 
 int gf_conn_may_build(gf_conn *c, uint64_t bytes) {
-    gf_server *srv = c->srv;
-    if (c->doc_iteration == srv->defer.iteration) {
-        gf_defer_next(&srv->defer, &c->resume);
+    gf_shard *sh = c->shard;
+    if (c->doc_iteration == sh->defer.iteration) {
+        gf_defer_next(&sh->defer, &c->resume);
         return 0;
     }
-    if (daemon_loose(srv) + bytes > srv->cfg->max_output_bytes_total &&
+    if (daemon_loose(sh) + bytes > sh->cfg->max_output_bytes_total &&
         (bytes > GF_SMALL_REPLY_BYTES || c->out.loose_bytes > 0)) {
         conn_throttle(c);
         return 0;
     }
-    c->doc_iteration = srv->defer.iteration;
+    c->doc_iteration = sh->defer.iteration;
     return 1;
 }
 
@@ -140,7 +139,7 @@ void gf_conn_reply(gf_conn *c, uint8_t type, const gf_header *h, uint32_t status
     }
     gf_reply *r = gf_reply_loose(type, h, status, body, body_bytes);
     if (!r) {
-        gf_log_limited(&c->srv->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_ERROR,
+        gf_log_limited(&c->shard->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_ERROR,
                        "connection %llu: out of memory for a reply; closing",
                        (unsigned long long)c->id);
         gf_conn_close(c);
@@ -150,13 +149,13 @@ void gf_conn_reply(gf_conn *c, uint8_t type, const gf_header *h, uint32_t status
 }
 
 void gf_conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const char *text) {
-    c->srv->stats.rejected[status]++;
+    c->shard->stats.rejected[status]++;
     GF_LOG_DBG("connection %llu: frame %llu refused: %s: %s", (unsigned long long)c->id,
                (unsigned long long)h->frame_id, gf_status_name(status), text);
     if (gf_status_is_fatal(status)) {
         c->fatal = 1;
-        c->srv->stats.connections_rejected++;
-        gf_log_limited(&c->srv->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
+        c->shard->stats.connections_rejected++;
+        gf_log_limited(&c->shard->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
                        "connection %llu (uid %u pid %u): %s (%s); closing after replies",
                        (unsigned long long)c->id, c->uid, c->pid, gf_status_name(status), text);
     }
@@ -169,7 +168,7 @@ void gf_conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const char 
 static void reply_release_extras(gf_conn *c, gf_reply *r, int delivered) {
     if (r->evicted) {
         if (!delivered && r->evicted->status == GF_OK)
-            c->srv->stats.frames_dropped++;
+            c->shard->stats.frames_dropped++;
         free(r->evicted);
         r->evicted = NULL;
     }
@@ -193,22 +192,22 @@ static void reply_release_extras(gf_conn *c, gf_reply *r, int delivered) {
     }
 }
 
-void gf_conn_resume_throttled(gf_server *srv) {
-    if (daemon_loose(srv) >= srv->cfg->max_output_bytes_total)
+void gf_conn_resume_throttled(gf_shard *sh) {
+    if (daemon_loose(sh) >= sh->cfg->max_output_bytes_total)
         return;
     gf_link *l;
-    while ((l = gf_list_pop_front(&srv->throttled)))
+    while ((l = gf_list_pop_front(&sh->throttled)))
         gf_conn_defer(gf_list_entry(l, gf_conn, throttled_link));
 }
 
 void gf_conn_finish(gf_reply *r, int delivered) {
     gf_conn *c = r->conn;
-    gf_server *srv = c->srv;
+    gf_shard *sh = c->shard;
     gf_frame *frame = r->frame;
     int prof = gf_prof_enter(GF_PROF_FINISH);
     /* A frame never submitted was truncated, one that failed was counted then. */
     if (frame && !delivered && frame->status == GF_OK && frame->submitted_ns)
-        srv->stats.frames_dropped++;
+        sh->stats.frames_dropped++;
     reply_release_extras(c, r, delivered);
     gf_replyq_release(&c->out, r);
     if (frame) {
@@ -216,20 +215,20 @@ void gf_conn_finish(gf_reply *r, int delivered) {
             gf_region_unref(frame->region);
             frame->region = NULL;
         }
-        gf_sched_release(&srv->sched, frame);
+        gf_sched_release(&sh->sched, frame);
     } else {
         free(r);
-        gf_conn_resume_throttled(srv);
+        gf_conn_resume_throttled(sh);
     }
     /* Requests already buffered, or reading stopped for want of output
      * room, may have waited for this reply to go out; a connection that
      * reads and has nothing buffered goes on by itself. */
-    if (!c->reading || c->buf_end > c->buf_start || c->eof || c->fatal || srv->draining)
+    if (!c->reading || c->buf_end > c->buf_start || c->eof || c->fatal || sh->draining)
         gf_conn_defer(c);
-    if (srv->draining)
-        gf_server_defer(srv, &srv->drained);
-    if (srv->loose_since_trim_bytes >= GF_TRIM_AFTER_LOOSE_BYTES)
-        gf_server_defer(srv, &srv->trim);
+    if (sh->draining)
+        gf_shard_defer(sh, &sh->drained);
+    if (sh->loose_since_trim_bytes >= GF_TRIM_AFTER_LOOSE_BYTES)
+        gf_shard_defer(sh, &sh->trim);
     conn_maybe_free(c);
     gf_prof_leave(prof);
 }
@@ -240,10 +239,10 @@ void gf_conn_take_back_frame(gf_conn *c) {
     gf_replyq_remove(&f->reply);
     c->frame = NULL;
     gf_request_init(&c->decoder, c->decoder.max_frame_bytes);
-    gf_sched_received(&c->srv->sched, &c->sched);
+    gf_sched_received(&c->shard->sched, &c->sched);
     gf_conn_finish(&f->reply, 0);
     /* Its slot held it alone: the slot goes back to the ring. */
-    gf_sched_close_batch(&c->srv->sched, &c->sched);
+    gf_sched_close_batch(&c->shard->sched, &c->sched);
 }
 
 /* Moves the ready result `r` of a frame out of its slot into a loose reply
@@ -276,17 +275,17 @@ static int evict_one(gf_conn *c, gf_reply *r) {
         gf_region_unref(f->region);
         f->region = NULL;
     }
-    gf_sched_release(&c->srv->sched, f);
-    c->srv->stats.results_evicted++;
+    gf_sched_release(&c->shard->sched, f);
+    c->shard->stats.results_evicted++;
     return 0;
 }
 
 void gf_conn_evict_results(gf_conn *c) {
-    gf_server *srv = c->srv;
+    gf_shard *sh = c->shard;
     /* Only for another client: a connection waiting for a slot of its own
      * while its socket is full is a pipelining client, and copying its
      * results would only slow it down (a measured 2x at 4 MiB frames). */
-    if (c->closing || !gf_sched_others_wait(&srv->sched, &c->sched))
+    if (c->closing || !gf_sched_others_wait(&sh->sched, &c->sched))
         return;
     gf_link *l = gf_list_front(&c->out.replies);
     while (l) {
@@ -296,20 +295,20 @@ void gf_conn_evict_results(gf_conn *c) {
         l = gf_list_next(&c->out.replies, l);
         if (!r->frame)
             continue;
-        if (c->out.loose_bytes + r->body_bytes > srv->cfg->max_output_bytes || evict_one(c, r) < 0)
+        if (c->out.loose_bytes + r->body_bytes > sh->cfg->max_output_bytes || evict_one(c, r) < 0)
             break;
     }
 }
 
 void gf_conn_truncate_frame(gf_conn *c) {
     gf_frame *f = c->frame;
-    gf_log_limited(&c->srv->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
+    gf_log_limited(&c->shard->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
                    "connection %llu (uid %u pid %u): closed after %llu of %llu payload bytes of "
                    "frame %llu",
                    (unsigned long long)c->id, c->uid, c->pid,
                    (unsigned long long)gf_conn_payload_received(c), (unsigned long long)f->in_bytes,
                    (unsigned long long)f->frame_id);
-    c->srv->stats.frames_truncated++;
+    c->shard->stats.frames_truncated++;
     gf_conn_take_back_frame(c);
 }
 
@@ -325,19 +324,19 @@ static void conn_drop_replies(gf_conn *c) {
 }
 
 /* `c` leaves its shard: it takes no more events, is on none of the
- * server's lists and no longer counted open, and its poll handle closes
+ * shard's lists and no longer counted open, and its poll handle closes
  * (on_conn_closed closes the socket, unless it moved).  uv_close stops the
  * poll at once (epoll_ctl DEL): the socket is no longer this loop's when it
  * returns. */
 static void conn_leave(gf_conn *c) {
-    gf_server *srv = c->srv;
+    gf_shard *sh = c->shard;
     c->closing = 1;
     c->reading = 0;
     gf_list_remove(&c->link);
     gf_list_remove(&c->throttled_link);
     gf_list_remove(&c->gather_link);
-    srv->stats.connections_open--;
-    atomic_fetch_sub_explicit(&srv->self->connections, 1, memory_order_relaxed);
+    sh->stats.connections_open--;
+    atomic_fetch_sub_explicit(&sh->self->connections, 1, memory_order_relaxed);
     uv_close((uv_handle_t *)&c->poll, on_conn_closed);
 }
 
@@ -345,17 +344,17 @@ void gf_conn_hand_over(gf_conn *c) {
     assert(!c->closing && c->out.unfinished == 0);
     c->moved = 1;
     conn_leave(c);
-    gf_server_defer(c->srv, &c->srv->drained);
+    gf_shard_defer(c->shard, &c->shard->drained);
 }
 
 void gf_conn_close(gf_conn *c) {
-    gf_server *srv = c->srv;
+    gf_shard *sh = c->shard;
     if (c->closing)
         return;
     if (c->pending_fd >= 0)
         close(c->pending_fd);
     c->pending_fd = -1;
-    gf_sched_stop_waiting(&srv->sched, &c->sched);
+    gf_sched_stop_waiting(&sh->sched, &c->sched);
     conn_leave(c);
     if (c->frame)
         gf_conn_truncate_frame(c);
@@ -366,7 +365,7 @@ void gf_conn_close(gf_conn *c) {
     gf_list_splice(&queued, &c->out.replies);
     /* Whole frames of a batch still open run, and are dropped when they
      * complete, like those already on the engine. */
-    gf_sched_close_batch(&srv->sched, &c->sched);
+    gf_sched_close_batch(&sh->sched, &c->sched);
     gf_list_splice(&c->out.replies, &queued);
     conn_drop_replies(c);
     /* Frames in flight keep their regions until they complete. */
@@ -375,5 +374,5 @@ void gf_conn_close(gf_conn *c) {
         c->region_count--;
         gf_region_unref(gf_list_entry(l, gf_region, link));
     }
-    gf_server_defer(srv, &srv->drained);
+    gf_shard_defer(sh, &sh->drained);
 }

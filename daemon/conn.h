@@ -38,7 +38,7 @@
 #include "reply.h"
 #include "request.h"
 #include "scheduler.h"
-#include "server_state.h"
+#include "shard_state.h"
 
 /* Payload bytes that may travel in a connection's read buffer and be copied
  * into the slot: a small frame then costs one read(2), not two, and a client
@@ -63,13 +63,13 @@ typedef struct gf_conn {
     int fd;          /* the socket: read with recvmsg (it may carry a memfd),
                         written with sendmsg; closed in the close callback   */
     int poll_events; /* UV_READABLE | UV_WRITABLE now asked of `poll`        */
-    gf_server *srv;
+    gf_shard *shard;
     uint64_t id;            /* for logs: 1, 2, ... in accept order            */
     uint32_t uid, gid, pid; /* the peer, from SO_PEERCRED at accept           */
-    gf_link link;           /* the server's live connections                  */
-    gf_link gather_link;    /* the server's connections waiting to gather a STATS
+    gf_link link;           /* the shard's live connections                  */
+    gf_link gather_link;    /* the shard's connections waiting to gather a STATS
                                or TRACE (GF_GATHERS_MAX are under way)        */
-    gf_link throttled_link; /* the server's connections stopped for
+    gf_link throttled_link; /* the shard's connections stopped for
                                max_output_bytes_total                        */
     gf_defer_item resume;   /* deferred: go on with it (conn_io.c)            */
     gf_sched_client sched;  /* its slot: waiting for one, its open batch      */
@@ -119,13 +119,13 @@ static inline gf_conn *gf_conn_of(gf_sched_client *sc) {
 
 /*
  * A connection for the accepted socket `fd` (non-blocking, close-on-exec) of
- * the peer uid/gid/pid, on the server's list, not yet reading; `resume`
+ * the peer uid/gid/pid, on the shard's list, not yet reading; `resume`
  * runs when its deferred work is marked.  Takes `fd` in every case.  `id`:
  * 0 for a connection accepted now (it gets the shard's next id), else the
  * id of one moved here from another shard (move.h).  Returns it, or NULL
  * (logged).
  */
-gf_conn *gf_conn_new(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid, uint64_t id,
+gf_conn *gf_conn_new(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t pid, uint64_t id,
                      void (*resume)(gf_defer_item *it));
 
 /* Takes `c`, which owes nothing, off its shard without closing its socket:
@@ -218,6 +218,6 @@ void gf_conn_close(gf_conn *c);
 /* Connections stopped for max_output_bytes_total's sake go on, if the
  * daemon's loose replies are back under it: after a loose reply of this
  * shard went, and on the watchdog for those another shard's replies freed. */
-void gf_conn_resume_throttled(gf_server *srv);
+void gf_conn_resume_throttled(gf_shard *sh);
 
 #endif

@@ -25,9 +25,9 @@
 
 static void on_io(uv_poll_t *h, int status, int events);
 
-/* A line about something a client did, within the server's budget. */
+/* A line about something a client did, within the daemon's budget. */
 #define conn_log(c, ...)                                                                           \
-    gf_log_limited(&(c)->srv->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,      \
+    gf_log_limited(&(c)->shard->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,    \
                    __VA_ARGS__)
 
 /* ---- reading on and off ------------------------------------------------------- */
@@ -57,7 +57,7 @@ static void conn_update_reading(gf_conn *c) {
         return;
     c->reading = conn_can_read(c);
     /* Stopping: a connection that reads nothing more has no input left. */
-    if (c->srv->draining && (c->eof || c->fatal))
+    if (c->shard->draining && (c->eof || c->fatal))
         c->input_drained = 1;
     conn_set_events(c);
 }
@@ -92,9 +92,9 @@ static void finish_written(gf_conn *c, gf_link *done) {
     while ((l = gf_list_pop_front(done))) {
         gf_reply *r = gf_list_entry(l, gf_reply, link);
         if (r->frame && r->frame->status == GF_OK)
-            gf_frame_answered(c->srv, c->id, r->frame);
+            gf_frame_answered(c->shard, c->id, r->frame);
         else if (r->evicted && r->evicted->status == GF_OK)
-            gf_frame_answered(c->srv, c->id, r->evicted);
+            gf_frame_answered(c->shard, c->id, r->evicted);
         gf_conn_finish(r, 1);
     }
 }
@@ -142,7 +142,7 @@ static gf_header conn_cut_frame(gf_conn *c) {
                    .type = GF_MSG_FRAME,
                    .frame_id = f->frame_id,
                    .pipeline_id = f->pipeline_id};
-    c->srv->stats.frames_failed++;
+    c->shard->stats.frames_failed++;
     gf_conn_take_back_frame(c);
     return h;
 }
@@ -164,7 +164,7 @@ static void conn_end_request(gf_conn *c, const char *why) {
         gf_request req;
         gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
         h = req.header;
-        gf_sched_stop_waiting(&c->srv->sched, &c->sched);
+        gf_sched_stop_waiting(&c->shard->sched, &c->sched);
     }
     c->request_begun_ns = 0;
     gf_conn_reject(c, &h, GF_ERR_REQUEST_TIMEOUT, text);
@@ -191,7 +191,7 @@ static void conn_input_drained(gf_conn *c) {
     }
     c->fatal = 1; /* read nothing more; close once the replies are out */
     c->input_drained = 1;
-    gf_server_defer(c->srv, &c->srv->drained);
+    gf_shard_defer(c->shard, &c->shard->drained);
 }
 
 /*
@@ -216,7 +216,7 @@ static void conn_settle(gf_conn *c) {
  * owes goes out, its input is settled, and it reads exactly when it can. */
 static void conn_go_on(gf_conn *c) {
     if (!c->closing)
-        gf_sched_end_batch(&c->srv->sched, &c->sched, c->frame != NULL);
+        gf_sched_end_batch(&c->shard->sched, &c->sched, c->frame != NULL);
     conn_flush(c);
     conn_settle(c);
     conn_update_reading(c);
@@ -302,7 +302,7 @@ static int conn_take(gf_conn *c, const gf_request *req) {
         /* The stream cannot be trusted past a bad header.  A status not
          * fatal in itself (bad_length on a LIST) ends it too: count it. */
         if (!gf_status_is_fatal(req->status))
-            c->srv->stats.connections_rejected++;
+            c->shard->stats.connections_rejected++;
         c->fatal = 1;
         gf_conn_reject(c, &req->header, req->status, req->text);
         return 0;
@@ -432,7 +432,7 @@ static ssize_t conn_recv(gf_conn *c, struct iovec *iov) {
             conn_log(c, "connection %llu (uid %u pid %u): read failed (%s); closing",
                      (unsigned long long)c->id, c->uid, c->pid, strerror(errno));
             gf_conn_close(c);
-        } else if (c->srv->draining && !conn_request_begun(c)) {
+        } else if (c->shard->draining && !conn_request_begun(c)) {
             /* Nothing begun: the client's input is all answered.  A begun
              * request gets GF_DRAIN_STALL_MS to go on arriving. */
             conn_input_drained(c);
@@ -493,15 +493,15 @@ static void conn_resume(gf_defer_item *it) {
     conn_process(c);
     /* Stopping: read what the socket holds now rather than wait for an
      * event that an idle client never causes; EAGAIN ends its input. */
-    if (c->srv->draining && !c->input_drained) {
+    if (c->shard->draining && !c->input_drained) {
         c->reading = conn_can_read(c);
         conn_read(c);
     }
     conn_go_on(c);
 }
 
-void gf_conn_io_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
-    gf_conn *c = gf_conn_new(srv, fd, uid, gid, pid, 0, conn_resume);
+void gf_conn_io_accept(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
+    gf_conn *c = gf_conn_new(sh, fd, uid, gid, pid, 0, conn_resume);
     if (c)
         conn_update_reading(c);
 }
@@ -509,7 +509,7 @@ void gf_conn_io_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint3
 /* ---- deadlines ---------------------------------------------------------------------- */
 
 static void conn_close_for(gf_conn *c, uint64_t now_ns, const char *why, uint32_t ms) {
-    gf_log_limited(&c->srv->group->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
+    gf_log_limited(&c->shard->group->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
                    "connection %llu (uid %u pid %u): %s %u; closing, %u repl%s dropped",
                    (unsigned long long)c->id, c->uid, c->pid, why, ms, c->out.unfinished,
                    c->out.unfinished == 1 ? "y" : "ies");
@@ -534,8 +534,8 @@ static uint64_t conn_request_clock(gf_conn *c) {
 }
 
 void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
-    gf_server *srv = c->srv;
-    const gf_config *cfg = srv->cfg;
+    gf_shard *sh = c->shard;
+    const gf_config *cfg = sh->cfg;
     if (c->closing)
         return;
     gf_conn_clocks k = {
@@ -544,16 +544,16 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
         .last_input_ns = c->last_input_ns,
         .receive_progress_ns = c->frame ? c->receive_progress_ns : 0,
         .idle = !c->out.unfinished && !c->request_begun_ns && !gf_sched_waiting(&c->sched),
-        .drain_reading = srv->draining && !c->input_drained && c->reading,
-        .receive_contended = gf_sched_receive_contended(&srv->sched),
+        .drain_reading = sh->draining && !c->input_drained && c->reading,
+        .receive_contended = gf_sched_receive_contended(&sh->sched),
     };
-    gf_deadline_limits lim = gf_server_deadline_limits(cfg);
+    gf_deadline_limits lim = gf_shard_deadline_limits(cfg);
     char why[GF_ERROR_TEXT_MAX_BYTES];
     switch (gf_deadline_due(&k, &lim, now_ns)) {
     case GF_DUE_NONE: return;
     case GF_DUE_DRAIN_STALL: conn_input_drained(c); break;
     case GF_DUE_RECEIVE_STALL:
-        srv->stats.closed_receive_stall++;
+        sh->stats.closed_receive_stall++;
         gf_errorf(why, sizeof why,
                   "payload made no progress for receive_stall_ms %u while other clients waited "
                   "for a slot",
@@ -561,20 +561,20 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
         conn_end_request(c, why);
         break;
     case GF_DUE_REQUEST:
-        srv->stats.closed_request_timeout++;
+        sh->stats.closed_request_timeout++;
         gf_errorf(why, sizeof why, "request not complete within request_timeout_ms %u",
                   cfg->request_timeout_ms);
         conn_end_request(c, why);
         break;
     case GF_DUE_WRITE:
-        srv->stats.closed_write_timeout++;
+        sh->stats.closed_write_timeout++;
         conn_close_for(c, now_ns,
                        "its replies made no progress (the client does not read) for "
                        "write_timeout_ms",
                        cfg->write_timeout_ms);
         break;
     case GF_DUE_IDLE:
-        srv->stats.closed_idle++;
+        sh->stats.closed_idle++;
         conn_close_for(c, now_ns, "idle for idle_timeout_ms", cfg->idle_timeout_ms);
         break;
     }

@@ -43,7 +43,7 @@
 
 /* The listener's accept callback: serves the accepted socket `fd` of the
  * peer uid/gid/pid; takes `fd` in every case. */
-void gf_conn_io_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid);
+void gf_conn_io_accept(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t pid);
 
 /* The watchdog's round for one connection at `now_ns` (deadline.h): cuts
  * what a drain waits for, ends a stalled or late request, closes a

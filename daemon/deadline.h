@@ -3,7 +3,7 @@
  * Deadlines, as pure functions: clock readings and limits in, which
  * deadline is due out.  No I/O, no libuv, no state of their own, so the
  * watchdog's rules are tested alone (tests/test_deadline.c) and applied in
- * one place (conn_io.c, gf_conn_io_check_deadlines; server.c's watchdog).
+ * one place (conn_io.c, gf_conn_io_check_deadlines; shard.c's watchdog).
  *
  * A connection has five:
  *   drain stall     stopping: the client sent nothing for GF_DRAIN_STALL_MS

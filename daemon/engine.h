@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine interface: the one seam between the server and compute.
+ * The engine interface: the one seam between a shard and compute.
  *
- * An engine owns the slots' memory and runs frames.  The server claims a
+ * An engine owns the slots' memory and runs frames.  A shard claims a
  * slot, packs one or more frames of one pipeline into it (slots.h), then
  * calls gf_engine_submit() on the loop thread; the engine runs every frame of
  * the slot and, from its own thread, pushes the slot onto the completion
- * queue exactly once.  On the loop, the server then calls gf_engine_finish()
+ * queue exactly once.  On the loop, the shard then calls gf_engine_finish()
  * to collect each frame's status and stage times before it writes the
  * replies.
  *
@@ -132,7 +132,7 @@ static inline void gf_engine_finish(gf_engine *e, gf_slot *slot) {
  * the loop at once (gf_completion_deliver); in hybrid, a submission still
  * running GF_COMPLETION_SPIN_NS after it was submitted is handed to a host
  * function instead, which completes it through the queue.  Returns the
- * submissions it still polls: the server calls it on every loop iteration
+ * submissions it still polls: the shard calls it on every loop iteration
  * until that is 0.  Loop thread.
  */
 static inline uint32_t gf_engine_poll(gf_engine *e) {
@@ -168,9 +168,9 @@ static inline int gf_engine_pins(const gf_engine *e) {
  * the CUDA engine opens each plugin stage's device side (device_open: its
  * device memory and handles, once per stage) and checks every built-in kind
  * has a kernel; the CPU engine checks every stage has a C reference.  The
- * scratch is the server's to check (the reload's sizes, each frame's
+ * scratch is the shard's to check (the reload's sizes, each frame's
  * lengths at its header).  Called by
- * gf_engine_open for the pipelines it is given and by the server for a
+ * gf_engine_open for the pipelines it is given and by the reload for a
  * reload's, on the loop thread; may block for what device_open takes.
  * Returns 0, or -1 with the first pipeline that cannot run in why[why_len].
  */

@@ -3,7 +3,7 @@
  * The CPU engine: each slot has a worker thread that runs the pipeline's C
  * reference on each frame of the slot's batch and completes the slot through
  * the same queue as the CUDA engine.  It lets the daemon serve on a machine without a GPU and lets
- * CI exercise every line of the server; it is not why the product exists.
+ * CI exercise every line of the shards; it is not why the product exists.
  */
 #include <errno.h>
 #include <pthread.h>

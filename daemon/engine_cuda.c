@@ -19,7 +19,7 @@
  * and replayed (graph_for): one launch instead of a copy, the stages'
  * kernels and a copy, which costs the GPU and the loop less.
  *
- * The four timing events are recorded only for the frames the server samples
+ * The four timing events are recorded only for the frames the scheduler samples
  * (gf_slot.time_stages).  The host function runs on the driver's thread once
  * the D2H copy is done; it only timestamps and pushes the slot onto the
  * completion queue, whose uv_async_send wakes the loop.  In poll mode there is
@@ -142,7 +142,7 @@ static void CUDART_CB on_stream_done(void *arg) {
     gf_completion_push(cs->engine->done, s);
 }
 
-/* Records event `ev` on the slot's stream when the server asked for this
+/* Records event `ev` on the slot's stream when the scheduler asked for this
  * frame's stage times (one frame in timing_sample_every). */
 static cudaError_t mark(const gf_slot *s, cuda_slot *cs, int ev) {
     return s->time_stages ? cudaEventRecord(cs->ev[ev], cs->stream) : cudaSuccess;
@@ -458,7 +458,7 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
         cudaGetLastError(); /* a launch error is not sticky: clear it */
     /*
      * Work already enqueued before the failure still runs and reads this
-     * slot's buffers; the server must not hand the slot to another frame
+     * slot's buffers; the scheduler must not hand the slot to another frame
      * until it is idle.  Enqueueing nothing after a failure keeps that
      * window short; it is closed for good by the next frame's ordering on
      * the same stream.
@@ -491,7 +491,7 @@ static void hand_to_host_func(gf_engine *e, gf_slot *s, cuda_slot *cs) {
  * completed goes to the loop at once; in hybrid, one whose spin window has
  * passed goes to a host function.  An error other than "not ready" leaves
  * the slot pending-less and in flight: a sticky one poisons the engine, and
- * the server's watchdog fails the frame and stops the daemon, as it does
+ * the shard's watchdog fails the frame and stops the daemon, as it does
  * when a host function never runs.  Returns the slots still polled, counted
  * last: handing a slot to the loop may submit another.
  */
@@ -711,7 +711,7 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
  */
 static int warm_up(const cuda_engine *ce, const gf_engine_params *p, gf_slot *s, cuda_slot *cs) {
     char why[128];
-    /* The server gives the slots their frames later: a batch of one frame
+    /* The scheduler gives the slots their frames later: a batch of one frame
      * of its own, emptied again below. */
     gf_frame f = {.slot = s, .in_host = s->in_host, .out_host = s->out_host};
     s->frames = &f;

@@ -17,7 +17,7 @@ typedef struct part {
 
 struct gather {
     gf_mailbox *origin; /* the asking shard's (group.h: it outlives the shard,
-                           whose server may be gone when the parts are in:
+                           which may be gone when the parts are in:
                            its requester left, and it stopped)               */
     uint32_t origin_shard;
     gf_gather_cb cb;
@@ -68,20 +68,20 @@ static void on_part(gf_mail *m, void *owner) {
     part_done(g);
 }
 
-int gf_gather(gf_server *srv, uint32_t trace_frames, gf_gather_cb cb, void *arg, void ***arg_slot) {
-    uint32_t n = srv->group->count;
+int gf_gather(gf_shard *sh, uint32_t trace_frames, gf_gather_cb cb, void *arg, void ***arg_slot) {
+    uint32_t n = sh->group->count;
     gather *g = calloc(1, sizeof *g);
     if (g == NULL)
         return -1;
     g->snaps = calloc(n, sizeof *g->snaps);
     g->parts = calloc(n, sizeof *g->parts);
     if (g->snaps == NULL || g->parts == NULL ||
-        gf_snapshot_take(srv, &g->snaps[srv->shard], trace_frames) < 0) {
+        gf_snapshot_take(sh, &g->snaps[sh->index], trace_frames) < 0) {
         gather_free(g);
         return -1;
     }
-    g->origin = &srv->group->shard[srv->shard].mailbox;
-    g->origin_shard = srv->shard;
+    g->origin = &sh->group->shard[sh->index].mailbox;
+    g->origin_shard = sh->index;
     g->cb = cb;
     g->arg = arg;
     g->trace_frames = trace_frames;
@@ -89,7 +89,7 @@ int gf_gather(gf_server *srv, uint32_t trace_frames, gf_gather_cb cb, void *arg,
     g->back.run = on_back;
     *arg_slot = &g->arg;
     if (n == 1) {
-        cb(srv, g->snaps, 1, trace_frames, arg);
+        cb(sh, g->snaps, 1, trace_frames, arg);
         gather_free(g);
         *arg_slot = NULL;
         return 0;
@@ -104,7 +104,7 @@ int gf_gather(gf_server *srv, uint32_t trace_frames, gf_gather_cb cb, void *arg,
         p->g = g;
         p->shard = k;
         p->mail.run = on_part;
-        if (gf_mailbox_post(&srv->group->shard[k].mailbox, &p->mail) < 0)
+        if (gf_mailbox_post(&sh->group->shard[k].mailbox, &p->mail) < 0)
             part_done(g); /* that shard has stopped: left out */
     }
     part_done(g);

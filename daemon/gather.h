@@ -14,13 +14,13 @@
 #include <stdint.h>
 
 #include "introspect.h"
-#include "server_state.h"
+#include "shard_state.h"
 
 /* Called on the asking shard's thread with every shard's snapshot, in shard
  * order (a shard that has stopped is not `present`), the trace_frames asked
  * for, and the `arg` given, unless the asker cleared it (gf_gather's
  * *arg_slot) meanwhile: then with NULL. */
-typedef void (*gf_gather_cb)(gf_server *srv, const gf_snapshot *snaps, uint32_t n,
+typedef void (*gf_gather_cb)(gf_shard *sh, const gf_snapshot *snaps, uint32_t n,
                              uint32_t trace_frames, void *arg);
 
 /*
@@ -30,6 +30,6 @@ typedef void (*gf_gather_cb)(gf_server *srv, const gf_snapshot *snaps, uint32_t 
  * is kept: storing NULL there (the requester went) makes the callback get
  * NULL.  Returns 0, or -1 without memory (and `cb` is not called).
  */
-int gf_gather(gf_server *srv, uint32_t trace_frames, gf_gather_cb cb, void *arg, void ***arg_slot);
+int gf_gather(gf_shard *sh, uint32_t trace_frames, gf_gather_cb cb, void *arg, void ***arg_slot);
 
 #endif

@@ -16,8 +16,9 @@
 #include "mailbox.h"
 #include "protocol.h"
 
-/* One shard as the others see it. */
-typedef struct gf_group_shard {
+/* What of one shard other threads may touch: its mailbox, its device and
+ * the counts it publishes (the rest of a shard is its own thread's). */
+typedef struct gf_shard_shared {
     gf_mailbox mailbox; /* its loop's (mailbox.h: its own lock); initialised by
                            its thread before the control loop starts
                            accepting (a semaphore orders them), closed by
@@ -38,11 +39,11 @@ typedef struct gf_group_shard {
     atomic_uint_fast64_t rate_fps; /* frames/s over the last second, x1000 */
     atomic_uint_fast64_t rate_in;  /* payload bytes/s in, the same          */
     atomic_uint slots_busy;        /* its slots not free                  */
-} gf_group_shard;
+} gf_shard_shared;
 
 typedef struct gf_group {
-    uint32_t count;        /* shards; fixed                                */
-    gf_group_shard *shard; /* [count]; fixed                               */
+    uint32_t count;         /* shards; fixed                                */
+    gf_shard_shared *shard; /* [count]; fixed                               */
     /* Read and written by every shard's thread: atomics. */
     atomic_uint_fast64_t region_bytes; /* all connections' shared-memory regions,
                                           against max_shm_bytes             */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the server says about itself: the accounting of each answered frame
+ * What a shard says about itself: the accounting of each answered frame
  * (counters, phases, the trace ring), the LIST, STATS and TRACE reply
  * documents (daemon/STATS.md describes every field) (introspect.h).
  */
@@ -19,7 +19,7 @@
  * A RESULT was written: count it, add its phases (STATS.md) and keep its
  * stage times for TRACE.  O(1), no allocation.
  */
-void gf_frame_answered(gf_server *srv, uint64_t conn_id, const gf_frame *s) {
+void gf_frame_answered(gf_shard *sh, uint64_t conn_id, const gf_frame *s) {
     int prof = gf_prof_enter(GF_PROF_STATS);
     uint64_t written = gf_now_ns();
     const gf_stage_times *t = &s->stages;
@@ -34,30 +34,30 @@ void gf_frame_answered(gf_server *srv, uint64_t conn_id, const gf_frame *s) {
         ph[GF_PHASE_KERNEL] = t->kernel_end_ns - t->kernel_begin_ns;
         ph[GF_PHASE_D2H] = t->d2h_end_ns - t->d2h_begin_ns;
         mask |= (1u << GF_PHASE_H2D) | (1u << GF_PHASE_KERNEL) | (1u << GF_PHASE_D2H);
-        srv->stats.frames_timed++;
+        sh->stats.frames_timed++;
     }
     ph[GF_PHASE_COMPLETION_DELAY] =
         s->drained_ns > t->gpu_done_ns ? s->drained_ns - t->gpu_done_ns : 0;
     ph[GF_PHASE_REPLY_WRITE] = written - s->drained_ns;
     ph[GF_PHASE_END_TO_END] = written - s->arrived_ns;
-    srv->stats.frames_answered++;
-    srv->stats.bytes_out += s->out_bytes;
+    sh->stats.frames_answered++;
+    sh->stats.bytes_out += s->out_bytes;
     if (s->region) {
-        srv->stats.shm_frames++;
-        srv->stats.shm_bytes_in += s->in_bytes;
-        srv->stats.shm_bytes_out += s->out_bytes;
+        sh->stats.shm_frames++;
+        sh->stats.shm_bytes_in += s->in_bytes;
+        sh->stats.shm_bytes_out += s->out_bytes;
     }
     /* Under the pipeline it ran as, found by name: a reload may have moved
      * it; one a reload removed has no totals left to add to. */
-    uint32_t id = gf_config_pipeline_id(srv->cfg, s->pipeline_id, s->pipeline.name);
-    if (id < srv->cfg->pipeline_count)
-        gf_stats_frame_answered(&srv->stats, id, ph, mask);
+    uint32_t id = gf_config_pipeline_id(sh->cfg, s->pipeline_id, s->pipeline.name);
+    if (id < sh->cfg->pipeline_count)
+        gf_stats_frame_answered(&sh->stats, id, ph, mask);
     gf_trace_rec rec = {.frame_id = s->frame_id,
                         .conn_id = conn_id,
                         .submission = s->submission,
                         .pipeline_id = s->pipeline_id,
                         .slot = s->slot->index,
-                        .shard = srv->shard,
+                        .shard = sh->index,
                         .status = GF_OK,
                         .in_bytes = s->in_bytes,
                         .out_bytes = s->out_bytes,
@@ -68,12 +68,12 @@ void gf_frame_answered(gf_server *srv, uint64_t conn_id, const gf_frame *s) {
                         .drained_ns = s->drained_ns,
                         .written_ns = written,
                         .stages = *t};
-    gf_trace_push(&srv->trace, &rec);
+    gf_trace_push(&sh->trace, &rec);
     gf_prof_leave(prof);
 }
 
-cJSON *gf_list_document(const gf_server *srv) {
-    return gf_pipelines_to_json(srv->cfg->pipelines, srv->cfg->pipeline_count);
+cJSON *gf_list_document(const gf_shard *sh) {
+    return gf_pipelines_to_json(sh->cfg->pipelines, sh->cfg->pipeline_count);
 }
 
 /* STATS's "device": what the engine runs on. */
@@ -97,8 +97,8 @@ static void add_device(cJSON *doc, const gf_device_info *d) {
 
 /* The trace records of the last GF_GPU_WINDOW_NS, oldest first, and from
  * when the ring covers that window. */
-static int take_recent(const gf_server *srv, gf_snapshot *snap) {
-    const gf_trace *t = &srv->trace;
+static int take_recent(const gf_shard *sh, gf_snapshot *snap) {
+    const gf_trace *t = &sh->trace;
     uint64_t from = snap->now_ns > GF_GPU_WINDOW_NS ? snap->now_ns - GF_GPU_WINDOW_NS : 0;
     uint32_t n = 0;
     while (n < t->count &&
@@ -118,36 +118,36 @@ static int take_recent(const gf_server *srv, gf_snapshot *snap) {
     return 0;
 }
 
-int gf_snapshot_take(const gf_server *srv, gf_snapshot *snap, uint32_t trace_frames) {
+int gf_snapshot_take(const gf_shard *sh, gf_snapshot *snap, uint32_t trace_frames) {
     memset(snap, 0, sizeof *snap);
     snap->present = 1;
-    snap->shard = srv->shard;
-    snap->device = srv->self->device;
+    snap->shard = sh->index;
+    snap->device = sh->self->device;
     snap->now_ns = gf_now_ns();
-    snap->loop_idle_ns = uv_metrics_idle_time(srv->loop);
-    snap->slots = srv->sched.ring.count;
-    snap->slots_free = srv->sched.ring.free_count;
-    snap->in_flight = srv->sched.in_flight;
-    snap->pinned_bytes = srv->engine->pinned_bytes;
-    snap->device_info = srv->engine->device;
+    snap->loop_idle_ns = uv_metrics_idle_time(sh->loop);
+    snap->slots = sh->sched.ring.count;
+    snap->slots_free = sh->sched.ring.free_count;
+    snap->in_flight = sh->sched.in_flight;
+    snap->pinned_bytes = sh->engine->pinned_bytes;
+    snap->device_info = sh->engine->device;
     /* Timed frames to show: none on the CPU engine or without timing events. */
-    snap->gpu_ok = srv->engine->device.is_gpu && srv->cfg->timing_events;
-    if (snap->gpu_ok && take_recent(srv, snap) < 0)
+    snap->gpu_ok = sh->engine->device.is_gpu && sh->cfg->timing_events;
+    if (snap->gpu_ok && take_recent(sh, snap) < 0)
         return -1;
-    gf_stats_window_rates(&srv->stats, snap->now_ns, snap->loop_idle_ns, snap->rates);
-    if (gf_stats_copy(&snap->stats, &srv->stats) < 0)
+    gf_stats_window_rates(&sh->stats, snap->now_ns, snap->loop_idle_ns, snap->rates);
+    if (gf_stats_copy(&snap->stats, &sh->stats) < 0)
         return -1;
     snap->names =
-        calloc(srv->stats.pipeline_count ? srv->stats.pipeline_count : 1, sizeof *snap->names);
+        calloc(sh->stats.pipeline_count ? sh->stats.pipeline_count : 1, sizeof *snap->names);
     if (!snap->names)
         return -1;
-    for (size_t i = 0; i < srv->stats.pipeline_count && i < srv->cfg->pipeline_count; i++)
-        memcpy(snap->names[i], srv->cfg->pipelines[i].name, sizeof snap->names[i]);
+    for (size_t i = 0; i < sh->stats.pipeline_count && i < sh->cfg->pipeline_count; i++)
+        memcpy(snap->names[i], sh->cfg->pipelines[i].name, sizeof snap->names[i]);
     /* The newest trace_frames records, oldest first. */
-    const gf_trace *t = &srv->trace;
+    const gf_trace *t = &sh->trace;
     uint32_t n = trace_frames == 0 || trace_frames > t->count ? t->count : trace_frames;
     /* One shard answers from its own ring, in place (gf_trace_document). */
-    if (trace_frames == GF_SNAPSHOT_NO_TRACE || srv->group->count == 1)
+    if (trace_frames == GF_SNAPSHOT_NO_TRACE || sh->group->count == 1)
         n = 0;
     if (n > 0 && !(snap->trace = malloc(n * sizeof *snap->trace)))
         return -1;
@@ -184,7 +184,7 @@ static void add_gpu(cJSON *obj, const gf_gpu_busy *busy, int ok) {
 }
 
 /* STATS's "slots": every shard's together. */
-static void add_slots(cJSON *doc, const gf_server *srv, const gf_snapshot *snaps, uint32_t n) {
+static void add_slots(cJSON *doc, const gf_shard *sh, const gf_snapshot *snaps, uint32_t n) {
     uint64_t count = 0, free_count = 0, in_flight = 0;
     for (uint32_t k = 0; k < n; k++)
         if (snaps[k].present) {
@@ -196,9 +196,9 @@ static void add_slots(cJSON *doc, const gf_server *srv, const gf_snapshot *snaps
     cJSON_AddNumberToObject(slots, "count", (double)count);
     cJSON_AddNumberToObject(slots, "free", (double)free_count);
     cJSON_AddNumberToObject(slots, "in_flight", (double)in_flight);
-    cJSON_AddNumberToObject(slots, "per_shard", srv->sched.ring.count);
-    cJSON_AddNumberToObject(slots, "in_bytes", (double)srv->engine->slots[0].in_capacity_bytes);
-    cJSON_AddNumberToObject(slots, "out_bytes", (double)srv->engine->slots[0].out_capacity_bytes);
+    cJSON_AddNumberToObject(slots, "per_shard", sh->sched.ring.count);
+    cJSON_AddNumberToObject(slots, "in_bytes", (double)sh->engine->slots[0].in_capacity_bytes);
+    cJSON_AddNumberToObject(slots, "out_bytes", (double)sh->engine->slots[0].out_capacity_bytes);
 }
 
 static int timed_busy(const gf_snapshot *snaps, uint32_t n, int device, uint32_t shard,
@@ -315,7 +315,7 @@ static void add_devices(cJSON *doc, const gf_snapshot *snaps, uint32_t n, uint64
     }
 }
 
-cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_t n) {
+cJSON *gf_stats_document(const gf_shard *sh, const gf_snapshot *snaps, uint32_t n) {
     static const char *const completion[] = {
         [GF_COMPLETION_HOST_FUNC] = "host_func",
         [GF_COMPLETION_POLL] = "poll",
@@ -323,26 +323,26 @@ cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
     };
     cJSON *doc = cJSON_CreateObject();
     gf_stats sum;
-    if (!doc || gf_stats_init(&sum, srv->cfg->pipeline_count, gf_now_ns()) < 0) {
+    if (!doc || gf_stats_init(&sum, sh->cfg->pipeline_count, gf_now_ns()) < 0) {
         cJSON_Delete(doc);
         return NULL;
     }
-    int gpu = srv->engine->device.is_gpu;
+    int gpu = sh->engine->device.is_gpu;
     cJSON_AddStringToObject(doc, "version", GF_VERSION);
-    cJSON_AddStringToObject(doc, "engine", srv->engine->ops->name);
-    add_device(doc, &srv->engine->device);
-    cJSON_AddBoolToObject(doc, "timing_events", srv->cfg->timing_events);
-    cJSON_AddNumberToObject(doc, "timing_sample_every", srv->cfg->timing_sample_every);
+    cJSON_AddStringToObject(doc, "engine", sh->engine->ops->name);
+    add_device(doc, &sh->engine->device);
+    cJSON_AddBoolToObject(doc, "timing_events", sh->cfg->timing_events);
+    cJSON_AddNumberToObject(doc, "timing_sample_every", sh->cfg->timing_sample_every);
     /* The CPU engine has no completion mode and no zero-copy: it says so. */
     if (gpu)
-        cJSON_AddStringToObject(doc, "completion", completion[srv->completion]);
+        cJSON_AddStringToObject(doc, "completion", completion[sh->completion]);
     else
         cJSON_AddNullToObject(doc, "completion");
     if (gpu)
-        cJSON_AddNumberToObject(doc, "zero_copy_max_bytes", (double)srv->cfg->zero_copy_max_bytes);
+        cJSON_AddNumberToObject(doc, "zero_copy_max_bytes", (double)sh->cfg->zero_copy_max_bytes);
     else
         cJSON_AddNullToObject(doc, "zero_copy_max_bytes");
-    add_slots(doc, srv, snaps, n);
+    add_slots(doc, sh, snaps, n);
     /* Every shard's counters, rates and pinned memory added; the loop's
      * utilisation and idle time are the shards' mean; "gpu" is the busiest
      * device's, all its shards' frames together (each device's is under
@@ -355,7 +355,7 @@ cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
         if (!s->present)
             continue;
         present++;
-        gf_stats_add(&sum, srv->cfg->pipelines, &s->stats,
+        gf_stats_add(&sum, sh->cfg->pipelines, &s->stats,
                      (const char(*)[GF_PIPELINE_NAME_MAX])s->names);
         for (unsigned w = 0; w < GF_RATE_WINDOWS; w++) {
             rates[w].frames_per_s += s->rates[w].frames_per_s;
@@ -366,16 +366,16 @@ cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
         pinned += s->pinned_bytes;
         idle += s->loop_idle_ns;
     }
-    sum.started_ns = srv->stats.started_ns;
-    sum.connections_refused += atomic_load_explicit(&srv->group->refused, memory_order_relaxed);
+    sum.started_ns = sh->stats.started_ns;
+    sum.connections_refused += atomic_load_explicit(&sh->group->refused, memory_order_relaxed);
     for (uint32_t st = 0; st < GF_STATUS_COUNT_; st++)
         sum.rejected[st] +=
-            atomic_load_explicit(&srv->group->refused_by_status[st], memory_order_relaxed);
+            atomic_load_explicit(&sh->group->refused_by_status[st], memory_order_relaxed);
     for (unsigned w = 0; present > 0 && w < GF_RATE_WINDOWS; w++)
         rates[w].busy /= present;
     cJSON_AddNumberToObject(doc, "pinned_bytes", (double)pinned);
     cJSON_AddNumberToObject(doc, "shard_count", present);
-    gf_stats_to_json(&sum, srv->cfg->pipelines, doc, now, rates, present ? idle / present : 0);
+    gf_stats_to_json(&sum, sh->cfg->pipelines, doc, now, rates, present ? idle / present : 0);
     cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "submissions",
                             (double)sum.submissions);
     cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "zero_copy_submissions",
@@ -403,7 +403,7 @@ cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
     return doc;
 }
 
-static cJSON *trace_document(const gf_server *srv, const gf_trace *t, uint32_t max_frames,
+static cJSON *trace_document(const gf_shard *sh, const gf_trace *t, uint32_t max_frames,
                              uint32_t n);
 
 /* Orders trace records by when they were written, then by shard. */
@@ -416,13 +416,13 @@ static int rec_cmp(const void *a, const void *b) {
 
 /* The TRACE reply: the last `max_frames` frames' stage times of every shard,
  * merged in the order they were answered (STATS.md). */
-cJSON *gf_trace_document(const gf_server *srv, const gf_snapshot *snaps, uint32_t n,
+cJSON *gf_trace_document(const gf_shard *sh, const gf_snapshot *snaps, uint32_t n,
                          uint32_t max_frames) {
-    if (srv->group->count == 1)
-        return trace_document(srv, &srv->trace, max_frames, 1);
+    if (sh->group->count == 1)
+        return trace_document(sh, &sh->trace, max_frames, 1);
     /* The daemon keeps trace_frames frames: the newest of every shard's. */
-    if (max_frames == 0 || max_frames > srv->cfg->trace_frames)
-        max_frames = srv->cfg->trace_frames;
+    if (max_frames == 0 || max_frames > sh->cfg->trace_frames)
+        max_frames = sh->cfg->trace_frames;
     uint32_t total = 0;
     for (uint32_t k = 0; k < n; k++)
         total += snaps[k].trace_count;
@@ -435,24 +435,24 @@ cJSON *gf_trace_document(const gf_server *srv, const gf_snapshot *snaps, uint32_
     if (merged.count > 1)
         qsort(merged.recs, merged.count, sizeof *merged.recs, rec_cmp);
     merged.next = merged.count % (merged.capacity ? merged.capacity : 1);
-    cJSON *doc = trace_document(srv, &merged, max_frames, n);
+    cJSON *doc = trace_document(sh, &merged, max_frames, n);
     gf_trace_free(&merged);
     return doc;
 }
 
-static cJSON *trace_document(const gf_server *srv, const gf_trace *t, uint32_t max_frames,
+static cJSON *trace_document(const gf_shard *sh, const gf_trace *t, uint32_t max_frames,
                              uint32_t n) {
     cJSON *doc = cJSON_CreateObject();
-    char *frames = gf_trace_frames_text(t, max_frames, srv->stats.started_ns);
+    char *frames = gf_trace_frames_text(t, max_frames, sh->stats.started_ns);
     if (!doc || !frames) {
         cJSON_Delete(doc);
         free(frames);
         return NULL;
     }
     cJSON_AddStringToObject(doc, "clock", "monotonic");
-    cJSON_AddNumberToObject(doc, "t0_ns", (double)srv->stats.started_ns);
-    cJSON_AddStringToObject(doc, "engine", srv->engine->ops->name);
-    cJSON_AddNumberToObject(doc, "slots", srv->sched.ring.count);
+    cJSON_AddNumberToObject(doc, "t0_ns", (double)sh->stats.started_ns);
+    cJSON_AddStringToObject(doc, "engine", sh->engine->ops->name);
+    cJSON_AddNumberToObject(doc, "slots", sh->sched.ring.count);
     cJSON_AddNumberToObject(doc, "shards", n);
     /* Raw: printed as it is, without a cJSON object per frame. */
     cJSON_AddRawToObject(doc, "frames", frames);

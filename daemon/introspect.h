@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the server says about itself: the accounting of each answered frame
+ * What a shard says about itself: the accounting of each answered frame
  * (counters, phases, the trace ring), the LIST, STATS and TRACE reply
  * documents (daemon/STATS.md describes every field).  It reads
- * the server's state and changes only its statistics and trace; it calls
+ * the shard's state and changes only its statistics and trace; it calls
  * nothing that serves connections.  The shard's thread only.
  */
 #ifndef GF_INTROSPECT_H
@@ -13,11 +13,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "server_state.h"
+#include "shard_state.h"
 
 /* A RESULT was written to connection `conn_id`: count it, add its phases,
  * keep it for TRACE.  O(1), no allocation. */
-void gf_frame_answered(gf_server *srv, uint64_t conn_id, const gf_frame *f);
+void gf_frame_answered(gf_shard *sh, uint64_t conn_id, const gf_frame *f);
 
 /* What one shard says of itself for STATS and TRACE, copied on its own
  * thread (gather.c carries it to the shard that answers). */
@@ -45,18 +45,18 @@ typedef struct gf_snapshot {
 /* gf_snapshot_take's trace_frames for none (STATS needs no trace). */
 #define GF_SNAPSHOT_NO_TRACE UINT32_MAX
 
-/* Copies `srv`'s figures and its newest `trace_frames` trace records (0:
+/* Copies `sh`'s figures and its newest `trace_frames` trace records (0:
  * all it keeps).  Returns 0, or -1 without memory (gf_snapshot_free then). */
-int gf_snapshot_take(const gf_server *srv, gf_snapshot *snap, uint32_t trace_frames);
+int gf_snapshot_take(const gf_shard *sh, gf_snapshot *snap, uint32_t trace_frames);
 void gf_snapshot_free(gf_snapshot *snap);
 
 /* The LIST, STATS and TRACE (the last `max_frames` frames) reply
- * documents, STATS and TRACE from the `n` shards' snapshots, as `srv` (the
+ * documents, STATS and TRACE from the `n` shards' snapshots, as `sh` (the
  * shard answering) numbers the pipelines; NULL without memory.  The caller
  * owns the document. */
-cJSON *gf_list_document(const gf_server *srv);
-cJSON *gf_stats_document(const gf_server *srv, const gf_snapshot *snaps, uint32_t n);
-cJSON *gf_trace_document(const gf_server *srv, const gf_snapshot *snaps, uint32_t n,
+cJSON *gf_list_document(const gf_shard *sh);
+cJSON *gf_stats_document(const gf_shard *sh, const gf_snapshot *snaps, uint32_t n);
+cJSON *gf_trace_document(const gf_shard *sh, const gf_snapshot *snaps, uint32_t n,
                          uint32_t max_frames);
 
 #endif

@@ -3,7 +3,7 @@
  * gpuframed: configuration, signals, systemd supervision and the control
  * loop; the command line is options.c.  Start-up ends in gf_shards_open
  * (shards.c), whose shards serve everything else; this file tells systemd about it
- * (notify.c): READY=1 once the server is open, STATUS= every few seconds,
+ * (notify.c): READY=1 once the shards are open, STATUS= every few seconds,
  * WATCHDOG=1 while frames complete, STOPPING=1 on SIGTERM/SIGINT,
  * RELOADING=1 ... READY=1 around a SIGHUP reload.
  */
@@ -304,7 +304,7 @@ static int join_systemd(daemon_state *d, int *listen_fd) {
 }
 
 /* Starts the signal handles and creates the supervision timers, all unref'd:
- * alone they must not keep the loop running once the server is done. */
+ * alone they must not keep the loop running once the shards are done. */
 static void start_signals(daemon_state *d) {
     uv_signal_init(&d->loop, &d->sigint);
     uv_signal_init(&d->loop, &d->sigterm);
@@ -352,8 +352,8 @@ static void report_ready(daemon_state *d) {
     }
 }
 
-/* Runs the loop until the server is done, then closes everything.  Returns
- * the exit status; a failed server exits at once. */
+/* Runs the loop until the shards are done, then closes everything.  Returns
+ * the exit status; a failed shard exits at once. */
 static int serve_until_stopped(daemon_state *d) {
     /* A shard that fails makes the process exit from within (shards.c). */
     uv_run(&d->loop, UV_RUN_DEFAULT);

@@ -30,15 +30,15 @@ typedef struct move_mail {
     int eof;
     int pending_fd;          /* a memfd that came with later bytes, or -1     */
     uint64_t pending_fd_pos; /* where in the stream it came (conn.h)          */
-    gf_link regions;         /* ready, each with no shard (srv NULL) on the way */
+    gf_link regions;         /* ready, each with no shard (sh NULL) on the way */
     size_t bytes;            /* buffered and not consumed: the FRAME's header first */
     uint8_t buf[GF_CONN_BUF_BYTES];
 } move_mail;
 
 int gf_move_wanted(const gf_conn *c, const gf_header *h) {
-    const gf_config *cfg = c->srv->cfg;
-    return !c->srv->draining && h->pipeline_id < cfg->pipeline_count &&
-           !gf_device_runs(c->srv->self->device, cfg->pipelines[h->pipeline_id].devices);
+    const gf_config *cfg = c->shard->cfg;
+    return !c->shard->draining && h->pipeline_id < cfg->pipeline_count &&
+           !gf_device_runs(c->shard->self->device, cfg->pipelines[h->pipeline_id].devices);
 }
 
 /* Whether `c` owes nothing and waits for nothing: no reply unwritten, no
@@ -56,12 +56,12 @@ static int owes_nothing(const gf_conn *c) {
 
 /* The shard with the fewest connections among the others that run a
  * pipeline of `mask`, or -1. */
-static int pick(const gf_server *srv, uint32_t mask) {
-    const gf_group *g = srv->group;
+static int pick(const gf_shard *sh, uint32_t mask) {
+    const gf_group *g = sh->group;
     int best = -1;
     unsigned best_n = UINT_MAX;
     for (uint32_t k = 0; k < g->count; k++) {
-        if (k == srv->shard || !gf_device_runs(g->shard[k].device, mask))
+        if (k == sh->index || !gf_device_runs(g->shard[k].device, mask))
             continue;
         unsigned n = atomic_load_explicit(&g->shard[k].connections, memory_order_relaxed);
         if (n < best_n) {
@@ -72,41 +72,41 @@ static int pick(const gf_server *srv, uint32_t mask) {
     return best;
 }
 
-/* Regions leave `srv` (its counts), or come to it. */
-static void regions_leave(gf_server *srv, gf_link *regions) {
+/* Regions leave `sh` (its counts), or come to it. */
+static void regions_leave(gf_shard *sh, gf_link *regions) {
     for (gf_link *l = gf_list_front(regions); l; l = gf_list_next(regions, l)) {
         gf_region *r = gf_list_entry(l, gf_region, link);
-        srv->stats.regions_open--;
-        srv->stats.region_bytes -= r->bytes;
-        r->srv = NULL;
+        sh->stats.regions_open--;
+        sh->stats.region_bytes -= r->bytes;
+        r->shard = NULL;
     }
 }
 
-static void regions_arrive(gf_server *srv, gf_link *regions) {
+static void regions_arrive(gf_shard *sh, gf_link *regions) {
     for (gf_link *l = gf_list_front(regions); l; l = gf_list_next(regions, l)) {
         gf_region *r = gf_list_entry(l, gf_region, link);
-        srv->stats.regions_open++;
-        srv->stats.region_bytes += r->bytes;
-        r->srv = srv;
+        sh->stats.regions_open++;
+        sh->stats.region_bytes += r->bytes;
+        r->shard = sh;
     }
 }
 
 /* The connection could not be taken (the daemon stops): its buffered FRAME
  * is answered shutting_down, with its own id, as the drain answers frames,
- * and counted; the socket is closed, and `srv`'s thread (its regions now)
+ * and counted; the socket is closed, and `sh`'s thread (its regions now)
  * releases its regions. */
-static void refuse(move_mail *mv, gf_server *srv) {
+static void refuse(move_mail *mv, gf_shard *sh) {
     gf_header h = {.version = GF_PROTOCOL_VERSION};
     (void)gf_header_parse(mv->buf, mv->bytes, GF_ROLE_DAEMON, UINT64_MAX, &h);
     gf_refuse_fd(mv->fd, &h, GF_ERR_SHUTTING_DOWN, "the daemon is stopping and took no new frame");
     if (mv->pending_fd >= 0)
         close(mv->pending_fd);
     atomic_fetch_sub_explicit(mv->connections, 1, memory_order_relaxed);
-    if (srv == NULL) {
+    if (sh == NULL) {
         gf_group_count_refusal(mv->group, GF_ERR_SHUTTING_DOWN);
     } else {
-        srv->stats.rejected[GF_ERR_SHUTTING_DOWN]++;
-        regions_arrive(srv, &mv->regions); /* region_free counts them out */
+        sh->stats.rejected[GF_ERR_SHUTTING_DOWN]++;
+        regions_arrive(sh, &mv->regions); /* region_free counts them out */
         gf_link *l;
         while ((l = gf_list_pop_front(&mv->regions)))
             gf_region_unref(gf_list_entry(l, gf_region, link));
@@ -121,13 +121,13 @@ static void refuse(move_mail *mv, gf_server *srv) {
  * first. */
 static void on_move_mail(gf_mail *m, void *owner) {
     move_mail *mv = gf_list_entry(m, move_mail, mail);
-    gf_server *srv = owner;
-    if (srv == NULL || srv->draining) {
-        refuse(mv, srv);
+    gf_shard *sh = owner;
+    if (sh == NULL || sh->draining) {
+        refuse(mv, sh);
         return;
     }
-    regions_arrive(srv, &mv->regions);
-    gf_conn *c = gf_conn_new(srv, mv->fd, mv->uid, mv->gid, mv->pid, mv->id, mv->resume);
+    regions_arrive(sh, &mv->regions);
+    gf_conn *c = gf_conn_new(sh, mv->fd, mv->uid, mv->gid, mv->pid, mv->id, mv->resume);
     if (c == NULL) { /* the socket is closed, the count taken back */
         if (mv->pending_fd >= 0)
             close(mv->pending_fd);
@@ -146,15 +146,15 @@ static void on_move_mail(gf_mail *m, void *owner) {
     c->next_region_id = mv->next_region_id;
     c->region_count = mv->region_count;
     gf_list_splice(&c->regions, &mv->regions);
-    srv->stats.connections_moved++;
-    GF_LOG_DBG("connection %llu: moved here (shard %u)", (unsigned long long)c->id, srv->shard);
+    sh->stats.connections_moved++;
+    GF_LOG_DBG("connection %llu: moved here (shard %u)", (unsigned long long)c->id, sh->index);
     /* Its deferred work reads the buffered FRAME and starts reading. */
     gf_conn_defer(c);
     free(mv);
 }
 
 void gf_move_try(gf_conn *c) {
-    gf_server *srv = c->srv;
+    gf_shard *sh = c->shard;
     if (c->closing || !owes_nothing(c))
         return;
     gf_header h = {.pipeline_id = c->moving_pipeline};
@@ -164,20 +164,20 @@ void gf_move_try(gf_conn *c) {
         gf_conn_defer(c);
         return;
     }
-    int k = pick(srv, srv->cfg->pipelines[h.pipeline_id].devices);
+    int k = pick(sh, sh->cfg->pipelines[h.pipeline_id].devices);
     move_mail *mv = k < 0 ? NULL : malloc(sizeof *mv);
     if (mv == NULL) {
         /* No shard runs it (configurations are refused that way) or no
          * memory: the client cannot be served, and is told by the close. */
         GF_LOG_ERR("connection %llu: cannot move to a shard that runs pipeline %s: %s",
-                   (unsigned long long)c->id, srv->cfg->pipelines[h.pipeline_id].name,
+                   (unsigned long long)c->id, sh->cfg->pipelines[h.pipeline_id].name,
                    k < 0 ? "none does" : "out of memory");
         gf_conn_close(c);
         return;
     }
     *mv = (move_mail){.mail.run = on_move_mail,
-                      .group = srv->group,
-                      .connections = &srv->group->shard[k].connections,
+                      .group = sh->group,
+                      .connections = &sh->group->shard[k].connections,
                       .resume = c->resume.run,
                       .fd = c->fd,
                       .id = c->id,
@@ -194,12 +194,12 @@ void gf_move_try(gf_conn *c) {
     memcpy(mv->buf, c->buf + c->buf_start, mv->bytes);
     gf_list_init(&mv->regions);
     gf_list_splice(&mv->regions, &c->regions);
-    regions_leave(srv, &mv->regions);
+    regions_leave(sh, &mv->regions);
     c->region_count = 0;
     c->pending_fd = -1; /* the mail's now */
     /* Off this loop's poll before the other loop polls it. */
     gf_conn_hand_over(c);
     atomic_fetch_add_explicit(mv->connections, 1, memory_order_relaxed);
-    if (gf_mailbox_post(&srv->group->shard[k].mailbox, &mv->mail) < 0)
-        refuse(mv, srv);
+    if (gf_mailbox_post(&sh->group->shard[k].mailbox, &mv->mail) < 0)
+        refuse(mv, sh);
 }

@@ -42,8 +42,8 @@ static void region_ready(gf_region *r, void *arg) {
         gf_replyq_set_body(&c->out, q, strdup(r->why), strlen(r->why));
         gf_reply_header(q->header, h->version, GF_MSG_ERROR, 0, h->frame_id, h->pipeline_id,
                         GF_ERR_BAD_REGION, q->body_bytes);
-        c->srv->stats.rejected[GF_ERR_BAD_REGION]++;
-        gf_log_limited(&c->srv->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
+        c->shard->stats.rejected[GF_ERR_BAD_REGION]++;
+        gf_log_limited(&c->shard->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
                        "connection %llu: region of %llu bytes refused: %s",
                        (unsigned long long)c->id, (unsigned long long)r->bytes, r->why);
         c->region_count--;
@@ -60,7 +60,7 @@ static void region_ready(gf_region *r, void *arg) {
         gf_reply_header(q->header, h->version, GF_MSG_REGION_ADD, 0, h->frame_id, h->pipeline_id,
                         GF_OK, q->body_bytes);
         gf_list_push_front(&c->regions, &r->link);
-        c->srv->stats.regions_added++;
+        c->shard->stats.regions_added++;
         GF_LOG_DBG("connection %llu: region %u of %llu bytes added%s", (unsigned long long)c->id,
                    r->id, (unsigned long long)r->bytes, r->pinned ? ", pinned" : "");
     }
@@ -72,7 +72,7 @@ static void region_ready(gf_region *r, void *arg) {
  * The reply waits in the queue while the region is pinned off the loop. */
 static void region_add(gf_conn *c, const gf_header *h, int fd) {
     char why[GF_ERROR_TEXT_MAX_BYTES];
-    if (c->srv->draining) {
+    if (c->shard->draining) {
         if (fd >= 0)
             close(fd);
         gf_conn_reject(c, h, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new regions");
@@ -86,7 +86,7 @@ static void region_add(gf_conn *c, const gf_header *h, int fd) {
     }
     gf_region *r;
     uint32_t status =
-        gf_region_open(c->srv, fd, c->next_region_id, c->region_count, &r, why, sizeof why);
+        gf_region_open(c->shard, fd, c->next_region_id, c->region_count, &r, why, sizeof why);
     if (status != GF_OK) {
         gf_conn_reject(c, h, status, why);
         return;
@@ -131,7 +131,7 @@ static void region_remove(gf_conn *c, const gf_header *h) {
         gf_link_init(&q->link);
         gf_list_remove(&r->link);
         c->region_count--;
-        c->srv->stats.regions_removed++;
+        c->shard->stats.regions_removed++;
         gf_reply_header(q->header, h->version, GF_MSG_REGION_REMOVE, 0, h->frame_id, h->pipeline_id,
                         GF_OK, 0);
         q->removing = r;
@@ -148,15 +148,15 @@ static void region_remove(gf_conn *c, const gf_header *h) {
 
 /* Every shard's figures are in (gather.h): STATS's or TRACE's reply `arg`,
  * waiting in order in the queue (NULL: the connection went), is made. */
-static void gathered(gf_server *srv, const gf_snapshot *snaps, uint32_t n, uint32_t trace_frames,
+static void gathered(gf_shard *sh, const gf_snapshot *snaps, uint32_t n, uint32_t trace_frames,
                      void *arg) {
     gf_reply *q = arg;
     if (trace_frames != GF_SNAPSHOT_NO_TRACE) {
         /* A TRACE's place is free: every waiter tries again (one that is
          * throttled meanwhile must not keep the others waiting). */
-        srv->gathers--;
+        sh->gathers--;
         gf_link *l;
-        while ((l = gf_list_pop_front(&srv->gather_waiters)))
+        while ((l = gf_list_pop_front(&sh->gather_waiters)))
             gf_conn_defer(gf_list_entry(l, gf_conn, gather_link));
     }
     if (!q)
@@ -166,8 +166,8 @@ static void gathered(gf_server *srv, const gf_snapshot *snaps, uint32_t n, uint3
     c->gathering = 0;
     const gf_header *h = &q->request;
     cJSON *doc = !snaps                    ? NULL
-                 : h->type == GF_MSG_STATS ? gf_stats_document(srv, snaps, n)
-                                           : gf_trace_document(srv, snaps, n, h->pipeline_id);
+                 : h->type == GF_MSG_STATS ? gf_stats_document(sh, snaps, n)
+                                           : gf_trace_document(sh, snaps, n, h->pipeline_id);
     char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
     cJSON_Delete(doc);
     if (text) {
@@ -181,7 +181,7 @@ static void gathered(gf_server *srv, const gf_snapshot *snaps, uint32_t n, uint3
         gf_replyq_set_body(&c->out, q, strdup(why), len);
         gf_reply_header(q->header, h->version, GF_MSG_ERROR, 0, h->frame_id, h->pipeline_id,
                         GF_ERR_INTERNAL, q->body_bytes);
-        srv->stats.rejected[GF_ERR_INTERNAL]++;
+        sh->stats.rejected[GF_ERR_INTERNAL]++;
     }
     q->ready = 1;
     gf_conn_defer(c);
@@ -203,9 +203,9 @@ static void gather_reply(gf_conn *c, const gf_header *h) {
         frames--;
     c->gathering = 1;
     if (h->type == GF_MSG_TRACE)
-        c->srv->gathers++;
-    if (gf_gather(c->srv, frames, gathered, q, &q->gathering) < 0)
-        gathered(c->srv, NULL, 0, frames, q);
+        c->shard->gathers++;
+    if (gf_gather(c->shard, frames, gathered, q, &q->gathering) < 0)
+        gathered(c->shard, NULL, 0, frames, q);
 }
 
 /* Whether a STATS or TRACE of `c` may gather now: one of a connection at a
@@ -213,28 +213,28 @@ static void gather_reply(gf_conn *c, const gf_header *h) {
  * trace); else it waits, and its connection goes on when its own ends or a
  * TRACE's does (gathered). */
 static int may_gather(gf_conn *c, const gf_header *h) {
-    gf_server *srv = c->srv;
+    gf_shard *sh = c->shard;
     if (c->gathering)
         return 0;
-    if (h->type != GF_MSG_TRACE || srv->gathers < GF_GATHERS_MAX)
+    if (h->type != GF_MSG_TRACE || sh->gathers < GF_GATHERS_MAX)
         return 1;
     if (!gf_linked(&c->gather_link))
-        gf_list_push_back(&srv->gather_waiters, &c->gather_link);
+        gf_list_push_back(&sh->gather_waiters, &c->gather_link);
     return 0;
 }
 
 int gf_query_answer(gf_conn *c, const gf_request *req, int fd) {
-    gf_server *srv = c->srv;
+    gf_shard *sh = c->shard;
     const gf_header *h = &req->header;
     int doc = h->type == GF_MSG_LIST || h->type == GF_MSG_STATS || h->type == GF_MSG_TRACE;
     if (doc) {
         /* A TRACE merges every shard's ring: their size is not known here,
          * so each counts as full but this one. */
-        uint64_t bytes = h->type == GF_MSG_TRACE
-                             ? gf_trace_text_bytes(&srv->trace, h->pipeline_id) +
-                                   (srv->group->count - 1) *
-                                       gf_trace_text_bytes_full(&srv->trace, h->pipeline_id)
-                             : GF_SMALL_REPLY_BYTES / 2;
+        uint64_t bytes =
+            h->type == GF_MSG_TRACE
+                ? gf_trace_text_bytes(&sh->trace, h->pipeline_id) +
+                      (sh->group->count - 1) * gf_trace_text_bytes_full(&sh->trace, h->pipeline_id)
+                : GF_SMALL_REPLY_BYTES / 2;
         if (!gf_conn_may_build(c, bytes) || (h->type != GF_MSG_LIST && !may_gather(c, h)))
             return 0;
     }
@@ -243,15 +243,15 @@ int gf_query_answer(gf_conn *c, const gf_request *req, int fd) {
     c->request_begun_ns = 0;
     switch (h->type) {
     case GF_MSG_LIST:
-        srv->stats.requests_list++;
-        reply_json(c, h, gf_list_document(srv));
+        sh->stats.requests_list++;
+        reply_json(c, h, gf_list_document(sh));
         return 1;
     case GF_MSG_STATS:
-        srv->stats.requests_stats++;
+        sh->stats.requests_stats++;
         gather_reply(c, h);
         return 1;
     case GF_MSG_TRACE:
-        srv->stats.requests_trace++;
+        sh->stats.requests_trace++;
         gather_reply(c, h);
         return 1;
     default: break;

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "server_state.h"
+#include "shard_state.h"
 
 /* Linux seals, named here so that the file builds against older headers. */
 #ifndef F_GET_SEALS
@@ -30,9 +30,9 @@
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
 
-uint32_t gf_region_open(gf_server *srv, int fd, uint32_t id, uint32_t held, gf_region **out,
+uint32_t gf_region_open(gf_shard *sh, int fd, uint32_t id, uint32_t held, gf_region **out,
                         char *why, size_t why_len) {
-    const gf_config *cfg = srv->cfg;
+    const gf_config *cfg = sh->cfg;
     uint32_t status = GF_ERR_BAD_REGION;
     struct stat st;
     if (held >= cfg->max_regions) {
@@ -68,7 +68,7 @@ uint32_t gf_region_open(gf_server *srv, int fd, uint32_t id, uint32_t held, gf_r
     /* Every shard's regions count against the cap: reserve, then check. */
     uint64_t cap = gf_config_shm_cap(cfg);
     uint64_t all_held =
-        atomic_fetch_add_explicit(&srv->group->region_bytes, bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(&sh->group->region_bytes, bytes, memory_order_relaxed);
     if (bytes > cap || all_held > cap - bytes) {
         gf_errorf(why, why_len,
                   "a region of %llu bytes would pass max_shm_bytes %llu (%llu held by all "
@@ -96,16 +96,16 @@ uint32_t gf_region_open(gf_server *srv, int fd, uint32_t id, uint32_t held, gf_r
     r->refs = 1;
     r->base = base;
     r->bytes = bytes;
-    r->srv = srv;
+    r->shard = sh;
     gf_link_init(&r->link);
     r->work.data = r;
-    srv->stats.regions_open++;
-    srv->stats.region_bytes += bytes;
+    sh->stats.regions_open++;
+    sh->stats.region_bytes += bytes;
     *out = r;
     return GF_OK;
 
 fail_reserved:
-    atomic_fetch_sub_explicit(&srv->group->region_bytes, bytes, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&sh->group->region_bytes, bytes, memory_order_relaxed);
 fail:
     close(fd);
     return status;
@@ -117,7 +117,7 @@ void gf_region_ref(gf_region *r) {
 
 static void pin_work(uv_work_t *w) {
     gf_region *r = w->data;
-    r->pin_status = gf_engine_pin(r->srv->engine, r->base, r->bytes, r->why, sizeof r->why);
+    r->pin_status = gf_engine_pin(r->shard->engine, r->base, r->bytes, r->why, sizeof r->why);
 }
 
 static void pin_done(uv_work_t *w, int status) {
@@ -126,7 +126,7 @@ static void pin_done(uv_work_t *w, int status) {
         r->pin_status = status;
         gf_errorf(r->why, sizeof r->why, "pinning was cancelled: %s", uv_strerror(status));
     }
-    r->pinned = r->pin_status == 0 && gf_engine_pins(r->srv->engine);
+    r->pinned = r->pin_status == 0 && gf_engine_pins(r->shard->engine);
     r->ready = 1;
     r->on_ready(r, r->on_ready_arg);
     gf_region_unref(r);
@@ -136,12 +136,12 @@ void gf_region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), void
     r->on_ready = on_ready;
     r->on_ready_arg = arg;
     gf_region_ref(r);
-    if (!gf_engine_pins(r->srv->engine)) {
+    if (!gf_engine_pins(r->shard->engine)) {
         /* Nothing to do off the loop: answer in this turn. */
         pin_done(&r->work, 0);
         return;
     }
-    int rc = uv_queue_work(r->srv->loop, &r->work, pin_work, pin_done);
+    int rc = uv_queue_work(r->shard->loop, &r->work, pin_work, pin_done);
     if (rc < 0) {
         r->pin_status = rc;
         gf_errorf(r->why, sizeof r->why, "cannot queue the pinning: %s", uv_strerror(rc));
@@ -150,13 +150,13 @@ void gf_region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), void
 }
 
 static void region_free(gf_region *r) {
-    gf_server *srv = r->srv;
+    gf_shard *sh = r->shard;
     void (*released)(void *arg) = r->on_released;
     void *arg = r->released_arg;
     munmap(r->base, (size_t)r->bytes);
-    srv->stats.regions_open--;
-    srv->stats.region_bytes -= r->bytes;
-    atomic_fetch_sub_explicit(&srv->group->region_bytes, r->bytes, memory_order_relaxed);
+    sh->stats.regions_open--;
+    sh->stats.region_bytes -= r->bytes;
+    atomic_fetch_sub_explicit(&sh->group->region_bytes, r->bytes, memory_order_relaxed);
     free(r);
     if (released && arg)
         released(arg);
@@ -164,7 +164,7 @@ static void region_free(gf_region *r) {
 
 static void unpin_work(uv_work_t *w) {
     gf_region *r = w->data;
-    gf_engine_unpin(r->srv->engine, r->base);
+    gf_engine_unpin(r->shard->engine, r->base);
 }
 
 static void unpin_done(uv_work_t *w, int status) {
@@ -176,9 +176,9 @@ void gf_region_unref(gf_region *r) {
     if (--r->refs > 0)
         return;
     /* No frame uses it: the engine's copies of it are all complete. */
-    if (!r->pinned || uv_queue_work(r->srv->loop, &r->work, unpin_work, unpin_done) < 0) {
+    if (!r->pinned || uv_queue_work(r->shard->loop, &r->work, unpin_work, unpin_done) < 0) {
         if (r->pinned)
-            gf_engine_unpin(r->srv->engine, r->base);
+            gf_engine_unpin(r->shard->engine, r->base);
         region_free(r);
     }
 }

@@ -28,7 +28,7 @@
 #include "list.h"
 #include "protocol.h"
 
-struct gf_server;
+struct gf_shard;
 
 typedef struct gf_region {
     uint32_t id;                       /* the client's name for it, unique on its connection */
@@ -39,7 +39,7 @@ typedef struct gf_region {
     int ready;                         /* pinned (or failed): frames may name it            */
     int pin_status;                    /* after pinning: 0, or a negative errno              */
     char why[GF_ERROR_TEXT_MAX_BYTES]; /* why pinning failed                    */
-    struct gf_server *srv;
+    struct gf_shard *shard;
     gf_link link;   /* the connection's table                            */
     uv_work_t work; /* pin or unpin on the thread pool                    */
     void (*on_ready)(struct gf_region *r, void *arg); /* pinning finished         */
@@ -59,7 +59,7 @@ typedef struct gf_region {
  * or a gf_status (GF_ERR_BAD_REGION, GF_ERR_REGION_LIMIT, GF_ERR_INTERNAL)
  * with the reason in why[why_len].
  */
-uint32_t gf_region_open(struct gf_server *srv, int fd, uint32_t id, uint32_t held, gf_region **out,
+uint32_t gf_region_open(struct gf_shard *sh, int fd, uint32_t id, uint32_t held, gf_region **out,
                         char *why, size_t why_len);
 
 /* Pins `r` on the thread pool, then calls on_ready(r, arg) on the loop;

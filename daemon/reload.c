@@ -26,7 +26,7 @@ typedef struct load_job {
     pthread_cond_t prepared; /* `preparing` went back to 0          */
     /* shared, guarded by lock: */
     uv_async_t *wake; /* the loop's handle; NULL once abandoned */
-    int preparing;    /* the thread reads the running server
+    int preparing;    /* the thread reads the running shards
                          (gf_shards_reload_prepare): the loop
                          must not free it meanwhile           */
     int finished;     /* the thread put its result here      */
@@ -70,7 +70,7 @@ static int load(load_job *job, gf_reload_result *res) {
     return 0;
 }
 
-/* Checks the loaded configuration against the running server and prepares
+/* Checks the loaded configuration against the running shards and prepares
  * its pipelines on the engine, unless the loop is gone. */
 static void prepare(load_job *job, gf_reload_result *res) {
     pthread_mutex_lock(&job->lock);
@@ -192,7 +192,7 @@ void gf_reload_close(gf_reload *r) {
     if (job != NULL) {
         pthread_mutex_lock(&job->lock);
         job->wake = NULL; /* the thread must not wake a closed handle */
-        /* Nor read the server once the caller frees it: a prepare under
+        /* Nor read the shards once the caller frees them: a prepare under
          * way is waited for (it is bounded; a stalled read is not). */
         while (job->preparing)
             pthread_cond_wait(&job->prepared, &job->lock);

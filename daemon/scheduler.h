@@ -31,7 +31,7 @@
  * (deadline.h).  A newcomer that finds others waiting queues behind them.
  *
  * Grants happen in one pass after the loop's I/O (gf_sched_grant, run by
- * the server's deferred work when the `wake` hook asked for it), never from
+ * the shard's deferred work when the `wake` hook asked for it), never from
  * inside the event that freed the slot; the client granted a slot finds it
  * as its open batch, empty, and is resumed through the `granted` hook.
  *
@@ -44,7 +44,7 @@
  * A frame received in place has
  * its slot to itself, its connection's batch until its payload is in
  * (gf_sched_end_batch).  Open batches go to the engine in one pass after
- * the loop's I/O (gf_sched_submit_batches, run by the server's deferred
+ * the loop's I/O (gf_sched_submit_batches, run by the shard's deferred
  * work when the `batches` hook asked for it), so the frames of every
  * connection read in one loop iteration share a submission: a full batch
  * (the pipeline's max_batch_frames) goes then, and one that is not waits

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The shards and the control loop's side of them (shards.h).  Every shard's
- * thread opens its own server (server.h) and loop; the control loop reaches
+ * thread opens its own shard (shard.h) and loop; the control loop reaches
  * a shard only by mail (mailbox.h), and reads only group.h's atomics.
  */
 #include "shards.h"
@@ -20,30 +20,32 @@
 #include "log.h"
 #include "mailbox.h"
 #include "options.h"
-#include "server.h"
+#include "shard.h"
 
 /* Shards per CUDA device when "shards" is 0, at most one per CPU core:
  * config/README.md ("Shards") has the measurements behind it. */
 #define GF_SHARDS_PER_DEVICE_AUTO 8
 
-typedef struct shard {
+/* The control loop's handle on one shard's thread: starting, stopping and
+ * joining it.  The shard itself (shard.h) lives on that thread. */
+typedef struct shard_thread {
     gf_shards *owner;
-    gf_shard_ident ident;
+    gf_shard_place place;
     uv_thread_t thread;
     uv_loop_t loop;   /* its thread's */
-    gf_server *srv;   /* set by its thread before `opened`; read by others
-                         after it (prepare, status), fixed until joined   */
+    gf_shard *shard;  /* set by its thread before `opened`; read by others
+                        after it (prepare, status), fixed until joined   */
     uv_sem_t opened;  /* its thread set open_rc                          */
     uv_sem_t go;      /* the control loop set proceed                    */
-    uv_sem_t closing; /* the control loop is done with its server: a
+    uv_sem_t closing; /* the control loop is done with its shard: a
                          reload's loading thread may prepare on its engine
                          until gf_reload_close, after the drain ended     */
     int open_rc;      /* written before opened is posted, read after     */
     int proceed;      /* written before go is posted, read after         */
     int failed;       /* written before `finished` is mailed, read after */
-    gf_mail drain;    /* to it: stop (gf_server_shutdown)                */
+    gf_mail drain;    /* to it: stop (gf_shard_shutdown)                */
     gf_mail finished; /* from it: its loop has ended                     */
-} shard;
+} shard_thread;
 
 /* A reload being applied: one mail to each shard, and its answer. */
 typedef struct apply_round apply_round;
@@ -69,7 +71,7 @@ struct gf_shards {
                              loop sees it (each shard has its own
                              pointer, switched when it applies a reload) */
     gf_group group;
-    shard *shards; /* [group.count] */
+    shard_thread *shards; /* [group.count] */
     gf_listener listener;
     gf_mailbox mailbox;  /* shards to the control loop: finished, acks  */
     uint32_t next;       /* placement: the shard after the last tie     */
@@ -95,7 +97,7 @@ typedef struct accept_mail {
 static void on_accept_mail(gf_mail *m, void *owner) {
     accept_mail *a = gf_list_entry(m, accept_mail, mail);
     if (owner != NULL) {
-        gf_server_accept(owner, a->fd, a->uid, a->gid, a->pid);
+        gf_shard_accept(owner, a->fd, a->uid, a->gid, a->pid);
     } else {
         /* Its shard stopped with the mail in its box. */
         gf_refuse_fd(a->fd, NULL, GF_ERR_SHUTTING_DOWN,
@@ -164,15 +166,15 @@ static void on_refused(gf_listener *l, uint32_t status) {
 static void on_drain_mail(gf_mail *m, void *owner) {
     (void)m;
     if (owner != NULL)
-        gf_server_shutdown(owner);
+        gf_shard_shutdown(owner);
 }
 
 /* Control loop: a shard's loop has ended. */
 static void on_finished(gf_mail *m, void *owner) {
-    shard *sh = gf_list_entry(m, shard, finished);
-    gf_shards *g = sh->owner;
+    shard_thread *th = gf_list_entry(m, shard_thread, finished);
+    gf_shards *g = th->owner;
     (void)owner;
-    if (sh->failed) {
+    if (th->failed) {
         /* Every shard's thread is still there, serving or waiting on
          * `closing`: none has ended unjoined (ThreadSanitizer would count it
          * as leaked), and all go with the process. */
@@ -181,7 +183,7 @@ static void on_finished(gf_mail *m, void *owner) {
          * hang for ever, and the other shards' frames go with the process. */
         GF_LOG_ERR("shard %u stopped after a failure: exiting with status %d so that the "
                    "supervisor restarts the daemon",
-                   sh->ident.index, GF_EXIT_FAILURE);
+                   th->place.index, GF_EXIT_FAILURE);
         _exit(GF_EXIT_FAILURE);
     }
     if (++g->finished < g->group.count)
@@ -191,47 +193,47 @@ static void on_finished(gf_mail *m, void *owner) {
     gf_mailbox_close(&g->mailbox, NULL);
 }
 
-/* Opens the shard's server and mailbox; the control loop waits for that
+/* Opens the shard and its mailbox; the control loop waits for that
  * (opened), then says whether to serve (go).  Its engine is closed here,
  * on the thread whose device is current. */
 static void shard_main(void *arg) {
-    shard *sh = arg;
-    gf_shards *g = sh->owner;
-    gf_group_shard *me = &g->group.shard[sh->ident.index];
-    int rc = uv_loop_init(&sh->loop);
-    if (rc == 0 && (rc = gf_server_open(&sh->loop, g->cfg, &sh->ident, &sh->srv)) == 0 &&
-        (rc = gf_mailbox_init(&me->mailbox, &sh->loop, sh->srv)) < 0) {
-        gf_server_shutdown(sh->srv);
-        uv_run(&sh->loop, UV_RUN_DEFAULT);
-        gf_server_close(sh->srv);
+    shard_thread *th = arg;
+    gf_shards *g = th->owner;
+    gf_shard_shared *me = &g->group.shard[th->place.index];
+    int rc = uv_loop_init(&th->loop);
+    if (rc == 0 && (rc = gf_shard_open(&th->loop, g->cfg, &th->place, &th->shard)) == 0 &&
+        (rc = gf_mailbox_init(&me->mailbox, &th->loop, th->shard)) < 0) {
+        gf_shard_shutdown(th->shard);
+        uv_run(&th->loop, UV_RUN_DEFAULT);
+        gf_shard_close(th->shard);
     }
-    sh->open_rc = rc;
-    uv_sem_post(&sh->opened);
+    th->open_rc = rc;
+    uv_sem_post(&th->opened);
     if (rc < 0) {
-        uv_loop_close(&sh->loop);
+        uv_loop_close(&th->loop);
         return;
     }
-    uv_sem_wait(&sh->go);
-    if (!sh->proceed)
-        gf_server_shutdown(sh->srv); /* nothing to drain: its handles close */
-    uv_run(&sh->loop, UV_RUN_DEFAULT);
-    if (sh->proceed && gf_server_failed(sh->srv)) {
-        sh->failed = 1;
-        if (gf_mailbox_post(&g->mailbox, &sh->finished) < 0)
+    uv_sem_wait(&th->go);
+    if (!th->proceed)
+        gf_shard_shutdown(th->shard); /* nothing to drain: its handles close */
+    uv_run(&th->loop, UV_RUN_DEFAULT);
+    if (th->proceed && gf_shard_failed(th->shard)) {
+        th->failed = 1;
+        if (gf_mailbox_post(&g->mailbox, &th->finished) < 0)
             _exit(GF_EXIT_FAILURE);
-        uv_sem_wait(&sh->closing); /* never posted: the control loop exits the process */
+        uv_sem_wait(&th->closing); /* never posted: the control loop exits the process */
         return;
     }
     gf_mailbox_close(&me->mailbox, NULL);
-    uv_run(&sh->loop, UV_RUN_NOWAIT);
-    if (sh->proceed) {
-        gf_mailbox_post(&g->mailbox, &sh->finished);
-        uv_sem_wait(&sh->closing);
+    uv_run(&th->loop, UV_RUN_NOWAIT);
+    if (th->proceed) {
+        gf_mailbox_post(&g->mailbox, &th->finished);
+        uv_sem_wait(&th->closing);
     }
-    gf_server_close(sh->srv);
-    int lc = uv_loop_close(&sh->loop);
+    gf_shard_close(th->shard);
+    int lc = uv_loop_close(&th->loop);
     if (lc != 0)
-        GF_LOG_WRN("shard %u: event loop closed with handles still open: %s", sh->ident.index,
+        GF_LOG_WRN("shard %u: event loop closed with handles still open: %s", th->place.index,
                    uv_strerror(lc));
 }
 
@@ -300,9 +302,9 @@ static int plan(gf_shards *g, const gf_config *cfg, enum gf_engine_choice engine
     }
     uint32_t used = count < (uint32_t)nd ? count : (uint32_t)nd;
     for (uint32_t k = 0; k < count; k++) {
-        shard *sh = &g->shards[k];
-        sh->owner = g;
-        sh->ident = (gf_shard_ident){.group = &g->group,
+        shard_thread *th = &g->shards[k];
+        th->owner = g;
+        th->place = (gf_shard_place){.group = &g->group,
                                      .index = k,
                                      .engine = engine,
                                      .device = list[k % used],
@@ -310,9 +312,9 @@ static int plan(gf_shards *g, const gf_config *cfg, enum gf_engine_choice engine
                                      /* every shard on its device: k mod used alike */
                                      .device_streams =
                                          ((count - 1 - k % used) / used + 1) * cfg->slot_count};
-        sh->drain.run = on_drain_mail;
-        sh->finished.run = on_finished;
-        g->group.shard[k].device = sh->ident.device;
+        th->drain.run = on_drain_mail;
+        th->finished.run = on_finished;
+        g->group.shard[k].device = th->place.device;
     }
     g->group.count = count;
     for (size_t i = 0; i < cfg->pipeline_count; i++)
@@ -338,16 +340,16 @@ static int start(gf_shards *g, uint32_t *started_out) {
     int rc = 0;
     uint32_t started = 0;
     for (; started < g->group.count; started++) {
-        shard *sh = &g->shards[started];
-        uv_sem_init(&sh->opened, 0);
-        uv_sem_init(&sh->go, 0);
-        uv_sem_init(&sh->closing, 0);
-        if ((rc = uv_thread_create(&sh->thread, shard_main, sh)) < 0) {
+        shard_thread *th = &g->shards[started];
+        uv_sem_init(&th->opened, 0);
+        uv_sem_init(&th->go, 0);
+        uv_sem_init(&th->closing, 0);
+        if ((rc = uv_thread_create(&th->thread, shard_main, th)) < 0) {
             GF_LOG_ERR("start-up failed: cannot start shard %u's thread: %s", started,
                        uv_strerror(rc));
-            uv_sem_destroy(&sh->opened);
-            uv_sem_destroy(&sh->go);
-            uv_sem_destroy(&sh->closing);
+            uv_sem_destroy(&th->opened);
+            uv_sem_destroy(&th->go);
+            uv_sem_destroy(&th->closing);
             break;
         }
     }
@@ -363,10 +365,10 @@ static int start(gf_shards *g, uint32_t *started_out) {
 /* Says go (proceed) or stop to every shard that opened, of `started`. */
 static void release(gf_shards *g, uint32_t started, int proceed) {
     for (uint32_t k = 0; k < started; k++) {
-        shard *sh = &g->shards[k];
-        sh->proceed = proceed;
-        if (sh->open_rc == 0)
-            uv_sem_post(&sh->go);
+        shard_thread *th = &g->shards[k];
+        th->proceed = proceed;
+        if (th->open_rc == 0)
+            uv_sem_post(&th->go);
     }
 }
 
@@ -397,7 +399,7 @@ int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
     g->slot_count = cfg->slot_count;
 #ifdef __GLIBC__
     /* One malloc arena for every thread.  The frame path allocates nothing,
-     * so shards never contend for it; and server.c's trim of an idle heap
+     * so shards never contend for it; and shard.c's trim of an idle heap
      * ("memory") needs it: glibc's malloc_trim gives back the top of the
      * main arena only, and a shard's own arena kept the 4 MiB of evicted
      * results at its top (test_fairness: idle RssAnon 21 MB after a burst,
@@ -442,7 +444,7 @@ int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
     }
     /* A reload's old configuration is freed here: its removed plugin
      * stages go to the thread pool, as on a shard. */
-    gf_server_reap_on(loop);
+    gf_shard_reap_on(loop);
     /* Alive while shards serve: the drain ends when every one has mailed. */
     uv_ref((uv_handle_t *)&g->mailbox.async);
     release(g, g->group.count, 1);
@@ -466,7 +468,7 @@ void gf_shards_shutdown(gf_shards *g) {
 }
 
 int gf_shards_close(gf_shards *g) {
-    gf_server_reap_on(NULL); /* the control loop has stopped */
+    gf_shard_reap_on(NULL); /* the control loop has stopped */
     for (uint32_t k = 0; k < g->group.count; k++)
         uv_sem_post(&g->shards[k].closing);
     join(g, g->group.count);
@@ -478,14 +480,13 @@ int gf_shards_close(gf_shards *g) {
 
 int gf_shards_reload_prepare(gf_shards *g, const gf_config *cur, gf_config *next, int *keep_running,
                              char *note, size_t note_len) {
-    gf_server **srvs = malloc(g->group.count * sizeof *srvs);
-    if (!srvs)
+    gf_shard **all = malloc(g->group.count * sizeof *all);
+    if (!all)
         return -ENOMEM;
     for (uint32_t k = 0; k < g->group.count; k++)
-        srvs[k] = g->shards[k].srv;
-    int rc =
-        gf_server_reload_prepare(srvs, g->group.count, cur, next, keep_running, note, note_len);
-    free(srvs);
+        all[k] = g->shards[k].shard;
+    int rc = gf_shard_reload_prepare(all, g->group.count, cur, next, keep_running, note, note_len);
+    free(all);
     return rc;
 }
 
@@ -527,7 +528,7 @@ static void on_applied(gf_mail *m, void *owner) {
 static void on_apply(gf_mail *m, void *owner) {
     apply_mail *am = gf_list_entry(m, apply_mail, mail);
     if (owner != NULL) {
-        gf_server_reload_apply(owner, am->round->next, am->fresh);
+        gf_shard_reload_apply(owner, am->round->next, am->fresh);
         am->fresh = NULL;
     }
     if (gf_mailbox_post(&am->round->owner->mailbox, &am->ack) < 0)
@@ -578,7 +579,7 @@ void gf_shards_progress(const gf_shards *g, uint64_t *completed, uint32_t *in_fl
     *completed = 0;
     *in_flight = 0;
     for (uint32_t k = 0; k < g->group.count; k++) {
-        const gf_group_shard *s = &g->group.shard[k];
+        const gf_shard_shared *s = &g->group.shard[k];
         *completed += atomic_load_explicit(&s->completed, memory_order_relaxed);
         *in_flight += atomic_load_explicit(&s->in_flight, memory_order_relaxed);
     }
@@ -588,7 +589,7 @@ void gf_shards_status(const gf_shards *g, char *buf, size_t len) {
     uint64_t connections = 0, fps_milli = 0, in = 0, answered = 0, failed = 0;
     uint32_t busy = 0;
     for (uint32_t k = 0; k < g->group.count; k++) {
-        const gf_group_shard *s = &g->group.shard[k];
+        const gf_shard_shared *s = &g->group.shard[k];
         connections += atomic_load_explicit(&s->connections, memory_order_relaxed);
         fps_milli += atomic_load_explicit(&s->rate_fps, memory_order_relaxed);
         in += atomic_load_explicit(&s->rate_in, memory_order_relaxed);

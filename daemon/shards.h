@@ -9,7 +9,7 @@
  * once, applied by each shard between two of its events) and the drain.
  *
  *   control loop   listener.c: accept -> placement -> the shard's mailbox
- *   shard k        server.c and below (server_state.h draws them), on
+ *   shard k        shard.c and below (shard_state.h draws them), on
  *                  device k mod devices
  *
  * Placement: the shard with the fewest connections, ties taken in turn.
@@ -43,14 +43,14 @@ int gf_shards_bind(const gf_config *cfg);
 int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int owned,
                    gf_shards **out);
 
-/* A graceful stop: no new connections; every shard drains (server.h's
- * gf_server_shutdown), and the control loop's uv_run returns once all
+/* A graceful stop: no new connections; every shard drains (shard.h's
+ * gf_shard_shutdown), and the control loop's uv_run returns once all
  * have.  A shard whose drain runs out of time, or whose engine fails, makes
  * the process exit with GF_EXIT_FAILURE at once.  Safe more than once. */
 void gf_shards_shutdown(gf_shards *g);
 
-/* A reload's first step, on the loading thread (server.h's
- * gf_server_reload_prepare over every shard). */
+/* A reload's first step, on the loading thread (shard.h's
+ * gf_shard_reload_prepare over every shard). */
 int gf_shards_reload_prepare(gf_shards *g, const gf_config *cur, gf_config *next, int *keep_running,
                              char *note, size_t note_len);
 
@@ -75,9 +75,9 @@ void gf_shards_progress(const gf_shards *g, uint64_t *completed, uint32_t *in_fl
 void gf_shards_status(const gf_shards *g, char *buf, size_t len);
 
 /* After the control loop's uv_run returned and the reloads' loading thread
- * is done (gf_reload_close): lets every shard close its server and engine,
+ * is done (gf_reload_close): lets every shard close its shard and engine,
  * each on its own thread (whose device is current), joins them and frees
- * everything.  Until then a drained shard keeps its server, which a reload
+ * everything.  Until then a drained shard keeps its state, which a reload
  * being prepared may still read.  Returns 0. */
 int gf_shards_close(gf_shards *g);
 

@@ -8,7 +8,7 @@
  * and completes together.  Small frames share the fixed costs of a
  * submission that way (the copies, the launches, the completion, the
  * wake-up); a large one has its slot to itself.  The engine allocates the
- * slots' buffers; the server claims, fills and releases slots and frames, on
+ * slots' buffers; the scheduler claims, fills and releases slots and frames, on
  * the loop thread only.
  *
  * A slot is claimed open and empty by one connection (gf_slot_claim: the
@@ -70,7 +70,7 @@ typedef struct gf_frame {
     /* Its connection's part in the scheduler: whom the reply is for. */
     struct gf_sched_client *client;
 
-    /* Set by the server at claim, read by the engine. */
+    /* Set by the scheduler at claim, read by the engine. */
     gf_pipeline pipeline; /* what to run: a copy of its name and stages, fixed for
                              this frame; its plugin stages held (one reference
                              each) until the frame is released               */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The daemon's counters, all in one struct that the server updates on the
+ * The daemon's counters, all in one struct that each shard updates on the
  * loop thread (so plain integers suffice), and one function that turns them
  * into the STATS document (daemon/STATS.md describes every field).
  *
@@ -148,7 +148,7 @@ void gf_stats_free(gf_stats *st);
 void gf_stats_frame_answered(gf_stats *st, uint32_t pipeline_id,
                              const uint64_t phase_ns[GF_PHASE_COUNT], unsigned phase_mask);
 
-/* Takes a rate sample (the server calls this once a second). */
+/* Takes a rate sample (the shard calls this once a second). */
 void gf_stats_sample(gf_stats *st, uint64_t now_ns, uint64_t loop_idle_ns);
 
 /* A submission of `frames` frames of pipeline `pipeline_id` went to the

@@ -7,7 +7,7 @@
 #   1. lists libcudart (or libcuda) among its libraries (ldd);
 #   2. holds a CUDA fat binary, i.e. the kernels' cubins (.nv_fatbin);
 #   3. defines any symbol that a daemon module (gfcore) or a CUDA launcher
-#      (gfkernels) defines, or any gf_server_, gf_engine_, gf_config_ or
+#      (gfkernels) defines, or any gf_shard_, gf_engine_, gf_config_ or
 #      gf_kernel_launcher symbol or *_launch launcher, whatever library it
 #      came from.
 # Usage: client_links_no_daemon.sh GPUFRAME LIBGFCORE [LIBGFKERNELS]
@@ -44,7 +44,7 @@ if shared=$(comm -12 <(echo "$client_syms") <(echo "$daemon_syms") | grep .); th
   status=1
 fi
 if named=$(echo "$client_syms" |
-             grep -E '^(gf_(server|engine|config)_|gf__|gf_kernel_launcher$|gf_.*_launch$)'); then
+             grep -E '^(gf_(shard|engine|config)_|gf__|gf_kernel_launcher$|gf_.*_launch$)'); then
   echo "FAIL: $client defines daemon or launcher symbols:"
   echo "$named" | head -20
   status=1

@@ -6,7 +6,7 @@ A module is a .c file with the .h of the same name (and a b_internal.h is
 b's own); module A depends on B when a file of A includes a header of B.  Every header of a module
 that includes another module's header must stand below it: a circle means
 two files call each other, which the daemon's layout forbids
-(daemon/server_state.h, README.md "A frame's trip").
+(daemon/shard_state.h, README.md "A frame's trip").
 
     tests/include_cycles.py FOLDER...
 

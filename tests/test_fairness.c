@@ -528,7 +528,7 @@ static uint64_t eviction_burst_anon_kb(gf_client *c, uint64_t frame_id) {
 }
 
 /* What the daemon holds for a client that does not read goes back to the
- * system once the daemon is idle (server.c, "memory"): without that, glibc
+ * system once the daemon is idle (daemon/heap_trim.c): without that, glibc
  * kept the 4 MiB of every burst after the first free at the heap's top,
  * and the soak's idle RssAnon moved by up to 8 MB from one checkpoint to
  * the next. */

@@ -23,7 +23,7 @@
  * The engine comes from GF_TEST_ENGINE (cpu or cuda); checks that hold on
  * one engine only (the drain's frames still in flight at SIGTERM) say so.
  */
-/* The daemon's TRACEs under way at once in a shard (server_state.h). */
+/* The daemon's TRACEs under way at once in a shard (shard_state.h). */
 #define GF_GATHERS_MAX_FOR_TEST 4
 #define _GNU_SOURCE             /* memfd_create; pthread_barrier_t */
 #include <check.h>

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Each SIGHUP postpones every deadline check by a full watchdog period.
 
-gf_server_reload (daemon/server.c) then restarted the watchdog timer with its
+gf_shard_reload_apply (daemon/shard.c) then restarted the watchdog timer with its
 full period (uv_timer_start), whatever was left of the running one; today it
 restarts it only when the period changes.  The
 watchdog enforces request_timeout_ms, write_timeout_ms, idle_timeout_ms and

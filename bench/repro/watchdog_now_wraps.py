@@ -3,7 +3,7 @@
 """A well-behaved client is cut with request_timeout the moment it gets a slot.
 
 Found by the soak and fixed in 2893074; the names below are today's.
-on_watchdog (daemon/server.c) reads the clock once, then checks every
+on_watchdog (daemon/shard.c) reads the clock once, then checks every
 connection against that `now` (gf_conn_io_check_deadlines, daemon/conn_io.c).
 Then, when it cut a stalled client, the freed slot went at once to a
 connection waiting for one, which stamped request_begun_ns = gf_now_ns(),
@@ -14,7 +14,7 @@ frame was in the socket.  The same subtraction guarded write_timeout
 (write_progress_ns) and the drain's stall check (last_input_ns).  Today
 passed() in daemon/deadline.c counts a reading later than `now` as not
 passed, and a freed slot reaches a waiter only in the deferred pass after
-the watchdog (run_grant, daemon/server.c).
+the watchdog (run_grant, daemon/shard.c).
 
 Here: one slot.  V connects, then S; S claims the slot and stalls; V sends a
 57600-byte frame (more than the 16 KiB staged: it needs the slot) and waits.

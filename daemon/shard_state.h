@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One shard's serving loop: one struct that the daemon's serving files share
- * (server.h keeps it opaque to everyone else).  Each shard (shards.h) has
+ * (shard.h keeps it opaque to everyone else).  Each shard (shards.h) has
  * its own, on its own thread.  It is data only; the calls between the files
  * that read it go one way, from the top down:
  *
- *   server.c      start-up, teardown, reload, graceful drain, the watchdog
+ *   shard.c       start-up, teardown, reload, graceful drain, the watchdog
  *                 and the fatal path, the deferred-work items of the loop
  *     conn_io.c   a connection's driver: its events, recvmsg and the request
  *                 loop, sendmsg of ready replies, EOF, its deadlines
@@ -29,8 +29,8 @@
  * engines reach it only through the completion queue, and other threads
  * only through its mailbox (group.h: the little that shards share).
  */
-#ifndef GF_SERVER_STATE_H
-#define GF_SERVER_STATE_H
+#ifndef GF_SHARD_STATE_H
+#define GF_SHARD_STATE_H
 
 #include <stdint.h>
 
@@ -49,13 +49,13 @@
 #include "stats.h"
 #include "trace.h"
 
-/* server.h keeps it opaque; here it is whole. */
-typedef struct gf_server gf_server;
+/* shard.h keeps it opaque; here it is whole. */
+typedef struct gf_shard gf_shard;
 
 /* Lines per second about connections refused or closed by a deadline or an
  * error they caused: a local client must not be able to flood the journal. */
 #define GF_CLOSE_LOG_PER_S 10
-/* Loose reply bytes after which an idle daemon trims its heap (server.c,
+/* Loose reply bytes after which an idle daemon trims its heap (shard.c,
  * "memory"): glibc's own default trim threshold, before its dynamic mmap
  * threshold raises it. */
 #define GF_TRIM_AFTER_LOOSE_BYTES (128u * 1024)
@@ -65,7 +65,7 @@ typedef struct gf_server gf_server;
  * its turn (test_hostile's floods of unread STATS and TRACE). */
 #define GF_GATHERS_MAX 4
 
-struct gf_server {
+struct gf_shard {
     uv_loop_t *loop;
     const gf_config *cfg; /* the running configuration                       */
     gf_engine *engine;
@@ -78,10 +78,10 @@ struct gf_server {
     gf_defer_item drained; /* stopping: see whether everything is answered     */
     gf_defer_item trim;    /* see whether the heap can be trimmed              */
 
-    gf_group *group;      /* the daemon's shards (group.h)                   */
-    uint32_t shard;       /* this one's index in group->shard               */
-    gf_group_shard *self; /* group->shard[shard]                            */
-    uv_check_t publish;   /* after every iteration: self's counts           */
+    gf_group *group;       /* the daemon's shards (group.h)                   */
+    uint32_t index;        /* this one's in group->shard                 */
+    gf_shard_shared *self; /* group->shard[index]                            */
+    uv_check_t publish;    /* after every iteration: self's counts           */
 
     uv_timer_t watchdog;                /* connection deadlines and batch deadlines         */
     uv_timer_t sampler;                 /* rates and loop utilisation, once a second        */
@@ -112,7 +112,7 @@ struct gf_server {
 };
 
 /* The connection deadlines `cfg` sets (deadline.h). */
-static inline gf_deadline_limits gf_server_deadline_limits(const gf_config *cfg) {
+static inline gf_deadline_limits gf_shard_deadline_limits(const gf_config *cfg) {
     return (gf_deadline_limits){.request_timeout_ms = cfg->request_timeout_ms,
                                 .receive_stall_ms = cfg->receive_stall_ms,
                                 .write_timeout_ms = cfg->write_timeout_ms,
@@ -120,8 +120,8 @@ static inline gf_deadline_limits gf_server_deadline_limits(const gf_config *cfg)
 }
 
 /* Marks `it` to run after the current event (defer.h). */
-static inline void gf_server_defer(gf_server *srv, gf_defer_item *it) {
-    gf_defer_mark(&srv->defer, it);
+static inline void gf_shard_defer(gf_shard *sh, gf_defer_item *it) {
+    gf_defer_mark(&sh->defer, it);
 }
 
 #endif

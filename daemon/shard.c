@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The server: start-up and teardown, the deferred work of the loop, the
+ * One shard: start-up and teardown, the deferred work of the loop, the
  * watchdog and the fatal path, the graceful drain, and reloads.  It wires
  * the pieces together at open: the listener hands accepted sockets to
  * conn_io.c, the completion queue hands finished slots to the scheduler,
  * and the scheduler's hooks reach connections (conn_io.c) and the deferred
- * work here.  server_state.h draws the whole map.
+ * work here.  shard_state.h draws the whole map.
  *
  * Where a frame goes:
  *   read      conn_io.c   on_io -> conn_read -> admit.c (a place in a slot)
@@ -38,8 +38,8 @@
 #include "log.h"
 #include "loopprof.h"
 #include "plugin.h"
-#include "server.h"
-#include "server_state.h"
+#include "shard.h"
+#include "shard_state.h"
 
 /* Rates and loop utilisation are sampled this often. */
 #define GF_SAMPLE_PERIOD_MS 1000u
@@ -49,8 +49,7 @@
  * a wake-up, and costs an idle daemon 1 ms of a core after its last frame. */
 #define GF_POLL_LINGER_NS 1000000ull
 
-static void server_fatal(gf_server *srv, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void shard_fatal(gf_shard *sh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void on_watchdog(uv_timer_t *t);
 
 /* ---- submit and complete ------------------------------------------------------- */
@@ -62,76 +61,76 @@ static void on_watchdog(uv_timer_t *t);
  * GF_POLL_LINGER_NS after the last frame completed, so that a client's next
  * frame, sent when it has read the last reply, finds the loop awake too. */
 static void on_poll(uv_idle_t *h) {
-    gf_server *srv = h->data;
-    uint32_t polling = gf_engine_poll(srv->engine);
+    gf_shard *sh = h->data;
+    uint32_t polling = gf_engine_poll(sh->engine);
     uint64_t now = gf_now_ns();
     /* STATS's loop.polling_ns: the time the loop was kept from sleeping. */
-    srv->stats.polling_ns += now - srv->poll_last_ns;
-    srv->poll_last_ns = now;
+    sh->stats.polling_ns += now - sh->poll_last_ns;
+    sh->poll_last_ns = now;
     if (polling > 0)
-        srv->poll_quiet_ns = 0;
-    else if (srv->poll_quiet_ns == 0)
-        srv->poll_quiet_ns = now;
-    uint64_t linger = srv->completion == GF_COMPLETION_POLL ? GF_POLL_LINGER_NS : 0;
-    if (polling == 0 && now - srv->poll_quiet_ns >= linger)
+        sh->poll_quiet_ns = 0;
+    else if (sh->poll_quiet_ns == 0)
+        sh->poll_quiet_ns = now;
+    uint64_t linger = sh->completion == GF_COMPLETION_POLL ? GF_POLL_LINGER_NS : 0;
+    if (polling == 0 && now - sh->poll_quiet_ns >= linger)
         uv_idle_stop(h);
 }
 
 /* The scheduler's `submitted` hook: a polling engine's submissions are
  * polled from now on; a refusal that poisoned the engine is fatal. */
 static void on_submitted(gf_slot *slot, int rc, void *arg) {
-    gf_server *srv = arg;
+    gf_shard *sh = arg;
     (void)slot;
     if (rc == 0) {
-        if (srv->engine->polled && !uv_is_active((uv_handle_t *)&srv->poller)) {
-            srv->poll_quiet_ns = 0;
-            srv->poll_last_ns = gf_now_ns();
-            uv_idle_start(&srv->poller, on_poll);
+        if (sh->engine->polled && !uv_is_active((uv_handle_t *)&sh->poller)) {
+            sh->poll_quiet_ns = 0;
+            sh->poll_last_ns = gf_now_ns();
+            uv_idle_start(&sh->poller, on_poll);
         }
-    } else if (srv->engine->poisoned) {
-        server_fatal(srv, "the CUDA context is poisoned by a sticky error");
+    } else if (sh->engine->poisoned) {
+        shard_fatal(sh, "the CUDA context is poisoned by a sticky error");
     }
 }
 
 /* The scheduler's `wake` hook: free slots go to waiters after this event. */
 static void on_slot_back(void *arg) {
-    gf_server *srv = arg;
-    gf_server_defer(srv, &srv->grant);
+    gf_shard *sh = arg;
+    gf_shard_defer(sh, &sh->grant);
 }
 
 static void run_grant(gf_defer_item *it) {
-    gf_sched_grant(&gf_list_entry(it, gf_server, grant)->sched);
+    gf_sched_grant(&gf_list_entry(it, gf_shard, grant)->sched);
 }
 
 /* The scheduler's `batches` hook: open batches go to the engine after this
  * event, those that are due (scheduler.h), and after the connections it
  * invited to join them. */
 static void on_batches(void *arg) {
-    gf_server *srv = arg;
-    gf_defer_mark_last(&srv->defer, &srv->batches);
+    gf_shard *sh = arg;
+    gf_defer_mark_last(&sh->defer, &sh->batches);
 }
 
 static void run_batches(gf_defer_item *it) {
-    gf_server *srv = gf_list_entry(it, gf_server, batches);
-    gf_alarm_set(&srv->batch_alarm, gf_sched_submit_batches(&srv->sched, gf_now_ns()));
+    gf_shard *sh = gf_list_entry(it, gf_shard, batches);
+    gf_alarm_set(&sh->batch_alarm, gf_sched_submit_batches(&sh->sched, gf_now_ns()));
 }
 
 /* A batch waited its pipeline's max_batch_delay_us. */
 static void on_batch_due(gf_alarm *a) {
-    gf_server *srv = (gf_server *)((char *)a - offsetof(gf_server, batch_alarm));
-    gf_server_defer(srv, &srv->batches);
+    gf_shard *sh = (gf_shard *)((char *)a - offsetof(gf_shard, batch_alarm));
+    gf_shard_defer(sh, &sh->batches);
 }
 
-static uint64_t watchdog_period_ms(const gf_server *srv, const gf_config *cfg);
+static uint64_t watchdog_period_ms(const gf_shard *sh, const gf_config *cfg);
 
 /* The scheduler's `contended` hook: a receiver's stall is a deadline from
  * now on, which the watchdog must see within receive_stall_ms / 2 (it
  * goes back to its usual period once nobody waits). */
 static void on_contended(void *arg) {
-    gf_server *srv = arg;
-    uint64_t period = watchdog_period_ms(srv, srv->cfg);
-    if (!srv->draining && period < uv_timer_get_repeat(&srv->watchdog))
-        uv_timer_start(&srv->watchdog, on_watchdog, period, period);
+    gf_shard *sh = arg;
+    uint64_t period = watchdog_period_ms(sh, sh->cfg);
+    if (!sh->draining && period < uv_timer_get_repeat(&sh->watchdog))
+        uv_timer_start(&sh->watchdog, on_watchdog, period, period);
 }
 
 /* ---- deadlines, fatal failure, shutdown -------------------------------------------- */
@@ -139,16 +138,16 @@ static void on_contended(void *arg) {
 /* The daemon cannot go on (a stuck or poisoned engine): fail every frame on
  * the engine as best we can, and stop the loop so the daemon exits non-zero
  * and systemd restarts it. */
-static void server_fatal(gf_server *srv, const char *fmt, ...) {
+static void shard_fatal(gf_shard *sh, const char *fmt, ...) {
     char msg[GF_ERROR_TEXT_MAX_BYTES];
     va_list ap;
     va_start(ap, fmt);
     size_t len = gf_verrorf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    GF_LOG_ERR("fatal: %s; failing %u batch(es) in flight and exiting", msg, srv->sched.in_flight);
-    srv->failed = 1;
-    for (uint32_t i = 0; i < srv->sched.ring.count; i++) {
-        gf_slot *s = &srv->sched.ring.slots[i];
+    GF_LOG_ERR("fatal: %s; failing %u batch(es) in flight and exiting", msg, sh->sched.in_flight);
+    sh->failed = 1;
+    for (uint32_t i = 0; i < sh->sched.ring.count; i++) {
+        gf_slot *s = &sh->sched.ring.slots[i];
         for (uint32_t k = 0; s->in_flight && k < s->frame_count; k++) {
             const gf_frame *f = &s->frames[k];
             const gf_conn *c = f->reply.conn;
@@ -162,83 +161,83 @@ static void server_fatal(gf_server *srv, const char *fmt, ...) {
                                    {.iov_base = msg, .iov_len = len}};
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
             (void)sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-            srv->stats.rejected[GF_ERR_TIMEOUT]++;
-            srv->stats.frames_failed++;
+            sh->stats.rejected[GF_ERR_TIMEOUT]++;
+            sh->stats.frames_failed++;
         }
     }
-    uv_stop(srv->loop);
+    uv_stop(sh->loop);
 }
 
 /* The watchdog's period for `cfg`, shorter while receivers contend. */
-static uint64_t watchdog_period_ms(const gf_server *srv, const gf_config *cfg) {
-    gf_deadline_limits lim = gf_server_deadline_limits(cfg);
+static uint64_t watchdog_period_ms(const gf_shard *sh, const gf_config *cfg) {
+    gf_deadline_limits lim = gf_shard_deadline_limits(cfg);
     return gf_deadline_period_ms(&lim, cfg->frame_timeout_ms,
-                                 gf_sched_receive_contended(&srv->sched));
+                                 gf_sched_receive_contended(&sh->sched));
 }
 
 /* A batch on the engine past its deadline (deadline.h): the engine stopped
  * completing frames.  Returns 1 after the fatal path. */
-static int check_batches(gf_server *srv, uint64_t now) {
-    for (uint32_t i = 0; i < srv->sched.ring.count; i++) {
-        gf_slot *s = &srv->sched.ring.slots[i];
-        if (!s->in_flight || now <= gf_deadline_batch_ns(s->submitted_ns, s->frame_count,
-                                                         srv->cfg->frame_timeout_ms))
+static int check_batches(gf_shard *sh, uint64_t now) {
+    for (uint32_t i = 0; i < sh->sched.ring.count; i++) {
+        gf_slot *s = &sh->sched.ring.slots[i];
+        if (!s->in_flight ||
+            now <= gf_deadline_batch_ns(s->submitted_ns, s->frame_count, sh->cfg->frame_timeout_ms))
             continue;
-        server_fatal(srv,
-                     "frame %llu (%s) on slot %u, in a batch of %u, has been on the %s engine for "
-                     "%llu ms, over the batch's deadline of %u ms a frame: the engine stopped "
-                     "completing frames",
-                     (unsigned long long)s->frames[0].frame_id, s->frames[0].pipeline.name,
-                     s->index, s->frame_count, srv->engine->ops->name,
-                     (unsigned long long)((now - s->submitted_ns) / 1000000u),
-                     srv->cfg->frame_timeout_ms);
+        shard_fatal(sh,
+                    "frame %llu (%s) on slot %u, in a batch of %u, has been on the %s engine for "
+                    "%llu ms, over the batch's deadline of %u ms a frame: the engine stopped "
+                    "completing frames",
+                    (unsigned long long)s->frames[0].frame_id, s->frames[0].pipeline.name, s->index,
+                    s->frame_count, sh->engine->ops->name,
+                    (unsigned long long)((now - s->submitted_ns) / 1000000u),
+                    sh->cfg->frame_timeout_ms);
         return 1;
     }
     return 0;
 }
 
 static void on_watchdog(uv_timer_t *t) {
-    gf_server *srv = t->data;
+    gf_shard *sh = t->data;
     uint64_t now = gf_now_ns();
     /* Connections first: a client's stalled request, unread replies or
      * silence must not hold slots for longer than their deadlines. */
-    gf_list_each(l, next, &srv->conns) {
+    gf_list_each(l, next, &sh->conns) {
         gf_conn_io_check_deadlines(gf_list_entry(l, gf_conn, link), now);
     }
     /* Clients that stopped reading give back the slots others wait for. */
-    gf_list_each(l, next, &srv->conns) {
+    gf_list_each(l, next, &sh->conns) {
         gf_conn *c = gf_list_entry(l, gf_conn, link);
         if (c->write_blocked)
             gf_conn_evict_results(c);
     }
     /* Other shards' replies went meanwhile: the daemon's total may allow more. */
-    if (!gf_list_empty(&srv->throttled))
-        gf_conn_resume_throttled(srv);
+    if (!gf_list_empty(&sh->throttled))
+        gf_conn_resume_throttled(sh);
     /* Closing those may have freed slots that were submitted again since. */
-    if (check_batches(srv, gf_now_ns()))
+    if (check_batches(sh, gf_now_ns()))
         return;
     /* Receivers whose bytes are not there get a free slot now (only now:
      * it stays free for sending ones meanwhile), and a stall to be cut. */
-    if (gf_sched_receive_contended(&srv->sched))
-        gf_sched_grant_unready(&srv->sched);
-    uint64_t period = srv->draining ? GF_DRAIN_STALL_MS / 4 : watchdog_period_ms(srv, srv->cfg);
+    if (gf_sched_receive_contended(&sh->sched))
+        gf_sched_grant_unready(&sh->sched);
+    uint64_t period = sh->draining ? GF_DRAIN_STALL_MS / 4 : watchdog_period_ms(sh, sh->cfg);
     if (period != uv_timer_get_repeat(t))
         uv_timer_start(t, on_watchdog, period, period);
 }
 
 /* Once a second: rates, and the figures STATUS= shows (group.h). */
 static void on_sample(uv_timer_t *t) {
-    gf_server *srv = t->data;
-    gf_group_shard *me = srv->self;
-    uint64_t now = gf_now_ns(), idle = uv_metrics_idle_time(srv->loop);
-    gf_stats_sample(&srv->stats, now, idle);
+    gf_shard *sh = t->data;
+    gf_shard_shared *me = sh->self;
+    uint64_t now = gf_now_ns(), idle = uv_metrics_idle_time(sh->loop);
+    gf_stats_sample(&sh->stats, now, idle);
     double fps, in, out, busy;
-    gf_stats_rates(&srv->stats, 1000000000ull, now, idle, &fps, &in, &out, &busy);
+    gf_stats_rates(&sh->stats, 1000000000ull, now, idle, &fps, &in, &out, &busy);
     atomic_store_explicit(&me->rate_fps, (uint64_t)(fps * 1000.0), memory_order_relaxed);
     atomic_store_explicit(&me->rate_in, (uint64_t)in, memory_order_relaxed);
-    atomic_store_explicit(&me->answered, srv->stats.frames_answered, memory_order_relaxed);
-    atomic_store_explicit(&me->failed, srv->stats.frames_failed, memory_order_relaxed);
-    atomic_store_explicit(&me->slots_busy, srv->sched.ring.count - srv->sched.ring.free_count,
+    atomic_store_explicit(&me->answered, sh->stats.frames_answered, memory_order_relaxed);
+    atomic_store_explicit(&me->failed, sh->stats.frames_failed, memory_order_relaxed);
+    atomic_store_explicit(&me->slots_busy, sh->sched.ring.count - sh->sched.ring.free_count,
                           memory_order_relaxed);
 }
 
@@ -246,9 +245,9 @@ static void on_sample(uv_timer_t *t) {
  * shard (frames in flight and none completed is a stuck device), which a
  * once-a-second sample would make stale for a watchdog period under it. */
 static void on_publish(uv_check_t *h) {
-    const gf_server *srv = h->data;
-    atomic_store_explicit(&srv->self->completed, srv->stats.frames_completed, memory_order_relaxed);
-    atomic_store_explicit(&srv->self->in_flight, srv->sched.in_flight, memory_order_relaxed);
+    const gf_shard *sh = h->data;
+    atomic_store_explicit(&sh->self->completed, sh->stats.frames_completed, memory_order_relaxed);
+    atomic_store_explicit(&sh->self->in_flight, sh->sched.in_flight, memory_order_relaxed);
 }
 
 static void on_handle_closed(uv_handle_t *h) {
@@ -258,63 +257,63 @@ static void on_handle_closed(uv_handle_t *h) {
 /* Deferred work while stopping: once nothing is in flight or owed, close
  * every handle so that uv_run returns. */
 static void run_drained(gf_defer_item *it) {
-    gf_server *srv = gf_list_entry(it, gf_server, drained);
-    if (!srv->draining || srv->handles_closed || srv->sched.in_flight > 0)
+    gf_shard *sh = gf_list_entry(it, gf_shard, drained);
+    if (!sh->draining || sh->handles_closed || sh->sched.in_flight > 0)
         return;
-    gf_list_each(l, next, &srv->conns) {
+    gf_list_each(l, next, &sh->conns) {
         const gf_conn *c = gf_list_entry(l, gf_conn, link);
         if (c->out.unfinished > 0 || c->frame || !c->input_drained)
             return;
     }
-    srv->handles_closed = 1;
+    sh->handles_closed = 1;
     gf_link *l;
-    while ((l = gf_list_front(&srv->conns)))
+    while ((l = gf_list_front(&sh->conns)))
         gf_conn_close(gf_list_entry(l, gf_conn, link));
-    uv_close((uv_handle_t *)&srv->watchdog, on_handle_closed);
-    uv_close((uv_handle_t *)&srv->sampler, on_handle_closed);
-    uv_close((uv_handle_t *)&srv->drain_timer, on_handle_closed);
-    uv_close((uv_handle_t *)&srv->poller, on_handle_closed);
-    uv_close((uv_handle_t *)&srv->publish, on_handle_closed);
-    gf_completion_close(&srv->done, on_handle_closed);
-    gf_alarm_close(&srv->batch_alarm, on_handle_closed);
-    gf_defer_close(&srv->defer, on_handle_closed);
-    GF_LOG_DBG("shard %u drained: every frame it received was answered", srv->shard);
+    uv_close((uv_handle_t *)&sh->watchdog, on_handle_closed);
+    uv_close((uv_handle_t *)&sh->sampler, on_handle_closed);
+    uv_close((uv_handle_t *)&sh->drain_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&sh->poller, on_handle_closed);
+    uv_close((uv_handle_t *)&sh->publish, on_handle_closed);
+    gf_completion_close(&sh->done, on_handle_closed);
+    gf_alarm_close(&sh->batch_alarm, on_handle_closed);
+    gf_defer_close(&sh->defer, on_handle_closed);
+    GF_LOG_DBG("shard %u drained: every frame it received was answered", sh->index);
 }
 
 /* The drain ran out of time: abandon what is left and stop. */
 static void on_drain_timeout(uv_timer_t *t) {
-    gf_server *srv = t->data;
-    const gf_stats *st = &srv->stats;
+    gf_shard *sh = t->data;
+    const gf_stats *st = &sh->stats;
     uint64_t left = st->frames_received - st->frames_answered - st->frames_failed -
                     st->frames_dropped - st->frames_truncated;
     GF_LOG_ERR("drain timed out after %u ms: abandoning %llu frame(s) not yet answered (%u "
                "batch(es) on the engine)",
-               srv->cfg->drain_timeout_ms, (unsigned long long)left, srv->sched.in_flight);
-    srv->failed = 1;
-    uv_stop(srv->loop);
+               sh->cfg->drain_timeout_ms, (unsigned long long)left, sh->sched.in_flight);
+    sh->failed = 1;
+    uv_stop(sh->loop);
 }
 
-void gf_server_shutdown(gf_server *srv) {
-    if (srv->draining)
+void gf_shard_shutdown(gf_shard *sh) {
+    if (sh->draining)
         return;
-    srv->draining = 1;
-    srv->sched.draining = 1;
+    sh->draining = 1;
+    sh->sched.draining = 1;
     GF_LOG_INF("stopping: no new connections or frames; %u batch(es) in flight",
-               srv->sched.in_flight);
+               sh->sched.in_flight);
     /* Every connection reads what its socket holds and answers each frame
      * shutting_down; what is begun and not complete then is cut
      * (conn_io.c, conn_input_drained). */
-    gf_list_each(l, next, &srv->conns) {
+    gf_list_each(l, next, &sh->conns) {
         gf_conn *c = gf_list_entry(l, gf_conn, link);
-        gf_sched_stop_waiting(&srv->sched, &c->sched);
+        gf_sched_stop_waiting(&sh->sched, &c->sched);
         gf_conn_defer(c);
     }
     /* Batches waiting for more frames go now. */
-    gf_server_defer(srv, &srv->batches);
+    gf_shard_defer(sh, &sh->batches);
     /* Stalled requests must be cut within GF_DRAIN_STALL_MS: check often. */
-    uv_timer_start(&srv->watchdog, on_watchdog, GF_DRAIN_STALL_MS / 4, GF_DRAIN_STALL_MS / 4);
-    uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
-    gf_server_defer(srv, &srv->drained);
+    uv_timer_start(&sh->watchdog, on_watchdog, GF_DRAIN_STALL_MS / 4, GF_DRAIN_STALL_MS / 4);
+    uv_timer_start(&sh->drain_timer, on_drain_timeout, sh->cfg->drain_timeout_ms, 0);
+    gf_shard_defer(sh, &sh->drained);
 }
 
 /* ---- memory ----------------------------------------------------------------------- */
@@ -341,39 +340,38 @@ void gf_server_shutdown(gf_server *srv) {
  * finished reply (conn.c).
  */
 static void run_trim(gf_defer_item *it) {
-    gf_server *srv = gf_list_entry(it, gf_server, trim);
-    if (srv->loose_since_trim_bytes < GF_TRIM_AFTER_LOOSE_BYTES || srv->loose_bytes > 0 ||
-        srv->sched.ring.free_count < srv->sched.ring.count)
+    gf_shard *sh = gf_list_entry(it, gf_shard, trim);
+    if (sh->loose_since_trim_bytes < GF_TRIM_AFTER_LOOSE_BYTES || sh->loose_bytes > 0 ||
+        sh->sched.ring.free_count < sh->sched.ring.count)
         return;
 #ifdef __GLIBC__
     uint64_t t0 = gf_now_ns();
     malloc_trim(0);
     GF_LOG_DBG("idle: heap trimmed after %llu kB of loose replies in %llu us",
-               (unsigned long long)(srv->loose_since_trim_bytes / 1024),
+               (unsigned long long)(sh->loose_since_trim_bytes / 1024),
                (unsigned long long)((gf_now_ns() - t0) / 1000));
 #endif
-    srv->loose_since_trim_bytes = 0;
+    sh->loose_since_trim_bytes = 0;
 }
 
 /* ---- run-time changes ------------------------------------------------------------- */
 
 /* A reload's engine side on one shard's engine, off the loop: the new
  * pipelines made runnable there, or *keep_running with a note. */
-static void prepare_engine(const gf_server *srv, gf_config *next, int *keep_running, char *note,
+static void prepare_engine(const gf_shard *sh, gf_config *next, int *keep_running, char *note,
                            size_t note_len) {
     char why[512];
     if (*keep_running)
         return;
-    if (gf_engine_prepare(srv->engine, next->pipelines, next->pipeline_count, why, sizeof why) <
-        0) {
+    if (gf_engine_prepare(sh->engine, next->pipelines, next->pipeline_count, why, sizeof why) < 0) {
         gf_config_note_restart(note, note_len, "%s: the running pipelines stay", why);
         *keep_running = 1;
     }
 }
 
-int gf_server_reload_prepare(gf_server *const *srvs, uint32_t count, const gf_config *cur,
-                             gf_config *next, int *keep_running, char *note, size_t note_len) {
-    const gf_slot *slot0 = &srvs[0]->sched.ring.slots[0];
+int gf_shard_reload_prepare(gf_shard *const *all, uint32_t count, const gf_config *cur,
+                            gf_config *next, int *keep_running, char *note, size_t note_len) {
+    const gf_slot *slot0 = &all[0]->sched.ring.slots[0];
     note[0] = '\0';
     *keep_running = 0;
     int rc = gf_config_keep_restart_keys(cur, next, note, note_len);
@@ -395,7 +393,7 @@ int gf_server_reload_prepare(gf_server *const *srvs, uint32_t count, const gf_co
     }
     /* A pipeline limited to devices that no shard runs on cannot run. */
     for (size_t i = 0; i < next->pipeline_count && !*keep_running; i++)
-        if (!gf_group_runs(srvs[0]->group, next->pipelines[i].devices)) {
+        if (!gf_group_runs(all[0]->group, next->pipelines[i].devices)) {
             char want[64];
             gf_devices_format(next->pipelines[i].devices, want, sizeof want);
             gf_config_note_restart(note, note_len,
@@ -408,10 +406,10 @@ int gf_server_reload_prepare(gf_server *const *srvs, uint32_t count, const gf_co
      * shard's engine (the others on it share that side). */
     for (uint32_t k = 0; k < count; k++) {
         uint32_t first = 0;
-        while (srvs[first]->self->device != srvs[k]->self->device)
+        while (all[first]->self->device != all[k]->self->device)
             first++;
         if (first == k)
-            prepare_engine(srvs[k], next, keep_running, note, note_len);
+            prepare_engine(all[k], next, keep_running, note, note_len);
     }
     if (*keep_running) {
         /* Here, off the loop: closing their device side may wait. */
@@ -430,47 +428,47 @@ int gf_server_reload_prepare(gf_server *const *srvs, uint32_t count, const gf_co
     return 0;
 }
 
-void gf_server_reload_apply(gf_server *srv, const gf_config *next, gf_pipeline_stats *fresh) {
-    const gf_config *cur = srv->cfg;
-    gf_stats_rekey_into(&srv->stats, cur->pipelines, cur->pipeline_count, next->pipelines,
+void gf_shard_reload_apply(gf_shard *sh, const gf_config *next, gf_pipeline_stats *fresh) {
+    const gf_config *cur = sh->cfg;
+    gf_stats_rekey_into(&sh->stats, cur->pipelines, cur->pipeline_count, next->pipelines,
                         next->pipeline_count, fresh);
     /* Connections check frame sizes in their decoders: the new limit applies
      * from their next header on. */
-    gf_list_each(l, n, &srv->conns) {
+    gf_list_each(l, n, &sh->conns) {
         gf_list_entry(l, gf_conn, link)->decoder.max_frame_bytes = next->max_frame_bytes;
     }
-    srv->cfg = next;
-    srv->sched.cfg = next;
+    sh->cfg = next;
+    sh->sched.cfg = next;
     /* Restarted only when its period changes: restarting it on every reload
      * postponed every deadline by a period, and reloads more often than that
      * disabled them all (found by bench/soak.sh).  A drain keeps its own. */
-    uint64_t period = watchdog_period_ms(srv, next);
-    if (!srv->draining && period != uv_timer_get_repeat(&srv->watchdog))
-        uv_timer_start(&srv->watchdog, on_watchdog, period, period);
+    uint64_t period = watchdog_period_ms(sh, next);
+    if (!sh->draining && period != uv_timer_get_repeat(&sh->watchdog))
+        uv_timer_start(&sh->watchdog, on_watchdog, period, period);
 }
 
 /* ---- start-up and teardown ------------------------------------------------------- */
 
 /* Starts the watchdog and the sampler; neither keeps the loop alive. */
-static void timers_start(gf_server *srv) {
-    const gf_config *cfg = srv->cfg;
-    uv_timer_init(srv->loop, &srv->watchdog);
-    uv_timer_init(srv->loop, &srv->sampler);
-    uv_timer_init(srv->loop, &srv->drain_timer);
-    srv->watchdog.data = srv->sampler.data = srv->drain_timer.data = srv;
-    uint64_t period = watchdog_period_ms(srv, cfg);
-    uv_timer_start(&srv->watchdog, on_watchdog, period, period);
-    uv_timer_start(&srv->sampler, on_sample, GF_SAMPLE_PERIOD_MS, GF_SAMPLE_PERIOD_MS);
-    uv_unref((uv_handle_t *)&srv->watchdog);
-    uv_unref((uv_handle_t *)&srv->sampler);
-    uv_unref((uv_handle_t *)&srv->drain_timer);
-    uv_idle_init(srv->loop, &srv->poller);
-    srv->poller.data = srv;
+static void timers_start(gf_shard *sh) {
+    const gf_config *cfg = sh->cfg;
+    uv_timer_init(sh->loop, &sh->watchdog);
+    uv_timer_init(sh->loop, &sh->sampler);
+    uv_timer_init(sh->loop, &sh->drain_timer);
+    sh->watchdog.data = sh->sampler.data = sh->drain_timer.data = sh;
+    uint64_t period = watchdog_period_ms(sh, cfg);
+    uv_timer_start(&sh->watchdog, on_watchdog, period, period);
+    uv_timer_start(&sh->sampler, on_sample, GF_SAMPLE_PERIOD_MS, GF_SAMPLE_PERIOD_MS);
+    uv_unref((uv_handle_t *)&sh->watchdog);
+    uv_unref((uv_handle_t *)&sh->sampler);
+    uv_unref((uv_handle_t *)&sh->drain_timer);
+    uv_idle_init(sh->loop, &sh->poller);
+    sh->poller.data = sh;
 }
 
 /* Opens the engine the configuration names, sized from it, and the
  * scheduler over its slots. */
-static int engine_open(gf_server *srv, const gf_shard_ident *id) {
+static int engine_open(gf_shard *sh, const gf_shard_place *place) {
     static const gf_sched_hooks hooks = {.granted = gf_conn_io_granted,
                                          .replies_ready = gf_conn_io_replies_ready,
                                          .wake = on_slot_back,
@@ -478,7 +476,7 @@ static int engine_open(gf_server *srv, const gf_shard_ident *id) {
                                          .receive_ready = gf_conn_io_receive_ready,
                                          .submitted = on_submitted,
                                          .contended = on_contended};
-    const gf_config *cfg = srv->cfg;
+    const gf_config *cfg = sh->cfg;
     gf_engine_params ep = {.slot_count = cfg->slot_count,
                            .in_capacity_bytes = cfg->max_frame_bytes,
                            .out_capacity_bytes = gf_config_max_output_bytes(cfg),
@@ -486,35 +484,35 @@ static int engine_open(gf_server *srv, const gf_shard_ident *id) {
                            .pipelines = cfg->pipelines,
                            .pipeline_count = cfg->pipeline_count,
                            .completion = cfg->completion,
-                           .device = id->device,
-                           .stream_base = id->stream_base,
-                           .device_streams = id->device_streams,
+                           .device = place->device,
+                           .stream_base = place->stream_base,
+                           .device_streams = place->device_streams,
                            .zero_copy_max_bytes = cfg->zero_copy_max_bytes,
                            .cuda_graphs = cfg->cuda_graphs};
-    int rc = gf_engine_open(id->engine, &ep, &srv->done, &srv->engine);
+    int rc = gf_engine_open(place->engine, &ep, &sh->done, &sh->engine);
     if (rc < 0)
         return rc;
     gf_sched_hooks h = hooks;
-    h.arg = srv;
-    if ((rc = gf_sched_init(&srv->sched, srv->engine, &srv->stats, cfg, &h)) < 0) {
-        gf_engine_close(srv->engine);
+    h.arg = sh;
+    if ((rc = gf_sched_init(&sh->sched, sh->engine, &sh->stats, cfg, &h)) < 0) {
+        gf_engine_close(sh->engine);
         return rc;
     }
-    if (cfg->completion == GF_COMPLETION_POLL && !srv->engine->polled)
+    if (cfg->completion == GF_COMPLETION_POLL && !sh->engine->polled)
         GF_LOG_WRN("completion poll: the %s engine completes frames through its own threads; "
                    "ignored",
-                   srv->engine->ops->name);
-    srv->completion = srv->engine->polled ? cfg->completion : GF_COMPLETION_HOST_FUNC;
+                   sh->engine->ops->name);
+    sh->completion = sh->engine->polled ? cfg->completion : GF_COMPLETION_HOST_FUNC;
     return 0;
 }
 
-static void log_ready(const gf_server *srv) {
-    const gf_config *cfg = srv->cfg;
+static void log_ready(const gf_shard *sh) {
+    const gf_config *cfg = sh->cfg;
     char desc[512];
-    gf_engine_describe(srv->engine, desc, sizeof desc);
+    gf_engine_describe(sh->engine, desc, sizeof desc);
     GF_LOG_INF("shard %u ready: engine %s (%s); %u slots; %zu pipelines; %llu bytes pinned",
-               srv->shard, srv->engine->ops->name, desc, cfg->slot_count, cfg->pipeline_count,
-               (unsigned long long)srv->engine->pinned_bytes);
+               sh->index, sh->engine->ops->name, desc, cfg->slot_count, cfg->pipeline_count,
+               (unsigned long long)sh->engine->pinned_bytes);
 }
 
 /* ---- plugin stages after their last frame ----------------------------------------- */
@@ -529,13 +527,13 @@ typedef struct reap_req {
 } reap_req;
 
 /* The loop of the thread this is, a shard's or the control loop's
- * (gf_server_reap_on); NULL on every other thread (a reload's loading
+ * (gf_shard_reap_on); NULL on every other thread (a reload's loading
  * thread, a worker) and once the loop has stopped. */
 static _Thread_local uv_loop_t *reap_loop;
 
 static void reap(gf_plugin_stage *stage);
 
-void gf_server_reap_on(uv_loop_t *loop) {
+void gf_shard_reap_on(uv_loop_t *loop) {
     reap_loop = loop;
     if (loop)
         gf_plugin_set_reaper(reap);
@@ -570,129 +568,129 @@ static void reap(gf_plugin_stage *stage) {
     }
 }
 
-/* The server's own parts, before the engine: counters, the trace ring,
+/* The shard's own parts, before the engine: counters, the trace ring,
  * deferred work, the completion queue.  Returns 0 or a negative errno,
  * logged; on failure nothing is left to close. */
-static int parts_open(gf_server *srv) {
+static int parts_open(gf_shard *sh) {
     int rc;
     const char *what = "counters";
-    if ((rc = gf_stats_init(&srv->stats, srv->cfg->pipeline_count, gf_now_ns())) < 0)
+    if ((rc = gf_stats_init(&sh->stats, sh->cfg->pipeline_count, gf_now_ns())) < 0)
         goto fail;
     what = "trace ring";
-    if ((rc = gf_trace_init(&srv->trace, srv->cfg->trace_frames)) < 0)
+    if ((rc = gf_trace_init(&sh->trace, sh->cfg->trace_frames)) < 0)
         goto fail_stats;
     what = "deferred work";
-    if ((rc = gf_defer_init(&srv->defer, srv->loop)) < 0)
+    if ((rc = gf_defer_init(&sh->defer, sh->loop)) < 0)
         goto fail_trace;
     what = "batch alarm";
-    if ((rc = gf_alarm_init(&srv->batch_alarm, srv->loop, on_batch_due)) < 0)
+    if ((rc = gf_alarm_init(&sh->batch_alarm, sh->loop, on_batch_due)) < 0)
         goto fail_defer;
     what = "completion queue";
-    if ((rc = gf_completion_init(&srv->done, srv->loop, gf_sched_complete, &srv->sched)) < 0)
+    if ((rc = gf_completion_init(&sh->done, sh->loop, gf_sched_complete, &sh->sched)) < 0)
         goto fail_alarm;
     return 0;
 
 fail_alarm:
-    gf_alarm_close(&srv->batch_alarm, NULL);
+    gf_alarm_close(&sh->batch_alarm, NULL);
 fail_defer:
-    gf_defer_close(&srv->defer, NULL);
-    uv_run(srv->loop, UV_RUN_NOWAIT); /* let the close callbacks run before freeing */
+    gf_defer_close(&sh->defer, NULL);
+    uv_run(sh->loop, UV_RUN_NOWAIT); /* let the close callbacks run before freeing */
 fail_trace:
-    gf_trace_free(&srv->trace);
+    gf_trace_free(&sh->trace);
 fail_stats:
-    gf_stats_free(&srv->stats);
+    gf_stats_free(&sh->stats);
 fail:
     GF_LOG_ERR("start-up failed: %s: %s", what, rc > -4096 ? uv_strerror(rc) : "error");
     return rc;
 }
 
 /* Undoes parts_open. */
-static void parts_close(gf_server *srv) {
-    gf_completion_close(&srv->done, NULL);
-    gf_alarm_close(&srv->batch_alarm, NULL);
-    gf_defer_close(&srv->defer, NULL);
-    uv_run(srv->loop, UV_RUN_NOWAIT); /* let the close callbacks run before freeing */
-    gf_trace_free(&srv->trace);
-    gf_stats_free(&srv->stats);
+static void parts_close(gf_shard *sh) {
+    gf_completion_close(&sh->done, NULL);
+    gf_alarm_close(&sh->batch_alarm, NULL);
+    gf_defer_close(&sh->defer, NULL);
+    uv_run(sh->loop, UV_RUN_NOWAIT); /* let the close callbacks run before freeing */
+    gf_trace_free(&sh->trace);
+    gf_stats_free(&sh->stats);
 }
 
-int gf_server_open(uv_loop_t *loop, const gf_config *cfg, const gf_shard_ident *id,
-                   gf_server **out) {
-    gf_server *srv = calloc(1, sizeof *srv);
-    if (!srv) {
+int gf_shard_open(uv_loop_t *loop, const gf_config *cfg, const gf_shard_place *place,
+                  gf_shard **out) {
+    gf_shard *sh = calloc(1, sizeof *sh);
+    if (!sh) {
         GF_LOG_ERR("start-up failed: out of memory");
         return -ENOMEM;
     }
-    srv->loop = loop;
-    srv->cfg = cfg;
-    srv->group = id->group;
-    srv->shard = id->index;
-    srv->self = &id->group->shard[id->index];
-    srv->next_conn_id = id->index + 1;
-    gf_list_init(&srv->conns);
-    gf_list_init(&srv->throttled);
-    gf_list_init(&srv->gather_waiters);
-    gf_defer_item_init(&srv->grant, run_grant);
-    gf_defer_item_init(&srv->batches, run_batches);
-    gf_defer_item_init(&srv->drained, run_drained);
-    gf_defer_item_init(&srv->trim, run_trim);
+    sh->loop = loop;
+    sh->cfg = cfg;
+    sh->group = place->group;
+    sh->index = place->index;
+    sh->self = &place->group->shard[place->index];
+    sh->next_conn_id = place->index + 1;
+    gf_list_init(&sh->conns);
+    gf_list_init(&sh->throttled);
+    gf_list_init(&sh->gather_waiters);
+    gf_defer_item_init(&sh->grant, run_grant);
+    gf_defer_item_init(&sh->batches, run_batches);
+    gf_defer_item_init(&sh->drained, run_drained);
+    gf_defer_item_init(&sh->trim, run_trim);
     /* uv_metrics_idle_time needs this before the loop runs. */
     uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
-    int rc = parts_open(srv);
+    int rc = parts_open(sh);
     if (rc < 0)
         goto fail_free;
-    if ((rc = engine_open(srv, id)) < 0)
+    if ((rc = engine_open(sh, place)) < 0)
         goto fail_parts;
-    timers_start(srv);
-    uv_check_init(loop, &srv->publish);
-    srv->publish.data = srv;
-    uv_check_start(&srv->publish, on_publish);
-    uv_unref((uv_handle_t *)&srv->publish);
-    srv->stats.started_ns = gf_now_ns();
-    gf_stats_sample(&srv->stats, srv->stats.started_ns, uv_metrics_idle_time(loop));
-    log_ready(srv);
-    gf_server_reap_on(loop);
-    *out = srv;
+    timers_start(sh);
+    uv_check_init(loop, &sh->publish);
+    sh->publish.data = sh;
+    uv_check_start(&sh->publish, on_publish);
+    uv_unref((uv_handle_t *)&sh->publish);
+    sh->stats.started_ns = gf_now_ns();
+    gf_stats_sample(&sh->stats, sh->stats.started_ns, uv_metrics_idle_time(loop));
+    log_ready(sh);
+    gf_shard_reap_on(loop);
+    *out = sh;
     return 0;
 
 fail_parts:
-    parts_close(srv);
+    parts_close(sh);
 fail_free:
-    free(srv);
+    free(sh);
     return rc;
 }
 
-void gf_server_accept(gf_server *srv, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
-    if (srv->draining) {
+void gf_shard_accept(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
+    if (sh->draining) {
         /* Handed over as the drain began: told so, like every frame now. */
         gf_refuse_fd(fd, NULL, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new connections");
-        srv->stats.rejected[GF_ERR_SHUTTING_DOWN]++;
-        srv->stats.connections_refused++;
-        atomic_fetch_sub_explicit(&srv->self->connections, 1, memory_order_relaxed);
+        sh->stats.rejected[GF_ERR_SHUTTING_DOWN]++;
+        sh->stats.connections_refused++;
+        atomic_fetch_sub_explicit(&sh->self->connections, 1, memory_order_relaxed);
         return;
     }
-    gf_conn_io_accept(srv, fd, uid, gid, pid);
+    gf_conn_io_accept(sh, fd, uid, gid, pid);
 }
 
 /* ---- what the control loop asks ------------------------------------------------ */
 
-int gf_server_failed(const gf_server *srv) {
-    return srv->failed;
+int gf_shard_failed(const gf_shard *sh) {
+    return sh->failed;
 }
 
-int gf_server_close(gf_server *srv) {
-    int failed = srv->failed;
-    gf_prof_print(srv->stats.frames_answered, uv_metrics_idle_time(srv->loop));
+int gf_shard_close(gf_shard *sh) {
+    int failed = sh->failed;
+    gf_prof_print(sh->stats.frames_answered, uv_metrics_idle_time(sh->loop));
     /* The loop has stopped: from here a stage is destroyed where released. */
-    gf_server_reap_on(NULL);
+    gf_shard_reap_on(NULL);
     /* After a fatal failure the device may never finish: the process exits
      * without waiting for it, and the OS takes the memory back. */
     if (!failed) {
-        gf_sched_free(&srv->sched);
-        gf_engine_close(srv->engine);
+        gf_sched_free(&sh->sched);
+        gf_engine_close(sh->engine);
     }
-    gf_trace_free(&srv->trace);
-    gf_stats_free(&srv->stats);
-    free(srv);
+    gf_trace_free(&sh->trace);
+    gf_stats_free(&sh->stats);
+    free(sh);
     return failed ? 1 : 0;
 }
