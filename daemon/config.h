@@ -219,6 +219,12 @@ void gf_config_describe_changes(const gf_config *from, const gf_config *to, char
 int gf_config_keep_restart_keys(const gf_config *running, gf_config *next, char *note,
                                 size_t note_len);
 
+/* For a reload whose own pipelines cannot run (reload_check.h dropped
+ * them): gives `next` a copy of `running`'s pipelines, each plugin stage
+ * gaining a reference (atomic: frames on the shards hold them too).
+ * Returns 0, or -ENOMEM with `next` unchanged. */
+int gf_config_keep_pipelines(const gf_config *running, gf_config *next);
+
 /* Appends one item to a reload's note in note[len], which holds a string:
  * "needs a restart: " before the first, ", " before the others; "..." ends
  * a note that is full. */

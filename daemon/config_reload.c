@@ -2,8 +2,8 @@
 /*
  * Configuration: the differences between two configurations, for SIGHUP
  * (config.h: gf_config_describe_changes, gf_config_keep_restart_keys,
- * gf_config_note_restart).  It walks the key table of config.c and owns the
- * texts a reload logs: "<key> <old> -> <new>" and "needs a restart: ...".
+ * gf_config_note_restart, gf_config_keep_pipelines).  It walks the key table of config.c and owns
+ * the texts a reload logs: "<key> <old> -> <new>" and "needs a restart: ...".
  */
 #include "config_internal.h"
 
@@ -200,5 +200,18 @@ int gf_config_keep_restart_keys(const gf_config *running, gf_config *next, char 
     }
     /* The pipelines are the shards' to judge: whether the slots' buffers
      * hold what they need (gf_shard_reload). */
+    return 0;
+}
+
+int gf_config_keep_pipelines(const gf_config *running, gf_config *next) {
+    gf_pipeline *kept = malloc(running->pipeline_count * sizeof *kept);
+    if (kept == NULL)
+        return -ENOMEM;
+    memcpy(kept, running->pipelines, running->pipeline_count * sizeof *kept);
+    for (size_t i = 0; i < running->pipeline_count; i++)
+        gf_pipeline_retain(&kept[i]);
+    gf_pipelines_free(next->pipelines, next->pipeline_count);
+    next->pipelines = kept;
+    next->pipeline_count = running->pipeline_count;
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "heap_trim.h"
 #include "log.h"
 #include "loopprof.h"
 #include "region.h"
@@ -227,7 +228,7 @@ void gf_conn_finish(gf_reply *r, int delivered) {
         gf_conn_defer(c);
     if (sh->draining)
         gf_shard_defer(sh, &sh->drained);
-    if (sh->loose_since_trim_bytes >= GF_TRIM_AFTER_LOOSE_BYTES)
+    if (gf_heap_trim_wanted(sh->loose_since_trim_bytes))
         gf_shard_defer(sh, &sh->trim);
     conn_maybe_free(c);
     gf_prof_leave(prof);

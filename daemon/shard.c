@@ -20,7 +20,6 @@
  */
 #include <assert.h>
 #include <errno.h>
-#include <malloc.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -37,7 +36,8 @@
 #include "mailbox.h"
 #include "log.h"
 #include "loopprof.h"
-#include "plugin.h"
+#include "heap_trim.h"
+#include "reaper.h"
 #include "shard.h"
 #include "shard_state.h"
 
@@ -318,115 +318,15 @@ void gf_shard_shutdown(gf_shard *sh) {
 
 /* ---- memory ----------------------------------------------------------------------- */
 
-/*
- * The memory policy.  Results leave from the slots' own buffers, allocated
- * once; the daemon's large heap blocks are what it holds for clients that do
- * not read at once: results moved out of their slots
- * (gf_conn_evict_results) and TRACE documents, up to megabytes each,
- * short-lived and in bursts.  glibc serves the first such block with mmap;
- * once it is freed, glibc raises its mmap threshold to that block's size and
- * its trim threshold to twice it, so the later ones come from the heap.
- * That keeps them fast (their pages stay mapped from one burst to the next:
- * a fixed 128 KiB mmap threshold cut the soak's throughput 3x), but the heap
- * then keeps up to twice the largest block free at its top, and the holes
- * under long-lived blocks, however idle the daemon: the soak's idle RssAnon
- * was 35 or 42 MB depending on the last burst.  So when a finished reply
- * leaves the daemon idle (every slot free, no loose reply queued) after at
- * least GF_TRIM_AFTER_LOOSE_BYTES of loose replies since the last trim,
- * malloc_trim gives the heap's free pages back.  That costs the loop a few
- * milliseconds (1.7-6 ms in the soak on a 2-core VM; bench/README.md,
- * "Memory"), at a moment nothing waits for it; under a steady load the
- * slots are never all free and it does not run.  Deferred work, marked by a
- * finished reply (conn.c).
- */
+/* Deferred work, marked by a finished reply (conn.c): heap_trim.h's policy. */
 static void run_trim(gf_defer_item *it) {
     gf_shard *sh = gf_list_entry(it, gf_shard, trim);
-    if (sh->loose_since_trim_bytes < GF_TRIM_AFTER_LOOSE_BYTES || sh->loose_bytes > 0 ||
-        sh->sched.ring.free_count < sh->sched.ring.count)
-        return;
-#ifdef __GLIBC__
-    uint64_t t0 = gf_now_ns();
-    malloc_trim(0);
-    GF_LOG_DBG("idle: heap trimmed after %llu kB of loose replies in %llu us",
-               (unsigned long long)(sh->loose_since_trim_bytes / 1024),
-               (unsigned long long)((gf_now_ns() - t0) / 1000));
-#endif
-    sh->loose_since_trim_bytes = 0;
+    if (gf_heap_trim_if_idle(sh->loose_since_trim_bytes, sh->loose_bytes,
+                             sh->sched.ring.free_count == sh->sched.ring.count))
+        sh->loose_since_trim_bytes = 0;
 }
 
 /* ---- run-time changes ------------------------------------------------------------- */
-
-/* A reload's engine side on one shard's engine, off the loop: the new
- * pipelines made runnable there, or *keep_running with a note. */
-static void prepare_engine(const gf_shard *sh, gf_config *next, int *keep_running, char *note,
-                           size_t note_len) {
-    char why[512];
-    if (*keep_running)
-        return;
-    if (gf_engine_prepare(sh->engine, next->pipelines, next->pipeline_count, why, sizeof why) < 0) {
-        gf_config_note_restart(note, note_len, "%s: the running pipelines stay", why);
-        *keep_running = 1;
-    }
-}
-
-int gf_shard_reload_prepare(gf_shard *const *all, uint32_t count, const gf_config *cur,
-                            gf_config *next, int *keep_running, char *note, size_t note_len) {
-    const gf_slot *slot0 = &all[0]->sched.ring.slots[0];
-    note[0] = '\0';
-    *keep_running = 0;
-    int rc = gf_config_keep_restart_keys(cur, next, note, note_len);
-    if (rc < 0)
-        return rc;
-    /* What the slots were allocated for bounds what a reload may ask. */
-    if (next->max_frame_bytes > slot0->in_capacity_bytes) {
-        gf_config_note_restart(note, note_len, "max_frame_bytes %llu above the slots' %llu",
-                               (unsigned long long)next->max_frame_bytes,
-                               (unsigned long long)slot0->in_capacity_bytes);
-        next->max_frame_bytes = cur->max_frame_bytes;
-    }
-    if (gf_config_max_output_bytes(next) > slot0->out_capacity_bytes ||
-        gf_config_max_scratch_bytes(next) > slot0->scratch_capacity_bytes) {
-        gf_config_note_restart(note, note_len,
-                               "the new pipelines need larger slot buffers than the daemon "
-                               "started with: the running pipelines stay");
-        *keep_running = 1;
-    }
-    /* A pipeline limited to devices that no shard runs on cannot run. */
-    for (size_t i = 0; i < next->pipeline_count && !*keep_running; i++)
-        if (!gf_group_runs(all[0]->group, next->pipelines[i].devices)) {
-            char want[64];
-            gf_devices_format(next->pipelines[i].devices, want, sizeof want);
-            gf_config_note_restart(note, note_len,
-                                   "pipeline %s: devices \"%s\": no shard runs on them: the "
-                                   "running pipelines stay",
-                                   next->pipelines[i].name, want);
-            *keep_running = 1;
-        }
-    /* Each device gets the plugins' device side, once: through its first
-     * shard's engine (the others on it share that side). */
-    for (uint32_t k = 0; k < count; k++) {
-        uint32_t first = 0;
-        while (all[first]->self->device != all[k]->self->device)
-            first++;
-        if (first == k)
-            prepare_engine(all[k], next, keep_running, note, note_len);
-    }
-    if (*keep_running) {
-        /* Here, off the loop: closing their device side may wait. */
-        gf_pipelines_free(next->pipelines, next->pipeline_count);
-        next->pipelines = NULL;
-        next->pipeline_count = 0;
-    }
-    /* Kept pipelines' plugins were created for the running frame size:
-     * no frame may outgrow what they were promised. */
-    if (*keep_running && next->max_frame_bytes > cur->max_frame_bytes) {
-        gf_config_note_restart(
-            note, note_len, "max_frame_bytes %llu above the kept pipelines' %llu",
-            (unsigned long long)next->max_frame_bytes, (unsigned long long)cur->max_frame_bytes);
-        next->max_frame_bytes = cur->max_frame_bytes;
-    }
-    return 0;
-}
 
 void gf_shard_reload_apply(gf_shard *sh, const gf_config *next, gf_pipeline_stats *fresh) {
     const gf_config *cur = sh->cfg;
@@ -515,59 +415,6 @@ static void log_ready(const gf_shard *sh) {
                (unsigned long long)sh->engine->pinned_bytes);
 }
 
-/* ---- plugin stages after their last frame ----------------------------------------- */
-
-/* A plugin stage that a reload removed is destroyed when its last frame
- * completes, which is on the loop; its device_close may synchronise the
- * device (cudaFree does), which the loop must never wait for.  So the
- * destruction runs on libuv's thread pool, like a region's unpinning. */
-typedef struct reap_req {
-    uv_work_t work;
-    gf_plugin_stage *stage;
-} reap_req;
-
-/* The loop of the thread this is, a shard's or the control loop's
- * (gf_shard_reap_on); NULL on every other thread (a reload's loading
- * thread, a worker) and once the loop has stopped. */
-static _Thread_local uv_loop_t *reap_loop;
-
-static void reap(gf_plugin_stage *stage);
-
-void gf_shard_reap_on(uv_loop_t *loop) {
-    reap_loop = loop;
-    if (loop)
-        gf_plugin_set_reaper(reap);
-}
-
-static void reap_work(uv_work_t *w) {
-    gf_plugin_stage_destroy(((reap_req *)w)->stage);
-}
-
-static void reap_done(uv_work_t *w, int status) {
-    if (status == UV_ECANCELED) /* never ran */
-        gf_plugin_stage_destroy(((reap_req *)w)->stage);
-    free(w);
-}
-
-/* Off the loop (a reload's loading thread freeing the pipelines it made)
- * the stage is destroyed where it is: that thread may wait. */
-static void reap(gf_plugin_stage *stage) {
-    if (reap_loop == NULL) {
-        gf_plugin_stage_destroy(stage);
-        return;
-    }
-    reap_req *r = malloc(sizeof *r);
-    if (r == NULL) {
-        gf_plugin_stage_destroy(stage);
-        return;
-    }
-    r->stage = stage;
-    if (uv_queue_work(reap_loop, &r->work, reap_work, reap_done) < 0) {
-        free(r);
-        gf_plugin_stage_destroy(stage);
-    }
-}
-
 /* The shard's own parts, before the engine: counters, the trace ring,
  * deferred work, the completion queue.  Returns 0 or a negative errno,
  * logged; on failure nothing is left to close. */
@@ -614,8 +461,8 @@ static void parts_close(gf_shard *sh) {
     gf_stats_free(&sh->stats);
 }
 
-int gf_shard_open(uv_loop_t *loop, const gf_config *cfg, const gf_shard_place *place,
-                  gf_shard **out) {
+int gf_shard_open(uv_loop_t *loop, const gf_config *cfg, gf_group *group,
+                  const gf_shard_place *place, gf_shard **out) {
     gf_shard *sh = calloc(1, sizeof *sh);
     if (!sh) {
         GF_LOG_ERR("start-up failed: out of memory");
@@ -623,9 +470,9 @@ int gf_shard_open(uv_loop_t *loop, const gf_config *cfg, const gf_shard_place *p
     }
     sh->loop = loop;
     sh->cfg = cfg;
-    sh->group = place->group;
+    sh->group = group;
     sh->index = place->index;
-    sh->self = &place->group->shard[place->index];
+    sh->self = &group->shard[place->index];
     sh->next_conn_id = place->index + 1;
     gf_list_init(&sh->conns);
     gf_list_init(&sh->throttled);
@@ -649,7 +496,7 @@ int gf_shard_open(uv_loop_t *loop, const gf_config *cfg, const gf_shard_place *p
     sh->stats.started_ns = gf_now_ns();
     gf_stats_sample(&sh->stats, sh->stats.started_ns, uv_metrics_idle_time(loop));
     log_ready(sh);
-    gf_shard_reap_on(loop);
+    gf_reaper_on(loop);
     *out = sh;
     return 0;
 
@@ -682,7 +529,7 @@ int gf_shard_close(gf_shard *sh) {
     int failed = sh->failed;
     gf_prof_print(sh->stats.frames_answered, uv_metrics_idle_time(sh->loop));
     /* The loop has stopped: from here a stage is destroyed where released. */
-    gf_shard_reap_on(NULL);
+    gf_reaper_on(NULL);
     /* After a fatal failure the device may never finish: the process exits
      * without waiting for it, and the OS takes the memory back. */
     if (!failed) {

@@ -25,35 +25,21 @@
 
 #include "config.h"
 #include "group.h"
+#include "shard_plan.h"
 #include "stats.h"
 
 typedef struct gf_shard gf_shard;
 
-/* Where a shard runs: its index, engine, device and streams (shards.c plans it). */
-typedef struct gf_shard_place {
-    gf_group *group;              /* every shard, filled before any serves  */
-    uint32_t index;               /* this one's, in group->shard            */
-    enum gf_engine_choice engine; /* cuda or cpu: chosen once, for all     */
-    int device;                   /* CUDA ordinal (-1 for cpu)              */
-    uint32_t stream_base;         /* the plugins' first stream index here   */
-    uint32_t device_streams;      /* stream indices of every shard on device */
-} gf_shard_place;
-
 /*
  * Start-up of one shard, on its own thread with its own `loop`: opens its
  * engine (allocating every slot and warming up every pipeline) on its
- * device.  It serves what its mailbox hands it (gf_shard_accept).  `cfg`
- * must stay valid until the next gf_shard_reload_apply or gf_shard_close.
- * Returns 0, or a negative errno / libuv error with its reason logged.
+ * device, as shard `place` of `group` (filled before any serves).  It
+ * serves what its mailbox hands it (gf_shard_accept).  `cfg` must stay
+ * valid until the next gf_shard_reload_apply or gf_shard_close.  Returns 0,
+ * or a negative errno / libuv error with its reason logged.
  */
-int gf_shard_open(uv_loop_t *loop, const gf_config *cfg, const gf_shard_place *id, gf_shard **out);
-
-/* Plugin stages whose last reference the calling thread drops are
- * destroyed on libuv's thread pool of `loop` (their device_close may wait
- * for the device), or where dropped once `loop` is NULL (it has stopped).
- * Each shard's thread sets its own; the control loop, which frees a
- * reload's old configuration, sets its own too. */
-void gf_shard_reap_on(uv_loop_t *loop);
+int gf_shard_open(uv_loop_t *loop, const gf_config *cfg, gf_group *group,
+                  const gf_shard_place *place, gf_shard **out);
 
 /* Serves the accepted socket `fd` of peer uid/gid/pid, which the control
  * loop counted in this shard's connections; refuses it with shutting_down
@@ -71,28 +57,13 @@ void gf_shard_accept(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t 
 void gf_shard_shutdown(gf_shard *sh);
 
 /*
- * A reload, in two steps, so that nothing slow runs on a loop that serves
- * frames (reload.c runs the first on a thread of its own).
- *
- * gf_shard_reload_prepare, on any thread while the loops run, with `cur`
- * the running configuration (unchanged meanwhile) and every shard:
- * what cannot change while running (the keys config.c's table marks as
- * needing a restart, a frame or output size beyond the slots' buffers,
- * pipelines an engine cannot run) keeps its running value in `*next`, and
- * is named in note[note_len] ("needs a restart: slots 2 -> 4"; "" when
- * everything applies); the new pipelines are made runnable on every
- * shard's engine (plugins' device_open, once per device), or *keep_running
- * says the running ones stay.  It touches nothing of the running shards.
- * Returns 0 or -ENOMEM.
- *
- * gf_shard_reload_apply, on the shard's thread: from now on it uses `*next`
- * (log level, pipeline parameters, max_frame_bytes, timeouts, limits), and
- * `fresh` (gf_stats_pipelines_new for next's pipelines) as its per-pipeline
- * totals.  It cannot fail: whatever could was done before (shards.c).
- * Frames already claimed keep the parameters they started with.
+ * A reload's second step (reload_check.h has the first), on the shard's
+ * thread: from now on it uses `*next` (log level, pipeline parameters,
+ * max_frame_bytes, timeouts, limits), and `fresh` (gf_stats_pipelines_new
+ * for next's pipelines) as its per-pipeline totals.  It cannot fail:
+ * whatever could was done before (shards.c).  Frames already claimed keep
+ * the parameters they started with.
  */
-int gf_shard_reload_prepare(gf_shard *const *all, uint32_t count, const gf_config *cur,
-                            gf_config *next, int *keep_running, char *note, size_t note_len);
 void gf_shard_reload_apply(gf_shard *sh, const gf_config *next, gf_pipeline_stats *fresh);
 
 /*

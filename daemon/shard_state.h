@@ -55,10 +55,6 @@ typedef struct gf_shard gf_shard;
 /* Lines per second about connections refused or closed by a deadline or an
  * error they caused: a local client must not be able to flood the journal. */
 #define GF_CLOSE_LOG_PER_S 10
-/* Loose reply bytes after which an idle daemon trims its heap (shard.c,
- * "memory"): glibc's own default trim threshold, before its dynamic mmap
- * threshold raises it. */
-#define GF_TRIM_AFTER_LOOSE_BYTES (128u * 1024)
 /* STATS and TRACE requests of one shard gathering the others' figures at
  * once: each holds a copy of every shard's counters (and trace), which no
  * output limit counts until its reply is made, so a flood of them must wait

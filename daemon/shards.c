@@ -20,11 +20,10 @@
 #include "log.h"
 #include "mailbox.h"
 #include "options.h"
+#include "reaper.h"
+#include "reload_check.h"
 #include "shard.h"
-
-/* Shards per CUDA device when "shards" is 0, at most one per CPU core:
- * config/README.md ("Shards") has the measurements behind it. */
-#define GF_SHARDS_PER_DEVICE_AUTO 8
+#include "shard_plan.h"
 
 /* The control loop's handle on one shard's thread: starting, stopping and
  * joining it.  The shard itself (shard.h) lives on that thread. */
@@ -201,7 +200,8 @@ static void shard_main(void *arg) {
     gf_shards *g = th->owner;
     gf_shard_shared *me = &g->group.shard[th->place.index];
     int rc = uv_loop_init(&th->loop);
-    if (rc == 0 && (rc = gf_shard_open(&th->loop, g->cfg, &th->place, &th->shard)) == 0 &&
+    if (rc == 0 &&
+        (rc = gf_shard_open(&th->loop, g->cfg, &g->group, &th->place, &th->shard)) == 0 &&
         (rc = gf_mailbox_init(&me->mailbox, &th->loop, th->shard)) < 0) {
         gf_shard_shutdown(th->shard);
         uv_run(&th->loop, UV_RUN_DEFAULT);
@@ -239,98 +239,31 @@ static void shard_main(void *arg) {
 
 /* ---- start-up ---------------------------------------------------------------------- */
 
-/* How many shards, on which devices: idents[] filled.  Returns the count,
- * or -1 with the problem logged. */
+/* Runs gf_shard_plan and makes the shards' handles and shared parts.
+ * Returns 0, or -1 with the problem logged. */
 static int plan(gf_shards *g, const gf_config *cfg, enum gf_engine_choice engine, int visible) {
-    char why[512];
-    int list[GF_DEVICES_MAX];
-    int nd = gf_config_devices(cfg, list, why, sizeof why);
-    if (nd < 0) {
-        GF_LOG_ERR("start-up failed: %s", why);
+    gf_shard_place *places;
+    int count = gf_shard_plan(cfg, engine, visible, sysconf(_SC_NPROCESSORS_ONLN), &places);
+    if (count < 0)
         return -1;
-    }
-    if (engine == GF_ENGINE_CPU && nd == 0) {
-        nd = 1;
-        list[0] = -1;
-    } else if (engine == GF_ENGINE_CPU) {
-        /* The cpu engine has no devices: a list numbers its shards as if it
-         * had, so that pipelines limited to devices place as they would on
-         * GPUs (config/README.md, "Shards"). */
-        GF_LOG_INF("devices \"%s\": the cpu engine's shards are numbered as these devices",
-                   cfg->devices);
-    } else if (nd == 0) {
-        nd = visible < GF_DEVICES_MAX ? visible : GF_DEVICES_MAX;
-        for (int i = 0; i < nd; i++)
-            list[i] = i;
-    } else {
-        for (int i = 0; i < nd; i++)
-            if (list[i] >= visible) {
-                GF_LOG_ERR("start-up failed: devices \"%s\": device %d is not visible (%d CUDA "
-                           "device(s) here; CUDA_VISIBLE_DEVICES renumbers them)",
-                           cfg->devices, list[i], visible);
-                return -1;
-            }
-    }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    uint32_t count = cfg->shards;
-    const char *how = "as \"shards\" says";
-    if (count == 0 && engine == GF_ENGINE_CPU) {
-        count = 1;
-        how = "chosen: the cpu engine's worker threads use the cores already";
-    } else if (count == 0) {
-        uint32_t per = cores > nd ? (uint32_t)cores / (uint32_t)nd : 1;
-        if (per > GF_SHARDS_PER_DEVICE_AUTO)
-            per = GF_SHARDS_PER_DEVICE_AUTO;
-        /* Fewer where the slots of that many would pass max_pinned_bytes. */
-        while (per > 1 && gf_config_check_pinned(cfg, per * (uint32_t)nd, why, sizeof why) < 0)
-            per--;
-        count = per * (uint32_t)nd;
-        how = "chosen: one per core, at most 8 per device, within max_pinned_bytes";
-    }
-    if (count < (uint32_t)nd)
-        GF_LOG_INF("shards %u < %d devices: only the first %u device(s) get a shard", count, nd,
-                   count);
-    if (gf_config_check_pinned(cfg, count, why, sizeof why) < 0) {
-        GF_LOG_ERR("start-up failed: %s", why);
-        return -1;
-    }
-    g->shards = calloc(count, sizeof *g->shards);
-    g->group.shard = calloc(count, sizeof *g->group.shard);
+    g->shards = calloc((size_t)count, sizeof *g->shards);
+    g->group.shard = calloc((size_t)count, sizeof *g->group.shard);
     if (!g->shards || !g->group.shard) {
         GF_LOG_ERR("start-up failed: out of memory");
+        free(places);
         return -1;
     }
-    uint32_t used = count < (uint32_t)nd ? count : (uint32_t)nd;
-    for (uint32_t k = 0; k < count; k++) {
+    for (int k = 0; k < count; k++) {
         shard_thread *th = &g->shards[k];
         th->owner = g;
-        th->place = (gf_shard_place){.group = &g->group,
-                                     .index = k,
-                                     .engine = engine,
-                                     .device = list[k % used],
-                                     .stream_base = (k / used) * cfg->slot_count,
-                                     /* every shard on its device: k mod used alike */
-                                     .device_streams =
-                                         ((count - 1 - k % used) / used + 1) * cfg->slot_count};
+        th->place = places[k];
         th->drain.run = on_drain_mail;
         th->finished.run = on_finished;
-        g->group.shard[k].device = th->place.device;
+        g->group.shard[k].device = places[k].device;
     }
-    g->group.count = count;
-    for (size_t i = 0; i < cfg->pipeline_count; i++)
-        if (!gf_group_runs(&g->group, cfg->pipelines[i].devices)) {
-            char want[64];
-            gf_devices_format(cfg->pipelines[i].devices, want, sizeof want);
-            GF_LOG_ERR("start-up failed: pipeline %s: devices \"%s\": no shard runs on %s "
-                       "(devices \"%s\", %u shard(s))",
-                       cfg->pipelines[i].name, want, strchr(want, ',') ? "them" : "it",
-                       cfg->devices, count);
-            return -1;
-        }
-    GF_LOG_INF("%u shard(s) (%s), %u slots each, on %s%s", count, how, cfg->slot_count,
-               engine == GF_ENGINE_CPU ? "the cpu engine" : "device(s) ",
-               engine == GF_ENGINE_CPU ? "" : cfg->devices);
-    return (int)count;
+    g->group.count = (uint32_t)count;
+    free(places);
+    return 0;
 }
 
 /* Starts the threads and waits until every shard has opened.  Returns 0, or
@@ -444,7 +377,7 @@ int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
     }
     /* A reload's old configuration is freed here: its removed plugin
      * stages go to the thread pool, as on a shard. */
-    gf_shard_reap_on(loop);
+    gf_reaper_on(loop);
     /* Alive while shards serve: the drain ends when every one has mailed. */
     uv_ref((uv_handle_t *)&g->mailbox.async);
     release(g, g->group.count, 1);
@@ -468,7 +401,7 @@ void gf_shards_shutdown(gf_shards *g) {
 }
 
 int gf_shards_close(gf_shards *g) {
-    gf_shard_reap_on(NULL); /* the control loop has stopped */
+    gf_reaper_on(NULL); /* the control loop has stopped */
     for (uint32_t k = 0; k < g->group.count; k++)
         uv_sem_post(&g->shards[k].closing);
     join(g, g->group.count);
@@ -485,25 +418,9 @@ int gf_shards_reload_prepare(gf_shards *g, const gf_config *cur, gf_config *next
         return -ENOMEM;
     for (uint32_t k = 0; k < g->group.count; k++)
         all[k] = g->shards[k].shard;
-    int rc = gf_shard_reload_prepare(all, g->group.count, cur, next, keep_running, note, note_len);
+    int rc = gf_reload_check(all, g->group.count, cur, next, keep_running, note, note_len);
     free(all);
     return rc;
-}
-
-/* Gives `next` a copy of the running pipelines (a reload whose own cannot
- * run; gf_shards_reload_prepare dropped them): each plugin stage gains a
- * reference (atomic: frames on the shards hold them too). */
-static int keep_pipelines(const gf_config *cur, gf_config *next) {
-    gf_pipeline *kept = malloc(cur->pipeline_count * sizeof *kept);
-    if (kept == NULL)
-        return -ENOMEM;
-    memcpy(kept, cur->pipelines, cur->pipeline_count * sizeof *kept);
-    for (size_t i = 0; i < cur->pipeline_count; i++)
-        gf_pipeline_retain(&kept[i]);
-    gf_pipelines_free(next->pipelines, next->pipeline_count);
-    next->pipelines = kept;
-    next->pipeline_count = cur->pipeline_count;
-    return 0;
 }
 
 static void round_free(apply_round *r) {
@@ -557,7 +474,7 @@ int gf_shards_reload_apply(gf_shards *g, gf_config *next, int keep_running,
             rc = -ENOMEM;
     }
     if (rc == 0 && keep_running)
-        rc = keep_pipelines(g->cfg, next);
+        rc = gf_config_keep_pipelines(g->cfg, next);
     if (rc < 0) {
         if (r->mails)
             round_free(r);

@@ -49,8 +49,8 @@ int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
  * the process exit with GF_EXIT_FAILURE at once.  Safe more than once. */
 void gf_shards_shutdown(gf_shards *g);
 
-/* A reload's first step, on the loading thread (shard.h's
- * gf_shard_reload_prepare over every shard). */
+/* A reload's first step, on the loading thread (reload_check.h's
+ * gf_reload_check over every shard). */
 int gf_shards_reload_prepare(gf_shards *g, const gf_config *cur, gf_config *next, int *keep_running,
                              char *note, size_t note_len);
 
