@@ -1368,7 +1368,7 @@ static void attack_noread(hostile_client *hc, int kind) {
 
 /* The attacks and their weights: those that hold a slot for a deadline
  * (a large stalled payload, a frame never read) are rare, so the slots
- * mostly serve the well-behaved clients (README.md, "What a client gets whatever others do": a
+ * mostly serve the well-behaved clients (docs/design.md, "What a client gets whatever others do": a
  * per-connection share is still to come). */
 enum {
     A_DISC_HEADER,
@@ -1676,7 +1676,7 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
     /* Documented: request_timeout cuts a client that stopped in the middle
      * of a request, receive_stall one whose payload into a slot stopped while
      * others waited for one, write_timeout one that stopped reading
-     * (README.md, "What a client gets whatever others do"); each close is
+     * (docs/design.md, "What a client gets whatever others do"); each close is
      * counted once, by one. */
     relate(table, when, "connections.closed_request_timeout + closed_receive_stall",
            jnum(st, "connections.closed_request_timeout") +

@@ -34,7 +34,7 @@
 #define SYNTH_POOL_MAX 4
 
 /* Frames from this size up go through shared memory unless --no-shm, where
- * README.md ("Frames in shared memory") says always to use it: 5.4 times the
+ * docs/design.md ("Frames in shared memory") says always to use it: 5.4 times the
  * socket's bytes/s at 64 KiB on an H200.  Smaller frames gain less, and a
  * run's region costs locked memory and its pinning whatever the size. */
 #define STREAM_SHM_MIN_BYTES (64u * 1024u)

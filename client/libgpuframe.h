@@ -323,7 +323,7 @@ GF_API int gf_client_send_frame_shm(gf_client *c, uint32_t pipeline_id, uint64_t
 
 /*
  * Frame buffers in shared memory: the fast path for frames from 64 KiB up
- * (README.md, "Frames in shared memory").  A producer writes each frame in
+ * (docs/design.md, "Frames in shared memory").  A producer writes each frame in
  * place into a buffer the library hands out, and only a 40-byte descriptor
  * crosses the socket; the daemon copies the frame to the GPU straight from
  * those pages and writes the result into the set's memory, which the caller

@@ -531,7 +531,7 @@ int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t 
     /* No rates: the STATS document's "rates" and loop.utilisation_* are
      * windows the daemon computed, which a scrape every 15 s would sample
      * arbitrarily; rate() over the counters above gives them for any window
-     * (README.md, "Prometheus"). */
+     * (SERVICE.md, "Prometheus"). */
     prom_gpu(&p, stats);
     prom_single(&p, stats, "loop.idle_ns", "gpuframe_loop_idle_seconds_total", "counter",
                 "Time the event loop spent idle since start: 1 - rate() of it is the loop's "

@@ -206,7 +206,7 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
     if (!c->header_seen_ns)
         c->header_seen_ns = gf_now_ns();
     /* A payload that fits the buffer is taken in whole before a slot is
-     * asked for (README.md, "What a client gets whatever others do"). */
+     * asked for (docs/design.md, "What a client gets whatever others do"). */
     if (h->payload_bytes <= GF_STAGED_PAYLOAD_MAX_BYTES &&
         c->buf_end - c->buf_start < req->bytes + h->payload_bytes)
         return 0;

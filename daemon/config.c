@@ -33,7 +33,7 @@
 /* A client has this long to send a request it has begun, and a reply this
  * long to make progress, before the daemon gives up on the connection:
  * long enough for any client on the same host, short enough that a stalled
- * one cannot hold a slot for long (README.md, "What a client gets whatever others do"). */
+ * one cannot hold a slot for long (docs/design.md, "What a client gets whatever others do"). */
 #define GF_REQUEST_TIMEOUT_MS_DEFAULT 10000u
 #define GF_WRITE_TIMEOUT_MS_DEFAULT   10000u
 /* A payload that pauses this long while others wait for a slot to receive
@@ -52,7 +52,7 @@
 #define GF_TIMING_SAMPLE_EVERY_MAX     (1u << 20)
 /* Batches whose kernels read and write pinned host memory across the bus
  * rather than copy it to the device and back: up to 64 KiB that saves two
- * copies' fixed costs, beyond it the copy engines are faster (README.md,
+ * copies' fixed costs, beyond it the copy engines are faster (docs/design.md,
  * "Small frames").  The limit only keeps the number sane. */
 #define GF_ZERO_COPY_MAX_BYTES_DEFAULT (64u << 10)
 #define GF_ZERO_COPY_MAX_BYTES_LIMIT   (1u << 30)

@@ -44,7 +44,7 @@ enum gf_completion_mode {
 /* completion = hybrid: how long the loop polls a submission before it hands
  * it to a host function and may sleep.  A batch of small frames takes 10-25
  * µs on an H200, so this window catches it, and bounds what a long frame
- * costs in spinning (README.md, "Small frames"). */
+ * costs in spinning (docs/design.md, "Small frames"). */
 #define GF_COMPLETION_SPIN_NS 50000ull
 
 /* Ids that "allow" lets connect, resolved from names at load; a connection

@@ -266,7 +266,7 @@ static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
  * the slot's pinned input buffer across the bus and its last stage writes
  * the results into the pinned output buffer, with no copy before or after.
  * A small batch saves the two copies' fixed costs, a few µs of the GPU's
- * and of the loop's time each (README.md, "Small frames").  Only stages that
+ * and of the loop's time each (docs/design.md, "Small frames").  Only stages that
  * read each byte once (`elementwise`, which only built-in kinds are: a
  * plugin's kernel may read its input many times, each time across the bus)
  * on the slot's own buffers (shm frames lie in their regions, not end to

@@ -4,7 +4,7 @@
  * for the engine, so that frames by reference (GF_FLAG_SHM) are copied to and
  * from the GPU straight out of the client's pages.  The socket then carries
  * only descriptors.  protocol/PROTOCOL.md, "Shared-memory frames", is the
- * contract; README.md says when to use it.
+ * contract; docs/design.md, "Frames in shared memory", says when to use it.
  *
  * A region belongs to one connection, which alone can name it (ids are per
  * connection).  It is reference-counted: the connection's table holds one

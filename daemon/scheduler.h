@@ -20,7 +20,7 @@
  * since either of this one's last two claims, or waits for one), a receiver holds at most
  * all slots but one, counting those whose results it has not yet read, so
  * that another's frame never waits for a bulk transfer through the socket
- * (README.md, "What a client gets whatever others do").  Alone, it may use
+ * (docs/design.md, "What a client gets whatever others do").  Alone, it may use
  * them all.  When a slot frees, waiters are
  * granted slots in arrival order across both queues, a receiver only under
  * that cap and only if its bytes are there (the `receive_ready` hook): a

@@ -1144,7 +1144,7 @@ static const struct truncation {
     {"half of a 1 MiB payload", P_ECHO, MIB, GF_HEADER_BYTES + MIB / 2, 1, 1},
     /* A payload that fits the read buffer is taken in whole before its frame
      * claims a slot and counts as received: leaving before that leaves no
-     * frame behind (README.md, "What a client gets whatever others do"). */
+     * frame behind (docs/design.md, "What a client gets whatever others do"). */
     {"part of a staged payload", P_ECHO, 4096, GF_HEADER_BYTES + 100, 0, 0},
     {"the header only", P_ECHO, 4096, GF_HEADER_BYTES, 0, 0},
     {"half a header", P_ECHO, 4096, GF_HEADER_BYTES / 2, 0, 0},

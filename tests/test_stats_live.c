@@ -36,7 +36,7 @@ static const char config_json[] =
     "                 {\"name\": \"sincos\", \"kind\": \"sincos\", \"params\": {\"iters\": 8}}]}";
 
 /* The same with three slots, for the overlap of copies across slots: with
- * two, one slot at a time is received into (README.md, "What a client gets
+ * two, one slot at a time is received into (docs/design.md, "What a client gets
  * whatever others do"), and an echo frame's GPU work, far shorter than its
  * receipt through the socket, is over before the next frame is in. */
 static const char overlap_json[] =

@@ -12,7 +12,7 @@ client never sees, queued behind 64 unwritten replies), connections.rejected
 and closed_request_timeout +1; then write_timeout_ms closed it and
 closed_write_timeout +1 as well.  Today conn_track_request (conn_io.c) runs
 no request clock for a connection with no room for replies.  Documented
-(README.md, "What a client gets whatever others do"): a client that stops reading is closed by
+(docs/design.md, "What a client gets whatever others do"): a client that stops reading is closed by
 write_timeout_ms, each close counted once, whatever the number of requests.
     bench/repro/flood_request_timeout.py BUILD_DIR
 """
