@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpuframe list: the daemon's pipelines as a table of id, name, kind and
- * parameters, or its LIST document as it is (--json).
+ * gpuframe list: the daemon's pipelines as a table of id, name, kind, frames
+ * (input and output tensors) and parameters, or its LIST document as it is
+ * (--json).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,7 +20,9 @@
 static const char list_help[] =
     "Usage: gpuframe list [OPTIONS]\n"
     "\n"
-    "Prints the daemon's pipelines: id, name, kind and parameters.\n"
+    "Prints the daemon's pipelines: id, name, kind, frames and parameters.  FRAMES\n"
+    "is a frame's input and output as tensors, dtype[shape], \"n\" for the\n"
+    "dimension the frame's length decides (-1 in the LIST document).\n"
     "\n"
     "      --json              print the daemon's LIST document as it is\n" COMMON_HELP;
 
@@ -74,19 +77,34 @@ static void format_stage_params(const gf_stage *st, int name_it, char *buf, size
     cJSON_Delete(obj);
 }
 
-/* Prints the table: ID, NAME, KIND and PARAMS, columns as wide as their
- * widest entry. */
+/* Writes p's frames, "uint8[224,224,3]->float32[3,224,224]" (no space: one
+ * column for awk), into buf[len]. */
+static const char *frames_text(const gf_pipeline *p, char *buf, size_t len) {
+    char in_text[GF_FRAME_DESC_TEXT_BYTES], out_text[GF_FRAME_DESC_TEXT_BYTES];
+    gf_frame_desc in, out;
+    gf_pipeline_describe(p, &in, &out);
+    snprintf(buf, len, "%s->%s", gf_frame_desc_text(&in, in_text, sizeof in_text),
+             gf_frame_desc_text(&out, out_text, sizeof out_text));
+    return buf;
+}
+
+/* Prints the table: ID, NAME, KIND, FRAMES and PARAMS, columns as wide as
+ * their widest entry. */
 static void print_pipelines(const gf_pipeline *pipelines, size_t count) {
-    char kinds[GF_STAGES_MAX * GF_PIPELINE_NAME_MAX];
-    int name_w = (int)strlen("NAME"), kind_w = (int)strlen("KIND");
+    char kinds[GF_STAGES_MAX * GF_PIPELINE_NAME_MAX], frames[2 * GF_FRAME_DESC_TEXT_BYTES + 8];
+    int name_w = (int)strlen("NAME"), kind_w = (int)strlen("KIND"),
+        frames_w = (int)strlen("FRAMES");
 
     for (size_t i = 0; i < count; i++) {
         int nw = (int)strlen(pipelines[i].name);
         int kw = (int)strlen(gf_pipeline_kinds_text(&pipelines[i], kinds, sizeof kinds));
+        int fw = (int)strlen(frames_text(&pipelines[i], frames, sizeof frames));
         name_w = nw > name_w ? nw : name_w;
         kind_w = kw > kind_w ? kw : kind_w;
+        frames_w = fw > frames_w ? fw : frames_w;
     }
-    printf("%-4s  %-*s  %-*s  %s\n", "ID", name_w, "NAME", kind_w, "KIND", "PARAMS");
+    printf("%-4s  %-*s  %-*s  %-*s  %s\n", "ID", name_w, "NAME", kind_w, "KIND", frames_w, "FRAMES",
+           "PARAMS");
     for (size_t i = 0; i < count; i++) {
         const gf_pipeline *p = &pipelines[i];
         char params[1024] = "";
@@ -95,11 +113,13 @@ static void print_pipelines(const gf_pipeline *pipelines, size_t count) {
         for (uint32_t k = 0; k < p->stage_count; k++)
             format_stage_params(&p->stages[k], p->stage_count > 1, params, sizeof params, &pos);
         gf_pipeline_kinds_text(p, kinds, sizeof kinds);
+        frames_text(p, frames, sizeof frames);
         if (params[0] == '\0')
-            printf("%-4" PRIu32 "  %-*s  %s\n", p->id, name_w, p->name, kinds);
-        else
             printf("%-4" PRIu32 "  %-*s  %-*s  %s\n", p->id, name_w, p->name, kind_w, kinds,
-                   params);
+                   frames);
+        else
+            printf("%-4" PRIu32 "  %-*s  %-*s  %-*s  %s\n", p->id, name_w, p->name, kind_w, kinds,
+                   frames_w, frames, params);
     }
 }
 

@@ -49,8 +49,10 @@ static const char stream_help[] =
     "what was answered.\n"
     "\n"
     "  -p, --pipeline NAME|ID  the pipeline, by name or numeric id (see 'gpuframe list')\n"
-    "      --size BYTES        frame size, suffixes K, M, G (binary); default: width*height*3\n"
-    "                          for normalize_u8, else 1M\n"
+    "      --size BYTES        frame size, suffixes K, M, G (binary); default: the one\n"
+    "                          length the pipeline takes where it takes one (its\n"
+    "                          FRAMES in 'gpuframe list': an image for normalize_u8),\n"
+    "                          else 1M\n"
     "  -n, --count N           frames to send (default 1000; with --input: the whole file)\n"
     "  -w, --window W          frames in flight (default 8, at most 65536)\n"
     "      --verify            check every result against the pipeline's C reference\n"
@@ -168,12 +170,14 @@ static void parse_stream_opts(int argc, char *argv[], gf_stream_opts *o) {
                                "file's, so drop one of them");
 }
 
-/* The default --size: one image for normalize_u8, else STREAM_SIZE_DEFAULT. */
+/* The default --size: the one input length the pipeline takes where it
+ * takes one (its LIST description's: an image for normalize_u8, a model's
+ * frame), else STREAM_SIZE_DEFAULT. */
 static uint64_t default_size(const gf_pipeline *p) {
-    const gf_stage *first = &p->stages[0];
-    if (strcmp(first->kind->name, "normalize_u8") == 0)
-        return (uint64_t)first->params.width * first->params.height * 3u;
-    return STREAM_SIZE_DEFAULT;
+    gf_frame_desc in, out;
+    gf_pipeline_describe(p, &in, &out);
+    uint64_t n = gf_frame_desc_bytes(&in);
+    return n ? n : STREAM_SIZE_DEFAULT;
 }
 
 /* Frees and closes everything a run holds; safe on a partly set-up run. */

@@ -337,14 +337,18 @@ static cudaError_t enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
 /* Whether batch `s` runs from a graph: cuda_graphs on (the slot has
  * graphs), untimed (a timed batch records its events between the stages),
  * every frame in the slot's own buffers (a shm frame's copies are its
- * region's), and of a pipeline whose launches cost more than one kernel's:
+ * region's), of a pipeline whose launches cost more than one kernel's:
  * a plugin's, or several stages (an elementwise stage alone is one kernel,
- * or zero-copy). */
+ * or zero-copy), and with no plugin that says GF_PLUGIN_NO_GRAPHS. */
 static int runs_from_graph(const cuda_slot *cs, const gf_slot *s) {
     const gf_pipeline *p = &s->frames[0].pipeline;
     if (!cs->graphs || s->time_stages ||
         (p->stage_count == 1 && !gf_kind_is_plugin(p->stages[0].kind)))
         return 0;
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        if (gf_kind_is_plugin(p->stages[k].kind) &&
+            !gf_plugin_graphs_ok(gf_plugin_stage_api(p->stages[k].params.plugin)))
+            return 0;
     for (uint32_t i = 0; i < s->frame_count; i++)
         if (s->frames[i].region != NULL)
             return 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpuframed's pipeline plugin ABI, version 2: what a shared object implements
+ * gpuframed's pipeline plugin ABI, version 3: what a shared object implements
  * so that gpuframed runs it as a pipeline kind, or as one stage of a
  * multi-stage pipeline.  Installed as <gpuframe/plugin.h>; plain C, needs
  * neither the CUDA headers nor cJSON.
@@ -15,7 +15,10 @@
  * any other, reading nothing else of it.  Versions are told apart by that
  * first member alone: version 2 added launch_batch and max_batch_frames at
  * the end of gf_plugin, and gpuframed reads no member past `launch` of a
- * version-1 plugin, which runs frame by frame as it always did.
+ * version-1 plugin, which runs frame by frame as it always did; version 3
+ * added describe and flags after them, which gpuframed reads of version-3
+ * plugins only (an older one's frames are described from input_f32 and
+ * exact: see describe).
  *
  * Life of a plugin stage (each configured use of a plugin is one "stage"):
  *
@@ -24,6 +27,9 @@
  *   create(values, env)         host state: parameters validated, files
  *                               read.  No CUDA call.  Its failure is a
  *                               config error and names the stage.
+ *   describe(state, ...)        (version 3, optional) once, right after
+ *                               create(): the frames' tensors, which LIST
+ *                               publishes.
  *   device_open(state, ...)     the CUDA engine only, once per CUDA device
  *                               the daemon runs on (that device current),
  *                               before the stage's first frame there:
@@ -83,11 +89,18 @@ extern "C" {
 /* Raised whenever a member of gf_plugin, gf_plugin_param, gf_plugin_value or
  * gf_plugin_env changes meaning, order or size; additions go at the ends of
  * the structs and raise it too.  A plugin is built for exactly one version. */
-#define GF_PLUGIN_ABI_VERSION 2
+#define GF_PLUGIN_ABI_VERSION 3
 /* The oldest version gpuframed still loads. */
 #define GF_PLUGIN_ABI_VERSION_MIN 1
 /* The most frames one launch_batch call may be given (max_batch_frames). */
 #define GF_PLUGIN_BATCH_FRAMES_MAX 4096
+
+/* gf_plugin.flags (version 3). */
+/* gpuframed never captures this plugin's launches into its own CUDA graphs
+ * (the cuda_graphs key): for launches that allocate memory a graph cannot
+ * own (PyTorch's caching allocator), query or wait on events, or capture
+ * graphs of their own. */
+#define GF_PLUGIN_NO_GRAPHS (1u << 0)
 
 /* The name of the one symbol gpuframed looks up. */
 #define GF_PLUGIN_ENTRY_SYMBOL "gf_plugin_entry"
@@ -127,6 +140,44 @@ typedef struct gf_plugin_env {
      * current directory, which is / under systemd). */
     const char *config_dir;
 } gf_plugin_env;
+
+/*
+ * What a frame holds, as LIST publishes it for every pipeline (PROTOCOL.md,
+ * "LIST"): one or more tensors laid end to end in the frame's bytes, in
+ * order, with no padding, each row-major (C order, the last dimension
+ * varying fastest) and little-endian.  A built-in kind is described by the
+ * same types (kernels/pipeline.h).
+ */
+enum gf_dtype {
+    GF_DTYPE_UINT8 = 1,    /* "uint8"; also what "bytes" are                 */
+    GF_DTYPE_INT32 = 2,    /* "int32"                                        */
+    GF_DTYPE_INT64 = 3,    /* "int64"                                        */
+    GF_DTYPE_FLOAT16 = 4,  /* "float16": IEEE 754 binary16                   */
+    GF_DTYPE_BFLOAT16 = 5, /* "bfloat16": a float32's upper 16 bits          */
+    GF_DTYPE_FLOAT32 = 6,  /* "float32": IEEE 754 binary32                   */
+};
+/* Most dimensions of one tensor (0 dimensions: a scalar, one element). */
+#define GF_TENSOR_RANK_MAX 8
+/* Most tensors in one frame's input, or in its output. */
+#define GF_FRAME_TENSORS_MAX 8
+/* A dimension whose size the frame's length decides ("-1" in LIST, as
+ * NumPy's reshape writes it): at most one per tensor, and only in a frame
+ * of one tensor, so that a length gives it one value. */
+#define GF_DIM_VARIABLE (-1)
+
+/* One tensor: its element type and shape, per frame. */
+typedef struct gf_tensor_desc {
+    uint32_t dtype;                   /* enum gf_dtype                        */
+    uint32_t rank;                    /* 0..GF_TENSOR_RANK_MAX                */
+    int64_t dims[GF_TENSOR_RANK_MAX]; /* outermost first; >= 1, or
+                                         GF_DIM_VARIABLE; unused past rank    */
+} gf_tensor_desc;
+
+/* A frame's input, or its output: 1..GF_FRAME_TENSORS_MAX tensors. */
+typedef struct gf_frame_desc {
+    uint32_t count;
+    gf_tensor_desc tensors[GF_FRAME_TENSORS_MAX];
+} gf_frame_desc;
 
 /* One frame of a launch_batch call: what launch() would be given for it. */
 typedef struct gf_plugin_frame {
@@ -201,6 +252,23 @@ typedef struct gf_plugin {
      * GF_PLUGIN_BATCH_FRAMES_MAX (a plugin declaring another is refused at
      * load). */
     uint32_t max_batch_frames;
+
+    /* ---- version 3 --------------------------------------------------------- */
+
+    /* Optional.  Describes the frames of the stage create() made `state`
+     * for: its input's tensors into *in and its output's into *out (both
+     * zeroed by the caller), from the stage's parameters.  Returns 0, or -1
+     * with one line in why[why_len]; either fails the stage's load, as does
+     * a description gpuframed refuses (an unknown dtype, a rank or count
+     * out of range, a variable dimension where none may be) or one whose
+     * fixed lengths output_bytes() contradicts.  Called once, right after
+     * create(), on the same thread.  NULL (and every plugin of version 1
+     * or 2): the input is float32 [-1] when input_f32, else uint8 [-1]; the
+     * output float32 [-1] when input_f32 or not exact, else uint8 [-1]. */
+    int (*describe)(const void *state, gf_frame_desc *in, gf_frame_desc *out, char *why,
+                    size_t why_len);
+    /* GF_PLUGIN_NO_GRAPHS, or 0; other bits are refused at load. */
+    uint32_t flags;
 } gf_plugin;
 
 /* What a plugin defines; GF_PLUGIN_EXPORT makes it visible in a library

@@ -24,6 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* gf_tensor_desc, gf_frame_desc and enum gf_dtype: how a frame's bytes are
+ * tensors, one description for built-in kinds and plugins alike. */
+#include "gpuframe_plugin.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -119,6 +123,13 @@ typedef struct gf_pipeline_kind {
     /* The reference: computes `out` from `in`.  `in_bytes` has passed
      * output_bytes(); `out` holds at least that many bytes.  Thread-safe. */
     void (*reference)(const gf_params *p, const void *in, size_t in_bytes, void *out);
+
+    /* Describes a frame's input and output under `p` as tensors (LIST's
+     * "inputs" and "outputs"; gpuframe_plugin.h, gf_frame_desc): fills
+     * both, each valid for gf_frame_desc_check.  A dimension the frame's
+     * length decides is GF_DIM_VARIABLE (echo: uint8 [-1]; normalize_u8:
+     * uint8 [height, width, 3] to float32 [3, height, width]). */
+    void (*describe)(const gf_params *p, gf_frame_desc *in, gf_frame_desc *out);
 } gf_pipeline_kind;
 
 /* One stage of a pipeline: a kind and its parameters. */
@@ -208,6 +219,46 @@ void gf_pipeline_reference(const gf_pipeline *p, const void *in, uint64_t in_byt
  * both sides the same bytes). */
 int gf_pipeline_compare_result(const gf_pipeline *p, const void *got, const void *ref, size_t bytes,
                                char *why, size_t why_len);
+
+/* ---- frames as tensors (kernels/frame_desc.c) ------------------------------------ */
+
+/* A dtype's LIST name ("float32"), or NULL for a value enum gf_dtype lacks. */
+const char *gf_dtype_name(uint32_t dtype);
+/* The dtype called `name`, or 0 when there is none. */
+uint32_t gf_dtype_from_name(const char *name);
+/* Bytes of one element of `dtype`; 0 for an unknown one. */
+uint32_t gf_dtype_bytes(uint32_t dtype);
+
+/* Checks what a description may hold (gpuframe_plugin.h): 1..8 tensors of
+ * known dtypes, ranks 0..8, dimensions >= 1 or GF_DIM_VARIABLE, at most one
+ * variable dimension and only in a frame of one tensor, and a fixed length
+ * below 2^63.  Returns 0, or -1 with the first problem in why[why_len]
+ * ("tensor 1: dimension 0 is 0"). */
+int gf_frame_desc_check(const gf_frame_desc *d, char *why, size_t why_len);
+
+/* The bytes of a frame `d` describes, or 0 when a dimension is variable. */
+uint64_t gf_frame_desc_bytes(const gf_frame_desc *d);
+
+/* Gives d's variable dimension (if any) the value that makes the frame
+ * `bytes` long.  Returns 0, or -1 (d unchanged) when no value does. */
+int gf_frame_desc_resolve(gf_frame_desc *d, uint64_t bytes);
+
+/* "uint8[224,224,3]", tensors joined by ";", a variable dimension as "n";
+ * written into buf[len], of which GF_FRAME_DESC_TEXT_BYTES hold any. */
+#define GF_FRAME_DESC_TEXT_BYTES 1536
+const char *gf_frame_desc_text(const gf_frame_desc *d, char *buf, size_t len);
+
+/* Nonzero when a and b describe the same tensors. */
+int gf_frame_desc_equal(const gf_frame_desc *a, const gf_frame_desc *b);
+
+/* Stage k's input and output as its kind describes them, the variable
+ * dimensions resolved where the pipeline's input has a fixed length (then
+ * every stage's lengths are fixed: gf_pipeline_stage_lengths). */
+void gf_stage_describe(const gf_pipeline *p, uint32_t k, gf_frame_desc *in, gf_frame_desc *out);
+
+/* The pipeline's input (stage 0's) and output (the last stage's), resolved
+ * as gf_stage_describe resolves them: what LIST publishes. */
+void gf_pipeline_describe(const gf_pipeline *p, gf_frame_desc *in, gf_frame_desc *out);
 
 /* "echo", or "normalize_u8+mlp" for a chain: written into buf[len]. */
 const char *gf_pipeline_kinds_text(const gf_pipeline *p, char *buf, size_t len);

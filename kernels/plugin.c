@@ -37,6 +37,10 @@ struct gf_plugin_stage {
                                             set under dev_lock, before any
                                             launch on that device            */
     gf_pipeline_kind kind;               /* the adapter; kind.params unused   */
+    /* Its frames as tensors: describe()'s (or the fallback for a plugin
+     * without it) once created, a LIST reply's for an unloaded stage;
+     * count 0 until either. */
+    gf_frame_desc in_desc, out_desc;
 };
 
 /* The stage of an adapter kind's parameters. */
@@ -82,6 +86,24 @@ static void adapter_reference(const gf_params *p, const void *in, size_t in_byte
     st->api->reference(st->state, in, in_bytes, out);
 }
 
+/* A frame of one tensor of `dtype`, any length: `dtype` [-1]. */
+static gf_frame_desc any_length(uint32_t dtype) {
+    return (gf_frame_desc){.count = 1,
+                           .tensors = {{.dtype = dtype, .rank = 1, .dims = {GF_DIM_VARIABLE}}}};
+}
+
+/* A created stage's, or a listed one's; bytes (uint8 [-1]) both ways for a
+ * stage that is neither: nothing is known of it. */
+static void adapter_describe(const gf_params *p, gf_frame_desc *in, gf_frame_desc *out) {
+    const gf_plugin_stage *st = stage_of(p);
+    if (st == NULL || st->in_desc.count == 0) {
+        *in = *out = any_length(GF_DTYPE_UINT8);
+        return;
+    }
+    *in = st->in_desc;
+    *out = st->out_desc;
+}
+
 static const gf_pipeline_kind unloaded_kind = {
     .name = "plugin",
     .doc = "A pipeline kind from a shared object (not loaded here).",
@@ -90,6 +112,7 @@ static const gf_pipeline_kind unloaded_kind = {
     .warmup_input_bytes = adapter_warmup_input_bytes,
     .check_params = adapter_check_params,
     .reference = adapter_reference,
+    .describe = adapter_describe,
 };
 
 int gf_kind_is_plugin(const gf_pipeline_kind *kind) {
@@ -142,6 +165,14 @@ int gf_plugin_stage_set_listed_name(gf_plugin_stage *st, const char *name) {
     if (st->api == NULL)
         st->kind.name = copy;
     return 0;
+}
+
+void gf_plugin_stage_set_listed_desc(gf_plugin_stage *st, const gf_frame_desc *in,
+                                     const gf_frame_desc *out) {
+    if (st->state != NULL)
+        return;
+    st->in_desc = *in;
+    st->out_desc = *out;
 }
 
 const char *gf_plugin_stage_path(const gf_plugin_stage *st) {
@@ -209,6 +240,11 @@ static int check_api(const gf_plugin *api, char *why, size_t why_len) {
                   "%s; it takes 1 to %d, with launch",
                   api->name, api->max_batch_frames, api->launch ? "" : " and no launch",
                   GF_PLUGIN_BATCH_FRAMES_MAX);
+        return -1;
+    }
+    if (api->abi_version >= 3 && (api->flags & ~(uint32_t)GF_PLUGIN_NO_GRAPHS) != 0) {
+        gf_errorf(why, why_len, "plugin %s sets flags 0x%" PRIx32 " this gpuframed does not know",
+                  api->name, api->flags & ~(uint32_t)GF_PLUGIN_NO_GRAPHS);
         return -1;
     }
     if (api->param_count > GF_PLUGIN_PARAMS_MAX || (api->param_count && !api->params)) {
@@ -287,6 +323,64 @@ const gf_plugin *gf_plugin_stage_dlopen(gf_plugin_stage *st, char *why, size_t w
     return api;
 }
 
+/* Checks that a fixed-length description agrees with the plugin's length
+ * rule: its input's length accepted, giving its output's.  0 or -1 with
+ * why[]. */
+static int desc_agrees(const gf_plugin_stage *st, char *why, size_t why_len) {
+    uint64_t in_bytes = gf_frame_desc_bytes(&st->in_desc);
+    gf_frame_desc out = st->out_desc;
+    char rule[256] = "";
+    if (in_bytes == 0)
+        return 0;
+    int64_t n = st->api->output_bytes(st->state, in_bytes, rule, sizeof rule);
+    if (n < 0) {
+        gf_errorf(why, why_len, "the input it describes (%" PRIu64 " bytes) is one it refuses: %s",
+                  in_bytes, rule);
+        return -1;
+    }
+    if (gf_frame_desc_resolve(&out, (uint64_t)n) < 0) {
+        gf_errorf(why, why_len,
+                  "its output for the input it describes is %" PRId64
+                  " bytes, which the output it describes cannot be",
+                  n);
+        return -1;
+    }
+    return 0;
+}
+
+/* Fills the created stage's descriptions: describe()'s, checked, or the
+ * fallback of a plugin without one.  0 or -1 with why[]. */
+static int describe(gf_plugin_stage *st, char *why, size_t why_len) {
+    const gf_plugin *api = st->api;
+    char inner[256] = "";
+    memset(&st->in_desc, 0, sizeof st->in_desc);
+    memset(&st->out_desc, 0, sizeof st->out_desc);
+    if (api->abi_version < 3 || api->describe == NULL) {
+        st->in_desc = any_length(api->input_f32 ? GF_DTYPE_FLOAT32 : GF_DTYPE_UINT8);
+        st->out_desc =
+            any_length(api->input_f32 || !api->exact ? GF_DTYPE_FLOAT32 : GF_DTYPE_UINT8);
+        return 0;
+    }
+    if (api->describe(st->state, &st->in_desc, &st->out_desc, inner, sizeof inner) != 0) {
+        gf_errorf(why, why_len, "%s", inner[0] ? inner : "failed");
+        goto fail;
+    }
+    if (gf_frame_desc_check(&st->in_desc, inner, sizeof inner) < 0) {
+        gf_errorf(why, why_len, "input: %s", inner);
+        goto fail;
+    }
+    if (gf_frame_desc_check(&st->out_desc, inner, sizeof inner) < 0) {
+        gf_errorf(why, why_len, "output: %s", inner);
+        goto fail;
+    }
+    if (desc_agrees(st, why, why_len) < 0)
+        goto fail;
+    return 0;
+fail:
+    st->in_desc.count = st->out_desc.count = 0;
+    return -1;
+}
+
 int gf_plugin_stage_create(gf_plugin_stage *st, const gf_plugin_value *values,
                            uint64_t max_input_bytes, char *why, size_t why_len) {
     const gf_plugin *api = st->api;
@@ -310,6 +404,10 @@ int gf_plugin_stage_create(gf_plugin_stage *st, const gf_plugin_value *values,
     st->state = api->create(st->values, &env, inner, sizeof inner);
     if (st->state == NULL) {
         gf_errorf(why, why_len, "plugin %s: %s", api->name, inner[0] ? inner : "create failed");
+        return -1;
+    }
+    if (describe(st, inner, sizeof inner) < 0) {
+        gf_errorf(why, why_len, "plugin %s: describe: %s", api->name, inner);
         return -1;
     }
     return 0;

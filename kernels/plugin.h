@@ -8,8 +8,8 @@
  * "params" object as text, and starts unloaded.  gf_plugin_stage_open()
  * (protocol/stages_json.c, which reads the parameters with the plugin's table)
  * loads it: dlopen, the entry point, the ABI version, then create() on the
- * values.  The daemon opens every stage when it loads its configuration; a
- * client opens one only to verify results (gpuframe stream --verify), so
+ * values and describe() (its frames as tensors, checked).  The daemon opens every stage when it
+ * loads its configuration; a client opens one only to verify results (gpuframe stream --verify), so
  * `gpuframe list` never loads a plugin.
  *
  * A stage is shared by every copy of the pipeline that names it (the
@@ -50,6 +50,13 @@ gf_plugin_stage *gf_plugin_stage_new(const char *path, const char *config_dir,
  * Returns 0 or -1 when out of memory. */
 int gf_plugin_stage_set_listed_name(gf_plugin_stage *st, const char *name);
 
+/* Gives an unloaded stage the frames a LIST reply describes ("inputs" and
+ * "outputs", read and checked by protocol/frame_desc_json.c), so that a
+ * client that never loads it still knows them.  A created stage keeps its
+ * own describe()'s. */
+void gf_plugin_stage_set_listed_desc(gf_plugin_stage *st, const gf_frame_desc *in,
+                                     const gf_frame_desc *out);
+
 /* What the stage was made from: the absolute path, the directory, the params
  * text ("" for none). */
 const char *gf_plugin_stage_path(const gf_plugin_stage *st);
@@ -65,7 +72,9 @@ const char *gf_plugin_stage_params_json(const gf_plugin_stage *st);
 const gf_plugin *gf_plugin_stage_dlopen(gf_plugin_stage *st, char *why, size_t why_len);
 
 /* Calls the plugin's create() on `values` (param_count of them, strings
- * copied) for inputs of at most max_input_bytes.  Returns 0, or -1 with the
+ * copied) for inputs of at most max_input_bytes, then its describe() (or the
+ * fallback of gpuframe_plugin.h for one without), checked with
+ * gf_frame_desc_check and against output_bytes().  Returns 0, or -1 with the
  * plugin's reason in why[why_len]. */
 int gf_plugin_stage_create(gf_plugin_stage *st, const gf_plugin_value *values,
                            uint64_t max_input_bytes, char *why, size_t why_len);
@@ -83,6 +92,12 @@ void *gf_plugin_stage_state(const gf_plugin_stage *st);
  * version-1 plugin, or one without it), else its max_batch_frames. */
 static inline uint32_t gf_plugin_batch_frames(const gf_plugin *api) {
     return api->abi_version >= 2 && api->launch_batch ? api->max_batch_frames : 0;
+}
+
+/* Whether gpuframed may capture `api`'s launches into its CUDA graphs
+ * (GF_PLUGIN_NO_GRAPHS unset, or a plugin older than version 3). */
+static inline int gf_plugin_graphs_ok(const gf_plugin *api) {
+    return api->abi_version < 3 || !(api->flags & GF_PLUGIN_NO_GRAPHS);
 }
 
 /* Nonzero when `s` is a plugin's kind or parameter name as the config and

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The pipeline registry: the four kinds' entries (parameter tables, length
- * rules, tolerances and references) and the functions of pipeline.h that look
+ * rules, tolerances, references and their frames as tensors) and the functions of pipeline.h that look
  * them up, fill defaults and compare outputs.  No CUDA: the launchers are
  * found through gf_kernel_launcher() (kernels/launchers.c).
  */
@@ -135,6 +135,14 @@ static int64_t same_length(uint64_t in_bytes, char *why, size_t why_len) {
     return (int64_t)in_bytes;
 }
 
+/* One tensor of `dtype` and the `rank` dims that follow: a frame's whole
+ * input or output. */
+static void one_tensor(gf_frame_desc *d, uint32_t dtype, uint32_t rank, int64_t d0, int64_t d1,
+                       int64_t d2) {
+    d->count = 1;
+    d->tensors[0] = (gf_tensor_desc){.dtype = dtype, .rank = rank, .dims = {d0, d1, d2}};
+}
+
 /* ---- echo -------------------------------------------------------------- */
 
 /* Any length, 0 included, comes back unchanged. */
@@ -165,6 +173,13 @@ static int echo_check_params(const gf_params *p, uint64_t max_frame_bytes, char 
     return 0;
 }
 
+/* Bytes in, the same bytes out: uint8 [-1] both ways. */
+static void echo_describe(const gf_params *p, gf_frame_desc *in, gf_frame_desc *out) {
+    (void)p;
+    one_tensor(in, GF_DTYPE_UINT8, 1, GF_DIM_VARIABLE, 0, 0);
+    *out = *in;
+}
+
 /* ---- affine and sincos: float32 arrays ---------------------------------- */
 
 /* A whole number of float32 elements (0 included) comes back at its size. */
@@ -182,6 +197,13 @@ static int64_t f32_output_bytes(const gf_params *p, uint64_t in_bytes, char *why
 static uint64_t f32_warmup_input_bytes(const gf_params *p) {
     (void)p;
     return F32_BYTES;
+}
+
+/* A float32 array in, one of the same length out: float32 [-1] both ways. */
+static void f32_describe(const gf_params *p, gf_frame_desc *in, gf_frame_desc *out) {
+    (void)p;
+    one_tensor(in, GF_DTYPE_FLOAT32, 1, GF_DIM_VARIABLE, 0, 0);
+    *out = *in;
 }
 
 static const gf_param_desc affine_params[] = {
@@ -283,6 +305,13 @@ static int normalize_u8_check_params(const gf_params *p, uint64_t max_frame_byte
     return 0;
 }
 
+/* An image, rows of interleaved RGB, in: uint8 [height, width, 3]; its
+ * planes out: float32 [3, height, width]. */
+static void normalize_u8_describe(const gf_params *p, gf_frame_desc *in, gf_frame_desc *out) {
+    one_tensor(in, GF_DTYPE_UINT8, 3, p->height, p->width, RGB_CHANNELS);
+    one_tensor(out, GF_DTYPE_FLOAT32, 3, RGB_CHANNELS, p->height, p->width);
+}
+
 /* ---- the registry ----------------------------------------------------------- */
 
 enum { KIND_ECHO, KIND_AFFINE, KIND_SINCOS, KIND_NORMALIZE_U8, KIND_COUNT };
@@ -295,7 +324,8 @@ enum { KIND_ECHO, KIND_AFFINE, KIND_SINCOS, KIND_NORMALIZE_U8, KIND_COUNT };
  * up. */
 #define F32_ARRAY_RULES                                                                            \
     .input_f32 = 1, .elementwise = 1, .output_bytes = f32_output_bytes,                            \
-    .max_output_bytes = same_max_output_bytes, .warmup_input_bytes = f32_warmup_input_bytes
+    .max_output_bytes = same_max_output_bytes, .warmup_input_bytes = f32_warmup_input_bytes,       \
+    .describe = f32_describe
 
 static const gf_pipeline_kind kinds[KIND_COUNT] = {
     [KIND_ECHO] =
@@ -311,6 +341,7 @@ static const gf_pipeline_kind kinds[KIND_COUNT] = {
             .warmup_input_bytes = echo_warmup_input_bytes,
             .check_params = echo_check_params,
             .reference = gf_echo_ref,
+            .describe = echo_describe,
         },
     [KIND_AFFINE] =
         {
@@ -345,6 +376,7 @@ static const gf_pipeline_kind kinds[KIND_COUNT] = {
             .warmup_input_bytes = normalize_u8_warmup_input_bytes,
             .check_params = normalize_u8_check_params,
             .reference = gf_normalize_u8_ref,
+            .describe = normalize_u8_describe,
         },
 };
 

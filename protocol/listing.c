@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "frame_desc_json.h"
 #include "plugin.h"
 
 /* Adds one stage's members to `obj`: "kind" and "params", and for a plugin
@@ -34,15 +35,32 @@ static int add_stage(cJSON *obj, const gf_stage *s) {
     return 0;
 }
 
+/* Adds "inputs" and "outputs" to `obj`.  -1 when out of memory. */
+static int add_desc(cJSON *obj, const gf_frame_desc *in, const gf_frame_desc *out) {
+    cJSON *a = gf_frame_desc_to_json(in), *b = a ? gf_frame_desc_to_json(out) : NULL;
+    if (a == NULL || !cJSON_AddItemToObject(obj, "inputs", a)) {
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+        return -1;
+    }
+    if (b == NULL || !cJSON_AddItemToObject(obj, "outputs", b)) {
+        cJSON_Delete(b);
+        return -1;
+    }
+    return 0;
+}
+
 /* One pipeline's LIST entry; NULL when out of memory. */
 static cJSON *pipeline_to_json(const gf_pipeline *p) {
     cJSON *obj = cJSON_CreateObject(), *arr;
     char doc[GF_KNOWN_LIST_BYTES];
+    gf_frame_desc in, out;
+    gf_pipeline_describe(p, &in, &out);
     if (obj == NULL || !cJSON_AddNumberToObject(obj, "id", (double)p->id) ||
         !cJSON_AddStringToObject(obj, "name", p->name))
         goto fail;
     if (p->stage_count == 1) {
-        if (add_stage(obj, &p->stages[0]) < 0 ||
+        if (add_stage(obj, &p->stages[0]) < 0 || add_desc(obj, &in, &out) < 0 ||
             !cJSON_AddStringToObject(obj, "doc", p->stages[0].kind->doc))
             goto fail;
         return obj;
@@ -55,10 +73,14 @@ static cJSON *pipeline_to_json(const gf_pipeline *p) {
             cJSON_Delete(st);
             goto fail;
         }
-        if (add_stage(st, &p->stages[k]) < 0 ||
+        gf_stage_describe(p, k, &in, &out);
+        if (add_stage(st, &p->stages[k]) < 0 || add_desc(st, &in, &out) < 0 ||
             !cJSON_AddStringToObject(st, "doc", p->stages[k].kind->doc))
             goto fail;
     }
+    gf_pipeline_describe(p, &in, &out);
+    if (add_desc(obj, &in, &out) < 0)
+        goto fail;
     gf_pipeline_kinds_text(p, doc, sizeof doc);
     char text[GF_KNOWN_LIST_BYTES + 64];
     snprintf(text, sizeof text, "Runs %s, each stage's output the next one's input.", doc);
@@ -104,10 +126,12 @@ enum list_key {
     L_CONFIG_DIR,
     L_PLUGIN,
     L_STAGES,
+    L_INPUTS,
+    L_OUTPUTS,
     L_COUNT_
 };
-static const char *const list_keys[L_COUNT_] = {"id",   "name",       "kind",   "params",
-                                                "path", "config_dir", "plugin", "stages"};
+static const char *const list_keys[L_COUNT_] = {
+    "id", "name", "kind", "params", "path", "config_dir", "plugin", "stages", "inputs", "outputs"};
 
 /* Parses one element of a LIST reply's "pipelines" into `p`.  Keys other than
  * list_keys ("doc", or what a newer daemon adds) are ignored.  Plugin stages
@@ -151,6 +175,8 @@ static int parse_listed_pipeline(const cJSON *v, size_t index, const gf_pipeline
                        .config_dir = items[L_CONFIG_DIR],
                        .plugin = items[L_PLUGIN],
                        .stages = items[L_STAGES],
+                       .inputs = items[L_INPUTS],
+                       .outputs = items[L_OUTPUTS],
                        .listed = 1};
     return gf_json_read_stages(&j, NULL, path, p, pr);
 }

@@ -8,6 +8,7 @@
  *   json_read.h    reading JSON with problems named by key path
  *   params_json.h  a stage's parameters as JSON, both ways
  *   stages_json.h  a pipeline's stages from JSON: read, plugins loaded, checked
+ *   frame_desc_json.h  a frame's tensors as JSON ("inputs", "outputs")
  *
  * gflisting links gfprotocol, the pipeline registry and cJSON; no libuv and no
  * daemon code, so the client links it alone.
@@ -19,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "frame_desc_json.h"
 #include "json_read.h"
 #include "params_json.h"
 #include "pipeline.h"
@@ -28,19 +30,21 @@
 
 /*
  * The LIST reply: {"pipelines":[{"id":0,"name":"echo","kind":"echo",
- * "params":{...},"doc":"..."}, ...]}; a plugin stage adds "plugin" (its
- * name), "path" and "config_dir"; a pipeline of several stages has
- * "stages": [{"kind":...,"params":...}, ...] in place of kind and params
- * (protocol/PROTOCOL.md, "LIST").  Returns a new cJSON tree the caller
+ * "params":{...},"inputs":[...],"outputs":[...],"doc":"..."}, ...]}; a
+ * plugin stage adds "plugin" (its name), "path" and "config_dir"; a
+ * pipeline of several stages has "stages": [{"kind":...,"params":...,
+ * "inputs":...,"outputs":...}, ...] in place of kind and params
+ * (protocol/PROTOCOL.md, "LIST").  "inputs" and "outputs" are
+ * gf_pipeline_describe's and gf_stage_describe's.  Returns a new cJSON tree the caller
  * frees with cJSON_Delete, or NULL when out of memory.
  */
 cJSON *gf_pipelines_to_json(const gf_pipeline *pipelines, size_t count);
 
 /*
  * Parses a LIST reply back into a malloc'd array the caller frees with
- * gf_pipelines_free().  Plugin stages are left unloaded: see
- * gf_pipeline_open_plugins.  Returns 0, or -1 with the reason in
- * err[err_len].
+ * gf_pipelines_free().  Plugin stages are left unloaded (see
+ * gf_pipeline_open_plugins), described as the reply lists them.  Returns 0, or -1 with the reason
+ * in err[err_len].
  */
 int gf_pipelines_from_json(const char *json, gf_pipeline **out, size_t *count, char *err,
                            size_t err_len);

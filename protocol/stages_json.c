@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "frame_desc_json.h"
 #include "params_json.h"
 #include "plugin.h"
 #include "util.h"
@@ -22,6 +23,22 @@ static int path_text(const char *p, int absolute) {
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             return 0;
     return 1;
+}
+
+/* Gives the unloaded plugin stage `out` the "inputs" and "outputs" a LIST
+ * reply lists for it.  Returns 0 or -1 with a problem. */
+static int read_listed_desc(const gf_stage_json *j, const char *prefix, gf_stage *out,
+                            gf_problems *pr) {
+    char path[GF_PATH_BYTES];
+    gf_frame_desc in, outs;
+    snprintf(path, sizeof path, "%s.inputs", prefix);
+    if (gf_frame_desc_from_json(j->inputs, path, &in, pr) < 0)
+        return -1;
+    snprintf(path, sizeof path, "%s.outputs", prefix);
+    if (gf_frame_desc_from_json(j->outputs, path, &outs, pr) < 0)
+        return -1;
+    gf_plugin_stage_set_listed_desc(out->params.plugin, &in, &outs);
+    return 0;
 }
 
 /* Reads a plugin stage's "path" (and, in a LIST reply, "config_dir") into a
@@ -73,10 +90,14 @@ static int read_plugin_stage(const gf_stage_json *j, const char *config_dir, con
     if (cJSON_IsString(j->plugin) &&
         gf_plugin_stage_set_listed_name(out->params.plugin, j->plugin->valuestring) < 0) {
         gf_problem(pr, "%s: out of memory", prefix);
-        gf_plugin_stage_release(out->params.plugin);
-        return -1;
+        goto fail;
     }
+    if (j->inputs != NULL && j->outputs != NULL && read_listed_desc(j, prefix, out, pr) < 0)
+        goto fail;
     return 0;
+fail:
+    gf_plugin_stage_release(out->params.plugin);
+    return -1;
 }
 
 /* Reads one stage, built-in or plugin, from its members.  Returns 0 or -1
@@ -108,8 +129,9 @@ static int read_stage(const gf_stage_json *j, const char *config_dir, const char
  * p->stages[k].  Returns 0 or -1 with every problem reported. */
 static int read_stage_object(const gf_stage_json *j, const cJSON *m, const char *config_dir,
                              const char *prefix, gf_pipeline *p, gf_problems *pr) {
-    static const char *const keys[] = {"kind", "params", "path", "config_dir", "plugin", "doc"};
-    const cJSON *items[6] = {0};
+    static const char *const keys[] = {"kind",   "params", "path",   "config_dir",
+                                       "plugin", "doc",    "inputs", "outputs"};
+    const cJSON *items[8] = {0};
     char path[GF_PATH_BYTES], got[GF_VALUE_TEXT_BYTES];
 
     snprintf(path, sizeof path, "%s.stages[%" PRIu32 "]", prefix, p->stage_count);
@@ -121,13 +143,15 @@ static int read_stage_object(const gf_stage_json *j, const cJSON *m, const char 
     }
     /* A configuration's stage takes kind, params and path; a LIST
      * reply's may carry more (and what a newer daemon adds). */
-    if (gf_json_collect_keys(m, path, keys, j->listed ? 6 : 3, j->listed, items, pr) < 0)
+    if (gf_json_collect_keys(m, path, keys, j->listed ? 8 : 3, j->listed, items, pr) < 0)
         return -1;
     gf_stage_json sj = {.kind = items[0],
                         .params = items[1],
                         .path = items[2],
                         .config_dir = items[3],
                         .plugin = items[4],
+                        .inputs = items[6],
+                        .outputs = items[7],
                         .listed = j->listed};
     return read_stage(&sj, config_dir, path, &p->stages[p->stage_count], pr);
 }

@@ -21,6 +21,7 @@
 typedef struct gf_stage_json {
     const cJSON *kind, *params, *path; /* one stage                              */
     const cJSON *config_dir, *plugin;  /* a LIST reply's plugin stage             */
+    const cJSON *inputs, *outputs;     /* a LIST reply's: its frames as tensors   */
     const cJSON *stages;               /* or an array of stage objects            */
     int listed;                        /* from a LIST reply: extra keys allowed   */
 } gf_stage_json;

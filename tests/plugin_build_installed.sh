@@ -98,8 +98,9 @@ listing=$("$gf" list --socket "$sock")
 # -2.0 -0.25 0.25 3.0 as float32, 256 times; clamped to [-0.5, 0.5]: -0.5 -0.25 0.25 0.5.
 for _ in $(seq 256); do printf '\000\000\000\300\000\000\200\276\000\000\200\076\000\000\100\100'; done >"$tmp/in.f32"
 for v in "${variants[@]}"; do
-  awk -v name="clamp_$v" -v so="$tmp/$v/gf_example.so" '$2 == name && $3 == "clamp" && $4 == so &&
-    $5 == "{\"lo\":-0.5,\"hi\":0.5}" { found = 1 } END { exit !found }' <<<"$listing" ||
+  awk -v name="clamp_$v" -v so="$tmp/$v/gf_example.so" '$2 == name && $3 == "clamp" &&
+    $4 == "float32[n]->float32[n]" && $5 == so &&
+    $6 == "{\"lo\":-0.5,\"hi\":0.5}" { found = 1 } END { exit !found }' <<<"$listing" ||
     fail "gpuframe list does not show clamp_$v from $tmp/$v/gf_example.so: $listing"
   out=$("$gf" stream --socket "$sock" --pipeline "clamp_$v" --size 64K --count 200 --window 8 --verify --quiet 2>&1) ||
     fail "$v: gpuframe stream --verify: $out"

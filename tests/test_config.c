@@ -850,6 +850,24 @@ static const struct bad_list bad_lists[] = {
     {"{\"pipelines\": [{\"id\": 0, \"name\": \"a\", \"kind\": \"affine\", \"params\": "
      "{\"a\": null}}]}",
      "pipelines[0] (a).params.a: expected a number in ["},
+    /* A plugin stage's frames as listed: what it says is believed, checked. */
+    {"{\"pipelines\": [{\"id\": 0, \"name\": \"p\", \"kind\": \"plugin\", \"path\": \"/x.so\", "
+     "\"params\": {}, \"inputs\": [{\"dtype\": \"float64\", \"shape\": [2]}], \"outputs\": "
+     "[{\"dtype\": \"uint8\", \"shape\": [-1]}]}]}",
+     "pipelines[0] (p).inputs[0].dtype: expected uint8, int32, int64, float16, bfloat16 or "
+     "float32, got \"float64\""},
+    {"{\"pipelines\": [{\"id\": 0, \"name\": \"p\", \"kind\": \"plugin\", \"path\": \"/x.so\", "
+     "\"params\": {}, \"inputs\": [{\"dtype\": \"uint8\", \"shape\": [-1]}], \"outputs\": "
+     "[{\"dtype\": \"uint8\", \"shape\": [-1, -1]}]}]}",
+     "pipelines[0] (p).outputs: tensor 0: dimension 1 is -1 (at least 1, or -1 once in a "
+     "frame of one tensor)"},
+    {"{\"pipelines\": [{\"id\": 0, \"name\": \"p\", \"kind\": \"plugin\", \"path\": \"/x.so\", "
+     "\"params\": {}, \"inputs\": [], \"outputs\": [{\"dtype\": \"uint8\", \"shape\": [1]}]}]}",
+     "pipelines[0] (p).inputs: expected an array of 1 to 8 tensors, got an array of 0 elements"},
+    {"{\"pipelines\": [{\"id\": 0, \"name\": \"p\", \"kind\": \"plugin\", \"path\": \"/x.so\", "
+     "\"params\": {}, \"inputs\": [{\"dtype\": \"uint8\", \"shape\": [1.5]}], \"outputs\": "
+     "[{\"dtype\": \"uint8\", \"shape\": [1]}]}]}",
+     "pipelines[0] (p).inputs[0].shape[0]: expected an integer in [-1, "},
 };
 
 START_TEST(bad_list_is_rejected) {
@@ -863,6 +881,93 @@ START_TEST(bad_list_is_rejected) {
     ck_assert_msg(strstr(err, c->want) != NULL, "error \"%s\" lacks \"%s\"", err, c->want);
     ck_assert_ptr_null(out);
     ck_assert_uint_eq(count, 0);
+}
+END_TEST
+
+/* Pipeline k's "inputs" or "outputs" (`key`) in a LIST tree, as compact
+ * text; the caller frees it with cJSON_free. */
+static char *listed_frames(const cJSON *tree, int k, const char *key) {
+    const cJSON *item = cJSON_GetArrayItem(cJSON_GetObjectItem(tree, "pipelines"), k);
+    char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(item, key));
+    ck_assert_ptr_nonnull(text);
+    return text;
+}
+
+/* LIST publishes every built-in kind's frames, exactly: a variable
+ * dimension is -1, an image's dimensions its parameters'; a chain's are its
+ * first stage's input and last stage's output, resolved from its one input
+ * length, and each stage's its own. */
+START_TEST(list_publishes_frames) {
+    static const struct {
+        const char *inputs, *outputs;
+    } want[] = {
+        {"[{\"dtype\":\"uint8\",\"shape\":[-1]}]", "[{\"dtype\":\"uint8\",\"shape\":[-1]}]"},
+        {"[{\"dtype\":\"float32\",\"shape\":[-1]}]", "[{\"dtype\":\"float32\",\"shape\":[-1]}]"},
+        {"[{\"dtype\":\"float32\",\"shape\":[-1]}]", "[{\"dtype\":\"float32\",\"shape\":[-1]}]"},
+        {"[{\"dtype\":\"uint8\",\"shape\":[5,7,3]}]",
+         "[{\"dtype\":\"float32\",\"shape\":[3,5,7]}]"},
+        {"[{\"dtype\":\"uint8\",\"shape\":[2,4,3]}]", "[{\"dtype\":\"float32\",\"shape\":[24]}]"},
+    };
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+    ck_assert_msg(
+        gf_config_parse("{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"},"
+                        "{\"name\": \"a\", \"kind\": \"affine\"},"
+                        "{\"name\": \"s\", \"kind\": \"sincos\"},"
+                        "{\"name\": \"n\", \"kind\": \"normalize_u8\", \"params\": {\"width\": "
+                        "7, \"height\": 5}},"
+                        "{\"name\": \"c\", \"stages\": [{\"kind\": \"normalize_u8\", \"params\": "
+                        "{\"width\": 4, \"height\": 2}}, {\"kind\": \"sincos\"}]}]}",
+                        &cfg, err, sizeof err) == 0,
+        "%s", err);
+    cJSON *tree = gf_pipelines_to_json(cfg.pipelines, cfg.pipeline_count);
+    ck_assert_ptr_nonnull(tree);
+    for (int k = 0; k < (int)(sizeof want / sizeof want[0]); k++) {
+        char *in = listed_frames(tree, k, "inputs"), *out = listed_frames(tree, k, "outputs");
+        ck_assert_str_eq(in, want[k].inputs);
+        ck_assert_str_eq(out, want[k].outputs);
+        cJSON_free(in);
+        cJSON_free(out);
+    }
+    const cJSON *stages = cJSON_GetObjectItem(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(tree, "pipelines"), 4), "stages");
+    char *text = cJSON_PrintUnformatted(stages);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_nonnull(strstr(text, "\"inputs\":[{\"dtype\":\"uint8\",\"shape\":[2,4,3]}],"
+                                       "\"outputs\":[{\"dtype\":\"float32\",\"shape\":[3,2,4]}]"));
+    ck_assert_ptr_nonnull(strstr(text, "\"inputs\":[{\"dtype\":\"float32\",\"shape\":[24]}],"
+                                       "\"outputs\":[{\"dtype\":\"float32\",\"shape\":[24]}]"));
+    cJSON_free(text);
+    cJSON_Delete(tree);
+    gf_config_free(&cfg);
+}
+END_TEST
+
+/* A LIST's plugin stage, never loaded here, is described as listed. */
+START_TEST(list_plugin_stage_described_as_listed) {
+    char err[ERR_BYTES] = "", in[GF_FRAME_DESC_TEXT_BYTES], out[GF_FRAME_DESC_TEXT_BYTES];
+    gf_pipeline *p = NULL;
+    gf_frame_desc a, b;
+    size_t count = 0;
+    ck_assert_msg(
+        gf_pipelines_from_json(
+            "{\"pipelines\": [{\"id\": 0, \"name\": \"m\", \"kind\": \"plugin\", \"plugin\": "
+            "\"torch\", \"path\": \"/x.so\", \"config_dir\": \"/\", \"params\": {}, \"inputs\": "
+            "[{\"dtype\": \"uint8\", \"shape\": [224, 224, 3]}, {\"dtype\": \"int64\", "
+            "\"shape\": []}], \"outputs\": [{\"dtype\": \"bfloat16\", \"shape\": [1000]}]},"
+            "{\"id\": 1, \"name\": \"old\", \"kind\": \"plugin\", \"path\": \"/y.so\", "
+            "\"params\": {}}]}",
+            &p, &count, err, sizeof err) == 0,
+        "%s", err);
+    ck_assert_uint_eq(count, 2);
+    gf_pipeline_describe(&p[0], &a, &b);
+    ck_assert_str_eq(gf_frame_desc_text(&a, in, sizeof in), "uint8[224,224,3];int64[]");
+    ck_assert_str_eq(gf_frame_desc_text(&b, out, sizeof out), "bfloat16[1000]");
+    /* A daemon from before LIST described frames: bytes both ways. */
+    gf_pipeline_describe(&p[1], &a, &b);
+    ck_assert_str_eq(gf_frame_desc_text(&a, in, sizeof in), "uint8[n]");
+    ck_assert_str_eq(gf_frame_desc_text(&b, out, sizeof out), "uint8[n]");
+    gf_pipelines_free(p, count);
 }
 END_TEST
 
@@ -1101,6 +1206,8 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, list_round_trip_random_floats);
     tcase_add_loop_test(tc, bad_list_is_rejected, 0, (int)(sizeof bad_lists / sizeof bad_lists[0]));
     tcase_add_test(tc, list_ignores_doc_and_unknown_keys);
+    tcase_add_test(tc, list_publishes_frames);
+    tcase_add_test(tc, list_plugin_stage_described_as_listed);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("keys");

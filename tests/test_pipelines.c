@@ -387,6 +387,7 @@ START_TEST(test_kind_lookup) {
         ck_assert(all[i].output_bytes != NULL);
         ck_assert(all[i].check_params != NULL);
         ck_assert(all[i].reference != NULL);
+        ck_assert(all[i].describe != NULL);
 #ifdef GF_HAVE_CUDA
         ck_assert(gf_kernel_launcher(&all[i]) != NULL);
 #endif
@@ -534,12 +535,194 @@ START_TEST(test_compare_exact) {
 }
 END_TEST
 
+/* ---- frames as tensors -------------------------------------------------------- */
+
+/* A description as "uint8[224,224,3]" text, for exact comparisons. */
+static const char *desc_text(const gf_frame_desc *d) {
+    static char buf[GF_FRAME_DESC_TEXT_BYTES];
+    return gf_frame_desc_text(d, buf, sizeof buf);
+}
+
+/* Describes kind `name` with parameters `p` (NULL: defaults) and checks
+ * both sides' text and that each passes gf_frame_desc_check. */
+static void check_kind_desc(const char *name, const gf_params *p, const char *in_text,
+                            const char *out_text) {
+    gf_frame_desc in, out;
+    gf_params defaults;
+    char why[WHY_BYTES] = "";
+    if (p == NULL) {
+        gf_params_defaults(kind(name), &defaults);
+        p = &defaults;
+    }
+    memset(&in, 0xA5, sizeof in);
+    memset(&out, 0xA5, sizeof out);
+    kind(name)->describe(p, &in, &out);
+    ck_assert_str_eq(desc_text(&in), in_text);
+    ck_assert_str_eq(desc_text(&out), out_text);
+    ck_assert_msg(gf_frame_desc_check(&in, why, sizeof why) == 0, "%s in: %s", name, why);
+    ck_assert_msg(gf_frame_desc_check(&out, why, sizeof why) == 0, "%s out: %s", name, why);
+}
+
+START_TEST(test_describe_kinds) {
+    gf_params p;
+    check_kind_desc("echo", NULL, "uint8[n]", "uint8[n]");
+    check_kind_desc("affine", NULL, "float32[n]", "float32[n]");
+    check_kind_desc("sincos", NULL, "float32[n]", "float32[n]");
+    check_kind_desc("normalize_u8", NULL, "uint8[1080,1920,3]", "float32[3,1080,1920]");
+    gf_params_defaults(kind("normalize_u8"), &p);
+    p.width = 32;
+    p.height = 16;
+    check_kind_desc("normalize_u8", &p, "uint8[16,32,3]", "float32[3,16,32]");
+
+    /* The numbers behind the text: a variable dimension is GF_DIM_VARIABLE. */
+    gf_frame_desc in, out;
+    kind("affine")->describe(&p, &in, &out);
+    ck_assert_uint_eq(in.count, 1);
+    ck_assert_uint_eq(in.tensors[0].dtype, GF_DTYPE_FLOAT32);
+    ck_assert_uint_eq(in.tensors[0].rank, 1);
+    ck_assert_int_eq(in.tensors[0].dims[0], -1);
+    kind("normalize_u8")->describe(&p, &in, &out);
+    ck_assert_uint_eq(gf_frame_desc_bytes(&in), 16 * 32 * 3);
+    ck_assert_uint_eq(gf_frame_desc_bytes(&out), 4 * 16 * 32 * 3);
+    ck_assert_uint_eq(gf_frame_desc_bytes(&out),
+                      (uint64_t)kind("normalize_u8")->output_bytes(&p, 16 * 32 * 3, NULL, 0));
+}
+END_TEST
+
+START_TEST(test_dtypes) {
+    static const struct {
+        uint32_t dtype;
+        const char *name;
+        uint32_t bytes;
+    } want[] = {{GF_DTYPE_UINT8, "uint8", 1},       {GF_DTYPE_INT32, "int32", 4},
+                {GF_DTYPE_INT64, "int64", 8},       {GF_DTYPE_FLOAT16, "float16", 2},
+                {GF_DTYPE_BFLOAT16, "bfloat16", 2}, {GF_DTYPE_FLOAT32, "float32", 4}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        ck_assert_str_eq(gf_dtype_name(want[i].dtype), want[i].name);
+        ck_assert_uint_eq(gf_dtype_from_name(want[i].name), want[i].dtype);
+        ck_assert_uint_eq(gf_dtype_bytes(want[i].dtype), want[i].bytes);
+    }
+    ck_assert_ptr_null(gf_dtype_name(0));
+    ck_assert_ptr_null(gf_dtype_name(7));
+    ck_assert_uint_eq(gf_dtype_bytes(7), 0);
+    ck_assert_uint_eq(gf_dtype_from_name("float64"), 0);
+    ck_assert_uint_eq(gf_dtype_from_name("Float32"), 0);
+    ck_assert_uint_eq(gf_dtype_from_name(NULL), 0);
+}
+END_TEST
+
+/* One tensor of `dtype` and up to three dims (rank of them). */
+static gf_tensor_desc tensor(uint32_t dtype, uint32_t rank, int64_t d0, int64_t d1, int64_t d2) {
+    return (gf_tensor_desc){.dtype = dtype, .rank = rank, .dims = {d0, d1, d2}};
+}
+
+/* Asserts gf_frame_desc_check refuses `d` with exactly `reason`. */
+static void check_refused(const gf_frame_desc *d, const char *reason) {
+    char why[WHY_BYTES] = "";
+    ck_assert_int_eq(gf_frame_desc_check(d, why, sizeof why), -1);
+    ck_assert_str_eq(why, reason);
+}
+
+START_TEST(test_frame_desc_check) {
+    gf_frame_desc d = {
+        .count = 2,
+        .tensors = {tensor(GF_DTYPE_FLOAT16, 3, 3, 224, 224), tensor(GF_DTYPE_INT64, 0, 0, 0, 0)}};
+    char why[WHY_BYTES] = "";
+    ck_assert_int_eq(gf_frame_desc_check(&d, why, sizeof why), 0);
+    ck_assert_str_eq(desc_text(&d), "float16[3,224,224];int64[]");
+    ck_assert_uint_eq(gf_frame_desc_bytes(&d), 2 * 3 * 224 * 224 + 8);
+
+    d.count = 0;
+    check_refused(&d, "0 tensors (1 to 8)");
+    d.count = GF_FRAME_TENSORS_MAX + 1;
+    check_refused(&d, "9 tensors (1 to 8)");
+    d.count = 2;
+    d.tensors[1].dtype = 7;
+    check_refused(&d, "tensor 1: dtype 7 is unknown");
+    d.tensors[1] = tensor(GF_DTYPE_INT64, GF_TENSOR_RANK_MAX + 1, 1, 1, 1);
+    check_refused(&d, "tensor 1: rank 9 (at most 8)");
+    d.tensors[1] = tensor(GF_DTYPE_INT64, 2, 4, 0, 0);
+    check_refused(&d, "tensor 1: dimension 1 is 0 (at least 1, or -1 once in a frame of one "
+                      "tensor)");
+    /* A variable dimension only in a frame of one tensor, once. */
+    d.tensors[1] = tensor(GF_DTYPE_INT64, 1, -1, 0, 0);
+    check_refused(&d, "tensor 1: dimension 0 is -1 (at least 1, or -1 once in a frame of one "
+                      "tensor)");
+    d.count = 1;
+    d.tensors[0] = tensor(GF_DTYPE_FLOAT32, 2, -1, -1, 0);
+    check_refused(&d, "tensor 0: dimension 1 is -1 (at least 1, or -1 once in a frame of one "
+                      "tensor)");
+    d.tensors[0] = tensor(GF_DTYPE_FLOAT32, 2, -2, 3, 0);
+    check_refused(&d, "tensor 0: dimension 0 is -2 (at least 1, or -1 once in a frame of one "
+                      "tensor)");
+    d.tensors[0] = tensor(GF_DTYPE_FLOAT32, 3, INT64_MAX / 2, 4, 1);
+    check_refused(&d, "tensor 0: more than 2^63 bytes");
+    d.tensors[0] = tensor(GF_DTYPE_FLOAT32, 2, -1, 10, 0);
+    ck_assert_int_eq(gf_frame_desc_check(&d, why, sizeof why), 0);
+    ck_assert_uint_eq(gf_frame_desc_bytes(&d), 0); /* variable */
+}
+END_TEST
+
+START_TEST(test_frame_desc_resolve) {
+    gf_frame_desc d = {.count = 1, .tensors = {tensor(GF_DTYPE_FLOAT32, 2, -1, 10, 0)}};
+    gf_frame_desc e = d;
+    ck_assert_int_eq(gf_frame_desc_resolve(&e, 81), -1); /* not whole vectors */
+    ck_assert(gf_frame_desc_equal(&e, &d));              /* unchanged */
+    ck_assert_int_eq(gf_frame_desc_resolve(&e, 120), 0);
+    ck_assert_str_eq(desc_text(&e), "float32[3,10]");
+    ck_assert(!gf_frame_desc_equal(&e, &d));
+    e = d;
+    ck_assert_int_eq(gf_frame_desc_resolve(&e, 0), 0); /* an empty frame: 0 vectors */
+    ck_assert_str_eq(desc_text(&e), "float32[0,10]");
+    /* A fixed frame resolves to its own length only. */
+    ck_assert_int_eq(gf_frame_desc_resolve(&e, 0), 0);
+    ck_assert_int_eq(gf_frame_desc_resolve(&e, 40), -1);
+    d.tensors[0] = tensor(GF_DTYPE_BFLOAT16, 1, -1, 0, 0);
+    ck_assert_str_eq(desc_text(&d), "bfloat16[n]");
+    ck_assert_int_eq(gf_frame_desc_resolve(&d, 7), -1);
+    ck_assert_int_eq(gf_frame_desc_resolve(&d, 8), 0);
+    ck_assert_str_eq(desc_text(&d), "bfloat16[4]");
+}
+END_TEST
+
+/* A chain's descriptions: normalize_u8 4x2 then affine.  Its input has one
+ * length, so every stage's variable dimension resolves. */
+START_TEST(test_pipeline_describe_chain) {
+    gf_pipeline p = {.name = "chain", .stage_count = 2};
+    gf_frame_desc in, out;
+    p.stages[0].kind = kind("normalize_u8");
+    gf_params_defaults(p.stages[0].kind, &p.stages[0].params);
+    p.stages[0].params.width = 4;
+    p.stages[0].params.height = 2;
+    p.stages[1].kind = kind("affine");
+    gf_params_defaults(p.stages[1].kind, &p.stages[1].params);
+
+    gf_pipeline_describe(&p, &in, &out);
+    ck_assert_str_eq(desc_text(&in), "uint8[2,4,3]");
+    ck_assert_str_eq(desc_text(&out), "float32[24]");
+    gf_stage_describe(&p, 0, &in, &out);
+    ck_assert_str_eq(desc_text(&in), "uint8[2,4,3]");
+    ck_assert_str_eq(desc_text(&out), "float32[3,2,4]");
+    gf_stage_describe(&p, 1, &in, &out);
+    ck_assert_str_eq(desc_text(&in), "float32[24]");
+    ck_assert_str_eq(desc_text(&out), "float32[24]");
+
+    /* affine alone takes any length: nothing resolves. */
+    p.stages[0] = p.stages[1];
+    p.stage_count = 1;
+    gf_pipeline_describe(&p, &in, &out);
+    ck_assert_str_eq(desc_text(&in), "float32[n]");
+    ck_assert_str_eq(desc_text(&out), "float32[n]");
+}
+END_TEST
+
 static Suite *pipelines_suite(void) {
     Suite *s = suite_create("pipelines");
     TCase *refs = tcase_create("references");
     TCase *lengths = tcase_create("lengths");
     TCase *params = tcase_create("params");
     TCase *compare = tcase_create("compare");
+    TCase *tensors = tcase_create("tensors");
 
     tcase_add_test(refs, test_echo_ref_copies_bytes);
     tcase_add_test(refs, test_affine_ref_values);
@@ -569,6 +752,13 @@ static Suite *pipelines_suite(void) {
     tcase_add_test(compare, test_compare_reports_first_element);
     tcase_add_test(compare, test_compare_exact);
     suite_add_tcase(s, compare);
+
+    tcase_add_test(tensors, test_describe_kinds);
+    tcase_add_test(tensors, test_dtypes);
+    tcase_add_test(tensors, test_frame_desc_check);
+    tcase_add_test(tensors, test_frame_desc_resolve);
+    tcase_add_test(tensors, test_pipeline_describe_chain);
+    suite_add_tcase(s, tensors);
     return s;
 }
 

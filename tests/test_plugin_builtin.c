@@ -87,11 +87,33 @@ static uint32_t f32_bits(float v) {
 
 /* ---- the ABI ---------------------------------------------------------------- */
 
+/* Asserts that `p` describes its frames for `state` as one tensor in, of
+ * in_dtype and the in_rank dims of in_dims, and one out likewise. */
+static void check_describe(const gf_plugin *p, const void *state, uint32_t in_dtype,
+                           uint32_t in_rank, const int64_t *in_dims, uint32_t out_dtype,
+                           uint32_t out_rank, const int64_t *out_dims) {
+    gf_frame_desc in = {0}, out = {0};
+    char why[PLUGIN_WHY_BYTES] = "";
+    ck_assert_int_eq(p->describe(state, &in, &out, why, sizeof why), 0);
+    ck_assert_uint_eq(in.count, 1);
+    ck_assert_uint_eq(in.tensors[0].dtype, in_dtype);
+    ck_assert_uint_eq(in.tensors[0].rank, in_rank);
+    for (uint32_t i = 0; i < in_rank; i++)
+        ck_assert_int_eq(in.tensors[0].dims[i], in_dims[i]);
+    ck_assert_uint_eq(out.count, 1);
+    ck_assert_uint_eq(out.tensors[0].dtype, out_dtype);
+    ck_assert_uint_eq(out.tensors[0].rank, out_rank);
+    for (uint32_t i = 0; i < out_rank; i++)
+        ck_assert_int_eq(out.tensors[0].dims[i], out_dims[i]);
+}
+
 /* The parts of the table every plugin must have, and the device functions
  * all present exactly when the build has CUDA. */
 static void check_common(const gf_plugin *p) {
     ck_assert_uint_eq(p->abi_version, GF_PLUGIN_ABI_VERSION);
-    ck_assert_uint_eq(p->abi_version, 2);
+    ck_assert_uint_eq(p->abi_version, 3);
+    ck_assert(p->describe != NULL);
+    ck_assert_uint_eq(p->flags, 0); /* their launches are the daemon's to capture */
     ck_assert(p->doc != NULL);
     ck_assert(p->create != NULL);
     ck_assert(p->destroy != NULL);
@@ -213,6 +235,8 @@ START_TEST(test_clamp_lengths) {
     ck_assert_str_eq(why, "length 10 is not a multiple of 4");
     ck_assert_uint_eq(p->max_output_bytes(state, 10), 8);
     ck_assert_uint_eq(p->max_output_bytes(state, MAX_INPUT_BYTES), MAX_INPUT_BYTES);
+    check_describe(p, state, GF_DTYPE_FLOAT32, 1, (int64_t[]){-1}, GF_DTYPE_FLOAT32, 1,
+                   (int64_t[]){-1});
     p->destroy(state);
 }
 END_TEST
@@ -314,9 +338,14 @@ START_TEST(test_mlp_lengths) {
     ck_assert_str_eq(why, "length 20 is not a positive multiple of 12 (vectors of 3 float32)");
     ck_assert_uint_eq(p->max_output_bytes(state, 100), 8 * 8); /* 8 vectors of 12 bytes fit */
     ck_assert_uint_eq(p->max_output_bytes(state, 11), 0);
+
+    check_describe(p, state, GF_DTYPE_FLOAT32, 2, (int64_t[]){-1, 3}, GF_DTYPE_FLOAT32, 2,
+                   (int64_t[]){-1, 2});
     p->destroy(state);
 
     state = mlp_make(p, GF_MLP_DEMO_WEIGHTS, 0);
+    check_describe(p, state, GF_DTYPE_FLOAT32, 2, (int64_t[]){-1, DEMO_IN}, GF_DTYPE_FLOAT32, 2,
+                   (int64_t[]){-1, DEMO_OUT});
     ck_assert_int_eq(p->output_bytes(state, 2 * 4 * DEMO_IN, why, sizeof why), 2 * 4 * DEMO_OUT);
     ck_assert_int_eq(p->output_bytes(state, 100, why, sizeof why), -1);
     ck_assert_str_eq(why,

@@ -109,10 +109,29 @@ static const struct load_case {
      "pipelines[0] (p).path: " GF_TEST_NO_ENTRY_SO ": no symbol gf_plugin_entry"},
     {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_BAD_ABI_SO "\"}",
      "pipelines[0] (p).path: " GF_TEST_BAD_ABI_SO ": plugin ABI version 99; this gpuframed "
-     "speaks 1 to 2"},
+     "speaks 1 to 3"},
     {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_BAD_BATCH_SO "\"}",
      "pipelines[0] (p).path: " GF_TEST_BAD_BATCH_SO ": plugin bad_batch declares launch_batch "
      "with max_batch_frames 0; it takes 1 to 4096, with launch"},
+    /* A plugin's description of its frames is checked at load. */
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_DESCRIBED_SO
+     "\", \"params\": {\"mode\": 1}}",
+     "pipelines[0] (p): plugin described: describe: no model loaded"},
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_DESCRIBED_SO
+     "\", \"params\": {\"mode\": 2}}",
+     "pipelines[0] (p): plugin described: describe: input: tensor 0: dimension 1 is 0 (at least "
+     "1, or -1 once in a frame of one tensor)"},
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_DESCRIBED_SO
+     "\", \"params\": {\"mode\": 3}}",
+     "pipelines[0] (p): plugin described: describe: the input it describes (12 bytes) is one it "
+     "refuses: length 12 is not 20"},
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_DESCRIBED_SO
+     "\", \"params\": {\"mode\": 4}}",
+     "pipelines[0] (p): plugin described: describe: its output for the input it describes is 8 "
+     "bytes, which the output it describes cannot be"},
+    {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_BAD_FLAGS_SO "\"}",
+     "pipelines[0] (p).path: " GF_TEST_BAD_FLAGS_SO ": plugin bad_flags sets flags 0x2 this "
+     "gpuframed does not know"},
     /* A pipeline never gives a plugin more frames than it declared. */
     {"{\"name\": \"p\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_BATCH4_SO
      "\", \"max_batch_frames\": 8}",
@@ -236,6 +255,68 @@ START_TEST(list_and_trace_describe_stages) {
     cJSON_Delete(trace);
     free(json);
     gf_client_close(c);
+    stop(&d);
+}
+END_TEST
+
+/* LIST publishes each plugin pipeline's frames as its plugin describes them
+ * (the fallback for one of version 1), a chain's resolved from its one
+ * input length; `gpuframe list`, which loads no plugin, shows them from the
+ * LIST; and a described plugin's frames stream verified.  Two of the
+ * plugins have no CUDA side: the cpu engine. */
+START_TEST(list_publishes_plugin_frames) {
+    static const char json[] =
+        "{\"slots\": 2, \"pipelines\": [" CLAMP_PIPELINE ", " MLP_PIPELINE ", " CHAIN_PIPELINE
+        ", {\"name\": \"v1\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_VERSION1_SO "\"}, "
+        "{\"name\": \"d\", \"kind\": \"plugin\", \"path\": \"" GF_TEST_DESCRIBED_SO "\"}]}";
+    static const struct {
+        const char *name, *inputs, *outputs, *listed;
+    } want[] = {
+        {"clamp", "[{\"dtype\":\"float32\",\"shape\":[-1]}]",
+         "[{\"dtype\":\"float32\",\"shape\":[-1]}]", "float32[n]->float32[n]"},
+        {"mlp", "[{\"dtype\":\"float32\",\"shape\":[-1,3072]}]",
+         "[{\"dtype\":\"float32\",\"shape\":[-1,10]}]", "float32[n,3072]->float32[n,10]"},
+        {"classify", "[{\"dtype\":\"uint8\",\"shape\":[32,32,3]}]",
+         "[{\"dtype\":\"float32\",\"shape\":[1,10]}]", "uint8[32,32,3]->float32[1,10]"},
+        {"v1", "[{\"dtype\":\"uint8\",\"shape\":[-1]}]", "[{\"dtype\":\"uint8\",\"shape\":[-1]}]",
+         "uint8[n]->uint8[n]"},
+        {"d", "[{\"dtype\":\"float16\",\"shape\":[2,3]},{\"dtype\":\"int64\",\"shape\":[]}]",
+         "[{\"dtype\":\"bfloat16\",\"shape\":[4]}]", "float16[2,3];int64[]->bfloat16[4]"},
+    };
+    gf_test_daemon d;
+    char *text = NULL, *listing = NULL;
+    start(&d, json);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
+    ck_assert_int_eq(gf_client_request_json(c, GF_MSG_LIST, &text, 10000), 0);
+    gf_client_close(c);
+    cJSON *list = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(list);
+    char *argv[] = {GF_TEST_CLIENT, "list", "--socket", (char *)d.socket_path, NULL};
+    ck_assert_int_eq(gf_test_ck_run(d.dir, argv, COMMAND_TIMEOUT_MS, &listing), 0);
+    for (int k = 0; k < (int)(sizeof want / sizeof want[0]); k++) {
+        const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(list, "pipelines"), k);
+        char *in = cJSON_PrintUnformatted(cJSON_GetObjectItem(p, "inputs"));
+        char *out = cJSON_PrintUnformatted(cJSON_GetObjectItem(p, "outputs"));
+        ck_assert_str_eq(gf_test_json_str(p, "name"), want[k].name);
+        ck_assert_str_eq(in, want[k].inputs);
+        ck_assert_str_eq(out, want[k].outputs);
+        cJSON_free(in);
+        cJSON_free(out);
+        char line[256];
+        snprintf(line, sizeof line, " %s ", want[k].listed);
+        ck_assert_msg(strstr(listing, line) != NULL, "no \"%s\" in:\n%s", line, listing);
+    }
+    const cJSON *mlp_stage = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(list, "pipelines"), 2),
+                            "stages"),
+        1);
+    char *in = cJSON_PrintUnformatted(cJSON_GetObjectItem(mlp_stage, "inputs"));
+    ck_assert_str_eq(in, "[{\"dtype\":\"float32\",\"shape\":[1,3072]}]");
+    cJSON_free(in);
+    cJSON_Delete(list);
+    free(text);
+    free(listing);
+    stream_verified(&d, "d", "20", "40");
     stop(&d);
 }
 END_TEST
@@ -658,8 +739,10 @@ static Suite *plugins_suite(void) {
     tcase_add_test(tc, mlp_batches_stream_verified);
     tcase_add_test(tc, batches_take_frames_of_many_connections);
     tcase_add_test(tc, a_connection_closing_mid_batch_holds_back_no_one);
-    if (strcmp(g_engine, "cpu") == 0)
+    if (strcmp(g_engine, "cpu") == 0) {
         tcase_add_test(tc, a_version_1_plugin_still_runs);
+        tcase_add_test(tc, list_publishes_plugin_frames);
+    }
     tcase_set_timeout(tc, 240);
     suite_add_tcase(s, tc);
     return s;

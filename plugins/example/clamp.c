@@ -82,6 +82,17 @@ static void clamp_reference(const void *state, const void *in, uint64_t in_bytes
     }
 }
 
+/* What LIST publishes of its frames: a float32 array of any length in, one
+ * as long out (float32 [-1], -1 being the dimension the length decides). */
+static int clamp_describe(const void *state, gf_frame_desc *in, gf_frame_desc *out, char *why,
+                          size_t why_len) {
+    (void)state, (void)why, (void)why_len;
+    in->count = 1;
+    in->tensors[0] = (gf_tensor_desc){.dtype = GF_DTYPE_FLOAT32, .rank = 1, .dims = {-1}};
+    *out = *in;
+    return 0;
+}
+
 #ifdef GF_HAVE_CUDA
 /* The device state is a copy of the host state (launches read it on the
  * host, as kernel arguments). */
@@ -114,6 +125,7 @@ static const gf_plugin clamp_plugin = {
     .output_bytes = clamp_output_bytes,
     .max_output_bytes = clamp_max_output_bytes,
     .reference = clamp_reference,
+    .describe = clamp_describe,
 #ifdef GF_HAVE_CUDA
     .device_open = clamp_device_open,
     .device_close = clamp_device_close,

@@ -133,6 +133,22 @@ static uint64_t mlp_max_output_bytes(const void *state, uint64_t max_in_bytes) {
     return count > UINT64_MAX / out_vec ? UINT64_MAX : count * out_vec;
 }
 
+/* A frame is vectors of the network's input width, each giving one of its
+ * output width: float32 [-1, in] to float32 [-1, out]. */
+static int mlp_describe(const void *state, gf_frame_desc *in, gf_frame_desc *out, char *why,
+                        size_t why_len) {
+    const gf__mlp_net *net = state;
+    (void)why, (void)why_len;
+    in->count = out->count = 1;
+    in->tensors[0] = (gf_tensor_desc){
+        .dtype = GF_DTYPE_FLOAT32, .rank = 2, .dims = {GF_DIM_VARIABLE, net->shape.dims[0]}};
+    out->tensors[0] =
+        (gf_tensor_desc){.dtype = GF_DTYPE_FLOAT32,
+                         .rank = 2,
+                         .dims = {GF_DIM_VARIABLE, net->shape.dims[net->shape.layer_count]}};
+    return 0;
+}
+
 static const gf_plugin mlp_plugin = {
     .abi_version = GF_PLUGIN_ABI_VERSION,
     .name = "mlp",
@@ -148,6 +164,7 @@ static const gf_plugin mlp_plugin = {
     .output_bytes = mlp_output_bytes,
     .max_output_bytes = mlp_max_output_bytes,
     .reference = gf__mlp_reference,
+    .describe = mlp_describe,
 #ifdef GF_HAVE_CUDA
     .device_open = gf__mlp_device_open,
     .device_close = gf__mlp_device_close,
