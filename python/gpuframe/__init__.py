@@ -29,7 +29,7 @@ ERROR replies raise :class:`StatusError` subclasses, one per status code
 from .client import DEFAULT_SOCKET, SOCKET_ENV, Client, connect_error, default_socket_path
 from .errors import *  # noqa: F401,F403 (the exception hierarchy is public API)
 from .errors import __all__ as _errors_all
-from .pipelines import KNOWN_KINDS, Pipeline, Pipelines
+from .pipelines import KNOWN_KINDS, Pipeline, Pipelines, TensorSpec
 from .protocol import ERROR_TEXT_MAX_BYTES, FATAL_STATUSES, MsgType, Status, status_name
 from .shm import FrameBuffers, Region, ShmFrame
 
@@ -44,6 +44,7 @@ __all__ = [
     "Pipeline",
     "Pipelines",
     "KNOWN_KINDS",
+    "TensorSpec",
     "Region",
     "FrameBuffers",
     "ShmFrame",

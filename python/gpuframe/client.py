@@ -441,9 +441,11 @@ class Client:
 
         ``pipeline`` is a name, an id or a :class:`Pipeline`.  A frame is a
         NumPy array or a bytes-like object; see :func:`encode_frame` for the
-        dtypes each kind takes.  Arrays give arrays (affine, sincos: float32
-        of the input's shape; normalize_u8: float32 (3, height, width); echo:
-        the input's dtype and shape), other frames give bytearrays.  Results
+        dtypes each pipeline takes.  Arrays give arrays of the dtype and shape
+        the pipeline's LIST entry describes (``Pipeline.outputs``; affine,
+        sincos: float32 of the input's shape; normalize_u8: float32 (3,
+        height, width); echo: the input's dtype and shape), other frames give
+        bytearrays.  Results
         are read straight into new arrays; inputs already in the wire's layout
         are sent from their own memory, so a frame must not change until its
         result has been yielded.
@@ -452,7 +454,8 @@ class Client:
         its input already lies in a shared-memory region of this client, only
         its descriptor is sent (a version-2 FRAME), and its result is a NumPy
         view of the region where the daemon wrote it, of the dtype and shape
-        an array frame would give (raw-offset frames: float32 or uint8, 1-D).
+        an array frame would give (raw-offset frames: the output's, 1-D where
+        the frame's length decides it).
         A view stays valid until its range is written again, by you or by a
         later frame's output.  Both kinds mix freely in one stream.
 

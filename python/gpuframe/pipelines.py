@@ -2,7 +2,14 @@
 """Pipelines as the daemon's LIST reply describes them, and how frames of each
 kind go onto the wire and come back as NumPy arrays or bytes.
 
-The length rules and output types are PROTOCOL.md's "Pipelines" table:
+LIST says what every pipeline's frames and results hold, as tensors
+(PROTOCOL.md, "Frames as tensors"): ``Pipeline.inputs`` and
+``Pipeline.outputs``, each a tuple of :class:`TensorSpec` (dtype and shape, -1
+for the dimension a frame's length decides).  Array frames are checked
+against the input's dtype and results come back as arrays of the output's
+dtype and shape, whatever the kind: a plugin's, a chain's ("classify":
+uint8 (32, 32, 3) in, float32 (1, 10) out), a newer daemon's.  The built-in
+kinds, as PROTOCOL.md's "Pipelines" table has them:
 
 ============== ============================== ===================================
 kind           input                          output
@@ -13,13 +20,18 @@ sincos         float32 array                  float32, same shape
 normalize_u8   uint8, width*height*3 bytes    float32 planes, shape (3, height, width)
 ============== ============================== ===================================
 
-A kind this package does not know (a newer daemon's) still streams: its frames
-go as bytes and its results come back as flat uint8 arrays (or bytearrays).
+A frame or result of several tensors is one NumPy record (a structured
+array of shape ()) with a field per tensor, "t0", "t1", ...  bfloat16 is
+``ml_dtypes.bfloat16`` where ml_dtypes is installed, else its bits as
+uint16.  A pipeline whose LIST entry has no ``inputs`` (a daemon older than
+them) and whose kind this package does not know still streams: its frames go
+as bytes and its results come back as flat uint8 arrays (or bytearrays).
 """
 
 from __future__ import annotations
 
 import collections.abc
+import importlib
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping,
                     Optional, Tuple, Union, overload)
 
@@ -32,7 +44,7 @@ if TYPE_CHECKING:
 
     from .protocol import Header
 
-__all__ = ["Pipeline", "Pipelines", "KNOWN_KINDS", "Frame", "Result"]
+__all__ = ["Pipeline", "Pipelines", "KNOWN_KINDS", "TensorSpec", "Frame", "Result"]
 
 #: What a frame may be: a NumPy array or any bytes-like object.
 Frame = Union["npt.NDArray[Any]", bytes, bytearray, memoryview]
@@ -53,6 +65,115 @@ _U8 = np.dtype(np.uint8)
 _F32_BYTES = 4
 _RGB_CHANNELS = 3
 _U32_MAX = 0xFFFFFFFF
+# LIST's limits on a frame's tensors (kernels/gpuframe_plugin.h).
+_TENSORS_MAX = 8
+_RANK_MAX = 8
+
+
+def _bfloat16() -> np.dtype[Any]:
+    """ml_dtypes' bfloat16 where installed, else uint16 (its bits)."""
+    try:
+        ml_dtypes = importlib.import_module("ml_dtypes")
+    except ImportError:
+        return np.dtype("<u2")
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+#: LIST's dtype names as NumPy dtypes, little-endian as the wire has them.
+DTYPES: Dict[str, np.dtype[Any]] = {
+    "uint8": _U8, "int32": np.dtype("<i4"), "int64": np.dtype("<i8"),
+    "float16": np.dtype("<f2"), "bfloat16": _bfloat16(), "float32": _F32,
+}
+
+
+class TensorSpec:
+    """One tensor of a frame or result, as LIST describes it.
+
+    Attributes:
+        dtype_name: LIST's name ("uint8", "int32", "int64", "float16",
+            "bfloat16", "float32", or a newer daemon's).
+        dtype: its NumPy dtype, little-endian (None for a name this package
+            does not know).
+        shape: one frame's dimensions, -1 for the one its length decides.
+    """
+
+    __slots__ = ("dtype_name", "dtype", "shape")
+
+    def __init__(self, dtype_name: str, shape: Iterable[int]) -> None:
+        self.dtype_name = dtype_name
+        self.dtype: Optional[np.dtype[Any]] = DTYPES.get(dtype_name)
+        self.shape: Tuple[int, ...] = tuple(int(n) for n in shape)
+
+    def __repr__(self) -> str:
+        return "TensorSpec(%r, %r)" % (self.dtype_name, self.shape)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TensorSpec):
+            return NotImplemented
+        return (self.dtype_name, self.shape) == (other.dtype_name, other.shape)
+
+    def __hash__(self) -> int:
+        return hash((self.dtype_name, self.shape))
+
+    @property
+    def variable(self) -> bool:
+        """Whether a frame's length decides one of its dimensions."""
+        return -1 in self.shape
+
+    @property
+    def nbytes(self) -> Optional[int]:
+        """Its length in bytes; None when variable or of an unknown dtype."""
+        if self.variable or self.dtype is None:
+            return None
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+Specs = Tuple[TensorSpec, ...]
+
+
+def _specs_from_json(v: Any, where: str) -> Specs:
+    """LIST's "inputs" or "outputs" as TensorSpecs; ProtocolError when it is
+    not a list of 1 to 8 {"dtype": str, "shape": [int >= -1, ...]}."""
+    if not isinstance(v, list) or not 1 <= len(v) <= _TENSORS_MAX:
+        raise ProtocolError("LIST: %s is not a list of 1 to %d tensors" % (where, _TENSORS_MAX))
+    specs = []
+    for k, t in enumerate(v):
+        shape = t.get("shape") if isinstance(t, dict) else None
+        if not isinstance(t, dict) or not isinstance(t.get("dtype"), str) \
+                or not isinstance(shape, list) or len(shape) > _RANK_MAX \
+                or not all(isinstance(n, int) and not isinstance(n, bool) and n >= -1
+                           for n in shape) \
+                or shape.count(-1) > (1 if len(v) == 1 else 0):
+            raise ProtocolError("LIST: %s[%d] is not a tensor {\"dtype\": ..., \"shape\": "
+                                "[...]}: %r" % (where, k, t))
+        specs.append(TensorSpec(t["dtype"], shape))
+    return tuple(specs)
+
+
+def _kind_specs(kind: Optional[str], params: Mapping[str, Any]) -> Tuple[Optional[Specs],
+                                                                         Optional[Specs]]:
+    """A built-in kind's frames as LIST would give them (for a LIST from a
+    daemon older than "inputs", and Pipelines made by hand); (None, None)
+    for any other kind."""
+    if kind == "echo":
+        b = (TensorSpec("uint8", (-1,)),)
+        return b, b
+    if kind in ("affine", "sincos"):
+        f = (TensorSpec("float32", (-1,)),)
+        return f, f
+    if kind == "normalize_u8":
+        h, w = int(params["height"]), int(params["width"])
+        return ((TensorSpec("uint8", (h, w, _RGB_CHANNELS)),),
+                (TensorSpec("float32", (_RGB_CHANNELS, h, w)),))
+    return None, None
+
+
+def _frame_bytes(specs: Optional[Specs]) -> Optional[int]:
+    """The fixed length of a frame of `specs`; None when any is not fixed."""
+    if specs is None:
+        return None
+    sizes = [t.nbytes for t in specs]
+    return None if None in sizes else sum(s for s in sizes if s is not None)
 
 
 class Pipeline:
@@ -67,10 +188,14 @@ class Pipeline:
             (None as for ``name``).
         params: dict of every parameter with the value in force.
         doc: one sentence for people.
+        inputs: what a frame holds, a tuple of :class:`TensorSpec` (LIST's
+            "inputs", or the kind's for a LIST without them); None when
+            unknown.
+        outputs: what a result holds, likewise.
         info: the whole LIST entry, keys this package does not know included.
     """
 
-    __slots__ = ("id", "name", "kind", "params", "doc", "info")
+    __slots__ = ("id", "name", "kind", "params", "doc", "inputs", "outputs", "info")
 
     def __init__(self, id: int, name: Optional[str], kind: Optional[str],
                  params: Optional[Mapping[str, Any]] = None, doc: str = "",
@@ -82,6 +207,13 @@ class Pipeline:
         self.doc = doc
         self.info: Dict[str, Any] = dict(info) if info is not None else {
             "id": id, "name": name, "kind": kind, "params": self.params, "doc": doc}
+        self.inputs: Optional[Specs]
+        self.outputs: Optional[Specs]
+        if "inputs" in self.info and "outputs" in self.info:
+            self.inputs = _specs_from_json(self.info["inputs"], "%s.inputs" % name)
+            self.outputs = _specs_from_json(self.info["outputs"], "%s.outputs" % name)
+        else:
+            self.inputs, self.outputs = _kind_specs(kind, self.params)
 
     def __repr__(self) -> str:
         return "Pipeline(id=%r, name=%r, kind=%r, params=%r)" % (
@@ -101,11 +233,20 @@ class Pipeline:
 
     @property
     def input_bytes(self) -> Optional[int]:
-        """The one input length the kind takes (normalize_u8: width*height*3),
-        or None when it takes many."""
-        if self.kind == "normalize_u8":
-            return int(self.params["width"]) * int(self.params["height"]) * _RGB_CHANNELS
-        return None
+        """The one input length the pipeline takes (normalize_u8:
+        width*height*3), or None when it takes many or it is not known."""
+        return _frame_bytes(self.inputs)
+
+    def input_array(self) -> npt.NDArray[Any]:
+        """A new zeroed array shaped as one frame (a record of several
+        tensors for a frame of several; one element in place of a dimension
+        the length decides).  Raises TypeError when the frame is not known."""
+        layout = _array_layout(self.inputs)
+        if layout is None:
+            raise TypeError("pipeline %r does not describe its frames as tensors of known "
+                            "dtypes" % self.name)
+        dtype, shape = layout
+        return np.zeros(tuple(1 if n == -1 else n for n in shape), dtype)
 
     def output_bytes(self, input_bytes: int) -> Optional[int]:
         """The length of the result of a frame of ``input_bytes`` bytes.
@@ -133,6 +274,13 @@ class Pipeline:
                     "normalize_u8 %dx%d takes exactly width*height*3 = %d bytes, not %d"
                     % (self.params["width"], self.params["height"], want, n))
             return 4 * n
+        # Any other pipeline: what its fixed frames say (a plugin's, a chain's).
+        want, out = _frame_bytes(self.inputs), _frame_bytes(self.outputs)
+        if want is not None and out is not None:
+            if n != want:
+                raise ValueError("pipeline %r takes frames of exactly %d bytes, not %d"
+                                 % (self.name, want, n))
+            return out
         return None
 
 
@@ -286,13 +434,101 @@ def _bytes_view(arr: npt.NDArray[Any]) -> memoryview:
     return arr.reshape(-1).view(_U8).data
 
 
-def _array_output(shape: Tuple[int, ...], dtype: np.dtype[Any]) -> MakeOutput:
-    """make_output for a result read into a new array of shape and dtype."""
+def _array_layout(specs: Optional[Specs]) -> Optional[Tuple[np.dtype[Any], Tuple[int, ...]]]:
+    """(dtype, shape) of an array that holds one frame of `specs`: its tensor's
+    own for one (shape with -1 where the length decides), a record with a
+    field "t<k>" per tensor for several (shape ()); None when unknown or of a
+    dtype this package does not know."""
+    if specs is None or any(t.dtype is None for t in specs):
+        return None
+    if len(specs) == 1:
+        dtype = specs[0].dtype
+        assert dtype is not None
+        return dtype, specs[0].shape
+    return np.dtype([("t%d" % k, t.dtype, t.shape) for k, t in enumerate(specs)]), ()
+
+
+def _resolve(shape: Optional[Tuple[int, ...]], dtype: np.dtype[Any],
+             nbytes: int) -> Optional[Tuple[int, ...]]:
+    """`shape` with its -1 (if any) made what nbytes of `dtype` give; None
+    when nbytes cannot be that shape."""
+    if shape is None:
+        return None
+    fixed = int(np.prod([n for n in shape if n != -1], dtype=np.int64)) * dtype.itemsize
+    if -1 not in shape:
+        return shape if fixed == nbytes else None
+    if fixed == 0 or nbytes % fixed:
+        return None
+    return tuple(nbytes // fixed if n == -1 else n for n in shape)
+
+
+def result_layout(pipeline: Pipeline, dtype: Optional[np.dtype[Any]],
+                  shape: Optional[Tuple[int, ...]]) -> Tuple[np.dtype[Any],
+                                                            Optional[Tuple[int, ...]]]:
+    """(dtype, shape) of the result of an array frame of `dtype` and `shape`
+    (None: raw bytes): echo gives the frame's own; a pipeline whose output is
+    described as its input is, one tensor of a variable length (affine,
+    sincos, a clamp plugin), the frame's shape; any other its outputs'
+    (-1 resolved from the result's length; shape None: flat)."""
+    if pipeline.kind == "echo" and dtype is not None:
+        return dtype, shape
+    layout = _array_layout(pipeline.outputs)
+    if layout is None:
+        return _U8, None
+    out_dtype, out_shape = layout
+    if shape is not None and pipeline.inputs == pipeline.outputs \
+            and pipeline.outputs is not None and pipeline.outputs[0].variable:
+        return out_dtype, shape
+    return out_dtype, out_shape
+
+
+def _array_output(dtype: np.dtype[Any], shape: Optional[Tuple[int, ...]]) -> MakeOutput:
+    """make_output for a result read into a new array of dtype and shape (a
+    -1 in it resolved from the result's length); a flat uint8 array when the
+    length cannot be that shape."""
     def make(nbytes: int) -> Tuple[npt.NDArray[Any], memoryview]:
-        out = np.empty(shape, dtype)
-        assert out.nbytes == nbytes
+        resolved = _resolve(shape, dtype, nbytes)
+        if resolved is None:
+            return _flat_u8_output(nbytes)
+        out = np.empty(resolved, dtype)
         return out, _bytes_view(out)
     return make
+
+
+def input_dtype(pipeline: Pipeline, dtype: np.dtype[Any], *,
+                in_place: bool = False) -> Optional[np.dtype[Any]]:
+    """The dtype an array frame of `dtype` goes onto the wire as: the
+    pipeline's input dtype (little-endian), or None to send its bytes as
+    they are (echo, an unknown frame, a record or raw uint8 bytes for a
+    frame of several tensors).  Raises TypeError for a dtype the frame does
+    not hold; with `in_place` (a frame read where it lies, in shared memory)
+    also for one that would need converting."""
+    layout = _array_layout(pipeline.inputs)
+    if pipeline.kind == "echo" or layout is None:
+        return None
+    want = layout[0]
+    assert pipeline.inputs is not None
+    if len(pipeline.inputs) > 1:
+        if dtype == want or dtype == _U8:
+            return None
+        raise TypeError("%s pipeline %r takes records of its %d tensors (see "
+                        "Pipeline.input_array()), or their bytes as uint8, not %s"
+                        % (pipeline.kind, pipeline.name, len(pipeline.inputs), dtype))
+    name = pipeline.inputs[0].dtype_name
+    if dtype == want:
+        return want
+    byte_order = dtype.kind in "biuf" and dtype.kind == want.kind \
+        and dtype.itemsize == want.itemsize
+    if in_place:
+        raise TypeError("%s pipeline %r takes %s%s, not %s: a frame by reference is read as it "
+                        "lies in the region" % (pipeline.kind, pipeline.name,
+                                                "little-endian " if want.itemsize > 1 else "",
+                                                name, dtype.str if byte_order else dtype))
+    if byte_order:
+        return want  # another byte order: converted once
+    hint = " (convert with .astype(numpy.%s))" % name if hasattr(np, name) else ""
+    raise TypeError("%s pipeline %r takes %s arrays, not %s%s"
+                    % (pipeline.kind, pipeline.name, name, dtype, hint))
 
 
 def _flat_u8_output(nbytes: int) -> Tuple[npt.NDArray[np.uint8], memoryview]:
@@ -319,42 +555,28 @@ def encode_frame(pipeline: Pipeline, frame: Frame) -> EncodedFrame:
     """Prepares ``frame`` (a NumPy array or any bytes-like object) for ``pipeline``.
 
     Arrays: echo takes any dtype without Python objects and returns the same
-    shape and dtype; affine and sincos take float32 and return float32 of the
-    same shape; normalize_u8 takes uint8 (any shape holding width*height*3
-    values, typically (height, width, 3)) and returns float32 (3, height,
-    width).  An array that is already C-contiguous and in the wire's byte order
-    is sent from its own memory; others are copied once into that layout.
+    shape and dtype; every other pipeline takes arrays of its input's dtype
+    (``Pipeline.inputs``: affine and sincos float32, normalize_u8 uint8 of any
+    shape holding width*height*3 values, typically (height, width, 3); a
+    frame of several tensors a record as ``Pipeline.input_array()`` makes, or
+    its bytes as uint8) and returns arrays of its output's dtype and shape
+    (``result_layout``: affine and sincos float32 of the frame's shape,
+    normalize_u8 float32 (3, height, width), "classify" float32 (1, 10)).  An
+    array that is already C-contiguous and in the wire's byte order is sent
+    from its own memory; others are copied once into that layout.
     Other bytes-like objects are sent as they are and their results come back
     as bytearrays.  Raises TypeError for a frame of the wrong type or dtype.
     A length the pipeline refuses is not refused here: the daemon is the
     authority and answers bad_length for that frame.
     """
-    kind = pipeline.kind
     if isinstance(frame, np.ndarray):
         if frame.dtype.hasobject:
             raise TypeError("a frame cannot hold Python objects (dtype %s)" % frame.dtype)
-        if kind in ("affine", "sincos"):
-            if frame.dtype.kind != "f" or frame.dtype.itemsize != _F32_BYTES:
-                raise TypeError(
-                    "%s pipeline %r takes float32 arrays, not %s (convert with "
-                    ".astype(numpy.float32))" % (kind, pipeline.name, frame.dtype))
-            arr = frame.astype(_F32, order="C", copy=False)
-            make = _array_output(arr.shape, _F32)
-        elif kind == "normalize_u8":
-            if frame.dtype != _U8:
-                raise TypeError(
-                    "normalize_u8 pipeline %r takes uint8 RGB arrays, not %s"
-                    % (pipeline.name, frame.dtype))
-            arr = np.asarray(frame, order="C")
-            shape = (_RGB_CHANNELS, int(pipeline.params["height"]),
-                     int(pipeline.params["width"]))
-            make = _array_output(shape, _F32)
-        elif kind == "echo":
-            arr = np.asarray(frame, order="C")
-            make = _array_output(arr.shape, arr.dtype)
-        else:
-            arr = np.asarray(frame, order="C")
-            make = _flat_u8_output
+        wire = input_dtype(pipeline, frame.dtype)
+        arr = np.asarray(frame, order="C") if wire is None \
+            else frame.astype(wire, order="C", copy=False)
+        out_dtype, out_shape = result_layout(pipeline, frame.dtype, frame.shape)
+        make = _array_output(out_dtype, out_shape)
         payload = _bytes_view(arr)
     else:
         try:

@@ -38,7 +38,8 @@ import numpy as np
 
 from . import protocol
 from .errors import ProtocolError
-from .pipelines import REFUSED, EncodedFrame, Pipeline, _expect
+from .pipelines import (REFUSED, EncodedFrame, Pipeline, _expect, _resolve, input_dtype,
+                        result_layout)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -67,9 +68,6 @@ REGION_SEALS = _F_SEAL_SHRINK | _F_SEAL_GROW | _F_SEAL_SEAL
 
 _U64_MAX = (1 << 64) - 1
 _U8 = np.dtype(np.uint8)
-_F32 = np.dtype("<f4")
-_F32_BYTES = 4
-_RGB_CHANNELS = 3
 
 
 def create_memfd(nbytes: int, name: str = "gpuframe-region") -> int:
@@ -418,25 +416,13 @@ class FrameBuffers(_ClosedOnExit):
 def _output_layout(pipeline: Pipeline,
                    frame: ShmFrame) -> Tuple[np.dtype[Any], Optional[Tuple[int, ...]]]:
     """(dtype, shape or None) of the result of ``frame`` through ``pipeline``,
-    as encode_frame gives for a socket frame; shape None: the output's
-    length in dtype items.  Raises TypeError for an input dtype the kind does
-    not take: its bytes are read as they lie, so nothing can convert them."""
-    kind, dtype = pipeline.kind, frame.dtype
-    if kind in ("affine", "sincos"):
-        if dtype is not None and dtype != _F32:
-            raise TypeError(
-                "%s pipeline %r takes little-endian float32, not %s: a frame by reference "
-                "is read as it lies in the region" % (kind, pipeline.name, dtype))
-        return _F32, frame.shape
-    if kind == "normalize_u8":
-        if dtype is not None and dtype != _U8:
-            raise TypeError("normalize_u8 pipeline %r takes uint8 RGB, not %s"
-                            % (pipeline.name, dtype))
-        return _F32, (_RGB_CHANNELS, int(pipeline.params["height"]),
-                      int(pipeline.params["width"]))
-    if kind == "echo" and dtype is not None:
-        return dtype, frame.shape
-    return _U8, None
+    as encode_frame gives for a socket frame (-1 in the shape: decided by the
+    result's length); shape None: the output's length in dtype items.  Raises
+    TypeError for an input dtype the pipeline does not take: its bytes are
+    read as they lie, so nothing can convert them."""
+    if frame.dtype is not None:
+        input_dtype(pipeline, frame.dtype, in_place=True)
+    return result_layout(pipeline, frame.dtype, frame.shape)
 
 
 def encode_shm(pipeline: Pipeline, frame: ShmFrame, client: Client) -> EncodedFrame:
@@ -477,11 +463,9 @@ def encode_shm(pipeline: Pipeline, frame: ShmFrame, client: Client) -> EncodedFr
                 "shm RESULT for frame_id %d says region %d offset %d bytes %d, but the frame "
                 "asked for %s; call list() again if the pipelines changed"
                 % (header.frame_id, got.region_id, got.out_offset, got.out_bytes, want))
-        if shape is None or int(np.prod(shape, dtype=np.int64)) * dtype.itemsize \
-                != got.out_bytes:
-            out_shape: Tuple[int, ...] = (got.out_bytes // dtype.itemsize,)
-        else:
-            out_shape = shape
+        out_shape = _resolve(shape, dtype, got.out_bytes)
+        if out_shape is None:
+            out_shape = (got.out_bytes // dtype.itemsize,)
         return region._view(got.out_offset, got.out_bytes, dtype, out_shape)
 
     return EncodedFrame(memoryview(payload), protocol.SHM_RESULT_BYTES, _descriptor_output,

@@ -256,6 +256,31 @@ def ref_normalize_u8(params, rgb):
     return out
 
 
+def ref_mlp(weights_path, x, softmax):
+    """plugins/mlp's reference: each row of x (float32 vectors of dims[0])
+    through the network in weights_path (plugins/mlp/README.md, "Weights
+    file"), in double, ReLU after every layer but the last, softmax at the
+    end when asked; float32 rows of dims[-1]."""
+    with open(weights_path, "rb") as f:
+        data = f.read()
+    layers = int(np.frombuffer(data, "<u4", 1, 8)[0])
+    dims = [int(n) for n in np.frombuffer(data, "<u4", layers + 1, 12)]
+    off = 16 + 4 * layers
+    v = np.asarray(x, F32).reshape(-1, dims[0]).astype(np.float64)
+    for l in range(layers):
+        w = np.frombuffer(data, "<f4", dims[l + 1] * dims[l], off).reshape(dims[l + 1], dims[l])
+        off += 4 * w.size
+        b = np.frombuffer(data, "<f4", dims[l + 1], off)
+        off += 4 * b.size
+        v = v @ w.astype(np.float64).T + b
+        if l + 1 < layers:
+            v = np.maximum(v, 0.0)
+    if softmax:
+        e = np.exp(v - v.max(axis=1, keepdims=True))
+        v = e / e.sum(axis=1, keepdims=True)
+    return v.astype(F32)
+
+
 REFERENCES = {
     "echo": ref_echo,
     "affine": ref_affine,

@@ -6,7 +6,9 @@ the slots and the socket buffers, thousands of frames, the ERROR statuses a
 client can cause with their exact codes, STATS counters to the frame, and the
 TRACE document's shape."""
 
+import os
 import time
+import unittest
 
 import numpy as np
 
@@ -77,6 +79,19 @@ class StreamTest(DaemonTestCase):
                                               err_msg="%s.%s" % (entry["name"], key))
         self.assertEqual(p["wobble"].params, {"iters": 16})
         self.assertEqual(p["rgb"].input_bytes, RGB_W * RGB_H * 3)
+
+    def test_list_describes_every_pipelines_frames(self):
+        T = gpuframe.TensorSpec
+        f32, u8 = (T("float32", (-1,)),), (T("uint8", (-1,)),)
+        want = {"echo": (u8, u8), "scale": (f32, f32), "wobble": (f32, f32), "shift": (f32, f32),
+                "rgb": ((T("uint8", (RGB_H, RGB_W, 3)),), (T("float32", (3, RGB_H, RGB_W)),))}
+        for p in self.pipelines:
+            self.assertEqual((p.inputs, p.outputs), want[p.name], p.name)
+            # What the daemon sent, to the byte's meaning: -1 for the length's.
+            self.assertEqual(p.info["inputs"], [{"dtype": t.dtype_name, "shape": list(t.shape)}
+                                                for t in want[p.name][0]])
+        self.assertEqual(self.pipelines["rgb"].output_bytes(RGB_W * RGB_H * 3),
+                         RGB_W * RGB_H * 3 * 4)
 
     def test_echo_returns_the_exact_bytes_of_every_length(self):
         lengths = [0, 1, 3, 4, 31, 4096, 16 * 1024, 16 * 1024 + 1, 100003, MAX_FRAME_BYTES]
@@ -372,6 +387,81 @@ class StatsTest(DaemonTestCase):
         self.assertEqual(s["connections"]["rejected"], 1)
         self.assertEqual(s["connections"]["open"], 1)
         self.assertEqual(s["requests"], {"list": 2, "stats": stats_sent, "trace": 0})
+
+
+PLUGIN_DIR = os.environ.get("GF_TEST_PLUGIN_DIR", "")
+MLP_WEIGHTS = os.path.join(PLUGIN_DIR, "mlp-demo.gfw")
+
+
+@unittest.skipUnless(PLUGIN_DIR, "GF_TEST_PLUGIN_DIR names no built plugins")
+class TypedResultsTest(DaemonTestCase):
+    """Pipelines this package knows only by their LIST entry (a chain, a
+    plugin) give arrays of the dtype and shape it describes, checked against
+    NumPy references: today's "classify" gives float32 (1, 10), not bytes."""
+
+    CONFIG = {"slots": 2, "pipelines": [
+        {"name": "classify", "stages": [
+            {"kind": "normalize_u8", "params": {"width": 32, "height": 32}},
+            {"kind": "plugin", "path": os.path.join(PLUGIN_DIR, "gf_mlp.so"),
+             "params": {"weights": MLP_WEIGHTS, "softmax": 1}}]},
+        {"name": "logits", "kind": "plugin", "path": os.path.join(PLUGIN_DIR, "gf_mlp.so"),
+         "params": {"weights": MLP_WEIGHTS}},
+        {"name": "scaled", "stages": [
+            {"kind": "normalize_u8", "params": {"width": 4, "height": 2}},
+            {"kind": "affine", "params": {"a": 2.0, "b": 1.0}}]},
+    ]}
+
+    # plugins/mlp/mlp.c: MLP_ABS_TOLERANCE, MLP_REL_TOLERANCE.
+    MLP_TOLERANCE = 1e-5
+
+    def setUp(self):
+        self.c = self.client()
+        self.pipelines = self.c.list()
+        self.rng = np.random.default_rng(33)
+
+    def test_list_describes_chains_and_plugins(self):
+        T = gpuframe.TensorSpec
+        p = self.pipelines
+        self.assertEqual((p["classify"].inputs, p["classify"].outputs),
+                         ((T("uint8", (32, 32, 3)),), (T("float32", (1, 10)),)))
+        self.assertEqual((p["logits"].inputs, p["logits"].outputs),
+                         ((T("float32", (-1, 3072)),), (T("float32", (-1, 10)),)))
+        self.assertEqual((p["scaled"].inputs, p["scaled"].outputs),
+                         ((T("uint8", (2, 4, 3)),), (T("float32", (24,)),)))
+        self.assertEqual(p["classify"].output_bytes(32 * 32 * 3), 40)
+        with self.assertRaisesRegex(ValueError, "takes frames of exactly 3072 bytes, not 3071"):
+            p["classify"].output_bytes(3071)
+
+    def test_classify_gives_float32_probabilities(self):
+        images = [self.rng.integers(0, 256, (32, 32, 3), dtype=np.uint8) for _ in range(6)]
+        results = self.c.map("classify", images, window=4)
+        params = {"width": 32, "height": 32, "mean": [0.485, 0.456, 0.406],
+                  "std": [0.229, 0.224, 0.225]}
+        for image, got in zip(images, results):
+            self.assertEqual((got.dtype, got.shape), (F32, (1, 10)))
+            want = support.ref_mlp(MLP_WEIGHTS, REFERENCES["normalize_u8"](params, image), 1)
+            np.testing.assert_allclose(got, want, rtol=self.MLP_TOLERANCE,
+                                       atol=self.MLP_TOLERANCE)
+
+    def test_logits_give_one_row_per_vector(self):
+        for rows in (1, 3):
+            x = random_f32(self.rng, rows * 3072).reshape(rows, 3072)
+            got = self.c.process("logits", x)
+            self.assertEqual((got.dtype, got.shape), (F32, (rows, 10)))
+            np.testing.assert_allclose(got, support.ref_mlp(MLP_WEIGHTS, x, 0),
+                                       rtol=self.MLP_TOLERANCE, atol=self.MLP_TOLERANCE)
+        with self.assertRaisesRegex(TypeError, "takes float32 arrays, not uint8"):
+            self.c.process("logits", np.zeros(3072, np.uint8))
+
+    def test_chain_of_built_in_kinds_is_exact(self):
+        image = self.rng.integers(0, 256, (2, 4, 3), dtype=np.uint8)
+        got = self.c.process("scaled", image)
+        params = {"width": 4, "height": 2, "mean": [0.485, 0.456, 0.406],
+                  "std": [0.229, 0.224, 0.225]}
+        want = REFERENCES["affine"]({"a": 2.0, "b": 1.0},
+                                    REFERENCES["normalize_u8"](params, image).reshape(-1))
+        self.assertEqual((got.dtype, got.shape), (F32, (24,)))
+        self.assertEqual(got.tobytes(), want.tobytes())
 
 
 if __name__ == "__main__":

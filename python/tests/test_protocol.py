@@ -330,6 +330,105 @@ class PipelinesTest(unittest.TestCase):
                 Pipelines.from_json(doc)
 
 
+class FramesAsTensorsTest(unittest.TestCase):
+    """LIST's "inputs" and "outputs" (PROTOCOL.md, "Frames as tensors") make
+    the arrays a pipeline takes and gives, whatever its kind."""
+
+    def entry(self, inputs, outputs, kind="plugin"):
+        return Pipelines.from_json({"pipelines": [
+            {"id": 0, "name": "m", "kind": kind, "params": {}, "inputs": inputs,
+             "outputs": outputs}]})[0]
+
+    def test_one_tensor_each_way(self):
+        p = self.entry([{"dtype": "uint8", "shape": [224, 224, 3]}],
+                       [{"dtype": "float32", "shape": [1000]}])
+        T = gpuframe.TensorSpec
+        self.assertEqual((p.inputs, p.outputs),
+                         ((T("uint8", (224, 224, 3)),), (T("float32", (1000,)),)))
+        self.assertEqual((p.input_bytes, p.output_bytes(224 * 224 * 3)), (150528, 4000))
+        with self.assertRaisesRegex(ValueError, "exactly 150528 bytes, not 7"):
+            p.output_bytes(7)
+        enc = encode_frame(p, np.zeros((224, 224, 3), np.uint8))
+        self.assertEqual(enc.expect_bytes, 4000)
+        out, view = enc.make_output(4000)
+        self.assertEqual((out.dtype, out.shape, view.nbytes), (np.dtype("<f4"), (1000,), 4000))
+        with self.assertRaisesRegex(TypeError, "plugin pipeline 'm' takes uint8 arrays, not "
+                                               "float32 \\(convert with .astype\\(numpy.uint8\\)\\)"):
+            encode_frame(p, np.zeros(3, np.float32))
+        self.assertEqual(p.input_array().shape, (224, 224, 3))
+
+    def test_a_variable_dimension_comes_from_the_length(self):
+        p = self.entry([{"dtype": "float16", "shape": [-1, 8]}],
+                       [{"dtype": "int64", "shape": [-1, 2]}])
+        self.assertIsNone(p.output_bytes(32))  # only the daemon knows the rule
+        enc = encode_frame(p, np.zeros((3, 8), ">f2"))  # converted to little-endian
+        self.assertEqual(bytes(enc.payload), np.zeros((3, 8), "<f2").tobytes())
+        out, _ = enc.make_output(48)
+        self.assertEqual((out.dtype, out.shape), (np.dtype("<i8"), (3, 2)))
+        out, _ = enc.make_output(20)  # not whole rows: flat bytes, never a wrong shape
+        self.assertEqual((out.dtype, out.shape), (np.dtype(np.uint8), (20,)))
+
+    def test_several_tensors_are_one_record(self):
+        p = self.entry([{"dtype": "float16", "shape": [2, 3]}, {"dtype": "int64", "shape": []}],
+                       [{"dtype": "float32", "shape": [2]}, {"dtype": "uint8", "shape": [3]}])
+        frame = p.input_array()
+        self.assertEqual((frame.shape, frame.dtype.itemsize), ((), 20))
+        frame["t0"] = np.arange(6).reshape(2, 3)
+        frame["t1"] = -5
+        enc = encode_frame(p, frame)
+        self.assertEqual(bytes(enc.payload), np.arange(6, dtype="<f2").tobytes()
+                         + struct.pack("<q", -5))
+        self.assertEqual(enc.expect_bytes, 11)
+        out, view = enc.make_output(11)
+        view[:] = struct.pack("<ff", 1.5, -2.0) + b"abc"
+        self.assertEqual(out["t0"].tolist(), [1.5, -2.0])
+        self.assertEqual(bytes(out["t1"]), b"abc")
+        # Raw bytes go as they are; another dtype does not.
+        self.assertEqual(bytes(encode_frame(p, np.arange(20, dtype=np.uint8)).payload),
+                         bytes(range(20)))
+        with self.assertRaisesRegex(TypeError, "takes records of its 2 tensors"):
+            encode_frame(p, np.zeros(5, np.float32))
+
+    def test_elementwise_keeps_the_frames_shape(self):
+        p = self.entry([{"dtype": "float32", "shape": [-1]}], [{"dtype": "float32", "shape": [-1]}])
+        out, _ = encode_frame(p, np.zeros((4, 5), np.float32)).make_output(80)
+        self.assertEqual(out.shape, (4, 5))
+
+    def test_bfloat16_and_unknown_dtypes(self):
+        p = self.entry([{"dtype": "bfloat16", "shape": [4]}], [{"dtype": "float8", "shape": [4]}])
+        bf16 = gpuframe.pipelines.DTYPES["bfloat16"]
+        self.assertEqual(bf16.itemsize, 2)
+        self.assertEqual(bytes(encode_frame(p, np.zeros(4, bf16)).payload), bytes(8))
+        # An output dtype of a newer daemon: its bytes, flat.
+        self.assertIsNone(p.outputs[0].dtype)
+        out, _ = encode_frame(p, np.zeros(4, bf16)).make_output(4)
+        self.assertEqual((out.dtype, out.shape), (np.dtype(np.uint8), (4,)))
+
+    def test_malformed_descriptions(self):
+        good = [{"dtype": "uint8", "shape": [1]}]
+        for bad in ([], [1], [{"dtype": "uint8"}], [{"dtype": 3, "shape": [1]}],
+                    [{"dtype": "uint8", "shape": [-2]}], [{"dtype": "uint8", "shape": [1.5]}],
+                    [{"dtype": "uint8", "shape": [-1, -1]}],
+                    [{"dtype": "uint8", "shape": [-1]}, {"dtype": "uint8", "shape": [2]}],
+                    [{"dtype": "uint8", "shape": [1] * 9}], good * 9):
+            with self.assertRaises(gpuframe.ProtocolError, msg=repr(bad)):
+                self.entry(bad, good)
+            with self.assertRaises(gpuframe.ProtocolError, msg=repr(bad)):
+                self.entry(good, bad)
+
+    def test_a_list_without_them_describes_the_built_in_kinds(self):
+        p = Pipelines.from_json({"pipelines": [
+            {"id": 0, "name": "r", "kind": "normalize_u8",
+             "params": {"width": 4, "height": 2, "mean": [0, 0, 0], "std": [1, 1, 1]}},
+            {"id": 1, "name": "x", "kind": "plugin", "params": {}}]})
+        T = gpuframe.TensorSpec
+        self.assertEqual((p[0].inputs, p[0].outputs),
+                         ((T("uint8", (2, 4, 3)),), (T("float32", (3, 2, 4)),)))
+        self.assertEqual((p[1].inputs, p[1].outputs), (None, None))
+        out, _ = encode_frame(p[1], np.zeros(3, np.float32)).make_output(12)
+        self.assertEqual((out.dtype, out.shape), (np.dtype(np.uint8), (12,)))
+
+
 class EncodeFrameTest(unittest.TestCase):
     """Frames go out from the caller's memory when it has the wire's layout."""
 
@@ -363,7 +462,7 @@ class EncodeFrameTest(unittest.TestCase):
     def test_wrong_dtypes_are_refused(self):
         with self.assertRaisesRegex(TypeError, "takes float32 arrays, not float64"):
             encode_frame(self.affine, np.zeros(3))
-        with self.assertRaisesRegex(TypeError, "takes uint8 RGB arrays, not int16"):
+        with self.assertRaisesRegex(TypeError, "takes uint8 arrays, not int16"):
             encode_frame(self.rgb, np.zeros((2, 4, 3), np.int16))
         with self.assertRaisesRegex(TypeError, "Python objects"):
             encode_frame(self.echo, np.array([object()]))
