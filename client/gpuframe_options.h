@@ -11,6 +11,8 @@
 #include <getopt.h>
 #include <stdint.h>
 
+#include "util.h"
+
 /* Where the daemon listens unless --socket or the environment says otherwise. */
 #define SOCKET_ENV     "GPUFRAMED_SOCKET"
 #define SOCKET_DEFAULT "/run/gpuframed.sock"
@@ -81,13 +83,6 @@ enum {
 /* Prints "gpuframe CMD: <message>" (just "gpuframe" when `cmd` is NULL) and
  * a pointer to --help; exits with EXIT_USAGE. */
 void gf_die_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Parses a whole decimal unsigned integer; returns 0 or -1. */
-int gf_parse_u64(const char *s, uint64_t *out);
-
-/* Parses BYTES with an optional binary suffix K, M or G (either case);
- * returns 0 or -1. */
-int gf_parse_size(const char *s, uint64_t *out);
 
 /* Sets the common options' defaults: the socket from $GPUFRAMED_SOCKET,
  * else SOCKET_DEFAULT; TIMEOUT_MS_DEFAULT. */

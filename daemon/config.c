@@ -389,16 +389,21 @@ static int read_key(const gf_config_key *k, const cJSON *v, gf_config *cfg, gf_p
     return -1;
 }
 
-/* Parses the decimal text `s` into a whole number in [min, max]. */
-static int parse_whole(const char *s, double min, double max, uint64_t *out) {
-    unsigned long long v;
-    char *end;
+/* Whether key `k` counts bytes (max_frame_bytes, ...): its value on the
+ * command line may then carry a binary suffix, as the client's sizes do. */
+static int counts_bytes(const gf_config_key *k) {
+    size_t n = strlen(k->key);
+    return n > 6 && strcmp(k->key + n - 6, "_bytes") == 0;
+}
 
-    errno = 0;
-    if (s[0] < '0' || s[0] > '9')
-        return -1;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || (double)v < min || (double)v > max)
+/* Parses the command line's text `s` for integer key `k` into a whole
+ * number in [min, max]: decimal, with a suffix K, M or G where the key
+ * counts bytes. */
+static int parse_whole(const gf_config_key *k, const char *s, uint64_t *out) {
+    uint64_t v;
+
+    if ((counts_bytes(k) ? gf_parse_size(s, &v) : gf_parse_u64(s, &v)) < 0 || (double)v < k->min ||
+        (double)v > k->max)
         return -1;
     *out = v;
     return 0;
@@ -430,9 +435,9 @@ int gf_config_override(gf_config_overrides *flags, const char *key, const char *
     }
     switch (k->type) {
     case GF_CONFIG_INTEGER:
-        if (parse_whole(text, k->min, k->max, &v) < 0) {
-            gf_errorf(err, err_len, "expected an integer in [%.0f, %.0f], got '%s'", k->min, k->max,
-                      text);
+        if (parse_whole(k, text, &v) < 0) {
+            gf_errorf(err, err_len, "expected an integer in [%.0f, %.0f]%s, got '%s'", k->min,
+                      k->max, counts_bytes(k) ? " (bytes; suffixes K, M, G)" : "", text);
             return -1;
         }
         break;

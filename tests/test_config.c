@@ -999,7 +999,13 @@ START_TEST(override_errors_name_what_was_expected) {
     } bad[] = {
         {"slots", "0", "expected an integer in [1, 64], got '0'"},
         {"slots", "2x", "expected an integer in [1, 64], got '2x'"},
-        {"max_frame_bytes", "-1", "expected an integer in [1, 4294967296], got '-1'"},
+        {"max_frame_bytes", "-1",
+         "expected an integer in [1, 4294967296] (bytes; suffixes K, M, G), got '-1'"},
+        {"max_frame_bytes", "64MB",
+         "expected an integer in [1, 4294967296] (bytes; suffixes K, M, G), got '64MB'"},
+        {"max_frame_bytes", "5G",
+         "expected an integer in [1, 4294967296] (bytes; suffixes K, M, G), got '5G'"},
+        {"slots", "2K", "expected an integer in [1, 64], got '2K'"},
         {"engine", "gpu", "expected auto, cuda or cpu, got 'gpu'"},
         {"log_level", "loud", "expected error, warn, info or debug, got 'loud'"},
         {"timing_events", "yes", "expected false or true, got 'yes'"},
@@ -1019,6 +1025,19 @@ START_TEST(override_errors_name_what_was_expected) {
     set_flag(&flags, "log_level", "debug");
     ck_assert_int_eq(flags.values.timing_events, 0);
     ck_assert_int_eq(flags.values.log_level, GF_LOG_DEBUG);
+    /* A byte count takes the client's binary suffixes, either case. */
+    static const struct {
+        const char *text;
+        uint64_t bytes;
+    } sizes[] = {{"64M", 64ull << 20},
+                 {"64m", 64ull << 20},
+                 {"512k", 512ull << 10},
+                 {"4G", 4ull << 30},
+                 {"1000", 1000}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        set_flag(&flags, "max_frame_bytes", sizes[i].text);
+        ck_assert_uint_eq(flags.values.max_frame_bytes, sizes[i].bytes);
+    }
 }
 END_TEST
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -37,4 +38,50 @@ double gf_percentile_us(const uint64_t *sorted, size_t n, unsigned pct) {
         return 0.0;
     size_t rank = (n * pct + 99) / 100;
     return (double)sorted[rank > 0 ? rank - 1 : 0] / 1e3;
+}
+
+/* Parses the decimal digits at the start of `s` into *out and points *end
+ * just past them.  Returns 0, or -1 when `s` does not start with a digit or
+ * the value does not fit. */
+static int parse_digits(const char *s, unsigned long long *out, char **end) {
+    if (s[0] < '0' || s[0] > '9')
+        return -1;
+    errno = 0;
+    *out = strtoull(s, end, 10);
+    return errno != 0 ? -1 : 0;
+}
+
+int gf_parse_u64(const char *s, uint64_t *out) {
+    unsigned long long v;
+    char *end;
+
+    if (parse_digits(s, &v, &end) < 0 || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int gf_parse_size(const char *s, uint64_t *out) {
+    unsigned long long v;
+    char *end;
+
+    if (parse_digits(s, &v, &end) < 0)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0': break;
+    case 'k':
+    case 'K': shift = 10; break;
+    case 'm':
+    case 'M': shift = 20; break;
+    case 'g':
+    case 'G': shift = 30; break;
+    default: return -1;
+    }
+    if (shift > 0 && end[1] != '\0')
+        return -1;
+    if (v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Two helpers every part of gpuframed needs, daemon and client alike, so that
- * each exists once: the monotonic clock, and formatting a message into a
- * caller's fixed-size error buffer.  The gfutil library: below the wire
+ * The helpers every part of gpuframed needs, daemon and client alike, so that
+ * each exists once: the monotonic clock, formatting a message into a
+ * caller's fixed-size error buffer, percentiles, and reading the numbers of
+ * a command line.  The gfutil library: below the wire
  * format (protocol/), the pipelines (kernels/) and the daemon, which all use
  * it; it uses none of them, and links no CUDA and no libuv.
  */
@@ -45,5 +46,13 @@ double gf_percentile_us(const uint64_t *sorted, size_t n, unsigned pct);
 /* The same with a va_list. */
 size_t gf_verrorf(char *buf, size_t len, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
+
+/* Parses a whole decimal unsigned integer; returns 0 or -1. */
+int gf_parse_u64(const char *s, uint64_t *out);
+
+/* Parses BYTES with an optional binary suffix K, M or G (either case: KiB,
+ * MiB, GiB), as every byte count on a command line is written; returns 0,
+ * or -1 for anything else or a value past 2^64 - 1. */
+int gf_parse_size(const char *s, uint64_t *out);
 
 #endif
