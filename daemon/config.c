@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "account.h"
 #include "util.h"
 
 /* Defaults of the keys a config file may leave out (config/README.md). */
@@ -82,6 +83,8 @@
 enum top_key {
     K_SOCKET,
     K_SOCKET_MODE,
+    K_SOCKET_GROUP,
+    K_USER,
     K_ALLOW,
     K_ENGINE,
     K_SLOTS,
@@ -110,6 +113,8 @@ enum top_key {
     K_PIPELINES,
     K_COUNT_
 };
+/* gf_config_overrides.given and the masks of bad keys have a bit per key. */
+_Static_assert(K_COUNT_ <= 64, "a key mask is a uint64_t");
 
 static const char *const engine_names[] = {"auto", "cuda", "cpu"};
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
@@ -130,6 +135,12 @@ static const gf_config_key config_keys[K_COUNT_] = {
     [K_SOCKET_MODE] = {"socket_mode", GF_CONFIG_MODE, FIELD(socket_mode), 0, 0777, 0660, NULL, NULL,
                        0, GF_RELOAD_NEEDS_RESTART,
                        "Permission bits of the socket the daemon binds (octal string)."},
+    [K_SOCKET_GROUP] = {"socket_group", GF_CONFIG_ACCOUNT, FIELD(socket_group), 0,
+                        GF_ACCOUNT_TEXT_MAX - 1, 0, "", NULL, 0, GF_RELOAD_NEEDS_RESTART,
+                        "Group of the socket the daemon binds (a name or gid); \"\": its own."},
+    [K_USER] = {"user", GF_CONFIG_ACCOUNT, FIELD(user), 0, GF_ACCOUNT_TEXT_MAX - 1, 0, "", NULL, 0,
+                GF_RELOAD_NEEDS_RESTART,
+                "Started as root, become this user (a name or uid) once the socket is bound."},
     [K_ALLOW] = {"allow", GF_CONFIG_ALLOW, FIELD(allow), 0, 0, 0, NULL, NULL, 0, GF_RELOAD_APPLIES,
                  "Users, groups, uids and gids that may connect; absent: all."},
     [K_ENGINE] = {"engine", GF_CONFIG_CHOICE, FIELD(engine), 0, 0, GF_ENGINE_AUTO, NULL,
@@ -278,7 +289,7 @@ static void set_defaults(gf_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < K_COUNT_; i++) {
         const gf_config_key *k = &config_keys[i];
-        if (k->type == GF_CONFIG_PATH)
+        if (k->type == GF_CONFIG_PATH || k->type == GF_CONFIG_ACCOUNT)
             gf_errorf((char *)cfg + k->offset, k->size, "%s", k->default_text);
         else if (k->type != GF_CONFIG_PIPELINES && k->type != GF_CONFIG_ALLOW)
             field_set(cfg, k, (uint64_t)k->default_value);
@@ -326,6 +337,15 @@ static int parse_mode(const char *s, double max, uint64_t *out) {
         return -1;
     *out = v;
     return 0;
+}
+
+/* What an account key names: "user" a user, "socket_group" a group. */
+static const char *account_kind(const gf_config_key *k) {
+    return strcmp(k->key, "user") == 0 ? "user" : "group";
+}
+
+static const char *account_id(const gf_config_key *k) {
+    return strcmp(k->key, "user") == 0 ? "uid" : "gid";
 }
 
 /* Reads key `k` (not the pipelines) from the JSON value `v` into `cfg`.
@@ -382,6 +402,15 @@ static int read_key(const gf_config_key *k, const cJSON *v, gf_config *cfg, gf_p
                    k->key, (unsigned)k->max, got);
         return -1;
     }
+    case GF_CONFIG_ACCOUNT:
+        if (cJSON_IsString(v) && strlen(v->valuestring) <= k->max) {
+            memcpy((char *)cfg + k->offset, v->valuestring, strlen(v->valuestring) + 1);
+            return 0;
+        }
+        gf_json_describe(v, got, sizeof got);
+        gf_problem(pr, "%s: expected a %s name or %s of at most %.0f bytes, got %s", k->key,
+                   account_kind(k), account_id(k), k->max, got);
+        return -1;
     case GF_CONFIG_ALLOW: return gf__config_read_allow(v, &cfg->allow, pr);
     case GF_CONFIG_PIPELINES: break;
     }
@@ -458,6 +487,14 @@ int gf_config_override(gf_config_overrides *flags, const char *key, const char *
         }
         gf_errorf((char *)&flags->values + k->offset, k->size, "%s", text);
         break;
+    case GF_CONFIG_ACCOUNT:
+        if (strlen(text) > k->max) {
+            gf_errorf(err, err_len, "expected a %s name or %s of at most %.0f bytes",
+                      account_kind(k), account_id(k), k->max);
+            return -1;
+        }
+        gf_errorf((char *)&flags->values + k->offset, k->size, "%s", text);
+        break;
     case GF_CONFIG_MODE:
         if (parse_mode(text, k->max, &v) < 0) {
             gf_errorf(err, err_len, "expected octal permission bits up to %04o, got '%s'",
@@ -468,16 +505,16 @@ int gf_config_override(gf_config_overrides *flags, const char *key, const char *
     case GF_CONFIG_ALLOW:
     case GF_CONFIG_PIPELINES: return -1;
     }
-    if (k->type != GF_CONFIG_PATH)
+    if (k->type != GF_CONFIG_PATH && k->type != GF_CONFIG_ACCOUNT)
         field_set(&flags->values, k, v);
-    flags->given |= 1u << (k - config_keys);
+    flags->given |= 1ull << (k - config_keys);
     return 0;
 }
 
 /* Replaces the file's values with the command line's (already checked). */
 static void apply_overrides(gf_config *cfg, const gf_config_overrides *flags) {
     for (size_t i = 0; i < K_COUNT_; i++)
-        if (flags->given & (1u << i))
+        if (flags->given & (1ull << i))
             gf__config_field_copy(cfg, &flags->values, &config_keys[i]);
 }
 
@@ -568,10 +605,22 @@ int gf_config_check_pinned(const gf_config *cfg, uint32_t shards, char *why, siz
     return -1;
 }
 
-/* The cross-key checks: pinned memory, the devices' list. */
+/* The cross-key checks: pinned memory, the devices' list; and that the
+ * socket's group and the user exist here. */
 static int check_values(const gf_config *cfg, gf_problems *pr) {
     char why[512];
     int devices[GF_DEVICES_MAX], rc = 0;
+    gf_account user;
+    uint32_t gid;
+    if (cfg->socket_group[0] != '\0' &&
+        gf_account_group(cfg->socket_group, &gid, why, sizeof why) < 0) {
+        gf_problem(pr, "socket_group: %s", why);
+        rc = -1;
+    }
+    if (cfg->user[0] != '\0' && gf_account_user(cfg->user, &user, why, sizeof why) < 0) {
+        gf_problem(pr, "user: %s", why);
+        rc = -1;
+    }
     if (gf_config_check_pinned(cfg, cfg->shards, why, sizeof why) < 0) {
         gf_problem(pr, "%s", why);
         rc = -1;
@@ -586,25 +635,26 @@ static int check_values(const gf_config *cfg, gf_problems *pr) {
 /* Reads every key of items[] but the pipelines into *cfg, which holds the
  * defaults, reporting every problem.  Returns a mask of the keys whose value
  * was bad (bit i: config_keys[i]). */
-static uint32_t read_keys(const cJSON *const *items, gf_config *cfg, gf_problems *pr) {
-    uint32_t bad = 0;
+static uint64_t read_keys(const cJSON *const *items, gf_config *cfg, gf_problems *pr) {
+    uint64_t bad = 0;
 
     for (size_t i = 0; i < K_COUNT_; i++)
         if (items[i] != NULL && config_keys[i].type != GF_CONFIG_PIPELINES &&
             read_key(&config_keys[i], items[i], cfg, pr) < 0)
-            bad |= 1u << i;
+            bad |= 1ull << i;
     return bad;
 }
 
 /* gf_config_parse with `flags` (may be NULL), reporting every problem to
- * `pr`: a value that is wrong does not hide the next one. */
+ * `pr`: a value that is wrong does not hide the next one.  With `keys_only`
+ * the pipelines are left out (gf_config_load_keys). */
 static int config_parse(const char *json, const gf_config_overrides *flags, const char *config_dir,
-                        gf_config *out, gf_problems *pr) {
+                        int keys_only, gf_config *out, gf_problems *pr) {
     const cJSON *items[K_COUNT_] = {0};
     const char *names[K_COUNT_];
     char got[GF_VALUE_TEXT_BYTES];
     size_t first_problem = pr->count;
-    uint32_t bad;
+    uint64_t bad;
     gf_config cfg;
     cJSON *root;
 
@@ -629,14 +679,15 @@ static int config_parse(const char *json, const gf_config_overrides *flags, cons
         apply_overrides(&cfg, flags);
         bad &= ~flags->given;
     }
-    if (items[K_PIPELINES] == NULL) {
+    if (items[K_PIPELINES] == NULL && !keys_only) {
         gf_problem(pr, "pipelines: missing (required: a non-empty array of pipelines)");
         goto fail_root;
     }
     /* Without a valid max_frame_bytes the kinds' size checks would only
      * repeat that problem. */
-    if (gf__config_parse_pipelines(items[K_PIPELINES],
-                                   bad & (1u << K_MAX_FRAME_BYTES) ? 0 : cfg.max_frame_bytes,
+    if (!keys_only &&
+        gf__config_parse_pipelines(items[K_PIPELINES],
+                                   bad & (1ull << K_MAX_FRAME_BYTES) ? 0 : cfg.max_frame_bytes,
                                    config_dir, &cfg.pipelines, &cfg.pipeline_count, pr) < 0)
         goto fail_root;
     /* The cap is checked on values that are all valid, or not at all. */
@@ -659,7 +710,7 @@ int gf_config_parse(const char *json, gf_config *out, char *err, size_t err_len)
     gf_problems pr;
 
     gf_problems_init(&pr, err, err_len, 0, NULL);
-    return config_parse(json, NULL, NULL, out, &pr);
+    return config_parse(json, NULL, NULL, 0, out, &pr);
 }
 
 int gf_config_parse_all(const char *json, gf_config *out, char *errs, size_t errs_len,
@@ -668,16 +719,16 @@ int gf_config_parse_all(const char *json, gf_config *out, char *errs, size_t err
     int rc;
 
     gf_problems_init(&pr, errs, errs_len, 1, NULL);
-    rc = config_parse(json, NULL, NULL, out, &pr);
+    rc = config_parse(json, NULL, NULL, 0, out, &pr);
     if (problem_count != NULL)
         *problem_count = pr.count;
     return rc;
 }
 
-/* gf_config_load, reporting every problem to `pr`, each line prefixed with
- * the path. */
-static int config_load(const char *path, const gf_config_overrides *flags, gf_config *out,
-                       gf_problems *pr) {
+/* gf_config_load (gf_config_load_keys with `keys_only`), reporting every
+ * problem to `pr`, each line prefixed with the path. */
+static int config_load(const char *path, const gf_config_overrides *flags, int keys_only,
+                       gf_config *out, gf_problems *pr) {
     const char *saved_prefix = pr->prefix;
     char *buf = NULL;
     size_t len;
@@ -687,7 +738,7 @@ static int config_load(const char *path, const gf_config_overrides *flags, gf_co
     memset(out, 0, sizeof *out);
     if (path == NULL) {
         pr->prefix = "built-in configuration";
-        rc = config_parse(gf_default_config_json, flags, NULL, out, pr);
+        rc = config_parse(gf_default_config_json, flags, NULL, keys_only, out, pr);
         goto out;
     }
     pr->prefix = path;
@@ -733,7 +784,7 @@ static int config_load(const char *path, const gf_config_overrides *flags, gf_co
         *(slash == dir ? slash + 1 : slash) = '\0';
     else
         snprintf(dir, sizeof dir, ".");
-    rc = config_parse(buf, flags, dir, out, pr);
+    rc = config_parse(buf, flags, dir, keys_only, out, pr);
 
 out_buf:
     free(buf);
@@ -748,19 +799,29 @@ int gf_config_load_file(const char *path, gf_config *out, char *err, size_t err_
     gf_problems pr;
 
     gf_problems_init(&pr, err, err_len, 0, NULL);
-    return config_load(path, NULL, out, &pr);
+    return config_load(path, NULL, 0, out, &pr);
 }
 
-int gf_config_load(const char *path, const gf_config_overrides *flags, gf_config *out, char *errs,
-                   size_t errs_len, size_t *problem_count) {
+static int load_reporting_all(const char *path, const gf_config_overrides *flags, int keys_only,
+                              gf_config *out, char *errs, size_t errs_len, size_t *problem_count) {
     gf_problems pr;
     int rc;
 
     gf_problems_init(&pr, errs, errs_len, 1, NULL);
-    rc = config_load(path, flags, out, &pr);
+    rc = config_load(path, flags, keys_only, out, &pr);
     if (problem_count != NULL)
         *problem_count = pr.count;
     return rc;
+}
+
+int gf_config_load(const char *path, const gf_config_overrides *flags, gf_config *out, char *errs,
+                   size_t errs_len, size_t *problem_count) {
+    return load_reporting_all(path, flags, 0, out, errs, errs_len, problem_count);
+}
+
+int gf_config_load_keys(const char *path, const gf_config_overrides *flags, gf_config *out,
+                        char *errs, size_t errs_len, size_t *problem_count) {
+    return load_reporting_all(path, flags, 1, out, errs, errs_len, problem_count);
 }
 
 void gf_config_free(gf_config *cfg) {

@@ -28,6 +28,9 @@
 /* CUDA devices a daemon can drive; "devices" names them by ordinal. */
 #define GF_DEVICES_MAX      16
 #define GF_DEVICES_TEXT_MAX 64
+/* "socket_group" and "user": a name of up to 32 bytes (useradd's limit) or
+ * an id in digits, and the NUL. */
+#define GF_ACCOUNT_TEXT_MAX 33
 /* Bounds on one frame's payload. */
 #define GF_MAX_FRAME_BYTES_LIMIT (1ull << 32)
 
@@ -63,20 +66,23 @@ int gf_allow_permits(const gf_allow *a, uint32_t uid, const uint32_t *gids, size
 void gf_allow_describe(const gf_allow *a, char *buf, size_t len);
 
 typedef struct gf_config {
-    char socket_path[GF_SOCKET_PATH_MAX]; /* where the daemon listens          */
-    uint32_t socket_mode;                 /* its permission bits, e.g. 0660    */
-    gf_allow allow;                       /* who may connect                   */
-    enum gf_engine_choice engine;         /* auto | cuda | cpu                 */
-    uint32_t slot_count;                  /* frames in flight at once, per shard */
-    uint32_t shards;                      /* loops on their own threads; 0: auto */
-    char devices[GF_DEVICES_TEXT_MAX];    /* "all", or CUDA ordinals "0,2"     */
-    uint64_t max_frame_bytes;             /* largest FRAME payload accepted    */
-    uint32_t frame_timeout_ms;            /* deadline of a frame on the engine */
-    uint32_t request_timeout_ms;          /* a begun request must be in by then  */
-    uint32_t receive_stall_ms;            /* a payload read in place must not pause
-                                             this long while others wait          */
-    uint32_t write_timeout_ms;            /* a reply must make progress by then  */
-    uint32_t idle_timeout_ms;             /* idle connections close; 0: never    */
+    char socket_path[GF_SOCKET_PATH_MAX];   /* where the daemon listens          */
+    uint32_t socket_mode;                   /* its permission bits, e.g. 0660    */
+    char socket_group[GF_ACCOUNT_TEXT_MAX]; /* its group; "": the daemon's own   */
+    char user[GF_ACCOUNT_TEXT_MAX];         /* who the daemon runs as once the
+                                               socket is bound; "": as started   */
+    gf_allow allow;                         /* who may connect                   */
+    enum gf_engine_choice engine;           /* auto | cuda | cpu                 */
+    uint32_t slot_count;                    /* frames in flight at once, per shard */
+    uint32_t shards;                        /* loops on their own threads; 0: auto */
+    char devices[GF_DEVICES_TEXT_MAX];      /* "all", or CUDA ordinals "0,2"     */
+    uint64_t max_frame_bytes;               /* largest FRAME payload accepted    */
+    uint32_t frame_timeout_ms;              /* deadline of a frame on the engine */
+    uint32_t request_timeout_ms;            /* a begun request must be in by then  */
+    uint32_t receive_stall_ms;              /* a payload read in place must not pause
+                                               this long while others wait          */
+    uint32_t write_timeout_ms;              /* a reply must make progress by then  */
+    uint32_t idle_timeout_ms;               /* idle connections close; 0: never    */
     enum gf_log_level log_level;
     uint32_t drain_timeout_ms;          /* graceful stop's limit             */
     uint64_t max_pinned_bytes;          /* cap on pinned memory; 0: RAM / 4  */
@@ -101,6 +107,8 @@ enum gf_config_type {
     GF_CONFIG_INTEGER,   /* a whole number in [min, max]; a uint32_t or uint64_t field */
     GF_CONFIG_BOOL,      /* true or false; an int field, 0 or 1                         */
     GF_CONFIG_PATH,      /* a string of min to max bytes; a char[size] field            */
+    GF_CONFIG_ACCOUNT,   /* a user or group: a name, or an id in digits, of at most max
+                            bytes; a char[size] field, "" when not set              */
     GF_CONFIG_CHOICE,    /* one of choices[]; an enum field holding the index           */
     GF_CONFIG_MODE,      /* file permission bits as an octal string ("0660"), at most
                             max; a uint32_t field                                     */
@@ -152,7 +160,7 @@ const gf_config_key *gf_config_key_find(const char *key);
  */
 typedef struct gf_config_overrides {
     gf_config values; /* each given key's value, in its own field (no pipelines) */
-    uint32_t given;   /* bit i: gf_config_keys()[i] was given                    */
+    uint64_t given;   /* bit i: gf_config_keys()[i] was given                    */
 } gf_config_overrides;
 
 /*
@@ -198,6 +206,15 @@ int gf_config_parse_all(const char *json, gf_config *out, char *errs, size_t err
  */
 int gf_config_load(const char *path, const gf_config_overrides *flags, gf_config *out, char *errs,
                    size_t errs_len, size_t *problem_count);
+
+/*
+ * gf_config_load without the pipelines, which it neither reads nor checks
+ * (no plugin is loaded, `out` has none): what start-up needs before it binds
+ * the socket and becomes "user" (main.c), so that the pipelines' plugins are
+ * loaded by the user that will reload them.
+ */
+int gf_config_load_keys(const char *path, const gf_config_overrides *flags, gf_config *out,
+                        char *errs, size_t errs_len, size_t *problem_count);
 
 /*
  * Names, in buf[len], every setting that differs from `from` to `to`, with

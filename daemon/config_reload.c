@@ -21,7 +21,7 @@
 
 /* Nonzero when key `k` (not the pipelines) differs between `a` and `b`. */
 static int field_differs(const gf_config *a, const gf_config *b, const gf_config_key *k) {
-    if (k->type == GF_CONFIG_PATH)
+    if (k->type == GF_CONFIG_PATH || k->type == GF_CONFIG_ACCOUNT)
         return strcmp((const char *)a + k->offset, (const char *)b + k->offset) != 0;
     if (k->type == GF_CONFIG_ALLOW)
         return memcmp(&a->allow, &b->allow, sizeof a->allow) != 0;
@@ -32,8 +32,9 @@ static int field_differs(const gf_config *a, const gf_config *b, const gf_config
 static void field_text(const gf_config *cfg, const gf_config_key *k, char *buf, size_t len) {
     uint64_t v;
 
-    if (k->type == GF_CONFIG_PATH) {
-        gf_errorf(buf, len, "%s", (const char *)cfg + k->offset);
+    if (k->type == GF_CONFIG_PATH || k->type == GF_CONFIG_ACCOUNT) {
+        const char *text = (const char *)cfg + k->offset;
+        gf_errorf(buf, len, "%s", text[0] != '\0' ? text : "\"\"");
         return;
     }
     if (k->type == GF_CONFIG_ALLOW) {

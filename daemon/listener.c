@@ -25,6 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "account.h"
 #include "log.h"
 #include "listener.h"
 #include "reply.h"
@@ -160,8 +161,11 @@ static void explain_bind_error(const char *path, int err) {
             return;
         }
     } else if (err == EACCES || err == EPERM) {
-        GF_LOG_ERR("socket %s: no permission to create a socket in %s (user %u): %s", path, dir,
-                   (unsigned)geteuid(), strerror(err));
+        GF_LOG_ERR("socket %s: no permission to create a socket in %s (user %u): %s; start "
+                   "gpuframed as root with \"user\" naming whom to run as, choose a directory "
+                   "this user may write (--socket or \"socket\"), or let systemd's "
+                   "gpuframed.socket make the socket",
+                   path, dir, (unsigned)geteuid(), strerror(err));
         return;
     }
     GF_LOG_ERR("socket %s: cannot bind: %s", path, strerror(err));
@@ -193,9 +197,31 @@ static int replace_stale(const char *path) {
     return 0;
 }
 
-/* A socket bound at `path` with permission bits `mode` (socket_mode: who may
- * connect, whatever the umask).  Returns the fd, or a negative errno, logged. */
-static int bind_path(const char *path, mode_t mode) {
+/* Gives the socket at `path` the group `group` names (socket_group).
+ * Returns 0, or a negative errno, logged. */
+static int give_group(const char *path, const char *group) {
+    char why[256];
+    uint32_t gid;
+    if (gf_account_group(group, &gid, why, sizeof why) < 0) {
+        GF_LOG_ERR("socket %s: socket_group: %s", path, why);
+        return -EINVAL;
+    }
+    if (chown(path, (uid_t)-1, (gid_t)gid) == 0)
+        return 0;
+    int err = errno;
+    if (err == EPERM)
+        GF_LOG_ERR("socket %s: cannot give it group %s (gid %u): only root, or a member of that "
+                   "group, may (gpuframed runs as user %u)",
+                   path, group, gid, (unsigned)geteuid());
+    else
+        GF_LOG_ERR("socket %s: cannot give it group %s: %s", path, group, strerror(err));
+    return -err;
+}
+
+/* A socket bound at `path` with group `group` ("": the daemon's own) and
+ * permission bits `mode` (socket_group, socket_mode: who may connect,
+ * whatever the umask).  Returns the fd, or a negative errno, logged. */
+static int bind_path(const char *path, const char *group, mode_t mode) {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path) {
         GF_LOG_ERR("socket %s: the path is longer than %zu bytes", path, sizeof sa.sun_path - 1);
@@ -212,6 +238,12 @@ static int bind_path(const char *path, mode_t mode) {
     if (rc == -EADDRINUSE && (rc = replace_stale(path)) == 0)
         rc = bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ? -errno : 0;
     umask(old);
+    /* The group first: the mode opens the socket to it. */
+    if (rc == 0 && group[0] != '\0' && (rc = give_group(path, group)) < 0) {
+        close(fd);
+        unlink(path);
+        return rc;
+    }
     if (rc == 0 && chmod(path, mode) < 0)
         rc = -errno;
     if (rc < 0) {
@@ -223,8 +255,8 @@ static int bind_path(const char *path, mode_t mode) {
     return fd;
 }
 
-int gf_listener_bind(const char *path, unsigned mode) {
-    int fd = bind_path(path, (mode_t)mode);
+int gf_listener_bind(const char *path, const char *group, unsigned mode) {
+    int fd = bind_path(path, group, (mode_t)mode);
     if (fd < 0)
         return fd;
     /* Listening at once: a client that connects before the engine is up
@@ -270,9 +302,11 @@ void gf_listener_close(gf_listener *l) {
         return;
     l->listening = 0;
     uv_close((uv_handle_t *)&l->poll, on_listener_closed);
-    /* A socket systemd passed is systemd's to remove. */
-    if (l->owned)
-        unlink(l->cfg->socket_path);
+    /* A socket systemd passed is systemd's to remove.  A daemon that became
+     * "user" may not be allowed to remove its own (main.c). */
+    if (l->owned && unlink(l->cfg->socket_path) < 0 && errno != ENOENT)
+        GF_LOG_WRN("socket %s: cannot remove it: %s (the next start replaces it)",
+                   l->cfg->socket_path, strerror(errno));
     if (l->reserve_fd >= 0)
         close(l->reserve_fd);
     l->reserve_fd = -1;

@@ -37,10 +37,11 @@ struct gf_listener {
     void *arg;
 };
 
-/* A socket bound at `path` with permission bits `mode` and listening; a
- * stale socket file nobody listens on is replaced, anything else at `path`
- * never is.  Returns the fd, or a negative errno with one line logged. */
-int gf_listener_bind(const char *path, unsigned mode);
+/* A socket bound at `path`, given group `group` (a name or gid; "": the
+ * daemon's own) and permission bits `mode`, and listening; a stale socket
+ * file nobody listens on is replaced, anything else at `path` never is.
+ * Returns the fd, or a negative errno with one line logged. */
+int gf_listener_bind(const char *path, const char *group, unsigned mode);
 
 /* Accepts on `fd` on `loop`, bound by gf_listener_bind (`owned`: its path is
  * removed at close) or passed by systemd; l's cfg, accepted, refused and arg

@@ -6,6 +6,11 @@
  * (notify.c): READY=1 once the shards are open, STATUS= every few seconds,
  * WATCHDOG=1 while frames complete, STOPPING=1 on SIGTERM/SIGINT,
  * RELOADING=1 ... READY=1 around a SIGHUP reload.
+ *
+ * Started as root with "user" naming another account, it reads the keys,
+ * binds the socket, becomes that user for good (account.c), and only then
+ * reads the pipelines and loads their plugins, touches no GPU before: what a
+ * reload will read, the user is seen to read at start-up.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -20,6 +25,7 @@
 
 #include <uv.h>
 
+#include "account.h"
 #include "config.h"
 #include "engine.h"
 #include "log.h"
@@ -261,26 +267,65 @@ static void adopt_socket_path(daemon_state *d, int fd) {
         GF_LOG_WRN("socket activation: %s: %s", path, why);
 }
 
-/* Reads the configuration the daemon runs on into a new d->cfg and sets the
- * log level from it.  Returns -1 to go on, or the exit status. */
-static int load_config(daemon_state *d) {
+/* Reads the configuration the daemon runs on into d->cfg, replacing what it
+ * held, and sets the log level from it: every key but the pipelines with
+ * `keys_only` (gf_config_load_keys).  Returns -1 to go on, or the exit
+ * status. */
+static int load_config(daemon_state *d, int keys_only) {
     char errs[GF_PROBLEMS_BYTES];
     size_t count = 0;
+    gf_config *cfg = calloc(1, sizeof *cfg);
 
-    d->cfg = calloc(1, sizeof *d->cfg);
-    if (d->cfg == NULL) {
+    if (cfg == NULL) {
         GF_LOG_ERR("out of memory");
         return GF_EXIT_STARTUP;
     }
-    if (gf_config_load(d->config_path, &d->flags, d->cfg, errs, sizeof errs, &count) < 0) {
+    if ((keys_only ? gf_config_load_keys : gf_config_load)(d->config_path, &d->flags, cfg, errs,
+                                                           sizeof errs, &count) < 0) {
         log_problems("", errs, count);
         GF_LOG_ERR("not starting: %zu problem(s) in the configuration", count);
-        free(d->cfg);
-        d->cfg = NULL;
+        free(cfg);
         return GF_EXIT_USAGE;
     }
+    if (d->cfg != NULL) {
+        gf_config_free(d->cfg);
+        free(d->cfg);
+    }
+    d->cfg = cfg;
     gf_log_set_level(d->cfg->log_level);
     return -1;
+}
+
+/* Whom the daemon becomes once its socket is bound: "user", when it names
+ * another account than the one running.  Returns 1 with the account in
+ * *to, 0 to stay as it is, or -1 (logged) when it cannot. */
+static int account_to_become(const gf_config *cfg, gf_account *to) {
+    char why[GF_NOTE_BYTES];
+
+    if (cfg->user[0] == '\0')
+        return 0;
+    if (gf_account_user(cfg->user, to, why, sizeof why) < 0) {
+        GF_LOG_ERR("user: %s", why);
+        return -1;
+    }
+    if (to->uid == (uint32_t)geteuid())
+        return 0;
+    if (geteuid() != 0) {
+        GF_LOG_ERR("user: gpuframed runs as uid %u, and only root may become user %s (uid %u): "
+                   "start it as root, or leave \"user\" out",
+                   (unsigned)geteuid(), to->name, to->uid);
+        return -1;
+    }
+    return 1;
+}
+
+/* Removes the socket file this daemon bound, after a failed start.  A
+ * daemon that became "user" may not be allowed to (its directory is
+ * root's): the next start replaces a socket nobody listens on. */
+static void remove_socket(const char *path) {
+    if (unlink(path) < 0 && errno != ENOENT)
+        GF_LOG_WRN("socket %s: cannot remove it: %s (the next start replaces it)", path,
+                   strerror(errno));
 }
 
 /* systemd's side: the socket it may pass (into *listen_fd, or -1), where to
@@ -296,6 +341,10 @@ static int join_systemd(daemon_state *d, int *listen_fd) {
     }
     if (*listen_fd >= 0)
         adopt_socket_path(d, *listen_fd);
+    if (*listen_fd >= 0 && d->cfg->socket_group[0] != '\0')
+        GF_LOG_INF("socket activation: the socket unit's SocketGroup= decides the socket's group; "
+                   "socket_group (%s) is not used",
+                   d->cfg->socket_group);
     if (gf_notify_open(&d->notify, why, sizeof why) < 0)
         GF_LOG_WRN("%s", why);
     if (gf_notify_watchdog_usec(&d->watchdog_usec, why, sizeof why) < 0)
@@ -374,17 +423,26 @@ static int serve_until_stopped(daemon_state *d) {
 int main(int argc, char **argv) {
     static daemon_state d; /* handles live here until the process ends */
     const char *check_path = NULL;
-    char status[GF_STATUS_BYTES];
-    int listen_fd = -1, rc;
+    char status[GF_STATUS_BYTES], why[GF_NOTE_BYTES];
+    int listen_fd = -1, rc, exit_code = GF_EXIT_STARTUP;
+    gf_account account;
 
     rc = gf_options_parse(argc, argv, &d.flags, &d.config_path, &check_path);
     if (rc >= 0)
         return rc;
     if (check_path != NULL)
         return gf_options_check_config(check_path, &d.flags);
-    rc = load_config(&d);
+    /* The keys first: whether the pipelines are read now, or as "user". */
+    rc = load_config(&d, 1);
     if (rc >= 0)
         return rc;
+    int become = account_to_become(d.cfg, &account);
+    if (become < 0)
+        goto fail_config; /* GF_EXIT_STARTUP: the file is right, the process is not */
+    if (!become && (rc = load_config(&d, 0)) >= 0) {
+        exit_code = rc;
+        goto fail_config;
+    }
     signal(SIGPIPE, SIG_IGN);
     if (join_systemd(&d, &listen_fd) < 0)
         goto fail_config;
@@ -398,6 +456,20 @@ int main(int argc, char **argv) {
         gf_notify_status(&d.notify, "start-up failed: cannot bind the socket");
         goto fail_loop;
     }
+    if (become) {
+        if (gf_account_become(&account, why, sizeof why) < 0) {
+            GF_LOG_ERR("user: %s", why);
+            goto fail_socket;
+        }
+        gf_account_describe_self(why, sizeof why);
+        GF_LOG_INF("user: became %s: %s; the configuration's pipelines and plugins are read as "
+                   "this user from now on",
+                   account.name, why);
+        if ((rc = load_config(&d, 0)) >= 0) {
+            exit_code = rc;
+            goto fail_socket;
+        }
+    }
     GF_LOG_INF("gpuframed %s starting (engines built in: %s; config %s; socket %s%s%s)", GF_VERSION,
                gf_engine_builtin_names(), d.config_path ? d.config_path : "built-in",
                owned ? d.cfg->socket_path : "passed by systemd",
@@ -409,9 +481,7 @@ int main(int argc, char **argv) {
         snprintf(status, sizeof status, "start-up failed: %s",
                  rc > -4096 ? uv_strerror(rc) : "error");
         gf_notify_status(&d.notify, status);
-        if (owned)
-            unlink(d.cfg->socket_path);
-        goto fail_loop;
+        goto fail_socket;
     }
     rc = gf_reload_open(&d.loop, d.shards, on_reloaded, &d, &d.reload);
     if (rc < 0) {
@@ -421,6 +491,9 @@ int main(int argc, char **argv) {
     report_ready(&d);
     return serve_until_stopped(&d);
 
+fail_socket:
+    if (owned)
+        remove_socket(d.cfg->socket_path);
 fail_loop:
     close_supervision(&d);
     uv_run(&d.loop, UV_RUN_NOWAIT);
@@ -431,5 +504,5 @@ fail_loop:
 fail_config:
     gf_config_free(d.cfg);
     free(d.cfg);
-    return GF_EXIT_STARTUP;
+    return exit_code;
 }

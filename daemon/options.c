@@ -30,7 +30,8 @@ static const char *const help_sections[] = {
     "\n",
     "SYNOPSIS\n"
     "    gpuframed [--config FILE] [--socket PATH] [--engine auto|cuda|cpu] [--slots N]\n"
-    "              [--shards N] [--devices all|LIST]\n"
+    "              [--shards N] [--devices all|LIST] [--socket-group GROUP]\n"
+    "              [--user USER]\n"
     "              [--max-frame-bytes N] [--log-level LEVEL]\n"
     "    gpuframed --check-config FILE [OPTIONS]\n"
     "    gpuframed --version | --help\n"
@@ -47,7 +48,9 @@ static const char *const help_sections[] = {
     "    It is meant to run under systemd (gpuframed.service, gpuframed.socket):\n"
     "    it serves the socket systemd passes, reports readiness, status and\n"
     "    liveness with sd_notify, logs to the journal with priorities, drains on\n"
-    "    stop and reloads its configuration on SIGHUP.\n"
+    "    stop and reloads its configuration on SIGHUP. Without systemd (a\n"
+    "    container, an init script), start it as root with --socket-group and\n"
+    "    --user: it binds the socket, gives it that group, then runs as that user.\n"
     "\n",
     "OPTIONS\n"
     "    -c, --config FILE\n"
@@ -55,6 +58,14 @@ static const char *const help_sections[] = {
     "        the packaged gpuframed.json's). SIGHUP reads FILE again.\n"
     "    -s, --socket PATH\n"
     "        Listen on PATH (overrides \"socket\"). Ignored under socket activation.\n"
+    "    -g, --socket-group GROUP\n"
+    "        Give the socket group GROUP, a name or gid (overrides \"socket_group\");\n"
+    "        with the default socket_mode 0660 its members may connect. Ignored\n"
+    "        under socket activation (the unit's SocketGroup= decides).\n"
+    "    -u, --user USER\n"
+    "        Started as root: once the socket is bound, become USER, a name or uid,\n"
+    "        with its groups, for good (overrides \"user\"); the pipelines, their\n"
+    "        plugins and the GPU are then opened, and every reload read, as USER.\n"
     "    -e, --engine auto|cuda|cpu\n"
     "        The compute engine (overrides \"engine\"). auto picks cuda when a device\n"
     "        answers, else cpu, and logs which and why.\n"
@@ -158,7 +169,8 @@ static const struct key_option {
     {"socket", 's', "socket"},       {"engine", 'e', "engine"},
     {"slots", 'n', "slots"},         {"max-frame-bytes", 'm', "max_frame_bytes"},
     {"log-level", 'l', "log_level"}, {"shards", 'j', "shards"},
-    {"devices", 'd', "devices"},
+    {"devices", 'd', "devices"},     {"socket-group", 'g', "socket_group"},
+    {"user", 'u', "user"},
 };
 
 /* Sets the key option `letter` sets from `text`.  Returns -1 (go on), or
@@ -190,6 +202,8 @@ int gf_options_parse(int argc, char **argv, gf_config_overrides *flags, const ch
         {"log-level", required_argument, NULL, 'l'},
         {"shards", required_argument, NULL, 'j'},
         {"devices", required_argument, NULL, 'd'},
+        {"socket-group", required_argument, NULL, 'g'},
+        {"user", required_argument, NULL, 'u'},
         {"check-config", required_argument, NULL, OPT_CHECK_CONFIG},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
@@ -197,7 +211,7 @@ int gf_options_parse(int argc, char **argv, gf_config_overrides *flags, const ch
     int opt, rc;
 
     memset(flags, 0, sizeof *flags);
-    while ((opt = getopt_long(argc, argv, "c:s:e:n:m:l:j:d:Vh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:s:e:n:m:l:j:d:g:u:Vh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c': *config_path = optarg; break;
         case OPT_CHECK_CONFIG: *check_path = optarg; break;

@@ -80,7 +80,7 @@ struct gf_shards {
 };
 
 int gf_shards_bind(const gf_config *cfg) {
-    return gf_listener_bind(cfg->socket_path, cfg->socket_mode);
+    return gf_listener_bind(cfg->socket_path, cfg->socket_group, cfg->socket_mode);
 }
 
 /* ---- the hand-off ---------------------------------------------------------------- */

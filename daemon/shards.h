@@ -26,9 +26,10 @@
 
 typedef struct gf_shards gf_shards;
 
-/* Start-up's first step: binds cfg->socket_path with cfg->socket_mode and
- * listens (listener.h), before any GPU is touched, so that a second daemon
- * fails at once with one line.  Returns the fd, or a negative errno. */
+/* Start-up's first step: binds cfg->socket_path with cfg->socket_group and
+ * cfg->socket_mode and listens (listener.h), before any GPU is touched, so
+ * that a second daemon fails at once with one line.  Returns the fd, or a
+ * negative errno. */
 int gf_shards_bind(const gf_config *cfg);
 
 /*

@@ -214,6 +214,84 @@ START_TEST(overrides_apply_before_the_checks) {
 }
 END_TEST
 
+static void parse_ok(const char *json, gf_config *cfg);
+
+/* socket_group takes a name or any gid (the host's group need not be named
+ * in a container); user a name or a uid the user database knows.  Both
+ * default to "", and are kept as written. */
+START_TEST(accounts_parse) {
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+
+    parse_ok("{" ECHO_PIPELINES "}", &cfg);
+    ck_assert_str_eq(cfg.socket_group, "");
+    ck_assert_str_eq(cfg.user, "");
+    gf_config_free(&cfg);
+    parse_ok("{\"socket_group\": \"root\", \"user\": \"root\", " ECHO_PIPELINES "}", &cfg);
+    ck_assert_str_eq(cfg.socket_group, "root");
+    ck_assert_str_eq(cfg.user, "root");
+    gf_config_free(&cfg);
+    parse_ok("{\"socket_group\": \"4000000001\", \"user\": \"0\", " ECHO_PIPELINES "}", &cfg);
+    ck_assert_str_eq(cfg.socket_group, "4000000001");
+    ck_assert_str_eq(cfg.user, "0");
+    gf_config_free(&cfg);
+    /* Both wrong: both named. */
+    size_t count = 0;
+    ck_assert_int_eq(gf_config_parse_all("{\"socket_group\": \"no-such-group-gf\", \"user\": "
+                                         "\"no-such-user-gf\", " ECHO_PIPELINES "}",
+                                         &cfg, err, sizeof err, &count),
+                     -1);
+    ck_assert_uint_eq(count, 2);
+    ck_assert_msg(strstr(err, "socket_group: no group named") && strstr(err, "user: no user named"),
+                  "%s", err);
+    /* On the command line, with the same lookups at load. */
+    gf_config_overrides flags = {0};
+    set_flag(&flags, "socket_group", "4000000001");
+    set_flag(&flags, "user", "root");
+    ck_assert_int_eq(
+        gf_config_override(&flags, "user", "123456789012345678901234567890123", err, sizeof err),
+        -1);
+    ck_assert_str_eq(err, "expected a user name or uid of at most 32 bytes");
+    ck_assert_msg(gf_config_load(NULL, &flags, &cfg, err, sizeof err, &count) == 0, "%s", err);
+    ck_assert_str_eq(cfg.socket_group, "4000000001");
+    ck_assert_str_eq(cfg.user, "root");
+    gf_config_free(&cfg);
+}
+END_TEST
+
+/* gf_config_load_keys reads every key but the pipelines, which it neither
+ * needs nor checks: a file whose pipelines are wrong, or missing, loads. */
+START_TEST(load_keys_leaves_the_pipelines_out) {
+    char errs[ERR_BYTES] = "", path[] = "/tmp/gf_keys_XXXXXX";
+    size_t count = 99;
+    gf_config cfg;
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    static const char text[] = "{\"slots\": 3, \"user\": \"root\", \"pipelines\": [{\"name\": "
+                               "\"p\", \"kind\": \"plugin\", "
+                               "\"path\": \"/nonexistent/gf_none.so\"}]}";
+    ck_assert_int_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    ck_assert_msg(gf_config_load_keys(path, NULL, &cfg, errs, sizeof errs, &count) == 0, "%s",
+                  errs);
+    ck_assert_uint_eq(count, 0);
+    ck_assert_uint_eq(cfg.slot_count, 3);
+    ck_assert_str_eq(cfg.user, "root");
+    ck_assert_uint_eq(cfg.pipeline_count, 0);
+    ck_assert_ptr_null(cfg.pipelines);
+    gf_config_free(&cfg);
+    ck_assert_int_eq(gf_config_load(path, NULL, &cfg, errs, sizeof errs, &count), -1);
+    ck_assert_msg(strstr(errs, "gf_none.so"), "%s", errs);
+    /* A bad key is still a problem. */
+    gf_config_overrides flags = {0};
+    set_flag(&flags, "user", "no-such-user-gf");
+    ck_assert_int_eq(gf_config_load_keys(path, &flags, &cfg, errs, sizeof errs, &count), -1);
+    ck_assert_uint_eq(count, 1);
+    ck_assert_msg(strstr(errs, "user: no user named \"no-such-user-gf\""), "%s", errs);
+    unlink(path);
+}
+END_TEST
+
 START_TEST(pinned_cap_and_new_keys) {
     char err[ERR_BYTES] = "";
     gf_config cfg;
@@ -316,7 +394,7 @@ struct bad_config {
 static const struct bad_config bad_configs[] = {
     /* structure and syntax */
     {"{\"slot\": 2, " ECHO_PIPELINES "}",
-     "slot: unknown key (known keys: socket, socket_mode, allow, engine, "},
+     "slot: unknown key (known keys: socket, socket_mode, socket_group, user, allow, engine, "},
     {"{\"slots\": 2, \"slots\": 3, " ECHO_PIPELINES "}", "slots: duplicate key"},
     /* allow: names resolved at load, ids checked */
     {"{\"allow\": {\"users\": [\"no-such-user-gf\"]}, " ECHO_PIPELINES "}",
@@ -329,6 +407,21 @@ static const struct bad_config bad_configs[] = {
     {"{\"allow\": {\"uids\": 5}, " ECHO_PIPELINES "}", "allow.uids: expected an array"},
     {"{\"socket_mode\": \"0660x\", " ECHO_PIPELINES "}", "socket_mode: expected permission bits"},
     {"{\"socket_mode\": 432, " ECHO_PIPELINES "}", "socket_mode: expected permission bits"},
+    /* socket_group and user: looked up at load */
+    {"{\"socket_group\": \"no-such-group-gf\", " ECHO_PIPELINES "}",
+     "socket_group: no group named \"no-such-group-gf\" on this system ('getent group "
+     "no-such-group-gf' finds none; name it by gid, or make it with groupadd)"},
+    {"{\"socket_group\": 44, " ECHO_PIPELINES "}",
+     "socket_group: expected a group name or gid of at most 32 bytes, got 44"},
+    {"{\"socket_group\": \"123456789012345678901234567890123\", " ECHO_PIPELINES "}",
+     "socket_group: expected a group name or gid of at most 32 bytes, got \"1234567890"},
+    {"{\"user\": \"no-such-user-gf\", " ECHO_PIPELINES "}",
+     "user: no user named \"no-such-user-gf\" on this system ('getent passwd no-such-user-gf' "
+     "finds none; systemd-sysusers or useradd makes one)"},
+    {"{\"user\": \"4000000001\", " ECHO_PIPELINES "}",
+     "user: no user with uid \"4000000001\" on this system"},
+    {"{\"user\": [\"root\"], " ECHO_PIPELINES "}",
+     "user: expected a user name or uid of at most 32 bytes, got an array"},
     {"[1, 2]", "config: expected a JSON object, got an array of 2 elements"},
     {"{}", "pipelines: missing"},
     {"{\"pipelines\": []}", "pipelines: expected a non-empty array of pipeline objects, got an "
@@ -1200,6 +1293,8 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, pipeline_batching_keys_parse);
     tcase_add_test(tc, every_key_set_and_bounds_accepted);
     tcase_add_test(tc, pinned_cap_and_new_keys);
+    tcase_add_test(tc, accounts_parse);
+    tcase_add_test(tc, load_keys_leaves_the_pipelines_out);
     tcase_add_test(tc, overrides_apply_before_the_checks);
     tcase_add_test(tc, load_file_errors_start_with_the_path);
     suite_add_tcase(s, tc);

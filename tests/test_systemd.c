@@ -1099,21 +1099,22 @@ START_TEST(parse_all_and_describe_changes) {
                      -1);
     ck_assert_uint_eq(count, 4);
     ck_assert_str_eq(
-        errs,
-        "x: unknown key (known keys: socket, socket_mode, allow, engine, slots, shards, devices, "
-        "max_frame_bytes, "
-        "frame_timeout_ms, request_timeout_ms, receive_stall_ms, write_timeout_ms, "
-        "idle_timeout_ms, "
-        "log_level, drain_timeout_ms, max_pinned_bytes, "
-        "timing_events, timing_sample_every, completion, zero_copy_max_bytes, cuda_graphs, "
-        "trace_frames, "
-        "max_connections, max_output_bytes, max_output_bytes_total, max_regions, "
-        "max_shm_bytes, pipelines)\n"
-        "slots: expected an integer in [1, 64], got 0\n"
-        "log_level: expected one of \"error\", \"warn\", \"info\", \"debug\", got "
-        "\"loud\"\n"
-        "pipelines[0] (e).params.k: unknown parameter (kind echo takes no "
-        "parameters)\n");
+        errs, "x: unknown key (known keys: socket, socket_mode, socket_group, user, allow, engine, "
+              "slots, "
+              "shards, devices, "
+              "max_frame_bytes, "
+              "frame_timeout_ms, request_timeout_ms, receive_stall_ms, write_timeout_ms, "
+              "idle_timeout_ms, "
+              "log_level, drain_timeout_ms, max_pinned_bytes, "
+              "timing_events, timing_sample_every, completion, zero_copy_max_bytes, cuda_graphs, "
+              "trace_frames, "
+              "max_connections, max_output_bytes, max_output_bytes_total, max_regions, "
+              "max_shm_bytes, pipelines)\n"
+              "slots: expected an integer in [1, 64], got 0\n"
+              "log_level: expected one of \"error\", \"warn\", \"info\", \"debug\", got "
+              "\"loud\"\n"
+              "pipelines[0] (e).params.k: unknown parameter (kind echo takes no "
+              "parameters)\n");
     ck_assert_ptr_null(a.pipelines);
     /* The one-line parser reports the same first problem. */
     ck_assert_int_eq(gf_config_parse("{\"slots\": 0, \"log_level\": \"loud\", \"pipelines\": "

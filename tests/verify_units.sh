@@ -8,7 +8,7 @@
 #      DESTDIR so that the binary it checks is the one just installed; any
 #      warning counts as a failure, not only errors;
 #   4. the sysusers snippet creates user and group gpuframed and the device
-#      groups in a scratch root;
+#      groups, gpuframed a member of both, in a scratch root;
 #   5. the installed daemon accepts the installed configuration;
 #   6. gpuframe-prometheus.service and .timer: ExecStart= names the installed
 #      gpuframe, both pass `systemd-analyze verify`;
@@ -89,6 +89,11 @@ systemd-sysusers --root="$tmp/root" "$sysusers" >"$tmp/sysusers.log" 2>&1 ||
 grep -q '^gpuframed:' "$tmp/root/etc/passwd" || { echo "FAIL: no user gpuframed"; exit 1; }
 for g in gpuframed video render; do
   grep -q "^$g:" "$tmp/root/etc/group" || { echo "FAIL: no group $g"; exit 1; }
+done
+# The device groups list gpuframed, for a daemon that becomes it ("user").
+for g in video render; do
+  grep -qE "^$g:[^:]*:[0-9]+:(.*,)?gpuframed(,|$)" "$tmp/root/etc/group" ||
+    { echo "FAIL: gpuframed is not a member of group $g:"; grep "^$g:" "$tmp/root/etc/group"; exit 1; }
 done
 
 out=$("$dest$bin" --check-config "$dest$config")
