@@ -27,6 +27,22 @@
 /* How to point a program elsewhere when the caller did not say. */
 #define POINT_HINT_DEFAULT "point this program at the socket it listens on"
 
+/* Groups that grant far more than a socket: telling a user to join one of
+ * them to reach gpuframed would be a remedy worse than the problem.  gid 0
+ * is one whatever its name.  python/gpuframe/client.py has the same list. */
+static const char *const privileged_groups[] = {
+    "root", "wheel", "sudo", "admin", "adm", "shadow", "disk", "kmem", "docker", "lxd", "libvirt",
+};
+
+static int is_privileged_group(unsigned long gid, const char *name) {
+    if (gid == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof privileged_groups / sizeof privileged_groups[0]; i++)
+        if (strcmp(name, privileged_groups[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* Whether this user is listed in group `gid`, as a member or by his primary
  * group, according to the databases (not this process's groups). */
 static int listed_in(gid_t gid) {
@@ -83,6 +99,7 @@ void gf__connect_facts_gather(gf__connect_facts *f) {
     struct group gr, *group = NULL;
     if (getgrgid_r(st.st_gid, &gr, buf, sizeof buf, &group) == 0 && group != NULL)
         snprintf(f->group, sizeof f->group, "%s", group->gr_name);
+    f->group_privileged = is_privileged_group(f->gid, f->group);
     f->listed_in_group = listed_in(st.st_gid);
     f->session_has_group = session_has(st.st_gid);
 }
@@ -120,6 +137,13 @@ static void explain_access(const gf__connect_facts *f, const char *point, char *
                  "but this login session began before you joined it: log in again (or run "
                  "'newgrp %s')",
                  f->path, group, group);
+    } else if (!f->session_has_group && f->group_privileged) {
+        snprintf(buf, len,
+                 "cannot connect to %s: permission denied: the socket admits user %s and group %s "
+                 "(mode %04o), and group %s grants far more than this socket: do not join it; have "
+                 "the daemon give its socket a group of its own (socket_group or --socket-group, "
+                 "or the socket unit's SocketGroup=; gpuframed by default), then join that group",
+                 f->path, owner, group, f->mode, group);
     } else if (!f->session_has_group) {
         snprintf(buf, len,
                  "cannot connect to %s: permission denied: the socket admits user %s and group %s "

@@ -27,6 +27,7 @@ typedef struct gf__connect_facts {
     unsigned long uid, gid;            /* its owner and group                                 */
     char owner[GF_CONNECT_NAME_BYTES]; /* the owner's name, "" when unknown           */
     char group[GF_CONNECT_NAME_BYTES]; /* the group's name, "" when unknown           */
+    int group_privileged;              /* that group grants far more than the socket (root)   */
     int listed_in_group;               /* the user database lists this user in that group     */
     int session_has_group;             /* this process runs with that group                   */
 } gf__connect_facts;

@@ -135,7 +135,9 @@ GF_API int gf_client_connect(const char *socket_path, gf_client **out);
  * stopped or crashed), a permission problem (a directory on the path; the
  * socket's mode; or the socket's group, which the user must join: "join
  * group G (sudo usermod -aG G $USER, then log in again)", or has joined
- * since this login session began).  To be precise it looks at the socket
+ * since this login session began; a group that grants far more than the
+ * socket, such as root, is never the one to join: the daemon should give
+ * its socket a group of its own, its socket_group).  To be precise it looks at the socket
  * file (stat) and at the user and group databases; it changes nothing.
  * `how_to_point` tells how this program is pointed at another socket, e.g.
  * "pass --socket PATH / set GPUFRAMED_SOCKET" (NULL: a general phrase).

@@ -101,6 +101,46 @@ START_TEST(each_failure_in_words) {
 }
 END_TEST
 
+/* A group that grants far more than the socket (root: what a root daemon
+ * without socket_group gives it) is never the remedy, named or not. */
+static const struct privileged_case {
+    const char *group; /* its name, "" when the database has none */
+    unsigned long gid;
+} privileged_cases[] = {{"root", 0}, {"docker", 999}, {"", 0}};
+
+START_TEST(privileged_group_is_never_the_remedy) {
+    const struct privileged_case *c = &privileged_cases[_i];
+    gf__connect_facts f = {.path = "/run/gf.sock",
+                           .err = -EACCES,
+                           .how_to_point = HOW,
+                           .is_socket = 1,
+                           .mode = 0660,
+                           .gid = c->gid,
+                           .group_privileged = 1};
+    char buf[TEXT_BYTES], want[TEXT_BYTES], group[32];
+
+    snprintf(f.owner, sizeof f.owner, "root");
+    snprintf(f.group, sizeof f.group, "%s", c->group);
+    if (c->group[0] != '\0')
+        snprintf(group, sizeof group, "%s", c->group);
+    else
+        snprintf(group, sizeof group, "gid %lu", c->gid);
+    snprintf(want, sizeof want,
+             "cannot connect to /run/gf.sock: permission denied: the socket admits user root and "
+             "group %s (mode 0660), and group %s grants far more than this socket: do not join "
+             "it; have the daemon give its socket a group of its own (socket_group or "
+             "--socket-group, or the socket unit's SocketGroup=; gpuframed by default), then join "
+             "that group",
+             group, group);
+    gf__connect_explain(&f, buf, sizeof buf);
+    ck_assert_str_eq(buf, want);
+    /* Listed in it since: logging in again is still the answer. */
+    f.listed_in_group = 1;
+    gf__connect_explain(&f, buf, sizeof buf);
+    ck_assert_msg(strstr(buf, "this login session began before you joined it"), "%s", buf);
+}
+END_TEST
+
 /* A buffer too small for the words: cut, NUL-terminated. */
 START_TEST(truncated_to_the_buffer) {
     gf__connect_facts f = {.path = "/run/gf.sock", .err = -EMFILE};
@@ -149,13 +189,43 @@ START_TEST(real_paths) {
 }
 END_TEST
 
+/* Which groups gathering calls privileged: gid 0 whatever its name (the
+ * root directory's), never a group such as nogroup. */
+START_TEST(privileged_groups_gathered) {
+    char dir[GF_TEST_DIR_MAX], path[GF_TEST_PATH_MAX];
+    gf__connect_facts f = {.path = "/", .err = -EACCES};
+
+    gf__connect_facts_gather(&f);
+    ck_assert_int_eq(f.stat_err, 0);
+    ck_assert_uint_eq(f.gid, 0);
+    ck_assert_int_eq(f.group_privileged, 1);
+    if (geteuid() != 0)
+        return; /* only root gives a file another group */
+    ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
+    snprintf(path, sizeof path, "%s/f", dir);
+    ck_assert_int_eq(gf_test_write_file(path, "x\n"), 0);
+    ck_assert_int_eq(chown(path, (uid_t)-1, 65534), 0);
+    memset(&f, 0, sizeof f);
+    f.path = path;
+    f.err = -EACCES;
+    gf__connect_facts_gather(&f);
+    ck_assert_uint_eq(f.gid, 65534);
+    ck_assert_int_eq(f.group_privileged, 0);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 static Suite *connect_error_suite(void) {
     Suite *s = suite_create("connect_error");
     TCase *tc = tcase_create("connect_error");
     tcase_add_loop_test(tc, each_failure_in_words, 0,
                         (int)(sizeof wording_cases / sizeof wording_cases[0]));
+    tcase_add_loop_test(tc, privileged_group_is_never_the_remedy, 0,
+                        (int)(sizeof privileged_cases / sizeof privileged_cases[0]));
     tcase_add_test(tc, truncated_to_the_buffer);
     tcase_add_test(tc, real_paths);
+    tcase_add_test(tc, privileged_groups_gathered);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -659,6 +659,26 @@ START_TEST(connect_errors_say_what_to_do) {
     close(fd);
     unlink(path);
 
+    /* Group root, as a root daemon without socket_group makes it: never
+     * the group to join. */
+    fd = listening_socket(path, 0, 0660);
+    out = list_as_nobody(dir, path, nobody_gid);
+    const struct group *rg = getgrgid(0);
+    ck_assert_ptr_nonnull(rg);
+    char root_group[64];
+    snprintf(root_group, sizeof root_group, "%s", rg->gr_name);
+    snprintf(want, sizeof want,
+             "gpuframe: cannot connect to %s: permission denied: the socket admits user root "
+             "and group %s (mode 0660), and group %s grants far more than this socket: do not "
+             "join it; have the daemon give its socket a group of its own (socket_group or "
+             "--socket-group, or the socket unit's SocketGroup=; gpuframed by default), then "
+             "join that group\n",
+             path, root_group, root_group);
+    ck_assert_str_eq(out, want);
+    free(out);
+    close(fd);
+    unlink(path);
+
     /* The user's own group, which this session (started with another)
      * lacks: log in again. */
     fd = listening_socket(path, nobody_gid, 0660);

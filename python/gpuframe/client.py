@@ -72,6 +72,13 @@ _SUN_PATH_MAX = 107
 _START_HINT = "start it (systemctl start gpuframed)"
 
 
+#: Groups that grant far more than a socket: telling a user to join one of
+#: them to reach gpuframed would be a remedy worse than the problem (gid 0
+#: whatever its name).  libgpuframe's connect_error.c has the same list.
+_PRIVILEGED_GROUPS = frozenset(("root", "wheel", "sudo", "admin", "adm", "shadow", "disk", "kmem",
+                                "docker", "lxd", "libvirt"))
+
+
 def _in_user_groups(gid: int) -> Tuple[bool, bool]:
     """(the user database lists this user in group ``gid``, this process
     runs with it)."""
@@ -111,6 +118,12 @@ def _permission_text(path: str) -> str:
         return ("cannot connect to %s: permission denied: you are in group %s, which may connect, "
                 "but this login session began before you joined it: log in again (or run "
                 "'newgrp %s')" % (path, group, group))
+    if not session and (st.st_gid == 0 or group in _PRIVILEGED_GROUPS):
+        return ("cannot connect to %s: permission denied: the socket admits user %s and group %s "
+                "(mode %04o), and group %s grants far more than this socket: do not join it; have "
+                "the daemon give its socket a group of its own (socket_group or --socket-group, "
+                "or the socket unit's SocketGroup=; gpuframed by default), then join that group"
+                % (path, owner, group, mode, group))
     if not session:
         return ("cannot connect to %s: permission denied: the socket admits user %s and group %s "
                 "(mode %04o): join group %s (sudo usermod -aG %s $USER, then log in again)"

@@ -613,21 +613,22 @@ class ConnectTest(unittest.TestCase):
         self.assertEqual(self.connect_text(ConnectionRefusedError),
                          "cannot connect to %s: that is not a socket: %s" % (self.path, self.HOW))
 
-    def test_permission_names_the_group_to_join(self):
-        import grp
+    def connect_as_nobody(self, gid):
+        """What a client of user 65534, in none of the socket's groups, is told
+        about a socket root:``gid`` mode 0660 (skips without root)."""
         import pwd
         try:
-            nobody, other = pwd.getpwuid(65534), grp.getgrgid(1)
+            nobody = pwd.getpwuid(65534)
         except KeyError:
-            self.skipTest("no user 65534 or group 1")
-        if os.geteuid() != 0 or nobody.pw_gid == other.gr_gid:
+            self.skipTest("no user 65534")
+        if os.geteuid() != 0 or nobody.pw_gid == gid:
             self.skipTest("needs root, to connect as another user")
         os.chmod(self.dir, 0o755)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.addCleanup(listener.close)
         listener.bind(self.path)
         listener.listen(1)
-        os.chown(self.path, 0, other.gr_gid)
+        os.chown(self.path, 0, gid)
         os.chmod(self.path, 0o660)
         code = ("import gpuframe\ntry:\n    gpuframe.Client(%r)\n"
                 "except PermissionError as e:\n    print(e.strerror)\n" % self.path)
@@ -636,11 +637,30 @@ class ConnectTest(unittest.TestCase):
                               env=dict(os.environ, PYTHONPATH=os.path.dirname(
                                   os.path.dirname(gpuframe.__file__))))
         self.assertEqual(done.stderr, "")
+        return done.stdout
+
+    def test_permission_names_the_group_to_join(self):
+        import grp
+        try:
+            other = grp.getgrgid(1)
+        except KeyError:
+            self.skipTest("no group 1")
         self.assertEqual(
-            done.stdout,
+            self.connect_as_nobody(other.gr_gid),
             "cannot connect to %s: permission denied: the socket admits user root and group %s "
             "(mode 0660): join group %s (sudo usermod -aG %s $USER, then log in again)\n"
             % (self.path, other.gr_name, other.gr_name, other.gr_name))
+
+    def test_permission_never_sends_to_group_root(self):
+        import grp
+        root = grp.getgrgid(0).gr_name
+        self.assertEqual(
+            self.connect_as_nobody(0),
+            "cannot connect to %s: permission denied: the socket admits user root and group %s "
+            "(mode 0660), and group %s grants far more than this socket: do not join it; have the "
+            "daemon give its socket a group of its own (socket_group or --socket-group, or the "
+            "socket unit's SocketGroup=; gpuframed by default), then join that group\n"
+            % (self.path, root, root))
 
     def test_default_path_is_the_environment_then_run(self):
         from unittest import mock
