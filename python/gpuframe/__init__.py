@@ -26,6 +26,18 @@ ERROR replies raise :class:`StatusError` subclasses, one per status code
 (:mod:`gpuframe.errors`).
 """
 
+import sys as _sys
+
+try:
+    import numpy  # noqa: F401 (every frame and result is an array: say so first when missing)
+except ImportError as _e:
+    raise ImportError(
+        "gpuframe needs NumPy, which this interpreter (%s, Python %d.%d) cannot import: install "
+        "it there (python3 -m pip install numpy), or use Debian's /usr/bin/python3, for which "
+        "scripts/setup.sh installs python3-numpy (in a venv: python3 -m venv "
+        "--system-site-packages)"
+        % (_sys.executable, _sys.version_info[0], _sys.version_info[1])) from _e
+
 from .client import DEFAULT_SOCKET, SOCKET_ENV, Client, connect_error, default_socket_path
 from .errors import *  # noqa: F401,F403 (the exception hierarchy is public API)
 from .errors import __all__ as _errors_all

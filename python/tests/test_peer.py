@@ -662,6 +662,19 @@ class ConnectTest(unittest.TestCase):
             "socket unit's SocketGroup=; gpuframed by default), then join that group\n"
             % (self.path, root, root))
 
+    def test_import_without_numpy_says_what_to_do(self):
+        code = "import sys\nsys.modules['numpy'] = None\nimport gpuframe\n"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=60, env=dict(os.environ, PYTHONPATH=os.path.dirname(
+                                  os.path.dirname(gpuframe.__file__))))
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(
+            "ImportError: gpuframe needs NumPy, which this interpreter (%s, Python %d.%d) cannot "
+            "import: install it there (python3 -m pip install numpy), or use Debian's "
+            "/usr/bin/python3, for which scripts/setup.sh installs python3-numpy (in a venv: "
+            "python3 -m venv --system-site-packages)" % ((sys.executable,) + sys.version_info[:2]),
+            done.stderr)
+
     def test_default_path_is_the_environment_then_run(self):
         from unittest import mock
         with mock.patch.dict(os.environ, {"GPUFRAMED_SOCKET": "/x/y.sock"}):
