@@ -131,6 +131,8 @@ $x/usr/bin/gpuframed
 $f/usr/lib/sysusers.d/gpuframed.conf
 $f/usr/share/bash-completion/completions/gpuframe
 $f$doc/gpuframed/CONFIG.md.gz
+$f$doc/gpuframed/DESIGN.md.gz
+$f$doc/gpuframed/PLUGINS.md.gz
 $f$doc/gpuframed/PROTOCOL.md.gz
 $f$doc/gpuframed/README.md.gz
 $f$doc/gpuframed/SERVICE.md.gz
@@ -172,6 +174,9 @@ $f/usr/lib/$ma/pkgconfig/gpuframe.pc
 $f$doc/libgpuframe-dev/changelog.gz
 $f$doc/libgpuframe-dev/copyright
 $f$doc/libgpuframe-dev/examples/CMakeLists.txt
+$f$doc/libgpuframe-dev/examples/plugin/clamp.c
+$f$doc/libgpuframe-dev/examples/plugin/clamp.cu
+$f$doc/libgpuframe-dev/examples/plugin/clamp.h
 $f$doc/libgpuframe-dev/examples/stream_file.c"
 site=/usr/lib/python3/dist-packages
 expect_py="$f$site/gpuframe-$version.dist-info/METADATA
@@ -275,6 +280,29 @@ for ex in "$tmp/stream_file" "$tmp/cmake-example/stream_file"; do
   [ "$out" = "5 frames, 0 failed" ] || fail "$ex printed '$out'"
   cmp "$tmp/in.bin" "$tmp/out.bin" || fail "$ex: the results differ from the input"
 done
+# The packaged example plugin, built with the cc line of the packaged
+# PLUGINS.md against the packaged header, loads.
+cp -r "$examples/plugin" "$tmp/plugin"
+cc_line=$(zcat "$root$doc/gpuframed/PLUGINS.md.gz" | grep -E '^cc .*gf_example\.so')
+[ "$(grep -c . <<<"$cc_line")" = 1 ] || fail "the packaged PLUGINS.md has no one cc line: $cc_line"
+(cd "$tmp/plugin" && PKG_CONFIG_PATH=$root/usr/lib/$ma/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root \
+  bash -c "$cc_line") >"$tmp/plugin.log" 2>&1 || { cat "$tmp/plugin.log"; fail "building the packaged example plugin: $cc_line"; }
+printf '{"pipelines": [{"name": "c", "kind": "plugin", "path": "%s", "params": {"lo": 0, "hi": 1}}]}\n' \
+  "$tmp/plugin/gf_example.so" >"$tmp/plugin.json"
+[ "$("$bin/gpuframed" --check-config "$tmp/plugin.json" 2>&1)" = "$tmp/plugin.json: ok" ] ||
+  fail "the packaged example plugin does not load: $("$bin/gpuframed" --check-config "$tmp/plugin.json" 2>&1)"
+# The packaged documents link only to packaged files (compressed or not:
+# dh_compress compresses what is over 4 KiB).
+links=0
+for md in $(find "$root$doc" -name '*.md' -o -name '*.md.gz'); do
+  dir=$(dirname "$md")
+  for target in $(zcat -f "$md" | grep -oE '\[[^]]*\]\([^) ]+\)' | sed -E 's/^\[[^]]*\]\(([^)#]*).*$/\1/' |
+    grep -vE '^([a-z]+:|$)'); do
+    links=$((links + 1))
+    [ -e "$dir/$target" ] || [ -e "$dir/$target.gz" ] || fail "$md links to $target, which no package installs"
+  done
+done
+[ "$links" -ge 10 ] || fail "only $links links in the packaged documents"
 # The packaged Python module, and no other, against the daemon.
 out=$(cd "$tmp" && env -u PYTHONPATH PYTHONPATH="$root$site" PYTHONDONTWRITEBYTECODE=1 GPUFRAMED_SOCKET="$sock" \
   /usr/bin/python3 -c '

@@ -7,7 +7,9 @@
 #   2. the build lines of plugins/README.md ("Building one outside this
 #      tree"): the CPU-only `cc` line, and the `nvcc` line where nvcc is found (on PATH, else
 #      /usr/local/cuda/bin, put on PATH as the documentation says), each run
-#      as it stands in a copy of plugins/example/;
+#      as it stands in a copy of the installed example (plugins/example/ as
+#      `cmake --install` puts it in share/doc/gpuframed/examples/plugin, the
+#      same files as the tree's);
 #   3. each object exports gf_plugin_entry alone and needs no libcudart; the
 #      nvcc one has the GPU side (clamp_device_open, which only
 #      -DGF_HAVE_CUDA=1 compiles), the cc one has not;
@@ -22,7 +24,7 @@ build=${1:?usage: plugin_build_installed.sh BUILD_DIR SOURCE_DIR}
 src=${2:?usage: plugin_build_installed.sh BUILD_DIR SOURCE_DIR}
 # shellcheck source-path=SCRIPTDIR source=testutil.sh
 . "$(dirname "$0")/testutil.sh"
-gf_need cmake cc pkg-config nm readelf od
+gf_need cmake cc pkg-config nm readelf od cmp
 
 # The documented lines: in plugins/README.md's section, a line that starts
 # with the compiler and runs to the end of its command (a trailing backslash
@@ -43,6 +45,10 @@ done
 [[ $nvcc_line == *-DGF_HAVE_CUDA=1* && $nvcc_line == *clamp.cu* ]] || fail "the nvcc line does not build the GPU side: $nvcc_line"
 
 gf_scratch_install "$build" gfpluginbuild
+for f in clamp.c clamp.cu clamp.h; do
+  cmp "$src/plugins/example/$f" "$p/share/doc/gpuframed/examples/plugin/$f" ||
+    fail "the installed example plugin's $f is not the tree's"
+done
 pc=$(find "$p" -name gpuframe.pc -print -quit)
 [ -n "$pc" ] || fail "no gpuframe.pc under $p"
 [ -f "$p/include/gpuframe/plugin.h" ] || fail "no include/gpuframe/plugin.h under $p"
@@ -58,7 +64,8 @@ variants=(cc)
 [ -z "$nvcc" ] || variants+=(nvcc)
 for v in "${variants[@]}"; do
   mkdir "$tmp/$v"
-  cp "$src"/plugins/example/clamp.{c,cu,h} "$tmp/$v/"
+  # The installed example, as a user copies it.
+  cp "$p"/share/doc/gpuframed/examples/plugin/clamp.{c,cu,h} "$tmp/$v/"
   line=$cc_line
   [ "$v" = cc ] || line=$nvcc_line
   # The line as the documentation gives it, in the plugin's directory.

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The example plugin "clamp", the one plugins/README.md walks through: copy
- * this directory to start a plugin.  Each output float is its input limited
- * to [lo, hi].  A NaN stays NaN (every comparison with it is false), and -0
- * between the bounds stays -0 (it compares equal to 0), on the CPU and the
- * GPU alike: outputs are bit-exact.
+ * The example plugin "clamp", the one plugins/README.md (PLUGINS.md where
+ * installed) walks through: copy this directory to start a plugin.  Each output float is its input
+ * limited to [lo, hi].  A NaN stays NaN (every comparison with it is false), and -0 between the
+ * bounds stays -0 (it compares equal to 0), on the CPU and the GPU alike: outputs are bit-exact.
  */
 #include <float.h>
 #include <stdio.h>
