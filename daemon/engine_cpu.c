@@ -210,9 +210,10 @@ int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_
     }
     snprintf(e->device.name, sizeof e->device.name, "cpu");
     e->device.threads = params->slot_count;
-    GF_LOG_INF("engine cpu: %u slots of %llu bytes in, %llu bytes out", params->slot_count,
-               (unsigned long long)params->in_capacity_bytes,
-               (unsigned long long)params->out_capacity_bytes);
+    GF_LOG_INF("engine cpu: %u slots of %llu bytes in, %llu bytes out, 2 x %llu bytes of scratch",
+               params->slot_count, (unsigned long long)params->in_capacity_bytes,
+               (unsigned long long)params->out_capacity_bytes,
+               (unsigned long long)params->scratch_capacity_bytes);
     *out = e;
     return 0;
 fail:

@@ -34,11 +34,17 @@ int gf_reload_check(gf_shard *const *all, uint32_t count, const gf_config *cur, 
                                (unsigned long long)slot0->in_capacity_bytes);
         next->max_frame_bytes = cur->max_frame_bytes;
     }
-    if (gf_config_max_output_bytes(next) > slot0->out_capacity_bytes ||
-        gf_config_max_scratch_bytes(next) > slot0->scratch_capacity_bytes) {
+    /* Named with both sizes: an output buffer a restart makes smaller is no
+     * surprise when the scratch buffers were what was short. */
+    uint64_t out = gf_config_max_output_bytes(next), scratch = gf_config_max_scratch_bytes(next);
+    if (out > slot0->out_capacity_bytes || scratch > slot0->scratch_capacity_bytes) {
         gf_config_note_restart(note, note_len,
-                               "the new pipelines need larger slot buffers than the daemon "
-                               "started with: the running pipelines stay");
+                               "the new pipelines need slot buffers of %llu bytes out and %llu "
+                               "of scratch, the daemon started with %llu and %llu: restart to "
+                               "run them; the running pipelines stay",
+                               (unsigned long long)out, (unsigned long long)scratch,
+                               (unsigned long long)slot0->out_capacity_bytes,
+                               (unsigned long long)slot0->scratch_capacity_bytes);
         *keep_running = 1;
     }
     /* A pipeline limited to devices that no shard runs on cannot run. */

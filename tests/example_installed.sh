@@ -159,5 +159,32 @@ for conf in $examples; do
   done
 done
 grep -q '"path": ' "$p/share/doc/gpuframed/examples/classify.json" || fail "classify.json names no plugin"
+# What examples/README.md says to do after copying each over the default
+# configuration, "reload" or "restart", is what a daemon running the default
+# configuration does with it on SIGHUP: applies it with no note, or logs
+# "needs a restart" and keeps what it runs.
+readme=$p/share/doc/gpuframed/examples/README.md
+for conf in $examples; do
+  name=$(basename "$conf")
+  want=$(awk -F' *[|] *' -v f="\`$name\`" '$2 == f { print $3 }' "$readme")
+  [ "$want" = reload ] || [ "$want" = restart ] || fail "examples/README.md says '$want' for $name, not reload or restart"
+  cp "$p/share/doc/gpuframed/gpuframed.json.example" "$tmp/running.json"
+  gf_daemon_start "$p/bin" "$tmp/running.json" "$sock" "the installed gpuframed on the default configuration"
+  cp "$conf" "$tmp/running.json"
+  kill -HUP "$gf_daemon_pid"
+  for _ in $(seq 300); do
+    grep -qE 'info: reloaded |error: reload rejected' "$tmp/daemon.log" && break
+    sleep 0.1
+  done
+  grep -q 'info: reloaded ' "$tmp/daemon.log" || { cat "$tmp/daemon.log"; fail "no reload of $name"; }
+  got=reload
+  ! grep -q 'needs a restart' "$tmp/daemon.log" || got=restart
+  [ "$got" = "$want" ] || { cat "$tmp/daemon.log"; fail "examples/README.md says '$want' for $name; the daemon needs a $got"; }
+  if [ "$got" = restart ] && grep -q 'slot buffers' "$tmp/daemon.log"; then
+    grep -qE 'needs a restart: the new pipelines need slot buffers of [0-9]+ bytes out and [0-9]+ of scratch, the daemon started with [0-9]+ and [0-9]+: restart to run them; the running pipelines stay' \
+      "$tmp/daemon.log" || { cat "$tmp/daemon.log"; fail "the restart note of $name does not give both sizes"; }
+  fi
+  gf_daemon_stop "the installed gpuframed after reloading $name"
+done
 echo "ok: gpuframe.pc, soname, $(echo "$expected" | wc -w) exports; the example built shared and static from $p," \
   "with pkg-config and with find_package(gpuframe), and verified; $(echo "$examples" | wc -l) example configurations check"
