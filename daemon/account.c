@@ -85,8 +85,12 @@ int gf_account_become(const gf_account *a, char *why, size_t len) {
     const char *step = "initgroups";
     if (initgroups(a->name, (gid_t)a->gid) < 0 || (step = "setgid", setgid((gid_t)a->gid) < 0) ||
         (step = "setuid", setuid((uid_t)a->uid) < 0)) {
-        gf_errorf(why, len, "cannot become user %s (uid %u, gid %u): %s: %s", a->name, a->uid,
-                  a->gid, step, strerror(errno));
+        int err = errno;
+        gf_errorf(why, len, "cannot become user %s (uid %u, gid %u): %s: %s%s", a->name, a->uid,
+                  a->gid, step, strerror(err),
+                  err == EPERM ? " (root needs the capabilities SETUID and SETGID: in a container, "
+                                 "add them to the securityContext's capabilities)"
+                               : "");
         return -1;
     }
     /* setuid() from root drops the saved uid too; that it did is what makes

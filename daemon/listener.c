@@ -209,7 +209,11 @@ static int give_group(const char *path, const char *group) {
     if (chown(path, (uid_t)-1, (gid_t)gid) == 0)
         return 0;
     int err = errno;
-    if (err == EPERM)
+    if (err == EPERM && geteuid() == 0)
+        GF_LOG_ERR("socket %s: cannot give it group %s (gid %u): root without the capability "
+                   "CHOWN (in a container, add it to the securityContext's capabilities)",
+                   path, group, gid);
+    else if (err == EPERM)
         GF_LOG_ERR("socket %s: cannot give it group %s (gid %u): only root, or a member of that "
                    "group, may (gpuframed runs as user %u)",
                    path, group, gid, (unsigned)geteuid());

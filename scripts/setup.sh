@@ -5,7 +5,8 @@
 # systemd-socket-activate, systemd-analyze and systemd-sysusers, for the
 # Python package's tests NumPy plus pip, setuptools and wheel (test_install
 # pip-installs it offline), groff-base to render the man pages
-# (tests/man_pages.sh), mypy for the Python package's annotations,
+# (tests/man_pages.sh), PyYAML to read the Kubernetes manifest
+# (tests/container_start.sh), mypy for the Python package's annotations,
 # clang-format for the house format (scripts/format.sh), and for the
 # Debian packages (debian/, tests/deb_package.sh) dpkg-dev, debhelper,
 # dh-python with its PEP 517 plugin, python3-all and lintian.  The CUDA
@@ -13,7 +14,8 @@
 # built).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libuv1-dev libcjson-dev check systemd
-      python3-numpy python3-pip python3-setuptools python3-wheel groff-base mypy clang-format
+      python3-numpy python3-pip python3-setuptools python3-wheel python3-yaml groff-base mypy
+      clang-format
       dpkg-dev debhelper dh-python pybuild-plugin-pyproject python3-all lintian)
 missing=()
 for p in "${pkgs[@]}"; do
