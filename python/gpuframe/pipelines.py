@@ -186,7 +186,9 @@ class Pipeline:
             lacks, which :meth:`Client.pipeline` still lets you send to).
         kind: "echo", "affine", "sincos", "normalize_u8", or a newer kind
             (None as for ``name``).
-        params: dict of every parameter with the value in force.
+        params: dict of every parameter with the value in force; for a
+            pipeline of several stages, each stage's such dict under the
+            stage's kind (a plugin's name; "affine#2" for a second affine).
         doc: one sentence for people.
         inputs: what a frame holds, a tuple of :class:`TensorSpec` (LIST's
             "inputs", or the kind's for a LIST without them); None when
@@ -230,6 +232,16 @@ class Pipeline:
     def as_dict(self) -> Dict[str, Any]:
         """The LIST entry as a new dict."""
         return dict(self.info)
+
+    @property
+    def stages(self) -> Tuple[Dict[str, Any], ...]:
+        """Each stage as LIST describes it, in order: "kind" ("plugin" for a
+        plugin, whose name is then "plugin" and its file "path"), "params"
+        and the rest; one for a pipeline of one stage."""
+        stages = self.info.get("stages")
+        if isinstance(stages, list):
+            return tuple(dict(s) for s in stages)
+        return ({k: v for k, v in self.info.items() if k not in ("id", "name")},)
 
     @property
     def input_bytes(self) -> Optional[int]:
@@ -298,8 +310,18 @@ def _pipeline_from_json(entry: Any, index: int) -> Pipeline:
         # stay in ``info``.  Its length rule is the daemon's to apply.
         if not all(isinstance(s, dict) and isinstance(s.get("kind"), str) for s in stages):
             raise ProtocolError("LIST: pipelines[%d].stages has a stage without a kind" % index)
-        kind = "+".join(s.get("plugin") or s["kind"] for s in stages)
+        names = [s.get("plugin") or s["kind"] for s in stages]
+        kind = "+".join(names)
+        # Each stage's parameters under its name ("normalize_u8", "mlp"),
+        # a name a stage before it has already taken numbered ("affine#2").
         params = {}
+        for k, (stage_name, s) in enumerate(zip(names, stages)):
+            if not isinstance(s.get("params", {}), dict):
+                raise ProtocolError("LIST: pipelines[%d].stages[%d].params is not an object"
+                                    % (index, k))
+            repeat = names[:k].count(stage_name)
+            params[stage_name if repeat == 0 else "%s#%d" % (stage_name, repeat + 1)] = \
+                dict(s.get("params", {}))
     if not isinstance(pid, int) or isinstance(pid, bool) or not 0 <= pid <= _U32_MAX:
         raise ProtocolError("LIST: pipelines[%d].id is %r, not a 32-bit id" % (index, pid))
     if not isinstance(name, str) or not isinstance(kind, str):

@@ -432,6 +432,18 @@ class TypedResultsTest(DaemonTestCase):
         with self.assertRaisesRegex(ValueError, "takes frames of exactly 3072 bytes, not 3071"):
             p["classify"].output_bytes(3071)
 
+    def test_list_shows_chains_and_plugins_parameters(self):
+        p = self.pipelines
+        self.assertEqual(p["scaled"].params["affine"], {"a": 2.0, "b": 1.0})
+        self.assertEqual((p["scaled"].params["normalize_u8"]["width"],
+                          p["scaled"].params["normalize_u8"]["height"]), (4, 2))
+        self.assertEqual(sorted(p["classify"].params), ["mlp", "normalize_u8"])
+        self.assertEqual(p["classify"].params["mlp"]["softmax"], 1)
+        self.assertEqual(p["logits"].params["weights"], p["classify"].params["mlp"]["weights"])
+        self.assertEqual([s.get("plugin", s["kind"]) for s in p["classify"].stages],
+                         ["normalize_u8", "mlp"])
+        self.assertEqual(p["classify"].stages[1]["path"], os.path.join(PLUGIN_DIR, "gf_mlp.so"))
+
     def test_classify_gives_float32_probabilities(self):
         images = [self.rng.integers(0, 256, (32, 32, 3), dtype=np.uint8) for _ in range(6)]
         results = self.c.map("classify", images, window=4)

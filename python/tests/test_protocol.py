@@ -312,6 +312,33 @@ class PipelinesTest(unittest.TestCase):
             p["rgb224"].output_bytes(150527)
         self.assertIsNone(Pipeline(5, "new", "blur").output_bytes(12))
 
+    def test_plugins_and_chains_show_their_parameters(self):
+        p = Pipelines.from_json({"pipelines": [
+            {"id": 0, "name": "clamp01", "kind": "plugin", "plugin": "clamp",
+             "path": "/p/gf_example.so", "params": {"lo": 0, "hi": 1}},
+            {"id": 1, "name": "chain", "stages": [
+                {"kind": "affine", "params": {"a": 2, "b": -0.5}},
+                {"kind": "plugin", "plugin": "clamp", "path": "/p/gf_example.so",
+                 "params": {"lo": -1, "hi": 1}},
+                {"kind": "affine", "params": {"a": 1, "b": 0}}]}]})
+        self.assertEqual(p["clamp01"].params, {"lo": 0, "hi": 1})
+        self.assertEqual(p["clamp01"].stages, ({"kind": "plugin", "plugin": "clamp",
+                                                 "path": "/p/gf_example.so",
+                                                 "params": {"lo": 0, "hi": 1}},))
+        self.assertEqual(p["chain"].kind, "affine+clamp+affine")
+        self.assertEqual(p["chain"].params, {"affine": {"a": 2, "b": -0.5},
+                                             "clamp": {"lo": -1, "hi": 1},
+                                             "affine#2": {"a": 1, "b": 0}})
+        self.assertEqual([s.get("plugin", s["kind"]) for s in p["chain"].stages],
+                         ["affine", "clamp", "affine"])
+        self.assertEqual(repr(p["chain"]),
+                         "Pipeline(id=1, name='chain', kind='affine+clamp+affine', params="
+                         "{'affine': {'a': 2, 'b': -0.5}, 'clamp': {'lo': -1, 'hi': 1}, "
+                         "'affine#2': {'a': 1, 'b': 0}})")
+        with self.assertRaisesRegex(gpuframe.ProtocolError, "stages\\[0\\].params is not an object"):
+            Pipelines.from_json({"pipelines": [{"id": 0, "name": "c", "stages": [
+                {"kind": "affine", "params": [1]}, {"kind": "echo"}]}]})
+
     def test_unknown_keys_are_kept_and_ignored(self):
         p = Pipelines.from_json({"pipelines": [
             {"id": 0, "name": "x", "kind": "echo", "params": {}, "doc": "", "gpu": 1}],
