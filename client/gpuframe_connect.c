@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "gpuframe_commands.h"
 #include "listing.h"
 
@@ -74,11 +76,18 @@ char *gf_request_json_or_die(gf_client *c, uint8_t type, const gf_common_opts *o
     return json;
 }
 
-gf_pipeline *gf_fetch_pipelines(gf_client *c, const gf_common_opts *o, size_t *count) {
+gf_pipeline *gf_fetch_pipelines(gf_client *c, const gf_common_opts *o, size_t *count,
+                                uint64_t *max_frame_bytes) {
     char why[WHY_BYTES];
     gf_pipeline *pipelines;
     char *json = gf_request_json_or_die(c, GF_MSG_LIST, o);
 
+    if (max_frame_bytes != NULL) {
+        cJSON *doc = cJSON_Parse(json);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "max_frame_bytes");
+        *max_frame_bytes = cJSON_IsNumber(v) && v->valuedouble >= 1 ? (uint64_t)v->valuedouble : 0;
+        cJSON_Delete(doc);
+    }
     if (gf_pipelines_from_json(json, &pipelines, count, why, sizeof why) < 0) {
         fprintf(stderr, "gpuframe: daemon's pipeline list is invalid: %s\n", why);
         free(json);

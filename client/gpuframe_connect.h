@@ -39,7 +39,10 @@ gf_client *gf_connect_or_die(const gf_common_opts *o);
 char *gf_request_json_or_die(gf_client *c, uint8_t type, const gf_common_opts *o);
 
 /* Fetches and decodes the daemon's pipelines into a new array of *count,
- * freed with gf_pipelines_free(); on failure closes `c` and exits. */
-gf_pipeline *gf_fetch_pipelines(gf_client *c, const gf_common_opts *o, size_t *count);
+ * freed with gf_pipelines_free(), and (when not NULL) into
+ * *max_frame_bytes the largest frame it takes, 0 when its LIST does not
+ * say (an older daemon); on failure closes `c` and exits. */
+gf_pipeline *gf_fetch_pipelines(gf_client *c, const gf_common_opts *o, size_t *count,
+                                uint64_t *max_frame_bytes);
 
 #endif

@@ -148,7 +148,7 @@ int gf_cmd_list(int argc, char *argv[]) {
     }
 
     size_t count;
-    gf_pipeline *pipelines = gf_fetch_pipelines(c, &o, &count);
+    gf_pipeline *pipelines = gf_fetch_pipelines(c, &o, &count, NULL);
     gf_client_close(c);
     print_pipelines(pipelines, count);
     gf_pipelines_free(pipelines, count);

@@ -212,7 +212,7 @@ static void stream_connect(gf_stream_run *r) {
     size_t count;
 
     r->client = gf_connect_or_die(&o->common);
-    r->pipelines = gf_fetch_pipelines(r->client, &o->common, &count);
+    r->pipelines = gf_fetch_pipelines(r->client, &o->common, &count, &r->max_frame_bytes);
     r->pipeline_count = count;
     r->pipeline = find_pipeline(r->pipelines, count, o->pipeline);
     if (r->pipeline != NULL)
@@ -277,6 +277,15 @@ static void plan_frame_size(gf_stream_run *r, gf_stream_opts *o) {
 
     if (!o->have_size)
         o->size_bytes = default_size(p);
+    /* Before anything is laid out for such frames (a region of window x
+     * --size): the daemon would refuse every one. */
+    if (r->max_frame_bytes != 0 && o->size_bytes > r->max_frame_bytes) {
+        fprintf(stderr,
+                "gpuframe stream: --size %" PRIu64 " is above the daemon's max_frame_bytes %" PRIu64
+                ": send smaller frames, or restart the daemon with a larger max_frame_bytes\n",
+                o->size_bytes, r->max_frame_bytes);
+        exit(EXIT_USAGE);
+    }
     open_plugins(r, o->size_bytes);
     if (r->lengths_unknown)
         o->no_check = 1;

@@ -250,6 +250,27 @@ static int wants_shm(const gf_stream_run *r) {
     return o->size_bytes >= STREAM_SHM_MIN_BYTES && r->full_expect >= 0 && !r->lengths_unknown;
 }
 
+/* Says, unless --quiet or --json, why frames large enough for shared
+ * memory go through the socket by default: this client cannot lay out
+ * where their results go. */
+static void say_why_socket(const gf_stream_run *r) {
+    const gf_stream_opts *o = r->o;
+
+    if (o->shm != STREAM_SHM_AUTO || o->size_bytes < STREAM_SHM_MIN_BYTES || o->quiet || o->json)
+        return;
+    if (r->lengths_unknown)
+        fprintf(stderr,
+                "gpuframe stream: frames go through the socket: pipeline '%s' has a plugin stage, "
+                "whose results' length this client knows only with --verify or --shm (which load "
+                "the plugin here)\n",
+                r->pipeline->name);
+    else if (r->full_expect < 0)
+        fprintf(stderr,
+                "gpuframe stream: frames go through the socket: pipeline '%s' refuses frames of "
+                "%" PRIu64 " bytes, so no place for their results can be laid out\n",
+                r->pipeline->name, o->size_bytes);
+}
+
 /* Opens a fresh connection in place of r->client, with the same reply cap. */
 static void reconnect(gf_stream_run *r) {
     gf_client_close(r->client);
@@ -324,5 +345,8 @@ int gf_stream_prepare(gf_stream_run *r) {
         fprintf(stderr, "gpuframe: out of memory\n");
         return EXIT_FAIL;
     }
-    return wants_shm(r) ? prepare_shm(r) : EXIT_OK;
+    if (wants_shm(r))
+        return prepare_shm(r);
+    say_why_socket(r);
+    return EXIT_OK;
 }

@@ -83,6 +83,7 @@ typedef struct gf_stream_run {
     const gf_pipeline *pipeline; /* --pipeline, one of `pipelines` */
     void *stage_scratch[2];      /* a chain's intermediate results */
     int lengths_unknown;         /* plugins not loaded: the daemon's rule */
+    uint64_t max_frame_bytes;    /* the daemon's, from LIST; 0: not said  */
     gf_client *client;
     gf_frame_slot *slots; /* window entries, frame i in slots[i % window] */
 

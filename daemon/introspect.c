@@ -73,7 +73,15 @@ void gf_frame_answered(gf_shard *sh, uint64_t conn_id, const gf_frame *s) {
 }
 
 cJSON *gf_list_document(const gf_shard *sh) {
-    return gf_pipelines_to_json(sh->cfg->pipelines, sh->cfg->pipeline_count);
+    cJSON *doc = gf_pipelines_to_json(sh->cfg->pipelines, sh->cfg->pipeline_count);
+    /* So that a client can size its frames (and shared memory) before it
+     * sends one the daemon refuses. */
+    if (doc != NULL &&
+        !cJSON_AddNumberToObject(doc, "max_frame_bytes", (double)sh->cfg->max_frame_bytes)) {
+        cJSON_Delete(doc);
+        return NULL;
+    }
+    return doc;
 }
 
 /* STATS's "device": what the engine runs on. */

@@ -347,6 +347,58 @@ END_TEST
 /* `gpuframe --version`: the version and every protocol version it speaks;
  * the names --out and --frames of trace's --output and --count still work;
  * -w means --window alone. */
+/* A --size above the daemon's max_frame_bytes (which LIST gives) is
+ * refused before a byte or a region goes out; a size the pipeline refuses
+ * with --no-check goes through the socket and says why. */
+START_TEST(stream_sizes_the_daemon_refuses) {
+    gf_test_daemon d;
+    char *out;
+
+    gf_test_ck_daemon_start(&d,
+                            "{\"max_frame_bytes\": 1048576, \"pipelines\": [{\"name\": \"echo\", "
+                            "\"kind\": \"echo\"}, {\"name\": \"affine\", \"kind\": \"affine\"}]}",
+                            g_engine);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
+    char *json = NULL;
+    ck_assert_int_eq(gf_client_request_json(c, GF_MSG_LIST, &json, COMMAND_TIMEOUT_MS), 0);
+    ck_assert_msg(strstr(json, "\"max_frame_bytes\":1048576") != NULL, "%s", json);
+    free(json);
+    gf_client_close(c);
+    expect_gpuframe(
+        d.dir, 2,
+        "gpuframe stream: --size 1048577 is above the daemon's max_frame_bytes 1048576: "
+        "send smaller frames, or restart the daemon with a larger max_frame_bytes\n",
+        "stream", "--socket", d.socket_path, "--pipeline", "echo", "--size", "1048577", "--count",
+        "1", (char *)NULL);
+    expect_gpuframe(d.dir, 2,
+                    "gpuframe stream: --size 1073741824 is above the daemon's max_frame_bytes "
+                    "1048576: send smaller frames, or restart the daemon with a larger "
+                    "max_frame_bytes\n",
+                    "stream", "--socket", d.socket_path, "--pipeline", "echo", "--size", "1G",
+                    "--shm", (char *)NULL);
+    ck_assert_uint_eq(stat_of(&d, "shm.regions_added"), 0);
+    ck_assert_uint_eq(stat_of(&d, "frames.received"), 0);
+    /* The limit itself is fine. */
+    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
+                                  "echo", "--size", "1M", "--count", "2", "--verify", "--quiet",
+                                  (char *)NULL),
+                     0);
+    ck_assert_str_eq(summary_tail(out), "transport=shm\n");
+    free(out);
+    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
+                                  "affine", "--size", "65537", "--count", "2", "--no-check",
+                                  (char *)NULL),
+                     1);
+    static const char why[] = "gpuframe stream: frames go through the socket: pipeline 'affine' "
+                              "refuses frames of 65537 bytes, so no place for their results can "
+                              "be laid out\n";
+    ck_assert_msg(strncmp(out, why, sizeof why - 1) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "frames=2 errors=2 every frame failed: 2 bad_length\n"), "%s", out);
+    free(out);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
 START_TEST(version_and_option_names) {
     char dir[GF_TEST_DIR_MAX], *out;
 
@@ -705,6 +757,7 @@ static Suite *gpuframe_suite(void) {
     tcase_add_test(tc, seed_with_input_is_refused);
     tcase_add_test(tc, connect_errors_say_what_to_do);
     tcase_add_test(tc, stream_uses_shared_memory_from_64k_up);
+    tcase_add_test(tc, stream_sizes_the_daemon_refuses);
     tcase_add_test(tc, version_and_option_names);
     tcase_add_test(tc, stream_pipes_and_json);
     tcase_add_test(tc, stream_shows_progress_on_a_terminal);

@@ -70,6 +70,14 @@ START_TEST(protocol_example_names_and_ids) {
                                          why, sizeof why),
                      0);
     ck_assert_uint_eq(id, 99);
+    /* With the daemon's "max_frame_bytes" beside the pipelines, before or
+     * after them. */
+    char with_max[sizeof protocol_example + 64];
+    snprintf(with_max, sizeof with_max, "%.*s,\"max_frame_bytes\":16777216}",
+             (int)(sizeof protocol_example - 2), protocol_example);
+    ck_assert_pstr_eq(names_of(with_max, seen, why), "echo=0 scale2=1 wobble=2 rgb224=3 ");
+    snprintf(with_max, sizeof with_max, "{\"max_frame_bytes\":16777216,%s", protocol_example + 1);
+    ck_assert_pstr_eq(names_of(with_max, seen, why), "echo=0 scale2=1 wobble=2 rgb224=3 ");
 }
 END_TEST
 
