@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # socket_group and user (config/README.md; SERVICE.md, "Without systemd"),
-# with the daemon of the build tree on the CPU engine:
+# with the daemon of the build tree (the root parts on $GF_TEST_ENGINE):
 #   1. --check-config names a group and a user this system lacks;
 #   2. --socket-group: the socket gets the group and socket_mode, before
 #      anyone can connect (a group the running user is in, so as any user);
@@ -10,8 +10,9 @@
 # and, run as root (else the test ends skipped after the above):
 #   4. started as root with --user nobody --socket-group GID, the socket is
 #      root:GID 0660, every uid, gid and group of the process is nobody's,
-#      and a client of nobody with that group lists the pipelines while one
-#      without it is told why in words that do not send it to group root;
+#      and a client of nobody with that group lists the pipelines and
+#      streams verified frames (on $GF_TEST_ENGINE: with cuda, the GPU opened
+#      as nobody), while one without it is told why;
 #   5. the configuration is read as nobody: one nobody cannot read stops the
 #      start with the reason, and a SIGHUP after the file became unreadable
 #      is rejected while the running pipelines keep serving;
@@ -20,6 +21,7 @@
 # Usage: accounts.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: accounts.sh BUILD_DIR}
+engine=${GF_TEST_ENGINE:-cpu}
 # shellcheck source-path=SCRIPTDIR source=testutil.sh
 . "$(dirname "$0")/testutil.sh"
 gf_scratch gfaccounts
@@ -79,6 +81,10 @@ grep -q 'user: gpuframed runs as uid [0-9]*, and only root may become user root 
 [ ! -e "$tmp/no.sock" ] || fail "a daemon that refused to start left its socket"
 
 [ "$(id -u)" = 0 ] || { echo "SKIP: 4 to 6 need root (1 to 3 passed)"; exit 77; }
+if [ "$engine" = cuda ] && [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')" = 0 ]; then
+  echo "SKIP: GF_TEST_ENGINE=cuda and nvidia-smi -L lists no GPU (1 to 3 passed)"
+  exit 77
+fi
 
 # 4. Root becomes nobody, after binding the socket with a gid of its own.
 nobody_uid=$(id -u nobody)
@@ -87,7 +93,7 @@ sgid=4242
 [ -z "$(getent group "$sgid")" ] || sgid=$((60000 + RANDOM % 5000))
 "${as_nobody[@]}" test -x "$tmp" || { echo "SKIP: nobody cannot reach $tmp (TMPDIR)"; exit 77; }
 sock=$tmp/gf.sock
-"$d" --config "$tmp/config.json" --engine cpu --socket "$sock" --socket-group "$sgid" --user nobody \
+"$d" --config "$tmp/config.json" --engine "$engine" --socket "$sock" --socket-group "$sgid" --user nobody \
   >"$tmp/daemon.log" 2>&1 &
 gf_daemon_pid=$!
 member=(setpriv --reuid="$nobody_uid" --regid="$nobody_gid" --groups="$sgid")
@@ -107,6 +113,10 @@ grep -qE "info: user: became nobody: uid $nobody_uid \(nobody\), gid $nobody_gid
   { cat "$tmp/daemon.log"; fail "no log line of the switch"; }
 list=$("${member[@]}" "$c" list --socket "$sock")
 grep -qE '^1 +affine' <<<"$list" || fail "a member of group $sgid listed: $list"
+out=$("${member[@]}" "$c" stream --socket "$sock" --pipeline affine --size 1M --count 20 --verify --quiet 2>&1) ||
+  { cat "$tmp/daemon.log"; fail "a member of group $sgid streaming on the $engine engine: $out"; }
+[[ $out == "frames=20 errors=0 "* ]] || fail "a member of group $sgid streamed: $out"
+grep -q "engine $engine: " "$tmp/daemon.log" || { cat "$tmp/daemon.log"; fail "not on the $engine engine"; }
 status=0
 out=$("${as_nobody[@]}" "$c" list --socket "$sock" 2>&1) || status=$?
 [ "$status" != 0 ] || fail "a client without group $sgid connected"
@@ -134,10 +144,11 @@ grep -qF "warn: socket $sock: cannot remove it: Permission denied (the next star
   { cat "$tmp/daemon.log"; fail "no warning about the socket left behind"; }
 [ -S "$sock" ] || fail "the socket is gone, though nobody may not remove it"
 status=0
-"$d" --config "$tmp/config.json" --engine cpu --socket "$sock" --socket-group "$sgid" --user nobody \
+"$d" --config "$tmp/config.json" --engine "$engine" --socket "$sock" --socket-group "$sgid" --user nobody \
   >"$tmp/daemon.log" 2>&1 || status=$?
 [ "$status" = 2 ] || { cat "$tmp/daemon.log"; fail "a start on a file nobody cannot read exited $status"; }
 grep -qF "socket $sock: replacing a stale socket file nobody listens on" "$tmp/daemon.log" &&
   grep -qF "$tmp/config.json: Permission denied" "$tmp/daemon.log" ||
   { cat "$tmp/daemon.log"; fail "the second start did not replace the socket, then stop on the unreadable file"; }
-echo "ok: socket_group and user: the socket root:$sgid 0660, the daemon nobody's in every id, reloads read as nobody"
+echo "ok: socket_group and user: the socket root:$sgid 0660, the daemon nobody's in every id, verified" \
+  "frames on the $engine engine, reloads read as nobody"
