@@ -163,20 +163,25 @@ static void set_flag(gf_config_overrides *flags, const char *key, const char *te
                   text, err);
 }
 
+/* Writes `text` into a new file named after the template `path`
+ * ("/tmp/name_XXXXXX"), which the caller unlinks. */
+static void write_temp_config(char *path, const char *text) {
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
 /* Command-line flags replace the file's values before anything depending on
  * them is checked: a flag can make a file valid, or invalid. */
 START_TEST(overrides_apply_before_the_checks) {
     char errs[ERR_BYTES] = "", path[] = "/tmp/gf_overrides_XXXXXX";
     size_t count = 99;
     gf_config cfg;
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
     /* A 1024x1024 image (3 MiB) does not fit the file's 1 MiB frames. */
-    static const char text[] =
-        "{\"max_frame_bytes\": 1048576, \"pipelines\": [{\"name\": \"n\", \"kind\": "
-        "\"normalize_u8\", \"params\": {\"width\": 1024, \"height\": 1024}}]}";
-    ck_assert_int_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
-    close(fd);
+    write_temp_config(path, "{\"max_frame_bytes\": 1048576, \"pipelines\": [{\"name\": \"n\", "
+                            "\"kind\": \"normalize_u8\", \"params\": {\"width\": 1024, "
+                            "\"height\": 1024}}]}");
     ck_assert_int_eq(gf_config_load(path, NULL, &cfg, errs, sizeof errs, &count), -1);
     ck_assert_uint_eq(count, 1);
     ck_assert_msg(strstr(errs, path) == errs && strstr(errs, "exceeds max_frame_bytes 1048576"),
@@ -265,13 +270,8 @@ START_TEST(load_keys_leaves_the_pipelines_out) {
     char errs[ERR_BYTES] = "", path[] = "/tmp/gf_keys_XXXXXX";
     size_t count = 99;
     gf_config cfg;
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    static const char text[] = "{\"slots\": 3, \"user\": \"root\", \"pipelines\": [{\"name\": "
-                               "\"p\", \"kind\": \"plugin\", "
-                               "\"path\": \"/nonexistent/gf_none.so\"}]}";
-    ck_assert_int_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
-    close(fd);
+    write_temp_config(path, "{\"slots\": 3, \"user\": \"root\", \"pipelines\": [{\"name\": \"p\", "
+                            "\"kind\": \"plugin\", \"path\": \"/nonexistent/gf_none.so\"}]}");
     ck_assert_msg(gf_config_load_keys(path, NULL, &cfg, errs, sizeof errs, &count) == 0, "%s",
                   errs);
     ck_assert_uint_eq(count, 0);
