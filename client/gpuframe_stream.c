@@ -278,8 +278,9 @@ static void plan_frame_size(gf_stream_run *r, gf_stream_opts *o) {
     if (!o->have_size)
         o->size_bytes = default_size(p);
     /* Before anything is laid out for such frames (a region of window x
-     * --size): the daemon would refuse every one. */
-    if (r->max_frame_bytes != 0 && o->size_bytes > r->max_frame_bytes) {
+     * --size): the daemon would refuse every one.  --no-check sends them
+     * anyway, through the socket, to show what the daemon does. */
+    if (r->max_frame_bytes != 0 && o->size_bytes > r->max_frame_bytes && !o->no_check) {
         fprintf(stderr,
                 "gpuframe stream: --size %" PRIu64 " is above the daemon's max_frame_bytes %" PRIu64
                 ": send smaller frames, or restart the daemon with a larger max_frame_bytes\n",

@@ -238,6 +238,12 @@ int gf_stream_queue_next(gf_stream_run *r) {
     return 1;
 }
 
+/* Whether --size is above the daemon's max_frame_bytes (with --no-check:
+ * gpuframe_stream.c refuses it otherwise). */
+static int over_the_limit(const gf_stream_run *r) {
+    return r->max_frame_bytes != 0 && r->o->size_bytes > r->max_frame_bytes;
+}
+
 /* Whether frames go by reference: with --shm always; by default from
  * STREAM_SHM_MIN_BYTES up when this client knows how long a result is (the
  * frame buffers' outputs are laid out for it: not for a plugin pipeline
@@ -247,7 +253,8 @@ static int wants_shm(const gf_stream_run *r) {
 
     if (o->shm != STREAM_SHM_AUTO)
         return o->shm == STREAM_SHM_ON;
-    return o->size_bytes >= STREAM_SHM_MIN_BYTES && r->full_expect >= 0 && !r->lengths_unknown;
+    return o->size_bytes >= STREAM_SHM_MIN_BYTES && r->full_expect >= 0 && !r->lengths_unknown &&
+           !over_the_limit(r);
 }
 
 /* Says, unless --quiet or --json, why frames large enough for shared
@@ -264,6 +271,11 @@ static void say_why_socket(const gf_stream_run *r) {
                 "whose results' length this client knows only with --verify or --shm (which load "
                 "the plugin here)\n",
                 r->pipeline->name);
+    else if (over_the_limit(r))
+        fprintf(stderr,
+                "gpuframe stream: frames go through the socket: frames of %" PRIu64 " bytes are "
+                "above the daemon's max_frame_bytes %" PRIu64 "\n",
+                o->size_bytes, r->max_frame_bytes);
     else if (r->full_expect < 0)
         fprintf(stderr,
                 "gpuframe stream: frames go through the socket: pipeline '%s' refuses frames of "

@@ -378,6 +378,17 @@ START_TEST(stream_sizes_the_daemon_refuses) {
                     "--shm", (char *)NULL);
     ck_assert_uint_eq(stat_of(&d, "shm.regions_added"), 0);
     ck_assert_uint_eq(stat_of(&d, "frames.received"), 0);
+    /* --no-check sends it, through the socket: the daemon's too_large. */
+    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
+                                  "echo", "--size", "2M", "--count", "1", "--no-check",
+                                  (char *)NULL),
+                     1);
+    static const char over[] = "gpuframe stream: frames go through the socket: frames of 2097152 "
+                               "bytes are above the daemon's max_frame_bytes 1048576\n";
+    ck_assert_msg(strncmp(out, over, sizeof over - 1) == 0 && strstr(out, "too_large") != NULL,
+                  "%s", out);
+    free(out);
+    ck_assert_uint_eq(stat_of(&d, "shm.regions_added"), 0);
     /* The limit itself is fine. */
     ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
                                   "echo", "--size", "1M", "--count", "2", "--verify", "--quiet",

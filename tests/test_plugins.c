@@ -434,8 +434,9 @@ START_TEST(reload_keeping_pipelines_keeps_their_frame_size) {
     start(&d, "{\"slots\": 2, \"max_frame_bytes\": 65536, \"pipelines\": [" CLAMP_PIPELINE "]}");
     reload_and_wait(&d, small);
     reload_and_wait(&d, large_with_chain);
+    /* --no-check: the client knows the limit from LIST, and sends anyway. */
     char *argv[] = {GF_TEST_CLIENT, "stream", "--socket", d.socket_path, "--pipeline", "clamp",
-                    "--size",       "8192",   "--count",  "1",           NULL};
+                    "--size",       "8192",   "--count",  "1",           "--no-check", NULL};
     int rc = gf_test_ck_run(d.dir, argv, COMMAND_TIMEOUT_MS, &out);
     ck_assert_msg(rc != 0 && strstr(out, "too_large") != NULL,
                   "an 8 KiB frame reached a plugin created for 4 KiB (exit %d):\n%s", rc, out);
