@@ -20,8 +20,8 @@ static const struct {
     const char *name;
     uint32_t bytes;
 } dtypes[] = {
-    {GF_DTYPE_UINT8, "uint8", 1},     {GF_DTYPE_INT32, "int32", 4},
-    {GF_DTYPE_INT64, "int64", 8},     {GF_DTYPE_FLOAT16, "float16", 2},
+    {GF_DTYPE_UINT8, "uint8", 1},       {GF_DTYPE_INT32, "int32", 4},
+    {GF_DTYPE_INT64, "int64", 8},       {GF_DTYPE_FLOAT16, "float16", 2},
     {GF_DTYPE_BFLOAT16, "bfloat16", 2}, {GF_DTYPE_FLOAT32, "float32", 4},
 };
 
@@ -85,8 +85,8 @@ int gf_frame_desc_check(const gf_frame_desc *d, char *why, size_t why_len) {
             return -1;
         }
         if (t->rank > GF_TENSOR_RANK_MAX) {
-            gf_errorf(why, why_len, "tensor %" PRIu32 ": rank %" PRIu32 " (at most %d)", k,
-                      t->rank, GF_TENSOR_RANK_MAX);
+            gf_errorf(why, why_len, "tensor %" PRIu32 ": rank %" PRIu32 " (at most %d)", k, t->rank,
+                      GF_TENSOR_RANK_MAX);
             return -1;
         }
         for (uint32_t i = 0; i < t->rank; i++) {

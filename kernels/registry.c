@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The pipeline registry: the four kinds' entries (parameter tables, length
- * rules, tolerances, references and their frames as tensors) and the functions of pipeline.h that look
- * them up, fill defaults and compare outputs.  No CUDA: the launchers are
- * found through gf_kernel_launcher() (kernels/launchers.c).
+ * rules, tolerances, references and their frames as tensors) and the
+ * functions of pipeline.h that look them up, fill defaults and compare
+ * outputs.  No CUDA: the launchers are found through gf_kernel_launcher()
+ * (kernels/launchers.c).
  */
 #include "pipeline.h"
 

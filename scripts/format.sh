@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v clang-format >/dev/null ||
   { echo "format: clang-format not found (apt-get install clang-format)" >&2; exit 2; }
-mapfile -t files < <(git ls-files '*.c' '*.h' '*.cu')
+mapfile -t files < <(git ls-files '*.c' '*.h' '*.cu' '*.cpp')
 if [ "${1:-}" = --check ]; then
   bad=0
   for f in "${files[@]}"; do
