@@ -636,7 +636,8 @@ static void cuda_unpin(gf_engine *e, void *base) {
 }
 
 /* Every built-in stage must have a kernel, every plugin stage its device side
- * (opened here, on this engine's device, for one stream per slot). */
+ * (opened here, on this engine's device, for one stream per slot).  Returns
+ * 0, or -1 (or a plugin's GF_PLUGIN_OPEN_FAILED_BEFORE) with why[]. */
 static int cuda_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char *why,
                         size_t why_len) {
     cuda_engine *ce = (cuda_engine *)e;
@@ -650,10 +651,11 @@ static int cuda_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char
         for (uint32_t k = 0; k < p->stage_count; k++) {
             gf_stage *st = &p->stages[k];
             if (gf_kind_is_plugin(st->kind)) {
-                if (gf_plugin_stage_open_device(st->params.plugin, ce->device, ce->device_streams,
-                                                inner, sizeof inner) < 0) {
+                int rc = gf_plugin_stage_open_device(st->params.plugin, ce->device,
+                                                     ce->device_streams, inner, sizeof inner);
+                if (rc < 0) {
                     snprintf(why, why_len, "pipeline %s: %s", p->name, inner);
-                    return -1;
+                    return rc;
                 }
             } else if (gf_kernel_launcher(st->kind) == NULL) {
                 snprintf(why, why_len, "pipeline %s: kind %s has no CUDA kernel", p->name,
@@ -806,8 +808,10 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
             goto fail;
         }
     }
-    if (cuda_prepare(e, p->pipelines, p->pipeline_count, why, sizeof why) < 0) {
-        GF_LOG_ERR("engine cuda: %s", why);
+    if ((rc = cuda_prepare(e, p->pipelines, p->pipeline_count, why, sizeof why)) < 0) {
+        /* One line for a plugin that failed on another shard of this device. */
+        if (rc != GF_PLUGIN_OPEN_FAILED_BEFORE)
+            GF_LOG_ERR("engine cuda: %s", why);
         rc = -EINVAL;
         goto fail;
     }

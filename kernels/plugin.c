@@ -31,12 +31,14 @@ struct gf_plugin_stage {
     void *dl;
     const gf_plugin *api;
     gf_plugin_value values[GF_PLUGIN_PARAMS_MAX];
-    char *strings[GF_PLUGIN_PARAMS_MAX]; /* the values' own copies           */
-    void *state;                         /* create()'s                        */
-    void *dev[GF_PLUGIN_DEVICES_MAX];    /* device_open()'s, per CUDA device;
-                                            set under dev_lock, before any
-                                            launch on that device            */
-    gf_pipeline_kind kind;               /* the adapter; kind.params unused   */
+    char *strings[GF_PLUGIN_PARAMS_MAX];      /* the values' own copies           */
+    void *state;                              /* create()'s                        */
+    void *dev[GF_PLUGIN_DEVICES_MAX];         /* device_open()'s, per CUDA device;
+                                                 set under dev_lock, before any
+                                                 launch on that device            */
+    char *dev_failure[GF_PLUGIN_DEVICES_MAX]; /* device_open()'s reason, once it
+                                            failed there (under dev_lock)   */
+    gf_pipeline_kind kind;                    /* the adapter; kind.params unused   */
     /* Its frames as tensors: describe()'s (or the fallback for a plugin
      * without it) once created, a LIST reply's for an unloaded stage;
      * count 0 until either. */
@@ -432,12 +434,18 @@ int gf_plugin_stage_open_device(gf_plugin_stage *st, int device, uint32_t stream
     }
     int rc = 0;
     pthread_mutex_lock(&dev_lock);
-    if (st->dev[device] == NULL) {
+    if (st->dev[device] == NULL && st->dev_failure[device] != NULL) {
+        /* Not again: a model that did not load will not, and its reason
+         * was said once, by the caller that got -1. */
+        gf_errorf(why, why_len, "%s", st->dev_failure[device]);
+        rc = GF_PLUGIN_OPEN_FAILED_BEFORE;
+    } else if (st->dev[device] == NULL) {
         char inner[512] = "";
         st->dev[device] = api->device_open(st->state, device, streams, inner, sizeof inner);
         if (st->dev[device] == NULL) {
             gf_errorf(why, why_len, "plugin %s: device_open: %s", api->name,
                       inner[0] ? inner : "failed");
+            st->dev_failure[device] = strdup(why);
             rc = -1;
         }
     }
@@ -483,6 +491,8 @@ void gf_plugin_stage_destroy(gf_plugin_stage *st) {
         st->api->destroy(st->state);
     for (size_t i = 0; i < GF_PLUGIN_PARAMS_MAX; i++)
         free(st->strings[i]);
+    for (int d = 0; d < GF_PLUGIN_DEVICES_MAX; d++)
+        free(st->dev_failure[d]);
     if (st->dl)
         dlclose(st->dl);
     free(st->path);

@@ -118,8 +118,12 @@ int gf_kind_is_plugin(const gf_pipeline_kind *kind);
  * device go to.  Every shard on a device launches with its own stream
  * indices (stream_base + slot), so `streams` counts the device's shards'
  * slots.  Returns 0, or -1 with why[] (the plugin has no device side, or
- * its device_open failed).
+ * its device_open failed), or GF_PLUGIN_OPEN_FAILED_BEFORE with the same
+ * why[] when device_open already failed on this device for this stage: it
+ * is not tried again (loading a model takes seconds, and fails the same
+ * way), and the caller that got -1 has said why.
  */
+#define GF_PLUGIN_OPEN_FAILED_BEFORE (-2)
 int gf_plugin_stage_open_device(gf_plugin_stage *st, int device, uint32_t streams, char *why,
                                 size_t why_len);
 void *gf_plugin_stage_device(const gf_plugin_stage *st, int device);
