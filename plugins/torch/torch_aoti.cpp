@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gf_torch_aoti.so, the PyTorch side of plugin "torch" (torch.h): the
+ * package loaded by PyTorch's own loader, and the launches.  C++ inside;
+ * outside, the C functions of gf__torch_aoti_api, none of which lets an
+ * exception out.
+ *
+ * The loader.  One torch::inductor::AOTIModelPackageLoader per device, made
+ * by device_open with one runner per stream the daemon launches on
+ * (num_runners = `streams`): the AOTInductor model container behind it holds
+ * that many model instances over one copy of the weights.  A run takes a
+ * free instance and gives it back once the GPU has finished that run (an
+ * event it records on the run's stream); with as many instances as streams,
+ * a run never waits for one, because each stream has at most one run in
+ * flight and the daemon launches a slot's next submission only after its
+ * last completed.  (A loader per stream would hold the weights once per
+ * stream; the container's runs are thread-safe, so shards launch
+ * concurrently, each on its own streams.)
+ *
+ * A launch.  The daemon lays a submission's frames at one stride in the
+ * slot's device buffers, each at a multiple of 256 bytes, its output at the
+ * same offset in the output buffer.  When a frame's input is one tensor a
+ * multiple of 256 bytes long, the frames are one contiguous batch: the input
+ * is a tensor over the slot's buffer itself (from_blob).  Otherwise each
+ * input tensor is gathered into a batch by one cudaMemcpy2DAsync.  The model
+ * runs on the slot's stream (the loader's stream argument, and a
+ * CUDAStreamGuard for PyTorch's own allocations, which its caching allocator
+ * then ties to that stream), and each output tensor is scattered into the
+ * slot's output buffer by one more cudaMemcpy2DAsync.  Nothing waits for the
+ * GPU and nothing goes through the host.
+ *
+ * Threads: device_open and device_close on whichever thread the daemon
+ * calls them (start-up, a reload's loading thread, a worker); the launches
+ * on the shards' loop threads, concurrently, each with its own streams.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+
+#include "torch.h"
+
+namespace {
+
+/* AOTInductor reads and aligns inputs of this alignment in place; others it
+ * copies first, warning on every call. */
+constexpr uintptr_t kAotiAlignBytes = 16;
+/* How the AOTInductor container prints what a call threw. */
+const char kAotiError[] = "Error: ";
+/* Launch failures logged in full per device; later ones are counted only. */
+constexpr unsigned kFailuresLogged = 8;
+/* Metadata gpuframe-export writes into a package (aot_inductor.metadata). */
+const char kMetaInputs[] = "gpuframe.inputs";
+const char kMetaOutputs[] = "gpuframe.outputs";
+const char kMetaMaxBatch[] = "gpuframe.max_batch";
+
+/* The device side of one stage on one device. */
+struct Device {
+    const gf__torch_model *m = nullptr;
+    c10::DeviceIndex index = 0;
+    std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+    uint32_t max_batch = 1; /* frames one call takes                       */
+    bool batched = true;    /* the model's tensors lead with a batch dimension */
+    std::atomic<unsigned> failures{0};
+};
+
+/* A call's outputs that the parameters do not describe: a configuration
+ * error, never a batch size the model refuses. */
+struct Mismatch : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+at::ScalarType scalar_type(uint32_t dtype) {
+    switch (dtype) {
+    case GF_DTYPE_UINT8: return at::kByte;
+    case GF_DTYPE_INT32: return at::kInt;
+    case GF_DTYPE_INT64: return at::kLong;
+    case GF_DTYPE_FLOAT16: return at::kHalf;
+    case GF_DTYPE_BFLOAT16: return at::kBFloat16;
+    case GF_DTYPE_FLOAT32: return at::kFloat;
+    }
+    throw std::runtime_error("dtype " + std::to_string(dtype) + " has no PyTorch type");
+}
+
+/* The sizes of tensor `t` for a call of n frames: [n, dims...], or dims
+ * alone for a model without a batch dimension (n is 1 then). */
+std::vector<int64_t> sizes_of(const gf_tensor_desc &t, int64_t n, bool batched) {
+    std::vector<int64_t> s;
+    if (batched)
+        s.push_back(n);
+    for (uint32_t i = 0; i < t.rank; i++)
+        s.push_back(t.dims[i]);
+    return s;
+}
+
+/* A PyTorch dtype as the parameters name it ("float32"), else PyTorch's. */
+std::string dtype_name(at::ScalarType t) {
+    switch (t) {
+    case at::kByte: return "uint8";
+    case at::kInt: return "int32";
+    case at::kLong: return "int64";
+    case at::kHalf: return "float16";
+    case at::kBFloat16: return "bfloat16";
+    case at::kFloat: return "float32";
+    default: return c10::toString(t);
+    }
+}
+
+/* "float32[1,10]", as the parameters write tensors (with the batch). */
+std::string text_of(const at::Tensor &t) {
+    std::string s = dtype_name(t.scalar_type()) + "[";
+    for (int64_t i = 0; i < t.dim(); i++)
+        s += (i ? "," : "") + std::to_string(t.size(i));
+    return s + "]";
+}
+
+/* The first line of `s`, without trailing spaces. */
+std::string first_line(const std::string &s) {
+    std::string line = s.substr(0, s.find('\n'));
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r'))
+        line.pop_back();
+    return line;
+}
+
+/* An exception's message as one line: PyTorch's without its backtrace. */
+std::string reason(const std::exception &e) {
+    if (const auto *ce = dynamic_cast<const c10::Error *>(&e))
+        return first_line(ce->what_without_backtrace());
+    return first_line(e.what());
+}
+
+/*
+ * The AOTInductor container's C functions catch what the model throws and
+ * print it to stderr ("Error: input_handles[0]: unmatched dim value at
+ * 1, ..."), returning only a failure code, so PyTorch's reason for refusing
+ * a call never reaches the exception this side gets.  For device_open's
+ * calls, which decide whether the package loads, stderr is captured into a
+ * memory file for the call's duration and its last "Error: " line taken as
+ * the reason; the rest, what other threads wrote meanwhile included, is
+ * passed on afterwards, late by the call's duration.
+ */
+class StderrCapture {
+  public:
+    StderrCapture() {
+        fflush(stderr);
+        mem_ = memfd_create("gf_torch_stderr", MFD_CLOEXEC);
+        saved_ = mem_ >= 0 ? dup(STDERR_FILENO) : -1;
+        if (saved_ < 0 || dup2(mem_, STDERR_FILENO) < 0) {
+            if (saved_ >= 0)
+                close(saved_);
+            if (mem_ >= 0)
+                close(mem_);
+            mem_ = saved_ = -1;
+        }
+    }
+    StderrCapture(const StderrCapture &) = delete;
+    StderrCapture &operator=(const StderrCapture &) = delete;
+    ~StderrCapture() { finish(); }
+
+    /* Restores stderr, passes on what was written but the container's
+     * "Error: " lines (the reasons this object reports or handles itself),
+     * and returns the last of those lines (empty when none). */
+    std::string finish() {
+        if (mem_ < 0)
+            return reason_;
+        fflush(stderr);
+        dup2(saved_, STDERR_FILENO);
+        close(saved_);
+        std::string text, others;
+        char buf[4096];
+        ssize_t n;
+        lseek(mem_, 0, SEEK_SET);
+        while ((n = read(mem_, buf, sizeof buf)) > 0)
+            text.append(buf, static_cast<size_t>(n));
+        close(mem_);
+        mem_ = saved_ = -1;
+        for (size_t at = 0; at < text.size();) {
+            size_t end = text.find('\n', at);
+            end = end == std::string::npos ? text.size() : end + 1;
+            std::string line = text.substr(at, end - at);
+            if (line.compare(0, strlen(kAotiError), kAotiError) == 0)
+                reason_ = first_line(line.substr(strlen(kAotiError)));
+            else
+                others += line;
+            at = end;
+        }
+        if (!others.empty() && write(STDERR_FILENO, others.data(), others.size()) < 0) {
+            /* stderr is gone: nothing to pass it on to */
+        }
+        return reason_;
+    }
+
+  private:
+    int mem_ = -1, saved_ = -1;
+    std::string reason_;
+};
+
+/* Checks a call's outputs against the parameters' for n frames. */
+void check_outputs(const Device &d, const std::vector<at::Tensor> &outs, int64_t n) {
+    const gf__torch_model *m = d.m;
+    if (outs.size() != m->out.count)
+        throw Mismatch("the model gives " + std::to_string(outs.size()) +
+                       " output tensor(s), outputs says " + std::to_string(m->out.count) + " (" +
+                       m->out_text + ")");
+    for (uint32_t k = 0; k < m->out.count; k++) {
+        const gf_tensor_desc &t = m->out.tensors[k];
+        std::vector<int64_t> want = sizes_of(t, n, d.batched);
+        if (outs[k].scalar_type() != scalar_type(t.dtype) ||
+            outs[k].sizes() != at::IntArrayRef(want) || !outs[k].is_cuda())
+            throw Mismatch("output " + std::to_string(k) + " of a call of " + std::to_string(n) +
+                           " frame(s) is " + text_of(outs[k]) +
+                           (outs[k].is_cuda() ? "" : " (not on the GPU)") +
+                           ", where outputs says " + m->out_text + " a frame");
+    }
+}
+
+/* Zeroed inputs of a call of n frames, on the current stream. */
+std::vector<at::Tensor> zeros_for(const Device &d, int64_t n, bool batched) {
+    std::vector<at::Tensor> in;
+    for (uint32_t k = 0; k < d.m->in.count; k++) {
+        const gf_tensor_desc &t = d.m->in.tensors[k];
+        in.push_back(
+            at::zeros(sizes_of(t, n, batched),
+                      at::TensorOptions().dtype(scalar_type(t.dtype)).device(at::kCUDA, d.index)));
+    }
+    return in;
+}
+
+/* Throws what a CUDA runtime call returned, unless it succeeded. */
+void check_cuda(cudaError_t err, const char *what) {
+    if (err != cudaSuccess)
+        throw c10::AcceleratorError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, err,
+                                    std::string(what) + ": " + cudaGetErrorString(err));
+}
+
+/*
+ * One call of the model: frames f[0..n), lying at one stride (launch_batch
+ * checked), on `stream`, which is current.  Inputs over the slot's buffer or
+ * gathered, outputs scattered into it (the file's comment).
+ */
+void run_frames(const Device &d, const gf_plugin_frame *f, uint32_t n, cudaStream_t stream) {
+    const gf__torch_model *m = d.m;
+    const auto *in_base = static_cast<const uint8_t *>(f[0].in_dev);
+    auto *out_base = static_cast<uint8_t *>(f[0].out_dev);
+    const uint64_t stride =
+        n > 1 ? static_cast<uint64_t>(static_cast<const uint8_t *>(f[1].in_dev) - in_base) : 0;
+    std::vector<at::Tensor> inputs;
+    inputs.reserve(m->in.count);
+    for (uint32_t k = 0; k < m->in.count; k++) {
+        const gf_tensor_desc &t = m->in.tensors[k];
+        const uint64_t bytes = m->in_tensor_bytes[k];
+        const uint8_t *src = in_base + m->in_offset[k];
+        const auto opts =
+            at::TensorOptions().dtype(scalar_type(t.dtype)).device(at::kCUDA, d.index);
+        const auto sizes = sizes_of(t, n, d.batched);
+        if ((n == 1 || stride == bytes) &&
+            reinterpret_cast<uintptr_t>(src) % kAotiAlignBytes == 0) {
+            inputs.push_back(at::for_blob(const_cast<uint8_t *>(src), sizes)
+                                 .options(opts)
+                                 .target_device(opts.device())
+                                 .make_tensor());
+            continue;
+        }
+        at::Tensor batch = at::empty(sizes, opts);
+        check_cuda(cudaMemcpy2DAsync(batch.data_ptr(), bytes, src, n > 1 ? stride : bytes, bytes, n,
+                                     cudaMemcpyDeviceToDevice, stream),
+                   "gathering an input");
+        inputs.push_back(std::move(batch));
+    }
+    std::vector<at::Tensor> outs = d.loader->run(inputs, stream);
+    check_outputs(d, outs, n);
+    for (uint32_t k = 0; k < m->out.count; k++) {
+        const uint64_t bytes = m->out_tensor_bytes[k];
+        at::Tensor t = outs[k].is_contiguous() ? outs[k] : outs[k].contiguous();
+        check_cuda(cudaMemcpy2DAsync(out_base + m->out_offset[k], n > 1 ? stride : bytes,
+                                     t.data_ptr(), bytes, bytes, n, cudaMemcpyDeviceToDevice,
+                                     stream),
+                   "scattering an output");
+    }
+}
+
+/* The error code a failed launch returns: the CUDA error behind it, so that
+ * the daemon sees a sticky one; cudaErrorMemoryAllocation for PyTorch
+ * running out of memory; otherwise cudaErrorInvalidValue, which fails the
+ * submission's frames and nothing else.  Logs the reason, for the first
+ * kFailuresLogged failures of the device. */
+int failed(Device &d, const std::exception *e, uint32_t count) {
+    cudaError_t code = cudaErrorInvalidValue;
+    if (const auto *ae = dynamic_cast<const c10::AcceleratorError *>(e))
+        code = static_cast<cudaError_t>(ae->get_error_code());
+    else if (dynamic_cast<const c10::OutOfMemoryError *>(e))
+        code = cudaErrorMemoryAllocation;
+    cudaError_t last = cudaGetLastError(); /* a sticky error stays sticky */
+    if (code == cudaErrorInvalidValue && last != cudaSuccess)
+        code = last;
+    unsigned n = d.failures.fetch_add(1, std::memory_order_relaxed);
+    if (n < kFailuresLogged)
+        fprintf(stderr,
+                "gpuframed: plugin torch: %s: a submission of %u frame(s) failed%s: %s "
+                "(PyTorch's own error, if any, is on the line before)\n",
+                d.m->package, count, n + 1 == kFailuresLogged ? " (later failures not logged)" : "",
+                e ? reason(*e).c_str() : "an exception that is not a std::exception");
+    return code == cudaSuccess ? cudaErrorInvalidValue : code;
+}
+
+/*
+ * Finds how the package takes frames, by calls of zeroed inputs on `stream`
+ * (current): a batch of max_batch (the parameter, the package's metadata,
+ * or GF_TORCH_BATCH_MAX), else the largest that works from 1 up, else one
+ * frame without a batch dimension.  Throws with PyTorch's reason when none
+ * works, and Mismatch for outputs the parameters do not describe.
+ */
+void probe(Device &d, uint32_t want, cudaStream_t stream) {
+    std::string why;
+    auto works = [&](int64_t n, bool batched) {
+        d.batched = batched;
+        StderrCapture capture;
+        try {
+            std::vector<at::Tensor> outs = d.loader->run(zeros_for(d, n, batched), stream);
+            capture.finish();
+            check_outputs(d, outs, n);
+            return true;
+        } catch (const Mismatch &) {
+            throw;
+        } catch (const std::exception &e) {
+            std::string printed = capture.finish();
+            why = printed.empty() ? reason(e) : printed;
+            return false;
+        }
+    };
+    if (works(want, true)) {
+        d.max_batch = want;
+        return;
+    }
+    if (want > 1) {
+        if (works(1, true)) {
+            uint32_t lo = 1, hi = want; /* lo works, hi does not */
+            while (hi - lo > 1) {
+                uint32_t mid = lo + (hi - lo) / 2;
+                (works(mid, true) ? lo : hi) = mid;
+            }
+            d.batched = true;
+            d.max_batch = lo;
+            return;
+        }
+    }
+    /* A batch of one frame's reason says most of what is wrong with it. */
+    std::string why_one = why;
+    if (works(1, false)) {
+        d.max_batch = 1;
+        return;
+    }
+    throw std::runtime_error("it refuses a frame of " + std::string(d.m->in_text) + ": " + why_one);
+}
+
+/* The package's metadata must agree with the parameters where gpuframe-
+ * export wrote it; returns the max_batch it gives (0: none). */
+uint32_t check_metadata(const Device &d) {
+    const gf__torch_model *m = d.m;
+    auto meta = d.loader->get_metadata();
+    auto agree = [&](const char *key, const char *param, const char *value) {
+        auto it = meta.find(key);
+        if (it != meta.end() && it->second != value)
+            throw std::runtime_error(std::string(param) + " is \"" + value +
+                                     "\", but the package was exported for \"" + it->second + "\"");
+    };
+    agree(kMetaInputs, "inputs", m->in_text);
+    agree(kMetaOutputs, "outputs", m->out_text);
+    auto it = meta.find(kMetaMaxBatch);
+    if (it == meta.end())
+        return 0;
+    long v = std::strtol(it->second.c_str(), nullptr, 10);
+    return v >= 1 ? static_cast<uint32_t>(std::min<long>(v, GF_TORCH_BATCH_MAX)) : 0;
+}
+
+void *aoti_device_open(const void *state, int device, uint32_t streams, char *why, size_t why_len) {
+    const auto *m = static_cast<const gf__torch_model *>(state);
+    try {
+        auto d = std::make_unique<Device>();
+        d->m = m;
+        d->index = static_cast<c10::DeviceIndex>(device);
+        c10::cuda::CUDAGuard device_guard(d->index);
+        {
+            StderrCapture capture;
+            try {
+                d->loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
+                    m->package, "model", false, std::max<uint32_t>(streams, 1), d->index);
+            } catch (const std::exception &e) {
+                std::string printed = capture.finish();
+                throw std::runtime_error("cannot load: " + reason(e) +
+                                         (printed.empty() ? "" : " (" + printed + ")"));
+            }
+        }
+        uint32_t meta_batch = check_metadata(*d);
+        uint32_t want = m->max_batch ? m->max_batch : meta_batch ? meta_batch : GF_TORCH_BATCH_MAX;
+        c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, d->index);
+        c10::cuda::CUDAStreamGuard stream_guard(stream);
+        probe(*d, want, stream.stream());
+        if (d->max_batch == 1 && m->max_batch == 0)
+            fprintf(stderr,
+                    "gpuframed: plugin torch: %s takes no batch of several frames (%s): its "
+                    "frames run one at a time\n",
+                    m->package,
+                    d->batched ? "its batch dimension is not dynamic"
+                               : "it has no batch dimension");
+        /* Every model instance runs once (each call takes a free one), so
+         * that none loads its kernels under the first frames. */
+        for (uint32_t i = 0; i < std::max<uint32_t>(streams, 1); i++)
+            d->loader->run(zeros_for(*d, 1, d->batched), stream.stream());
+        stream.synchronize();
+        return d.release();
+    } catch (const std::exception &e) {
+        snprintf(why, why_len, "package %s: %s", m->package, reason(e).c_str());
+    } catch (...) {
+        snprintf(why, why_len, "package %s: an exception that is not a std::exception", m->package);
+    }
+    return nullptr;
+}
+
+void aoti_device_close(void *dev) {
+    try {
+        delete static_cast<Device *>(dev);
+    } catch (const std::exception &e) {
+        fprintf(stderr, "gpuframed: plugin torch: closing a package: %s\n", reason(e).c_str());
+    } catch (...) {
+    }
+}
+
+int aoti_launch_batch(void *dev, uint32_t stream_index, const gf_plugin_frame *frames,
+                      uint32_t count, void *stream) {
+    (void)stream_index; /* the container keeps no per-stream state */
+    Device &d = *static_cast<Device *>(dev);
+    try {
+        auto s = static_cast<cudaStream_t>(stream);
+        c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(s, d.index));
+        for (uint32_t i = 0; i < count;) {
+            /* The longest run from frame i at one stride, up to max_batch. */
+            uint32_t n = 1;
+            if (d.max_batch > 1 && i + 1 < count) {
+                const auto *in0 = static_cast<const uint8_t *>(frames[i].in_dev);
+                const auto *out0 = static_cast<const uint8_t *>(frames[i].out_dev);
+                const ptrdiff_t stride = static_cast<const uint8_t *>(frames[i + 1].in_dev) - in0;
+                if (stride >= static_cast<ptrdiff_t>(std::max(d.m->in_bytes, d.m->out_bytes)))
+                    while (i + n < count && n < d.max_batch &&
+                           frames[i + n].in_dev == in0 + n * stride &&
+                           frames[i + n].out_dev == out0 + n * stride)
+                        n++;
+            }
+            run_frames(d, frames + i, n, s);
+            i += n;
+        }
+        return 0;
+    } catch (const std::exception &e) {
+        return failed(d, &e, count);
+    } catch (...) {
+        return failed(d, nullptr, count);
+    }
+}
+
+int aoti_launch(void *dev, uint32_t stream_index, const void *in_dev, uint64_t in_bytes,
+                void *out_dev, void *stream) {
+    const gf_plugin_frame frame = {in_dev, in_bytes, out_dev,
+                                   static_cast<const Device *>(dev)->m->out_bytes};
+    return aoti_launch_batch(dev, stream_index, &frame, 1, stream);
+}
+
+const gf__torch_aoti_api api = {GF_TORCH_AOTI_VERSION, aoti_device_open, aoti_device_close,
+                                aoti_launch, aoti_launch_batch};
+
+} // namespace
+
+extern "C" const gf__torch_aoti_api *gf__torch_aoti_entry(void) {
+    return &api;
+}
