@@ -56,6 +56,10 @@ class InstallTest(unittest.TestCase):
             "print(m.requires('gpuframe'))\n"
             "print(m.metadata('gpuframe')['License'])\n")], env=env, cwd=tmp)
         self.assertEqual(meta.splitlines(), [project_version(), "['numpy']", "MIT"])
+        # The console script, which needs no PyTorch for its help.
+        script = os.path.join(site, "bin", "gpuframe-export")
+        self.assertTrue(os.access(script, os.X_OK), script)
+        self.assertIn("pkg.module:factory", self.run_ok([script, "--help"], env=env, cwd=tmp))
 
         with support.Daemon({"pipelines": [{"name": "echo", "kind": "echo"},
                                            {"name": "half", "kind": "affine",

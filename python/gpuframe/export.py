@@ -1,0 +1,357 @@
+# SPDX-License-Identifier: MIT
+"""gpuframe-export: a PyTorch model as a gpuframed pipeline.
+
+Exports a module with torch.export, with a dynamic batch dimension (1 to
+``--max-batch`` frames), compiles it with AOTInductor into a package (.pt2,
+``torch._inductor.aoti_compile_and_package``), checks the package against the
+module run eagerly on random batches of 1, 7 and 64 frames (each capped at
+``--max-batch``), and prints the pipeline to paste into gpuframed's
+configuration: a stage of the plugin "torch" (plugins/torch/README.md), after
+a ``normalize_u8`` stage with ``--rgb8``.
+
+The module is ``pkg.module:factory`` (a callable of no arguments that returns
+an ``nn.Module``; the current directory is importable) or a torchvision model
+name (``resnet18``), built with random weights: nothing is downloaded.
+
+This module imports PyTorch only when it runs, so that ``--help`` and the
+package's tests work without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import re
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+__all__ = ["main", "arguments", "serving_module", "frame_outputs", "check_package", "export",
+           "TOLERANCES", "parse_tensors", "tensors_text", "within_tolerance"]
+
+#: The frames' dtypes as gpuframed names them (PROTOCOL.md, "Frames as tensors").
+DTYPE_NAMES = ("uint8", "int32", "int64", "float16", "bfloat16", "float32")
+#: Batches the package is checked on against eager PyTorch (each capped at
+#: --max-batch): one frame, an odd few, the daemon's largest submission.
+CHECK_BATCHES = (1, 7, 64)
+#: gpuframed's largest submission: more frames than this never form a batch.
+MAX_BATCH_LIMIT = 64
+
+#: A result matches eager PyTorch when max |got - ref| <= tolerance *
+#: max(1, max |ref|), by the precision the model computes in.  The compiled
+#: model fuses and orders sums its own way, and convolutions may run on TF32
+#: (PyTorch's default for cuDNN): float32 results differ by about 1e-3 of
+#: their scale; bfloat16 keeps 8 bits of mantissa, float16 11.  A wrong
+#: weight, layout or batch mix-up is off by the scale itself.
+TOLERANCES = {"float32": 5e-3, "float16": 2e-2, "bfloat16": 5e-2}
+
+_TENSOR_RE = re.compile(r"^\s*([a-z0-9]+)\s*\[\s*([0-9,\s]*)\]\s*$")
+
+
+def parse_tensors(text: str) -> List[Tuple[str, Tuple[int, ...]]]:
+    """"float32[3,224,224];int64[]" as [(dtype, shape), ...], as the plugin's
+    "inputs" and "outputs" parameters write them.  Raises ValueError."""
+    out = []
+    for part in text.split(";"):
+        m = _TENSOR_RE.match(part)
+        if m is None or m.group(1) not in DTYPE_NAMES:
+            raise ValueError("%r: expected dtype[d0,d1,...] with a dtype of %s"
+                             % (part.strip(), ", ".join(DTYPE_NAMES)))
+        dims = tuple(int(d) for d in m.group(2).replace(" ", "").split(",") if d)
+        if any(d < 1 for d in dims):
+            raise ValueError("%r: dimensions are at least 1" % part.strip())
+        out.append((m.group(1), dims))
+    return out
+
+
+def tensors_text(tensors: Sequence[Tuple[str, Sequence[int]]]) -> str:
+    """The inverse of parse_tensors: "float32[3,224,224];int64[]"."""
+    return ";".join("%s[%s]" % (d, ",".join(str(n) for n in s)) for d, s in tensors)
+
+
+def within_tolerance(got: Any, ref: Any, precision: str) -> Tuple[bool, float]:
+    """Whether tensor ``got`` matches ``ref`` under TOLERANCES[precision]
+    (exactly for integer outputs), and max |got - ref| / max(1, max |ref|)."""
+    torch = importlib.import_module("torch")
+    if not ref.is_floating_point():
+        return bool(torch.equal(got, ref)), 0.0 if torch.equal(got, ref) else float("inf")
+    g, r = got.double(), ref.double()
+    scale = max(1.0, float(r.abs().max())) if r.numel() else 1.0
+    err = float((g - r).abs().max()) / scale if r.numel() else 0.0
+    return err <= TOLERANCES[precision], err
+
+
+def _torch_dtype(torch: Any, name: str) -> Any:
+    return getattr(torch, name)
+
+
+def _dtype_name(dtype: Any) -> Optional[str]:
+    name = str(dtype).replace("torch.", "")
+    return name if name in DTYPE_NAMES else None
+
+
+def _build_model(spec: str) -> Any:
+    """The module ``spec`` names: pkg.module:factory, or a torchvision model
+    with random weights."""
+    if ":" in spec:
+        module_name, _, attr = spec.partition(":")
+        sys.path.insert(0, os.getcwd())
+        factory = getattr(importlib.import_module(module_name), attr)
+        return factory()
+    try:
+        torchvision = importlib.import_module("torchvision")
+    except ImportError as e:
+        raise SystemExit("gpuframe-export: %r is not pkg.module:factory, and torchvision, "
+                         "which would build it, does not import: %s" % (spec, e)) from None
+    try:
+        return torchvision.models.get_model(spec, weights=None)
+    except ValueError as e:
+        raise SystemExit("gpuframe-export: %s (torchvision's models: "
+                         "torchvision.models.list_models())" % e) from None
+
+
+def _random_batch(torch: Any, inputs: Sequence[Tuple[str, Tuple[int, ...]]], n: int,
+                  device: str, gen: Any) -> List[Any]:
+    """Random inputs of n frames: integers over their range (bytes 0..255),
+    floats normal."""
+    xs = []
+    for dtype, shape in inputs:
+        size = (n,) + tuple(shape)
+        if dtype == "uint8":
+            x = torch.randint(0, 256, size, generator=gen, dtype=torch.uint8)
+        elif dtype in ("int32", "int64"):
+            x = torch.randint(0, 1000, size, generator=gen, dtype=_torch_dtype(torch, dtype))
+        else:
+            x = torch.randn(size, generator=gen).to(_torch_dtype(torch, dtype))
+        xs.append(x.to(device))
+    return xs
+
+
+def _serving_module(torch: Any, model: Any, precision: str, output_dtype: Optional[str]) -> Any:
+    """``model`` in eval mode at ``precision``, taking frames of any dtype
+    (floats cast to the precision) and giving a tuple of tensors (floats
+    cast to output_dtype when given)."""
+    compute = _torch_dtype(torch, precision)
+    out_dtype = _torch_dtype(torch, output_dtype) if output_dtype else None
+
+    class Serve(torch.nn.Module):  # type: ignore[misc]
+        # Named arguments (x0, x1, ...) rather than *xs: torch.export
+        # matches dynamic_shapes to them by name.
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model.eval().to(compute)
+
+        def forward(self, x0: Any, x1: Any = None, x2: Any = None, x3: Any = None,
+                    x4: Any = None, x5: Any = None, x6: Any = None, x7: Any = None) -> Any:
+            xs = tuple(x.to(compute) if x.is_floating_point() else x
+                       for x in (x0, x1, x2, x3, x4, x5, x6, x7) if x is not None)
+            ys = self.model(*xs)
+            ys = tuple(ys) if isinstance(ys, (tuple, list)) else (ys,)
+            if out_dtype is not None:
+                ys = tuple(y.to(out_dtype) if y.is_floating_point() else y for y in ys)
+            return ys
+
+    return Serve()
+
+
+def _pipeline(args: argparse.Namespace, package: str, inputs_text: str,
+              outputs_text: str) -> Dict[str, Any]:
+    """The pipeline entry to paste into gpuframed.json: the plugin's stage,
+    after a normalize_u8 stage with --rgb8."""
+    stage: Dict[str, Any] = {"kind": "plugin", "path": args.plugin,
+                             "params": {"package": package, "inputs": inputs_text,
+                                        "outputs": outputs_text}}
+    entry: Dict[str, Any] = {"name": args.name}
+    if args.rgb8:
+        shape = args.tensors[0][1]
+        entry["stages"] = [
+            {"kind": "normalize_u8", "params": {"width": shape[2], "height": shape[1]}}, stage]
+    else:
+        entry.update(stage)
+    if args.max_batch < MAX_BATCH_LIMIT:
+        stage["params"]["max_batch"] = args.max_batch
+        entry["max_batch_frames"] = args.max_batch
+    return entry
+
+
+def arguments(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    """gpuframe-export's command line as a Namespace (argparse exits on an
+    error); ``tensors`` holds the frame's [(dtype, shape), ...]."""
+    p = argparse.ArgumentParser(
+        prog="gpuframe-export",
+        description="Exports a PyTorch model with a dynamic batch, compiles it with "
+                    "AOTInductor into a package (.pt2), checks the package against eager "
+                    "PyTorch on batches of 1, 7 and 64 frames, and prints the gpuframed "
+                    "pipeline (JSON) that serves it.",
+        epilog="Example: gpuframe-export resnet18 --frame 3,224,224 --rgb8 -o resnet18.pt2 "
+               "--plugin /usr/local/lib/gpuframed/gf_torch.so > pipeline.json")
+    p.add_argument("model", help="pkg.module:factory (a callable returning an nn.Module; "
+                                 "the current directory is importable), or a torchvision "
+                                 "model name such as resnet18 (random weights: nothing is "
+                                 "downloaded)")
+    p.add_argument("-o", "--output", required=True, help="the package to write (.pt2)")
+    p.add_argument("--frame", help="one frame's shape, without the batch: 3,224,224")
+    p.add_argument("--dtype", default="float32", choices=DTYPE_NAMES,
+                   help="the frames' dtype (default float32)")
+    p.add_argument("--inputs", help="in place of --frame and --dtype, a frame of several "
+                                    "tensors: 'float32[3,224,224];int64[]'")
+    p.add_argument("--max-batch", type=int, default=MAX_BATCH_LIMIT,
+                   help="the most frames one call takes, 1 to 64 (default 64; 1 exports "
+                        "without a dynamic batch: the daemon then runs frames one at a time)")
+    p.add_argument("--precision", default="float32", choices=sorted(TOLERANCES),
+                   help="the dtype the model's weights and arithmetic take (default "
+                        "float32); float frames are cast to it inside the model")
+    p.add_argument("--output-dtype", choices=DTYPE_NAMES,
+                   help="cast float outputs to this dtype (default: as the model gives them)")
+    p.add_argument("--rgb8", action="store_true",
+                   help="frames arrive as interleaved RGB8 images: the pipeline starts with a "
+                        "normalize_u8 stage of the frame's width and height (--frame 3,H,W, "
+                        "float32)")
+    p.add_argument("--name", help="the pipeline's name (default: the package's file name)")
+    p.add_argument("--plugin", default=os.environ.get(
+        "GPUFRAME_TORCH_PLUGIN", "/usr/local/lib/gpuframed/gf_torch.so"),
+        help="gf_torch.so's path for the pipeline (default $GPUFRAME_TORCH_PLUGIN, else "
+             "/usr/local/lib/gpuframed/gf_torch.so)")
+    p.add_argument("--device", default="cuda", help="the device to export for (default cuda)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the checks' random frames")
+    p.add_argument("--no-check", action="store_true", help="skip the check against eager PyTorch")
+    args = p.parse_args(argv)
+    if (args.frame is None) == (args.inputs is None):
+        p.error("give one frame's tensors: --frame SHAPE (with --dtype) or --inputs TENSORS")
+    try:
+        if args.inputs is not None:
+            args.tensors = parse_tensors(args.inputs)
+        else:
+            shape = tuple(int(d) for d in args.frame.split(",") if d.strip())
+            if any(d < 1 for d in shape):
+                raise ValueError("--frame %s: dimensions are at least 1" % args.frame)
+            args.tensors = [(args.dtype, shape)]
+    except ValueError as e:
+        p.error(str(e))
+    if len(args.tensors) > 8:
+        p.error("a frame holds at most 8 tensors, not %d" % len(args.tensors))
+    if not 1 <= args.max_batch <= MAX_BATCH_LIMIT:
+        p.error("--max-batch %d: expected 1 to %d" % (args.max_batch, MAX_BATCH_LIMIT))
+    if args.rgb8 and (len(args.tensors) != 1 or args.tensors[0][0] != "float32"
+                      or len(args.tensors[0][1]) != 3 or args.tensors[0][1][0] != 3):
+        p.error("--rgb8 needs frames of float32[3,H,W] (normalize_u8's output)")
+    if args.name is None:
+        args.name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.splitext(
+            os.path.basename(args.output))[0]) or "model"
+    return args
+
+
+def _say(text: str) -> None:
+    print("gpuframe-export: " + text, file=sys.stderr, flush=True)
+
+
+def _import_torch() -> Any:
+    try:
+        return importlib.import_module("torch")
+    except ImportError as e:
+        raise SystemExit("gpuframe-export needs PyTorch (python3 -c 'import torch' fails: %s)"
+                         % e) from None
+
+
+def serving_module(args: argparse.Namespace) -> Any:
+    """The module ``args`` name, as it is exported: built with random
+    weights from --seed (the same seed gives the same weights), in eval mode
+    at --precision on --device, taking frames and giving a tuple."""
+    torch = _import_torch()
+    torch.manual_seed(args.seed)
+    return _serving_module(torch, _build_model(args.model), args.precision,
+                           args.output_dtype).to(args.device)
+
+
+def frame_outputs(args: argparse.Namespace, serve: Any) -> List[Tuple[str, Tuple[int, ...]]]:
+    """One frame's outputs of ``serve`` [(dtype, shape), ...], from a call
+    on random frames; SystemExit for outputs frames cannot carry."""
+    torch = _import_torch()
+    gen = torch.Generator().manual_seed(args.seed)
+    n = 2 if args.max_batch > 1 else 1
+    with torch.no_grad():
+        ys = serve(*_random_batch(torch, args.tensors, n, args.device, gen))
+    outputs = []
+    for k, y in enumerate(ys):
+        name = _dtype_name(y.dtype)
+        if name is None or y.dim() < 1 or y.shape[0] != n:
+            raise SystemExit("gpuframe-export: output %d is %s %s: a frame's output must be a "
+                             "tensor of %s with the batch first (--output-dtype converts floats)"
+                             % (k, y.dtype, tuple(y.shape), ", ".join(DTYPE_NAMES)))
+        outputs.append((name, tuple(y.shape[1:])))
+    return outputs
+
+
+def check_package(args: argparse.Namespace, serve: Any, package: str) -> None:
+    """Runs ``package`` and ``serve`` (eagerly) on random batches of
+    CHECK_BATCHES frames (capped at --max-batch); SystemExit unless every
+    output is within TOLERANCES."""
+    torch = _import_torch()
+    gen = torch.Generator().manual_seed(args.seed + 1)
+    compiled = torch._inductor.aoti_load_package(package)
+    for n in sorted({min(b, args.max_batch) for b in CHECK_BATCHES}):
+        xs = _random_batch(torch, args.tensors, n, args.device, gen)
+        with torch.no_grad():
+            ref = serve(*xs)
+            got = compiled(*xs)
+        got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+        if len(got) != len(ref):
+            raise SystemExit("gpuframe-export: the package gives %d outputs, eager PyTorch %d"
+                             % (len(got), len(ref)))
+        for k, (g, r) in enumerate(zip(got, ref)):
+            ok, err = within_tolerance(g, r, args.precision) if g.shape == r.shape \
+                else (False, float("inf"))
+            tol = TOLERANCES[args.precision] if r.is_floating_point() else 0.0
+            _say("batch of %d, output %d: max |diff| %.3g of its scale (tolerance %.3g)"
+                 % (n, k, err, tol))
+            if not ok:
+                raise SystemExit("gpuframe-export: the package does not match eager PyTorch "
+                                 "on a batch of %d (output %d: %s against %s, error %.3g)"
+                                 % (n, k, tuple(g.shape), tuple(r.shape), err))
+
+
+def export(args: argparse.Namespace, serve: Any = None, reuse: bool = False) -> Dict[str, Any]:
+    """Exports ``serve`` (serving_module(args) when None), compiles it into
+    --output, checks it (unless --no-check), and returns the pipeline entry.
+    With ``reuse``, the package already at --output (made by the same
+    PyTorch from the same module: the caller knows) is checked, not made
+    again."""
+    torch = _import_torch()
+    if serve is None:
+        serve = serving_module(args)
+    outputs = frame_outputs(args, serve)
+    inputs_text, outputs_text = tensors_text(args.tensors), tensors_text(outputs)
+    package = os.path.abspath(args.output)
+    if not reuse:
+        gen = torch.Generator().manual_seed(args.seed)
+        example = _random_batch(torch, args.tensors, 2 if args.max_batch > 1 else 1,
+                                args.device, gen)
+        dynamic: Any = None
+        if args.max_batch > 1:
+            batch = torch.export.Dim("batch", min=1, max=args.max_batch)
+            dynamic = {"x%d" % k: {0: batch} for k in range(len(args.tensors))}
+        _say("exporting %s: frames %s -> %s, batches of 1 to %d, %s"
+             % (args.model, inputs_text, outputs_text, args.max_batch, args.precision))
+        with torch.no_grad():
+            program = torch.export.export(serve, tuple(example), dynamic_shapes=dynamic)
+        _say("compiling with AOTInductor (minutes for a large model)")
+        metadata = {"gpuframe.inputs": inputs_text, "gpuframe.outputs": outputs_text,
+                    "gpuframe.max_batch": str(args.max_batch)}
+        package = os.path.abspath(torch._inductor.aoti_compile_and_package(
+            program, package_path=package, inductor_configs={"aot_inductor.metadata": metadata}))
+    if not args.no_check:
+        check_package(args, serve, package)
+    _say("checked %s" % package if reuse else "wrote %s" % package)
+    return _pipeline(args, package, inputs_text, outputs_text)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The console script: prints the pipeline JSON on stdout."""
+    args = arguments(argv)
+    print(json.dumps(export(args), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
