@@ -1,0 +1,652 @@
+# SPDX-License-Identifier: MIT
+"""Plugin "torch" on a GPU (label gpu): models exported at test time with
+gpuframe-export's own functions (a small CNN, an MLP, the MLP without a
+dynamic batch, a model of two input tensors, and the CNN again with other
+weights), then
+
+- gf_torch.so driven directly (ctypes, as gpuframed drives it): batches of
+  exactly 1, 7 and 64 frames and a mixed one whose frames do not all lie at
+  one stride, against the module run eagerly, within gpuframe-export's
+  stated tolerance (export.TOLERANCES: 5e-3 of the output's scale for
+  float32), the guard bytes around every output intact;
+- a real gpuframed on the CUDA engine: LIST's shapes and dtypes, typed
+  results from the Python client against eager PyTorch (one client, and 16
+  at once so that submissions mix clients' frames), a normalize_u8 -> model
+  chain, frames of the wrong length (bad_length naming both lengths), the
+  package without a dynamic batch (frames one at a time, said once in the
+  log), a reload to the CNN's other weights under streaming load with no
+  failed frame;
+- refusals, at start and at reload (the running pipelines kept), each one
+  line naming the package and PyTorch's reason: a missing package, a
+  truncated one, one whose kernels this GPU cannot load (as one built for
+  another GPU), one whose model object needs a symbol this PyTorch lacks
+  (as one built by another PyTorch), and parameters the package was not
+  exported for.
+
+Skipped (exit 77, with the reason) without PyTorch, a GPU, or the plugin's
+PyTorch side (gf_torch_aoti.so, built only with -DTorch_DIR).
+"""
+
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import zipfile
+
+import numpy as np
+
+import support
+
+PLUGIN_DIR = os.environ.get("GF_TEST_PLUGIN_DIR", os.path.join(support.REPO, "build", "plugins"))
+PLUGIN_SO = os.path.join(PLUGIN_DIR, "gf_torch.so")
+AOTI_SO = os.path.join(PLUGIN_DIR, "gf_torch_aoti.so")
+
+# Set before any package's model object first runs (gf_torch.so sets it too).
+os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = "1"
+
+
+def why_skip():
+    """Why this suite cannot run here, or None."""
+    try:
+        import torch
+    except ImportError as e:
+        return "PyTorch does not import: %s" % e
+    if not torch.cuda.is_available():
+        return "no CUDA device for PyTorch"
+    if not os.path.exists(AOTI_SO):
+        return "%s was not built (configure with -DTorch_DIR=...)" % AOTI_SO
+    return None
+
+
+# ---- the models (factories gpuframe-export imports as test_torch_gpu:NAME) ----
+
+def small_cnn():
+    import torch.nn as nn
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(),
+                         nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+
+
+def mlp():
+    import torch.nn as nn
+    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 5))
+
+
+def two_inputs():
+    import torch
+
+    class TwoInputs(torch.nn.Module):
+        """A float16 vector and an int64 scale per frame: frames of two tensors."""
+
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 2)
+
+        def forward(self, x, k):
+            return self.lin(x) * (k.unsqueeze(1).to(x.dtype) + 1.0)
+
+    return TwoInputs()
+
+
+CNN_FRAME = "float32[3,32,32]"
+CNN_OUT = "float32[10]"
+
+# ---- gf_torch.so through ctypes ---------------------------------------------
+
+
+class Value(ctypes.Structure):
+    _fields_ = [("number", ctypes.c_double), ("string", ctypes.c_char_p)]
+
+
+class Env(ctypes.Structure):
+    _fields_ = [("max_input_bytes", ctypes.c_uint64), ("config_dir", ctypes.c_char_p)]
+
+
+class Frame(ctypes.Structure):
+    _fields_ = [("in_dev", ctypes.c_void_p), ("in_bytes", ctypes.c_uint64),
+                ("out_dev", ctypes.c_void_p), ("out_bytes", ctypes.c_uint64)]
+
+
+CREATE = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(Value), ctypes.POINTER(Env),
+                          ctypes.c_char_p, ctypes.c_size_t)
+DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+OUTPUT_BYTES = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_uint64,
+                                ctypes.c_char_p, ctypes.c_size_t)
+DEVICE_OPEN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
+                               ctypes.c_char_p, ctypes.c_size_t)
+DEVICE_CLOSE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+LAUNCH_BATCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32,
+                                ctypes.POINTER(Frame), ctypes.c_uint32, ctypes.c_void_p)
+
+
+class Plugin(ctypes.Structure):
+    """gf_plugin of ABI version 3 (kernels/gpuframe_plugin.h), member for member."""
+    _fields_ = [("abi_version", ctypes.c_uint32), ("name", ctypes.c_char_p),
+                ("doc", ctypes.c_char_p), ("params", ctypes.c_void_p),
+                ("param_count", ctypes.c_uint32), ("input_f32", ctypes.c_int),
+                ("exact", ctypes.c_int), ("abs_tolerance", ctypes.c_float),
+                ("rel_tolerance", ctypes.c_float), ("create", CREATE), ("destroy", DESTROY),
+                ("output_bytes", OUTPUT_BYTES), ("max_output_bytes", ctypes.c_void_p),
+                ("reference", ctypes.c_void_p), ("device_open", DEVICE_OPEN),
+                ("device_close", DEVICE_CLOSE), ("launch", ctypes.c_void_p),
+                ("launch_batch", LAUNCH_BATCH), ("max_batch_frames", ctypes.c_uint32),
+                ("describe", ctypes.c_void_p), ("flags", ctypes.c_uint32)]
+
+
+def load_plugin():
+    lib = ctypes.CDLL(PLUGIN_SO, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    lib.gf_plugin_entry.restype = ctypes.POINTER(Plugin)
+    return lib, lib.gf_plugin_entry().contents
+
+
+# ---- the suite ----------------------------------------------------------------
+
+
+class Models:
+    """The packages, made once for the whole suite, and their modules."""
+
+    def __init__(self, tmp):
+        from gpuframe import export
+        self.dir = tmp
+        self.serve = {}
+        self.pipeline = {}
+        self.precision = {}
+        specs = {
+            "cnn": ["test_torch_gpu:small_cnn", "--frame", "3,32,32", "--seed", "1"],
+            "cnn_v2": ["test_torch_gpu:small_cnn", "--frame", "3,32,32", "--seed", "2"],
+            "mlp": ["test_torch_gpu:mlp", "--frame", "64", "--seed", "3"],
+            "mlp_static": ["test_torch_gpu:mlp", "--frame", "64", "--seed", "3",
+                           "--max-batch", "1"],
+            "two": ["test_torch_gpu:two_inputs", "--inputs", "float16[8];int64[]",
+                    "--seed", "4"],
+        }
+        for name, argv in specs.items():
+            args = export.arguments(argv + ["-o", os.path.join(tmp, name + ".pt2"),
+                                            "--plugin", PLUGIN_SO, "--name", name])
+            t0 = time.monotonic()
+            self.serve[name] = export.serving_module(args)
+            self.pipeline[name] = export.export(args, self.serve[name])
+            self.precision[name] = args.precision
+            print("exported %s in %.1f s: %s" % (name, time.monotonic() - t0,
+                                                 json.dumps(self.pipeline[name])), flush=True)
+
+    def package(self, name):
+        return os.path.join(self.dir, name + ".pt2")
+
+    def reference(self, name, *xs):
+        """The module's outputs for a batch: one numpy array per output."""
+        import torch
+        with torch.no_grad():
+            ys = self.serve[name](*[torch.as_tensor(x).cuda() for x in xs])
+        return [y.float().cpu().numpy() for y in ys]
+
+
+MODELS = None
+
+
+def setUpModule():
+    global MODELS
+    tmp = tempfile.mkdtemp(prefix="gftorch.")
+    MODELS = Models(tmp)
+
+
+def tearDownModule():
+    if MODELS is not None:
+        shutil.rmtree(MODELS.dir, ignore_errors=True)
+
+
+def assert_close(test, got, ref, precision, what):
+    """got within gpuframe-export's tolerance of ref (export.TOLERANCES)."""
+    import torch
+    from gpuframe import export
+    ok, err = export.within_tolerance(torch.as_tensor(np.asarray(got, np.float32)),
+                                      torch.as_tensor(np.asarray(ref, np.float32)), precision)
+    test.assertTrue(ok, "%s: error %.3g of the scale, tolerance %.3g"
+                    % (what, err, export.TOLERANCES[precision]))
+
+
+class DirectTest(unittest.TestCase):
+    """gf_torch.so as gpuframed drives it: exact batch sizes, guard bytes."""
+
+    GUARD = 0xA5
+
+    def open(self, name, inputs, outputs):
+        lib, api = load_plugin()
+        self.assertEqual((api.abi_version, api.name, api.flags), (3, b"torch", 1))
+        values = (Value * 4)(Value(string=MODELS.package(name).encode()),
+                             Value(string=inputs.encode()), Value(string=outputs.encode()),
+                             Value(number=0))
+        env = Env(max_input_bytes=16 << 20, config_dir=b"/")
+        why = ctypes.create_string_buffer(512)
+        state = api.create(values, ctypes.byref(env), why, 512)
+        self.assertTrue(state, why.value)
+        dev = api.device_open(state, 0, 4, why, 512)
+        self.assertTrue(dev, why.value)
+        self.addCleanup(api.destroy, state)
+        self.addCleanup(api.device_close, dev)
+        return api, state, dev
+
+    def run_frames(self, api, dev, offsets, stride, in_bytes, out_bytes, inputs):
+        """Lays `inputs` (bytes each) at `offsets` (multiples of 256) in a
+        device buffer of guard bytes, launches them as one submission, and
+        returns the output buffer's bytes."""
+        import torch
+        size = (max(offsets) + stride + 4096)
+        in_buf = torch.full((size,), self.GUARD, dtype=torch.uint8, device="cuda")
+        out_buf = torch.full((size,), self.GUARD, dtype=torch.uint8, device="cuda")
+        for off, data in zip(offsets, inputs):
+            in_buf[off:off + in_bytes] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        frames = (Frame * len(offsets))(*[
+            Frame(in_buf.data_ptr() + off, in_bytes, out_buf.data_ptr() + off, out_bytes)
+            for off in offsets])
+        stream = torch.cuda.Stream()
+        torch.cuda.synchronize()
+        rc = api.launch_batch(dev, 0, frames, len(offsets), ctypes.c_void_p(stream.cuda_stream))
+        stream.synchronize()
+        self.assertEqual(rc, 0)
+        return out_buf.cpu().numpy()
+
+    def check_batches(self, name, inputs_text, outputs_text, make, in_bytes, out_bytes):
+        api, _, dev = self.open(name, inputs_text, outputs_text)
+        stride = -(-max(in_bytes, out_bytes) // 256) * 256
+        rng = np.random.default_rng(7)
+        layouts = {"1": [0], "7": [i * stride for i in range(7)],
+                   "64": [i * stride for i in range(64)],
+                   "mixed": [0, stride, 2 * stride, 5 * stride, 6 * stride, 9 * stride]}
+        for label, offsets in layouts.items():
+            xs = make(rng, len(offsets))  # a list of per-input batches
+            frames = [b"".join(np.ascontiguousarray(x[i]).tobytes() for x in xs)
+                      for i in range(len(offsets))]
+            out = self.run_frames(api, dev, offsets, stride, in_bytes, out_bytes, frames)
+            ref = MODELS.reference(name, *xs)[0]
+            for i, off in enumerate(offsets):
+                got = out[off:off + out_bytes].view(np.float32)
+                assert_close(self, got, ref[i], MODELS.precision[name],
+                             "%s, batch %s, frame %d" % (name, label, i))
+            used = np.zeros(out.size, bool)
+            for off in offsets:
+                used[off:off + out_bytes] = True
+            untouched = out[~used]
+            self.assertTrue((untouched == self.GUARD).all(),
+                            "%s, batch %s: %d guard bytes overwritten"
+                            % (name, label, int((untouched != self.GUARD).sum())))
+
+    def test_cnn_batches(self):
+        self.check_batches("cnn", CNN_FRAME, CNN_OUT,
+                           lambda rng, n: [rng.standard_normal((n, 3, 32, 32)).astype(np.float32)],
+                           3 * 32 * 32 * 4, 40)
+
+    def test_mlp_batches(self):
+        self.check_batches("mlp", "float32[64]", "float32[5]",
+                           lambda rng, n: [rng.standard_normal((n, 64)).astype(np.float32)],
+                           256, 20)
+
+    def test_two_input_batches(self):
+        self.check_batches("two", "float16[8];int64[]", "float32[2]",
+                           lambda rng, n: [rng.standard_normal((n, 8)).astype(np.float16),
+                                           rng.integers(0, 5, n).astype(np.int64)],
+                           24, 8)
+
+    def test_static_package_runs_frame_by_frame(self):
+        self.check_batches("mlp_static", "float32[64]", "float32[5]",
+                           lambda rng, n: [rng.standard_normal((n, 64)).astype(np.float32)],
+                           256, 20)
+
+
+def torch_stage(name, package=None, inputs="float32[64]", outputs="float32[5]"):
+    return {"kind": "plugin", "path": PLUGIN_SO,
+            "params": {"package": package or MODELS.package(name), "inputs": inputs,
+                       "outputs": outputs}}
+
+
+def daemon_config(cnn_package=None):
+    cnn = dict(torch_stage("cnn", cnn_package, CNN_FRAME, CNN_OUT), name="cnn")
+    return {"slots": 2, "log_level": "info", "pipelines": [
+        cnn,
+        {"name": "rgb_cnn", "stages": [
+            {"kind": "normalize_u8", "params": {"width": 32, "height": 32}},
+            torch_stage("cnn", None, CNN_FRAME, CNN_OUT)]},
+        dict(torch_stage("mlp"), name="mlp"),
+        dict(torch_stage("mlp_static"), name="mlp_static"),
+        dict(torch_stage("two", None, "float16[8];int64[]", "float32[2]"), name="two"),
+    ]}
+
+
+class DaemonTest(unittest.TestCase):
+    """A real gpuframed serving the packages."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = support.Daemon(daemon_config(), "cuda").start()
+
+    @classmethod
+    def tearDownClass(cls):
+        d = cls.daemon
+        try:
+            status = d.stop()
+            log = d.log()
+        finally:
+            d.cleanup()
+        if status != 0:
+            raise AssertionError("gpuframed exited with %s; log:\n%s" % (status, log[-4000:]))
+
+    def client(self):
+        import gpuframe
+        c = gpuframe.Client(self.daemon.socket_path, timeout=support.REPLY_TIMEOUT_S)
+        self.addCleanup(c.close)
+        return c
+
+    def test_list_publishes_shapes_and_dtypes(self):
+        import gpuframe
+        T = gpuframe.TensorSpec
+        p = self.client().list()
+        want = {
+            "cnn": ((T("float32", (3, 32, 32)),), (T("float32", (10,)),)),
+            "rgb_cnn": ((T("uint8", (32, 32, 3)),), (T("float32", (10,)),)),
+            "mlp": ((T("float32", (64,)),), (T("float32", (5,)),)),
+            "two": ((T("float16", (8,)), T("int64", ())), (T("float32", (2,)),)),
+        }
+        for name, (inputs, outputs) in want.items():
+            self.assertEqual((p[name].inputs, p[name].outputs), (inputs, outputs), name)
+        self.assertEqual(p["cnn"].info["plugin"], "torch")
+        self.assertEqual(p["cnn"].info["inputs"], [{"dtype": "float32", "shape": [3, 32, 32]}])
+
+    def test_results_match_eager(self):
+        c = self.client()
+        rng = np.random.default_rng(11)
+        x = rng.standard_normal((20, 3, 32, 32)).astype(np.float32)
+        results = c.map("cnn", list(x), window=8)
+        ref = MODELS.reference("cnn", x)[0]
+        for i, got in enumerate(results):
+            self.assertEqual((got.dtype, got.shape), (np.float32, (10,)))
+            assert_close(self, got, ref[i], "float32", "cnn frame %d" % i)
+        v = rng.standard_normal((9, 64)).astype(np.float32)
+        for i, got in enumerate(c.map("mlp", list(v), window=4)):
+            assert_close(self, got, MODELS.reference("mlp", v)[0][i], "float32", "mlp %d" % i)
+        for i, got in enumerate(c.map("mlp_static", list(v), window=4)):
+            assert_close(self, got, MODELS.reference("mlp_static", v)[0][i], "float32",
+                         "mlp_static %d" % i)
+
+    def test_chain_from_rgb8(self):
+        c = self.client()
+        rng = np.random.default_rng(12)
+        images = rng.integers(0, 256, (6, 32, 32, 3), dtype=np.uint8)
+        params = {"width": 32, "height": 32, "mean": [0.485, 0.456, 0.406],
+                  "std": [0.229, 0.224, 0.225]}
+        planes = np.stack([support.ref_normalize_u8(params, im) for im in images])
+        ref = MODELS.reference("cnn", planes)[0]
+        for i, got in enumerate(c.map("rgb_cnn", list(images), window=3)):
+            assert_close(self, got, ref[i], "float32", "rgb_cnn %d" % i)
+
+    def test_two_input_records(self):
+        c = self.client()
+        p = c.list()["two"]
+        rng = np.random.default_rng(13)
+        frames = []
+        for _ in range(5):
+            f = p.input_array()
+            f["t0"] = rng.standard_normal(8).astype(np.float16)
+            f["t1"] = rng.integers(0, 5)
+            frames.append(f)
+        ref = MODELS.reference("two", np.stack([f["t0"] for f in frames]),
+                               np.array([int(f["t1"]) for f in frames], np.int64))[0]
+        for i, got in enumerate(c.map("two", frames, window=5)):
+            self.assertEqual(got.shape, (2,))
+            assert_close(self, got, ref[i], "float32", "two %d" % i)
+
+    def test_sixteen_clients_share_batches(self):
+        rng = np.random.default_rng(14)
+        x = rng.standard_normal((16, 24, 3, 32, 32)).astype(np.float32)
+        ref = [MODELS.reference("cnn", x[k])[0] for k in range(16)]
+        got = [None] * 16
+        errors = []
+
+        clients = [self.client() for _ in range(16)]
+
+        def one(k):
+            try:
+                got[k] = clients[k].map("cnn", list(x[k]), window=4)
+            except Exception as e:  # reported below, in the test's thread
+                errors.append(e)
+
+        before = self.batches("cnn")
+        threads = [threading.Thread(target=one, args=(k,)) for k in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        for k in range(16):
+            for i in range(24):
+                assert_close(self, got[k][i], ref[k][i], "float32", "client %d frame %d" % (k, i))
+        after = self.batches("cnn")
+        self.assertEqual(after["frames"] - before["frames"], 16 * 24)
+        several = sum(after["counts"][1:]) - sum(before["counts"][1:])
+        print("16 clients: %d submissions for %d frames, %d of several frames"
+              % (after["submissions"] - before["submissions"], 16 * 24, several))
+        self.assertGreater(several, 0, "no submission carried more than one frame")
+
+    def batches(self, name):
+        s = self.client().stats()
+        return next(p["batches"] for p in s["pipelines"] if p["name"] == name)
+
+    def test_wrong_lengths(self):
+        import gpuframe
+        c = self.client()
+        with self.assertRaises(gpuframe.BadLengthError) as cm:
+            c.process("cnn", bytes(100))
+        self.assertEqual(cm.exception.text,
+                         "length 100 is not the 12288 bytes of a frame (float32[3,32,32])")
+        with self.assertRaises(gpuframe.BadLengthError) as cm:
+            c.process("two", bytes(25))
+        self.assertEqual(cm.exception.text,
+                         "length 25 is not the 24 bytes of a frame (float16[8];int64[])")
+        # The connection goes on.
+        self.assertEqual(c.process("mlp", np.zeros(64, np.float32)).shape, (5,))
+
+    def test_static_package_said_once(self):
+        line = "%s takes no batch of several frames (its batch dimension is not dynamic): its " \
+               "frames run one at a time" % MODELS.package("mlp_static")
+        self.assertEqual(self.daemon.log().count(line), 1, self.daemon.log()[-3000:])
+
+
+def reload_lines(d):
+    """The log's lines that end a reload: taken, or rejected."""
+    return [l for l in d.log().splitlines() if "]: info: reloaded " in l or "reload rejected" in l]
+
+
+def reload_and_wait(d, config):
+    """Writes `config`, SIGHUPs and waits for the reload to end; returns the
+    log line that says how."""
+    before = len(reload_lines(d))
+    with open(os.path.join(d.dir, "gpuframed.json"), "w") as f:
+        json.dump(config, f)
+    d.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 120 * support.TIMEOUT_SCALE
+    while time.monotonic() < deadline:
+        lines = reload_lines(d)
+        if len(lines) > before:
+            return lines[before]
+        time.sleep(0.05)
+    raise AssertionError("no reload within 120 s; log:\n" + d.log()[-3000:])
+
+
+class ReloadTest(unittest.TestCase):
+    """A new package version under load, and a bad one refused."""
+
+    def test_new_version_under_load_and_a_bad_one_refused(self):
+        import gpuframe
+        d = support.Daemon(daemon_config(), "cuda").start()
+        self.addCleanup(d.cleanup)
+        rng = np.random.default_rng(15)
+        x = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
+        v1, v2 = MODELS.reference("cnn", x)[0], MODELS.reference("cnn_v2", x)[0]
+        self.assertGreater(float(np.abs(v1 - v2).max()), 0.05, "v1 and v2 must differ")
+        stop = threading.Event()
+        counts = {"v1": 0, "v2": 0}
+        failures = []
+
+        def stream():
+            try:
+                c = gpuframe.Client(d.socket_path, timeout=support.REPLY_TIMEOUT_S)
+                while not stop.is_set():
+                    for i, got in enumerate(c.map("cnn", list(x), window=8)):
+                        from gpuframe import export
+                        import torch
+                        g = torch.as_tensor(got)
+                        if export.within_tolerance(g, torch.as_tensor(v1[i]), "float32")[0]:
+                            counts["v1"] += 1
+                        elif export.within_tolerance(g, torch.as_tensor(v2[i]), "float32")[0]:
+                            counts["v2"] += 1
+                        else:
+                            failures.append("frame %d matches neither version" % i)
+                c.close()
+            except Exception as e:
+                failures.append(repr(e))
+
+        threads = [threading.Thread(target=stream) for _ in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        line = reload_and_wait(d, daemon_config(MODELS.package("cnn_v2")))
+        self.assertIn("reloaded ", line)
+        v2_at_reload = counts["v2"]
+        time.sleep(1.0)
+        # A bad version is refused with one line; the running ones stay.
+        missing = os.path.join(MODELS.dir, "nonexistent.pt2")
+        line = reload_and_wait(d, daemon_config(missing))
+        self.assertIn("reload rejected", line)
+        self.assertIn("package: %s: No such file or directory" % missing, line)
+        truncated = self.truncated_package()
+        line = reload_and_wait(d, daemon_config(truncated))
+        self.assertIn("reload rejected", line)
+        self.assertIn("package %s: cannot load: " % truncated, line)
+        time.sleep(1.0)
+        stop.set()
+        for t in threads:
+            t.join()
+        self.assertEqual(failures, [])
+        print("frames answered by v1 %d, by v2 %d (%d by the reload's end)"
+              % (counts["v1"], counts["v2"], v2_at_reload))
+        self.assertGreater(counts["v1"], 0)
+        self.assertGreater(counts["v2"] - v2_at_reload, 0, "no frame ran v2 after the reload")
+        with gpuframe.Client(d.socket_path) as c:
+            s = c.stats()
+        self.assertEqual((s["frames"]["failed"], s["rejected"]["engine"]), (0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def truncated_package(self):
+        path = os.path.join(MODELS.dir, "truncated.pt2")
+        with open(MODELS.package("cnn"), "rb") as f:
+            data = f.read()
+        with open(path, "wb") as f:
+            f.write(data[:len(data) // 2])
+        return path
+
+
+class RefusalTest(unittest.TestCase):
+    """Packages refused at start, each with one line naming it and why."""
+
+    def start_fails(self, package, inputs=CNN_FRAME, outputs=CNN_OUT):
+        """Runs gpuframed on one cnn pipeline of `package`; asserts it exits
+        non-zero at start and returns its output's line about the package."""
+        tmp = tempfile.mkdtemp(prefix="gfrefuse.")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        config = os.path.join(tmp, "gpuframed.json")
+        with open(config, "w") as f:
+            json.dump({"pipelines": [dict(torch_stage("cnn", package, inputs, outputs),
+                                          name="cnn")]}, f)
+        p = subprocess.run([support.daemon_path(), "--config", config, "--socket",
+                            os.path.join(tmp, "s.sock"), "--engine", "cuda"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=300 * support.TIMEOUT_SCALE)
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        lines = [l for l in p.stdout.splitlines() if package in l and "error" in l]
+        self.assertEqual(len(lines), 1, p.stdout)
+        print("refused: " + lines[0])
+        return lines[0]
+
+    def rewritten(self, name, change):
+        """A copy of the cnn package with change(member_name, bytes) applied
+        to each member (returning the new bytes, or None to keep them)."""
+        path = os.path.join(MODELS.dir, name)
+        changed = 0
+        with zipfile.ZipFile(MODELS.package("cnn")) as src, \
+                zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as dst:
+            for info in src.infolist():
+                data = src.read(info.filename)
+                new = change(info.filename, data)
+                changed += new is not None
+                dst.writestr(info, data if new is None else new)
+        return path, changed
+
+    def test_missing(self):
+        missing = os.path.join(MODELS.dir, "missing.pt2")
+        line = self.start_fails(missing)
+        self.assertIn("package: %s: No such file or directory" % missing, line)
+
+    def test_truncated(self):
+        path = os.path.join(MODELS.dir, "half.pt2")
+        with open(MODELS.package("cnn"), "rb") as f:
+            data = f.read()
+        with open(path, "wb") as f:
+            f.write(data[:len(data) // 2])
+        self.assertIn("package %s: cannot load: " % path, self.start_fails(path))
+
+    def test_kernels_for_another_gpu(self):
+        # A kernel image this GPU cannot load, as a package compiled for
+        # another architecture has.
+        path, changed = self.rewritten(
+            "othergpu.pt2",
+            lambda n, b: (b"\x7fELF" + b"\0" * (len(b) - 4)) if n.endswith(".cubin") else None)
+        if changed == 0:
+            self.skipTest("this PyTorch puts no .cubin files in a package")
+        line = self.start_fails(path)
+        self.assertIn("package %s: it refuses a frame of float32[3,32,32]: " % path, line)
+        self.assertRegex(line.lower(), "kernel|image|cubin|module|cuda")
+
+    def test_model_object_of_another_pytorch(self):
+        # The model object needs a symbol this libtorch lacks, as one built
+        # by another PyTorch does.
+        sym = b"aoti_torch_empty_strided\0"
+
+        def rename(n, b):
+            if not n.endswith(".so") or sym not in b:
+                return None
+            return b.replace(sym, sym[:-2] + b"X\0")
+        path, changed = self.rewritten("otherpytorch.pt2", rename)
+        self.assertGreater(changed, 0, "no model object in the package names " + sym.decode())
+        line = self.start_fails(path)
+        self.assertIn("package %s: cannot load: " % path, line)
+        self.assertRegex(line, r"undefined symbol: \S*strideX")
+
+    def test_parameters_not_exported_for(self):
+        # gpuframe-export's metadata names both; a package without it is
+        # refused by AOTInductor's check of the first call's inputs, or by
+        # the plugin's of its outputs.
+        package = MODELS.package("cnn")
+        line = self.start_fails(package, inputs="float32[3,16,16]")
+        self.assertRegex(line, "package %s: (inputs is \"float32\\[3,16,16\\]\", but the "
+                               "package was exported for \"float32\\[3,32,32\\]\"|it refuses "
+                               "a frame of float32\\[3,16,16\\]: .*dim)" % re.escape(package))
+        line = self.start_fails(package, outputs="float32[11]")
+        self.assertRegex(line, "package %s: (outputs is \"float32\\[11\\]\", but the package "
+                               "was exported for \"float32\\[10\\]\"|output 0 of a call of "
+                               "[0-9]+ frame\\(s\\) is float32\\[[0-9]+,10\\], where outputs "
+                               "says float32\\[11\\] a frame)" % re.escape(package))
+
+
+if __name__ == "__main__":
+    reason = why_skip()
+    if reason:
+        print("SKIP: %s" % reason)
+        sys.exit(support.SKIP_CODE)
+    unittest.main(verbosity=2)
