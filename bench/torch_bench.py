@@ -1,0 +1,499 @@
+# SPDX-License-Identifier: MIT
+"""The PyTorch benchmark (issue 33), driven by bench/torch.sh: torchvision's
+ResNet-18 with random weights (3x224x224), in float32 and in bfloat16, served
+by gpuframed behind a normalize_u8 stage (frames arrive as uint8 224x224x3),
+against its limits measured in the same run:
+
+  inproc   the same AOTInductor package, called in a loop in this process on
+           frames already on the GPU (already normalised): batches of 1, 8,
+           16, 32, 64 and the one the daemon formed; frames/s (calls queued
+           back to back) and latency (one call, synchronised) p50
+  graphs   the module run eagerly, replayed from a CUDA graph per batch size
+  daemon   gpuframed, default configuration otherwise: one client at window
+           1 (p50), 16 clients at window 8 (frames/s; frames per submission
+           from STATS), through `gpuframe stream`
+  python   a Python server peer: uvloop, the same package, batching what is
+           waiting (up to 64), the same uint8 frames over a Unix socket from
+           16 client processes at window 8
+
+Every result is verified before timing: the package against eager PyTorch
+(gpuframe-export's check, batches of 1, 7 and 64), the daemon's and the
+Python server's replies against the package in-process, each graph's replay
+against the module.  Then the targets, each with its ratio:
+
+  16 clients >= 0.85 x inproc frames/s at the batch size the daemon formed
+  one client p50 <= inproc batch-1 latency + 40 us
+  16 clients >= 3 x the Python server
+
+  python3 bench/torch_bench.py BUILD_DIR [--seconds S] [--dry-run]
+
+--dry-run needs no PyTorch and no GPU: it writes the daemon's configuration
+(with stand-in packages) and has gpuframed --check-config it, and prints the
+table's rows, empty: what this machine can check of the script.
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+BATCHES = (1, 8, 16, 32, 64)
+PRECISIONS = ("float32", "bfloat16")
+CLIENTS, WINDOW = 16, 8
+H = W = 224
+FRAME_BYTES = H * W * 3
+# Targets (issue 33).
+DAEMON_VS_INPROC, P50_SLACK_US, DAEMON_VS_PYTHON = 0.85, 40.0, 3.0
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def say(text):
+    print(text, flush=True)
+
+
+# ---- the packages ----------------------------------------------------------------
+
+
+def export_args(precision, cache, plugin):
+    from gpuframe import export
+    argv = ["resnet18", "--frame", "3,%d,%d" % (H, W), "--rgb8", "--precision", precision,
+            "-o", os.path.join(cache, "resnet18-%s.pt2" % precision), "--plugin", plugin,
+            "--name", "resnet18_%s" % precision]
+    if precision != "float32":
+        argv += ["--output-dtype", "float32"]
+    return export.arguments(argv)
+
+
+def packages(cache, plugin):
+    """{precision: (serving module, package path, pipeline entry)}.  A
+    package left in `cache` by a run of the same PyTorch is not compiled
+    again; it is checked against the module again all the same."""
+    import torch
+    from gpuframe import export
+    out = {}
+    for precision in PRECISIONS:
+        args = export_args(precision, cache, plugin)
+        stamp = args.output + ".made-by-torch-" + torch.__version__
+        reuse = os.path.exists(stamp) and os.path.exists(args.output)
+        t0 = time.monotonic()
+        serve = export.serving_module(args)
+        entry = export.export(args, serve, reuse=reuse)
+        open(stamp, "w").close()
+        say("package %s: %s in %.1f s" % (entry["name"], "checked" if reuse else
+                                          "exported, compiled and checked",
+                                          time.monotonic() - t0))
+        out[precision] = (serve, args.output, entry)
+    return out
+
+
+# ---- in-process limits -----------------------------------------------------------
+
+
+def timed_loop(fn, x, seconds):
+    """(frames/s of calls queued back to back, p50 latency in us of single
+    synchronised calls) for fn on batch x."""
+    import torch
+    b = x.shape[0]
+    for _ in range(3):
+        fn(x)
+    torch.cuda.synchronize()
+    lat = []
+    t_end = time.monotonic() + seconds / 2
+    while time.monotonic() < t_end or len(lat) < 20:
+        t0 = time.perf_counter()
+        fn(x)
+        torch.cuda.synchronize()
+        lat.append((time.perf_counter() - t0) * 1e6)
+    n, t0 = 0, time.perf_counter()
+    t_end = t0 + seconds / 2
+    while True:
+        for _ in range(8):
+            fn(x)
+        n += 8
+        if time.perf_counter() > t_end:
+            break
+    torch.cuda.synchronize()
+    fps = n * b / (time.perf_counter() - t0)
+    lat.sort()
+    return fps, lat[len(lat) // 2]
+
+
+def inproc_limits(package, batches, seconds):
+    import torch
+    model = torch._inductor.aoti_load_package(package)
+    res = {}
+    for b in batches:
+        x = torch.randn(b, 3, H, W, device="cuda")
+        res[b] = timed_loop(lambda t: model(t), x, seconds)
+    return res, model
+
+
+def graph_limits(serve, batches, seconds):
+    """The module eagerly, replayed from a CUDA graph per batch size; each
+    replay checked against the eager call first."""
+    import torch
+    from gpuframe import export
+    res = {}
+    with torch.inference_mode():
+        for b in batches:
+            static_x = torch.randn(b, 3, H, W, device="cuda")
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    serve(static_x)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                static_y = serve(static_x)[0]
+            graph.replay()
+            ok, err = export.within_tolerance(static_y.float(), serve(static_x)[0].float(),
+                                              "float32")
+            if not ok:
+                raise SystemExit("bench: the graph of batch %d does not replay the module "
+                                 "(error %.3g)" % (b, err))
+            res[b] = timed_loop(lambda t: graph.replay(), static_x, seconds)
+    return res
+
+
+def reference(model, images):
+    """The package in-process on uint8 images (N, 224, 224, 3): normalised
+    as normalize_u8 does."""
+    import torch
+    x = torch.as_tensor(images).cuda().permute(0, 3, 1, 2).float() / 255.0
+    mean = torch.tensor(MEAN, device="cuda").view(1, 3, 1, 1)
+    std = torch.tensor(STD, device="cuda").view(1, 3, 1, 1)
+    y = model((x - mean) / std)
+    return (y[0] if isinstance(y, (tuple, list)) else y).float().cpu()
+
+
+def check_replies(what, got, ref, precision):
+    import torch
+    from gpuframe import export
+    for i, (g, r) in enumerate(zip(got, ref)):
+        ok, err = export.within_tolerance(torch.as_tensor(g).float().reshape(r.shape), r,
+                                          precision)
+        if not ok:
+            raise SystemExit("bench: %s reply %d differs from the package in-process "
+                             "(error %.3g of its scale)" % (what, i, err))
+
+
+# ---- gpuframed -------------------------------------------------------------------
+
+
+def start_daemon(build, config_path, sock, log_path):
+    log = open(log_path, "w")
+    p = subprocess.Popen([os.path.join(build, "gpuframed"), "--config", config_path,
+                          "--socket", sock], stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(1200):
+        if os.path.exists(sock):
+            return p
+        if p.poll() is not None:
+            break
+        time.sleep(0.1)
+    p.kill()
+    raise SystemExit("bench: gpuframed did not start:\n" + open(log_path).read()[-4000:])
+
+
+def stream(build, sock, pipeline, count, window):
+    out = subprocess.run([os.path.join(build, "gpuframe"), "stream", "--socket", sock,
+                          "--pipeline", pipeline, "--count", str(count), "--window",
+                          str(window), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, timeout=600)
+    m = {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", out.stdout)}
+    if out.returncode != 0 or m.get("errors", 1) != 0:
+        raise SystemExit("bench: gpuframe stream %s failed:\n%s" % (pipeline, out.stdout))
+    return m
+
+
+def batches(client, name):
+    b = next(p["batches"] for p in client.stats()["pipelines"] if p["name"] == name)
+    return b["submissions"], b["frames"]
+
+
+def daemon_runs(build, sock, name, seconds, rate_guess):
+    """One client at window 1 (p50), then CLIENTS at window WINDOW:
+    (p50_us, frames/s, frames per submission)."""
+    import gpuframe
+    single = stream(build, sock, name, max(200, int(seconds * 300)), 1)
+    count = max(200, int(seconds * rate_guess / CLIENTS))
+    with gpuframe.Client(sock) as c:
+        s0, f0 = batches(c, name)
+        procs = [subprocess.Popen([os.path.join(build, "gpuframe"), "stream", "--socket", sock,
+                                   "--pipeline", name, "--count", str(count), "--window",
+                                   str(WINDOW), "--quiet"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, universal_newlines=True)
+                 for _ in range(CLIENTS)]
+        outs = [p.communicate(timeout=600)[0] for p in procs]
+        s1, f1 = batches(c, name)
+    secs = []
+    for p, out in zip(procs, outs):
+        m = dict(re.findall(r"(\w+)=([0-9.]+)", out))
+        if p.returncode != 0 or float(m.get("errors", 1)) != 0:
+            raise SystemExit("bench: a client of %s failed:\n%s" % (name, out))
+        secs.append(float(m["seconds"]))
+    fps = CLIENTS * count / max(secs)
+    return single["p50_us"], fps, (f1 - f0) / max(s1 - s0, 1)
+
+
+# ---- the Python server peer ----------------------------------------------------------
+
+
+def python_server(sock, package, ready, stop_path):
+    """uvloop; frames of FRAME_BYTES with a 4-byte length; what is waiting
+    (up to 64 frames) runs as one batch on a worker thread, so the loop
+    keeps reading meanwhile."""
+    import asyncio
+    import concurrent.futures
+    import torch
+    import uvloop
+    model = torch._inductor.aoti_load_package(package)
+    mean = torch.tensor(MEAN, device="cuda").view(1, 3, 1, 1)
+    std = torch.tensor(STD, device="cuda").view(1, 3, 1, 1)
+    worker = concurrent.futures.ThreadPoolExecutor(1)
+
+    def infer(frames):
+        x = torch.frombuffer(bytearray(b"".join(frames)), dtype=torch.uint8)
+        x = x.view(len(frames), H, W, 3).pin_memory().cuda(non_blocking=True)
+        x = (x.permute(0, 3, 1, 2).float() / 255.0 - mean) / std
+        y = model(x)
+        y = (y[0] if isinstance(y, (tuple, list)) else y).float().cpu()
+        return [y[i].numpy().tobytes() for i in range(len(frames))]
+
+    async def main():
+        queue = asyncio.Queue()
+
+        async def batcher():
+            loop = asyncio.get_running_loop()
+            while True:
+                items = [await queue.get()]
+                while len(items) < 64 and not queue.empty():
+                    items.append(queue.get_nowait())
+                outs = await loop.run_in_executor(worker, infer, [f for f, _ in items])
+                for (_, fut), out in zip(items, outs):
+                    fut.set_result(out)
+
+        async def serve_conn(reader, writer):
+            pending = asyncio.Queue()
+
+            async def replies():
+                while True:
+                    fut = await pending.get()
+                    if fut is None:
+                        return
+                    out = await fut
+                    writer.write(struct.pack("<I", len(out)) + out)
+
+            task = asyncio.ensure_future(replies())
+            try:
+                while True:
+                    n = struct.unpack("<I", await reader.readexactly(4))[0]
+                    frame = await reader.readexactly(n)
+                    fut = asyncio.get_running_loop().create_future()
+                    await pending.put(fut)
+                    await queue.put((frame, fut))
+            except asyncio.IncompleteReadError:
+                pass
+            await pending.put(None)
+            await task
+            writer.close()
+
+        asyncio.ensure_future(batcher())
+        server = await asyncio.start_unix_server(serve_conn, path=sock)
+        ready.set()
+        while not os.path.exists(stop_path):
+            await asyncio.sleep(0.1)
+        server.close()
+
+    uvloop.install()
+    asyncio.run(main())
+
+
+def python_client(sock, count, window, seed, result):
+    """One client: `count` frames at `window`; puts (seconds, first replies)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    frames = [rng.integers(0, 256, FRAME_BYTES, dtype=np.uint8).tobytes() for _ in range(4)]
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sock)
+    f = s.makefile("rb")
+
+    def send(i):
+        s.sendall(struct.pack("<I", FRAME_BYTES) + frames[i % 4])
+
+    def recv():
+        n = struct.unpack("<I", f.read(4))[0]
+        return f.read(n)
+
+    first = []
+    t0 = time.perf_counter()
+    sent = 0
+    for _ in range(min(window, count)):
+        send(sent)
+        sent += 1
+    for k in range(count):
+        out = recv()
+        if k < 4:
+            first.append(out)
+        if sent < count:
+            send(sent)
+            sent += 1
+    result.put((time.perf_counter() - t0, seed, first))
+    s.close()
+
+
+def python_peer(package, precision, seconds, rate_guess, model_inproc):
+    import numpy as np
+    tmp = tempfile.mkdtemp(prefix="gfpy.")
+    sock, stop = os.path.join(tmp, "py.sock"), os.path.join(tmp, "stop")
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    server = ctx.Process(target=python_server, args=(sock, package, ready, stop))
+    server.start()
+    if not ready.wait(300):
+        raise SystemExit("bench: the Python server did not start")
+    count = max(100, int(seconds * rate_guess / CLIENTS))
+    result = ctx.Queue()
+    clients = [ctx.Process(target=python_client, args=(sock, count, WINDOW, k, result))
+               for k in range(CLIENTS)]
+    for c in clients:
+        c.start()
+    got = [result.get(timeout=900) for _ in clients]
+    for c in clients:
+        c.join()
+    open(stop, "w").close()
+    server.join(60)
+    # Verified: the first replies of one client against the package in-process.
+    secs, seed, first = got[0]
+    rng = np.random.default_rng(seed)
+    frames = [rng.integers(0, 256, FRAME_BYTES, dtype=np.uint8) for _ in range(4)]
+    ref = reference(model_inproc, np.stack(frames).reshape(4, H, W, 3))
+    check_replies("the Python server's", [np.frombuffer(b, np.float32) for b in first], ref,
+                  precision)
+    return CLIENTS * count / max(g[0] for g in got)
+
+
+# ---- main ------------------------------------------------------------------------------
+
+
+def dry_run(build, plugin):
+    """The configuration with stand-in packages, checked by gpuframed."""
+    from gpuframe import export
+    tmp = tempfile.mkdtemp(prefix="gftorchdry.")
+    pipelines = []
+    for precision in PRECISIONS:
+        args = export_args(precision, tmp, plugin)
+        with open(args.output, "wb") as f:
+            f.write(b"PK\x03\x04 stand-in")
+        pipelines.append(export._pipeline(args, os.path.abspath(args.output),
+                                          "float32[3,%d,%d]" % (H, W), "float32[1000]"))
+    config = os.path.join(tmp, "gpuframed.json")
+    with open(config, "w") as f:
+        json.dump({"pipelines": pipelines}, f, indent=2)
+    p = subprocess.run([os.path.join(build, "gpuframed"), "--check-config", config],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    say(p.stdout.strip())
+    if p.returncode != 0:
+        raise SystemExit("bench: the daemon's configuration does not check:\n" +
+                         open(config).read())
+    for precision in PRECISIONS:
+        for b in BATCHES:
+            say("inproc %s batch=%d frames_per_s=- p50_us=-" % (precision, b))
+            say("graphs %s batch=%d frames_per_s=- p50_us=-" % (precision, b))
+        say("daemon %s clients=1 window=1 p50_us=-" % precision)
+        say("daemon %s clients=%d window=%d frames_per_s=- frames_per_submission=-"
+            % (precision, CLIENTS, WINDOW))
+        say("python %s clients=%d window=%d frames_per_s=-" % (precision, CLIENTS, WINDOW))
+    say("dry run: configuration checked; nothing measured")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("build")
+    ap.add_argument("--seconds", type=float, default=2.0, help="per measurement (default 2)")
+    ap.add_argument("--dry-run", action="store_true")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    plugin = os.path.join(build, "plugins", "gf_torch.so")
+    if a.dry_run:
+        dry_run(build, plugin)
+        return 0
+    import torch
+    say("device %s, PyTorch %s (CUDA %s)" % (torch.cuda.get_device_name(0), torch.__version__,
+                                             torch.version.cuda))
+    cache = os.path.join(build, "bench-torch")
+    os.makedirs(cache, exist_ok=True)
+    pk = packages(cache, plugin)
+    tmp = tempfile.mkdtemp(prefix="gftorch.")
+    config = os.path.join(tmp, "gpuframed.json")
+    with open(config, "w") as f:
+        json.dump({"pipelines": [pk[p][2] for p in PRECISIONS]}, f, indent=2)
+    sock = os.path.join(tmp, "s.sock")
+    daemon = start_daemon(build, config, sock, os.path.join(tmp, "daemon.log"))
+    failed = []
+    try:
+        for precision in PRECISIONS:
+            serve, package, entry = pk[precision]
+            name = entry["name"]
+            inproc, model = inproc_limits(package, BATCHES, a.seconds)
+            for b in BATCHES:
+                say("inproc %s batch=%d frames_per_s=%.0f p50_us=%.1f"
+                    % (precision, b, inproc[b][0], inproc[b][1]))
+            graphs = graph_limits(serve, BATCHES, a.seconds)
+            for b in BATCHES:
+                say("graphs %s batch=%d frames_per_s=%.0f p50_us=%.1f"
+                    % (precision, b, graphs[b][0], graphs[b][1]))
+            # The daemon's replies against the package in-process, first.
+            import gpuframe
+            import numpy as np
+            images = np.random.default_rng(5).integers(0, 256, (8, H, W, 3), dtype=np.uint8)
+            with gpuframe.Client(sock) as c:
+                got = c.map(name, list(images), window=8)
+            check_replies("gpuframed's", got, reference(model, images), precision)
+            p50, fps, per_sub = daemon_runs(build, sock, name, a.seconds, inproc[64][0])
+            formed = max(1, int(round(per_sub)))
+            if formed not in inproc:
+                inproc.update(inproc_limits(package, (formed,), a.seconds)[0])
+                say("inproc %s batch=%d frames_per_s=%.0f p50_us=%.1f"
+                    % (precision, formed, inproc[formed][0], inproc[formed][1]))
+            say("daemon %s clients=1 window=1 p50_us=%.1f" % (precision, p50))
+            say("daemon %s clients=%d window=%d frames_per_s=%.0f frames_per_submission=%.2f"
+                % (precision, CLIENTS, WINDOW, fps, per_sub))
+            py = python_peer(package, precision, a.seconds, fps / 3, model)
+            say("python %s clients=%d window=%d frames_per_s=%.0f"
+                % (precision, CLIENTS, WINDOW, py))
+            r1 = fps / inproc[formed][0]
+            r2 = p50 - inproc[1][1]
+            r3 = fps / py
+            say("target %s 16 clients / inproc at batch %d = %.2f (>= %.2f) %s"
+                % (precision, formed, r1, DAEMON_VS_INPROC,
+                   "ok" if r1 >= DAEMON_VS_INPROC else "MISSED"))
+            say("target %s one client p50 - inproc batch-1 latency = %.1f us (<= %.0f) %s"
+                % (precision, r2, P50_SLACK_US, "ok" if r2 <= P50_SLACK_US else "MISSED"))
+            say("target %s 16 clients / Python server = %.2f (>= %.1f) %s"
+                % (precision, r3, DAEMON_VS_PYTHON, "ok" if r3 >= DAEMON_VS_PYTHON else "MISSED"))
+            say("graphs %s batch=1 latency / inproc = %.2f (what CUDA graphs would give the "
+                "plugin at one frame)" % (precision, graphs[1][1] / inproc[1][1]))
+            failed += [t for t, ok in (("inproc", r1 >= DAEMON_VS_INPROC),
+                                       ("p50", r2 <= P50_SLACK_US),
+                                       ("python", r3 >= DAEMON_VS_PYTHON)) if not ok]
+    finally:
+        daemon.terminate()
+        daemon.wait(60)
+    say("targets missed: %s" % (", ".join(failed) if failed else "none"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
