@@ -257,6 +257,7 @@ def python_server(sock, package, ready, stop_path):
     import asyncio
     import concurrent.futures
     import torch
+    import torch._inductor  # aoti_load_package
     import uvloop
     model = torch._inductor.aoti_load_package(package)
     mean = torch.tensor(MEAN, device="cuda").view(1, 3, 1, 1)
@@ -430,6 +431,7 @@ def main():
         dry_run(build, plugin)
         return 0
     import torch
+    import torch._inductor  # aoti_load_package
     say("device %s, PyTorch %s (CUDA %s)" % (torch.cuda.get_device_name(0), torch.__version__,
                                              torch.version.cuda))
     cache = os.path.join(build, "bench-torch")

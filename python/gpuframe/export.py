@@ -247,8 +247,12 @@ def _say(text: str) -> None:
 
 
 def _import_torch() -> Any:
+    """torch, with the submodules this module uses imported."""
     try:
-        return importlib.import_module("torch")
+        torch = importlib.import_module("torch")
+        for sub in ("torch.export", "torch._inductor"):
+            importlib.import_module(sub)
+        return torch
     except ImportError as e:
         raise SystemExit("gpuframe-export needs PyTorch (python3 -c 'import torch' fails: %s)"
                          % e) from None
@@ -336,10 +340,19 @@ def export(args: argparse.Namespace, serve: Any = None, reuse: bool = False) -> 
         with torch.no_grad():
             program = torch.export.export(serve, tuple(example), dynamic_shapes=dynamic)
         _say("compiling with AOTInductor (minutes for a large model)")
+        # The frames, for the plugin to check its parameters against.
         metadata = {"gpuframe.inputs": inputs_text, "gpuframe.outputs": outputs_text,
                     "gpuframe.max_batch": str(args.max_batch)}
-        package = os.path.abspath(torch._inductor.aoti_compile_and_package(
-            program, package_path=package, inductor_configs={"aot_inductor.metadata": metadata}))
+        try:
+            package = torch._inductor.aoti_compile_and_package(
+                program, package_path=package,
+                inductor_configs={"aot_inductor.metadata": metadata})
+        except Exception as e:  # a PyTorch without the option: the plugin probes instead
+            if "metadata" not in str(e):
+                raise
+            _say("this PyTorch keeps no metadata in a package (%s): compiling without" % e)
+            package = torch._inductor.aoti_compile_and_package(program, package_path=package)
+        package = os.path.abspath(package)
     if not args.no_check:
         check_package(args, serve, package)
     _say("checked %s" % package if reuse else "wrote %s" % package)

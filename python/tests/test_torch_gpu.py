@@ -51,6 +51,8 @@ AOTI_SO = os.path.join(PLUGIN_DIR, "gf_torch_aoti.so")
 
 # Set before any package's model object first runs (gf_torch.so sets it too).
 os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = "1"
+# A daemon of these pipelines loads five packages before it listens.
+support.START_TIMEOUT_S = max(support.START_TIMEOUT_S, 300.0)
 
 
 def why_skip():
@@ -309,7 +311,8 @@ def torch_stage(name, package=None, inputs="float32[64]", outputs="float32[5]"):
 
 def daemon_config(cnn_package=None):
     cnn = dict(torch_stage("cnn", cnn_package, CNN_FRAME, CNN_OUT), name="cnn")
-    return {"slots": 2, "log_level": "info", "pipelines": [
+    # Two shards: four streams a device, four model instances a package.
+    return {"shards": 2, "slots": 2, "log_level": "info", "pipelines": [
         cnn,
         {"name": "rgb_cnn", "stages": [
             {"kind": "normalize_u8", "params": {"width": 32, "height": 32}},
@@ -495,12 +498,12 @@ class ReloadTest(unittest.TestCase):
         failures = []
 
         def stream():
+            import torch
+            from gpuframe import export
             try:
                 c = gpuframe.Client(d.socket_path, timeout=support.REPLY_TIMEOUT_S)
                 while not stop.is_set():
                     for i, got in enumerate(c.map("cnn", list(x), window=8)):
-                        from gpuframe import export
-                        import torch
                         g = torch.as_tensor(got)
                         if export.within_tolerance(g, torch.as_tensor(v1[i]), "float32")[0]:
                             counts["v1"] += 1
