@@ -323,29 +323,14 @@ def daemon_config(cnn_package=None):
     ]}
 
 
-class DaemonTest(unittest.TestCase):
-    """A real gpuframed serving the packages."""
+class DaemonTest(support.DaemonTestCase):
+    """A real gpuframed serving the packages (stopped at the end with a check
+    that it exited 0 and logged no failure)."""
 
     @classmethod
     def setUpClass(cls):
-        cls.daemon = support.Daemon(daemon_config(), "cuda").start()
-
-    @classmethod
-    def tearDownClass(cls):
-        d = cls.daemon
-        try:
-            status = d.stop()
-            log = d.log()
-        finally:
-            d.cleanup()
-        if status != 0:
-            raise AssertionError("gpuframed exited with %s; log:\n%s" % (status, log[-4000:]))
-
-    def client(self):
-        import gpuframe
-        c = gpuframe.Client(self.daemon.socket_path, timeout=support.REPLY_TIMEOUT_S)
-        self.addCleanup(c.close)
-        return c
+        cls.CONFIG = daemon_config()
+        super().setUpClass()
 
     def test_list_publishes_shapes_and_dtypes(self):
         import gpuframe
@@ -482,6 +467,16 @@ def reload_and_wait(d, config):
     raise AssertionError("no reload within 120 s; log:\n" + d.log()[-3000:])
 
 
+def truncated_package(name):
+    """The first half of the cnn package, as `name` beside it."""
+    path = os.path.join(MODELS.dir, name)
+    with open(MODELS.package("cnn"), "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(data[:len(data) // 2])
+    return path
+
+
 class ReloadTest(unittest.TestCase):
     """A new package version under load, and a bad one refused."""
 
@@ -528,7 +523,7 @@ class ReloadTest(unittest.TestCase):
         line = reload_and_wait(d, daemon_config(missing))
         self.assertIn("reload rejected", line)
         self.assertIn("package: %s: No such file or directory" % missing, line)
-        truncated = self.truncated_package()
+        truncated = truncated_package("truncated.pt2")
         line = reload_and_wait(d, daemon_config(truncated))
         self.assertIn("reload rejected", line)
         self.assertIn("package %s: cannot load: " % truncated, line)
@@ -546,13 +541,6 @@ class ReloadTest(unittest.TestCase):
         self.assertEqual((s["frames"]["failed"], s["rejected"]["engine"]), (0, 0))
         self.assertEqual(d.stop(), 0)
 
-    def truncated_package(self):
-        path = os.path.join(MODELS.dir, "truncated.pt2")
-        with open(MODELS.package("cnn"), "rb") as f:
-            data = f.read()
-        with open(path, "wb") as f:
-            f.write(data[:len(data) // 2])
-        return path
 
 
 class RefusalTest(unittest.TestCase):
@@ -597,11 +585,7 @@ class RefusalTest(unittest.TestCase):
         self.assertIn("package: %s: No such file or directory" % missing, line)
 
     def test_truncated(self):
-        path = os.path.join(MODELS.dir, "half.pt2")
-        with open(MODELS.package("cnn"), "rb") as f:
-            data = f.read()
-        with open(path, "wb") as f:
-            f.write(data[:len(data) // 2])
+        path = truncated_package("half.pt2")
         self.assertIn("package %s: cannot load: " % path, self.start_fails(path))
 
     def test_kernels_for_another_gpu(self):
