@@ -179,18 +179,22 @@ $f$doc/libgpuframe-dev/examples/plugin/clamp.cu
 $f$doc/libgpuframe-dev/examples/plugin/clamp.h
 $f$doc/libgpuframe-dev/examples/stream_file.c"
 site=/usr/lib/python3/dist-packages
-expect_py="$f$site/gpuframe-$version.dist-info/METADATA
+expect_py="$x/usr/bin/gpuframe-export
+$f$site/gpuframe-$version.dist-info/METADATA
 $f$site/gpuframe-$version.dist-info/RECORD
+$f$site/gpuframe-$version.dist-info/entry_points.txt
 $f$site/gpuframe-$version.dist-info/WHEEL
 $f$site/gpuframe-$version.dist-info/top_level.txt
 $f$site/gpuframe/__init__.py
 $f$site/gpuframe/client.py
 $f$site/gpuframe/connection.py
 $f$site/gpuframe/errors.py
+$f$site/gpuframe/export.py
 $f$site/gpuframe/pipelines.py
 $f$site/gpuframe/protocol.py
 $f$site/gpuframe/py.typed
 $f$site/gpuframe/shm.py
+$f/usr/share/man/man1/gpuframe-export.1.gz
 $f$doc/python3-gpuframe/changelog.gz
 $f$doc/python3-gpuframe/copyright"
 for pair in "daemon:$daemon" "plugins:$plugins" "lib:$lib" "dev:$dev" "py:$py"; do

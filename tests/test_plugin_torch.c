@@ -102,6 +102,9 @@ START_TEST(test_torch_frames) {
                   "float16[4];bfloat16[2,2];float32[]", 8, why);
     ck_assert_msg(s != NULL, "%s", why);
     ck_assert_int_eq(p->output_bytes(s, 6 + 4 + 8, why, sizeof why), 8 + 8 + 4);
+    /* Messages write the tensors as gpuframe-export does, without spaces. */
+    ck_assert_int_eq(p->output_bytes(s, 1, why, sizeof why), -1);
+    ck_assert_str_eq(why, "length 1 is not the 18 bytes of a frame (uint8[2,3];int32[1];int64[])");
     ck_assert_int_eq(p->describe(s, &in, &out, why, sizeof why), 0);
     ck_assert_uint_eq(in.count, 3);
     ck_assert_uint_eq(in.tensors[0].dtype, GF_DTYPE_UINT8);

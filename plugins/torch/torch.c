@@ -165,6 +165,25 @@ int gf__torch_parse_tensors(const char *text, gf_frame_desc *d, char *why, size_
     }
 }
 
+/* d as the parameters write it, without spaces ("float16[2,3];int64[]"):
+ * what messages show and gpuframe-export's metadata is compared with. */
+static void tensors_text(const gf_frame_desc *d, char *buf, size_t len) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (uint32_t k = 0; k < d->count && o < len; k++) {
+        const char *name = "?";
+        for (size_t i = 0; i < DTYPE_COUNT; i++)
+            if (dtypes[i].dtype == d->tensors[k].dtype)
+                name = dtypes[i].name;
+        o += (size_t)snprintf(buf + o, len - o, "%s%s[", k ? ";" : "", name);
+        for (uint32_t i = 0; i < d->tensors[k].rank && o < len; i++)
+            o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? "," : "",
+                                  (long long)d->tensors[k].dims[i]);
+        if (o < len)
+            o += (size_t)snprintf(buf + o, len - o, "]");
+    }
+}
+
 /* Fills offset[] and bytes[] of d's tensors, laid end to end, and returns
  * the frame's length; 0 when it passes 2^62 (no frame is that long). */
 static uint64_t layout(const gf_frame_desc *d, uint64_t *offset, uint64_t *bytes) {
@@ -204,7 +223,7 @@ static int read_tensors(const char *key, const char *text, uint64_t max_bytes, g
                  (unsigned long long)*total, (unsigned long long)max_bytes);
         return -1;
     }
-    snprintf(copy, copy_len, "%s", text);
+    tensors_text(d, copy, copy_len);
     return 0;
 }
 

@@ -54,7 +54,8 @@ typedef struct gf__torch_model {
     /* The "max_batch" parameter: the most frames a call takes, 0 to find
      * it at device_open (the package's dynamic batch dimension). */
     uint32_t max_batch;
-    /* The parameters' text, for messages: "float32[3,224,224]". */
+    /* The parameters' tensors as text, without spaces: "float32[3,224,224]"
+     * (messages; compared with gpuframe-export's metadata). */
     char in_text[256], out_text[256];
 } gf__torch_model;
 
