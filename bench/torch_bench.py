@@ -64,35 +64,61 @@ def say(text):
 # ---- the packages ----------------------------------------------------------------
 
 
-def export_args(precision, cache, plugin):
-    from gpuframe import export
+def export_argv(precision, cache, plugin):
+    """gpuframe-export's command line for ResNet-18 at `precision`."""
     argv = ["resnet18", "--frame", "3,%d,%d" % (H, W), "--rgb8", "--precision", precision,
             "-o", os.path.join(cache, "resnet18-%s.pt2" % precision), "--plugin", plugin,
             "--name", "resnet18_%s" % precision]
     if precision != "float32":
         argv += ["--output-dtype", "float32"]
-    return export.arguments(argv)
+    return argv
+
+
+def export_args(precision, cache, plugin):
+    from gpuframe import export
+    return export.arguments(export_argv(precision, cache, plugin))
 
 
 def packages(cache, plugin):
-    """{precision: (serving module, package path, pipeline entry)}.  A
-    package left in `cache` by a run of the same PyTorch is not compiled
-    again; it is checked against the module again all the same."""
+    """{precision: (serving module, package path, pipeline entry)}.  The
+    packages missing from `cache` (one per PyTorch version) are made by
+    gpuframe-export, both at once (each compile is mostly one compiler
+    process), which checks them against the module; those found there are
+    checked again here."""
     import torch
     from gpuframe import export
+    made, procs = {}, {}
+    t0 = time.monotonic()
+    for precision in PRECISIONS:
+        argv = export_argv(precision, cache, plugin)
+        args = export.arguments(argv)
+        stamp = args.output + ".made-by-torch-" + torch.__version__
+        if os.path.exists(stamp) and os.path.exists(args.output):
+            continue
+        log = open(args.output + ".log", "w")
+        procs[precision] = (subprocess.Popen(
+            [sys.executable, "-m", "gpuframe.export"] + argv, stdout=subprocess.PIPE,
+            stderr=log, universal_newlines=True,
+            env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))), log, stamp)
+    for precision, (proc, log, stamp) in procs.items():
+        out = proc.communicate()[0]
+        log.close()
+        if proc.returncode != 0:
+            raise SystemExit("bench: gpuframe-export %s failed:\n%s"
+                             % (precision, open(log.name).read()[-4000:]))
+        made[precision] = json.loads(out)
+        open(stamp, "w").close()
+        checks = [l.split(": ", 1)[-1] for l in open(log.name).read().splitlines()
+                  if "max |diff|" in l]
+        say("package resnet18_%s: exported, compiled and checked: %s"
+            % (precision, "; ".join(checks)))
     out = {}
     for precision in PRECISIONS:
         args = export_args(precision, cache, plugin)
-        stamp = args.output + ".made-by-torch-" + torch.__version__
-        reuse = os.path.exists(stamp) and os.path.exists(args.output)
-        t0 = time.monotonic()
         serve = export.serving_module(args)
-        entry = export.export(args, serve, reuse=reuse)
-        open(stamp, "w").close()
-        say("package %s: %s in %.1f s" % (entry["name"], "checked" if reuse else
-                                          "exported, compiled and checked",
-                                          time.monotonic() - t0))
+        entry = made.get(precision) or export.export(args, serve, reuse=True)
         out[precision] = (serve, args.output, entry)
+    say("packages ready in %.1f s" % (time.monotonic() - t0))
     return out
 
 
