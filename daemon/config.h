@@ -236,10 +236,10 @@ void gf_config_describe_changes(const gf_config *from, const gf_config *to, char
 int gf_config_keep_restart_keys(const gf_config *running, gf_config *next, char *note,
                                 size_t note_len);
 
-/* For a reload whose own pipelines cannot run (reload_check.h dropped
- * them): gives `next` a copy of `running`'s pipelines, each plugin stage
- * gaining a reference (atomic: frames on the shards hold them too).
- * Returns 0, or -ENOMEM with `next` unchanged. */
+/* For a reload whose own pipelines cannot run (reload_check.h): frees
+ * `next`'s pipelines and gives it a copy of `running`'s, each plugin stage
+ * gaining a reference (atomic: frames on the shards hold them too).  Any
+ * thread.  Returns 0, or -ENOMEM with `next` left without pipelines. */
 int gf_config_keep_pipelines(const gf_config *running, gf_config *next);
 
 /* Appends one item to a reload's note in note[len], which holds a string:

@@ -205,13 +205,15 @@ int gf_config_keep_restart_keys(const gf_config *running, gf_config *next, char 
 }
 
 int gf_config_keep_pipelines(const gf_config *running, gf_config *next) {
+    gf_pipelines_free(next->pipelines, next->pipeline_count);
+    next->pipelines = NULL;
+    next->pipeline_count = 0;
     gf_pipeline *kept = malloc(running->pipeline_count * sizeof *kept);
     if (kept == NULL)
         return -ENOMEM;
     memcpy(kept, running->pipelines, running->pipeline_count * sizeof *kept);
     for (size_t i = 0; i < running->pipeline_count; i++)
         gf_pipeline_retain(&kept[i]);
-    gf_pipelines_free(next->pipelines, next->pipeline_count);
     next->pipelines = kept;
     next->pipeline_count = running->pipeline_count;
     return 0;

@@ -30,6 +30,16 @@ int gf__engine_cuda_open(const gf_engine_params *params, gf_completion *done, gf
                gf_engine_builtin_names());
     return -ENOTSUP;
 }
+
+int gf__engine_cuda_prepare(int device, uint32_t device_streams, gf_pipeline *pipelines,
+                            size_t count, char *why, size_t why_len) {
+    (void)device;
+    (void)device_streams;
+    (void)pipelines;
+    (void)count;
+    snprintf(why, why_len, "this gpuframed was built without CUDA");
+    return -1;
+}
 #endif
 
 enum gf_engine_choice gf_engine_choose(enum gf_engine_choice choice, int *devices) {
@@ -55,6 +65,13 @@ int gf_engine_open(enum gf_engine_choice choice, const gf_engine_params *params,
         choice = gf_engine_choose(choice, &devices);
     return choice == GF_ENGINE_CUDA ? gf__engine_cuda_open(params, done, out)
                                     : gf__engine_cpu_open(params, done, out);
+}
+
+int gf_engine_prepare(enum gf_engine_choice choice, int device, uint32_t device_streams,
+                      gf_pipeline *pipelines, size_t count, char *why, size_t why_len) {
+    return choice == GF_ENGINE_CUDA
+               ? gf__engine_cuda_prepare(device, device_streams, pipelines, count, why, why_len)
+               : gf__engine_cpu_prepare(pipelines, count, why, why_len);
 }
 
 void gf_engine_describe(const gf_engine *e, char *buf, size_t len) {

@@ -77,8 +77,6 @@ typedef struct gf_engine_ops {
      * pinning (the CPU engine). */
     int (*pin)(gf_engine *e, void *base, uint64_t bytes, char *why, size_t why_len);
     void (*unpin)(gf_engine *e, void *base);
-    /* See gf_engine_prepare. */
-    int (*prepare)(gf_engine *e, gf_pipeline *pipelines, size_t count, char *why, size_t why_len);
 } gf_engine_ops;
 
 struct gf_engine {
@@ -164,20 +162,22 @@ static inline int gf_engine_pins(const gf_engine *e) {
 }
 
 /*
- * Makes `pipelines` runnable here before any of their frames is submitted:
- * the CUDA engine opens each plugin stage's device side (device_open: its
- * device memory and handles, once per stage) and checks every built-in kind
- * has a kernel; the CPU engine checks every stage has a C reference.  The
- * scratch is the shard's to check (the reload's sizes, each frame's
- * lengths at its header).  Called by
- * gf_engine_open for the pipelines it is given and by the reload for a
- * reload's, on the loop thread; may block for what device_open takes.
- * Returns 0, or -1 with the first pipeline that cannot run in why[why_len].
+ * Makes `pipelines` runnable on `device` by the engine `choice` (cuda or
+ * cpu, as chosen) before any of their frames is submitted: the CUDA engine
+ * opens each plugin stage's device side there (device_open: its device
+ * memory and handles, once per stage and device, for `device_streams`
+ * stream indices) and checks every built-in kind has a kernel; the CPU
+ * engine checks every stage has a C reference.  The scratch is the
+ * caller's to check (a reload's sizes, each frame's lengths at its header).
+ * It touches no open engine: gf_engine_open calls it for the pipelines it
+ * is given, on the shard's thread at start-up, and a reload's check
+ * (reload_check.h) for a reload's, on a worker of the control loop's
+ * thread pool, never on a loop that serves frames: it may block for what
+ * device_open takes.  Returns 0, or -1 with the first pipeline that cannot
+ * run in why[why_len].
  */
-static inline int gf_engine_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char *why,
-                                    size_t why_len) {
-    return e->ops->prepare(e, pipelines, count, why, why_len);
-}
+int gf_engine_prepare(enum gf_engine_choice choice, int device, uint32_t device_streams,
+                      gf_pipeline *pipelines, size_t count, char *why, size_t why_len);
 
 /* Waits for all submitted work (shutdown may block), then frees everything. */
 void gf_engine_close(gf_engine *e);
@@ -199,8 +199,12 @@ const char *gf_engine_builtin_names(void);
  */
 int gf_engine_cuda_available(char *why, size_t why_len);
 
-/* The engines' constructors, for gf_engine_open only. */
+/* The engines' constructors and preparers, for gf_engine_open and
+ * gf_engine_prepare only. */
 int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_engine **out);
 int gf__engine_cuda_open(const gf_engine_params *params, gf_completion *done, gf_engine **out);
+int gf__engine_cpu_prepare(gf_pipeline *pipelines, size_t count, char *why, size_t why_len);
+int gf__engine_cuda_prepare(int device, uint32_t device_streams, gf_pipeline *pipelines,
+                            size_t count, char *why, size_t why_len);
 
 #endif

@@ -120,9 +120,8 @@ static void cpu_close(gf_engine *e) {
     free(ce);
 }
 
-/* Every stage must have a C reference. */
-static int cpu_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char *why,
-                       size_t why_len) {
+/* Every stage must have a C reference.  Any thread. */
+int gf__engine_cpu_prepare(gf_pipeline *pipelines, size_t count, char *why, size_t why_len) {
     for (size_t i = 0; i < count; i++) {
         gf_pipeline *p = &pipelines[i];
         if (!gf_pipeline_has_reference(p)) {
@@ -136,11 +135,8 @@ static int cpu_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char 
     return 0;
 }
 
-static const gf_engine_ops cpu_ops = {.name = "cpu",
-                                      .submit = cpu_submit,
-                                      .finish = cpu_finish,
-                                      .close = cpu_close,
-                                      .prepare = cpu_prepare};
+static const gf_engine_ops cpu_ops = {
+    .name = "cpu", .submit = cpu_submit, .finish = cpu_finish, .close = cpu_close};
 
 /* Page-aligned allocation of at least one byte, so a 0-byte frame has a buffer. */
 static void *alloc_buffer(uint64_t bytes) {
@@ -203,7 +199,7 @@ int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_
         if (open_worker(params, e, i) < 0)
             goto fail;
     char why[512];
-    if (cpu_prepare(e, params->pipelines, params->pipeline_count, why, sizeof why) < 0) {
+    if (gf__engine_cpu_prepare(params->pipelines, params->pipeline_count, why, sizeof why) < 0) {
         GF_LOG_ERR("engine cpu: %s", why);
         cpu_close(e);
         return -EINVAL;

@@ -161,7 +161,7 @@ static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage 
                                         ce->stream_base + s->index, in, in_bytes, out, cs->stream);
     }
     gf_launch_fn launch = gf_kernel_launcher(st->kind);
-    if (launch == NULL) /* refused by cuda_prepare: never here */
+    if (launch == NULL) /* refused by gf__engine_cuda_prepare: never here */
         return cudaErrorInvalidDeviceFunction;
     return (cudaError_t)launch(&st->params, in, (size_t)in_bytes, out, cs->stream);
 }
@@ -636,14 +636,15 @@ static void cuda_unpin(gf_engine *e, void *base) {
 }
 
 /* Every built-in stage must have a kernel, every plugin stage its device side
- * (opened here, on this engine's device, for one stream per slot).  Returns
- * 0, or -1 (or a plugin's GF_PLUGIN_OPEN_FAILED_BEFORE) with why[]. */
-static int cuda_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char *why,
-                        size_t why_len) {
-    cuda_engine *ce = (cuda_engine *)e;
+ * (opened here, on `device`, for `device_streams` stream indices).  The
+ * calling thread's current device becomes `device`: a shard's own at
+ * start-up, a worker of the thread pool for a reload.  Returns 0, or -1 (or
+ * a plugin's GF_PLUGIN_OPEN_FAILED_BEFORE) with why[]. */
+int gf__engine_cuda_prepare(int device, uint32_t device_streams, gf_pipeline *pipelines,
+                            size_t count, char *why, size_t why_len) {
     char inner[384];
-    if (cudaSetDevice(ce->device) != cudaSuccess) {
-        snprintf(why, why_len, "cudaSetDevice(%d) failed", ce->device);
+    if (cudaSetDevice(device) != cudaSuccess) {
+        snprintf(why, why_len, "cudaSetDevice(%d) failed", device);
         return -1;
     }
     for (size_t i = 0; i < count; i++) {
@@ -651,8 +652,8 @@ static int cuda_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char
         for (uint32_t k = 0; k < p->stage_count; k++) {
             gf_stage *st = &p->stages[k];
             if (gf_kind_is_plugin(st->kind)) {
-                int rc = gf_plugin_stage_open_device(st->params.plugin, ce->device,
-                                                     ce->device_streams, inner, sizeof inner);
+                int rc = gf_plugin_stage_open_device(st->params.plugin, device, device_streams,
+                                                     inner, sizeof inner);
                 if (rc < 0) {
                     snprintf(why, why_len, "pipeline %s: %s", p->name, inner);
                     return rc;
@@ -668,7 +669,6 @@ static int cuda_prepare(gf_engine *e, gf_pipeline *pipelines, size_t count, char
 }
 
 static const gf_engine_ops cuda_ops = {.name = "cuda",
-                                       .prepare = cuda_prepare,
                                        .submit = cuda_submit,
                                        .finish = cuda_finish,
                                        .close = cuda_close,
@@ -808,7 +808,8 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
             goto fail;
         }
     }
-    if ((rc = cuda_prepare(e, p->pipelines, p->pipeline_count, why, sizeof why)) < 0) {
+    if ((rc = gf__engine_cuda_prepare(ce->device, ce->device_streams, p->pipelines,
+                                      p->pipeline_count, why, sizeof why)) < 0) {
         /* One line for a plugin that failed on another shard of this device. */
         if (rc != GF_PLUGIN_OPEN_FAILED_BEFORE)
             GF_LOG_ERR("engine cuda: %s", why);

@@ -9,7 +9,8 @@
 #include "log.h"
 #include "util.h"
 
-int gf_heap_trim_if_idle(uint64_t loose_since_trim_bytes, uint64_t loose_bytes, int slots_all_free) {
+int gf_heap_trim_if_idle(uint64_t loose_since_trim_bytes, uint64_t loose_bytes,
+                         int slots_all_free) {
     if (!gf_heap_trim_wanted(loose_since_trim_bytes) || loose_bytes > 0 || !slots_all_free)
         return 0;
 #ifdef __GLIBC__

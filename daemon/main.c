@@ -49,13 +49,18 @@ typedef struct daemon_state {
     gf_shards *shards;
     gf_config *cfg;      /* the running configuration (owned; the shards use it) */
     gf_config *applying; /* a reload's, while the shards switch to it            */
-    char applying_line[GF_CHANGES_BYTES + 256]; /* logged once every shard has       */
+    char applying_line[GF_CHANGES_BYTES + GF_NOTE_BYTES + 256]; /* logged once every shard
+                                                                   has (its level below) */
+    int applying_warns;        /* something of it needs a restart: logged as a warning */
     const char *config_path;   /* --config FILE, or NULL for the built-in one          */
     gf_config_overrides flags; /* the options that set a key: they override every
                                   configuration read, at start-up and on reload */
     gf_notifier notify;
-    gf_reload *reload; /* loads a configuration off the loop (reload.h)  */
-    int reload_again;  /* a SIGHUP came while a load ran: load once more */
+    gf_mailbox control; /* the control loop's: shards and reloads answer here;
+                           static, so a load abandoned at exit may still
+                           post to it (mailbox.h)                          */
+    gf_reload *reload;  /* loads a configuration off the loop (reload.h)  */
+    int reload_again;   /* a SIGHUP came while a load ran: load once more */
     uv_signal_t sigint, sigterm, sighup;
     uv_timer_t status_timer;   /* STATUS= every GF_STATUS_PERIOD_MS            */
     uv_timer_t watchdog_timer; /* WATCHDOG=1 at half of WATCHDOG_USEC         */
@@ -184,7 +189,10 @@ static void reload_again(daemon_state *d) {
 static void on_applied(void *arg) {
     daemon_state *d = arg;
     char status[GF_STATUS_BYTES];
-    GF_LOG_INF("%s", d->applying_line);
+    if (d->applying_warns)
+        GF_LOG_WRN("%s", d->applying_line);
+    else
+        GF_LOG_INF("%s", d->applying_line);
     gf_config_free(d->cfg);
     free(d->cfg);
     d->cfg = d->applying;
@@ -194,7 +202,25 @@ static void on_applied(void *arg) {
     reload_again(d);
 }
 
-/* A load ended (reload.h): the new configuration goes to the shards. */
+/* The line a reload that was taken logs: "reloaded FILE in T s: applied
+ * CHANGES", "...: no change applied", and with `note` (what needs a
+ * restart, reload_check.h) "...: applied CHANGES; not applied, NOTE" or
+ * "...: nothing applied, NOTE". */
+static void describe_reload(char *buf, size_t len, const char *what, double seconds,
+                            const char *changes, const char *note) {
+    int n = snprintf(buf, len, "reloaded %s in %.3f s: ", what, seconds);
+    if (n < 0 || (size_t)n >= len)
+        return;
+    if (note[0] == '\0')
+        snprintf(buf + n, len - (size_t)n, "%s%s", changes[0] ? "applied " : "no change applied",
+                 changes);
+    else if (changes[0])
+        snprintf(buf + n, len - (size_t)n, "applied %s; not applied, %s", changes, note);
+    else
+        snprintf(buf + n, len - (size_t)n, "nothing applied, %s", note);
+}
+
+/* A reload ended (reload.h): the new configuration goes to the shards. */
 static void on_reloaded(gf_reload_result *res, void *arg) {
     daemon_state *d = arg;
     const char *what = d->config_path ? d->config_path : "the built-in configuration";
@@ -214,16 +240,16 @@ static void on_reloaded(gf_reload_result *res, void *arg) {
                  "reload rejected: %zu problem(s) in %s; running the previous configuration",
                  res->problem_count, what);
     } else {
-        /* Logged, and READY=1, once every shard has switched (on_applied),
-         * which may come at once: what it reads is set first. */
+        /* One line, and READY=1, once every shard has switched
+         * (on_applied), which may come at once: what it reads is set
+         * first.  What needs a restart is in the same line: a reload whose
+         * pipelines cannot run keeps the running ones, which is no change. */
         gf_config_describe_changes(d->cfg, next, changes, sizeof changes);
-        snprintf(d->applying_line, sizeof d->applying_line, "reloaded %s in %.3f s: %s%s", what,
-                 res->seconds, changes[0] ? "applied " : "no change applied", changes);
+        describe_reload(d->applying_line, sizeof d->applying_line, what, res->seconds, changes,
+                        res->note);
+        d->applying_warns = res->note[0] != '\0';
         d->applying = next;
-        if (d->signals_seen == 0 &&
-            gf_shards_reload_apply(d->shards, next, res->keep_running, on_applied, d) == 0) {
-            if (res->note[0] != '\0')
-                GF_LOG_WRN("reload of %s: %s", what, res->note);
+        if (d->signals_seen == 0 && gf_shards_reload_apply(d->shards, next, on_applied, d) == 0) {
             gf_log_set_level(next->log_level);
             return;
         }
@@ -475,15 +501,23 @@ int main(int argc, char **argv) {
                owned ? d.cfg->socket_path : "passed by systemd",
                gf_notify_enabled(&d.notify) ? "; notifying systemd" : "",
                gf_log_to_journal() ? "; logging to the journal" : "");
-    rc = gf_shards_open(&d.loop, d.cfg, listen_fd, owned, &d.shards);
+    rc = gf_mailbox_init(&d.control, &d.loop, &d);
+    if (rc < 0) {
+        GF_LOG_ERR("start-up failed: the control loop's mailbox: %s", uv_strerror(rc));
+        gf_notify_status(&d.notify, "start-up failed: the control loop's mailbox");
+        goto fail_socket;
+    }
+    rc = gf_shards_open(&d.loop, d.cfg, listen_fd, owned, &d.control, &d.shards);
     if (rc < 0) {
         /* gf_shards_open logged why; systemd's STATUS= says it too. */
         snprintf(status, sizeof status, "start-up failed: %s",
                  rc > -4096 ? uv_strerror(rc) : "error");
         gf_notify_status(&d.notify, status);
+        gf_mailbox_close(&d.control, NULL);
         goto fail_socket;
     }
-    rc = gf_reload_open(&d.loop, d.shards, on_reloaded, &d, &d.reload);
+    rc =
+        gf_reload_open(&d.loop, &d.control, gf_shards_limits(d.shards), on_reloaded, &d, &d.reload);
     if (rc < 0) {
         GF_LOG_ERR("start-up failed: cannot set up reloads: %s", uv_strerror(rc));
         return GF_EXIT_STARTUP; /* nothing is served yet; the OS takes the rest back */

@@ -20,7 +20,7 @@
 /* What travels: the socket and everything the connection was told or told
  * us that a new gf_conn would not know. */
 typedef struct move_mail {
-    gf_mail mail;
+    gf_call call; /* to the new shard; no answer */
     gf_group *group;
     atomic_uint *connections;          /* the new shard's count, which includes this one */
     void (*resume)(gf_defer_item *it); /* the connection's deferred work (conn_io.c) */
@@ -119,8 +119,8 @@ static void refuse(move_mail *mv, gf_shard *sh) {
 
 /* The new shard's loop: the connection goes on there, its buffered FRAME
  * first. */
-static void on_move_mail(gf_mail *m, void *owner) {
-    move_mail *mv = gf_list_entry(m, move_mail, mail);
+static void on_move_mail(gf_call *m, void *owner) {
+    move_mail *mv = gf_list_entry(m, move_mail, call);
     gf_shard *sh = owner;
     if (sh == NULL || sh->draining) {
         refuse(mv, sh);
@@ -175,7 +175,7 @@ void gf_move_try(gf_conn *c) {
         gf_conn_close(c);
         return;
     }
-    *mv = (move_mail){.mail.run = on_move_mail,
+    *mv = (move_mail){.call.run = on_move_mail,
                       .group = sh->group,
                       .connections = &sh->group->shard[k].connections,
                       .resume = c->resume.run,
@@ -200,6 +200,6 @@ void gf_move_try(gf_conn *c) {
     /* Off this loop's poll before the other loop polls it. */
     gf_conn_hand_over(c);
     atomic_fetch_add_explicit(mv->connections, 1, memory_order_relaxed);
-    if (gf_mailbox_post(&sh->group->shard[k].mailbox, &mv->mail) < 0)
+    if (gf_call_post(&sh->group->shard[k].mailbox, &mv->call) < 0)
         refuse(mv, sh);
 }

@@ -10,8 +10,7 @@
 #include "group.h"
 #include "log.h"
 
-/* Whether a shard of places[0..count) runs a pipeline limited to `mask`. */
-static int runs_somewhere(const gf_shard_place *places, uint32_t count, uint32_t mask) {
+int gf_shard_plan_runs(const gf_shard_place *places, uint32_t count, uint32_t mask) {
     for (uint32_t k = 0; k < count; k++)
         if (gf_device_runs(places[k].device, mask))
             return 1;
@@ -86,7 +85,7 @@ int gf_shard_plan(const gf_config *cfg, enum gf_engine_choice engine, int visibl
                                      .device_streams =
                                          ((count - 1 - k % used) / used + 1) * cfg->slot_count};
     for (size_t i = 0; i < cfg->pipeline_count; i++)
-        if (!runs_somewhere(places, count, cfg->pipelines[i].devices)) {
+        if (!gf_shard_plan_runs(places, count, cfg->pipelines[i].devices)) {
             char want[64];
             gf_devices_format(cfg->pipelines[i].devices, want, sizeof want);
             GF_LOG_ERR("start-up failed: pipeline %s: devices \"%s\": no shard runs on %s "
@@ -102,4 +101,3 @@ int gf_shard_plan(const gf_config *cfg, enum gf_engine_choice engine, int visibl
     *out = places;
     return (int)count;
 }
-

@@ -40,4 +40,8 @@ typedef struct gf_shard_place {
 int gf_shard_plan(const gf_config *cfg, enum gf_engine_choice engine, int visible, long cores,
                   gf_shard_place **out);
 
+/* Whether a shard of places[0..count) runs a pipeline limited to the
+ * devices of `mask` (gf_pipeline.devices; 0: any). */
+int gf_shard_plan_runs(const gf_shard_place *places, uint32_t count, uint32_t mask);
+
 #endif

@@ -36,21 +36,20 @@ typedef struct shard_thread {
                         after it (prepare, status), fixed until joined   */
     uv_sem_t opened;  /* its thread set open_rc                          */
     uv_sem_t go;      /* the control loop set proceed                    */
-    uv_sem_t closing; /* the control loop is done with its shard: a
-                         reload's loading thread may prepare on its engine
-                         until gf_reload_close, after the drain ended     */
+    uv_sem_t closing; /* the control loop is done: until then the thread
+                         stays, so that none has ended unjoined when a
+                         failure exits the process (on_finished)         */
     int open_rc;      /* written before opened is posted, read after     */
     int proceed;      /* written before go is posted, read after         */
     int failed;       /* written before `finished` is mailed, read after */
-    gf_mail drain;    /* to it: stop (gf_shard_shutdown)                */
-    gf_mail finished; /* from it: its loop has ended                     */
+    gf_call drain;    /* to it: stop (gf_shard_shutdown)                */
+    gf_call finished; /* from it: its loop has ended                     */
 } shard_thread;
 
-/* A reload being applied: one mail to each shard, and its answer. */
+/* A reload being applied: a call to each shard, answered when it has. */
 typedef struct apply_round apply_round;
 typedef struct apply_mail {
-    gf_mail mail; /* to the shard: apply             */
-    gf_mail ack;  /* back to the control loop: done  */
+    gf_call call; /* to the shard: apply; back to the control loop: done */
     apply_round *round;
     gf_pipeline_stats *fresh; /* its new per-pipeline totals, or NULL once used */
 } apply_mail;
@@ -72,10 +71,12 @@ struct gf_shards {
     gf_group group;
     shard_thread *shards; /* [group.count] */
     gf_listener listener;
-    gf_mailbox mailbox;  /* shards to the control loop: finished, acks  */
-    uint32_t next;       /* placement: the shard after the last tie     */
-    uint32_t finished;   /* shards whose loop has ended                 */
-    uint32_t slot_count; /* per shard, fixed                            */
+    gf_reload_limits limits; /* a reload's bounds, fixed at start-up       */
+    gf_mailbox *control;     /* the control loop's (main.c's): shards answer
+                                there, and say they have finished          */
+    uint32_t next;           /* placement: the shard after the last tie     */
+    uint32_t finished;       /* shards whose loop has ended                 */
+    uint32_t slot_count;     /* per shard, fixed                            */
     int draining;
 };
 
@@ -86,15 +87,16 @@ int gf_shards_bind(const gf_config *cfg) {
 /* ---- the hand-off ---------------------------------------------------------------- */
 
 typedef struct accept_mail {
-    gf_mail mail;
+    gf_call call; /* to the shard; no answer */
     gf_group *group;
     atomic_uint *connections; /* the shard's count, which includes this one */
     int fd;
     uint32_t uid, gid, pid;
 } accept_mail;
 
-static void on_accept_mail(gf_mail *m, void *owner) {
-    accept_mail *a = gf_list_entry(m, accept_mail, mail);
+/* The shard's thread (owner NULL: it had stopped). */
+static void on_accept_mail(gf_call *m, void *owner) {
+    accept_mail *a = gf_list_entry(m, accept_mail, call);
     if (owner != NULL) {
         gf_shard_accept(owner, a->fd, a->uid, a->gid, a->pid);
     } else {
@@ -141,7 +143,7 @@ static void on_accepted(gf_listener *l, int fd, uint32_t uid, uint32_t gid, uint
         gf_listener_refuse(l, fd, GF_ERR_INTERNAL, "out of memory for a connection");
         return;
     }
-    *a = (accept_mail){.mail.run = on_accept_mail,
+    *a = (accept_mail){.call.run = on_accept_mail,
                        .group = &g->group,
                        .connections = &g->group.shard[k].connections,
                        .fd = fd,
@@ -149,7 +151,7 @@ static void on_accepted(gf_listener *l, int fd, uint32_t uid, uint32_t gid, uint
                        .gid = gid,
                        .pid = pid};
     atomic_fetch_add_explicit(a->connections, 1, memory_order_relaxed);
-    if (gf_mailbox_post(&g->group.shard[k].mailbox, &a->mail) < 0) {
+    if (gf_call_post(&g->group.shard[k].mailbox, &a->call) < 0) {
         atomic_fetch_sub_explicit(a->connections, 1, memory_order_relaxed);
         free(a);
         gf_listener_refuse(l, fd, GF_ERR_SHUTTING_DOWN, "the daemon is stopping");
@@ -162,14 +164,15 @@ static void on_refused(gf_listener *l, uint32_t status) {
 
 /* ---- a shard's thread -------------------------------------------------------------- */
 
-static void on_drain_mail(gf_mail *m, void *owner) {
+/* The shard's thread. */
+static void on_drain_mail(gf_call *m, void *owner) {
     (void)m;
     if (owner != NULL)
         gf_shard_shutdown(owner);
 }
 
 /* Control loop: a shard's loop has ended. */
-static void on_finished(gf_mail *m, void *owner) {
+static void on_finished(gf_call *m, void *owner) {
     shard_thread *th = gf_list_entry(m, shard_thread, finished);
     gf_shards *g = th->owner;
     (void)owner;
@@ -189,7 +192,7 @@ static void on_finished(gf_mail *m, void *owner) {
         return;
     GF_LOG_INF("drained: every frame received was answered");
     gf_listener_close(&g->listener);
-    gf_mailbox_close(&g->mailbox, NULL);
+    gf_mailbox_close(g->control, NULL);
 }
 
 /* Opens the shard and its mailbox; the control loop waits for that
@@ -219,7 +222,7 @@ static void shard_main(void *arg) {
     uv_run(&th->loop, UV_RUN_DEFAULT);
     if (th->proceed && gf_shard_failed(th->shard)) {
         th->failed = 1;
-        if (gf_mailbox_post(&g->mailbox, &th->finished) < 0)
+        if (gf_call_post(g->control, &th->finished) < 0)
             _exit(GF_EXIT_FAILURE);
         uv_sem_wait(&th->closing); /* never posted: the control loop exits the process */
         return;
@@ -227,7 +230,7 @@ static void shard_main(void *arg) {
     gf_mailbox_close(&me->mailbox, NULL);
     uv_run(&th->loop, UV_RUN_NOWAIT);
     if (th->proceed) {
-        gf_mailbox_post(&g->mailbox, &th->finished);
+        gf_call_post(g->control, &th->finished);
         uv_sem_wait(&th->closing);
     }
     gf_shard_close(th->shard);
@@ -262,6 +265,7 @@ static int plan(gf_shards *g, const gf_config *cfg, enum gf_engine_choice engine
         g->group.shard[k].device = places[k].device;
     }
     g->group.count = (uint32_t)count;
+    gf_reload_limits_init(&g->limits, cfg, places, (uint32_t)count);
     free(places);
     return 0;
 }
@@ -321,13 +325,14 @@ static void shards_free(gf_shards *g) {
 }
 
 int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int owned,
-                   gf_shards **out) {
+                   gf_mailbox *control, gf_shards **out) {
     gf_shards *g = calloc(1, sizeof *g);
     if (!g) {
         GF_LOG_ERR("start-up failed: out of memory");
         return -ENOMEM;
     }
     g->loop = loop;
+    g->control = control;
     g->cfg = cfg;
     g->slot_count = cfg->slot_count;
 #ifdef __GLIBC__
@@ -350,14 +355,8 @@ int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
         shards_free(g);
         return -EINVAL;
     }
-    int rc = gf_mailbox_init(&g->mailbox, loop, g);
-    if (rc < 0) {
-        GF_LOG_ERR("start-up failed: the control loop's mailbox: %s", uv_strerror(rc));
-        shards_free(g);
-        return rc;
-    }
     uint32_t started = 0;
-    rc = start(g, &started);
+    int rc = start(g, &started);
     if (rc == 0) {
         g->listener = (gf_listener){.cfg = cfg,
                                     .fd = -1,
@@ -370,8 +369,6 @@ int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
     if (rc < 0) {
         release(g, started, 0);
         join(g, started);
-        gf_mailbox_close(&g->mailbox, NULL);
-        uv_run(loop, UV_RUN_NOWAIT);
         shards_free(g);
         return rc;
     }
@@ -379,7 +376,7 @@ int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
      * stages go to the thread pool, as on a shard. */
     gf_reaper_on(loop);
     /* Alive while shards serve: the drain ends when every one has mailed. */
-    uv_ref((uv_handle_t *)&g->mailbox.async);
+    uv_ref((uv_handle_t *)&control->async);
     release(g, g->group.count, 1);
     GF_LOG_INF("ready: listening on %s%s; %u shard(s) of %u slots; %zu pipelines", cfg->socket_path,
                owned ? "" : " (socket passed by systemd)", g->group.count, cfg->slot_count,
@@ -396,7 +393,7 @@ void gf_shards_shutdown(gf_shards *g) {
     g->draining = 1;
     gf_listener_close(&g->listener);
     for (uint32_t k = 0; k < g->group.count; k++)
-        if (gf_mailbox_post(&g->group.shard[k].mailbox, &g->shards[k].drain) < 0)
+        if (gf_call_post(&g->group.shard[k].mailbox, &g->shards[k].drain) < 0)
             GF_LOG_DBG("shard %u: already stopped", k);
 }
 
@@ -411,16 +408,8 @@ int gf_shards_close(gf_shards *g) {
 
 /* ---- reloads ----------------------------------------------------------------------- */
 
-int gf_shards_reload_prepare(gf_shards *g, const gf_config *cur, gf_config *next, int *keep_running,
-                             char *note, size_t note_len) {
-    gf_shard **all = malloc(g->group.count * sizeof *all);
-    if (!all)
-        return -ENOMEM;
-    for (uint32_t k = 0; k < g->group.count; k++)
-        all[k] = g->shards[k].shard;
-    int rc = gf_reload_check(all, g->group.count, cur, next, keep_running, note, note_len);
-    free(all);
-    return rc;
+const gf_reload_limits *gf_shards_limits(const gf_shards *g) {
+    return &g->limits;
 }
 
 static void round_free(apply_round *r) {
@@ -430,11 +419,16 @@ static void round_free(apply_round *r) {
     free(r);
 }
 
-/* Control loop: one shard has applied the reload (or has stopped). */
-static void on_applied(gf_mail *m, void *owner) {
-    apply_mail *am = gf_list_entry(m, apply_mail, ack);
+/* Control loop: one shard has applied the reload (or had stopped).  With
+ * no owner, on the shard's thread: the control loop stopped first, and
+ * nothing waits for the round any more. */
+static void on_applied(gf_call *m, void *owner) {
+    apply_mail *am = gf_list_entry(m, apply_mail, call);
     apply_round *r = am->round;
-    (void)owner;
+    if (owner == NULL) {
+        GF_LOG_WRN("reload: the control loop stopped before every shard applied it");
+        return;
+    }
     if (--r->left > 0)
         return;
     r->done(r->arg);
@@ -442,18 +436,16 @@ static void on_applied(gf_mail *m, void *owner) {
 }
 
 /* A shard's thread: between two of its events, switch. */
-static void on_apply(gf_mail *m, void *owner) {
-    apply_mail *am = gf_list_entry(m, apply_mail, mail);
+static void on_apply(gf_call *m, void *owner) {
+    apply_mail *am = gf_list_entry(m, apply_mail, call);
     if (owner != NULL) {
         gf_shard_reload_apply(owner, am->round->next, am->fresh);
         am->fresh = NULL;
     }
-    if (gf_mailbox_post(&am->round->owner->mailbox, &am->ack) < 0)
-        GF_LOG_WRN("reload: the control loop stopped before every shard applied it");
 }
 
-int gf_shards_reload_apply(gf_shards *g, gf_config *next, int keep_running,
-                           gf_shards_applied_cb done, void *arg) {
+int gf_shards_reload_apply(gf_shards *g, const gf_config *next, gf_shards_applied_cb done,
+                           void *arg) {
     apply_round *r = calloc(1, sizeof *r);
     if (!r)
         return -ENOMEM;
@@ -466,15 +458,11 @@ int gf_shards_reload_apply(gf_shards *g, gf_config *next, int keep_running,
     int rc = r->mails ? 0 : -ENOMEM;
     for (uint32_t k = 0; rc == 0 && k < g->group.count; k++) {
         apply_mail *am = &r->mails[k];
-        am->mail.run = on_apply;
-        am->ack.run = on_applied;
+        am->call = (gf_call){.run = on_apply, .done = on_applied, .reply_to = g->control};
         am->round = r;
-        if (!(am->fresh = gf_stats_pipelines_new(keep_running ? g->cfg->pipeline_count
-                                                              : next->pipeline_count)))
+        if (!(am->fresh = gf_stats_pipelines_new(next->pipeline_count)))
             rc = -ENOMEM;
     }
-    if (rc == 0 && keep_running)
-        rc = gf_config_keep_pipelines(g->cfg, next);
     if (rc < 0) {
         if (r->mails)
             round_free(r);
@@ -485,8 +473,8 @@ int gf_shards_reload_apply(gf_shards *g, gf_config *next, int keep_running,
     g->cfg = next;
     g->listener.cfg = next;
     for (uint32_t k = 0; k < g->group.count; k++)
-        if (gf_mailbox_post(&g->group.shard[k].mailbox, &r->mails[k].mail) < 0)
-            on_applied(&r->mails[k].ack, NULL); /* stopped: nothing to apply */
+        if (gf_call_post(&g->group.shard[k].mailbox, &r->mails[k].call) < 0)
+            on_applied(&r->mails[k].call, g); /* stopped: nothing to apply */
     return 0;
 }
 

@@ -23,6 +23,8 @@
 #include <uv.h>
 
 #include "config.h"
+#include "mailbox.h"
+#include "reload_check.h"
 
 typedef struct gf_shards gf_shards;
 
@@ -36,13 +38,17 @@ int gf_shards_bind(const gf_config *cfg);
  * Start-up: chooses the engine, the devices and the number of shards (each
  * logged with why), starts every shard's thread, which opens its engine,
  * and once all have, accepts on `listen_fd` (bound by gf_shards_bind, or
- * passed by systemd: `owned` 0) on `loop`.  When it returns 0 the daemon is
- * ready.  `cfg` stays valid until gf_shards_close or a reload replaces it.
- * Returns 0, or a negative errno with its reason logged (every shard is
- * stopped again; the caller still owns `listen_fd`).
+ * passed by systemd: `owned` 0) on `loop`.  The shards call the control
+ * loop through `control`, its mailbox (mailbox.h), which the caller
+ * initialised on `loop`: it keeps `loop` alive while the shards serve and
+ * is closed once every shard has finished, which ends the control loop's
+ * uv_run.  When it returns 0 the daemon is ready.  `cfg` stays valid until
+ * gf_shards_close or a reload replaces it.  Returns 0, or a negative errno
+ * with its reason logged (every shard is stopped again; the caller still
+ * owns `listen_fd` and `control`).
  */
 int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int owned,
-                   gf_shards **out);
+                   gf_mailbox *control, gf_shards **out);
 
 /* A graceful stop: no new connections; every shard drains (shard.h's
  * gf_shard_shutdown), and the control loop's uv_run returns once all
@@ -50,22 +56,20 @@ int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
  * the process exit with GF_EXIT_FAILURE at once.  Safe more than once. */
 void gf_shards_shutdown(gf_shards *g);
 
-/* A reload's first step, on the loading thread (reload_check.h's
- * gf_reload_check over every shard). */
-int gf_shards_reload_prepare(gf_shards *g, const gf_config *cur, gf_config *next, int *keep_running,
-                             char *note, size_t note_len);
+/* What a reload is checked against (reload_check.h), fixed at start-up. */
+const gf_reload_limits *gf_shards_limits(const gf_shards *g);
 
 /*
- * A reload's second step, on the control loop: everything that can fail is
- * done first (the kept pipelines, each shard's new per-pipeline totals), so
+ * A reload's last step, on the control loop: everything that can fail is
+ * done first (each shard's new per-pipeline totals), so
  * that the reload is applied on every shard or, returning -ENOMEM, on none.
  * Then each shard switches to `next` between two of its events, and `done`
  * runs on the control loop once all have: only then may the caller free
  * the configuration it replaced.  Returns 0 or -ENOMEM.
  */
 typedef void (*gf_shards_applied_cb)(void *arg);
-int gf_shards_reload_apply(gf_shards *g, gf_config *next, int keep_running,
-                           gf_shards_applied_cb done, void *arg);
+int gf_shards_reload_apply(gf_shards *g, const gf_config *next, gf_shards_applied_cb done,
+                           void *arg);
 
 /* For the systemd watchdog: frames the engines completed since start, and
  * batches on them now, every shard's. */
@@ -75,11 +79,11 @@ void gf_shards_progress(const gf_shards *g, uint64_t *completed, uint32_t *in_fl
  * last second, slots busy, frames answered and failed. */
 void gf_shards_status(const gf_shards *g, char *buf, size_t len);
 
-/* After the control loop's uv_run returned and the reloads' loading thread
- * is done (gf_reload_close): lets every shard close its shard and engine,
- * each on its own thread (whose device is current), joins them and frees
- * everything.  Until then a drained shard keeps its state, which a reload
- * being prepared may still read.  Returns 0. */
+/* After the control loop's uv_run returned: lets every shard close its
+ * state and engine, each on its own thread (whose device is current),
+ * joins them and frees everything.  Until then a drained shard's thread
+ * waits, so that none has ended unjoined should another's failure exit the
+ * process.  Returns 0. */
 int gf_shards_close(gf_shards *g);
 
 #endif

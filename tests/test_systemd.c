@@ -817,6 +817,61 @@ END_TEST
 
 /* ---- reload -------------------------------------------------------------------------- */
 
+/* SIGHUP with a pipeline of two stages, which needs a scratch buffer that
+ * the slots were not allocated with: one warning line says that nothing
+ * was applied and that it needs a restart, and no line says the pipelines
+ * went ("pipelines: 3 -> 0 entries") while the running ones keep serving
+ * (issue 37: the installed classify.json reloaded onto the default). */
+START_TEST(sighup_that_needs_a_restart_says_so_in_one_line) {
+    gf_test_daemon d;
+    char config[2048];
+    size_t count;
+
+    prepare(&d, "2.0", "0.5", 2, 20000);
+    start_plain(&d, 0);
+    int n = snprintf(config, sizeof config,
+                     "{\"slots\": 2, \"max_frame_bytes\": %u, \"frame_timeout_ms\": 60000, "
+                     "\"drain_timeout_ms\": 20000, \"log_level\": \"debug\", \"pipelines\": "
+                     "[{\"name\": \"twice\", \"stages\": [{\"kind\": \"affine\", \"params\": "
+                     "{\"a\": 2.0, \"b\": 0.0}}, {\"kind\": \"affine\", \"params\": {\"a\": "
+                     "2.0, \"b\": 0.0}}]}]}\n",
+                     MAX_FRAME_BYTES);
+    ck_assert(n > 0 && (size_t)n < sizeof config);
+    ck_assert_int_eq(gf_test_write_file(d.config_path, config), 0);
+    ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
+    char *log = NULL;
+    for (unsigned ms = 0; ms < 20000 * gf_test_time_scale(); ms += 20) {
+        free(log);
+        log = read_log(&d);
+        if (strstr(log, "reloaded ") != NULL)
+            break;
+        gf_test_sleep_ms(20);
+    }
+    ck_assert_msg(count_lines_with(log, "reloaded ") == 1, "no reload line:\n%s", log);
+    char line[2048];
+    const char *at = strstr(log, "reloaded ");
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(at, "\n"), at);
+    ck_assert_msg(strstr(line, "nothing applied, needs a restart: the new pipelines need larger "
+                               "slot buffers than the daemon started with: the running "
+                               "pipelines stay") != NULL,
+                  "the reload line does not say it needs a restart: %s", line);
+    ck_assert_msg(strstr(log, " entries") == NULL && strstr(log, "reload of ") == NULL,
+                  "more than one line about the reload:\n%s", log);
+    free(log);
+
+    gf_client *c = gf_test_ck_connect(d.socket_path);
+    gf_pipeline *p = list(c, &count);
+    ck_assert_uint_eq(count, P_COUNT);
+    ck_assert_str_eq(p[P_AFFINE].name, "affine");
+    assert_affine_result(c, 2.0f, 0.5f, 1);
+    free(p);
+    gf_client_close(c);
+    ck_assert_int_eq(gf_test_daemon_signal(&d, SIGTERM), 0);
+    expect_exit(&d, 0);
+    gf_test_daemon_cleanup(&d);
+}
+END_TEST
+
 /* SIGHUP with affine a=-3, b=1.25 (and slots 4, which needs a restart):
  * RELOADING=1 with this clock's MONOTONIC_USEC, then READY=1; LIST shows
  * the new parameters; frames sent after compute -3x+1.25 exactly; the slot
@@ -1306,6 +1361,7 @@ static Suite *systemd_suite(void) {
 
     tc = tcase("reload");
     tcase_add_test(tc, sighup_applies_new_parameters);
+    tcase_add_test(tc, sighup_that_needs_a_restart_says_so_in_one_line);
     tcase_add_test(tc, sighup_with_bad_config_keeps_running_one);
     suite_add_tcase(s, tc);
 
