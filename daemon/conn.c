@@ -17,36 +17,34 @@
 #include "loopprof.h"
 #include "region.h"
 
-gf_conn *gf_conn_new(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t pid, uint64_t id,
-                     void (*resume)(gf_defer_item *it)) {
+/* A stream nobody serves: its socket and memfd are closed, the count the
+ * shard was given for it goes back. */
+static void stream_drop(gf_shard *sh, const gf_conn_stream *stream) {
+    close(stream->fd);
+    if (stream->pending_fd >= 0)
+        close(stream->pending_fd);
+    atomic_fetch_sub_explicit(&sh->self->connections, 1, memory_order_relaxed);
+}
+
+gf_conn *gf_conn_new(gf_shard *sh, const gf_conn_stream *stream) {
     gf_conn *c = calloc(1, sizeof *c);
     if (!c) {
         GF_LOG_ERR("accept: out of memory for a connection");
-        close(fd);
-        atomic_fetch_sub_explicit(&sh->self->connections, 1, memory_order_relaxed);
+        stream_drop(sh, stream);
         return NULL;
     }
-    int rc = uv_poll_init(sh->loop, &c->poll, fd);
+    int rc = uv_poll_init(sh->loop, &c->poll, stream->fd);
     if (rc < 0) {
         GF_LOG_WRN("accept: cannot watch the socket: %s", uv_strerror(rc));
-        close(fd);
+        stream_drop(sh, stream);
         free(c);
-        atomic_fetch_sub_explicit(&sh->self->connections, 1, memory_order_relaxed);
         return NULL;
     }
     c->poll.data = c;
     c->shard = sh;
-    c->fd = fd;
-    c->pending_fd = -1;
-    c->uid = uid;
-    c->gid = gid;
-    c->pid = pid;
-    c->next_region_id = 1;
-    /* Shard k numbers its connections k + 1, k + 1 + shards, ...: an id
-     * names one connection in the whole daemon, and keeps it if it moves. */
-    c->id = id;
-    if (id == 0) {
-        c->id = sh->next_conn_id;
+    c->stream = *stream;
+    if (c->stream.id == 0) {
+        c->stream.id = sh->next_conn_id;
         sh->next_conn_id += sh->group->count;
         sh->stats.connections_total++;
     }
@@ -54,14 +52,14 @@ gf_conn *gf_conn_new(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t 
     gf_link_init(&c->throttled_link);
     gf_link_init(&c->gather_link);
     gf_list_init(&c->regions);
-    gf_defer_item_init(&c->resume, resume);
+    gf_defer_item_init(&c->resume, sh->conn_resume);
     gf_sched_client_init(&c->sched);
     gf_request_init(&c->decoder, sh->cfg->max_frame_bytes);
     gf_replyq_init(&c->out, &sh->loose_bytes, &sh->loose_since_trim_bytes, &sh->group->loose_bytes);
     gf_list_push_back(&sh->conns, &c->link);
     sh->stats.connections_open++;
-    GF_LOG_DBG("connection %llu: accepted (uid %u gid %u pid %u)", (unsigned long long)c->id, uid,
-               gid, pid);
+    GF_LOG_DBG("connection %llu: accepted (uid %u gid %u pid %u)", (unsigned long long)c->stream.id,
+               c->stream.uid, c->stream.gid, c->stream.pid);
     return c;
 }
 
@@ -83,7 +81,7 @@ static void on_conn_closed(uv_handle_t *h) {
     gf_conn *c = h->data;
     gf_shard *sh = c->shard;
     if (!c->moved)
-        close(c->fd);
+        close(c->stream.fd);
     c->handle_closed = 1;
     gf_shard_defer(sh, &sh->drained);
     conn_maybe_free(c);
@@ -142,7 +140,7 @@ void gf_conn_reply(gf_conn *c, uint8_t type, const gf_header *h, uint32_t status
     if (!r) {
         gf_log_limited(&c->shard->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_ERROR,
                        "connection %llu: out of memory for a reply; closing",
-                       (unsigned long long)c->id);
+                       (unsigned long long)c->stream.id);
         gf_conn_close(c);
         return;
     }
@@ -151,14 +149,15 @@ void gf_conn_reply(gf_conn *c, uint8_t type, const gf_header *h, uint32_t status
 
 void gf_conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const char *text) {
     c->shard->stats.rejected[status]++;
-    GF_LOG_DBG("connection %llu: frame %llu refused: %s: %s", (unsigned long long)c->id,
+    GF_LOG_DBG("connection %llu: frame %llu refused: %s: %s", (unsigned long long)c->stream.id,
                (unsigned long long)h->frame_id, gf_status_name(status), text);
     if (gf_status_is_fatal(status)) {
         c->fatal = 1;
         c->shard->stats.connections_rejected++;
         gf_log_limited(&c->shard->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
                        "connection %llu (uid %u pid %u): %s (%s); closing after replies",
-                       (unsigned long long)c->id, c->uid, c->pid, gf_status_name(status), text);
+                       (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid,
+                       gf_status_name(status), text);
     }
     /* Out of memory leaves the ERROR without its text, not the request without a reply. */
     gf_conn_reply(c, GF_MSG_ERROR, h, status, strdup(text), strlen(text));
@@ -224,7 +223,7 @@ void gf_conn_finish(gf_reply *r, int delivered) {
     /* Requests already buffered, or reading stopped for want of output
      * room, may have waited for this reply to go out; a connection that
      * reads and has nothing buffered goes on by itself. */
-    if (!c->reading || c->buf_end > c->buf_start || c->eof || c->fatal || sh->draining)
+    if (!c->reading || c->buf_end > c->buf_start || c->stream.eof || c->fatal || sh->draining)
         gf_conn_defer(c);
     if (sh->draining)
         gf_shard_defer(sh, &sh->drained);
@@ -306,7 +305,7 @@ void gf_conn_truncate_frame(gf_conn *c) {
     gf_log_limited(&c->shard->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
                    "connection %llu (uid %u pid %u): closed after %llu of %llu payload bytes of "
                    "frame %llu",
-                   (unsigned long long)c->id, c->uid, c->pid,
+                   (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid,
                    (unsigned long long)gf_conn_payload_received(c), (unsigned long long)f->in_bytes,
                    (unsigned long long)f->frame_id);
     c->shard->stats.frames_truncated++;
@@ -352,9 +351,9 @@ void gf_conn_close(gf_conn *c) {
     gf_shard *sh = c->shard;
     if (c->closing)
         return;
-    if (c->pending_fd >= 0)
-        close(c->pending_fd);
-    c->pending_fd = -1;
+    if (c->stream.pending_fd >= 0)
+        close(c->stream.pending_fd);
+    c->stream.pending_fd = -1;
     gf_sched_stop_waiting(&sh->sched, &c->sched);
     conn_leave(c);
     if (c->frame)

@@ -58,14 +58,30 @@
  * connections then hold 16 MiB beyond the total at most. */
 #define GF_SMALL_REPLY_BYTES (16u * 1024)
 
+/* A connection as its client knows it, whichever shard serves it: the one
+ * part of it that survives a move to another shard (move.h), copied whole;
+ * the rest is the shard's and starts afresh there. */
+typedef struct gf_conn_stream {
+    int fd;                  /* the socket: read with recvmsg (it may carry a
+                                memfd), written with sendmsg; closed in the
+                                close callback                               */
+    uint64_t id;             /* for logs: shard k numbers its accepted ones
+                                k + 1, k + 1 + shards, ...: one daemon-wide,
+                                kept when it moves (0: not yet numbered)     */
+    uint32_t uid, gid, pid;  /* the peer, from SO_PEERCRED at accept         */
+    uint64_t rx_bytes;       /* bytes received since accept                  */
+    int pending_fd;          /* a memfd received and not yet claimed, or -1  */
+    uint64_t pending_fd_pos; /* the stream offset of the last byte that came
+                                with it: the request holding that byte owns it */
+    uint32_t next_region_id; /* the id the next region gets (from 1)         */
+    unsigned eof : 1;        /* the client shut down its writing side        */
+} gf_conn_stream;
+
 typedef struct gf_conn {
-    uv_poll_t poll;  /* readiness of the socket; poll.data is the conn       */
-    int fd;          /* the socket: read with recvmsg (it may carry a memfd),
-                        written with sendmsg; closed in the close callback   */
-    int poll_events; /* UV_READABLE | UV_WRITABLE now asked of `poll`        */
+    uv_poll_t poll;        /* readiness of the socket; poll.data is the conn   */
+    gf_conn_stream stream; /* the socket, its peer and how far it has come     */
+    int poll_events;       /* UV_READABLE | UV_WRITABLE now asked of `poll`    */
     gf_shard *shard;
-    uint64_t id;            /* for logs: 1, 2, ... in accept order            */
-    uint32_t uid, gid, pid; /* the peer, from SO_PEERCRED at accept           */
     gf_link link;           /* the shard's live connections                  */
     gf_link gather_link;    /* the shard's connections waiting to gather a STATS
                                or TRACE (GF_GATHERS_MAX are under way)        */
@@ -85,22 +101,16 @@ typedef struct gf_conn {
     uint64_t last_input_ns;         /* bytes last arrived (idle_timeout_ms)         */
     uint64_t write_progress_ns;     /* bytes last went out while the socket was full */
     uint64_t receive_progress_ns;   /* bytes of `frame`'s payload last arrived      */
-    uint64_t rx_bytes;              /* bytes received since accept                  */
     uint64_t doc_iteration;         /* the loop iteration it last had a LIST, STATS
                                        or TRACE document built in (one each)        */
-    int pending_fd;                 /* a memfd received and not yet claimed, or -1  */
-    uint64_t pending_fd_pos;        /* the stream offset of the last byte that came
-                                       with it: the request holding that byte owns it */
     gf_link regions;                /* its regions, ready for frames (REGION_ADD)   */
     uint32_t region_count;          /* regions held and being pinned                */
-    uint32_t next_region_id;        /* the id the next region gets (from 1)         */
     uint32_t moving_pipeline;       /* while `moving`: the buffered FRAME's pipeline */
     gf_reply_queue out;             /* replies owed, in request order               */
 
     unsigned reading : 1;       /* UV_READABLE is asked for                        */
     unsigned write_blocked : 1; /* the socket was full: waiting for UV_WRITABLE    */
     unsigned input_drained : 1; /* stopping: read all there was, then cut the rest */
-    unsigned eof : 1;           /* the client shut down its writing side           */
     unsigned fatal : 1;         /* a fatal protocol error: close after replies     */
     unsigned closing : 1;       /* gf_conn_close ran                               */
     unsigned gathering : 1;     /* a STATS or TRACE of its gathers the shards'
@@ -118,15 +128,13 @@ static inline gf_conn *gf_conn_of(gf_sched_client *sc) {
 }
 
 /*
- * A connection for the accepted socket `fd` (non-blocking, close-on-exec) of
- * the peer uid/gid/pid, on the shard's list, not yet reading; `resume`
- * runs when its deferred work is marked.  Takes `fd` in every case.  `id`:
- * 0 for a connection accepted now (it gets the shard's next id), else the
- * id of one moved here from another shard (move.h).  Returns it, or NULL
- * (logged).
+ * A connection for `stream` (its socket non-blocking and close-on-exec),
+ * copied whole, on the shard's list, not yet reading; the shard's
+ * conn_resume runs when its deferred work is marked.  A stream with id 0
+ * is one accepted now: it gets the shard's next id.  Takes the socket in
+ * every case.  Returns it, or NULL (logged).
  */
-gf_conn *gf_conn_new(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t pid, uint64_t id,
-                     void (*resume)(gf_defer_item *it));
+gf_conn *gf_conn_new(gf_shard *sh, const gf_conn_stream *stream);
 
 /* Takes `c`, which owes nothing, off its shard without closing its socket:
  * move.c hands the socket to another shard once this returns (the socket is

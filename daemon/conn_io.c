@@ -48,8 +48,8 @@ static void conn_set_events(gf_conn *c) {
 
 /* Whether reading can make progress now. */
 static int conn_can_read(gf_conn *c) {
-    return !c->closing && !c->eof && !c->fatal && !c->moving && !gf_sched_waiting(&c->sched) &&
-           gf_conn_output_room(c);
+    return !c->closing && !c->stream.eof && !c->fatal && !c->moving &&
+           !gf_sched_waiting(&c->sched) && gf_conn_output_room(c);
 }
 
 static void conn_update_reading(gf_conn *c) {
@@ -57,7 +57,7 @@ static void conn_update_reading(gf_conn *c) {
         return;
     c->reading = conn_can_read(c);
     /* Stopping: a connection that reads nothing more has no input left. */
-    if (c->shard->draining && (c->eof || c->fatal))
+    if (c->shard->draining && (c->stream.eof || c->fatal))
         c->input_drained = 1;
     conn_set_events(c);
 }
@@ -92,9 +92,9 @@ static void finish_written(gf_conn *c, gf_link *done) {
     while ((l = gf_list_pop_front(done))) {
         gf_reply *r = gf_list_entry(l, gf_reply, link);
         if (r->frame && r->frame->status == GF_OK)
-            gf_frame_answered(c->shard, c->id, r->frame);
+            gf_frame_answered(c->shard, c->stream.id, r->frame);
         else if (r->evicted && r->evicted->status == GF_OK)
-            gf_frame_answered(c->shard, c->id, r->evicted);
+            gf_frame_answered(c->shard, c->stream.id, r->evicted);
         gf_conn_finish(r, 1);
     }
 }
@@ -109,7 +109,7 @@ static void conn_flush(gf_conn *c) {
         ssize_t sent;
         int send_prof = gf_prof_enter(GF_PROF_SEND);
         do
-            sent = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+            sent = sendmsg(c->stream.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         while (sent < 0 && errno == EINTR);
         gf_prof_leave(send_prof);
         if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -117,7 +117,8 @@ static void conn_flush(gf_conn *c) {
             c->write_blocked = 1;
         } else if (sent < 0) {
             conn_log(c, "connection %llu (uid %u pid %u): write failed (%s); closing",
-                     (unsigned long long)c->id, c->uid, c->pid, strerror(errno));
+                     (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid,
+                     strerror(errno));
             gf_conn_close(c);
         } else {
             c->write_progress_ns = gf_now_ns();
@@ -203,7 +204,7 @@ static void conn_input_drained(gf_conn *c) {
 static void conn_settle(gf_conn *c) {
     if (c->closing || c->moving) /* its buffered FRAME goes with it */
         return;
-    int input_over = c->eof && !gf_sched_waiting(&c->sched);
+    int input_over = c->stream.eof && !gf_sched_waiting(&c->sched);
     if (input_over && c->frame)
         gf_conn_truncate_frame(c);
     /* Requests put off to the next iteration (gf_conn_may_build) still
@@ -231,9 +232,9 @@ static void conn_go_on(gf_conn *c) {
  * anything else is a fatal stray_fd, and every fd received is closed. */
 static void conn_stray_fd(gf_conn *c, const char *what) {
     gf_header h = {.version = GF_PROTOCOL_VERSION};
-    if (c->pending_fd >= 0)
-        close(c->pending_fd);
-    c->pending_fd = -1;
+    if (c->stream.pending_fd >= 0)
+        close(c->stream.pending_fd);
+    c->stream.pending_fd = -1;
     if (c->frame)
         h = conn_cut_frame(c);
     char text[GF_ERROR_TEXT_MAX_BYTES];
@@ -248,19 +249,19 @@ static void conn_stray_fd(gf_conn *c, const char *what) {
  * refusing an fd that came with earlier bytes.
  */
 static int conn_request_fd(gf_conn *c, const gf_request *req) {
-    if (c->pending_fd < 0)
+    if (c->stream.pending_fd < 0)
         return -1;
-    uint64_t start = c->rx_bytes - (c->buf_end - c->buf_start);
+    uint64_t start = c->stream.rx_bytes - (c->buf_end - c->buf_start);
     uint64_t end =
         start + req->bytes + (req->header.type == GF_MSG_FRAME ? req->header.payload_bytes : 0);
-    if (c->pending_fd_pos < start) {
+    if (c->stream.pending_fd_pos < start) {
         conn_stray_fd(c, "a file descriptor came with a refused frame's payload");
         return -2;
     }
-    if (c->pending_fd_pos >= end)
+    if (c->stream.pending_fd_pos >= end)
         return -1;
-    int fd = c->pending_fd;
-    c->pending_fd = -1;
+    int fd = c->stream.pending_fd;
+    c->stream.pending_fd = -1;
     return fd;
 }
 
@@ -360,10 +361,10 @@ static void conn_received(gf_conn *c, size_t n, int fd, int bad) {
     if (n == 0) {
         if (fd >= 0)
             close(fd);
-        c->eof = 1;
+        c->stream.eof = 1;
         return;
     }
-    c->rx_bytes += n;
+    c->stream.rx_bytes += n;
     int into_slot = c->frame != NULL;
     if (into_slot)
         gf_admit_payload(c, n);
@@ -371,7 +372,7 @@ static void conn_received(gf_conn *c, size_t n, int fd, int bad) {
         c->buf_end += n;
     if (fd >= 0 || bad) {
         /* Payload read into a slot is a frame's: no fd may come with it. */
-        if (bad || into_slot || c->pending_fd >= 0) {
+        if (bad || into_slot || c->stream.pending_fd >= 0) {
             if (fd >= 0)
                 close(fd);
             conn_stray_fd(c, bad ? "several file descriptors, or truncated control data, came "
@@ -381,8 +382,8 @@ static void conn_received(gf_conn *c, size_t n, int fd, int bad) {
                                            "was claimed");
             return;
         }
-        c->pending_fd = fd;
-        c->pending_fd_pos = c->rx_bytes - 1;
+        c->stream.pending_fd = fd;
+        c->stream.pending_fd_pos = c->stream.rx_bytes - 1;
     }
     conn_process(c);
 }
@@ -424,13 +425,14 @@ static ssize_t conn_recv(gf_conn *c, struct iovec *iov) {
     ssize_t n;
     int prof = gf_prof_enter(GF_PROF_RECV);
     do
-        n = recvmsg(c->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        n = recvmsg(c->stream.fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
     gf_prof_leave(prof);
     if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
             conn_log(c, "connection %llu (uid %u pid %u): read failed (%s); closing",
-                     (unsigned long long)c->id, c->uid, c->pid, strerror(errno));
+                     (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid,
+                     strerror(errno));
             gf_conn_close(c);
         } else if (c->shard->draining && !conn_request_begun(c)) {
             /* Nothing begun: the client's input is all answered.  A begun
@@ -474,7 +476,8 @@ static void on_io(uv_poll_t *h, int status, int events) {
     gf_conn *c = h->data;
     if (status < 0) {
         conn_log(c, "connection %llu (uid %u pid %u): socket error (%s); closing",
-                 (unsigned long long)c->id, c->uid, c->pid, uv_strerror(status));
+                 (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid,
+                 uv_strerror(status));
         gf_conn_close(c);
     }
     if ((events & UV_WRITABLE) && !c->closing)
@@ -484,9 +487,7 @@ static void on_io(uv_poll_t *h, int status, int events) {
     conn_go_on(c);
 }
 
-/* Deferred work: something the connection waited for happened (a slot was
- * granted, a reply went out or became ready, the daemon started draining). */
-static void conn_resume(gf_defer_item *it) {
+void gf_conn_io_resume(gf_defer_item *it) {
     gf_conn *c = gf_list_entry(it, gf_conn, resume);
     if (c->closing)
         return;
@@ -501,7 +502,9 @@ static void conn_resume(gf_defer_item *it) {
 }
 
 void gf_conn_io_accept(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
-    gf_conn *c = gf_conn_new(sh, fd, uid, gid, pid, 0, conn_resume);
+    gf_conn_stream stream = {
+        .fd = fd, .uid = uid, .gid = gid, .pid = pid, .pending_fd = -1, .next_region_id = 1};
+    gf_conn *c = gf_conn_new(sh, &stream);
     if (c)
         conn_update_reading(c);
 }
@@ -511,8 +514,8 @@ void gf_conn_io_accept(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_
 static void conn_close_for(gf_conn *c, uint64_t now_ns, const char *why, uint32_t ms) {
     gf_log_limited(&c->shard->group->close_log, GF_CLOSE_LOG_PER_S, now_ns, GF_LOG_INFO,
                    "connection %llu (uid %u pid %u): %s %u; closing, %u repl%s dropped",
-                   (unsigned long long)c->id, c->uid, c->pid, why, ms, c->out.unfinished,
-                   c->out.unfinished == 1 ? "y" : "ies");
+                   (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid, why, ms,
+                   c->out.unfinished, c->out.unfinished == 1 ? "y" : "ies");
     gf_conn_close(c);
 }
 
@@ -626,7 +629,7 @@ int gf_conn_io_receive_ready(gf_sched_client *sc, void *arg) {
                                                                       : GF_RECEIVE_READY_BYTES;
     uint64_t have = c->buf_end - c->buf_start - req.bytes;
     int queued = 0;
-    if (have < want && ioctl(c->fd, FIONREAD, &queued) == 0 && queued > 0)
+    if (have < want && ioctl(c->stream.fd, FIONREAD, &queued) == 0 && queued > 0)
         have += (uint64_t)queued;
     return have >= want;
 }

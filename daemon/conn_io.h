@@ -45,6 +45,12 @@
  * peer uid/gid/pid; takes `fd` in every case. */
 void gf_conn_io_accept(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t pid);
 
+/* A connection's deferred work (gf_conn.resume, the shard's conn_resume):
+ * something it waited for happened (a slot was granted, a reply went out or
+ * became ready, the daemon started draining, it arrived from another
+ * shard); it goes on. */
+void gf_conn_io_resume(gf_defer_item *it);
+
 /* The watchdog's round for one connection at `now_ns` (deadline.h): cuts
  * what a drain waits for, ends a stalled or late request, closes a
  * connection whose client does not read or is idle; each close is counted

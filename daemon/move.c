@@ -17,21 +17,16 @@
 #include "mailbox.h"
 #include "region.h"
 
-/* What travels: the socket and everything the connection was told or told
- * us that a new gf_conn would not know. */
+/* What travels: the connection's stream, copied whole, its buffered bytes
+ * and its regions.  Nothing else of the old gf_conn goes: it owes nothing
+ * (owes_nothing), so the new shard starts the rest afresh. */
 typedef struct move_mail {
     gf_call call; /* to the new shard; no answer */
     gf_group *group;
-    atomic_uint *connections;          /* the new shard's count, which includes this one */
-    void (*resume)(gf_defer_item *it); /* the connection's deferred work (conn_io.c) */
-    int fd;
-    uint64_t id, rx_bytes;
-    uint32_t uid, gid, pid, next_region_id, region_count;
-    int eof;
-    int pending_fd;          /* a memfd that came with later bytes, or -1     */
-    uint64_t pending_fd_pos; /* where in the stream it came (conn.h)          */
-    gf_link regions;         /* ready, each with no shard (sh NULL) on the way */
-    size_t bytes;            /* buffered and not consumed: the FRAME's header first */
+    atomic_uint *connections; /* the new shard's count, which includes this one */
+    gf_conn_stream stream;    /* c->stream, whole                              */
+    gf_link regions;          /* in flight: see move.h                         */
+    size_t bytes;             /* buffered and not consumed: the FRAME's header first */
     uint8_t buf[GF_CONN_BUF_BYTES];
 } move_mail;
 
@@ -72,23 +67,24 @@ static int pick(const gf_shard *sh, uint32_t mask) {
     return best;
 }
 
-/* Regions leave `sh` (its counts), or come to it. */
-static void regions_leave(gf_shard *sh, gf_link *regions) {
-    for (gf_link *l = gf_list_front(regions); l; l = gf_list_next(regions, l)) {
-        gf_region *r = gf_list_entry(l, gf_region, link);
-        sh->stats.regions_open--;
-        sh->stats.region_bytes -= r->bytes;
-        r->shard = NULL;
-    }
+/* Regions leave their shard, or come to `sh` (region.h; arriving: how
+ * many). */
+static void regions_leave(gf_link *regions) {
+    for (gf_link *l = gf_list_front(regions); l; l = gf_list_next(regions, l))
+        gf_region_leave(gf_list_entry(l, gf_region, link));
 }
 
-static void regions_arrive(gf_shard *sh, gf_link *regions) {
-    for (gf_link *l = gf_list_front(regions); l; l = gf_list_next(regions, l)) {
-        gf_region *r = gf_list_entry(l, gf_region, link);
-        sh->stats.regions_open++;
-        sh->stats.region_bytes += r->bytes;
-        r->shard = sh;
-    }
+static uint32_t regions_arrive(gf_shard *sh, gf_link *regions) {
+    uint32_t n = 0;
+    for (gf_link *l = gf_list_front(regions); l; l = gf_list_next(regions, l), n++)
+        gf_region_arrive(gf_list_entry(l, gf_region, link), sh);
+    return n;
+}
+
+static void regions_release(gf_link *regions) {
+    gf_link *l;
+    while ((l = gf_list_pop_front(regions)))
+        gf_region_unref(gf_list_entry(l, gf_region, link));
 }
 
 /* The connection could not be taken (the daemon stops): its buffered FRAME
@@ -98,18 +94,17 @@ static void regions_arrive(gf_shard *sh, gf_link *regions) {
 static void refuse(move_mail *mv, gf_shard *sh) {
     gf_header h = {.version = GF_PROTOCOL_VERSION};
     (void)gf_header_parse(mv->buf, mv->bytes, GF_ROLE_DAEMON, UINT64_MAX, &h);
-    gf_refuse_fd(mv->fd, &h, GF_ERR_SHUTTING_DOWN, "the daemon is stopping and took no new frame");
-    if (mv->pending_fd >= 0)
-        close(mv->pending_fd);
+    gf_refuse_fd(mv->stream.fd, &h, GF_ERR_SHUTTING_DOWN,
+                 "the daemon is stopping and took no new frame");
+    if (mv->stream.pending_fd >= 0)
+        close(mv->stream.pending_fd);
     atomic_fetch_sub_explicit(mv->connections, 1, memory_order_relaxed);
     if (sh == NULL) {
         gf_group_count_refusal(mv->group, GF_ERR_SHUTTING_DOWN);
     } else {
         sh->stats.rejected[GF_ERR_SHUTTING_DOWN]++;
         regions_arrive(sh, &mv->regions); /* region_free counts them out */
-        gf_link *l;
-        while ((l = gf_list_pop_front(&mv->regions)))
-            gf_region_unref(gf_list_entry(l, gf_region, link));
+        regions_release(&mv->regions);
     }
     /* With no shard (its mailbox closed as the daemon stops), the regions
      * stay mapped until the process exits a moment later: no thread that
@@ -126,28 +121,20 @@ static void on_move_mail(gf_call *m, void *owner) {
         refuse(mv, sh);
         return;
     }
-    regions_arrive(sh, &mv->regions);
-    gf_conn *c = gf_conn_new(sh, mv->fd, mv->uid, mv->gid, mv->pid, mv->id, mv->resume);
-    if (c == NULL) { /* the socket is closed, the count taken back */
-        if (mv->pending_fd >= 0)
-            close(mv->pending_fd);
-        gf_link *l;
-        while ((l = gf_list_pop_front(&mv->regions)))
-            gf_region_unref(gf_list_entry(l, gf_region, link));
+    uint32_t regions = regions_arrive(sh, &mv->regions);
+    gf_conn *c = gf_conn_new(sh, &mv->stream);
+    if (c == NULL) { /* its socket and memfd are closed, the count taken back */
+        regions_release(&mv->regions);
         free(mv);
         return;
     }
     memcpy(c->buf, mv->buf, mv->bytes);
     c->buf_end = mv->bytes;
-    c->rx_bytes = mv->rx_bytes;
-    c->eof = mv->eof != 0;
-    c->pending_fd = mv->pending_fd;
-    c->pending_fd_pos = mv->pending_fd_pos;
-    c->next_region_id = mv->next_region_id;
-    c->region_count = mv->region_count;
+    c->region_count = regions;
     gf_list_splice(&c->regions, &mv->regions);
     sh->stats.connections_moved++;
-    GF_LOG_DBG("connection %llu: moved here (shard %u)", (unsigned long long)c->id, sh->index);
+    GF_LOG_DBG("connection %llu: moved here (shard %u)", (unsigned long long)c->stream.id,
+               sh->index);
     /* Its deferred work reads the buffered FRAME and starts reading. */
     gf_conn_defer(c);
     free(mv);
@@ -170,7 +157,7 @@ void gf_move_try(gf_conn *c) {
         /* No shard runs it (configurations are refused that way) or no
          * memory: the client cannot be served, and is told by the close. */
         GF_LOG_ERR("connection %llu: cannot move to a shard that runs pipeline %s: %s",
-                   (unsigned long long)c->id, sh->cfg->pipelines[h.pipeline_id].name,
+                   (unsigned long long)c->stream.id, sh->cfg->pipelines[h.pipeline_id].name,
                    k < 0 ? "none does" : "out of memory");
         gf_conn_close(c);
         return;
@@ -178,25 +165,14 @@ void gf_move_try(gf_conn *c) {
     *mv = (move_mail){.call.run = on_move_mail,
                       .group = sh->group,
                       .connections = &sh->group->shard[k].connections,
-                      .resume = c->resume.run,
-                      .fd = c->fd,
-                      .id = c->id,
-                      .rx_bytes = c->rx_bytes,
-                      .uid = c->uid,
-                      .gid = c->gid,
-                      .pid = c->pid,
-                      .next_region_id = c->next_region_id,
-                      .region_count = c->region_count,
-                      .eof = c->eof,
-                      .pending_fd = c->pending_fd,
-                      .pending_fd_pos = c->pending_fd_pos,
+                      .stream = c->stream,
                       .bytes = c->buf_end - c->buf_start};
     memcpy(mv->buf, c->buf + c->buf_start, mv->bytes);
     gf_list_init(&mv->regions);
     gf_list_splice(&mv->regions, &c->regions);
-    regions_leave(sh, &mv->regions);
+    regions_leave(&mv->regions);
     c->region_count = 0;
-    c->pending_fd = -1; /* the mail's now */
+    c->stream.pending_fd = -1; /* the mail's now */
     /* Off this loop's poll before the other loop polls it. */
     gf_conn_hand_over(c);
     atomic_fetch_add_explicit(mv->connections, 1, memory_order_relaxed);

@@ -9,12 +9,25 @@
  * first) and its regions, to the shard with the fewest connections among
  * those that run the pipeline, by mail (mailbox.h), as the control loop
  * hands over an accepted one.  Nothing is in flight when it moves, so its
- * replies keep their order.  It keeps its id, its peer's credentials, its
- * region ids and its stream position.  A connection whose frames alternate
- * between pipelines of different devices moves each time: correct, not
- * fast (config/README.md, "Shards").
+ * replies keep their order.  What survives is its stream (conn.h's
+ * gf_conn_stream: socket, id, peer credentials, stream position, a memfd
+ * that came with later bytes, EOF, region ids), copied whole, with the
+ * bytes it buffered; everything else starts afresh on the new shard.  A
+ * connection whose frames alternate between pipelines of different devices
+ * moves each time: correct, not fast (config/README.md, "Shards").
  *
- * Loop thread of the shard that owns the connection; the mail runs on the
+ * Regions in flight.  The connection's regions (all ready, none used by a
+ * frame: it owes nothing) travel in the mail.  They leave the old shard's
+ * counts when it is posted and belong to no shard (region->shard NULL)
+ * until the new shard takes them into its counts (gf_region_arrive), on
+ * its thread, whether it serves the connection or refuses it; then it
+ * unpins and frees them when their last reference goes.  max_shm_bytes
+ * counts them all the way (the group's region_bytes).  A mail that finds
+ * no shard at all (the daemon stops: the mailbox closed) leaves them
+ * mapped until the process exits a moment later, since no thread that may
+ * unpin them runs any more.
+ *
+ * Loop thread of the shard that owns the connection; the call runs on the
  * new shard's.
  */
 #ifndef GF_MOVE_H

@@ -45,7 +45,7 @@ static void region_ready(gf_region *r, void *arg) {
         c->shard->stats.rejected[GF_ERR_BAD_REGION]++;
         gf_log_limited(&c->shard->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
                        "connection %llu: region of %llu bytes refused: %s",
-                       (unsigned long long)c->id, (unsigned long long)r->bytes, r->why);
+                       (unsigned long long)c->stream.id, (unsigned long long)r->bytes, r->why);
         c->region_count--;
         gf_region_unref(r);
     } else {
@@ -61,8 +61,9 @@ static void region_ready(gf_region *r, void *arg) {
                         GF_OK, q->body_bytes);
         gf_list_push_front(&c->regions, &r->link);
         c->shard->stats.regions_added++;
-        GF_LOG_DBG("connection %llu: region %u of %llu bytes added%s", (unsigned long long)c->id,
-                   r->id, (unsigned long long)r->bytes, r->pinned ? ", pinned" : "");
+        GF_LOG_DBG("connection %llu: region %u of %llu bytes added%s",
+                   (unsigned long long)c->stream.id, r->id, (unsigned long long)r->bytes,
+                   r->pinned ? ", pinned" : "");
     }
     q->ready = 1;
     gf_conn_defer(c);
@@ -85,8 +86,8 @@ static void region_add(gf_conn *c, const gf_header *h, int fd) {
         return;
     }
     gf_region *r;
-    uint32_t status =
-        gf_region_open(c->shard, fd, c->next_region_id, c->region_count, &r, why, sizeof why);
+    uint32_t status = gf_region_open(c->shard, fd, c->stream.next_region_id, c->region_count, &r,
+                                     why, sizeof why);
     if (status != GF_OK) {
         gf_conn_reject(c, h, status, why);
         return;
@@ -98,7 +99,7 @@ static void region_add(gf_conn *c, const gf_header *h, int fd) {
         return;
     }
     gf_link_init(&q->link);
-    c->next_region_id++;
+    c->stream.next_region_id++;
     c->region_count++;
     q->region = r;
     q->request = *h;

@@ -115,6 +115,18 @@ void gf_region_ref(gf_region *r) {
     r->refs++;
 }
 
+void gf_region_leave(gf_region *r) {
+    r->shard->stats.regions_open--;
+    r->shard->stats.region_bytes -= r->bytes;
+    r->shard = NULL;
+}
+
+void gf_region_arrive(gf_region *r, gf_shard *sh) {
+    sh->stats.regions_open++;
+    sh->stats.region_bytes += r->bytes;
+    r->shard = sh;
+}
+
 static void pin_work(uv_work_t *w) {
     gf_region *r = w->data;
     r->pin_status = gf_engine_pin(r->shard->engine, r->base, r->bytes, r->why, sizeof r->why);

@@ -68,6 +68,16 @@ void gf_region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), void
 
 void gf_region_ref(gf_region *r);
 
+/* `r`, ready and used by no frame, leaves its shard with the connection
+ * that moves to another (move.h): it is no longer counted there and
+ * belongs to no shard (r->shard NULL) while it travels; the daemon's
+ * max_shm_bytes still counts it.  The shard's thread. */
+void gf_region_leave(gf_region *r);
+
+/* `r` arrives on `sh`: counted there, and unpinned and freed by it.  The
+ * thread of `sh`. */
+void gf_region_arrive(gf_region *r, struct gf_shard *sh);
+
 /* Drops a reference; the last one unpins (on the pool) and unmaps. */
 void gf_region_unref(gf_region *r);
 

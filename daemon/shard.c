@@ -160,7 +160,7 @@ static void shard_fatal(gf_shard *sh, const char *fmt, ...) {
             struct iovec iov[2] = {{.iov_base = hdr, .iov_len = sizeof hdr},
                                    {.iov_base = msg, .iov_len = len}};
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-            (void)sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)sendmsg(c->stream.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
             sh->stats.rejected[GF_ERR_TIMEOUT]++;
             sh->stats.frames_failed++;
         }
@@ -481,6 +481,7 @@ int gf_shard_open(uv_loop_t *loop, const gf_config *cfg, gf_group *group,
     gf_defer_item_init(&sh->batches, run_batches);
     gf_defer_item_init(&sh->drained, run_drained);
     gf_defer_item_init(&sh->trim, run_trim);
+    sh->conn_resume = gf_conn_io_resume;
     /* uv_metrics_idle_time needs this before the loop runs. */
     uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
     int rc = parts_open(sh);

@@ -65,14 +65,16 @@ struct gf_shard {
     uv_loop_t *loop;
     const gf_config *cfg; /* the running configuration                       */
     gf_engine *engine;
-    gf_sched sched;        /* the slots and who gets them                      */
-    gf_completion done;    /* engines push finished slots here                 */
-    gf_defer defer;        /* work after each event (defer.h)                  */
-    gf_defer_item grant;   /* free slots to hand to waiters                    */
-    gf_defer_item batches; /* open batches that are due go to the engine       */
-    gf_alarm batch_alarm;  /* the next open batch is due (max_batch_delay_us)  */
-    gf_defer_item drained; /* stopping: see whether everything is answered     */
-    gf_defer_item trim;    /* see whether the heap can be trimmed              */
+    gf_sched sched;                         /* the slots and who gets them                      */
+    gf_completion done;                     /* engines push finished slots here                 */
+    gf_defer defer;                         /* work after each event (defer.h)                  */
+    gf_defer_item grant;                    /* free slots to hand to waiters                    */
+    gf_defer_item batches;                  /* open batches that are due go to the engine       */
+    gf_alarm batch_alarm;                   /* the next open batch is due (max_batch_delay_us)  */
+    gf_defer_item drained;                  /* stopping: see whether everything is answered     */
+    gf_defer_item trim;                     /* see whether the heap can be trimmed              */
+    void (*conn_resume)(gf_defer_item *it); /* a connection's deferred work
+                                               (conn_io.c), set at open      */
 
     gf_group *group;       /* the daemon's shards (group.h)                   */
     uint32_t index;        /* this one's in group->shard                 */
