@@ -837,7 +837,7 @@ START_TEST(sighup_that_needs_a_restart_says_so_in_one_line) {
                      "2.0, \"b\": 0.0}}]}]}\n",
                      MAX_FRAME_BYTES);
     ck_assert(n > 0 && (size_t)n < sizeof config);
-    ck_assert_int_eq(gf_test_write_file(d.config_path, config), 0);
+    gf_test_ck_daemon_put_config(&d, config); /* with GF_TEST_SHARDS's shards */
     ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
     char *log = NULL;
     for (unsigned ms = 0; ms < 20000 * gf_test_time_scale(); ms += 20) {
