@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "heap_trim.h"
+#include "introspect.h"
 #include "log.h"
 #include "loopprof.h"
 #include "region.h"
@@ -163,35 +164,6 @@ void gf_conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const char 
     gf_conn_reply(c, GF_MSG_ERROR, h, status, strdup(text), strlen(text));
 }
 
-/* What a finished reply held besides its frame: a copy of an evicted
- * frame, a region being pinned or released, a gathering of the shards. */
-static void reply_release_extras(gf_conn *c, gf_reply *r, int delivered) {
-    if (r->evicted) {
-        if (!delivered && r->evicted->status == GF_OK)
-            c->shard->stats.frames_dropped++;
-        free(r->evicted);
-        r->evicted = NULL;
-    }
-    if (r->removing) {
-        /* A REGION_REMOVE reply dropped before its region was released. */
-        r->removing->released_arg = NULL;
-        r->removing = NULL;
-    }
-    if (r->gathering) {
-        /* A STATS or TRACE dropped while the shards answer: they answer no one. */
-        *r->gathering = NULL;
-        r->gathering = NULL;
-    }
-    if (r->region) {
-        /* A REGION_ADD dropped while its region is being pinned: the region
-         * goes when the pinning is done. */
-        c->region_count--;
-        r->region->on_ready_arg = NULL;
-        gf_region_unref(r->region);
-        r->region = NULL;
-    }
-}
-
 void gf_conn_resume_throttled(gf_shard *sh) {
     if (daemon_loose(sh) >= sh->cfg->max_output_bytes_total)
         return;
@@ -208,8 +180,7 @@ void gf_conn_finish(gf_reply *r, int delivered) {
     /* A frame never submitted was truncated, one that failed was counted then. */
     if (frame && !delivered && frame->status == GF_OK && frame->submitted_ns)
         sh->stats.frames_dropped++;
-    reply_release_extras(c, r, delivered);
-    gf_replyq_release(&c->out, r);
+    gf_replyq_release(&c->out, r, delivered);
     if (frame) {
         if (frame->region) {
             gf_region_unref(frame->region);
@@ -245,6 +216,18 @@ void gf_conn_take_back_frame(gf_conn *c) {
     gf_sched_close_batch(&c->shard->sched, &c->sched);
 }
 
+/* An evicted result's reply is finished: the copy of its frame counts it
+ * answered when it was written, dropped when not. */
+static void evicted_release(gf_reply *r, int delivered) {
+    gf_frame *snap = r->extra;
+    gf_conn *c = r->conn;
+    if (snap->status == GF_OK && delivered)
+        gf_frame_answered(c->shard, c->stream.id, snap);
+    else if (snap->status == GF_OK)
+        c->shard->stats.frames_dropped++;
+    free(snap);
+}
+
 /* Moves the ready result `r` of a frame out of its slot into a loose reply
  * of its own.  Returns 0, or -1 without memory. */
 static int evict_one(gf_conn *c, gf_reply *r) {
@@ -268,9 +251,10 @@ static int evict_one(gf_conn *c, gf_reply *r) {
     q->owned = body;
     q->body = body;
     q->body_bytes = r->body_bytes;
-    q->evicted = snap;
+    q->release = evicted_release;
+    q->extra = snap;
     gf_replyq_replace(&c->out, r, q);
-    gf_replyq_release(&c->out, r);
+    gf_replyq_release(&c->out, r, 0);
     if (f->region) {
         gf_region_unref(f->region);
         f->region = NULL;

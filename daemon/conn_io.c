@@ -93,9 +93,7 @@ static void finish_written(gf_conn *c, gf_link *done) {
         gf_reply *r = gf_list_entry(l, gf_reply, link);
         if (r->frame && r->frame->status == GF_OK)
             gf_frame_answered(c->shard, c->stream.id, r->frame);
-        else if (r->evicted && r->evicted->status == GF_OK)
-            gf_frame_answered(c->shard, c->stream.id, r->evicted);
-        gf_conn_finish(r, 1);
+        gf_conn_finish(r, 1); /* an evicted result's release counts it answered */
     }
 }
 
@@ -595,9 +593,10 @@ void gf_conn_io_granted(gf_sched_client *sc, void *arg) {
     gf_conn_defer(c);
 }
 
-void gf_conn_io_replies_ready(gf_sched_client *sc, gf_slot *s, int completed, void *arg) {
-    (void)arg;
-    gf_conn *c = gf_conn_of(sc);
+/* `c`'s frames of the finished slot `s` have their replies ready: written
+ * now when `completed` (outside any event of the connection), else after
+ * this event; a closing connection's are dropped (the last may free it). */
+static void replies_ready(gf_conn *c, gf_slot *s, int completed) {
     if (!c->closing && completed) {
         /* Written now: the slot goes back before the next reads want one. */
         conn_flush(c);
@@ -616,6 +615,32 @@ void gf_conn_io_replies_ready(gf_sched_client *sc, gf_slot *s, int completed, vo
         gf_replyq_remove(r);
         gf_conn_finish(r, 0);
     }
+}
+
+/* Adds `c` to told[0..*n) unless it is there already: each connection with
+ * frames in a slot is told once.  Its frames usually lie together, so the
+ * search starts at the last. */
+static void note_conn(gf_conn **told, uint32_t *n, gf_conn *c) {
+    for (uint32_t i = *n; i-- > 0;)
+        if (told[i] == c)
+            return;
+    told[(*n)++] = c;
+}
+
+void gf_conn_io_finished(gf_slot *s, int completed, void *arg) {
+    gf_shard *sh = arg;
+    gf_conn *told[GF_SLOT_FRAMES_MAX];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        gf_frame *f = &s->frames[i];
+        if (!f->batched)
+            continue;
+        f->batched = 0;
+        gf_frame_reply(f, completed ? NULL : sh->engine->ops->name);
+        note_conn(told, &n, gf_conn_of(f->client));
+    }
+    for (uint32_t i = 0; i < n; i++)
+        replies_ready(told[i], s, completed);
 }
 
 int gf_conn_io_receive_ready(gf_sched_client *sc, void *arg) {

@@ -13,7 +13,8 @@
  *   submit   a whole frame's batch after the loop's I/O (scheduler.c
  *            gf_sched_submit_batches); a frame received in place at
  *            conn_go_on -> gf_sched_end_batch -> the engine
- *   answer   the scheduler's replies_ready hook -> conn_flush (one sendmsg
+ *   answer   the scheduler's finished hook (gf_conn_io_finished: each
+ *            frame's reply made) -> conn_flush (one sendmsg
  *            per batch of ready replies) -> gf_conn_finish (conn.c: the slot
  *            goes back; what that makes possible is deferred work)
  *
@@ -57,10 +58,11 @@ void gf_conn_io_resume(gf_defer_item *it);
  * and logged. */
 void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns);
 
-/* The scheduler's hooks (scheduler.h): a slot was granted; a batch's replies
- * are ready; is a receive waiter's payload there to read. */
+/* The scheduler's hooks (scheduler.h), `arg` the shard: a slot was
+ * granted; a slot finished (its frames' replies are made and written, or
+ * dropped); is a receive waiter's payload there to read. */
 void gf_conn_io_granted(gf_sched_client *sc, void *arg);
-void gf_conn_io_replies_ready(gf_sched_client *sc, gf_slot *s, int completed, void *arg);
+void gf_conn_io_finished(gf_slot *s, int completed, void *arg);
 int gf_conn_io_receive_ready(gf_sched_client *sc, void *arg);
 
 #endif

@@ -68,18 +68,28 @@ static inline void gf_group_count_refusal(gf_group *g, uint32_t status) {
         atomic_fetch_add_explicit(&g->refused_by_status[status], 1, memory_order_relaxed);
 }
 
+struct gf_stats;
+
+/*
+ * A socket handed to shard `shard` by mail (an accepted one from the control
+ * loop, or a connection moving there, which carries the FRAME `frame` it
+ * moved for; NULL for an accepted one) that no shard will serve, because
+ * the daemon stops: the one place that refuses such a socket.  Its client
+ * is told shutting_down (answering that FRAME), its socket and
+ * `pending_fd` (-1: none) are closed, the count the hand-off added to the
+ * shard's connections goes back, and the refusal is counted: in `stats` by
+ * the shard that had it, on its thread, or in the group's counts when no
+ * shard did (NULL).  An accepted one also counts as a connection refused
+ * (STATS's connections.refused); a moved one was served before.  Any
+ * thread.
+ */
+void gf_group_refuse_handoff(gf_group *g, uint32_t shard, struct gf_stats *stats, int fd,
+                             int pending_fd, const gf_header *frame);
+
 /* Whether a shard on `device` (-1: the cpu engine's, which has none) runs a
  * pipeline limited to the devices of `mask` (gf_pipeline.devices; 0: any). */
 static inline int gf_device_runs(int device, uint32_t mask) {
     return mask == 0 || device < 0 || ((mask >> device) & 1u);
-}
-
-/* Whether some shard of `g` runs such a pipeline.  Fixed fields only. */
-static inline int gf_group_runs(const gf_group *g, uint32_t mask) {
-    for (uint32_t k = 0; k < g->count; k++)
-        if (gf_device_runs(g->shard[k].device, mask))
-            return 1;
-    return 0;
 }
 
 #endif

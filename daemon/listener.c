@@ -37,22 +37,11 @@
  * keep the loop from the clients already connected. */
 #define GF_ACCEPTS_PER_EVENT 64
 
-void gf_refuse_fd(int fd, const gf_header *req, uint32_t status, const char *text) {
-    uint8_t msg[GF_HEADER_BYTES + GF_ERROR_TEXT_MAX_BYTES];
-    size_t len = strlen(text);
-    if (len > GF_ERROR_TEXT_MAX_BYTES)
-        len = GF_ERROR_TEXT_MAX_BYTES;
-    gf_reply_header(msg, req ? req->version : GF_PROTOCOL_VERSION, GF_MSG_ERROR, 0,
-                    req ? req->frame_id : 0, req ? req->pipeline_id : 0, status, len);
-    memcpy(msg + GF_HEADER_BYTES, text, len);
-    (void)send(fd, msg, GF_HEADER_BYTES + len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    close(fd);
-}
-
 /* Answers a connection we will not serve with an ERROR of `status` and
  * closes it; never blocks (the reply is 32 bytes plus a line). */
 void gf_listener_refuse(gf_listener *l, int fd, uint32_t status, const char *text) {
-    gf_refuse_fd(fd, NULL, status, text);
+    gf_reply_send_error(fd, NULL, status, text);
+    close(fd);
     l->refused(l, status);
     gf_log_limited(&l->log, GF_LISTENER_LOG_PER_S, gf_now_ns(), GF_LOG_WARN,
                    "connection refused: %s: %s", gf_status_name(status), text);

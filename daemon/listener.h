@@ -53,11 +53,6 @@ int gf_listener_open(gf_listener *l, uv_loop_t *loop, int fd, int owned);
  * logs the refusal (at most GF_LISTENER_LOG_PER_S lines a second). */
 void gf_listener_refuse(gf_listener *l, int fd, uint32_t status, const char *text);
 
-/* Sends an ERROR of `status` and `text` on `fd` without blocking, and
- * closes it: any thread.  The ERROR answers request `req` (its version,
- * frame and pipeline ids), or none when NULL. */
-void gf_refuse_fd(int fd, const gf_header *req, uint32_t status, const char *text);
-
 /* Stops accepting and closes the listening socket (its path is unlinked
  * unless systemd owns it). */
 void gf_listener_close(gf_listener *l);

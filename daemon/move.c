@@ -23,10 +23,10 @@
 typedef struct move_mail {
     gf_call call; /* to the new shard; no answer */
     gf_group *group;
-    atomic_uint *connections; /* the new shard's count, which includes this one */
-    gf_conn_stream stream;    /* c->stream, whole                              */
-    gf_link regions;          /* in flight: see move.h                         */
-    size_t bytes;             /* buffered and not consumed: the FRAME's header first */
+    uint32_t to;           /* the new shard, whose count includes this one */
+    gf_conn_stream stream; /* c->stream, whole                              */
+    gf_link regions;       /* in flight: see move.h                         */
+    size_t bytes;          /* buffered and not consumed: the FRAME's header first */
     uint8_t buf[GF_CONN_BUF_BYTES];
 } move_mail;
 
@@ -94,15 +94,9 @@ static void regions_release(gf_link *regions) {
 static void refuse(move_mail *mv, gf_shard *sh) {
     gf_header h = {.version = GF_PROTOCOL_VERSION};
     (void)gf_header_parse(mv->buf, mv->bytes, GF_ROLE_DAEMON, UINT64_MAX, &h);
-    gf_refuse_fd(mv->stream.fd, &h, GF_ERR_SHUTTING_DOWN,
-                 "the daemon is stopping and took no new frame");
-    if (mv->stream.pending_fd >= 0)
-        close(mv->stream.pending_fd);
-    atomic_fetch_sub_explicit(mv->connections, 1, memory_order_relaxed);
-    if (sh == NULL) {
-        gf_group_count_refusal(mv->group, GF_ERR_SHUTTING_DOWN);
-    } else {
-        sh->stats.rejected[GF_ERR_SHUTTING_DOWN]++;
+    gf_group_refuse_handoff(mv->group, mv->to, sh ? &sh->stats : NULL, mv->stream.fd,
+                            mv->stream.pending_fd, &h);
+    if (sh != NULL) {
         regions_arrive(sh, &mv->regions); /* region_free counts them out */
         regions_release(&mv->regions);
     }
@@ -164,7 +158,7 @@ void gf_move_try(gf_conn *c) {
     }
     *mv = (move_mail){.call.run = on_move_mail,
                       .group = sh->group,
-                      .connections = &sh->group->shard[k].connections,
+                      .to = (uint32_t)k,
                       .stream = c->stream,
                       .bytes = c->buf_end - c->buf_start};
     memcpy(mv->buf, c->buf + c->buf_start, mv->bytes);
@@ -175,7 +169,7 @@ void gf_move_try(gf_conn *c) {
     c->stream.pending_fd = -1; /* the mail's now */
     /* Off this loop's poll before the other loop polls it. */
     gf_conn_hand_over(c);
-    atomic_fetch_add_explicit(mv->connections, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sh->group->shard[k].connections, 1, memory_order_relaxed);
     if (gf_call_post(&sh->group->shard[k].mailbox, &mv->call) < 0)
         refuse(mv, sh);
 }

@@ -35,13 +35,10 @@ static void region_ready(gf_region *r, void *arg) {
     if (!q)
         return;
     gf_conn *c = q->conn;
-    const gf_header *h = &q->request;
     char *body;
-    q->region = NULL;
     if (r->pin_status < 0) {
-        gf_replyq_set_body(&c->out, q, strdup(r->why), strlen(r->why));
-        gf_reply_header(q->header, h->version, GF_MSG_ERROR, 0, h->frame_id, h->pipeline_id,
-                        GF_ERR_BAD_REGION, q->body_bytes);
+        gf_replyq_answer(&c->out, q, GF_MSG_ERROR, GF_ERR_BAD_REGION, strdup(r->why),
+                         strlen(r->why));
         c->shard->stats.rejected[GF_ERR_BAD_REGION]++;
         gf_log_limited(&c->shard->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
                        "connection %llu: region of %llu bytes refused: %s",
@@ -55,18 +52,25 @@ static void region_ready(gf_region *r, void *arg) {
         body = malloc(GF_REGION_INFO_BYTES);
         if (body)
             gf_region_info_encode(&info, (uint8_t *)body);
-        gf_replyq_set_body(&c->out, q, body, GF_REGION_INFO_BYTES);
         /* Out of memory: an empty reply the client refuses, which closes it. */
-        gf_reply_header(q->header, h->version, GF_MSG_REGION_ADD, 0, h->frame_id, h->pipeline_id,
-                        GF_OK, q->body_bytes);
+        gf_replyq_answer(&c->out, q, GF_MSG_REGION_ADD, GF_OK, body, GF_REGION_INFO_BYTES);
         gf_list_push_front(&c->regions, &r->link);
         c->shard->stats.regions_added++;
         GF_LOG_DBG("connection %llu: region %u of %llu bytes added%s",
                    (unsigned long long)c->stream.id, r->id, (unsigned long long)r->bytes,
                    r->pinned ? ", pinned" : "");
     }
-    q->ready = 1;
     gf_conn_defer(c);
+}
+
+/* A REGION_ADD reply dropped while its region is being pinned: the region
+ * goes when the pinning is done. */
+static void region_add_release(gf_reply *q, int delivered) {
+    gf_region *r = q->extra;
+    (void)delivered;
+    q->conn->region_count--;
+    r->on_ready_arg = NULL;
+    gf_region_unref(r);
 }
 
 /* REGION_ADD with the memfd `fd` it carried (-1: none; taken in any case).
@@ -92,17 +96,14 @@ static void region_add(gf_conn *c, const gf_header *h, int fd) {
         gf_conn_reject(c, h, status, why);
         return;
     }
-    gf_reply *q = calloc(1, sizeof *q);
+    gf_reply *q = gf_reply_pending(h, region_add_release, r);
     if (!q) {
         gf_region_unref(r);
         gf_conn_reject(c, h, GF_ERR_INTERNAL, "out of memory for a REGION_ADD reply");
         return;
     }
-    gf_link_init(&q->link);
     c->stream.next_region_id++;
     c->region_count++;
-    q->region = r;
-    q->request = *h;
     gf_conn_push(c, q);
     gf_region_pin(r, region_ready, q);
 }
@@ -111,9 +112,15 @@ static void region_add(gf_conn *c, const gf_header *h, int fd) {
  * (`arg`) may go. */
 static void region_released(void *arg) {
     gf_reply *q = arg;
-    q->removing = NULL;
-    q->ready = 1;
+    gf_replyq_answer(&q->conn->out, q, GF_MSG_REGION_REMOVE, GF_OK, NULL, 0);
     gf_conn_defer(q->conn);
+}
+
+/* A REGION_REMOVE reply dropped before its region was released. */
+static void region_remove_release(gf_reply *q, int delivered) {
+    gf_region *r = q->extra;
+    (void)delivered;
+    r->released_arg = NULL;
 }
 
 /* REGION_REMOVE of the region `h->pipeline_id` names: frames still in flight
@@ -124,18 +131,14 @@ static void region_remove(gf_conn *c, const gf_header *h) {
         gf_region *r = gf_list_entry(l, gf_region, link);
         if (r->id != h->pipeline_id)
             continue;
-        gf_reply *q = calloc(1, sizeof *q);
+        gf_reply *q = gf_reply_pending(h, region_remove_release, r);
         if (!q) {
             gf_conn_reject(c, h, GF_ERR_INTERNAL, "out of memory for a REGION_REMOVE reply");
             return;
         }
-        gf_link_init(&q->link);
         gf_list_remove(&r->link);
         c->region_count--;
         c->shard->stats.regions_removed++;
-        gf_reply_header(q->header, h->version, GF_MSG_REGION_REMOVE, 0, h->frame_id, h->pipeline_id,
-                        GF_OK, 0);
-        q->removing = r;
         r->on_released = region_released;
         r->released_arg = q;
         gf_conn_push(c, q);
@@ -162,7 +165,6 @@ static void gathered(gf_shard *sh, const gf_snapshot *snaps, uint32_t n, uint32_
     }
     if (!q)
         return;
-    q->gathering = NULL;
     gf_conn *c = q->conn;
     c->gathering = 0;
     const gf_header *h = &q->request;
@@ -172,32 +174,31 @@ static void gathered(gf_shard *sh, const gf_snapshot *snaps, uint32_t n, uint32_
     char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
     cJSON_Delete(doc);
     if (text) {
-        gf_replyq_set_body(&c->out, q, text, strlen(text));
-        gf_reply_header(q->header, h->version, h->type, 0, h->frame_id, h->pipeline_id, GF_OK,
-                        q->body_bytes);
+        gf_replyq_answer(&c->out, q, h->type, GF_OK, text, strlen(text));
     } else {
         char why[GF_ERROR_TEXT_MAX_BYTES];
         size_t len = gf_errorf(why, sizeof why, "out of memory building the %s reply",
                                gf_msg_type_name(h->type));
-        gf_replyq_set_body(&c->out, q, strdup(why), len);
-        gf_reply_header(q->header, h->version, GF_MSG_ERROR, 0, h->frame_id, h->pipeline_id,
-                        GF_ERR_INTERNAL, q->body_bytes);
+        gf_replyq_answer(&c->out, q, GF_MSG_ERROR, GF_ERR_INTERNAL, strdup(why), len);
         sh->stats.rejected[GF_ERR_INTERNAL]++;
     }
-    q->ready = 1;
     gf_conn_defer(c);
+}
+
+/* A STATS or TRACE dropped while the shards answer: they answer no one. */
+static void gather_release(gf_reply *q, int delivered) {
+    (void)delivered;
+    *(void **)q->extra = NULL;
 }
 
 /* STATS or TRACE: a reply that waits in the queue, in order, while every
  * shard's figures are gathered. */
 static void gather_reply(gf_conn *c, const gf_header *h) {
-    gf_reply *q = calloc(1, sizeof *q);
+    gf_reply *q = gf_reply_pending(h, NULL, NULL);
     if (!q) {
         gf_conn_reject(c, h, GF_ERR_INTERNAL, "out of memory for a STATS or TRACE reply");
         return;
     }
-    gf_link_init(&q->link);
-    q->request = *h;
     gf_conn_push(c, q);
     uint32_t frames = h->type == GF_MSG_TRACE ? h->pipeline_id : GF_SNAPSHOT_NO_TRACE;
     if (h->type == GF_MSG_TRACE && frames == GF_SNAPSHOT_NO_TRACE)
@@ -205,8 +206,15 @@ static void gather_reply(gf_conn *c, const gf_header *h) {
     c->gathering = 1;
     if (h->type == GF_MSG_TRACE)
         c->shard->gathers++;
-    if (gf_gather(c->shard, frames, gathered, q, &q->gathering) < 0)
+    void **slot = NULL;
+    if (gf_gather(c->shard, frames, gathered, q, &slot) < 0) {
         gathered(c->shard, NULL, 0, frames, q);
+    } else if (!q->ready) {
+        /* Not answered at once (every other shard had stopped, or there is
+         * one): it holds its place in the gathering until it is. */
+        q->release = gather_release;
+        q->extra = slot;
+    }
 }
 
 /* Whether a STATS or TRACE of `c` may gather now: one of a connection at a

@@ -1,26 +1,48 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reply queue (reply.h): headers, enqueueing, the batch for one sendmsg,
- * and the counters that bound a connection's output.
+ * Replies (reply.h): the encoder, and the queue: enqueueing, the batch for
+ * one sendmsg, and the counters that bound a connection's output.
  */
 #include "reply.h"
 
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 
-void gf_reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t version, uint8_t type, uint16_t flags,
-                     uint64_t frame_id, uint32_t pipeline_id, uint32_t status,
-                     uint64_t payload_bytes) {
+/* Encodes the header of a reply of `type`, `status`, `flags` and
+ * `payload_bytes` to the request `req` into `out`: the one place reply
+ * headers are built.  A version the daemon does not speak gets a version-1
+ * reply. */
+static void encode(uint8_t out[GF_HEADER_BYTES], const gf_header *req, uint8_t type, uint16_t flags,
+                   uint32_t status, uint64_t payload_bytes) {
+    uint8_t version = req ? req->version : GF_PROTOCOL_VERSION;
     if (version < GF_PROTOCOL_VERSION || version > GF_PROTOCOL_VERSION_MAX)
         version = GF_PROTOCOL_VERSION;
     gf_header h = {.version = version,
                    .type = type,
                    .flags = flags,
-                   .frame_id = frame_id,
-                   .pipeline_id = pipeline_id,
+                   .frame_id = req ? req->frame_id : 0,
+                   .pipeline_id = req ? req->pipeline_id : 0,
                    .status = status,
                    .payload_bytes = payload_bytes};
     gf_header_encode(&h, out);
+}
+
+void gf_reply_result(gf_reply *r, const gf_header *req, const void *body, size_t body_bytes,
+                     int shm) {
+    encode(r->header, req, GF_MSG_RESULT, shm ? GF_FLAG_SHM : 0, GF_OK, body_bytes);
+    r->body = body;
+    r->body_bytes = body_bytes;
+    r->ready = 1;
+}
+
+void gf_reply_error(gf_reply *r, const gf_header *req, uint32_t status, char *text, size_t len) {
+    r->owned = text;
+    r->body = text;
+    r->body_bytes = text ? len : 0;
+    encode(r->header, req, GF_MSG_ERROR, 0, status, r->body_bytes);
+    r->ready = 1;
 }
 
 gf_reply *gf_reply_loose(uint8_t type, const gf_header *h, uint32_t status, char *body,
@@ -34,10 +56,30 @@ gf_reply *gf_reply_loose(uint8_t type, const gf_header *h, uint32_t status, char
     r->owned = body;
     r->body = body;
     r->body_bytes = body ? body_bytes : 0;
-    gf_reply_header(r->header, h->version, type, 0, h->frame_id, h->pipeline_id, status,
-                    r->body_bytes);
+    encode(r->header, h, type, 0, status, r->body_bytes);
     r->ready = 1;
     return r;
+}
+
+gf_reply *gf_reply_pending(const gf_header *h, gf_reply_release_fn release, void *extra) {
+    gf_reply *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    gf_link_init(&r->link);
+    r->request = *h;
+    r->release = release;
+    r->extra = extra;
+    return r;
+}
+
+void gf_reply_send_error(int fd, const gf_header *req, uint32_t status, const char *text) {
+    uint8_t msg[GF_HEADER_BYTES + GF_ERROR_TEXT_MAX_BYTES];
+    size_t len = strlen(text);
+    if (len > GF_ERROR_TEXT_MAX_BYTES)
+        len = GF_ERROR_TEXT_MAX_BYTES;
+    encode(msg, req, GF_MSG_ERROR, 0, status, len);
+    memcpy(msg + GF_HEADER_BYTES, text, len);
+    (void)send(fd, msg, GF_HEADER_BYTES + len, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 void gf_replyq_init(gf_reply_queue *q, uint64_t *total_loose_bytes,
@@ -69,12 +111,17 @@ void gf_replyq_push(gf_reply_queue *q, gf_reply *r, struct gf_conn *conn) {
     gf_list_push_back(&q->replies, &r->link);
 }
 
-void gf_replyq_set_body(gf_reply_queue *q, gf_reply *r, char *owned, size_t bytes) {
-    assert(!r->frame && !r->owned);
+void gf_replyq_answer(gf_reply_queue *q, gf_reply *r, uint8_t type, uint32_t status, char *owned,
+                      size_t bytes) {
+    assert(!r->frame && !r->owned && !r->ready);
     r->owned = owned;
     r->body = owned;
     r->body_bytes = owned ? bytes : 0;
+    r->release = NULL;
+    r->extra = NULL;
     loose_add(q, r->body_bytes);
+    encode(r->header, &r->request, type, 0, status, r->body_bytes);
+    r->ready = 1;
 }
 
 void gf_replyq_remove(gf_reply *r) {
@@ -91,8 +138,13 @@ void gf_replyq_replace(gf_reply_queue *q, gf_reply *r, gf_reply *with) {
     loose_add(q, with->body_bytes);
 }
 
-void gf_replyq_release(gf_reply_queue *q, gf_reply *r) {
+void gf_replyq_release(gf_reply_queue *q, gf_reply *r, int delivered) {
     assert(q->unfinished > 0 && !gf_linked(&r->link));
+    if (r->release) {
+        gf_reply_release_fn release = r->release;
+        r->release = NULL;
+        release(r, delivered);
+    }
     q->unfinished--;
     if (!r->frame) {
         assert(q->loose_count > 0 && q->loose_bytes >= r->body_bytes);

@@ -1,20 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reply queue: what a connection owes its client, in request order.
+ * Replies: the one encoder of what the daemon puts on the wire, and the
+ * reply queue, what a connection owes its client, in request order.
  *
- * Every request gets exactly one reply, queued when the request is accepted
- * (a frame's reply is embedded in its gf_frame; any other is "loose": it owns
- * itself and its body) and written once it and every reply before it are
- * ready.  The queue is pure bookkeeping: it never does I/O and never looks
- * inside a frame.  The connection's driver (conn_io.c) gathers the ready
- * replies at the head into one iovec array for one sendmsg
+ * The encoder.  Every reply header the daemon sends is built here, from the
+ * request it answers and what happened: a frame's result or error
+ * (gf_reply_result, gf_reply_error: the scheduler only says a slot
+ * finished; slots.c's gf_frame_reply says what that means for a frame), a
+ * LIST, STATS, TRACE, region or ERROR reply (gf_reply_loose, or
+ * gf_reply_pending then gf_replyq_answer for one made later), and the
+ * ERROR sent at once on a socket no queue serves (gf_reply_send_error: a
+ * connection refused, or frames failed by a daemon that cannot go on).
+ *
+ * The queue.  Every request gets exactly one reply (result or error),
+ * queued when the request is accepted (a frame's reply is embedded in its
+ * gf_frame; any other is "loose": it owns itself and its body) and written
+ * once it and every reply before it are ready.  The queue is bookkeeping:
+ * it never does I/O.  The connection's driver (conn_io.c) gathers the
+ * ready replies at the head into one iovec array for one sendmsg
  * (gf_replyq_gather), reports how many bytes went out (gf_replyq_consume),
- * and finishes each reply written whole.  The queue also keeps the counters
- * that bound a connection's output: replies not yet finished, and the loose
- * replies' count and body bytes, which it adds to a total shared by every
- * queue of the loop (max_output_bytes_total).
+ * and finishes each reply written whole.  The queue also keeps the
+ * counters that bound a connection's output: replies not yet finished, and
+ * the loose replies' count and body bytes, which it adds to a total shared
+ * by every queue of the loop (max_output_bytes_total).  What a reply holds
+ * besides its body (a region being pinned or released, a gathering of the
+ * shards, an evicted frame's copy) is behind its one `release` callback.
  *
- * Loop thread only.
+ * Loop thread only, but gf_reply_send_error (any thread).
  */
 #ifndef GF_REPLY_H
 #define GF_REPLY_H
@@ -32,9 +44,15 @@
 
 struct gf_conn;
 struct gf_frame;
-struct gf_region;
 
-typedef struct gf_reply {
+typedef struct gf_reply gf_reply;
+
+/* What a reply holds besides its body, let go when the reply is finished:
+ * `delivered` when it was written whole, else dropped.  The reply's
+ * connection (r->conn) is still there. */
+typedef void (*gf_reply_release_fn)(gf_reply *r, int delivered);
+
+struct gf_reply {
     gf_link link;                    /* its queue, in request order; unlinked once
                                         written, dropped or taken back             */
     struct gf_conn *conn;            /* the connection it is owed to; NULL once
@@ -49,17 +67,12 @@ typedef struct gf_reply {
     size_t body_bytes;               /* its length                               */
     char *owned;                     /* a malloc'd body this reply frees: an ERROR's
                                         text, a document, an evicted result        */
-    struct gf_region *region;        /* REGION_ADD: the region being pinned       */
-    struct gf_region *removing;      /* REGION_REMOVE: the region being released  */
-    struct gf_frame *evicted;        /* a frame's result moved out of its slot (its
-                                        client stopped reading): a malloc'd copy of
-                                        the frame, for the accounting when it is
-                                        written; only its fields are read           */
-    void **gathering;                /* STATS, TRACE: where the gathering of every
-                                        shard's figures keeps this reply (gather.h);
-                                        NULL once it came                          */
-    gf_header request;               /* REGION_ADD, STATS, TRACE: its request     */
-} gf_reply;
+    gf_reply_release_fn release;     /* what it holds besides (NULL: nothing):
+                                        called once, when it is finished          */
+    void *extra;                     /* that: the release's own                   */
+    gf_header request;               /* a reply made later (gf_reply_pending): its
+                                        request                                   */
+};
 
 typedef struct gf_reply_queue {
     gf_link replies;                          /* owed and not yet written, in request order      */
@@ -76,23 +89,45 @@ typedef struct gf_reply_queue {
                                                  heap was last trimmed                      */
 } gf_reply_queue;
 
-/*
- * Encodes a reply header into `out`: the one place replies' headers are
- * built.  `version` is the request's (a version the daemon does not speak
- * gets a version-1 reply); `flags` is GF_FLAG_SHM on a shm RESULT, else 0.
- */
-void gf_reply_header(uint8_t out[GF_HEADER_BYTES], uint8_t version, uint8_t type, uint16_t flags,
-                     uint64_t frame_id, uint32_t pipeline_id, uint32_t status,
-                     uint64_t payload_bytes);
+/* A frame's reply, ready: a RESULT to the request `req` of `body_bytes` at
+ * `body`, the slot's output or, with `shm`, a shared-memory frame's result
+ * descriptor (GF_FLAG_SHM). */
+void gf_reply_result(gf_reply *r, const gf_header *req, const void *body, size_t body_bytes,
+                     int shm);
+
+/* A frame's reply, ready: an ERROR of `status` to the request `req`,
+ * carrying `text` of `len` bytes (malloc'd, the reply's from now on; NULL:
+ * none). */
+void gf_reply_error(gf_reply *r, const gf_header *req, uint32_t status, char *text, size_t len);
 
 /*
  * A loose reply of `type` and `status` to the request `h` (it echoes its
- * frame_id and pipeline_id), ready, carrying `body` of `body_bytes` (malloc'd,
- * or NULL: an empty body).  Takes `body` in every case.  Returns the reply,
- * or NULL without memory.
+ * frame_id and pipeline_id, and its version where the daemon speaks it),
+ * ready, carrying `body` of `body_bytes` (malloc'd, or NULL: an empty
+ * body).  Takes `body` in every case.  Returns the reply, or NULL without
+ * memory.
  */
 gf_reply *gf_reply_loose(uint8_t type, const gf_header *h, uint32_t status, char *body,
                          size_t body_bytes);
+
+/* A loose reply to the request `h`, not ready: it is made later
+ * (gf_replyq_answer), and holds what `release` lets go (with `extra`) if it
+ * is finished before.  Returns it, or NULL without memory. */
+gf_reply *gf_reply_pending(const gf_header *h, gf_reply_release_fn release, void *extra);
+
+/* The queued pending reply `r` is made: `type` and `status`, carrying
+ * `owned` of `bytes` (malloc'd, counted as loose bytes from now on; NULL:
+ * an empty body); it holds nothing more; it is ready. */
+void gf_replyq_answer(gf_reply_queue *q, gf_reply *r, uint8_t type, uint32_t status, char *owned,
+                      size_t bytes);
+
+/* Sends an ERROR of `status` carrying `text` (cut at GF_ERROR_TEXT_MAX_BYTES)
+ * on `fd` at once, in one non-blocking send, for a socket that no queue
+ * serves: a connection refused before any shard served it, or frames a
+ * daemon that cannot go on fails.  It answers the request `req` (its
+ * version, frame and pipeline ids), or none when NULL.  Best effort: a full
+ * socket loses it.  Any thread. */
+void gf_reply_send_error(int fd, const gf_header *req, uint32_t status, const char *text);
 
 /* An empty queue adding its loose bytes to *total_loose_bytes and
  * *loose_since_trim_bytes. */
@@ -102,19 +137,16 @@ void gf_replyq_init(gf_reply_queue *q, uint64_t *total_loose_bytes,
 /* Appends `r` (owed to `conn`) and counts it. */
 void gf_replyq_push(gf_reply_queue *q, gf_reply *r, struct gf_conn *conn);
 
-/* Gives the queued loose reply `r` its malloc'd body (counted as loose bytes
- * from now on). */
-void gf_replyq_set_body(gf_reply_queue *q, gf_reply *r, char *owned, size_t bytes);
-
 /* Takes `r` off the list unwritten; it stays counted until released. */
 void gf_replyq_remove(gf_reply *r);
 
 /* Puts the loose reply `with` where `r` stands (r is taken off unreleased). */
 void gf_replyq_replace(gf_reply_queue *q, gf_reply *r, gf_reply *with);
 
-/* `r` is finished (written, dropped or taken back): it is no longer counted,
+/* `r` is finished (written, dropped or taken back; `delivered`: written
+ * whole): what it holds is let go (its release), it is no longer counted,
  * and its owned body is freed. */
-void gf_replyq_release(gf_reply_queue *q, gf_reply *r);
+void gf_replyq_release(gf_reply_queue *q, gf_reply *r, int delivered);
 
 /* The first reply on the queue, or NULL. */
 gf_reply *gf_replyq_head(const gf_reply_queue *q);

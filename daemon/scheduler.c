@@ -229,31 +229,19 @@ void gf_sched_received(gf_sched *s, gf_sched_client *c) {
         s->hooks.wake(s->hooks.arg);
 }
 
-/* Adds `c` to told[0..*n) unless it is there already: each client with
- * frames in a batch is told once.  Its frames usually lie together, so the
- * search starts at the last. */
-static void note_client(gf_sched_client **told, uint32_t *n, gf_sched_client *c) {
-    assert(c != NULL);
-    for (uint32_t i = *n; i-- > 0;)
-        if (told[i] == c)
-            return;
-    told[(*n)++] = c;
-}
-
-/* Tells each of told[0..n) that its frames of `b` have their replies ready.
- * Writing or dropping them may release every frame: the slot must not go
- * back to the ring (and be claimed anew) meanwhile. */
-static void tell_clients(gf_sched *s, gf_slot *b, gf_sched_client **told, uint32_t n,
-                         int completed) {
+/* `b` finished (`completed`: back from the engine; else refused by it):
+ * its frames are answered (the `finished` hook).  Answering may release
+ * every frame: the slot must not go back to the ring (and be claimed anew)
+ * meanwhile. */
+static void finish_slot(gf_sched *s, gf_slot *b, int completed) {
     gf_slot_hold(b);
-    for (uint32_t i = 0; i < n; i++)
-        s->hooks.replies_ready(told[i], b, completed, s->hooks.arg);
+    s->hooks.finished(b, completed, s->hooks.arg);
     if (gf_slot_unhold(&s->ring, b))
         s->hooks.wake(s->hooks.arg);
 }
 
 /* Hands the closed slot `b` and its batch to the engine; on its refusal
- * every frame's ERROR reply is made ready. */
+ * every frame fails with engine. */
 static void submit(gf_sched *s, gf_slot *b) {
     uint64_t now = gf_now_ns(), waited = 0;
     uint32_t frames = 0;
@@ -289,32 +277,15 @@ static void submit(gf_sched *s, gf_slot *b) {
     }
     b->in_flight = 0;
     s->in_flight--;
-    gf_sched_client *told[GF_SLOT_FRAMES_MAX];
-    uint32_t told_count = 0;
     for (uint32_t i = 0; i < b->frame_count; i++) {
         gf_frame *f = &b->frames[i];
         if (!f->batched)
             continue;
-        f->batched = 0;
-        note_client(told, &told_count, f->client);
         f->status = GF_ERR_ENGINE;
         s->stats->rejected[GF_ERR_ENGINE]++;
         s->stats->frames_failed++;
-        /* Out of memory leaves the ERROR without its text, not the frame
-         * without a reply. */
-        char *text = malloc(GF_ERROR_TEXT_MAX_BYTES);
-        size_t len =
-            text ? gf_errorf(text, GF_ERROR_TEXT_MAX_BYTES,
-                             "the %s engine could not start this frame", s->engine->ops->name)
-                 : 0;
-        f->reply.owned = text;
-        f->reply.body = text;
-        f->reply.body_bytes = len;
-        gf_reply_header(f->reply.header, f->version, GF_MSG_ERROR, 0, f->frame_id, f->pipeline_id,
-                        GF_ERR_ENGINE, len);
-        f->reply.ready = 1;
     }
-    tell_clients(s, b, told, told_count, 0);
+    finish_slot(s, b, 0);
     s->hooks.submitted(b, rc, s->hooks.arg);
 }
 
@@ -424,30 +395,6 @@ void gf_sched_release(gf_sched *s, gf_frame *f) {
         s->hooks.wake(s->hooks.arg);
 }
 
-/* A finished frame's reply: its header, and its body where the engine left
- * the result (the slot's output, or the client's region). */
-static void frame_reply(gf_sched *s, gf_frame *f) {
-    gf_reply *r = &f->reply;
-    if (f->status == GF_OK && f->region) {
-        gf_reply_header(r->header, f->version, GF_MSG_RESULT, GF_FLAG_SHM, f->frame_id,
-                        f->pipeline_id, GF_OK, GF_SHM_RESULT_BYTES);
-        r->body = f->shm_result;
-        r->body_bytes = GF_SHM_RESULT_BYTES;
-    } else if (f->status == GF_OK) {
-        gf_reply_header(r->header, f->version, GF_MSG_RESULT, 0, f->frame_id, f->pipeline_id, GF_OK,
-                        f->out_bytes);
-        r->body = f->out_host;
-        r->body_bytes = f->out_bytes;
-    } else {
-        s->stats->rejected[f->status]++;
-        s->stats->frames_failed++;
-        gf_reply_header(r->header, f->version, GF_MSG_ERROR, 0, f->frame_id, f->pipeline_id,
-                        (uint32_t)f->status, 0);
-        r->body_bytes = 0;
-    }
-    r->ready = 1;
-}
-
 void gf_sched_complete(gf_slot *slot, void *arg) {
     gf_sched *s = arg;
     int prof = gf_prof_enter(GF_PROF_DONE);
@@ -456,20 +403,19 @@ void gf_sched_complete(gf_slot *slot, void *arg) {
     s->in_flight--;
     gf_engine_finish(s->engine, slot);
     uint64_t drained = gf_now_ns();
-    gf_sched_client *told[GF_SLOT_FRAMES_MAX];
-    uint32_t told_count = 0;
     for (uint32_t i = 0; i < slot->frame_count; i++) {
         gf_frame *f = &slot->frames[i];
         if (!f->batched)
             continue;
-        f->batched = 0;
-        note_client(told, &told_count, f->client);
         f->done_ns = slot->done_ns;
         f->drained_ns = drained;
         s->stats->frames_completed++;
-        frame_reply(s, f);
+        if (f->status != GF_OK) {
+            s->stats->rejected[f->status]++;
+            s->stats->frames_failed++;
+        }
     }
-    tell_clients(s, slot, told, told_count, 1);
+    finish_slot(s, slot, 1);
     /* Batches held open while the engine was busy may go now. */
     if (!gf_list_empty(&s->open))
         s->hooks.batches(s->hooks.arg);

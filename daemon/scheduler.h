@@ -51,11 +51,11 @@
  * while GF_BATCH_HOLD_IN_FLIGHT submissions keep the engine busy (until one
  * completes) and until its first frame has waited the pipeline's
  * max_batch_delay_us.  A batch only ever holds whole frames, so no client
- * that stalls or closes holds back another's.  When a slot completes, each
- * frame's reply header is built and marked ready, and the `replies_ready`
- * hook, called once for each connection with frames in it, writes or drops
- * them; each connection's replies go out in its own order (reply.h).  Loop
- * thread only.
+ * that stalls or closes holds back another's.  When a slot completes, the
+ * scheduler counts its frames and says so, once, through the `finished`
+ * hook; it never formats a reply: the connections' side makes each frame's
+ * reply (slots.h, gf_frame_reply; the bytes are reply.c's) and writes or
+ * drops them, each connection's in its own order.  Loop thread only.
  */
 #ifndef GF_SCHEDULER_H
 #define GF_SCHEDULER_H
@@ -97,13 +97,16 @@ typedef struct gf_sched_client {
 typedef struct gf_sched_hooks {
     /* `c` was granted a slot (its batch): go on with it, after this pass. */
     void (*granted)(gf_sched_client *c, void *arg);
-    /* `c`'s frames of `s` have their replies ready (results or errors):
-     * write them, or drop them if `c` is closing.  `completed`:
-     * called from gf_sched_complete, outside any connection's event, where
-     * writing at once is safe (the hot path: the slot goes back sooner);
-     * else from a refused submission inside `c`'s own processing, where
-     * the write must be deferred. */
-    void (*replies_ready)(gf_sched_client *c, gf_slot *s, int completed, void *arg);
+    /* `s` finished: each of its frames still `batched` has its status (the
+     * engine's, or GF_ERR_ENGINE from a refusal) and is to be answered:
+     * unbatched, its reply made (gf_frame_reply), then written, or dropped
+     * if its connection is closing.  `completed`: called from
+     * gf_sched_complete, outside any connection's event, where writing at
+     * once is safe (the hot path: the slot goes back sooner); else from a
+     * refused submission inside a connection's own processing, where the
+     * writes must be deferred.  The slot does not go back to the ring
+     * during the call. */
+    void (*finished)(gf_slot *s, int completed, void *arg);
     /* A slot went back to the ring: call gf_sched_grant after this event. */
     void (*wake)(void *arg);
     /* A batch opened, or the engine finished one: call

@@ -142,7 +142,7 @@ static void shard_fatal(gf_shard *sh, const char *fmt, ...) {
     char msg[GF_ERROR_TEXT_MAX_BYTES];
     va_list ap;
     va_start(ap, fmt);
-    size_t len = gf_verrorf(msg, sizeof msg, fmt, ap);
+    gf_verrorf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     GF_LOG_ERR("fatal: %s; failing %u batch(es) in flight and exiting", msg, sh->sched.in_flight);
     sh->failed = 1;
@@ -154,13 +154,9 @@ static void shard_fatal(gf_shard *sh, const char *fmt, ...) {
             if (!f->batched || !c || c->closing)
                 continue;
             /* Best effort and non-blocking: the reply queue order no longer matters. */
-            uint8_t hdr[GF_HEADER_BYTES];
-            gf_reply_header(hdr, f->version, GF_MSG_ERROR, 0, f->frame_id, f->pipeline_id,
-                            GF_ERR_TIMEOUT, len);
-            struct iovec iov[2] = {{.iov_base = hdr, .iov_len = sizeof hdr},
-                                   {.iov_base = msg, .iov_len = len}};
-            struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
-            (void)sendmsg(c->stream.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+            gf_header req = {
+                .version = f->version, .frame_id = f->frame_id, .pipeline_id = f->pipeline_id};
+            gf_reply_send_error(c->stream.fd, &req, GF_ERR_TIMEOUT, msg);
             sh->stats.rejected[GF_ERR_TIMEOUT]++;
             sh->stats.frames_failed++;
         }
@@ -370,7 +366,7 @@ static void timers_start(gf_shard *sh) {
  * scheduler over its slots. */
 static int engine_open(gf_shard *sh, const gf_shard_place *place) {
     static const gf_sched_hooks hooks = {.granted = gf_conn_io_granted,
-                                         .replies_ready = gf_conn_io_replies_ready,
+                                         .finished = gf_conn_io_finished,
                                          .wake = on_slot_back,
                                          .batches = on_batches,
                                          .receive_ready = gf_conn_io_receive_ready,
@@ -511,10 +507,7 @@ fail_free:
 void gf_shard_accept(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
     if (sh->draining) {
         /* Handed over as the drain began: told so, like every frame now. */
-        gf_refuse_fd(fd, NULL, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new connections");
-        sh->stats.rejected[GF_ERR_SHUTTING_DOWN]++;
-        sh->stats.connections_refused++;
-        atomic_fetch_sub_explicit(&sh->self->connections, 1, memory_order_relaxed);
+        gf_group_refuse_handoff(sh->group, sh->index, &sh->stats, fd, -1, NULL);
         return;
     }
     gf_conn_io_accept(sh, fd, uid, gid, pid);

@@ -89,23 +89,18 @@ int gf_shards_bind(const gf_config *cfg) {
 typedef struct accept_mail {
     gf_call call; /* to the shard; no answer */
     gf_group *group;
-    atomic_uint *connections; /* the shard's count, which includes this one */
+    uint32_t shard; /* whose count includes this one */
     int fd;
     uint32_t uid, gid, pid;
 } accept_mail;
 
-/* The shard's thread (owner NULL: it had stopped). */
+/* The shard's thread (owner NULL: it had stopped with the call queued). */
 static void on_accept_mail(gf_call *m, void *owner) {
     accept_mail *a = gf_list_entry(m, accept_mail, call);
-    if (owner != NULL) {
+    if (owner != NULL)
         gf_shard_accept(owner, a->fd, a->uid, a->gid, a->pid);
-    } else {
-        /* Its shard stopped with the mail in its box. */
-        gf_refuse_fd(a->fd, NULL, GF_ERR_SHUTTING_DOWN,
-                     "the daemon is stopping; no new connections");
-        gf_group_count_refusal(a->group, GF_ERR_SHUTTING_DOWN);
-        atomic_fetch_sub_explicit(a->connections, 1, memory_order_relaxed);
-    }
+    else
+        gf_group_refuse_handoff(a->group, a->shard, NULL, a->fd, -1, NULL);
     free(a);
 }
 
@@ -145,16 +140,15 @@ static void on_accepted(gf_listener *l, int fd, uint32_t uid, uint32_t gid, uint
     }
     *a = (accept_mail){.call.run = on_accept_mail,
                        .group = &g->group,
-                       .connections = &g->group.shard[k].connections,
+                       .shard = k,
                        .fd = fd,
                        .uid = uid,
                        .gid = gid,
                        .pid = pid};
-    atomic_fetch_add_explicit(a->connections, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g->group.shard[k].connections, 1, memory_order_relaxed);
     if (gf_call_post(&g->group.shard[k].mailbox, &a->call) < 0) {
-        atomic_fetch_sub_explicit(a->connections, 1, memory_order_relaxed);
         free(a);
-        gf_listener_refuse(l, fd, GF_ERR_SHUTTING_DOWN, "the daemon is stopping");
+        gf_group_refuse_handoff(&g->group, k, NULL, fd, -1, NULL);
     }
 }
 

@@ -78,6 +78,25 @@ int gf_slot_unhold(gf_slot_ring *ring, gf_slot *s) {
     return 1;
 }
 
+void gf_frame_reply(gf_frame *f, const char *refused_by) {
+    gf_header req = {.version = f->version, .frame_id = f->frame_id, .pipeline_id = f->pipeline_id};
+    if (refused_by != NULL) {
+        /* Out of memory leaves the ERROR without its text, not the frame
+         * without a reply. */
+        char *text = malloc(GF_ERROR_TEXT_MAX_BYTES);
+        size_t len = text ? gf_errorf(text, GF_ERROR_TEXT_MAX_BYTES,
+                                      "the %s engine could not start this frame", refused_by)
+                          : 0;
+        gf_reply_error(&f->reply, &req, (uint32_t)f->status, text, len);
+    } else if (f->status == GF_OK && f->region) {
+        gf_reply_result(&f->reply, &req, f->shm_result, GF_SHM_RESULT_BYTES, 1);
+    } else if (f->status == GF_OK) {
+        gf_reply_result(&f->reply, &req, f->out_host, f->out_bytes, 0);
+    } else {
+        gf_reply_error(&f->reply, &req, (uint32_t)f->status, NULL, 0);
+    }
+}
+
 int gf_frame_release(gf_slot_ring *ring, gf_frame *f) {
     assert(!f->batched);
     /* The frame is over: a plugin stage that a reload removed may go now. */

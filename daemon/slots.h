@@ -177,6 +177,13 @@ int gf_slot_unhold(gf_slot_ring *ring, gf_slot *s);
  * 0 when it holds frames and must go to the engine. */
 int gf_slot_close(gf_slot_ring *ring, gf_slot *s);
 
+/* Makes the reply of frame `f`, done with its batch: a RESULT where the
+ * engine left it (the slot's output, or the client's region) for GF_OK,
+ * else an ERROR of its status; `refused_by` names the engine that refused
+ * the submission (an ERROR with that text), NULL when it completed.  The
+ * words of the reply are reply.c's; this says what the frame's outcome is. */
+void gf_frame_reply(gf_frame *f, const char *refused_by);
+
 /* Releases frame `f`: its plugin stages may go.  Returns 1 when it was the
  * last of a closed slot, which went back to the ring, else 0. */
 int gf_frame_release(gf_slot_ring *ring, gf_frame *f);

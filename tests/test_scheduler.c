@@ -37,7 +37,7 @@ static gf_sched_client *granted[64];
 static unsigned granted_count, wakes, contended_count, refused_count;
 static gf_sched_client *answered_client;
 static gf_slot *answered_slot;
-static gf_sched_client *told[CLIENTS]; /* replies_ready's clients, in order */
+static gf_sched_client *told[CLIENTS]; /* on_finished's clients, in order */
 static unsigned told_count, batches_calls;
 
 static int fake_submit(gf_engine *e, gf_slot *s) {
@@ -64,13 +64,28 @@ static void on_granted(gf_sched_client *c, void *arg) {
 
 static int answered_completed; /* the hook's `completed`                   */
 
-static void on_replies_ready(gf_sched_client *c, gf_slot *s, int completed, void *arg) {
+/* The `finished` hook, as the connections' side (conn_io.c) does it: each
+ * frame still batched is unbatched and its reply made; each client with
+ * frames in the slot is told once, in the order its first frame lies. */
+static void on_finished(gf_slot *s, int completed, void *arg) {
     (void)arg;
     answered_completed = completed;
-    answered_client = c;
     answered_slot = s;
-    ck_assert_uint_lt(told_count, CLIENTS);
-    told[told_count++] = c;
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        gf_frame *f = &s->frames[i];
+        if (!f->batched)
+            continue;
+        f->batched = 0;
+        gf_frame_reply(f, completed ? NULL : "fake");
+        unsigned k = 0;
+        while (k < told_count && told[k] != f->client)
+            k++;
+        if (k == told_count) {
+            ck_assert_uint_lt(told_count, CLIENTS);
+            told[told_count++] = f->client;
+        }
+        answered_client = f->client;
+    }
 }
 
 static void on_batches(void *arg) {
@@ -131,7 +146,7 @@ static void setup(unsigned slot_count) {
     snprintf(echo2.name, sizeof echo2.name, "echo2");
     ck_assert_int_eq(gf_stats_init(&stats, 1, 0), 0);
     gf_sched_hooks hooks = {.granted = on_granted,
-                            .replies_ready = on_replies_ready,
+                            .finished = on_finished,
                             .wake = on_wake,
                             .batches = on_batches,
                             .receive_ready = on_receive_ready,
