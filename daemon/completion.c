@@ -5,7 +5,7 @@
 
 #include "loopprof.h"
 
-/* The async callback: runs on_done for everything pushed so far, oldest
+/* The loop thread, the async callback: runs on_done for everything pushed so far, oldest
  * first.  uv_async_send coalesces, so all of it, every time. */
 static void on_async(uv_async_t *handle) {
     gf_completion *q = handle->data;
@@ -36,6 +36,7 @@ int gf_completion_init(gf_completion *q, uv_loop_t *loop, gf_completion_cb on_do
     return uv_async_init(loop, &q->async, on_async);
 }
 
+/* An engine's thread (or any): a lock-free push, then a wake-up. */
 void gf_completion_push(gf_completion *q, gf_slot *slot) {
     gf_slot *old = atomic_load_explicit(&q->head, memory_order_relaxed);
     do {

@@ -5,6 +5,10 @@
  *
  * The LIST reply's codec (gf_pipelines_to_json and back) is protocol/listing.h,
  * included here for the daemon's modules.
+ *
+ * Any thread: each function works on the configurations it is given (a
+ * reload loads one on a thread of its own and checks it on the control
+ * loop's thread pool, reload.h; the shards only read theirs).
  */
 #ifndef GF_CONFIG_H
 #define GF_CONFIG_H

@@ -28,6 +28,7 @@ static void stream_drop(gf_shard *sh, const gf_conn_stream *stream) {
 }
 
 gf_conn *gf_conn_new(gf_shard *sh, const gf_conn_stream *stream) {
+    GF_SHARD_OWNED(sh);
     gf_conn *c = calloc(1, sizeof *c);
     if (!c) {
         GF_LOG_ERR("accept: out of memory for a connection");
@@ -176,6 +177,7 @@ void gf_conn_finish(gf_reply *r, int delivered) {
     gf_conn *c = r->conn;
     gf_shard *sh = c->shard;
     gf_frame *frame = r->frame;
+    GF_SHARD_OWNED(sh);
     int prof = gf_prof_enter(GF_PROF_FINISH);
     /* A frame never submitted was truncated, one that failed was counted then. */
     if (frame && !delivered && frame->status == GF_OK && frame->submitted_ns)
@@ -333,6 +335,7 @@ void gf_conn_hand_over(gf_conn *c) {
 
 void gf_conn_close(gf_conn *c) {
     gf_shard *sh = c->shard;
+    GF_SHARD_OWNED(sh);
     if (c->closing)
         return;
     if (c->stream.pending_fd >= 0)

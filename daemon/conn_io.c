@@ -629,6 +629,7 @@ static void note_conn(gf_conn **told, uint32_t *n, gf_conn *c) {
 
 void gf_conn_io_finished(gf_slot *s, int completed, void *arg) {
     gf_shard *sh = arg;
+    GF_SHARD_OWNED(sh);
     gf_conn *told[GF_SLOT_FRAMES_MAX];
     uint32_t n = 0;
     for (uint32_t i = 0; i < s->frame_count; i++) {

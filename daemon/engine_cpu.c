@@ -35,6 +35,9 @@ typedef struct cpu_engine {
     cpu_worker *workers;
 } cpu_engine;
 
+/* The slot's worker thread: waits for a job, runs the batch's frames
+ * through their C references, and pushes the slot onto the completion
+ * queue; the loop meanwhile touches neither the slot nor its frames. */
 static void *worker_main(void *arg) {
     cpu_worker *w = arg;
     for (;;) {
@@ -77,6 +80,7 @@ static void *worker_main(void *arg) {
     }
 }
 
+/* The loop thread: hands the slot to its worker. */
 static int cpu_submit(gf_engine *e, gf_slot *slot) {
     cpu_worker *w = slot->engine_state;
     (void)e;
@@ -93,6 +97,7 @@ static void cpu_finish(gf_engine *e, gf_slot *slot) {
     (void)slot;
 }
 
+/* The shard's thread, at shutdown: stops and joins the workers. */
 static void cpu_close(gf_engine *e) {
     cpu_engine *ce = (cpu_engine *)e;
     for (uint32_t i = 0; ce->workers && i < e->slot_count; i++) {

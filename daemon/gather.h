@@ -2,11 +2,11 @@
 /*
  * STATS and TRACE of every shard: the shard that got the request asks each
  * other shard, by mail, for a snapshot of itself (introspect.h), taken on
- * that shard's own thread between two of its events; the last one to answer
- * mails the whole set back, and the asking shard builds the reply on its
- * own thread.  No shard reads another's state, and a reply counts every
- * frame answered before it was asked for: a shard takes its snapshot after
- * the event it is in, never in the middle of one.
+ * that shard's own thread between two of its events, in a call (mailbox.h)
+ * that each answers to the asking shard; once every one has, the asking
+ * shard builds the reply on its own thread.  No shard reads another's state, and a reply counts
+ * every frame answered before it was asked for: a shard takes its snapshot after the event it is
+ * in, never in the middle of one.
  */
 #ifndef GF_GATHER_H
 #define GF_GATHER_H

@@ -10,8 +10,8 @@
 #include "reply.h"
 #include "stats.h"
 
-void gf_group_refuse_handoff(gf_group *g, uint32_t shard, gf_stats *stats, int fd,
-                             int pending_fd, const gf_header *frame) {
+void gf_group_refuse_handoff(gf_group *g, uint32_t shard, gf_stats *stats, int fd, int pending_fd,
+                             const gf_header *frame) {
     gf_reply_send_error(fd, frame, GF_ERR_SHUTTING_DOWN,
                         frame ? "the daemon is stopping and took no new frame"
                               : "the daemon is stopping; no new connections");

@@ -127,6 +127,7 @@ static int take_recent(const gf_shard *sh, gf_snapshot *snap) {
 }
 
 int gf_snapshot_take(const gf_shard *sh, gf_snapshot *snap, uint32_t trace_frames) {
+    GF_SHARD_OWNED(sh);
     memset(snap, 0, sizeof *snap);
     snap->present = 1;
     snap->shard = sh->index;

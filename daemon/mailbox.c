@@ -8,7 +8,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-/* Puts `c` on `mb`'s queue unless it is closed.  Returns 0 or -1. */
+/* Puts `c` on `mb`'s queue unless it is closed.  Any thread.  Returns 0 or
+ * -1. */
 static int enqueue(gf_mailbox *mb, gf_call *c) {
     uv_mutex_lock(&mb->lock);
     int closed = mb->closed;
@@ -21,14 +22,16 @@ static int enqueue(gf_mailbox *mb, gf_call *c) {
 }
 
 /* The callee's side is over (run has returned): the answer goes back, or,
- * when the caller's mailbox is closed, `done` cleans up here. */
+ * when the caller's mailbox is closed, `done` cleans up here.  The callee's
+ * thread: its loop's, or a spawned call's own. */
 static void answer(gf_call *c) {
     c->answering = 1;
     if (enqueue(c->reply_to, c) < 0)
         c->done(c, NULL);
 }
 
-/* Runs one call taken off a queue with `owner` (NULL: not delivered). */
+/* Runs one call taken off a queue with `owner` (NULL: not delivered), on
+ * the mailbox's owner's thread. */
 static void deliver(gf_call *c, void *owner) {
     if (c->answering) {
         c->done(c, owner);
@@ -81,7 +84,7 @@ typedef struct spawned {
     void (*work)(gf_call *c);
 } spawned;
 
-/* The spawned thread: the work, then the answer. */
+/* A spawned call's own thread: the work, then the answer. */
 static void *spawned_main(void *arg) {
     spawned s = *(spawned *)arg;
     free(arg);

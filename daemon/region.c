@@ -112,21 +112,25 @@ fail:
 }
 
 void gf_region_ref(gf_region *r) {
+    GF_SHARD_OWNED(r->shard);
     r->refs++;
 }
 
 void gf_region_leave(gf_region *r) {
+    GF_SHARD_OWNED(r->shard);
     r->shard->stats.regions_open--;
     r->shard->stats.region_bytes -= r->bytes;
     r->shard = NULL;
 }
 
 void gf_region_arrive(gf_region *r, gf_shard *sh) {
+    GF_SHARD_OWNED(sh);
     sh->stats.regions_open++;
     sh->stats.region_bytes += r->bytes;
     r->shard = sh;
 }
 
+/* On a worker of the shard's thread pool. */
 static void pin_work(uv_work_t *w) {
     gf_region *r = w->data;
     r->pin_status = gf_engine_pin(r->shard->engine, r->base, r->bytes, r->why, sizeof r->why);
@@ -174,6 +178,7 @@ static void region_free(gf_region *r) {
         released(arg);
 }
 
+/* On a worker of the shard's thread pool. */
 static void unpin_work(uv_work_t *w) {
     gf_region *r = w->data;
     gf_engine_unpin(r->shard->engine, r->base);
@@ -185,6 +190,7 @@ static void unpin_done(uv_work_t *w, int status) {
 }
 
 void gf_region_unref(gf_region *r) {
+    GF_SHARD_OWNED(r->shard);
     if (--r->refs > 0)
         return;
     /* No frame uses it: the engine's copies of it are all complete. */

@@ -290,6 +290,7 @@ static void on_drain_timeout(uv_timer_t *t) {
 }
 
 void gf_shard_shutdown(gf_shard *sh) {
+    GF_SHARD_OWNED(sh);
     if (sh->draining)
         return;
     sh->draining = 1;
@@ -325,6 +326,7 @@ static void run_trim(gf_defer_item *it) {
 /* ---- run-time changes ------------------------------------------------------------- */
 
 void gf_shard_reload_apply(gf_shard *sh, const gf_config *next, gf_pipeline_stats *fresh) {
+    GF_SHARD_OWNED(sh);
     const gf_config *cur = sh->cfg;
     gf_stats_rekey_into(&sh->stats, cur->pipelines, cur->pipeline_count, next->pipelines,
                         next->pipeline_count, fresh);
@@ -465,6 +467,7 @@ int gf_shard_open(uv_loop_t *loop, const gf_config *cfg, gf_group *group,
         return -ENOMEM;
     }
     sh->loop = loop;
+    sh->thread = uv_thread_self();
     sh->cfg = cfg;
     sh->group = group;
     sh->index = place->index;
@@ -505,6 +508,7 @@ fail_free:
 }
 
 void gf_shard_accept(gf_shard *sh, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
+    GF_SHARD_OWNED(sh);
     if (sh->draining) {
         /* Handed over as the drain began: told so, like every frame now. */
         gf_group_refuse_handoff(sh->group, sh->index, &sh->stats, fd, -1, NULL);
@@ -520,6 +524,7 @@ int gf_shard_failed(const gf_shard *sh) {
 }
 
 int gf_shard_close(gf_shard *sh) {
+    GF_SHARD_OWNED(sh);
     int failed = sh->failed;
     gf_prof_print(sh->stats.frames_answered, uv_metrics_idle_time(sh->loop));
     /* The loop has stopped: from here a stage is destroyed where released. */

@@ -32,6 +32,7 @@
 #ifndef GF_SHARD_STATE_H
 #define GF_SHARD_STATE_H
 
+#include <assert.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -63,6 +64,8 @@ typedef struct gf_shard gf_shard;
 
 struct gf_shard {
     uv_loop_t *loop;
+    uv_thread_t thread;   /* its own: the one that touches everything here
+                             (GF_SHARD_OWNED)                              */
     const gf_config *cfg; /* the running configuration                       */
     gf_engine *engine;
     gf_sched sched;                         /* the slots and who gets them                      */
@@ -108,6 +111,19 @@ struct gf_shard {
     unsigned failed : 1;         /* fatal engine failure or drain timeout        */
     unsigned handles_closed : 1; /* the drain ended: every handle is closing     */
 };
+
+/* Whether the calling thread is `sh`'s own. */
+static inline int gf_shard_on_its_thread(const gf_shard *sh) {
+    uv_thread_t me = uv_thread_self();
+    return uv_thread_equal(&me, &sh->thread);
+}
+
+/* Debug builds assert the owning thread where a shard's state is touched by
+ * a call that another thread could make by mistake (Seastar's
+ * this_shard_id(), Redis 8's c->running_tid): a mail's run, a hook, a
+ * connection's or a region's entry points.  Compiled out with NDEBUG, as
+ * the default RelWithDebInfo build has it. */
+#define GF_SHARD_OWNED(sh) assert(gf_shard_on_its_thread(sh))
 
 /* The connection deadlines `cfg` sets (deadline.h). */
 static inline gf_deadline_limits gf_shard_deadline_limits(const gf_config *cfg) {

@@ -6,6 +6,7 @@
  */
 #include "shards.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -65,6 +66,8 @@ struct apply_round {
 
 struct gf_shards {
     uv_loop_t *loop;      /* the control loop                             */
+    uv_thread_t thread;   /* its thread: everything here is its own, but
+                             what group.h shares (CONTROL_LOOP)           */
     const gf_config *cfg; /* the running configuration, as the control
                              loop sees it (each shard has its own
                              pointer, switched when it applies a reload) */
@@ -79,6 +82,11 @@ struct gf_shards {
     uint32_t slot_count;     /* per shard, fixed                            */
     int draining;
 };
+
+/* Debug builds assert that the caller is the control loop's thread where
+ * its state is touched from a mail or a callback (shard.h's
+ * GF_SHARD_OWNED, for the control loop); nothing with NDEBUG. */
+#define CONTROL_LOOP(g) assert(uv_thread_equal(&(g)->thread, &(uv_thread_t){uv_thread_self()}))
 
 int gf_shards_bind(const gf_config *cfg) {
     return gf_listener_bind(cfg->socket_path, cfg->socket_group, cfg->socket_mode);
@@ -124,6 +132,7 @@ static uint32_t place(gf_shards *g, uint64_t *total) {
 
 static void on_accepted(gf_listener *l, int fd, uint32_t uid, uint32_t gid, uint32_t pid) {
     gf_shards *g = l->arg;
+    CONTROL_LOOP(g);
     char text[GF_ERROR_TEXT_MAX_BYTES];
     uint64_t total;
     uint32_t k = place(g, &total);
@@ -170,6 +179,7 @@ static void on_finished(gf_call *m, void *owner) {
     shard_thread *th = gf_list_entry(m, shard_thread, finished);
     gf_shards *g = th->owner;
     (void)owner;
+    CONTROL_LOOP(g);
     if (th->failed) {
         /* Every shard's thread is still there, serving or waiting on
          * `closing`: none has ended unjoined (ThreadSanitizer would count it
@@ -326,6 +336,7 @@ int gf_shards_open(uv_loop_t *loop, const gf_config *cfg, int listen_fd, int own
         return -ENOMEM;
     }
     g->loop = loop;
+    g->thread = uv_thread_self();
     g->control = control;
     g->cfg = cfg;
     g->slot_count = cfg->slot_count;
@@ -423,6 +434,7 @@ static void on_applied(gf_call *m, void *owner) {
         GF_LOG_WRN("reload: the control loop stopped before every shard applied it");
         return;
     }
+    CONTROL_LOOP(r->owner);
     if (--r->left > 0)
         return;
     r->done(r->arg);
@@ -440,6 +452,7 @@ static void on_apply(gf_call *m, void *owner) {
 
 int gf_shards_reload_apply(gf_shards *g, const gf_config *next, gf_shards_applied_cb done,
                            void *arg) {
+    CONTROL_LOOP(g);
     apply_round *r = calloc(1, sizeof *r);
     if (!r)
         return -ENOMEM;
