@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CUDA engine's graph cache (engine_cuda_graphs.h).  The shard's loop:
+ * a capture and its instantiation happen at a batch's first submission of
+ * its shape, on the loop, and never wait for the device.
+ */
+#include "engine_cuda_graphs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_cuda_launch.h"
+#include "plugin.h"
+
+/* Graphs a slot keeps, the least recently used replaced: the batch shapes
+ * that recur (a client's window, the pipeline's max_batch_frames). */
+#define GF_GRAPHS_PER_SLOT 16
+
+/* One captured batch: the launches of a batch of this shape on this slot,
+ * replayed as they were (addresses in the slot's buffers, lengths). */
+struct graph_entry {
+    cudaGraphExec_t exec; /* NULL: the entry is free                      */
+    int failed;           /* capture refused (a plugin's call that cannot
+                             be captured): such batches run plain        */
+    uint64_t last_used;   /* the slot's graph clock at its last replay    */
+    /* The shape: the stages (a plugin by its serial, never reused), the
+     * frames' places and lengths (the rest follows from these). */
+    uint32_t stage_count, frame_count;
+    gf_stage stages[GF_STAGES_MAX];
+    uint64_t serials[GF_STAGES_MAX];
+    uint64_t offset[GF_SLOT_FRAMES_MAX], in_bytes[GF_SLOT_FRAMES_MAX];
+};
+
+/* Whether batch `s` runs from a graph: cuda_graphs on (the slot has
+ * graphs), untimed (a timed batch records its events between the stages),
+ * every frame in the slot's own buffers (a shm frame's copies are its
+ * region's), of a pipeline whose launches cost more than one kernel's:
+ * a plugin's, or several stages (an elementwise stage alone is one kernel,
+ * or zero-copy), and with no plugin that says GF_PLUGIN_NO_GRAPHS. */
+static int runs_from_graph(const cuda_slot *cs, const gf_slot *s) {
+    const gf_pipeline *p = &s->frames[0].pipeline;
+    if (!cs->graphs || s->time_stages ||
+        (p->stage_count == 1 && !gf_kind_is_plugin(p->stages[0].kind)))
+        return 0;
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        if (gf_kind_is_plugin(p->stages[k].kind) &&
+            !gf_plugin_graphs_ok(gf_plugin_stage_api(p->stages[k].params.plugin)))
+            return 0;
+    for (uint32_t i = 0; i < s->frame_count; i++)
+        if (s->frames[i].region != NULL)
+            return 0;
+    return 1;
+}
+
+/* Stage `st`'s serial: its plugin's (gf_plugin_stage_serial), 0 for a built-in kind. */
+static uint64_t stage_serial(const gf_stage *st) {
+    return gf_kind_is_plugin(st->kind) ? gf_plugin_stage_serial(st->params.plugin) : 0;
+}
+
+/* Whether `g` is the graph of batch `s`. */
+static int same_shape(const graph_entry *g, const gf_slot *s) {
+    const gf_pipeline *p = &s->frames[0].pipeline;
+    if (!g->exec && !g->failed)
+        return 0;
+    if (g->frame_count != s->frame_count || g->stage_count != p->stage_count ||
+        memcmp(g->stages, p->stages, p->stage_count * sizeof p->stages[0]) != 0)
+        return 0;
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        if (g->serials[k] != stage_serial(&p->stages[k]))
+            return 0;
+    for (uint32_t i = 0; i < s->frame_count; i++)
+        if (g->offset[i] != s->frames[i].offset || g->in_bytes[i] != s->frames[i].in_bytes)
+            return 0;
+    return 1;
+}
+
+/* Captures batch `s`'s launches into `g`, replacing what it held.  A
+ * failure leaves `g` marked failed (those batches run plain) and the
+ * stream out of capture. */
+static void capture(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, graph_entry *g) {
+    const gf_pipeline *p = &s->frames[0].pipeline;
+    if (g->exec)
+        cudaGraphExecDestroy(g->exec);
+    g->exec = NULL;
+    g->failed = 1;
+    g->stage_count = p->stage_count;
+    g->frame_count = s->frame_count;
+    memcpy(g->stages, p->stages, p->stage_count * sizeof p->stages[0]);
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        g->serials[k] = stage_serial(&p->stages[k]);
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        g->offset[i] = s->frames[i].offset;
+        g->in_bytes[i] = s->frames[i].in_bytes;
+    }
+    cudaGraph_t graph = NULL;
+    if (cudaStreamBeginCapture(cs->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    cudaError_t err = gf__cuda_enqueue(ce, s, cs);
+    cudaError_t end = cudaStreamEndCapture(cs->stream, &graph);
+    if (err == cudaSuccess && end == cudaSuccess &&
+        cudaGraphInstantiate(&g->exec, graph, 0) == cudaSuccess)
+        g->failed = 0;
+    else
+        g->exec = NULL;
+    if (graph)
+        cudaGraphDestroy(graph);
+    if (g->failed) {
+        cudaGetLastError();
+        GF_LOG_WRN("engine cuda: pipeline %s: a batch of %u frame(s) could not be captured as a "
+                   "CUDA graph (%s); batches of its shape run without one",
+                   p->name, s->frame_count, cudaGetErrorString(err ? err : end));
+    }
+}
+
+/* The graph of batch `s` on its slot: found, or captured in the least
+ * recently used entry; NULL when its shape cannot be captured. */
+static cudaGraphExec_t graph_for(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
+    graph_entry *lru = &cs->graphs[0];
+    for (int i = 0; i < GF_GRAPHS_PER_SLOT; i++) {
+        graph_entry *g = &cs->graphs[i];
+        if (same_shape(g, s)) {
+            lru = g;
+            goto found;
+        }
+        if (g->last_used < lru->last_used)
+            lru = g;
+    }
+    capture(ce, s, cs, lru);
+found:
+    lru->last_used = ++cs->graph_clock;
+    s->zero_copy = gf__cuda_zero_copy(ce, s);
+    return lru->exec;
+}
+
+cudaGraphExec_t gf__cuda_graph(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
+    return runs_from_graph(cs, s) ? graph_for(ce, s, cs) : NULL;
+}
+
+int gf__cuda_graphs_open(cuda_slot *cs) {
+    cs->graphs = calloc(GF_GRAPHS_PER_SLOT, sizeof *cs->graphs);
+    return cs->graphs ? 0 : -ENOMEM;
+}
+
+void gf__cuda_graphs_close(cuda_slot *cs) {
+    for (int i = 0; cs->graphs && i < GF_GRAPHS_PER_SLOT; i++)
+        if (cs->graphs[i].exec)
+            cudaGraphExecDestroy(cs->graphs[i].exec);
+    free(cs->graphs);
+    cs->graphs = NULL;
+}

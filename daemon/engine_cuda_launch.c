@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CUDA engine: a batch's copies and launches on its slot's stream
+ * (engine_cuda_launch.h).  The shard's loop, or its thread at start-up
+ * (the warm-up); nothing here waits for the device.
+ */
+#include "engine_cuda_launch.h"
+
+#include "kernels.h"
+#include "plugin.h"
+
+/* Records event `ev` on the slot's stream when the scheduler asked for this
+ * frame's stage times (one frame in timing_sample_every). */
+static cudaError_t mark(const gf_slot *s, cuda_slot *cs, int ev) {
+    return s->time_stages ? cudaEventRecord(cs->ev[ev], cs->stream) : cudaSuccess;
+}
+
+/* Launches stage `st` on the slot's stream: a plugin's launch on this
+ * device's side with the slot's own stream index (stream_base + the slot's
+ * index: the device's shards never share one), or the built-in kind's
+ * kernel. */
+static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage *st, const void *in,
+                                uint64_t in_bytes, void *out) {
+    if (gf_kind_is_plugin(st->kind)) {
+        const gf_plugin *api = gf_plugin_stage_api(st->params.plugin);
+        const cuda_engine *ce = (const cuda_engine *)cs->engine;
+        return (cudaError_t)api->launch(gf_plugin_stage_device(st->params.plugin, ce->device),
+                                        ce->stream_base + s->index, in, in_bytes, out, cs->stream);
+    }
+    gf_launch_fn launch = gf_kernel_launcher(st->kind);
+    if (launch == NULL) /* refused by gf__engine_cuda_prepare: never here */
+        return cudaErrorInvalidDeviceFunction;
+    return (cudaError_t)launch(&st->params, in, (size_t)in_bytes, out, cs->stream);
+}
+
+/* Launches stage `st` (stage k of the pipeline) for every frame of the slot,
+ * each frame's input at `in` + its offset and output at `out` + its offset:
+ * a plugin with launch_batch gets them in calls of at most its
+ * max_batch_frames, anything else one launch a frame. */
+static cudaError_t launch_frames(const gf_slot *s, cuda_slot *cs, const gf_stage *st, uint32_t k,
+                                 uint8_t *in, uint8_t *out) {
+    const gf_plugin *api =
+        gf_kind_is_plugin(st->kind) ? gf_plugin_stage_api(st->params.plugin) : NULL;
+    uint32_t per_call = api ? gf_plugin_batch_frames(api) : 0;
+    cudaError_t err = cudaSuccess;
+    if (per_call == 0) {
+        for (uint32_t i = 0; i < s->frame_count && err == cudaSuccess; i++) {
+            const gf_frame *f = &s->frames[i];
+            uint64_t n = k == 0 ? f->in_bytes : f->stage_bytes[k - 1];
+            err = launch_stage(s, cs, st, in + f->offset, n, out + f->offset);
+        }
+        return err;
+    }
+    const cuda_engine *ce = (const cuda_engine *)cs->engine;
+    void *dev = gf_plugin_stage_device(st->params.plugin, ce->device);
+    gf_plugin_frame frames[GF_SLOT_FRAMES_MAX];
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        const gf_frame *f = &s->frames[i];
+        frames[i] = (gf_plugin_frame){.in_dev = in + f->offset,
+                                      .in_bytes = k == 0 ? f->in_bytes : f->stage_bytes[k - 1],
+                                      .out_dev = out + f->offset,
+                                      .out_bytes = f->stage_bytes[k]};
+    }
+    for (uint32_t i = 0; i < s->frame_count && err == cudaSuccess; i += per_call) {
+        uint32_t n = s->frame_count - i < per_call ? s->frame_count - i : per_call;
+        err = (cudaError_t)api->launch_batch(dev, ce->stream_base + s->index, frames + i, n,
+                                             cs->stream);
+    }
+    return err;
+}
+
+/* Whether every stage of `p` is elementwise (gf_pipeline_kind.elementwise). */
+static int all_elementwise(const gf_pipeline *p) {
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        if (!p->stages[k].kind->elementwise)
+            return 0;
+    return 1;
+}
+
+/* Whether shm frame `g` lies right after `f` both in their region and in
+ * the slot (no byte between them on either side), so that one copy moves
+ * both and writes nothing else into the client's region. */
+static int region_adjacent(const gf_frame *f, const gf_frame *g, int to_device) {
+    uint64_t bytes = to_device ? f->in_bytes : f->out_bytes;
+    const uint8_t *end = (to_device ? f->src : f->dst) + bytes;
+    return g->region == f->region && g->offset == f->offset + bytes &&
+           (to_device ? g->src : g->dst) == end;
+}
+
+/* Copies the batch's inputs to the device (to_device) or its results back:
+ * frames whose host side is the slot's own buffer lie end to end there and
+ * go in one copy per run of them; shm frames, in their client's region, go
+ * in one copy per run of frames that lie back to back both there and in the
+ * slot (a client's consecutive frames of a multiple of 256 bytes do), each
+ * on its own otherwise. */
+static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
+    enum cudaMemcpyKind dir = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    uint8_t *dev = to_device ? cs->in_dev : cs->out_dev;
+    uint8_t *host = to_device ? s->in_host : s->out_host;
+    for (uint32_t i = 0; i < s->frame_count;) {
+        const gf_frame *f = &s->frames[i];
+        uint64_t bytes = to_device ? f->in_bytes : f->out_bytes;
+        const void *from = to_device ? (const void *)f->src : dev + f->offset;
+        void *to = to_device ? (void *)(dev + f->offset) : f->dst;
+        uint32_t j = i + 1;
+        if (f->region != NULL) {
+            while (j < s->frame_count &&
+                   region_adjacent(&s->frames[j - 1], &s->frames[j], to_device)) {
+                bytes += to_device ? s->frames[j].in_bytes : s->frames[j].out_bytes;
+                j++;
+            }
+        } else {
+            /* The run of frames in the slot's buffer from here. */
+            while (j < s->frame_count && s->frames[j].region == NULL)
+                j++;
+            const gf_frame *last = &s->frames[j - 1];
+            bytes = last->offset + (to_device ? last->in_bytes : last->out_bytes) - f->offset;
+            from = to_device ? (const void *)(host + f->offset) : dev + f->offset;
+            to = to_device ? (void *)(dev + f->offset) : host + f->offset;
+        }
+        if (bytes) {
+            cudaError_t err = cudaMemcpyAsync(to, from, bytes, dir, cs->stream);
+            if (err != cudaSuccess)
+                return err;
+        }
+        i = j;
+    }
+    return cudaSuccess;
+}
+
+/*
+ * Whether the batch runs zero-copy: its first stage reads the inputs from
+ * the slot's pinned input buffer across the bus and its last stage writes
+ * the results into the pinned output buffer, with no copy before or after.
+ * A small batch saves the two copies' fixed costs, a few µs of the GPU's
+ * and of the loop's time each (docs/design.md, "Small frames").  Only stages that
+ * read each byte once (`elementwise`, which only built-in kinds are: a
+ * plugin's kernel may read its input many times, each time across the bus)
+ * on the slot's own buffers (shm frames lie in their regions, not end to
+ * end) qualify.
+ * Pinned memory from cudaHostAlloc is addressable by kernels at the same
+ * address (unified addressing), and a kernel's writes to it are visible to
+ * the host once the stream's later host function or event has run.
+ */
+static int runs_zero_copy(const cuda_engine *ce, const gf_slot *s, int elementwise) {
+    const gf_frame *last = &s->frames[s->frame_count - 1];
+    uint64_t in_end = last->offset + last->in_bytes, out_end = last->offset + last->out_bytes;
+    if (!elementwise || in_end > ce->zero_copy_max_bytes || out_end > ce->zero_copy_max_bytes)
+        return 0;
+    for (uint32_t i = 0; i < s->frame_count; i++)
+        if (s->frames[i].region != NULL)
+            return 0;
+    return 1;
+}
+
+cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
+    const gf_pipeline *p = &s->frames[0].pipeline; /* every frame's */
+    const gf_frame *last = &s->frames[s->frame_count - 1];
+    int elementwise = all_elementwise(p);
+    int whole = s->frame_count == 1 || elementwise;
+    s->zero_copy = runs_zero_copy(ce, s, elementwise);
+    uint8_t *in_first = s->zero_copy ? s->in_host : cs->in_dev;
+    uint8_t *out_last = s->zero_copy ? s->out_host : cs->out_dev;
+    cudaError_t err;
+    if ((err = mark(s, cs, EV_START)) != cudaSuccess ||
+        (!s->zero_copy && (err = copy_frames(s, cs, 1)) != cudaSuccess) ||
+        (err = mark(s, cs, EV_H2D)) != cudaSuccess)
+        return err;
+    for (uint32_t k = 0; k < p->stage_count; k++) {
+        const gf_stage *st = &p->stages[k];
+        uint8_t *in = k == 0 ? in_first : cs->scratch_dev[(k - 1) % 2];
+        uint8_t *out = k + 1 == p->stage_count ? out_last : cs->scratch_dev[k % 2];
+        if (whole) {
+            /* One frame (at offset 0), or all of them as one input. */
+            uint64_t n = s->frame_count == 1 ? (k == 0 ? last->in_bytes : last->stage_bytes[k - 1])
+                                             : last->offset + last->in_bytes;
+            err = launch_stage(s, cs, st, in, n, out);
+        } else {
+            err = launch_frames(s, cs, st, k, in, out);
+        }
+        if (err != cudaSuccess)
+            return err;
+        if (k + 1 < p->stage_count && s->time_stages &&
+            (err = cudaEventRecord(cs->stage_ev[k], cs->stream)) != cudaSuccess)
+            return err;
+    }
+    if ((err = mark(s, cs, EV_KERNEL)) != cudaSuccess ||
+        (!s->zero_copy && (err = copy_frames(s, cs, 0)) != cudaSuccess))
+        return err;
+    return mark(s, cs, EV_D2H);
+}
+
+int gf__cuda_zero_copy(const cuda_engine *ce, const gf_slot *s) {
+    return runs_zero_copy(ce, s, all_elementwise(&s->frames[0].pipeline));
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CUDA engine: a batch's copies and launches on its slot's stream
+ * (engine_cuda_state.h has the engine's map).
+ */
+#ifndef GF_ENGINE_CUDA_LAUNCH_H
+#define GF_ENGINE_CUDA_LAUNCH_H
+
+#include "engine_cuda_state.h"
+
+/*
+ * Enqueues the slot's whole batch on its stream: the inputs' copies, each
+ * stage's kernels (stage k reads what stage k-1 wrote, intermediate results
+ * alternating between the slot's two scratch buffers on the device, each
+ * frame at its offset), the results' copies; a zero-copy batch
+ * (gf__cuda_zero_copy) has no copies, its first and last stages use the host
+ * buffers.  A batch of elementwise stages runs as one launch per stage over
+ * all its frames, the bytes between them included (GF_FRAME_ALIGN_BYTES);
+ * any other runs stage by stage, each stage over every frame: a plugin's
+ * launch_batch for all of them, or a launch a frame (launch_frames).
+ * Sets s->zero_copy.  The shard's loop (or its thread at start-up); never
+ * waits.  Returns the first failed call's error.
+ */
+cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs);
+
+/* Whether batch `s` runs zero-copy (its kernels on the pinned host
+ * buffers, no copy): elementwise stages, within zero_copy_max_bytes, no
+ * shm frame. */
+int gf__cuda_zero_copy(const cuda_engine *ce, const gf_slot *s);
+
+#endif
