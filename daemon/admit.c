@@ -10,6 +10,7 @@
 
 #include "loopprof.h"
 #include "region.h"
+#include "shard_state.h"
 
 /* What the checks of one FRAME header found. */
 typedef struct admission {
@@ -29,7 +30,7 @@ typedef struct admission {
  * output buffer, a chain's intermediate results against its scratch. */
 static uint32_t check_lengths(const gf_conn *c, uint32_t pipeline_id, admission *a) {
     const gf_config *cfg = c->shard->cfg;
-    const gf_slot *slot0 = &c->shard->sched.ring.slots[0];
+    const gf_slot_ring *ring = &c->shard->sched.ring;
     if (pipeline_id >= cfg->pipeline_count) {
         gf_errorf(a->why, sizeof a->why,
                   "pipeline id %u is not configured (ids 0..%zu; send LIST to see them)",
@@ -43,21 +44,21 @@ static uint32_t check_lengths(const gf_conn *c, uint32_t pipeline_id, admission 
         gf_errorf(a->why, sizeof a->why, "pipeline %s: %s", p->name, rule);
         return GF_ERR_BAD_LENGTH;
     }
-    if ((uint64_t)a->out_bytes > slot0->out_capacity_bytes) {
+    if ((uint64_t)a->out_bytes > ring->out_capacity_bytes) {
         gf_errorf(a->why, sizeof a->why,
                   "pipeline %s: output of %lld bytes exceeds the slot's %llu", p->name,
-                  (long long)a->out_bytes, (unsigned long long)slot0->out_capacity_bytes);
+                  (long long)a->out_bytes, (unsigned long long)ring->out_capacity_bytes);
         return GF_ERR_BAD_LENGTH;
     }
     /* A plugin's lengths are its own: one beyond what its max_output_bytes
      * promised at load must not run past the scratch. */
     for (uint32_t k = 0; k + 1 < p->stage_count; k++)
-        if (a->stage_bytes[k] > slot0->scratch_capacity_bytes) {
+        if (a->stage_bytes[k] > ring->scratch_capacity_bytes) {
             gf_errorf(a->why, sizeof a->why,
                       "pipeline %s: stage %u's output of %llu bytes exceeds the slot's %llu of "
                       "scratch",
                       p->name, k, (unsigned long long)a->stage_bytes[k],
-                      (unsigned long long)slot0->scratch_capacity_bytes);
+                      (unsigned long long)ring->scratch_capacity_bytes);
             return GF_ERR_BAD_LENGTH;
         }
     return GF_OK;

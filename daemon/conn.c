@@ -12,11 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "group.h"
 #include "heap_trim.h"
 #include "introspect.h"
 #include "log.h"
 #include "loopprof.h"
 #include "region.h"
+#include "shard_state.h"
 
 /* A stream nobody serves: its socket and memfd are closed, the count the
  * shard was given for it goes back. */

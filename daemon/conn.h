@@ -38,7 +38,10 @@
 #include "reply.h"
 #include "request.h"
 #include "scheduler.h"
-#include "shard_state.h"
+
+/* The shard that serves it (shard_state.h, which a file that reaches into
+ * the shard includes itself). */
+typedef struct gf_shard gf_shard;
 
 /* Payload bytes that may travel in a connection's read buffer and be copied
  * into the slot: a small frame then costs one read(2), not two, and a client

@@ -17,11 +17,13 @@
 
 #include "admit.h"
 #include "deadline.h"
+#include "group.h"
 #include "introspect.h"
 #include "log.h"
 #include "loopprof.h"
 #include "move.h"
 #include "query.h"
+#include "shard_state.h"
 
 static void on_io(uv_poll_t *h, int status, int events);
 
@@ -548,7 +550,7 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
         .drain_reading = sh->draining && !c->input_drained && c->reading,
         .receive_contended = gf_sched_receive_contended(&sh->sched),
     };
-    gf_deadline_limits lim = gf_shard_deadline_limits(cfg);
+    gf_deadline_limits lim = gf_deadline_limits_of(cfg);
     char why[GF_ERROR_TEXT_MAX_BYTES];
     switch (gf_deadline_due(&k, &lim, now_ns)) {
     case GF_DUE_NONE: return;

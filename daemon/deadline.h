@@ -27,6 +27,8 @@
 
 #include <stdint.h>
 
+#include "config.h"
+
 /* While stopping, a request begun but not complete is waited for this long
  * after the client's last bytes, then cut: a client in the middle of a
  * payload finishes it, a stalled one holds nothing up. */
@@ -84,5 +86,13 @@ uint64_t gf_deadline_batch_ns(uint64_t submitted_ns, uint32_t frames, uint32_t f
  * GF_WATCHDOG_PERIOD_MAX_MS. */
 uint64_t gf_deadline_period_ms(const gf_deadline_limits *l, uint32_t frame_timeout_ms,
                                int receive_contended);
+
+/* The connection deadlines `cfg` sets. */
+static inline gf_deadline_limits gf_deadline_limits_of(const gf_config *cfg) {
+    return (gf_deadline_limits){.request_timeout_ms = cfg->request_timeout_ms,
+                                .receive_stall_ms = cfg->receive_stall_ms,
+                                .write_timeout_ms = cfg->write_timeout_ms,
+                                .idle_timeout_ms = cfg->idle_timeout_ms};
+}
 
 #endif

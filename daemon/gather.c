@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "group.h"
 #include "mailbox.h"
 
 typedef struct gather gather;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "group.h"
 #include "loopprof.h"
 
 /* The span over which STATS reports GPU busy and overlap fractions. */
@@ -206,8 +207,8 @@ static void add_slots(cJSON *doc, const gf_shard *sh, const gf_snapshot *snaps, 
     cJSON_AddNumberToObject(slots, "free", (double)free_count);
     cJSON_AddNumberToObject(slots, "in_flight", (double)in_flight);
     cJSON_AddNumberToObject(slots, "per_shard", sh->sched.ring.count);
-    cJSON_AddNumberToObject(slots, "in_bytes", (double)sh->engine->slots[0].in_capacity_bytes);
-    cJSON_AddNumberToObject(slots, "out_bytes", (double)sh->engine->slots[0].out_capacity_bytes);
+    cJSON_AddNumberToObject(slots, "in_bytes", (double)sh->sched.ring.in_capacity_bytes);
+    cJSON_AddNumberToObject(slots, "out_bytes", (double)sh->sched.ring.out_capacity_bytes);
 }
 
 static int timed_busy(const gf_snapshot *snaps, uint32_t n, int device, uint32_t shard,

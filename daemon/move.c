@@ -16,6 +16,7 @@
 #include "log.h"
 #include "mailbox.h"
 #include "region.h"
+#include "shard_state.h"
 
 /* What travels: the connection's stream, copied whole, its buffered bytes
  * and its regions.  Nothing else of the old gf_conn goes: it owes nothing

@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include "gather.h"
+#include "group.h"
 #include "introspect.h"
 #include "log.h"
 #include "region.h"
+#include "shard_state.h"
 
 /* Queues a LIST, STATS or TRACE reply holding `doc` (consumed). */
 static void reply_json(gf_conn *c, const gf_header *h, cJSON *doc) {

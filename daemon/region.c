@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "group.h"
 #include "log.h"
 #include "shard_state.h"
 

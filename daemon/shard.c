@@ -166,7 +166,7 @@ static void shard_fatal(gf_shard *sh, const char *fmt, ...) {
 
 /* The watchdog's period for `cfg`, shorter while receivers contend. */
 static uint64_t watchdog_period_ms(const gf_shard *sh, const gf_config *cfg) {
-    gf_deadline_limits lim = gf_shard_deadline_limits(cfg);
+    gf_deadline_limits lim = gf_deadline_limits_of(cfg);
     return gf_deadline_period_ms(&lim, cfg->frame_timeout_ms,
                                  gf_sched_receive_contended(&sh->sched));
 }

@@ -2,32 +2,39 @@
 /*
  * One shard's serving loop: one struct that the daemon's serving files share
  * (shard.h keeps it opaque to everyone else).  Each shard (shards.h) has
- * its own, on its own thread.  It is data only; the calls between the files
- * that read it go one way, from the top down:
+ * its own, on its own thread.  It is data only, and no header hands it
+ * out: conn.h names a connection's shard without it, and a file that
+ * reaches into the shard includes this itself (with group.h or engine.h
+ * where it touches those), so what each file sees is on its include list.
+ * The calls between the files that read it go one way, from the top down:
  *
  *   shard.c       start-up, teardown, reload, graceful drain, the watchdog
  *                 and the fatal path, the deferred-work items of the loop
  *     conn_io.c   a connection's driver: its events, recvmsg and the request
- *                 loop, sendmsg of ready replies, EOF, its deadlines
+ *                 loop, sendmsg of ready replies, EOF, its deadlines, the
+ *                 scheduler's hooks (a finished slot's replies)
  *       query.c   LIST, STATS, TRACE and the region messages
- *         gather.c  STATS and TRACE of every shard: asked by mail
+ *         gather.c  STATS and TRACE of every shard: a call to each
  *       admit.c   a FRAME's admission: checks, a slot, its payload
  *       move.c    a connection handed to another shard, whose device runs
- *                 its FRAME's pipeline (by mail)
+ *                 its FRAME's pipeline (a call)
  *         conn.c  the connection itself: its replies and what finishing one
  *                 releases, taking back a frame, closing
  *           introspect.c  frame accounting, the STATS/LIST/TRACE documents
  *           region.c      shared-memory regions
  *           scheduler.c       slots: waiters, grants, batches, completion
- *             reply.c, slots.c, deadline.c, defer.c, alarm.c (a batch's
- *             delay), stats.c, trace.c ...
+ *             slots.c (a frame's outcome as a reply), reply.c (the one
+ *             encoder, the reply queue), deadline.c, defer.c, alarm.c (a
+ *             batch's delay), heap_trim.c, stats.c, trace.c ...
  *
- * What goes back up goes through hooks set at open (the scheduler's, the
- * listener's accept, a region's release) or through deferred work
- * (defer.h): an event marks what must happen next and one pass after the
- * loop's I/O does it.  Everything here belongs to the shard's thread; the
+ * What goes back up goes through hooks set at open (the scheduler's, a
+ * connection's conn_resume, the listener's accept, a region's release) or
+ * through deferred work (defer.h): an event marks what must happen next
+ * and one pass after the loop's I/O does it.  Everything here belongs to
+ * the shard's thread (GF_SHARD_OWNED asserts it in debug builds); the
  * engines reach it only through the completion queue, and other threads
- * only through its mailbox (group.h: the little that shards share).
+ * only through calls to its mailbox (mailbox.h; group.h: the little that
+ * shards share).
  */
 #ifndef GF_SHARD_STATE_H
 #define GF_SHARD_STATE_H
@@ -40,15 +47,16 @@
 #include "alarm.h"
 #include "completion.h"
 #include "config.h"
-#include "deadline.h"
 #include "defer.h"
-#include "engine.h"
-#include "group.h"
 #include "list.h"
-#include "log.h"
 #include "scheduler.h"
 #include "stats.h"
 #include "trace.h"
+
+/* Shared with other threads (group.h): a shard holds them by pointer; the
+ * files that touch them include group.h. */
+typedef struct gf_group gf_group;
+typedef struct gf_shard_shared gf_shard_shared;
 
 /* shard.h keeps it opaque; here it is whole. */
 typedef struct gf_shard gf_shard;
@@ -124,14 +132,6 @@ static inline int gf_shard_on_its_thread(const gf_shard *sh) {
  * connection's or a region's entry points.  Compiled out with NDEBUG, as
  * the default RelWithDebInfo build has it. */
 #define GF_SHARD_OWNED(sh) assert(gf_shard_on_its_thread(sh))
-
-/* The connection deadlines `cfg` sets (deadline.h). */
-static inline gf_deadline_limits gf_shard_deadline_limits(const gf_config *cfg) {
-    return (gf_deadline_limits){.request_timeout_ms = cfg->request_timeout_ms,
-                                .receive_stall_ms = cfg->receive_stall_ms,
-                                .write_timeout_ms = cfg->write_timeout_ms,
-                                .idle_timeout_ms = cfg->idle_timeout_ms};
-}
 
 /* Marks `it` to run after the current event (defer.h). */
 static inline void gf_shard_defer(gf_shard *sh, gf_defer_item *it) {

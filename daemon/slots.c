@@ -22,6 +22,9 @@ static void slot_put(gf_slot_ring *ring, gf_slot *slot) {
 int gf_slot_ring_init(gf_slot_ring *ring, gf_slot *slots, uint32_t count) {
     ring->slots = slots;
     ring->count = count;
+    ring->in_capacity_bytes = count ? slots[0].in_capacity_bytes : 0;
+    ring->out_capacity_bytes = count ? slots[0].out_capacity_bytes : 0;
+    ring->scratch_capacity_bytes = count ? slots[0].scratch_capacity_bytes : 0;
     gf_list_init(&ring->free);
     ring->free_count = 0;
     for (uint32_t i = 0; i < count; i++) {

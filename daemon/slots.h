@@ -136,6 +136,9 @@ typedef struct gf_slot {
 typedef struct gf_slot_ring {
     gf_slot *slots; /* the engine's array, `count` long          */
     uint32_t count;
+    /* Every slot's buffers (the engine sizes them alike): what a frame,
+     * its result and a chain's intermediate result may take. */
+    uint64_t in_capacity_bytes, out_capacity_bytes, scratch_capacity_bytes;
     gf_link free; /* FIFO, so frames rotate over all streams */
     uint32_t free_count;
 } gf_slot_ring;
