@@ -1,17 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One shard: start-up and teardown, the deferred work of the loop, the
- * watchdog and the fatal path, the graceful drain, and reloads.  It wires
- * the pieces together at open: the listener hands accepted sockets to
- * conn_io.c, the completion queue hands finished slots to the scheduler,
- * and the scheduler's hooks reach connections (conn_io.c) and the deferred
- * work here.  shard_state.h draws the whole map.
- *
- * Where a frame goes:
- *   read      conn_io.c   on_io -> conn_read -> admit.c (a place in a slot)
- *   submit    scheduler.c     run_batches -> gf_sched_submit_batches -> gf_engine_submit
- *   complete  scheduler.c     completion.c's async callback -> gf_sched_complete
- *   answer    conn_io.c   conn_resume -> conn_flush -> gf_conn_finish (conn.c)
+ * watchdog and the fatal path, the graceful drain, and a reload's switch.
+ * It wires the pieces together at open: a socket the control loop hands it
+ * (gf_shard_accept) goes to conn_io.c, the completion queue hands finished
+ * slots to the scheduler, and the scheduler's hooks reach connections
+ * (conn_io.c) and the deferred work here.  shard_state.h draws the whole
+ * map.
  *
  * After start-up nothing here makes a blocking CUDA call (the engine's
  * submit only enqueues); a batch that misses its deadline on the engine

@@ -1,22 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One shard, as shards.c sees it: a libuv loop on its own thread.  It serves the
- * connections the control loop hands it, reads each frame's header into its connection's small
- * buffer and its payload straight into a claimed slot's (pinned) input
- * buffer, submits the slot to the engine, drains completions and writes
- * replies in request order.
+ * One shard, as shards.c sees it: a libuv loop on its own thread.  It
+ * serves the connections the control loop hands it, reads each frame's
+ * header into its connection's small buffer and its payload straight into a
+ * claimed slot's (pinned) input buffer, submits the slot to the engine,
+ * drains completions and writes replies in request order.
  *
- * Where a frame goes (shard_state.h draws the map of the files behind it):
- *   read      conn_io.c  on_io -> conn_read (recvmsg) -> conn_process ->
- *                        gf_admit_frame (admit.c: a place in a slot) ->
- *                        payload read straight into the slot
- *   submit    scheduler.c    gf_sched_submit_batches (deferred work, every
- *                        connection's whole frames of a pipeline together)
- *                        or gf_sched_end_batch -> gf_engine_submit
- *   complete  scheduler.c    completion.c's async callback -> gf_sched_complete
- *                        (reply headers ready; the connection is resumed)
- *   answer    conn_io.c  conn_resume -> conn_flush (sendmsg) ->
- *                        gf_conn_finish (conn.c: the slot goes back)
+ * Where a frame goes is drawn in conn_io.h, the connection's driver; which
+ * file of a shard does what, in shard_state.h.
  */
 #ifndef GF_SHARD_H
 #define GF_SHARD_H
