@@ -14,6 +14,12 @@
 #   64 x shm 16 MiB 64 clients by shared memory, window 2: GB/s in
 #
 #   bench/ab.sh OLD_BUILD NEW_BUILD [--engine cuda|cpu] [--short]
+#   bench/ab.sh --build SOURCE_DIR BUILD_DIR
+#
+# --build: builds gpuframed and gpuframe of SOURCE_DIR (this tree, or an old
+# commit's sources beside it: `git archive --prefix=old/ COMMIT | tar -x`)
+# into BUILD_DIR for sm_90, on a GPU machine with the libraries carried in
+# .deps/ (scripts/gpu-deps.sh), unpacked as scripts/gpu-check.sh does.
 #
 # The table gives each figure's median over the rounds for OLD and NEW,
 # NEW's ratio to OLD (above 1: better, latency inverted), the spread (the
@@ -23,7 +29,22 @@
 # host with 5 rounds.  Exit status 1 when a daemon or a client failed (its
 # figure is '?'), 2 on a bad command line.
 set -uo pipefail
-usage="usage: bench/ab.sh OLD_BUILD NEW_BUILD [--engine cuda|cpu] [--short]"
+usage="usage: bench/ab.sh OLD_BUILD NEW_BUILD [--engine cuda|cpu] [--short] | --build SOURCE_DIR BUILD_DIR"
+# Our libraries on a GPU machine: .deps/ unpacked under /opt/deps (scripts/gpu-check.sh).
+if [ -d "$(dirname "$0")/../.deps" ] && ls "$(dirname "$0")"/../.deps/*.deb > /dev/null 2>&1; then
+  [ -d /opt/deps/usr/lib ] || for f in "$(dirname "$0")"/../.deps/*.deb; do dpkg -x "$f" /opt/deps; done
+  L=/opt/deps/usr/lib/x86_64-linux-gnu
+  export PKG_CONFIG_PATH=$L/pkgconfig PKG_CONFIG_SYSROOT_DIR=/opt/deps LD_LIBRARY_PATH=$L
+  export CPATH=/opt/deps/usr/include
+fi
+if [ "${1:-}" = --build ]; then
+  [ $# = 3 ] && [ -f "$2/CMakeLists.txt" ] || { echo "$usage" >&2; exit 2; }
+  { cmake -S "$2" -B "$3" -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_TESTING=OFF &&
+    cmake --build "$3" -j"$(nproc)" --target gpuframed gpuframe; } > "$3.log" 2>&1 ||
+    { tail -20 "$3.log"; exit 1; }
+  echo "bench: ab: built $2 into $3"
+  exit 0
+fi
 [ $# -ge 2 ] && [ -d "$1" ] && [ -d "$2" ] || { echo "$usage" >&2; exit 2; }
 old=$(cd "$1" && pwd) new=$(cd "$2" && pwd); shift 2
 engine=cuda short=0
