@@ -61,8 +61,8 @@ const gf_reload_limits *gf_shards_limits(const gf_shards *g);
 
 /*
  * A reload's last step, on the control loop: everything that can fail is
- * done first (each shard's new per-pipeline totals), so
- * that the reload is applied on every shard or, returning -ENOMEM, on none.
+ * done first (each shard's new per-pipeline totals), so that the reload is
+ * applied on every shard or, returning -ENOMEM, on none.
  * Then each shard switches to `next` between two of its events, and `done`
  * runs on the control loop once all have: only then may the caller free
  * the configuration it replaced.  Returns 0 or -ENOMEM.
