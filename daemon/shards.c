@@ -27,14 +27,16 @@
 #include "shard_plan.h"
 
 /* The control loop's handle on one shard's thread: starting, stopping and
- * joining it.  The shard itself (shard.h) lives on that thread. */
+ * joining it.  The shard itself (shard.h) lives on that thread, which
+ * alone sees it.  Calls (mailbox.h) carry everything between the two but
+ * the thread's own life: before the shard's mailbox exists and after it
+ * has closed there is nothing to post to, so three semaphores order its
+ * start (opened, go) and its end (closing). */
 typedef struct shard_thread {
     gf_shards *owner;
     gf_shard_place place;
     uv_thread_t thread;
     uv_loop_t loop;   /* its thread's */
-    gf_shard *shard;  /* set by its thread before `opened`; read by others
-                        after it (prepare, status), fixed until joined   */
     uv_sem_t opened;  /* its thread set open_rc                          */
     uv_sem_t go;      /* the control loop set proceed                    */
     uv_sem_t closing; /* the control loop is done: until then the thread
@@ -206,13 +208,13 @@ static void shard_main(void *arg) {
     shard_thread *th = arg;
     gf_shards *g = th->owner;
     gf_shard_shared *me = &g->group.shard[th->place.index];
+    gf_shard *sh = NULL;
     int rc = uv_loop_init(&th->loop);
-    if (rc == 0 &&
-        (rc = gf_shard_open(&th->loop, g->cfg, &g->group, &th->place, &th->shard)) == 0 &&
-        (rc = gf_mailbox_init(&me->mailbox, &th->loop, th->shard)) < 0) {
-        gf_shard_shutdown(th->shard);
+    if (rc == 0 && (rc = gf_shard_open(&th->loop, g->cfg, &g->group, &th->place, &sh)) == 0 &&
+        (rc = gf_mailbox_init(&me->mailbox, &th->loop, sh)) < 0) {
+        gf_shard_shutdown(sh);
         uv_run(&th->loop, UV_RUN_DEFAULT);
-        gf_shard_close(th->shard);
+        gf_shard_close(sh);
     }
     th->open_rc = rc;
     uv_sem_post(&th->opened);
@@ -222,9 +224,9 @@ static void shard_main(void *arg) {
     }
     uv_sem_wait(&th->go);
     if (!th->proceed)
-        gf_shard_shutdown(th->shard); /* nothing to drain: its handles close */
+        gf_shard_shutdown(sh); /* nothing to drain: its handles close */
     uv_run(&th->loop, UV_RUN_DEFAULT);
-    if (th->proceed && gf_shard_failed(th->shard)) {
+    if (th->proceed && gf_shard_failed(sh)) {
         th->failed = 1;
         if (gf_call_post(g->control, &th->finished) < 0)
             _exit(GF_EXIT_FAILURE);
@@ -237,7 +239,7 @@ static void shard_main(void *arg) {
         gf_call_post(g->control, &th->finished);
         uv_sem_wait(&th->closing);
     }
-    gf_shard_close(th->shard);
+    gf_shard_close(sh);
     int lc = uv_loop_close(&th->loop);
     if (lc != 0)
         GF_LOG_WRN("shard %u: event loop closed with handles still open: %s", th->place.index,
