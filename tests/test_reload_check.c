@@ -80,8 +80,10 @@ START_TEST(pipelines_beyond_the_slots_keep_the_running_ones) {
     start(ECHO ", " AFFINE);
     check("{\"slots\": 2, \"max_frame_bytes\": 1048576, \"devices\": \"0,1\", \"pipelines\": "
           "[" TWICE "]}");
-    ck_assert_str_eq(note, "needs a restart: the new pipelines need larger slot buffers than the "
-                           "daemon started with: the running pipelines stay");
+    /* Both 1 MiB frames' sizes: out as before, a scratch the slots lack. */
+    ck_assert_str_eq(note, "needs a restart: the new pipelines need slot buffers of 1048576 bytes "
+                           "out and 1048576 of scratch, the daemon started with 1048576 and 0: "
+                           "restart to run them; the running pipelines stay");
     ck_assert_uint_eq(next.pipeline_count, 2);
     ck_assert_str_eq(next.pipelines[0].name, "echo");
     ck_assert_str_eq(next.pipelines[1].name, "affine");
