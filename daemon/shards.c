@@ -201,9 +201,9 @@ static void on_finished(gf_call *m, void *owner) {
     gf_mailbox_close(g->control, NULL);
 }
 
-/* Opens the shard and its mailbox; the control loop waits for that
- * (opened), then says whether to serve (go).  Its engine is closed here,
- * on the thread whose device is current. */
+/* A shard's own thread, all its life: opens the shard and its mailbox; the
+ * control loop waits for that (opened), then says whether to serve (go).
+ * Its engine is closed here, on the thread whose device is current. */
 static void shard_main(void *arg) {
     shard_thread *th = arg;
     gf_shards *g = th->owner;
