@@ -173,8 +173,10 @@ static inline int gf_engine_pins(const gf_engine *e) {
  * is given, on the shard's thread at start-up, and a reload's check
  * (reload_check.h) for a reload's, on a worker of the control loop's
  * thread pool, never on a loop that serves frames: it may block for what
- * device_open takes.  Returns 0, or -1 with the first pipeline that cannot
- * run in why[why_len].
+ * device_open takes.  Returns 0, or a negative value with the first
+ * pipeline that cannot run in why[why_len]: -1, or a plugin's
+ * GF_PLUGIN_OPEN_FAILED_BEFORE when its device side failed on this device
+ * before (plugin.h).
  */
 int gf_engine_prepare(enum gf_engine_choice choice, int device, uint32_t device_streams,
                       gf_pipeline *pipelines, size_t count, char *why, size_t why_len);
