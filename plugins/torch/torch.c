@@ -369,7 +369,11 @@ static int torch_launch_batch(void *dev, uint32_t stream_index, const gf_plugin_
  * package is loaded, on one thread at start-up).
  */
 __attribute__((constructor)) static void aoti_check_inputs(void) {
-    setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", 1);
+    /* Not again where it is set (a reload loading this plugin while
+     * PyTorch's threads run): setenv may move the environment under them. */
+    const char *v = getenv("AOTI_RUNTIME_CHECK_INPUTS");
+    if (v == NULL || strcmp(v, "1") != 0)
+        setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", 1);
 }
 
 static const gf_plugin torch_plugin = {

@@ -6,16 +6,30 @@
  * exception out.
  *
  * The loader.  One torch::inductor::AOTIModelPackageLoader per device, made
- * by device_open with one runner per stream the daemon launches on
- * (num_runners = `streams`): the AOTInductor model container behind it holds
- * that many model instances over one copy of the weights.  A run takes a
- * free instance and gives it back once the GPU has finished that run (an
- * event it records on the run's stream); with as many instances as streams,
- * a run never waits for one, because each stream has at most one run in
- * flight and the daemon launches a slot's next submission only after its
- * last completed.  (A loader per stream would hold the weights once per
- * stream; the container's runs are thread-safe, so shards launch
- * concurrently, each on its own streams.)
+ * by device_open.  The AOTInductor model container behind it holds several
+ * model instances over one copy of the weights; a call takes a free instance
+ * and gives it back once the GPU has finished that call (an event it records
+ * on the call's stream), and when none is free it waits on the host for the
+ * oldest.  So that no launch ever waits, there are as many instances as
+ * calls can be in flight: one per call of a submission (64 frames in calls
+ * of max_batch), per stream index; the daemon launches a slot's next
+ * submission only after its last completed.  (A loader per stream would hold
+ * the weights once per stream; the container's runs are thread-safe, so
+ * shards launch concurrently, each on its own stream indices.)
+ *
+ * Lanes.  Each stream index has a lane: a CUDA stream of the plugin's own,
+ * on which that index's calls run, joined to the daemon's stream by two
+ * events (the daemon's stream -> the lane before a call, the lane -> the
+ * daemon's stream after it).  PyTorch's caching allocator keeps what it
+ * frees for reuse on the stream that allocated it, so the memory a call
+ * needs must be cached on the stream it runs on: device_open runs every
+ * batch size on every lane, as the daemon lays frames, until a pass
+ * allocates nothing, and launches then allocate no device memory.  What no
+ * device_open can do for a launch is PyTorch's per-thread state: the cuBLAS
+ * and cuDNN handles (and their workspaces) of a shard's thread are made by
+ * that thread's first call (README.md, "Memory").  Lanes' streams outlive
+ * their package, kept for the next one on the device (a reload), because
+ * the blocks cached on them are reused only on them.
  *
  * A launch.  The daemon lays a submission's frames at one stride in the
  * slot's device buffers, each at a multiple of 256 bytes, its output at the
@@ -23,9 +37,8 @@
  * multiple of 256 bytes long, the frames are one contiguous batch: the input
  * is a tensor over the slot's buffer itself (from_blob).  Otherwise each
  * input tensor is gathered into a batch by one cudaMemcpy2DAsync.  The model
- * runs on the slot's stream (the loader's stream argument, and a
- * CUDAStreamGuard for PyTorch's own allocations, which its caching allocator
- * then ties to that stream), and each output tensor is scattered into the
+ * runs on the lane (the loader's stream argument, and a CUDAStreamGuard for
+ * PyTorch's own allocations), and each output tensor is scattered into the
  * slot's output buffer by one more cudaMemcpy2DAsync.  Nothing waits for the
  * GPU and nothing goes through the host.
  *
@@ -39,9 +52,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -49,6 +66,7 @@
 #include <cuda_runtime.h>
 
 #include <ATen/ATen.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
@@ -63,6 +81,11 @@ namespace {
 constexpr uintptr_t kAotiAlignBytes = 16;
 /* How the AOTInductor container prints what a call threw. */
 const char kAotiError[] = "Error: ";
+/* Frames lie in the daemon's buffers at multiples of this. */
+constexpr uint64_t kFrameAlignBytes = 256;
+/* device_open's passes over every batch size on every lane, at most: the
+ * first fills PyTorch's caches, the next must allocate nothing. */
+constexpr int kWarmPassesMax = 4;
 /* Launch failures logged in full per device; later ones are counted only. */
 constexpr unsigned kFailuresLogged = 8;
 /* Metadata gpuframe-export writes into a package (aot_inductor.metadata). */
@@ -70,14 +93,47 @@ const char kMetaInputs[] = "gpuframe.inputs";
 const char kMetaOutputs[] = "gpuframe.outputs";
 const char kMetaMaxBatch[] = "gpuframe.max_batch";
 
+/* One stream index's lane (the file's comment): its stream, and the events
+ * that join it to the daemon's stream. */
+struct Lane {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t ready = nullptr; /* recorded on the daemon's stream, waited by the lane */
+    cudaEvent_t done = nullptr;  /* recorded on the lane, waited by the daemon's stream */
+};
+
+/* The lanes' streams of closed devices, per device, for the next
+ * device_open there: the blocks PyTorch cached on a stream are reused on it
+ * alone.  Any thread (device_open, device_close), under its mutex. */
+std::mutex spare_lock;
+std::map<c10::DeviceIndex, std::vector<cudaStream_t>> spare_streams;
+
 /* The device side of one stage on one device. */
 struct Device {
     const gf__torch_model *m = nullptr;
     c10::DeviceIndex index = 0;
     std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+    size_t instances = 0;   /* the model instances the loader holds       */
     uint32_t max_batch = 1; /* frames one call takes                       */
     bool batched = true;    /* the model's tensors lead with a batch dimension */
+    std::vector<Lane> lanes;
     std::atomic<unsigned> failures{0};
+
+    Device() = default;
+    Device(const Device &) = delete;
+    Device &operator=(const Device &) = delete;
+    /* Every launch has completed (device_close's contract). */
+    ~Device() {
+        loader.reset();
+        std::lock_guard<std::mutex> lock(spare_lock);
+        for (Lane &l : lanes) {
+            if (l.ready)
+                cudaEventDestroy(l.ready);
+            if (l.done)
+                cudaEventDestroy(l.done);
+            if (l.stream)
+                spare_streams[index].push_back(l.stream);
+        }
+    }
 };
 
 /* A call's outputs that the parameters do not describe: a configuration
@@ -370,8 +426,8 @@ void probe(Device &d, uint32_t want, cudaStream_t stream) {
 }
 
 /* The package's metadata must agree with the parameters where gpuframe-
- * export wrote it; returns the max_batch it gives (0: none). */
-uint32_t check_metadata(const Device &d) {
+ * export wrote it. */
+void check_metadata(const Device &d) {
     const gf__torch_model *m = d.m;
     auto meta = d.loader->get_metadata();
     auto agree = [&](const char *key, const char *param, const char *value) {
@@ -382,36 +438,144 @@ uint32_t check_metadata(const Device &d) {
     };
     agree(kMetaInputs, "inputs", m->in_text);
     agree(kMetaOutputs, "outputs", m->out_text);
-    auto it = meta.find(kMetaMaxBatch);
-    if (it == meta.end())
-        return 0;
-    long v = std::strtol(it->second.c_str(), nullptr, 10);
-    return v >= 1 ? static_cast<uint32_t>(std::min<long>(v, GF_TORCH_BATCH_MAX)) : 0;
+}
+
+/* The batch gpuframe-export wrote into the package's metadata, read
+ * without loading it; 0 when there is none. */
+uint32_t metadata_batch(const char *package) {
+    try {
+        auto meta =
+            torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(package, "model");
+        auto it = meta.find(kMetaMaxBatch);
+        long v = it == meta.end() ? 0 : std::strtol(it->second.c_str(), nullptr, 10);
+        return v >= 1 ? static_cast<uint32_t>(std::min<long>(v, GF_TORCH_BATCH_MAX)) : 0;
+    } catch (const std::exception &) {
+        return 0; /* loading it says what is wrong */
+    }
+}
+
+/* The most calls of the model one submission makes: its frames (at most
+ * GF_TORCH_BATCH_MAX, at one stride) in calls of max_batch. */
+size_t calls_per_submission(uint32_t max_batch) {
+    return (GF_TORCH_BATCH_MAX + max_batch - 1) / max_batch;
+}
+
+/* Loads the package with `instances` model instances, PyTorch's reason in
+ * the exception when it cannot. */
+void load(Device &d, size_t instances) {
+    d.loader.reset();
+    StderrCapture capture;
+    try {
+        d.loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
+            d.m->package, "model", false, instances, d.index);
+        d.instances = instances;
+    } catch (const std::exception &e) {
+        std::string printed = capture.finish();
+        throw std::runtime_error("cannot load: " + reason(e) +
+                                 (printed.empty() ? "" : " (" + printed + ")"));
+    }
+}
+
+/* Creates the lanes, taking the streams of closed devices first. */
+void open_lanes(Device &d, uint32_t count) {
+    d.lanes.resize(count);
+    for (Lane &l : d.lanes) {
+        {
+            std::lock_guard<std::mutex> lock(spare_lock);
+            std::vector<cudaStream_t> &spare = spare_streams[d.index];
+            if (!spare.empty()) {
+                l.stream = spare.back();
+                spare.pop_back();
+            }
+        }
+        if (!l.stream)
+            check_cuda(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking),
+                       "creating a lane's stream");
+        check_cuda(cudaEventCreateWithFlags(&l.ready, cudaEventDisableTiming),
+                   "creating a lane's event");
+        check_cuda(cudaEventCreateWithFlags(&l.done, cudaEventDisableTiming),
+                   "creating a lane's event");
+    }
+}
+
+/* Device memory PyTorch's caching allocator has taken from CUDA on the
+ * device: the count of its cudaMalloc calls, and the bytes it holds. */
+std::pair<int64_t, int64_t> allocator_state(c10::DeviceIndex index) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+    return {stats.num_device_alloc,
+            stats.reserved_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)]
+                .current};
+}
+
+/* A device buffer for device_open's calls, freed with it. */
+struct Scratch {
+    void *p = nullptr;
+    explicit Scratch(uint64_t bytes) {
+        check_cuda(cudaMalloc(&p, bytes), "allocating the warm-up's buffers");
+        check_cuda(cudaMemset(p, 0, bytes), "clearing the warm-up's buffers");
+    }
+    Scratch(const Scratch &) = delete;
+    Scratch &operator=(const Scratch &) = delete;
+    ~Scratch() { cudaFree(p); }
+};
+
+/*
+ * Runs every batch size from max_batch down to 1 on every lane, laid out as
+ * the daemon lays frames (at a stride where the frames are a contiguous
+ * batch, when they can be, and at one where they are gathered), zeroed, in
+ * passes until a pass takes no device memory from CUDA.  Returns the passes
+ * made; *grew is what the last one took (0 unless kWarmPassesMax ran out).
+ */
+int warm_lanes(Device &d, int64_t *grew) {
+    const gf__torch_model *m = d.m;
+    const uint64_t unit = (std::max(m->in_bytes, m->out_bytes) + kFrameAlignBytes - 1) /
+                          kFrameAlignBytes * kFrameAlignBytes;
+    std::vector<uint64_t> strides = {unit + kFrameAlignBytes}; /* gathered */
+    if (m->in.count == 1 && unit == m->in_bytes)
+        strides.push_back(unit); /* one contiguous batch */
+    const uint64_t bytes = d.max_batch * (unit + kFrameAlignBytes);
+    Scratch in(bytes), out(bytes);
+    std::vector<gf_plugin_frame> frames(d.max_batch);
+    int pass = 0;
+    do {
+        const int64_t before = allocator_state(d.index).first;
+        for (uint64_t stride : strides)
+            for (uint32_t n = d.max_batch; n >= 1; n--)
+                for (Lane &l : d.lanes) {
+                    for (uint32_t i = 0; i < n; i++)
+                        frames[i] = {static_cast<uint8_t *>(in.p) + i * stride, m->in_bytes,
+                                     static_cast<uint8_t *>(out.p) + i * stride, m->out_bytes};
+                    c10::cuda::CUDAStreamGuard guard(
+                        c10::cuda::getStreamFromExternal(l.stream, d.index));
+                    run_frames(d, frames.data(), n, l.stream);
+                }
+        for (Lane &l : d.lanes)
+            check_cuda(cudaStreamSynchronize(l.stream), "warming the lanes");
+        *grew = allocator_state(d.index).first - before;
+        pass++;
+    } while (*grew > 0 && pass < kWarmPassesMax);
+    return pass;
 }
 
 void *aoti_device_open(const void *state, int device, uint32_t streams, char *why, size_t why_len) {
     const auto *m = static_cast<const gf__torch_model *>(state);
     try {
+        const auto t0 = std::chrono::steady_clock::now();
         auto d = std::make_unique<Device>();
         d->m = m;
         d->index = static_cast<c10::DeviceIndex>(device);
         c10::cuda::CUDAGuard device_guard(d->index);
-        {
-            StderrCapture capture;
-            try {
-                d->loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
-                    m->package, "model", false, std::max<uint32_t>(streams, 1), d->index);
-            } catch (const std::exception &e) {
-                std::string printed = capture.finish();
-                throw std::runtime_error("cannot load: " + reason(e) +
-                                         (printed.empty() ? "" : " (" + printed + ")"));
-            }
-        }
-        uint32_t meta_batch = check_metadata(*d);
-        uint32_t want = m->max_batch ? m->max_batch : meta_batch ? meta_batch : GF_TORCH_BATCH_MAX;
-        c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, d->index);
-        c10::cuda::CUDAStreamGuard stream_guard(stream);
-        probe(*d, want, stream.stream());
+        open_lanes(*d, std::max<uint32_t>(streams, 1));
+        cudaStream_t lane0 = d->lanes[0].stream;
+        c10::cuda::CUDAStreamGuard stream_guard(c10::cuda::getStreamFromExternal(lane0, d->index));
+        /* As many instances as the batch the package says it takes needs. */
+        const uint32_t meta_batch = metadata_batch(m->package);
+        const uint32_t want = m->max_batch ? m->max_batch
+                              : meta_batch ? meta_batch
+                                           : GF_TORCH_BATCH_MAX;
+        load(*d, d->lanes.size() * calls_per_submission(want));
+        check_metadata(*d);
+        probe(*d, want, lane0);
         if (d->max_batch == 1 && m->max_batch == 0)
             fprintf(stderr,
                     "gpuframed: plugin torch: %s takes no batch of several frames (%s): its "
@@ -419,11 +583,28 @@ void *aoti_device_open(const void *state, int device, uint32_t streams, char *wh
                     m->package,
                     d->batched ? "its batch dimension is not dynamic"
                                : "it has no batch dimension");
-        /* Every model instance runs once (each call takes a free one), so
-         * that none loads its kernels under the first frames. */
-        for (uint32_t i = 0; i < std::max<uint32_t>(streams, 1); i++)
-            d->loader->run(zeros_for(*d, 1, d->batched), stream.stream());
-        stream.synchronize();
+        const size_t instances = d->lanes.size() * calls_per_submission(d->max_batch);
+        if (instances > d->instances)
+            load(*d, instances); /* the probe found a smaller batch than wanted */
+        /* Every model instance runs once (a call takes a free one while
+         * there is one), so that none loads its kernels under frames. */
+        for (size_t i = 0; i < d->instances; i++)
+            d->loader->run(zeros_for(*d, 1, d->batched), lane0);
+        int64_t grew = 0;
+        const int passes = warm_lanes(*d, &grew);
+        const auto held = allocator_state(d->index).second;
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (grew > 0)
+            fprintf(stderr,
+                    "gpuframed: plugin torch: %s: the last of %d passes over batches 1..%u still "
+                    "took device memory (%lld cudaMalloc): later frames may too\n",
+                    m->package, passes, d->max_batch, static_cast<long long>(grew));
+        fprintf(stderr,
+                "gpuframed: plugin torch: %s loaded in %.1f s: batches of 1..%u, %zu model "
+                "instances, %zu lanes warmed in %d passes; PyTorch holds %.1f MiB on device %d\n",
+                m->package, s, d->max_batch, d->instances, d->lanes.size(), passes,
+                static_cast<double>(held) / (1 << 20), device);
         return d.release();
     } catch (const std::exception &e) {
         snprintf(why, why_len, "package %s: %s", m->package, reason(e).c_str());
@@ -442,13 +623,31 @@ void aoti_device_close(void *dev) {
     }
 }
 
+/* Makes the daemon's stream wait for the lane: what was enqueued on the lane
+ * completes before anything enqueued on `stream` after it. */
+cudaError_t join(const Lane &l, cudaStream_t stream) {
+    cudaError_t err = cudaEventRecord(l.done, l.stream);
+    return err ? err : cudaStreamWaitEvent(stream, l.done, 0);
+}
+
 int aoti_launch_batch(void *dev, uint32_t stream_index, const gf_plugin_frame *frames,
                       uint32_t count, void *stream) {
-    (void)stream_index; /* the container keeps no per-stream state */
     Device &d = *static_cast<Device *>(dev);
+    if (stream_index >= d.lanes.size()) {
+        const std::runtime_error e("stream index " + std::to_string(stream_index) +
+                                   " is beyond the " + std::to_string(d.lanes.size()) +
+                                   " device_open was given");
+        return failed(d, &e, count);
+    }
+    const Lane &l = d.lanes[stream_index];
+    auto s = static_cast<cudaStream_t>(stream);
+    cudaError_t err = cudaEventRecord(l.ready, s);
+    if (!err)
+        err = cudaStreamWaitEvent(l.stream, l.ready, 0);
+    if (err)
+        return err;
     try {
-        auto s = static_cast<cudaStream_t>(stream);
-        c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(s, d.index));
+        c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(l.stream, d.index));
         for (uint32_t i = 0; i < count;) {
             /* The longest run from frame i at one stride, up to max_batch. */
             uint32_t n = 1;
@@ -462,13 +661,15 @@ int aoti_launch_batch(void *dev, uint32_t stream_index, const gf_plugin_frame *f
                            frames[i + n].out_dev == out0 + n * stride)
                         n++;
             }
-            run_frames(d, frames + i, n, s);
+            run_frames(d, frames + i, n, l.stream);
             i += n;
         }
-        return 0;
+        return join(l, s);
     } catch (const std::exception &e) {
+        join(l, s); /* what was enqueued still completes before the slot is reused */
         return failed(d, &e, count);
     } catch (...) {
+        join(l, s);
         return failed(d, nullptr, count);
     }
 }
