@@ -97,15 +97,18 @@ def packages(cache, plugin):
             continue
         log = open(args.output + ".log", "w")
         procs[precision] = (subprocess.Popen(
-            [sys.executable, "-m", "gpuframe.export"] + argv, stdout=subprocess.PIPE,
+            [sys.executable, "-X", "faulthandler", "-m", "gpuframe.export"] + argv,
+            stdout=subprocess.PIPE,
             stderr=log, universal_newlines=True,
             env=dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))), log, stamp)
     for precision, (proc, log, stamp) in procs.items():
         out = proc.communicate()[0]
         log.close()
         if proc.returncode != 0:
-            raise SystemExit("bench: gpuframe-export %s failed:\n%s"
-                             % (precision, open(log.name).read()[-4000:]))
+            raise SystemExit("bench: gpuframe-export %s %s; its output:\n%s"
+                             % (precision, "died of signal %d" % -proc.returncode
+                                if proc.returncode < 0 else "failed",
+                                open(log.name).read()[-6000:]))
         made[precision] = json.loads(out)
         open(stamp, "w").close()
         checks = [l.split(": ", 1)[-1] for l in open(log.name).read().splitlines()

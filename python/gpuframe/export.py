@@ -9,6 +9,12 @@ module run eagerly on random batches of 1, 7 and 64 frames (each capped at
 configuration: a stage of the plugin "torch" (plugins/torch/README.md), after
 a ``normalize_u8`` stage with ``--rgb8``.
 
+Each step says so on stderr as it starts and ends.  The check runs in a
+process of its own (``--check-only``, as gpuframed loads a package: in
+another process than the one that compiled it), under Python's faulthandler:
+a package that crashes PyTorch is reported with that process's Python
+traceback and signal, and the compiled package is kept.
+
 The module is ``pkg.module:factory`` (a callable of no arguments that returns
 an ``nn.Module``; the current directory is importable) or a torchvision model
 name (``resnet18``), built with random weights: nothing is downloaded.
@@ -24,10 +30,14 @@ import importlib
 import json
 import os
 import re
+import signal
+import subprocess
 import sys
+import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["main", "arguments", "serving_module", "frame_outputs", "check_package", "export",
+__all__ = ["main", "arguments", "serving_module", "frame_outputs", "check_package",
+           "check_in_child", "export",
            "TOLERANCES", "parse_tensors", "tensors_text", "within_tolerance"]
 
 #: The frames' dtypes as gpuframed names them (PROTOCOL.md, "Frames as tensors").
@@ -216,7 +226,13 @@ def arguments(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p.add_argument("--device", default="cuda", help="the device to export for (default cuda)")
     p.add_argument("--seed", type=int, default=0, help="seed of the checks' random frames")
     p.add_argument("--no-check", action="store_true", help="skip the check against eager PyTorch")
+    p.add_argument("--check-only", action="store_true",
+                   help="check the package already at --output against the module, without "
+                        "making it (what gpuframe-export runs in a process of its own after "
+                        "compiling); prints nothing on stdout")
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
+    args.argv = argv
     if (args.frame is None) == (args.inputs is None):
         p.error("give one frame's tensors: --frame SHAPE (with --dtype) or --inputs TENSORS")
     try:
@@ -289,16 +305,23 @@ def frame_outputs(args: argparse.Namespace, serve: Any) -> List[Tuple[str, Tuple
 
 def check_package(args: argparse.Namespace, serve: Any, package: str) -> None:
     """Runs ``package`` and ``serve`` (eagerly) on random batches of
-    CHECK_BATCHES frames (capped at --max-batch); SystemExit unless every
-    output is within TOLERANCES."""
+    CHECK_BATCHES frames (capped at --max-batch), in this process, saying
+    each step; SystemExit unless every output is within TOLERANCES."""
     torch = _import_torch()
     gen = torch.Generator().manual_seed(args.seed + 1)
+    t0 = time.monotonic()
+    _say("loading %s (torch._inductor.aoti_load_package)" % package)
     compiled = torch._inductor.aoti_load_package(package)
+    _say("loaded in %.1f s" % (time.monotonic() - t0))
     for n in sorted({min(b, args.max_batch) for b in CHECK_BATCHES}):
         xs = _random_batch(torch, args.tensors, n, args.device, gen)
         with torch.no_grad():
             ref = serve(*xs)
+            _say("batch of %d: running the package on %s" % (n, ", ".join(
+                "%s%s" % (str(x.dtype).replace("torch.", ""), list(x.shape)) for x in xs)))
             got = compiled(*xs)
+            if args.device.startswith("cuda"):
+                torch.cuda.synchronize()  # a fault in the package's kernels shows here
         got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
         if len(got) != len(ref):
             raise SystemExit("gpuframe-export: the package gives %d outputs, eager PyTorch %d"
@@ -315,12 +338,38 @@ def check_package(args: argparse.Namespace, serve: Any, package: str) -> None:
                                  % (n, k, tuple(g.shape), tuple(r.shape), err))
 
 
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "signal %d" % number
+
+
+def check_in_child(args: argparse.Namespace, package: str) -> None:
+    """check_package in a process of its own (this command with
+    --check-only, under faulthandler, seeing this process's sys.path);
+    SystemExit when it fails or dies, naming the signal."""
+    argv = [a for a in args.argv if a != "--check-only"]
+    cmd = [sys.executable, "-X", "faulthandler", "-m", "gpuframe.export"] + argv + [
+        "--check-only", "--output", package]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd()] + sys.path if p)
+    _say("checking in a process of its own: %s" % " ".join(cmd[1:]))
+    rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode
+    if rc < 0:
+        raise SystemExit("gpuframe-export: the check of %s died of %s: the package crashed "
+                         "PyTorch (that process's Python traceback is above; the package is "
+                         "kept)" % (package, _signal_name(-rc)))
+    if rc != 0:
+        raise SystemExit("gpuframe-export: the check of %s failed (above)" % package)
+
+
 def export(args: argparse.Namespace, serve: Any = None, reuse: bool = False) -> Dict[str, Any]:
     """Exports ``serve`` (serving_module(args) when None), compiles it into
-    --output, checks it (unless --no-check), and returns the pipeline entry.
-    With ``reuse``, the package already at --output (made by the same
-    PyTorch from the same module: the caller knows) is checked, not made
-    again."""
+    --output, checks it in a process of its own (unless --no-check), and
+    returns the pipeline entry.  With ``reuse``, the package already at
+    --output (made by the same PyTorch from the same module: the caller
+    knows) is checked here, in this process, not made again."""
     torch = _import_torch()
     if serve is None:
         serve = serving_module(args)
@@ -335,11 +384,15 @@ def export(args: argparse.Namespace, serve: Any = None, reuse: bool = False) -> 
         if args.max_batch > 1:
             batch = torch.export.Dim("batch", min=1, max=args.max_batch)
             dynamic = {"x%d" % k: {0: batch} for k in range(len(args.tensors))}
-        _say("exporting %s: frames %s -> %s, batches of 1 to %d, %s"
+        _say("exporting %s: frames %s -> %s, batches of 1 to %d, %s (torch.export.export)"
              % (args.model, inputs_text, outputs_text, args.max_batch, args.precision))
+        t0 = time.monotonic()
         with torch.no_grad():
             program = torch.export.export(serve, tuple(example), dynamic_shapes=dynamic)
-        _say("compiling with AOTInductor (minutes for a large model)")
+        _say("exported in %.1f s; compiling with AOTInductor "
+             "(torch._inductor.aoti_compile_and_package; minutes for a large model)"
+             % (time.monotonic() - t0))
+        t0 = time.monotonic()
         # The frames, for the plugin to check its parameters against.
         metadata = {"gpuframe.inputs": inputs_text, "gpuframe.outputs": outputs_text,
                     "gpuframe.max_batch": str(args.max_batch)}
@@ -353,8 +406,12 @@ def export(args: argparse.Namespace, serve: Any = None, reuse: bool = False) -> 
             _say("this PyTorch keeps no metadata in a package (%s): compiling without" % e)
             package = torch._inductor.aoti_compile_and_package(program, package_path=package)
         package = os.path.abspath(package)
+        _say("compiled %s in %.1f s" % (package, time.monotonic() - t0))
     if not args.no_check:
-        check_package(args, serve, package)
+        if reuse:
+            check_package(args, serve, package)
+        else:
+            check_in_child(args, package)
     _say("checked %s" % package if reuse else "wrote %s" % package)
     return _pipeline(args, package, inputs_text, outputs_text)
 
@@ -362,6 +419,13 @@ def export(args: argparse.Namespace, serve: Any = None, reuse: bool = False) -> 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The console script: prints the pipeline JSON on stdout."""
     args = arguments(argv)
+    if args.check_only:
+        package = os.path.abspath(args.output)
+        if not os.path.isfile(package):
+            raise SystemExit("gpuframe-export: %s: no such package" % package)
+        check_package(args, serving_module(args), package)
+        _say("%s matches the module" % package)
+        return 0
     print(json.dumps(export(args), indent=2))
     return 0
 

@@ -46,6 +46,21 @@ class ExportArgumentsTest(unittest.TestCase):
         self.assertRegex(p.stderr, r"^gpuframe-export needs PyTorch \(python3 -c 'import torch' "
                                    r"fails: .*\)\n$")
 
+    def test_check_only_needs_the_package(self):
+        # Before PyTorch is imported: the package is named, nothing printed.
+        p = subprocess.run([sys.executable, "-c",
+                            "import sys; sys.modules['torch'] = None\n"
+                            "from gpuframe.export import main\n"
+                            "main(['m:f', '--frame', '4', '-o', '/nonexistent/x.pt2', "
+                            "'--check-only'])"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60 * support.TIMEOUT_SCALE)
+        self.assertEqual((p.returncode, p.stdout, p.stderr),
+                         (1, "", "gpuframe-export: /nonexistent/x.pt2: no such package\n"))
+        args = export.arguments(["m:f", "--frame", "4", "-o", "x.pt2", "--seed", "3"])
+        self.assertEqual(args.argv, ["m:f", "--frame", "4", "-o", "x.pt2", "--seed", "3"])
+        self.assertFalse(args.check_only)
+
     def test_argument_errors(self):
         self.assertEqual(self.parse_error(["m", "-o", "x.pt2"]),
                          "gpuframe-export: error: give one frame's tensors: --frame SHAPE "
