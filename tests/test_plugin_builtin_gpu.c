@@ -301,7 +301,8 @@ static void check_batch(const gf_plugin *p, void *state, void *dev, cudaStream_t
  * which runs frame by frame. */
 START_TEST(test_mlp_gpu_launch_batch) {
     const gf_plugin *p = plugin_load(GF_PLUGIN_MLP_SO, NULL);
-    ck_assert_int_eq(p->abi_version, 2);
+    /* launch_batch is a member of version 2 on. */
+    ck_assert_uint_ge(p->abi_version, 2);
     ck_assert(p->launch_batch != NULL);
     static const uint32_t counts[] = {1, 7, 64};
     uint32_t ones[64], mixed[7] = {1, 1, 3, 1, 1, 1, 1};
@@ -327,7 +328,9 @@ START_TEST(test_mlp_gpu_launch_batch) {
 END_TEST
 
 /* Two stream indices with frames in flight together, each on its own
- * stream; then launches after the first take no device memory. */
+ * stream; then launches after the first take no device memory.
+ * cudaMemGetInfo counts every process's memory on the device: ctest runs
+ * this suite alone (RUN_SERIAL, tests/CMakeLists.txt). */
 START_TEST(test_mlp_gpu_two_streams_no_alloc) {
     const gf_plugin *p = plugin_load(GF_PLUGIN_MLP_SO, NULL);
     void *state = create_mlp(p, GF_MLP_DEMO_WEIGHTS, 0);
