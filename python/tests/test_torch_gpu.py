@@ -1,27 +1,42 @@
 # SPDX-License-Identifier: MIT
-"""Plugin "torch" on a GPU (label gpu): models exported at test time with
-gpuframe-export's own functions (a small CNN, an MLP, the MLP without a
-dynamic batch, a model of two input tensors, and the CNN again with other
-weights), then
+"""Plugin "torch" on a GPU (label gpu): models exported at test time by the
+gpuframe-export command (a small CNN, an MLP, the MLP without a dynamic
+batch, a model of two input tensors, and the CNN again with other weights),
+then
 
 - gf_torch.so driven directly (ctypes, as gpuframed drives it): batches of
   exactly 1, 7 and 64 frames and a mixed one whose frames do not all lie at
   one stride, against the module run eagerly, within gpuframe-export's
   stated tolerance (export.TOLERANCES: 5e-3 of the output's scale for
-  float32), the guard bytes around every output intact;
+  float32), the guard bytes around every output intact; and launches of
+  every batch size 1..64 on every stream index after device_open taking no
+  device memory (PyTorch's count of cudaMalloc, its reserved bytes and the
+  device's free memory unchanged), from device_open's thread, and from
+  another thread once its first launches made PyTorch's per-thread handles;
 - a real gpuframed on the CUDA engine: LIST's shapes and dtypes, typed
   results from the Python client against eager PyTorch (one client, and 16
   at once so that submissions mix clients' frames), a normalize_u8 -> model
   chain, frames of the wrong length (bad_length naming both lengths), the
   package without a dynamic batch (frames one at a time, said once in the
-  log), a reload to the CNN's other weights under streaming load with no
-  failed frame;
+  log), the device's free memory unchanged by a second pass of load, a
+  reload to the CNN's other weights under streaming load with no failed
+  frame;
 - refusals, at start and at reload (the running pipelines kept), each one
   line naming the package and PyTorch's reason: a missing package, a
   truncated one, one whose kernels this GPU cannot load (as one built for
   another GPU), one whose model object needs a symbol this PyTorch lacks
   (as one built by another PyTorch), and parameters the package was not
   exported for.
+
+So that a crash says where it happened and the rest still runs, every step
+is a process of its own under Python's faulthandler (its Python traceback on
+a fault; LD_PRELOAD=gf_crash_backtrace.so adds the native one): each
+package is made by `python3 -X faulthandler -m gpuframe.export`, which says
+its steps (export, compile, load, each checked batch) and checks the package
+in a process of its own again; then each test class runs as
+`test_torch_gpu.py --packages DIR CLASS`.  A failed test prints the log of
+the daemon it ran.  Memory is compared device-wide, so ctest runs this alone
+(RUN_SERIAL).
 
 Skipped (exit 77, with the reason) without PyTorch, a GPU, or the plugin's
 PyTorch side (gf_torch_aoti.so, built only with -DTorch_DIR).
@@ -152,40 +167,111 @@ def load_plugin():
 # ---- the suite ----------------------------------------------------------------
 
 
-class Models:
-    """The packages, made once for the whole suite, and their modules."""
+#: The packages: gpuframe-export's arguments for each (without -o, --plugin
+#: and --name).
+SPECS = {
+    "cnn": ["test_torch_gpu:small_cnn", "--frame", "3,32,32", "--seed", "1"],
+    "cnn_v2": ["test_torch_gpu:small_cnn", "--frame", "3,32,32", "--seed", "2"],
+    "mlp": ["test_torch_gpu:mlp", "--frame", "64", "--seed", "3"],
+    "mlp_static": ["test_torch_gpu:mlp", "--frame", "64", "--seed", "3", "--max-batch", "1"],
+    "two": ["test_torch_gpu:two_inputs", "--inputs", "float16[8];int64[]", "--seed", "4"],
+}
+#: The test classes, each run in a process of its own, in this order.
+CLASSES = ("DirectTest", "DaemonTest", "ReloadTest", "RefusalTest")
+#: Stream indices the direct tests open a device with (as 2 shards of 2 slots).
+LANES = 4
 
-    def __init__(self, tmp):
+
+def export_argv(tmp, name):
+    return SPECS[name] + ["-o", os.path.join(tmp, name + ".pt2"), "--plugin", PLUGIN_SO,
+                          "--name", name]
+
+
+def child_env():
+    """This environment, with this process's sys.path as PYTHONPATH (the
+    models' factories are this file's functions)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [os.path.dirname(os.path.abspath(__file__))]
+                                        + sys.path if p)
+    return env
+
+
+def exit_text(rc):
+    if rc < 0:
+        try:
+            return "died of %s" % signal.Signals(-rc).name
+        except ValueError:
+            return "died of signal %d" % -rc
+    return "exited with %d" % rc
+
+
+def make_packages(tmp):
+    """Makes every package with the gpuframe-export command, all at once,
+    each in a process of its own (4 compile workers each); prints each one's
+    steps (its stderr) as it ends; returns {name: {"pipeline": ...} or
+    {"error": why}}."""
+    env = child_env()
+    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "4")
+    procs = {}
+    t0 = time.monotonic()
+    for name in SPECS:
+        cmd = [sys.executable, "-X", "faulthandler", "-m", "gpuframe.export"] + \
+            export_argv(tmp, name)
+        print("== export %s: %s" % (name, " ".join(cmd)), flush=True)
+        err = open(os.path.join(tmp, name + ".log"), "w+")
+        procs[name] = (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err,
+                                        universal_newlines=True, env=env), err)
+    made = {}
+    deadline = t0 + 900 * support.TIMEOUT_SCALE
+    for name, (proc, err) in procs.items():
+        try:
+            out = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
+            rc = proc.returncode
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, rc = proc.communicate()[0], None
+        err.seek(0)
+        for line in err.read().splitlines():
+            print("[%s] %s" % (name, line))
+        err.close()
+        if rc == 0:
+            made[name] = {"pipeline": json.loads(out)}
+            print("exported %s (%.1f s in all): %s" % (name, time.monotonic() - t0,
+                                                       json.dumps(made[name]["pipeline"])),
+                  flush=True)
+        else:
+            why = "gpuframe-export %s (its output is above, [%s])" % (
+                "timed out" if rc is None else exit_text(rc), name)
+            made[name] = {"error": why}
+            print("FAILED to export %s: %s" % (name, why), flush=True)
+    return made
+
+
+class Models:
+    """The packages the parent process made (make_packages), and their
+    modules, built again here from the same arguments (the same seed gives
+    the same weights)."""
+
+    def __init__(self, tmp, made):
         from gpuframe import export
         self.dir = tmp
+        self.made = made
+        self.args = {name: export.arguments(export_argv(tmp, name)) for name in SPECS}
+        self.precision = {name: a.precision for name, a in self.args.items()}
         self.serve = {}
-        self.pipeline = {}
-        self.precision = {}
-        specs = {
-            "cnn": ["test_torch_gpu:small_cnn", "--frame", "3,32,32", "--seed", "1"],
-            "cnn_v2": ["test_torch_gpu:small_cnn", "--frame", "3,32,32", "--seed", "2"],
-            "mlp": ["test_torch_gpu:mlp", "--frame", "64", "--seed", "3"],
-            "mlp_static": ["test_torch_gpu:mlp", "--frame", "64", "--seed", "3",
-                           "--max-batch", "1"],
-            "two": ["test_torch_gpu:two_inputs", "--inputs", "float16[8];int64[]",
-                    "--seed", "4"],
-        }
-        for name, argv in specs.items():
-            args = export.arguments(argv + ["-o", os.path.join(tmp, name + ".pt2"),
-                                            "--plugin", PLUGIN_SO, "--name", name])
-            t0 = time.monotonic()
-            self.serve[name] = export.serving_module(args)
-            self.pipeline[name] = export.export(args, self.serve[name])
-            self.precision[name] = args.precision
-            print("exported %s in %.1f s: %s" % (name, time.monotonic() - t0,
-                                                 json.dumps(self.pipeline[name])), flush=True)
 
     def package(self, name):
+        why = self.made.get(name, {"error": "not in the manifest"}).get("error")
+        if why:
+            raise AssertionError("the %s package was not made: %s" % (name, why))
         return os.path.join(self.dir, name + ".pt2")
 
     def reference(self, name, *xs):
         """The module's outputs for a batch: one numpy array per output."""
         import torch
+        from gpuframe import export
+        if name not in self.serve:
+            self.serve[name] = export.serving_module(self.args[name])
         with torch.no_grad():
             ys = self.serve[name](*[torch.as_tensor(x).cuda() for x in xs])
         return [y.float().cpu().numpy() for y in ys]
@@ -194,15 +280,39 @@ class Models:
 MODELS = None
 
 
-def setUpModule():
-    global MODELS
-    tmp = tempfile.mkdtemp(prefix="gftorch.")
-    MODELS = Models(tmp)
+def memory_state():
+    """(PyTorch's cudaMalloc calls, its reserved bytes, the device's free
+    bytes), everything before synchronised."""
+    import torch
+    torch.cuda.synchronize()
+    stats = torch.cuda.memory_stats()
+    return (stats.get("num_device_alloc", stats.get("segment.all.allocated", 0)),
+            torch.cuda.memory_reserved(), torch.cuda.mem_get_info()[0])
 
 
-def tearDownModule():
-    if MODELS is not None:
-        shutil.rmtree(MODELS.dir, ignore_errors=True)
+class ShowsDaemonLog:
+    """A test case mixin: when a test fails, the log of every daemon it
+    watched is printed (read when the test ends, before cleanups made
+    earlier remove it)."""
+
+    def watch(self, daemon):
+        logs = self.__dict__.setdefault("_logs", [])
+
+        def keep():
+            if daemon.log_path and os.path.exists(daemon.log_path):
+                logs.append((daemon.log_path, daemon.log_tail(80)))
+        self.addCleanup(keep)
+        return daemon
+
+    def run(self, result=None):
+        bad = (lambda: len(result.failures) + len(result.errors)) if result else (lambda: 0)
+        before = bad()
+        out = super().run(result)
+        if bad() > before:
+            for path, tail in self.__dict__.get("_logs", []):
+                print("---- %s failed; the daemon's log (%s), its last 80 lines:\n%s\n----"
+                      % (self.id(), path, tail), flush=True)
+        return out
 
 
 def assert_close(test, got, ref, precision, what):
@@ -216,7 +326,8 @@ def assert_close(test, got, ref, precision, what):
 
 
 class DirectTest(unittest.TestCase):
-    """gf_torch.so as gpuframed drives it: exact batch sizes, guard bytes."""
+    """gf_torch.so as gpuframed drives it: exact batch sizes, guard bytes,
+    no device memory taken by launches."""
 
     GUARD = 0xA5
 
@@ -230,7 +341,7 @@ class DirectTest(unittest.TestCase):
         why = ctypes.create_string_buffer(512)
         state = api.create(values, ctypes.byref(env), why, 512)
         self.assertTrue(state, why.value)
-        dev = api.device_open(state, 0, 4, why, 512)
+        dev = api.device_open(state, 0, LANES, why, 512)
         self.assertTrue(dev, why.value)
         self.addCleanup(api.destroy, state)
         self.addCleanup(api.device_close, dev)
@@ -281,6 +392,55 @@ class DirectTest(unittest.TestCase):
                             "%s, batch %s: %d guard bytes overwritten"
                             % (name, label, int((untouched != self.GUARD).sum())))
 
+    def test_launches_take_no_device_memory(self):
+        # device_open ran every batch size on every lane: launches of any
+        # size on any stream index, as contiguous batches and gathered,
+        # allocate nothing more.  From device_open's thread; and from a
+        # thread of its own (a shard's), after its first launches made
+        # PyTorch's per-thread handles and workspaces.
+        import torch
+        api, _, dev = self.open("cnn", CNN_FRAME, CNN_OUT)
+        in_bytes, out_bytes = 3 * 32 * 32 * 4, 40
+        size = 64 * (in_bytes + 256)
+        in_buf = torch.zeros(size, dtype=torch.uint8, device="cuda")
+        out_buf = torch.zeros(size, dtype=torch.uint8, device="cuda")
+        streams = [torch.cuda.Stream() for _ in range(LANES)]
+        layouts = [(Frame * 64)(*[Frame(in_buf.data_ptr() + i * stride, in_bytes,
+                                        out_buf.data_ptr() + i * stride, out_bytes)
+                                  for i in range(64)])
+                   for stride in (in_bytes, in_bytes + 256)]
+        failures = []
+
+        def sweep():
+            for frames in layouts:
+                for lane in range(LANES):
+                    for n in range(1, 65):
+                        rc = api.launch_batch(dev, lane, frames, n,
+                                              ctypes.c_void_p(streams[lane].cuda_stream))
+                        if rc != 0:
+                            failures.append("lane %d, %d frames: error %d" % (lane, n, rc))
+            return memory_state()
+
+        def report(what, a, b):
+            print("%s: %d cudaMalloc by PyTorch, its reserved bytes %+d, the device's free "
+                  "bytes %+d" % (what, b[0] - a[0], b[1] - a[1], b[2] - a[2]), flush=True)
+
+        before = memory_state()
+        after = sweep()
+        report("launches from device_open's thread", before, after)
+        self.assertEqual(failures, [])
+        self.assertEqual(after, before, "launches after device_open took device memory")
+        states = []
+        t = threading.Thread(target=lambda: states.extend([memory_state(), sweep(), sweep()]))
+        t.start()
+        t.join()
+        self.assertEqual(failures, [])
+        report("the first launches from another thread (PyTorch's per-thread state)",
+               states[0], states[1])
+        report("the next launches from that thread", states[1], states[2])
+        self.assertEqual(states[2], states[1],
+                         "launches from a thread that had launched before took device memory")
+
     def test_cnn_batches(self):
         self.check_batches("cnn", CNN_FRAME, CNN_OUT,
                            lambda rng, n: [rng.standard_normal((n, 3, 32, 32)).astype(np.float32)],
@@ -323,7 +483,7 @@ def daemon_config(cnn_package=None):
     ]}
 
 
-class DaemonTest(support.DaemonTestCase):
+class DaemonTest(ShowsDaemonLog, support.DaemonTestCase):
     """A real gpuframed serving the packages (stopped at the end with a check
     that it exited 0 and logged no failure)."""
 
@@ -331,6 +491,9 @@ class DaemonTest(support.DaemonTestCase):
     def setUpClass(cls):
         cls.CONFIG = daemon_config()
         super().setUpClass()
+
+    def setUp(self):
+        self.watch(self.daemon)
 
     def test_list_publishes_shapes_and_dtypes(self):
         import gpuframe
@@ -389,6 +552,41 @@ class DaemonTest(support.DaemonTestCase):
         for i, got in enumerate(c.map("two", frames, window=5)):
             self.assertEqual(got.shape, (2,))
             assert_close(self, got, ref[i], "float32", "two %d" % i)
+
+    def test_serving_takes_no_device_memory(self):
+        # The same load twice, batches of every size the daemon forms: the
+        # second pass takes no device memory.  The first may (each shard's
+        # thread makes PyTorch's cuBLAS and cuDNN handles at its first
+        # call); it is printed.
+        rng = np.random.default_rng(16)
+        x = rng.standard_normal((16, 64, 3, 32, 32)).astype(np.float32)
+        clients = [self.client() for _ in range(16)]
+        windows = [1, 2, 4, 8, 16, 32, 64, 64] * 2
+        errors = []
+
+        def one(k):
+            try:
+                got = clients[k].map("cnn", list(x[k]), window=windows[k])
+                if len(got) != 64:
+                    errors.append("client %d: %d results" % (k, len(got)))
+            except Exception as e:  # reported below, in the test's thread
+                errors.append(repr(e))
+
+        def load():
+            threads = [threading.Thread(target=one, args=(k,)) for k in range(16)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return memory_state()[2]
+
+        start = memory_state()[2]
+        first = load()
+        second = load()
+        self.assertEqual(errors, [])
+        print("the device's free memory: %+d bytes over the first pass, %+d over the second"
+              % (first - start, second - first), flush=True)
+        self.assertEqual(second, first, "the second pass of load took device memory")
 
     def test_sixteen_clients_share_batches(self):
         rng = np.random.default_rng(14)
@@ -477,13 +675,14 @@ def truncated_package(name):
     return path
 
 
-class ReloadTest(unittest.TestCase):
+class ReloadTest(ShowsDaemonLog, unittest.TestCase):
     """A new package version under load, and a bad one refused."""
 
     def test_new_version_under_load_and_a_bad_one_refused(self):
         import gpuframe
         d = support.Daemon(daemon_config(), "cuda").start()
         self.addCleanup(d.cleanup)
+        self.watch(d)
         rng = np.random.default_rng(15)
         x = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
         v1, v2 = MODELS.reference("cnn", x)[0], MODELS.reference("cnn_v2", x)[0]
@@ -631,9 +830,43 @@ class RefusalTest(unittest.TestCase):
                                "says float32\\[11\\] a frame)" % re.escape(package))
 
 
+def run_classes(tmp):
+    """Runs each of CLASSES in a process of its own; True when all passed."""
+    results = []
+    for name in CLASSES:
+        cmd = [sys.executable, "-X", "faulthandler", os.path.abspath(__file__), "--packages",
+               tmp, name]
+        print("==== %s: %s" % (name, " ".join(cmd)), flush=True)
+        t0 = time.monotonic()
+        try:
+            rc = subprocess.run(cmd, env=child_env(),
+                                timeout=900 * support.TIMEOUT_SCALE).returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+        results.append((name, rc, time.monotonic() - t0))
+    print("==== summary")
+    for name, rc, s in results:
+        print("%s: %s (%.1f s)" % (name, "ok" if rc == 0 else "timed out" if rc is None
+                                   else "skipped" if rc == support.SKIP_CODE
+                                   else "FAILED, " + exit_text(rc), s), flush=True)
+    return all(rc in (0, support.SKIP_CODE) for _, rc, _ in results)
+
+
 if __name__ == "__main__":
     reason = why_skip()
     if reason:
         print("SKIP: %s" % reason)
         sys.exit(support.SKIP_CODE)
-    unittest.main(verbosity=2)
+    if len(sys.argv) == 4 and sys.argv[1] == "--packages":
+        with open(os.path.join(sys.argv[2], "manifest.json")) as f:
+            MODELS = Models(sys.argv[2], json.load(f))
+        unittest.main(argv=[sys.argv[0], sys.argv[3]], verbosity=2)
+    tmp = tempfile.mkdtemp(prefix="gftorch.")
+    try:
+        made = make_packages(tmp)
+        with open(os.path.join(tmp, "manifest.json"), "w") as f:
+            json.dump(made, f)
+        ok = run_classes(tmp) and all("error" not in m for m in made.values())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    sys.exit(0 if ok else 1)
