@@ -15,6 +15,15 @@ another process than the one that compiled it), under Python's faulthandler:
 a package that crashes PyTorch is reported with that process's Python
 traceback and signal, and the compiled package is kept.
 
+The package's model object (a shared object AOTInductor compiles with the C++
+compiler PyTorch finds: $CXX, else g++) must use the C++ runtime the process
+already has, libstdc++.so.6.  A compiler with no shared libstdc++ of its own
+(a GCC built into /opt, say) links libstdc++.a into it instead: a second copy
+of the runtime's locale tables, which crashes the package's first std::regex
+as it loads (a facet of one copy looked up by the other's index).  So by
+default (``--libstdcxx auto``) such a compiler is told to link
+libstdc++.so.6; plugins/README.md says more.
+
 The module is ``pkg.module:factory`` (a callable of no arguments that returns
 an ``nn.Module``; the current directory is importable) or a torchvision model
 name (``resnet18``), built with random weights: nothing is downloaded.
@@ -33,11 +42,12 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["main", "arguments", "serving_module", "frame_outputs", "check_package",
-           "check_in_child", "export",
+           "check_in_child", "export", "links_libstdcxx_statically", "libstdcxx_configs",
            "TOLERANCES", "parse_tensors", "tensors_text", "within_tolerance"]
 
 #: The frames' dtypes as gpuframed names them (PROTOCOL.md, "Frames as tensors").
@@ -55,6 +65,9 @@ MAX_BATCH_LIMIT = 64
 #: their scale; bfloat16 keeps 8 bits of mantissa, float16 11.  A wrong
 #: weight, layout or batch mix-up is off by the scale itself.
 TOLERANCES = {"float32": 5e-3, "float16": 2e-2, "bfloat16": 5e-2}
+
+#: --libstdcxx: how the package's model object gets the C++ runtime.
+LIBSTDCXX_MODES = ("auto", "shared", "compiler")
 
 _TENSOR_RE = re.compile(r"^\s*([a-z0-9]+)\s*\[\s*([0-9,\s]*)\]\s*$")
 
@@ -223,6 +236,12 @@ def arguments(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         "GPUFRAME_TORCH_PLUGIN", "/usr/local/lib/gpuframed/gf_torch.so"),
         help="gf_torch.so's path for the pipeline (default $GPUFRAME_TORCH_PLUGIN, else "
              "/usr/local/lib/gpuframed/gf_torch.so)")
+    p.add_argument("--libstdcxx", default=os.environ.get("GPUFRAME_EXPORT_LIBSTDCXX", "auto"),
+                   help="how the package's model object gets the C++ runtime: shared (linked "
+                        "to libstdc++.so.6, as PyTorch is), compiler (as the C++ compiler "
+                        "links by default), auto: shared where the compiler would link "
+                        "libstdc++ statically, whose second copy crashes the package as it "
+                        "loads (default $GPUFRAME_EXPORT_LIBSTDCXX, else auto)")
     p.add_argument("--device", default="cuda", help="the device to export for (default cuda)")
     p.add_argument("--seed", type=int, default=0, help="seed of the checks' random frames")
     p.add_argument("--no-check", action="store_true", help="skip the check against eager PyTorch")
@@ -245,6 +264,9 @@ def arguments(argv: Optional[Sequence[str]]) -> argparse.Namespace:
             args.tensors = [(args.dtype, shape)]
     except ValueError as e:
         p.error(str(e))
+    if args.libstdcxx not in LIBSTDCXX_MODES:
+        p.error("--libstdcxx %s (or $GPUFRAME_EXPORT_LIBSTDCXX): expected %s"
+                % (args.libstdcxx, ", ".join(LIBSTDCXX_MODES)))
     if len(args.tensors) > 8:
         p.error("a frame holds at most 8 tensors, not %d" % len(args.tensors))
     if not 1 <= args.max_batch <= MAX_BATCH_LIMIT:
@@ -272,6 +294,72 @@ def _import_torch() -> Any:
     except ImportError as e:
         raise SystemExit("gpuframe-export needs PyTorch (python3 -c 'import torch' fails: %s)"
                          % e) from None
+
+
+def links_libstdcxx_statically(cxx: str) -> bool:
+    """Whether C++ compiler ``cxx`` links libstdc++.a into a shared object
+    (it has no libstdc++.so to link): it links a small one with the linker's
+    --trace, which names the archive when it takes members of it.  False
+    where it cannot link at all (AOTInductor then fails on its own, naming
+    the compiler)."""
+    with tempfile.TemporaryDirectory(prefix="gpuframe-export.") as d:
+        src = os.path.join(d, "probe.cpp")
+        with open(src, "w") as f:
+            f.write("#include <string>\n"
+                    "std::string gf_probe(const char *s) { return std::string(s) + s; }\n")
+        try:
+            p = subprocess.run([cxx, "-shared", "-fPIC", src, "-o", os.path.join(d, "probe.so"),
+                                "-Wl,--trace"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               universal_newlines=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    return p.returncode == 0 and "libstdc++.a" in p.stdout
+
+
+def _mapped_libstdcxx() -> Optional[str]:
+    """The libstdc++.so.6 this process has loaded (PyTorch's), or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "/libstdc++.so" in line}
+    except OSError:
+        return None
+    return min(paths) if paths else None
+
+
+def libstdcxx_configs(mode: str, cxx: Optional[str] = None) -> Dict[str, Any]:
+    """AOTInductor's options for --libstdcxx ``mode``: for shared, and for
+    auto where ``cxx`` (default: the compiler AOTInductor uses) links
+    libstdc++ statically, the model object is linked to libstdc++.so.6
+    (ld's -l:libstdc++.so.6, ahead of the compiler's own -lstdc++, so that
+    libstdc++.a adds nothing; $LIBRARY_PATH starts with the directory of
+    the one this process maps); {} otherwise.  Says what it chose."""
+    if mode == "compiler":
+        return {}
+    if mode == "auto":
+        if cxx is None:
+            try:
+                cxx = importlib.import_module("torch._inductor.cpp_builder").get_cpp_compiler()
+            except Exception:  # no compiler: AOTInductor says so when it compiles
+                return {}
+        if not links_libstdcxx_statically(cxx):
+            return {}
+        why = "%s links libstdc++ statically (--libstdcxx auto)" % cxx
+    else:
+        why = "--libstdcxx shared"
+    # The linker looks first where this process's (PyTorch's) came from.
+    mapped = _mapped_libstdcxx()
+    if mapped:
+        os.environ["LIBRARY_PATH"] = os.pathsep.join(
+            [os.path.dirname(mapped)] + [d for d in [os.environ.get("LIBRARY_PATH")] if d])
+    _say("linking the package's model object to %s, PyTorch's C++ runtime: %s"
+         % (mapped or "libstdc++.so.6", why))
+    config = importlib.import_module("torch._inductor.config")
+    if not hasattr(config.aot_inductor, "custom_op_libs"):
+        raise SystemExit("gpuframe-export: this PyTorch (%s) cannot add a library to the "
+                         "package's link (aot_inductor.custom_op_libs, PyTorch 2.8): set $CXX "
+                         "to a C++ compiler that links libstdc++.so"
+                         % importlib.import_module("torch").__version__)
+    return {"aot_inductor.custom_op_libs": [":libstdc++.so.6"]}
 
 
 def serving_module(args: argparse.Namespace) -> Any:
@@ -394,17 +482,20 @@ def export(args: argparse.Namespace, serve: Any = None, reuse: bool = False) -> 
              % (time.monotonic() - t0))
         t0 = time.monotonic()
         # The frames, for the plugin to check its parameters against.
-        metadata = {"gpuframe.inputs": inputs_text, "gpuframe.outputs": outputs_text,
-                    "gpuframe.max_batch": str(args.max_batch)}
+        configs: Dict[str, Any] = {"aot_inductor.metadata": {
+            "gpuframe.inputs": inputs_text, "gpuframe.outputs": outputs_text,
+            "gpuframe.max_batch": str(args.max_batch)}}
+        configs.update(libstdcxx_configs(args.libstdcxx))
         try:
             package = torch._inductor.aoti_compile_and_package(
-                program, package_path=package,
-                inductor_configs={"aot_inductor.metadata": metadata})
+                program, package_path=package, inductor_configs=configs)
         except Exception as e:  # a PyTorch without the option: the plugin probes instead
             if "metadata" not in str(e):
                 raise
             _say("this PyTorch keeps no metadata in a package (%s): compiling without" % e)
-            package = torch._inductor.aoti_compile_and_package(program, package_path=package)
+            del configs["aot_inductor.metadata"]
+            package = torch._inductor.aoti_compile_and_package(
+                program, package_path=package, inductor_configs=configs)
         package = os.path.abspath(package)
         _say("compiled %s in %.1f s" % (package, time.monotonic() - t0))
     if not args.no_check:

@@ -7,8 +7,12 @@ checking a model runs on a GPU machine, in test_torch_gpu.py."""
 import argparse
 import contextlib
 import io
+import os
+import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import support
@@ -109,6 +113,57 @@ class ExportArgumentsTest(unittest.TestCase):
                           "params": {"package": "/abs/m.pt2", "inputs": "float16[8];int64[]",
                                      "outputs": "float32[2]", "max_batch": 1}})
         self.assertIsInstance(args, argparse.Namespace)
+
+    def test_libstdcxx_mode(self):
+        argv = ["m:f", "--frame", "4", "-o", "x.pt2"]
+        env = os.environ.pop("GPUFRAME_EXPORT_LIBSTDCXX", None)
+        try:
+            self.assertEqual(export.arguments(argv).libstdcxx, "auto")
+            self.assertEqual(export.arguments(argv + ["--libstdcxx", "shared"]).libstdcxx,
+                             "shared")
+            os.environ["GPUFRAME_EXPORT_LIBSTDCXX"] = "compiler"
+            self.assertEqual(export.arguments(argv).libstdcxx, "compiler")
+            self.assertEqual(export.arguments(argv + ["--libstdcxx", "auto"]).libstdcxx, "auto")
+            os.environ["GPUFRAME_EXPORT_LIBSTDCXX"] = "static"
+            self.assertEqual(self.parse_error(argv),
+                             "gpuframe-export: error: --libstdcxx static (or "
+                             "$GPUFRAME_EXPORT_LIBSTDCXX): expected auto, shared, compiler")
+        finally:
+            os.environ.pop("GPUFRAME_EXPORT_LIBSTDCXX", None)
+            if env is not None:
+                os.environ["GPUFRAME_EXPORT_LIBSTDCXX"] = env
+        # "compiler" asks nothing of the compiler or of PyTorch.
+        self.assertEqual(export.libstdcxx_configs("compiler"), {})
+
+    def test_which_compilers_link_libstdcxx_statically(self):
+        # Compilers as scripts: the linker's --trace names the archive, or
+        # the shared library, or the link fails.  Each gets the arguments
+        # of a shared object's link with --trace.
+        with tempfile.TemporaryDirectory() as d:
+            def compiler(name, trace, rc):
+                path = os.path.join(d, name)
+                with open(path, "w") as f:
+                    f.write("#!/bin/sh\ncase \"$*\" in *'-shared -fPIC '*'-Wl,--trace') ;;\n"
+                            "*) echo \"unexpected arguments: $*\"; exit 9 ;; esac\n"
+                            "printf '%%s\\n' %s\nexit %d\n" % (shlex.quote(trace), rc))
+                os.chmod(path, 0o755)
+                return path
+            self.assertTrue(export.links_libstdcxx_statically(compiler(
+                "static", "/opt/gcc/lib64/libstdc++.a(string-inst.o)", 0)))
+            self.assertFalse(export.links_libstdcxx_statically(compiler(
+                "shared", "/usr/lib/gcc/x86_64-linux-gnu/12/libstdc++.so", 0)))
+            self.assertFalse(export.links_libstdcxx_statically(compiler(
+                "fails", "/opt/gcc/lib64/libstdc++.a(string-inst.o)", 1)))
+            self.assertFalse(export.links_libstdcxx_statically(os.path.join(d, "missing")))
+            if shutil.which("g++") is None:
+                self.skipTest("no g++ here to probe for real")
+            # Debian's g++ links libstdc++.so; told to link the archive, it does.
+            self.assertFalse(export.links_libstdcxx_statically("g++"))
+            static = os.path.join(d, "g++-static")
+            with open(static, "w") as f:
+                f.write('#!/bin/sh\nexec g++ -static-libstdc++ "$@"\n')
+            os.chmod(static, 0o755)
+            self.assertTrue(export.links_libstdcxx_statically(static))
 
     def test_tolerances_are_stated(self):
         self.assertEqual(export.TOLERANCES, {"float32": 5e-3, "float16": 2e-2,
