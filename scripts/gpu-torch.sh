@@ -2,7 +2,11 @@
 # SPDX-License-Identifier: MIT
 # On the GPU machine (after scripts/gpu-deps.sh prepared .deps here): plugin
 # "torch" (issue 33) and the plugin suites beside it.  Configures build-gpu
-# with the PyTorch of python3 and builds it, runs test_plugin_torch,
+# with the PyTorch of python3 and builds it, runs
+# scripts/torch_link_check.py (one small model compiled five ways, each
+# loaded in python3 and in gpuframed: the C++ runtime the package's model
+# object links, plugins/README.md "One C++ runtime"; about 90 s), exports
+# the first way that loads for the rest of the run, runs test_plugin_torch,
 # python_export, test_plugins, python_client, test_plugin_builtin_gpu,
 # test_plugins_gpu and python_torch_gpu (models exported at test time,
 # batches, device memory after start-up, reload, refusals), and then
@@ -15,26 +19,31 @@
 # native backtrace, of the python3 or of a daemon, whose log the failed
 # test prints), and the GPU suite runs each step in a process of its own,
 # so the next one still runs.  Everything also lands in $OUT (or ./gpu-out):
-# torch.txt (this output), torch-build.log, torch-ctest.log, bench.txt.
+# torch.txt (this output), torch-build.log, link-check/ (each way's logs),
+# torch-ctest.log, bench.txt.
 #
-#   scripts/gpu-torch.sh [--no-bench] [--bench-only] [--budget SECONDS]
+#   scripts/gpu-torch.sh [--no-bench] [--bench-only] [--link-check-only]
+#                        [--no-link-check] [--budget SECONDS]
 #
-# On an H200: the build 1-2 minutes, the tests 3-4 (python_torch_gpu
-# compiles five small models, at once, then its four classes), the
-# benchmark 3-4 (two ResNet-18 packages compiled and checked, then 1 s per
-# measurement).  The budget (default 560 s, for a 600 s limit) is the whole
-# run's: the benchmark runs only with 220 s of it left, under a timeout of
-# what is left.
+# On an H200: the build 1-2 minutes, the link check 1.5, the tests 3-4
+# (python_torch_gpu compiles five small models, at once, then its four
+# classes), the benchmark 3-4 (two ResNet-18 packages compiled and checked,
+# then 1 s per measurement).  The budget (default 560 s, for a 600 s
+# limit) is the whole run's: the benchmark runs only with 220 s of it left,
+# under a timeout of what is left.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}; mkdir -p "$out"
-bench=1 tests=1 budget=560
+bench=1 tests=1 link_check=1 budget=560
 while [ $# -gt 0 ]; do
   case $1 in
     --no-bench) bench=0 ;;
     --bench-only) tests=0 ;;
+    --link-check-only) tests=0 bench=0 ;;
+    --no-link-check) link_check=0 ;;
     --budget) budget=$2; shift ;;
-    *) echo "usage: scripts/gpu-torch.sh [--no-bench] [--bench-only] [--budget SECONDS]" >&2
+    *) echo "usage: scripts/gpu-torch.sh [--no-bench] [--bench-only] [--link-check-only]" \
+         "[--no-link-check] [--budget SECONDS]" >&2
        exit 2 ;;
   esac
   shift
@@ -85,6 +94,17 @@ for so in gf_torch.so gf_torch_aoti.so; do
   fi
 done
 [ $status = 0 ] || { echo "the plugin is not complete: stopping"; exit 1; }
+
+if [ $link_check = 1 ]; then
+  stamp "link check: scripts/torch_link_check.py (logs in $out/link-check)"
+  timeout 170 python3 scripts/torch_link_check.py $build "$out/link-check" --seconds 150 ||
+    { echo "scripts/torch_link_check.py failed"; status=1; }
+  if [ -s "$out/link-check/torch-link.env" ]; then
+    set -a; . "$out/link-check/torch-link.env"; set +a
+  else
+    status=1
+  fi
+fi
 
 if [ $tests = 1 ]; then
   tests='test_plugin_torch|python_export|test_plugins|python_client|test_plugin_builtin_gpu'

@@ -212,6 +212,10 @@ def make_packages(tmp):
     {"error": why}}."""
     env = child_env()
     env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "4")
+    # scripts/gpu-torch.sh sets them to what its link check found to load.
+    print("== exports with GPUFRAME_EXPORT_LIBSTDCXX=%s, CXX=%s" % (
+        env.get("GPUFRAME_EXPORT_LIBSTDCXX", "(unset: auto)"), env.get("CXX", "(unset)")),
+        flush=True)
     procs = {}
     t0 = time.monotonic()
     for name in SPECS:
