@@ -50,6 +50,16 @@ static void format_param(const gf_param_desc *d, const gf_params *p, char *buf, 
         n = snprintf(buf + *pos, len - *pos, "%s%s=[%g,%g,%g]", *pos ? " " : "", d->key,
                      (double)f[0], (double)f[1], (double)f[2]);
         break;
+    case GF_PARAM_ENUM:
+        memcpy(&u, field, sizeof u);
+        n = snprintf(buf + *pos, len - *pos, "%s%s=%s", *pos ? " " : "", d->key,
+                     gf_param_choice(d, u));
+        break;
+    case GF_PARAM_BOOL:
+        memcpy(&u, field, sizeof u);
+        n = snprintf(buf + *pos, len - *pos, "%s%s=%s", *pos ? " " : "", d->key,
+                     u ? "true" : "false");
+        break;
     }
     if (n > 0)
         *pos += (size_t)n;

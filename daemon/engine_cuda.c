@@ -139,8 +139,33 @@ static void cuda_unpin(gf_engine *e, void *base) {
     }
 }
 
-/* Every built-in stage must have a kernel, every plugin stage its device side
- * (opened here, on `device`, for `device_streams` stream indices).  The
+/* Opens stage `st`'s device side on `device` for `streams` stream
+ * indices: a plugin's, or a device_api kind's built-in plugin stage with
+ * the kind's device API; any other built-in kind needs its kernel.  Returns
+ * 0, or -1 (or a plugin's GF_PLUGIN_OPEN_FAILED_BEFORE) with why[]. */
+static int open_stage(gf_stage *st, int device, uint32_t streams, char *why, size_t why_len) {
+    if (gf_kind_is_plugin(st->kind))
+        return gf_plugin_stage_open_device(st->params.plugin, device, streams, why, why_len);
+    if (st->kind->device_api) {
+        const gf_plugin *api = gf_kernel_device_api(st->kind);
+        if (api == NULL || st->params.plugin == NULL) {
+            snprintf(why, why_len, "kind %s: %s", st->kind->name,
+                     api ? "its stage was not opened (gf_pipeline_open_plugins)"
+                         : "no device API in this build");
+            return -1;
+        }
+        return gf_plugin_stage_open_device_api(st->params.plugin, api, device, streams, why,
+                                               why_len);
+    }
+    if (gf_kernel_launcher(st->kind) == NULL) {
+        snprintf(why, why_len, "kind %s has no CUDA kernel", st->kind->name);
+        return -1;
+    }
+    return 0;
+}
+
+/* Every stage of every pipeline opened (open_stage), on `device`, for
+ * `device_streams` stream indices.  The
  * calling thread's current device becomes `device`: a shard's own at
  * start-up, a worker of the thread pool for a reload.  Returns 0, or -1 (or
  * a plugin's GF_PLUGIN_OPEN_FAILED_BEFORE) with why[]. */
@@ -154,18 +179,10 @@ int gf__engine_cuda_prepare(int device, uint32_t device_streams, gf_pipeline *pi
     for (size_t i = 0; i < count; i++) {
         gf_pipeline *p = &pipelines[i];
         for (uint32_t k = 0; k < p->stage_count; k++) {
-            gf_stage *st = &p->stages[k];
-            if (gf_kind_is_plugin(st->kind)) {
-                int rc = gf_plugin_stage_open_device(st->params.plugin, device, device_streams,
-                                                     inner, sizeof inner);
-                if (rc < 0) {
-                    snprintf(why, why_len, "pipeline %s: %s", p->name, inner);
-                    return rc;
-                }
-            } else if (gf_kernel_launcher(st->kind) == NULL) {
-                snprintf(why, why_len, "pipeline %s: kind %s has no CUDA kernel", p->name,
-                         st->kind->name);
-                return -1;
+            int rc = open_stage(&p->stages[k], device, device_streams, inner, sizeof inner);
+            if (rc < 0) {
+                snprintf(why, why_len, "pipeline %s: %s", p->name, inner);
+                return rc;
             }
         }
     }

@@ -40,10 +40,10 @@ struct graph_entry {
 static int runs_from_graph(const cuda_slot *cs, const gf_slot *s) {
     const gf_pipeline *p = &s->frames[0].pipeline;
     if (!cs->graphs || s->time_stages ||
-        (p->stage_count == 1 && !gf_kind_is_plugin(p->stages[0].kind)))
+        (p->stage_count == 1 && p->stages[0].params.plugin == NULL))
         return 0;
     for (uint32_t k = 0; k < p->stage_count; k++)
-        if (gf_kind_is_plugin(p->stages[k].kind) &&
+        if (p->stages[k].params.plugin != NULL &&
             !gf_plugin_graphs_ok(gf_plugin_stage_api(p->stages[k].params.plugin)))
             return 0;
     for (uint32_t i = 0; i < s->frame_count; i++)
@@ -52,9 +52,10 @@ static int runs_from_graph(const cuda_slot *cs, const gf_slot *s) {
     return 1;
 }
 
-/* Stage `st`'s serial: its plugin's (gf_plugin_stage_serial), 0 for a built-in kind. */
+/* Stage `st`'s serial: its plugin stage's (gf_plugin_stage_serial), 0 for
+ * a built-in kind without one. */
 static uint64_t stage_serial(const gf_stage *st) {
-    return gf_kind_is_plugin(st->kind) ? gf_plugin_stage_serial(st->params.plugin) : 0;
+    return st->params.plugin ? gf_plugin_stage_serial(st->params.plugin) : 0;
 }
 
 /* Whether `g` is the graph of batch `s`. */

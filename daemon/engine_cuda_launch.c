@@ -15,13 +15,14 @@ static cudaError_t mark(const gf_slot *s, cuda_slot *cs, int ev) {
     return s->time_stages ? cudaEventRecord(cs->ev[ev], cs->stream) : cudaSuccess;
 }
 
-/* Launches stage `st` on the slot's stream: a plugin's launch on this
- * device's side with the slot's own stream index (stream_base + the slot's
- * index: the device's shards never share one), or the built-in kind's
- * kernel. */
+/* Launches stage `st` on the slot's stream: a plugin's launch (a plugin
+ * kind's, or a device_api kind's built-in one: the stage holds a plugin
+ * stage) on this device's side with the slot's own stream index
+ * (stream_base + the slot's index: the device's shards never share one), or
+ * the built-in kind's kernel. */
 static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage *st, const void *in,
                                 uint64_t in_bytes, void *out) {
-    if (gf_kind_is_plugin(st->kind)) {
+    if (st->params.plugin != NULL) {
         const gf_plugin *api = gf_plugin_stage_api(st->params.plugin);
         const cuda_engine *ce = (const cuda_engine *)cs->engine;
         return (cudaError_t)api->launch(gf_plugin_stage_device(st->params.plugin, ce->device),
@@ -40,7 +41,7 @@ static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage 
 static cudaError_t launch_frames(const gf_slot *s, cuda_slot *cs, const gf_stage *st, uint32_t k,
                                  uint8_t *in, uint8_t *out) {
     const gf_plugin *api =
-        gf_kind_is_plugin(st->kind) ? gf_plugin_stage_api(st->params.plugin) : NULL;
+        st->params.plugin ? gf_plugin_stage_api(st->params.plugin) : NULL;
     uint32_t per_call = api ? gf_plugin_batch_frames(api) : 0;
     cudaError_t err = cudaSuccess;
     if (per_call == 0) {

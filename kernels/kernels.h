@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 
+#include "gpuframe_plugin.h"
 #include "pipeline.h"
 
 #ifdef __cplusplus
@@ -86,6 +87,44 @@ int gf_sincos_launch(const gf_params *p, const void *in_dev, size_t in_bytes, vo
 void gf_normalize_u8_ref(const gf_params *p, const void *in, size_t in_bytes, void *out);
 int gf_normalize_u8_launch(const gf_params *p, const void *in_dev, size_t in_bytes, void *out_dev,
                            gf_cuda_stream stream);
+
+/*
+ * "image": a width x height frame in `format` (rgb8, bgr8, rgba8, gray8,
+ * nv12, i420, yuyv) to R, G, B: converted (BT.601 or BT.709, limited or
+ * full range), resized (a tent filter, bilinear or widened for downscaling),
+ * cropped or letterboxed, normalised, as planes (CHW) or pixels (HWC) of
+ * float32, float16 or uint8.  docs/stages.md has the arithmetic.  Kernel
+ * and reference compute it with the same functions (image_math.h), each
+ * float32 operation rounded once in the same order, so they agree bit for
+ * bit.  gf_image_launch runs one frame; a batch runs through the kind's
+ * device API (gf_kernel_device_api).
+ */
+void gf_image_ref(const gf_params *p, const void *in, size_t in_bytes, void *out);
+int gf_image_launch(const gf_params *p, const void *in_dev, size_t in_bytes, void *out_dev,
+                    gf_cuda_stream stream);
+
+/*
+ * "spectrogram": mono int16 or float32 PCM to a float32 (rows x columns)
+ * spectrogram as torch.stft and torchaudio lay it out: periodic Hann window,
+ * reflect padding with `center`, magnitude or power, optionally a mel
+ * filterbank and a log.  The reference is an exact DFT in double
+ * (spectrogram_ref.c says why); the GPU runs cuFFT and cuBLAS in float32,
+ * so results agree within the registry's tolerance.  Runs on the GPU only
+ * through the kind's device API (it keeps cuFFT plans on the device).
+ */
+void gf_spectrogram_ref(const gf_params *p, const void *in, size_t in_bytes, void *out);
+
+/*
+ * The CUDA side of a kind with gf_pipeline_kind.device_api set: a plugin
+ * description (gpuframe_plugin.h) whose device_open, device_close, launch
+ * and launch_batch the CUDA engine calls exactly as it calls a plugin's.
+ * Its device_open takes the stage's gf_params as its state (the built-in
+ * plugin stage's, kernels/plugin.h).  NULL for any other kind.  Defined in
+ * gfkernels (kernels/launchers.c).
+ */
+const gf_plugin *gf_kernel_device_api(const gf_pipeline_kind *kind);
+extern const gf_plugin gf_image_device_api;
+extern const gf_plugin gf_spectrogram_device_api;
 
 #ifdef __cplusplus
 }

@@ -50,10 +50,36 @@ typedef struct gf_plugin_stage gf_plugin_stage;
 typedef struct gf_params {
     float a, b;      /* affine: y = a*x + b                                 */
     uint32_t iters;  /* sincos: repetitions of v = sin(v)*cos(v) + v        */
-    uint32_t width;  /* normalize_u8: image width in pixels                 */
-    uint32_t height; /* normalize_u8: image height in pixels                */
-    float mean[3];   /* normalize_u8: per-channel mean, in [0,1] units      */
-    float std[3];    /* normalize_u8: per-channel std deviation, > 0        */
+    uint32_t width;  /* normalize_u8, image: image width in pixels          */
+    uint32_t height; /* normalize_u8, image: image height in pixels         */
+    float mean[3];   /* normalize_u8, image: per-channel mean, [0,1] units  */
+    float std[3];    /* normalize_u8, image: per-channel std deviation, > 0 */
+    /* image (kernels/image_math.h has the enums; docs/stages.md the
+     * arithmetic): */
+    uint32_t format;     /* enum gf_image_format: the input's pixel format    */
+    uint32_t matrix;     /* enum gf_yuv_matrix: BT.601 or BT.709 (YUV inputs)  */
+    uint32_t range;      /* enum gf_yuv_range: limited or full (YUV inputs)    */
+    uint32_t out_width;  /* output width; 0 with out_height 0: no resize      */
+    uint32_t out_height; /* output height; 0 with out_width 0: no resize      */
+    uint32_t fit;        /* enum gf_image_fit: stretch, crop or letterbox     */
+    uint32_t antialias;  /* 1: the downscale filter widens with the ratio     */
+    float pad_value;     /* letterbox fill, 0..255 units, before mean and std */
+    uint32_t layout;     /* enum gf_image_layout: CHW planes or HWC           */
+    uint32_t dtype;      /* enum gf_image_dtype: float32, float16 or uint8    */
+    /* spectrogram (kernels/spectrogram_math.h, docs/stages.md): */
+    uint32_t sample_format; /* enum gf_sample_format: int16 or float32 PCM     */
+    uint32_t samples;       /* samples per frame (the one input length)       */
+    uint32_t sample_rate;   /* Hz: the mel scale's frequencies                */
+    uint32_t n_fft;         /* FFT length = window length                      */
+    uint32_t hop;           /* samples between STFT columns                    */
+    uint32_t center;        /* 1: reflect-pad n_fft/2 each side (torch.stft)  */
+    uint32_t power;         /* 1 magnitude, 2 power                            */
+    uint32_t n_mels;        /* mel bands; 0: none (frequency bins out)         */
+    float f_min, f_max;     /* mel filterbank's range in Hz; f_max 0: rate/2  */
+    uint32_t mel_scale;     /* enum gf_mel_scale: HTK or Slaney                */
+    uint32_t mel_norm;      /* enum gf_mel_norm: none or Slaney's area norm    */
+    uint32_t log;           /* enum gf_spec_log: none, ln or dB                */
+    float eps;              /* the log's floor: log(max(x, eps))               */
     /* kind "plugin": the loaded shared object, its parameter values and
      * state (one reference per gf_stage that names it: gf_stage_retain). */
     gf_plugin_stage *plugin;
@@ -64,6 +90,10 @@ enum gf_param_type {
     GF_PARAM_F32,   /* one float:  "a": 2.0                  */
     GF_PARAM_U32,   /* one integer: "iters": 16               */
     GF_PARAM_F32x3, /* three floats: "mean": [0.5, 0.5, 0.5] */
+    GF_PARAM_ENUM,  /* one of named choices: "format": "nv12", stored as
+                       the choice's index (uint32_t)                   */
+    GF_PARAM_BOOL,  /* true or false: "center": true, stored as 1 or 0
+                       (uint32_t)                                      */
 };
 
 /* One parameter of a kind: its config key, type, where it lives in gf_params,
@@ -75,7 +105,13 @@ typedef struct gf_param_desc {
     double default_value; /* used when the key is absent (all 3 for x3) */
     double min, max;      /* inclusive bounds                           */
     const char *doc;      /* one line for `gpuframe list` and the docs  */
+    /* GF_PARAM_ENUM: the choices' names, NULL-terminated; default_value,
+     * min and max are indices into it.  NULL for every other type. */
+    const char *const *choices;
 } gf_param_desc;
+
+/* The name of choice `index` of an enum parameter, or "?" out of range. */
+const char *gf_param_choice(const gf_param_desc *d, uint32_t index);
 
 /* A kind of pipeline.  Every function pointer is always set. */
 typedef struct gf_pipeline_kind {
@@ -100,6 +136,18 @@ typedef struct gf_pipeline_kind {
      * if run alone.  The CUDA engine runs a batch of such frames as one
      * launch per stage. */
     int elementwise;
+
+    /* Nonzero when the kind's CUDA side is a built-in plugin
+     * (gf_kernel_device_api): device state made at load (cuFFT plans) and
+     * batches of frames at their own offsets in one launch_batch.  Each
+     * stage of it then holds a built-in plugin stage in params.plugin
+     * (gf_pipeline_open_plugins makes it), which the CUDA engine opens,
+     * launches and closes exactly as it does a plugin's. */
+    int device_api;
+
+    /* Optional (NULL: input_f32 says): whether the input is float32 under
+     * these parameters (spectrogram's sample_format). */
+    int (*input_f32_for)(const gf_params *p);
 
     /*
      * Checks whether an input of `in_bytes` can be processed with `p`.

@@ -43,6 +43,9 @@ struct gf_plugin_stage {
      * without it) once created, a LIST reply's for an unloaded stage;
      * count 0 until either. */
     gf_frame_desc in_desc, out_desc;
+    int builtin; /* gf_plugin_stage_new_builtin's: state is a gf_params
+                    copy, api the kind's device API once opened (set under
+                    dev_lock, before any launch)                           */
 };
 
 /* The stage of an adapter kind's parameters. */
@@ -121,6 +124,13 @@ int gf_kind_is_plugin(const gf_pipeline_kind *kind) {
     return kind != NULL && kind->output_bytes == adapter_output_bytes;
 }
 
+/* gf_plugin_stage_serial's next value.  Atomic: stages are made at start-up
+ * and on the reload thread. */
+static uint64_t next_serial(void) {
+    static atomic_uint_fast64_t serials;
+    return atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
+}
+
 /* `path` made absolute against `dir`, malloc'd; NULL when out of memory. */
 static char *absolute(const char *path, const char *dir) {
     char *out;
@@ -143,10 +153,8 @@ gf_plugin_stage *gf_plugin_stage_new(const char *path, const char *config_dir,
      * directory: its relative paths are the current directory's. */
     if (config_dir == NULL || config_dir[0] == '\0')
         config_dir = getcwd(cwd, sizeof cwd) ? cwd : "/";
-    /* Atomic: stages are made at start-up and on the reload thread. */
-    static atomic_uint_fast64_t serials;
     atomic_init(&st->refs, 1);
-    st->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
+    st->serial = next_serial();
     st->path = absolute(path, config_dir);
     st->config_dir = strdup(config_dir);
     st->params_json = strdup(params_json ? params_json : "");
@@ -156,6 +164,28 @@ gf_plugin_stage *gf_plugin_stage_new(const char *path, const char *config_dir,
         return NULL;
     }
     return st;
+}
+
+gf_plugin_stage *gf_plugin_stage_new_builtin(const gf_params *params) {
+    gf_plugin_stage *st = calloc(1, sizeof *st);
+    gf_params *copy = malloc(sizeof *copy);
+    if (st == NULL || copy == NULL) {
+        free(st);
+        free(copy);
+        return NULL;
+    }
+    *copy = *params;
+    copy->plugin = NULL;
+    atomic_init(&st->refs, 1);
+    st->serial = next_serial();
+    st->builtin = 1;
+    st->state = copy;
+    st->kind = unloaded_kind;
+    return st;
+}
+
+int gf_plugin_stage_is_builtin(const gf_plugin_stage *st) {
+    return st->builtin;
 }
 
 int gf_plugin_stage_set_listed_name(gf_plugin_stage *st, const char *name) {
@@ -419,6 +449,20 @@ int gf_plugin_stage_create(gf_plugin_stage *st, const gf_plugin_value *values,
  * stages: one device side per device, opened by whichever comes first. */
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 
+int gf_plugin_stage_open_device_api(gf_plugin_stage *st, const gf_plugin *api, int device,
+                                    uint32_t streams, char *why, size_t why_len) {
+    pthread_mutex_lock(&dev_lock);
+    if (st->builtin && st->api == NULL)
+        st->api = api;
+    const gf_plugin *bound = st->api;
+    pthread_mutex_unlock(&dev_lock);
+    if (bound != api) {
+        gf_errorf(why, why_len, "stage opened with a device API not its own");
+        return -1;
+    }
+    return gf_plugin_stage_open_device(st, device, streams, why, why_len);
+}
+
 int gf_plugin_stage_open_device(gf_plugin_stage *st, int device, uint32_t streams, char *why,
                                 size_t why_len) {
     const gf_plugin *api = st->api;
@@ -487,7 +531,9 @@ void gf_plugin_stage_destroy(gf_plugin_stage *st) {
     for (int d = 0; d < GF_PLUGIN_DEVICES_MAX; d++)
         if (st->dev[d])
             st->api->device_close(st->dev[d]);
-    if (st->state)
+    if (st->builtin)
+        free(st->state);
+    else if (st->state)
         st->api->destroy(st->state);
     for (size_t i = 0; i < GF_PLUGIN_PARAMS_MAX; i++)
         free(st->strings[i]);

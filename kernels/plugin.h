@@ -45,6 +45,22 @@
 gf_plugin_stage *gf_plugin_stage_new(const char *path, const char *config_dir,
                                      const char *params_json);
 
+/*
+ * A built-in plugin stage: what a stage of a kind with device_api (image,
+ * spectrogram) holds in params.plugin, so that the CUDA engine opens its
+ * device state, launches its batches and closes it through exactly the
+ * machinery of a plugin's (reference count, one device side per device,
+ * the reaper).  No shared object: its state is a copy of `params` (the
+ * stage's, its own plugin pointer cleared), and its plugin description is
+ * the kind's device API, which only the daemon links (gfkernels): given at
+ * gf_plugin_stage_open_device_api.  The stage's kind stays the built-in
+ * one.  NULL when out of memory.
+ */
+gf_plugin_stage *gf_plugin_stage_new_builtin(const gf_params *params);
+
+/* Nonzero for a stage made by gf_plugin_stage_new_builtin. */
+int gf_plugin_stage_is_builtin(const gf_plugin_stage *st);
+
 /* Names an unloaded stage's kind after what a LIST reply says the plugin is
  * called ("mlp"), so that a client that never loads it still shows it.
  * Returns 0 or -1 when out of memory. */
@@ -127,6 +143,14 @@ int gf_kind_is_plugin(const gf_pipeline_kind *kind);
 int gf_plugin_stage_open_device(gf_plugin_stage *st, int device, uint32_t streams, char *why,
                                 size_t why_len);
 void *gf_plugin_stage_device(const gf_plugin_stage *st, int device);
+
+/* gf_plugin_stage_open_device for a built-in plugin stage, whose device API
+ * (gf_kernel_device_api) the caller gives: bound to the stage on the first
+ * call (under the same lock), then opened as a plugin's.  For a stage that
+ * has its API already (a plugin's, or a built-in one opened before), `api`
+ * must be that one. */
+int gf_plugin_stage_open_device_api(gf_plugin_stage *st, const gf_plugin *api, int device,
+                                    uint32_t streams, char *why, size_t why_len);
 
 void gf_plugin_stage_retain(gf_plugin_stage *st);
 /* Drops a reference; the last one hands the stage to the reaper, if one is

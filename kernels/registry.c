@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image_math.h"
 #include "kernels.h"
 #include "plugin.h"
+#include "spectrogram_math.h"
 #include "util.h"
 
 /* Frames carry float32 little-endian and the references read them in place. */
@@ -65,6 +67,20 @@ _Static_assert(sizeof(float) == 4, "float32 pipelines need a 4-byte float");
  */
 #define SINCOS_ABS_TOLERANCE 5e-5f
 #define SINCOS_REL_TOLERANCE 5e-5f
+
+/*
+ * spectrogram: the GPU computes in float32 (cuFFT, a float32 cuBLAS GEMM),
+ * the reference in double.  bench/repro/spectrogram_tolerance.py computes
+ * every option (n_fft 64 to 4096, odd and even, power 1 and 2, mel or not,
+ * none, ln and dB) in float32 with each DFT as a matrix product, whose error
+ * grows as sqrt(n_fft), faster than an FFT's log(n_fft): on full-scale
+ * int16 noise and float32 noise in [-4, 4] (what clients and tests make up)
+ * it lands at most 0.45 of this bound, the worst in the log of the few bins
+ * near zero at n_fft 4096.  A symmetric Hann window instead of the periodic
+ * one lands 91 times over it, a column shifted by one sample 1017 times.
+ */
+#define SPECTROGRAM_ABS_TOLERANCE 1e-3f
+#define SPECTROGRAM_REL_TOLERANCE 1e-3f
 
 /* The ImageNet statistics that torchvision's models expect, per channel R, G, B. */
 static const float imagenet_mean[RGB_CHANNELS] = {0.485f, 0.456f, 0.406f};
@@ -122,10 +138,31 @@ static int check_ranges(const gf_param_desc *descs, size_t count, const gf_param
                 }
             }
             break;
+        case GF_PARAM_ENUM:
+        case GF_PARAM_BOOL:
+            memcpy(&u, field, sizeof u);
+            if (!in_range(u, d)) {
+                gf_errorf(why, why_len, "%s has no choice %" PRIu32, d->key, u);
+                return -1;
+            }
+            break;
         }
     }
     return 0;
 }
+
+const char *gf_param_choice(const gf_param_desc *d, uint32_t index) {
+    if (d->choices == NULL)
+        return "?";
+    for (uint32_t i = 0; d->choices[i] != NULL; i++)
+        if (i == index)
+            return d->choices[i];
+    return "?";
+}
+
+/* The largest output any kind of a fixed output size may have: four times
+ * max_frame_bytes, what normalize_u8 makes of its largest input. */
+#define OUTPUT_PER_INPUT_MAX 4u
 
 /* An input length as an output length, or -1 when int64_t cannot hold it. */
 static int64_t same_length(uint64_t in_bytes, char *why, size_t why_len) {
@@ -209,9 +246,9 @@ static void f32_describe(const gf_params *p, gf_frame_desc *in, gf_frame_desc *o
 
 static const gf_param_desc affine_params[] = {
     {"a", GF_PARAM_F32, offsetof(gf_params, a), 1.0, -AFFINE_COEFF_LIMIT, AFFINE_COEFF_LIMIT,
-     "scale: y = a*x + b"},
+     "scale: y = a*x + b", NULL},
     {"b", GF_PARAM_F32, offsetof(gf_params, b), 0.0, -AFFINE_COEFF_LIMIT, AFFINE_COEFF_LIMIT,
-     "offset: y = a*x + b"},
+     "offset: y = a*x + b", NULL},
 };
 
 /* a and b in range; nothing else to check. */
@@ -223,7 +260,7 @@ static int affine_check_params(const gf_params *p, uint64_t max_frame_bytes, cha
 
 static const gf_param_desc sincos_params[] = {
     {"iters", GF_PARAM_U32, offsetof(gf_params, iters), SINCOS_ITERS_DEFAULT, 1, SINCOS_ITERS_MAX,
-     "repetitions of v = sin(v)*cos(v) + v per element"},
+     "repetitions of v = sin(v)*cos(v) + v per element", NULL},
 };
 
 /* iters in range; nothing else to check. */
@@ -239,13 +276,13 @@ static int sincos_check_params(const gf_params *p, uint64_t max_frame_bytes, cha
  * default_value, and gf_params_defaults() fills the three ImageNet values. */
 static const gf_param_desc normalize_u8_params[] = {
     {"width", GF_PARAM_U32, offsetof(gf_params, width), IMAGE_WIDTH_DEFAULT, 1, IMAGE_DIM_MAX,
-     "image width in pixels"},
+     "image width in pixels", NULL},
     {"height", GF_PARAM_U32, offsetof(gf_params, height), IMAGE_HEIGHT_DEFAULT, 1, IMAGE_DIM_MAX,
-     "image height in pixels"},
+     "image height in pixels", NULL},
     {"mean", GF_PARAM_F32x3, offsetof(gf_params, mean), 0.485, -NORM_MEAN_LIMIT, NORM_MEAN_LIMIT,
-     "per-channel mean subtracted from value/255 (default ImageNet: 0.485 0.456 0.406)"},
+     "per-channel mean subtracted from value/255 (default ImageNet: 0.485 0.456 0.406)", NULL},
     {"std", GF_PARAM_F32x3, offsetof(gf_params, std), 0.229, NORM_STD_MIN, NORM_STD_MAX,
-     "per-channel divisor after the mean (default ImageNet: 0.229 0.224 0.225)"},
+     "per-channel divisor after the mean (default ImageNet: 0.229 0.224 0.225)", NULL},
 };
 
 /* The one input length normalize_u8 takes: width*height*3 bytes. */
@@ -313,9 +350,269 @@ static void normalize_u8_describe(const gf_params *p, gf_frame_desc *in, gf_fram
     one_tensor(out, GF_DTYPE_FLOAT32, 3, RGB_CHANNELS, p->height, p->width);
 }
 
+/* ---- image ------------------------------------------------------------------ */
+
+static const char *const image_formats[] = {"rgb8", "bgr8", "rgba8", "gray8",
+                                            "nv12", "i420", "yuyv",  NULL};
+static const char *const yuv_matrices[] = {"bt601", "bt709", NULL};
+static const char *const yuv_ranges[] = {"limited", "full", NULL};
+static const char *const image_fits[] = {"stretch", "crop", "letterbox", NULL};
+static const char *const image_layouts[] = {"chw", "hwc", NULL};
+static const char *const image_dtypes[] = {"float32", "float16", "uint8", NULL};
+
+/* An enum parameter: its choices, the default's index, every index allowed. */
+#define ENUM_PARAM(key, field, choices, default_index, doc)                                        \
+    {                                                                                              \
+        key, GF_PARAM_ENUM, offsetof(gf_params, field), default_index, 0, COUNT_OF(choices) - 2,   \
+            doc, choices                                                                           \
+    }
+#define BOOL_PARAM(key, field, default_value, doc)                                                 \
+    { key, GF_PARAM_BOOL, offsetof(gf_params, field), default_value, 0, 1, doc, NULL }
+
+static const gf_param_desc image_params[] = {
+    ENUM_PARAM("format", format, image_formats, GF_IMAGE_RGB8,
+               "input pixel format: rgb8, bgr8, rgba8, gray8, nv12, i420 or yuyv"),
+    {"width", GF_PARAM_U32, offsetof(gf_params, width), IMAGE_WIDTH_DEFAULT, 1, IMAGE_DIM_MAX,
+     "input width in pixels", NULL},
+    {"height", GF_PARAM_U32, offsetof(gf_params, height), IMAGE_HEIGHT_DEFAULT, 1, IMAGE_DIM_MAX,
+     "input height in pixels", NULL},
+    ENUM_PARAM("matrix", matrix, yuv_matrices, GF_YUV_BT601,
+               "YUV formats: the Y'CbCr matrix, bt601 or bt709"),
+    ENUM_PARAM("range", range, yuv_ranges, GF_YUV_LIMITED,
+               "YUV formats: limited (Y 16-235) or full (0-255) range"),
+    {"out_width", GF_PARAM_U32, offsetof(gf_params, out_width), 0, 0, IMAGE_DIM_MAX,
+     "output width; 0 with out_height 0: no resize", NULL},
+    {"out_height", GF_PARAM_U32, offsetof(gf_params, out_height), 0, 0, IMAGE_DIM_MAX,
+     "output height; 0 with out_width 0: no resize", NULL},
+    ENUM_PARAM("fit", fit, image_fits, GF_FIT_STRETCH,
+               "how the input fills the output: stretch, crop (centre) or letterbox"),
+    BOOL_PARAM("antialias", antialias, 1,
+               "downscaling widens the bilinear tent to the ratio (torchvision's antialias)"),
+    {"pad_value", GF_PARAM_F32, offsetof(gf_params, pad_value), 0.0, 0.0, 255.0,
+     "letterbox: the borders' value in 0..255, normalised like a pixel", NULL},
+    ENUM_PARAM("layout", layout, image_layouts, GF_LAYOUT_CHW,
+               "output layout: chw (3 planes) or hwc (interleaved)"),
+    ENUM_PARAM("dtype", dtype, image_dtypes, GF_DTYPE_F32,
+               "output element: float32, float16 or uint8 (0..255, no mean or std)"),
+    {"mean", GF_PARAM_F32x3, offsetof(gf_params, mean), 0.0, -NORM_MEAN_LIMIT, NORM_MEAN_LIMIT,
+     "per-channel R, G, B mean subtracted from value/255 (default none: 0)", NULL},
+    {"std", GF_PARAM_F32x3, offsetof(gf_params, std), 1.0, NORM_STD_MIN, NORM_STD_MAX,
+     "per-channel divisor after the mean (default none: 1)", NULL},
+};
+
+/* The output's width and height (the input's without a resize). */
+static uint64_t image_output_bytes_of(const gf_params *p) {
+    const uint64_t w = p->out_width ? p->out_width : p->width;
+    const uint64_t h = p->out_height ? p->out_height : p->height;
+    return w * h * GF_IMAGE_CHANNELS * gf_image_dtype_bytes(p->dtype);
+}
+
+static int64_t image_output_bytes(const gf_params *p, uint64_t in_bytes, char *why,
+                                  size_t why_len) {
+    const uint64_t want = gf_image_input_bytes(p->format, p->width, p->height);
+    if (in_bytes != want) {
+        gf_errorf(why, why_len,
+                  "length %" PRIu64 " is not the %" PRIu64 " bytes of a %" PRIu32 "x%" PRIu32
+                  " %s image",
+                  in_bytes, want, p->width, p->height, image_formats[p->format]);
+        return -1;
+    }
+    return (int64_t)image_output_bytes_of(p);
+}
+
+static uint64_t image_max_output_bytes(const gf_params *p, uint64_t max_in_bytes) {
+    return gf_image_input_bytes(p->format, p->width, p->height) <= max_in_bytes
+               ? image_output_bytes_of(p)
+               : 0;
+}
+
+static uint64_t image_warmup_input_bytes(const gf_params *p) {
+    return gf_image_input_bytes(p->format, p->width, p->height);
+}
+
+static int image_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
+                              size_t why_len) {
+    uint64_t in_bytes, out_bytes;
+    if (check_ranges(image_params, COUNT_OF(image_params), p, why, why_len) != 0)
+        return -1;
+    if ((p->out_width == 0) != (p->out_height == 0)) {
+        gf_errorf(why, why_len,
+                  "out_width %" PRIu32 " and out_height %" PRIu32
+                  ": give both (resize) or neither (no resize)",
+                  p->out_width, p->out_height);
+        return -1;
+    }
+    if (p->format == GF_IMAGE_YUYV && p->width % 2 != 0) {
+        gf_errorf(why, why_len,
+                  "width %" PRIu32 " is odd: yuyv carries pixels in pairs (Y0 U Y1 V)", p->width);
+        return -1;
+    }
+    if (p->dtype == GF_DTYPE_U8) {
+        for (unsigned c = 0; c < GF_IMAGE_CHANNELS; c++) {
+            if (p->mean[c] != 0.0f || p->std[c] != 1.0f) {
+                gf_errorf(why, why_len,
+                          "dtype uint8 writes 0..255 values: mean and std apply to float "
+                          "outputs only (leave them out)");
+                return -1;
+            }
+        }
+    }
+    in_bytes = gf_image_input_bytes(p->format, p->width, p->height);
+    if (in_bytes > max_frame_bytes) {
+        gf_errorf(why, why_len,
+                  "a %" PRIu32 "x%" PRIu32 " %s image is %" PRIu64
+                  " bytes, more than max_frame_bytes %" PRIu64,
+                  p->width, p->height, image_formats[p->format], in_bytes, max_frame_bytes);
+        return -1;
+    }
+    out_bytes = image_output_bytes_of(p);
+    if (out_bytes > OUTPUT_PER_INPUT_MAX * max_frame_bytes) {
+        gf_errorf(why, why_len,
+                  "the output is %" PRIu64 " bytes, more than %u x max_frame_bytes %" PRIu64,
+                  out_bytes, OUTPUT_PER_INPUT_MAX, max_frame_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- spectrogram -------------------------------------------------------------- */
+
+static const char *const sample_formats[] = {"int16", "float32", NULL};
+static const char *const mel_scales[] = {"htk", "slaney", NULL};
+static const char *const mel_norms[] = {"none", "slaney", NULL};
+static const char *const spec_logs[] = {"none", "ln", "db", NULL};
+
+/* 1 s of 16 kHz audio, 25 ms windows every 10 ms: the usual speech front
+ * end (Whisper's, Kaldi's). */
+#define SPEC_SAMPLES_DEFAULT     16000
+#define SPEC_SAMPLE_RATE_DEFAULT 16000
+#define SPEC_N_FFT_DEFAULT       400
+#define SPEC_HOP_DEFAULT         160
+/* Frames of at most 2^28 samples (a frame is also bounded by
+ * max_frame_bytes); sample rates up to 1 MHz. */
+#define SPEC_SAMPLES_MAX     (1u << 28)
+#define SPEC_SAMPLE_RATE_MAX 1000000
+#define SPEC_HZ_MAX          1e6
+/* torchaudio's AmplitudeToDB amin. */
+#define SPEC_EPS_DEFAULT 1e-10
+#define SPEC_EPS_MIN     1e-30
+#define SPEC_EPS_MAX     1e3
+
+static const gf_param_desc spectrogram_params[] = {
+    ENUM_PARAM("sample_format", sample_format, sample_formats, GF_SAMPLES_INT16,
+               "PCM samples: int16 (read as s/32768) or float32"),
+    {"samples", GF_PARAM_U32, offsetof(gf_params, samples), SPEC_SAMPLES_DEFAULT, 1,
+     SPEC_SAMPLES_MAX, "samples per frame (mono)", NULL},
+    {"sample_rate", GF_PARAM_U32, offsetof(gf_params, sample_rate), SPEC_SAMPLE_RATE_DEFAULT, 2,
+     SPEC_SAMPLE_RATE_MAX, "Hz: what the mel filterbank's frequencies mean", NULL},
+    {"n_fft", GF_PARAM_U32, offsetof(gf_params, n_fft), SPEC_N_FFT_DEFAULT, 2, GF_SPEC_N_FFT_MAX,
+     "FFT size = periodic Hann window length", NULL},
+    {"hop", GF_PARAM_U32, offsetof(gf_params, hop), SPEC_HOP_DEFAULT, 1, SPEC_SAMPLES_MAX,
+     "samples between STFT columns", NULL},
+    BOOL_PARAM("center", center, 1, "reflect-pad n_fft/2 samples each side (torch.stft)"),
+    {"power", GF_PARAM_U32, offsetof(gf_params, power), 2, 1, 2, "1: magnitude, 2: power", NULL},
+    {"n_mels", GF_PARAM_U32, offsetof(gf_params, n_mels), 0, 0, GF_SPEC_N_MELS_MAX,
+     "mel bands; 0: none (n_fft/2+1 frequency bins)", NULL},
+    {"f_min", GF_PARAM_F32, offsetof(gf_params, f_min), 0.0, 0.0, SPEC_HZ_MAX,
+     "mel filterbank's lowest frequency in Hz", NULL},
+    {"f_max", GF_PARAM_F32, offsetof(gf_params, f_max), 0.0, 0.0, SPEC_HZ_MAX,
+     "mel filterbank's highest frequency in Hz; 0: sample_rate/2", NULL},
+    ENUM_PARAM("mel_scale", mel_scale, mel_scales, GF_MEL_HTK,
+               "htk or slaney (torchaudio's MelScale)"),
+    ENUM_PARAM("mel_norm", mel_norm, mel_norms, GF_MEL_NORM_NONE,
+               "none, or slaney: each band divided by its width"),
+    ENUM_PARAM("log", log, spec_logs, GF_LOG_NONE,
+               "none; ln: ln(max(x, eps)); db: 10 log10 (power) or 20 log10 (magnitude)"),
+    {"eps", GF_PARAM_F32, offsetof(gf_params, eps), SPEC_EPS_DEFAULT, SPEC_EPS_MIN, SPEC_EPS_MAX,
+     "the log's floor", NULL},
+};
+
+static uint64_t spectrogram_input_bytes(const gf_params *p) {
+    return (uint64_t)p->samples * gf_spec_shape_of(p).sample_bytes;
+}
+
+static uint64_t spectrogram_output_bytes_of(const gf_params *p) {
+    const gf_spec_shape s = gf_spec_shape_of(p);
+    return (uint64_t)s.rows * s.columns * sizeof(float);
+}
+
+static int64_t spectrogram_output_bytes(const gf_params *p, uint64_t in_bytes, char *why,
+                                        size_t why_len) {
+    const uint64_t want = spectrogram_input_bytes(p);
+    if (in_bytes != want) {
+        gf_errorf(why, why_len,
+                  "length %" PRIu64 " is not the %" PRIu64 " bytes of %" PRIu32 " %s samples",
+                  in_bytes, want, p->samples, sample_formats[p->sample_format]);
+        return -1;
+    }
+    return (int64_t)spectrogram_output_bytes_of(p);
+}
+
+static uint64_t spectrogram_max_output_bytes(const gf_params *p, uint64_t max_in_bytes) {
+    return spectrogram_input_bytes(p) <= max_in_bytes ? spectrogram_output_bytes_of(p) : 0;
+}
+
+static uint64_t spectrogram_warmup_input_bytes(const gf_params *p) {
+    return spectrogram_input_bytes(p);
+}
+
+static int spectrogram_input_f32(const gf_params *p) {
+    return p->sample_format == GF_SAMPLES_F32;
+}
+
+static int spectrogram_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
+                                    size_t why_len) {
+    uint64_t in_bytes, out_bytes;
+    if (check_ranges(spectrogram_params, COUNT_OF(spectrogram_params), p, why, why_len) != 0)
+        return -1;
+    if (p->center && p->samples <= p->n_fft / 2) {
+        gf_errorf(why, why_len,
+                  "samples %" PRIu32 " must exceed n_fft/2 = %" PRIu32
+                  ": center reflects n_fft/2 samples about each end",
+                  p->samples, p->n_fft / 2);
+        return -1;
+    }
+    if (!p->center && p->samples < p->n_fft) {
+        gf_errorf(why, why_len,
+                  "samples %" PRIu32 " is less than n_fft %" PRIu32 ": without center a frame "
+                  "must fill one window",
+                  p->samples, p->n_fft);
+        return -1;
+    }
+    if (p->n_mels > 0 && !((double)p->f_min < gf_mel_f_max(p))) {
+        gf_errorf(why, why_len, "f_min %g must be below f_max %g (0: sample_rate/2)",
+                  (double)p->f_min, gf_mel_f_max(p));
+        return -1;
+    }
+    in_bytes = spectrogram_input_bytes(p);
+    if (in_bytes > max_frame_bytes) {
+        gf_errorf(why, why_len,
+                  "%" PRIu32 " %s samples are %" PRIu64
+                  " bytes, more than max_frame_bytes %" PRIu64,
+                  p->samples, sample_formats[p->sample_format], in_bytes, max_frame_bytes);
+        return -1;
+    }
+    out_bytes = spectrogram_output_bytes_of(p);
+    if (out_bytes > OUTPUT_PER_INPUT_MAX * max_frame_bytes) {
+        gf_errorf(why, why_len,
+                  "the output is %" PRIu64 " bytes, more than %u x max_frame_bytes %" PRIu64,
+                  out_bytes, OUTPUT_PER_INPUT_MAX, max_frame_bytes);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- the registry ----------------------------------------------------------- */
 
-enum { KIND_ECHO, KIND_AFFINE, KIND_SINCOS, KIND_NORMALIZE_U8, KIND_COUNT };
+enum {
+    KIND_ECHO,
+    KIND_AFFINE,
+    KIND_SINCOS,
+    KIND_NORMALIZE_U8,
+    KIND_IMAGE,
+    KIND_SPECTROGRAM,
+    KIND_COUNT
+};
 
 /* A kind's parameter table and how many entries it has. */
 #define PARAM_TABLE(table) .params = (table), .param_count = COUNT_OF(table)
@@ -379,6 +676,37 @@ static const gf_pipeline_kind kinds[KIND_COUNT] = {
             .reference = gf_normalize_u8_ref,
             .describe = normalize_u8_describe,
         },
+    [KIND_IMAGE] =
+        {
+            .name = "image",
+            .doc = "Converts, resizes, crops or letterboxes and normalises a camera frame "
+                   "(RGB, BGR, RGBA, gray, NV12, I420, YUYV) into R, G, B planes or pixels.",
+            PARAM_TABLE(image_params),
+            .exact = 1,
+            .device_api = 1,
+            .output_bytes = image_output_bytes,
+            .max_output_bytes = image_max_output_bytes,
+            .warmup_input_bytes = image_warmup_input_bytes,
+            .check_params = image_check_params,
+            .reference = gf_image_ref,
+        },
+    [KIND_SPECTROGRAM] =
+        {
+            .name = "spectrogram",
+            .doc = "Turns mono PCM into a float32 (frequency or mel) x time spectrogram, "
+                   "as torch.stft and torchaudio compute it.",
+            PARAM_TABLE(spectrogram_params),
+            .exact = 0,
+            .abs_tolerance = SPECTROGRAM_ABS_TOLERANCE,
+            .rel_tolerance = SPECTROGRAM_REL_TOLERANCE,
+            .device_api = 1,
+            .input_f32_for = spectrogram_input_f32,
+            .output_bytes = spectrogram_output_bytes,
+            .max_output_bytes = spectrogram_max_output_bytes,
+            .warmup_input_bytes = spectrogram_warmup_input_bytes,
+            .check_params = spectrogram_check_params,
+            .reference = gf_spectrogram_ref,
+        },
 };
 
 const gf_pipeline_kind *gf_pipeline_kind_find(const char *name) {
@@ -412,7 +740,9 @@ void gf_params_defaults(const gf_pipeline_kind *kind, gf_params *p) {
 
         switch (d->type) {
         case GF_PARAM_F32: memcpy(field, &f, sizeof f); break;
-        case GF_PARAM_U32: memcpy(field, &u, sizeof u); break;
+        case GF_PARAM_U32:
+        case GF_PARAM_ENUM:
+        case GF_PARAM_BOOL: memcpy(field, &u, sizeof u); break;
         case GF_PARAM_F32x3:
             for (unsigned c = 0; c < RGB_CHANNELS; c++) {
                 memcpy(field + c * sizeof f, &f, sizeof f);
@@ -534,7 +864,9 @@ uint64_t gf_pipeline_max_scratch_bytes(const gf_pipeline *p, uint64_t max_in_byt
 }
 
 int gf_pipeline_input_f32(const gf_pipeline *p) {
-    return p->stages[0].kind->input_f32;
+    const gf_stage *first = &p->stages[0];
+    return first->kind->input_f32_for ? first->kind->input_f32_for(&first->params)
+                                      : first->kind->input_f32;
 }
 
 int gf_pipeline_has_reference(const gf_pipeline *p) {
@@ -591,15 +923,17 @@ const char *gf_pipeline_kinds_text(const gf_pipeline *p, char *buf, size_t len) 
     return buf;
 }
 
+/* A plugin's stage, and a stage of a device_api kind once opened, hold a
+ * plugin stage; every other stage's params.plugin is NULL. */
 void gf_pipeline_retain(const gf_pipeline *p) {
     for (uint32_t k = 0; k < p->stage_count; k++)
-        if (gf_kind_is_plugin(p->stages[k].kind))
+        if (p->stages[k].params.plugin != NULL)
             gf_plugin_stage_retain(p->stages[k].params.plugin);
 }
 
 void gf_pipeline_release(const gf_pipeline *p) {
     for (uint32_t k = 0; k < p->stage_count; k++)
-        if (gf_kind_is_plugin(p->stages[k].kind))
+        if (p->stages[k].params.plugin != NULL)
             gf_plugin_stage_release(p->stages[k].params.plugin);
 }
 

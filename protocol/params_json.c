@@ -71,6 +71,35 @@ static int read_param(const gf_param_desc *d, const cJSON *m, const char *path, 
         memcpy(field, f, sizeof f);
         return 0;
     }
+    case GF_PARAM_ENUM: {
+        char list[GF_KNOWN_LIST_BYTES];
+        size_t o = 0;
+        if (cJSON_IsString(m)) {
+            for (uint32_t i = 0; d->choices[i] != NULL; i++) {
+                if (strcmp(d->choices[i], m->valuestring) == 0) {
+                    memcpy(field, &i, sizeof i);
+                    return 0;
+                }
+            }
+        }
+        list[0] = '\0';
+        for (uint32_t i = 0; d->choices[i] != NULL && o < sizeof list; i++)
+            o += gf_errorf(list + o, sizeof list - o, "%s\"%s\"", i ? ", " : "", d->choices[i]);
+        gf_json_describe(m, got, sizeof got);
+        gf_problem(pr, "%s: expected one of %s, got %s", path, list, got);
+        return -1;
+    }
+    case GF_PARAM_BOOL: {
+        uint32_t u;
+        if (!cJSON_IsBool(m)) {
+            gf_json_describe(m, got, sizeof got);
+            gf_problem(pr, "%s: expected true or false, got %s", path, got);
+            return -1;
+        }
+        u = cJSON_IsTrue(m) ? 1u : 0u;
+        memcpy(field, &u, sizeof u);
+        return 0;
+    }
     }
     gf_problem(pr, "%s: parameter of an unsupported type %d", path, (int)d->type);
     return -1;
@@ -171,6 +200,18 @@ cJSON *gf_params_to_json(const gf_pipeline_kind *kind, const gf_params *p) {
             uint32_t u;
             memcpy(&u, field, sizeof u);
             v = cJSON_CreateNumber((double)u);
+            break;
+        }
+        case GF_PARAM_ENUM: {
+            uint32_t u;
+            memcpy(&u, field, sizeof u);
+            v = cJSON_CreateString(gf_param_choice(d, u));
+            break;
+        }
+        case GF_PARAM_BOOL: {
+            uint32_t u;
+            memcpy(&u, field, sizeof u);
+            v = cJSON_CreateBool(u != 0);
             break;
         }
         case GF_PARAM_F32x3: {

@@ -320,6 +320,11 @@ int gf_pipeline_open_plugins(gf_pipeline *p, uint64_t max_frame_bytes, const cha
             snprintf(path, sizeof path, "%s", prefix);
         if (gf_kind_is_plugin(s->kind) && open_plugin_stage(s->params.plugin, max_in, path, pr) < 0)
             return -1;
+        if (s->kind->device_api && s->params.plugin == NULL &&
+            (s->params.plugin = gf_plugin_stage_new_builtin(&s->params)) == NULL) {
+            gf_problem(pr, "%s: out of memory", path);
+            return -1;
+        }
         max_in = s->kind->max_output_bytes(&s->params, max_in);
     }
     return 0;

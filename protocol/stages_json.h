@@ -41,7 +41,9 @@ int gf_json_read_stages(const gf_stage_json *j, const char *config_dir, const ch
  * plugin's own table, create()), telling each the longest input it can get:
  * max_frame_bytes through the stages before it.  Returns 0, or -1 with one
  * problem naming the stage ("<prefix>.path: cannot load: ...",
- * "<prefix>.params.weights: missing (required: ...)").
+ * "<prefix>.params.weights: missing (required: ...)").  A stage of a
+ * built-in kind with a device API (image, spectrogram) gets its built-in
+ * plugin stage (kernels/plugin.h, gf_plugin_stage_new_builtin) here.
  */
 int gf_pipeline_open_plugins(gf_pipeline *p, uint64_t max_frame_bytes, const char *prefix,
                              gf_problems *pr);

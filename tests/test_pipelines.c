@@ -375,11 +375,11 @@ START_TEST(test_check_params_normalize_u8) {
 END_TEST
 
 START_TEST(test_kind_lookup) {
-    const char *names[] = {"echo", "affine", "sincos", "normalize_u8"};
+    const char *names[] = {"echo", "affine", "sincos", "normalize_u8", "image", "spectrogram"};
     size_t count = 0;
     const gf_pipeline_kind *all = gf_pipeline_kinds(&count);
 
-    ck_assert_uint_eq(count, 4);
+    ck_assert_uint_eq(count, 6);
     for (size_t i = 0; i < count; i++) {
         ck_assert_str_eq(all[i].name, names[i]);
         ck_assert_ptr_eq(gf_pipeline_kind_find(names[i]), &all[i]);
@@ -389,7 +389,10 @@ START_TEST(test_kind_lookup) {
         ck_assert(all[i].reference != NULL);
         ck_assert(all[i].describe != NULL);
 #ifdef GF_HAVE_CUDA
-        ck_assert(gf_kernel_launcher(&all[i]) != NULL);
+        /* A kernel, or a device API for a kind that runs through one. */
+        ck_assert_msg(all[i].device_api ? gf_kernel_device_api(&all[i]) != NULL
+                                        : gf_kernel_launcher(&all[i]) != NULL,
+                      "%s", all[i].name);
 #endif
     }
     ck_assert_ptr_null(gf_pipeline_kind_find("nope"));
