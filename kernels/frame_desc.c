@@ -23,6 +23,7 @@ static const struct {
     {GF_DTYPE_UINT8, "uint8", 1},       {GF_DTYPE_INT32, "int32", 4},
     {GF_DTYPE_INT64, "int64", 8},       {GF_DTYPE_FLOAT16, "float16", 2},
     {GF_DTYPE_BFLOAT16, "bfloat16", 2}, {GF_DTYPE_FLOAT32, "float32", 4},
+    {GF_DTYPE_INT16, "int16", 2},
 };
 
 const char *gf_dtype_name(uint32_t dtype) {

@@ -155,6 +155,7 @@ enum gf_dtype {
     GF_DTYPE_FLOAT16 = 4,  /* "float16": IEEE 754 binary16                   */
     GF_DTYPE_BFLOAT16 = 5, /* "bfloat16": a float32's upper 16 bits          */
     GF_DTYPE_FLOAT32 = 6,  /* "float32": IEEE 754 binary32                   */
+    GF_DTYPE_INT16 = 7,    /* "int16": PCM audio                             */
 };
 /* Most dimensions of one tensor (0 dimensions: a scalar, one element). */
 #define GF_TENSOR_RANK_MAX 8

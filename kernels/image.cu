@@ -53,9 +53,9 @@ static __global__ void image_kernel(const gf_image_plan pl, const frame_table ft
 #pragma unroll
         for (unsigned c = 0; c < GF_IMAGE_CHANNELS; c++) {
             const size_t o = gf_image_out_index(&pl, ox, oy, c);
-            if (pl.dtype == GF_DTYPE_U8)
+            if (pl.dtype == GF_IMAGE_UINT8)
                 ft.out[f][o] = gf_image_to_u8(rgb[c]);
-            else if (pl.dtype == GF_DTYPE_F16)
+            else if (pl.dtype == GF_IMAGE_FLOAT16)
                 reinterpret_cast<__half *>(ft.out[f])[o] =
                     __float2half_rn(gf_image_normalise(&pl, rgb[c], c));
             else
@@ -149,4 +149,6 @@ extern "C" const gf_plugin gf_image_device_api = {
     image_launch,
     image_launch_batch,
     kBatchFrames,
+    nullptr,
+    0,
 };

@@ -53,7 +53,7 @@ enum gf_yuv_matrix { GF_YUV_BT601, GF_YUV_BT709 };
 enum gf_yuv_range { GF_YUV_LIMITED, GF_YUV_FULL };
 enum gf_image_fit { GF_FIT_STRETCH, GF_FIT_CROP, GF_FIT_LETTERBOX };
 enum gf_image_layout { GF_LAYOUT_CHW, GF_LAYOUT_HWC };
-enum gf_image_dtype { GF_DTYPE_F32, GF_DTYPE_F16, GF_DTYPE_U8 };
+enum gf_image_dtype { GF_IMAGE_FLOAT32, GF_IMAGE_FLOAT16, GF_IMAGE_UINT8 };
 
 /* Output channels: always R, G, B. */
 #define GF_IMAGE_CHANNELS 3u
@@ -67,7 +67,7 @@ GF_IMAGE_FN int gf_image_is_yuv(uint32_t format) {
 
 /* Bytes of one output element of `dtype`. */
 GF_IMAGE_FN uint32_t gf_image_dtype_bytes(uint32_t dtype) {
-    return dtype == GF_DTYPE_F32 ? 4u : dtype == GF_DTYPE_F16 ? 2u : 1u;
+    return dtype == GF_IMAGE_FLOAT32 ? 4u : dtype == GF_IMAGE_FLOAT16 ? 2u : 1u;
 }
 
 /* The one input length of a width x height image in `format` (rows packed,
@@ -110,18 +110,18 @@ typedef struct gf_yuv_coeffs {
 /* The separable filter along one axis: what gf_image_plan() derives from
  * the sizes (docs/stages.md, "Resize"). */
 typedef struct gf_image_axis {
-    uint32_t in;     /* source pixels along the axis                    */
-    uint32_t out;    /* output pixels along it                          */
+    uint32_t in;      /* source pixels along the axis                    */
+    uint32_t out;     /* output pixels along it                          */
     uint32_t resized; /* the resized image's pixels along it            */
-    int32_t offset;  /* crop: the output's first pixel in the resized
-                        image; letterbox: the resized image's first pixel
-                        in the output; stretch: 0                        */
-    float scale;     /* source pixels per resized pixel: in / resized    */
-    float support;   /* the filter's half-width in source pixels         */
-    float inv;       /* what a distance in source pixels is multiplied
-                        by before the triangle: 1/scale when widened     */
-    int identity;    /* resized == in: each output pixel is one source
-                        pixel, no filter                                 */
+    int32_t offset;   /* crop: the output's first pixel in the resized
+                         image; letterbox: the resized image's first pixel
+                         in the output; stretch: 0                        */
+    float scale;      /* source pixels per resized pixel: in / resized    */
+    float support;    /* the filter's half-width in source pixels         */
+    float inv;        /* what a distance in source pixels is multiplied
+                         by before the triangle: 1/scale when widened     */
+    int identity;     /* resized == in: each output pixel is one source
+                         pixel, no filter                                 */
 } gf_image_axis;
 
 /* Everything per launch: the geometry and the per-pixel constants. */
@@ -213,7 +213,8 @@ GF_IMAGE_FN void gf_image_source_rgb(const gf_image_plan *pl, const unsigned cha
         break;
     }
     case GF_IMAGE_I420: {
-        const size_t cw = (w + 1) / 2, ch = (h + 1) / 2, c = (size_t)(sy / 2) * cw + (size_t)(sx / 2);
+        const size_t cw = (w + 1) / 2, ch = (h + 1) / 2,
+                     c = (size_t)(sy / 2) * cw + (size_t)(sx / 2);
         const unsigned char *up = in + (size_t)w * h;
         yv = (float)in[px];
         u = (float)up[c];

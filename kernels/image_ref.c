@@ -129,9 +129,9 @@ void gf_image_ref(const gf_params *p, const void *in, size_t in_bytes, void *out
             gf_image_pixel(&pl, in, (int32_t)ox, (int32_t)oy, rgb);
             for (unsigned c = 0; c < GF_IMAGE_CHANNELS; c++) {
                 const size_t i = gf_image_out_index(&pl, (int32_t)ox, (int32_t)oy, c);
-                if (pl.dtype == GF_DTYPE_U8) {
+                if (pl.dtype == GF_IMAGE_UINT8) {
                     dst[i] = gf_image_to_u8(rgb[c]);
-                } else if (pl.dtype == GF_DTYPE_F16) {
+                } else if (pl.dtype == GF_IMAGE_FLOAT16) {
                     const uint16_t v = gf_f32_to_f16(gf_image_normalise(&pl, rgb[c], c));
                     memcpy(dst + i * sizeof v, &v, sizeof v);
                 } else {

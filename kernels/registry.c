@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pipeline registry: the four kinds' entries (parameter tables, length
+ * The pipeline registry: the six kinds' entries (parameter tables, length
  * rules, tolerances, references and their frames as tensors) and the
  * functions of pipeline.h that look them up, fill defaults and compare
  * outputs.  No CUDA: the launchers are found through gf_kernel_launcher()
@@ -392,7 +392,7 @@ static const gf_param_desc image_params[] = {
      "letterbox: the borders' value in 0..255, normalised like a pixel", NULL},
     ENUM_PARAM("layout", layout, image_layouts, GF_LAYOUT_CHW,
                "output layout: chw (3 planes) or hwc (interleaved)"),
-    ENUM_PARAM("dtype", dtype, image_dtypes, GF_DTYPE_F32,
+    ENUM_PARAM("dtype", dtype, image_dtypes, GF_IMAGE_FLOAT32,
                "output element: float32, float16 or uint8 (0..255, no mean or std)"),
     {"mean", GF_PARAM_F32x3, offsetof(gf_params, mean), 0.0, -NORM_MEAN_LIMIT, NORM_MEAN_LIMIT,
      "per-channel R, G, B mean subtracted from value/255 (default none: 0)", NULL},
@@ -430,6 +430,34 @@ static uint64_t image_warmup_input_bytes(const gf_params *p) {
     return gf_image_input_bytes(p->format, p->width, p->height);
 }
 
+/* The input as its format lays it out: uint8 [height, width, 3] (rgb8,
+ * bgr8), [.., 4] (rgba8), [height, width] (gray8), [height, width, 2]
+ * (yuyv: Y and one chroma byte a pixel); nv12 and i420, whose planes differ
+ * in size, as their bytes: uint8 [n].  The output: float32, float16 or
+ * uint8 [3, out_height, out_width] (chw) or [out_height, out_width, 3]. */
+static void image_describe(const gf_params *p, gf_frame_desc *in, gf_frame_desc *out) {
+    const int64_t w = p->width, h = p->height;
+    const int64_t ow = p->out_width ? p->out_width : w, oh = p->out_height ? p->out_height : h;
+    const uint32_t dtype = p->dtype == GF_IMAGE_FLOAT16 ? GF_DTYPE_FLOAT16
+                           : p->dtype == GF_IMAGE_UINT8 ? GF_DTYPE_UINT8
+                                                        : GF_DTYPE_FLOAT32;
+    switch (p->format) {
+    case GF_IMAGE_RGB8:
+    case GF_IMAGE_BGR8: one_tensor(in, GF_DTYPE_UINT8, 3, h, w, 3); break;
+    case GF_IMAGE_RGBA8: one_tensor(in, GF_DTYPE_UINT8, 3, h, w, 4); break;
+    case GF_IMAGE_GRAY8: one_tensor(in, GF_DTYPE_UINT8, 2, h, w, 0); break;
+    case GF_IMAGE_YUYV: one_tensor(in, GF_DTYPE_UINT8, 3, h, w, 2); break;
+    default:
+        one_tensor(in, GF_DTYPE_UINT8, 1,
+                   (int64_t)gf_image_input_bytes(p->format, p->width, p->height), 0, 0);
+        break;
+    }
+    if (p->layout == GF_LAYOUT_CHW)
+        one_tensor(out, dtype, 3, GF_IMAGE_CHANNELS, oh, ow);
+    else
+        one_tensor(out, dtype, 3, oh, ow, GF_IMAGE_CHANNELS);
+}
+
 static int image_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
                               size_t why_len) {
     uint64_t in_bytes, out_bytes;
@@ -447,7 +475,7 @@ static int image_check_params(const gf_params *p, uint64_t max_frame_bytes, char
                   "width %" PRIu32 " is odd: yuyv carries pixels in pairs (Y0 U Y1 V)", p->width);
         return -1;
     }
-    if (p->dtype == GF_DTYPE_U8) {
+    if (p->dtype == GF_IMAGE_UINT8) {
         for (unsigned c = 0; c < GF_IMAGE_CHANNELS; c++) {
             if (p->mean[c] != 0.0f || p->std[c] != 1.0f) {
                 gf_errorf(why, why_len,
@@ -558,6 +586,15 @@ static uint64_t spectrogram_warmup_input_bytes(const gf_params *p) {
 
 static int spectrogram_input_f32(const gf_params *p) {
     return p->sample_format == GF_SAMPLES_F32;
+}
+
+/* int16 or float32 [samples] in; float32 [rows, columns] out, rows the
+ * mels or the frequency bins, as torch.stft and torchaudio shape it. */
+static void spectrogram_describe(const gf_params *p, gf_frame_desc *in, gf_frame_desc *out) {
+    const gf_spec_shape s = gf_spec_shape_of(p);
+    one_tensor(in, p->sample_format == GF_SAMPLES_F32 ? GF_DTYPE_FLOAT32 : GF_DTYPE_INT16, 1,
+               p->samples, 0, 0);
+    one_tensor(out, GF_DTYPE_FLOAT32, 2, s.rows, s.columns, 0);
 }
 
 static int spectrogram_check_params(const gf_params *p, uint64_t max_frame_bytes, char *why,
@@ -689,6 +726,7 @@ static const gf_pipeline_kind kinds[KIND_COUNT] = {
             .warmup_input_bytes = image_warmup_input_bytes,
             .check_params = image_check_params,
             .reference = gf_image_ref,
+            .describe = image_describe,
         },
     [KIND_SPECTROGRAM] =
         {
@@ -706,6 +744,7 @@ static const gf_pipeline_kind kinds[KIND_COUNT] = {
             .warmup_input_bytes = spectrogram_warmup_input_bytes,
             .check_params = spectrogram_check_params,
             .reference = gf_spectrogram_ref,
+            .describe = spectrogram_describe,
         },
 };
 

@@ -227,8 +227,8 @@ static int open_stream(spec_dev *d, spec_stream *s, char *why, size_t why_len) {
                                         onembed, 1, static_cast<int>(d->odist), CUFFT_R2C, batch,
                                         &bytes);
         if (r != CUFFT_SUCCESS) {
-            snprintf(why, why_len, "cuFFT plan of %d transforms of %u: error %d", batch,
-                     d->p.n_fft, static_cast<int>(r));
+            snprintf(why, why_len, "cuFFT plan of %d transforms of %u: error %d", batch, d->p.n_fft,
+                     static_cast<int>(r));
             return -1;
         }
         work_bytes = bytes > work_bytes ? bytes : work_bytes;
@@ -353,8 +353,8 @@ static __device__ float bin_value(const float2 *b, uint32_t odist, size_t r, uin
 }
 
 /* A[r*ldp + k] = bin k of row r, for `rows` rows: the GEMM's input. */
-static __global__ void power_kernel(const float2 *b, uint32_t odist, size_t rows,
-                                    uint32_t n_freqs, uint32_t power, uint32_t ldp, float *a) {
+static __global__ void power_kernel(const float2 *b, uint32_t odist, size_t rows, uint32_t n_freqs,
+                                    uint32_t power, uint32_t ldp, float *a) {
     const size_t total = rows * n_freqs;
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
     for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
@@ -442,7 +442,7 @@ static int run_pass(spec_dev *d, spec_stream *s, cudaStream_t st, const gf_plugi
     }
     const size_t cells = static_cast<size_t>(sh.columns) * d->p.n_fft * count;
     frames_kernel<<<blocks_for(cells), kThreadsPerBlock, 0, st>>>(ft, count, d->p, sh, d->idist,
-                                                                 s->a);
+                                                                  s->a);
     /* One exec per set bit of count, largest first. */
     uint32_t done = 0;
     for (int b = d->plans - 1; b >= 0; b--) {
@@ -520,4 +520,6 @@ extern "C" const gf_plugin gf_spectrogram_device_api = {
     spec_launch,
     spec_launch_batch,
     kBatchFrames,
+    nullptr,
+    0,
 };

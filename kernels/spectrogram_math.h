@@ -56,7 +56,8 @@ gf_spec_shape gf_spec_shape_of(const gf_params *p);
 #ifdef __CUDACC__
 __host__ __device__
 #endif
-static inline uint32_t gf_spec_reflect(int64_t i, uint32_t samples) {
+    static inline uint32_t
+    gf_spec_reflect(int64_t i, uint32_t samples) {
     if (i < 0)
         i = -i;
     if (i >= (int64_t)samples)

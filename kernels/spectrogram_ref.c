@@ -69,7 +69,8 @@ void gf_mel_points(const gf_params *p, double *f_pts) {
     const double m_max = gf_hz_to_mel(gf_mel_f_max(p), p->mel_scale);
     const uint32_t n = p->n_mels + 2;
     for (uint32_t i = 0; i < n; i++)
-        f_pts[i] = gf_mel_to_hz(m_min + (m_max - m_min) * (double)i / (double)(n - 1), p->mel_scale);
+        f_pts[i] =
+            gf_mel_to_hz(m_min + (m_max - m_min) * (double)i / (double)(n - 1), p->mel_scale);
 }
 
 double gf_mel_weight(const gf_params *p, const double *f_pts, uint32_t n_freqs, uint32_t k,
@@ -126,7 +127,8 @@ void gf_spectrogram_ref(const gf_params *p, const void *in, size_t in_bytes, voi
         /* The windowed column: periodic Hann, w[j] = 0.5 - 0.5 cos(2 pi j / n). */
         for (uint32_t j = 0; j < n; j++) {
             const int64_t i = (int64_t)t * p->hop + j - s.pad;
-            v[j] = (0.5 - 0.5 * cos_t[j]) * sample_at(in, s.sample_bytes, gf_spec_reflect(i, p->samples));
+            v[j] = (0.5 - 0.5 * cos_t[j]) *
+                   sample_at(in, s.sample_bytes, gf_spec_reflect(i, p->samples));
         }
         for (uint32_t k = 0; k < s.n_freqs; k++) {
             double re = 0.0, im = 0.0;
@@ -147,7 +149,8 @@ void gf_spectrogram_ref(const gf_params *p, const void *in, size_t in_bytes, voi
             } else {
                 /* Only the bins under the triangle: the others add 0. */
                 const double hz_per_bin = (double)(p->sample_rate / 2) / (double)(s.n_freqs - 1);
-                double lo = floor(f_pts[r] / hz_per_bin) - 1.0, hi = ceil(f_pts[r + 2] / hz_per_bin) + 1.0;
+                double lo = floor(f_pts[r] / hz_per_bin) - 1.0,
+                       hi = ceil(f_pts[r + 2] / hz_per_bin) + 1.0;
                 uint32_t k0 = lo > 0.0 ? (uint32_t)lo : 0;
                 uint32_t k1 = hi < (double)(s.n_freqs - 1) ? (uint32_t)hi : s.n_freqs - 1;
                 for (uint32_t k = k0; k <= k1; k++)

@@ -57,9 +57,10 @@ static int tensor_from_json(const cJSON *v, const char *prefix, gf_tensor_desc *
     t->dtype = cJSON_IsString(items[0]) ? gf_dtype_from_name(items[0]->valuestring) : 0;
     if (t->dtype == 0) {
         gf_json_describe(items[0], got, sizeof got);
-        gf_problem(pr,
-                   "%s.dtype: expected uint8, int32, int64, float16, bfloat16 or float32, got %s",
-                   prefix, got);
+        gf_problem(
+            pr,
+            "%s.dtype: expected uint8, int16, int32, int64, float16, bfloat16 or float32, got %s",
+            prefix, got);
         return -1;
     }
     if (!cJSON_IsArray(items[1]) || cJSON_GetArraySize(items[1]) > GF_TENSOR_RANK_MAX) {

@@ -947,7 +947,7 @@ static const struct bad_list bad_lists[] = {
     {"{\"pipelines\": [{\"id\": 0, \"name\": \"p\", \"kind\": \"plugin\", \"path\": \"/x.so\", "
      "\"params\": {}, \"inputs\": [{\"dtype\": \"float64\", \"shape\": [2]}], \"outputs\": "
      "[{\"dtype\": \"uint8\", \"shape\": [-1]}]}]}",
-     "pipelines[0] (p).inputs[0].dtype: expected uint8, int32, int64, float16, bfloat16 or "
+     "pipelines[0] (p).inputs[0].dtype: expected uint8, int16, int32, int64, float16, bfloat16 or "
      "float32, got \"float64\""},
     {"{\"pipelines\": [{\"id\": 0, \"name\": \"p\", \"kind\": \"plugin\", \"path\": \"/x.so\", "
      "\"params\": {}, \"inputs\": [{\"dtype\": \"uint8\", \"shape\": [-1]}], \"outputs\": "

@@ -159,7 +159,7 @@ START_TEST(test_image_layouts_and_dtypes) {
     size_t n8, n32, nh, n16, nn;
     fill_random(in, sizeof in, 4);
     gf_params p = image_params("rgb8", 5, 3);
-    p.dtype = GF_DTYPE_U8;
+    p.dtype = GF_IMAGE_UINT8;
     p.layout = GF_LAYOUT_HWC;
     unsigned char *u8 = run_image(&p, in, &n8);
     ck_assert_uint_eq(n8, sizeof in);
@@ -175,19 +175,20 @@ START_TEST(test_image_layouts_and_dtypes) {
         for (size_t c = 0; c < 3; c++)
             ck_assert(f32_at(hwc, i * 3 + c) == f32_at(chw, c * 15 + i));
     p.layout = GF_LAYOUT_CHW;
-    p.dtype = GF_DTYPE_F16;
+    p.dtype = GF_IMAGE_FLOAT16;
     unsigned char *half = run_image(&p, in, &n16);
     ck_assert_uint_eq(n16, n32 / 2);
     for (size_t i = 0; i < 45; i++)
         ck_assert_uint_eq(u16_at(half, i), gf_f32_to_f16(f32_at(chw, i)));
-    p.dtype = GF_DTYPE_F32;
+    p.dtype = GF_IMAGE_FLOAT32;
     const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
     memcpy(p.mean, mean, sizeof mean);
     memcpy(p.std, std, sizeof std);
     unsigned char *norm = run_image(&p, in, &nn);
     for (size_t c = 0; c < 3; c++)
         for (size_t i = 0; i < 15; i++)
-            ck_assert(f32_at(norm, c * 15 + i) == ((float)in[i * 3 + c] / 255.0f - mean[c]) / std[c]);
+            ck_assert(f32_at(norm, c * 15 + i) ==
+                      ((float)in[i * 3 + c] / 255.0f - mean[c]) / std[c]);
     free(chw);
     free(hwc);
     free(half);
@@ -212,7 +213,7 @@ START_TEST(test_image_f16_rounding) {
     ck_assert_uint_eq(gf_f32_to_f16(0x1p-24f), 0x0001);        /* smallest subnormal */
     ck_assert_uint_eq(gf_f32_to_f16(0x1p-25f), 0x0000);        /* tie: to even 0 */
     ck_assert_uint_eq(gf_f32_to_f16(0x1.8p-25f), 0x0001);
-    ck_assert_uint_eq(gf_f32_to_f16(0x1p-14f), 0x0400); /* smallest normal */
+    ck_assert_uint_eq(gf_f32_to_f16(0x1p-14f), 0x0400);     /* smallest normal */
     ck_assert_uint_eq(gf_f32_to_f16(0x1.ffcp-15f), 0x0400); /* rounds up into normals */
 }
 END_TEST
@@ -273,7 +274,7 @@ START_TEST(test_image_flat_stays_flat) {
             for (uint64_t i = 1; i < in_bytes; i += 2)
                 in[i] = 128;
         p.range = GF_YUV_FULL;
-        p.dtype = GF_DTYPE_U8;
+        p.dtype = GF_IMAGE_UINT8;
         for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++) {
             for (uint32_t fit = GF_FIT_STRETCH; fit <= GF_FIT_LETTERBOX; fit++) {
                 size_t n;
@@ -283,8 +284,8 @@ START_TEST(test_image_flat_stays_flat) {
                 p.pad_value = 100.0f;
                 unsigned char *out = run_image(&p, in, &n);
                 for (size_t i = 0; i < n; i++)
-                    ck_assert_msg(out[i] == 100, "%s to %ux%u fit %u: byte %zu is %u",
-                                  formats[f], outs[o][0], outs[o][1], fit, i, out[i]);
+                    ck_assert_msg(out[i] == 100, "%s to %ux%u fit %u: byte %zu is %u", formats[f],
+                                  outs[o][0], outs[o][1], fit, i, out[i]);
                 free(out);
             }
         }
@@ -424,9 +425,10 @@ START_TEST(test_image_yuv_formats) {
             const int c = (row / 2) * CW + x / 2;
             yuv_to_rgb(bt709, full, y[row * W + x], u[c], v[c], want);
             for (int ch = 0; ch < 3; ch++)
-                ck_assert_msg(fabs(f32_at(a, (size_t)ch * W * H + (size_t)row * W + (size_t)x) * 255.0 -
-                                   want[ch]) < 1e-3,
-                              "pixel %d,%d channel %d", x, row, ch);
+                ck_assert_msg(
+                    fabs(f32_at(a, (size_t)ch * W * H + (size_t)row * W + (size_t)x) * 255.0 -
+                         want[ch]) < 1e-3,
+                    "pixel %d,%d channel %d", x, row, ch);
         }
     }
     /* yuyv: width 8 (even only); its first 7 columns equal nv12's. */
@@ -468,7 +470,8 @@ START_TEST(test_image_yuv_colours) {
         {0, 1, {{76, 85, 255}, {150, 44, 21}, {29, 255, 107}, {255, 128, 128}}},
         {1, 1, {{54, 99, 255}, {182, 30, 12}, {18, 255, 116}, {255, 128, 128}}},
     };
-    static const unsigned char want[4][3] = {{255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {255, 255, 255}};
+    static const unsigned char want[4][3] = {
+        {255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {255, 255, 255}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         for (int other = 0; other < 2; other++) {
             int worst = 0;
@@ -480,7 +483,7 @@ START_TEST(test_image_yuv_colours) {
                 gf_params p = image_params("i420", 2, 2);
                 p.matrix = (uint32_t)(other ? !cases[k].bt709 : cases[k].bt709);
                 p.range = (uint32_t)cases[k].full;
-                p.dtype = GF_DTYPE_U8;
+                p.dtype = GF_IMAGE_UINT8;
                 p.layout = GF_LAYOUT_HWC;
                 size_t n;
                 unsigned char *out = run_image(&p, in, &n);
@@ -509,8 +512,9 @@ START_TEST(test_image_lengths) {
         uint32_t w, h;
         uint64_t bytes;
     } sizes[] = {
-        {"rgb8", 7, 5, 105},  {"bgr8", 7, 5, 105},  {"rgba8", 7, 5, 140},
-        {"gray8", 7, 5, 35},  {"nv12", 7, 5, 59},   {"i420", 7, 5, 59},
+        {"rgb8", 7, 5, 105},  {"bgr8", 7, 5, 105},
+        {"rgba8", 7, 5, 140}, {"gray8", 7, 5, 35},
+        {"nv12", 7, 5, 59},   {"i420", 7, 5, 59},
         {"yuyv", 8, 5, 80},   {"nv12", 1920, 1080, 3110400},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -524,7 +528,7 @@ START_TEST(test_image_lengths) {
     }
     gf_params p = image_params("nv12", 1920, 1080);
     p.out_width = p.out_height = 224;
-    p.dtype = GF_DTYPE_F16;
+    p.dtype = GF_IMAGE_FLOAT16;
     ck_assert_int_eq(k->output_bytes(&p, 3110400, why, sizeof why), 224 * 224 * 3 * 2);
     ck_assert_int_eq(k->output_bytes(&p, 3110399, why, sizeof why), -1);
     ck_assert_str_eq(why, "length 3110399 is not the 3110400 bytes of a 1920x1080 nv12 image");
@@ -540,9 +544,10 @@ START_TEST(test_image_check_params) {
     p = image_params("rgb8", 8, 8);
     p.out_width = 4;
     ck_assert_int_eq(k->check_params(&p, FRAME_LIMIT, why, sizeof why), -1);
-    ck_assert_str_eq(why, "out_width 4 and out_height 0: give both (resize) or neither (no resize)");
+    ck_assert_str_eq(why,
+                     "out_width 4 and out_height 0: give both (resize) or neither (no resize)");
     p = image_params("rgb8", 8, 8);
-    p.dtype = GF_DTYPE_U8;
+    p.dtype = GF_IMAGE_UINT8;
     p.std[1] = 0.5f;
     ck_assert_int_eq(k->check_params(&p, FRAME_LIMIT, why, sizeof why), -1);
     ck_assert_ptr_nonnull(strstr(why, "mean and std apply to float outputs only"));
@@ -581,7 +586,7 @@ START_TEST(test_media_params_json) {
     ck_assert_uint_eq(p.fit, GF_FIT_CROP);
     ck_assert_uint_eq(p.antialias, 0);
     ck_assert_uint_eq(p.layout, GF_LAYOUT_HWC);
-    ck_assert_uint_eq(p.dtype, GF_DTYPE_F16);
+    ck_assert_uint_eq(p.dtype, GF_IMAGE_FLOAT16);
     /* And back: names and booleans as written. */
     cJSON *back = gf_params_to_json(kind("image"), &p);
     ck_assert_str_eq(cJSON_GetObjectItem(back, "format")->valuestring, "nv12");
@@ -929,6 +934,54 @@ START_TEST(test_spec_lengths_and_params) {
 }
 END_TEST
 
+/* LIST's tensors: the input as each format lays it out, the output as the
+ * layout and dtype say, their bytes the lengths the rules give. */
+START_TEST(test_media_describe) {
+    static const struct {
+        const char *format, *in;
+    } formats[] = {{"rgb8", "uint8[5,8,3]"}, {"bgr8", "uint8[5,8,3]"}, {"rgba8", "uint8[5,8,4]"},
+                   {"gray8", "uint8[5,8]"},  {"nv12", "uint8[64]"},    {"i420", "uint8[64]"},
+                   {"yuyv", "uint8[5,8,2]"}};
+    const gf_pipeline_kind *k = kind("image");
+    char text[256], why[WHY_BYTES];
+    gf_frame_desc in, out;
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        gf_params p = image_params(formats[i].format, 8, 5);
+        p.out_width = 4;
+        p.out_height = 3;
+        p.layout = (uint32_t)(i % 2);
+        p.dtype = (uint32_t)(i % 3);
+        k->describe(&p, &in, &out);
+        ck_assert_int_eq(gf_frame_desc_check(&in, why, sizeof why), 0);
+        ck_assert_int_eq(gf_frame_desc_check(&out, why, sizeof why), 0);
+        ck_assert_str_eq(gf_frame_desc_text(&in, text, sizeof text), formats[i].in);
+        ck_assert_uint_eq(gf_frame_desc_bytes(&in), gf_image_input_bytes(p.format, 8, 5));
+        ck_assert_int_eq((int64_t)gf_frame_desc_bytes(&out),
+                         k->output_bytes(&p, gf_frame_desc_bytes(&in), why, sizeof why));
+    }
+    gf_params p = image_params("nv12", 1920, 1080);
+    p.out_width = p.out_height = 224;
+    k->describe(&p, &in, &out);
+    ck_assert_str_eq(gf_frame_desc_text(&out, text, sizeof text), "float32[3,224,224]");
+    p.layout = GF_LAYOUT_HWC;
+    p.dtype = GF_IMAGE_FLOAT16;
+    k->describe(&p, &in, &out);
+    ck_assert_str_eq(gf_frame_desc_text(&out, text, sizeof text), "float16[224,224,3]");
+
+    k = kind("spectrogram");
+    gf_params_defaults(k, &p);
+    p.n_mels = 64;
+    k->describe(&p, &in, &out);
+    ck_assert_str_eq(gf_frame_desc_text(&in, text, sizeof text), "int16[16000]");
+    ck_assert_str_eq(gf_frame_desc_text(&out, text, sizeof text), "float32[64,101]");
+    p.sample_format = GF_SAMPLES_F32;
+    p.n_mels = 0;
+    k->describe(&p, &in, &out);
+    ck_assert_str_eq(gf_frame_desc_text(&in, text, sizeof text), "float32[16000]");
+    ck_assert_str_eq(gf_frame_desc_text(&out, text, sizeof text), "float32[201,101]");
+}
+END_TEST
+
 static Suite *media_suite(void) {
     Suite *s = suite_create("media");
     TCase *image = tcase_create("image");
@@ -947,6 +1000,7 @@ static Suite *media_suite(void) {
     tcase_add_test(image, test_image_lengths);
     tcase_add_test(image, test_image_check_params);
     tcase_add_test(image, test_media_params_json);
+    tcase_add_test(image, test_media_describe);
     suite_add_tcase(s, image);
 
     tcase_add_test(spec, test_spec_shapes);

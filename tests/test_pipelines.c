@@ -599,15 +599,16 @@ START_TEST(test_dtypes) {
         uint32_t bytes;
     } want[] = {{GF_DTYPE_UINT8, "uint8", 1},       {GF_DTYPE_INT32, "int32", 4},
                 {GF_DTYPE_INT64, "int64", 8},       {GF_DTYPE_FLOAT16, "float16", 2},
-                {GF_DTYPE_BFLOAT16, "bfloat16", 2}, {GF_DTYPE_FLOAT32, "float32", 4}};
+                {GF_DTYPE_BFLOAT16, "bfloat16", 2}, {GF_DTYPE_FLOAT32, "float32", 4},
+                {GF_DTYPE_INT16, "int16", 2}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         ck_assert_str_eq(gf_dtype_name(want[i].dtype), want[i].name);
         ck_assert_uint_eq(gf_dtype_from_name(want[i].name), want[i].dtype);
         ck_assert_uint_eq(gf_dtype_bytes(want[i].dtype), want[i].bytes);
     }
     ck_assert_ptr_null(gf_dtype_name(0));
-    ck_assert_ptr_null(gf_dtype_name(7));
-    ck_assert_uint_eq(gf_dtype_bytes(7), 0);
+    ck_assert_ptr_null(gf_dtype_name(8));
+    ck_assert_uint_eq(gf_dtype_bytes(8), 0);
     ck_assert_uint_eq(gf_dtype_from_name("float64"), 0);
     ck_assert_uint_eq(gf_dtype_from_name("Float32"), 0);
     ck_assert_uint_eq(gf_dtype_from_name(NULL), 0);
@@ -640,8 +641,8 @@ START_TEST(test_frame_desc_check) {
     d.count = GF_FRAME_TENSORS_MAX + 1;
     check_refused(&d, "9 tensors (1 to 8)");
     d.count = 2;
-    d.tensors[1].dtype = 7;
-    check_refused(&d, "tensor 1: dtype 7 is unknown");
+    d.tensors[1].dtype = 8;
+    check_refused(&d, "tensor 1: dtype 8 is unknown");
     d.tensors[1] = tensor(GF_DTYPE_INT64, GF_TENSOR_RANK_MAX + 1, 1, 1, 1);
     check_refused(&d, "tensor 1: rank 9 (at most 8)");
     d.tensors[1] = tensor(GF_DTYPE_INT64, 2, 4, 0, 0);

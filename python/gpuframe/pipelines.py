@@ -81,7 +81,7 @@ def _bfloat16() -> np.dtype[Any]:
 
 #: LIST's dtype names as NumPy dtypes, little-endian as the wire has them.
 DTYPES: Dict[str, np.dtype[Any]] = {
-    "uint8": _U8, "int32": np.dtype("<i4"), "int64": np.dtype("<i8"),
+    "uint8": _U8, "int16": np.dtype("<i2"), "int32": np.dtype("<i4"), "int64": np.dtype("<i8"),
     "float16": np.dtype("<f2"), "bfloat16": _bfloat16(), "float32": _F32,
 }
 
@@ -90,7 +90,7 @@ class TensorSpec:
     """One tensor of a frame or result, as LIST describes it.
 
     Attributes:
-        dtype_name: LIST's name ("uint8", "int32", "int64", "float16",
+        dtype_name: LIST's name ("uint8", "int16", "int32", "int64", "float16",
             "bfloat16", "float32", or a newer daemon's).
         dtype: its NumPy dtype, little-endian (None for a name this package
             does not know).
