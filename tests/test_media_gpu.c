@@ -73,7 +73,8 @@ static void run_batch(const char *kind_name, const gf_params *p, uint32_t count,
     const size_t in_bytes = kind->warmup_input_bytes(p);
     const int64_t out_len = kind->output_bytes(p, in_bytes, why, sizeof why);
     ck_assert_msg(out_len > 0, "%s", why);
-    const size_t out_bytes = (size_t)out_len, extent = align256(in_bytes > out_bytes ? in_bytes : out_bytes);
+    const size_t out_bytes = (size_t)out_len,
+                 extent = align256(in_bytes > out_bytes ? in_bytes : out_bytes);
     const int f32 = kind->input_f32_for ? kind->input_f32_for(p) : 0;
 
     size_t *offset = calloc(count + 1, sizeof *offset);
@@ -107,9 +108,9 @@ static void run_batch(const char *kind_name, const gf_params *p, uint32_t count,
         GF_TEST_CK_CUDA(cudaGetLastError());
         if (pass == 1)
             GF_TEST_CK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        int rc = count == 1 ? api->launch(dev, 0, frames[0].in_dev, in_bytes, frames[0].out_dev,
-                                          stream)
-                            : api->launch_batch(dev, 1, frames, count, stream);
+        int rc = count == 1
+                     ? api->launch(dev, 0, frames[0].in_dev, in_bytes, frames[0].out_dev, stream)
+                     : api->launch_batch(dev, 1, frames, count, stream);
         if (pass == 1) {
             GF_TEST_CK_CUDA(cudaStreamEndCapture(stream, &graph));
             GF_TEST_CK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
@@ -122,10 +123,9 @@ static void run_batch(const char *kind_name, const gf_params *p, uint32_t count,
         GF_TEST_CK_CUDA(cudaMemcpy(got, out_dev, total, cudaMemcpyDeviceToHost));
         for (uint32_t f = 0; f < count; f++) {
             kind->reference(p, in_host + offset[f], in_bytes, ref);
-            ck_assert_msg(gf_pipeline_compare(kind, got + offset[f], ref, out_bytes, why,
-                                              sizeof why) == 0,
-                          "%s, frame %u of %u%s: %s", kind_name, f, count,
-                          pass ? " (graph)" : "", why);
+            ck_assert_msg(
+                gf_pipeline_compare(kind, got + offset[f], ref, out_bytes, why, sizeof why) == 0,
+                "%s, frame %u of %u%s: %s", kind_name, f, count, pass ? " (graph)" : "", why);
             for (size_t i = offset[f] + out_bytes; i < offset[f + 1]; i++)
                 ck_assert_msg(got[i] == POISON_BYTE, "%s, frame %u of %u wrote byte %zu after it",
                               kind_name, f, count, i - offset[f] - out_bytes);
@@ -157,20 +157,20 @@ static const struct image_case {
     {GF_IMAGE_RGB8, 7, 5, 0, 0, GF_FIT_STRETCH, GF_LAYOUT_CHW, GF_IMAGE_FLOAT32, 0, 0, 1, 3},
     {GF_IMAGE_BGR8, 33, 17, 9, 11, GF_FIT_STRETCH, GF_LAYOUT_HWC, GF_IMAGE_FLOAT16, 0, 0, 1, 5},
     {GF_IMAGE_RGBA8, 5, 3, 17, 13, GF_FIT_CROP, GF_LAYOUT_CHW, GF_IMAGE_UINT8, 0, 0, 1, 2},
-    {GF_IMAGE_GRAY8, 101, 77, 10, 10, GF_FIT_LETTERBOX, GF_LAYOUT_HWC, GF_IMAGE_FLOAT32, 0, 0,
-     0, 4},
+    {GF_IMAGE_GRAY8, 101, 77, 10, 10, GF_FIT_LETTERBOX, GF_LAYOUT_HWC, GF_IMAGE_FLOAT32, 0, 0, 0,
+     4},
     {GF_IMAGE_NV12, 13, 9, 8, 8, GF_FIT_CROP, GF_LAYOUT_CHW, GF_IMAGE_FLOAT32, GF_YUV_BT709,
      GF_YUV_LIMITED, 1, 1},
     {GF_IMAGE_NV12, 1920, 1080, 224, 224, GF_FIT_CROP, GF_LAYOUT_CHW, GF_IMAGE_FLOAT32,
      GF_YUV_BT709, GF_YUV_LIMITED, 1, 4},
-    {GF_IMAGE_I420, 31, 21, 40, 12, GF_FIT_LETTERBOX, GF_LAYOUT_CHW, GF_IMAGE_FLOAT16,
-     GF_YUV_BT601, GF_YUV_FULL, 1, 7},
+    {GF_IMAGE_I420, 31, 21, 40, 12, GF_FIT_LETTERBOX, GF_LAYOUT_CHW, GF_IMAGE_FLOAT16, GF_YUV_BT601,
+     GF_YUV_FULL, 1, 7},
     {GF_IMAGE_I420, 1280, 720, 640, 640, GF_FIT_LETTERBOX, GF_LAYOUT_HWC, GF_IMAGE_UINT8,
      GF_YUV_BT709, GF_YUV_FULL, 1, 3},
     {GF_IMAGE_YUYV, 1280, 720, 0, 0, GF_FIT_STRETCH, GF_LAYOUT_HWC, GF_IMAGE_UINT8, GF_YUV_BT601,
      GF_YUV_LIMITED, 1, 2},
-    {GF_IMAGE_YUYV, 22, 9, 300, 200, GF_FIT_STRETCH, GF_LAYOUT_CHW, GF_IMAGE_FLOAT32,
-     GF_YUV_BT709, GF_YUV_FULL, 0, 64},
+    {GF_IMAGE_YUYV, 22, 9, 300, 200, GF_FIT_STRETCH, GF_LAYOUT_CHW, GF_IMAGE_FLOAT32, GF_YUV_BT709,
+     GF_YUV_FULL, 0, 64},
     {GF_IMAGE_GRAY8, 9, 9, 4, 4, GF_FIT_STRETCH, GF_LAYOUT_CHW, GF_IMAGE_FLOAT32, 0, 0, 1, 70},
 };
 
@@ -211,10 +211,8 @@ static const struct spec_case {
     {GF_SAMPLES_INT16, 1000, 128, 50, 1, 2, 0, 0, 0, GF_LOG_NONE, 5},
     {GF_SAMPLES_F32, 777, 101, 33, 0, 1, 0, 0, 0, GF_LOG_DB, 3},
     {GF_SAMPLES_F32, 4000, 256, 100, 1, 1, 40, GF_MEL_SLANEY, GF_MEL_NORM_SLANEY, GF_LOG_DB, 9},
-    {GF_SAMPLES_INT16, 3001, 512, 128, 0, 2, 80, GF_MEL_SLANEY, GF_MEL_NORM_NONE, GF_LOG_NONE,
-     17},
-    {GF_SAMPLES_INT16, 20000, 4096, 1024, 1, 2, 128, GF_MEL_HTK, GF_MEL_NORM_SLANEY, GF_LOG_LN,
-     6},
+    {GF_SAMPLES_INT16, 3001, 512, 128, 0, 2, 80, GF_MEL_SLANEY, GF_MEL_NORM_NONE, GF_LOG_NONE, 17},
+    {GF_SAMPLES_INT16, 20000, 4096, 1024, 1, 2, 128, GF_MEL_HTK, GF_MEL_NORM_SLANEY, GF_LOG_LN, 6},
     /* More frames than a call carries: passes of `chunk`. */
     {GF_SAMPLES_INT16, 32000, 400, 160, 1, 2, 64, GF_MEL_HTK, GF_MEL_NORM_NONE, GF_LOG_DB, 40},
     {GF_SAMPLES_INT16, 64, 2, 1, 1, 2, 0, 0, 0, GF_LOG_LN, 2},
@@ -261,7 +259,8 @@ START_TEST(test_spectrogram_tone) {
     ck_assert_msg(dev != NULL, "%s", why);
     ck_assert_int_eq(api->launch(dev, 0, in_dev, sizeof in, out_dev, NULL), 0);
     GF_TEST_CK_CUDA(cudaDeviceSynchronize());
-    GF_TEST_CK_CUDA(cudaMemcpy(out, out_dev, (size_t)s.rows * s.columns * 4, cudaMemcpyDeviceToHost));
+    GF_TEST_CK_CUDA(
+        cudaMemcpy(out, out_dev, (size_t)s.rows * s.columns * 4, cudaMemcpyDeviceToHost));
     for (uint32_t t = 0; t < s.columns; t++) {
         uint32_t best = 0;
         for (uint32_t r = 1; r < s.rows; r++)

@@ -113,9 +113,18 @@ static void pipeline_name(size_t i, char *name, size_t len) {
 static void stream_verified(const gf_test_daemon *d, const char *pipeline, const char *count,
                             const char *extra) {
     char *out;
-    char *argv[] = {GF_TEST_CLIENT, "stream",          "--socket", (char *)d->socket_path,
-                    "--pipeline",   (char *)pipeline, "--count",  (char *)count,
-                    "--window",     "4",              "--verify", (char *)extra,
+    char *argv[] = {GF_TEST_CLIENT,
+                    "stream",
+                    "--socket",
+                    (char *)d->socket_path,
+                    "--pipeline",
+                    (char *)pipeline,
+                    "--count",
+                    (char *)count,
+                    "--window",
+                    "4",
+                    "--verify",
+                    (char *)extra,
                     NULL};
     int rc = gf_test_ck_run(d->dir, argv, COMMAND_TIMEOUT_MS, &out);
     ck_assert_msg(rc == 0 && strstr(out, " errors=0 ") != NULL, "stream to %s exited %d:\n%s",
@@ -168,9 +177,18 @@ START_TEST(connections_share_batches) {
                 snprintf(path, sizeof path, "%s/client%d.out", d.dir, i);
                 int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
                 ck_assert_int_ge(fd, 0);
-                char *argv[] = {GF_TEST_CLIENT, "stream",   "--socket", d.socket_path,
-                                "--pipeline",   (char *)names[k], "--count",  "40",
-                                "--window",     "8",      "--verify", shm ? "--shm" : "--no-shm",
+                char *argv[] = {GF_TEST_CLIENT,
+                                "stream",
+                                "--socket",
+                                d.socket_path,
+                                "--pipeline",
+                                (char *)names[k],
+                                "--count",
+                                "40",
+                                "--window",
+                                "8",
+                                "--verify",
+                                shm ? "--shm" : "--no-shm",
                                 NULL};
                 pids[i] = gf_test_spawn(argv, fd, fd);
                 close(fd);
@@ -312,9 +330,10 @@ START_TEST(list_names_choices_and_tensors) {
     int rc = gf_test_ck_run(d.dir, argv, COMMAND_TIMEOUT_MS, &out);
     ck_assert_msg(rc == 0, "list exited %d:\n%s", rc, out);
     static const char *const words[] = {
-        "format=nv12", "matrix=bt709", "fit=crop", "antialias=true", "layout=hwc",
-        "dtype=float16", "center=false", "mel_scale=slaney", "log=db", "sample_format=float32",
-        "uint8[187]", "float32[3,8,8]", "int16[1000]", "float32[16,21]", "float16[6,6,3]"};
+        "format=nv12", "matrix=bt709",          "fit=crop",      "antialias=true",
+        "layout=hwc",  "dtype=float16",         "center=false",  "mel_scale=slaney",
+        "log=db",      "sample_format=float32", "uint8[187]",    "float32[3,8,8]",
+        "int16[1000]", "float32[16,21]",        "float16[6,6,3]"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         ck_assert_msg(strstr(out, words[i]) != NULL, "list lacks %s:\n%s", words[i], out);
     free(out);
