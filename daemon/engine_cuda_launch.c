@@ -40,8 +40,7 @@ static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage 
  * max_batch_frames, anything else one launch a frame. */
 static cudaError_t launch_frames(const gf_slot *s, cuda_slot *cs, const gf_stage *st, uint32_t k,
                                  uint8_t *in, uint8_t *out) {
-    const gf_plugin *api =
-        st->params.plugin ? gf_plugin_stage_api(st->params.plugin) : NULL;
+    const gf_plugin *api = st->params.plugin ? gf_plugin_stage_api(st->params.plugin) : NULL;
     uint32_t per_call = api ? gf_plugin_batch_frames(api) : 0;
     cudaError_t err = cudaSuccess;
     if (per_call == 0) {

@@ -136,11 +136,14 @@ $f$doc/gpuframed/PLUGINS.md.gz
 $f$doc/gpuframed/PROTOCOL.md.gz
 $f$doc/gpuframed/README.md.gz
 $f$doc/gpuframed/SERVICE.md.gz
+$f$doc/gpuframed/STAGES.md.gz
 $f$doc/gpuframed/STATS.md.gz
 $f$doc/gpuframed/changelog.gz
 $f$doc/gpuframed/copyright
 $f$doc/gpuframed/examples/README.md
 $f$doc/gpuframed/examples/allow.json
+$f$doc/gpuframed/examples/audio.json
+$f$doc/gpuframed/examples/camera.json
 $f$doc/gpuframed/examples/classify.json
 $f$doc/gpuframed/examples/plugin.json
 $f$doc/gpuframed/examples/shm-limits.json
@@ -152,6 +155,7 @@ pdir=/usr/lib/$ma/gpuframed
 expect_plugins="$f$pdir/gf_example.so
 $f$pdir/gf_mlp.so
 $x$pdir/gf_mlp_make_weights
+$f$pdir/mlp-audio.gfw
 $f$pdir/mlp-demo.gfw
 $f$doc/gpuframed-plugins/changelog.gz
 $f$doc/gpuframed-plugins/copyright"
@@ -243,7 +247,7 @@ for example in "$root$doc/gpuframed/examples/"*.json; do
     fail "--check-config of the packaged $(basename "$example"): $("$bin/gpuframed" --check-config "$copy" 2>&1)"
   n=$((n + 1))
 done
-[ "$n" = 4 ] || fail "$n example configurations, expected 4"
+[ "$n" = 6 ] || fail "$n example configurations, expected 6"
 
 sock=$tmp/s.sock
 start_daemon() { gf_daemon_start "$bin" "$1" "$sock" "the packaged gpuframed"; }
@@ -256,6 +260,15 @@ stream() { # PIPELINE SIZE
 
 start_daemon "$tmp/examples/classify.json"
 stream classify 3072
+stop_daemon
+
+start_daemon "$tmp/examples/camera.json"
+stream camera_classify 3110400
+stop_daemon
+
+start_daemon "$tmp/examples/audio.json"
+stream audio_classify 32000
+stream melspec 32000
 stop_daemon
 
 start_daemon "$tmp/examples/plugin.json"

@@ -150,7 +150,7 @@ gf_daemon_stop "the installed gpuframed"
 # The example configurations as installed: every one checks, and a plugin
 # path names the plugin this install wrote.
 examples=$(find "$p/share/doc/gpuframed/examples" -name '*.json' | sort)
-[ "$(echo "$examples" | wc -l)" = 4 ] || fail "installed example configurations: $examples"
+[ "$(echo "$examples" | wc -l)" = 6 ] || fail "installed example configurations: $examples"
 for conf in $examples; do
   out=$("$p/bin/gpuframed" --check-config "$conf" 2>&1) || true
   [ "$out" = "$conf: ok" ] || fail "--check-config of the installed $(basename "$conf"): $out"
