@@ -59,6 +59,15 @@ verify() { # slots
     r=$($build/gpuframe stream --socket $sock --pipeline $p --count 64 --window 8 --verify --quiet --shm 2>&1) || fail=1
     echo "slots=$1 $p --shm: $r"
   done
+  # The media kinds: their one frame size; few camera frames, whose C
+  # reference takes a fifth of a second each.
+  for run in "camera 8" "melspec 64"; do
+    read -r p n <<<"$run"
+    for t in --no-shm --shm; do
+      r=$($build/gpuframe stream --socket $sock --pipeline $p --count $n --window 8 --verify --quiet $t 2>&1) || fail=1
+      echo "slots=$1 $p $t: $r"
+    done
+  done
   kill -TERM $daemon; wait $daemon; echo "slots=$1 daemon exit status $? (0 = drained cleanly)"
   return $fail
 }
