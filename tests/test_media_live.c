@@ -314,7 +314,7 @@ START_TEST(raw_frames_from_a_file_and_stdin) {
         free(in);
         free(ref);
     }
-    free(list);
+    gf_pipelines_free(list, count);
     gf_client_close(c);
     gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
 }
