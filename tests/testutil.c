@@ -1314,10 +1314,12 @@ void gf_test_ck_daemon_stop(gf_test_daemon *d, enum gf_test_stop_check check) {
     int status = -1;
     int rc = gf_test_daemon_stop(d, &status);
 
-    ck_assert_msg(rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "gpuframed did not stop cleanly after SIGTERM: %s%s",
-                  gf_test_describe_status(status, desc, sizeof desc),
-                  rc != 0 ? ", killed after a timeout" : "");
+    if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        gf_test_log_tail(d->log_path, LOG_TAIL_LINES, lines, sizeof lines);
+        ck_abort_msg("gpuframed did not stop cleanly after SIGTERM: %s%s; log:\n%s",
+                     gf_test_describe_status(status, desc, sizeof desc),
+                     rc != 0 ? ", killed after a timeout" : "", lines);
+    }
     if (check == GF_TEST_STOP_EXIT_0_CLEAN_LOG) {
         size_t n = gf_test_log_failures(d->log_path, lines, sizeof lines);
         ck_assert_msg(n == 0, "gpuframed logged %zu error/warning line(s):\n%s", n, lines);
