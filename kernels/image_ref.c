@@ -30,7 +30,7 @@ static void axis_for(gf_image_axis *a, uint32_t in, uint32_t out, uint32_t resiz
     /* Downscaling with antialias widens the tent to `scale` source pixels
      * each side; otherwise it is bilinear (support 1). */
     a->support = antialias && a->scale > 1.0f ? a->scale : 1.0f;
-    a->inv = antialias && a->scale > 1.0f ? 1.0f / a->scale : 1.0f;
+    a->denom = 2 * (int32_t)(antialias && a->scale > 1.0f ? in : resized);
 }
 
 static void yuv_coeffs(uint32_t matrix, uint32_t range, gf_yuv_coeffs *k) {
