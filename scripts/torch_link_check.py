@@ -270,6 +270,8 @@ def serve_child(variant, work, build):
         print("%d frames %s: results %s, eager %s, max |diff| %.3g of the scale (tolerance %.3g)"
               % (FRAMES, "match" if ok else "DO NOT MATCH", got.shape, ref.shape, err,
                  export.TOLERANCES["float32"]))
+    except Exception as e:  # noqa: BLE001 - whatever it was, the daemon's log says more
+        print("the frames through gpuframed failed: %s: %s" % (type(e).__name__, e))
     finally:
         status = daemon.stop()
         log = daemon.log()

@@ -114,6 +114,8 @@ struct Device {
     std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
     size_t instances = 0;   /* the model instances the loader holds       */
     uint32_t max_batch = 1; /* frames one call takes                       */
+    uint32_t min_batch = 1; /* the fewest a call takes: smaller runs are
+                               padded with zeroed frames (run_frames)     */
     bool batched = true;    /* the model's tensors lead with a batch dimension */
     std::vector<Lane> lanes;
     std::atomic<unsigned> failures{0};
@@ -312,6 +314,10 @@ void check_cuda(cudaError_t err, const char *what) {
  */
 void run_frames(const Device &d, const gf_plugin_frame *f, uint32_t n, cudaStream_t stream) {
     const gf__torch_model *m = d.m;
+    /* A package whose smallest batch is above n (PyTorch's 0/1
+     * specialization: README.md, "Batches") runs n frames gathered into a
+     * zeroed batch of min_batch; only n rows of its outputs are kept. */
+    const uint32_t rows = d.batched ? std::max(n, d.min_batch) : n;
     const auto *in_base = static_cast<const uint8_t *>(f[0].in_dev);
     auto *out_base = static_cast<uint8_t *>(f[0].out_dev);
     const uint64_t stride =
@@ -324,8 +330,8 @@ void run_frames(const Device &d, const gf_plugin_frame *f, uint32_t n, cudaStrea
         const uint8_t *src = in_base + m->in_offset[k];
         const auto opts =
             at::TensorOptions().dtype(scalar_type(t.dtype)).device(at::kCUDA, d.index);
-        const auto sizes = sizes_of(t, n, d.batched);
-        if ((n == 1 || stride == bytes) &&
+        const auto sizes = sizes_of(t, rows, d.batched);
+        if (rows == n && (n == 1 || stride == bytes) &&
             reinterpret_cast<uintptr_t>(src) % kAotiAlignBytes == 0) {
             inputs.push_back(at::for_blob(const_cast<uint8_t *>(src), sizes)
                                  .options(opts)
@@ -333,14 +339,14 @@ void run_frames(const Device &d, const gf_plugin_frame *f, uint32_t n, cudaStrea
                                  .make_tensor());
             continue;
         }
-        at::Tensor batch = at::empty(sizes, opts);
+        at::Tensor batch = rows == n ? at::empty(sizes, opts) : at::zeros(sizes, opts);
         check_cuda(cudaMemcpy2DAsync(batch.data_ptr(), bytes, src, n > 1 ? stride : bytes, bytes, n,
                                      cudaMemcpyDeviceToDevice, stream),
                    "gathering an input");
         inputs.push_back(std::move(batch));
     }
     std::vector<at::Tensor> outs = d.loader->run(inputs, stream);
-    check_outputs(d, outs, n);
+    check_outputs(d, outs, rows);
     for (uint32_t k = 0; k < m->out.count; k++) {
         const uint64_t bytes = m->out_tensor_bytes[k];
         at::Tensor t = outs[k].is_contiguous() ? outs[k] : outs[k].contiguous();
@@ -402,6 +408,15 @@ void probe(Device &d, uint32_t want, cudaStream_t stream) {
     };
     if (works(want, true)) {
         d.max_batch = want;
+        /* Exported by a PyTorch that keeps the 0/1 specialization, a
+         * package may refuse batches of 1: its frames are padded to 2. */
+        if (want > 1 && !works(1, true)) {
+            if (!works(2, true))
+                throw std::runtime_error("it takes a batch of " + std::to_string(want) +
+                                         " frames but refuses one of 1 and of 2: " + why);
+            d.batched = true;
+            d.min_batch = 2;
+        }
         return;
     }
     if (want > 1) {
@@ -589,7 +604,7 @@ void *aoti_device_open(const void *state, int device, uint32_t streams, char *wh
         /* Every model instance runs once (a call takes a free one while
          * there is one), so that none loads its kernels under frames. */
         for (size_t i = 0; i < d->instances; i++)
-            d->loader->run(zeros_for(*d, 1, d->batched), lane0);
+            d->loader->run(zeros_for(*d, d->min_batch, d->batched), lane0);
         int64_t grew = 0;
         const int passes = warm_lanes(*d, &grew);
         const auto held = allocator_state(d->index).second;
@@ -601,10 +616,11 @@ void *aoti_device_open(const void *state, int device, uint32_t streams, char *wh
                     "took device memory (%lld cudaMalloc): later frames may too\n",
                     m->package, passes, d->max_batch, static_cast<long long>(grew));
         fprintf(stderr,
-                "gpuframed: plugin torch: %s loaded in %.1f s: batches of 1..%u, %zu model "
+                "gpuframed: plugin torch: %s loaded in %.1f s: batches of 1..%u%s, %zu model "
                 "instances, %zu lanes warmed in %d passes; PyTorch holds %.1f MiB on device %d\n",
-                m->package, s, d->max_batch, d->instances, d->lanes.size(), passes,
-                static_cast<double>(held) / (1 << 20), device);
+                m->package, s, d->max_batch, d->min_batch > 1 ? " (lone frames padded to 2)" : "",
+                d->instances, d->lanes.size(), passes, static_cast<double>(held) / (1 << 20),
+                device);
         return d.release();
     } catch (const std::exception &e) {
         snprintf(why, why_len, "package %s: %s", m->package, reason(e).c_str());

@@ -35,6 +35,7 @@ package's tests work without it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -391,6 +392,29 @@ def frame_outputs(args: argparse.Namespace, serve: Any) -> List[Tuple[str, Tuple
     return outputs
 
 
+def size_oblivious(torch: Any) -> Any:
+    """A context in which torch.export and AOTInductor keep a batch
+    dimension of 1 symbolic: by default a dynamic size is assumed >= 2 (the
+    "0/1 specialization"), so a package exported with Dim(min=1) refuses a
+    lone frame ("dim value is too small ... expected it to be >= 2").
+    torch.fx.experimental._config.backed_size_oblivious (PyTorch >= 2.8)
+    lifts that; without it, a null context (the plugin pads such packages'
+    lone frames, plugins/torch/README.md)."""
+    try:
+        cfg = importlib.import_module("torch.fx.experimental._config")
+    except ImportError:
+        return contextlib.nullcontext()
+    if not hasattr(cfg, "backed_size_oblivious"):
+        return contextlib.nullcontext()
+    return cfg.patch(backed_size_oblivious=True)
+
+
+def _refuses_small_batch(e: BaseException) -> bool:
+    """Whether ``e`` (or what AOTInductor printed with it) is a package
+    refusing a batch below its smallest."""
+    return "too small" in str(e) or "run_func_" in str(e)
+
+
 def check_package(args: argparse.Namespace, serve: Any, package: str) -> None:
     """Runs ``package`` and ``serve`` (eagerly) on random batches of
     CHECK_BATCHES frames (capped at --max-batch), in this process, saying
@@ -407,7 +431,16 @@ def check_package(args: argparse.Namespace, serve: Any, package: str) -> None:
             ref = serve(*xs)
             _say("batch of %d: running the package on %s" % (n, ", ".join(
                 "%s%s" % (str(x.dtype).replace("torch.", ""), list(x.shape)) for x in xs)))
-            got = compiled(*xs)
+            try:
+                got = compiled(*xs)
+            except RuntimeError as e:
+                if n != 1 or args.max_batch < 2 or not _refuses_small_batch(e):
+                    raise
+                # This PyTorch kept the 0/1 specialization: the package's
+                # smallest batch is 2, and the plugin pads a lone frame.
+                _say("the package refuses a batch of 1 (PyTorch's smallest dynamic size is "
+                     "2): gpuframed's plugin pads lone frames to 2")
+                continue
             if args.device.startswith("cuda"):
                 torch.cuda.synchronize()  # a fault in the package's kernels shows here
         got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
@@ -476,7 +509,14 @@ def export(args: argparse.Namespace, serve: Any = None, reuse: bool = False) -> 
              % (args.model, inputs_text, outputs_text, args.max_batch, args.precision))
         t0 = time.monotonic()
         with torch.no_grad():
-            program = torch.export.export(serve, tuple(example), dynamic_shapes=dynamic)
+            try:
+                with size_oblivious(torch):
+                    program = torch.export.export(serve, tuple(example), dynamic_shapes=dynamic)
+            except Exception as e:  # noqa: BLE001 - PyTorch raises many kinds here
+                why = str(e).splitlines()[0] if str(e) else type(e).__name__
+                _say("exporting with a batch of 1 kept symbolic failed (%s): exporting as "
+                     "PyTorch does by default; the package may then take batches from 2" % why)
+                program = torch.export.export(serve, tuple(example), dynamic_shapes=dynamic)
         _say("exported in %.1f s; compiling with AOTInductor "
              "(torch._inductor.aoti_compile_and_package; minutes for a large model)"
              % (time.monotonic() - t0))
@@ -487,15 +527,17 @@ def export(args: argparse.Namespace, serve: Any = None, reuse: bool = False) -> 
             "gpuframe.max_batch": str(args.max_batch)}}
         configs.update(libstdcxx_configs(args.libstdcxx))
         try:
-            package = torch._inductor.aoti_compile_and_package(
-                program, package_path=package, inductor_configs=configs)
+            with size_oblivious(torch):
+                package = torch._inductor.aoti_compile_and_package(
+                    program, package_path=package, inductor_configs=configs)
         except Exception as e:  # a PyTorch without the option: the plugin probes instead
             if "metadata" not in str(e):
                 raise
             _say("this PyTorch keeps no metadata in a package (%s): compiling without" % e)
             del configs["aot_inductor.metadata"]
-            package = torch._inductor.aoti_compile_and_package(
-                program, package_path=package, inductor_configs=configs)
+            with size_oblivious(torch):
+                package = torch._inductor.aoti_compile_and_package(
+                    program, package_path=package, inductor_configs=configs)
         package = os.path.abspath(package)
         _say("compiled %s in %.1f s" % (package, time.monotonic() - t0))
     if not args.no_check:
