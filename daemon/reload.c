@@ -66,12 +66,15 @@ static void load_work(gf_call *c) {
 static void check_work(uv_work_t *w) {
     load_job *job = gf_list_entry(w, load_job, work);
     gf_reload_result *res = &job->result;
-    if (gf_reload_check(&job->reload->limits, job->cur, res->next, res->note, sizeof res->note) <
-        0) {
+    int rc =
+        gf_reload_check(&job->reload->limits, job->cur, res->next, res->note, sizeof res->note);
+    if (rc < 0) {
         gf_config_free(res->next);
         free(res->next);
         res->next = NULL;
-        snprintf(res->problems, sizeof res->problems, "out of memory");
+        snprintf(res->problems, sizeof res->problems, "%s",
+                 rc == -ENOMEM ? "out of memory" : res->note);
+        res->note[0] = '\0';
         res->problem_count = 1;
     }
 }

@@ -5,6 +5,7 @@
 #include "reload_check.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine.h"
@@ -19,17 +20,17 @@ void gf_reload_limits_init(gf_reload_limits *lim, const gf_config *cfg,
 }
 
 /* A reload's engine side on the device of `place`: the new pipelines made
- * runnable there, or *keep_running with a note. */
-static void prepare_device(const gf_shard_place *place, gf_config *next, int *keep_running,
-                           char *note, size_t note_len) {
+ * runnable there.  Returns 0, or -EINVAL with why not in note[note_len]
+ * (a package or plugin that cannot load there: the reload is refused, as a
+ * restart with it would be). */
+static int prepare_device(const gf_shard_place *place, gf_config *next, char *note,
+                          size_t note_len) {
     char why[512];
-    if (*keep_running)
-        return;
     if (gf_engine_prepare(place->engine, place->device, place->device_streams, next->pipelines,
-                          next->pipeline_count, why, sizeof why) < 0) {
-        gf_config_note_restart(note, note_len, "%s: the running pipelines stay", why);
-        *keep_running = 1;
-    }
+                          next->pipeline_count, why, sizeof why) == 0)
+        return 0;
+    snprintf(note, note_len, "%s", why);
+    return -EINVAL;
 }
 
 int gf_reload_check(const gf_reload_limits *lim, const gf_config *cur, gf_config *next, char *note,
@@ -76,8 +77,9 @@ int gf_reload_check(const gf_reload_limits *lim, const gf_config *cur, gf_config
         uint32_t first = 0;
         while (lim->places[first].device != lim->places[k].device)
             first++;
-        if (first == k)
-            prepare_device(&lim->places[k], next, &keep_running, note, note_len);
+        if (first == k && !keep_running &&
+            prepare_device(&lim->places[k], next, note, note_len) < 0)
+            return -EINVAL;
     }
     /* The running pipelines stay: next's own go, here, off the loop
      * (closing their device side may wait), and next gets the running ones. */

@@ -39,10 +39,12 @@ void gf_reload_limits_init(gf_reload_limits *lim, const gf_config *cfg,
  * running value in `*next`, and is named in note[note_len] ("needs a
  * restart: slots 2 -> 4"; "" when everything applies); the new pipelines
  * are made runnable on every device a shard runs on (gf_engine_prepare:
- * plugins' device_open, once per device), or the running ones stay: next's
- * own are freed here (their device side may wait) and next gets the running
- * ones (gf_config_keep_pipelines), which the note says.  Returns 0 or
- * -ENOMEM.
+ * plugins' device_open, once per device), unless the running ones stay for
+ * a reason above: next's own are freed here (their device side may wait)
+ * and next gets the running ones (gf_config_keep_pipelines), which the note
+ * says.  Returns 0; -EINVAL when a device cannot run the new pipelines (a
+ * package that does not load), note[] then saying why, the reload refused;
+ * or -ENOMEM.
  */
 int gf_reload_check(const gf_reload_limits *lim, const gf_config *cur, gf_config *next, char *note,
                     size_t note_len);

@@ -638,11 +638,11 @@ class DaemonTest(ShowsDaemonLog, support.DaemonTestCase):
         with self.assertRaises(gpuframe.BadLengthError) as cm:
             c.process("cnn", bytes(100))
         self.assertEqual(cm.exception.text,
-                         "length 100 is not the 12288 bytes of a frame (float32[3,32,32])")
+                         "pipeline cnn: length 100 is not the 12288 bytes of a frame (float32[3,32,32])")
         with self.assertRaises(gpuframe.BadLengthError) as cm:
             c.process("two", bytes(25))
         self.assertEqual(cm.exception.text,
-                         "length 25 is not the 24 bytes of a frame (float16[8];int64[])")
+                         "pipeline two: length 25 is not the 24 bytes of a frame (float16[8];int64[])")
         # The connection goes on.
         self.assertEqual(c.process("mlp", np.zeros(64, np.float32)).shape, (5,))
 
