@@ -152,10 +152,15 @@ GF_IMAGE_FN float gf_image_tent(float d) {
  *
  * A tap's distance from the centre, ((first + j + 0.5) - centre) * inv, is
  * computed exactly as the integer ((2(first + j) + 1) * resized - (2r + 1)
- * * in) over denom, one double division rounded once to float32: in
- * float32, centre near 1920 carries an error of up to 6e-5 source pixels
- * (PyTorch's float kernels do), which moves values by up to 4e-5 after
- * Normalize on random images; this way the weights are exact to rounding.
+ * * in) over denom, one double division rounded once to float32, so each
+ * tap's tent value is within 2^-24 of the exact one (test_media.c).  The
+ * centre rounded to float32 on its own is off by up to half its float32
+ * step, 6e-5 source pixels near x = 1920, which moved values by up to 4e-5
+ * after Normalize on random images.  (PyTorch's float32 kernels, compiled
+ * with FMA contraction, fuse that product into each use instead; theirs
+ * are off by the float32 scale's rounding times r + 0.5, up to 4.6e-5
+ * source pixels for 1080 -> 224, and without antialias by the rounding of
+ * the source position too.)
  */
 GF_IMAGE_FN float gf_image_centre(const gf_image_axis *a, int32_t r) {
     return a->scale * ((float)r + 0.5f);

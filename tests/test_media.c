@@ -258,6 +258,42 @@ START_TEST(test_image_resize_taps) {
 }
 END_TEST
 
+/* Each tap's tent value is the exact one rounded: the distance (j + 0.5 -
+ * centre) / support from integers, rounded once, then 1 - |d| rounded once,
+ * so within 2^-24 (1 - |d| and |d| sum to 1).  A centre rounded to float32
+ * first would miss by up to half its float32 step over the support: 1.3e-5
+ * at x = 1900 of 1920 -> 398, 100 times more. */
+START_TEST(test_image_tap_distances) {
+    static const struct {
+        uint32_t in, resized, antialias;
+    } cases[] = {{1920, 398, 1}, {1920, 398, 0}, {1080, 224, 1}, {45, 160, 1}, {333, 128, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        gf_image_plan pl;
+        gf_params p = image_params("gray8", cases[c].in, 2);
+        p.out_width = cases[c].resized;
+        p.out_height = 2;
+        p.antialias = cases[c].antialias;
+        gf_image_plan_for(&p, &pl);
+        const double in = cases[c].in, resized = cases[c].resized;
+        const double support = cases[c].antialias && in > resized ? in / resized : 1.0;
+        for (int32_t r = 0; r < (int32_t)cases[c].resized; r++) {
+            int32_t first, count;
+            float total;
+            gf_image_taps(&pl.x, r, &first, &count, &total);
+            for (int32_t j = 0; j < count; j++) {
+                /* In double: within 1e-15 of exact, which 2^-46 covers. */
+                const double d = ((first + j + 0.5) * resized - (r + 0.5) * in) / resized / support;
+                const double want = fabs(d) < 1.0 ? 1.0 - fabs(d) : 0.0;
+                const float got = gf_image_tap(&pl.x, r, first, j);
+                ck_assert_msg(fabs(got - want) <= 0x1p-24 + 0x1p-46,
+                              "%u -> %u: r %d tap %d: %.9g, exact %.9g", cases[c].in,
+                              cases[c].resized, r, first + j, got, want);
+            }
+        }
+    }
+}
+END_TEST
+
 /* A flat image stays flat through any resize, fit and format. */
 START_TEST(test_image_flat_stays_flat) {
     static const char *const formats[] = {"rgb8", "gray8", "nv12", "i420", "yuyv"};
@@ -992,6 +1028,7 @@ static Suite *media_suite(void) {
     tcase_add_test(image, test_image_layouts_and_dtypes);
     tcase_add_test(image, test_image_f16_rounding);
     tcase_add_test(image, test_image_resize_taps);
+    tcase_add_test(image, test_image_tap_distances);
     tcase_add_test(image, test_image_flat_stays_flat);
     tcase_add_test(image, test_image_geometry);
     tcase_add_test(image, test_image_letterbox_pad);
