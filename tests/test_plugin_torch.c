@@ -3,9 +3,11 @@
  * Unit tests of plugin "torch"'s host part, gf_torch.so (plugins/torch/
  * torch.c), loaded as gpuframed loads it: its table, the "inputs" and
  * "outputs" parameters' syntax and every error create() names, frame
- * lengths and the frames' description.  No PyTorch and no GPU: the package
- * itself is PyTorch's to judge, at device_open (python/tests/
- * test_torch_gpu.py, on a GPU).
+ * lengths and the frames' description; and how its PyTorch side cuts a
+ * submission into calls of the model and finds the batch sizes a package
+ * takes (plugins/torch/batches.c), against stand-in packages.  No PyTorch
+ * and no GPU: the package itself is PyTorch's to judge, at device_open
+ * (python/tests/test_torch_gpu.py, on a GPU).
  */
 #include <check.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "batches.h"
 #include "plugin_util.h"
 #include "runner.h"
 
@@ -188,6 +191,190 @@ START_TEST(test_torch_absolute_path) {
 }
 END_TEST
 
+/* ---- batches.c: calls of the model, and the batch sizes a package takes ---- */
+
+/* A stand-in package: takes batches of lo..hi frames (none when lo is 0);
+ * a probe of `stop_at` frames says stop.  Counts and records the probes. */
+struct fake_package {
+    uint32_t lo, hi, stop_at;
+    uint32_t probes, seen[GF_TORCH_BATCH_MAX + 1];
+};
+
+static int fake_probe(void *ctx, uint32_t frames) {
+    struct fake_package *p = ctx;
+    ck_assert_uint_ge(frames, 1);
+    ck_assert_uint_le(frames, GF_TORCH_BATCH_MAX);
+    p->seen[p->probes++] = frames;
+    if (frames == p->stop_at)
+        return GF_TORCH_PROBE_STOP;
+    return p->lo != 0 && frames >= p->lo && frames <= p->hi ? GF_TORCH_PROBE_TAKEN
+                                                            : GF_TORCH_PROBE_REFUSED;
+}
+
+static const struct range_case {
+    uint32_t want, lo, hi;   /* the probe's limit, the package's range (lo 0: none) */
+    int found;               /* what gf__torch_batch_range returns             */
+    uint32_t got_lo, got_hi; /* the range it finds                             */
+    uint32_t probes_max;     /* at most this many probes                       */
+} range_cases[] = {
+    {64, 1, 64, 1, 1, 64, 2},  /* dynamic from 1: want, then 1                */
+    {64, 2, 64, 1, 2, 64, 7},  /* 0/1 specialised: want, 1, bisection to 2    */
+    {64, 1, 128, 1, 1, 64, 2}, /* exported for more than gpuframed forms      */
+    {64, 1, 1, 1, 1, 1, 8},    /* a static batch of 1: want, 1, bisection     */
+    {64, 2, 2, 1, 2, 2, 9},    /* a static batch of 2                         */
+    {64, 5, 20, 1, 5, 20, 12}, /* want refused: 1..5 scanned, then the top    */
+    {16, 1, 64, 1, 1, 16, 2},  /* max_batch 16                                */
+    {1, 1, 64, 1, 1, 1, 1},    /* max_batch 1                                 */
+    {1, 2, 64, 0, 0, 0, 1},    /* max_batch 1, the package from 2: none       */
+    {64, 0, 0, 0, 0, 0, 64},   /* refuses every batch                         */
+    {64, 70, 90, 0, 0, 0, 64}, /* takes only batches gpuframed never forms    */
+};
+
+START_TEST(test_torch_batch_range) {
+    const struct range_case *c = &range_cases[_i];
+    struct fake_package p = {.lo = c->lo, .hi = c->hi};
+    uint32_t lo = 99, hi = 99;
+    int found = gf__torch_batch_range(c->want, fake_probe, &p, &lo, &hi);
+    ck_assert_int_eq(found, c->found);
+    if (found == 1) {
+        ck_assert_uint_eq(lo, c->got_lo);
+        ck_assert_uint_eq(hi, c->got_hi);
+    } else {
+        ck_assert_uint_eq(lo, 99); /* untouched */
+        ck_assert_uint_eq(hi, 99);
+    }
+    ck_assert_msg(p.probes <= c->probes_max, "case %d: %u probes, expected at most %u", _i,
+                  p.probes, c->probes_max);
+    ck_assert_uint_eq(p.seen[0], c->want); /* the size wanted first */
+    for (uint32_t i = 0; i < p.probes; i++)
+        ck_assert_uint_le(p.seen[i], c->want);
+}
+END_TEST
+
+/* A probe that says stop ends the search at once, whatever it found. */
+START_TEST(test_torch_batch_range_stops) {
+    static const uint32_t stops[] = {64, 1, 32, 2};
+    for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++) {
+        struct fake_package p = {.lo = 2, .hi = 64, .stop_at = stops[k]};
+        uint32_t lo = 99, hi = 99;
+        ck_assert_int_eq(gf__torch_batch_range(64, fake_probe, &p, &lo, &hi), GF_TORCH_PROBE_STOP);
+        ck_assert_uint_eq(p.seen[p.probes - 1], stops[k]);
+        ck_assert_uint_eq(lo, 99);
+        ck_assert_uint_eq(hi, 99);
+    }
+    struct fake_package none = {.lo = 0};
+    uint32_t lo, hi;
+    ck_assert_int_eq(gf__torch_batch_range(0, fake_probe, &none, &lo, &hi), 0);
+    ck_assert_uint_eq(none.probes, 0);
+}
+END_TEST
+
+/* Frames of a submission at `offsets` (in units of `stride` bytes) in two
+ * buffers; the calls gf__torch_next_call makes of them, written to calls[]
+ * as "first+frames/batch@stride" strings joined by spaces. */
+static void plan(const uint32_t *offsets, uint32_t count, uint64_t stride, uint64_t frame_bytes,
+                 uint32_t min_batch, uint32_t max_batch, char *out, size_t out_len) {
+    static uint8_t in[128 * 4096], res[128 * 4096];
+    gf_plugin_frame frames[128];
+    for (uint32_t i = 0; i < count; i++)
+        frames[i] = (gf_plugin_frame){.in_dev = in + offsets[i] * stride,
+                                      .in_bytes = frame_bytes,
+                                      .out_dev = res + offsets[i] * stride,
+                                      .out_bytes = frame_bytes};
+    out[0] = '\0';
+    gf__torch_call c;
+    uint32_t i = 0, n, calls = 0;
+    while ((n = gf__torch_next_call(frames, count, i, frame_bytes, min_batch, max_batch, &c)) > 0) {
+        ck_assert_uint_eq(c.first, i);
+        ck_assert_uint_eq(c.frames, n);
+        size_t len = strlen(out);
+        snprintf(out + len, out_len - len, "%s%u+%u/%u@%llu", calls++ ? " " : "", c.first, c.frames,
+                 c.batch, (unsigned long long)c.stride);
+        i += n;
+    }
+    ck_assert_uint_eq(i, count); /* every frame in exactly one call */
+}
+
+START_TEST(test_torch_calls) {
+    uint32_t seq[128];
+    for (uint32_t i = 0; i < 128; i++)
+        seq[i] = i;
+    char got[1024];
+    /* One frame: alone, or padded to a package's smallest batch. */
+    plan(seq, 1, 1024, 1000, 1, 64, got, sizeof got);
+    ck_assert_str_eq(got, "0+1/1@0");
+    plan(seq, 1, 1024, 1000, 2, 64, got, sizeof got);
+    ck_assert_str_eq(got, "0+1/2@0");
+    /* 7 at one stride: one call; above the smallest batch, no padding. */
+    plan(seq, 7, 1024, 1000, 2, 64, got, sizeof got);
+    ck_assert_str_eq(got, "0+7/7@1024");
+    plan(seq, 7, 1024, 1000, 16, 64, got, sizeof got);
+    ck_assert_str_eq(got, "0+7/16@1024");
+    /* 70 frames: 64, then 6; max_batch 32: 32, 32, 6 padded to 8. */
+    plan(seq, 70, 1024, 1000, 1, 64, got, sizeof got);
+    ck_assert_str_eq(got, "0+64/64@1024 64+6/6@1024");
+    plan(seq, 70, 1024, 1000, 8, 32, got, sizeof got);
+    ck_assert_str_eq(got, "0+32/32@1024 32+32/32@1024 64+6/8@1024");
+    /* Frames not all at one stride: each run a call, a lone one padded. */
+    static const uint32_t mixed[] = {0, 1, 2, 5, 6, 9};
+    plan(mixed, 6, 1024, 1000, 2, 64, got, sizeof got);
+    ck_assert_str_eq(got, "0+3/3@1024 3+2/2@1024 5+1/2@0");
+    /* A stride shorter than a frame is no batch; nor is max_batch 1. */
+    plan(seq, 3, 512, 1000, 1, 64, got, sizeof got);
+    ck_assert_str_eq(got, "0+1/1@0 1+1/1@0 2+1/1@0");
+    plan(seq, 3, 1024, 1000, 2, 1, got, sizeof got);
+    ck_assert_str_eq(got, "0+1/2@0 1+1/2@0 2+1/2@0");
+    /* Frames in reverse order are no batch either. */
+    static const uint32_t reverse[] = {3, 2, 1, 0};
+    plan(reverse, 4, 1024, 1000, 1, 64, got, sizeof got);
+    ck_assert_str_eq(got, "0+1/1@0 1+1/1@0 2+1/1@0 3+1/1@0");
+}
+END_TEST
+
+/* Outputs that do not follow their inputs' stride end a run. */
+START_TEST(test_torch_calls_outputs) {
+    static uint8_t in[8 * 1024], out[8 * 1024];
+    gf_plugin_frame f[4];
+    for (uint32_t i = 0; i < 4; i++)
+        f[i] = (gf_plugin_frame){in + i * 1024, 1000, out + (i == 2 ? 3 : i) * 1024, 1000};
+    gf__torch_call c;
+    ck_assert_uint_eq(gf__torch_next_call(f, 4, 0, 1000, 1, 64, &c), 2);
+    ck_assert_uint_eq(gf__torch_next_call(f, 4, 2, 1000, 1, 64, &c), 1);
+    ck_assert_uint_eq(c.stride, 0);
+    ck_assert_uint_eq(gf__torch_next_call(f, 4, 3, 1000, 1, 64, &c), 1);
+    ck_assert_uint_eq(gf__torch_next_call(f, 4, 4, 1000, 1, 64, &c), 0);
+    ck_assert_uint_eq(gf__torch_next_call(f, 4, 0, 1000, 1, 0, &c), 0);
+}
+END_TEST
+
+START_TEST(test_torch_warm_sizes) {
+    static const struct {
+        uint32_t min, max, count, sizes[GF_TORCH_WARM_SIZES_MAX];
+    } cases[] = {
+        {1, 64, 7, {64, 32, 16, 8, 4, 2, 1}},
+        {2, 64, 6, {64, 32, 16, 8, 4, 2}},
+        {3, 64, 6, {64, 32, 16, 8, 4, 3}},
+        {1, 48, 7, {48, 32, 16, 8, 4, 2, 1}},
+        {5, 63, 5, {63, 32, 16, 8, 5}},
+        {1, 3, 3, {3, 2, 1}},
+        {1, 2, 2, {2, 1}},
+        {1, 1, 1, {1}},
+        {64, 64, 1, {64}},
+        {0, 64, 0, {0}},
+        {5, 4, 0, {0}},
+        {1, GF_TORCH_BATCH_MAX + 1, 0, {0}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        uint32_t sizes[GF_TORCH_WARM_SIZES_MAX];
+        uint32_t n = gf__torch_warm_sizes(cases[k].min, cases[k].max, sizes);
+        ck_assert_msg(n == cases[k].count, "min %u max %u: %u sizes, expected %u", cases[k].min,
+                      cases[k].max, n, cases[k].count);
+        for (uint32_t i = 0; i < n; i++)
+            ck_assert_uint_eq(sizes[i], cases[k].sizes[i]);
+    }
+}
+END_TEST
+
 static Suite *torch_suite(void) {
     Suite *s = suite_create("plugin_torch");
     TCase *tc = tcase_create("host");
@@ -196,6 +383,14 @@ static Suite *torch_suite(void) {
     tcase_add_loop_test(tc, test_torch_refusals, 0, (int)(sizeof refusals / sizeof refusals[0]));
     tcase_add_test(tc, test_torch_absolute_path);
     suite_add_tcase(s, tc);
+    TCase *calls = tcase_create("calls");
+    tcase_add_loop_test(calls, test_torch_batch_range, 0,
+                        (int)(sizeof range_cases / sizeof range_cases[0]));
+    tcase_add_test(calls, test_torch_batch_range_stops);
+    tcase_add_test(calls, test_torch_calls);
+    tcase_add_test(calls, test_torch_calls_outputs);
+    tcase_add_test(calls, test_torch_warm_sizes);
+    suite_add_tcase(s, calls);
     return s;
 }
 

@@ -22,9 +22,11 @@
  * events (the daemon's stream -> the lane before a call, the lane -> the
  * daemon's stream after it).  PyTorch's caching allocator keeps what it
  * frees for reuse on the stream that allocated it, so the memory a call
- * needs must be cached on the stream it runs on: device_open runs every
- * batch size on every lane, as the daemon lays frames, until a pass
- * allocates nothing, and launches then allocate no device memory.  What no
+ * needs must be cached on the stream it runs on: device_open runs a bounded
+ * set of batch sizes (batches.h: the largest, the powers of two below it,
+ * the smallest) on every lane, as the daemon lays frames, until a pass
+ * allocates nothing; launches of those sizes then allocate no device memory,
+ * and a lane's first launch of another size rarely does.  What no
  * device_open can do for a launch is PyTorch's per-thread state: the cuBLAS
  * and cuDNN handles (and their workspaces) of a shard's thread are made by
  * that thread's first call (README.md, "Memory").  Lanes' streams outlive
@@ -39,8 +41,11 @@
  * input tensor is gathered into a batch by one cudaMemcpy2DAsync.  The model
  * runs on the lane (the loader's stream argument, and a CUDAStreamGuard for
  * PyTorch's own allocations), and each output tensor is scattered into the
- * slot's output buffer by one more cudaMemcpy2DAsync.  Nothing waits for the
- * GPU and nothing goes through the host.
+ * slot's output buffer by one more cudaMemcpy2DAsync.  A package that
+ * refuses batches below some size (PyTorch specialises sizes 0 and 1 where
+ * its export could not avoid it) gets fewer frames gathered into a batch of
+ * that size, the rest zeros, and their outputs dropped.  Nothing waits for
+ * the GPU and nothing goes through the host.
  *
  * Threads: device_open and device_close on whichever thread the daemon
  * calls them (start-up, a reload's loading thread, a worker); the launches
@@ -72,6 +77,7 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 
+#include "batches.h"
 #include "torch.h"
 
 namespace {
@@ -83,9 +89,9 @@ constexpr uintptr_t kAotiAlignBytes = 16;
 const char kAotiError[] = "Error: ";
 /* Frames lie in the daemon's buffers at multiples of this. */
 constexpr uint64_t kFrameAlignBytes = 256;
-/* device_open's passes over every batch size on every lane, at most: the
- * first fills PyTorch's caches, the next must allocate nothing. */
-constexpr int kWarmPassesMax = 4;
+/* device_open's passes over the warm-up's batch sizes on every lane, at
+ * most: the first fills PyTorch's caches, the next should allocate nothing. */
+constexpr int kWarmPassesMax = 3;
 /* Launch failures logged in full per device; later ones are counted only. */
 constexpr unsigned kFailuresLogged = 8;
 /* Metadata gpuframe-export writes into a package (aot_inductor.metadata). */
@@ -113,9 +119,9 @@ struct Device {
     c10::DeviceIndex index = 0;
     std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
     size_t instances = 0;   /* the model instances the loader holds       */
-    uint32_t max_batch = 1; /* frames one call takes                       */
-    uint32_t min_batch = 1; /* the fewest a call takes: smaller runs are
-                               padded with zeroed frames (run_frames)     */
+    uint32_t min_batch = 1; /* the smallest batch the model takes: calls of
+                             * fewer frames are padded with zeros to it  */
+    uint32_t max_batch = 1; /* frames one call takes, at most              */
     bool batched = true;    /* the model's tensors lead with a batch dimension */
     std::vector<Lane> lanes;
     std::atomic<unsigned> failures{0};
@@ -308,20 +314,17 @@ void check_cuda(cudaError_t err, const char *what) {
 }
 
 /*
- * One call of the model: frames f[0..n), lying at one stride (launch_batch
- * checked), on `stream`, which is current.  Inputs over the slot's buffer or
- * gathered, outputs scattered into it (the file's comment).
+ * One call of the model (batches.h): frames[c.first..] of a submission, on
+ * `stream`, which is current.  Inputs over the slot's buffer, or gathered
+ * (then padded with zeros up to c.batch), outputs scattered into it (the
+ * file's comment); the padding's outputs are dropped.
  */
-void run_frames(const Device &d, const gf_plugin_frame *f, uint32_t n, cudaStream_t stream) {
+void run_call(const Device &d, const gf_plugin_frame *frames, const gf__torch_call &c,
+              cudaStream_t stream) {
     const gf__torch_model *m = d.m;
-    /* A package whose smallest batch is above n (PyTorch's 0/1
-     * specialization: README.md, "Batches") runs n frames gathered into a
-     * zeroed batch of min_batch; only n rows of its outputs are kept. */
-    const uint32_t rows = d.batched ? std::max(n, d.min_batch) : n;
-    const auto *in_base = static_cast<const uint8_t *>(f[0].in_dev);
-    auto *out_base = static_cast<uint8_t *>(f[0].out_dev);
-    const uint64_t stride =
-        n > 1 ? static_cast<uint64_t>(static_cast<const uint8_t *>(f[1].in_dev) - in_base) : 0;
+    const auto *in_base = static_cast<const uint8_t *>(frames[c.first].in_dev);
+    auto *out_base = static_cast<uint8_t *>(frames[c.first].out_dev);
+    const uint32_t n = c.frames;
     std::vector<at::Tensor> inputs;
     inputs.reserve(m->in.count);
     for (uint32_t k = 0; k < m->in.count; k++) {
@@ -330,8 +333,8 @@ void run_frames(const Device &d, const gf_plugin_frame *f, uint32_t n, cudaStrea
         const uint8_t *src = in_base + m->in_offset[k];
         const auto opts =
             at::TensorOptions().dtype(scalar_type(t.dtype)).device(at::kCUDA, d.index);
-        const auto sizes = sizes_of(t, rows, d.batched);
-        if (rows == n && (n == 1 || stride == bytes) &&
+        const auto sizes = sizes_of(t, c.batch, d.batched);
+        if (c.batch == n && (n == 1 || c.stride == bytes) &&
             reinterpret_cast<uintptr_t>(src) % kAotiAlignBytes == 0) {
             inputs.push_back(at::for_blob(const_cast<uint8_t *>(src), sizes)
                                  .options(opts)
@@ -339,22 +342,34 @@ void run_frames(const Device &d, const gf_plugin_frame *f, uint32_t n, cudaStrea
                                  .make_tensor());
             continue;
         }
-        at::Tensor batch = rows == n ? at::empty(sizes, opts) : at::zeros(sizes, opts);
-        check_cuda(cudaMemcpy2DAsync(batch.data_ptr(), bytes, src, n > 1 ? stride : bytes, bytes, n,
-                                     cudaMemcpyDeviceToDevice, stream),
+        at::Tensor batch = c.batch > n ? at::zeros(sizes, opts) : at::empty(sizes, opts);
+        check_cuda(cudaMemcpy2DAsync(batch.data_ptr(), bytes, src, n > 1 ? c.stride : bytes, bytes,
+                                     n, cudaMemcpyDeviceToDevice, stream),
                    "gathering an input");
         inputs.push_back(std::move(batch));
     }
     std::vector<at::Tensor> outs = d.loader->run(inputs, stream);
-    check_outputs(d, outs, rows);
+    check_outputs(d, outs, c.batch);
     for (uint32_t k = 0; k < m->out.count; k++) {
         const uint64_t bytes = m->out_tensor_bytes[k];
         at::Tensor t = outs[k].is_contiguous() ? outs[k] : outs[k].contiguous();
-        check_cuda(cudaMemcpy2DAsync(out_base + m->out_offset[k], n > 1 ? stride : bytes,
+        check_cuda(cudaMemcpy2DAsync(out_base + m->out_offset[k], n > 1 ? c.stride : bytes,
                                      t.data_ptr(), bytes, bytes, n, cudaMemcpyDeviceToDevice,
                                      stream),
                    "scattering an output");
     }
+}
+
+/* Runs a submission's frames[0..count) in calls of at most max_batch, each
+ * padded to min_batch (batches.h), on `stream`, which is current. */
+void run_frames(const Device &d, const gf_plugin_frame *frames, uint32_t count,
+                cudaStream_t stream) {
+    const uint64_t frame_bytes = std::max(d.m->in_bytes, d.m->out_bytes);
+    gf__torch_call c;
+    for (uint32_t i = 0, n;
+         (n = gf__torch_next_call(frames, count, i, frame_bytes, d.min_batch, d.max_batch, &c)) > 0;
+         i += n)
+        run_call(d, frames, c, stream);
 }
 
 /* The error code a failed launch returns: the CUDA error behind it, so that
@@ -381,63 +396,77 @@ int failed(Device &d, const std::exception *e, uint32_t count) {
     return code == cudaSuccess ? cudaErrorInvalidValue : code;
 }
 
+/* A probe's state: the device, the stream, the batch dimension tried, why
+ * a call was refused, and the exception that stops the probe. */
+struct Probe {
+    Device *d;
+    cudaStream_t stream;
+    bool batched;
+    std::string why, why_one; /* the last refusal's reason, a batch of one's */
+    std::exception_ptr stop;  /* a Mismatch: the parameters are wrong */
+};
+
+/* gf__torch_probe_fn: a call of zeroed inputs of n frames. */
+int probe_call(void *ctx, uint32_t n) {
+    auto &p = *static_cast<Probe *>(ctx);
+    p.d->batched = p.batched;
+    StderrCapture capture;
+    try {
+        std::vector<at::Tensor> outs = p.d->loader->run(zeros_for(*p.d, n, p.batched), p.stream);
+        capture.finish();
+        check_outputs(*p.d, outs, n);
+        return GF_TORCH_PROBE_TAKEN;
+    } catch (const Mismatch &) {
+        p.stop = std::current_exception();
+        return GF_TORCH_PROBE_STOP;
+    } catch (const std::exception &e) {
+        std::string printed = capture.finish();
+        p.why = printed.empty() ? reason(e) : printed;
+        if (n == 1)
+            p.why_one = p.why;
+        return GF_TORCH_PROBE_REFUSED;
+    }
+}
+
 /*
  * Finds how the package takes frames, by calls of zeroed inputs on `stream`
- * (current): a batch of max_batch (the parameter, the package's metadata,
- * or GF_TORCH_BATCH_MAX), else the largest that works from 1 up, else one
- * frame without a batch dimension.  Throws with PyTorch's reason when none
- * works, and Mismatch for outputs the parameters do not describe.
+ * (current): the batch sizes it takes among 1..want (gf__torch_batch_range:
+ * want first, then the ends of the range), else one frame without a batch
+ * dimension.  A package whose smallest batch is above 1 (PyTorch specialised
+ * sizes 0 and 1) gets calls of fewer frames padded, and the log says so.
+ * Throws with PyTorch's reason when no call works, and Mismatch for outputs
+ * the parameters do not describe.
  */
 void probe(Device &d, uint32_t want, cudaStream_t stream) {
-    std::string why;
-    auto works = [&](int64_t n, bool batched) {
-        d.batched = batched;
-        StderrCapture capture;
-        try {
-            std::vector<at::Tensor> outs = d.loader->run(zeros_for(d, n, batched), stream);
-            capture.finish();
-            check_outputs(d, outs, n);
-            return true;
-        } catch (const Mismatch &) {
-            throw;
-        } catch (const std::exception &e) {
-            std::string printed = capture.finish();
-            why = printed.empty() ? reason(e) : printed;
-            return false;
-        }
-    };
-    if (works(want, true)) {
-        d.max_batch = want;
-        /* Exported by a PyTorch that keeps the 0/1 specialization, a
-         * package may refuse batches of 1: its frames are padded to 2. */
-        if (want > 1 && !works(1, true)) {
-            if (!works(2, true))
-                throw std::runtime_error("it takes a batch of " + std::to_string(want) +
-                                         " frames but refuses one of 1 and of 2: " + why);
-            d.batched = true;
-            d.min_batch = 2;
-        }
+    Probe p{&d, stream, true, {}, {}, {}};
+    uint32_t lo = 0, hi = 0;
+    const int found = gf__torch_batch_range(want, probe_call, &p, &lo, &hi);
+    if (p.stop)
+        std::rethrow_exception(p.stop);
+    if (found == 1) {
+        d.batched = true;
+        d.min_batch = lo;
+        d.max_batch = hi;
+        if (lo > 1)
+            fprintf(stderr,
+                    "gpuframed: plugin torch: %s takes batches of %u to %u frames, not fewer "
+                    "(refusing one frame: %s): calls of fewer frames run padded with zeros to "
+                    "%u, the padding's results dropped\n",
+                    d.m->package, lo, hi, p.why_one.c_str(), lo);
         return;
     }
-    if (want > 1) {
-        if (works(1, true)) {
-            uint32_t lo = 1, hi = want; /* lo works, hi does not */
-            while (hi - lo > 1) {
-                uint32_t mid = lo + (hi - lo) / 2;
-                (works(mid, true) ? lo : hi) = mid;
-            }
-            d.batched = true;
-            d.max_batch = lo;
-            return;
-        }
-    }
-    /* A batch of one frame's reason says most of what is wrong with it. */
-    std::string why_one = why;
-    if (works(1, false)) {
-        d.max_batch = 1;
+    /* No batch of 1..want: a model without a batch dimension, or none. */
+    p.batched = false;
+    const std::string why_batched = p.why_one.empty() ? p.why : p.why_one;
+    if (probe_call(&p, 1) == GF_TORCH_PROBE_TAKEN) {
+        d.min_batch = d.max_batch = 1;
         return;
     }
-    throw std::runtime_error("it refuses a frame of " + std::string(d.m->in_text) + ": " + why_one);
+    if (p.stop)
+        std::rethrow_exception(p.stop);
+    throw std::runtime_error("it refuses a frame of " + std::string(d.m->in_text) +
+                             " in every batch of 1 to " + std::to_string(want) +
+                             " frames and without a batch dimension: " + why_batched);
 }
 
 /* The package's metadata must agree with the parameters where gpuframe-
@@ -535,19 +564,23 @@ struct Scratch {
 };
 
 /*
- * Runs every batch size from max_batch down to 1 on every lane, laid out as
- * the daemon lays frames (at a stride where the frames are a contiguous
- * batch, when they can be, and at one where they are gathered), zeroed, in
- * passes until a pass takes no device memory from CUDA.  Returns the passes
- * made; *grew is what the last one took (0 unless kWarmPassesMax ran out).
+ * Fills every lane's memory cache: runs the warm-up's batch sizes
+ * (gf__torch_warm_sizes: max_batch, the powers of two below it, min_batch)
+ * on every lane, zeroed, laid out as the daemon lays frames (at a stride
+ * where the frames are a contiguous batch, when they can be, and at one
+ * where they are gathered), in passes until a pass takes no device memory
+ * from CUDA.  Returns the passes made; *sizes is how many batch sizes, and
+ * *grew what the last pass took (0 unless kWarmPassesMax ran out).
  */
-int warm_lanes(Device &d, int64_t *grew) {
+int warm_lanes(Device &d, uint32_t *sizes, int64_t *grew) {
     const gf__torch_model *m = d.m;
     const uint64_t unit = (std::max(m->in_bytes, m->out_bytes) + kFrameAlignBytes - 1) /
                           kFrameAlignBytes * kFrameAlignBytes;
     std::vector<uint64_t> strides = {unit + kFrameAlignBytes}; /* gathered */
     if (m->in.count == 1 && unit == m->in_bytes)
         strides.push_back(unit); /* one contiguous batch */
+    uint32_t batch[GF_TORCH_WARM_SIZES_MAX];
+    *sizes = gf__torch_warm_sizes(d.min_batch, d.max_batch, batch);
     const uint64_t bytes = d.max_batch * (unit + kFrameAlignBytes);
     Scratch in(bytes), out(bytes);
     std::vector<gf_plugin_frame> frames(d.max_batch);
@@ -555,14 +588,14 @@ int warm_lanes(Device &d, int64_t *grew) {
     do {
         const int64_t before = allocator_state(d.index).first;
         for (uint64_t stride : strides)
-            for (uint32_t n = d.max_batch; n >= 1; n--)
+            for (uint32_t s = 0; s < *sizes; s++)
                 for (Lane &l : d.lanes) {
-                    for (uint32_t i = 0; i < n; i++)
+                    for (uint32_t i = 0; i < batch[s]; i++)
                         frames[i] = {static_cast<uint8_t *>(in.p) + i * stride, m->in_bytes,
                                      static_cast<uint8_t *>(out.p) + i * stride, m->out_bytes};
                     c10::cuda::CUDAStreamGuard guard(
                         c10::cuda::getStreamFromExternal(l.stream, d.index));
-                    run_frames(d, frames.data(), n, l.stream);
+                    run_frames(d, frames.data(), batch[s], l.stream);
                 }
         for (Lane &l : d.lanes)
             check_cuda(cudaStreamSynchronize(l.stream), "warming the lanes");
@@ -572,10 +605,19 @@ int warm_lanes(Device &d, int64_t *grew) {
     return pass;
 }
 
+/* Seconds since `t0`, and `t0` moved to now. */
+double lap(std::chrono::steady_clock::time_point &t0) {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - t0).count();
+    t0 = now;
+    return s;
+}
+
 void *aoti_device_open(const void *state, int device, uint32_t streams, char *why, size_t why_len) {
     const auto *m = static_cast<const gf__torch_model *>(state);
     try {
-        const auto t0 = std::chrono::steady_clock::now();
+        auto t = std::chrono::steady_clock::now();
+        double load_s = 0, probe_s = 0, instances_s = 0, warm_s = 0;
         auto d = std::make_unique<Device>();
         d->m = m;
         d->index = static_cast<c10::DeviceIndex>(device);
@@ -588,8 +630,14 @@ void *aoti_device_open(const void *state, int device, uint32_t streams, char *wh
         const uint32_t want = m->max_batch ? m->max_batch
                               : meta_batch ? meta_batch
                                            : GF_TORCH_BATCH_MAX;
+        /* Said first, so that a start-up that takes long says where. */
+        fprintf(stderr,
+                "gpuframed: plugin torch: %s: loading on device %d for %zu stream(s), batches "
+                "of up to %u\n",
+                m->package, device, d->lanes.size(), want);
         load(*d, d->lanes.size() * calls_per_submission(want));
         check_metadata(*d);
+        load_s = lap(t);
         probe(*d, want, lane0);
         if (d->max_batch == 1 && m->max_batch == 0)
             fprintf(stderr,
@@ -601,26 +649,31 @@ void *aoti_device_open(const void *state, int device, uint32_t streams, char *wh
         const size_t instances = d->lanes.size() * calls_per_submission(d->max_batch);
         if (instances > d->instances)
             load(*d, instances); /* the probe found a smaller batch than wanted */
+        probe_s = lap(t);
         /* Every model instance runs once (a call takes a free one while
          * there is one), so that none loads its kernels under frames. */
         for (size_t i = 0; i < d->instances; i++)
             d->loader->run(zeros_for(*d, d->min_batch, d->batched), lane0);
+        instances_s = lap(t);
+        uint32_t sizes = 0;
         int64_t grew = 0;
-        const int passes = warm_lanes(*d, &grew);
+        const int passes = warm_lanes(*d, &sizes, &grew);
+        warm_s = lap(t);
         const auto held = allocator_state(d->index).second;
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (grew > 0)
             fprintf(stderr,
-                    "gpuframed: plugin torch: %s: the last of %d passes over batches 1..%u still "
-                    "took device memory (%lld cudaMalloc): later frames may too\n",
-                    m->package, passes, d->max_batch, static_cast<long long>(grew));
+                    "gpuframed: plugin torch: %s: the last of %d warm-up passes still took "
+                    "device memory (%lld cudaMalloc): later frames may too\n",
+                    m->package, passes, static_cast<long long>(grew));
         fprintf(stderr,
-                "gpuframed: plugin torch: %s loaded in %.1f s: batches of 1..%u%s, %zu model "
-                "instances, %zu lanes warmed in %d passes; PyTorch holds %.1f MiB on device %d\n",
-                m->package, s, d->max_batch, d->min_batch > 1 ? " (lone frames padded to 2)" : "",
-                d->instances, d->lanes.size(), passes, static_cast<double>(held) / (1 << 20),
-                device);
+                "gpuframed: plugin torch: %s loaded in %.1f s: batches of %u..%u%s, %zu model "
+                "instances, %zu lanes warmed at %u batch sizes in %d passes; PyTorch holds %.1f "
+                "MiB on device %d (loading %.1f s, batch sizes %.1f s, instances %.1f s, "
+                "warm-up %.1f s)\n",
+                m->package, load_s + probe_s + instances_s + warm_s, d->min_batch, d->max_batch,
+                d->min_batch > 1 ? " (fewer frames padded)" : "", d->instances, d->lanes.size(),
+                sizes, passes, static_cast<double>(held) / (1 << 20), device, load_s, probe_s,
+                instances_s, warm_s);
         return d.release();
     } catch (const std::exception &e) {
         snprintf(why, why_len, "package %s: %s", m->package, reason(e).c_str());
@@ -664,22 +717,7 @@ int aoti_launch_batch(void *dev, uint32_t stream_index, const gf_plugin_frame *f
         return err;
     try {
         c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(l.stream, d.index));
-        for (uint32_t i = 0; i < count;) {
-            /* The longest run from frame i at one stride, up to max_batch. */
-            uint32_t n = 1;
-            if (d.max_batch > 1 && i + 1 < count) {
-                const auto *in0 = static_cast<const uint8_t *>(frames[i].in_dev);
-                const auto *out0 = static_cast<const uint8_t *>(frames[i].out_dev);
-                const ptrdiff_t stride = static_cast<const uint8_t *>(frames[i + 1].in_dev) - in0;
-                if (stride >= static_cast<ptrdiff_t>(std::max(d.m->in_bytes, d.m->out_bytes)))
-                    while (i + n < count && n < d.max_batch &&
-                           frames[i + n].in_dev == in0 + n * stride &&
-                           frames[i + n].out_dev == out0 + n * stride)
-                        n++;
-            }
-            run_frames(d, frames + i, n, l.stream);
-            i += n;
-        }
+        run_frames(d, frames, count, l.stream);
         return join(l, s);
     } catch (const std::exception &e) {
         join(l, s); /* what was enqueued still completes before the slot is reused */
