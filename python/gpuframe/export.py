@@ -9,6 +9,17 @@ module run eagerly on random batches of 1, 7 and 64 frames (each capped at
 configuration: a stage of the plugin "torch" (plugins/torch/README.md), after
 a ``normalize_u8`` stage with ``--rgb8``.
 
+torch.export specialises sizes 0 and 1: with a plain ``Dim("batch", min=1)``
+the package is compiled for batches from 2, and AOTInductor refuses a batch
+of one ("dim value is too small at 0, expected it to be >= 2").  So the
+export and the compile run with ``torch.fx.experimental._config.
+backed_size_oblivious`` (the batch symbol's range starts at 0, cut to 1 by
+the Dim; shapes are reasoned about for the general size, as a batch
+dimension is), from an example batch of 2; where the model does not export
+or compile so, or with ``--specialize-zero-one``, as PyTorch does by default,
+and the package takes batches from 2: gpuframed pads fewer frames with zeros
+(plugins/torch/README.md), and the check here runs them padded the same way.
+
 Each step says so on stderr as it starts and ends.  The check runs in a
 process of its own (``--check-only``, as gpuframed loads a package: in
 another process than the one that compiled it), under Python's faulthandler:
@@ -49,7 +60,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["main", "arguments", "serving_module", "frame_outputs", "check_package",
            "check_in_child", "export", "links_libstdcxx_statically", "libstdcxx_configs",
-           "TOLERANCES", "parse_tensors", "tensors_text", "within_tolerance"]
+           "TOLERANCES", "parse_tensors", "tensors_text", "within_tolerance", "padded",
+           "smallest_batch"]
 
 #: The frames' dtypes as gpuframed names them (PROTOCOL.md, "Frames as tensors").
 DTYPE_NAMES = ("uint8", "int32", "int64", "float16", "bfloat16", "float32")
@@ -104,6 +116,29 @@ def within_tolerance(got: Any, ref: Any, precision: str) -> Tuple[bool, float]:
     scale = max(1.0, float(r.abs().max())) if r.numel() else 1.0
     err = float((g - r).abs().max()) / scale if r.numel() else 0.0
     return err <= TOLERANCES[precision], err
+
+
+def padded(torch: Any, xs: Sequence[Any], batch: int) -> List[Any]:
+    """Inputs ``xs`` (each batch first) as a batch of ``batch`` frames: their
+    frames, then zeros, as gpuframed pads a call for a package that refuses
+    smaller batches."""
+    return [torch.cat([x, x.new_zeros((batch - x.shape[0],) + tuple(x.shape[1:]))])
+            if batch > x.shape[0] else x for x in xs]
+
+
+def smallest_batch(run: Any, start: int, max_batch: int) -> Tuple[int, Any]:
+    """The first batch size of start..max_batch that ``run(size)`` returns
+    from without a RuntimeError (AOTInductor's refusal), and what it
+    returned; SystemExit naming the first refusal when none does."""
+    first = None
+    for size in range(start, max_batch + 1):
+        try:
+            return size, run(size)
+        except RuntimeError as e:
+            first = first or e
+    raise SystemExit("gpuframe-export: the package refuses every batch of %d to %d frames: %s "
+                     "(PyTorch's reason is on stderr above)"
+                     % (start, max_batch, str(first).strip().splitlines()[0] if first else "?"))
 
 
 def _torch_dtype(torch: Any, name: str) -> Any:
@@ -243,6 +278,11 @@ def arguments(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                         "links by default), auto: shared where the compiler would link "
                         "libstdc++ statically, whose second copy crashes the package as it "
                         "loads (default $GPUFRAME_EXPORT_LIBSTDCXX, else auto)")
+    p.add_argument("--specialize-zero-one", action="store_true",
+                   help="export as PyTorch does by default, specialising sizes 0 and 1: the "
+                        "package takes batches from 2, and gpuframed pads fewer frames with "
+                        "zeros (by default the batch dimension is exported size-obliviously, "
+                        "from 1, falling back to this where the model does not export so)")
     p.add_argument("--device", default="cuda", help="the device to export for (default cuda)")
     p.add_argument("--seed", type=int, default=0, help="seed of the checks' random frames")
     p.add_argument("--no-check", action="store_true", help="skip the check against eager PyTorch")
@@ -392,58 +432,39 @@ def frame_outputs(args: argparse.Namespace, serve: Any) -> List[Tuple[str, Tuple
     return outputs
 
 
-def size_oblivious(torch: Any) -> Any:
-    """A context in which torch.export and AOTInductor keep a batch
-    dimension of 1 symbolic: by default a dynamic size is assumed >= 2 (the
-    "0/1 specialization"), so a package exported with Dim(min=1) refuses a
-    lone frame ("dim value is too small ... expected it to be >= 2").
-    torch.fx.experimental._config.backed_size_oblivious (PyTorch >= 2.8)
-    lifts that; without it, a null context (the plugin pads such packages'
-    lone frames, plugins/torch/README.md)."""
-    try:
-        cfg = importlib.import_module("torch.fx.experimental._config")
-    except ImportError:
-        return contextlib.nullcontext()
-    if not hasattr(cfg, "backed_size_oblivious"):
-        return contextlib.nullcontext()
-    return cfg.patch(backed_size_oblivious=True)
-
-
-def _refuses_small_batch(e: BaseException) -> bool:
-    """Whether ``e`` (or what AOTInductor printed with it) is a package
-    refusing a batch below its smallest."""
-    return "too small" in str(e) or "run_func_" in str(e)
-
-
 def check_package(args: argparse.Namespace, serve: Any, package: str) -> None:
     """Runs ``package`` and ``serve`` (eagerly) on random batches of
     CHECK_BATCHES frames (capped at --max-batch), in this process, saying
-    each step; SystemExit unless every output is within TOLERANCES."""
+    each step; SystemExit unless every output is within TOLERANCES.  A
+    batch smaller than the package takes runs padded with zeros to the
+    smallest it takes, as gpuframed runs it, its padding's outputs dropped."""
     torch = _import_torch()
     gen = torch.Generator().manual_seed(args.seed + 1)
     t0 = time.monotonic()
     _say("loading %s (torch._inductor.aoti_load_package)" % package)
     compiled = torch._inductor.aoti_load_package(package)
     _say("loaded in %.1f s" % (time.monotonic() - t0))
+    floor = 1
     for n in sorted({min(b, args.max_batch) for b in CHECK_BATCHES}):
         xs = _random_batch(torch, args.tensors, n, args.device, gen)
+
+        def run(size: int) -> Any:
+            got = compiled(*padded(torch, xs, size))
+            if args.device.startswith("cuda"):
+                torch.cuda.synchronize()  # a fault in the package's kernels shows here
+            return got
+
         with torch.no_grad():
             ref = serve(*xs)
             _say("batch of %d: running the package on %s" % (n, ", ".join(
                 "%s%s" % (str(x.dtype).replace("torch.", ""), list(x.shape)) for x in xs)))
-            try:
-                got = compiled(*xs)
-            except RuntimeError as e:
-                if n != 1 or args.max_batch < 2 or not _refuses_small_batch(e):
-                    raise
-                # This PyTorch kept the 0/1 specialization: the package's
-                # smallest batch is 2, and the plugin pads a lone frame.
-                _say("the package refuses a batch of 1 (PyTorch's smallest dynamic size is "
-                     "2): gpuframed's plugin pads lone frames to 2")
-                continue
-            if args.device.startswith("cuda"):
-                torch.cuda.synchronize()  # a fault in the package's kernels shows here
+            size, got = smallest_batch(run, max(n, floor), args.max_batch)
+        if size > n:
+            floor = size
+            _say("batch of %d: the package takes batches from %d (PyTorch specialised sizes 0 "
+                 "and 1); ran padded with zeros to %d, as gpuframed runs it" % (n, size, size))
         got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+        got = tuple(g[:n] for g in got)
         if len(got) != len(ref):
             raise SystemExit("gpuframe-export: the package gives %d outputs, eager PyTorch %d"
                              % (len(got), len(ref)))
@@ -485,10 +506,55 @@ def check_in_child(args: argparse.Namespace, package: str) -> None:
         raise SystemExit("gpuframe-export: the check of %s failed (above)" % package)
 
 
+def _size_oblivious(on: bool) -> Any:
+    """A context in which torch.export and AOTInductor reason about backed
+    sizes for the general case, not specialising 0 and 1
+    (torch.fx.experimental._config.backed_size_oblivious), when ``on``."""
+    if not on:
+        return contextlib.nullcontext()
+    config = importlib.import_module("torch.fx.experimental._config")
+    return config.patch(backed_size_oblivious=True)
+
+
+def _batch_floor(program: Any) -> Optional[int]:
+    """The smallest batch ``program`` was exported for, as AOTInductor's
+    input check will have it: the lower bound of its first input's batch
+    symbol in the export's shape environment (a Dim's range_constraints
+    say the Dim's min whatever the tracing made of it).  None where that
+    cannot be read."""
+    try:
+        names = set(program.graph_signature.user_inputs)
+        node = next(n for n in program.graph.nodes if n.op == "placeholder" and n.name in names)
+        dim = node.meta["val"].shape[0]
+        if isinstance(dim, int):
+            return dim
+        value_ranges = importlib.import_module("torch.utils._sympy.value_ranges")
+        return int(value_ranges.bound_sympy(dim.node.expr, dim.node.shape_env.var_to_range).lower)
+    except Exception:  # the message says "?" instead
+        return None
+
+
+def _compile(torch: Any, program: Any, package: str, configs: Dict[str, Any]) -> str:
+    """aoti_compile_and_package of ``program`` into ``package`` with
+    ``configs``; without the metadata where this PyTorch keeps none."""
+    try:
+        return str(torch._inductor.aoti_compile_and_package(
+            program, package_path=package, inductor_configs=configs))
+    except Exception as e:  # a PyTorch without the option: the plugin probes instead
+        if "metadata" not in str(e):
+            raise
+        _say("this PyTorch keeps no metadata in a package (%s): compiling without" % e)
+        configs = {k: v for k, v in configs.items() if k != "aot_inductor.metadata"}
+        return str(torch._inductor.aoti_compile_and_package(
+            program, package_path=package, inductor_configs=configs))
+
+
 def export(args: argparse.Namespace, serve: Any = None, reuse: bool = False) -> Dict[str, Any]:
     """Exports ``serve`` (serving_module(args) when None), compiles it into
     --output, checks it in a process of its own (unless --no-check), and
-    returns the pipeline entry.  With ``reuse``, the package already at
+    returns the pipeline entry.  The batch dimension is exported
+    size-obliviously where the model allows (the module's docstring), else
+    as PyTorch does by default.  With ``reuse``, the package already at
     --output (made by the same PyTorch from the same module: the caller
     knows) is checked here, in this process, not made again."""
     torch = _import_torch()
@@ -505,40 +571,35 @@ def export(args: argparse.Namespace, serve: Any = None, reuse: bool = False) -> 
         if args.max_batch > 1:
             batch = torch.export.Dim("batch", min=1, max=args.max_batch)
             dynamic = {"x%d" % k: {0: batch} for k in range(len(args.tensors))}
-        _say("exporting %s: frames %s -> %s, batches of 1 to %d, %s (torch.export.export)"
-             % (args.model, inputs_text, outputs_text, args.max_batch, args.precision))
-        t0 = time.monotonic()
-        with torch.no_grad():
-            try:
-                with size_oblivious(torch):
-                    program = torch.export.export(serve, tuple(example), dynamic_shapes=dynamic)
-            except Exception as e:  # noqa: BLE001 - PyTorch raises many kinds here
-                why = str(e).splitlines()[0] if str(e) else type(e).__name__
-                _say("exporting with a batch of 1 kept symbolic failed (%s): exporting as "
-                     "PyTorch does by default; the package may then take batches from 2" % why)
-                program = torch.export.export(serve, tuple(example), dynamic_shapes=dynamic)
-        _say("exported in %.1f s; compiling with AOTInductor "
-             "(torch._inductor.aoti_compile_and_package; minutes for a large model)"
-             % (time.monotonic() - t0))
-        t0 = time.monotonic()
         # The frames, for the plugin to check its parameters against.
         configs: Dict[str, Any] = {"aot_inductor.metadata": {
             "gpuframe.inputs": inputs_text, "gpuframe.outputs": outputs_text,
             "gpuframe.max_batch": str(args.max_batch)}}
         configs.update(libstdcxx_configs(args.libstdcxx))
-        try:
-            with size_oblivious(torch):
-                package = torch._inductor.aoti_compile_and_package(
-                    program, package_path=package, inductor_configs=configs)
-        except Exception as e:  # a PyTorch without the option: the plugin probes instead
-            if "metadata" not in str(e):
-                raise
-            _say("this PyTorch keeps no metadata in a package (%s): compiling without" % e)
-            del configs["aot_inductor.metadata"]
-            with size_oblivious(torch):
-                package = torch._inductor.aoti_compile_and_package(
-                    program, package_path=package, inductor_configs=configs)
-        package = os.path.abspath(package)
+        ways = [False] if args.specialize_zero_one or dynamic is None else [True, False]
+        for oblivious in ways:
+            how = "size-obliviously (backed_size_oblivious)" if oblivious else \
+                "as PyTorch does by default (sizes 0 and 1 specialised)"
+            _say("exporting %s: frames %s -> %s, batches of 1 to %d, %s, %s (torch.export.export)"
+                 % (args.model, inputs_text, outputs_text, args.max_batch, args.precision, how))
+            t0 = time.monotonic()
+            try:
+                with _size_oblivious(oblivious), torch.no_grad():
+                    program = torch.export.export(serve, tuple(example), dynamic_shapes=dynamic)
+                    floor = _batch_floor(program) if dynamic is not None else 1
+                    _say("exported in %.1f s: batches from %s; compiling with AOTInductor "
+                         "(torch._inductor.aoti_compile_and_package; minutes for a large model)"
+                         % (time.monotonic() - t0, "?" if floor is None else floor))
+                    t0 = time.monotonic()
+                    package = os.path.abspath(_compile(torch, program, package, configs))
+                break
+            except Exception as e:
+                if not oblivious:
+                    raise
+                _say("the model does not export or compile size-obliviously (%s: %s): again as "
+                     "PyTorch does by default, whose package takes batches from 2 (gpuframed "
+                     "pads a single frame)" % (type(e).__name__, str(e).strip().splitlines()[0]
+                                               if str(e).strip() else ""))
         _say("compiled %s in %.1f s" % (package, time.monotonic() - t0))
     if not args.no_check:
         if reuse:

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
 """gpuframe-export without PyTorch (CI has none): its help, its arguments,
 the tensors' text it shares with the plugin's parameters, the pipeline it
-prints, and the one line it says where PyTorch is missing.  Exporting and
-checking a model runs on a GPU machine, in test_torch_gpu.py."""
+prints, the one line it says where PyTorch is missing, and the way it
+exports (size-obliviously, falling back to PyTorch's default) and pads a
+batch the package refuses, against a stand-in for PyTorch's API.  Exporting
+and checking a real model runs on a GPU machine, in test_torch_gpu.py."""
 
 import argparse
 import contextlib
@@ -13,7 +15,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
+from unittest import mock
+
+import numpy as np
 
 import support
 from gpuframe import export
@@ -169,6 +175,203 @@ class ExportArgumentsTest(unittest.TestCase):
         self.assertEqual(export.TOLERANCES, {"float32": 5e-3, "float16": 2e-2,
                                              "bfloat16": 5e-2})
         self.assertEqual(export.CHECK_BATCHES, (1, 7, 64))
+
+
+class FakeDtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+class FakeTensor:
+    """What export() reads of a tensor: its shape and dtype."""
+
+    def __init__(self, shape, dtype="float32"):
+        self.shape, self.dtype = tuple(shape), FakeDtype(dtype)
+
+    def to(self, what):
+        return FakeTensor(self.shape, what.name) if isinstance(what, FakeDtype) else self
+
+    def dim(self):
+        return len(self.shape)
+
+    def is_floating_point(self):
+        return "float" in self.dtype.name
+
+
+class FakeTorch:
+    """A stand-in for the part of PyTorch's API export() calls: it records
+    each export and compile with whether backed_size_oblivious was on, and
+    refuses them as told."""
+
+    def __init__(self, refuse_export=False, refuse_compile=False):
+        self.calls = []
+        self.config = types.ModuleType("torch.fx.experimental._config")
+        self.config.backed_size_oblivious = False
+
+        @contextlib.contextmanager
+        def patch(**kw):
+            saved = {k: getattr(self.config, k) for k in kw}  # AttributeError as PyTorch's
+            for k, v in kw.items():
+                setattr(self.config, k, v)
+            try:
+                yield
+            finally:
+                for k, v in saved.items():
+                    setattr(self.config, k, v)
+        self.config.patch = patch
+        torch = types.ModuleType("torch")
+        torch.float32 = FakeDtype("float32")
+        torch.Generator = lambda: types.SimpleNamespace(manual_seed=lambda s: None)
+        torch.randn = lambda size, generator=None: FakeTensor(size)
+        torch.no_grad = contextlib.nullcontext
+        ex = types.ModuleType("torch.export")
+
+        def dim(name, min=None, max=None):
+            self.calls.append(("Dim", name, min, max))
+            return (name, min, max)
+
+        def export_(module, args, dynamic_shapes=None):
+            oblivious = getattr(self.config, "backed_size_oblivious", False)
+            self.calls.append(("export", oblivious, [a.shape for a in args], dynamic_shapes))
+            if refuse_export and oblivious:
+                raise RuntimeError("Could not guard on data-dependent expression u0 >= 2\nmore")
+            return object()  # no graph: the floor is "?"
+        ex.Dim, ex.export = dim, export_
+        ind = types.ModuleType("torch._inductor")
+
+        def compile_(program, package_path=None, inductor_configs=None):
+            oblivious = getattr(self.config, "backed_size_oblivious", False)
+            self.calls.append(("compile", oblivious, sorted(inductor_configs)))
+            if refuse_compile and oblivious:
+                raise AssertionError("lowering failed")
+            return package_path
+        ind.aoti_compile_and_package = compile_
+        torch.export, torch._inductor = ex, ind
+        fx = types.ModuleType("torch.fx")
+        fx.experimental = types.ModuleType("torch.fx.experimental")
+        fx.experimental._config = self.config
+        self.modules = {"torch": torch, "torch.export": ex, "torch._inductor": ind,
+                        "torch.fx": fx, "torch.fx.experimental": fx.experimental,
+                        "torch.fx.experimental._config": self.config}
+
+
+def serve_five(*xs):
+    """A module of 5 float32 outputs a frame, as export() calls it."""
+    return (FakeTensor((xs[0].shape[0], 5)),)
+
+
+class ExportFlowTest(unittest.TestCase):
+    """export() against FakeTorch: how the batch dimension is exported."""
+
+    def export(self, fake, *extra):
+        args = export.arguments(["m:f", "--frame", "4", "-o", "/tmp/gf-export-test.pt2",
+                                 "--no-check", "--libstdcxx", "compiler"] + list(extra))
+        err = io.StringIO()
+        with mock.patch.dict(sys.modules, fake.modules), contextlib.redirect_stderr(err):
+            entry = export.export(args, serve_five)
+        self.assertEqual(entry["params"]["package"], "/tmp/gf-export-test.pt2")
+        self.assertEqual(entry["params"]["outputs"], "float32[5]")
+        return err.getvalue()
+
+    def test_size_oblivious_from_a_batch_of_two(self):
+        fake = FakeTorch()
+        said = self.export(fake)
+        dims = {"x0": {0: ("batch", 1, 64)}}
+        self.assertEqual(fake.calls, [
+            ("Dim", "batch", 1, 64),
+            ("export", True, [(2, 4)], dims),
+            ("compile", True, ["aot_inductor.metadata"])])
+        self.assertFalse(fake.config.backed_size_oblivious)  # restored
+        self.assertIn("batches of 1 to 64, float32, size-obliviously (backed_size_oblivious)",
+                      said)
+        self.assertIn("exported in ", said)
+        self.assertIn("batches from ?", said)
+        self.assertNotIn("again as PyTorch does", said)
+
+    def test_falls_back_where_the_model_does_not_export_so(self):
+        for refusal in ("refuse_export", "refuse_compile"):
+            fake = FakeTorch(**{refusal: True})
+            said = self.export(fake)
+            kinds = [(c[0], c[1]) for c in fake.calls if c[0] != "Dim"]
+            self.assertEqual(kinds, [("export", True)] + (
+                [("compile", True)] if refusal == "refuse_compile" else []) +
+                [("export", False), ("compile", False)], refusal)
+            self.assertRegex(said, r"the model does not export or compile size-obliviously "
+                                   r"\((RuntimeError: Could not guard on data-dependent expression "
+                                   r"u0 >= 2|AssertionError: lowering failed)\): again as PyTorch "
+                                   r"does by default, whose package takes batches from 2 "
+                                   r"\(gpuframed pads a single frame\)")
+            self.assertFalse(fake.config.backed_size_oblivious)
+
+    def test_specialize_zero_one_and_static_batches(self):
+        fake = FakeTorch()
+        said = self.export(fake, "--specialize-zero-one")
+        self.assertEqual([c[:2] for c in fake.calls if c[0] != "Dim"],
+                         [("export", False), ("compile", False)])
+        self.assertIn("as PyTorch does by default (sizes 0 and 1 specialised)", said)
+        fake = FakeTorch()
+        self.export(fake, "--max-batch", "1")
+        self.assertEqual(fake.calls, [("export", False, [(1, 4)], None),
+                                      ("compile", False, ["aot_inductor.metadata"])])
+
+    def test_a_pytorch_without_the_setting(self):
+        # The config module without backed_size_oblivious: patch() raises
+        # AttributeError, and the export goes on as PyTorch does by default.
+        fake = FakeTorch()
+        del fake.config.backed_size_oblivious
+        said = self.export(fake)
+        self.assertIn("AttributeError", said)
+        self.assertEqual([c[0] for c in fake.calls if c[0] != "Dim"], ["export", "compile"])
+
+
+class PaddingTest(unittest.TestCase):
+    """The check's padding of a batch the package refuses, as the plugin's."""
+
+    def test_smallest_batch(self):
+        tried = []
+
+        def run(size):
+            tried.append(size)
+            if size < 3:
+                raise RuntimeError("run_func_( container_handle_, ...) API call failed")
+            return "ran %d" % size
+        self.assertEqual(export.smallest_batch(run, 1, 64), (3, "ran 3"))
+        self.assertEqual(tried, [1, 2, 3])
+        self.assertEqual(export.smallest_batch(run, 7, 64), (7, "ran 7"))
+        with self.assertRaises(SystemExit) as cm:
+            export.smallest_batch(run, 1, 2)
+        self.assertEqual(str(cm.exception),
+                         "gpuframe-export: the package refuses every batch of 1 to 2 frames: "
+                         "run_func_( container_handle_, ...) API call failed (PyTorch's reason "
+                         "is on stderr above)")
+
+        def broken(size):
+            raise ValueError("not a refusal")
+        with self.assertRaises(ValueError):  # anything else is not a batch size's refusal
+            export.smallest_batch(broken, 1, 64)
+
+    def test_padded(self):
+        class T:
+            """numpy behind the two methods padded() calls."""
+
+            def __init__(self, a):
+                self.a, self.shape = a, a.shape
+
+            def new_zeros(self, shape):
+                return T(np.zeros(shape, self.a.dtype))
+        torch = types.SimpleNamespace(cat=lambda ts: T(np.concatenate([t.a for t in ts])))
+        x = T(np.arange(6, dtype=np.float32).reshape(1, 2, 3) + 1)
+        k = T(np.array([7], dtype=np.int64))
+        px, pk = export.padded(torch, [x, k], 4)
+        self.assertEqual(px.a.shape, (4, 2, 3))
+        self.assertTrue((px.a[0] == x.a[0]).all())
+        self.assertTrue((px.a[1:] == 0).all())
+        self.assertEqual(pk.a.tolist(), [7, 0, 0, 0])
+        self.assertEqual(pk.a.dtype, np.int64)
+        self.assertIs(export.padded(torch, [x], 1)[0], x)  # already big enough
 
 
 if __name__ == "__main__":
