@@ -30,6 +30,9 @@ TIMEOUT_SCALE = float(os.environ.get("GF_TEST_TIMEOUT_SCALE") or 1)
 # How long a daemon may take to accept its first connection, and to exit
 # after SIGTERM (tests/testutil.h's GF_TEST_START/STOP_TIMEOUT_MS).
 START_TIMEOUT_S = 30.0 * TIMEOUT_SCALE
+# A start-up that takes longer than this prints its log's last line, and
+# again after as long again.
+START_PROGRESS_S = 15.0
 STOP_TIMEOUT_S = 30.0 * TIMEOUT_SCALE
 # The client timeout of every test: a hung daemon fails the test instead of
 # hanging it (GF_TEST_REPLY_TIMEOUT_MS).
@@ -116,21 +119,28 @@ class Daemon:
                 [daemon_path(), "--config", config_path, "--socket", self.socket_path,
                  "--engine", self.engine],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + START_TIMEOUT_S
+        t0 = time.monotonic()
+        deadline, next_say = t0 + START_TIMEOUT_S, t0 + START_PROGRESS_S
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError("gpuframed exited with %s during start-up; log:\n%s"
-                                   % (self.proc.returncode, self.log_tail()))
+                raise RuntimeError("gpuframed exited with %s during start-up, after %.1f s; "
+                                   "log:\n%s" % (self.proc.returncode, time.monotonic() - t0,
+                                                  self.log_tail()))
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 s.connect(self.socket_path)
                 return self
             except OSError:
-                if time.monotonic() > deadline:
+                now = time.monotonic()
+                if now > deadline:
                     self.proc.kill()
                     self.proc.wait()
                     raise RuntimeError("gpuframed did not listen within %g s; log:\n%s"
                                        % (START_TIMEOUT_S, self.log_tail()))
+                if now > next_say:  # a long start-up (a GPU's plugins) says where it is
+                    print("gpuframed still starting after %.0f s; its log's last line: %s"
+                          % (now - t0, self.log_tail(1)), flush=True)
+                    next_say += START_PROGRESS_S
                 time.sleep(0.01)
             finally:
                 s.close()

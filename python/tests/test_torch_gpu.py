@@ -1,24 +1,28 @@
 # SPDX-License-Identifier: MIT
 """Plugin "torch" on a GPU (label gpu): models exported at test time by the
 gpuframe-export command (a small CNN, an MLP, the MLP without a dynamic
-batch, a model of two input tensors, and the CNN again with other weights),
-then
+batch, the MLP exported as PyTorch does by default (its batches start at 2:
+PyTorch specialises sizes 0 and 1), a model of two input tensors, and the
+CNN again with other weights), then
 
 - gf_torch.so driven directly (ctypes, as gpuframed drives it): batches of
   exactly 1, 7 and 64 frames and a mixed one whose frames do not all lie at
   one stride, against the module run eagerly, within gpuframe-export's
   stated tolerance (export.TOLERANCES: 5e-3 of the output's scale for
-  float32), the guard bytes around every output intact; and launches of
-  every batch size 1..64 on every stream index after device_open taking no
-  device memory (PyTorch's count of cudaMalloc, its reserved bytes and the
-  device's free memory unchanged), from device_open's thread, and from
-  another thread once its first launches made PyTorch's per-thread handles;
+  float32), the guard bytes around every output intact, the package from 2
+  running batches of 1 padded; and launches on every stream index after
+  device_open taking no device memory (PyTorch's count of cudaMalloc, its
+  reserved bytes and the device's free memory unchanged): of the batch sizes
+  device_open warmed, and of every size 1..64 the second time, from
+  device_open's thread, and from another thread once its first launches
+  made PyTorch's per-thread handles;
 - a real gpuframed on the CUDA engine: LIST's shapes and dtypes, typed
   results from the Python client against eager PyTorch (one client, and 16
   at once so that submissions mix clients' frames), a normalize_u8 -> model
   chain, frames of the wrong length (bad_length naming both lengths), the
   package without a dynamic batch (frames one at a time, said once in the
-  log), the device's free memory unchanged by a third pass of load, a
+  log), the package from 2 (single frames padded, said once), the device's
+  free memory unchanged by a third pass of load, a
   reload to the CNN's other weights under streaming load with no failed
   frame;
 - refusals, at start and at reload (the running pipelines kept), each one
@@ -37,6 +41,9 @@ in a process of its own again; then each test class runs as
 `test_torch_gpu.py --packages DIR CLASS`.  A failed test prints the log of
 the daemon it ran.  Memory is compared device-wide, so ctest runs this alone
 (RUN_SERIAL).
+
+--quick (scripts/gpu-torch.sh --quick) makes all but the reload's package and
+runs DirectTest and DaemonTest: the results against eager PyTorch.
 
 Skipped (exit 77, with the reason) without PyTorch, a GPU, or the plugin's
 PyTorch side (gf_torch_aoti.so, built only with -DTorch_DIR).
@@ -115,6 +122,9 @@ def two_inputs():
 
 CNN_FRAME = "float32[3,32,32]"
 CNN_OUT = "float32[10]"
+#: The batch sizes device_open warms each lane at, for batches of 1..64
+#: (plugins/torch/batches.c, gf__torch_warm_sizes).
+WARM_SIZES = (64, 32, 16, 8, 4, 2, 1)
 
 # ---- gf_torch.so through ctypes ---------------------------------------------
 
@@ -174,10 +184,15 @@ SPECS = {
     "cnn_v2": ["test_torch_gpu:small_cnn", "--frame", "3,32,32", "--seed", "2"],
     "mlp": ["test_torch_gpu:mlp", "--frame", "64", "--seed", "3"],
     "mlp_static": ["test_torch_gpu:mlp", "--frame", "64", "--seed", "3", "--max-batch", "1"],
+    "mlp_from2": ["test_torch_gpu:mlp", "--frame", "64", "--seed", "3", "--specialize-zero-one"],
     "two": ["test_torch_gpu:two_inputs", "--inputs", "float16[8];int64[]", "--seed", "4"],
 }
 #: The test classes, each run in a process of its own, in this order.
 CLASSES = ("DirectTest", "DaemonTest", "ReloadTest", "RefusalTest")
+#: --quick: the classes that prove the results right against eager PyTorch,
+#: and the packages they need (all but the reload's second version).
+QUICK_CLASSES = ("DirectTest", "DaemonTest")
+QUICK_PACKAGES = ("cnn", "mlp", "mlp_static", "mlp_from2", "two")
 #: Stream indices the direct tests open a device with (as 2 shards of 2 slots).
 LANES = 4
 
@@ -205,8 +220,8 @@ def exit_text(rc):
     return "exited with %d" % rc
 
 
-def make_packages(tmp):
-    """Makes every package with the gpuframe-export command, all at once,
+def make_packages(tmp, names):
+    """Makes the packages `names` (of SPECS) with the gpuframe-export command, all at once,
     each in a process of its own (4 compile workers each); prints each one's
     steps (its stderr) as it ends; returns {name: {"pipeline": ...} or
     {"error": why}}."""
@@ -218,7 +233,7 @@ def make_packages(tmp):
         flush=True)
     procs = {}
     t0 = time.monotonic()
-    for name in SPECS:
+    for name in names:
         cmd = [sys.executable, "-X", "faulthandler", "-m", "gpuframe.export"] + \
             export_argv(tmp, name)
         print("== export %s: %s" % (name, " ".join(cmd)), flush=True)
@@ -397,11 +412,13 @@ class DirectTest(unittest.TestCase):
                             % (name, label, int((untouched != self.GUARD).sum())))
 
     def test_launches_take_no_device_memory(self):
-        # device_open ran every batch size on every lane: launches of any
-        # size on any stream index, as contiguous batches and gathered,
-        # allocate nothing more.  From device_open's thread; and from a
-        # thread of its own (a shard's), after its first launches made
-        # PyTorch's per-thread handles and workspaces.
+        # device_open ran its warm-up's batch sizes (64, 32, ..., 2, 1) on
+        # every lane: launches of those sizes on any stream index, as
+        # contiguous batches and gathered, allocate nothing more.  The other
+        # sizes' first launches may (printed); their next ones allocate
+        # nothing.  From device_open's thread; and from a thread of its own
+        # (a shard's), after its first launches made PyTorch's per-thread
+        # handles and workspaces.
         import torch
         api, _, dev = self.open("cnn", CNN_FRAME, CNN_OUT)
         in_bytes, out_bytes = 3 * 32 * 32 * 4, 40
@@ -415,10 +432,10 @@ class DirectTest(unittest.TestCase):
                    for stride in (in_bytes, in_bytes + 256)]
         failures = []
 
-        def sweep():
+        def sweep(sizes=range(1, 65)):
             for frames in layouts:
                 for lane in range(LANES):
-                    for n in range(1, 65):
+                    for n in sizes:
                         rc = api.launch_batch(dev, lane, frames, n,
                                               ctypes.c_void_p(streams[lane].cuda_stream))
                         if rc != 0:
@@ -430,10 +447,17 @@ class DirectTest(unittest.TestCase):
                   "bytes %+d" % (what, b[0] - a[0], b[1] - a[1], b[2] - a[2]), flush=True)
 
         before = memory_state()
-        after = sweep()
-        report("launches from device_open's thread", before, after)
+        warmed = sweep(WARM_SIZES)
+        report("launches of the warmed sizes from device_open's thread", before, warmed)
         self.assertEqual(failures, [])
-        self.assertEqual(after, before, "launches after device_open took device memory")
+        self.assertEqual(warmed, before, "launches of the sizes device_open warmed took device "
+                                         "memory")
+        first = sweep()
+        report("the first launches of every size 1..64 from device_open's thread", warmed, first)
+        after = sweep()
+        report("the next launches of every size from device_open's thread", first, after)
+        self.assertEqual(failures, [])
+        self.assertEqual(after, first, "launches of sizes launched before took device memory")
         states = []
         t = threading.Thread(target=lambda: states.extend([memory_state(), sweep(), sweep()]))
         t.start()
@@ -461,6 +485,21 @@ class DirectTest(unittest.TestCase):
                                            rng.integers(0, 5, n).astype(np.int64)],
                            24, 8)
 
+    def test_package_from_two_runs_padded(self):
+        # Exported as PyTorch does by default, the package refuses a batch
+        # of one (PyTorch's 0/1 specialisation); the plugin runs 1 frame,
+        # and the lone one of the mixed batch, padded to 2.
+        import torch
+        import torch._inductor
+        model = torch._inductor.aoti_load_package(MODELS.package("mlp_from2"))
+        with self.assertRaises(RuntimeError, msg="the package takes a batch of one: nothing "
+                                                 "to pad (export it as PyTorch does by default)"):
+            model(torch.zeros(1, 64, device="cuda"))
+            torch.cuda.synchronize()
+        self.check_batches("mlp_from2", "float32[64]", "float32[5]",
+                           lambda rng, n: [rng.standard_normal((n, 64)).astype(np.float32)],
+                           256, 20)
+
     def test_static_package_runs_frame_by_frame(self):
         self.check_batches("mlp_static", "float32[64]", "float32[5]",
                            lambda rng, n: [rng.standard_normal((n, 64)).astype(np.float32)],
@@ -483,6 +522,7 @@ def daemon_config(cnn_package=None):
             torch_stage("cnn", None, CNN_FRAME, CNN_OUT)]},
         dict(torch_stage("mlp"), name="mlp"),
         dict(torch_stage("mlp_static"), name="mlp_static"),
+        dict(torch_stage("mlp_from2"), name="mlp_from2"),
         dict(torch_stage("two", None, "float16[8];int64[]", "float32[2]"), name="two"),
     ]}
 
@@ -529,6 +569,11 @@ class DaemonTest(ShowsDaemonLog, support.DaemonTestCase):
         for i, got in enumerate(c.map("mlp_static", list(v), window=4)):
             assert_close(self, got, MODELS.reference("mlp_static", v)[0][i], "float32",
                          "mlp_static %d" % i)
+        # Batches from 2: single frames (window 1) run padded, the rest not.
+        for window in (1, 4):
+            for i, got in enumerate(c.map("mlp_from2", list(v), window=window)):
+                assert_close(self, got, MODELS.reference("mlp_from2", v)[0][i], "float32",
+                             "mlp_from2 %d, window %d" % (i, window))
 
     def test_chain_from_rgb8(self):
         c = self.client()
@@ -650,6 +695,15 @@ class DaemonTest(ShowsDaemonLog, support.DaemonTestCase):
         line = "%s takes no batch of several frames (its batch dimension is not dynamic): its " \
                "frames run one at a time" % MODELS.package("mlp_static")
         self.assertEqual(self.daemon.log().count(line), 1, self.daemon.log()[-3000:])
+
+    def test_padding_said_once(self):
+        pattern = r"%s takes batches of 2 to 64 frames, not fewer \(refusing one frame: .*dim " \
+                  r"value is too small.*\): calls of fewer frames run padded with zeros to 2, " \
+                  r"the padding's results dropped\n" % re.escape(MODELS.package("mlp_from2"))
+        self.assertEqual(len(re.findall(pattern, self.daemon.log())), 1,
+                         self.daemon.log()[-3000:])
+        # The others take a batch of one: no such line.
+        self.assertEqual(self.daemon.log().count("not fewer"), 1)
 
 
 def reload_lines(d):
@@ -804,7 +858,8 @@ class RefusalTest(unittest.TestCase):
         if changed == 0:
             self.skipTest("this PyTorch puts no .cubin files in a package")
         line = self.start_fails(path)
-        self.assertIn("package %s: it refuses a frame of float32[3,32,32]: " % path, line)
+        self.assertIn("package %s: it refuses a frame of float32[3,32,32] in every batch of 1 "
+                      "to 64 frames and without a batch dimension: " % path, line)
         self.assertRegex(line.lower(), "kernel|image|cubin|module|cuda")
 
     def test_model_object_of_another_pytorch(self):
@@ -838,10 +893,10 @@ class RefusalTest(unittest.TestCase):
                                "says float32\\[11\\] a frame)" % re.escape(package))
 
 
-def run_classes(tmp):
-    """Runs each of CLASSES in a process of its own; True when all passed."""
+def run_classes(tmp, classes):
+    """Runs each of `classes` in a process of its own; True when all passed."""
     results = []
-    for name in CLASSES:
+    for name in classes:
         cmd = [sys.executable, "-X", "faulthandler", os.path.abspath(__file__), "--packages",
                tmp, name]
         print("==== %s: %s" % (name, " ".join(cmd)), flush=True)
@@ -860,21 +915,49 @@ def run_classes(tmp):
     return all(rc in (0, support.SKIP_CODE) for _, rc, _ in results)
 
 
+def main():
+    """The suite: every package made at once, then each test class in a
+    process of its own.  --quick: the packages and classes that prove the
+    results right (DirectTest, DaemonTest), not the reload's and refusals'.
+    --make DIR and --run DIR split the two halves (scripts/gpu-torch.sh
+    --quick makes the benchmark's package meanwhile); --packages DIR CLASS
+    is one class's process."""
+    import argparse
+    ap = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--make", metavar="DIR", help="make the packages into DIR, run nothing")
+    ap.add_argument("--run", metavar="DIR", help="run the classes on the packages in DIR")
+    ap.add_argument("--packages", nargs=2, metavar=("DIR", "CLASS"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    global MODELS
+    if a.packages:
+        with open(os.path.join(a.packages[0], "manifest.json")) as f:
+            MODELS = Models(a.packages[0], json.load(f))
+        unittest.main(argv=[sys.argv[0], a.packages[1]], verbosity=2)
+    names = QUICK_PACKAGES if a.quick else tuple(SPECS)
+    classes = QUICK_CLASSES if a.quick else CLASSES
+    tmp = a.make or a.run or tempfile.mkdtemp(prefix="gftorch.")
+    try:
+        if a.run:
+            with open(os.path.join(tmp, "manifest.json")) as f:
+                made = json.load(f)
+        else:
+            os.makedirs(tmp, exist_ok=True)
+            made = make_packages(tmp, names)
+            with open(os.path.join(tmp, "manifest.json"), "w") as f:
+                json.dump(made, f)
+        ok = all("error" not in m for m in made.values())
+        if not a.make:
+            ok = run_classes(tmp, classes) and ok
+    finally:
+        if not (a.make or a.run):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0 if ok else 1
+
+
 if __name__ == "__main__":
     reason = why_skip()
     if reason:
         print("SKIP: %s" % reason)
         sys.exit(support.SKIP_CODE)
-    if len(sys.argv) == 4 and sys.argv[1] == "--packages":
-        with open(os.path.join(sys.argv[2], "manifest.json")) as f:
-            MODELS = Models(sys.argv[2], json.load(f))
-        unittest.main(argv=[sys.argv[0], sys.argv[3]], verbosity=2)
-    tmp = tempfile.mkdtemp(prefix="gftorch.")
-    try:
-        made = make_packages(tmp)
-        with open(os.path.join(tmp, "manifest.json"), "w") as f:
-            json.dump(made, f)
-        ok = run_classes(tmp) and all("error" not in m for m in made.values())
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    sys.exit(0 if ok else 1)
+    sys.exit(main())
