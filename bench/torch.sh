@@ -7,15 +7,18 @@
 # every result verified before timing; then the issue's three targets with
 # their ratios.  bench/torch_bench.py says what each line means.
 #
-#   bench/torch.sh BUILD_DIR [--seconds S] [--dry-run]
+#   bench/torch.sh BUILD_DIR [--seconds S] [--quick] [--prepare] [--dry-run]
 #
 # BUILD_DIR was configured with -DTorch_DIR (scripts/gpu-torch.sh does), so
 # that it holds plugins/gf_torch.so and gf_torch_aoti.so; python3 has
 # PyTorch, torchvision and uvloop ($PYTHON names another).  Packages are compiled into
 # BUILD_DIR/bench-torch/ once per PyTorch version (about a minute each) and
 # checked again on later runs.  About 3 minutes on an H200, 1.5 when the
-# packages are there.  --dry-run needs neither PyTorch nor a GPU: it checks
-# the daemon's configuration and prints the rows, empty.
+# packages are there.  --quick: float32 only, batches 1, 8, 64, 0.5 s a
+# measurement (about 1 minute once its package is made, which takes about
+# another); --prepare only makes the packages.  --dry-run needs neither
+# PyTorch nor a GPU: it checks the daemon's configuration and prints the
+# rows, empty.
 #
 # stdout: lines "inproc|graphs PRECISION batch=B frames_per_s=F p50_us=P",
 # "daemon PRECISION clients=C window=W ...", "python PRECISION ...", and
@@ -23,7 +26,7 @@
 # result failed verification or a step failed; a missed target is reported,
 # not an error.
 set -uo pipefail
-usage="usage: bench/torch.sh BUILD_DIR [--seconds S] [--dry-run]"
+usage="usage: bench/torch.sh BUILD_DIR [--seconds S] [--quick] [--prepare] [--dry-run]"
 if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
 build=$(cd "$1" && pwd); shift
 cd "$(dirname "$0")/.." || exit 2

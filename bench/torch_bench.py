@@ -25,11 +25,20 @@ against the module.  Then the targets, each with its ratio:
   one client p50 <= inproc batch-1 latency + 40 us
   16 clients >= 3 x the Python server
 
-  python3 bench/torch_bench.py BUILD_DIR [--seconds S] [--dry-run]
+  python3 bench/torch_bench.py BUILD_DIR [--seconds S] [--quick] [--prepare]
+                                          [--dry-run]
 
---dry-run needs no PyTorch and no GPU: it writes the daemon's configuration
-(with stand-in packages) and has gpuframed --check-config it, and prints the
-table's rows, empty: what this machine can check of the script.
+--quick: float32 only, batches of 1, 8 and 64 (and the one the daemon
+formed), 0.5 s a measurement: the same rows and targets, in about a minute
+once the package is made (scripts/gpu-torch.sh --quick).  --prepare makes
+the packages (or finds them made) and measures nothing.  --dry-run needs no
+PyTorch and no GPU: it writes the daemon's configuration (with stand-in
+packages) and has gpuframed --check-config it, and prints the table's rows,
+empty: what this machine can check of the script.
+
+A package that refuses batches below some size (one exported as PyTorch
+does by default takes batches from 2) is timed in-process padded to it, as
+gpuframed runs it, and says so.
 """
 
 import argparse
@@ -49,6 +58,10 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 
 BATCHES = (1, 8, 16, 32, 64)
 PRECISIONS = ("float32", "bfloat16")
+QUICK_BATCHES, QUICK_PRECISIONS, QUICK_SECONDS = (1, 8, 64), ("float32",), 0.5
+# A package made by this gpuframe-export (size-oblivious batches) is kept
+# in BUILD_DIR/bench-torch under this stamp, per PyTorch version.
+STAMP = ".made-by-gpuframe-export-2-torch-"
 CLIENTS, WINDOW = 16, 8
 H = W = 224
 FRAME_BYTES = H * W * 3
@@ -79,20 +92,20 @@ def export_args(precision, cache, plugin):
     return export.arguments(export_argv(precision, cache, plugin))
 
 
-def packages(cache, plugin):
+def packages(cache, plugin, precisions, prepare=False):
     """{precision: (serving module, package path, pipeline entry)}.  The
     packages missing from `cache` (one per PyTorch version) are made by
-    gpuframe-export, both at once (each compile is mostly one compiler
+    gpuframe-export, all at once (each compile is mostly one compiler
     process), which checks them against the module; those found there are
-    checked again here."""
+    checked again here.  With `prepare`, only made: returns {}."""
     import torch
     from gpuframe import export
     made, procs = {}, {}
     t0 = time.monotonic()
-    for precision in PRECISIONS:
+    for precision in precisions:
         argv = export_argv(precision, cache, plugin)
         args = export.arguments(argv)
-        stamp = args.output + ".made-by-torch-" + torch.__version__
+        stamp = args.output + STAMP + torch.__version__
         if os.path.exists(stamp) and os.path.exists(args.output):
             continue
         log = open(args.output + ".log", "w")
@@ -115,8 +128,11 @@ def packages(cache, plugin):
                   if "max |diff|" in l]
         say("package resnet18_%s: exported, compiled and checked: %s"
             % (precision, "; ".join(checks)))
+    if prepare:
+        say("packages made in %.1f s" % (time.monotonic() - t0))
+        return {}
     out = {}
-    for precision in PRECISIONS:
+    for precision in precisions:
         args = export_args(precision, cache, plugin)
         serve = export.serving_module(args)
         entry = made.get(precision) or export.export(args, serve, reuse=True)
@@ -128,11 +144,12 @@ def packages(cache, plugin):
 # ---- in-process limits -----------------------------------------------------------
 
 
-def timed_loop(fn, x, seconds):
+def timed_loop(fn, x, seconds, frames=None):
     """(frames/s of calls queued back to back, p50 latency in us of single
-    synchronised calls) for fn on batch x."""
+    synchronised calls) for fn on batch x, of `frames` frames (default: all
+    of x's; fewer where x is padded)."""
     import torch
-    b = x.shape[0]
+    b = frames or x.shape[0]
     for _ in range(3):
         fn(x)
     torch.cuda.synchronize()
@@ -170,10 +187,16 @@ def inproc_limits(package, batches, seconds):
         say("bench: the loader with 4 runners is not reachable from Python (%s); "
             "timing aoti_load_package's model" % e)
         call = model
+    from gpuframe import export
     res = {}
     for b in batches:
         x = torch.randn(b, 3, H, W, device="cuda")
-        res[b] = timed_loop(call, x, seconds)
+        size, _ = export.smallest_batch(lambda k: call(export.padded(torch, [x], k)[0]), b,
+                                        max(BATCHES))
+        if size > b:
+            say("inproc: the package takes batches from %d: batch %d timed padded to %d, as "
+                "gpuframed runs it" % (size, b, size))
+        res[b] = timed_loop(call, export.padded(torch, [x], size)[0], seconds, frames=b)
     return res, model
 
 
@@ -230,18 +253,45 @@ def check_replies(what, got, ref, precision):
 # ---- gpuframed -------------------------------------------------------------------
 
 
-def start_daemon(build, config_path, sock, log_path):
+def log_tail(path, lines=40):
+    try:
+        with open(path, errors="replace") as f:
+            return "\n".join(f.read().splitlines()[-lines:])
+    except OSError as e:
+        return "(%s)" % e
+
+
+def start_daemon(build, config_path, sock, log_path, limit_s=300):
+    """Starts gpuframed and waits for its socket, saying every 15 s the last
+    line of its log (plugin torch says each package's steps); then prints
+    how long it took and the plugin's lines.  SystemExit with the log's tail
+    when it exits, or does not listen within limit_s."""
     log = open(log_path, "w")
+    t0 = time.monotonic()
     p = subprocess.Popen([os.path.join(build, "gpuframed"), "--config", config_path,
                           "--socket", sock], stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(1200):
-        if os.path.exists(sock):
-            return p
+    next_say = 15.0
+    while not os.path.exists(sock):
+        waited = time.monotonic() - t0
         if p.poll() is not None:
-            break
+            raise SystemExit("bench: gpuframed exited with %s during start-up, after %.1f s; "
+                             "its log:\n%s" % (p.returncode, waited, log_tail(log_path)))
+        if waited > limit_s:
+            p.kill()
+            p.wait()
+            raise SystemExit("bench: gpuframed did not listen within %d s; its log:\n%s"
+                             % (limit_s, log_tail(log_path)))
+        if waited > next_say:
+            say("bench: gpuframed still starting after %.0f s: %s"
+                % (waited, log_tail(log_path, 1)))
+            next_say += 15
         time.sleep(0.1)
-    p.kill()
-    raise SystemExit("bench: gpuframed did not start:\n" + open(log_path).read()[-4000:])
+    say("gpuframed listening after %.1f s" % (time.monotonic() - t0))
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            if "plugin torch:" in line:
+                say("  " + line.strip())
+    return p
 
 
 def stream(build, sock, pipeline, count, window):
@@ -426,12 +476,12 @@ def python_peer(package, precision, seconds, rate_guess, model_inproc):
 # ---- main ------------------------------------------------------------------------------
 
 
-def dry_run(build, plugin):
+def dry_run(build, plugin, precisions, batches):
     """The configuration with stand-in packages, checked by gpuframed."""
     from gpuframe import export
     tmp = tempfile.mkdtemp(prefix="gftorchdry.")
     pipelines = []
-    for precision in PRECISIONS:
+    for precision in precisions:
         args = export_args(precision, tmp, plugin)
         with open(args.output, "wb") as f:
             f.write(b"PK\x03\x04 stand-in")
@@ -446,8 +496,8 @@ def dry_run(build, plugin):
     if p.returncode != 0:
         raise SystemExit("bench: the daemon's configuration does not check:\n" +
                          open(config).read())
-    for precision in PRECISIONS:
-        for b in BATCHES:
+    for precision in precisions:
+        for b in batches:
             say("inproc %s batch=%d frames_per_s=- p50_us=-" % (precision, b))
             say("graphs %s batch=%d frames_per_s=- p50_us=-" % (precision, b))
         say("daemon %s clients=1 window=1 p50_us=-" % precision)
@@ -460,13 +510,19 @@ def dry_run(build, plugin):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("build")
-    ap.add_argument("--seconds", type=float, default=2.0, help="per measurement (default 2)")
+    ap.add_argument("--seconds", type=float, help="per measurement (default 2; --quick 0.5)")
+    ap.add_argument("--quick", action="store_true",
+                    help="float32 only, batches of 1, 8 and 64, 0.5 s a measurement")
+    ap.add_argument("--prepare", action="store_true", help="make the packages, measure nothing")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
+    precisions = QUICK_PRECISIONS if a.quick else PRECISIONS
+    batches = QUICK_BATCHES if a.quick else BATCHES
+    seconds = a.seconds or (QUICK_SECONDS if a.quick else 2.0)
     build = os.path.abspath(a.build)
     plugin = os.path.join(build, "plugins", "gf_torch.so")
     if a.dry_run:
-        dry_run(build, plugin)
+        dry_run(build, plugin, precisions, batches)
         return 0
     import torch
     import torch._inductor  # aoti_load_package
@@ -474,24 +530,27 @@ def main():
                                              torch.version.cuda))
     cache = os.path.join(build, "bench-torch")
     os.makedirs(cache, exist_ok=True)
-    pk = packages(cache, plugin)
+    pk = packages(cache, plugin, precisions, a.prepare)
+    if a.prepare:
+        return 0
     tmp = tempfile.mkdtemp(prefix="gftorch.")
     config = os.path.join(tmp, "gpuframed.json")
     with open(config, "w") as f:
-        json.dump({"pipelines": [pk[p][2] for p in PRECISIONS]}, f, indent=2)
+        json.dump({"pipelines": [pk[p][2] for p in precisions]}, f, indent=2)
     sock = os.path.join(tmp, "s.sock")
-    daemon = start_daemon(build, config, sock, os.path.join(tmp, "daemon.log"))
+    daemon_log = os.path.join(tmp, "daemon.log")
+    daemon = start_daemon(build, config, sock, daemon_log)
     failed = []
     try:
-        for precision in PRECISIONS:
+        for precision in precisions:
             serve, package, entry = pk[precision]
             name = entry["name"]
-            inproc, model = inproc_limits(package, BATCHES, a.seconds)
-            for b in BATCHES:
+            inproc, model = inproc_limits(package, batches, seconds)
+            for b in batches:
                 say("inproc %s batch=%d frames_per_s=%.0f p50_us=%.1f"
                     % (precision, b, inproc[b][0], inproc[b][1]))
-            graphs = graph_limits(serve, BATCHES, a.seconds)
-            for b in BATCHES:
+            graphs = graph_limits(serve, batches, seconds)
+            for b in batches:
                 say("graphs %s batch=%d frames_per_s=%.0f p50_us=%.1f"
                     % (precision, b, graphs[b][0], graphs[b][1]))
             # The daemon's replies against the package in-process, first.
@@ -501,16 +560,16 @@ def main():
             with gpuframe.Client(sock) as c:
                 got = c.map(name, list(images), window=8)
             check_replies("gpuframed's", got, reference(model, images), precision)
-            p50, fps, per_sub = daemon_runs(build, sock, name, a.seconds, inproc[64][0])
+            p50, fps, per_sub = daemon_runs(build, sock, name, seconds, inproc[64][0])
             formed = max(1, int(round(per_sub)))
             if formed not in inproc:
-                inproc.update(inproc_limits(package, (formed,), a.seconds)[0])
+                inproc.update(inproc_limits(package, (formed,), seconds)[0])
                 say("inproc %s batch=%d frames_per_s=%.0f p50_us=%.1f"
                     % (precision, formed, inproc[formed][0], inproc[formed][1]))
             say("daemon %s clients=1 window=1 p50_us=%.1f" % (precision, p50))
             say("daemon %s clients=%d window=%d frames_per_s=%.0f frames_per_submission=%.2f"
                 % (precision, CLIENTS, WINDOW, fps, per_sub))
-            py = python_peer(package, precision, a.seconds, fps / 3, model)
+            py = python_peer(package, precision, seconds, fps / 3, model)
             say("python %s clients=%d window=%d frames_per_s=%.0f"
                 % (precision, CLIENTS, WINDOW, py))
             r1 = fps / inproc[formed][0]
@@ -528,6 +587,9 @@ def main():
             failed += [t for t, ok in (("inproc", r1 >= DAEMON_VS_INPROC),
                                        ("p50", r2 <= P50_SLACK_US),
                                        ("python", r3 >= DAEMON_VS_PYTHON)) if not ok]
+    except BaseException:
+        say("bench: failed; gpuframed's log, its last lines:\n" + log_tail(daemon_log))
+        raise
     finally:
         daemon.terminate()
         daemon.wait(60)
