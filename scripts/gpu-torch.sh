@@ -22,9 +22,23 @@
 # torch.txt (this output), torch-build.log, link-check/ (each way's logs),
 # torch-ctest.log, bench.txt.
 #
-#   scripts/gpu-torch.sh [--no-bench] [--bench-only] [--link-check-only]
+#   scripts/gpu-torch.sh [--quick] [--no-bench] [--bench-only] [--link-check-only]
 #                        [--no-link-check] [--budget SECONDS]
 #
+# --quick, for a small device budget: no link check (the packages link
+# libstdc++.so.6 where the compiler would link the archive: gpuframe-export
+# --libstdcxx auto, its default); test_plugin_torch and python_export (no
+# GPU, seconds); then at once the GPU suite's packages (test_torch_gpu.py
+# --quick --make: a CNN, an MLP three ways, a model of two inputs) and the
+# benchmark's (ResNet-18 float32, bench/torch.sh --quick --prepare); then
+# the suite's DirectTest and DaemonTest (every result against eager PyTorch
+# within gpuframe-export's tolerances, batches of 1, 7, 64 and mixed, a
+# package from batch 2 padded, no device memory taken by launches, LIST,
+# 16 clients) and bench/torch.sh --quick (float32, batches 1, 8, 64, 0.5 s a
+# measurement, the three targets).  About 3 minutes on an H200 after
+# scripts/gpu-check.sh built build-gpu (the build adds gf_torch_aoti.so,
+# about 40 s of it); logs torch-quick-make.log, torch-quick-tests.log,
+# bench.txt.
 # On an H200: the build 1-2 minutes, the link check 1.5, the tests 3-4
 # (python_torch_gpu compiles five small models, at once, then its four
 # classes), the benchmark 3-4 (two ResNet-18 packages compiled and checked,
@@ -34,16 +48,17 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}; mkdir -p "$out"
-bench=1 tests=1 link_check=1 budget=560
+bench=1 tests=1 link_check=1 budget=560 quick=0
 while [ $# -gt 0 ]; do
   case $1 in
+    --quick) quick=1 link_check=0 ;;
     --no-bench) bench=0 ;;
     --bench-only) tests=0 ;;
     --link-check-only) tests=0 bench=0 ;;
     --no-link-check) link_check=0 ;;
     --budget) budget=$2; shift ;;
-    *) echo "usage: scripts/gpu-torch.sh [--no-bench] [--bench-only] [--link-check-only]" \
-         "[--no-link-check] [--budget SECONDS]" >&2
+    *) echo "usage: scripts/gpu-torch.sh [--quick] [--no-bench] [--bench-only]" \
+         "[--link-check-only] [--no-link-check] [--budget SECONDS]" >&2
        exit 2 ;;
   esac
   shift
@@ -104,6 +119,79 @@ if [ $link_check = 1 ]; then
   else
     status=1
   fi
+fi
+
+# The quick run: the host tests, then the packages of the GPU suite and of
+# the benchmark made at once, then the suite's two classes and the short
+# benchmark; each step under a timeout, what it printed kept and its lines
+# that matter shown.
+if [ $quick = 1 ]; then
+  [ -e $build/tests/gf_crash_backtrace.so ] || { echo "gf_crash_backtrace.so not built"; exit 1; }
+  stamp "quick: test_plugin_torch, python_export (no GPU)"
+  (cd $build && ctest --output-on-failure --timeout 120 -R '^(test_plugin_torch|python_export)$') \
+    >"$out/torch-ctest.log" 2>&1 || { cat "$out/torch-ctest.log" | tail -60; status=1; }
+  grep -E "tests passed|tests failed" "$out/torch-ctest.log"
+  pkgs=$(mktemp -d /tmp/gftorchq.XXXXXX)
+  # test_torch_gpu.py as ctest runs it (python/CMakeLists.txt), crashes explained.
+  suite=(env PYTHONPATH="$PWD/python" PYTHONDONTWRITEBYTECODE=1 PYTHONFAULTHANDLER=1
+         GF_TEST_DAEMON="$PWD/$build/gpuframed" GF_TEST_ENGINE=cuda
+         GF_TEST_PLUGIN_DIR="$PWD/$build/plugins"
+         LD_PRELOAD="$PWD/$build/tests/gf_crash_backtrace.so"
+         python3 python/tests/test_torch_gpu.py --quick)
+  shown='^(==|\[[a-z0-9_]+\] |exported|FAILED|gpuframe-export|Fatal Python|gf_crash_backtrace|'\
+'Current thread|Thread 0x|  File |launches|the first|the next|the device|16 clients|test_|FAIL|'\
+'ERROR|SKIP|Ran |OK|----|gpuframed still|[A-Za-z]+Test: |[a-z_]+ \(__main__|[A-Za-z]+: (ok|FAILED))'
+  stamp "quick: the suite's packages and the benchmark's, at once (torch-quick-make.log, bench.txt)"
+  timeout 200 "${suite[@]}" --make "$pkgs" >"$out/torch-quick-make.log" 2>&1 &
+  make_pid=$!
+  if [ $bench = 1 ]; then
+    PYTHONFAULTHANDLER=1 timeout 200 bench/torch.sh $build --quick --prepare >"$out/bench.txt" 2>&1 &
+    prep_pid=$!
+  fi
+  wait $make_pid; rc=$?
+  # Each export's steps but the check's per-batch lines (its figures are the lines with "diff").
+  grep -E "$shown" "$out/torch-quick-make.log" |
+    grep -v -E "gpuframe-export: (batch of [0-9]+: running|loading|loaded in|checking in)" | cut -c1-300
+  if [ $rc != 0 ]; then
+    status=1
+    echo "the suite's packages: FAILED (exit $rc$([ $rc = 124 ] && echo ', timed out')); the log's tail:"
+    tail -40 "$out/torch-quick-make.log"
+  fi
+  if [ $bench = 1 ]; then
+    wait $prep_pid; prc=$?
+    grep -E "^package|^packages|bench:|gpuframe-export: (exported|compiled|the model)" "$out/bench.txt" |
+      cut -c1-300
+    if [ $prc != 0 ]; then
+      echo "the benchmark's package: FAILED (exit $prc); bench.txt's tail:"
+      tail -40 "$out/bench.txt"
+      status=1 bench=0
+    fi
+  fi
+  if [ $rc = 0 ]; then
+    stamp "quick: DirectTest, DaemonTest (torch-quick-tests.log)"
+    timeout 240 "${suite[@]}" --run "$pkgs" >"$out/torch-quick-tests.log" 2>&1
+    rc=$?
+    grep -E "$shown" "$out/torch-quick-tests.log" | cut -c1-300
+    if [ $rc != 0 ]; then
+      status=1
+      echo "== the suite FAILED (exit $rc$([ $rc = 124 ] && echo ', timed out')): each failure whole"
+      awk '/^(FAIL|ERROR): /{p=1} /^Ran [0-9]+ test/{p=0} p' "$out/torch-quick-tests.log" |
+        head -300
+      grep -A80 "^---- .* failed; the daemon's log" "$out/torch-quick-tests.log" | head -200
+    fi
+  fi
+  rm -rf "$pkgs"
+  if [ $bench = 1 ] && [ $status = 0 ]; then
+    stamp "quick: bench/torch.sh $build --quick"
+    PYTHONFAULTHANDLER=1 timeout 240 bench/torch.sh $build --quick 2>&1 | tee -a "$out/bench.txt"
+    rc=${PIPESTATUS[0]}
+    [ $rc = 124 ] && echo "bench/torch.sh TIMED OUT"
+    [ $rc = 0 ] || status=1
+  elif [ $bench = 1 ]; then
+    stamp "bench/torch.sh --quick not run: the tests failed"
+  fi
+  stamp "gpu-torch.sh --quick: $([ $status = 0 ] && echo ok || echo FAILED)"
+  exit $status
 fi
 
 if [ $tests = 1 ]; then

@@ -39,6 +39,7 @@ process's whole output is in LOGS/VARIANT.*.log.
 """
 
 import argparse
+import glob
 import json
 import os
 import re
@@ -235,13 +236,16 @@ def compile_child(variant, work, build):
     return 0
 
 
-def serve_child(variant, work, build):
+def serve_child(variant, work, build, seconds):
     """Starts a gpuframed serving `variant`'s package and checks FRAMES
-    frames against eager PyTorch; 0 when they match."""
+    frames against eager PyTorch; 0 when they match.  The daemon must
+    listen with 10 s of `seconds` left, else this says so with its log;
+    its log is also in the daemon's directory under $TMPDIR, which the
+    parent reads when this process is killed."""
     import numpy as np
     import support
     os.environ["GF_TEST_DAEMON"] = os.path.join(build, "gpuframed")
-    support.START_TIMEOUT_S = 90.0
+    support.START_TIMEOUT_S = max(5.0, seconds - 10)
     with open(os.path.join(work, variant + ".json")) as f:
         entry = json.load(f)
     daemon = support.Daemon({"shards": 1, "slots": 2, "log_level": "info", "pipelines": [entry]},
@@ -250,9 +254,10 @@ def serve_child(variant, work, build):
         daemon.start()
     except RuntimeError as e:
         print("gpuframed did not start: %s; its log:\n%s" % (str(e).split("; log:")[0],
-                                                               daemon.log()))
+                                                               daemon.log()), flush=True)
         daemon.cleanup()
         return 1
+    print("gpuframed listening; its log so far:\n%s" % daemon.log(), flush=True)
     ok = False
     try:
         import gpuframe
@@ -283,6 +288,25 @@ def serve_child(variant, work, build):
 
 
 # ---- the check -------------------------------------------------------------------------
+
+
+def daemon_log(variant, work, logs):
+    """Prints the log of `variant`'s gpuframed, whose serving process the
+    deadline killed (its daemon's directory is left under WORK/d-VARIANT),
+    and keeps it as LOGS/VARIANT.gpuframed.log."""
+    found = [os.path.join(d, "daemon.log") for d in
+             sorted(glob.glob(os.path.join(work, "d-" + variant, "gfpytest.*")))
+             if os.path.exists(os.path.join(d, "daemon.log"))]
+    if not found:
+        print("     (no log of gpuframed: it was not started)")
+        return
+    kept = os.path.join(logs, variant + ".gpuframed.log")
+    shutil.copyfile(found[-1], kept)
+    lines = open(kept, errors="replace").read().splitlines()
+    print("     gpuframed's log when the deadline came (%s), its last %d of %d lines:"
+          % (kept, min(len(lines), 25), len(lines)))
+    for line in lines[-25:]:
+        print("       " + line[:400])
 
 
 def toolchain(build):
@@ -324,13 +348,14 @@ def main():
     p.add_argument("--compile", metavar="VARIANT", help=argparse.SUPPRESS)
     p.add_argument("--serve", metavar="VARIANT", help=argparse.SUPPRESS)
     p.add_argument("--work", help=argparse.SUPPRESS)
+    p.add_argument("--left", type=float, default=60, help=argparse.SUPPRESS)
     a = p.parse_args()
     sys.path[:0] = pythonpath(False).split(os.pathsep)
     build = os.path.abspath(a.build)
     if a.compile:
         return compile_child(a.compile, a.work, build)
     if a.serve:
-        return serve_child(a.serve, a.work, build)
+        return serve_child(a.serve, a.work, build, a.left)
 
     t0 = time.monotonic()
     end = t0 + a.seconds
@@ -373,6 +398,9 @@ def main():
     if os.path.exists(crash_lib):
         load_env["LD_PRELOAD"] = crash_lib
     procs = {}
+    left = end - 3 - time.monotonic()
+    print("== link-check: loading each package in python3 and in gpuframed, %.0f s left"
+          % left, flush=True)
     for v in variants:
         if compiled[v] != 0:
             continue
@@ -380,7 +408,12 @@ def main():
             [sys.executable, "-X", "faulthandler", "-m", "gpuframe.export"] +
             export_argv(v, work, build) + ["--check-only"], load_env,
             os.path.join(logs, v + ".python.log"))
-        procs[(v, "daemon")] = start(me + ["--serve", v, "--work", work], load_env,
+        # The daemon's directory (its log) under a $TMPDIR of its own, found
+        # there when the deadline kills it before it could say why.
+        tmpdir = os.path.join(work, "d-" + v)
+        os.makedirs(tmpdir, exist_ok=True)
+        procs[(v, "daemon")] = start(me + ["--serve", v, "--work", work, "--left", str(left)],
+                                     dict(load_env, TMPDIR=tmpdir),
                                      os.path.join(logs, v + ".daemon.log"))
     loaded = wait(procs, end - 3)
 
@@ -409,6 +442,12 @@ def main():
             if loaded[(v, way)] != 0:
                 for line in why_lines(os.path.join(logs, "%s.%s.log" % (v, way))):
                     print("     " + line)
+            if way == "daemon" and loaded[(v, way)] is not None:
+                for line in open(os.path.join(logs, v + ".daemon.log"), errors="replace"):
+                    if "plugin torch:" in line:  # what loading took, step by step
+                        print("     " + line.strip()[:400])
+            if way == "daemon" and loaded[(v, way)] is None:
+                daemon_log(v, work, logs)
         results[v] = (outcome(loaded[(v, "python")]), outcome(loaded[(v, "daemon")]))
 
     print("== link-check: summary (python3 / gpuframed), %.0f s" % (time.monotonic() - t0))
