@@ -37,7 +37,8 @@
 # 16 clients) and bench/torch.sh --quick (float32, batches 1, 8, 64, 0.5 s a
 # measurement, the three targets).  About 3 minutes on an H200 after
 # scripts/gpu-check.sh built build-gpu (the build adds gf_torch_aoti.so,
-# about 40 s of it); logs torch-quick-make.log, torch-quick-tests.log,
+# about 40 s of it), each step under a timeout within the budget (default
+# 330 s for --quick); logs torch-quick-make.log, torch-quick-tests.log,
 # bench.txt.
 # On an H200: the build 1-2 minutes, the link check 1.5, the tests 3-4
 # (python_torch_gpu compiles five small models, at once, then its four
@@ -48,7 +49,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}; mkdir -p "$out"
-bench=1 tests=1 link_check=1 budget=560 quick=0
+bench=1 tests=1 link_check=1 budget= quick=0
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1 link_check=0 ;;
@@ -63,7 +64,13 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+# The whole run's budget: each step's timeout is what is left of it.
+[ -n "$budget" ] || budget=$([ $quick = 1 ] && echo 330 || echo 560)
 start=$SECONDS
+cap() { # SECONDS: the timeout of a step that needs at most SECONDS, within the budget
+  local left=$((budget - (SECONDS - start) - 5))
+  echo $(( left < $1 ? (left > 10 ? left : 10) : $1 ))
+}
 stamp() { echo "== [$((SECONDS - start)) s] $*"; }
 L=/opt/deps/usr/lib/x86_64-linux-gnu
 if ! [ -d "$L" ]; then for f in .deps/*.deb; do dpkg -x "$f" /opt/deps; done; fi
@@ -142,10 +149,11 @@ if [ $quick = 1 ]; then
 'Current thread|Thread 0x|  File |launches|the first|the next|the device|16 clients|test_|FAIL|'\
 'ERROR|SKIP|Ran |OK|----|gpuframed still|[A-Za-z]+Test: |[a-z_]+ \(__main__|[A-Za-z]+: (ok|FAILED))'
   stamp "quick: the suite's packages and the benchmark's, at once (torch-quick-make.log, bench.txt)"
-  timeout 200 "${suite[@]}" --make "$pkgs" >"$out/torch-quick-make.log" 2>&1 &
+  timeout $(cap 170) "${suite[@]}" --make "$pkgs" >"$out/torch-quick-make.log" 2>&1 &
   make_pid=$!
   if [ $bench = 1 ]; then
-    PYTHONFAULTHANDLER=1 timeout 200 bench/torch.sh $build --quick --prepare >"$out/bench.txt" 2>&1 &
+    PYTHONFAULTHANDLER=1 timeout $(cap 170) bench/torch.sh $build --quick --prepare \
+      >"$out/bench.txt" 2>&1 &
     prep_pid=$!
   fi
   wait $make_pid; rc=$?
@@ -169,7 +177,7 @@ if [ $quick = 1 ]; then
   fi
   if [ $rc = 0 ]; then
     stamp "quick: DirectTest, DaemonTest (torch-quick-tests.log)"
-    timeout 240 "${suite[@]}" --run "$pkgs" >"$out/torch-quick-tests.log" 2>&1
+    timeout $(cap 170) "${suite[@]}" --run "$pkgs" >"$out/torch-quick-tests.log" 2>&1
     rc=$?
     grep -E "$shown" "$out/torch-quick-tests.log" | cut -c1-300
     if [ $rc != 0 ]; then
@@ -183,7 +191,8 @@ if [ $quick = 1 ]; then
   rm -rf "$pkgs"
   if [ $bench = 1 ] && [ $status = 0 ]; then
     stamp "quick: bench/torch.sh $build --quick"
-    PYTHONFAULTHANDLER=1 timeout 240 bench/torch.sh $build --quick 2>&1 | tee -a "$out/bench.txt"
+    PYTHONFAULTHANDLER=1 timeout $(cap 150) bench/torch.sh $build --quick 2>&1 |
+      tee -a "$out/bench.txt"
     rc=${PIPESTATUS[0]}
     [ $rc = 124 ] && echo "bench/torch.sh TIMED OUT"
     [ $rc = 0 ] || status=1
