@@ -54,6 +54,10 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Every call's inputs checked, as gf_torch.so has them in the daemon: the
+# limits in-process pay what the plugin pays, and a package refuses a batch
+# below its smallest rather than running it.
+os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")
 sys.path.insert(0, os.path.join(REPO, "python"))
 
 BATCHES = (1, 8, 16, 32, 64)

@@ -326,7 +326,12 @@ def _say(text: str) -> None:
 
 
 def _import_torch() -> Any:
-    """torch, with the submodules this module uses imported."""
+    """torch, with the submodules this module uses imported; and
+    $AOTI_RUNTIME_CHECK_INPUTS set (unless set otherwise), as gf_torch.so
+    sets it: the package checks every call's inputs against the shapes it
+    was exported for (a batch below its smallest is refused, not run), in
+    the compile's code and in the check's calls."""
+    os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")
     try:
         torch = importlib.import_module("torch")
         for sub in ("torch.export", "torch._inductor"):

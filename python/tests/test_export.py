@@ -270,8 +270,12 @@ class ExportFlowTest(unittest.TestCase):
         args = export.arguments(["m:f", "--frame", "4", "-o", "/tmp/gf-export-test.pt2",
                                  "--no-check", "--libstdcxx", "compiler"] + list(extra))
         err = io.StringIO()
-        with mock.patch.dict(sys.modules, fake.modules), contextlib.redirect_stderr(err):
+        with mock.patch.dict(sys.modules, fake.modules), contextlib.redirect_stderr(err), \
+                mock.patch.dict(os.environ):
+            os.environ.pop("AOTI_RUNTIME_CHECK_INPUTS", None)
             entry = export.export(args, serve_five)
+            # Set for the compile and the check, as gf_torch.so sets it.
+            self.assertEqual(os.environ.get("AOTI_RUNTIME_CHECK_INPUTS"), "1")
         self.assertEqual(entry["params"]["package"], "/tmp/gf-export-test.pt2")
         self.assertEqual(entry["params"]["outputs"], "float32[5]")
         return err.getvalue()
