@@ -351,16 +351,20 @@ def python_server(sock, package, ready, stop_path):
     import torch
     import torch._inductor  # aoti_load_package
     import uvloop
+    from gpuframe import export
     model = torch._inductor.aoti_load_package(package)
     mean = torch.tensor(MEAN, device="cuda").view(1, 3, 1, 1)
     std = torch.tensor(STD, device="cuda").view(1, 3, 1, 1)
     worker = concurrent.futures.ThreadPoolExecutor(1)
+    # The package's smallest batch: fewer frames run padded, as the daemon's.
+    floor = export.smallest_batch(lambda k: model(torch.zeros(k, 3, H, W, device="cuda")), 1,
+                                  max(BATCHES))[0]
 
     def infer(frames):
         x = torch.frombuffer(bytearray(b"".join(frames)), dtype=torch.uint8)
         x = x.view(len(frames), H, W, 3).pin_memory().cuda(non_blocking=True)
         x = (x.permute(0, 3, 1, 2).float() / 255.0 - mean) / std
-        y = model(x)
+        y = model(export.padded(torch, [x], max(len(frames), floor))[0])
         y = (y[0] if isinstance(y, (tuple, list)) else y).float().cpu()
         return [y[i].numpy().tobytes() for i in range(len(frames))]
 
