@@ -70,13 +70,13 @@ uint32_t gf__torch_next_call(const gf_plugin_frame *frames, uint32_t count, uint
 #define GF_TORCH_WARM_SIZES_MAX 8
 
 /*
- * The batch sizes device_open runs on each lane to fill its memory cache,
- * largest first: max_batch, the powers of two below it down to min_batch,
- * and min_batch itself (calls of fewer frames run padded to it).  A bounded
- * set, so that opening costs a few calls a lane whatever max_batch is;
- * sizes between them are served by what these cached (plugins/torch/
- * README.md, "Memory").  Returns how many, at most GF_TORCH_WARM_SIZES_MAX;
- * 0 unless 1 <= min_batch <= max_batch <= GF_TORCH_BATCH_MAX.
+ * The batch sizes device_open always runs on each lane to fill its memory
+ * cache, and checks, largest first: max_batch, the powers of two below it
+ * down to min_batch, and min_batch itself (calls of fewer frames run padded
+ * to it).  A bounded set: the other sizes are run only within a time budget
+ * (plugins/torch/README.md, "Memory").  Returns how many, at most
+ * GF_TORCH_WARM_SIZES_MAX; 0 unless 1 <= min_batch <= max_batch <=
+ * GF_TORCH_BATCH_MAX.
  */
 uint32_t gf__torch_warm_sizes(uint32_t min_batch, uint32_t max_batch,
                               uint32_t sizes[GF_TORCH_WARM_SIZES_MAX]);

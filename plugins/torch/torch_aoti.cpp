@@ -22,11 +22,11 @@
  * events (the daemon's stream -> the lane before a call, the lane -> the
  * daemon's stream after it).  PyTorch's caching allocator keeps what it
  * frees for reuse on the stream that allocated it, so the memory a call
- * needs must be cached on the stream it runs on: device_open runs a bounded
- * set of batch sizes (batches.h: the largest, the powers of two below it,
- * the smallest) on every lane, as the daemon lays frames, until a pass
- * allocates nothing; launches of those sizes then allocate no device memory,
- * and a lane's first launch of another size rarely does.  What no
+ * needs must be cached on the stream it runs on: device_open runs every
+ * batch size on every lane, as the daemon lays frames (only a bounded set,
+ * batches.h, once a time budget is spent: a large model on many lanes),
+ * then checks the bounded set allocates nothing more; launches then
+ * allocate no device memory.  What no
  * device_open can do for a launch is PyTorch's per-thread state: the cuBLAS
  * and cuDNN handles (and their workspaces) of a shard's thread are made by
  * that thread's first call (README.md, "Memory").  Lanes' streams outlive
@@ -89,9 +89,12 @@ constexpr uintptr_t kAotiAlignBytes = 16;
 const char kAotiError[] = "Error: ";
 /* Frames lie in the daemon's buffers at multiples of this. */
 constexpr uint64_t kFrameAlignBytes = 256;
-/* device_open's passes over the warm-up's batch sizes on every lane, at
- * most: the first fills PyTorch's caches, the next should allocate nothing. */
+/* device_open's checking passes over the warm-up's bounded batch sizes on
+ * every lane, at most: each should allocate nothing. */
 constexpr int kWarmPassesMax = 3;
+/* The warm-up runs the other batch sizes while it has taken less than this
+ * (a large model on many lanes would take minutes for all of them). */
+constexpr double kWarmAllSeconds = 10.0;
 /* Launch failures logged in full per device; later ones are counted only. */
 constexpr unsigned kFailuresLogged = 8;
 /* Metadata gpuframe-export writes into a package (aot_inductor.metadata). */
@@ -563,46 +566,70 @@ struct Scratch {
     ~Scratch() { cudaFree(p); }
 };
 
+/* What the warm-up did: the batch sizes it ran of the `of` a call can have,
+ * its checking passes, and what the last of them took (0 unless
+ * kWarmPassesMax ran out). */
+struct Warm {
+    uint32_t sizes = 0, of = 0;
+    int passes = 0;
+    int64_t grew = 0;
+};
+
 /*
- * Fills every lane's memory cache: runs the warm-up's batch sizes
- * (gf__torch_warm_sizes: max_batch, the powers of two below it, min_batch)
- * on every lane, zeroed, laid out as the daemon lays frames (at a stride
- * where the frames are a contiguous batch, when they can be, and at one
- * where they are gathered), in passes until a pass takes no device memory
- * from CUDA.  Returns the passes made; *sizes is how many batch sizes, and
- * *grew what the last pass took (0 unless kWarmPassesMax ran out).
+ * Fills every lane's memory cache: runs every batch size from max_batch
+ * down to min_batch on every lane, zeroed, laid out as the daemon lays
+ * frames (at a stride where the frames are a contiguous batch, when they
+ * can be, and at one where they are gathered); after kWarmAllSeconds only
+ * the bounded set (gf__torch_warm_sizes: max_batch, the powers of two below
+ * it, min_batch).  Then passes over the bounded set until one takes no
+ * device memory from CUDA.
  */
-int warm_lanes(Device &d, uint32_t *sizes, int64_t *grew) {
+Warm warm_lanes(Device &d) {
     const gf__torch_model *m = d.m;
     const uint64_t unit = (std::max(m->in_bytes, m->out_bytes) + kFrameAlignBytes - 1) /
                           kFrameAlignBytes * kFrameAlignBytes;
     std::vector<uint64_t> strides = {unit + kFrameAlignBytes}; /* gathered */
     if (m->in.count == 1 && unit == m->in_bytes)
         strides.push_back(unit); /* one contiguous batch */
-    uint32_t batch[GF_TORCH_WARM_SIZES_MAX];
-    *sizes = gf__torch_warm_sizes(d.min_batch, d.max_batch, batch);
+    uint32_t bounded[GF_TORCH_WARM_SIZES_MAX];
+    const uint32_t bounded_count = gf__torch_warm_sizes(d.min_batch, d.max_batch, bounded);
     const uint64_t bytes = d.max_batch * (unit + kFrameAlignBytes);
     Scratch in(bytes), out(bytes);
     std::vector<gf_plugin_frame> frames(d.max_batch);
-    int pass = 0;
-    do {
-        const int64_t before = allocator_state(d.index).first;
+    /* n frames on every lane in every layout, waited for. */
+    auto run_size = [&](uint32_t n) {
         for (uint64_t stride : strides)
-            for (uint32_t s = 0; s < *sizes; s++)
-                for (Lane &l : d.lanes) {
-                    for (uint32_t i = 0; i < batch[s]; i++)
-                        frames[i] = {static_cast<uint8_t *>(in.p) + i * stride, m->in_bytes,
-                                     static_cast<uint8_t *>(out.p) + i * stride, m->out_bytes};
-                    c10::cuda::CUDAStreamGuard guard(
-                        c10::cuda::getStreamFromExternal(l.stream, d.index));
-                    run_frames(d, frames.data(), batch[s], l.stream);
-                }
+            for (Lane &l : d.lanes) {
+                for (uint32_t i = 0; i < n; i++)
+                    frames[i] = {static_cast<uint8_t *>(in.p) + i * stride, m->in_bytes,
+                                 static_cast<uint8_t *>(out.p) + i * stride, m->out_bytes};
+                c10::cuda::CUDAStreamGuard guard(
+                    c10::cuda::getStreamFromExternal(l.stream, d.index));
+                run_frames(d, frames.data(), n, l.stream);
+            }
         for (Lane &l : d.lanes)
             check_cuda(cudaStreamSynchronize(l.stream), "warming the lanes");
-        *grew = allocator_state(d.index).first - before;
-        pass++;
-    } while (*grew > 0 && pass < kWarmPassesMax);
-    return pass;
+    };
+    Warm w;
+    w.of = d.max_batch - d.min_batch + 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (uint32_t n = d.max_batch; n >= d.min_batch && n >= 1; n--) {
+        const bool bound =
+            std::find(bounded, bounded + bounded_count, n) != bounded + bounded_count;
+        if (!bound && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >
+                          kWarmAllSeconds)
+            continue;
+        run_size(n);
+        w.sizes++;
+    }
+    do {
+        const int64_t before = allocator_state(d.index).first;
+        for (uint32_t i = 0; i < bounded_count; i++)
+            run_size(bounded[i]);
+        w.grew = allocator_state(d.index).first - before;
+        w.passes++;
+    } while (w.grew > 0 && w.passes < kWarmPassesMax);
+    return w;
 }
 
 /* Seconds since `t0`, and `t0` moved to now. */
@@ -655,25 +682,29 @@ void *aoti_device_open(const void *state, int device, uint32_t streams, char *wh
         for (size_t i = 0; i < d->instances; i++)
             d->loader->run(zeros_for(*d, d->min_batch, d->batched), lane0);
         instances_s = lap(t);
-        uint32_t sizes = 0;
-        int64_t grew = 0;
-        const int passes = warm_lanes(*d, &sizes, &grew);
+        const Warm w = warm_lanes(*d);
         warm_s = lap(t);
         const auto held = allocator_state(d->index).second;
-        if (grew > 0)
+        if (w.grew > 0)
             fprintf(stderr,
-                    "gpuframed: plugin torch: %s: the last of %d warm-up passes still took "
-                    "device memory (%lld cudaMalloc): later frames may too\n",
-                    m->package, passes, static_cast<long long>(grew));
+                    "gpuframed: plugin torch: %s: the last of %d checking passes of the warm-up "
+                    "still took device memory (%lld cudaMalloc): later frames may too\n",
+                    m->package, w.passes, static_cast<long long>(w.grew));
+        if (w.sizes < w.of)
+            fprintf(stderr,
+                    "gpuframed: plugin torch: %s: the warm-up ran %u of the %u batch sizes (the "
+                    "rest after %.0f s): a lane's first call of another size may take device "
+                    "memory\n",
+                    m->package, w.sizes, w.of, kWarmAllSeconds);
         fprintf(stderr,
                 "gpuframed: plugin torch: %s loaded in %.1f s: batches of %u..%u%s, %zu model "
-                "instances, %zu lanes warmed at %u batch sizes in %d passes; PyTorch holds %.1f "
-                "MiB on device %d (loading %.1f s, batch sizes %.1f s, instances %.1f s, "
-                "warm-up %.1f s)\n",
+                "instances, %zu lanes warmed at %u of %u batch sizes, checked in %d passes; "
+                "PyTorch holds %.1f MiB on device %d (loading %.1f s, batch sizes %.1f s, "
+                "instances %.1f s, warm-up %.1f s)\n",
                 m->package, load_s + probe_s + instances_s + warm_s, d->min_batch, d->max_batch,
                 d->min_batch > 1 ? " (fewer frames padded)" : "", d->instances, d->lanes.size(),
-                sizes, passes, static_cast<double>(held) / (1 << 20), device, load_s, probe_s,
-                instances_s, warm_s);
+                w.sizes, w.of, w.passes, static_cast<double>(held) / (1 << 20), device, load_s,
+                probe_s, instances_s, warm_s);
         return d.release();
     } catch (const std::exception &e) {
         snprintf(why, why_len, "package %s: %s", m->package, reason(e).c_str());
