@@ -18,9 +18,12 @@ set -uo pipefail
 build=${1:?usage: check_short.sh BUILD_DIR}
 clients=--clients
 [ -n "${GF_BENCH_SANITIZED:-}" ] && clients=
-out=$("$(dirname "$0")"/run.sh "$build" --engine cpu --short $clients 2>&1)
-rc=$?
-echo "$out"
+# The output shows as it comes (a test cut short by its timeout shows how
+# far it got) and is kept in BUILD_DIR/bench_short.log for the checks.
+log=$build/bench_short.log
+"$(dirname "$0")"/run.sh "$build" --engine cpu --short $clients 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+out=$(cat "$log")
 [ $rc = 0 ] || { echo "check_short: bench/run.sh exited with $rc"; exit 1; }
 
 echo "$out" | awk '

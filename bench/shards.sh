@@ -160,23 +160,40 @@ point() { # VARIANT KEY LINE: one repeat's figure, recorded and shown
 # A 4 KiB window-1 client alone, then beside a 16 MiB window-4 streamer
 # through the socket that runs from before its first frame to after its
 # last; the streamer stops at SIGINT (gpuframe stream then collects what
-# is in flight and prints its summary).
+# is in flight and prints its summary).  Nothing here depends on timing:
+# the small client starts once the streamer's banner came through a FIFO
+# (read blocks until then), and gpuframe stream takes SIGINT before it
+# prints the banner, so the signal cannot come too early to count.
 beside() { # SOCKET VARIANT
-  local spid
+  local spid cpid small banner fd fifo=$run/bulk.fifo
   point "$2" "small=alone" "$(stream "$1" echo 4096 $n_beside 1)"
+  mkfifo "$fifo"
   "$build"/gpuframe stream --socket "$1" --pipeline echo --size 16M --count $bulk_count \
-    --window 4 --quiet --no-shm > "$run/bulk" 2>&1 &
+    --window 4 --no-shm > "$fifo" 2> "$run/bulk.err" &
   spid=$!
-  sleep $warm_s
-  local small
-  small=$(stream "$1" echo 4096 $n_beside 1)
-  if ! kill -INT $spid 2>/dev/null; then
-    small="failed: the 16 MiB streamer ended before the small client (beside nothing)"
-    echo "bench: clients: $(cat "$run/bulk")" >&2
+  exec {fd}< "$fifo"
+  if read -r -t $stream_timeout_s banner <&"$fd" && [[ $banner == streaming* ]]; then
+    cat <&"$fd" > "$run/bulk" &
+    cpid=$!
+    sleep $warm_s
+    small=$(stream "$1" echo 4096 $n_beside 1)
+    kill -INT $spid 2>/dev/null ||
+      small="failed: the 16 MiB streamer ended before the small client (beside nothing)"
+  else
+    small="failed: the 16 MiB streamer did not start: ${banner:-no output}"
+    cat <&"$fd" > "$run/bulk" &
+    cpid=$!
+    kill -TERM $spid 2>/dev/null
   fi
+  exec {fd}<&-
   wait $spid
+  wait $cpid
+  rm -f "$fifo"
+  [[ $small == failed:* ]] &&
+    echo "bench: clients: 16 MiB streamer: $banner $(cat "$run/bulk" "$run/bulk.err")" >&2
   point "$2" "small=beside" "$small"
-  point "$2" "bulk=beside" "$(grep '^frames=' "$run/bulk" || echo "failed: $(tail -1 "$run/bulk")")"
+  point "$2" "bulk=beside" \
+    "$(grep '^frames=' "$run/bulk" || echo "failed: $(cat "$run/bulk" "$run/bulk.err" | tail -1)")"
 }
 
 # ---- shards: the default against --shards 1 ----------------------------------

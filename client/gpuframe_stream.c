@@ -32,6 +32,31 @@
  * GF_SLOTS_MAX slots, and socket buffers hold the rest. */
 #define STREAM_WINDOW_MAX 65536
 
+/* Set by the first SIGINT: send no more frames.  The handler is reset by it
+ * (SA_RESETHAND), so a second Ctrl-C ends the command at once. */
+static volatile sig_atomic_t stream_interrupted;
+
+static void on_interrupt(int sig) {
+    (void)sig;
+    stream_interrupted = 1;
+}
+
+/* Takes SIGINT before anything else, so that a Ctrl-C (or a script's kill
+ * -INT) counts whenever it comes: during the set-up (connect, LIST, the
+ * buffers) it stops the run before its first frame.  The handler replaces
+ * an inherited SIG_IGN too: a script's background job starts with SIGINT
+ * ignored, and is stopped by it all the same.  No SA_RESTART: a wait in the
+ * run ends and is resumed (libgpuframe retries after EINTR). */
+static void catch_interrupt(void) {
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sa.sa_flags = (int)SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
 static const char stream_help[] =
     "Usage: gpuframe stream --pipeline NAME|ID [OPTIONS]\n"
     "\n"
@@ -323,15 +348,6 @@ static void print_banner(const gf_stream_run *r) {
     fflush(r->report);
 }
 
-/* Set by the first SIGINT of a run: send no more frames.  The handler is
- * reset by it (SA_RESETHAND), so a second Ctrl-C ends the command at once. */
-static volatile sig_atomic_t stream_interrupted;
-
-static void on_interrupt(int sig) {
-    (void)sig;
-    stream_interrupted = 1;
-}
-
 /* Progress on a terminal: shown from PROGRESS_AFTER_NS into a run, redrawn
  * every PROGRESS_EVERY_NS. */
 #define PROGRESS_AFTER_NS 1000000000ull
@@ -394,24 +410,15 @@ static int stream_frames(gf_stream_run *r) {
     }
 }
 
-/* Runs the window with Ctrl-C handled (stream_interrupted) and the progress
- * line shown on a terminal; returns what stream_frames returns, and the
- * time it took in *elapsed_ns. */
+/* Runs the window, with the progress line shown on a terminal; returns what
+ * stream_frames returns, and the time it took in *elapsed_ns.  Interrupted
+ * before it (stream_interrupted), it sends nothing. */
 static int stream_run(gf_stream_run *r, uint64_t *elapsed_ns) {
-    struct sigaction sa, old;
-
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_interrupt;
-    sa.sa_flags = (int)SA_RESETHAND; /* no SA_RESTART: a wait ends, and is resumed */
-    sigemptyset(&sa.sa_mask);
-    stream_interrupted = 0;
-    sigaction(SIGINT, &sa, &old);
     r->progress = !r->o->quiet && isatty(STDERR_FILENO);
     r->start_ns = gf_now_ns();
     r->progress_next_ns = r->start_ns + PROGRESS_AFTER_NS;
     int rc = stream_frames(r);
     *elapsed_ns = gf_now_ns() - r->start_ns;
-    sigaction(SIGINT, &old, NULL);
     r->interrupted = stream_interrupted;
     if (r->progress_shown)
         fputs("\r" ANSI_ERASE_LINE, stderr);
@@ -422,6 +429,7 @@ int gf_cmd_stream(int argc, char *argv[]) {
     gf_stream_opts o;
     gf_stream_run r;
 
+    catch_interrupt();
     parse_stream_opts(argc, argv, &o);
     memset(&r, 0, sizeof r);
     r.o = &o;

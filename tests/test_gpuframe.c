@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pty.h>
 #include <pwd.h>
 #include <signal.h>
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -634,6 +636,89 @@ START_TEST(ctrl_c_prints_what_completed_and_exits_130) {
 }
 END_TEST
 
+/* Copies what each of two connected sockets sends to the other until
+ * either closes (or timeout_ms passes); fails the test on an error. */
+static void relay(int a, int b, int timeout_ms) {
+    char buf[65536];
+    uint64_t deadline = gf_now_ms() + (uint64_t)timeout_ms;
+
+    for (;;) {
+        struct pollfd pfd[2] = {{.fd = a, .events = POLLIN}, {.fd = b, .events = POLLIN}};
+        ck_assert_msg(gf_now_ms() < deadline, "relay: still open after %d ms", timeout_ms);
+        if (poll(pfd, 2, 100) < 0) {
+            ck_assert_int_eq(errno, EINTR);
+            continue;
+        }
+        for (int i = 0; i < 2; i++) {
+            if (!pfd[i].revents)
+                continue;
+            ssize_t n = read(pfd[i].fd, buf, sizeof buf);
+            if (n <= 0)
+                return; /* closed (or reset): the relay is over */
+            ck_assert_int_eq(gf_test_raw_send(pfd[1 - i].fd, buf, (size_t)n), 0);
+        }
+    }
+}
+
+/* A Ctrl-C during start-up counts: started as a script's background job
+ * (SIGINT ignored), gpuframe stream is interrupted while it waits for the
+ * daemon's first reply, then gets it (through a relay that holds it back
+ * until the signal was sent): it sends no frame, prints its summary and
+ * exits 130, where it used to ignore the signal and stream on. */
+START_TEST(ctrl_c_during_start_up_stops_before_the_first_frame) {
+    gf_test_daemon d;
+    char path[GF_TEST_PATH_MAX], out_path[GF_TEST_PATH_MAX];
+    int status;
+
+    gf_test_ck_daemon_start(&d, config_json, g_engine);
+    snprintf(path, sizeof path, "%s/relay.sock", d.dir);
+    snprintf(out_path, sizeof out_path, "%s/out.txt", d.dir);
+    int listener = gf_test_ck_unix_socket(path, 1);
+    char *argv[] = {"/bin/sh",
+                    "-c",
+                    "trap '' INT; exec \"$@\"",
+                    "sh",
+                    GF_TEST_CLIENT,
+                    "stream",
+                    "--socket",
+                    path,
+                    "-p",
+                    "echo",
+                    "--size",
+                    "4K",
+                    "-n",
+                    "3",
+                    NULL};
+    int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ck_assert_int_ge(out, 0);
+    pid_t pid = gf_test_spawn(argv, out, out);
+    ck_assert_int_gt(pid, 0);
+    close(out);
+    struct pollfd pfd = {.fd = listener, .events = POLLIN};
+    ck_assert_int_eq(poll(&pfd, 1, COMMAND_TIMEOUT_MS), 1);
+    int client = accept(listener, NULL, NULL);
+    ck_assert_int_ge(client, 0);
+    ck_assert_int_eq(kill(pid, SIGINT), 0);
+    int daemon = gf_test_ck_raw_connect(d.socket_path);
+    relay(client, daemon, COMMAND_TIMEOUT_MS);
+    close(client);
+    close(daemon);
+    close(listener);
+    unlink(path);
+    ck_assert_int_eq(gf_test_reap(pid, COMMAND_TIMEOUT_MS, &status), 0);
+    char *text = gf_test_read_file(out_path, NULL);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 130, "%s", text);
+    ck_assert_msg(strstr(text, "\nframes=0 errors=0 ") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "gpuframe stream: interrupted: sent 0 of 3 frames\n") != NULL, "%s",
+                  text);
+    ck_assert_uint_eq(stat_of(&d, "frames.received"), 0);
+    free(text);
+    unlink(out_path);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
 /* A socket at `path` that listens (and is never accepted from), with owner
  * root, group `gid` and `mode`; returns its fd. */
 static int listening_socket(const char *path, gid_t gid, mode_t mode) {
@@ -773,6 +858,7 @@ static Suite *gpuframe_suite(void) {
     tcase_add_test(tc, stream_pipes_and_json);
     tcase_add_test(tc, stream_shows_progress_on_a_terminal);
     tcase_add_test(tc, ctrl_c_prints_what_completed_and_exits_130);
+    tcase_add_test(tc, ctrl_c_during_start_up_stops_before_the_first_frame);
     suite_add_tcase(s, tc);
     return s;
 }
