@@ -533,47 +533,6 @@ int gf_config_devices(const gf_config *cfg, int out[GF_DEVICES_MAX], char *why, 
     return gf_devices_parse(cfg->devices, "devices", out, why, why_len);
 }
 
-int gf_devices_parse(const char *text, const char *key, int out[GF_DEVICES_MAX], char *why,
-                     size_t why_len) {
-    const char *p = text;
-    if (strcmp(p, "all") == 0)
-        return 0;
-    int n = 0;
-    for (;;) {
-        char *end;
-        errno = 0;
-        long d = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
-        if (d < 0 || d >= GF_DEVICES_MAX || errno != 0 || (*end != ',' && *end != '\0')) {
-            gf_errorf(why, why_len,
-                      "%s: expected \"all\" or CUDA device ordinals 0 to %d separated by "
-                      "commas, such as \"0,1\"; got \"%s\"",
-                      key, GF_DEVICES_MAX - 1, text);
-            return -1;
-        }
-        for (int i = 0; i < n; i++)
-            if (out[i] == (int)d) {
-                gf_errorf(why, why_len, "%s: device %ld is named twice in \"%s\"", key, d, text);
-                return -1;
-            }
-        out[n++] = (int)d;
-        if (*end == '\0')
-            return n;
-        p = end + 1;
-    }
-}
-
-void gf_devices_format(uint32_t mask, char *buf, size_t len) {
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int d = 0; d < GF_DEVICES_MAX && at < len; d++)
-        if ((mask >> d) & 1u) {
-            int n = snprintf(buf + at, len - at, "%s%d", at ? "," : "", d);
-            if (n < 0)
-                break;
-            at += (size_t)n;
-        }
-}
-
 /* A quarter of physical memory: the default cap of pinned memory. */
 static uint64_t ram_quarter(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -4,15 +4,19 @@
  * config.c's parser) and the output size the configured pipelines need.
  * Each element's name, kind and parameters are read with the JSON readers of
  * protocol/ (json_read.c, stages_json.c, params_json.c), which name the key
- * path of every problem.
+ * path of every problem.  Lists of CUDA devices are read here too, a
+ * pipeline's "devices" and the top-level key's (config.c calls
+ * gf_devices_parse): calls go from config.c to this file, never back.
  */
 #include "config_internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plugin.h"
+#include "util.h"
 
 enum pipeline_key {
     P_NAME,
@@ -28,6 +32,49 @@ enum pipeline_key {
 static const char *const pipeline_keys[P_COUNT_] = {
     "name",   "kind",    "params",           "path",
     "stages", "devices", "max_batch_frames", "max_batch_delay_us"};
+
+/* ---- lists of CUDA devices ------------------------------------------------------ */
+
+int gf_devices_parse(const char *text, const char *key, int out[GF_DEVICES_MAX], char *why,
+                     size_t why_len) {
+    const char *p = text;
+    if (strcmp(p, "all") == 0)
+        return 0;
+    int n = 0;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long d = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
+        if (d < 0 || d >= GF_DEVICES_MAX || errno != 0 || (*end != ',' && *end != '\0')) {
+            gf_errorf(why, why_len,
+                      "%s: expected \"all\" or CUDA device ordinals 0 to %d separated by "
+                      "commas, such as \"0,1\"; got \"%s\"",
+                      key, GF_DEVICES_MAX - 1, text);
+            return -1;
+        }
+        for (int i = 0; i < n; i++)
+            if (out[i] == (int)d) {
+                gf_errorf(why, why_len, "%s: device %ld is named twice in \"%s\"", key, d, text);
+                return -1;
+            }
+        out[n++] = (int)d;
+        if (*end == '\0')
+            return n;
+        p = end + 1;
+    }
+}
+
+void gf_devices_format(uint32_t mask, char *buf, size_t len) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < GF_DEVICES_MAX && at < len; d++)
+        if ((mask >> d) & 1u) {
+            int n = snprintf(buf + at, len - at, "%s%d", at ? "," : "", d);
+            if (n < 0)
+                break;
+            at += (size_t)n;
+        }
+}
 
 /* A pipeline's "devices": the devices it may run on, as a mask (0: all). */
 static int read_devices(const cJSON *v, const char *path, uint32_t *mask, gf_problems *pr) {

@@ -343,11 +343,11 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     if ((rc = warm_up(ce, p, &e->slots[0], &ce->cslots[0])) != 0)
         goto fail;
     describe_device(&e->device, &prop, ce->device);
-    char desc[512];
-    gf_engine_describe(e, desc, sizeof desc);
-    GF_LOG_INF("engine cuda: %s; %u slots, each %llu bytes in and %llu bytes out (2 x %llu "
+    /* The device itself: the shard's "ready" line (gf_engine_describe, which
+     * engine.c owns: calls go from there to here, never back). */
+    GF_LOG_INF("engine cuda: device %d; %u slots, each %llu bytes in and %llu bytes out (2 x %llu "
                "bytes of scratch on the device), pinned %llu bytes in all",
-               desc, p->slot_count, (unsigned long long)p->in_capacity_bytes,
+               ce->device, p->slot_count, (unsigned long long)p->in_capacity_bytes,
                (unsigned long long)p->out_capacity_bytes,
                (unsigned long long)p->scratch_capacity_bytes, (unsigned long long)e->pinned_bytes);
     *out = e;

@@ -409,6 +409,10 @@ class Client:
         finally:
             region._release()
 
+    def _region_forget(self, region: Region) -> None:
+        """Drops ``region`` from the open regions (its _release calls this)."""
+        self._regions.pop(region.id, None)
+
     def _require_idle(self, what: str) -> None:
         """Returns once no request is in flight, after reading the replies
         due to abandoned streams; raises BusyError, sending nothing, while a

@@ -32,7 +32,7 @@ from __future__ import annotations
 import mmap
 import os
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Sequence, Tuple, Type, TypeVar, Union
 
 import numpy as np
 
@@ -43,8 +43,6 @@ from .pipelines import (REFUSED, EncodedFrame, Pipeline, _expect, _resolve, inpu
 
 if TYPE_CHECKING:
     import numpy.typing as npt
-
-    from .client import Client
 
 __all__ = ["Region", "ShmFrame", "FrameBuffers", "create_memfd"]
 
@@ -113,6 +111,19 @@ class _ClosedOnExit:
         self.close()
 
 
+class RegionOwner(Protocol):
+    """What a :class:`Region` needs of the :class:`~gpuframe.Client` that
+    made it.  This module does not import the client's (the client calls
+    its regions, not the other way round), so a region reaches its client
+    through these two alone."""
+
+    def _region_remove(self, region: Region) -> None:
+        """REGION_REMOVE of ``region``, then ``region._release()``."""
+
+    def _region_forget(self, region: Region) -> None:
+        """Drops ``region`` from the client's open regions."""
+
+
 class Region(_ClosedOnExit):
     """A shared-memory region of one :class:`~gpuframe.Client`: made by
     ``client.region(nbytes)``, never directly.
@@ -131,7 +142,8 @@ class Region(_ClosedOnExit):
     Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, client: Client, info: protocol.RegionInfo, mapping: mmap.mmap) -> None:
+    def __init__(self, client: RegionOwner, info: protocol.RegionInfo,
+                 mapping: mmap.mmap) -> None:
         self._client = client
         self.id = info.region_id
         self.nbytes = info.region_bytes
@@ -153,8 +165,9 @@ class Region(_ClosedOnExit):
         return self._bytes is None
 
     @property
-    def client(self) -> Client:
-        """The client whose connection holds the region."""
+    def client(self) -> RegionOwner:
+        """The client (a :class:`~gpuframe.Client`) whose connection holds the
+        region."""
         return self._client
 
     def _open_bytes(self) -> npt.NDArray[np.uint8]:
@@ -246,7 +259,7 @@ class Region(_ClosedOnExit):
         """Marks the region closed and unmaps it, or leaves that to the last
         view of it.  Unmapping under a live view would crash the interpreter
         on its next use; mmap refuses (BufferError) while one exists."""
-        self._client._regions.pop(self.id, None)
+        self._client._region_forget(self)
         self._bytes = None
         mapping, self._mmap = self._mmap, None
         if mapping is None:
@@ -425,7 +438,7 @@ def _output_layout(pipeline: Pipeline,
     return result_layout(pipeline, frame.dtype, frame.shape)
 
 
-def encode_shm(pipeline: Pipeline, frame: ShmFrame, client: Client) -> EncodedFrame:
+def encode_shm(pipeline: Pipeline, frame: ShmFrame, client: object) -> EncodedFrame:
     """Prepares the ShmFrame ``frame`` for ``pipeline`` on ``client``'s
     connection: the payload is its 40-byte descriptor (version 2, FLAG_SHM),
     the RESULT's payload is the 24-byte answer, and the result delivered is a
