@@ -33,6 +33,8 @@
 #define GF_TEST_DAEMON "gpuframed"
 #endif
 
+/* The most gf_test_load_factor widens a latency bound by. */
+#define LOAD_FACTOR_MAX 4.0
 /* How often the helpers poll a process or the daemon's STATS. */
 #define POLL_INTERVAL_MS 10
 /* Inputs a streamed frame rotates over: more than the daemon's two slots, so
@@ -1128,10 +1130,24 @@ int gf_test_under_tsan(void) {
     return s != NULL && strstr(s, "thread") != NULL;
 }
 
+double gf_test_load_factor(void) {
+    double load = 0;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    FILE *f = fopen("/proc/loadavg", "r");
+
+    if (f != NULL) {
+        if (fscanf(f, "%lf", &load) != 1)
+            load = 0;
+        fclose(f);
+    }
+    double factor = cpus > 0 ? load / (double)cpus : 1;
+    return factor < 1 ? 1 : factor > LOAD_FACTOR_MAX ? LOAD_FACTOR_MAX : factor;
+}
+
 uint64_t gf_test_latency_bound_ms(uint64_t ms) {
     uint64_t scale = gf_test_time_scale();
 
-    return ms * scale * scale;
+    return (uint64_t)((double)(ms * scale * scale) * gf_test_load_factor());
 }
 
 /* Nonzero when the `len` bytes at `line` contain `word`. */
