@@ -2,8 +2,9 @@
 /*
  * Frames as tensors: the dtypes' names and sizes, checking a description
  * (gpuframe_plugin.h, gf_frame_desc) and resolving its variable dimension
- * from a frame's length, and a pipeline's stages described with their
- * lengths.  Contract in pipeline.h; pure, any thread.
+ * from a frame's length.  Below plugin.c and registry.c, which describe
+ * stages and pipelines with these (calls go from there here, never back).
+ * Contract in pipeline.h; pure, any thread.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -163,35 +164,4 @@ int gf_frame_desc_equal(const gf_frame_desc *a, const gf_frame_desc *b) {
             return 0;
     }
     return 1;
-}
-
-void gf_stage_describe(const gf_pipeline *p, uint32_t k, gf_frame_desc *in, gf_frame_desc *out) {
-    const gf_stage *s = &p->stages[k];
-    gf_frame_desc first, unused;
-    uint64_t lengths[GF_STAGES_MAX], in_bytes;
-    char why[200];
-
-    memset(in, 0, sizeof *in);
-    memset(out, 0, sizeof *out);
-    s->kind->describe(&s->params, in, out);
-    if (k == 0) {
-        first = *in;
-    } else {
-        memset(&first, 0, sizeof first);
-        memset(&unused, 0, sizeof unused);
-        p->stages[0].kind->describe(&p->stages[0].params, &first, &unused);
-    }
-    in_bytes = gf_frame_desc_bytes(&first);
-    if (in_bytes == 0 || gf_pipeline_stage_lengths(p, in_bytes, lengths, why, sizeof why) < 0)
-        return;
-    /* Each resolves or stays as described: a kind whose length rule and
-     * description disagree is shown as it describes itself. */
-    (void)gf_frame_desc_resolve(in, k == 0 ? in_bytes : lengths[k - 1]);
-    (void)gf_frame_desc_resolve(out, lengths[k]);
-}
-
-void gf_pipeline_describe(const gf_pipeline *p, gf_frame_desc *in, gf_frame_desc *out) {
-    gf_frame_desc unused;
-    gf_stage_describe(p, 0, in, &unused);
-    gf_stage_describe(p, p->stage_count - 1, &unused, out);
 }
