@@ -18,7 +18,15 @@ static int run(Suite *s, enum fork_status fork_status) {
     if (fork_status != CK_FORK_GETENV)
         srunner_set_fork_status(sr, fork_status);
     g_runner = sr;
-    srunner_run_all(sr, CK_ENV); /* CK_VERBOSITY=verbose lists each test */
+    /* Each test's result as it ends, on stdout (Check's log "-"), a line
+     * at a time even into ctest's pipe: a suite that ctest stops at its
+     * timeout shows which tests had passed, and so which one it was in.
+     * The log ends with the summary; CK_LOG_FILE_NAME or CK_VERBOSITY set
+     * choose otherwise. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (getenv("CK_LOG_FILE_NAME") == NULL)
+        srunner_set_log(sr, "-");
+    srunner_run_all(sr, getenv("CK_VERBOSITY") != NULL ? CK_ENV : CK_SILENT);
     int failed = srunner_ntests_failed(sr);
     g_runner = NULL;
     srunner_free(sr);

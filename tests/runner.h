@@ -19,8 +19,9 @@
 
 /*
  * Runs every test of `s`, each in a forked child (Check's default; the
- * CK_FORK environment variable still decides when set), with the report
- * CK_VERBOSITY asks for (normal when unset).  Frees `s`.  Returns what main()
+ * CK_FORK environment variable still decides when set), printing every
+ * test's result on stdout as it ends, then the summary (CK_LOG_FILE_NAME
+ * and CK_VERBOSITY, when set, choose other reports).  Frees `s`.  Returns what main()
  * returns: EXIT_SUCCESS when no test failed and nothing called
  * gf_test_fail_outside_checks, else EXIT_FAILURE.  Call once per process.
  */

@@ -446,19 +446,22 @@ int gf_test_daemon_wait_listening(gf_test_daemon *d, const char *socket_path, in
     return -ETIMEDOUT;
 }
 
-/* Starts `argv` as d's process and waits until d's socket accepts (a
- * daemon that never listens is stopped).  Returns 0 or a negative errno
- * with the reason in err[err_len]. */
+/* Starts `argv` as d's process and waits until d's socket accepts.  A
+ * daemon that never listens is stopped, and one that did not start leaves
+ * nothing behind: its directory goes (the reason, with the log's tail, is
+ * in err[err_len]).  Returns 0 or a negative errno. */
 static int spawn_listening(gf_test_daemon *d, char *const argv[], char *err, size_t err_len) {
     int rc = gf_test_daemon_spawn(d, argv, err, err_len);
 
-    if (rc < 0)
-        return rc;
-    rc = gf_test_daemon_wait_listening(d, d->socket_path, GF_TEST_START_TIMEOUT_MS, err, err_len);
+    if (rc == 0)
+        rc = gf_test_daemon_wait_listening(d, d->socket_path, GF_TEST_START_TIMEOUT_MS, err,
+                                           err_len);
     if (rc == -ETIMEDOUT) {
         int status;
         gf_test_daemon_stop(d, &status);
     }
+    if (rc < 0)
+        gf_test_daemon_cleanup(d);
     return rc;
 }
 

@@ -124,8 +124,8 @@ const char *gf_test_describe_status(int status, char *buf, size_t len);
  * killed if the thread that started it exits, so a failed test leaves no
  * daemon behind.  Waits until the socket accepts a connection (at most
  * GF_TEST_START_TIMEOUT_MS); if the process exits first, or never listens,
- * fails with its exit status and the log's tail in err[err_len].
- * Returns 0 (`*d` filled) or a negative errno.
+ * fails with its exit status and the log's tail in err[err_len], and
+ * removes the directory.  Returns 0 (`*d` filled) or a negative errno.
  */
 int gf_test_daemon_start(gf_test_daemon *d, const char *config_json, const char *engine, char *err,
                          size_t err_len);
