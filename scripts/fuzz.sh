@@ -10,7 +10,8 @@
 #   scripts/fuzz.sh 3600       # an hour each; the corpus grows in build-fuzz/corpus
 #
 # Environment: GF_FUZZ_BUILD_DIR (default build-fuzz), GF_FUZZ_ARGS (more
-# libFuzzer flags, e.g. -fork=8 for eight processes).
+# libFuzzer flags, e.g. -fork=8 for eight processes), GF_FUZZ_JOBS (harnesses
+# at once; default one per core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
@@ -41,21 +42,34 @@ cmake --build "$build" -j"$(nproc)" --target "${harnesses[@]}"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$build/artifacts"
-failed=()
-for h in "${harnesses[@]}"; do
-  corpus="$build/corpus/$h"
+# fuzz_one HARNESS: runs it for SECONDS on its corpus, its log in
+# build-fuzz/HARNESS.log; exit status 0 without a finding.
+fuzz_one() {
+  local h=$1 corpus="$build/corpus/$1"
   mkdir -p "$corpus"
   cp -n tests/fuzz/corpus/"$h"/* "$corpus"/
-  echo "fuzz: $h for ${seconds}s on $corpus"
   # shellcheck disable=SC2086
-  if ! "$build/tests/fuzz/$h" -max_total_time="$seconds" -print_final_stats=1 \
-       -artifact_prefix="$build/artifacts/$h-" ${GF_FUZZ_ARGS:-} "$corpus" \
-       >"$build/$h.log" 2>&1; then
+  "$build/tests/fuzz/$h" -max_total_time="$seconds" -print_final_stats=1 \
+    -artifact_prefix="$build/artifacts/$h-" ${GF_FUZZ_ARGS:-} "$corpus" >"$build/$h.log" 2>&1
+}
+# As many harnesses at once as there are cores (GF_FUZZ_JOBS): each runs
+# its SECONDS on one core all the same.
+jobs=${GF_FUZZ_JOBS:-$(nproc)}
+declare -A pid_of
+for h in "${harnesses[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+  echo "fuzz: $h for ${seconds}s on $build/corpus/$h"
+  fuzz_one "$h" &
+  pid_of[$h]=$!
+done
+failed=()
+for h in "${harnesses[@]}"; do
+  if ! wait "${pid_of[$h]}"; then
     tail -n 60 "$build/$h.log"
     echo "fuzz: $h FAILED; full log $build/$h.log; replay: $build/tests/fuzz/$h $build/artifacts/$h-*"
     failed+=("$h")
   else
-    grep -E '^(Done|stat::number_of_executed_units)' "$build/$h.log" | tail -n 1 || true
+    echo "fuzz: $h: $(grep -E '^(Done|stat::number_of_executed_units)' "$build/$h.log" | tail -n 1)"
   fi
 done
 if ((${#failed[@]})); then
