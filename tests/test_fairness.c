@@ -70,11 +70,16 @@ static const char output_json[] =
     "{\"slots\": 2, \"max_output_bytes\": 2097152, \"max_output_bytes_total\": 8388608,"
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 
-/* A slow pipeline (1 MiB of sincos at 200 rounds: tenths of a second on
- * the CPU engine, milliseconds on a GPU) to hold the slots. */
+/* A slow pipeline (sincos at SLOW_ITERS rounds) to hold the slots: frames
+ * of slow_frame_bytes() take SLOW_FRAME_MS on the CPU engine (milliseconds
+ * on a GPU), whatever the build's sanitizers make of sincos. */
+#define SLOW_ITERS      200
+#define SLOW_ITERS_TEXT "200"
+#define SLOW_FRAME_MS   400
 static const char slow_json[] =
     "{\"slots\": 2, \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
-    " {\"name\": \"slow\", \"kind\": \"sincos\", \"params\": {\"iters\": 200}}]}";
+    " {\"name\": \"slow\", \"kind\": \"sincos\", \"params\": {\"iters\": " SLOW_ITERS_TEXT "}}]}";
+static double g_sincos_ns; /* gf_test_sincos_ns, measured once in main */
 
 static gf_test_daemon daemon_;
 static const char *g_engine;
@@ -395,7 +400,10 @@ START_TEST(sigterm_answers_every_frame_and_cuts_stalls) {
     int status = gf_test_ck_daemon_wait(&daemon_, 5000);
     uint64_t ms = gf_now_ms() - t0;
     gf_test_ck_daemon_exited(&daemon_, status, 0);
-    ck_assert_msg(ms < 2000, "the stop took %" PRIu64 " ms", ms);
+    /* Well under a second on an idle machine; one that waited for the
+     * staller would take the drain timeout (30 s). */
+    uint64_t bound = 2000 * gf_test_time_scale();
+    ck_assert_msg(ms < bound, "the stop took %" PRIu64 " ms; bound %" PRIu64 " ms", ms, bound);
     gf_test_daemon_cleanup(&daemon_);
 }
 END_TEST
@@ -558,13 +566,15 @@ END_TEST
  * order (the drain reads, answers and reads again; it must never read into
  * a full buffer nor take that for the client's end). */
 START_TEST(sigterm_answers_a_waiting_pipeline) {
-    enum { FRAMES = 60, BYTES = 1024, SLOW_BYTES = 1 << 20 };
+    enum { FRAMES = 60, BYTES = 1024, SLOW_BYTES_MAX = 1 << 20 };
     start(slow_json);
     /* Two slow frames hold both slots. */
     gf_client *busy = client();
-    static unsigned char slow[SLOW_BYTES];
+    static unsigned char slow[SLOW_BYTES_MAX];
+    size_t slow_bytes =
+        gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS, SLOW_FRAME_MS, SLOW_BYTES_MAX);
     for (uint64_t i = 0; i < 2; i++)
-        ck_assert_int_eq(gf_client_send_frame(busy, 1, i, slow, sizeof slow), 0);
+        ck_assert_int_eq(gf_client_send_frame(busy, 1, i, slow, slow_bytes), 0);
     ck_assert_int_eq(gf_client_flush(busy, 5000), 0);
     gf_client *c = client();
     gf_test_ck_wait_stat(c, "slots.in_flight", 2, UINT64_MAX, 2000);
@@ -622,5 +632,6 @@ static Suite *fairness_suite(void) {
 
 int main(void) {
     g_engine = gf_test_suite_engine();
+    g_sincos_ns = gf_test_sincos_ns();
     return gf_test_run(fairness_suite());
 }
