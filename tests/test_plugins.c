@@ -61,6 +61,22 @@ static const char config_json[] = "{\"slots\": 2, \"pipelines\": ["
                                   "{\"name\": \"echo\", \"kind\": \"echo\"}, " CLAMP_PIPELINE
                                   ", " MLP_PIPELINE ", " CHAIN_PIPELINE "]}";
 
+/* The batching tests' MLP on the CPU engine: 64-32-16-10, made at build
+ * time (GF_TEST_MLP_SMALL_WEIGHTS), which batches as the demo network does
+ * with a three-hundredth of its arithmetic, the daemon's and the verifying
+ * clients' (the demo's took two minutes under TSan).  On a GPU the demo
+ * network's, whose batched launch is what runs there. */
+#define MLP_SMALL_IN_FLOATS 64
+#define MLP_SMALL_PIPELINE                                                                         \
+    "{\"name\": \"mlp\", \"kind\": \"plugin\", \"path\": \"" MLP_SO "\", "                         \
+    "\"params\": {\"weights\": \"" GF_TEST_MLP_SMALL_WEIGHTS "\"}}"
+static const char mlp_small_json[] = "{\"slots\": 2, \"pipelines\": [" MLP_SMALL_PIPELINE "]}";
+
+/* Whether the batching tests use the small MLP: on the CPU engine. */
+static int small_mlp(void) {
+    return strcmp(g_engine, "cpu") == 0;
+}
+
 /* A daemon on `json`, and stopping it: exit 0 after SIGTERM and a log
  * without a failure line. */
 static void start(gf_test_daemon *d, const char *json) {
@@ -472,8 +488,8 @@ END_TEST
 START_TEST(mlp_batches_stream_verified) {
     gf_test_daemon d;
     char size[32];
-    start(&d, config_json);
-    snprintf(size, sizeof size, "%d", MLP_IN_FLOATS * 4);
+    start(&d, small_mlp() ? mlp_small_json : config_json);
+    snprintf(size, sizeof size, "%d", (small_mlp() ? MLP_SMALL_IN_FLOATS : MLP_IN_FLOATS) * 4);
     static const char *const windows[] = {"64", "7", "1"};
     for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++) {
         char *out;
@@ -495,18 +511,27 @@ END_TEST
  * frames of several connections meet in one: the MLP in batches of at most
  * 1, 7 and 64 one-vector frames, and clamp (exact) in batches of 4.  One
  * shard: every connection's frames may meet. */
-#define BATCHED_MLP(name, frames)                                                                  \
+#define BATCHED_MLP(name, frames, weights)                                                         \
     "{\"name\": \"" name "\", \"kind\": \"plugin\", \"path\": \"" MLP_SO "\", "                    \
-    "\"params\": {\"weights\": \"" MLP_WEIGHTS "\"}, \"max_batch_frames\": " frames ", "           \
+    "\"params\": {\"weights\": \"" weights "\"}, \"max_batch_frames\": " frames ", "               \
     "\"max_batch_delay_us\": 100000}"
-static const char batched_json[] =
-    "{\"shards\": 1, \"slots\": 2, \"pipelines\": [" BATCHED_MLP("mlp1", "1") ", " BATCHED_MLP(
-        "mlp7", "7") ", " BATCHED_MLP("mlp64", "64") ", "
-                                                     "{\"name\": \"clamp4\", \"kind\": \"plugin\", "
-                                                     "\"path\": \"" EXAMPLE_SO "\", "
-                                                     "\"params\": {\"lo\": -1.5, \"hi\": 2}, "
-                                                     "\"max_batch_frames\": 4, "
-                                                     "\"max_batch_delay_us\": 100000}]}";
+#define BATCHED_JSON(weights)                                                                      \
+    "{\"shards\": 1, \"slots\": 2, \"pipelines\": [" BATCHED_MLP(                                  \
+        "mlp1", "1",                                                                               \
+        weights) ", " BATCHED_MLP("mlp7", "7",                                                     \
+                                  weights) ", " BATCHED_MLP("mlp64", "64",                         \
+                                                            weights) ", "                          \
+                                                                     "{\"name\": \"clamp4\", "     \
+                                                                     "\"kind\": \"plugin\", "      \
+                                                                     "\"path\": \"" EXAMPLE_SO     \
+                                                                     "\", "                        \
+                                                                     "\"params\": {\"lo\": -1.5, " \
+                                                                     "\"hi\": 2}, "                \
+                                                                     "\"max_batch_frames\": 4, "   \
+                                                                     "\"max_batch_delay_us\": "    \
+                                                                     "100000}]}"
+static const char batched_json[] = BATCHED_JSON(MLP_WEIGHTS);
+static const char batched_small_json[] = BATCHED_JSON(GF_TEST_MLP_SMALL_WEIGHTS);
 enum { MLP1_ID, MLP7_ID, MLP64_ID, CLAMP4_ID };
 
 /* What TRACE says of pipeline `id`'s submissions: the most frames one had,
@@ -556,7 +581,7 @@ static void streams_verified(const gf_test_daemon *d, const char *pipeline, int 
     char size[32], path[GF_TEST_PATH_MAX];
     pid_t pids[16];
     ck_assert_int_le(clients, 16);
-    snprintf(size, sizeof size, "%d", MLP_IN_FLOATS * 4);
+    snprintf(size, sizeof size, "%d", (small_mlp() ? MLP_SMALL_IN_FLOATS : MLP_IN_FLOATS) * 4);
     for (int i = 0; i < clients; i++) {
         snprintf(path, sizeof path, "%s/client%d.out", d->dir, i);
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -590,7 +615,7 @@ static void streams_verified(const gf_test_daemon *d, const char *pipeline, int 
  * fill one. */
 START_TEST(batches_take_frames_of_many_connections) {
     gf_test_daemon d;
-    start(&d, batched_json);
+    start(&d, small_mlp() ? batched_small_json : batched_json);
     streams_verified(&d, "mlp7", 9, "14", "1");
     batch_shape s = trace_batches(d.socket_path, MLP7_ID, 7);
     ck_assert_uint_eq(s.most, 7);
