@@ -86,7 +86,8 @@ static const char *const help_sections[] = {
     "        Validate FILE, with the other options applied, without starting: print\n"
     "        \"FILE: ok\" and exit 0, or print every problem, each naming its key, and\n"
     "        exit 2. Unknown keys are problems; so are slots that would pin more\n"
-    "        host memory than max_pinned_bytes allows.\n"
+    "        host memory than max_pinned_bytes allows. Without FILE, the file of\n"
+    "        --config (gpuframed --check-config --config FILE).\n"
     "    -V, --version\n"
     "        Print the version, the engines built in and the protocol versions spoken.\n"
     "    -h, --help\n"
@@ -191,6 +192,27 @@ static int set_key_option(int letter, const char *text, gf_config_overrides *fla
     return GF_EXIT_USAGE;
 }
 
+/* The file --check-config validates, into *check_path unless its own
+ * argument (--check-config=FILE) set it: the first argument left after the
+ * options (--check-config FILE: getopt_long takes an optional argument only
+ * after '='), else the --config FILE, the older spelling (gpuframed
+ * --check-config --config FILE).  Returns -1 (go on), or GF_EXIT_USAGE
+ * after saying that there is none. */
+static int check_config_file(int argc, char **argv, const char *config_path,
+                             const char **check_path) {
+    if (*check_path == NULL && optind < argc)
+        *check_path = argv[optind++];
+    if (*check_path == NULL)
+        *check_path = config_path;
+    if (*check_path != NULL)
+        return -1;
+    fprintf(stderr,
+            "gpuframed: --check-config: which file? --check-config FILE, or --config FILE "
+            "--check-config\n%s",
+            usage_hint);
+    return GF_EXIT_USAGE;
+}
+
 int gf_options_parse(int argc, char **argv, gf_config_overrides *flags, const char **config_path,
                      const char **check_path) {
     enum { OPT_CHECK_CONFIG = 256 };
@@ -205,17 +227,20 @@ int gf_options_parse(int argc, char **argv, gf_config_overrides *flags, const ch
         {"devices", required_argument, NULL, 'd'},
         {"socket-group", required_argument, NULL, 'g'},
         {"user", required_argument, NULL, 'u'},
-        {"check-config", required_argument, NULL, OPT_CHECK_CONFIG},
+        {"check-config", optional_argument, NULL, OPT_CHECK_CONFIG},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    int opt, rc;
+    int opt, rc, checking = 0;
 
     memset(flags, 0, sizeof *flags);
     while ((opt = getopt_long(argc, argv, "c:s:e:n:m:l:j:d:g:u:Vh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c': *config_path = optarg; break;
-        case OPT_CHECK_CONFIG: *check_path = optarg; break;
+        case OPT_CHECK_CONFIG:
+            checking = 1;
+            *check_path = optarg;
+            break;
         case 'V':
             printf("gpuframed %s (engines: %s; protocol", GF_VERSION, gf_engine_builtin_names());
             for (unsigned v = GF_PROTOCOL_VERSION; v <= GF_PROTOCOL_VERSION_MAX; v++)
@@ -233,6 +258,8 @@ int gf_options_parse(int argc, char **argv, gf_config_overrides *flags, const ch
             break;
         }
     }
+    if (checking && (rc = check_config_file(argc, argv, *config_path, check_path)) >= 0)
+        return rc;
     if (optind < argc) {
         fprintf(stderr, "gpuframed: unexpected argument '%s'\n%s", argv[optind], usage_hint);
         return GF_EXIT_USAGE;

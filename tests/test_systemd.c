@@ -1099,6 +1099,25 @@ START_TEST(check_config_good_and_bad) {
                       strstr(out, "exceeds max_frame_bytes 1000") != NULL,
                   "%s", out);
     free(out);
+    /* The older spelling: the file of --config, before or after; the
+     * file's problems as above. */
+    char *spelled_args[] = {"--check-config", "--config", (char *)good, NULL};
+    ck_assert_int_eq(run_daemon(dir, spelled_args, &out), 0);
+    snprintf(want, sizeof want, "%s: ok\n", good);
+    ck_assert_str_eq(out, want);
+    free(out);
+    char *after_args[] = {"--config", bad, "--check-config", NULL};
+    ck_assert_int_eq(run_daemon(dir, after_args, &out), 2);
+    snprintf(want, sizeof want, "%s: 5 problem(s)", bad);
+    ck_assert_msg(strstr(out, want) != NULL, "output:\n%s", out);
+    free(out);
+    /* No file at all: said so. */
+    char *no_file_args[] = {"--check-config", NULL};
+    ck_assert_int_eq(run_daemon(dir, no_file_args, &out), 2);
+    ck_assert_msg(strstr(out, "gpuframed: --check-config: which file? --check-config FILE, or "
+                              "--config FILE --check-config\n") != NULL,
+                  "%s", out);
+    free(out);
     /* A missing file names itself. */
     snprintf(bad, sizeof bad, "%s/missing.json", dir);
     char *missing_args[] = {"--check-config", bad, NULL};
