@@ -30,7 +30,8 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 void gf_sort_ns(uint64_t *values, size_t n) {
-    qsort(values, n, sizeof *values, cmp_u64);
+    if (n > 1) /* none may be NULL, which qsort may not be given */
+        qsort(values, n, sizeof *values, cmp_u64);
 }
 
 double gf_percentile_us(const uint64_t *sorted, size_t n, unsigned pct) {
