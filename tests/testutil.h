@@ -312,7 +312,8 @@ int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, c
 void gf_test_fill_input(const gf_pipeline_kind *kind, void *in, size_t bytes, uint64_t *rng);
 
 /* The sincos reference on this machine: ns per element and iteration, the
- * best of a few runs (at least 0.1). */
+ * best of many short runs (at least 0.1), so that a busy machine does not
+ * make it look slower than it is. */
 double gf_test_sincos_ns(void);
 
 /* Bytes of a sincos frame of `iters` iterations that takes about `ms` on
