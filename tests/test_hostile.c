@@ -595,9 +595,12 @@ START_TEST(heavy_batch_is_not_a_dead_engine) {
     for (unsigned i = 0; i < HEAVY_FRAMES; i++)
         ck_assert_int_eq(
             gf_client_send_frame(c, heavy->id, i, in[i % STREAM_POOL], SMALL_FRAME_BYTES), 0);
+    /* The first result comes when the whole batch is done, which may take
+     * its deadline: HEAVY_FRAMES frame_timeouts (minutes under TSan). */
+    int batch_wait_ms = (int)(HEAVY_FRAMES * timeout_ms) + GF_TEST_REPLY_TIMEOUT_MS;
     for (unsigned i = 0; i < HEAVY_FRAMES; i++) {
         gf_reply r;
-        int rc = gf_client_recv(c, &r, GF_TEST_REPLY_TIMEOUT_MS);
+        int rc = gf_client_recv(c, &r, batch_wait_ms);
         ck_assert_msg(rc == 0,
                       "frame %u of the batch: %s (frame_timeout_ms %" PRIu64 ", after %" PRIu64
                       " ms)",
