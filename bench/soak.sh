@@ -44,7 +44,16 @@ done
 
 if [ -n "$keep" ]; then mkdir -p "$keep" && dir=$(cd "$keep" && pwd); else dir=$(mktemp -d /tmp/gfsoak.XXXXXX); fi
 conf=$dir/gpuframed.json sock=$dir/s.sock log=$dir/daemon.log
-cp "$here/soak.json" "$conf"
+# Under the sanitizers (ctest sets GF_TEST_TIMEOUT_SCALE, 4) the clients
+# are several times slower: an honest 4 MiB upload on a loaded machine may
+# take longer than the 2 s deadlines, which stay 2 s at scale 1.  The
+# daemon and gf_soak read the same scaled copies.
+scale=${GF_TEST_TIMEOUT_SCALE:-1}
+for f in soak soak-reload; do
+  perl -pe 's/("(?:request|write)_timeout_ms": )(\d+)/$1 . int($2 * '"$scale"')/e' \
+    "$here/$f.json" > "$dir/$f.json"
+done
+cp "$dir/soak.json" "$conf"
 rm -f "$sock"
 
 "$build/gpuframed" --config "$conf" --socket "$sock" --engine "$engine" >"$log" 2>&1 &
@@ -57,7 +66,7 @@ if ! [ -S "$sock" ]; then
 fi
 
 "$build/bench/gf_soak" --socket "$sock" --pid "$daemon" \
-  --configs "$here/soak.json,$here/soak-reload.json" --seconds "$seconds" --clients "$clients" \
+  --configs "$dir/soak.json,$dir/soak-reload.json" --seconds "$seconds" --clients "$clients" \
   ${hostile:+--hostile "$hostile"} \
   --min-ratio "$min_ratio" --samples "$dir/samples.csv" --expect-reloads \
   >"$dir/soak.out" 2>"$dir/soak.err" &
@@ -70,7 +79,7 @@ hups=0 which=reload
 while kill -0 "$soak" 2>/dev/null; do
   sleep "$hup_s"
   kill -0 "$soak" 2>/dev/null || break
-  if [ $which = reload ]; then src=$here/soak-reload.json which=base; else src=$here/soak.json which=reload; fi
+  if [ $which = reload ]; then src=$dir/soak-reload.json which=base; else src=$dir/soak.json which=reload; fi
   cp "$src" "$conf.tmp" && mv "$conf.tmp" "$conf"
   kill -HUP "$daemon" && hups=$((hups + 1))
 done
