@@ -31,6 +31,7 @@
 #include "log.h"
 #include "notify.h"
 #include "options.h"
+#include "plugin_probe.h"
 #include "reload.h"
 #include "shards.h"
 
@@ -453,6 +454,10 @@ int main(int argc, char **argv) {
     int listen_fd = -1, rc, exit_code = GF_EXIT_STARTUP;
     gf_account account;
 
+    /* A probe of a plugin (plugin_probe.h) is this binary started afresh. */
+    if (argc > 1 && strcmp(argv[1], GF_PLUGIN_PROBE_FLAG) == 0)
+        return gf_plugin_probe_main(argc, argv);
+    gf_plugin_probe_install();
     rc = gf_options_parse(argc, argv, &d.flags, &d.config_path, &check_path);
     if (rc >= 0)
         return rc;

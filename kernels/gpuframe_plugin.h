@@ -26,7 +26,10 @@
  *                               --check-config) and in `gpuframe --verify`
  *   create(values, env)         host state: parameters validated, files
  *                               read.  No CUDA call.  Its failure is a
- *                               config error and names the stage.
+ *                               config error and names the stage.  The
+ *                               daemon calls it first in a probe process
+ *                               of its own, where a crash refuses the
+ *                               plugin (plugins/README.md).
  *   describe(state, ...)        (version 3, optional) once, right after
  *                               create(): the frames' tensors, which LIST
  *                               publishes.

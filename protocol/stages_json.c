@@ -285,14 +285,11 @@ static int read_plugin_values(const gf_plugin *api, const cJSON *obj, const char
     return rc;
 }
 
-/* Loads and creates one plugin stage whose inputs are at most max_in_bytes. */
-static int open_plugin_stage(gf_plugin_stage *st, uint64_t max_in_bytes, const char *prefix,
-                             gf_problems *pr) {
+int gf_plugin_stage_open(gf_plugin_stage *st, uint64_t max_in_bytes, const char *prefix,
+                         gf_problems *pr) {
     char why[GF_PATH_BYTES * 2], path[GF_PATH_BYTES];
     gf_plugin_value values[GF_PLUGIN_PARAMS_MAX];
     const gf_plugin *api;
-    if (gf_plugin_stage_state(st) != NULL)
-        return 0;
     gf_errorf(path, sizeof path, "%s.path", prefix);
     if ((api = gf_plugin_stage_dlopen(st, why, sizeof why)) == NULL) {
         gf_problem(pr, "%s: %s", path, why);
@@ -308,6 +305,26 @@ static int open_plugin_stage(gf_plugin_stage *st, uint64_t max_in_bytes, const c
     cJSON_Delete(obj);
     return rc;
 }
+
+/* Written once by the daemon's main thread before any other thread starts
+ * (pthread_create orders it before their reads). */
+static gf_plugin_prober plugin_prober;
+
+void gf_set_plugin_prober(gf_plugin_prober prober) {
+    plugin_prober = prober;
+}
+
+/* Loads and creates one plugin stage, unless it is already or the prober
+ * refuses it. */
+static int open_plugin_stage(gf_plugin_stage *st, uint64_t max_in_bytes, const char *prefix,
+                             gf_problems *pr) {
+    if (gf_plugin_stage_state(st) != NULL)
+        return 0;
+    if (plugin_prober != NULL && plugin_prober(st, max_in_bytes, prefix, pr) < 0)
+        return -1;
+    return gf_plugin_stage_open(st, max_in_bytes, prefix, pr);
+}
+
 int gf_pipeline_open_plugins(gf_pipeline *p, uint64_t max_frame_bytes, const char *prefix,
                              gf_problems *pr) {
     char path[GF_PATH_BYTES];

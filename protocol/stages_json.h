@@ -49,6 +49,27 @@ int gf_pipeline_open_plugins(gf_pipeline *p, uint64_t max_frame_bytes, const cha
                              gf_problems *pr);
 
 /*
+ * Loads and creates the one plugin stage `st` in this process, whose inputs
+ * are at most max_in_bytes: what gf_pipeline_open_plugins does for each
+ * plugin stage once the prober (below) let it.  Returns 0, or -1 with the
+ * problem reported as "<prefix>...".
+ */
+int gf_plugin_stage_open(gf_plugin_stage *st, uint64_t max_in_bytes, const char *prefix,
+                         gf_problems *pr);
+
+/*
+ * What gf_pipeline_open_plugins asks before it loads a plugin stage into
+ * this process: 0 to load it, or -1 with the problem reported as
+ * "<prefix>...".  The daemon's (daemon/plugin_probe.h) loads and creates
+ * the stage first in a short-lived process of its own, so that a plugin
+ * that crashes there is refused rather than fatal.  Set once, before any
+ * thread loads a configuration; NULL (the default, clients) loads at once.
+ */
+typedef int (*gf_plugin_prober)(gf_plugin_stage *st, uint64_t max_in_bytes, const char *prefix,
+                                gf_problems *pr);
+void gf_set_plugin_prober(gf_plugin_prober prober);
+
+/*
  * Checks each stage's parameters against the longest input it can get, that
  * every stage but the last can produce an output, and that stage 0's smallest
  * input goes through every stage's length rule.  Returns 0 or -1 with a

@@ -857,6 +857,140 @@ START_TEST(reload_with_a_fifo_plugin_is_rejected_while_serving) {
 }
 END_TEST
 
+/* ---- a plugin that crashes in create() ---------------------------------------------------- */
+
+/* How tests/plugins/crash_create.c's create() fails, and what the daemon's
+ * one line about it must name (the plugin's path; the plugin's name when
+ * the plugin gave its own reason) and say. */
+static const struct {
+    const char *how;
+    const char *names;
+    const char *says;
+} crashes[] = {
+    {"segv", GF_TEST_CRASH_SO, "killed by signal SIGSEGV"},
+    {"exit", GF_TEST_CRASH_SO, "exited with status 7"},
+    {"abort", GF_TEST_CRASH_SO, "killed by signal SIGABRT"},
+    {"refuse", "plugin crash_create", "how: \"refuse\" asks create() to refuse"},
+};
+#define CRASH_KINDS ((int)(sizeof crashes / sizeof crashes[0]))
+/* How long a reload may take to be rejected, probe included. */
+#define CRASH_RELOAD_MS 10000
+#define CRASH_FRAMES    16
+
+/* The sanitizers' own signal handlers would turn the probe's SIGSEGV into a
+ * report and an exit status of their own: off for this test's daemon (and
+ * its probes).  A crash of the daemon itself still kills it, and fails the
+ * test. */
+static void sanitizer_signal_handlers_off(void) {
+    static const char *const vars[] = {"ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"};
+    const char *sanitize = getenv("GF_TEST_SANITIZE");
+    if (sanitize == NULL || sanitize[0] == '\0')
+        return;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *was = getenv(vars[i]);
+        char opts[1024];
+        snprintf(opts, sizeof opts, "%s%shandle_segv=0:handle_abort=0", was ? was : "",
+                 was && *was ? ":" : "");
+        ck_assert_int_eq(setenv(vars[i], opts, 1), 0);
+    }
+}
+
+/* An echo pipeline and, when `how` is not NULL, one of the crashing plugin
+ * told `how`, into json[len]. */
+static void crash_config(char *json, size_t len, const char *how) {
+    int n = snprintf(
+        json, len,
+        "{\"slots\": 2, \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}%s%s%s%s%s]}",
+        how ? ", {\"name\": \"crash\", \"kind\": \"plugin\", \"path\": \"" : "",
+        how ? GF_TEST_CRASH_SO : "", how ? "\", \"params\": {\"how\": \"" : "", how ? how : "",
+        how ? "\"}}" : "");
+    ck_assert(n > 0 && (size_t)n < len);
+}
+
+/*
+ * A configuration whose plugin crashes in create() (a SIGSEGV, _exit(7),
+ * abort()) or refuses: gpuframed exits 2 (a configuration problem,
+ * gpuframed(8)) with exactly one line naming the plugin and what happened.
+ */
+START_TEST(plugin_crashing_in_create_is_refused_at_start) {
+    char json[GF_TEST_PATH_MAX * 2], err[GF_TEST_ERR_MAX], *out = NULL;
+    sanitizer_signal_handlers_off();
+    crash_config(json, sizeof json, crashes[_i].how);
+    ck_assert_msg(gf_test_daemon_prepare(&daemon_, json, g_engine, err, sizeof err) == 0, "%s",
+                  err);
+    char *argv[GF_TEST_DAEMON_ARGC + 1];
+    gf_test_daemon_argv(&daemon_, argv);
+    int code = gf_test_ck_run(daemon_.dir, argv, GF_TEST_START_TIMEOUT_MS, &out);
+    size_t naming = gf_test_count_lines(out, crashes[_i].names, NULL);
+    size_t saying = gf_test_count_lines(out, crashes[_i].names, crashes[_i].says);
+    ck_assert_msg(code == 2 && naming == 1 && saying == 1,
+                  "create() told \"%s\": exit status %d (expected 2), %zu line(s) name the plugin, "
+                  "%zu of them \"%s\"; expected one:\n%s",
+                  crashes[_i].how, code, naming, saying, crashes[_i].says, out);
+    printf("create() told \"%s\" at start: exit 2, one line\n", crashes[_i].how);
+    free(out);
+    gf_test_daemon_cleanup(&daemon_);
+}
+END_TEST
+
+/* Waits until the daemon's log holds a line with `a` and `b`; returns the
+ * log (the caller frees it). */
+static char *wait_log_line(const char *a, const char *b, uint64_t timeout_ms) {
+    uint64_t until = gf_now_ms() + timeout_ms;
+    for (;;) {
+        char *log = gf_test_read_file(daemon_.log_path, NULL);
+        ck_assert_ptr_nonnull(log);
+        if (gf_test_count_lines(log, a, b) > 0 || gf_now_ms() > until)
+            return log;
+        free(log);
+        gf_test_sleep_ms(20);
+    }
+}
+
+/*
+ * SIGHUP with a configuration whose plugin crashes in create(): exactly one
+ * "reload rejected" line names the plugin and what happened; the running
+ * configuration stays (LIST), the connected client is not disconnected
+ * (its frames before and after are answered on the same connection, and
+ * STATS counts one connection open and none closed).
+ */
+START_TEST(plugin_crashing_in_create_is_refused_at_reload) {
+    char json[GF_TEST_PATH_MAX * 2];
+    sanitizer_signal_handlers_off();
+    crash_config(json, sizeof json, NULL);
+    gf_test_ck_daemon_start(&daemon_, json, g_engine);
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
+    gf_test_ck_stream_id(c, 0, SMALL_FRAME_BYTES, CRASH_FRAMES, 4);
+    uint64_t total = gf_test_ck_stat(c, "connections.total");
+
+    crash_config(json, sizeof json, crashes[_i].how);
+    gf_test_ck_daemon_put_config(&daemon_, json);
+    ck_assert_int_eq(gf_test_daemon_signal(&daemon_, SIGHUP), 0);
+    char *log =
+        wait_log_line("reload rejected", crashes[_i].names, CRASH_RELOAD_MS * gf_test_time_scale());
+    size_t rejected = gf_test_count_lines(log, "reload rejected", crashes[_i].names);
+    size_t saying = gf_test_count_lines(log, crashes[_i].names, crashes[_i].says);
+    ck_assert_msg(rejected == 1 && saying == 1,
+                  "create() told \"%s\" at a reload: %zu \"reload rejected\" line(s) name the "
+                  "plugin, %zu line(s) say \"%s\"; expected one:\n%s",
+                  crashes[_i].how, rejected, saying, crashes[_i].says, log);
+    free(log);
+    size_t count;
+    gf_pipeline *pipes = gf_test_ck_list(c, &count);
+    ck_assert_msg(count == 1 && strcmp(pipes[0].name, "echo") == 0,
+                  "after the rejected reload LIST names %zu pipeline(s), the first \"%s\"", count,
+                  count ? pipes[0].name : "");
+    free(pipes);
+    gf_test_ck_stream_id(c, 0, SMALL_FRAME_BYTES, CRASH_FRAMES, 4);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "connections.open"), 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "connections.total"), total);
+    printf("create() told \"%s\" at a reload: rejected, one line, the client served on\n",
+           crashes[_i].how);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
 /* ---- the socket path ------------------------------------------------------------------------ */
 
 /* --socket naming a regular file: the daemon exits non-zero, the file keeps
@@ -906,6 +1040,11 @@ static Suite *hostile_suite(void) {
     tcase_add_test(fifo, check_config_refuses_a_fifo_plugin);
     tcase_add_test(fifo, reload_with_a_fifo_plugin_is_rejected_while_serving);
     suite_add_tcase(s, fifo);
+    TCase *crash = tcase_create("crash");
+    tcase_set_timeout(crash, TEST_TIMEOUT_S);
+    tcase_add_loop_test(crash, plugin_crashing_in_create_is_refused_at_start, 0, CRASH_KINDS);
+    tcase_add_loop_test(crash, plugin_crashing_in_create_is_refused_at_reload, 0, CRASH_KINDS);
+    suite_add_tcase(s, crash);
     return s;
 }
 
