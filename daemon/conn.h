@@ -114,6 +114,8 @@ typedef struct gf_conn {
     unsigned reading : 1;       /* UV_READABLE is asked for                        */
     unsigned write_blocked : 1; /* the socket was full: waiting for UV_WRITABLE    */
     unsigned input_drained : 1; /* stopping: read all there was, then cut the rest */
+    unsigned hup_seen : 1;      /* its hang-up was seen while it was not read
+                                   (UV_DISCONNECT, asked for only until then)     */
     unsigned fatal : 1;         /* a fatal protocol error: close after replies     */
     unsigned closing : 1;       /* gf_conn_close ran                               */
     unsigned gathering : 1;     /* a STATS or TRACE of its gathers the shards'

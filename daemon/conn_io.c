@@ -38,7 +38,12 @@ static void on_io(uv_poll_t *h, int status, int events);
 static void conn_set_events(gf_conn *c) {
     if (c->closing)
         return;
-    int want = (c->reading ? UV_READABLE : 0) | (c->write_blocked ? UV_WRITABLE : 0);
+    /* Not read (waiting for a slot, above all): its client's hang-up must
+     * still be seen at once (conn_hung_up); once seen, no more, since it
+     * stays (level-triggered). */
+    int hup = !c->reading && !c->stream.eof && !c->hup_seen;
+    int want = (c->reading ? UV_READABLE : 0) | (c->write_blocked ? UV_WRITABLE : 0) |
+               (hup ? UV_DISCONNECT : 0);
     if (want == c->poll_events)
         return;
     c->poll_events = want;
@@ -211,6 +216,51 @@ static void conn_settle(gf_conn *c) {
      * get their replies. */
     if ((input_over || c->fatal) && c->out.unfinished == 0 && !gf_linked(&c->resume.link))
         gf_conn_close(c);
+}
+
+/* The bytes of the request at the front of the buffer that are neither
+ * buffered nor in the socket: 0 when it is all there (or nothing is begun). */
+static uint64_t conn_request_missing(gf_conn *c) {
+    gf_request req;
+    gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
+    if (req.kind != GF_REQ_HEADER && req.kind != GF_REQ_MORE)
+        return 0;
+    uint64_t want =
+        req.kind == GF_REQ_MORE
+            ? GF_HEADER_BYTES
+            : req.bytes + (req.header.type == GF_MSG_FRAME ? req.header.payload_bytes : 0);
+    uint64_t have = c->buf_end - c->buf_start;
+    int queued = 0;
+    if (have < want && ioctl(c->fd, FIONREAD, &queued) == 0 && queued > 0)
+        have += (uint64_t)queued;
+    return have < want ? want - have : 0;
+}
+
+/*
+ * The client hung up (or shut down its writing side) while the connection
+ * was not read.  A request waiting for a slot whose bytes will never all
+ * come is given up now, not when its slot or its deadline comes: its
+ * connection stops counting against max_connections at once (a flood of
+ * clients closing mid-payload filled it for request_timeout_ms).  One whose
+ * bytes are all in the socket still runs: a half-closed client may be
+ * waiting for its results.
+ */
+static void conn_hung_up(gf_conn *c) {
+    c->hup_seen = 1;
+    if (c->closing || !gf_sched_waiting(&c->sched))
+        return;
+    uint64_t missing = conn_request_missing(c);
+    if (missing == 0)
+        return;
+    conn_log(c,
+             "connection %llu (uid %u pid %u): closed by its client %llu bytes short of the "
+             "request that waited for a slot",
+             (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid, (unsigned long long)missing);
+    gf_sched_stop_waiting(&c->shard->sched, &c->sched);
+    /* Its input is over: the begun request is dropped, unread, as the
+     * begun request of any client that leaves is. */
+    c->buf_start = c->buf_end;
+    c->stream.eof = 1;
 }
 
 /* After any event: what the connection took in goes to the engine, what it
@@ -480,6 +530,8 @@ static void on_io(uv_poll_t *h, int status, int events) {
                  uv_strerror(status));
         gf_conn_close(c);
     }
+    if ((events & UV_DISCONNECT) && !c->reading)
+        conn_hung_up(c);
     if ((events & UV_WRITABLE) && !c->closing)
         c->write_blocked = 0;
     if ((events & UV_READABLE) && c->reading && !c->closing)

@@ -168,9 +168,11 @@ void gf_move_try(gf_conn *c) {
     regions_leave(&mv->regions);
     c->region_count = 0;
     c->stream.pending_fd = -1; /* the mail's now */
+    /* Counted by the new shard before this one lets it go: the total the
+     * control loop checks against max_connections never misses it. */
+    atomic_fetch_add_explicit(&sh->group->shard[k].connections, 1, memory_order_relaxed);
     /* Off this loop's poll before the other loop polls it. */
     gf_conn_hand_over(c);
-    atomic_fetch_add_explicit(&sh->group->shard[k].connections, 1, memory_order_relaxed);
     if (gf_call_post(&sh->group->shard[k].mailbox, &mv->call) < 0)
         refuse(mv, sh);
 }

@@ -122,8 +122,8 @@ static int probe_start(gf_plugin_stage *st, uint64_t max_in_bytes, const char *p
         /* The probe starts as a process of its own would: no signal blocked
          * or ignored that the loading thread happens to have. */
         if ((rc = posix_spawn_file_actions_adddup2(&fa, fds[1], GF_PROBE_REPORT_FD)) == 0 &&
-            (rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) ==
-                0 &&
+            (rc = posix_spawnattr_setflags(&attr,
+                                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0 &&
             (rc = posix_spawnattr_setsigmask(&attr, &none)) == 0 &&
             (rc = posix_spawnattr_setsigdefault(&attr, &defaults)) == 0)
             rc = posix_spawn(&p->pid, GF_PROBE_SELF, &fa, &attr, argv, environ);
