@@ -231,7 +231,7 @@ static uint64_t conn_request_missing(gf_conn *c) {
             : req.bytes + (req.header.type == GF_MSG_FRAME ? req.header.payload_bytes : 0);
     uint64_t have = c->buf_end - c->buf_start;
     int queued = 0;
-    if (have < want && ioctl(c->fd, FIONREAD, &queued) == 0 && queued > 0)
+    if (have < want && ioctl(c->stream.fd, FIONREAD, &queued) == 0 && queued > 0)
         have += (uint64_t)queued;
     return have < want ? want - have : 0;
 }
@@ -255,7 +255,8 @@ static void conn_hung_up(gf_conn *c) {
     conn_log(c,
              "connection %llu (uid %u pid %u): closed by its client %llu bytes short of the "
              "request that waited for a slot",
-             (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid, (unsigned long long)missing);
+             (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid,
+             (unsigned long long)missing);
     gf_sched_stop_waiting(&c->shard->sched, &c->sched);
     /* Its input is over: the begun request is dropped, unread, as the
      * begun request of any client that leaves is. */
@@ -634,6 +635,23 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
         break;
     }
     conn_go_on(c);
+}
+
+void gf_conn_io_fail_batched(gf_conn *c, uint32_t status, const char *text) {
+    if (c->closing)
+        return;
+    for (gf_link *l = gf_list_front(&c->out.replies); l; l = gf_list_next(&c->out.replies, l)) {
+        gf_reply *r = gf_list_entry(l, gf_reply, link);
+        if (r->ready)
+            continue;
+        if (r->frame == NULL || !r->frame->batched)
+            break; /* nor may any after it go before it */
+        /* The engine may still run it: its stages stay held (released
+         * never; the process exits). */
+        r->frame->pipeline.stage_count = 0;
+        gf_sched_fail_frame(&c->shard->sched, r->frame, status, text);
+    }
+    conn_flush(c);
 }
 
 /* ---- the scheduler's hooks ------------------------------------------------------------ */

@@ -58,6 +58,15 @@ void gf_conn_io_resume(gf_defer_item *it);
  * and logged. */
 void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns);
 
+/*
+ * The daemon gives up on the engine (a stuck or poisoned one), or on its
+ * drain: every frame of `c` in a batch (open or on the engine) fails with
+ * `status` and `text`, and what `c` is owed goes out now, in request order,
+ * as far as its socket takes it without waiting.  Frames still on the
+ * engine keep their slots and stages held: the loop is about to stop.
+ */
+void gf_conn_io_fail_batched(gf_conn *c, uint32_t status, const char *text);
+
 /* The scheduler's hooks (scheduler.h), `arg` the shard: a slot was
  * granted; a slot finished (its frames' replies are made and written, or
  * dropped); is a receive waiter's payload there to read. */

@@ -7,6 +7,7 @@
 
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "loopprof.h"
 #include "util.h"
@@ -238,6 +239,15 @@ static void finish_slot(gf_sched *s, gf_slot *b, int completed) {
     s->hooks.finished(b, completed, s->hooks.arg);
     if (gf_slot_unhold(&s->ring, b))
         s->hooks.wake(s->hooks.arg);
+}
+
+void gf_sched_fail_frame(gf_sched *s, gf_frame *f, uint32_t status, const char *text) {
+    assert(f->batched);
+    f->batched = 0;
+    f->status = (int)status;
+    s->stats->rejected[status]++;
+    s->stats->frames_failed++;
+    gf_frame_fail(f, text);
 }
 
 /* Hands the closed slot `b` and its batch to the engine; on its refusal

@@ -212,6 +212,12 @@ void gf_sched_end_batch(gf_sched *s, gf_sched_client *c, int receiving_now);
 /* Closes `c`'s batch now, if it has one: its frames go to the engine. */
 void gf_sched_close_batch(gf_sched *s, gf_sched_client *c);
 
+/* Frame `f`, batched (in an open batch or on the engine), fails with
+ * `status` and the one line `text`: its ERROR reply is ready for its
+ * connection to write, and it is counted failed.  The engine refused its
+ * batch, or the daemon gives up on the engine (shard.c). */
+void gf_sched_fail_frame(gf_sched *s, gf_frame *f, uint32_t status, const char *text);
+
 /* Frame `f` is done with (its reply written, its result moved out, or
  * dropped): its slot goes back once the last of its frames is released. */
 void gf_sched_release(gf_sched *s, gf_frame *f);

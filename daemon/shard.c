@@ -20,8 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -44,7 +42,8 @@
  * a wake-up, and costs an idle daemon 1 ms of a core after its last frame. */
 #define GF_POLL_LINGER_NS 1000000ull
 
-static void shard_fatal(gf_shard *sh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void shard_fatal(gf_shard *sh, uint32_t status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void on_watchdog(uv_timer_t *t);
 
 /* ---- submit and complete ------------------------------------------------------- */
@@ -83,7 +82,7 @@ static void on_submitted(gf_slot *slot, int rc, void *arg) {
             uv_idle_start(&sh->poller, on_poll);
         }
     } else if (sh->engine->poisoned) {
-        shard_fatal(sh, "the CUDA context is poisoned by a sticky error");
+        shard_fatal(sh, GF_ERR_ENGINE, "the CUDA context is poisoned by a sticky error");
     }
 }
 
@@ -130,10 +129,19 @@ static void on_contended(void *arg) {
 
 /* ---- deadlines, fatal failure, shutdown -------------------------------------------- */
 
-/* The daemon cannot go on (a stuck or poisoned engine): fail every frame on
- * the engine as best we can, and stop the loop so the daemon exits non-zero
- * and systemd restarts it. */
-static void shard_fatal(gf_shard *sh, const char *fmt, ...) {
+/* Every frame of the shard in a batch fails with `status` and `text`, and
+ * each connection is written what it is owed now, in its request order, as
+ * far as its socket takes it: the loop stops next. */
+static void fail_batched(gf_shard *sh, uint32_t status, const char *text) {
+    gf_list_each(l, next, &sh->conns) {
+        gf_conn_io_fail_batched(gf_list_entry(l, gf_conn, link), status, text);
+    }
+}
+
+/* The daemon cannot go on (a stuck or poisoned engine): fail every frame in
+ * a batch with `status`, as best we can, and stop the loop so the daemon
+ * exits non-zero and systemd restarts it. */
+static void shard_fatal(gf_shard *sh, uint32_t status, const char *fmt, ...) {
     char msg[GF_ERROR_TEXT_MAX_BYTES];
     va_list ap;
     va_start(ap, fmt);
@@ -141,21 +149,7 @@ static void shard_fatal(gf_shard *sh, const char *fmt, ...) {
     va_end(ap);
     GF_LOG_ERR("fatal: %s; failing %u batch(es) in flight and exiting", msg, sh->sched.in_flight);
     sh->failed = 1;
-    for (uint32_t i = 0; i < sh->sched.ring.count; i++) {
-        gf_slot *s = &sh->sched.ring.slots[i];
-        for (uint32_t k = 0; s->in_flight && k < s->frame_count; k++) {
-            const gf_frame *f = &s->frames[k];
-            const gf_conn *c = f->reply.conn;
-            if (!f->batched || !c || c->closing)
-                continue;
-            /* Best effort and non-blocking: the reply queue order no longer matters. */
-            gf_header req = {
-                .version = f->version, .frame_id = f->frame_id, .pipeline_id = f->pipeline_id};
-            gf_reply_send_error(c->stream.fd, &req, GF_ERR_TIMEOUT, msg);
-            sh->stats.rejected[GF_ERR_TIMEOUT]++;
-            sh->stats.frames_failed++;
-        }
-    }
+    fail_batched(sh, status, msg);
     uv_stop(sh->loop);
 }
 
@@ -167,24 +161,31 @@ static uint64_t watchdog_period_ms(const gf_shard *sh, const gf_config *cfg) {
 }
 
 /* A batch on the engine past its deadline (deadline.h): the engine stopped
- * completing frames.  Returns 1 after the fatal path. */
+ * completing frames.  The log names the oldest batch on the engine, the one
+ * that stopped first.  Returns 1 after the fatal path. */
 static int check_batches(gf_shard *sh, uint64_t now) {
+    const gf_slot *oldest = NULL;
+    int overdue = 0;
     for (uint32_t i = 0; i < sh->sched.ring.count; i++) {
-        gf_slot *s = &sh->sched.ring.slots[i];
-        if (!s->in_flight ||
-            now <= gf_deadline_batch_ns(s->submitted_ns, s->frame_count, sh->cfg->frame_timeout_ms))
+        const gf_slot *s = &sh->sched.ring.slots[i];
+        if (!s->in_flight)
             continue;
-        shard_fatal(sh,
-                    "frame %llu (%s) on slot %u, in a batch of %u, has been on the %s engine for "
-                    "%llu ms, over the batch's deadline of %u ms a frame: the engine stopped "
-                    "completing frames",
-                    (unsigned long long)s->frames[0].frame_id, s->frames[0].pipeline.name, s->index,
-                    s->frame_count, sh->engine->ops->name,
-                    (unsigned long long)((now - s->submitted_ns) / 1000000u),
-                    sh->cfg->frame_timeout_ms);
-        return 1;
+        if (oldest == NULL || s->submitted_ns < oldest->submitted_ns)
+            oldest = s;
+        overdue |=
+            now > gf_deadline_batch_ns(s->submitted_ns, s->frame_count, sh->cfg->frame_timeout_ms);
     }
-    return 0;
+    if (!overdue)
+        return 0;
+    shard_fatal(sh, GF_ERR_TIMEOUT,
+                "frame %llu (%s) on slot %u, in a batch of %u, the oldest of %u on the %s engine, "
+                "has been there %llu ms; a batch's deadline is %u ms a frame: the engine stopped "
+                "completing frames",
+                (unsigned long long)oldest->frames[0].frame_id, oldest->frames[0].pipeline.name,
+                oldest->index, oldest->frame_count, sh->sched.in_flight, sh->engine->ops->name,
+                (unsigned long long)((now - oldest->submitted_ns) / 1000000u),
+                sh->cfg->frame_timeout_ms);
+    return 1;
 }
 
 static void on_watchdog(uv_timer_t *t) {
@@ -278,9 +279,14 @@ static void on_drain_timeout(uv_timer_t *t) {
     uint64_t left = st->frames_received - st->frames_answered - st->frames_failed -
                     st->frames_dropped - st->frames_truncated;
     GF_LOG_ERR("drain timed out after %u ms: abandoning %llu frame(s) not yet answered (%u "
-               "batch(es) on the engine)",
+               "batch(es) on the engine), each told shutting_down",
                sh->cfg->drain_timeout_ms, (unsigned long long)left, sh->sched.in_flight);
     sh->failed = 1;
+    char text[GF_ERROR_TEXT_MAX_BYTES];
+    gf_errorf(text, sizeof text,
+              "the daemon is stopping and its drain_timeout_ms %u ran out: frame abandoned",
+              sh->cfg->drain_timeout_ms);
+    fail_batched(sh, GF_ERR_SHUTTING_DOWN, text);
     uv_stop(sh->loop);
 }
 
