@@ -54,6 +54,7 @@ gf_conn *gf_conn_new(gf_shard *sh, const gf_conn_stream *stream) {
     }
     c->last_input_ns = gf_now_ns();
     gf_link_init(&c->throttled_link);
+    gf_link_init(&c->blocked_link);
     gf_link_init(&c->gather_link);
     gf_list_init(&c->regions);
     gf_defer_item_init(&c->resume, sh->conn_resume);
@@ -322,6 +323,7 @@ static void conn_leave(gf_conn *c) {
     c->reading = 0;
     gf_list_remove(&c->link);
     gf_list_remove(&c->throttled_link);
+    gf_list_remove(&c->blocked_link);
     gf_list_remove(&c->gather_link);
     sh->stats.connections_open--;
     atomic_fetch_sub_explicit(&sh->self->connections, 1, memory_order_relaxed);

@@ -88,6 +88,8 @@ typedef struct gf_conn {
     gf_link link;           /* the shard's live connections                  */
     gf_link gather_link;    /* the shard's connections waiting to gather a STATS
                                or TRACE (GF_GATHERS_MAX are under way)        */
+    gf_link blocked_link;   /* the shard's connections whose socket is full
+                               (write_blocked)                                */
     gf_link throttled_link; /* the shard's connections stopped for
                                max_output_bytes_total                        */
     gf_defer_item resume;   /* deferred: go on with it (conn_io.c)            */

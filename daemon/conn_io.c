@@ -93,6 +93,17 @@ static void conn_track_request(gf_conn *c) {
 
 /* ---- writing -------------------------------------------------------------------- */
 
+/* The socket is full (`blocked`), or takes bytes again: the shard keeps
+ * the list of those that are full, whose results may have to leave their
+ * slots (gf_conn_evict_results). */
+static void conn_set_blocked(gf_conn *c, int blocked) {
+    c->write_blocked = blocked != 0;
+    if (blocked && !gf_linked(&c->blocked_link))
+        gf_list_push_back(&c->shard->blocked, &c->blocked_link);
+    else if (!blocked)
+        gf_list_remove(&c->blocked_link);
+}
+
 /* Finishes the replies written whole, counting each result answered. */
 static void finish_written(gf_conn *c, gf_link *done) {
     gf_link *l;
@@ -119,7 +130,7 @@ static void conn_flush(gf_conn *c) {
         gf_prof_leave(send_prof);
         if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             c->write_progress_ns = gf_now_ns();
-            c->write_blocked = 1;
+            conn_set_blocked(c, 1);
         } else if (sent < 0) {
             conn_log(c, "connection %llu (uid %u pid %u): write failed (%s); closing",
                      (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid,
@@ -129,7 +140,7 @@ static void conn_flush(gf_conn *c) {
             c->write_progress_ns = gf_now_ns();
             gf_link done;
             gf_list_init(&done);
-            c->write_blocked = gf_replyq_consume(&c->out, (size_t)sent, &done);
+            conn_set_blocked(c, gf_replyq_consume(&c->out, (size_t)sent, &done));
             finish_written(c, &done);
         }
     }
@@ -534,7 +545,7 @@ static void on_io(uv_poll_t *h, int status, int events) {
     if ((events & UV_DISCONNECT) && !c->reading)
         conn_hung_up(c);
     if ((events & UV_WRITABLE) && !c->closing)
-        c->write_blocked = 0;
+        conn_set_blocked(c, 0);
     if ((events & UV_READABLE) && c->reading && !c->closing)
         conn_read(c);
     conn_go_on(c);

@@ -126,6 +126,8 @@ gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
         }
         if (first_receiver && s->hooks.contended)
             s->hooks.contended(s->hooks.arg);
+        if (s->hooks.waiting)
+            s->hooks.waiting(s->hooks.arg);
         /* A slot is free but held for receivers whose bytes are there:
          * this one may be such, or go before those that are not. */
         if (s->ring.free_count > 0 && (!receive || s->receiving < s->receive_max))
@@ -327,6 +329,18 @@ void gf_sched_end_batch(gf_sched *s, gf_sched_client *c, int receiving_now) {
         gf_sched_close_batch(s, c);
 }
 
+/* The most frames batch `b` may hold now: its pipeline's max_batch_frames,
+ * or fewer when its frames cost more than GF_BATCH_COST_MAX_NS together on
+ * the engine by the pipeline's measured cost, at least one. */
+static uint32_t batch_frames_max(const gf_sched *s, const gf_slot *b) {
+    const gf_frame *first = &b->frames[0];
+    uint32_t most = first->pipeline.max_batch_frames;
+    uint32_t id = gf_config_pipeline_id(s->cfg, first->pipeline_id, first->pipeline.name);
+    uint64_t cost = id < s->stats->pipeline_count ? s->stats->pipelines[id].frame_cost_ns : 0;
+    uint64_t fit = cost ? GF_BATCH_COST_MAX_NS / cost : most;
+    return fit < 1 ? 1 : fit < most ? (uint32_t)fit : most;
+}
+
 /* The open batch of pipeline `id`, or NULL: one at most, since a frame
  * that finds it full sends it before it opens the next. */
 static gf_slot *open_batch(const gf_sched *s, uint32_t id) {
@@ -357,6 +371,10 @@ gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, c
                         uint64_t in_bytes, const uint64_t stage_bytes[GF_STAGES_MAX],
                         uint64_t arrived_ns) {
     gf_slot *b = open_batch(s, h->pipeline_id);
+    if (b && b->frame_count >= batch_frames_max(s, b)) {
+        close_slot(s, b); /* as much as the engine should take at once: it goes now */
+        b = NULL;
+    }
     gf_frame *f = b ? gf_slot_add(b, c, p, h, in_bytes, stage_bytes, arrived_ns) : NULL;
     if (b && !f)
         close_slot(s, b); /* as full as it gets for this frame: it goes now */
@@ -385,7 +403,7 @@ uint64_t gf_sched_submit_batches(gf_sched *s, uint64_t now) {
         l = gf_list_next(&s->open, l);
         const gf_pipeline *p = &b->frames[0].pipeline;
         uint64_t due = b->frames[0].whole_ns + (uint64_t)p->max_batch_delay_us * 1000u;
-        if (b->frame_count < p->max_batch_frames && !s->draining) {
+        if (b->frame_count < batch_frames_max(s, b) && !s->draining) {
             /* Waiting for the engine costs its frames nothing: a completion
              * runs this again. */
             if (s->in_flight >= GF_BATCH_HOLD_IN_FLIGHT)
@@ -412,6 +430,11 @@ void gf_sched_complete(gf_slot *slot, void *arg) {
     slot->in_flight = 0;
     s->in_flight--;
     gf_engine_finish(s->engine, slot);
+    if (slot->frame_count > 0 && slot->done_ns > slot->submitted_ns)
+        gf_stats_completed(s->stats,
+                           gf_config_pipeline_id(s->cfg, slot->frames[0].pipeline_id,
+                                                 slot->frames[0].pipeline.name),
+                           slot->frame_count, slot->done_ns - slot->submitted_ns);
     uint64_t drained = gf_now_ns();
     for (uint32_t i = 0; i < slot->frame_count; i++) {
         gf_frame *f = &slot->frames[i];

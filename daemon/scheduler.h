@@ -72,6 +72,15 @@
  * open for more, until a slot completes: two keep the copies of one batch
  * overlapping the kernels of the other. */
 #define GF_BATCH_HOLD_IN_FLIGHT 2
+/* A batch closes, whatever its pipeline's max_batch_frames, once its frames
+ * would keep the engine this long by the pipeline's measured cost per frame
+ * (gf_stats_completed; at one frame when a frame costs more): another
+ * pipeline's frame that finds every slot taken by such batches waits about
+ * one frame of them, or this, not a whole batch (40 frames of ~1 s once
+ * went as two batches of 20, one per slot, and held a 4 KiB frame 12.8 s).
+ * Light batches are far below it: 64 frames of 4 KiB take tens of us on a
+ * GPU, and a model's batch of 64 a few ms. */
+#define GF_BATCH_COST_MAX_NS (20ull * 1000 * 1000)
 /* Receive waiters a grant asks about their bytes (the receive_ready hook)
  * before it takes the oldest anyway: bounds the system calls of one grant. */
 #define GF_GRANT_PROBES_MAX 8
@@ -121,6 +130,10 @@ typedef struct gf_sched_hooks {
     /* A client now waits for a slot to receive into, and none did before:
      * a receiver's stall has become a deadline (deadline.h). */
     void (*contended)(void *arg);
+    /* A client now waits for a slot: results that a client does not read
+     * may be holding one, and must leave it (conn.h, gf_conn_evict_results)
+     * after this event.  May be NULL. */
+    void (*waiting)(void *arg);
     void *arg;
 } gf_sched_hooks;
 

@@ -117,6 +117,24 @@ static void on_batch_due(gf_alarm *a) {
 
 static uint64_t watchdog_period_ms(const gf_shard *sh, const gf_config *cfg);
 
+/* The scheduler's `waiting` hook: results of clients whose sockets are full
+ * leave their slots for the client that waits, after this event, rather
+ * than at the watchdog's next round (a non-reader sharing batches held
+ * others up for a second at a time). */
+static void on_waiting(void *arg) {
+    gf_shard *sh = arg;
+    if (!gf_list_empty(&sh->blocked))
+        gf_shard_defer(sh, &sh->evict);
+}
+
+/* Clients that stopped reading give back the slots others wait for. */
+static void run_evict(gf_defer_item *it) {
+    gf_shard *sh = gf_list_entry(it, gf_shard, evict);
+    gf_list_each(l, next, &sh->blocked) {
+        gf_conn_evict_results(gf_list_entry(l, gf_conn, blocked_link));
+    }
+}
+
 /* The scheduler's `contended` hook: a receiver's stall is a deadline from
  * now on, which the watchdog must see within receive_stall_ms / 2 (it
  * goes back to its usual period once nobody waits). */
@@ -196,12 +214,7 @@ static void on_watchdog(uv_timer_t *t) {
     gf_list_each(l, next, &sh->conns) {
         gf_conn_io_check_deadlines(gf_list_entry(l, gf_conn, link), now);
     }
-    /* Clients that stopped reading give back the slots others wait for. */
-    gf_list_each(l, next, &sh->conns) {
-        gf_conn *c = gf_list_entry(l, gf_conn, link);
-        if (c->write_blocked)
-            gf_conn_evict_results(c);
-    }
+    run_evict(&sh->evict);
     /* Other shards' replies went meanwhile: the daemon's total may allow more. */
     if (!gf_list_empty(&sh->throttled))
         gf_conn_resume_throttled(sh);
@@ -374,7 +387,8 @@ static int engine_open(gf_shard *sh, const gf_shard_place *place) {
                                          .batches = on_batches,
                                          .receive_ready = gf_conn_io_receive_ready,
                                          .submitted = on_submitted,
-                                         .contended = on_contended};
+                                         .contended = on_contended,
+                                         .waiting = on_waiting};
     const gf_config *cfg = sh->cfg;
     gf_engine_params ep = {.slot_count = cfg->slot_count,
                            .in_capacity_bytes = cfg->max_frame_bytes,
@@ -476,12 +490,14 @@ int gf_shard_open(uv_loop_t *loop, const gf_config *cfg, gf_group *group,
     sh->next_conn_id = place->index + 1;
     gf_list_init(&sh->conns);
     gf_list_init(&sh->throttled);
+    gf_list_init(&sh->blocked);
     gf_list_init(&sh->gather_waiters);
     gf_defer_item_init(&sh->grant, run_grant);
     gf_defer_item_init(&sh->batches, run_batches);
     gf_defer_item_init(&sh->drained, run_drained);
     gf_defer_item_init(&sh->trim, run_trim);
     sh->conn_resume = gf_conn_io_resume;
+    gf_defer_item_init(&sh->evict, run_evict);
     /* uv_metrics_idle_time needs this before the loop runs. */
     uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
     int rc = parts_open(sh);

@@ -86,6 +86,8 @@ struct gf_shard {
     gf_defer_item trim;                     /* see whether the heap can be trimmed              */
     void (*conn_resume)(gf_defer_item *it); /* a connection's deferred work
                                                (conn_io.c), set at open      */
+    gf_defer_item evict;                    /* a client waits for a slot: results nobody
+                                               reads leave theirs (gf_conn_evict_results) */
 
     gf_group *group;       /* the daemon's shards (group.h)                   */
     uint32_t index;        /* this one's in group->shard                 */
@@ -105,6 +107,8 @@ struct gf_shard {
     gf_trace trace;                  /* the last frames' stage times (TRACE)             */
     gf_stats stats;                  /* every counter (stats.h)                          */
     gf_link conns;                   /* live connections (gf_conn.link)                  */
+    gf_link blocked;                 /* of them, those whose socket is full
+                                        (gf_conn.blocked_link)                           */
     gf_link throttled;               /* of them, stopped for max_output_bytes_total
                                         (gf_conn.throttled_link)                         */
     uint64_t next_conn_id;           /* shard + 1, then steps of the shard count        */

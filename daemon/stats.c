@@ -140,6 +140,13 @@ void gf_stats_submitted(gf_stats *st, uint32_t pipeline_id, uint32_t frames, uin
     p->batch_counts[b]++;
 }
 
+void gf_stats_completed(gf_stats *st, uint32_t pipeline_id, uint32_t frames, uint64_t engine_ns) {
+    if (pipeline_id >= st->pipeline_count || frames == 0)
+        return;
+    uint64_t *cost = &st->pipelines[pipeline_id].frame_cost_ns, one = engine_ns / frames;
+    *cost = *cost ? *cost - *cost / 8 + one / 8 : one;
+}
+
 void gf_stats_frame_answered(gf_stats *st, uint32_t pipeline_id,
                              const uint64_t phase_ns[GF_PHASE_COUNT], unsigned phase_mask) {
     if (pipeline_id < st->pipeline_count) {

@@ -53,6 +53,12 @@ typedef struct gf_pipeline_stats {
      * slot, whole, for their batch to go (gf_stats_submitted). */
     uint64_t submissions, submitted_frames, batch_wait_ns;
     uint64_t batch_counts[GF_BATCH_BUCKETS];
+    /* What one frame of its batches costs the engine, submission to
+     * completion over the batch's frames, smoothed over the last few
+     * (gf_stats_completed); 0 until one completed.  This shard's own: the
+     * scheduler bounds the pipeline's batches by it; not in STATS, not
+     * summed over shards. */
+    uint64_t frame_cost_ns;
 } gf_pipeline_stats;
 
 /* End-to-end latency buckets: 1-2-5 steps from 1 µs to 100 s, plus one
@@ -139,6 +145,11 @@ int gf_stats_init(gf_stats *st, size_t pipeline_count, uint64_t now_ns);
 
 /* Frees what gf_stats_init allocated. */
 void gf_stats_free(gf_stats *st);
+
+/* A batch of `frames` frames of pipeline `pipeline_id` came back from the
+ * engine `engine_ns` after its submission: its frame_cost_ns moves an
+ * eighth of the way to engine_ns / frames. */
+void gf_stats_completed(gf_stats *st, uint32_t pipeline_id, uint32_t frames, uint64_t engine_ns);
 
 /*
  * Records one answered frame of pipeline `pipeline_id`: adds each phase whose
