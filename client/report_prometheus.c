@@ -354,6 +354,9 @@ static const struct prom_metric counter_metrics[] = {
      "Results moved out of their slots because their client was not reading while another "
      "waited for a slot.",
      NULL},
+    {"frames.parked", "gpuframe_payloads_parked_total", "counter",
+     "Payloads read into memory of their own rather than a slot: slower than others needed it.",
+     NULL},
     {"slots.submissions", "gpuframe_submissions_total", "counter",
      "Batches handed to the engine; frames over submissions is the mean batch size.", NULL},
     {"slots.zero_copy_submissions", "gpuframe_zero_copy_submissions_total", "counter",

@@ -141,8 +141,6 @@ static void refuse(gf_conn *c, const gf_request *req, const admission *a) {
 static gf_frame *place(gf_conn *c, const gf_header *h, const admission *a) {
     gf_sched *s = &c->shard->sched;
     const gf_pipeline *p = &c->shard->cfg->pipelines[h->pipeline_id];
-    if (c->sched.batch && c->sched.batch->frame_count > 0)
-        gf_sched_close_batch(s, &c->sched);
     if (a->staged)
         return gf_sched_join(s, &c->sched, p, h, a->in_bytes, a->stage_bytes, c->header_seen_ns);
     gf_slot *b = gf_sched_claim(s, &c->sched, 1);
@@ -202,6 +200,30 @@ static void take_staged(gf_conn *c, gf_frame *f) {
         frame_whole(c, f);
 }
 
+/* Whether a payload to be read in place goes to memory instead: when it
+ * would wait for its slot while another client's payload is received into
+ * one or others wait (a slow sender ahead of it must not make it wait,
+ * issue 31), and the daemon's max_input_bytes_total has room.  A client
+ * alone waits for its own frames' slots, as before: no copy. */
+static int park_instead(gf_conn *c, const gf_request *req) {
+    const gf_sched *s = &c->shard->sched;
+    return !gf_sched_can_receive(s, &c->sched) &&
+           (s->receiving > 0 || gf_sched_others_wait(s, &c->sched)) &&
+           gf_conn_park(c, &req->header, c->header_seen_ns) == 0;
+}
+
+/* Takes the bytes of the parked payload that came with its header. */
+static void take_parked(gf_conn *c) {
+    c->receive_progress_ns = gf_now_ns();
+    gf_request body;
+    gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &body);
+    if (body.kind == GF_REQ_PAYLOAD) {
+        memcpy(c->parked, c->buf + c->buf_start, body.bytes);
+        c->buf_start += body.bytes;
+        gf_request_advance(&c->decoder, body.bytes);
+    }
+}
+
 int gf_admit_frame(gf_conn *c, const gf_request *req) {
     const gf_header *h = &req->header;
     if (!c->header_seen_ns)
@@ -217,13 +239,23 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
         refuse(c, req, &a);
         return 1;
     }
-    gf_frame *f = place(c, h, &a);
-    if (!f)
+    gf_sched *s = &c->shard->sched;
+    if (c->sched.batch && c->sched.batch->frame_count > 0)
+        gf_sched_close_batch(s, &c->sched);
+    gf_frame *f = NULL;
+    if (!a.staged && park_instead(c, req)) {
+        /* Received now, read into memory; placed when whole (gf_admit_parked). */
+    } else if (!(f = place(c, h, &a))) {
         return 0;
+    }
     c->shard->stats.frames_received++;
     c->buf_start += req->bytes;
     gf_request_accept(&c->decoder, req);
     c->header_seen_ns = 0;
+    if (f == NULL) {
+        take_parked(c);
+        return 1;
+    }
     gf_conn_push(c, &f->reply);
     if (a.shm)
         bind_shm(c, f, &a);
@@ -235,6 +267,48 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
 void gf_admit_payload(gf_conn *c, size_t n) {
     c->receive_progress_ns = gf_now_ns();
     gf_request_advance(&c->decoder, (uint64_t)n);
-    if (!gf_request_in_payload(&c->decoder))
+    if (!gf_request_in_payload(&c->decoder) && c->frame)
         frame_whole(c, c->frame);
+}
+
+int gf_admit_parked(gf_conn *c) {
+    if (gf_request_in_payload(&c->decoder))
+        return 0;
+    gf_request req = {.kind = GF_REQ_HEADER, .bytes = GF_HEADER_BYTES, .header = c->parked_header};
+    admission a;
+    /* Checked again against the configuration of now: a reload may have
+     * changed its pipeline meanwhile. */
+    a.status = check(c, &req, &a);
+    if (a.status != GF_OK) {
+        c->shard->stats.frames_failed++; /* received when it was parked */
+        gf_conn_unpark(c);
+        gf_conn_reject(c, &req.header, a.status, a.why);
+        return 1;
+    }
+    gf_sched *s = &c->shard->sched;
+    if (c->sched.batch && c->sched.batch->frame_count > 0)
+        gf_sched_close_batch(s, &c->sched);
+    const gf_header *h = &c->parked_header;
+    gf_frame *f = gf_sched_join(s, &c->sched, &c->shard->cfg->pipelines[h->pipeline_id], h,
+                                a.in_bytes, a.stage_bytes, c->parked_arrived_ns);
+    if (f == NULL)
+        return 0; /* it waits for a slot, whole: the wait is the daemon's */
+    gf_conn_push(c, &f->reply);
+    int prof = gf_prof_enter(GF_PROF_COPY);
+    memcpy(f->in_host, c->parked, a.in_bytes);
+    gf_prof_leave(prof);
+    gf_conn_unpark(c);
+    frame_whole(c, f);
+    return 1;
+}
+
+int gf_admit_park_arriving(gf_conn *c) {
+    gf_frame *f = c->frame;
+    gf_header h = gf_conn_arriving_header(c);
+    uint64_t got = gf_conn_payload_received(c);
+    if (gf_conn_park(c, &h, f->arrived_ns) < 0)
+        return -1;
+    memcpy(c->parked, f->in_host, got);
+    gf_conn_unslot_frame(c);
+    return 0;
 }

@@ -25,8 +25,30 @@
  */
 int gf_admit_frame(gf_conn *c, const gf_request *req);
 
-/* `n` more payload bytes of the frame being received in place arrived in
- * its slot; the frame joins its batch when they are all in. */
+/* `n` more payload bytes of the frame being received arrived, in its slot
+ * (the frame joins its batch when they are all in) or parked. */
 void gf_admit_payload(gf_conn *c, size_t n);
+
+/*
+ * Parked payloads (conn.h): a payload larger than the buffer stages, which
+ * would wait for its slot while another client's payload is received into
+ * one (or others wait), is read into memory of its own instead, within
+ * max_input_bytes_total; so is one that still arrives GF_RECEIVE_HOLD_MS
+ * after it took its slot (gf_admit_park_arriving), whose slot then goes
+ * back.  A slow sender thus holds no slot that others' payloads need, and
+ * still finishes.  Whole, the frame is checked again and joins its
+ * pipeline's batch as a staged frame does, its payload copied into the
+ * slot.
+ *
+ * gf_admit_parked places the parked frame once its payload is whole:
+ * returns 1 when it was placed (or refused: a reload took its pipeline),
+ * 0 while its payload arrives or it waits for a slot.
+ */
+int gf_admit_parked(gf_conn *c);
+
+/* The payload arriving in c->frame's slot moves to memory and the slot goes
+ * back.  Returns 0, or -1 when max_input_bytes_total or memory is short
+ * (nothing changed). */
+int gf_admit_park_arriving(gf_conn *c);
 
 #endif

@@ -75,8 +75,12 @@
 #define GF_MAX_OUTPUT_BYTES_DEFAULT       (8ull << 20)
 #define GF_MAX_OUTPUT_BYTES_TOTAL_DEFAULT (128ull << 20)
 #define GF_MAX_OUTPUT_BYTES_LIMIT         (1ull << 40)
-#define GF_MAX_REGIONS_DEFAULT            16u
-#define GF_MAX_REGIONS_MAX                4096u
+/* Payloads that arrive slower than a slot may wait for them move into
+ * memory (admit.h): what a daemon may spend on clients that send slowly,
+ * 16 frames of the largest default size. */
+#define GF_MAX_INPUT_BYTES_TOTAL_DEFAULT (256ull << 20)
+#define GF_MAX_REGIONS_DEFAULT           16u
+#define GF_MAX_REGIONS_MAX               4096u
 
 /* ---- the table of top-level keys ---------------------------------------------- */
 
@@ -108,6 +112,7 @@ enum top_key {
     K_MAX_CONNECTIONS,
     K_MAX_OUTPUT_BYTES,
     K_MAX_OUTPUT_BYTES_TOTAL,
+    K_MAX_INPUT_BYTES_TOTAL,
     K_MAX_REGIONS,
     K_MAX_SHM_BYTES,
     K_PIPELINES,
@@ -221,6 +226,10 @@ static const gf_config_key config_keys[K_COUNT_] = {
                                   (double)GF_MAX_OUTPUT_BYTES_LIMIT,
                                   (double)GF_MAX_OUTPUT_BYTES_TOTAL_DEFAULT, NULL, NULL, 0,
                                   GF_RELOAD_APPLIES, "The same for all connections together."},
+    [K_MAX_INPUT_BYTES_TOTAL] =
+        {"max_input_bytes_total", GF_CONFIG_INTEGER, FIELD(max_input_bytes_total), 0,
+         (double)GF_MAX_OUTPUT_BYTES_LIMIT, (double)GF_MAX_INPUT_BYTES_TOTAL_DEFAULT, NULL, NULL, 0,
+         GF_RELOAD_APPLIES, "Memory for payloads that arrive slowly, all connections; 0: none."},
     [K_MAX_REGIONS] = {"max_regions", GF_CONFIG_INTEGER, FIELD(max_regions), 0, GF_MAX_REGIONS_MAX,
                        GF_MAX_REGIONS_DEFAULT, NULL, NULL, 0, GF_RELOAD_APPLIES,
                        "Shared-memory regions one connection may hold; 0: none."},

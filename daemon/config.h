@@ -100,6 +100,9 @@ typedef struct gf_config {
     uint64_t max_output_bytes;          /* unwritten LIST/STATS/TRACE/ERROR reply
                                            bytes one connection may have       */
     uint64_t max_output_bytes_total;    /* the same, all connections together */
+    uint64_t max_input_bytes_total;     /* payloads arriving slowly, held in
+                                           memory rather than in slots, all
+                                           connections together; 0: never   */
     uint32_t max_regions;               /* shm regions one connection holds  */
     uint64_t max_shm_bytes;             /* all regions' bytes; 0: RAM / 4    */
     gf_pipeline *pipelines;             /* owned; ids are their indices      */

@@ -209,12 +209,11 @@ void gf_conn_finish(gf_reply *r, int delivered) {
     gf_prof_leave(prof);
 }
 
-void gf_conn_take_back_frame(gf_conn *c) {
+void gf_conn_unslot_frame(gf_conn *c) {
     gf_frame *f = c->frame;
     assert(f && f->reply.conn == c);
     gf_replyq_remove(&f->reply);
     c->frame = NULL;
-    gf_request_init(&c->decoder, c->decoder.max_frame_bytes);
     gf_sched_received(&c->shard->sched, &c->sched);
     gf_conn_finish(&f->reply, 0);
     /* Its slot held it alone: the slot goes back to the ring. */
@@ -231,6 +230,52 @@ static void evicted_release(gf_reply *r, int delivered) {
     else if (snap->status == GF_OK)
         c->shard->stats.frames_dropped++;
     free(snap);
+}
+
+int gf_conn_park(gf_conn *c, const gf_header *h, uint64_t arrived_ns) {
+    atomic_uint_fast64_t *total = &c->shard->group->parked_bytes;
+    uint64_t bytes = h->payload_bytes;
+    uint64_t was = atomic_fetch_add_explicit(total, bytes, memory_order_relaxed);
+    uint8_t *p =
+        was + bytes <= c->shard->cfg->max_input_bytes_total ? malloc(bytes ? bytes : 1) : NULL;
+    if (p == NULL) {
+        atomic_fetch_sub_explicit(total, bytes, memory_order_relaxed);
+        return -1;
+    }
+    assert(c->parked == NULL);
+    c->parked = p;
+    c->parked_header = *h;
+    c->parked_arrived_ns = arrived_ns;
+    c->shard->stats.frames_parked++;
+    return 0;
+}
+
+void gf_conn_unpark(gf_conn *c) {
+    if (c->parked == NULL)
+        return;
+    free(c->parked);
+    c->parked = NULL;
+    atomic_fetch_sub_explicit(&c->shard->group->parked_bytes, c->parked_header.payload_bytes,
+                              memory_order_relaxed);
+}
+
+gf_header gf_conn_arriving_header(const gf_conn *c) {
+    const gf_frame *f = c->frame;
+    if (f == NULL)
+        return c->parked_header;
+    return (gf_header){.version = f->version,
+                       .type = GF_MSG_FRAME,
+                       .frame_id = f->frame_id,
+                       .pipeline_id = f->pipeline_id,
+                       .payload_bytes = f->in_bytes};
+}
+
+void gf_conn_drop_arriving(gf_conn *c) {
+    if (c->frame)
+        gf_conn_unslot_frame(c);
+    else
+        gf_conn_unpark(c);
+    gf_request_init(&c->decoder, c->decoder.max_frame_bytes);
 }
 
 /* Moves the ready result `r` of a frame out of its slot into a loose reply
@@ -290,15 +335,15 @@ void gf_conn_evict_results(gf_conn *c) {
 }
 
 void gf_conn_truncate_frame(gf_conn *c) {
-    gf_frame *f = c->frame;
+    gf_header h = gf_conn_arriving_header(c);
     gf_log_limited(&c->shard->group->close_log, GF_CLOSE_LOG_PER_S, gf_now_ns(), GF_LOG_INFO,
                    "connection %llu (uid %u pid %u): closed after %llu of %llu payload bytes of "
                    "frame %llu",
                    (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid,
-                   (unsigned long long)gf_conn_payload_received(c), (unsigned long long)f->in_bytes,
-                   (unsigned long long)f->frame_id);
+                   (unsigned long long)gf_conn_payload_received(c),
+                   (unsigned long long)h.payload_bytes, (unsigned long long)h.frame_id);
     c->shard->stats.frames_truncated++;
-    gf_conn_take_back_frame(c);
+    gf_conn_drop_arriving(c);
 }
 
 /* Drops the replies still queued: loose ones and results not on the engine
@@ -347,8 +392,13 @@ void gf_conn_close(gf_conn *c) {
     c->stream.pending_fd = -1;
     gf_sched_stop_waiting(&sh->sched, &c->sched);
     conn_leave(c);
-    if (c->frame)
+    if (gf_conn_arriving(c)) {
         gf_conn_truncate_frame(c);
+    } else if (c->parked) {
+        /* Whole, and waiting for a place: its client left first. */
+        sh->stats.frames_dropped++;
+        gf_conn_unpark(c);
+    }
     /* Replies leave the queue before the batch goes: if the engine refuses
      * it, its frames are dropped at once. */
     gf_link queued;

@@ -100,6 +100,13 @@ typedef struct gf_conn {
     size_t buf_start, buf_end;      /* unconsumed bytes are buf[buf_start..buf_end) */
     gf_frame *frame;                /* the frame whose payload is being received in
                                        place, into its own slot                     */
+    uint8_t *parked;                /* or a frame's payload in memory of its own: one
+                                       that arrives while another client's payload
+                                       holds the slot, or that held its slot too long
+                                       (admit.h, "parked"); arriving, or whole and
+                                       waiting for a place in a batch                */
+    gf_header parked_header;        /* the parked frame's FRAME header              */
+    uint64_t parked_arrived_ns;     /* when that header was first read              */
     uint64_t header_seen_ns;        /* when the pending FRAME header was first read */
     uint64_t request_begun_ns;      /* an unfinished request is arriving since; 0:
                                        none (or waiting for a slot: not its fault)  */
@@ -198,18 +205,42 @@ void gf_conn_reject(gf_conn *c, const gf_header *h, uint32_t status, const char 
  */
 void gf_conn_finish(gf_reply *r, int delivered);
 
-/* Takes back the frame whose payload is arriving: its reply, the newest and
- * not ready, leaves the queue unsent, its slot goes back.  The caller counts
- * it and answers the request if it must. */
-void gf_conn_take_back_frame(gf_conn *c);
+/* Takes the frame whose payload is arriving in its slot out of the slot:
+ * its reply, the newest and not ready, leaves the queue unsent, its slot
+ * goes back; the request decoder keeps its place in the payload (admit.c
+ * parks the bytes received so far). */
+void gf_conn_unslot_frame(gf_conn *c);
+
+/* Parks the payload of the FRAME `h` (header first read at arrived_ns):
+ * memory for all of it, within the daemon's max_input_bytes_total, counted
+ * in STATS frames.parked.  Returns 0, or -1 when the total or memory is
+ * short (it is then read into a slot, as before). */
+int gf_conn_park(gf_conn *c, const gf_header *h, uint64_t arrived_ns);
+
+/* Frees the parked payload, if any. */
+void gf_conn_unpark(gf_conn *c);
+
+/* Whether a frame's payload is arriving: into its slot, or parked. */
+static inline int gf_conn_arriving(const gf_conn *c) {
+    return c->frame != NULL || (c->parked != NULL && gf_request_in_payload(&c->decoder));
+}
+
+/* The FRAME header of the frame whose payload is arriving, or parked. */
+gf_header gf_conn_arriving_header(const gf_conn *c);
 
 /* The bytes of the arriving frame's payload received so far. */
 static inline uint64_t gf_conn_payload_received(const gf_conn *c) {
-    return c->frame->in_bytes - c->decoder.payload_left;
+    return gf_conn_arriving_header(c).payload_bytes - c->decoder.payload_left;
 }
 
-/* The client left, or is cut, mid-payload: the arriving frame is taken
- * back, logged and counted truncated. */
+/* Gives up the frame whose payload is arriving, or is parked: its slot
+ * goes back (its reply leaves the queue unsent), or its memory is freed,
+ * and the request stream starts again at the next header.  The caller
+ * counts it and answers the request if it must. */
+void gf_conn_drop_arriving(gf_conn *c);
+
+/* The client left, or is cut, mid-payload: the arriving frame is dropped,
+ * logged and counted truncated. */
 void gf_conn_truncate_frame(gf_conn *c);
 
 /*

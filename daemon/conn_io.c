@@ -72,7 +72,7 @@ static void conn_update_reading(gf_conn *c) {
 /* Part of a request is in: a payload arriving or being skipped, or bytes
  * of a request buffered. */
 static int conn_request_begun(const gf_conn *c) {
-    return c->frame || c->decoder.skip_left || c->buf_end > c->buf_start;
+    return c->frame || c->parked || c->decoder.skip_left || c->buf_end > c->buf_start;
 }
 
 /* A request's clock runs while part of it is in and it can progress.  A
@@ -151,16 +151,14 @@ static void conn_flush(gf_conn *c) {
 
 /* ---- what ends a connection's input ---------------------------------------------- */
 
-/* The frame whose payload is arriving is cut by the daemon: it fails, and
- * its slot goes back.  Returns the request's header, for its ERROR. */
+/* The frame whose payload is arriving (or is parked) is cut by the daemon:
+ * it fails, and its slot or memory goes back.  Returns the request's
+ * header, for its ERROR. */
 static gf_header conn_cut_frame(gf_conn *c) {
-    const gf_frame *f = c->frame;
-    gf_header h = {.version = f->version,
-                   .type = GF_MSG_FRAME,
-                   .frame_id = f->frame_id,
-                   .pipeline_id = f->pipeline_id};
+    gf_header h = gf_conn_arriving_header(c);
+    h.payload_bytes = 0;
     c->shard->stats.frames_failed++;
-    gf_conn_take_back_frame(c);
+    gf_conn_drop_arriving(c);
     return h;
 }
 
@@ -171,10 +169,11 @@ static void conn_end_request(gf_conn *c, const char *why) {
     gf_header h = {.version = GF_PROTOCOL_VERSION};
     char text[GF_ERROR_TEXT_MAX_BYTES];
     size_t n = gf_errorf(text, sizeof text, "%s", why);
-    if (c->frame) {
+    if (gf_conn_arriving(c)) {
+        gf_header a = gf_conn_arriving_header(c);
         gf_errorf(text + n, sizeof text - n, " (%llu of %llu payload bytes of frame %llu)",
                   (unsigned long long)gf_conn_payload_received(c),
-                  (unsigned long long)c->frame->in_bytes, (unsigned long long)c->frame->frame_id);
+                  (unsigned long long)a.payload_bytes, (unsigned long long)a.frame_id);
         h = conn_cut_frame(c);
     } else if (gf_sched_waiting(&c->sched)) {
         /* Its header waits in the buffer for a slot that it no longer needs. */
@@ -197,12 +196,12 @@ static void conn_end_request(gf_conn *c, const char *why) {
 static void conn_input_drained(gf_conn *c) {
     if (c->closing || c->input_drained)
         return;
-    if (c->frame) {
+    if (c->frame || c->parked) {
         char text[GF_ERROR_TEXT_MAX_BYTES];
         gf_errorf(text, sizeof text,
                   "the daemon is stopping; frame cut after %llu of %llu payload bytes",
                   (unsigned long long)gf_conn_payload_received(c),
-                  (unsigned long long)c->frame->in_bytes);
+                  (unsigned long long)gf_conn_arriving_header(c).payload_bytes);
         gf_header h = conn_cut_frame(c);
         gf_conn_reject(c, &h, GF_ERR_SHUTTING_DOWN, text);
     }
@@ -221,7 +220,7 @@ static void conn_settle(gf_conn *c) {
     if (c->closing || c->moving) /* its buffered FRAME goes with it */
         return;
     int input_over = c->stream.eof && !gf_sched_waiting(&c->sched);
-    if (input_over && c->frame)
+    if (input_over && gf_conn_arriving(c))
         gf_conn_truncate_frame(c);
     /* Requests put off to the next iteration (gf_conn_may_build) still
      * get their replies. */
@@ -297,7 +296,7 @@ static void conn_stray_fd(gf_conn *c, const char *what) {
     if (c->stream.pending_fd >= 0)
         close(c->stream.pending_fd);
     c->stream.pending_fd = -1;
-    if (c->frame)
+    if (c->frame || c->parked)
         h = conn_cut_frame(c);
     char text[GF_ERROR_TEXT_MAX_BYTES];
     gf_errorf(text, sizeof text, "%s; only REGION_ADD takes one, sent with its own bytes", what);
@@ -380,6 +379,12 @@ static void conn_process(gf_conn *c) {
     int prof = gf_prof_enter(GF_PROF_PARSE);
     while (!c->closing && !c->fatal && !c->moving && !gf_sched_waiting(&c->sched) && !c->frame &&
            gf_conn_output_room(c)) {
+        /* A parked payload is placed once whole, before any request after it. */
+        if (c->parked) {
+            if (!gf_admit_parked(c))
+                break;
+            continue;
+        }
         gf_request req;
         gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
         if (!conn_take(c, &req))
@@ -397,6 +402,13 @@ static void conn_read_target(gf_conn *c, struct iovec *iov) {
         /* Straight into the slot's pinned input buffer: no staging copy. */
         uint64_t left = c->decoder.payload_left;
         iov->iov_base = c->frame->in_host + (c->frame->in_bytes - left);
+        iov->iov_len = (size_t)left;
+        return;
+    }
+    if (gf_conn_arriving(c)) {
+        /* Parked: into its own memory. */
+        uint64_t left = c->decoder.payload_left;
+        iov->iov_base = c->parked + (c->parked_header.payload_bytes - left);
         iov->iov_len = (size_t)left;
         return;
     }
@@ -427,7 +439,7 @@ static void conn_received(gf_conn *c, size_t n, int fd, int bad) {
         return;
     }
     c->stream.rx_bytes += n;
-    int into_slot = c->frame != NULL;
+    int into_slot = gf_conn_arriving(c);
     if (into_slot)
         gf_admit_payload(c, n);
     else
@@ -518,7 +530,7 @@ static void conn_read(gf_conn *c) {
     for (int i = 0; i < GF_READS_PER_EVENT && quantum < GF_READ_QUANTUM_BYTES && c->reading; i++) {
         /* A full buffer must be consumed before reading more (a read of 0
          * bytes would look like EOF). */
-        if (!c->frame && c->buf_start == 0 && c->buf_end == sizeof c->buf)
+        if (!gf_conn_arriving(c) && c->buf_start == 0 && c->buf_end == sizeof c->buf)
             break;
         struct iovec iov;
         conn_read_target(c, &iov);
@@ -610,14 +622,22 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
         .write_blocked_ns = c->write_blocked ? c->write_progress_ns : 0,
         .last_input_ns = c->last_input_ns,
         .receive_progress_ns = c->frame ? c->receive_progress_ns : 0,
+        .receive_held_ns = c->frame && cfg->max_input_bytes_total ? c->frame->claimed_ns : 0,
         .idle = !c->out.unfinished && !c->request_begun_ns && !gf_sched_waiting(&c->sched),
         .drain_reading = sh->draining && !c->input_drained && c->reading,
         .receive_contended = gf_sched_receive_contended(&sh->sched),
     };
     gf_deadline_limits lim = gf_deadline_limits_of(cfg);
     char why[GF_ERROR_TEXT_MAX_BYTES];
-    switch (gf_deadline_due(&k, &lim, now_ns)) {
+    enum gf_deadline due = gf_deadline_due(&k, &lim, now_ns);
+    if (due == GF_DUE_RECEIVE_HOLD && gf_admit_park_arriving(c) < 0) {
+        /* No memory for it: it keeps its slot, under its other deadlines. */
+        k.receive_held_ns = 0;
+        due = gf_deadline_due(&k, &lim, now_ns);
+    }
+    switch (due) {
     case GF_DUE_NONE: return;
+    case GF_DUE_RECEIVE_HOLD: break; /* parked: the slot went back */
     case GF_DUE_DRAIN_STALL: conn_input_drained(c); break;
     case GF_DUE_RECEIVE_STALL:
         sh->stats.closed_receive_stall++;

@@ -16,6 +16,8 @@ enum gf_deadline gf_deadline_due(const gf_conn_clocks *c, const gf_deadline_limi
                                  uint64_t now_ns) {
     if (c->drain_reading && passed(now_ns, c->last_input_ns, GF_DRAIN_STALL_MS))
         return GF_DUE_DRAIN_STALL;
+    if (passed(now_ns, c->receive_held_ns, GF_RECEIVE_HOLD_MS))
+        return GF_DUE_RECEIVE_HOLD;
     if (c->receive_contended && passed(now_ns, c->receive_progress_ns, l->receive_stall_ms))
         return GF_DUE_RECEIVE_STALL;
     if (passed(now_ns, c->request_begun_ns, l->request_timeout_ms))
@@ -32,7 +34,7 @@ uint64_t gf_deadline_batch_ns(uint64_t submitted_ns, uint32_t frames, uint32_t f
 }
 
 uint64_t gf_deadline_period_ms(const gf_deadline_limits *l, uint32_t frame_timeout_ms,
-                               int receive_contended) {
+                               int receive_contended, int receiving) {
     uint32_t shortest = frame_timeout_ms;
     if (l->request_timeout_ms < shortest)
         shortest = l->request_timeout_ms;
@@ -42,6 +44,8 @@ uint64_t gf_deadline_period_ms(const gf_deadline_limits *l, uint32_t frame_timeo
         shortest = l->idle_timeout_ms;
     if (receive_contended && l->receive_stall_ms < shortest)
         shortest = l->receive_stall_ms;
+    if (receiving && GF_RECEIVE_HOLD_MS < shortest)
+        shortest = GF_RECEIVE_HOLD_MS;
     uint64_t period = shortest / 2 + 1;
     return period < GF_WATCHDOG_PERIOD_MAX_MS ? period : GF_WATCHDOG_PERIOD_MAX_MS;
 }

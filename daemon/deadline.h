@@ -5,12 +5,16 @@
  * watchdog's rules are tested alone (tests/test_deadline.c) and applied in
  * one place (conn_io.c, gf_conn_io_check_deadlines; shard.c's watchdog).
  *
- * A connection has five:
+ * A connection has six:
  *   drain stall     stopping: the client sent nothing for GF_DRAIN_STALL_MS
  *                   while we still read it; what it began is cut
+ *   receive hold    a payload received in place still arriving
+ *                   GF_RECEIVE_HOLD_MS after it took its slot: it moves to
+ *                   memory (conn.h, "parked") and the slot goes back
  *   receive stall   a payload received in place made no progress for
  *                   receive_stall_ms while others wait for a slot to
- *                   receive into: the slot is needed, the request is ended
+ *                   receive into, and could not move to memory
+ *                   (max_input_bytes_total): the request is ended
  *   request         a request begun (bytes of it buffered, its payload
  *                   arriving or being skipped) is not in after
  *                   request_timeout_ms; waiting for a slot, the daemon's
@@ -36,6 +40,11 @@
 /* How often the watchdog looks at most: each deadline is noticed within
  * 1.5 times it, and never later than this after it. */
 #define GF_WATCHDOG_PERIOD_MAX_MS 1000u
+/* How long a payload received in place may hold its slot before it moves to
+ * memory: far longer than a client that sends a frame in one go takes (a
+ * 16 MiB frame through the socket: ~5 ms), far shorter than a large frame
+ * may wait for the slot (docs/design.md: 1.5 s). */
+#define GF_RECEIVE_HOLD_MS 100u
 
 /* One connection's clocks (CLOCK_MONOTONIC ns) and state, as the watchdog
  * sees them. */
@@ -47,6 +56,8 @@ typedef struct gf_conn_clocks {
     uint64_t last_input_ns;       /* bytes last arrived                        */
     uint64_t receive_progress_ns; /* a payload is received in place, and bytes
                                      of it last came then; 0: none             */
+    uint64_t receive_held_ns;     /* a payload received in place holds its slot
+                                     since, and could move to memory; 0: none  */
     int idle;                     /* owes nothing, has nothing begun, waits for
                                      no slot                                   */
     int drain_reading;            /* the daemon is stopping and still reads it */
@@ -63,6 +74,7 @@ typedef struct gf_deadline_limits {
 enum gf_deadline {
     GF_DUE_NONE,
     GF_DUE_DRAIN_STALL,
+    GF_DUE_RECEIVE_HOLD,
     GF_DUE_RECEIVE_STALL,
     GF_DUE_REQUEST,
     GF_DUE_WRITE,
@@ -82,10 +94,11 @@ enum gf_deadline gf_deadline_due(const gf_conn_clocks *c, const gf_deadline_limi
 uint64_t gf_deadline_batch_ns(uint64_t submitted_ns, uint32_t frames, uint32_t frame_timeout_ms);
 
 /* The watchdog's period: half the shortest deadline it enforces (the
- * receive stall's only while `receive_contended`), at most
+ * receive stall's only while `receive_contended`, the receive hold's only
+ * while `receiving`: a payload is received in place), at most
  * GF_WATCHDOG_PERIOD_MAX_MS. */
 uint64_t gf_deadline_period_ms(const gf_deadline_limits *l, uint32_t frame_timeout_ms,
-                               int receive_contended);
+                               int receive_contended, int receiving);
 
 /* The connection deadlines `cfg` sets. */
 static inline gf_deadline_limits gf_deadline_limits_of(const gf_config *cfg) {

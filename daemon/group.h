@@ -50,6 +50,8 @@ typedef struct gf_group {
     atomic_uint_fast64_t loose_bytes;  /* all connections' unwritten LIST, STATS,
                                           TRACE and ERROR replies, against
                                           max_output_bytes_total (reply.h)   */
+    atomic_uint_fast64_t parked_bytes; /* all connections' parked payloads, against
+                                          max_input_bytes_total (conn.h)     */
     gf_log_budget close_log;           /* lines about connections closed or refused by a
                                           shard (GF_CLOSE_LOG_PER_S): one budget for the
                                           daemon; log.c's lock guards it             */

@@ -45,7 +45,7 @@ static int owes_nothing(const gf_conn *c) {
     uint32_t ready = 0;
     for (gf_link *l = gf_list_front(&c->regions); l; l = gf_list_next(&c->regions, l))
         ready++;
-    return gf_list_empty(&c->out.replies) && c->out.unfinished == 0 && !c->frame &&
+    return gf_list_empty(&c->out.replies) && c->out.unfinished == 0 && !c->frame && !c->parked &&
            !c->sched.batch && !gf_sched_waiting(&c->sched) && !c->gathering &&
            !gf_linked(&c->gather_link) && ready == c->region_count;
 }

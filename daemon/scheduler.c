@@ -46,6 +46,9 @@ static void receiving_start(gf_sched *s, gf_sched_client *c) {
     if (!c->receiving) {
         c->receiving = 1;
         s->receiving++;
+        /* A payload holds a slot: its hold is a deadline (deadline.h). */
+        if (s->hooks.contended)
+            s->hooks.contended(s->hooks.arg);
     }
 }
 
@@ -101,6 +104,12 @@ static void queue_in_order(gf_link *q, gf_sched_client *c) {
     while (l && gf_list_entry(l, gf_sched_client, waiting)->wait_seq < c->wait_seq)
         l = gf_list_next(q, l);
     gf_link_insert_after(l ? l->prev : q->prev, &c->waiting);
+}
+
+int gf_sched_can_receive(const gf_sched *s, const gf_sched_client *c) {
+    if (c->batch)
+        return c->batch->frame_count == 0;
+    return !must_wait(s, 1) && !holds_its_share(s, c, 0) && s->ring.free_count > 0;
 }
 
 gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {

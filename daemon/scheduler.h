@@ -127,8 +127,9 @@ typedef struct gf_sched_hooks {
     /* The engine took `s` (rc 0) or refused it (rc < 0, its frames already
      * failed): start polling, or stop the daemon if the engine is poisoned. */
     void (*submitted)(gf_slot *s, int rc, void *arg);
-    /* A client now waits for a slot to receive into, and none did before:
-     * a receiver's stall has become a deadline (deadline.h). */
+    /* A client now waits for a slot to receive into, and none did before,
+     * or a payload began to be received into a slot: a receiver's stall,
+     * or its hold of the slot, has become a deadline (deadline.h). */
     void (*contended)(void *arg);
     /* A client now waits for a slot: results that a client does not read
      * may be holding one, and must leave it (conn.h, gf_conn_evict_results)
@@ -177,6 +178,10 @@ void gf_sched_client_init(gf_sched_client *c);
  * must be empty or closed before it asks.
  */
 gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive);
+
+/* Whether gf_sched_claim(s, c, 1) would give `c` a slot to receive into
+ * now, rather than have it wait. */
+int gf_sched_can_receive(const gf_sched *s, const gf_sched_client *c);
 
 /* Nonzero while `c` waits for a slot. */
 static inline int gf_sched_waiting(const gf_sched_client *c) {

@@ -135,9 +135,10 @@ static void run_evict(gf_defer_item *it) {
     }
 }
 
-/* The scheduler's `contended` hook: a receiver's stall is a deadline from
- * now on, which the watchdog must see within receive_stall_ms / 2 (it
- * goes back to its usual period once nobody waits). */
+/* The scheduler's `contended` hook: a receiver's stall, or a payload's hold
+ * of its slot, is a deadline from now on, which the watchdog must see
+ * within half of it (it goes back to its usual period once nobody waits
+ * and no payload is received in place). */
 static void on_contended(void *arg) {
     gf_shard *sh = arg;
     uint64_t period = watchdog_period_ms(sh, sh->cfg);
@@ -175,7 +176,8 @@ static void shard_fatal(gf_shard *sh, uint32_t status, const char *fmt, ...) {
 static uint64_t watchdog_period_ms(const gf_shard *sh, const gf_config *cfg) {
     gf_deadline_limits lim = gf_deadline_limits_of(cfg);
     return gf_deadline_period_ms(&lim, cfg->frame_timeout_ms,
-                                 gf_sched_receive_contended(&sh->sched));
+                                 gf_sched_receive_contended(&sh->sched),
+                                 sh->sched.receiving > 0 && cfg->max_input_bytes_total > 0);
 }
 
 /* A batch on the engine past its deadline (deadline.h): the engine stopped

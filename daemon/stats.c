@@ -83,6 +83,7 @@ void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats 
     ADD(connections_refused);
     ADD(connections_moved);
     ADD(results_evicted);
+    ADD(frames_parked);
     ADD(regions_open);
     ADD(region_bytes);
     ADD(regions_added);
@@ -323,6 +324,7 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_u64(f, "truncated", st->frames_truncated);
     add_u64(f, "timed", st->frames_timed);
     add_u64(f, "results_evicted", st->results_evicted);
+    add_u64(f, "parked", st->frames_parked);
     add_u64(f, "in_progress",
             st->frames_received - st->frames_answered - st->frames_failed - st->frames_dropped -
                 st->frames_truncated);

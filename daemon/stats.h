@@ -103,6 +103,7 @@ typedef struct gf_stats {
     uint64_t connections_refused;        /* refused at accept (limit, fds, allow) */
     uint64_t connections_moved;          /* moved here from another shard (move.h) */
     uint64_t results_evicted; /* results moved out of their slots: the client was not reading */
+    uint64_t frames_parked;   /* payloads read into memory, not a slot (conn.h) */
     uint64_t regions_open;    /* shared-memory regions mapped now      */
     uint64_t region_bytes;    /* their bytes (pinned on the GPU engine) */
     uint64_t regions_added;   /* REGION_ADD requests that succeeded    */

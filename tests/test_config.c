@@ -346,7 +346,8 @@ START_TEST(every_key_set_and_bounds_accepted) {
              "\"log_level\": \"debug\", \"socket\": \"%s\", \"engine\": \"cpu\", \"slots\": 64,"
              "\"max_frame_bytes\": 4294967296, \"frame_timeout_ms\": 3600000,"
              "\"drain_timeout_ms\": 3600000, \"max_pinned_bytes\": 1125899906842624,"
-             "\"timing_events\": false, \"trace_frames\": 1048576}",
+             "\"timing_events\": false, \"trace_frames\": 1048576,"
+             "\"max_input_bytes_total\": 1099511627776}",
              "123456789012345678901234567890123456789012345678901234567890123", sock);
     ck_assert_msg(gf_config_parse(json, &cfg, err, sizeof err) == 0, "%s", err);
     ck_assert_str_eq(cfg.socket_path, sock);
@@ -358,6 +359,7 @@ START_TEST(every_key_set_and_bounds_accepted) {
     ck_assert_uint_eq(cfg.max_pinned_bytes, 1ull << 50);
     ck_assert_int_eq(cfg.timing_events, 0);
     ck_assert_uint_eq(cfg.trace_frames, 1u << 20);
+    ck_assert_uint_eq(cfg.max_input_bytes_total, 1ull << 40);
     ck_assert_int_eq(cfg.log_level, GF_LOG_DEBUG);
     ck_assert_uint_eq(cfg.pipeline_count, 2);
     want = default_params("sincos");
@@ -376,6 +378,8 @@ START_TEST(every_key_set_and_bounds_accepted) {
                         &cfg, err, sizeof err) == 0,
         "%s", err);
     ck_assert_uint_eq(cfg.slot_count, 1);
+    /* Parking slow payloads is on by default: 256 MiB of them. */
+    ck_assert_uint_eq(cfg.max_input_bytes_total, 256ull << 20);
     ck_assert_uint_eq(cfg.max_frame_bytes, 1);
     ck_assert_uint_eq(cfg.frame_timeout_ms, 1);
     ck_assert_int_eq(cfg.engine, GF_ENGINE_CUDA);

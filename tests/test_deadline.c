@@ -66,6 +66,24 @@ START_TEST(receive_stall_only_when_contended) {
 }
 END_TEST
 
+/* A payload received in place that could move to memory does so
+ * GF_RECEIVE_HOLD_MS after it took its slot, before its stall counts. */
+START_TEST(receive_hold_before_the_stall) {
+    gf_conn_clocks c = {.last_input_ns = T0,
+                        .receive_progress_ns = T0,
+                        .receive_held_ns = T0,
+                        .receive_contended = 1,
+                        .request_begun_ns = T0};
+    uint64_t held = T0 + GF_RECEIVE_HOLD_MS * MS;
+    ck_assert_int_eq(gf_deadline_due(&c, &limits, held), GF_DUE_NONE);
+    ck_assert_int_eq(gf_deadline_due(&c, &limits, held + 1), GF_DUE_RECEIVE_HOLD);
+    ck_assert_int_eq(gf_deadline_due(&c, &limits, T0 + 100000 * MS), GF_DUE_RECEIVE_HOLD);
+    /* One that cannot move (no memory): its stall, then its request. */
+    c.receive_held_ns = 0;
+    ck_assert_int_eq(gf_deadline_due(&c, &limits, T0 + 100000 * MS), GF_DUE_RECEIVE_STALL);
+}
+END_TEST
+
 /* Several due: the drain's cut first, then the stall, the request, the
  * writes, the silence. */
 START_TEST(the_first_of_several_in_order) {
@@ -105,17 +123,19 @@ START_TEST(a_batch_gets_frame_timeout_for_each_frame) {
 END_TEST
 
 START_TEST(the_watchdog_period_is_half_the_shortest_deadline) {
-    ck_assert_uint_eq(gf_deadline_period_ms(&limits, 10000, 0), 251);
-    ck_assert_uint_eq(gf_deadline_period_ms(&limits, 100, 0), 51);
+    ck_assert_uint_eq(gf_deadline_period_ms(&limits, 10000, 0, 0), 251);
+    ck_assert_uint_eq(gf_deadline_period_ms(&limits, 100, 0, 0), 51);
     gf_deadline_limits slow = {
         .request_timeout_ms = 30000, .receive_stall_ms = STALL_MS, .write_timeout_ms = 30000};
-    ck_assert_uint_eq(gf_deadline_period_ms(&slow, 60000, 0), GF_WATCHDOG_PERIOD_MAX_MS);
+    ck_assert_uint_eq(gf_deadline_period_ms(&slow, 60000, 0, 0), GF_WATCHDOG_PERIOD_MAX_MS);
     /* Receivers contending: their stall must be seen within half of it. */
-    ck_assert_uint_eq(gf_deadline_period_ms(&slow, 60000, 1), STALL_MS / 2 + 1);
+    ck_assert_uint_eq(gf_deadline_period_ms(&slow, 60000, 1, 0), STALL_MS / 2 + 1);
+    /* A payload received in place: its hold must be seen within half of it. */
+    ck_assert_uint_eq(gf_deadline_period_ms(&slow, 60000, 0, 1), GF_RECEIVE_HOLD_MS / 2 + 1);
     /* idle_timeout_ms 0 is "never", not the shortest. */
     gf_deadline_limits idle_off = {
         .request_timeout_ms = 4000, .receive_stall_ms = 4000, .write_timeout_ms = 4000};
-    ck_assert_uint_eq(gf_deadline_period_ms(&idle_off, 4000, 0), 1000);
+    ck_assert_uint_eq(gf_deadline_period_ms(&idle_off, 4000, 0, 0), 1000);
 }
 END_TEST
 
@@ -126,6 +146,7 @@ static Suite *deadline_suite(void) {
     tcase_add_test(tc, a_deadline_passes_strictly_after_its_limit);
     tcase_add_test(tc, a_clock_later_than_now_has_not_passed);
     tcase_add_test(tc, receive_stall_only_when_contended);
+    tcase_add_test(tc, receive_hold_before_the_stall);
     tcase_add_test(tc, the_first_of_several_in_order);
     tcase_add_test(tc, a_batch_gets_frame_timeout_for_each_frame);
     tcase_add_test(tc, the_watchdog_period_is_half_the_shortest_deadline);

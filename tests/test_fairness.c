@@ -56,6 +56,12 @@ static const char config_json[] =
     "{\"shards\": 1, \"slots\": 2, \"max_frame_bytes\": 4194304, \"request_timeout_ms\": 500,"
     " \"receive_stall_ms\": 100, \"write_timeout_ms\": 500,"
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
+/* The same with no memory for slow payloads: they hold their slots, and
+ * receive_stall_ms cuts them. */
+static const char unparked_json[] =
+    "{\"shards\": 1, \"slots\": 2, \"max_frame_bytes\": 4194304, \"request_timeout_ms\": 500,"
+    " \"receive_stall_ms\": 100, \"write_timeout_ms\": 500, \"max_input_bytes_total\": 0,"
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}";
 /* Its own daemon: an idle deadline this short would close the other tests'
  * STATS connection between requests. */
 static const char idle_json[] = "{\"shards\": 1, \"slots\": 2, \"idle_timeout_ms\": 300,"
@@ -152,13 +158,18 @@ END_TEST
 /*
  * Stalled large payloads: the first holds the one slot that may be received
  * into (all but one of the two), so another client's small frame is answered
- * at once from the other.  The second waits for it; while it waits, the
- * first is cut after receive_stall_ms without progress; the second then
- * gets the slot and, with nobody waiting, keeps it until request_timeout_ms.
- * Each is told why, for its own frame, and closed.
+ * at once from the other.  With memory for slow payloads (the default), the
+ * second, which would wait for the first, is read into memory instead, and
+ * the first moves there too once it has held its slot 100 ms: both are cut
+ * by request_timeout_ms, and neither held a slot meanwhile.  Without it
+ * (max_input_bytes_total 0), the second waits; while it waits, the first is
+ * cut after receive_stall_ms without progress; the second then gets the
+ * slot and, with nobody waiting, keeps it until request_timeout_ms.  Each is
+ * told why, for its own frame, and closed.
  */
 START_TEST(stalled_large_payloads_time_out) {
-    start(config_json);
+    int parking = _i == 0;
+    start(parking ? config_json : unparked_json);
     gf_client *c = client();
     uint64_t failed = gf_test_ck_stat(c, "frames.failed");
     uint64_t rejected = gf_test_ck_stat(c, "rejected.request_timeout");
@@ -172,7 +183,8 @@ START_TEST(stalled_large_payloads_time_out) {
     gf_test_sleep_ms(20);
     uint64_t ms = answered_after_ms(c, 1);
     ck_assert_msg(ms < RECEIVE_STALL_MS, "answered after %" PRIu64 " ms", ms);
-    static const char *const why[SLOTS] = {"receive_stall_ms 100", "request_timeout_ms 500"};
+    static const char *const why[2][SLOTS] = {{"receive_stall_ms 100", "request_timeout_ms 500"},
+                                              {"request_timeout_ms 500", "request_timeout_ms 500"}};
     for (int i = 0; i < SLOTS; i++) {
         char err[ERR_BYTES], text[GF_ERROR_TEXT_MAX_BYTES + 1] = "";
         gf_header h;
@@ -182,14 +194,15 @@ START_TEST(stalled_large_payloads_time_out) {
         ck_assert_uint_eq(h.type, GF_MSG_ERROR);
         ck_assert_uint_eq(h.status, GF_ERR_REQUEST_TIMEOUT);
         ck_assert_uint_eq(h.frame_id, 100 + (uint64_t)i);
-        ck_assert_msg(strstr(text, why[i]) && strstr(text, "1 of 1048576"), "%s", text);
+        ck_assert_msg(strstr(text, why[parking][i]) && strstr(text, "1 of 1048576"), "%s", text);
         ck_assert_int_eq(gf_test_raw_expect_close(fds[i], 5000, NULL), 0);
         close(fds[i]);
     }
     ck_assert_uint_eq(gf_test_ck_stat(c, "frames.failed") - failed, SLOTS);
     ck_assert_uint_eq(gf_test_ck_stat(c, "rejected.request_timeout") - rejected, SLOTS);
-    ck_assert_uint_eq(gf_test_ck_stat(c, "connections.closed_receive_stall"), 1);
-    ck_assert_uint_eq(gf_test_ck_stat(c, "connections.closed_request_timeout"), 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "connections.closed_receive_stall"), parking ? 0 : 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "connections.closed_request_timeout"), parking ? 2 : 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "frames.parked"), parking ? 2 : 0);
     gf_client_close(c);
     stop();
 }
@@ -627,7 +640,7 @@ static Suite *fairness_suite(void) {
     TCase *tc = tcase_create("fairness");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, stalled_small_payloads_hold_no_slot);
-    tcase_add_test(tc, stalled_large_payloads_time_out);
+    tcase_add_loop_test(tc, stalled_large_payloads_time_out, 0, 2);
     tcase_add_loop_test(tc, pipelining_large_frames_never_wedge, 0, 2);
     tcase_add_test(tc, client_that_never_reads_is_closed);
     tcase_add_test(tc, a_bulk_client_leaves_a_slot_to_others);

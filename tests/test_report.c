@@ -51,7 +51,7 @@ static const char stats_json[] =
     "\"closed_receive_stall\":0,\"closed_write_timeout\":1,\"closed_idle\":3,\"refused\":5,"
     "\"moved\":6},"
     " \"frames\":{\"received\":6,\"answered\":4,\"failed\":1,\"dropped\":0,\"truncated\":0,"
-    "   \"timed\":4,\"results_evicted\":0,\"in_progress\":1},"
+    "   \"timed\":4,\"results_evicted\":0,\"parked\":7,\"in_progress\":1},"
     " \"rejected\":{\"bad_magic\":0,\"unknown_pipeline\":1,\"timeout\":0},"
     " \"requests\":{\"list\":3,\"stats\":2,\"trace\":0},"
     " \"bytes\":{\"in\":16384,\"out\":16384},"
@@ -751,6 +751,7 @@ START_TEST(prometheus_parses_and_holds_the_values) {
         {"gpuframe_zero_copy_submissions_total", 2},
         {"gpuframe_frames_timed_total", 4},
         {"gpuframe_results_evicted_total", 0},
+        {"gpuframe_payloads_parked_total", 7},
         {"gpuframe_connections_refused_total", 5},
         {"gpuframe_connections_moved_total", 6},
         {"gpuframe_shm_regions_open", 1},

@@ -279,11 +279,15 @@ END_TEST
 START_TEST(receivers_never_hold_every_slot) {
     setup(2);
     ck_assert_uint_eq(sched.receive_max, 1);
+    ck_assert(gf_sched_can_receive(&sched, A));
     ck_assert_ptr_nonnull(gf_sched_claim(&sched, A, 1));
     ck_assert(A->receiving && sched.receiving == 1);
-    ready_to_receive[1] = 1;
-    ck_assert_ptr_null(gf_sched_claim(&sched, B, 1));
+    /* A payload holds a slot: its hold is a deadline (the hook says so). */
     ck_assert_uint_eq(contended_count, 1);
+    ready_to_receive[1] = 1;
+    ck_assert(!gf_sched_can_receive(&sched, B));
+    ck_assert_ptr_null(gf_sched_claim(&sched, B, 1));
+    ck_assert_uint_eq(contended_count, 2);
     ck_assert(gf_sched_receive_contended(&sched));
     ck_assert_ptr_nonnull(gf_sched_claim(&sched, C, 0));
     /* A's payload is in: the cap no longer holds B back, but no slot is free. */

@@ -333,7 +333,7 @@ class StatsTest(DaemonTestCase):
         stats_sent += 1
         self.assertEqual(s["frames"], {"received": 0, "answered": 0, "failed": 0, "dropped": 0,
                                        "truncated": 0, "timed": 0, "results_evicted": 0,
-                                       "in_progress": 0})
+                                       "parked": 0, "in_progress": 0})
         self.assertEqual(s["requests"], {"list": 0, "stats": stats_sent, "trace": 0})
 
         rng = np.random.default_rng(3)
