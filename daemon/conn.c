@@ -118,16 +118,24 @@ int gf_conn_output_room(gf_conn *c) {
 
 int gf_conn_may_build(gf_conn *c, uint64_t bytes) {
     gf_shard *sh = c->shard;
-    if (c->doc_iteration == sh->defer.iteration) {
+    int large = bytes > GF_SMALL_REPLY_BYTES;
+    if (sh->doc_iteration != sh->defer.iteration) {
+        sh->doc_iteration = sh->defer.iteration;
+        sh->doc_bytes = 0;
+    }
+    if (c->doc_iteration == sh->defer.iteration ||
+        (large && sh->doc_bytes > 0 && sh->doc_bytes + bytes > GF_DOC_BYTES_PER_ITERATION)) {
         gf_defer_next(&sh->defer, &c->resume);
         return 0;
     }
     if (daemon_loose(sh) + bytes > sh->cfg->max_output_bytes_total &&
-        (bytes > GF_SMALL_REPLY_BYTES || c->out.loose_bytes > 0)) {
+        (large || c->out.loose_bytes > 0)) {
         conn_throttle(c);
         return 0;
     }
     c->doc_iteration = sh->defer.iteration;
+    if (large)
+        sh->doc_bytes += bytes;
     return 1;
 }
 

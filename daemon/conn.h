@@ -60,6 +60,10 @@ typedef struct gf_shard gf_shard;
  * document, so that a client that reads is still answered; 1024 such
  * connections then hold 16 MiB beyond the total at most. */
 #define GF_SMALL_REPLY_BYTES (16u * 1024)
+/* Bytes of large documents (TRACE; over GF_SMALL_REPLY_BYTES) a shard
+ * builds in one loop iteration, at least one: one TRACE of the default
+ * 4096-frame ring (1.2 MB), three of 1024 frames; milliseconds of cJSON. */
+#define GF_DOC_BYTES_PER_ITERATION (1u << 20)
 
 /* A connection as its client knows it, whichever shard serves it: the one
  * part of it that survives a move to another shard (move.h), copied whole;
@@ -172,7 +176,11 @@ int gf_conn_output_room(gf_conn *c);
  * built for the connection now.  One per connection per loop iteration: a
  * client that floods the loop with requests for documents gets one each
  * time round, while everyone else's sockets are served in between (the
- * rest of its requests wait for the next iteration).  And within the output
+ * rest of its requests wait for the next iteration).  Large ones (TRACE)
+ * of all connections together, GF_DOC_BYTES_PER_ITERATION an iteration (at
+ * least one): hundreds of connections asking for TRACE must not make one
+ * iteration, and another client's LIST, wait for hundreds of them to be
+ * built (1 to 3 s once).  And within the output
  * limits: while all connections together are over max_output_bytes_total,
  * only a small reply (GF_SMALL_REPLY_BYTES) to a connection that has
  * nothing queued, so that unread documents cannot pile up past the total.

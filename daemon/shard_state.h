@@ -112,6 +112,9 @@ struct gf_shard {
     gf_link throttled;               /* of them, stopped for max_output_bytes_total
                                         (gf_conn.throttled_link)                         */
     uint64_t next_conn_id;           /* shard + 1, then steps of the shard count        */
+    uint64_t doc_iteration;          /* the loop iteration doc_bytes counts      */
+    uint64_t doc_bytes;              /* large documents begun in it (conn.h,
+                                        gf_conn_may_build)                        */
     uint32_t gathers;                /* TRACEs gathering every shard's trace now
                                         (query.c): at most GF_GATHERS_MAX               */
     gf_link gather_waiters;          /* connections whose next one waits for that
