@@ -6,7 +6,7 @@
  *
  *   gf_soak --socket PATH --pid PID --configs A.json[,B.json] [--clients N]
  *           [--hostile N] [--minutes M | --seconds S] [--samples FILE]
- *           [--seed N] [--expect-reloads] [--min-ratio R]
+ *           [--seed N] [--expect-reloads] [--min-ratio R] [--heavy-bytes B]
  *
  * --configs names the configuration files the daemon may be running (soak.sh
  * swaps them under SIGHUP): a pipeline's result is correct when it matches
@@ -16,7 +16,11 @@
  * Well-behaved clients stream windows of verified frames (some by shared
  * memory, some with LIST/STATS/TRACE in the window); hostile ones, started
  * after a quiet baseline phase, disconnect mid-frame, send bad requests,
- * stall mid-request and stop reading, over and over.  At checkpoints every
+ * stall mid-request and stop reading, over and over; and (issue 31) close
+ * in bursts mid-payload, trickle a large payload a few bytes at a time,
+ * stop reading small frames that share the well-behaved clients' batches,
+ * and send 40 frames of the "heavy" pipeline at once (--heavy-bytes each;
+ * the well-behaved clients never use that pipeline).  At checkpoints every
  * client pauses at a safe point, the daemon goes idle, and the daemon's
  * STATS, RSS and fds are compared with what the clients did, and the
  * well-behaved clients' frames/s while hostile ones act with their frames/s
@@ -90,6 +94,12 @@ static const unsigned wb_windows[] = {1, 2, 4, 8};
  * reconnects, and that a shm client replaces its region. */
 #define RECONNECT_EVERY    2000
 #define REGION_RENEW_EVERY 1000
+/* The pipeline the heavy attack uses, if the configuration has it. */
+#define HEAVY_PIPELINE "heavy"
+/* A heavy attack's frames at most: 40 results of it fit the daemon's
+ * max_output_bytes unread (8 MiB), so sending them all before reading
+ * cannot wedge. */
+#define HEAVY_BYTES_MAX (64u << 10)
 /* Poison written over a shm frame's output range before it is sent, so a
  * frame the daemon never wrote cannot pass on an earlier frame's output. */
 #define OUT_POISON_BYTES 64
@@ -140,11 +150,17 @@ static struct {
     const char *samples_path;
     uint64_t seed;
     int expect_reloads;
-    double min_ratio; /* well-behaved frames/s, hostile phase over baseline */
+    double min_ratio;   /* well-behaved frames/s, hostile phase over baseline */
+    size_t heavy_bytes; /* a heavy attack's frames                           */
     /* From the first configuration file. */
     unsigned request_timeout_ms, write_timeout_ms;
     uint64_t max_frame_bytes;
-} opt = {.clients = 64, .hostile = (unsigned)-1, .seconds = 600, .seed = 1, .min_ratio = 0.8};
+} opt = {.clients = 64,
+         .hostile = (unsigned)-1,
+         .seconds = 600,
+         .seed = 1,
+         .min_ratio = 0.8,
+         .heavy_bytes = 4096};
 
 /* Phase boundaries, seconds after the clients start. */
 static double t_baseline_end, t_warmup_end;
@@ -369,7 +385,11 @@ static int build_references(uint64_t seed) {
         soak_pipe *sp = &pipes[i];
         const char *k = sp->p.stages[0].kind->name;
         sp->elementwise = !strcmp(k, "echo") || !strcmp(k, "affine") || !strcmp(k, "sincos");
-        sp->weight = !strcmp(k, "sincos") ? 1 : !strcmp(k, "normalize_u8") ? 2 : 3;
+        /* The heavy pipeline is the heavy attack's alone. */
+        sp->weight = !strcmp(sp->p.name, HEAVY_PIPELINE) ? 0
+                     : !strcmp(k, "sincos")              ? 1
+                     : !strcmp(k, "normalize_u8")        ? 2
+                                                         : 3;
         weight_total += sp->weight;
         char why[TEXT_BYTES];
         if (sp->elementwise) {
@@ -493,6 +513,10 @@ typedef struct counts {
     uint64_t stall_cut_waiting; /* of stall_cut[2]: cut while waiting for a slot, the
                                    frame never taken (its ERROR says no bytes)   */
     uint64_t noread_frame_cut, noread_frame_bytes, trace_flood_sent;
+    uint64_t closers;                     /* of disc_large, closed in bursts          */
+    uint64_t trickles_cut;                /* of stall_cut[2], trickled, not stalled   */
+    uint64_t noread_shared_cut;           /* small frames never read, cut by write_timeout */
+    uint64_t heavy_frames;                /* of frames_answered, the heavy attacks'   */
     uint64_t floods_cut, floods_over_cap; /* TRACE floods closed; of them, > cap */
     uint64_t stall_cut_max_ms[3], noread_cut_max_ms;
     uint64_t hostile_anomalies;
@@ -1074,6 +1098,7 @@ static gf_header frame_header(uint32_t pipeline_id, uint64_t frame_id, uint64_t 
 /* The echo pipeline's id: hostile frames that are valid run there only, so
  * the other pipelines' counters belong to the well-behaved clients. */
 static uint32_t echo_id, affine_id;
+static int heavy_idx = -1; /* pipes[] index of HEAVY_PIPELINE, or -1 */
 
 static void anomaly(hostile_client *hc, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -1366,6 +1391,201 @@ static void attack_noread(hostile_client *hc, int kind) {
     close(fd);
 }
 
+/* ---- issue 31's hostile kinds ------------------------------------------------------ */
+
+/* Closers: a burst of connections, each announcing a payload larger than
+ * the daemon stages, sending part of it and closing at once.  Each is a
+ * large disconnect: received and truncated, also when its frame waited
+ * for a slot (the daemon sees the hang-up then too). */
+#define CLOSER_BURST           20
+#define CLOSER_ANNOUNCED_BYTES 100000
+#define CLOSER_SENT_BYTES      1000
+static void attack_closers(hostile_client *hc) {
+    for (unsigned i = 0; i < CLOSER_BURST; i++) {
+        int fd = raw_connect(hc);
+        if (fd < 0)
+            return;
+        gf_header h = frame_header(echo_id, rnd(&hc->rng), CLOSER_ANNOUNCED_BYTES);
+        int rc = raw_send_header(fd, &h);
+        if (rc == 0)
+            rc = raw_send(fd, pool, CLOSER_SENT_BYTES);
+        close(fd);
+        if (rc < 0) {
+            anomaly(hc, "closer", "send: %s", strerror(-rc));
+            return;
+        }
+        hc->n.disc_large++;
+        hc->n.closers++;
+    }
+}
+
+/* Tricklers: a 1 MiB payload sent 1 KiB every 0.9 s, or 16 bytes every
+ * 0.5 s: never stalled, never complete.  It must hold no slot (it moves to
+ * memory) and be cut by request_timeout_ms like a stall. */
+#define TRICKLE_ANNOUNCED_BYTES (1u << 20)
+static void attack_trickle(hostile_client *hc) {
+    int fd = raw_connect(hc);
+    if (fd < 0)
+        return;
+    int slow = rnd_below(&hc->rng, 2) == 0;
+    size_t chunk = slow ? 16 : 1024;
+    int period_ms = slow ? 500 : 900;
+    uint64_t id = rnd(&hc->rng) >> 1;
+    gf_header h = frame_header(echo_id, id, TRICKLE_ANNOUNCED_BYTES);
+    int rc = raw_send_header(fd, &h);
+    uint64_t began = gf_now_ms(), give_up = began + CUT_WAIT_DEADLINES * opt.request_timeout_ms;
+    size_t sent = 0;
+    /* A chunk, then the period or the daemon's reply, whichever comes
+     * first; a send the daemon refuses (it cut us) ends the trickle. */
+    while (rc == 0 && gf_now_ms() < give_up && sent + chunk < TRICKLE_ANNOUNCED_BYTES) {
+        if (raw_send(fd, pool + sent, chunk) < 0)
+            break;
+        sent += chunk;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (poll(&pfd, 1, period_ms) > 0)
+            break;
+    }
+    if (rc < 0) {
+        anomaly(hc, "trickle", "send: %s", strerror(-rc));
+        close(fd);
+        return;
+    }
+    gf_header got;
+    char text[TEXT_BYTES];
+    uint64_t now = gf_now_ms();
+    rc = raw_reply(fd, &got, text, now < give_up ? (int)(give_up - now) : 1);
+    uint64_t cut_ms = gf_now_ms() - began;
+    if (rc < 0) {
+        anomaly(hc, "trickle", "no request_timeout within %" PRIu64 " ms: %s", give_up - began,
+                strerror(-rc));
+    } else if (got.type != GF_MSG_ERROR || got.status != GF_ERR_REQUEST_TIMEOUT ||
+               got.frame_id != id) {
+        anomaly(hc, "trickle",
+                "expected ERROR request_timeout for frame_id %" PRIu64
+                ", got type %u status %s frame_id %" PRIu64 ": %s",
+                id, got.type, gf_status_name(got.status), got.frame_id, text);
+    } else if (raw_expect_close(fd, RAW_IO_TIMEOUT_MS) < 0) {
+        anomaly(hc, "trickle", "still open after request_timeout");
+    } else {
+        /* Counted as a large stall: request_timeout, once taken failed. */
+        hc->n.stall_cut[2]++;
+        hc->n.trickles_cut++;
+        if (strstr(text, " payload bytes of frame ") == NULL)
+            hc->n.stall_cut_waiting++;
+        hc->n.bad[GF_ERR_REQUEST_TIMEOUT]++;
+        if (cut_ms > hc->n.stall_cut_max_ms[2])
+            hc->n.stall_cut_max_ms[2] = cut_ms;
+    }
+    close(fd);
+}
+
+/* A non-reader in shared batches: small echo frames, which share batches
+ * with the well-behaved clients' echo frames, sent and never read.  Its
+ * results must leave the slots as soon as another client waits; the daemon
+ * closes it after write_timeout_ms.  Its frames are counted like whole
+ * frames sent before a close: received, then answered or dropped. */
+#define NOREAD_SHARED_FRAMES 64
+static void attack_noread_shared(hostile_client *hc) {
+    int fd = raw_connect(hc);
+    if (fd < 0)
+        return;
+    for (unsigned i = 0; i < NOREAD_SHARED_FRAMES; i++) {
+        size_t bytes = (12u << 10) + (size_t)rnd_below(&hc->rng, 4u << 10);
+        gf_header h = frame_header(echo_id, i, bytes);
+        int rc = raw_send_header(fd, &h);
+        if (rc == 0)
+            rc = raw_send(fd, pool, bytes);
+        if (rc == -EPIPE || rc == -ECONNRESET) {
+            hc->n.whole_cut++;
+            break;
+        }
+        if (rc < 0) {
+            anomaly(hc, "no-read shared", "send: %s", strerror(-rc));
+            close(fd);
+            return;
+        }
+        hc->n.whole_frames++;
+        hc->n.whole_bytes += bytes;
+    }
+    int wait_ms = CUT_WAIT_DEADLINES * (int)opt.write_timeout_ms;
+    int64_t cut_ms = wait_hangup(fd, wait_ms);
+    if (cut_ms < 0)
+        anomaly(hc, "no-read shared", "not closed by the daemon within %d ms", wait_ms);
+    else
+        hc->n.noread_shared_cut++;
+    if (cut_ms > (int64_t)hc->n.noread_cut_max_ms)
+        hc->n.noread_cut_max_ms = (uint64_t)cut_ms;
+    close(fd);
+}
+
+/* Heavy batches: 40 frames of the heavy pipeline at once, as a client of a
+ * heavy model would send them, every result read as it comes and checked.
+ * The daemon bounds its batches by the pipeline's measured cost, so the
+ * well-behaved clients wait about one heavy frame, not a batch. */
+#define HEAVY_FRAMES 40
+static void attack_heavy(hostile_client *hc) {
+    const soak_pipe *sp = &pipes[heavy_idx];
+    int fd = raw_connect(hc);
+    if (fd < 0)
+        return;
+    size_t offs[HEAVY_FRAMES];
+    unsigned sent = 0, got = 0;
+    uint8_t *out = malloc(opt.heavy_bytes);
+    int ok = out != NULL;
+    /* Each frame is a slice of the pool; each reply is checked against the
+     * reference of its slice. */
+    while (ok && got < HEAVY_FRAMES) {
+        if (sent < HEAVY_FRAMES) {
+            offs[sent] = (size_t)rnd_below(&hc->rng, (POOL_BYTES - opt.heavy_bytes) / 4) * 4;
+            gf_header h = frame_header(sp->p.id, sent, opt.heavy_bytes);
+            int rc = raw_send_header(fd, &h);
+            if (rc == 0)
+                rc = raw_send(fd, pool + offs[sent], opt.heavy_bytes);
+            if (rc < 0) {
+                anomaly(hc, "heavy", "send frame %u: %s", sent, strerror(-rc));
+                ok = 0;
+                break;
+            }
+            hc->n.frames_sent++;
+            hc->n.bytes_in += opt.heavy_bytes;
+            sent++;
+            /* Replies as they come, between sends; then the rest. */
+            struct pollfd pfd = {.fd = fd, .events = POLLIN};
+            if (poll(&pfd, 1, 0) <= 0)
+                continue;
+        }
+        uint8_t b[GF_HEADER_BYTES];
+        gf_header h;
+        int rc = raw_recv(fd, b, sizeof b, REPLY_TIMEOUT_MS);
+        if (rc == 0 &&
+            gf_header_parse(b, sizeof b, GF_ROLE_CLIENT, UINT64_MAX, &h) != GF_HEADER_BYTES)
+            rc = -EPROTO;
+        if (rc == 0 &&
+            (h.type != GF_MSG_RESULT || h.frame_id != got || h.payload_bytes != opt.heavy_bytes))
+            rc = -EBADMSG;
+        if (rc == 0)
+            rc = raw_recv(fd, out, opt.heavy_bytes, REPLY_TIMEOUT_MS);
+        char why[TEXT_BYTES] = "";
+        if (rc == 0 && gf_pipeline_compare(sp->p.stages[0].kind, out, sp->ref[0][0] + offs[got],
+                                           opt.heavy_bytes, why, sizeof why) != 0)
+            rc = -EDOM;
+        if (rc < 0) {
+            anomaly(hc, "heavy", "frame %u: %s%s%s", got, strerror(-rc), why[0] ? ": " : "", why);
+            ok = 0;
+            break;
+        }
+        hc->n.frames_answered++;
+        hc->n.bytes_out += opt.heavy_bytes;
+        hc->n.pipe_answered[heavy_idx]++;
+        hc->n.matched[heavy_idx][0]++;
+        hc->n.heavy_frames++;
+        got++;
+    }
+    /* A heavy attack that went wrong is an anomaly, which fails the soak. */
+    free(out);
+    close(fd);
+}
+
 /* The attacks and their weights: those that hold a slot for a deadline
  * (a large stalled payload, a frame never read) are rare, so the slots
  * mostly serve the well-behaved clients (docs/design.md, "What a client gets whatever others do": a
@@ -1381,9 +1601,13 @@ enum {
     A_STALL_LARGE,
     A_NOREAD_FRAME,
     A_NOREAD_TRACE,
+    A_CLOSERS,
+    A_TRICKLE,
+    A_NOREAD_SHARED,
+    A_HEAVY,
     A_COUNT
 };
-static const unsigned attack_weight[A_COUNT] = {6, 8, 8, 10, 30, 5, 6, 2, 2, 2};
+static const unsigned attack_weight[A_COUNT] = {6, 8, 8, 10, 30, 5, 6, 2, 2, 2, 2, 2, 2, 2};
 /* Pause between two attacks of one hostile client, ms. */
 #define ATTACK_PAUSE_MIN_MS 200
 #define ATTACK_PAUSE_MAX_MS 1200
@@ -1415,7 +1639,16 @@ static void *hostile_main(void *arg) {
         case A_STALL_SMALL: attack_stall(hc, 1); break;
         case A_STALL_LARGE: attack_stall(hc, 2); break;
         case A_NOREAD_FRAME: attack_noread(hc, 0); break;
-        default: attack_noread(hc, 1); break;
+        case A_NOREAD_TRACE: attack_noread(hc, 1); break;
+        case A_CLOSERS: attack_closers(hc); break;
+        case A_TRICKLE: attack_trickle(hc); break;
+        case A_NOREAD_SHARED: attack_noread_shared(hc); break;
+        default:
+            if (heavy_idx >= 0)
+                attack_heavy(hc);
+            else
+                attack_closers(hc);
+            break;
         }
         hc->n.attacks++;
         ctl_sleep_ms(ATTACK_PAUSE_MIN_MS +
@@ -1594,11 +1827,11 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
              failed = jnum(st, "frames.failed"), dropped = jnum(st, "frames.dropped"),
              truncated = jnum(st, "frames.truncated");
     /* A large stall cut while it waited for a slot was never received.  A
-     * large disconnect was received and truncated, or, when it closed while
-     * waiting for a slot without sending enough to be served, is cut by
-     * request_timeout unseen (the daemon does not read a waiting client):
-     * D of them, 0 <= D <= disc_large, each one request_timeout more than
-     * the hostile clients read. */
+     * large disconnect (a closer's too) is received and truncated, also when
+     * it closed while its frame waited for a slot: the daemon sees the
+     * hang-up.  (A daemon that did not see it cut it later by
+     * request_timeout, unseen: D of them, 0 <= D <= disc_large, each one
+     * request_timeout more than the hostile clients read.) */
     uint64_t stalls_taken = t->stall_cut[2] - t->stall_cut_waiting;
     uint64_t unseen = jnum(cJSON_GetObjectItemCaseSensitive(st, "rejected"), "request_timeout") -
                       t->bad[GF_ERR_REQUEST_TIMEOUT];
@@ -1683,9 +1916,10 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
                jnum(st, "connections.closed_receive_stall"),
            '=', stalls + unseen, 0, "stalls cut, + large disconnects cut waiting");
     relate(table, when, "connections.closed_write_timeout",
-           jnum(st, "connections.closed_write_timeout"), '[', t->noread_frame_cut + t->floods_cut,
-           t->noread_frame_cut + t->floods_cut + t->whole_cut,
-           "never-read frames + floods, + whole-frame senders cut mid-send");
+           jnum(st, "connections.closed_write_timeout"), '[',
+           t->noread_frame_cut + t->floods_cut + t->noread_shared_cut,
+           t->noread_frame_cut + t->floods_cut + t->noread_shared_cut + t->whole_cut,
+           "never-read frames (large, shared) + floods, + whole-frame senders cut mid-send");
     /* A LIST with a payload gets bad_length and is closed: counted too. */
     relate(table, when, "connections.rejected", jnum(st, "connections.rejected"), '=',
            h_fatal + stalls + unseen + t->bad_length_fatal, 0,
@@ -1893,7 +2127,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: gf_soak --socket PATH --pid PID --configs A.json[,B.json] [--clients N]\n"
             "               [--hostile N] [--minutes M | --seconds S] [--samples FILE]\n"
-            "               [--seed N] [--expect-reloads] [--min-ratio R]\n");
+            "               [--seed N] [--expect-reloads] [--min-ratio R] [--heavy-bytes B]\n");
     exit(2);
 }
 
@@ -1931,12 +2165,15 @@ static void parse_args(int argc, char **argv) {
             opt.seed = strtoull(v, NULL, 10);
         } else if (!strcmp(a, "--min-ratio")) {
             opt.min_ratio = strtod(v, NULL);
+        } else if (!strcmp(a, "--heavy-bytes")) {
+            opt.heavy_bytes = (size_t)strtoul(v, NULL, 10) / 4 * 4;
         } else {
             usage();
         }
     }
     if (!opt.socket_path || opt.pid <= 0 || opt.config_count == 0 || opt.clients < 2 ||
-        opt.seconds < 10 || !(opt.min_ratio >= 0))
+        opt.seconds < 10 || !(opt.min_ratio >= 0) || opt.heavy_bytes == 0 ||
+        opt.heavy_bytes > HEAVY_BYTES_MAX)
         usage();
     if (opt.hostile == (unsigned)-1)
         opt.hostile = opt.clients / 8;
@@ -1982,6 +2219,9 @@ int main(int argc, char **argv) {
             echo_id = listed[i].id, have_echo = 1;
         if (!strcmp(listed[i].stages[0].kind->name, "affine") && !have_affine)
             affine_id = listed[i].id, have_affine = 1;
+        if (!strcmp(listed[i].name, HEAVY_PIPELINE) &&
+            !strcmp(listed[i].stages[0].kind->name, "sincos"))
+            heavy_idx = (int)i;
     }
     free(listed);
     if (!have_echo || !have_affine) {
@@ -2141,6 +2381,14 @@ int main(int argc, char **argv) {
     int noread_ok = hostile_count == 0 || (t.noread_frame_cut > 0 && t.floods_cut > 0);
     add_row(noread_ok, "never-reading cut: frame / TRACE flood", v,
             "> 0 each; closed %" PRIu64 " ms after the last send at most", t.noread_cut_max_ms);
+    snprintf(v, sizeof v, "%" PRIu64 " / %" PRIu64 " / %" PRIu64 " / %" PRIu64, t.closers,
+             t.trickles_cut, t.noread_shared_cut, t.heavy_frames);
+    int kinds_ok =
+        hostile_count == 0 || (t.closers > 0 && t.trickles_cut > 0 && t.noread_shared_cut > 0 &&
+                               (heavy_idx < 0 || t.heavy_frames > 0));
+    add_row(kinds_ok, "closers/trickles/shared non-readers/heavy", v,
+            "> 0 each: closed mid-payload, cut by request_timeout, by write_timeout; heavy "
+            "frames answered");
     snprintf(v, sizeof v, "%" PRIu64, t.floods_over_cap);
     add_row(-1, "TRACE floods past the 64-reply cap", v,
             "of the floods above: whole requests left unread in the daemon");

@@ -210,24 +210,6 @@ static void conn_input_drained(gf_conn *c) {
     gf_shard_defer(c->shard, &c->shard->drained);
 }
 
-/*
- * After the client's EOF or a fatal error: a frame half received can never
- * complete, and a connection that owes nothing more and waits for nothing
- * is closed.  Frames already whole still get answered first (a half-closed
- * client may be waiting for results on the GPU).
- */
-static void conn_settle(gf_conn *c) {
-    if (c->closing || c->moving) /* its buffered FRAME goes with it */
-        return;
-    int input_over = c->stream.eof && !gf_sched_waiting(&c->sched);
-    if (input_over && gf_conn_arriving(c))
-        gf_conn_truncate_frame(c);
-    /* Requests put off to the next iteration (gf_conn_may_build) still
-     * get their replies. */
-    if ((input_over || c->fatal) && c->out.unfinished == 0 && !gf_linked(&c->resume.link))
-        gf_conn_close(c);
-}
-
 /* The bytes of the request at the front of the buffer that are neither
  * buffered nor in the socket: 0 when it is all there (or nothing is begun). */
 static uint64_t conn_request_missing(gf_conn *c) {
@@ -249,29 +231,51 @@ static uint64_t conn_request_missing(gf_conn *c) {
 /*
  * The client hung up (or shut down its writing side) while the connection
  * was not read.  A request waiting for a slot whose bytes will never all
- * come is given up now, not when its slot or its deadline comes: its
- * connection stops counting against max_connections at once (a flood of
- * clients closing mid-payload filled it for request_timeout_ms).  One whose
- * bytes are all in the socket still runs: a half-closed client may be
- * waiting for its results.
+ * come ends its input now (conn_settle gives it up), not when its slot or
+ * its deadline comes: its connection stops counting against
+ * max_connections at once (a flood of clients closing mid-payload filled
+ * it for request_timeout_ms).  One whose bytes are all in the socket still
+ * runs: a half-closed client may be waiting for its results.
  */
 static void conn_hung_up(gf_conn *c) {
     c->hup_seen = 1;
-    if (c->closing || !gf_sched_waiting(&c->sched))
-        return;
-    uint64_t missing = conn_request_missing(c);
-    if (missing == 0)
-        return;
+    if (gf_sched_waiting(&c->sched) && conn_request_missing(c) > 0)
+        c->stream.eof = 1;
+}
+
+/* The input is over while the FRAME at the front of the buffer waits for a
+ * slot, short of bytes it will never get: it is received and truncated, as
+ * a frame whose client leaves mid-payload is, and never runs. */
+static void conn_give_up_waiting(gf_conn *c) {
     conn_log(c,
-             "connection %llu (uid %u pid %u): closed by its client %llu bytes short of the "
-             "request that waited for a slot",
+             "connection %llu (uid %u pid %u): closed %llu bytes short of a frame that waited "
+             "for a slot",
              (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid,
-             (unsigned long long)missing);
+             (unsigned long long)conn_request_missing(c));
     gf_sched_stop_waiting(&c->shard->sched, &c->sched);
-    /* Its input is over: the begun request is dropped, unread, as the
-     * begun request of any client that leaves is. */
+    c->shard->stats.frames_received++;
+    c->shard->stats.frames_truncated++;
     c->buf_start = c->buf_end;
-    c->stream.eof = 1;
+}
+
+/*
+ * After the client's EOF or a fatal error: a frame half received can never
+ * complete, and a connection that owes nothing more and waits for nothing
+ * is closed.  Frames already whole still get answered first (a half-closed
+ * client may be waiting for results on the GPU).
+ */
+static void conn_settle(gf_conn *c) {
+    if (c->closing || c->moving) /* its buffered FRAME goes with it */
+        return;
+    if (c->stream.eof && gf_sched_waiting(&c->sched) && conn_request_missing(c) > 0)
+        conn_give_up_waiting(c);
+    int input_over = c->stream.eof && !gf_sched_waiting(&c->sched);
+    if (input_over && gf_conn_arriving(c))
+        gf_conn_truncate_frame(c);
+    /* Requests put off to the next iteration (gf_conn_may_build) still
+     * get their replies. */
+    if ((input_over || c->fatal) && c->out.unfinished == 0 && !gf_linked(&c->resume.link))
+        gf_conn_close(c);
 }
 
 /* After any event: what the connection took in goes to the engine, what it
