@@ -1142,14 +1142,13 @@ static void attack_disconnect(hostile_client *hc, int kind) {
         hc->n.disc_large++;
 }
 
-/* Sends 1..4 whole echo frames and closes without reading a reply. */
-static void attack_whole_then_close(hostile_client *hc) {
-    int fd = raw_connect(hc);
-    if (fd < 0)
-        return;
-    unsigned frames = 1 + (unsigned)rnd_below(&hc->rng, 4);
+/* Sends `frames` whole echo frames of min_bytes + [0, span) bytes on `fd`
+ * and reads no reply, counting them whole frames (received, then answered
+ * or dropped: check_stats).  Returns 0, or -1 after an anomaly `what`. */
+static int send_whole(hostile_client *hc, int fd, unsigned frames, size_t min_bytes, size_t span,
+                      const char *what) {
     for (unsigned i = 0; i < frames; i++) {
-        size_t bytes = 4096 + (size_t)rnd_below(&hc->rng, 256u << 10);
+        size_t bytes = min_bytes + (size_t)rnd_below(&hc->rng, span);
         gf_header h = frame_header(echo_id, i, bytes);
         int rc = raw_send_header(fd, &h);
         if (rc == 0)
@@ -1158,15 +1157,25 @@ static void attack_whole_then_close(hostile_client *hc) {
             /* It does not read: its first reply can block while later
              * frames wait for slots, and write_timeout_ms cuts it. */
             hc->n.whole_cut++;
-            break;
+            return 0;
         }
         if (rc < 0) {
-            anomaly(hc, "whole frames", "send: %s", strerror(-rc));
-            break;
+            anomaly(hc, what, "send: %s", strerror(-rc));
+            return -1;
         }
         hc->n.whole_frames++;
         hc->n.whole_bytes += bytes;
     }
+    return 0;
+}
+
+/* Sends 1..4 whole echo frames and closes without reading a reply. */
+static void attack_whole_then_close(hostile_client *hc) {
+    int fd = raw_connect(hc);
+    if (fd < 0)
+        return;
+    (void)send_whole(hc, fd, 1 + (unsigned)rnd_below(&hc->rng, 4), 4096, 256u << 10,
+                     "whole frames");
     close(fd);
 }
 
@@ -1489,23 +1498,9 @@ static void attack_noread_shared(hostile_client *hc) {
     int fd = raw_connect(hc);
     if (fd < 0)
         return;
-    for (unsigned i = 0; i < NOREAD_SHARED_FRAMES; i++) {
-        size_t bytes = (12u << 10) + (size_t)rnd_below(&hc->rng, 4u << 10);
-        gf_header h = frame_header(echo_id, i, bytes);
-        int rc = raw_send_header(fd, &h);
-        if (rc == 0)
-            rc = raw_send(fd, pool, bytes);
-        if (rc == -EPIPE || rc == -ECONNRESET) {
-            hc->n.whole_cut++;
-            break;
-        }
-        if (rc < 0) {
-            anomaly(hc, "no-read shared", "send: %s", strerror(-rc));
-            close(fd);
-            return;
-        }
-        hc->n.whole_frames++;
-        hc->n.whole_bytes += bytes;
+    if (send_whole(hc, fd, NOREAD_SHARED_FRAMES, 12u << 10, 4u << 10, "no-read shared") < 0) {
+        close(fd);
+        return;
     }
     int wait_ms = CUT_WAIT_DEADLINES * (int)opt.write_timeout_ms;
     int64_t cut_ms = wait_hangup(fd, wait_ms);

@@ -327,33 +327,70 @@ START_TEST(stallers_do_not_hold_the_slots) {
 }
 END_TEST
 
+/* What each thread of a test's crowd of hostile or slow clients has: the
+ * first member of each kind's struct, so that one pair of functions starts
+ * and stops any crowd.  Its thread uses no Check assertion. */
+typedef struct actor {
+    const char *socket_path; /* in: the daemon's socket                         */
+    uint32_t echo_id;        /* in: its echo pipeline                           */
+    atomic_int *stop;        /* in: nonzero ends it                             */
+    pthread_t thread;        /* its thread                                      */
+    char err[ERR_BYTES];     /* out: the first thing not as documented, or ""   */
+} actor;
+
+/* Client i of a crowd of clients of `size` bytes each at `crowd`. */
+static actor *crowd_at(void *crowd, size_t size, unsigned i) {
+    return (actor *)((char *)crowd + i * size);
+}
+
+/* Starts `count` clients of `size` bytes each at `crowd` (each an actor
+ * first, their own fields set) on `run`, against the test's daemon and its
+ * pipeline `echo_id`, until *stop. */
+static void crowd_start(void *crowd, size_t size, unsigned count, uint32_t echo_id,
+                        atomic_int *stop, void *(*run)(void *)) {
+    for (unsigned i = 0; i < count; i++) {
+        actor *a = crowd_at(crowd, size, i);
+        *a = (actor){.socket_path = daemon_.socket_path, .echo_id = echo_id, .stop = stop};
+        ck_assert_int_eq(pthread_create(&a->thread, NULL, run, a), 0);
+    }
+}
+
+/* Stops the crowd, waits for each, and fails the test with the first error
+ * one of them met, naming it `who`. */
+static void crowd_stop(void *crowd, size_t size, unsigned count, atomic_int *stop,
+                       const char *who) {
+    atomic_store(stop, 1);
+    for (unsigned i = 0; i < count; i++)
+        pthread_join(crowd_at(crowd, size, i)->thread, NULL);
+    for (unsigned i = 0; i < count; i++) {
+        const actor *a = crowd_at(crowd, size, i);
+        ck_assert_msg(a->err[0] == '\0', "%s %u: %s", who, i, a->err);
+    }
+}
+
 /* One client that stalls, and as soon as it is cut connects and stalls
- * again, until told to stop.  Uses no Check assertion. */
+ * again, until told to stop. */
 typedef struct restaller {
-    const char *socket_path; /* in                                           */
-    uint32_t echo_id;        /* in                                           */
-    atomic_int *stop;        /* in: nonzero ends the loop                    */
-    pthread_t thread;        /* its thread                                   */
-    unsigned cuts;           /* out: request_timeout, then the close         */
-    uint64_t longest_ms;     /* out: the longest stall before a cut          */
-    char err[ERR_BYTES];     /* out: the first thing not as documented, or "" */
+    actor a;
+    unsigned cuts;       /* out: request_timeout, then the close         */
+    uint64_t longest_ms; /* out: the longest stall before a cut          */
 } restaller;
 
 static void *restall_loop(void *arg) {
     restaller *r = arg;
-    for (uint64_t id = 1; !atomic_load(r->stop) && r->err[0] == '\0'; id++) {
-        int fd = gf_test_raw_connect(r->socket_path);
+    for (uint64_t id = 1; !atomic_load(r->a.stop) && r->a.err[0] == '\0'; id++) {
+        int fd = gf_test_raw_connect(r->a.socket_path);
         if (fd < 0) {
-            gf_errorf(r->err, sizeof r->err, "connect: %s", strerror(-fd));
+            gf_errorf(r->a.err, sizeof r->a.err, "connect: %s", strerror(-fd));
             break;
         }
-        gf_header h = gf_test_header(GF_MSG_FRAME, id, r->echo_id, STALL_PAYLOAD_BYTES);
+        gf_header h = gf_test_header(GF_MSG_FRAME, id, r->a.echo_id, STALL_PAYLOAD_BYTES);
         static const char one = 0;
         int rc = gf_test_raw_send_header(fd, &h);
         if (rc == 0)
             rc = gf_test_raw_send(fd, &one, 1);
         if (rc < 0) {
-            gf_errorf(r->err, sizeof r->err, "send: %s", strerror(-rc));
+            gf_errorf(r->a.err, sizeof r->a.err, "send: %s", strerror(-rc));
             close(fd);
             break;
         }
@@ -363,18 +400,19 @@ static void *restall_loop(void *arg) {
         do
             rc =
                 gf_test_raw_recv_reply(fd, &h, text, GF_ERROR_TEXT_MAX_BYTES, 100, err, sizeof err);
-        while (rc == -ETIMEDOUT && !atomic_load(r->stop));
+        while (rc == -ETIMEDOUT && !atomic_load(r->a.stop));
         if (rc == 0 && (h.type != GF_MSG_ERROR || h.status != GF_ERR_REQUEST_TIMEOUT))
-            gf_errorf(r->err, sizeof r->err, "stall %" PRIu64 " answered %s, not request_timeout",
-                      id, gf_status_name(h.status));
+            gf_errorf(r->a.err, sizeof r->a.err,
+                      "stall %" PRIu64 " answered %s, not request_timeout", id,
+                      gf_status_name(h.status));
         else if (rc == 0 && gf_test_raw_expect_close(fd, 1000, NULL) != 0)
-            gf_errorf(r->err, sizeof r->err, "still open after request_timeout");
+            gf_errorf(r->a.err, sizeof r->a.err, "still open after request_timeout");
         else if (rc == 0) {
             r->cuts++;
             uint64_t ms = gf_now_ms() - t0;
             r->longest_ms = ms > r->longest_ms ? ms : r->longest_ms;
         } else if (rc != -ETIMEDOUT)
-            gf_errorf(r->err, sizeof r->err, "stall %" PRIu64 ": %s", id, err);
+            gf_errorf(r->a.err, sizeof r->a.err, "stall %" PRIu64 ": %s", id, err);
         close(fd);
     }
     return NULL;
@@ -387,21 +425,16 @@ START_TEST(reconnecting_stallers_do_not_hold_the_slots) {
     gf_pipeline *pipes;
     const gf_pipeline *echo = start_builtin(&c, &pipes);
     atomic_int stop = 0;
-    restaller rs[RECONNECTING];
-    for (int i = 0; i < RECONNECTING; i++) {
-        rs[i] = (restaller){.socket_path = daemon_.socket_path, .echo_id = echo->id, .stop = &stop};
-        ck_assert_int_eq(pthread_create(&rs[i].thread, NULL, restall_loop, &rs[i]), 0);
-    }
+    restaller rs[RECONNECTING] = {{.cuts = 0}};
+    crowd_start(rs, sizeof rs[0], RECONNECTING, echo->id, &stop, restall_loop);
     gf_test_sleep_ms(RECEIVE_STALL_MS / 2);
 
     measure_well_behaved(echo, "6 reconnecting stallers");
 
-    atomic_store(&stop, 1);
+    crowd_stop(rs, sizeof rs[0], RECONNECTING, &stop, "reconnecting staller");
     unsigned cuts = 0;
     uint64_t longest = 0;
     for (int i = 0; i < RECONNECTING; i++) {
-        pthread_join(rs[i].thread, NULL);
-        ck_assert_msg(rs[i].err[0] == '\0', "reconnecting staller %d: %s", i, rs[i].err);
         cuts += rs[i].cuts;
         longest = rs[i].longest_ms > longest ? rs[i].longest_ms : longest;
     }
@@ -428,36 +461,32 @@ static const struct {
 
 /* A client that announces a LARGE_FRAME_BYTES echo frame and sends
  * chunk_bytes of it every period_ms, again on a new connection whenever
- * the daemon cuts it, until told to stop.  Uses no Check assertion. */
+ * the daemon cuts it, until told to stop. */
 typedef struct trickler {
-    const char *socket_path; /* in                                             */
-    uint32_t echo_id;        /* in                                             */
-    size_t chunk_bytes;      /* in                                             */
-    unsigned period_ms;      /* in                                             */
-    atomic_int *stop;        /* in: nonzero ends it                            */
-    pthread_t thread;        /* its thread                                     */
-    unsigned cuts;           /* out: request_timeout replies                   */
-    char err[ERR_BYTES];     /* out: the first thing not as documented, or ""  */
+    actor a;
+    size_t chunk_bytes; /* in                                             */
+    unsigned period_ms; /* in                                             */
+    unsigned cuts;      /* out: request_timeout replies                   */
 } trickler;
 
 static void *trickle_loop(void *arg) {
     trickler *t = arg;
     static const uint8_t bytes[TRICKLE_MAX_BYTES];
-    for (uint64_t id = 1; !atomic_load(t->stop) && t->err[0] == '\0'; id++) {
-        int fd = gf_test_raw_connect(t->socket_path);
+    for (uint64_t id = 1; !atomic_load(t->a.stop) && t->a.err[0] == '\0'; id++) {
+        int fd = gf_test_raw_connect(t->a.socket_path);
         if (fd < 0) {
-            gf_errorf(t->err, sizeof t->err, "connect: %s", strerror(-fd));
+            gf_errorf(t->a.err, sizeof t->a.err, "connect: %s", strerror(-fd));
             break;
         }
-        gf_header h = gf_test_header(GF_MSG_FRAME, id, t->echo_id, LARGE_FRAME_BYTES);
+        gf_header h = gf_test_header(GF_MSG_FRAME, id, t->a.echo_id, LARGE_FRAME_BYTES);
         int rc = gf_test_raw_send_header(fd, &h);
         /* A chunk, then the period in short steps: a stop is seen soon, and
          * so is the daemon's reply (its cut). */
         int replied = 0;
-        while (rc == 0 && !replied && !atomic_load(t->stop)) {
+        while (rc == 0 && !replied && !atomic_load(t->a.stop)) {
             rc = gf_test_raw_send(fd, bytes, t->chunk_bytes);
             for (unsigned waited = 0;
-                 rc == 0 && waited < t->period_ms && !replied && !atomic_load(t->stop);
+                 rc == 0 && waited < t->period_ms && !replied && !atomic_load(t->a.stop);
                  waited += 50) {
                 struct pollfd pfd = {.fd = fd, .events = POLLIN};
                 replied = poll(&pfd, 1, 50) > 0;
@@ -470,7 +499,7 @@ static void *trickle_loop(void *arg) {
             if (rc == 0 && h.type == GF_MSG_ERROR && h.status == GF_ERR_REQUEST_TIMEOUT)
                 t->cuts++;
             else
-                gf_errorf(t->err, sizeof t->err, "trickled frame %" PRIu64 " answered: %s", id,
+                gf_errorf(t->a.err, sizeof t->a.err, "trickled frame %" PRIu64 " answered: %s", id,
                           rc < 0 ? err : gf_status_name(h.status));
         }
         close(fd);
@@ -490,14 +519,10 @@ START_TEST(tricklers_do_not_hold_the_slots) {
     const gf_pipeline *echo = start_builtin(&c, &pipes);
     atomic_int stop = 0;
     trickler ts[TRICKLERS];
-    for (int i = 0; i < TRICKLERS; i++) {
-        ts[i] = (trickler){.socket_path = daemon_.socket_path,
-                           .echo_id = echo->id,
-                           .chunk_bytes = trickles[_i].chunk_bytes,
-                           .period_ms = trickles[_i].period_ms,
-                           .stop = &stop};
-        ck_assert_int_eq(pthread_create(&ts[i].thread, NULL, trickle_loop, &ts[i]), 0);
-    }
+    for (int i = 0; i < TRICKLERS; i++)
+        ts[i] = (trickler){.chunk_bytes = trickles[_i].chunk_bytes,
+                           .period_ms = trickles[_i].period_ms};
+    crowd_start(ts, sizeof ts[0], TRICKLERS, echo->id, &stop, trickle_loop);
     gf_test_sleep_ms(RECEIVE_STALL_MS / 2);
 
     char who[64];
@@ -505,11 +530,7 @@ START_TEST(tricklers_do_not_hold_the_slots) {
              trickles[_i].period_ms);
     measure_well_behaved(echo, who);
 
-    atomic_store(&stop, 1);
-    for (int i = 0; i < TRICKLERS; i++) {
-        pthread_join(ts[i].thread, NULL);
-        ck_assert_msg(ts[i].err[0] == '\0', "trickler %d: %s", i, ts[i].err);
-    }
+    crowd_stop(ts, sizeof ts[0], TRICKLERS, &stop, "trickler");
     free(pipes);
     gf_client_close(c);
     gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
@@ -523,29 +544,25 @@ END_TEST
 
 /* An honest client with a slow link: 1 MiB echo frames sent at about
  * 2 MB/s, one at a time, each result checked, until told to stop (the
- * frame under way is finished).  Uses no Check assertion. */
+ * frame under way is finished). */
 typedef struct uploader {
-    const char *socket_path; /* in                                            */
-    uint32_t echo_id;        /* in                                            */
-    unsigned index;          /* in: its frames' bytes differ from the others' */
-    atomic_int *stop;        /* in                                            */
-    pthread_t thread;        /* its thread                                    */
-    unsigned frames;         /* out: frames answered, each exact              */
-    uint64_t longest_ms;     /* out: the longest of them, first byte to result */
-    char err[ERR_BYTES];     /* out: what went wrong, or ""                   */
+    actor a;
+    unsigned index;      /* in: its frames' bytes differ from the others' */
+    unsigned frames;     /* out: frames answered, each exact              */
+    uint64_t longest_ms; /* out: the longest of them, first byte to result */
 } uploader;
 
 static void *upload_loop(void *arg) {
     uploader *u = arg;
     uint8_t *in = malloc(LARGE_FRAME_BYTES), *out = malloc(LARGE_FRAME_BYTES);
-    int fd = in && out ? gf_test_raw_connect(u->socket_path) : -ENOMEM;
+    int fd = in && out ? gf_test_raw_connect(u->a.socket_path) : -ENOMEM;
     if (fd < 0)
-        gf_errorf(u->err, sizeof u->err, "connect: %s", strerror(-fd));
-    for (uint64_t id = 0; fd >= 0 && !atomic_load(u->stop) && u->err[0] == '\0'; id++) {
+        gf_errorf(u->a.err, sizeof u->a.err, "connect: %s", strerror(-fd));
+    for (uint64_t id = 0; fd >= 0 && !atomic_load(u->a.stop) && u->a.err[0] == '\0'; id++) {
         for (size_t k = 0; k < LARGE_FRAME_BYTES; k++)
             in[k] = (uint8_t)(k * 31u + id * 7u + u->index);
         uint64_t t0 = gf_now_ms();
-        gf_header h = gf_test_header(GF_MSG_FRAME, id, u->echo_id, LARGE_FRAME_BYTES);
+        gf_header h = gf_test_header(GF_MSG_FRAME, id, u->a.echo_id, LARGE_FRAME_BYTES);
         int rc = gf_test_raw_send_header(fd, &h);
         for (size_t off = 0; rc == 0 && off < LARGE_FRAME_BYTES; off += UPLOAD_CHUNK_BYTES) {
             rc = gf_test_raw_send(fd, in + off, UPLOAD_CHUNK_BYTES);
@@ -559,7 +576,7 @@ static void *upload_loop(void *arg) {
             gf_errorf(err, sizeof err, "send: %s", strerror(-rc));
         if (rc < 0 || h.type != GF_MSG_RESULT || h.frame_id != id ||
             h.payload_bytes != LARGE_FRAME_BYTES || memcmp(in, out, LARGE_FRAME_BYTES) != 0) {
-            gf_errorf(u->err, sizeof u->err, "frame %" PRIu64 ": %s", id,
+            gf_errorf(u->a.err, sizeof u->a.err, "frame %" PRIu64 ": %s", id,
                       rc < 0                    ? err
                       : h.type != GF_MSG_RESULT ? gf_status_name(h.status)
                                                 : "a result not the frame's echo");
@@ -588,25 +605,18 @@ START_TEST(slow_uploaders_finish_and_do_not_hold_the_slots) {
     const gf_pipeline *echo = start_builtin(&c, &pipes);
     atomic_int stop = 0;
     uploader us[UPLOADERS];
-    for (int i = 0; i < UPLOADERS; i++) {
-        us[i] = (uploader){.socket_path = daemon_.socket_path,
-                           .echo_id = echo->id,
-                           .index = (unsigned)i,
-                           .stop = &stop};
-        ck_assert_int_eq(pthread_create(&us[i].thread, NULL, upload_loop, &us[i]), 0);
-    }
+    for (int i = 0; i < UPLOADERS; i++)
+        us[i] = (uploader){.index = (unsigned)i};
+    crowd_start(us, sizeof us[0], UPLOADERS, echo->id, &stop, upload_loop);
     gf_test_sleep_ms(RECEIVE_STALL_MS / 2);
 
     measure_well_behaved(echo, "20 uploaders at 2 MB/s");
 
-    atomic_store(&stop, 1);
+    crowd_stop(us, sizeof us[0], UPLOADERS, &stop, "uploader");
     unsigned frames = 0;
     uint64_t longest = 0;
     for (int i = 0; i < UPLOADERS; i++) {
-        pthread_join(us[i].thread, NULL);
-        ck_assert_msg(us[i].err[0] == '\0' && us[i].frames > 0,
-                      "uploader %d: %u frame(s) answered; %s", i, us[i].frames,
-                      us[i].err[0] ? us[i].err : "none");
+        ck_assert_msg(us[i].frames > 0, "uploader %d: no frame answered", i);
         frames += us[i].frames;
         longest = us[i].longest_ms > longest ? us[i].longest_ms : longest;
     }
