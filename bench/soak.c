@@ -1822,19 +1822,24 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
              failed = jnum(st, "frames.failed"), dropped = jnum(st, "frames.dropped"),
              truncated = jnum(st, "frames.truncated");
     /* A large stall cut while it waited for a slot was never received.  A
-     * large disconnect (a closer's too) is received and truncated, also when
-     * it closed while its frame waited for a slot: the daemon sees the
-     * hang-up.  (A daemon that did not see it cut it later by
-     * request_timeout, unseen: D of them, 0 <= D <= disc_large, each one
-     * request_timeout more than the hostile clients read.) */
+     * large disconnect (a closer's too) is received and truncated, or, when
+     * it closed while its frame waited for a slot, never received: the
+     * daemon sees the hang-up and counts the connection in
+     * closed_while_waiting (W of them).  (A daemon that did not see it cut
+     * it later by request_timeout, unseen: D of them, 0 <= D <= disc_large,
+     * each one request_timeout more than the hostile clients read.) */
     uint64_t stalls_taken = t->stall_cut[2] - t->stall_cut_waiting;
     uint64_t unseen = jnum(cJSON_GetObjectItemCaseSensitive(st, "rejected"), "request_timeout") -
                       t->bad[GF_ERR_REQUEST_TIMEOUT];
-    uint64_t known = wb_frames + t->noread_frame_cut + h_bad_frames + stalls_taken + t->disc_large;
+    uint64_t gone = jnum(st, "connections.closed_while_waiting");
+    uint64_t disc_taken = t->disc_large - gone;
+    uint64_t known = wb_frames + t->noread_frame_cut + h_bad_frames + stalls_taken + disc_taken;
 
     /* A frame cut mid-send (whole_cut) may have been received and truncated. */
     relate(table, when, "request_timeouts unseen (large disconnects cut waiting)", unseen, '[', 0,
            t->disc_large, "");
+    relate(table, when, "connections.closed_while_waiting", gone, '[', 0, t->disc_large - unseen,
+           "large disconnects that hung up waiting for a slot");
     relate(table, when, "frames.received", received, '[', known - unseen,
            known - unseen + t->whole_frames + t->whole_cut,
            "wb + never-read + bad + large stalls/disconnects taken, + some whole");
@@ -1848,8 +1853,8 @@ static void check_stats(const cJSON *st, const counts *t, unsigned open, unsigne
     relate(table, when, "frames.failed", failed, '=',
            t->frames_failed + h_bad_frames + stalls_taken, 0,
            "wb failed + bad frames + large stalls cut once taken");
-    relate(table, when, "frames.truncated", truncated, '[', t->disc_large - unseen,
-           t->disc_large - unseen + t->whole_frames + t->whole_cut,
+    relate(table, when, "frames.truncated", truncated, '[', disc_taken - unseen,
+           disc_taken - unseen + t->whole_frames + t->whole_cut,
            "large disconnects taken, + some whole (EPIPE close)");
     relate(table, when, "frames.in_progress", jnum(st, "frames.in_progress"), '=', 0, 0,
            "all quiet");

@@ -275,10 +275,11 @@ int gf_admit_parked(gf_conn *c) {
     if (gf_request_in_payload(&c->decoder))
         return 0;
     gf_request req = {.kind = GF_REQ_HEADER, .bytes = GF_HEADER_BYTES, .header = c->parked_header};
-    admission a;
+    admission a = {.in_bytes = c->parked_header.payload_bytes};
     /* Checked again against the configuration of now: a reload may have
-     * changed its pipeline meanwhile. */
-    a.status = check(c, &req, &a);
+     * changed its pipeline meanwhile.  It was received before any drain
+     * began, and runs even then, as a payload arriving in its slot would. */
+    a.status = check_lengths(c, req.header.pipeline_id, &a);
     if (a.status != GF_OK) {
         c->shard->stats.frames_failed++; /* received when it was parked */
         gf_conn_unpark(c);
@@ -288,11 +289,16 @@ int gf_admit_parked(gf_conn *c) {
     gf_sched *s = &c->shard->sched;
     if (c->sched.batch && c->sched.batch->frame_count > 0)
         gf_sched_close_batch(s, &c->sched);
+    /* A slot of its own, as a payload read in place has (the share of the
+     * slots a client may hold counts it), waited for whole: the wait is the
+     * daemon's doing. */
     const gf_header *h = &c->parked_header;
-    gf_frame *f = gf_sched_join(s, &c->sched, &c->shard->cfg->pipelines[h->pipeline_id], h,
-                                a.in_bytes, a.stage_bytes, c->parked_arrived_ns);
-    if (f == NULL)
-        return 0; /* it waits for a slot, whole: the wait is the daemon's */
+    gf_slot *b = gf_sched_claim(s, &c->sched, 0);
+    if (b == NULL)
+        return 0;
+    gf_frame *f = gf_slot_add(b, &c->sched, &c->shard->cfg->pipelines[h->pipeline_id], h,
+                              a.in_bytes, a.stage_bytes, c->parked_arrived_ns);
+    assert(f != NULL); /* an empty slot takes any frame the checks passed */
     gf_conn_push(c, &f->reply);
     int prof = gf_prof_enter(GF_PROF_COPY);
     memcpy(f->in_host, c->parked, a.in_bytes);

@@ -36,9 +36,8 @@ void gf_admit_payload(gf_conn *c, size_t n);
  * max_input_bytes_total; so is one that still arrives GF_RECEIVE_HOLD_MS
  * after it took its slot (gf_admit_park_arriving), whose slot then goes
  * back.  A slow sender thus holds no slot that others' payloads need, and
- * still finishes.  Whole, the frame is checked again and joins its
- * pipeline's batch as a staged frame does, its payload copied into the
- * slot.
+ * still finishes.  Whole, the frame is checked again and takes a slot of
+ * its own, as a payload read in place does, its payload copied in.
  *
  * gf_admit_parked places the parked frame once its payload is whole:
  * returns 1 when it was placed (or refused: a reload took its pipeline),

@@ -61,9 +61,10 @@ typedef struct gf_shard gf_shard;
  * connections then hold 16 MiB beyond the total at most. */
 #define GF_SMALL_REPLY_BYTES (16u * 1024)
 /* Bytes of large documents (TRACE; over GF_SMALL_REPLY_BYTES) a shard
- * builds in one loop iteration, at least one: one TRACE of the default
- * 4096-frame ring (1.2 MB), three of 1024 frames; milliseconds of cJSON. */
-#define GF_DOC_BYTES_PER_ITERATION (1u << 20)
+ * builds in one loop iteration, at least one: about one TRACE of 1024
+ * frames (300 KB), whose cJSON takes milliseconds; the next loop iteration
+ * polls every socket before more are built. */
+#define GF_DOC_BYTES_PER_ITERATION (256u << 10)
 
 /* A connection as its client knows it, whichever shard serves it: the one
  * part of it that survives a move to another shard (move.h), copied whole;

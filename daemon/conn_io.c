@@ -196,7 +196,7 @@ static void conn_end_request(gf_conn *c, const char *why) {
 static void conn_input_drained(gf_conn *c) {
     if (c->closing || c->input_drained)
         return;
-    if (c->frame || c->parked) {
+    if (gf_conn_arriving(c)) {
         char text[GF_ERROR_TEXT_MAX_BYTES];
         gf_errorf(text, sizeof text,
                   "the daemon is stopping; frame cut after %llu of %llu payload bytes",
@@ -244,8 +244,9 @@ static void conn_hung_up(gf_conn *c) {
 }
 
 /* The input is over while the FRAME at the front of the buffer waits for a
- * slot, short of bytes it will never get: it is received and truncated, as
- * a frame whose client leaves mid-payload is, and never runs. */
+ * slot, short of bytes it will never get: it never runs.  Like any request
+ * not admitted it is not counted received; its connection is counted in
+ * STATS connections.closed_while_waiting. */
 static void conn_give_up_waiting(gf_conn *c) {
     conn_log(c,
              "connection %llu (uid %u pid %u): closed %llu bytes short of a frame that waited "
@@ -253,8 +254,7 @@ static void conn_give_up_waiting(gf_conn *c) {
              (unsigned long long)c->stream.id, c->stream.uid, c->stream.pid,
              (unsigned long long)conn_request_missing(c));
     gf_sched_stop_waiting(&c->shard->sched, &c->sched);
-    c->shard->stats.frames_received++;
-    c->shard->stats.frames_truncated++;
+    c->shard->stats.closed_while_waiting++;
     c->buf_start = c->buf_end;
 }
 
@@ -675,16 +675,30 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
 void gf_conn_io_fail_batched(gf_conn *c, uint32_t status, const char *text) {
     if (c->closing)
         return;
-    for (gf_link *l = gf_list_front(&c->out.replies); l; l = gf_list_next(&c->out.replies, l)) {
+    gf_link *l = gf_list_front(&c->out.replies);
+    while (l) {
         gf_reply *r = gf_list_entry(l, gf_reply, link);
+        l = gf_list_next(&c->out.replies, l);
         if (r->ready)
             continue;
-        if (r->frame == NULL || !r->frame->batched)
+        const gf_frame *f = r->frame;
+        if (f == NULL || !f->batched)
             break; /* nor may any after it go before it */
-        /* The engine may still run it: its stages stay held (released
-         * never; the process exits). */
-        r->frame->pipeline.stage_count = 0;
-        gf_sched_fail_frame(&c->shard->sched, r->frame, status, text);
+        /* The engine may still run the frame (a worker reads it): it is left
+         * alone, and an ERROR of its own takes its reply's place. */
+        gf_header h = {.version = f->version,
+                       .type = GF_MSG_FRAME,
+                       .frame_id = f->frame_id,
+                       .pipeline_id = f->pipeline_id};
+        char *body = strdup(text);
+        gf_reply *q = gf_reply_loose(GF_MSG_ERROR, &h, status, body, body ? strlen(body) : 0);
+        if (q == NULL) {
+            free(body);
+            break;
+        }
+        gf_replyq_replace(&c->out, r, q);
+        c->shard->stats.rejected[status]++;
+        c->shard->stats.frames_failed++;
     }
     conn_flush(c);
 }

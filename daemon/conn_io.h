@@ -60,10 +60,11 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns);
 
 /*
  * The daemon gives up on the engine (a stuck or poisoned one), or on its
- * drain: every frame of `c` in a batch (open or on the engine) fails with
- * `status` and `text`, and what `c` is owed goes out now, in request order,
- * as far as its socket takes it without waiting.  Frames still on the
- * engine keep their slots and stages held: the loop is about to stop.
+ * drain: every frame of `c` in a batch (open or on the engine) is answered
+ * `status` with `text`, and what `c` is owed goes out now, in request order,
+ * as far as its socket takes it without waiting.  The frames themselves are
+ * left to the engine, with their slots and stages: the loop is about to
+ * stop.
  */
 void gf_conn_io_fail_batched(gf_conn *c, uint32_t status, const char *text);
 

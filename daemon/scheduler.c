@@ -207,7 +207,7 @@ static gf_sched_client *pick_receiver(gf_sched *s, int unready) {
 
 /* Hands free slots to waiters; receivers not sending only if `unready`. */
 static void grant(gf_sched *s, int unready) {
-    while (s->ring.free_count > 0 && !s->draining) {
+    while (s->ring.free_count > 0) {
         gf_sched_client *run = waiter(gf_list_front(&s->wait_run));
         gf_sched_client *recv = s->receiving < s->receive_max ? pick_receiver(s, unready) : NULL;
         gf_sched_client *c = run && (!recv || run->wait_seq < recv->wait_seq) ? run : recv;
@@ -250,15 +250,6 @@ static void finish_slot(gf_sched *s, gf_slot *b, int completed) {
     s->hooks.finished(b, completed, s->hooks.arg);
     if (gf_slot_unhold(&s->ring, b))
         s->hooks.wake(s->hooks.arg);
-}
-
-void gf_sched_fail_frame(gf_sched *s, gf_frame *f, uint32_t status, const char *text) {
-    assert(f->batched);
-    f->batched = 0;
-    f->status = (int)status;
-    s->stats->rejected[status]++;
-    s->stats->frames_failed++;
-    gf_frame_fail(f, text);
 }
 
 /* Hands the closed slot `b` and its batch to the engine; on its refusal

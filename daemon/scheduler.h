@@ -153,7 +153,9 @@ typedef struct gf_sched {
     uint64_t claim_seq;  /* slots claimed or granted so far: whether another
                             client claimed since one's last claim            */
     uint64_t submit_seq; /* submissions: picks the ones timed                */
-    int draining;        /* stopping: batches are not held, no grant         */
+    int draining;        /* stopping: batches are not held (the only waiters
+                            then are parked frames, conn.h, whole before the
+                            drain began: they are granted slots)            */
     gf_sched_hooks hooks;
 } gf_sched;
 
@@ -229,12 +231,6 @@ void gf_sched_end_batch(gf_sched *s, gf_sched_client *c, int receiving_now);
 
 /* Closes `c`'s batch now, if it has one: its frames go to the engine. */
 void gf_sched_close_batch(gf_sched *s, gf_sched_client *c);
-
-/* Frame `f`, batched (in an open batch or on the engine), fails with
- * `status` and the one line `text`: its ERROR reply is ready for its
- * connection to write, and it is counted failed.  The engine refused its
- * batch, or the daemon gives up on the engine (shard.c). */
-void gf_sched_fail_frame(gf_sched *s, gf_frame *f, uint32_t status, const char *text);
 
 /* Frame `f` is done with (its reply written, its result moved out, or
  * dropped): its slot goes back once the last of its frames is released. */

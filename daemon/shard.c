@@ -269,7 +269,7 @@ static void run_drained(gf_defer_item *it) {
         return;
     gf_list_each(l, next, &sh->conns) {
         const gf_conn *c = gf_list_entry(l, gf_conn, link);
-        if (c->out.unfinished > 0 || c->frame || !c->input_drained)
+        if (c->out.unfinished > 0 || c->frame || c->parked || !c->input_drained)
             return;
     }
     sh->handles_closed = 1;

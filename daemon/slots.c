@@ -100,19 +100,6 @@ void gf_frame_reply(gf_frame *f, const char *refused_by) {
     }
 }
 
-void gf_frame_fail(gf_frame *f, const char *text) {
-    gf_header req = {.version = f->version, .frame_id = f->frame_id, .pipeline_id = f->pipeline_id};
-    /* Out of memory leaves the ERROR without its text, not the frame
-     * without a reply. */
-    size_t len = strlen(text);
-    char *copy = malloc(len + 1);
-    if (copy != NULL)
-        memcpy(copy, text, len + 1);
-    else
-        len = 0;
-    gf_reply_error(&f->reply, &req, (uint32_t)f->status, copy, len);
-}
-
 int gf_frame_release(gf_slot_ring *ring, gf_frame *f) {
     assert(!f->batched);
     /* The frame is over: a plugin stage that a reload removed may go now. */

@@ -187,11 +187,6 @@ int gf_slot_close(gf_slot_ring *ring, gf_slot *s);
  * words of the reply are reply.c's; this says what the frame's outcome is. */
 void gf_frame_reply(gf_frame *f, const char *refused_by);
 
-/* Frame `f`'s reply, ready: an ERROR of its status carrying `text`
- * (copied), for a frame the daemon gives up on (scheduler.h,
- * gf_sched_fail_frame). */
-void gf_frame_fail(gf_frame *f, const char *text);
-
 /* Releases frame `f`: its plugin stages may go.  Returns 1 when it was the
  * last of a closed slot, which went back to the ring, else 0. */
 int gf_frame_release(gf_slot_ring *ring, gf_frame *f);

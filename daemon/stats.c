@@ -61,6 +61,7 @@ void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats 
     ADD(closed_receive_stall);
     ADD(closed_write_timeout);
     ADD(closed_idle);
+    ADD(closed_while_waiting);
     ADD(frames_received);
     ADD(frames_timed);
     ADD(frames_answered);
@@ -313,6 +314,7 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_u64(c, "closed_receive_stall", st->closed_receive_stall);
     add_u64(c, "closed_write_timeout", st->closed_write_timeout);
     add_u64(c, "closed_idle", st->closed_idle);
+    add_u64(c, "closed_while_waiting", st->closed_while_waiting);
     add_u64(c, "refused", st->connections_refused);
     add_u64(c, "moved", st->connections_moved);
 

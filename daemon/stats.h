@@ -82,6 +82,8 @@ typedef struct gf_stats {
     uint64_t closed_receive_stall;       /* a payload stalled while others waited */
     uint64_t closed_write_timeout;       /* replies unread for write_timeout_ms   */
     uint64_t closed_idle;                /* idle for idle_timeout_ms              */
+    uint64_t closed_while_waiting;       /* hung up short of a payload whose frame
+                                            waited for a slot (not received)     */
     uint64_t frames_received;            /* FRAME headers accepted by the parser  */
     uint64_t frames_timed;               /* answered with measured stage times    */
     uint64_t frames_answered;            /* RESULT replies written                */
