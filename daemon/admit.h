@@ -34,9 +34,9 @@ void gf_admit_payload(gf_conn *c, size_t n);
  * would wait for its slot while another client's payload is received into
  * one (or others wait), is read into memory of its own instead, within
  * max_input_bytes_total; so is one that still arrives GF_RECEIVE_HOLD_MS
- * after it took its slot (gf_admit_park_arriving), whose slot then goes
- * back.  A slow sender thus holds no slot that others' payloads need, and
- * still finishes.  Whole, the frame is checked again and takes a slot of
+ * after it took its slot while another client waits for one
+ * (gf_admit_park_arriving), whose slot then goes back.  A slow sender thus holds no slot that
+ * others' payloads need, and still finishes.  Whole, the frame is checked again and takes a slot of
  * its own, as a payload read in place does, its payload copied in.
  *
  * gf_admit_parked places the parked frame once its payload is whole:

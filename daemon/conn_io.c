@@ -626,7 +626,10 @@ void gf_conn_io_check_deadlines(gf_conn *c, uint64_t now_ns) {
         .write_blocked_ns = c->write_blocked ? c->write_progress_ns : 0,
         .last_input_ns = c->last_input_ns,
         .receive_progress_ns = c->frame ? c->receive_progress_ns : 0,
-        .receive_held_ns = c->frame && cfg->max_input_bytes_total ? c->frame->claimed_ns : 0,
+        .receive_held_ns =
+            c->frame && cfg->max_input_bytes_total && gf_sched_others_wait(&sh->sched, &c->sched)
+                ? c->frame->claimed_ns
+                : 0,
         .idle = !c->out.unfinished && !c->request_begun_ns && !gf_sched_waiting(&c->sched),
         .drain_reading = sh->draining && !c->input_drained && c->reading,
         .receive_contended = gf_sched_receive_contended(&sh->sched),

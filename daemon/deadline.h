@@ -9,8 +9,9 @@
  *   drain stall     stopping: the client sent nothing for GF_DRAIN_STALL_MS
  *                   while we still read it; what it began is cut
  *   receive hold    a payload received in place still arriving
- *                   GF_RECEIVE_HOLD_MS after it took its slot: it moves to
- *                   memory (conn.h, "parked") and the slot goes back
+ *                   GF_RECEIVE_HOLD_MS after it took its slot, while
+ *                   another client waits for a slot: it moves to memory
+ *                   (conn.h, "parked") and the slot goes back
  *   receive stall   a payload received in place made no progress for
  *                   receive_stall_ms while others wait for a slot to
  *                   receive into, and could not move to memory
@@ -57,7 +58,8 @@ typedef struct gf_conn_clocks {
     uint64_t receive_progress_ns; /* a payload is received in place, and bytes
                                      of it last came then; 0: none             */
     uint64_t receive_held_ns;     /* a payload received in place holds its slot
-                                     since, and could move to memory; 0: none  */
+                                     since, others wait for one, and it could
+                                     move to memory; 0: none                   */
     int idle;                     /* owes nothing, has nothing begun, waits for
                                      no slot                                   */
     int drain_reading;            /* the daemon is stopping and still reads it */
@@ -95,7 +97,8 @@ uint64_t gf_deadline_batch_ns(uint64_t submitted_ns, uint32_t frames, uint32_t f
 
 /* The watchdog's period: half the shortest deadline it enforces (the
  * receive stall's only while `receive_contended`, the receive hold's only
- * while `receiving`: a payload is received in place), at most
+ * while `receiving`: a payload is received in place while others wait), at
+ * most
  * GF_WATCHDOG_PERIOD_MAX_MS. */
 uint64_t gf_deadline_period_ms(const gf_deadline_limits *l, uint32_t frame_timeout_ms,
                                int receive_contended, int receiving);

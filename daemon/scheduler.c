@@ -23,6 +23,7 @@ int gf_sched_init(gf_sched *s, gf_engine *engine, gf_stats *stats, const gf_conf
     gf_list_init(&s->open);
     s->in_flight = s->receiving = 0;
     s->next_wait_seq = s->submit_seq = s->claim_seq = 0;
+    s->recent_ns[0] = s->recent_ns[1] = 0;
     s->draining = 0;
     int rc = gf_slot_ring_init(&s->ring, engine->slots, engine->slot_count);
     /* All slots but one may be received into: a whole frame always finds one. */
@@ -252,6 +253,25 @@ static void finish_slot(gf_sched *s, gf_slot *b, int completed) {
         s->hooks.wake(s->hooks.arg);
 }
 
+/* Pipeline `id` submitted a batch at `now`. */
+static void note_submitter(gf_sched *s, uint32_t id, uint64_t now) {
+    if (s->recent_ns[0] == 0 || s->recent_id[0] != id) {
+        s->recent_id[1] = s->recent_id[0];
+        s->recent_ns[1] = s->recent_ns[0];
+        s->recent_id[0] = id;
+    }
+    s->recent_ns[0] = now;
+}
+
+/* Whether a pipeline other than `id` submitted within GF_BATCH_SHARE_NS of
+ * `now`. */
+static int others_share(const gf_sched *s, uint32_t id, uint64_t now) {
+    for (int k = 0; k < 2; k++)
+        if (s->recent_ns[k] && s->recent_id[k] != id && now - s->recent_ns[k] < GF_BATCH_SHARE_NS)
+            return 1;
+    return 0;
+}
+
 /* Hands the closed slot `b` and its batch to the engine; on its refusal
  * every frame fails with engine. */
 static void submit(gf_sched *s, gf_slot *b) {
@@ -268,6 +288,7 @@ static void submit(gf_sched *s, gf_slot *b) {
             waited += f->whole_ns && now > f->whole_ns ? now - f->whole_ns : 0;
         }
     }
+    note_submitter(s, b->frames[0].pipeline_id, now);
     gf_stats_submitted(
         s->stats,
         gf_config_pipeline_id(s->cfg, b->frames[0].pipeline_id, b->frames[0].pipeline.name), frames,
@@ -330,11 +351,14 @@ void gf_sched_end_batch(gf_sched *s, gf_sched_client *c, int receiving_now) {
 }
 
 /* The most frames batch `b` may hold now: its pipeline's max_batch_frames,
- * or fewer when its frames cost more than GF_BATCH_COST_MAX_NS together on
- * the engine by the pipeline's measured cost, at least one. */
+ * or, while another pipeline shares the engine, fewer when its frames cost
+ * more than GF_BATCH_COST_MAX_NS together by the pipeline's measured cost,
+ * at least one. */
 static uint32_t batch_frames_max(const gf_sched *s, const gf_slot *b) {
     const gf_frame *first = &b->frames[0];
     uint32_t most = first->pipeline.max_batch_frames;
+    if (!others_share(s, first->pipeline_id, gf_now_ns()))
+        return most;
     uint32_t id = gf_config_pipeline_id(s->cfg, first->pipeline_id, first->pipeline.name);
     uint64_t cost = id < s->stats->pipeline_count ? s->stats->pipelines[id].frame_cost_ns : 0;
     uint64_t fit = cost ? GF_BATCH_COST_MAX_NS / cost : most;

@@ -72,15 +72,20 @@
  * open for more, until a slot completes: two keep the copies of one batch
  * overlapping the kernels of the other. */
 #define GF_BATCH_HOLD_IN_FLIGHT 2
-/* A batch closes, whatever its pipeline's max_batch_frames, once its frames
+/* While another pipeline has frames on the engine (GF_BATCH_SHARE_NS), a
+ * batch closes, whatever its pipeline's max_batch_frames, once its frames
  * would keep the engine this long by the pipeline's measured cost per frame
- * (gf_stats_completed; at one frame when a frame costs more): another
+ * (gf_stats_completed; at one frame when a frame costs more): the other
  * pipeline's frame that finds every slot taken by such batches waits about
  * one frame of them, or this, not a whole batch (40 frames of ~1 s once
  * went as two batches of 20, one per slot, and held a 4 KiB frame 12.8 s).
  * Light batches are far below it: 64 frames of 4 KiB take tens of us on a
- * GPU, and a model's batch of 64 a few ms. */
+ * GPU, and a model's batch of 64 a few ms.  Alone, a pipeline batches as
+ * its max_batch_frames says. */
 #define GF_BATCH_COST_MAX_NS (20ull * 1000 * 1000)
+/* How recently another pipeline must have submitted for batches to be
+ * bounded by their cost. */
+#define GF_BATCH_SHARE_NS (1000ull * 1000 * 1000)
 /* Receive waiters a grant asks about their bytes (the receive_ready hook)
  * before it takes the oldest anyway: bounds the system calls of one grant. */
 #define GF_GRANT_PROBES_MAX 8
@@ -153,9 +158,13 @@ typedef struct gf_sched {
     uint64_t claim_seq;  /* slots claimed or granted so far: whether another
                             client claimed since one's last claim            */
     uint64_t submit_seq; /* submissions: picks the ones timed                */
-    int draining;        /* stopping: batches are not held (the only waiters
-                            then are parked frames, conn.h, whole before the
-                            drain began: they are granted slots)            */
+    /* The two pipelines (ids) that submitted last, and when: whether
+     * another pipeline shares the engine (GF_BATCH_SHARE_NS). */
+    uint32_t recent_id[2];
+    uint64_t recent_ns[2];
+    int draining; /* stopping: batches are not held (the only waiters
+                     then are parked frames, conn.h, whole before the
+                     drain began: they are granted slots)            */
     gf_sched_hooks hooks;
 } gf_sched;
 

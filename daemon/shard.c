@@ -116,6 +116,7 @@ static void on_batch_due(gf_alarm *a) {
 }
 
 static uint64_t watchdog_period_ms(const gf_shard *sh, const gf_config *cfg);
+static void on_contended(void *arg);
 
 /* The scheduler's `waiting` hook: results of clients whose sockets are full
  * leave their slots for the client that waits, after this event, rather
@@ -125,6 +126,7 @@ static void on_waiting(void *arg) {
     gf_shard *sh = arg;
     if (!gf_list_empty(&sh->blocked))
         gf_shard_defer(sh, &sh->evict);
+    on_contended(arg); /* a payload in a slot may have held it long enough */
 }
 
 /* Clients that stopped reading give back the slots others wait for. */
@@ -175,9 +177,10 @@ static void shard_fatal(gf_shard *sh, uint32_t status, const char *fmt, ...) {
 /* The watchdog's period for `cfg`, shorter while receivers contend. */
 static uint64_t watchdog_period_ms(const gf_shard *sh, const gf_config *cfg) {
     gf_deadline_limits lim = gf_deadline_limits_of(cfg);
-    return gf_deadline_period_ms(&lim, cfg->frame_timeout_ms,
-                                 gf_sched_receive_contended(&sh->sched),
-                                 sh->sched.receiving > 0 && cfg->max_input_bytes_total > 0);
+    const gf_sched *s = &sh->sched;
+    int held = s->receiving > 0 && cfg->max_input_bytes_total > 0 &&
+               (!gf_list_empty(&s->wait_run) || !gf_list_empty(&s->wait_receive));
+    return gf_deadline_period_ms(&lim, cfg->frame_timeout_ms, gf_sched_receive_contended(s), held);
 }
 
 /* A batch on the engine past its deadline (deadline.h): the engine stopped
