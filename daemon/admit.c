@@ -293,6 +293,7 @@ int gf_admit_parked(gf_conn *c) {
      * slots a client may hold counts it), waited for whole: the wait is the
      * daemon's doing. */
     const gf_header *h = &c->parked_header;
+    c->sched.wait_pipeline = h->pipeline_id;
     gf_slot *b = gf_sched_claim(s, &c->sched, 0);
     if (b == NULL)
         return 0;

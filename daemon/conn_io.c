@@ -213,6 +213,9 @@ static void conn_input_drained(gf_conn *c) {
 /* The bytes of the request at the front of the buffer that are neither
  * buffered nor in the socket: 0 when it is all there (or nothing is begun). */
 static uint64_t conn_request_missing(gf_conn *c) {
+    /* A parked frame waits whole; one arriving is read, never waiting. */
+    if (c->parked)
+        return 0;
     gf_request req;
     gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
     if (req.kind != GF_REQ_HEADER && req.kind != GF_REQ_MORE)

@@ -206,10 +206,35 @@ static gf_sched_client *pick_receiver(gf_sched *s, int unready) {
     return unready ? oldest : NULL;
 }
 
+/* Whether pipeline `id` has a batch open or on the engine. */
+static int pipeline_busy(const gf_sched *s, uint32_t id) {
+    for (uint32_t i = 0; i < s->ring.count; i++) {
+        const gf_slot *b = &s->ring.slots[i];
+        if ((b->open || b->in_flight) && b->frame_count > 0 && b->frames[0].pipeline_id == id)
+            return 1;
+    }
+    return 0;
+}
+
+/* The whole-frame waiter a free slot goes to: the first of the oldest
+ * GF_GRANT_PROBES_MAX whose pipeline has no batch open or on the engine,
+ * else the oldest.  So a frame of another pipeline waits for one frame of
+ * a pipeline that holds every slot (heavy frames, one a batch), not for
+ * one more of them that waited before it. */
+static gf_sched_client *pick_runner(const gf_sched *s) {
+    const gf_link *l = gf_list_front(&s->wait_run);
+    for (int i = 0; l && i < GF_GRANT_PROBES_MAX; i++, l = gf_list_next(&s->wait_run, l)) {
+        gf_sched_client *c = gf_list_entry(l, gf_sched_client, waiting);
+        if (!pipeline_busy(s, c->wait_pipeline))
+            return c;
+    }
+    return waiter(gf_list_front(&s->wait_run));
+}
+
 /* Hands free slots to waiters; receivers not sending only if `unready`. */
 static void grant(gf_sched *s, int unready) {
     while (s->ring.free_count > 0) {
-        gf_sched_client *run = waiter(gf_list_front(&s->wait_run));
+        gf_sched_client *run = pick_runner(s);
         gf_sched_client *recv = s->receiving < s->receive_max ? pick_receiver(s, unready) : NULL;
         gf_sched_client *c = run && (!recv || run->wait_seq < recv->wait_seq) ? run : recv;
         if (!c)

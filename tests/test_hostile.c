@@ -109,6 +109,8 @@ typedef struct streamer {
     size_t frame_bytes;        /* in: every frame's payload length         */
     unsigned window;           /* in: frames in flight (0: 1), at most
                                   STREAM_WINDOW_MAX                         */
+    unsigned pace_us;          /* in: with window 1, a frame at most every
+                                  pace_us (0: as fast as replies come)      */
     uint64_t until_ms;         /* in: no frame is sent after this (gf_now_ms) */
     unsigned answered;         /* out: frames verified                      */
     uint64_t *lat_ns;          /* out: their latencies (malloc'd)          */
@@ -154,8 +156,14 @@ static void *stream_until(void *arg) {
     for (unsigned k = 0; k < STREAM_POOL && s->rc == 0; k++)
         s->rc = gf_test_make_frame(s->pipe, s->frame_bytes, &rng, &in[k], &ref[k], &ref_bytes,
                                    s->err, sizeof s->err);
-    uint64_t sent = 0, got = 0;
+    uint64_t sent = 0, got = 0, next_ns = gf_now_ns();
     while (s->rc == 0) {
+        if (s->pace_us && sent == got) {
+            uint64_t now = gf_now_ns();
+            if (now < next_ns)
+                gf_test_sleep_ms((unsigned)((next_ns - now + 999999) / 1000000));
+            next_ns = gf_now_ns() + (uint64_t)s->pace_us * 1000u;
+        }
         while (s->rc == 0 && sent - got < window && gf_now_ms() < s->until_ms) {
             sent_ns[sent % STREAM_WINDOW_MAX] = gf_now_ns();
             s->rc =
@@ -1075,6 +1083,10 @@ END_TEST
  * times (two batches of 20 held one for 20; a loaded machine's moments
  * stay below 10). */
 #define SHARE_ECHO_MAX_OF 10.0
+/* The echo client sends a frame at most this often. */
+#define SHARE_ECHO_PACE_US 2000
+/* The slots of the test's daemon (share_json_fmt). */
+#define SHARE_SLOTS 2
 
 static const char share_json_fmt[] =
     "{\"slots\": 2, \"shards\": 1, \"frame_timeout_ms\": 3600000,"
@@ -1142,19 +1154,23 @@ START_TEST(heavy_batches_hold_about_one_frame) {
     ck_assert_msg(frame_ms >= HEAVY_FRAME_MIN_MS, "one frame of sincos %u takes %" PRIu64 " ms",
                   iters, frame_ms);
 
-    uint64_t alone_ms = UINT64_MAX, beside_ms = UINT64_MAX;
+    uint64_t alone_ms = UINT64_MAX, beside_ms = UINT64_MAX, slowest_ms = 0;
     streamer all = {.lat_ns = NULL};
     for (unsigned r = 0; r < SHARE_ROUNDS; r++) {
         uint64_t ms = heavy_round(c, heavy, in, ref, ref_bytes, SHARE_FRAMES);
         alone_ms = ms < alone_ms ? ms : alone_ms;
+        /* Paced, so that it measures the waits without taking the cores
+         * the heavy frames run on (two of them here). */
         streamer e = {.socket_path = daemon_.socket_path,
                       .pipe = echo,
                       .frame_bytes = SMALL_FRAME_BYTES,
+                      .pace_us = SHARE_ECHO_PACE_US,
                       .until_ms = gf_now_ms() + ms};
         pthread_t t;
         ck_assert_int_eq(pthread_create(&t, NULL, stream_until, &e), 0);
         ms = heavy_round(c, heavy, in, ref, ref_bytes, SHARE_FRAMES);
         beside_ms = ms < beside_ms ? ms : beside_ms;
+        slowest_ms = ms > slowest_ms ? ms : slowest_ms;
         pthread_join(t, NULL);
         ck_assert_msg(e.rc == 0, "the echo client: %s", e.err);
         for (size_t k = 0; k < e.lat_count; k++)
@@ -1163,30 +1179,34 @@ START_TEST(heavy_batches_hold_about_one_frame) {
         free(e.lat_ns);
     }
 
+    /* One heavy frame's time: alone at the start, or as the slowest round
+     * beside the echo client ran them (its frames over the two slots), when
+     * other work on the machine made them slower meanwhile. */
+    double one_ms = (double)slowest_ms * SHARE_SLOTS / SHARE_FRAMES;
+    if (one_ms < (double)frame_ms)
+        one_ms = (double)frame_ms;
     double max = streamer_max_ms(&all), p99 = streamer_p99_ms(&all);
-    double bound = SHARE_ECHO_P99_OF * (double)frame_ms;
+    double bound = SHARE_ECHO_P99_OF * one_ms;
     double ratio = (double)alone_ms / (double)beside_ms;
     /* Under the sanitizers the echo client and the loop take cores the
      * heavy frames need (two of them, here): the bound scales. */
     double rate_bound = SHARE_RATE_OF / gf_test_time_scale();
     ck_assert_msg(all.answered > 0 && p99 <= bound,
                   "echo beside %d heavy frames: p99 %.1f ms (max %.1f ms, %u frames); bound "
-                  "%.1f ms (%.1f heavy frames of %" PRIu64 " ms)",
-                  SHARE_FRAMES, p99, max, all.answered, bound, SHARE_ECHO_P99_OF, frame_ms);
-    ck_assert_msg(max <= SHARE_ECHO_MAX_OF * (double)frame_ms,
+                  "%.1f ms (%.1f heavy frames of %.1f ms)",
+                  SHARE_FRAMES, p99, max, all.answered, bound, SHARE_ECHO_P99_OF, one_ms);
+    ck_assert_msg(max <= SHARE_ECHO_MAX_OF * one_ms,
                   "an echo frame beside %d heavy frames waited %.1f ms; bound %.1f ms (%.0f heavy "
-                  "frames of %" PRIu64 " ms)",
-                  SHARE_FRAMES, max, SHARE_ECHO_MAX_OF * (double)frame_ms, SHARE_ECHO_MAX_OF,
-                  frame_ms);
+                  "frames of %.1f ms)",
+                  SHARE_FRAMES, max, SHARE_ECHO_MAX_OF * one_ms, SHARE_ECHO_MAX_OF, one_ms);
     ck_assert_msg(ratio >= rate_bound,
                   "%d heavy frames took %" PRIu64 " ms beside the echo client, %" PRIu64
                   " ms alone: %.2f of the rate alone; bound %.2f",
                   SHARE_FRAMES, beside_ms, alone_ms, ratio, rate_bound);
-    printf("heavy beside echo: one heavy frame %" PRIu64 " ms, echo p99 %.1f ms (%.2f of it; max "
+    printf("heavy beside echo: one heavy frame %.1f ms, echo p99 %.1f ms (%.2f of it; max "
            "%.1f ms, %u frames); %d heavy frames %" PRIu64 " ms alone, %" PRIu64
            " ms beside (%.2f of the rate)\n",
-           frame_ms, p99, p99 / (double)frame_ms, max, all.answered, SHARE_FRAMES, alone_ms,
-           beside_ms, ratio);
+           one_ms, p99, p99 / one_ms, max, all.answered, SHARE_FRAMES, alone_ms, beside_ms, ratio);
     free(all.lat_ns);
     for (unsigned k = 0; k < STREAM_POOL; k++) {
         free(in[k]);
