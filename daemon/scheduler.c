@@ -289,10 +289,16 @@ static void note_submitter(gf_sched *s, uint32_t id, uint64_t now) {
 }
 
 /* Whether a pipeline other than `id` submitted within GF_BATCH_SHARE_NS of
- * `now`. */
+ * `now`, or a frame of one waits for a slot (among the oldest
+ * GF_GRANT_PROBES_MAX whole-frame waiters): one that waits long behind
+ * `id`'s batches still counts. */
 static int others_share(const gf_sched *s, uint32_t id, uint64_t now) {
     for (int k = 0; k < 2; k++)
         if (s->recent_ns[k] && s->recent_id[k] != id && now - s->recent_ns[k] < GF_BATCH_SHARE_NS)
+            return 1;
+    const gf_link *l = gf_list_front(&s->wait_run);
+    for (int i = 0; l && i < GF_GRANT_PROBES_MAX; i++, l = gf_list_next(&s->wait_run, l))
+        if (gf_list_entry(l, gf_sched_client, waiting)->wait_pipeline != id)
             return 1;
     return 0;
 }

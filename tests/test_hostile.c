@@ -112,6 +112,7 @@ typedef struct streamer {
     unsigned pace_us;          /* in: with window 1, a frame at most every
                                   pace_us (0: as fast as replies come)      */
     uint64_t until_ms;         /* in: no frame is sent after this (gf_now_ms) */
+    atomic_int *stop;          /* in: nonzero: no frame is sent after it (or NULL) */
     unsigned answered;         /* out: frames verified                      */
     uint64_t *lat_ns;          /* out: their latencies (malloc'd)          */
     size_t lat_count, lat_cap; /* out: entries used and allocated          */
@@ -164,7 +165,8 @@ static void *stream_until(void *arg) {
                 gf_test_sleep_ms((unsigned)((next_ns - now + 999999) / 1000000));
             next_ns = gf_now_ns() + (uint64_t)s->pace_us * 1000u;
         }
-        while (s->rc == 0 && sent - got < window && gf_now_ms() < s->until_ms) {
+        while (s->rc == 0 && sent - got < window && gf_now_ms() < s->until_ms &&
+               !(s->stop && atomic_load(s->stop))) {
             sent_ns[sent % STREAM_WINDOW_MAX] = gf_now_ns();
             s->rc =
                 gf_client_send_frame(c, s->pipe->id, sent, in[sent % STREAM_POOL], s->frame_bytes);
@@ -1085,6 +1087,8 @@ END_TEST
 #define SHARE_ECHO_MAX_OF 10.0
 /* The echo client sends a frame at most this often. */
 #define SHARE_ECHO_PACE_US 2000
+/* It streams this long before the heavy rounds begin. */
+#define SHARE_ECHO_LEAD_MS 200
 /* The slots of the test's daemon (share_json_fmt). */
 #define SHARE_SLOTS 2
 
@@ -1093,17 +1097,19 @@ static const char share_json_fmt[] =
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
     " {\"name\": \"heavy\", \"kind\": \"sincos\", \"params\": {\"iters\": %u}}]}";
 
-/* Sends `count` frames of `heavy` on `c`, the first half, then the rest a
- * moment later (two reads of the daemon: before batches were bounded they
- * made two batches, one per slot), then receives each and checks it;
- * returns the ms from the first send to the last result. */
-static uint64_t heavy_round(gf_client *c, const gf_pipeline *heavy, void *const *in,
+/* Sends `count` frames of `heavy` on `c`, the first half, then, once `mon`
+ * sees a batch on the engine, the rest (before batches were bounded, two
+ * batches, one per slot), then receives each and checks it; returns the ms
+ * from the first send to the last result. */
+static uint64_t heavy_round(gf_client *c, gf_client *mon, const gf_pipeline *heavy, void *const *in,
                             void *const *ref, size_t ref_bytes, unsigned count) {
     char err[GF_TEST_ERR_MAX];
     uint64_t t0 = gf_now_ms();
     for (unsigned i = 0; i < count; i++) {
-        if (i == count / 2 && i > 0)
-            gf_test_sleep_ms(10);
+        if (i == count / 2 && i > 0) {
+            ck_assert_int_eq(gf_client_flush(c, GF_TEST_REPLY_TIMEOUT_MS), 0);
+            gf_test_ck_wait_stat(mon, "slots.in_flight", 1, UINT64_MAX, GF_TEST_REPLY_TIMEOUT_MS);
+        }
         ck_assert_int_eq(
             gf_client_send_frame(c, heavy->id, i, in[i % STREAM_POOL], SMALL_FRAME_BYTES), 0);
     }
@@ -1137,6 +1143,7 @@ START_TEST(heavy_batches_hold_about_one_frame) {
     gf_pipeline *pipes = gf_test_ck_list(c, &count);
     const gf_pipeline *heavy = find_pipeline(pipes, count, "heavy");
     const gf_pipeline *echo = find_pipeline(pipes, count, "echo");
+    gf_client *mon = gf_test_ck_connect(daemon_.socket_path);
     void *in[STREAM_POOL], *ref[STREAM_POOL];
     size_t ref_bytes = 0;
     uint64_t rng = 0x7368617265ull;
@@ -1147,7 +1154,7 @@ START_TEST(heavy_batches_hold_about_one_frame) {
     /* One frame's time: the slowest of a few alone (the first not counted). */
     uint64_t frame_ms = 0;
     for (unsigned i = 0; i <= HEAVY_CALIBRATE; i++) {
-        uint64_t ms = heavy_round(c, heavy, in, ref, ref_bytes, 1);
+        uint64_t ms = heavy_round(c, mon, heavy, in, ref, ref_bytes, 1);
         if (i > 0)
             frame_ms = ms > frame_ms ? ms : frame_ms;
     }
@@ -1155,29 +1162,31 @@ START_TEST(heavy_batches_hold_about_one_frame) {
                   iters, frame_ms);
 
     uint64_t alone_ms = UINT64_MAX, beside_ms = UINT64_MAX, slowest_ms = 0;
-    streamer all = {.lat_ns = NULL};
     for (unsigned r = 0; r < SHARE_ROUNDS; r++) {
-        uint64_t ms = heavy_round(c, heavy, in, ref, ref_bytes, SHARE_FRAMES);
+        uint64_t ms = heavy_round(c, mon, heavy, in, ref, ref_bytes, SHARE_FRAMES);
         alone_ms = ms < alone_ms ? ms : alone_ms;
-        /* Paced, so that it measures the waits without taking the cores
-         * the heavy frames run on (two of them here). */
-        streamer e = {.socket_path = daemon_.socket_path,
-                      .pipe = echo,
-                      .frame_bytes = SMALL_FRAME_BYTES,
-                      .pace_us = SHARE_ECHO_PACE_US,
-                      .until_ms = gf_now_ms() + ms};
-        pthread_t t;
-        ck_assert_int_eq(pthread_create(&t, NULL, stream_until, &e), 0);
-        ms = heavy_round(c, heavy, in, ref, ref_bytes, SHARE_FRAMES);
+    }
+    /* The echo client streams from before the heavy rounds to after them,
+     * paced, so that it samples the waits evenly and leaves the cores to
+     * the heavy frames (two of them here). */
+    atomic_int stop = 0;
+    streamer all = {.socket_path = daemon_.socket_path,
+                    .pipe = echo,
+                    .frame_bytes = SMALL_FRAME_BYTES,
+                    .pace_us = SHARE_ECHO_PACE_US,
+                    .until_ms = UINT64_MAX,
+                    .stop = &stop};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, stream_until, &all), 0);
+    gf_test_sleep_ms(SHARE_ECHO_LEAD_MS);
+    for (unsigned r = 0; r < SHARE_ROUNDS; r++) {
+        uint64_t ms = heavy_round(c, mon, heavy, in, ref, ref_bytes, SHARE_FRAMES);
         beside_ms = ms < beside_ms ? ms : beside_ms;
         slowest_ms = ms > slowest_ms ? ms : slowest_ms;
-        pthread_join(t, NULL);
-        ck_assert_msg(e.rc == 0, "the echo client: %s", e.err);
-        for (size_t k = 0; k < e.lat_count; k++)
-            ck_assert_int_eq(streamer_record(&all, e.lat_ns[k]), 0);
-        all.answered += e.answered;
-        free(e.lat_ns);
     }
+    atomic_store(&stop, 1);
+    pthread_join(t, NULL);
+    ck_assert_msg(all.rc == 0, "the echo client: %s", all.err);
 
     /* One heavy frame's time: alone at the start, or as the slowest round
      * beside the echo client ran them (its frames over the two slots), when
@@ -1213,6 +1222,7 @@ START_TEST(heavy_batches_hold_about_one_frame) {
         free(ref[k]);
     }
     free(pipes);
+    gf_client_close(mon);
     gf_client_close(c);
     gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
 }
