@@ -964,19 +964,25 @@ END_TEST
 #define HEAVY_ITERS     2000
 #define HEAVY_FRAMES    40
 #define HEAVY_CALIBRATE 3
-/* frame_timeout_ms as a multiple of one frame's time. */
-#define HEAVY_TIMEOUT_OF 3
+/* frame_timeout_ms as a multiple of one frame's time: a batch of 40 is far
+ * past it, and a frame slowed 8 times by a loaded machine is still within
+ * it. */
+#define HEAVY_TIMEOUT_OF 8
 /* Below this a frame is too quick for the premise (a batch >> a frame's deadline). */
 #define HEAVY_FRAME_MIN_MS 5
 
+/* With HEAVY_BATCH_DELAY_US the batch waits for more frames, so that the
+ * 40 sent at once are one batch even when a loaded machine reads them
+ * slowly; the calibration's frames, one at a time, wait for none. */
+#define HEAVY_BATCH_DELAY_US 100000
 static const char heavy_json_fmt[] =
-    "{\"slots\": 1, \"frame_timeout_ms\": %" PRIu64 ","
-    " \"pipelines\": [{\"name\": \"heavy\", \"kind\": \"sincos\", \"params\": {\"iters\": %d}}]}";
+    "{\"slots\": 1, \"frame_timeout_ms\": %" PRIu64 ", \"pipelines\": [{\"name\": \"heavy\","
+    " \"kind\": \"sincos\", \"max_batch_delay_us\": %d, \"params\": {\"iters\": %d}}]}";
 
 /*
  * A batch's deadline is frame_timeout_ms for each of its frames: with one
  * slot, 40 frames sent at once run as a batch of about 40 T, far past
- * frame_timeout_ms = 3 T, where T is one frame's time; each frame is within
+ * frame_timeout_ms = 8 T, where T is one frame's time; each frame is within
  * it, so every frame is answered with its result, the daemon goes on
  * serving and exits 0 on SIGTERM.
  */
@@ -984,7 +990,7 @@ START_TEST(heavy_batch_is_not_a_dead_engine) {
     char json[512];
     uint64_t rng = 0x6865617679ull;
     /* T: the slowest of a few frames alone, with a deadline out of the way. */
-    snprintf(json, sizeof json, heavy_json_fmt, (uint64_t)3600000, HEAVY_ITERS);
+    snprintf(json, sizeof json, heavy_json_fmt, (uint64_t)3600000, 0, HEAVY_ITERS);
     gf_test_ck_daemon_start(&daemon_, json, g_engine);
     gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     size_t count;
@@ -1019,7 +1025,7 @@ START_TEST(heavy_batch_is_not_a_dead_engine) {
                   SMALL_FRAME_BYTES, HEAVY_ITERS, frame_ms);
 
     uint64_t timeout_ms = HEAVY_TIMEOUT_OF * frame_ms;
-    snprintf(json, sizeof json, heavy_json_fmt, timeout_ms, HEAVY_ITERS);
+    snprintf(json, sizeof json, heavy_json_fmt, timeout_ms, HEAVY_BATCH_DELAY_US, HEAVY_ITERS);
     gf_test_ck_daemon_start(&daemon_, json, g_engine);
     c = gf_test_ck_connect(daemon_.socket_path);
     uint64_t submissions = gf_test_ck_stat(c, "slots.submissions");

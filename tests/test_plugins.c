@@ -368,26 +368,58 @@ static pid_t spawn_stream(const gf_test_daemon *d, const char *pipeline, const c
 /* Reloads between [echo, clamp] and [echo, mlp] while echo frames stream:
  * every frame is answered and verified, the plugin a reload adds serves at
  * once. */
+/* Nonzero when the `len` bytes at `line` contain `word`. */
+static int line_has(const char *line, size_t len, const char *word) {
+    size_t n = strlen(word);
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(line + i, word, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* How far the reloads in `log` have come: the reloads ended (taken or
+ * rejected) into *ended; returns nonzero when none runs or waits to run (a
+ * SIGHUP during a reload queues one more, "a reload is under way"). */
+static int reloads_settled(const char *log, int *ended) {
+    int running = 0, queued = 0;
+    *ended = 0;
+    for (const char *line = log; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (line_has(line, len, "SIGHUP: reloading")) {
+            running = 1;
+            queued = 0;
+        } else if (line_has(line, len, "a reload is under way")) {
+            queued = 1;
+        } else if (line_has(line, len, "reloaded ") || line_has(line, len, "reload rejected")) {
+            running = 0;
+            ++*ended;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return !running && !queued;
+}
+
 /* Replaces d's configuration with `json`, sends SIGHUP and waits until the
- * daemon logged the reload's end (taken, or rejected): with many shards on
- * several devices, preparing the plugins takes its time. */
+ * daemon logged the end of a reload after it and none runs or waits any
+ * more, so that the last one read `json` (reloads sent just before may
+ * still be running: the daemon queues ours behind them).  With many shards
+ * on several devices, preparing the plugins takes its time. */
 static void reload_and_wait(gf_test_daemon *d, const char *json) {
     char *log = gf_test_read_file(d->log_path, NULL);
-    int before = 0, now = 0;
-    for (const char *p = log; p && (p = strstr(p, "reload")) != NULL; p++)
-        before += strncmp(p, "reloaded ", 9) == 0 || strncmp(p, "reload rejected", 15) == 0;
+    int before = 0, now = 0, settled = 0;
+    reloads_settled(log, &before);
     free(log);
     gf_test_ck_daemon_put_config(d, json);
     ck_assert_int_eq(gf_test_daemon_signal(d, SIGHUP), 0);
-    for (int ms = 0; now <= before && ms < 20000 * (int)gf_test_time_scale(); ms += 20) {
+    for (int ms = 0; !(settled && now > before) && ms < 20000 * (int)gf_test_time_scale();
+         ms += 20) {
         gf_test_sleep_ms(20);
         log = gf_test_read_file(d->log_path, NULL);
-        now = 0;
-        for (const char *p = log; p && (p = strstr(p, "reload")) != NULL; p++)
-            now += strncmp(p, "reloaded ", 9) == 0 || strncmp(p, "reload rejected", 15) == 0;
+        settled = reloads_settled(log ? log : "", &now);
         free(log);
     }
-    ck_assert_msg(now > before, "the reload did not end within 20 s");
+    ck_assert_msg(settled && now > before, "the reload did not end within 20 s");
 }
 
 START_TEST(reloads_add_and_remove_plugins_while_streaming) {
