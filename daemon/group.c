@@ -12,13 +12,8 @@
 
 void gf_group_refuse_handoff(gf_group *g, uint32_t shard, gf_stats *stats, int fd, int pending_fd,
                              const gf_header *frame) {
-    gf_reply_send_error(fd, frame, GF_ERR_SHUTTING_DOWN,
-                        frame ? "the daemon is stopping and took no new frame"
-                              : "the daemon is stopping; no new connections");
-    close(fd);
-    if (pending_fd >= 0)
-        close(pending_fd);
-    atomic_fetch_sub_explicit(&g->shard[shard].connections, 1, memory_order_relaxed);
+    /* Counted before the client can know (it may ask STATS at once); the
+     * connection counted open until its socket is closed. */
     if (stats == NULL && frame == NULL) {
         gf_group_count_refusal(g, GF_ERR_SHUTTING_DOWN);
     } else if (stats == NULL) {
@@ -28,4 +23,11 @@ void gf_group_refuse_handoff(gf_group *g, uint32_t shard, gf_stats *stats, int f
         stats->rejected[GF_ERR_SHUTTING_DOWN]++;
         stats->connections_refused += frame == NULL;
     }
+    gf_reply_send_error(fd, frame, GF_ERR_SHUTTING_DOWN,
+                        frame ? "the daemon is stopping and took no new frame"
+                              : "the daemon is stopping; no new connections");
+    close(fd);
+    if (pending_fd >= 0)
+        close(pending_fd);
+    atomic_fetch_sub_explicit(&g->shard[shard].connections, 1, memory_order_relaxed);
 }

@@ -38,11 +38,12 @@
 #define GF_ACCEPTS_PER_EVENT 64
 
 /* Answers a connection we will not serve with an ERROR of `status` and
- * closes it; never blocks (the reply is 32 bytes plus a line). */
+ * closes it; never blocks (the reply is 32 bytes plus a line).  Counted
+ * first: a client told so may ask STATS at once, on another connection. */
 void gf_listener_refuse(gf_listener *l, int fd, uint32_t status, const char *text) {
+    l->refused(l, status);
     gf_reply_send_error(fd, NULL, status, text);
     close(fd);
-    l->refused(l, status);
     gf_log_limited(&l->log, GF_LISTENER_LOG_PER_S, gf_now_ns(), GF_LOG_WARN,
                    "connection refused: %s: %s", gf_status_name(status), text);
 }
