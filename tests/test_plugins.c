@@ -368,15 +368,6 @@ static pid_t spawn_stream(const gf_test_daemon *d, const char *pipeline, const c
 /* Reloads between [echo, clamp] and [echo, mlp] while echo frames stream:
  * every frame is answered and verified, the plugin a reload adds serves at
  * once. */
-/* Nonzero when the `len` bytes at `line` contain `word`. */
-static int line_has(const char *line, size_t len, const char *word) {
-    size_t n = strlen(word);
-    for (size_t i = 0; i + n <= len; i++)
-        if (memcmp(line + i, word, n) == 0)
-            return 1;
-    return 0;
-}
-
 /* How far the reloads in `log` have come: the reloads ended (taken or
  * rejected) into *ended; returns nonzero when none runs or waits to run (a
  * SIGHUP during a reload queues one more, "a reload is under way"). */
@@ -386,12 +377,13 @@ static int reloads_settled(const char *log, int *ended) {
     for (const char *line = log; line && *line;) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
-        if (line_has(line, len, "SIGHUP: reloading")) {
+        if (gf_test_line_has(line, len, "SIGHUP: reloading")) {
             running = 1;
             queued = 0;
-        } else if (line_has(line, len, "a reload is under way")) {
+        } else if (gf_test_line_has(line, len, "a reload is under way")) {
             queued = 1;
-        } else if (line_has(line, len, "reloaded ") || line_has(line, len, "reload rejected")) {
+        } else if (gf_test_line_has(line, len, "reloaded ") ||
+                   gf_test_line_has(line, len, "reload rejected")) {
             running = 0;
             ++*ended;
         }

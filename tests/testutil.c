@@ -1156,8 +1156,7 @@ uint64_t gf_test_latency_bound_ms(uint64_t ms) {
     return (uint64_t)((double)(ms * scale * scale) * gf_test_load_factor());
 }
 
-/* Nonzero when the `len` bytes at `line` contain `word`. */
-static int line_has(const char *line, size_t len, const char *word) {
+int gf_test_line_has(const char *line, size_t len, const char *word) {
     size_t n = strlen(word);
 
     for (size_t i = 0; i + n <= len; i++)
@@ -1172,7 +1171,7 @@ size_t gf_test_count_lines(const char *text, const char *a, const char *b) {
     for (const char *line = text; line != NULL && *line != '\0';) {
         const char *end = strchr(line, '\n');
         size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
-        count += line_has(line, len, a) && (b == NULL || line_has(line, len, b));
+        count += gf_test_line_has(line, len, a) && (b == NULL || gf_test_line_has(line, len, b));
         line = end != NULL ? end + 1 : NULL;
     }
     return count;

@@ -414,6 +414,9 @@ double gf_test_load_factor(void);
 
 /* The number of lines of `text` that contain `a` and, unless it is NULL,
  * also `b`. */
+/* Nonzero when the `len` bytes at `line` contain `word`. */
+int gf_test_line_has(const char *line, size_t len, const char *word);
+
 size_t gf_test_count_lines(const char *text, const char *a, const char *b);
 
 /*
