@@ -1018,6 +1018,14 @@ static int raw_send_header(int fd, const gf_header *h) {
     return raw_send(fd, b, sizeof b);
 }
 
+/* Sends the request `h` and `bytes` of its payload from `payload` (all of
+ * it, or the part a client sends before it stops or leaves).  Returns 0 or
+ * a negative errno. */
+static int raw_send_frame(int fd, const gf_header *h, const void *payload, size_t bytes) {
+    int rc = raw_send_header(fd, h);
+    return rc == 0 ? raw_send(fd, payload, bytes) : rc;
+}
+
 /* Receives exactly `len` bytes within `timeout_ms`.  Returns 0, -EPIPE on
  * end of file, -ETIMEDOUT, or a negative errno. */
 static int raw_recv(int fd, void *buf, size_t len, int timeout_ms) {
@@ -1112,6 +1120,23 @@ static void anomaly(hostile_client *hc, const char *what, const char *fmt, ...) 
     failure("hostile %u (%s): %s", hc->index, what, text);
 }
 
+/* A request begun and not finished, as a client that stops or leaves sends
+ * it: kind 0 part of an echo frame's header; 1 the header of a small frame
+ * `id` (staged, no slot) and part of its payload; 2 that of a large one
+ * (read into a slot).  At least `min_sent` payload bytes go, fewer than
+ * the frame's.  Returns 0 or a negative errno. */
+static int send_begun(hostile_client *hc, int fd, int kind, uint64_t id, unsigned min_sent) {
+    uint64_t bytes = kind == 1 ? min_sent + 1 + rnd_below(&hc->rng, 16384 - min_sent)
+                               : 16385 + rnd_below(&hc->rng, FRAME_MAX_BYTES - 16384);
+    gf_header h = frame_header(echo_id, id, bytes);
+    if (kind == 0) {
+        uint8_t b[GF_HEADER_BYTES];
+        gf_header_encode(&h, b);
+        return raw_send(fd, b, 1 + rnd_below(&hc->rng, GF_HEADER_BYTES - 1));
+    }
+    return raw_send_frame(fd, &h, pool, min_sent + (size_t)rnd_below(&hc->rng, bytes - min_sent));
+}
+
 /* Connects, sends a frame's header and part of its payload (or part of a
  * header), and closes.  kind 0: part of a header; 1: a small payload
  * (staged, no slot); 2: a large one (read into a slot: truncated). */
@@ -1119,16 +1144,7 @@ static void attack_disconnect(hostile_client *hc, int kind) {
     int fd = raw_connect(hc);
     if (fd < 0)
         return;
-    uint64_t bytes = kind == 1 ? 1 + rnd_below(&hc->rng, 16384)
-                               : 16385 + rnd_below(&hc->rng, FRAME_MAX_BYTES - 16384);
-    gf_header h = frame_header(echo_id, rnd(&hc->rng), bytes);
-    uint8_t b[GF_HEADER_BYTES];
-    gf_header_encode(&h, b);
-    int rc;
-    if (kind == 0)
-        rc = raw_send(fd, b, 1 + rnd_below(&hc->rng, GF_HEADER_BYTES - 1));
-    else if ((rc = raw_send(fd, b, sizeof b)) == 0)
-        rc = raw_send(fd, pool, (size_t)rnd_below(&hc->rng, bytes));
+    int rc = send_begun(hc, fd, kind, rnd(&hc->rng), 0);
     close(fd);
     if (rc < 0) {
         anomaly(hc, "disconnect", "send: %s", strerror(-rc));
@@ -1150,9 +1166,7 @@ static int send_whole(hostile_client *hc, int fd, unsigned frames, size_t min_by
     for (unsigned i = 0; i < frames; i++) {
         size_t bytes = min_bytes + (size_t)rnd_below(&hc->rng, span);
         gf_header h = frame_header(echo_id, i, bytes);
-        int rc = raw_send_header(fd, &h);
-        if (rc == 0)
-            rc = raw_send(fd, pool, bytes);
+        int rc = raw_send_frame(fd, &h, pool, bytes);
         if (rc == -EPIPE || rc == -ECONNRESET) {
             /* It does not read: its first reply can block while later
              * frames wait for slots, and write_timeout_ms cuts it. */
@@ -1288,17 +1302,9 @@ static void attack_stall(hostile_client *hc, int kind) {
     int fd = raw_connect(hc);
     if (fd < 0)
         return;
-    uint64_t bytes = kind == 1 ? 2 + rnd_below(&hc->rng, 16383)
-                               : 16385 + rnd_below(&hc->rng, FRAME_MAX_BYTES - 16384);
     uint64_t id = rnd(&hc->rng) >> 1;
-    gf_header h = frame_header(echo_id, id, bytes);
-    uint8_t b[GF_HEADER_BYTES];
-    gf_header_encode(&h, b);
-    int rc;
-    if (kind == 0)
-        rc = raw_send(fd, b, 1 + rnd_below(&hc->rng, GF_HEADER_BYTES - 1));
-    else if ((rc = raw_send(fd, b, sizeof b)) == 0)
-        rc = raw_send(fd, pool, 1 + (size_t)rnd_below(&hc->rng, bytes - 1));
+    /* At least one payload byte: a stall, not a frame that is all there. */
+    int rc = send_begun(hc, fd, kind, id, 1);
     if (rc < 0) {
         anomaly(hc, "stall", "send: %s", strerror(-rc));
         close(fd);
@@ -1365,8 +1371,7 @@ static void attack_noread(hostile_client *hc, int kind) {
     unsigned traces = 0;
     if (kind == 0) {
         gf_header h = frame_header(echo_id, 1, FRAME_MAX_BYTES);
-        if ((rc = raw_send_header(fd, &h)) == 0)
-            rc = raw_send(fd, pool, FRAME_MAX_BYTES);
+        rc = raw_send_frame(fd, &h, pool, FRAME_MAX_BYTES);
     } else {
         /* Half of them within the daemon's cap on unwritten replies, half
          * past it, which leaves whole requests unread in its buffer. */
@@ -1415,9 +1420,7 @@ static void attack_closers(hostile_client *hc) {
         if (fd < 0)
             return;
         gf_header h = frame_header(echo_id, rnd(&hc->rng), CLOSER_ANNOUNCED_BYTES);
-        int rc = raw_send_header(fd, &h);
-        if (rc == 0)
-            rc = raw_send(fd, pool, CLOSER_SENT_BYTES);
+        int rc = raw_send_frame(fd, &h, pool, CLOSER_SENT_BYTES);
         close(fd);
         if (rc < 0) {
             anomaly(hc, "closer", "send: %s", strerror(-rc));
@@ -1533,9 +1536,7 @@ static void attack_heavy(hostile_client *hc) {
         if (sent < HEAVY_FRAMES) {
             offs[sent] = (size_t)rnd_below(&hc->rng, (POOL_BYTES - opt.heavy_bytes) / 4) * 4;
             gf_header h = frame_header(sp->p.id, sent, opt.heavy_bytes);
-            int rc = raw_send_header(fd, &h);
-            if (rc == 0)
-                rc = raw_send(fd, pool + offs[sent], opt.heavy_bytes);
+            int rc = raw_send_frame(fd, &h, pool + offs[sent], opt.heavy_bytes);
             if (rc < 0) {
                 anomaly(hc, "heavy", "send frame %u: %s", sent, strerror(-rc));
                 ok = 0;
