@@ -100,6 +100,11 @@ static const unsigned wb_windows[] = {1, 2, 4, 8};
  * max_output_bytes unread (8 MiB), so sending them all before reading
  * cannot wedge. */
 #define HEAVY_BYTES_MAX (64u << 10)
+/* A heavy frame is a slice of the pool's first HEAVY_SPAN_FRAMES frames'
+ * worth of bytes, the one part of the pool whose heavy reference is
+ * computed: it costs the CPU every round for every float (20,000 rounds on
+ * CUDA; over the whole pool, most of an hour). */
+#define HEAVY_SPAN_FRAMES 2
 /* Poison written over a shm frame's output range before it is sent, so a
  * frame the daemon never wrote cannot pass on an earlier frame's output. */
 #define OUT_POISON_BYTES 64
@@ -374,6 +379,11 @@ static int load_configs(void) {
     return 0;
 }
 
+/* The bytes at the pool's start that heavy frames are slices of. */
+static size_t heavy_span(void) {
+    return opt.heavy_bytes * HEAVY_SPAN_FRAMES;
+}
+
 /* Makes the inputs and every reference output.  Returns 0 or -1. */
 static int build_references(uint64_t seed) {
     uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -393,10 +403,11 @@ static int build_references(uint64_t seed) {
         weight_total += sp->weight;
         char why[TEXT_BYTES];
         if (sp->elementwise) {
+            size_t span = sp->weight == 0 ? heavy_span() : POOL_BYTES;
             for (unsigned s = 0; s < sp->set_count; s++) {
-                if (!(sp->ref[s][0] = malloc(POOL_BYTES)))
+                if (!(sp->ref[s][0] = malloc(span)))
                     return -1;
-                sp->p.stages[0].kind->reference(&sp->sets[s], pool, POOL_BYTES, sp->ref[s][0]);
+                sp->p.stages[0].kind->reference(&sp->sets[s], pool, span, sp->ref[s][0]);
             }
             continue;
         }
@@ -1530,11 +1541,11 @@ static void attack_heavy(hostile_client *hc) {
     unsigned sent = 0, got = 0;
     uint8_t *out = malloc(opt.heavy_bytes);
     int ok = out != NULL;
-    /* Each frame is a slice of the pool; each reply is checked against the
-     * reference of its slice. */
+    /* Each frame is a slice of the pool's heavy span; each reply is checked
+     * against the reference of its slice. */
     while (ok && got < HEAVY_FRAMES) {
         if (sent < HEAVY_FRAMES) {
-            offs[sent] = (size_t)rnd_below(&hc->rng, (POOL_BYTES - opt.heavy_bytes) / 4) * 4;
+            offs[sent] = (size_t)rnd_below(&hc->rng, (heavy_span() - opt.heavy_bytes) / 4 + 1) * 4;
             gf_header h = frame_header(sp->p.id, sent, opt.heavy_bytes);
             int rc = raw_send_frame(fd, &h, pool + offs[sent], opt.heavy_bytes);
             if (rc < 0) {
