@@ -15,13 +15,13 @@
 #
 #   bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C]
 #                    [--clients-only] [--shards S] [--completion MODE] [--no-graphs]
-#                    [--batch-delay US]
+#                    [--batch-delay US|auto]
 #
 # --clients-only: the many-clients runs alone.  --shards, --completion,
 # --no-graphs (cuda_graphs false): the many-clients daemon's (default: the
 # daemon's own choice).  --batch-delay: its
-# pipelines' max_batch_delay_us (default: the key left out, so that builds
-# from before it exist can be measured the same way).
+# pipelines' max_batch_delay_us, microseconds or auto (default: the key left
+# out, so that builds from before it exist can be measured the same way).
 #
 # stdout: one line per pipeline,
 #   plugin PIPELINE frames_per_s=F p50_us=P h2d_us=A kernel_us=K [stage k=US ...] d2h_us=D
@@ -33,7 +33,7 @@
 # without STATS' pipelines[].batches).
 # Exit status 1 when a stream failed or verification found a difference.
 set -uo pipefail
-usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C] [--clients-only] [--shards S] [--completion MODE] [--no-graphs] [--batch-delay US]"
+usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C] [--clients-only] [--shards S] [--completion MODE] [--no-graphs] [--batch-delay US|auto]"
 if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
 build=$(cd "$1" && pwd); shift
 engine=cuda frames=4000 clients=16 clients_only=0 daemon_keys="" delay=""
@@ -44,7 +44,8 @@ while [ $# -gt 0 ]; do
     --shards) daemon_keys+='"shards": '${2:-}', '; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --completion) daemon_keys+='"completion": "'${2:-}'", '; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --no-graphs) daemon_keys+='"cuda_graphs": false, '; shift ;;
-    --batch-delay) delay=', "max_batch_delay_us": '${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
+    --batch-delay) d=${2:-}; [ "$d" = auto ] && d='"auto"'
+                   delay=', "max_batch_delay_us": '$d; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --engine) engine=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --frames) frames=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     *) echo "$usage" >&2; exit 2 ;;

@@ -263,6 +263,9 @@ void gf_config_note_restart(char *note, size_t len, const char *fmt, ...)
 /* The most a pipeline's max_batch_delay_us may be: a batch that waits
  * longer is a queue, not a batch. */
 #define GF_BATCH_DELAY_US_MAX 100000u
+/* A pipeline's max_batch_delay_us when the file says "auto": the wait
+ * follows from measured cost and arrivals (batch_delay.h). */
+#define GF_BATCH_DELAY_AUTO UINT32_MAX
 
 /*
  * The size of every slot's output buffer: the largest result any configured

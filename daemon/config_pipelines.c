@@ -11,6 +11,7 @@
 #include "config_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,10 +137,19 @@ static int read_batching(const cJSON *frames, const cJSON *delay, const char *pa
     }
     p->max_batch_delay_us = 0;
     snprintf(key, sizeof key, "%s.max_batch_delay_us", path);
-    if (delay && gf_json_read_integer(delay, key, 0, GF_BATCH_DELAY_US_MAX, &v, pr) < 0)
+    if (cJSON_IsString(delay) && strcmp(delay->valuestring, "auto") == 0) {
+        p->max_batch_delay_us = GF_BATCH_DELAY_AUTO; /* batch_delay.h picks the wait */
+    } else if (delay && !(cJSON_IsNumber(delay) && delay->valuedouble >= 0 &&
+                          delay->valuedouble <= GF_BATCH_DELAY_US_MAX &&
+                          delay->valuedouble == floor(delay->valuedouble))) {
+        char got[GF_VALUE_TEXT_BYTES];
+        gf_json_describe(delay, got, sizeof got);
+        gf_problem(pr, "%s: expected \"auto\" or an integer in [0, %u], got %s", key,
+                   GF_BATCH_DELAY_US_MAX, got);
         rc = -1;
-    else if (delay)
-        p->max_batch_delay_us = (uint32_t)v;
+    } else if (delay) {
+        p->max_batch_delay_us = (uint32_t)delay->valuedouble;
+    }
     return rc;
 }
 

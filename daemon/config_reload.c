@@ -142,6 +142,14 @@ static void pipeline_text(const gf_pipeline *p, char *buf, size_t len) {
 }
 
 /* Appends what differs between the pipelines of `from` and `to`. */
+/* A max_batch_delay_us as the file says it: "auto" or the number. */
+static const char *delay_text(uint32_t delay_us, char *buf, size_t len) {
+    if (delay_us == GF_BATCH_DELAY_AUTO)
+        return "auto";
+    snprintf(buf, len, "%u", delay_us);
+    return buf;
+}
+
 static void describe_pipeline_changes(const gf_config *from, const gf_config *to, char *buf,
                                       size_t len) {
     if (from->pipeline_count != to->pipeline_count)
@@ -156,9 +164,12 @@ static void describe_pipeline_changes(const gf_config *from, const gf_config *to
         if (a->max_batch_frames != b->max_batch_frames)
             append_change(buf, len, "pipelines[%zu] (%s).max_batch_frames %u -> %u", i, b->name,
                           a->max_batch_frames, b->max_batch_frames);
-        if (a->max_batch_delay_us != b->max_batch_delay_us)
-            append_change(buf, len, "pipelines[%zu] (%s).max_batch_delay_us %u -> %u", i, b->name,
-                          a->max_batch_delay_us, b->max_batch_delay_us);
+        if (a->max_batch_delay_us != b->max_batch_delay_us) {
+            char da[16], db[16];
+            append_change(buf, len, "pipelines[%zu] (%s).max_batch_delay_us %s -> %s", i, b->name,
+                          delay_text(a->max_batch_delay_us, da, sizeof da),
+                          delay_text(b->max_batch_delay_us, db, sizeof db));
+        }
         pipeline_text(a, pa, sizeof pa);
         pipeline_text(b, pb, sizeof pb);
         if (strcmp(pa, pb) == 0)

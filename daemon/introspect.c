@@ -242,6 +242,30 @@ static void add_shards(cJSON *doc, const gf_snapshot *snaps, uint32_t n, uint64_
     }
 }
 
+/* Each "auto" pipeline's pipelines[].batches.auto: every shard's last
+ * wait and its inputs (batch_delay.h), found by the pipeline's name. */
+static void add_batch_delays(cJSON *doc, const gf_shard *sh, const gf_snapshot *snaps, uint32_t n) {
+    cJSON *pl = cJSON_GetObjectItem(doc, "pipelines");
+    for (size_t i = 0; i < sh->cfg->pipeline_count; i++) {
+        const gf_pipeline *p = &sh->cfg->pipelines[i];
+        cJSON *bt = cJSON_GetObjectItem(cJSON_GetArrayItem(pl, (int)i), "batches");
+        if (p->max_batch_delay_us != GF_BATCH_DELAY_AUTO || bt == NULL)
+            continue;
+        cJSON *arr = cJSON_AddArrayToObject(bt, "auto");
+        for (uint32_t k = 0; k < n; k++) {
+            const gf_snapshot *s = &snaps[k];
+            for (size_t j = 0; s->present && j < s->stats.pipeline_count; j++) {
+                if (strcmp(s->names[j], p->name) != 0)
+                    continue;
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddItemToArray(arr, o);
+                cJSON_AddNumberToObject(o, "shard", s->shard);
+                gf_batch_delay_to_json(&s->stats.pipelines[j].delay, o);
+            }
+        }
+    }
+}
+
 /* Every shard of a device (timed_busy). */
 #define GF_ALL_SHARDS UINT32_MAX
 
@@ -407,6 +431,7 @@ cJSON *gf_stats_document(const gf_shard *sh, const gf_snapshot *snaps, uint32_t 
         have = 1;
     }
     add_gpu(doc, &best, have);
+    add_batch_delays(doc, sh, snaps, n);
     add_shards(doc, snaps, n, now);
     add_devices(doc, snaps, n, now);
     gf_stats_free(&sum);

@@ -422,6 +422,35 @@ static void invite(gf_sched *s, uint32_t id) {
     }
 }
 
+/* The "auto" batch delay's state of frame `f`'s pipeline (batch_delay.h),
+ * or NULL for one a reload removed. */
+static gf_batch_delay *auto_delay(const gf_sched *s, const gf_frame *f) {
+    uint32_t id = gf_config_pipeline_id(s->cfg, f->pipeline_id, f->pipeline.name);
+    return id < s->stats->pipeline_count ? &s->stats->pipelines[id].delay : NULL;
+}
+
+/* `f` joined a batch of an "auto" pipeline: its arrival counts, and the
+ * batch may have reached the size it waits for. */
+static void auto_joined(gf_sched *s, const gf_frame *f) {
+    gf_batch_delay *d = auto_delay(s, f);
+    if (d)
+        gf_batch_delay_arrived(d, 1, f->arrived_ns);
+    s->hooks.batches(s->hooks.arg);
+}
+
+/* When open batch `b` is due at `now`: its pipeline's max_batch_delay_us
+ * after its first frame, or the wait batch_delay.h picks for "auto". */
+static uint64_t batch_due(gf_sched *s, const gf_slot *b, uint64_t now) {
+    const gf_frame *first = &b->frames[0];
+    uint32_t delay_us = first->pipeline.max_batch_delay_us;
+    if (delay_us != GF_BATCH_DELAY_AUTO)
+        return first->whole_ns + (uint64_t)delay_us * 1000u;
+    gf_batch_delay *d = auto_delay(s, first);
+    return d ? gf_batch_delay_due(d, first->whole_ns, b->frame_count, batch_frames_max(s, b),
+                                  GF_BATCH_HOLD_IN_FLIGHT, now)
+             : first->whole_ns;
+}
+
 gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, const gf_header *h,
                         uint64_t in_bytes, const uint64_t stage_bytes[GF_STAGES_MAX],
                         uint64_t arrived_ns) {
@@ -447,6 +476,8 @@ gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, c
         s->hooks.batches(s->hooks.arg);
     }
     c->invited = 0;
+    if (p->max_batch_delay_us == GF_BATCH_DELAY_AUTO)
+        auto_joined(s, f);
     return f;
 }
 
@@ -456,8 +487,7 @@ uint64_t gf_sched_submit_batches(gf_sched *s, uint64_t now) {
     while (l) {
         gf_slot *b = gf_list_entry(l, gf_slot, open_link);
         l = gf_list_next(&s->open, l);
-        const gf_pipeline *p = &b->frames[0].pipeline;
-        uint64_t due = b->frames[0].whole_ns + (uint64_t)p->max_batch_delay_us * 1000u;
+        uint64_t due = batch_due(s, b, now);
         if (b->frame_count < batch_frames_max(s, b) && !s->draining) {
             /* Waiting for the engine costs its frames nothing: a completion
              * runs this again. */

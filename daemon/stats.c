@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+
 /* 1-2-5 steps: wide enough for a 4 KiB echo (tens of µs) and a stuck frame. */
 const uint64_t gf_latency_bounds_ns[GF_LATENCY_BOUNDS] = {
     1000,        2000,        5000,        10000,        20000,      50000,      100000,
@@ -147,6 +149,7 @@ void gf_stats_completed(gf_stats *st, uint32_t pipeline_id, uint32_t frames, uin
         return;
     uint64_t *cost = &st->pipelines[pipeline_id].frame_cost_ns, one = engine_ns / frames;
     *cost = *cost ? *cost - *cost / 8 + one / 8 : one;
+    gf_batch_delay_completed(&st->pipelines[pipeline_id].delay, frames, engine_ns);
 }
 
 void gf_stats_frame_answered(gf_stats *st, uint32_t pipeline_id,
@@ -258,6 +261,10 @@ static void add_pipelines(const gf_stats *st, const gf_pipeline *pipelines, cJSO
             cJSON_AddItemToArray(bc, cJSON_CreateNumber((double)ps->batch_counts[k]));
         }
         add_u64(bt, "wait_ns", ps->batch_wait_ns);
+        if (pipelines[i].max_batch_delay_us == GF_BATCH_DELAY_AUTO)
+            cJSON_AddStringToObject(bt, "delay_us", "auto");
+        else
+            add_u64(bt, "delay_us", pipelines[i].max_batch_delay_us);
         cJSON *ph = cJSON_AddObjectToObject(p, "phases");
         for (unsigned k = 0; k < GF_PHASE_COUNT; k++) {
             cJSON *one = cJSON_AddObjectToObject(ph, phase_names[k]);

@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "batch_delay.h"
 #include "pipeline.h"
 #include "protocol.h"
 #include "util.h"
@@ -59,6 +60,10 @@ typedef struct gf_pipeline_stats {
      * scheduler bounds the pipeline's batches by it; not in STATS, not
      * summed over shards. */
     uint64_t frame_cost_ns;
+    /* Its batches' measured cost and arrivals and the last wait chosen
+     * from them, for max_batch_delay_us "auto" (batch_delay.h): this
+     * shard's own, like frame_cost_ns; STATS shows each shard's. */
+    gf_batch_delay delay;
 } gf_pipeline_stats;
 
 /* End-to-end latency buckets: 1-2-5 steps from 1 µs to 100 s, plus one
@@ -151,7 +156,8 @@ void gf_stats_free(gf_stats *st);
 
 /* A batch of `frames` frames of pipeline `pipeline_id` came back from the
  * engine `engine_ns` after its submission: its frame_cost_ns moves an
- * eighth of the way to engine_ns / frames. */
+ * eighth of the way to engine_ns / frames, and its batch cost fit takes it
+ * (gf_batch_delay_completed). */
 void gf_stats_completed(gf_stats *st, uint32_t pipeline_id, uint32_t frames, uint64_t engine_ns);
 
 /*

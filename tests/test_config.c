@@ -477,9 +477,16 @@ static const struct bad_config bad_configs[] = {
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"max_batch_frames\": 65}]}",
      "pipelines[0] (e).max_batch_frames: expected an integer in [1, 64], got 65"},
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"max_batch_delay_us\": -1}]}",
-     "pipelines[0] (e).max_batch_delay_us: expected an integer in [0, 100000], got -1"},
+     "pipelines[0] (e).max_batch_delay_us: expected \"auto\" or an integer in [0, 100000], got -1"},
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"max_batch_delay_us\": 2.5}]}",
-     "pipelines[0] (e).max_batch_delay_us: expected an integer in [0, 100000], got 2.5"},
+     "pipelines[0] (e).max_batch_delay_us: expected \"auto\" or an integer in [0, 100000], got "
+     "2.5"},
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"max_batch_delay_us\": 100001}]}",
+     "pipelines[0] (e).max_batch_delay_us: expected \"auto\" or an integer in [0, 100000], got "
+     "100001"},
+    {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"max_batch_delay_us\": \"Auto\"}]}",
+     "pipelines[0] (e).max_batch_delay_us: expected \"auto\" or an integer in [0, 100000], got "
+     "\"Auto\""},
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"bad key\": 1}]}",
      "pipelines[0].\"bad key\": unknown key"},
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"devices\": \"0,x\"}]}",
@@ -1171,6 +1178,17 @@ START_TEST(keep_restart_keys_notes_and_keeps) {
                               "pipelines[0] (af).max_batch_frames 64 -> 8, pipelines[0] "
                               "(af).max_batch_delay_us 0 -> 50, pipelines[0] (af).params "
                               "{\"a\":2,\"b\":0} -> {\"a\":3,\"b\":0}");
+    /* "auto" is said as the file says it. */
+    gf_config autoed;
+    parse_ok("{\"max_frame_bytes\": 1048576, \"log_level\": \"debug\", \"pipelines\": [{\"name\": "
+             "\"af\", \"kind\": \"affine\", \"params\": {\"a\": 3}, \"max_batch_frames\": 8, "
+             "\"max_batch_delay_us\": \"auto\"}]}",
+             &autoed);
+    gf_config_describe_changes(&next, &autoed, changes, sizeof changes);
+    ck_assert_str_eq(changes, "pipelines[0] (af).max_batch_delay_us 50 -> auto");
+    gf_config_describe_changes(&autoed, &next, changes, sizeof changes);
+    ck_assert_str_eq(changes, "pipelines[0] (af).max_batch_delay_us auto -> 50");
+    gf_config_free(&autoed);
 
     /* Nothing that needs a restart changed: the note stays empty. */
     note[0] = '\0';

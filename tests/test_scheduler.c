@@ -173,13 +173,13 @@ static gf_frame *add_frame(gf_sched_client *c, uint64_t frame_id) {
     return f;
 }
 
-/* A whole frame of `c` for pipeline `p`, whole at `whole_ns`, as admission
- * places it: in the pipeline's open batch (NULL: `c` waits). */
+/* A whole frame of `c` for pipeline `p`, arrived and whole at `whole_ns`,
+ * as admission places it: in the pipeline's open batch (NULL: `c` waits). */
 static gf_frame *join_at(gf_sched_client *c, const gf_pipeline *p, uint64_t frame_id,
                          uint64_t whole_ns) {
     gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, p->id, FRAME_BYTES);
     uint64_t stage_bytes[GF_STAGES_MAX] = {FRAME_BYTES};
-    gf_frame *f = gf_sched_join(&sched, c, p, &h, FRAME_BYTES, stage_bytes, 0);
+    gf_frame *f = gf_sched_join(&sched, c, p, &h, FRAME_BYTES, stage_bytes, whole_ns);
     if (f) {
         ck_assert_ptr_eq(f->client, c);
         f->whole_ns = whole_ns;
@@ -568,6 +568,51 @@ START_TEST(a_batch_waits_its_delay) {
 }
 END_TEST
 
+/* With max_batch_delay_us "auto", an unmeasured pipeline's batch goes at
+ * once, as with 0; once its batches' cost and its arrivals are measured
+ * (40 µs a submission, 1 µs a frame, 500k frames/s), a batch waits for the
+ * 14 frames that keep up with them (batch_delay.h), and goes as soon as it
+ * holds them.  STATS's inputs are the ones it decided on. */
+START_TEST(an_auto_batch_waits_for_the_batch_that_keeps_up) {
+    setup(3);
+    echo.max_batch_delay_us = GF_BATCH_DELAY_AUTO;
+    const uint64_t t0 = 1000000000ull;
+    join_at(A, &echo, 1, t0);
+    ck_assert_uint_eq(gf_sched_submit_batches(&sched, t0), 0);
+    ck_assert_uint_eq(submitted_count, 1);
+    gf_sched_complete(submitted[0], &sched);
+    gf_batch_delay *d = &stats.pipelines[0].delay;
+    memset(d, 0, sizeof *d);
+    for (int round = 0; round < 10; round++)
+        for (uint32_t n = 1; n <= 16; n++)
+            gf_batch_delay_completed(d, n, 40000 + 1000 * (uint64_t)n);
+    const uint64_t t1 = 2 * t0;
+    for (uint64_t t = t1 - 100000000ull; t < t1; t += 2000)
+        gf_batch_delay_arrived(d, 1, t);
+    unsigned calls = batches_calls;
+    join_at(B, &echo, 2, t1);
+    ck_assert_uint_gt(batches_calls, calls); /* a pass will look at it */
+    uint64_t due = gf_sched_submit_batches(&sched, t1);
+    ck_assert_uint_eq(submitted_count, 1);
+    ck_assert_uint_eq(d->last_out.target_frames, 14);
+    ck_assert_uint_ge(due, t1 + 25000);
+    ck_assert_uint_le(due, t1 + 27000);
+    for (uint64_t i = 0; i < 12; i++) {
+        calls = batches_calls;
+        join_at(C, &echo, 3 + i, t1 + 1000 * (i + 1));
+        ck_assert_uint_gt(batches_calls, calls);
+        ck_assert_uint_ne(gf_sched_submit_batches(&sched, t1 + 1000 * (i + 1)), 0);
+        ck_assert_uint_eq(submitted_count, 1);
+    }
+    join_at(D, &echo, 15, t1 + 13000);
+    ck_assert_uint_eq(gf_sched_submit_batches(&sched, t1 + 13000), 0);
+    ck_assert_uint_eq(submitted_count, 2);
+    ck_assert_uint_eq(submitted[1]->frame_count, 14);
+    ck_assert_uint_eq(d->last_in.queued, 14);
+    teardown();
+}
+END_TEST
+
 /* A batch that opens invites the whole-frame waiters of its pipeline to
  * join it, not others'; one that finds it full waits again in its old
  * place. */
@@ -758,6 +803,7 @@ static Suite *scheduler_suite(void) {
     tcase_add_test(tc, pipelines_do_not_share_a_batch);
     tcase_add_test(tc, a_full_batch_goes_at_once);
     tcase_add_test(tc, a_batch_waits_its_delay);
+    tcase_add_test(tc, an_auto_batch_waits_for_the_batch_that_keeps_up);
     tcase_add_test(tc, waiters_are_invited_to_a_batch_that_opens);
     tcase_add_test(tc, batches_are_held_while_the_engine_is_busy);
     tcase_add_test(tc, a_received_frame_has_its_slot_to_itself);
