@@ -59,6 +59,9 @@ enum {
     OPT_PROMETHEUS,
     OPT_WATCH,
     OPT_SVG,
+    OPT_DEADLINE_MS,
+    OPT_LATEST_ONLY,
+    OPT_RATE,
 };
 
 /* The common options, for a subcommand's getopt_long tables and its help. */

@@ -6,12 +6,14 @@
  * and the frame size, and runs the window; gpuframe_stream_run.h says
  * where the frames and the replies are handled.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpuframe_commands.h"
@@ -31,6 +33,8 @@
 /* More frames in flight than this cannot help: the daemon has at most
  * GF_SLOTS_MAX slots, and socket buffers hold the rest. */
 #define STREAM_WINDOW_MAX 65536
+/* The highest --rate: beyond a million frames a second a window paces. */
+#define STREAM_RATE_MAX 1000000
 
 /* Set by the first SIGINT: send no more frames.  The handler is reset by it
  * (SA_RESETHAND), so a second Ctrl-C ends the command at once. */
@@ -98,6 +102,14 @@ static const char stream_help[] =
     "      --no-shm            send every frame's bytes through the socket\n"
     "      --json              print the summary as one JSON object: the line's keys, and\n"
     "                          errors_by_status, wrong_results, no_reply, interrupted\n"
+    "      --deadline-ms MS    each frame must go to the engine within MS milliseconds\n"
+    "                          of being queued, else the daemon answers it\n"
+    "                          deadline_exceeded (counted, not an error); protocol 3\n"
+    "      --latest-only       only the newest frame matters: one still waiting in the\n"
+    "                          daemon is answered superseded (counted, not an error)\n"
+    "                          when the next comes; protocol 3\n"
+    "      --rate FPS          queue at most FPS frames a second, as a live source does\n"
+    "                          (default: as fast as the window allows)\n"
     "  -q, --quiet             print only the summary\n" COMMON_HELP "\n"
     "Exit status 0 only if every frame got a correct result; 130 after Ctrl-C.\n";
 
@@ -151,26 +163,45 @@ static void stream_option(int opt, gf_stream_opts *o) {
     case OPT_NO_SHM: o->shm = STREAM_SHM_OFF; break;
     case OPT_QUIET: o->quiet = 1; break;
     case OPT_JSON: o->json = 1; break;
+    case OPT_DEADLINE_MS:
+        if (gf_parse_u64(optarg, &v) < 0 || v == 0 || v > GF_CLIENT_DEADLINE_US_MAX / 1000)
+            gf_die_usage("stream", "--deadline-ms: expected an integer in [1, %u], got '%s'",
+                         GF_CLIENT_DEADLINE_US_MAX / 1000, optarg);
+        o->deadline_ms = (uint32_t)v;
+        break;
+    case OPT_LATEST_ONLY: o->latest_only = 1; break;
+    case OPT_RATE: {
+        char *end;
+        o->rate = strtod(optarg, &end);
+        if (end == optarg || *end != '\0' || !(o->rate > 0 && o->rate <= STREAM_RATE_MAX))
+            gf_die_usage("stream", "--rate: expected frames a second in (0, %d], got '%s'",
+                         STREAM_RATE_MAX, optarg);
+        break;
+    }
     }
 }
 
 /* Parses the command line into *o; exits on a usage error or --help. */
 static void parse_stream_opts(int argc, char *argv[], gf_stream_opts *o) {
-    static const struct option longopts[] = {{"pipeline", required_argument, NULL, OPT_PIPELINE},
-                                             {"size", required_argument, NULL, OPT_SIZE},
-                                             {"count", required_argument, NULL, OPT_COUNT},
-                                             {"window", required_argument, NULL, OPT_WINDOW},
-                                             {"verify", no_argument, NULL, OPT_VERIFY},
-                                             {"input", required_argument, NULL, OPT_INPUT},
-                                             {"output", required_argument, NULL, OPT_OUTPUT},
-                                             {"seed", required_argument, NULL, OPT_SEED},
-                                             {"no-check", no_argument, NULL, OPT_NO_CHECK},
-                                             {"shm", no_argument, NULL, OPT_SHM},
-                                             {"no-shm", no_argument, NULL, OPT_NO_SHM},
-                                             {"quiet", no_argument, NULL, OPT_QUIET},
-                                             {"json", no_argument, NULL, OPT_JSON},
-                                             COMMON_LONG_OPTIONS,
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"pipeline", required_argument, NULL, OPT_PIPELINE},
+        {"size", required_argument, NULL, OPT_SIZE},
+        {"count", required_argument, NULL, OPT_COUNT},
+        {"window", required_argument, NULL, OPT_WINDOW},
+        {"verify", no_argument, NULL, OPT_VERIFY},
+        {"input", required_argument, NULL, OPT_INPUT},
+        {"output", required_argument, NULL, OPT_OUTPUT},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"no-check", no_argument, NULL, OPT_NO_CHECK},
+        {"shm", no_argument, NULL, OPT_SHM},
+        {"no-shm", no_argument, NULL, OPT_NO_SHM},
+        {"quiet", no_argument, NULL, OPT_QUIET},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"deadline-ms", required_argument, NULL, OPT_DEADLINE_MS},
+        {"latest-only", no_argument, NULL, OPT_LATEST_ONLY},
+        {"rate", required_argument, NULL, OPT_RATE},
+        COMMON_LONG_OPTIONS,
+        {NULL, 0, NULL, 0}};
     int opt, shm_flags = 0;
 
     memset(o, 0, sizeof *o);
@@ -237,6 +268,8 @@ static void stream_connect(gf_stream_run *r) {
     size_t count;
 
     r->client = gf_connect_or_die(&o->common);
+    /* Checked by the options' parser: within the library's bounds. */
+    gf_client_set_frame_options(r->client, o->deadline_ms * 1000u, o->latest_only);
     r->pipelines = gf_fetch_pipelines(r->client, &o->common, &count, &r->max_frame_bytes);
     r->pipeline_count = count;
     r->pipeline = find_pipeline(r->pipelines, count, o->pipeline);
@@ -378,8 +411,24 @@ static int stream_frames(gf_stream_run *r) {
     const gf_stream_opts *o = r->o;
 
     for (;;) {
+        int timeout_ms = o->common.timeout_ms;
         while (!r->input_done && !stream_interrupted && r->queued < r->planned &&
                r->queued - r->answered < o->window) {
+            if (o->rate > 0) {
+                /* --rate: frame i is due i / rate after the start. */
+                uint64_t due = r->start_ns + (uint64_t)((double)r->queued * 1e9 / o->rate);
+                uint64_t now = gf_now_ns();
+                if (now < due) {
+                    timeout_ms = (int)((due - now + 999999) / 1000000);
+                    if (r->queued == r->answered) {
+                        struct timespec ts = {.tv_sec = (time_t)((due - now) / 1000000000u),
+                                              .tv_nsec = (long)((due - now) % 1000000000u)};
+                        nanosleep(&ts, NULL);
+                        continue;
+                    }
+                    break;
+                }
+            }
             int q = gf_stream_queue_next(r);
             if (q <= 0) {
                 r->input_done = 1;
@@ -392,7 +441,9 @@ static int stream_frames(gf_stream_run *r) {
 
         size_t before = gf_client_in_flight(r->client);
         gf_reply rep;
-        int err = gf_client_recv(r->client, &rep, o->common.timeout_ms);
+        int err = gf_client_recv(r->client, &rep, timeout_ms);
+        if (err == -ETIMEDOUT && timeout_ms != o->common.timeout_ms)
+            continue; /* --rate: the next frame is due */
         if (err < 0) {
             gf_print_client_error(r->client, "stream", err);
             return -1;

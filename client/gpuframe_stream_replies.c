@@ -115,6 +115,19 @@ void gf_stream_handle_reply(gf_stream_run *r, const gf_reply *raw) {
         rep = &view;
     }
 
+    /* What --deadline-ms and --latest-only asked the daemon to drop: counted
+     * apart, neither failures nor deliveries (no latency). */
+    if (rep->header.type == GF_MSG_ERROR &&
+        ((rep->header.status == GF_ERR_DEADLINE_EXCEEDED && r->o->deadline_ms > 0) ||
+         (rep->header.status == GF_ERR_SUPERSEDED && r->o->latest_only))) {
+        if (rep->header.status == GF_ERR_DEADLINE_EXCEEDED)
+            r->late++;
+        else
+            r->superseded++;
+        r->answered++;
+        return;
+    }
+
     record_latency(r, s);
 
     if (rep->header.type == GF_MSG_ERROR) {
@@ -211,6 +224,8 @@ static void print_json(const gf_stream_run *r, const struct figures *fg) {
         if (r->errors_by_status[st] > 0)
             cJSON_AddNumberToObject(by_status, gf_status_name(st), (double)r->errors_by_status[st]);
     cJSON_AddNumberToObject(doc, "wrong_results", (double)r->mismatches);
+    cJSON_AddNumberToObject(doc, "deadline_exceeded", (double)r->late);
+    cJSON_AddNumberToObject(doc, "superseded", (double)r->superseded);
     cJSON_AddNumberToObject(doc, "no_reply", (double)(r->queued - r->answered));
     cJSON_AddBoolToObject(doc, "interrupted", r->interrupted);
     char *text = cJSON_PrintUnformatted(doc);
@@ -223,6 +238,19 @@ static void print_json(const gf_stream_run *r, const struct figures *fg) {
     cJSON_Delete(doc);
 }
 
+/* The summary line's end for --deadline-ms and --latest-only: the frames
+ * the daemon dropped as asked; "" without them. */
+static const char *dropped_text(const gf_stream_run *r) {
+    static char text[96];
+    int n = 0;
+    text[0] = '\0';
+    if (r->o->deadline_ms > 0)
+        n = snprintf(text, sizeof text, " deadline_exceeded=%" PRIu64, r->late);
+    if (r->o->latest_only)
+        snprintf(text + n, sizeof text - (size_t)n, " superseded=%" PRIu64, r->superseded);
+    return text;
+}
+
 static void print_summary(gf_stream_run *r, uint64_t elapsed_ns, uint64_t failed) {
     struct figures fg = figures_of(r, elapsed_ns, failed);
 
@@ -233,9 +261,9 @@ static void print_summary(gf_stream_run *r, uint64_t elapsed_ns, uint64_t failed
     else
         fprintf(r->report,
                 "frames=%" PRIu64 " errors=%" PRIu64 " seconds=%.3f frames_per_s=%.1f "
-                "in_GBps=%.3f out_GBps=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f transport=%s\n",
+                "in_GBps=%.3f out_GBps=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f transport=%s%s\n",
                 fg.frames, fg.errors, fg.seconds, fg.frames_per_s, fg.in_gbps, fg.out_gbps,
-                fg.p50_us, fg.p99_us, fg.max_us, fg.transport);
+                fg.p50_us, fg.p99_us, fg.max_us, fg.transport, dropped_text(r));
     fflush(r->report);
 }
 

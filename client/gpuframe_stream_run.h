@@ -64,6 +64,9 @@ typedef struct gf_stream_opts {
     uint64_t seed;           /* --seed                                 */
     int have_seed;           /* --seed was given                       */
     enum stream_shm shm;     /* --shm, --no-shm or neither             */
+    uint32_t deadline_ms;    /* --deadline-ms; 0: none                 */
+    int latest_only;         /* --latest-only                          */
+    double rate;             /* --rate, frames a second; 0: the window's pace */
 } gf_stream_opts;
 
 /* One frame in flight: what was sent and what its reply must be. */
@@ -119,6 +122,9 @@ typedef struct gf_stream_run {
     uint64_t mismatches; /* of those, wrong results (printed: the first) */
     uint64_t in_bytes;   /* input bytes of the frames answered by RESULT */
     uint64_t out_bytes;  /* result bytes received                        */
+    /* Frames the daemon dropped as --deadline-ms and --latest-only asked:
+     * answered deadline_exceeded or superseded, not failures. */
+    uint64_t late, superseded;
     /* The window's run: when it began, the progress line on a terminal
      * (shown at all, and when next), and whether Ctrl-C cut it short. */
     uint64_t start_ns;

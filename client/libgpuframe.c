@@ -97,6 +97,12 @@ struct gf_client {
     char *list_json;
     size_t list_bytes;
 
+    /* The scheduling options of the frames queued from now on
+     * (gf_client_set_frame_options): a deadline this long after queueing
+     * (0: none), GF_FLAG_LATEST. */
+    uint32_t frame_deadline_us;
+    int frame_latest;
+
     /* Connection state. */
     int write_closed;                /* a send failed with EPIPE/ECONNRESET: write no more */
     int read_closed;                 /* recv saw EOF or ECONNRESET: nothing more arrives   */
@@ -259,7 +265,8 @@ static int grow_ring(gf_client *c) {
 }
 
 /* Appends a request to the ring; the header is encoded now, in version 1
- * unless `flags` or the type need version 2. */
+ * unless `flags` or the type need version 2, or a FRAME's scheduling
+ * options version 3. */
 static int queue_request_flags(gf_client *c, uint8_t type, uint16_t flags, uint32_t pipeline_id,
                                uint64_t frame_id, const void *data, size_t len) {
     if (c->sticky_err)
@@ -273,14 +280,23 @@ static int queue_request_flags(gf_client *c, uint8_t type, uint16_t flags, uint3
     }
 
     struct gf_request *r = request_at(c, c->tail_seq);
+    uint32_t status = GF_OK;
+    if (type == GF_MSG_FRAME && c->frame_deadline_us > 0) {
+        flags |= GF_FLAG_DEADLINE;
+        status = gf_deadline_encode(gf_now_ns() + (uint64_t)c->frame_deadline_us * 1000u);
+    }
+    if (type == GF_MSG_FRAME && c->frame_latest)
+        flags |= GF_FLAG_LATEST;
     int v2 = flags != 0 || type == GF_MSG_REGION_ADD || type == GF_MSG_REGION_REMOVE;
     gf_header h = {
-        .version = v2 ? GF_PROTOCOL_VERSION_SHM : GF_PROTOCOL_VERSION,
+        .version = flags & GF_FLAGS_SCHED ? GF_PROTOCOL_VERSION_SCHED
+                   : v2                   ? GF_PROTOCOL_VERSION_SHM
+                                          : GF_PROTOCOL_VERSION,
         .type = type,
         .flags = flags,
         .frame_id = frame_id,
         .pipeline_id = pipeline_id,
-        .status = GF_OK,
+        .status = status,
         .payload_bytes = len,
     };
     gf_header_encode(&h, r->header);
@@ -308,6 +324,14 @@ int gf_client_send_frame_shm(gf_client *c, uint32_t pipeline_id, uint64_t frame_
     struct gf_request *r = request_at(c, c->tail_seq - 1);
     gf_shm_frame_encode(desc, r->desc);
     r->shm = 1;
+    return 0;
+}
+
+int gf_client_set_frame_options(gf_client *c, uint32_t deadline_us, int latest_only) {
+    if (deadline_us > GF_CLIENT_DEADLINE_US_MAX)
+        return -EINVAL;
+    c->frame_deadline_us = deadline_us;
+    c->frame_latest = latest_only != 0;
     return 0;
 }
 

@@ -191,6 +191,30 @@ GF_API int gf_client_set_max_reply_bytes(gf_client *c, uint64_t max_bytes);
 GF_API int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
                                 const void *data, size_t len);
 
+/* The longest deadline gf_client_set_frame_options takes: half an hour,
+ * within what a deadline on the wire can name (PROTOCOL.md, version 3). */
+#define GF_CLIENT_DEADLINE_US_MAX (1800u * 1000u * 1000u)
+
+/*
+ * Scheduling options of every frame queued on `c` from now on (by value or
+ * by reference), in protocol version 3 (a daemon older than it answers
+ * bad_version and closes):
+ *
+ * - `deadline_us` > 0: the frame must go to the engine within that many
+ *   microseconds of being queued here, else it is answered ERROR
+ *   deadline_exceeded without its result (CLOCK_MONOTONIC, which the daemon
+ *   shares).  At most GF_CLIENT_DEADLINE_US_MAX.
+ * - `latest_only`: only the newest frame matters (a live camera): a frame
+ *   still waiting in the daemon, not yet on the engine, is answered ERROR
+ *   superseded at once when the next frame of the same pipeline and length
+ *   comes, which runs in its place.  Every frame still gets one reply, in
+ *   order.
+ *
+ * 0 and 0 (the default) send plain frames.  Returns 0, or -EINVAL for a
+ * deadline over the limit (nothing changes).
+ */
+GF_API int gf_client_set_frame_options(gf_client *c, uint32_t deadline_us, int latest_only);
+
 /*
  * Queues one request without payload: `type` is GF_MSG_LIST, GF_MSG_STATS or
  * GF_MSG_TRACE (else -EINVAL; a TRACE queued here asks for every frame the

@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "frame_policy.h"
 #include "loopprof.h"
 #include "region.h"
 #include "shard_state.h"
@@ -116,6 +117,9 @@ static uint32_t check(const gf_conn *c, const gf_request *req, admission *a) {
         gf_errorf(a->why, sizeof a->why, "the daemon is stopping; frame not run");
         return GF_ERR_SHUTTING_DOWN;
     }
+    uint32_t late = gf_frame_policy_admit(h, gf_now_ns(), a->why, sizeof a->why);
+    if (late != GF_OK)
+        return late;
     if (a->shm)
         return check_shm(c, h, c->buf + c->buf_start + req->bytes, a);
     return check_lengths(c, h->pipeline_id, a);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame_policy.h"
 #include "loopprof.h"
 #include "util.h"
 
@@ -303,11 +304,30 @@ static int others_share(const gf_sched *s, uint32_t id, uint64_t now) {
     return 0;
 }
 
+/* Batch `b`, closed, holds only frames whose deadline passed: none goes to
+ * the engine, each is answered deadline_exceeded (frame_policy.h). */
+static void expire_all(gf_sched *s, gf_slot *b) {
+    for (uint32_t i = 0; i < b->frame_count; i++) {
+        gf_frame *f = &b->frames[i];
+        if (!f->batched)
+            continue;
+        f->status = GF_ERR_DEADLINE_EXCEEDED;
+        s->stats->rejected[GF_ERR_DEADLINE_EXCEEDED]++;
+        s->stats->frames_failed++;
+    }
+    finish_slot(s, b, 0);
+}
+
 /* Hands the closed slot `b` and its batch to the engine; on its refusal
- * every frame fails with engine. */
+ * every frame fails with engine.  Frames whose deadline passed go only
+ * along with frames in time. */
 static void submit(gf_sched *s, gf_slot *b) {
     uint64_t now = gf_now_ns(), waited = 0;
     uint32_t frames = 0;
+    if (gf_frame_policy_expire(b, now) == 0) {
+        expire_all(s, b);
+        return;
+    }
     s->stats->submissions++;
     for (uint32_t i = 0; i < b->frame_count; i++) {
         gf_frame *f = &b->frames[i];
@@ -527,6 +547,8 @@ void gf_sched_complete(gf_slot *slot, void *arg) {
             continue;
         f->done_ns = slot->done_ns;
         f->drained_ns = drained;
+        if (f->expired) /* its result is not wanted (frame_policy.h) */
+            f->status = GF_ERR_DEADLINE_EXCEEDED;
         s->stats->frames_completed++;
         if (f->status != GF_OK) {
             s->stats->rejected[f->status]++;

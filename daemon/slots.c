@@ -83,7 +83,14 @@ int gf_slot_unhold(gf_slot_ring *ring, gf_slot *s) {
 
 void gf_frame_reply(gf_frame *f, const char *refused_by) {
     gf_header req = {.version = f->version, .frame_id = f->frame_id, .pipeline_id = f->pipeline_id};
-    if (refused_by != NULL) {
+    if (f->status == GF_ERR_DEADLINE_EXCEEDED) {
+        /* Its result is not wanted any more (frame_policy.h). */
+        char *text = malloc(GF_ERROR_TEXT_MAX_BYTES);
+        size_t len = text ? gf_errorf(text, GF_ERROR_TEXT_MAX_BYTES,
+                                      "the frame's deadline passed before it went to the engine")
+                          : 0;
+        gf_reply_error(&f->reply, &req, GF_ERR_DEADLINE_EXCEEDED, text, len);
+    } else if (refused_by != NULL) {
         /* Out of memory leaves the ERROR without its text, not the frame
          * without a reply. */
         char *text = malloc(GF_ERROR_TEXT_MAX_BYTES);
@@ -168,6 +175,11 @@ gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipel
     f->submitted_ns = f->done_ns = f->drained_ns = f->whole_ns = 0;
     f->submission = 0;
     f->batched = 0;
+    f->deadline_ns = h->flags & GF_FLAG_DEADLINE
+                         ? gf_deadline_decode(h->status, arrived_ns ? arrived_ns : f->claimed_ns)
+                         : 0;
+    f->latest = (h->flags & GF_FLAG_LATEST) != 0;
+    f->expired = 0;
     memset(&f->reply, 0, sizeof f->reply);
     gf_link_init(&f->reply.link);
     f->reply.frame = f;

@@ -96,10 +96,18 @@ typedef struct gf_frame {
     uint64_t done_ns;      /* engine thread saw the slot finish         */
     uint64_t drained_ns;   /* the loop took the slot off the queue      */
 
-    int batched;         /* whole and in its slot's batch: the slot is open or on
-                            the engine, and its completion not yet handled       */
-    uint64_t submission; /* its shard's submission number: frames with one
-                            shared a submission (TRACE's "submission")    */
+    int batched; /* whole and in its slot's batch: the slot is open or on
+                    the engine, and its completion not yet handled       */
+    /* What its request's scheduling flags ask (PROTOCOL.md, version 3;
+     * frame_policy.h). */
+    uint64_t deadline_ns; /* GF_FLAG_DEADLINE: when it must be on the engine
+                             (CLOCK_MONOTONIC ns); 0: no deadline         */
+    unsigned latest : 1;  /* GF_FLAG_LATEST: a newer such frame replaces it */
+    unsigned expired : 1; /* its deadline passed before its batch went: it is
+                             answered GF_ERR_DEADLINE_EXCEEDED whatever the
+                             engine did with the batch                   */
+    uint64_t submission;  /* its shard's submission number: frames with one
+                             shared a submission (TRACE's "submission")    */
 } gf_frame;
 
 typedef struct gf_slot {

@@ -54,7 +54,7 @@ static void put_u64(unsigned char *p, uint64_t v) {
 }
 
 /* Nonzero when a message of `type` may arrive at a peer playing `role` in
- * protocol `version` (already known to be 1 or 2). */
+ * protocol `version` (already known to be 1 to 3). */
 static int type_accepted(enum gf_parse_role role, uint32_t version, uint32_t type) {
     if (type == GF_MSG_REGION_ADD || type == GF_MSG_REGION_REMOVE)
         return version >= GF_PROTOCOL_VERSION_SHM;
@@ -98,7 +98,13 @@ int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
     if (out->version >= GF_PROTOCOL_VERSION_SHM &&
         out->type == (role == GF_ROLE_DAEMON ? GF_MSG_FRAME : GF_MSG_RESULT))
         allowed_flags = GF_FLAG_SHM;
-    if ((out->flags & ~allowed_flags) != 0 || (role == GF_ROLE_DAEMON && out->status != GF_OK))
+    if (out->version >= GF_PROTOCOL_VERSION_SCHED && role == GF_ROLE_DAEMON &&
+        out->type == GF_MSG_FRAME)
+        allowed_flags |= GF_FLAGS_SCHED;
+    /* A request's status is 0, but a FRAME's deadline. */
+    int status_used = (out->flags & GF_FLAG_DEADLINE) != 0;
+    if ((out->flags & ~allowed_flags) != 0 ||
+        (role == GF_ROLE_DAEMON && out->status != GF_OK && !status_used))
         return -GF_ERR_BAD_FLAGS;
     if (out->payload_bytes > max_payload_bytes)
         return -GF_ERR_TOO_LARGE;
@@ -243,7 +249,23 @@ static const char *const status_names[GF_STATUS_COUNT_] = {
     [GF_ERR_STRAY_FD] = "stray_fd",
     [GF_ERR_TOO_MANY_CONNECTIONS] = "too_many_connections",
     [GF_ERR_FORBIDDEN] = "forbidden",
+    [GF_ERR_DEADLINE_EXCEEDED] = "deadline_exceeded",
+    [GF_ERR_SUPERSEDED] = "superseded",
 };
+
+uint32_t gf_deadline_encode(uint64_t deadline_ns) {
+    return (uint32_t)(deadline_ns / 1000u);
+}
+
+uint64_t gf_deadline_decode(uint32_t wire_us, uint64_t now_ns) {
+    uint64_t now_us = now_ns / 1000u;
+    /* The signed distance from now's low 32 bits: the nearest instant. */
+    uint32_t d = wire_us - (uint32_t)now_us;
+    int64_t ahead = d < 0x80000000u ? (int64_t)d : (int64_t)d - 0x100000000ll;
+    if (ahead < 0 && (uint64_t)-ahead > now_us)
+        return 0;
+    return ((uint64_t)((int64_t)now_us + ahead)) * 1000u;
+}
 
 const char *gf_status_name(uint32_t status) {
     if (status >= GF_STATUS_COUNT_)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpuframed wire protocol, versions 1 and 2.
+ * gpuframed wire protocol, versions 1 to 3.
  *
  * protocol/PROTOCOL.md is the contract; this header is its C form, shared by
  * the daemon and the client.  Every message is a fixed 32-byte header followed
@@ -8,12 +8,15 @@
  *
  *   offset size field
  *        0    4 magic          GF_MAGIC ("GFRM" on the wire)
- *        4    1 version        1, or 2 for the shared-memory messages
+ *        4    1 version        1; 2 for the shared-memory messages; 3 for
+ *                              a FRAME's scheduling flags
  *        5    1 type           enum gf_msg_type
- *        6    2 flags          0, or GF_FLAG_SHM (version 2)
+ *        6    2 flags          0, or GF_FLAG_SHM (version 2 and 3), or
+ *                              GF_FLAG_DEADLINE, GF_FLAG_LATEST (3)
  *        8    8 frame_id       chosen by the client, echoed in the reply
  *       16    4 pipeline_id    FRAME: which pipeline; replies: echoed
- *       20    4 status         replies: enum gf_status; requests: must be 0
+ *       20    4 status         replies: enum gf_status; requests: must be 0,
+ *                              but a FRAME's deadline (GF_FLAG_DEADLINE)
  *       24    8 payload_bytes  length of the payload that follows
  *
  * Nothing here does I/O or allocates.
@@ -35,7 +38,12 @@ extern "C" {
  * REGION_REMOVE messages and GF_FLAG_SHM.  A client marks only the messages
  * that need it as version 2; every reply carries its request's version. */
 #define GF_PROTOCOL_VERSION_SHM 2u
-#define GF_PROTOCOL_VERSION_MAX GF_PROTOCOL_VERSION_SHM
+/* Version 3 is version 2 plus a FRAME's scheduling flags, GF_FLAG_DEADLINE
+ * and GF_FLAG_LATEST, and the two statuses only they bring
+ * (GF_ERR_DEADLINE_EXCEEDED, GF_ERR_SUPERSEDED).  Likewise a client marks
+ * only the frames that use them as version 3. */
+#define GF_PROTOCOL_VERSION_SCHED 3u
+#define GF_PROTOCOL_VERSION_MAX   GF_PROTOCOL_VERSION_SCHED
 /* The fixed header that precedes every payload. */
 #define GF_HEADER_BYTES 32u
 /* Upper bound on an ERROR reply's message text, so a client can size it. */
@@ -59,6 +67,18 @@ enum gf_msg_type {
 /* FRAME (version 2): the payload is a gf_shm_frame descriptor, not the input;
  * its RESULT carries the flag too and a gf_shm_result descriptor. */
 #define GF_FLAG_SHM 0x0001u
+/* FRAME (version 3): the header's `status` is the frame's deadline, the low
+ * 32 bits of CLOCK_MONOTONIC in microseconds (gf_deadline_encode); a frame
+ * not handed to the engine by then is answered GF_ERR_DEADLINE_EXCEEDED
+ * without running. */
+#define GF_FLAG_DEADLINE 0x0100u
+/* FRAME (version 3): only the newest such frame of the connection matters.
+ * Its previous frame, if that asked the same, is of the same pipeline and
+ * length and has not gone to the engine yet, is answered GF_ERR_SUPERSEDED
+ * at once, and this one runs in its place. */
+#define GF_FLAG_LATEST 0x0200u
+/* The flags a version-3 FRAME may carry. */
+#define GF_FLAGS_SCHED (GF_FLAG_DEADLINE | GF_FLAG_LATEST)
 
 /* Payload sizes of the version-2 descriptors, fixed. */
 #define GF_SHM_FRAME_BYTES   40u
@@ -92,7 +112,9 @@ enum gf_status {
                                          at once, or with truncated control data        */
     GF_ERR_TOO_MANY_CONNECTIONS = 18, /* fatal: max_connections or fds exhausted     */
     GF_ERR_FORBIDDEN = 19,            /* fatal: the peer's uid/gids are not allowed       */
-    GF_STATUS_COUNT_ = 20
+    GF_ERR_DEADLINE_EXCEEDED = 20,    /* its deadline passed before it could run (v3)     */
+    GF_ERR_SUPERSEDED = 21,           /* a newer GF_FLAG_LATEST frame took its place (v3) */
+    GF_STATUS_COUNT_ = 22
 };
 
 /* One decoded header.  Field meanings as in the table at the top. */
@@ -151,8 +173,10 @@ enum gf_parse_role { GF_ROLE_DAEMON, GF_ROLE_CLIENT };
  *   type not accepted by `role` in that
  *     version (REGION_* need version 2)    -GF_ERR_BAD_TYPE
  *   flags other than GF_FLAG_SHM on a
- *     version-2 FRAME/RESULT, or (daemon)
- *     status != 0                          -GF_ERR_BAD_FLAGS
+ *     version-2 or -3 FRAME/RESULT and
+ *     GF_FLAGS_SCHED on a version-3 FRAME,
+ *     or (daemon) status != 0 but a
+ *     FRAME's deadline                     -GF_ERR_BAD_FLAGS
  *   payload_bytes > max_payload_bytes      -GF_ERR_TOO_LARGE
  *   (client) ERROR payload_bytes over
  *     GF_ERROR_TEXT_MAX_BYTES              -GF_ERR_TOO_LARGE
@@ -205,6 +229,17 @@ void gf_region_info_decode(const void *buf, gf_region_info *out);
  */
 int gf_shm_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t out_bytes, char *why,
                        size_t why_len);
+
+/*
+ * A deadline on the wire (GF_FLAG_DEADLINE): the low 32 bits of the instant
+ * on CLOCK_MONOTONIC in microseconds, which the daemon and its clients on
+ * one host share.  gf_deadline_encode gives them for `deadline_ns`;
+ * gf_deadline_decode gives back the instant (ns) nearest `now_ns` that has
+ * them: anything within about 35 minutes of now either way, 0 for an
+ * instant before the clock's start.  Pure.
+ */
+uint32_t gf_deadline_encode(uint64_t deadline_ns);
+uint64_t gf_deadline_decode(uint32_t wire_us, uint64_t now_ns);
 
 /* The name of a status code ("bad_magic", ...), or "unknown" if out of range.
  * Names are stable: they are used as stats keys and in PROTOCOL.md. */

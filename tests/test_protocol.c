@@ -283,7 +283,7 @@ START_TEST(parse_bad_magic) {
 END_TEST
 
 START_TEST(parse_bad_version) {
-    static const uint8_t versions[] = {0, 3, 4, 0x81, 0xFF};
+    static const uint8_t versions[] = {0, GF_PROTOCOL_VERSION_MAX + 1, 5, 0x81, 0xFF};
 
     for (size_t i = 0; i < sizeof versions; i++) {
         for (int role = GF_ROLE_DAEMON; role <= GF_ROLE_CLIENT; role++) {
@@ -624,6 +624,81 @@ START_TEST(shm_header_rules) {
 }
 END_TEST
 
+/* What version 3 allows and where: the scheduling flags on a FRAME, a
+ * deadline in its status only with GF_FLAG_DEADLINE. */
+START_TEST(sched_header_rules) {
+    gf_header h = gf_test_header(GF_MSG_FRAME, 1, 0, 64), out;
+    const uint16_t flags[] = {GF_FLAG_DEADLINE, GF_FLAG_LATEST, GF_FLAGS_SCHED,
+                              GF_FLAGS_SCHED | GF_FLAG_SHM};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        h.flags = flags[i];
+        h.payload_bytes = flags[i] & GF_FLAG_SHM ? GF_SHM_FRAME_BYTES : 64;
+        h.status = flags[i] & GF_FLAG_DEADLINE ? 0xDEADBEEFu : 0;
+        for (uint8_t v = GF_PROTOCOL_VERSION; v < GF_PROTOCOL_VERSION_SCHED; v++) {
+            h.version = v;
+            ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_FLAGS);
+        }
+        h.version = GF_PROTOCOL_VERSION_SCHED;
+        ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), GF_HEADER_BYTES);
+        ASSERT_HEADER_EQ(out, h);
+    }
+    /* A status without GF_FLAG_DEADLINE is still bad_flags. */
+    h = gf_test_header(GF_MSG_FRAME, 2, 0, 64);
+    h.version = GF_PROTOCOL_VERSION_SCHED;
+    h.flags = GF_FLAG_LATEST;
+    h.status = 1;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_FLAGS);
+    /* Bits beside them are not taken; nor are they on other requests or on
+     * replies. */
+    h.status = 0;
+    h.flags = 0x0400;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_FLAGS);
+    h = gf_test_header(GF_MSG_STATS, 3, 0, 0);
+    h.version = GF_PROTOCOL_VERSION_SCHED;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), GF_HEADER_BYTES);
+    h.flags = GF_FLAG_DEADLINE;
+    h.status = 5;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), -GF_ERR_BAD_FLAGS);
+    h = gf_test_header(GF_MSG_RESULT, 4, 0, 8);
+    h.version = GF_PROTOCOL_VERSION_SCHED;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_CLIENT, 8, &out), GF_HEADER_BYTES);
+    h.flags = GF_FLAG_LATEST;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_CLIENT, 8, &out), -GF_ERR_BAD_FLAGS);
+    /* A version-3 ERROR of the new statuses is a reply like any other. */
+    h = gf_test_header(GF_MSG_ERROR, 5, 0, 0);
+    h.version = GF_PROTOCOL_VERSION_SCHED;
+    h.status = GF_ERR_SUPERSEDED;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_CLIENT, 0, &out), GF_HEADER_BYTES);
+    ck_assert(!gf_status_is_fatal(GF_ERR_DEADLINE_EXCEEDED));
+    ck_assert(!gf_status_is_fatal(GF_ERR_SUPERSEDED));
+}
+END_TEST
+
+/* A deadline's 32 bits of microseconds name the instant nearest now, on
+ * either side, across the wrap of those bits. */
+START_TEST(deadlines_on_the_wire) {
+    const uint64_t now = 5000000000123456ull; /* ns: about 58 days of uptime */
+    ck_assert_uint_eq(gf_deadline_decode(gf_deadline_encode(now + 33000000), now),
+                      (now + 33000000) / 1000 * 1000);
+    ck_assert_uint_eq(gf_deadline_decode(gf_deadline_encode(now - 2000000), now),
+                      (now - 2000000) / 1000 * 1000);
+    /* 30 minutes either way. */
+    const uint64_t half_hour = 1800ull * 1000000000;
+    ck_assert_uint_eq(gf_deadline_decode(gf_deadline_encode(now + half_hour), now),
+                      (now + half_hour) / 1000 * 1000);
+    ck_assert_uint_eq(gf_deadline_decode(gf_deadline_encode(now - half_hour), now),
+                      (now - half_hour) / 1000 * 1000);
+    /* Across the wrap of the low 32 bits of microseconds (every 71.6 min). */
+    const uint64_t wrap_us = 1ull << 32, at = 3 * wrap_us * 1000 - 500000; /* 0.5 ms before */
+    ck_assert_uint_eq(gf_deadline_encode(at + 1000000), 500);
+    ck_assert_uint_eq(gf_deadline_decode(500, at), 3 * wrap_us * 1000 + 500000);
+    ck_assert_uint_eq(gf_deadline_decode(gf_deadline_encode(at - 1000000), at + 1000000),
+                      (at - 1000000) / 1000 * 1000);
+    /* Before the clock's start: 0, long past. */
+    ck_assert_uint_eq(gf_deadline_decode(UINT32_MAX - 5, 1000000), 0);
+}
+END_TEST
+
 /* ---- names and the fatal set ---------------------------------------------- */
 
 START_TEST(status_names) {
@@ -648,6 +723,8 @@ START_TEST(status_names) {
         "stray_fd",
         "too_many_connections",
         "forbidden",
+        "deadline_exceeded",
+        "superseded",
     };
 
     ck_assert_uint_eq(sizeof want / sizeof want[0], GF_STATUS_COUNT_);
@@ -905,6 +982,11 @@ static Suite *protocol_suite(void) {
     tcase_add_test(tc, parse_error_text_limit);
     tcase_add_test(tc, parse_list_stats_with_payload);
     tcase_add_test(tc, parse_checks_in_wire_order);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("version3");
+    tcase_add_test(tc, sched_header_rules);
+    tcase_add_test(tc, deadlines_on_the_wire);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("names");

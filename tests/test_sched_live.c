@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Scheduling for inference through a real gpuframed (issue 35): the "auto"
- * batch delay as STATS shows it.  The engine comes from GF_TEST_ENGINE
- * (cpu or cuda).
+ * batch delay as STATS shows it; frames with deadlines (protocol version
+ * 3), answered in order with exact replies.  The engine comes from
+ * GF_TEST_ENGINE (cpu or cuda).
  */
 #include <check.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "libgpuframe.h"
 #include "runner.h"
@@ -20,6 +23,27 @@
 #define FRAME_BYTES    4096
 
 static const char *g_engine; /* "cpu" or "cuda": $GF_TEST_ENGINE */
+static double g_sincos_ns;   /* gf_test_sincos_ns, measured once in main */
+
+/* One shard and one slot, which a slow frame (sincos of SLOW_ITERS rounds,
+ * sized to take a chosen time on the CPU engine) holds while other frames
+ * wait for it. */
+#define SLOW_ITERS      200
+#define SLOW_ITERS_TEXT "200"
+#define SLOW_BYTES_MAX  (8u << 20)
+static const char one_slot_json[] =
+    "{\"shards\": 1, \"slots\": 1, \"max_frame_bytes\": 8388608, \"frame_timeout_ms\": 60000,"
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
+    " {\"name\": \"slow\", \"kind\": \"sincos\", \"params\": {\"iters\": " SLOW_ITERS_TEXT "}}]}";
+/* The same with three slots: two slow frames on the engine hold the echo
+ * batches open. */
+static const char three_slots_json[] =
+    "{\"shards\": 1, \"slots\": 3, \"max_frame_bytes\": 8388608, \"frame_timeout_ms\": 60000,"
+    " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
+    " {\"name\": \"slow\", \"kind\": \"sincos\", \"params\": {\"iters\": " SLOW_ITERS_TEXT "}}]}";
+#define ECHO_ID 0
+#define SLOW_ID 1
+#define SMALL   256 /* bytes of an echo frame */
 
 /* Pipeline 0 picks its wait; pipeline 1 has a fixed one. */
 static const char auto_json[] =
@@ -112,16 +136,191 @@ START_TEST(auto_batch_delay_in_stats) {
 }
 END_TEST
 
+/* Sends a version-3 echo FRAME of SMALL bytes (each byte `fill`) on `fd`
+ * with `flags` (GF_FLAG_DEADLINE: the deadline `deadline_ns`). */
+static void send_v3(int fd, uint64_t frame_id, uint16_t flags, uint64_t deadline_ns, uint8_t fill) {
+    gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, ECHO_ID, SMALL);
+    h.version = GF_PROTOCOL_VERSION_SCHED;
+    h.flags = flags;
+    h.status = flags & GF_FLAG_DEADLINE ? gf_deadline_encode(deadline_ns) : 0;
+    uint8_t payload[SMALL];
+    memset(payload, fill, sizeof payload);
+    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+    ck_assert_int_eq(gf_test_raw_send(fd, payload, sizeof payload), 0);
+}
+
+/* Receives the next reply on `fd`: a version-3 RESULT of frame `frame_id`,
+ * SMALL bytes of `fill` (echo: exact). */
+static void expect_result(int fd, uint64_t frame_id, uint8_t fill) {
+    gf_header h;
+    uint8_t got[SMALL];
+    char err[256];
+    ck_assert_msg(gf_test_raw_recv_reply(fd, &h, got, sizeof got, 30000, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_msg(h.type == GF_MSG_RESULT, "frame %llu: type %u status %s",
+                  (unsigned long long)h.frame_id, h.type, gf_status_name(h.status));
+    ck_assert_uint_eq(h.frame_id, frame_id);
+    ck_assert_uint_eq(h.version, GF_PROTOCOL_VERSION_SCHED);
+    ck_assert_uint_eq(h.flags, 0);
+    ck_assert_uint_eq(h.payload_bytes, SMALL);
+    for (int i = 0; i < SMALL; i++)
+        ck_assert_uint_eq(got[i], fill);
+}
+
+/* Receives the next reply on `fd`: a version-3 ERROR of `status` for frame
+ * `frame_id`, whose text holds `words`. */
+static void expect_error(int fd, uint64_t frame_id, uint32_t status, const char *words) {
+    gf_header h = gf_test_ck_raw_error(fd, status, words, 30000, GF_TEST_STAYS_OPEN);
+    ck_assert_uint_eq(h.frame_id, frame_id);
+    ck_assert_uint_eq(h.version, GF_PROTOCOL_VERSION_SCHED);
+    ck_assert_uint_eq(h.pipeline_id, ECHO_ID);
+}
+
+/* A deadline already passed when the daemon reads the header: answered
+ * deadline_exceeded at once, its payload skipped, and the frames around it
+ * answered exactly, in order.  One far ahead runs.  A version-1 client on
+ * the same daemon sees none of it. */
+START_TEST(a_deadline_passed_on_arrival_is_answered_at_once) {
+    gf_test_daemon d;
+    gf_test_ck_daemon_start(&d, one_slot_json, g_engine);
+    gf_client *q = gf_test_ck_connect(d.socket_path);
+    int fd = gf_test_ck_raw_connect(d.socket_path);
+    uint64_t now = gf_now_ns();
+    send_v3(fd, 1, 0, 0, 0x11);
+    send_v3(fd, 2, GF_FLAG_DEADLINE, now - 1000000, 0x22);
+    send_v3(fd, 3, GF_FLAG_DEADLINE, now + 600ull * 1000000000, 0x33);
+    expect_result(fd, 1, 0x11);
+    expect_error(fd, 2, GF_ERR_DEADLINE_EXCEEDED, "before it could be placed");
+    expect_result(fd, 3, 0x33);
+    gf_test_ck_stream_id(q, ECHO_ID, SMALL, 20, 4);
+    cJSON *st = gf_test_ck_stats(q);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "rejected.deadline_exceeded"), 1);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.failed"), 1);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.answered"), 22);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "rejected.superseded"), 0);
+    cJSON_Delete(st);
+    close(fd);
+    gf_client_close(q);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
+/* While two slow frames keep the engine busy, echo frames wait in their
+ * open batch (held while two submissions are on the engine).  One whose
+ * deadline passes there is answered deadline_exceeded when the batch goes:
+ * alone in it, nothing goes to the engine; beside a frame in time (one
+ * batch), it goes along and only the other's result comes.  Every reply in
+ * order, exact. */
+START_TEST(a_deadline_passed_in_a_batch_is_not_answered_a_result) {
+    gf_test_daemon d;
+    gf_test_ck_daemon_start(&d, three_slots_json, g_engine);
+    uint64_t wait_ms = gf_test_latency_bound_ms(100);
+    size_t slow_bytes =
+        gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS, (unsigned)(6 * wait_ms), SLOW_BYTES_MAX);
+    static uint8_t slow[SLOW_BYTES_MAX];
+    gf_client *a = gf_test_ck_connect(d.socket_path), *q = gf_test_ck_connect(d.socket_path);
+    int b = gf_test_ck_raw_connect(d.socket_path), c = gf_test_ck_raw_connect(d.socket_path);
+
+    for (uint64_t round = 0; round < 2; round++) {
+        cJSON *st = gf_test_ck_stats(q);
+        uint64_t subs = gf_test_ck_u64(st, "slots.submissions"),
+                 received = gf_test_ck_u64(st, "frames.received");
+        cJSON_Delete(st);
+        for (uint64_t i = 0; i < 2; i++)
+            ck_assert_int_eq(gf_client_send_frame(a, SLOW_ID, 2 * round + i, slow, slow_bytes), 0);
+        ck_assert_int_eq(gf_client_flush(a, 30000), 0);
+        ck_assert_uint_eq(gf_test_ck_wait_stat(q, "slots.in_flight", 2, 2, 30000), 2);
+        send_v3(b, 10 + round, GF_FLAG_DEADLINE, gf_now_ns() + wait_ms * 1000000, 0x44);
+        if (round == 1)
+            send_v3(c, 20, 0, 0, 0x55);
+        ck_assert_uint_ge(
+            gf_test_ck_wait_stat(q, "frames.received", received + 3 + round, UINT64_MAX, 10000),
+            received + 3 + round);
+        /* Still held: the slow frames take six times the deadline. */
+        ck_assert_uint_eq(gf_test_ck_stat(q, "slots.submissions"), subs + 2);
+        expect_error(b, 10 + round, GF_ERR_DEADLINE_EXCEEDED, "before it went to the engine");
+        if (round == 1)
+            expect_result(c, 20, 0x55);
+        gf_reply rep;
+        for (int i = 0; i < 2; i++) {
+            ck_assert_int_eq(gf_client_recv(a, &rep, 60000), 0);
+            ck_assert_uint_eq(rep.header.type, GF_MSG_RESULT);
+        }
+        st = gf_test_ck_stats(q);
+        ck_assert_uint_eq(gf_test_ck_u64(st, "slots.submissions"), subs + 2 + round);
+        ck_assert_uint_eq(gf_test_ck_u64(st, "rejected.deadline_exceeded"), 1 + round);
+        cJSON_Delete(st);
+    }
+    /* The connection goes on. */
+    send_v3(b, 30, 0, 0, 0x66);
+    expect_result(b, 30, 0x66);
+    close(b);
+    close(c);
+    gf_client_close(a);
+    gf_client_close(q);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
+/* The library's frame options: every frame a version-3 FRAME with its
+ * deadline, each answered in time; gf_client_set_frame_options refuses a
+ * deadline over its bound and then changes nothing. */
+START_TEST(the_library_sends_deadlines) {
+    gf_test_daemon d;
+    gf_test_ck_daemon_start(&d, one_slot_json, g_engine);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
+    ck_assert_int_eq(gf_client_set_frame_options(c, GF_CLIENT_DEADLINE_US_MAX + 1, 0), -EINVAL);
+    ck_assert_int_eq(gf_client_set_frame_options(c, 60u * 1000 * 1000, 0), 0);
+    enum { FRAMES = 50, WINDOW = 8 };
+    static uint8_t in[FRAMES][SMALL];
+    unsigned sent = 0, got = 0;
+    while (got < FRAMES) {
+        for (; sent < FRAMES && sent - got < WINDOW; sent++) {
+            memset(in[sent], (int)sent, SMALL);
+            ck_assert_int_eq(gf_client_send_frame(c, ECHO_ID, sent, in[sent], SMALL), 0);
+        }
+        gf_reply rep;
+        ck_assert_int_eq(gf_client_recv(c, &rep, 30000), 0);
+        ck_assert_uint_eq(rep.header.version, GF_PROTOCOL_VERSION_SCHED);
+        ck_assert_uint_eq(rep.header.type, GF_MSG_RESULT);
+        ck_assert_uint_eq(rep.header.frame_id, got);
+        ck_assert_uint_eq(rep.payload_bytes, SMALL);
+        ck_assert_int_eq(memcmp(rep.payload, in[got], SMALL), 0);
+        got++;
+    }
+    /* Options off: plain version-1 frames again. */
+    ck_assert_int_eq(gf_client_set_frame_options(c, 0, 0), 0);
+    gf_test_ck_stream_id(c, ECHO_ID, SMALL, 10, 4);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "rejected.deadline_exceeded"), 0);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
 static Suite *sched_live_suite(void) {
     Suite *s = suite_create("sched_live");
     TCase *tc = tcase_create("batch_delay");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, auto_batch_delay_in_stats);
     suite_add_tcase(s, tc);
+    tc = tcase_create("deadlines");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    tcase_add_test(tc, a_deadline_passed_on_arrival_is_answered_at_once);
+    tcase_add_test(tc, the_library_sends_deadlines);
+    /* A frame on the GPU takes milliseconds: nothing there waits long
+     * enough behind it (test_sched_live runs this on the CPU engine). */
+    if (strcmp(g_engine, "cpu") == 0)
+        tcase_add_test(tc, a_deadline_passed_in_a_batch_is_not_answered_a_result);
+    else
+        printf("not run on the %s engine: a_deadline_passed_in_a_batch_is_not_answered_a_result "
+               "(cpu only)\n",
+               g_engine);
+    suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void) {
     g_engine = gf_test_suite_engine();
+    g_sincos_ns = gf_test_sincos_ns();
     return gf_test_run(sched_live_suite());
 }

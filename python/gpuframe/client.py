@@ -12,6 +12,7 @@ import os
 import pwd
 import socket
 import stat
+import time
 from collections import deque
 from types import TracebackType
 from typing import (TYPE_CHECKING, Any, Deque, Dict, Iterable, Iterator, List, Optional, Tuple,
@@ -57,6 +58,9 @@ DEFAULT_MAX_REPLY_BYTES = 1 << 30
 
 _U32_MAX = 0xFFFFFFFF
 _ERRORS_MODES = ("raise", "yield")
+#: The longest deadline set_frame_options takes, in seconds: within what a
+#: deadline on the wire names (PROTOCOL.md, version 3).
+_DEADLINE_MAX_S = 1800
 
 
 def default_socket_path() -> str:
@@ -179,8 +183,9 @@ class Client:
 
     Every request is sent in protocol version 1 except the shared-memory
     ones (:meth:`region`, frames given as :class:`ShmFrame`), which need
-    version 2; a client that does not use regions works with a version-1
-    daemon.
+    version 2, and frames sent after :meth:`set_frame_options` asked for a
+    deadline or ``latest_only``, which need version 3; a client that uses
+    neither works with a version-1 daemon.
     """
 
     def __init__(self, path: Union[None, str, "os.PathLike[str]"] = None, *,
@@ -200,6 +205,8 @@ class Client:
                                 max_reply_bytes=max_reply_bytes)
         self._pipelines: Optional[Pipelines] = None
         self._regions: Dict[int, Region] = {}  # id -> the open Regions of this connection
+        self._deadline_ns = 0  # set_frame_options: each frame's deadline after it is sent
+        self._latest_only = False
 
     def __enter__(self) -> Client:
         return self
@@ -244,6 +251,28 @@ class Client:
     def next_frame_id(self) -> int:
         """The frame_id the next request will carry."""
         return self._conn.next_frame_id
+
+    def set_frame_options(self, deadline: Optional[float] = None, *,
+                          latest_only: bool = False) -> None:
+        """Scheduling options of every frame sent from now on (protocol
+        version 3; a daemon older than it answers ``bad_version`` and closes).
+
+        ``deadline``: seconds after a frame is queued by which it must be on
+        the daemon's engine; one that is not is answered ``deadline_exceeded``
+        (:class:`DeadlineExceededError`) without its result.  At most 1800.
+        ``latest_only``: only the newest frame matters (a live camera): a
+        frame still waiting in the daemon is answered ``superseded``
+        (:class:`SupersededError`) at once when the next frame of the same
+        pipeline and length comes, which runs in its place.  Every frame still
+        gets one reply, in order; pass ``errors="yield"`` to :meth:`stream` to
+        go on past them.  ``None`` and ``False`` (the default) send plain
+        frames.
+        """
+        if deadline is not None and not 0 < deadline <= _DEADLINE_MAX_S:
+            raise ValueError("deadline must be in (0, %d] seconds, not %r"
+                             % (_DEADLINE_MAX_S, deadline))
+        self._deadline_ns = 0 if deadline is None else max(1, int(deadline * 1e9))
+        self._latest_only = bool(latest_only)
 
     # ---- LIST, STATS, TRACE -------------------------------------------------------
 
@@ -518,9 +547,17 @@ class Client:
                         enc = encode_shm(p, frame, self)
                     else:
                         enc = encode_frame(p, frame)
+                    flags, version, status = enc.flags, enc.version, 0
+                    if self._deadline_ns:
+                        flags |= protocol.FLAG_DEADLINE
+                        status = protocol.deadline_wire(time.monotonic_ns() + self._deadline_ns)
+                    if self._latest_only:
+                        flags |= protocol.FLAG_LATEST
+                    if flags & (protocol.FLAG_DEADLINE | protocol.FLAG_LATEST):
+                        version = protocol.VERSION_SCHED
                     req = conn.submit(MsgType.FRAME, p.id, enc.payload, enc.expect_bytes,
-                                      enc.make_output, version=enc.version, flags=enc.flags,
-                                      finish=enc.finish)
+                                      enc.make_output, version=version, flags=flags,
+                                      finish=enc.finish, status=status)
                     in_flight.append((index, req))
                     index += 1
                 if not in_flight:

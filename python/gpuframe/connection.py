@@ -200,12 +200,13 @@ class Connection:
     def submit(self, msg_type: int, pipeline_id: int, payload: Optional[memoryview] = None,
                expect_bytes: Optional[int] = None, make_output: MakeOutput = _json_output, *,
                version: Optional[int] = None, flags: int = 0, finish: Optional[Finish] = None,
-               fd: Optional[int] = None) -> Request:
+               fd: Optional[int] = None, status: int = 0) -> Request:
         """Queues one request and returns its :class:`Request`; writes nothing.
 
         ``payload`` (a byte memoryview, or None for none) is referenced until
         it has been written, not copied.  ``version`` (default: the
-        connection's) and ``flags`` go into its header; ``finish`` turns the
+        connection's), ``flags`` and ``status`` (0, or a version-3 FRAME's
+        deadline) go into its header; ``finish`` turns the
         filled result into what the request delivers (see :class:`Request`;
         a GpuframeError it raises fails that request alone).  ``fd``, for a
         request without payload only, is sent as SCM_RIGHTS with the header's
@@ -227,7 +228,7 @@ class Connection:
         req = Request(msg_type, frame_id, pipeline_id, version, flags, expect_bytes,
                       make_output, finish)
         header = protocol.encode_header(msg_type, frame_id, pipeline_id, nbytes,
-                                        flags=flags, version=version)
+                                        status=status, flags=flags, version=version)
         # Once the daemon has stopped reading (EPIPE) nothing more is written;
         # the request fails when the close is seen, after the replies before it.
         if self._write_error is None:

@@ -49,6 +49,8 @@ __all__ = [
     "StrayFdError",
     "TooManyConnectionsError",
     "ForbiddenError",
+    "DeadlineExceededError",
+    "SupersededError",
     "UnknownStatusError",
     "status_error_class",
     "make_status_error",
@@ -268,6 +270,21 @@ class ForbiddenError(FatalStatusError):
     STATUS, NAME = 19, "forbidden"
 
 
+class DeadlineExceededError(StatusError):
+    """20 ``deadline_exceeded``: the frame's deadline (``Client.set_frame_options``)
+    passed before it went to the engine; it did not run, or its result was
+    dropped."""
+
+    STATUS, NAME = 20, "deadline_exceeded"
+
+
+class SupersededError(StatusError):
+    """21 ``superseded``: a newer frame of this connection, sent with
+    ``latest_only``, took this one's place before it went to the engine."""
+
+    STATUS, NAME = 21, "superseded"
+
+
 class UnknownStatusError(StatusError):
     """A status code missing from this package's table: a newer daemon failed
     that one frame (PROTOCOL.md, "Versioning").  ``status`` has the number."""
@@ -295,6 +312,8 @@ _BY_STATUS: Dict[Optional[int], Type[StatusError]] = {
         StrayFdError,
         TooManyConnectionsError,
         ForbiddenError,
+        DeadlineExceededError,
+        SupersededError,
     )
 }
 

@@ -25,8 +25,12 @@ __all__ = [
     "MAGIC",
     "VERSION",
     "VERSION_SHM",
+    "VERSION_SCHED",
     "SUPPORTED_VERSIONS",
     "FLAG_SHM",
+    "FLAG_DEADLINE",
+    "FLAG_LATEST",
+    "deadline_wire",
     "SHM_FRAME_BYTES",
     "SHM_RESULT_BYTES",
     "REGION_INFO_BYTES",
@@ -55,11 +59,21 @@ MAGIC = 0x4D524647
 VERSION = 1
 #: The version of REGION_ADD, REGION_REMOVE and frames by reference.
 VERSION_SHM = 2
+#: The version of a FRAME with scheduling flags (FLAG_DEADLINE, FLAG_LATEST).
+VERSION_SCHED = 3
 #: The versions whose replies this package can read.
-SUPPORTED_VERSIONS = (1, 2)
+SUPPORTED_VERSIONS = (1, 2, 3)
 #: ``flags`` of a version-2 FRAME whose payload is a descriptor into a region,
 #: and of its RESULT.
 FLAG_SHM = 0x0001
+#: ``flags`` of a version-3 FRAME whose ``status`` carries its deadline
+#: (:func:`deadline_wire`): not on the engine by then, it is answered
+#: ``deadline_exceeded`` without running.
+FLAG_DEADLINE = 0x0100
+#: ``flags`` of a version-3 FRAME of which only the newest matters: the
+#: connection's previous such frame, not yet on the engine, is answered
+#: ``superseded`` and this one runs in its place.
+FLAG_LATEST = 0x0200
 #: A frame by reference's payload: region_id, reserved, in_offset, in_bytes,
 #: out_offset, out_capacity.
 SHM_FRAME_BYTES = 40
@@ -130,6 +144,8 @@ class Status(enum.IntEnum):
     STRAY_FD = 17
     TOO_MANY_CONNECTIONS = 18
     FORBIDDEN = 19
+    DEADLINE_EXCEEDED = 20
+    SUPERSEDED = 21
 
 
 #: The codes after which the daemon always closes the connection.  ``bad_length``
@@ -182,6 +198,13 @@ class RegionInfo(NamedTuple):
     region_id: int
     flags: int
     region_bytes: int
+
+
+def deadline_wire(deadline_ns: int) -> int:
+    """A deadline as a version-3 FRAME's ``status`` carries it: the low 32
+    bits of the instant on CLOCK_MONOTONIC (``time.monotonic_ns()`` on
+    Linux, which the daemon on the same host shares) in microseconds."""
+    return (deadline_ns // 1000) & 0xFFFFFFFF
 
 
 def status_name(code: int) -> str:

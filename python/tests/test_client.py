@@ -245,6 +245,28 @@ class StreamTest(DaemonTestCase):
         self.assertEqual(out[3], bytearray())  # 0 bytes is a valid float32 array
         self.assert_results("scale", g, [out[0], out[2], out[4]])
 
+    def test_frame_options_send_deadlines(self):
+        """Frames after set_frame_options carry their deadline (protocol 3):
+        one of a minute runs, exact; one of a nanosecond has passed when the
+        daemon reads it and is answered deadline_exceeded in its place, the
+        stream going on; plain frames again after the options are cleared."""
+        g = [random_f32(self.rng, 64) for _ in range(6)]
+        before = self.c.stats()["rejected"]["deadline_exceeded"]
+        self.c.set_frame_options(deadline=60)
+        self.assert_results("scale", g, self.c.map("scale", g, window=4))
+        self.c.set_frame_options(deadline=1e-9)
+        out = self.c.map("scale", g[:3], window=4, errors="yield")
+        for i, e in enumerate(out):
+            self.assertIsInstance(e, gpuframe.DeadlineExceededError)
+            self.assertEqual((e.status, e.name, e.index, e.fatal), (20, "deadline_exceeded", i,
+                                                                     False))
+        self.c.set_frame_options()
+        self.assert_results("scale", g, self.c.map("scale", g, window=4))
+        self.assertEqual(self.c.stats()["rejected"]["deadline_exceeded"], before + 3)
+        for bad in (0, -1, 1801):
+            with self.assertRaisesRegex(ValueError, "deadline must be in"):
+                self.c.set_frame_options(deadline=bad)
+
     def test_errors_raise_at_the_failed_frame(self):
         g = [random_f32(self.rng, 100) for _ in range(4)]
         got = []

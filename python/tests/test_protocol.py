@@ -155,7 +155,7 @@ class TablesTest(unittest.TestCase):
         }
 
     def test_the_document_was_read(self):
-        self.assertEqual(len(self.statuses), 20)
+        self.assertEqual(len(self.statuses), 22)
         self.assertEqual(len(self.types), 8)
 
     def test_every_status_code_and_name(self):
@@ -163,7 +163,7 @@ class TablesTest(unittest.TestCase):
                          {code: name for code, (name, _) in self.statuses.items()})
         for code, (name, _) in self.statuses.items():
             self.assertEqual(protocol.status_name(code), name)
-        self.assertEqual(protocol.status_name(20), "unknown")
+        self.assertEqual(protocol.status_name(22), "unknown")
         self.assertEqual(protocol.status_name(0xFFFFFFFF), "unknown")
 
     def test_fatal_statuses(self):
@@ -234,7 +234,7 @@ class DecodeHeaderTest(unittest.TestCase):
         bad_magic = bytearray(self.reply())
         bad_magic[0:4] = b"GFRX"
         self.refused(bytes(bad_magic), "bad magic")
-        self.refused(self.reply(version=3), "version 3")
+        self.refused(self.reply(version=4), "version 4")
         self.refused(self.reply(version=0), "version 0")
         self.refused(self.reply(MsgType.FRAME), "type 1")
         self.refused(self.reply(9, version=2), "type 9")
@@ -269,7 +269,26 @@ class DecodeHeaderTest(unittest.TestCase):
     def test_the_versions_read_are_an_argument(self):
         with self.assertRaisesRegex(gpuframe.ProtocolError, "version 2 \\(this client reads 1\\)"):
             protocol.decode_header(self.reply(version=2), versions=(1,))
-        self.assertEqual(protocol.SUPPORTED_VERSIONS, (1, 2))
+        self.assertEqual(protocol.SUPPORTED_VERSIONS, (1, 2, 3))
+
+    def test_version_3_frames_carry_their_deadline_in_status(self):
+        """A version-3 FRAME header as PROTOCOL.md's example has it, and its
+        replies read like version 2's."""
+        deadline_ns = 5000000000123456 + 33000000
+        self.assertEqual(protocol.deadline_wire(deadline_ns),
+                         (deadline_ns // 1000) & 0xFFFFFFFF)
+        self.assertEqual(protocol.deadline_wire(3 * (1 << 32) * 1000 + 500000), 500)
+        h = protocol.encode_header(MsgType.FRAME, 10, 0, 4096, version=3,
+                                   flags=protocol.FLAG_DEADLINE | protocol.FLAG_LATEST,
+                                   status=0x12345678)
+        self.assertEqual(h.hex(" "), "47 46 52 4d 03 01 00 03 0a 00 00 00 00 00 00 00 "
+                                     "00 00 00 00 78 56 34 12 00 10 00 00 00 00 00 00")
+        self.assertEqual(protocol.decode_header(self.reply(payload_bytes=5, version=3)),
+                         protocol.Header(3, MsgType.RESULT, 0, 1, 2, 0, 5))
+        err = protocol.decode_header(self.reply(MsgType.ERROR, protocol.Status.SUPERSEDED,
+                                                version=3))
+        self.assertEqual(err.status, 21)
+        self.refused(self.reply(flags=protocol.FLAG_LATEST, version=3), "flags 0x0200")
 
 
 class PipelinesTest(unittest.TestCase):

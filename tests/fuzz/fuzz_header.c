@@ -44,23 +44,28 @@ static int expected_result(const uint8_t *p, enum gf_parse_role role, uint64_t m
     uint16_t flags = (uint16_t)le(p + 6, 2);
     uint64_t payload_bytes = le(p + 24, 8);
     int daemon = role == GF_ROLE_DAEMON;
-    int v2 = version == 2;
+    int v2 = version == 2 || version == 3; /* 3: 2 and a FRAME's scheduling flags */
     int accepted = daemon ? type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS ||
                                 type == GF_MSG_TRACE
                           : type >= GF_MSG_RESULT && type <= GF_MSG_TRACE;
     if (v2 && (type == GF_MSG_REGION_ADD || type == GF_MSG_REGION_REMOVE))
         accepted = 1;
-    /* Only a version-2 FRAME (daemon) or RESULT (client) may say "shm". */
+    /* Only a version-2 or -3 FRAME (daemon) or RESULT (client) may say
+     * "shm"; only a version-3 FRAME may say "deadline" (0x0100, its status
+     * then the deadline) and "latest" (0x0200). */
     int may_shm = v2 && type == (daemon ? GF_MSG_FRAME : GF_MSG_RESULT);
-    int shm = flags == GF_FLAG_SHM;
+    int may_sched = version == 3 && daemon && type == GF_MSG_FRAME;
+    int shm = (flags & GF_FLAG_SHM) != 0;
+    uint16_t allowed = (uint16_t)((may_shm ? 0x0001u : 0) | (may_sched ? 0x0300u : 0));
+    int deadline = (flags & 0x0100u) != 0;
 
     if (magic != GF_MAGIC)
         return -GF_ERR_BAD_MAGIC;
-    if (version != 1 && version != 2)
+    if (version < 1 || version > 3)
         return -GF_ERR_BAD_VERSION;
     if (!accepted)
         return -GF_ERR_BAD_TYPE;
-    if ((flags != 0 && !(may_shm && shm)) || (daemon && status != 0))
+    if ((flags & ~allowed) != 0 || (daemon && status != 0 && !deadline))
         return -GF_ERR_BAD_FLAGS;
     if (payload_bytes > max_payload_bytes)
         return -GF_ERR_TOO_LARGE;

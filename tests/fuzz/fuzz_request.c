@@ -116,8 +116,11 @@ static void on_header(driver *v, const gf_request *r, size_t len) {
     REQUIRE(memcmp(again, v->buf + v->start, GF_HEADER_BYTES) == 0);
     REQUIRE(h->type == GF_MSG_FRAME || h->type == GF_MSG_LIST || h->type == GF_MSG_STATS ||
             h->type == GF_MSG_TRACE ||
-            (h->version == GF_PROTOCOL_VERSION_SHM &&
+            (h->version >= GF_PROTOCOL_VERSION_SHM &&
              (h->type == GF_MSG_REGION_ADD || h->type == GF_MSG_REGION_REMOVE)));
+    /* Scheduling flags on version-3 frames only; a status only as a deadline. */
+    REQUIRE(!(h->flags & (0x0100u | 0x0200u)) || (h->version == 3 && h->type == GF_MSG_FRAME));
+    REQUIRE(h->status == 0 || (h->flags & 0x0100u));
     /* A frame by reference carries exactly its descriptor. */
     REQUIRE(!(h->flags & GF_FLAG_SHM) || h->payload_bytes == GF_SHM_FRAME_BYTES);
     REQUIRE(h->type == GF_MSG_FRAME ? h->payload_bytes <= v->d.max_frame_bytes
