@@ -228,6 +228,32 @@ static void take_parked(gf_conn *c) {
     }
 }
 
+/* A newest-frame-only FRAME takes the place of the connection's previous
+ * one, if that still waits in its batch (frame_policy.h): its input goes
+ * where the old one's was, and the batch's wait is not restarted.  Returns
+ * 1 when it did, 0 when the frame is to be placed as any. */
+static int supersede(gf_conn *c, const gf_request *req, const admission *a) {
+    const gf_header *h = &req->header;
+    gf_frame *f =
+        gf_frame_policy_supersede(&c->out, c, &c->shard->cfg->pipelines[h->pipeline_id], h,
+                                  a->in_bytes, a->shm, c->header_seen_ns, &c->shard->stats);
+    if (f == NULL)
+        return 0;
+    uint64_t whole = f->whole_ns;
+    c->shard->stats.frames_received++;
+    c->buf_start += req->bytes;
+    gf_request_accept(&c->decoder, req);
+    c->header_seen_ns = 0;
+    if (a->shm) {
+        gf_region_unref(f->region);
+        bind_shm(c, f, a);
+    } else {
+        take_staged(c, f);
+    }
+    f->whole_ns = whole;
+    return 1;
+}
+
 int gf_admit_frame(gf_conn *c, const gf_request *req) {
     const gf_header *h = &req->header;
     if (!c->header_seen_ns)
@@ -243,6 +269,8 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
         refuse(c, req, &a);
         return 1;
     }
+    if ((h->flags & GF_FLAG_LATEST) && a.staged && supersede(c, req, &a))
+        return 1;
     gf_sched *s = &c->shard->sched;
     if (c->sched.batch && c->sched.batch->frame_count > 0)
         gf_sched_close_batch(s, &c->sched);

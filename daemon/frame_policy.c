@@ -4,6 +4,9 @@
  */
 #include "frame_policy.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "util.h"
 
 uint32_t gf_frame_policy_admit(const gf_header *h, uint64_t now_ns, char *why, size_t why_len) {
@@ -27,4 +30,47 @@ uint32_t gf_frame_policy_expire(gf_slot *b, uint64_t now_ns) {
         live += !f->expired;
     }
     return live;
+}
+
+/* Whether frame `f`, of the last reply of its connection, may be replaced
+ * by the FRAME `h` (frame_policy.h). */
+static int replaceable(const gf_frame *f, const gf_pipeline *p, const gf_header *h,
+                       uint64_t in_bytes, int shm) {
+    return f->latest && f->batched && f->slot->open && !f->slot->in_flight &&
+           f->pipeline_id == h->pipeline_id && f->in_bytes == in_bytes &&
+           (f->region != NULL) == (shm != 0) && f->pipeline.stage_count == p->stage_count &&
+           memcmp(f->pipeline.stages, p->stages, p->stage_count * sizeof p->stages[0]) == 0;
+}
+
+gf_frame *gf_frame_policy_supersede(gf_reply_queue *q, struct gf_conn *conn, const gf_pipeline *p,
+                                    const gf_header *h, uint64_t in_bytes, int shm,
+                                    uint64_t arrived_ns, gf_stats *st) {
+    gf_reply *old =
+        gf_list_empty(&q->replies) ? NULL : gf_list_entry(q->replies.prev, gf_reply, link);
+    gf_frame *f = old ? old->frame : NULL;
+    if (!(h->flags & GF_FLAG_LATEST) || !f || !replaceable(f, p, h, in_bytes, shm))
+        return NULL;
+    gf_header was = {.version = f->version, .frame_id = f->frame_id, .pipeline_id = f->pipeline_id};
+    char *text = malloc(GF_ERROR_TEXT_MAX_BYTES);
+    size_t len = text ? gf_errorf(text, GF_ERROR_TEXT_MAX_BYTES,
+                                  "frame %llu of this connection took its place before it ran",
+                                  (unsigned long long)h->frame_id)
+                      : 0;
+    gf_reply *answer = gf_reply_loose(GF_MSG_ERROR, &was, GF_ERR_SUPERSEDED, text, len);
+    if (!answer)
+        return NULL; /* out of memory: the new frame is placed as any */
+    /* The old request's answer where its reply stood; the frame's reply,
+     * for the new request, at the back. */
+    gf_replyq_replace(q, old, answer);
+    gf_replyq_release(q, old, 0);
+    gf_replyq_push(q, old, conn);
+    st->rejected[GF_ERR_SUPERSEDED]++;
+    st->frames_failed++;
+    f->frame_id = h->frame_id;
+    f->version = h->version;
+    f->arrived_ns = arrived_ns;
+    f->deadline_ns = h->flags & GF_FLAG_DEADLINE ? gf_deadline_decode(h->status, arrived_ns) : 0;
+    f->expired = 0;
+    f->status = GF_OK;
+    return f;
 }

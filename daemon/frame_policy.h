@@ -16,6 +16,17 @@
  * answered deadline_exceeded when the batch comes back, its result
  * dropped.  Either way it is counted in STATS' rejected.deadline_exceeded.
  *
+ * The newest frame only.  A FRAME with GF_FLAG_LATEST whose connection's
+ * previous request was a frame that asked the same, of the same pipeline
+ * (its stages unchanged by a reload), length and transport (by value in
+ * the connection's buffer, or by reference), and which waits whole in an
+ * open batch, takes that frame's place: the old request is answered
+ * GF_ERR_SUPERSEDED at once, where its reply stood, and the new frame's
+ * input goes into the old one's room in the batch, so the batch neither
+ * grows nor runs the stale frame.  A frame already on the engine, or
+ * waiting for a slot (not yet placed), is not replaced: the new one queues
+ * behind it as any frame.  Counted in STATS' rejected.superseded.
+ *
  * Loop thread of the frame's shard.
  */
 #ifndef GF_FRAME_POLICY_H
@@ -25,7 +36,9 @@
 #include <stdint.h>
 
 #include "protocol.h"
+#include "reply.h"
 #include "slots.h"
+#include "stats.h"
 
 /* The FRAME header `h` is being admitted at `now_ns`: GF_OK, or
  * GF_ERR_DEADLINE_EXCEEDED with the reason in why[why_len]. */
@@ -35,5 +48,20 @@ uint32_t gf_frame_policy_admit(const gf_header *h, uint64_t now_ns, char *why, s
  * deadline has passed is marked `expired`.  Returns how many of its batched
  * frames are still in time (0: none is to run). */
 uint32_t gf_frame_policy_expire(gf_slot *b, uint64_t now_ns);
+
+/*
+ * The FRAME `h` (GF_FLAG_LATEST; pipeline `p`, `in_bytes` of input, `shm`:
+ * by reference) is admitted on the connection `conn`, whose replies `q`
+ * holds: when the frame of its last reply may be replaced (above), that
+ * reply is answered superseded (counted in `st`), the frame's own reply goes
+ * to the back of `q` for the new request, and the frame takes the new
+ * request's id, version, flags and deadline (its header read at
+ * `arrived_ns`).  Returns that frame, whose input the caller then takes as
+ * for a new one (its old region reference still held), or NULL: place the
+ * new frame as usual.
+ */
+gf_frame *gf_frame_policy_supersede(gf_reply_queue *q, struct gf_conn *conn, const gf_pipeline *p,
+                                    const gf_header *h, uint64_t in_bytes, int shm,
+                                    uint64_t arrived_ns, gf_stats *st);
 
 #endif

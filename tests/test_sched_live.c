@@ -150,8 +150,8 @@ static void send_v3(int fd, uint64_t frame_id, uint16_t flags, uint64_t deadline
 }
 
 /* Receives the next reply on `fd`: a version-3 RESULT of frame `frame_id`,
- * SMALL bytes of `fill` (echo: exact). */
-static void expect_result(int fd, uint64_t frame_id, uint8_t fill) {
+ * `bytes` bytes of `fill` (echo: exact). */
+static void expect_bytes(int fd, uint64_t frame_id, uint8_t fill, size_t bytes) {
     gf_header h;
     uint8_t got[SMALL];
     char err[256];
@@ -162,9 +162,14 @@ static void expect_result(int fd, uint64_t frame_id, uint8_t fill) {
     ck_assert_uint_eq(h.frame_id, frame_id);
     ck_assert_uint_eq(h.version, GF_PROTOCOL_VERSION_SCHED);
     ck_assert_uint_eq(h.flags, 0);
-    ck_assert_uint_eq(h.payload_bytes, SMALL);
-    for (int i = 0; i < SMALL; i++)
+    ck_assert_uint_eq(h.payload_bytes, bytes);
+    for (size_t i = 0; i < bytes; i++)
         ck_assert_uint_eq(got[i], fill);
+}
+
+/* expect_bytes of SMALL bytes. */
+static void expect_result(int fd, uint64_t frame_id, uint8_t fill) {
+    expect_bytes(fd, frame_id, fill, SMALL);
 }
 
 /* Receives the next reply on `fd`: a version-3 ERROR of `status` for frame
@@ -262,6 +267,119 @@ START_TEST(a_deadline_passed_in_a_batch_is_not_answered_a_result) {
 }
 END_TEST
 
+/* Sends on `fd`, in one write, `n` version-3 echo FRAMEs with `flags`, ids
+ * first_id.., each SMALL bytes of (fill + i), but frame `odd` (if < n) of
+ * SMALL / 2 bytes. */
+static void send_burst(int fd, uint64_t first_id, unsigned n, uint16_t flags, uint8_t fill,
+                       unsigned odd) {
+    static uint8_t buf[16 * (GF_HEADER_BYTES + SMALL)];
+    size_t at = 0;
+    ck_assert_uint_le(n, 16);
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t bytes = i == odd ? SMALL / 2 : SMALL;
+        gf_header h = gf_test_header(GF_MSG_FRAME, first_id + i, ECHO_ID, bytes);
+        h.version = GF_PROTOCOL_VERSION_SCHED;
+        h.flags = flags;
+        gf_header_encode(&h, buf + at);
+        memset(buf + at + GF_HEADER_BYTES, fill + (int)i, bytes);
+        at += GF_HEADER_BYTES + bytes;
+    }
+    ck_assert_int_eq(gf_test_raw_send(fd, buf, at), 0);
+}
+
+/* Newest-frame-only: while two slow frames hold the engine, a camera's
+ * frames wait in the echo batch, each replacing the one before: every
+ * request is answered, in order, the replaced ones superseded at once
+ * (before the batch goes) and the newest with its own bytes.  A frame of
+ * another length is no replacement (it joins the batch), nor is one
+ * without the flag, nor one after a frame without it; a neighbour's frame
+ * in the same batch is untouched.  The batch carries six frames, whatever
+ * the camera sent. */
+START_TEST(newest_frame_only_replaces_a_waiting_frame) {
+    gf_test_daemon d;
+    gf_test_ck_daemon_start(&d, three_slots_json, g_engine);
+    uint64_t wait_ms = gf_test_latency_bound_ms(100);
+    size_t slow_bytes =
+        gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS, (unsigned)(6 * wait_ms), SLOW_BYTES_MAX);
+    static uint8_t slow[SLOW_BYTES_MAX];
+    gf_client *a = gf_test_ck_connect(d.socket_path), *q = gf_test_ck_connect(d.socket_path);
+    int cam = gf_test_ck_raw_connect(d.socket_path), nb = gf_test_ck_raw_connect(d.socket_path);
+    cJSON *st = gf_test_ck_stats(q);
+    uint64_t subs = gf_test_ck_u64(st, "slots.submissions"),
+             received = gf_test_ck_u64(st, "frames.received");
+    cJSON_Delete(st);
+    for (uint64_t i = 0; i < 2; i++)
+        ck_assert_int_eq(gf_client_send_frame(a, SLOW_ID, i, slow, slow_bytes), 0);
+    ck_assert_int_eq(gf_client_flush(a, 30000), 0);
+    ck_assert_uint_eq(gf_test_ck_wait_stat(q, "slots.in_flight", 2, 2, 30000), 2);
+    send_v3(nb, 50, 0, 0, 0x50);
+    /* 2, 3, 4 replace 1, 2, 3; 5 is half as long and joins; 6, of another
+     * length than 5, joins; 7 replaces 6. */
+    send_burst(cam, 1, 7, GF_FLAG_LATEST, 0x10, 4);
+    /* 8 has no flag and joins; 9 has it, but 8 asked nothing: 9 joins. */
+    send_burst(cam, 8, 1, 0, 0x17, 16);
+    send_burst(cam, 9, 1, GF_FLAG_LATEST, 0x18, 16);
+    ck_assert_uint_eq(gf_test_ck_wait_stat(q, "frames.received", received + 12, UINT64_MAX, 10000),
+                      received + 12);
+    /* Answered at once, while the batch still waits for the engine. */
+    for (uint64_t id = 1; id <= 3; id++)
+        expect_error(cam, id, GF_ERR_SUPERSEDED, "took its place before it ran");
+    ck_assert_uint_eq(gf_test_ck_stat(q, "slots.submissions"), subs + 2);
+    ck_assert_uint_eq(gf_test_ck_stat(q, "rejected.superseded"), 4);
+    expect_bytes(cam, 4, 0x13, SMALL);
+    expect_bytes(cam, 5, 0x14, SMALL / 2);
+    expect_error(cam, 6, GF_ERR_SUPERSEDED, "took its place before it ran");
+    expect_bytes(cam, 7, 0x16, SMALL);
+    expect_bytes(cam, 8, 0x17, SMALL);
+    expect_bytes(cam, 9, 0x18, SMALL);
+    expect_result(nb, 50, 0x50);
+    gf_reply rep;
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(gf_client_recv(a, &rep, 60000), 0);
+        ck_assert_uint_eq(rep.header.type, GF_MSG_RESULT);
+    }
+    gf_test_ck_wait_idle(q, 4, 10000, NULL);
+    st = gf_test_ck_stats(q);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "slots.submissions"), subs + 3);
+    const cJSON *b = batches_of(st, ECHO_ID);
+    ck_assert_double_eq(num(b, "submissions"), 1);
+    ck_assert_double_eq(num(b, "frames"), 6);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "rejected.superseded"), 4);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.failed"), 4);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.answered"), 8);
+    cJSON_Delete(st);
+    close(cam);
+    close(nb);
+    gf_client_close(a);
+    gf_client_close(q);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
+/* Newest-frame-only from a client that waits for each reply: nothing is
+ * ever replaced, every frame answered with its own bytes. */
+START_TEST(newest_frame_only_replaces_nothing_that_ran) {
+    gf_test_daemon d;
+    gf_test_ck_daemon_start(&d, one_slot_json, g_engine);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
+    ck_assert_int_eq(gf_client_set_frame_options(c, 0, 1), 0);
+    static uint8_t in[SMALL];
+    for (uint64_t i = 0; i < 30; i++) {
+        memset(in, (int)i, sizeof in);
+        ck_assert_int_eq(gf_client_send_frame(c, ECHO_ID, i, in, sizeof in), 0);
+        gf_reply rep;
+        ck_assert_int_eq(gf_client_recv(c, &rep, 30000), 0);
+        ck_assert_uint_eq(rep.header.type, GF_MSG_RESULT);
+        ck_assert_uint_eq(rep.header.version, GF_PROTOCOL_VERSION_SCHED);
+        ck_assert_uint_eq(rep.header.frame_id, i);
+        ck_assert_int_eq(memcmp(rep.payload, in, SMALL), 0);
+    }
+    ck_assert_uint_eq(gf_test_ck_stat(c, "rejected.superseded"), 0);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
 /* The library's frame options: every frame a version-3 FRAME with its
  * deadline, each answered in time; gf_client_set_frame_options refuses a
  * deadline over its bound and then changes nothing. */
@@ -314,6 +432,15 @@ static Suite *sched_live_suite(void) {
     else
         printf("not run on the %s engine: a_deadline_passed_in_a_batch_is_not_answered_a_result "
                "(cpu only)\n",
+               g_engine);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("latest");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    tcase_add_test(tc, newest_frame_only_replaces_nothing_that_ran);
+    if (strcmp(g_engine, "cpu") == 0)
+        tcase_add_test(tc, newest_frame_only_replaces_a_waiting_frame);
+    else
+        printf("not run on the %s engine: newest_frame_only_replaces_a_waiting_frame (cpu only)\n",
                g_engine);
     suite_add_tcase(s, tc);
     return s;

@@ -260,6 +260,9 @@ class StreamTest(DaemonTestCase):
             self.assertIsInstance(e, gpuframe.DeadlineExceededError)
             self.assertEqual((e.status, e.name, e.index, e.fatal), (20, "deadline_exceeded", i,
                                                                      False))
+        # Newest-frame-only with one frame in flight: nothing waits to be replaced.
+        self.c.set_frame_options(latest_only=True)
+        self.assert_results("scale", g, self.c.map("scale", g, window=1))
         self.c.set_frame_options()
         self.assert_results("scale", g, self.c.map("scale", g, window=4))
         self.assertEqual(self.c.stats()["rejected"]["deadline_exceeded"], before + 3)
