@@ -228,6 +228,19 @@ static void take_parked(gf_conn *c) {
     }
 }
 
+/* Whether a newest-frame-only FRAME, whole in the buffer, has its
+ * successor read behind it (frame_policy.h): then `a` says superseded. */
+static int newer_read(gf_conn *c, const gf_request *req, admission *a) {
+    size_t at = c->buf_start + req->bytes, payload = req->header.payload_bytes;
+    if (c->buf_end - at < payload ||
+        !gf_frame_policy_newer_read(&req->header, c->buf + at, c->buf + at + payload,
+                                    c->buf_end - at - payload))
+        return 0;
+    a->status = GF_ERR_SUPERSEDED;
+    gf_errorf(a->why, sizeof a->why, "a newer frame of this connection was read behind it");
+    return 1;
+}
+
 /* A newest-frame-only FRAME takes the place of the connection's previous
  * one, if that still waits in its batch (frame_policy.h): its input goes
  * where the old one's was, and the batch's wait is not restarted.  Returns
@@ -266,6 +279,10 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
     admission a;
     a.status = check(c, req, &a);
     if (a.status != GF_OK) {
+        refuse(c, req, &a);
+        return 1;
+    }
+    if ((h->flags & GF_FLAG_LATEST) && a.staged && newer_read(c, req, &a)) {
         refuse(c, req, &a);
         return 1;
     }

@@ -74,3 +74,21 @@ gf_frame *gf_frame_policy_supersede(gf_reply_queue *q, struct gf_conn *conn, con
     f->status = GF_OK;
     return f;
 }
+
+int gf_frame_policy_newer_read(const gf_header *h, const uint8_t *payload, const uint8_t *next,
+                               size_t avail) {
+    gf_header n;
+    if (!(h->flags & GF_FLAG_LATEST) ||
+        gf_header_parse(next, avail, GF_ROLE_DAEMON, h->payload_bytes, &n) != (int)GF_HEADER_BYTES)
+        return 0;
+    if (n.type != GF_MSG_FRAME || n.pipeline_id != h->pipeline_id || !(n.flags & GF_FLAG_LATEST) ||
+        (n.flags & GF_FLAG_SHM) != (h->flags & GF_FLAG_SHM) || n.payload_bytes != h->payload_bytes)
+        return 0;
+    if (!(h->flags & GF_FLAG_SHM))
+        return 1;
+    gf_shm_frame mine, theirs;
+    return avail >= GF_HEADER_BYTES + GF_SHM_FRAME_BYTES &&
+           gf_shm_frame_decode(payload, &mine) == 0 &&
+           gf_shm_frame_decode(next + GF_HEADER_BYTES, &theirs) == 0 &&
+           mine.in_bytes == theirs.in_bytes;
+}

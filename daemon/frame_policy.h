@@ -23,9 +23,12 @@
  * open batch, takes that frame's place: the old request is answered
  * GF_ERR_SUPERSEDED at once, where its reply stood, and the new frame's
  * input goes into the old one's room in the batch, so the batch neither
- * grows nor runs the stale frame.  A frame already on the engine, or
- * waiting for a slot (not yet placed), is not replaced: the new one queues
- * behind it as any frame.  Counted in STATS' rejected.superseded.
+ * grows nor runs the stale frame.  And a LATEST frame not yet placed (it
+ * waits for a slot) whose successor, of the same kind, has already been
+ * read behind it is answered superseded at once, its payload skipped: a
+ * backlog of such frames read in one go leaves only its newest to run.  A
+ * frame already on the engine is never replaced.  Counted in STATS'
+ * rejected.superseded.
  *
  * Loop thread of the frame's shard.
  */
@@ -48,6 +51,16 @@ uint32_t gf_frame_policy_admit(const gf_header *h, uint64_t now_ns, char *why, s
  * deadline has passed is marked `expired`.  Returns how many of its batched
  * frames are still in time (0: none is to run). */
 uint32_t gf_frame_policy_expire(gf_slot *b, uint64_t now_ns);
+
+/*
+ * Whether the FRAME `h` (GF_FLAG_LATEST), whose whole payload `payload`
+ * (for a frame by reference: its descriptor) is read, is superseded by the
+ * request read behind it, whose first `avail` bytes are at `next`: a FRAME
+ * with GF_FLAG_LATEST of the same pipeline, version-3 flags and length (by
+ * reference: the same input length, its descriptor read too).  Pure.
+ */
+int gf_frame_policy_newer_read(const gf_header *h, const uint8_t *payload, const uint8_t *next,
+                               size_t avail);
 
 /*
  * The FRAME `h` (GF_FLAG_LATEST; pipeline `p`, `in_bytes` of input, `shm`:
