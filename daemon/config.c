@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "account.h"
+#include "cpulist.h"
 #include "util.h"
 
 /* Defaults of the keys a config file may leave out (config/README.md). */
@@ -94,6 +95,7 @@ enum top_key {
     K_SLOTS,
     K_SHARDS,
     K_DEVICES,
+    K_SHARD_CPUS,
     K_MAX_FRAME_BYTES,
     K_FRAME_TIMEOUT_MS,
     K_REQUEST_TIMEOUT_MS,
@@ -160,6 +162,10 @@ static const gf_config_key config_keys[K_COUNT_] = {
     [K_DEVICES] = {"devices", GF_CONFIG_PATH, FIELD(devices), 1, GF_DEVICES_TEXT_MAX - 1, 0, "all",
                    NULL, 0, GF_RELOAD_NEEDS_RESTART,
                    "CUDA devices the shards run on: \"all\", or ordinals such as \"0,1\"."},
+    [K_SHARD_CPUS] = {"shard_cpus", GF_CONFIG_PATH, FIELD(shard_cpus), 1,
+                      GF_SHARD_CPUS_TEXT_MAX - 1, 0, "auto", NULL, 0, GF_RELOAD_NEEDS_RESTART,
+                      "CPUs of the shards' threads: \"auto\" (their device's), \"none\", or "
+                      "a list."},
     [K_MAX_FRAME_BYTES] = {"max_frame_bytes", GF_CONFIG_INTEGER, FIELD(max_frame_bytes), 1,
                            (double)GF_MAX_FRAME_BYTES_LIMIT, (double)GF_MAX_FRAME_BYTES_DEFAULT,
                            NULL, NULL, 0, GF_RELOAD_APPLIES,
@@ -594,6 +600,12 @@ static int check_values(const gf_config *cfg, gf_problems *pr) {
         rc = -1;
     }
     if (gf_config_devices(cfg, devices, why, sizeof why) < 0) {
+        gf_problem(pr, "%s", why);
+        rc = -1;
+    }
+    enum gf_cpus_kind cpus_kind;
+    gf_cpus cpus;
+    if (gf_cpus_setting_parse(cfg->shard_cpus, &cpus_kind, &cpus, why, sizeof why) < 0) {
         gf_problem(pr, "%s", why);
         rc = -1;
     }

@@ -32,6 +32,8 @@
 /* CUDA devices a daemon can drive; "devices" names them by ordinal. */
 #define GF_DEVICES_MAX      16
 #define GF_DEVICES_TEXT_MAX 64
+/* "shard_cpus": "auto", "none" or a CPU list (numa.h). */
+#define GF_SHARD_CPUS_TEXT_MAX 256
 /* "socket_group" and "user": a name of up to 32 bytes (useradd's limit) or
  * an id in digits, and the NUL. */
 #define GF_ACCOUNT_TEXT_MAX 33
@@ -70,23 +72,26 @@ int gf_allow_permits(const gf_allow *a, uint32_t uid, const uint32_t *gids, size
 void gf_allow_describe(const gf_allow *a, char *buf, size_t len);
 
 typedef struct gf_config {
-    char socket_path[GF_SOCKET_PATH_MAX];   /* where the daemon listens          */
-    uint32_t socket_mode;                   /* its permission bits, e.g. 0660    */
-    char socket_group[GF_ACCOUNT_TEXT_MAX]; /* its group; "": the daemon's own   */
-    char user[GF_ACCOUNT_TEXT_MAX];         /* who the daemon runs as once the
-                                               socket is bound; "": as started   */
-    gf_allow allow;                         /* who may connect                   */
-    enum gf_engine_choice engine;           /* auto | cuda | cpu                 */
-    uint32_t slot_count;                    /* frames in flight at once, per shard */
-    uint32_t shards;                        /* loops on their own threads; 0: auto */
-    char devices[GF_DEVICES_TEXT_MAX];      /* "all", or CUDA ordinals "0,2"     */
-    uint64_t max_frame_bytes;               /* largest FRAME payload accepted    */
-    uint32_t frame_timeout_ms;              /* deadline of a frame on the engine */
-    uint32_t request_timeout_ms;            /* a begun request must be in by then  */
-    uint32_t receive_stall_ms;              /* a payload read in place must not pause
-                                               this long while others wait          */
-    uint32_t write_timeout_ms;              /* a reply must make progress by then  */
-    uint32_t idle_timeout_ms;               /* idle connections close; 0: never    */
+    char socket_path[GF_SOCKET_PATH_MAX];    /* where the daemon listens          */
+    uint32_t socket_mode;                    /* its permission bits, e.g. 0660    */
+    char socket_group[GF_ACCOUNT_TEXT_MAX];  /* its group; "": the daemon's own   */
+    char user[GF_ACCOUNT_TEXT_MAX];          /* who the daemon runs as once the
+                                                socket is bound; "": as started   */
+    gf_allow allow;                          /* who may connect                   */
+    enum gf_engine_choice engine;            /* auto | cuda | cpu                 */
+    uint32_t slot_count;                     /* frames in flight at once, per shard */
+    uint32_t shards;                         /* loops on their own threads; 0: auto */
+    char devices[GF_DEVICES_TEXT_MAX];       /* "all", or CUDA ordinals "0,2"     */
+    char shard_cpus[GF_SHARD_CPUS_TEXT_MAX]; /* where shard threads run: "auto"
+                                                (their device's CPUs), "none", or
+                                                a CPU list (numa.h)             */
+    uint64_t max_frame_bytes;                /* largest FRAME payload accepted    */
+    uint32_t frame_timeout_ms;               /* deadline of a frame on the engine */
+    uint32_t request_timeout_ms;             /* a begun request must be in by then  */
+    uint32_t receive_stall_ms;               /* a payload read in place must not pause
+                                                this long while others wait          */
+    uint32_t write_timeout_ms;               /* a reply must make progress by then  */
+    uint32_t idle_timeout_ms;                /* idle connections close; 0: never    */
     enum gf_log_level log_level;
     uint32_t drain_timeout_ms;          /* graceful stop's limit             */
     uint64_t max_pinned_bytes;          /* cap on pinned memory; 0: RAM / 4  */

@@ -20,6 +20,14 @@ int gf_engine_cuda_available(char *why, size_t why_len) {
     return 0;
 }
 
+int gf_engine_bus_id(int device, char *buf, size_t len, char *why, size_t why_len) {
+    (void)device;
+    if (len > 0)
+        buf[0] = '\0';
+    snprintf(why, why_len, "this gpuframed was built without CUDA");
+    return -ENODEV;
+}
+
 int gf__engine_cuda_open(const gf_engine_params *params, gf_completion *done, gf_engine **out) {
     (void)params;
     (void)done;

@@ -201,6 +201,11 @@ const char *gf_engine_builtin_names(void);
  */
 int gf_engine_cuda_available(char *why, size_t why_len);
 
+/* CUDA device `device`'s PCI bus id ("0000:06:00.0", cudaDeviceGetPCIBusId)
+ * into buf[len].  Returns 0, or -ENODEV with the reason in why[why_len]
+ * (always, in a build without CUDA). */
+int gf_engine_bus_id(int device, char *buf, size_t len, char *why, size_t why_len);
+
 /* The engines' constructors and preparers, for gf_engine_open and
  * gf_engine_prepare only. */
 int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_engine **out);

@@ -72,3 +72,12 @@ int gf_engine_cuda_available(char *why, size_t why_len) {
     snprintf(why, why_len, "found %d CUDA device(s); device 0 is %s", count, prop.name);
     return count;
 }
+
+int gf_engine_bus_id(int device, char *buf, size_t len, char *why, size_t why_len) {
+    cudaError_t err = cudaDeviceGetPCIBusId(buf, (int)len, device);
+    if (err == cudaSuccess)
+        return 0;
+    cudaGetLastError();
+    snprintf(why, why_len, "cudaDeviceGetPCIBusId(%d): %s", device, cudaGetErrorString(err));
+    return -ENODEV;
+}

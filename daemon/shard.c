@@ -30,6 +30,7 @@
 #include "log.h"
 #include "loopprof.h"
 #include "heap_trim.h"
+#include "numa.h"
 #include "reaper.h"
 #include "shard.h"
 #include "shard_state.h"
@@ -395,6 +396,9 @@ static int engine_open(gf_shard *sh, const gf_shard_place *place) {
                                          .contended = on_contended,
                                          .waiting = on_waiting};
     const gf_config *cfg = sh->cfg;
+    /* Near its device before the engine allocates its pinned buffers. */
+    gf_numa_place_shard(sh->index, cfg->shard_cpus,
+                        place->engine == GF_ENGINE_CUDA ? place->device : -1);
     gf_engine_params ep = {.slot_count = cfg->slot_count,
                            .in_capacity_bytes = cfg->max_frame_bytes,
                            .out_capacity_bytes = gf_config_max_output_bytes(cfg),

@@ -141,6 +141,23 @@ START_TEST(pipeline_batching_keys_parse) {
 }
 END_TEST
 
+/* "shard_cpus": auto by default, none, or a CPU list kept as written. */
+START_TEST(shard_cpus_parse) {
+    static const char *const ok[] = {"auto", "none", "0-15,32-47", "7"};
+    gf_config cfg;
+    char err[ERR_BYTES] = "", json[256];
+    ck_assert_msg(gf_config_parse("{" ECHO_PIPELINES "}", &cfg, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(cfg.shard_cpus, "auto");
+    gf_config_free(&cfg);
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        snprintf(json, sizeof json, "{\"shard_cpus\": \"%s\", " ECHO_PIPELINES "}", ok[i]);
+        ck_assert_msg(gf_config_parse(json, &cfg, err, sizeof err) == 0, "%s: %s", ok[i], err);
+        ck_assert_str_eq(cfg.shard_cpus, ok[i]);
+        gf_config_free(&cfg);
+    }
+}
+END_TEST
+
 /* A pipeline's "devices" is a set of ordinals; "all" is every device. */
 START_TEST(pipeline_devices_parse_to_a_set) {
     char err[ERR_BYTES] = "";
@@ -489,6 +506,10 @@ static const struct bad_config bad_configs[] = {
      "\"Auto\""},
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"bad key\": 1}]}",
      "pipelines[0].\"bad key\": unknown key"},
+    {"{\"shard_cpus\": \"3-1\", " ECHO_PIPELINES "}",
+     "shard_cpus: expected \"auto\", \"none\" or a CPU list such as \"0-15,32-47\" (CPUs below "
+     "1024), got \"3-1\""},
+    {"{\"shard_cpus\": \"0-1024\", " ECHO_PIPELINES "}", "got \"0-1024\""},
     {"{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\", \"devices\": \"0,x\"}]}",
      "pipelines[0] (e).devices: expected \"all\" or CUDA device ordinals 0 to 15 separated by "
      "commas, such as \"0,1\"; got \"0,x\""},
@@ -1312,6 +1333,7 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, default_file_parses_to_documented_values);
     tcase_add_test(tc, absent_keys_take_defaults);
     tcase_add_test(tc, pipeline_devices_parse_to_a_set);
+    tcase_add_test(tc, shard_cpus_parse);
     tcase_add_test(tc, pipeline_batching_keys_parse);
     tcase_add_test(tc, every_key_set_and_bounds_accepted);
     tcase_add_test(tc, pinned_cap_and_new_keys);

@@ -1175,7 +1175,7 @@ START_TEST(parse_all_and_describe_changes) {
     ck_assert_str_eq(
         errs, "x: unknown key (known keys: socket, socket_mode, socket_group, user, allow, engine, "
               "slots, "
-              "shards, devices, "
+              "shards, devices, shard_cpus, "
               "max_frame_bytes, "
               "frame_timeout_ms, request_timeout_ms, receive_stall_ms, write_timeout_ms, "
               "idle_timeout_ms, "
