@@ -233,13 +233,15 @@ def graph_limits(serve, batches, seconds):
 
 
 def reference(model, images):
-    """The package in-process on uint8 images (N, 224, 224, 3): normalised
-    as normalize_u8 does."""
+    """The package (or the module) in-process on uint8 images (N, 224, 224,
+    3): normalised as normalize_u8 does."""
     import torch
     x = torch.as_tensor(images).cuda().permute(0, 3, 1, 2).float() / 255.0
     mean = torch.tensor(MEAN, device="cuda").view(1, 3, 1, 1)
     std = torch.tensor(STD, device="cuda").view(1, 3, 1, 1)
-    y = model((x - mean) / std)
+    # The permute leaves the batch channels-last; an AOTInductor package
+    # takes the strides it was compiled for (contiguous NCHW) only.
+    y = model(((x - mean) / std).contiguous())
     return (y[0] if isinstance(y, (tuple, list)) else y).float().cpu()
 
 
@@ -363,7 +365,7 @@ def python_server(sock, package, ready, stop_path):
     def infer(frames):
         x = torch.frombuffer(bytearray(b"".join(frames)), dtype=torch.uint8)
         x = x.view(len(frames), H, W, 3).pin_memory().cuda(non_blocking=True)
-        x = (x.permute(0, 3, 1, 2).float() / 255.0 - mean) / std
+        x = ((x.permute(0, 3, 1, 2).float() / 255.0 - mean) / std).contiguous()
         y = model(export.padded(torch, [x], max(len(frames), floor))[0])
         y = (y[0] if isinstance(y, (tuple, list)) else y).float().cpu()
         return [y[i].numpy().tobytes() for i in range(len(frames))]
