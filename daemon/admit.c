@@ -6,6 +6,7 @@
 #include "admit.h"
 
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "frame_policy.h"
@@ -171,9 +172,7 @@ static void frame_whole(gf_conn *c, gf_frame *f) {
 }
 
 /* By reference: the engine copies straight from and into the region. */
-static void bind_shm(gf_conn *c, gf_frame *f, const admission *a) {
-    c->buf_start += GF_SHM_FRAME_BYTES;
-    gf_request_advance(&c->decoder, GF_SHM_FRAME_BYTES);
+static void bind_region(gf_conn *c, gf_frame *f, const admission *a) {
     gf_region_ref(a->region);
     f->region = a->region;
     f->in_bytes = a->desc.in_bytes;
@@ -184,6 +183,13 @@ static void bind_shm(gf_conn *c, gf_frame *f, const admission *a) {
                          .out_bytes = (uint64_t)a->out_bytes};
     gf_shm_result_encode(&res, f->shm_result);
     frame_whole(c, f);
+}
+
+/* The same, its descriptor taken from the buffer. */
+static void bind_shm(gf_conn *c, gf_frame *f, const admission *a) {
+    c->buf_start += GF_SHM_FRAME_BYTES;
+    gf_request_advance(&c->decoder, GF_SHM_FRAME_BYTES);
+    bind_region(c, f, a);
 }
 
 /* Whatever part of the payload came in with the header (at most
@@ -228,19 +234,6 @@ static void take_parked(gf_conn *c) {
     }
 }
 
-/* Whether a newest-frame-only FRAME, whole in the buffer, has its
- * successor read behind it (frame_policy.h): then `a` says superseded. */
-static int newer_read(gf_conn *c, const gf_request *req, admission *a) {
-    size_t at = c->buf_start + req->bytes, payload = req->header.payload_bytes;
-    if (c->buf_end - at < payload ||
-        !gf_frame_policy_newer_read(&req->header, c->buf + at, c->buf + at + payload,
-                                    c->buf_end - at - payload))
-        return 0;
-    a->status = GF_ERR_SUPERSEDED;
-    gf_errorf(a->why, sizeof a->why, "a newer frame of this connection was read behind it");
-    return 1;
-}
-
 /* A newest-frame-only FRAME takes the place of the connection's previous
  * one, if that still waits in its batch (frame_policy.h): its input goes
  * where the old one's was, and the batch's wait is not restarted.  Returns
@@ -267,6 +260,120 @@ static int supersede(gf_conn *c, const gf_request *req, const admission *a) {
     return 1;
 }
 
+/* ---- held: a newest-only frame waiting for a slot (admit.h) ---------------------- */
+
+/* Takes the whole FRAME `req` (its payload, or descriptor, staged in the
+ * buffer) out of the buffer into the held memory, its request consumed and
+ * counted received.  Returns 1, or 0 without memory (it waits in the
+ * buffer, as any frame does). */
+static int hold(gf_conn *c, const gf_request *req) {
+    if (!c->held && !(c->held = malloc(GF_STAGED_PAYLOAD_MAX_BYTES)))
+        return 0;
+    uint64_t payload = req->header.payload_bytes;
+    memcpy(c->held, c->buf + c->buf_start + req->bytes, payload);
+    c->held_header = req->header;
+    c->held_arrived_ns = c->header_seen_ns;
+    c->holding = 1;
+    c->shard->stats.frames_received++;
+    c->buf_start += req->bytes + payload;
+    gf_request_accept(&c->decoder, req);
+    gf_request_advance(&c->decoder, payload);
+    c->header_seen_ns = 0;
+    c->request_begun_ns = 0;
+    return 1;
+}
+
+/* Whether the header `h` may be the held frame's successor: a newest-only
+ * FRAME of its pipeline, transport and length (the whole check is
+ * gf_frame_policy_newer_read's, once its descriptor is in). */
+static int may_succeed(const gf_conn *c, const gf_header *h) {
+    const gf_header *held = &c->held_header;
+    return h->type == GF_MSG_FRAME && (h->flags & GF_FLAG_LATEST) &&
+           h->pipeline_id == held->pipeline_id && h->payload_bytes == held->payload_bytes &&
+           (h->flags & GF_FLAG_SHM) == (held->flags & GF_FLAG_SHM);
+}
+
+/* The request at the front of the buffer, as the decoder sees it. */
+static gf_request front(const gf_conn *c) {
+    gf_request req;
+    gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
+    return req;
+}
+
+int gf_admit_reads_on(const gf_conn *c) {
+    if (!c->holding || c->shard->draining || c->stream.pending_fd >= 0)
+        return 0;
+    gf_request req = front(c);
+    if (req.kind == GF_REQ_MORE)
+        return 1;
+    /* A successor whose payload is still arriving; anything else waits. */
+    return req.kind == GF_REQ_HEADER && may_succeed(c, &req.header) &&
+           c->buf_end - c->buf_start < req.bytes + req.header.payload_bytes;
+}
+
+/* The held frame still waits: the frame at the front of the buffer, whole,
+ * takes its place if it is its successor and would be admitted; the held
+ * one is answered superseded at once (no reply of the connection's is
+ * queued after it).  Returns 1 when it did. */
+static int supersede_held(gf_conn *c) {
+    gf_request req = front(c);
+    if (req.kind != GF_REQ_HEADER || c->stream.pending_fd >= 0 || !may_succeed(c, &req.header))
+        return 0;
+    if (!c->header_seen_ns)
+        c->header_seen_ns = gf_now_ns();
+    size_t avail = c->buf_end - c->buf_start;
+    if (avail < req.bytes + req.header.payload_bytes ||
+        !gf_frame_policy_newer_read(&c->held_header, c->held, c->buf + c->buf_start, avail))
+        return 0;
+    admission a;
+    if (check(c, &req, &a) != GF_OK)
+        return 0; /* refused after the held frame is answered, in order */
+    char why[GF_ERROR_TEXT_MAX_BYTES];
+    gf_errorf(why, sizeof why,
+              "frame %llu of this connection was read while this one waited for a slot",
+              (unsigned long long)req.header.frame_id);
+    c->shard->stats.frames_failed++;
+    gf_conn_reject(c, &c->held_header, GF_ERR_SUPERSEDED, why);
+    return hold(c, &req);
+}
+
+/* The held frame's connection was granted a slot: the frame is placed as
+ * a whole one is (checked again: a reload may have changed its pipeline).
+ * Returns 1 when it was placed or refused, 0 when it waits again. */
+static int place_held(gf_conn *c) {
+    gf_header h = c->held_header;
+    admission a = {.in_bytes = h.payload_bytes, .shm = (h.flags & GF_FLAG_SHM) != 0};
+    a.status = a.shm ? check_shm(c, &h, c->held, &a) : check_lengths(c, h.pipeline_id, &a);
+    if (a.status != GF_OK) {
+        c->holding = 0;
+        c->shard->stats.frames_failed++; /* received when it was held */
+        gf_conn_reject(c, &h, a.status, a.why);
+        return 1;
+    }
+    gf_sched *s = &c->shard->sched;
+    if (c->sched.batch && c->sched.batch->frame_count > 0)
+        gf_sched_close_batch(s, &c->sched);
+    gf_frame *f = gf_sched_join(s, &c->sched, &c->shard->cfg->pipelines[h.pipeline_id], &h,
+                                a.in_bytes, a.stage_bytes, c->held_arrived_ns);
+    if (f == NULL)
+        return 0;
+    c->holding = 0;
+    gf_conn_push(c, &f->reply);
+    if (a.shm) {
+        bind_region(c, f, &a);
+        return 1;
+    }
+    int prof = gf_prof_enter(GF_PROF_COPY);
+    memcpy(f->in_host, c->held, a.in_bytes);
+    gf_prof_leave(prof);
+    frame_whole(c, f);
+    return 1;
+}
+
+int gf_admit_held(gf_conn *c) {
+    return gf_sched_waiting(&c->sched) ? supersede_held(c) : place_held(c);
+}
+
 int gf_admit_frame(gf_conn *c, const gf_request *req) {
     const gf_header *h = &req->header;
     if (!c->header_seen_ns)
@@ -282,10 +389,6 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
         refuse(c, req, &a);
         return 1;
     }
-    if ((h->flags & GF_FLAG_LATEST) && a.staged && newer_read(c, req, &a)) {
-        refuse(c, req, &a);
-        return 1;
-    }
     if ((h->flags & GF_FLAG_LATEST) && a.staged && supersede(c, req, &a))
         return 1;
     gf_sched *s = &c->shard->sched;
@@ -295,7 +398,8 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
     if (!a.staged && park_instead(c, req)) {
         /* Received now, read into memory; placed when whole (gf_admit_parked). */
     } else if (!(f = place(c, h, &a))) {
-        return 0;
+        /* Newest-only: it waits out of the buffer, so its successor is read. */
+        return (h->flags & GF_FLAG_LATEST) && a.staged && hold(c, req);
     }
     c->shard->stats.frames_received++;
     c->buf_start += req->bytes;

@@ -50,4 +50,32 @@ int gf_admit_parked(gf_conn *c);
  * (nothing changed). */
 int gf_admit_park_arriving(gf_conn *c);
 
+/*
+ * Held frames: a newest-only FRAME (GF_FLAG_LATEST) whose payload is staged
+ * (or a descriptor) and that must wait for a slot is taken out of the
+ * connection's buffer into memory of the connection's own (one frame's,
+ * GF_STAGED_PAYLOAD_MAX_BYTES), counted received, so that the connection
+ * reads on while it waits: a live source's newer frame must be seen to
+ * replace it.  While it waits:
+ * - its successor (a newest-only FRAME of the same pipeline, transport and
+ *   length), whole and admissible, takes its place: the held frame is
+ *   answered superseded at once, and the successor is held in its stead,
+ *   keeping the connection's place among the waiters;
+ * - anything else read behind it (another request, a frame that would be
+ *   refused) waits in the buffer, and reading stops, as for any frame that
+ *   waits: its reply must follow the held frame's.
+ * So a connection holds at most one waiting frame beyond those on the
+ * engine, and every request is answered once, in order.  When the slot is
+ * granted the held frame is placed as a whole frame is.  While the daemon
+ * stops, nothing more is read behind it.
+ *
+ * gf_admit_held: the connection holds a frame; returns 1 when the loop may
+ * go on with the buffer (the frame was placed, refused, or superseded), 0
+ * when it waits.  gf_admit_reads_on: whether the connection may read while
+ * its held frame waits (what is buffered behind it is not yet a whole
+ * request, or is its successor arriving).
+ */
+int gf_admit_held(gf_conn *c);
+int gf_admit_reads_on(const gf_conn *c);
+
 #endif

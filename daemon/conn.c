@@ -79,6 +79,7 @@ static void conn_maybe_free(gf_conn *c) {
     if (!c->handle_closed || c->out.unfinished > 0)
         return;
     gf_defer_cancel(&c->resume);
+    free(c->held);
     free(c);
 }
 
@@ -406,6 +407,10 @@ void gf_conn_close(gf_conn *c) {
         /* Whole, and waiting for a place: its client left first. */
         sh->stats.frames_dropped++;
         gf_conn_unpark(c);
+    }
+    if (c->holding) { /* the same, a newest-only frame (admit.h, "held") */
+        sh->stats.frames_dropped++;
+        c->holding = 0;
     }
     /* Replies leave the queue before the batch goes: if the engine refuses
      * it, its frames are dropped at once. */

@@ -112,6 +112,13 @@ typedef struct gf_conn {
                                        waiting for a place in a batch                */
     gf_header parked_header;        /* the parked frame's FRAME header              */
     uint64_t parked_arrived_ns;     /* when that header was first read              */
+    uint8_t *held;                  /* a newest-only frame's payload (or descriptor)
+                                       that waits for a slot, taken out of `buf` so
+                                       that its successor is read (admit.h, "held"):
+                                       GF_STAGED_PAYLOAD_MAX_BYTES, from the first
+                                       hold to the close; NULL: none yet            */
+    gf_header held_header;          /* while `holding`: its FRAME header            */
+    uint64_t held_arrived_ns;       /* when that header was first read              */
     uint64_t header_seen_ns;        /* when the pending FRAME header was first read */
     uint64_t request_begun_ns;      /* an unfinished request is arriving since; 0:
                                        none (or waiting for a slot: not its fault)  */
@@ -139,6 +146,7 @@ typedef struct gf_conn {
                                    shard's device: it reads nothing more and moves
                                    there once it owes nothing (move.h)            */
     unsigned moved : 1;         /* handed to another shard: its socket is theirs   */
+    unsigned holding : 1;       /* `held` holds a frame waiting for a slot         */
 } gf_conn;
 
 /* The connection that `sc` is the scheduler's view of. */

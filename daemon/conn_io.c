@@ -56,7 +56,7 @@ static void conn_set_events(gf_conn *c) {
 /* Whether reading can make progress now. */
 static int conn_can_read(gf_conn *c) {
     return !c->closing && !c->stream.eof && !c->fatal && !c->moving &&
-           !gf_sched_waiting(&c->sched) && gf_conn_output_room(c);
+           (!gf_sched_waiting(&c->sched) || gf_admit_reads_on(c)) && gf_conn_output_room(c);
 }
 
 static void conn_update_reading(gf_conn *c) {
@@ -72,7 +72,7 @@ static void conn_update_reading(gf_conn *c) {
 /* Part of a request is in: a payload arriving or being skipped, or bytes
  * of a request buffered. */
 static int conn_request_begun(const gf_conn *c) {
-    return c->frame || c->parked || c->decoder.skip_left || c->buf_end > c->buf_start;
+    return c->frame || c->parked || c->holding || c->decoder.skip_left || c->buf_end > c->buf_start;
 }
 
 /* A request's clock runs while part of it is in and it can progress.  A
@@ -175,6 +175,12 @@ static void conn_end_request(gf_conn *c, const char *why) {
                   (unsigned long long)gf_conn_payload_received(c),
                   (unsigned long long)a.payload_bytes, (unsigned long long)a.frame_id);
         h = conn_cut_frame(c);
+    } else if (c->holding) {
+        /* Held (admit.h): received, and waiting for a slot it no longer needs. */
+        h = c->held_header;
+        c->holding = 0;
+        c->shard->stats.frames_failed++;
+        gf_sched_stop_waiting(&c->shard->sched, &c->sched);
     } else if (gf_sched_waiting(&c->sched)) {
         /* Its header waits in the buffer for a slot that it no longer needs. */
         gf_request req;
@@ -213,8 +219,8 @@ static void conn_input_drained(gf_conn *c) {
 /* The bytes of the request at the front of the buffer that are neither
  * buffered nor in the socket: 0 when it is all there (or nothing is begun). */
 static uint64_t conn_request_missing(gf_conn *c) {
-    /* A parked frame waits whole; one arriving is read, never waiting. */
-    if (c->parked)
+    /* A parked or held frame waits whole; one arriving is read, never waiting. */
+    if (c->parked || c->holding)
         return 0;
     gf_request req;
     gf_request_next(&c->decoder, c->buf + c->buf_start, c->buf_end - c->buf_start, &req);
@@ -384,11 +390,12 @@ static int conn_take(gf_conn *c, const gf_request *req) {
 /* Consumes buffered bytes until it needs more, must wait, or must stop. */
 static void conn_process(gf_conn *c) {
     int prof = gf_prof_enter(GF_PROF_PARSE);
-    while (!c->closing && !c->fatal && !c->moving && !gf_sched_waiting(&c->sched) && !c->frame &&
-           gf_conn_output_room(c)) {
-        /* A parked payload is placed once whole, before any request after it. */
-        if (c->parked) {
-            if (!gf_admit_parked(c))
+    while (!c->closing && !c->fatal && !c->moving && (!gf_sched_waiting(&c->sched) || c->holding) &&
+           !c->frame && gf_conn_output_room(c)) {
+        /* A parked payload is placed once whole, before any request after it;
+         * a held frame too, or gives way to its successor. */
+        if (c->parked || c->holding) {
+            if (!(c->parked ? gf_admit_parked(c) : gf_admit_held(c)))
                 break;
             continue;
         }

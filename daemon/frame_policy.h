@@ -24,10 +24,10 @@
  * GF_ERR_SUPERSEDED at once, where its reply stood, and the new frame's
  * input goes into the old one's room in the batch, so the batch neither
  * grows nor runs the stale frame.  And a LATEST frame not yet placed (it
- * waits for a slot) whose successor, of the same kind, has already been
- * read behind it is answered superseded at once, its payload skipped: a
- * backlog of such frames read in one go leaves only its newest to run.  A
- * frame already on the engine is never replaced.  Counted in STATS'
+ * waits for a slot) is held while the connection reads on (admit.h,
+ * "held"): its successor of the same kind, read whole, takes its place,
+ * the held one answered superseded at once.  A frame already on the
+ * engine is never replaced.  Counted in STATS'
  * rejected.superseded.
  *
  * Loop thread of the frame's shard.
