@@ -62,6 +62,7 @@ enum {
     OPT_DEADLINE_MS,
     OPT_LATEST_ONLY,
     OPT_RATE,
+    OPT_PRIORITY,
 };
 
 /* The common options, for a subcommand's getopt_long tables and its help. */

@@ -110,6 +110,9 @@ static const char stream_help[] =
     "                          when the next comes; protocol 3\n"
     "      --rate FPS          queue at most FPS frames a second, as a live source does\n"
     "                          (default: as fast as the window allows)\n"
+    "      --priority CLASS    realtime, normal or batch: the frames' class, at most\n"
+    "                          what the daemon's \"priorities\" give this user\n"
+    "                          (default: that); protocol 3\n"
     "  -q, --quiet             print only the summary\n" COMMON_HELP "\n"
     "Exit status 0 only if every frame got a correct result; 130 after Ctrl-C.\n";
 
@@ -170,6 +173,16 @@ static void stream_option(int opt, gf_stream_opts *o) {
         o->deadline_ms = (uint32_t)v;
         break;
     case OPT_LATEST_ONLY: o->latest_only = 1; break;
+    case OPT_PRIORITY: {
+        int cls = gf_priority_class_parse(optarg);
+        if (cls < 0)
+            gf_die_usage("stream",
+                         "--priority: expected realtime, normal, batch or default, "
+                         "got '%s'",
+                         optarg);
+        o->priority = (unsigned)cls;
+        break;
+    }
     case OPT_RATE: {
         char *end;
         o->rate = strtod(optarg, &end);
@@ -200,6 +213,7 @@ static void parse_stream_opts(int argc, char *argv[], gf_stream_opts *o) {
         {"deadline-ms", required_argument, NULL, OPT_DEADLINE_MS},
         {"latest-only", no_argument, NULL, OPT_LATEST_ONLY},
         {"rate", required_argument, NULL, OPT_RATE},
+        {"priority", required_argument, NULL, OPT_PRIORITY},
         COMMON_LONG_OPTIONS,
         {NULL, 0, NULL, 0}};
     int opt, shm_flags = 0;
@@ -270,6 +284,7 @@ static void stream_connect(gf_stream_run *r) {
     r->client = gf_connect_or_die(&o->common);
     /* Checked by the options' parser: within the library's bounds. */
     gf_client_set_frame_options(r->client, o->deadline_ms * 1000u, o->latest_only);
+    gf_client_set_priority(r->client, o->priority);
     r->pipelines = gf_fetch_pipelines(r->client, &o->common, &count, &r->max_frame_bytes);
     r->pipeline_count = count;
     r->pipeline = find_pipeline(r->pipelines, count, o->pipeline);

@@ -67,6 +67,7 @@ typedef struct gf_stream_opts {
     uint32_t deadline_ms;    /* --deadline-ms; 0: none                 */
     int latest_only;         /* --latest-only                          */
     double rate;             /* --rate, frames a second; 0: the window's pace */
+    unsigned priority;       /* --priority: GF_CLASS_*; 0: the configured one */
 } gf_stream_opts;
 
 /* One frame in flight: what was sent and what its reply must be. */

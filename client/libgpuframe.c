@@ -102,6 +102,7 @@ struct gf_client {
      * (0: none), GF_FLAG_LATEST. */
     uint32_t frame_deadline_us;
     int frame_latest;
+    unsigned frame_class; /* gf_client_set_priority: GF_CLASS_*, 0: none named */
 
     /* Connection state. */
     int write_closed;                /* a send failed with EPIPE/ECONNRESET: write no more */
@@ -287,6 +288,8 @@ static int queue_request_flags(gf_client *c, uint8_t type, uint16_t flags, uint3
     }
     if (type == GF_MSG_FRAME && c->frame_latest)
         flags |= GF_FLAG_LATEST;
+    if (type == GF_MSG_FRAME)
+        flags |= (uint16_t)(c->frame_class << GF_FLAG_CLASS_SHIFT);
     int v2 = flags != 0 || type == GF_MSG_REGION_ADD || type == GF_MSG_REGION_REMOVE;
     gf_header h = {
         .version = flags & GF_FLAGS_SCHED ? GF_PROTOCOL_VERSION_SCHED
@@ -332,6 +335,13 @@ int gf_client_set_frame_options(gf_client *c, uint32_t deadline_us, int latest_o
         return -EINVAL;
     c->frame_deadline_us = deadline_us;
     c->frame_latest = latest_only != 0;
+    return 0;
+}
+
+int gf_client_set_priority(gf_client *c, unsigned cls) {
+    if (cls >= GF_CLASS_COUNT_)
+        return -EINVAL;
+    c->frame_class = cls;
     return 0;
 }
 

@@ -216,6 +216,17 @@ GF_API int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t fra
 GF_API int gf_client_set_frame_options(gf_client *c, uint32_t deadline_us, int latest_only);
 
 /*
+ * The priority class of the frames queued from now on: GF_CLASS_REALTIME,
+ * GF_CLASS_NORMAL or GF_CLASS_BATCH (protocol.h; gf_priority_class_parse
+ * reads the names), or GF_CLASS_DEFAULT (the default) for the class the
+ * daemon's "priorities" configuration gives this user, which is also the
+ * highest a frame may name: asking for more gets that.  A class other than
+ * the default makes frames version-3 FRAMEs.  Returns 0, or -EINVAL for an
+ * unknown class (nothing changes).
+ */
+GF_API int gf_client_set_priority(gf_client *c, unsigned cls);
+
+/*
  * Queues one request without payload: `type` is GF_MSG_LIST, GF_MSG_STATS or
  * GF_MSG_TRACE (else -EINVAL; a TRACE queued here asks for every frame the
  * daemon keeps).  Its reply carries a JSON document (or is an ERROR).  Other

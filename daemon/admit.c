@@ -126,6 +126,20 @@ static uint32_t check(const gf_conn *c, const gf_request *req, admission *a) {
     return check_lengths(c, h->pipeline_id, a);
 }
 
+/* A frame was taken (placed, parked or held): counted received, under the
+ * class admission gave it. */
+static void count_received(gf_conn *c) {
+    c->shard->stats.frames_received++;
+    c->shard->stats.class_frames[c->sched.priority % GF_CLASS_COUNT_]++;
+}
+
+/* The class of the frame `h` (config.h, gf_priority_of): a few comparisons
+ * per frame, so that a reload applies at the connection's next frame. */
+static uint8_t frame_class(const gf_conn *c, const gf_header *h) {
+    return (uint8_t)gf_priority_of(&c->shard->cfg->priorities, c->stream.uid, c->stream.gid,
+                                   (h->flags & GF_FLAG_CLASS_MASK) >> GF_FLAG_CLASS_SHIFT);
+}
+
 /* The frame `req` is refused: its payload will be skipped. */
 static void refuse(gf_conn *c, const gf_request *req, const admission *a) {
     c->shard->stats.frames_received++;
@@ -246,7 +260,7 @@ static int supersede(gf_conn *c, const gf_request *req, const admission *a) {
     if (f == NULL)
         return 0;
     uint64_t whole = f->whole_ns;
-    c->shard->stats.frames_received++;
+    count_received(c);
     c->buf_start += req->bytes;
     gf_request_accept(&c->decoder, req);
     c->header_seen_ns = 0;
@@ -274,7 +288,7 @@ static int hold(gf_conn *c, const gf_request *req) {
     c->held_header = req->header;
     c->held_arrived_ns = c->header_seen_ns;
     c->holding = 1;
-    c->shard->stats.frames_received++;
+    count_received(c);
     c->buf_start += req->bytes + payload;
     gf_request_accept(&c->decoder, req);
     gf_request_advance(&c->decoder, payload);
@@ -389,6 +403,7 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
         refuse(c, req, &a);
         return 1;
     }
+    c->sched.priority = frame_class(c, h);
     if ((h->flags & GF_FLAG_LATEST) && a.staged && supersede(c, req, &a))
         return 1;
     gf_sched *s = &c->shard->sched;
@@ -401,7 +416,7 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
         /* Newest-only: it waits out of the buffer, so its successor is read. */
         return (h->flags & GF_FLAG_LATEST) && a.staged && hold(c, req);
     }
-    c->shard->stats.frames_received++;
+    count_received(c);
     c->buf_start += req->bytes;
     gf_request_accept(&c->decoder, req);
     c->header_seen_ns = 0;

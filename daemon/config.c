@@ -91,6 +91,7 @@ enum top_key {
     K_SOCKET_GROUP,
     K_USER,
     K_ALLOW,
+    K_PRIORITIES,
     K_ENGINE,
     K_SLOTS,
     K_SHARDS,
@@ -150,6 +151,9 @@ static const gf_config_key config_keys[K_COUNT_] = {
                 "Started as root, become this user (a name or uid) once the socket is bound."},
     [K_ALLOW] = {"allow", GF_CONFIG_ALLOW, FIELD(allow), 0, 0, 0, NULL, NULL, 0, GF_RELOAD_APPLIES,
                  "Users, groups, uids and gids that may connect; absent: all."},
+    [K_PRIORITIES] = {"priorities", GF_CONFIG_PRIORITIES, FIELD(priorities), 0, 0, 0, NULL, NULL, 0,
+                      GF_RELOAD_APPLIES,
+                      "Whose frames go first: realtime, normal and batch by user or group."},
     [K_ENGINE] = {"engine", GF_CONFIG_CHOICE, FIELD(engine), 0, 0, GF_ENGINE_AUTO, NULL,
                   CHOICES(engine_names), GF_RELOAD_NEEDS_RESTART,
                   "Which engine runs the pipelines; auto prefers cuda."},
@@ -306,8 +310,10 @@ static void set_defaults(gf_config *cfg) {
         const gf_config_key *k = &config_keys[i];
         if (k->type == GF_CONFIG_PATH || k->type == GF_CONFIG_ACCOUNT)
             gf_errorf((char *)cfg + k->offset, k->size, "%s", k->default_text);
-        else if (k->type != GF_CONFIG_PIPELINES && k->type != GF_CONFIG_ALLOW)
+        else if (k->type != GF_CONFIG_PIPELINES && k->type != GF_CONFIG_ALLOW &&
+                 k->type != GF_CONFIG_PRIORITIES)
             field_set(cfg, k, (uint64_t)k->default_value);
+        cfg->priorities.default_class = GF_CLASS_NORMAL;
     }
 }
 
@@ -426,7 +432,8 @@ static int read_key(const gf_config_key *k, const cJSON *v, gf_config *cfg, gf_p
         gf_problem(pr, "%s: expected a %s name or %s of at most %.0f bytes, got %s", k->key,
                    account_kind(k), account_id(k), k->max, got);
         return -1;
-    case GF_CONFIG_ALLOW: return gf__config_read_allow(v, &cfg->allow, pr);
+    case GF_CONFIG_ALLOW: return gf__config_read_allow(v, "allow", &cfg->allow, pr);
+    case GF_CONFIG_PRIORITIES: return gf__config_read_priorities(v, &cfg->priorities, pr);
     case GF_CONFIG_PIPELINES: break;
     }
     assert(0 && "the pipelines are read by gf__config_parse_pipelines");
@@ -473,7 +480,8 @@ int gf_config_override(gf_config_overrides *flags, const char *key, const char *
     uint64_t v = 0;
     int i;
 
-    if (k == NULL || k->type == GF_CONFIG_PIPELINES || k->type == GF_CONFIG_ALLOW) {
+    if (k == NULL || k->type == GF_CONFIG_PIPELINES || k->type == GF_CONFIG_ALLOW ||
+        k->type == GF_CONFIG_PRIORITIES) {
         gf_errorf(err, err_len, "%s cannot be set from the command line", key);
         return -1;
     }
@@ -518,6 +526,7 @@ int gf_config_override(gf_config_overrides *flags, const char *key, const char *
         }
         break;
     case GF_CONFIG_ALLOW:
+    case GF_CONFIG_PRIORITIES:
     case GF_CONFIG_PIPELINES: return -1;
     }
     if (k->type != GF_CONFIG_PATH && k->type != GF_CONFIG_ACCOUNT)

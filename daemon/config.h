@@ -19,6 +19,7 @@
 #include "listing.h"
 #include "log.h" /* enum gf_log_level */
 #include "pipeline.h"
+#include "protocol.h" /* enum gf_priority_class */
 
 /* sun_path's size on Linux: the longest socket path, NUL included. */
 #define GF_SOCKET_PATH_MAX 108
@@ -71,6 +72,22 @@ int gf_allow_permits(const gf_allow *a, uint32_t uid, const uint32_t *gids, size
 /* "uid 1000, gid 44", or "everyone", for logs. */
 void gf_allow_describe(const gf_allow *a, char *buf, size_t len);
 
+/* "priorities": who is in each class (config_priorities.c), by uid or any
+ * of its groups; a connection in none has `default_class`.  That class is
+ * also the highest its frames may name (GF_FLAG_CLASS_MASK). */
+typedef struct gf_priorities {
+    gf_allow members[GF_CLASS_COUNT_]; /* by class; [GF_CLASS_DEFAULT] unused */
+    int default_class;                 /* GF_CLASS_REALTIME .. GF_CLASS_BATCH */
+} gf_priorities;
+
+/* The class of a frame that names `asked` (GF_CLASS_DEFAULT: none) from a
+ * peer of `uid` and primary group `gid`: the class its credentials give,
+ * or the one it asks for when that is lower.  Never GF_CLASS_DEFAULT. */
+unsigned gf_priority_of(const gf_priorities *p, uint32_t uid, uint32_t gid, unsigned asked);
+
+/* "realtime: uid 1000; batch: gid 44; default normal", for logs. */
+void gf_priorities_describe(const gf_priorities *p, char *buf, size_t len);
+
 typedef struct gf_config {
     char socket_path[GF_SOCKET_PATH_MAX];    /* where the daemon listens          */
     uint32_t socket_mode;                    /* its permission bits, e.g. 0660    */
@@ -78,6 +95,7 @@ typedef struct gf_config {
     char user[GF_ACCOUNT_TEXT_MAX];          /* who the daemon runs as once the
                                                 socket is bound; "": as started   */
     gf_allow allow;                          /* who may connect                   */
+    gf_priorities priorities;                /* whose frames go first             */
     enum gf_engine_choice engine;            /* auto | cuda | cpu                 */
     uint32_t slot_count;                     /* frames in flight at once, per shard */
     uint32_t shards;                         /* loops on their own threads; 0: auto */
@@ -116,16 +134,17 @@ typedef struct gf_config {
 
 /* How a top-level key is written in the file and stored in gf_config. */
 enum gf_config_type {
-    GF_CONFIG_INTEGER,   /* a whole number in [min, max]; a uint32_t or uint64_t field */
-    GF_CONFIG_BOOL,      /* true or false; an int field, 0 or 1                         */
-    GF_CONFIG_PATH,      /* a string of min to max bytes; a char[size] field            */
-    GF_CONFIG_ACCOUNT,   /* a user or group: a name, or an id in digits, of at most max
-                            bytes; a char[size] field, "" when not set              */
-    GF_CONFIG_CHOICE,    /* one of choices[]; an enum field holding the index           */
-    GF_CONFIG_MODE,      /* file permission bits as an octal string ("0660"), at most
-                            max; a uint32_t field                                     */
-    GF_CONFIG_ALLOW,     /* the "allow" object of users, groups, uids, gids; a gf_allow */
-    GF_CONFIG_PIPELINES, /* the pipelines array, read by its own code                   */
+    GF_CONFIG_INTEGER,    /* a whole number in [min, max]; a uint32_t or uint64_t field */
+    GF_CONFIG_BOOL,       /* true or false; an int field, 0 or 1                         */
+    GF_CONFIG_PATH,       /* a string of min to max bytes; a char[size] field            */
+    GF_CONFIG_ACCOUNT,    /* a user or group: a name, or an id in digits, of at most max
+                             bytes; a char[size] field, "" when not set              */
+    GF_CONFIG_CHOICE,     /* one of choices[]; an enum field holding the index           */
+    GF_CONFIG_MODE,       /* file permission bits as an octal string ("0660"), at most
+                             max; a uint32_t field                                     */
+    GF_CONFIG_ALLOW,      /* the "allow" object of users, groups, uids, gids; a gf_allow */
+    GF_CONFIG_PRIORITIES, /* the "priorities" object: classes of such; a gf_priorities  */
+    GF_CONFIG_PIPELINES,  /* the pipelines array, read by its own code                   */
 };
 
 /* What a SIGHUP reload does with a changed key. */

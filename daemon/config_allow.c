@@ -34,7 +34,7 @@ static int add_id(uint32_t *ids, uint32_t *count, uint32_t id, const char *path,
         if (ids[i] == id)
             return 0;
     if (*count == GF_ALLOW_MAX) {
-        gf_problem(pr, "%s: more than %u ids in allow", path, (unsigned)GF_ALLOW_MAX);
+        gf_problem(pr, "%s: more than %u ids in one list", path, (unsigned)GF_ALLOW_MAX);
         return -1;
     }
     ids[(*count)++] = id;
@@ -69,7 +69,7 @@ static int64_t resolve(const char *name, int group, const char *path, gf_problem
     return id;
 }
 
-int gf__config_read_allow(const cJSON *v, gf_allow *out, gf_problems *pr) {
+int gf__config_read_allow(const cJSON *v, const char *key, gf_allow *out, gf_problems *pr) {
     const cJSON *items[A_COUNT] = {0};
     char path[96], got[GF_VALUE_TEXT_BYTES];
     gf_allow a;
@@ -78,17 +78,17 @@ int gf__config_read_allow(const cJSON *v, gf_allow *out, gf_problems *pr) {
     memset(&a, 0, sizeof a);
     if (!cJSON_IsObject(v)) {
         gf_json_describe(v, got, sizeof got);
-        gf_problem(pr, "allow: expected an object of users, groups, uids and gids, got %s", got);
+        gf_problem(pr, "%s: expected an object of users, groups, uids and gids, got %s", key, got);
         return -1;
     }
-    if (gf_json_collect_keys(v, "allow", allow_names, A_COUNT, 0, items, pr) < 0)
+    if (gf_json_collect_keys(v, key, allow_names, A_COUNT, 0, items, pr) < 0)
         rc = -1;
     for (int k = 0; k < A_COUNT; k++) {
         if (items[k] == NULL)
             continue;
         if (!cJSON_IsArray(items[k])) {
             gf_json_describe(items[k], got, sizeof got);
-            gf_problem(pr, "allow.%s: expected an array, got %s", allow_names[k], got);
+            gf_problem(pr, "%s.%s: expected an array, got %s", key, allow_names[k], got);
             rc = -1;
             continue;
         }
@@ -98,7 +98,7 @@ int gf__config_read_allow(const cJSON *v, gf_allow *out, gf_problems *pr) {
         int i = 0;
         const cJSON *e;
         cJSON_ArrayForEach(e, items[k]) {
-            snprintf(path, sizeof path, "allow.%s[%d]", allow_names[k], i++);
+            snprintf(path, sizeof path, "%s.%s[%d]", key, allow_names[k], i++);
             int64_t id = -1;
             double n;
             if (k == A_USERS || k == A_GROUPS) {

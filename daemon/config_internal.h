@@ -31,8 +31,12 @@ void gf__config_field_copy(gf_config *to, const gf_config *from, const gf_config
 int gf__config_parse_pipelines(const cJSON *v, uint64_t max_frame_bytes, const char *config_dir,
                                gf_pipeline **out, size_t *out_count, gf_problems *pr);
 
-/* Reads the "allow" object `v` into *out (names resolved now), reporting
- * every problem to `pr`.  Returns 0, or -1 with *out untouched. */
-int gf__config_read_allow(const cJSON *v, gf_allow *out, gf_problems *pr);
+/* Reads the "allow" object `v` (named `key` in problems: "allow",
+ * "priorities.realtime") into *out (names resolved now), reporting every
+ * problem to `pr`.  Returns 0, or -1 with *out untouched. */
+int gf__config_read_allow(const cJSON *v, const char *key, gf_allow *out, gf_problems *pr);
+
+/* Reads the "priorities" object `v` into *out, the same way. */
+int gf__config_read_priorities(const cJSON *v, gf_priorities *out, gf_problems *pr);
 
 #endif

@@ -23,8 +23,8 @@
 static int field_differs(const gf_config *a, const gf_config *b, const gf_config_key *k) {
     if (k->type == GF_CONFIG_PATH || k->type == GF_CONFIG_ACCOUNT)
         return strcmp((const char *)a + k->offset, (const char *)b + k->offset) != 0;
-    if (k->type == GF_CONFIG_ALLOW)
-        return memcmp(&a->allow, &b->allow, sizeof a->allow) != 0;
+    if (k->type == GF_CONFIG_ALLOW || k->type == GF_CONFIG_PRIORITIES)
+        return memcmp((const char *)a + k->offset, (const char *)b + k->offset, k->size) != 0;
     return gf__config_field_get(a, k) != gf__config_field_get(b, k);
 }
 
@@ -39,6 +39,10 @@ static void field_text(const gf_config *cfg, const gf_config_key *k, char *buf, 
     }
     if (k->type == GF_CONFIG_ALLOW) {
         gf_allow_describe(&cfg->allow, buf, len);
+        return;
+    }
+    if (k->type == GF_CONFIG_PRIORITIES) {
+        gf_priorities_describe(&cfg->priorities, buf, len);
         return;
     }
     v = gf__config_field_get(cfg, k);

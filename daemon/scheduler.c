@@ -23,7 +23,7 @@ int gf_sched_init(gf_sched *s, gf_engine *engine, gf_stats *stats, const gf_conf
     gf_list_init(&s->wait_receive);
     gf_list_init(&s->open);
     s->in_flight = s->receiving = 0;
-    s->next_wait_seq = s->submit_seq = s->claim_seq = 0;
+    s->submit_seq = s->claim_seq = 0;
     s->recent_ns[0] = s->recent_ns[1] = 0;
     s->draining = 0;
     int rc = gf_slot_ring_init(&s->ring, engine->slots, engine->slot_count);
@@ -41,6 +41,7 @@ void gf_sched_client_init(gf_sched_client *c) {
     c->batch = NULL;
     c->wait_seq = c->claim_seq = 0;
     c->wait_pipeline = 0;
+    c->priority = GF_CLASS_NORMAL;
     c->receive = c->receiving = c->shared = c->invited = 0;
 }
 
@@ -99,13 +100,16 @@ static int must_wait(const gf_sched *s, int receive) {
            s->receiving >= s->receive_max;
 }
 
-/* Queues `c` on `q` by its wait_seq: one invited to a batch that it found
- * full goes back to its old place. */
+/* Queues `c` on `q` by its wait_seq, after those of the same: a newcomer
+ * behind those of its class, ahead of the lower classes' recent ones
+ * (GF_PRIORITY_STEP_NS); one invited to a batch that it found full goes
+ * back to its old place.  Searched from the back: a newcomer passes only
+ * the waiters it goes before. */
 static void queue_in_order(gf_link *q, gf_sched_client *c) {
-    gf_link *l = gf_list_front(q);
-    while (l && gf_list_entry(l, gf_sched_client, waiting)->wait_seq < c->wait_seq)
-        l = gf_list_next(q, l);
-    gf_link_insert_after(l ? l->prev : q->prev, &c->waiting);
+    gf_link *l = q->prev;
+    while (l != q && gf_list_entry(l, gf_sched_client, waiting)->wait_seq > c->wait_seq)
+        l = l->prev;
+    gf_link_insert_after(l, &c->waiting);
 }
 
 int gf_sched_can_receive(const gf_sched *s, const gf_sched_client *c) {
@@ -128,13 +132,13 @@ gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
     } else {
         int first_receiver = receive && gf_list_empty(&s->wait_receive);
         c->receive = receive != 0;
-        if (invited) {
-            queue_in_order(&s->wait_run, c);
-        } else {
-            c->wait_seq = s->next_wait_seq++;
-            gf_list_push_back(receive ? &s->wait_receive : &s->wait_run, &c->waiting);
+        if (!invited) {
+            unsigned below = c->priority > GF_CLASS_REALTIME ? c->priority - GF_CLASS_REALTIME : 0;
+            c->wait_seq = gf_now_ns() + below * GF_PRIORITY_STEP_NS;
             s->stats->backpressure_pauses++;
+            s->stats->class_waits[c->priority % GF_CLASS_COUNT_]++;
         }
+        queue_in_order(receive ? &s->wait_receive : &s->wait_run, c);
         if (first_receiver && s->hooks.contended)
             s->hooks.contended(s->hooks.arg);
         if (s->hooks.waiting)
@@ -224,8 +228,11 @@ static int pipeline_busy(const gf_sched *s, uint32_t id) {
  * one more of them that waited before it. */
 static gf_sched_client *pick_runner(const gf_sched *s) {
     const gf_link *l = gf_list_front(&s->wait_run);
+    unsigned first = l ? gf_list_entry(l, gf_sched_client, waiting)->priority : 0;
     for (int i = 0; l && i < GF_GRANT_PROBES_MAX; i++, l = gf_list_next(&s->wait_run, l)) {
         gf_sched_client *c = gf_list_entry(l, gf_sched_client, waiting);
+        if (c->priority != first)
+            break; /* never ahead of a higher class */
         if (!pipeline_busy(s, c->wait_pipeline))
             return c;
     }
@@ -496,6 +503,10 @@ gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, c
         s->hooks.batches(s->hooks.arg);
     }
     c->invited = 0;
+    if (c->priority == GF_CLASS_REALTIME) {
+        f->slot->urgent = 1; /* it goes after this iteration's I/O */
+        s->hooks.batches(s->hooks.arg);
+    }
     if (p->max_batch_delay_us == GF_BATCH_DELAY_AUTO)
         auto_joined(s, f);
     return f;
@@ -508,7 +519,7 @@ uint64_t gf_sched_submit_batches(gf_sched *s, uint64_t now) {
         gf_slot *b = gf_list_entry(l, gf_slot, open_link);
         l = gf_list_next(&s->open, l);
         uint64_t due = batch_due(s, b, now);
-        if (b->frame_count < batch_frames_max(s, b) && !s->draining) {
+        if (b->frame_count < batch_frames_max(s, b) && !s->draining && !b->urgent) {
             /* Waiting for the engine costs its frames nothing: a completion
              * runs this again. */
             if (s->in_flight >= GF_BATCH_HOLD_IN_FLIGHT)

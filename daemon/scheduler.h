@@ -68,6 +68,20 @@
 #include "slots.h"
 #include "stats.h"
 
+/* Priorities (the configuration's "priorities", a FRAME's class).  A
+ * waiter's place is the time it began to wait plus GF_PRIORITY_STEP_NS for
+ * each class it is below realtime: a realtime frame is granted a slot
+ * before normal frames that began to wait less than 50 ms before it, and
+ * before batch frames of less than 100 ms; one that waited longer goes
+ * first.  So no class starves: a batch frame waits at most 100 ms more
+ * than it would among equals.  Whole-frame waiters of one pipeline invited
+ * to a batch join it in that order, so a realtime frame forms a batch or
+ * joins it before batch frames; and an open batch that holds a realtime
+ * frame goes to the engine after this loop iteration's I/O, waiting
+ * neither for its pipeline's max_batch_delay_us nor for the submissions on
+ * the engine.  Frames already in a slot are never taken out. */
+#define GF_PRIORITY_STEP_NS (50ull * 1000 * 1000)
+
 /* Submissions on the engine above which a batch of small frames is held
  * open for more, until a slot completes: two keep the copies of one batch
  * overlapping the kernels of the other. */
@@ -95,7 +109,10 @@ typedef struct gf_sched_client {
     gf_link waiting;        /* on wait_run or wait_receive                      */
     gf_slot *batch;         /* its open slot, which its next frames join; a
                                granted slot is open and empty                   */
-    uint64_t wait_seq;      /* its place in the arrival order of waiters        */
+    uint64_t wait_seq;      /* its place among waiters: when it began to wait
+                               (ns), plus its class's GF_PRIORITY_STEP_NS      */
+    uint8_t priority;       /* its frame's class (GF_CLASS_REALTIME..BATCH),
+                               set by admission before it asks for a place     */
     uint64_t claim_seq;     /* the scheduler's claim_seq after its last claim   */
     uint32_t wait_pipeline; /* on wait_run (gf_sched_join): its frame's
                                pipeline id, to join a batch of it that opens */
@@ -154,10 +171,9 @@ typedef struct gf_sched {
     uint32_t in_flight;   /* slots on the engine                              */
     uint32_t receiving;   /* slots a payload is being received into           */
     uint32_t receive_max; /* the cap on `receiving`                           */
-    uint64_t next_wait_seq;
-    uint64_t claim_seq;  /* slots claimed or granted so far: whether another
-                            client claimed since one's last claim            */
-    uint64_t submit_seq; /* submissions: picks the ones timed                */
+    uint64_t claim_seq;   /* slots claimed or granted so far: whether another
+                             client claimed since one's last claim            */
+    uint64_t submit_seq;  /* submissions: picks the ones timed                */
     /* The two pipelines (ids) that submitted last, and when: whether
      * another pipeline shares the engine (GF_BATCH_SHARE_NS). */
     uint32_t recent_id[2];

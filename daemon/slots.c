@@ -15,6 +15,7 @@ static void slot_put(gf_slot_ring *ring, gf_slot *slot) {
     slot->frame_count = 0;
     slot->used_bytes = 0;
     slot->owner = NULL;
+    slot->urgent = 0;
     gf_list_push_back(&ring->free, &slot->free_link);
     ring->free_count++;
 }

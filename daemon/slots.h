@@ -127,6 +127,8 @@ typedef struct gf_slot {
     struct gf_sched_client *owner; /* whose batch it is while one connection's
                                       (scheduler.h); NULL while any may join it */
     int open;                      /* claimed and not yet handed to the engine        */
+    int urgent;                    /* open, with a realtime frame: goes to the engine
+                                      without waiting for more (scheduler.h)        */
     int in_flight;                 /* on the engine, completion not yet handled      */
     int time_stages;               /* set at submit: record this batch's stage times */
     int zero_copy;                 /* set by the engine's submit: its kernels ran on

@@ -83,6 +83,10 @@ void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats 
     ADD(bytes_in);
     ADD(bytes_out);
     ADD(backpressure_pauses);
+    for (unsigned i = 0; i < GF_CLASS_COUNT_; i++) {
+        ADD(class_frames[i]);
+        ADD(class_waits[i]);
+    }
     ADD(connections_refused);
     ADD(connections_moved);
     ADD(results_evicted);
@@ -348,6 +352,12 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_u64(b, "in", st->bytes_in);
     add_u64(b, "out", st->bytes_out);
     add_u64(obj, "backpressure_pauses", st->backpressure_pauses);
+    cJSON *pr = cJSON_AddObjectToObject(obj, "priorities");
+    for (unsigned k = GF_CLASS_REALTIME; k < GF_CLASS_COUNT_; k++) {
+        cJSON *o = cJSON_AddObjectToObject(pr, gf_priority_class_name(k));
+        add_u64(o, "frames", st->class_frames[k]);
+        add_u64(o, "waits", st->class_waits[k]);
+    }
     cJSON *shm = cJSON_AddObjectToObject(obj, "shm");
     add_u64(shm, "regions_open", st->regions_open);
     add_u64(shm, "region_bytes", st->region_bytes);

@@ -79,36 +79,38 @@ typedef struct gf_rate_sample {
 } gf_rate_sample;
 
 typedef struct gf_stats {
-    uint64_t started_ns;                 /* when the daemon started serving       */
-    uint64_t connections_open;           /* accepted and not yet closed           */
-    uint64_t connections_total;          /* accepted since start                  */
-    uint64_t connections_rejected;       /* closed by us after a fatal error      */
-    uint64_t closed_request_timeout;     /* a begun request not in within time   */
-    uint64_t closed_receive_stall;       /* a payload stalled while others waited */
-    uint64_t closed_write_timeout;       /* replies unread for write_timeout_ms   */
-    uint64_t closed_idle;                /* idle for idle_timeout_ms              */
-    uint64_t closed_while_waiting;       /* hung up short of a payload whose frame
-                                            waited for a slot (not received)     */
-    uint64_t frames_received;            /* FRAME headers accepted by the parser  */
-    uint64_t frames_timed;               /* answered with measured stage times    */
-    uint64_t frames_answered;            /* RESULT replies written                */
-    uint64_t frames_failed;              /* frames answered with an ERROR         */
-    uint64_t frames_dropped;             /* results dropped: client left first    */
-    uint64_t frames_truncated;           /* client left before the whole payload  */
-    uint64_t frames_completed;           /* frames the engine has finished        */
-    uint64_t submissions;                /* slots handed to the engine: batches   */
-    uint64_t zero_copy_submissions;      /* of them, run with no copy (zero copy) */
-    uint64_t graph_submissions;          /* of them, replayed from a CUDA graph   */
-    uint64_t polling_ns;                 /* the loop kept awake to poll the GPU   */
-    uint64_t rejected[GF_STATUS_COUNT_]; /* ERROR replies sent, by status    */
-    uint64_t requests_list;              /* LIST requests answered                */
-    uint64_t requests_stats;             /* STATS requests answered               */
-    uint64_t requests_trace;             /* TRACE requests answered               */
-    uint64_t bytes_in;                   /* frame payload bytes received          */
-    uint64_t bytes_out;                  /* result payload bytes written          */
-    uint64_t backpressure_pauses;        /* reading stopped for want of a slot    */
-    uint64_t connections_refused;        /* refused at accept (limit, fds, allow) */
-    uint64_t connections_moved;          /* moved here from another shard (move.h) */
+    uint64_t started_ns;                    /* when the daemon started serving       */
+    uint64_t connections_open;              /* accepted and not yet closed           */
+    uint64_t connections_total;             /* accepted since start                  */
+    uint64_t connections_rejected;          /* closed by us after a fatal error      */
+    uint64_t closed_request_timeout;        /* a begun request not in within time   */
+    uint64_t closed_receive_stall;          /* a payload stalled while others waited */
+    uint64_t closed_write_timeout;          /* replies unread for write_timeout_ms   */
+    uint64_t closed_idle;                   /* idle for idle_timeout_ms              */
+    uint64_t closed_while_waiting;          /* hung up short of a payload whose frame
+                                               waited for a slot (not received)     */
+    uint64_t frames_received;               /* FRAME headers accepted by the parser  */
+    uint64_t frames_timed;                  /* answered with measured stage times    */
+    uint64_t frames_answered;               /* RESULT replies written                */
+    uint64_t frames_failed;                 /* frames answered with an ERROR         */
+    uint64_t frames_dropped;                /* results dropped: client left first    */
+    uint64_t frames_truncated;              /* client left before the whole payload  */
+    uint64_t frames_completed;              /* frames the engine has finished        */
+    uint64_t submissions;                   /* slots handed to the engine: batches   */
+    uint64_t zero_copy_submissions;         /* of them, run with no copy (zero copy) */
+    uint64_t graph_submissions;             /* of them, replayed from a CUDA graph   */
+    uint64_t polling_ns;                    /* the loop kept awake to poll the GPU   */
+    uint64_t rejected[GF_STATUS_COUNT_];    /* ERROR replies sent, by status    */
+    uint64_t requests_list;                 /* LIST requests answered                */
+    uint64_t requests_stats;                /* STATS requests answered               */
+    uint64_t requests_trace;                /* TRACE requests answered               */
+    uint64_t bytes_in;                      /* frame payload bytes received          */
+    uint64_t bytes_out;                     /* result payload bytes written          */
+    uint64_t backpressure_pauses;           /* reading stopped for want of a slot    */
+    uint64_t class_frames[GF_CLASS_COUNT_]; /* frames admitted, by priority class */
+    uint64_t class_waits[GF_CLASS_COUNT_];  /* of its pauses, by the frame's class */
+    uint64_t connections_refused;           /* refused at accept (limit, fds, allow) */
+    uint64_t connections_moved;             /* moved here from another shard (move.h) */
     uint64_t results_evicted; /* results moved out of their slots: the client was not reading */
     uint64_t frames_parked;   /* payloads read into memory, not a slot (conn.h) */
     uint64_t regions_open;    /* shared-memory regions mapped now      */

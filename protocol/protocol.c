@@ -8,6 +8,7 @@
 #include "protocol.h"
 
 #include <assert.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -277,6 +278,19 @@ int gf_status_is_fatal(uint32_t status) {
     return (status >= GF_ERR_BAD_MAGIC && status <= GF_ERR_TOO_LARGE) ||
            status == GF_ERR_REQUEST_TIMEOUT || status == GF_ERR_STRAY_FD ||
            status == GF_ERR_TOO_MANY_CONNECTIONS || status == GF_ERR_FORBIDDEN;
+}
+
+static const char *const class_names[GF_CLASS_COUNT_] = {"default", "realtime", "normal", "batch"};
+
+const char *gf_priority_class_name(unsigned cls) {
+    return cls < GF_CLASS_COUNT_ ? class_names[cls] : "unknown";
+}
+
+int gf_priority_class_parse(const char *name) {
+    for (int i = 0; name != NULL && i < GF_CLASS_COUNT_; i++)
+        if (strcmp(name, class_names[i]) == 0)
+            return i;
+    return -1;
 }
 
 const char *gf_msg_type_name(uint32_t type) {

@@ -77,8 +77,29 @@ enum gf_msg_type {
  * length and has not gone to the engine yet, is answered GF_ERR_SUPERSEDED
  * at once, and this one runs in its place. */
 #define GF_FLAG_LATEST 0x0200u
+/* FRAME (version 3): the frame's priority class in two bits
+ * (GF_FLAG_CLASS_SHIFT), one of enum gf_priority_class: none (0) for the
+ * class its connection's credentials give (the daemon's "priorities"
+ * configuration), or one the client names, never above that one. */
+#define GF_FLAG_CLASS_MASK  0x0C00u
+#define GF_FLAG_CLASS_SHIFT 10
 /* The flags a version-3 FRAME may carry. */
-#define GF_FLAGS_SCHED (GF_FLAG_DEADLINE | GF_FLAG_LATEST)
+#define GF_FLAGS_SCHED (GF_FLAG_DEADLINE | GF_FLAG_LATEST | GF_FLAG_CLASS_MASK)
+
+/* Priority classes, highest first (PROTOCOL.md, "Scheduling flags"). */
+enum gf_priority_class {
+    GF_CLASS_DEFAULT = 0,  /* on the wire: the credentials' class */
+    GF_CLASS_REALTIME = 1, /* live sources: slots and batches first  */
+    GF_CLASS_NORMAL = 2,   /* everything not configured otherwise    */
+    GF_CLASS_BATCH = 3,    /* bulk work: what is left over           */
+    GF_CLASS_COUNT_ = 4
+};
+
+/* "realtime", "normal", "batch" ("default" for 0; "unknown" beyond). */
+const char *gf_priority_class_name(unsigned cls);
+
+/* The class named `name` (one of the above, "default" included), or -1. */
+int gf_priority_class_parse(const char *name);
 
 /* Payload sizes of the version-2 descriptors, fixed. */
 #define GF_SHM_FRAME_BYTES   40u

@@ -158,6 +158,36 @@ START_TEST(shard_cpus_parse) {
 }
 END_TEST
 
+/* "priorities": a connection's class from its uid or primary gid, else the
+ * default; a frame gets that class or the lower one it names.  Absent:
+ * everyone normal, naming realtime included. */
+START_TEST(priorities_parse_and_cap) {
+    gf_config cfg;
+    char err[ERR_BYTES] = "";
+    ck_assert_msg(gf_config_parse("{" ECHO_PIPELINES "}", &cfg, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(gf_priority_of(&cfg.priorities, 1000, 44, GF_CLASS_DEFAULT), GF_CLASS_NORMAL);
+    ck_assert_uint_eq(gf_priority_of(&cfg.priorities, 1000, 44, GF_CLASS_REALTIME),
+                      GF_CLASS_NORMAL);
+    ck_assert_uint_eq(gf_priority_of(&cfg.priorities, 1000, 44, GF_CLASS_BATCH), GF_CLASS_BATCH);
+    gf_config_free(&cfg);
+    ck_assert_msg(gf_config_parse(
+                      "{\"priorities\": {\"realtime\": {\"uids\": [1000]}, "
+                      "\"batch\": {\"gids\": [44]}, \"default\": \"normal\"}, " ECHO_PIPELINES "}",
+                      &cfg, err, sizeof err) == 0,
+                  "%s", err);
+    const gf_priorities *p = &cfg.priorities;
+    ck_assert_uint_eq(gf_priority_of(p, 1000, 44, GF_CLASS_DEFAULT), GF_CLASS_REALTIME);
+    ck_assert_uint_eq(gf_priority_of(p, 1000, 44, GF_CLASS_BATCH), GF_CLASS_BATCH);
+    ck_assert_uint_eq(gf_priority_of(p, 7, 44, GF_CLASS_REALTIME), GF_CLASS_BATCH);
+    ck_assert_uint_eq(gf_priority_of(p, 7, 5, GF_CLASS_DEFAULT), GF_CLASS_NORMAL);
+    ck_assert_uint_eq(gf_priority_of(p, 7, 5, GF_CLASS_REALTIME), GF_CLASS_NORMAL);
+    char text[256];
+    gf_priorities_describe(p, text, sizeof text);
+    ck_assert_str_eq(text, "realtime: uid 1000; batch: gid 44; default normal");
+    gf_config_free(&cfg);
+}
+END_TEST
+
 /* A pipeline's "devices" is a set of ordinals; "all" is every device. */
 START_TEST(pipeline_devices_parse_to_a_set) {
     char err[ERR_BYTES] = "";
@@ -415,7 +445,15 @@ struct bad_config {
 static const struct bad_config bad_configs[] = {
     /* structure and syntax */
     {"{\"slot\": 2, " ECHO_PIPELINES "}",
-     "slot: unknown key (known keys: socket, socket_mode, socket_group, user, allow, engine, "},
+     "slot: unknown key (known keys: socket, socket_mode, socket_group, user, allow, priorities, "
+     "engine, "},
+    /* priorities: classes of allow's lists, a default class */
+    {"{\"priorities\": {\"realtime\": {\"users\": [\"no-such-user-gf\"]}}, " ECHO_PIPELINES "}",
+     "priorities.realtime.users[0]"},
+    {"{\"priorities\": {\"default\": \"urgent\"}, " ECHO_PIPELINES "}", "priorities.default: "},
+    {"{\"priorities\": {\"fast\": {}}, " ECHO_PIPELINES "}", "fast"},
+    {"{\"priorities\": [], " ECHO_PIPELINES "}",
+     "priorities: expected an object of realtime, normal, batch and default"},
     {"{\"slots\": 2, \"slots\": 3, " ECHO_PIPELINES "}", "slots: duplicate key"},
     /* allow: names resolved at load, ids checked */
     {"{\"allow\": {\"users\": [\"no-such-user-gf\"]}, " ECHO_PIPELINES "}",
@@ -1334,6 +1372,7 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, absent_keys_take_defaults);
     tcase_add_test(tc, pipeline_devices_parse_to_a_set);
     tcase_add_test(tc, shard_cpus_parse);
+    tcase_add_test(tc, priorities_parse_and_cap);
     tcase_add_test(tc, pipeline_batching_keys_parse);
     tcase_add_test(tc, every_key_set_and_bounds_accepted);
     tcase_add_test(tc, pinned_cap_and_new_keys);

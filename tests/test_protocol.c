@@ -651,7 +651,7 @@ START_TEST(sched_header_rules) {
     /* Bits beside them are not taken; nor are they on other requests or on
      * replies. */
     h.status = 0;
-    h.flags = 0x0400;
+    h.flags = 0x1000;
     ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_FLAGS);
     h = gf_test_header(GF_MSG_STATS, 3, 0, 0);
     h.version = GF_PROTOCOL_VERSION_SCHED;

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,14 +376,18 @@ START_TEST(newest_frame_only_replaces_a_waiting_frame) {
 END_TEST
 
 /* Sends a version-3 FRAME of `bytes` bytes of `in` for `pipeline` on `fd`
- * with `flags`, header and payload in one write. */
+ * with `flags`, header and payload in one write up to BIG bytes. */
 static void send_frame(int fd, uint64_t frame_id, uint32_t pipeline, uint16_t flags, const void *in,
                        size_t bytes) {
     static uint8_t buf[GF_HEADER_BYTES + BIG];
-    ck_assert_uint_le(bytes, BIG);
     gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, pipeline, bytes);
     h.version = GF_PROTOCOL_VERSION_SCHED;
     h.flags = flags;
+    if (bytes > BIG) { /* a slow frame: two writes */
+        ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+        ck_assert_int_eq(gf_test_raw_send(fd, in, bytes), 0);
+        return;
+    }
     gf_header_encode(&h, buf);
     memcpy(buf + GF_HEADER_BYTES, in, bytes);
     ck_assert_int_eq(gf_test_raw_send(fd, buf, GF_HEADER_BYTES + bytes), 0);
@@ -651,6 +656,235 @@ START_TEST(the_library_sends_deadlines) {
 }
 END_TEST
 
+/* ---- priorities -------------------------------------------------------------------- */
+
+/* One shard and one slot, echo and slow (`iters`); `priorities` (a JSON
+ * object). */
+static void priorities_config(char *json, size_t len, const char *priorities, unsigned iters) {
+    snprintf(json, len,
+             "{\"shards\": 1, \"slots\": 1, \"max_frame_bytes\": 8388608, \"frame_timeout_ms\": "
+             "600000, \"priorities\": %s, \"pipelines\": [{\"name\": \"echo\", \"kind\": "
+             "\"echo\"}, {\"name\": \"slow\", \"kind\": \"sincos\", \"params\": {\"iters\": "
+             "%u}}]}",
+             priorities, iters);
+}
+
+/* Receives one reply on each of fds[n], noting the order in which they
+ * came: order[k] is the index of the k-th.  Replies ready together are
+ * taken in the array's order.  Each reply's header goes to h[i], its
+ * payload to bufs[i] (caps[i] bytes). */
+static void replies_in_order(const int *fds, unsigned n, gf_header *h, uint8_t **bufs,
+                             const size_t *caps, unsigned *order) {
+    struct pollfd pfd[8];
+    unsigned got = 0;
+    char err[256];
+    ck_assert_uint_le(n, 8);
+    for (unsigned i = 0; i < n; i++)
+        pfd[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    while (got < n) {
+        int r = poll(pfd, n, 4 * reply_ms());
+        ck_assert_msg(r > 0, "%u of %u replies came", got, n);
+        for (unsigned i = 0; i < n; i++) {
+            if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            ck_assert_msg(gf_test_raw_recv_reply(fds[i], &h[i], bufs[i], caps[i], reply_ms(), err,
+                                                 sizeof err) == 0,
+                          "reply %u: %s", i, err);
+            order[got++] = i;
+            pfd[i].fd = -1;
+        }
+    }
+}
+
+/* Waits until STATS' `dotted` counter reaches `want`. */
+static void wait_count(gf_client *q, const char *dotted, uint64_t want) {
+    ck_assert_uint_eq(gf_test_ck_wait_stat(q, dotted, want, UINT64_MAX, 10000), want);
+}
+
+/* The contest of the priorities tests: while a slow frame holds the one
+ * slot, three batch clients (b[0..2]) queue a slow frame each (whole in
+ * the daemon: BIG bytes), in turn, then the client `rt` an echo frame
+ * naming realtime.  Returns the order of their replies (0: rt, 1..3:
+ * b[0..2]), each checked: rt's bytes, the slow results against `ref`. */
+static void contest(gf_test_daemon *d, gf_client *q, const gf_pipeline *slow_p, int rt,
+                    const int *b, const uint8_t *slow_in, size_t slow_bytes, const void *ref,
+                    size_t ref_bytes, unsigned *order) {
+    /* The first frame: eight times a batch client's, so that the contest
+     * is set up while it runs (checked below). */
+    static uint8_t first[8 * BIG];
+    ck_assert_uint_le(slow_bytes, BIG);
+    gf_client *a = gf_test_ck_connect(d->socket_path);
+    ck_assert_int_eq(gf_client_send_frame(a, SLOW_ID, 0, first, 8 * slow_bytes), 0);
+    ck_assert_int_eq(gf_client_flush(a, 30000), 0);
+    ck_assert_uint_eq(gf_test_ck_wait_stat(q, "slots.in_flight", 1, 1, 30000), 1);
+    uint64_t pauses = gf_test_ck_stat(q, "backpressure_pauses");
+    uint64_t subs = gf_test_ck_stat(q, "slots.submissions");
+    for (unsigned i = 0; i < 3; i++) {
+        send_frame(b[i], 10 + i, SLOW_ID, GF_CLASS_BATCH << GF_FLAG_CLASS_SHIFT, slow_in,
+                   slow_bytes);
+        wait_count(q, "backpressure_pauses", pauses + 1 + i);
+    }
+    static uint8_t echo_in[SMALL];
+    memset(echo_in, 0x77, sizeof echo_in);
+    send_frame(rt, 20, ECHO_ID, GF_CLASS_REALTIME << GF_FLAG_CLASS_SHIFT, echo_in, SMALL);
+    wait_count(q, "backpressure_pauses", pauses + 4);
+    ck_assert_msg(gf_test_ck_stat(q, "slots.submissions") == subs,
+                  "the first frame finished before the contest was set up (a loaded machine)");
+
+    int fds[4] = {rt, b[0], b[1], b[2]};
+    gf_header h[4];
+    static uint8_t out[4][BIG];
+    uint8_t *bufs[4] = {out[0], out[1], out[2], out[3]};
+    size_t caps[4] = {BIG, BIG, BIG, BIG};
+    replies_in_order(fds, 4, h, bufs, caps, order);
+    char why[256];
+    for (unsigned i = 0; i < 4; i++) {
+        ck_assert_msg(h[i].type == GF_MSG_RESULT, "reply %u: type %u status %s", i, h[i].type,
+                      gf_status_name(h[i].status));
+        ck_assert_uint_eq(h[i].frame_id, i == 0 ? 20 : 10 + i - 1);
+    }
+    ck_assert_uint_eq(h[0].payload_bytes, SMALL);
+    ck_assert_int_eq(memcmp(out[0], echo_in, SMALL), 0);
+    for (unsigned i = 1; i < 4; i++) {
+        ck_assert_uint_eq(h[i].payload_bytes, ref_bytes);
+        ck_assert_msg(gf_pipeline_compare_result(slow_p, out[i], ref, ref_bytes, why, sizeof why) ==
+                          0,
+                      "batch client %u: %s", i - 1, why);
+    }
+    gf_reply rep;
+    ck_assert_int_eq(gf_client_recv(a, &rep, 2 * reply_ms()), 0);
+    ck_assert_uint_eq(rep.header.type, GF_MSG_RESULT);
+    gf_client_close(a);
+}
+
+/* Priorities through the socket: with everyone allowed realtime, a frame
+ * that names it, queued after three batch clients' frames waiting for the
+ * one slot, is granted it first: its reply comes before theirs, which come
+ * in their order.  STATS counts frames and waits by class.  A reload that
+ * makes batch the most anyone gets applies to the connections already
+ * open: the same contest then goes by arrival, the echo frame last, and
+ * the frames count as batch. */
+START_TEST(a_realtime_frame_goes_before_waiting_batch_frames) {
+    /* A slow frame of about two deadlines' worth (BIG bytes, so that it
+     * waits whole in the daemon). */
+    uint64_t wait_ms = gf_test_latency_bound_ms(100);
+    unsigned iters = (unsigned)(2e6 * (double)wait_ms / ((double)(BIG / 4) * g_sincos_ns));
+    iters = iters < 1 ? 1 : iters;
+    size_t slow_bytes = BIG;
+    char json[1024];
+    priorities_config(json, sizeof json, "{\"default\": \"realtime\"}", iters);
+    gf_test_daemon d;
+    gf_test_ck_daemon_start(&d, json, g_engine);
+    gf_client *q = gf_test_ck_connect(d.socket_path);
+    size_t count;
+    gf_pipeline *p = gf_test_ck_list(q, &count);
+    ck_assert_uint_eq(count, 2);
+    uint64_t rng = 7;
+    void *in, *ref;
+    size_t ref_bytes;
+    char err[256];
+    ck_assert_msg(gf_test_make_frame(&p[SLOW_ID], slow_bytes, &rng, &in, &ref, &ref_bytes, err,
+                                     sizeof err) == 0,
+                  "%s", err);
+    int rt = gf_test_ck_raw_connect(d.socket_path);
+    int b[3];
+    for (unsigned i = 0; i < 3; i++)
+        b[i] = gf_test_ck_raw_connect(d.socket_path);
+
+    unsigned order[4];
+    contest(&d, q, &p[SLOW_ID], rt, b, in, slow_bytes, ref, ref_bytes, order);
+    ck_assert_msg(order[0] == 0 && order[1] == 1 && order[2] == 2 && order[3] == 3,
+                  "replies came in the order %u %u %u %u (0: realtime, 1-3: batch)", order[0],
+                  order[1], order[2], order[3]);
+    cJSON *st = gf_test_ck_stats(q);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "priorities.realtime.frames"), 2); /* and the first */
+    ck_assert_uint_eq(gf_test_ck_u64(st, "priorities.realtime.waits"), 1);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "priorities.batch.frames"), 3);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "priorities.batch.waits"), 3);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "priorities.normal.frames"), 0);
+    cJSON_Delete(st);
+
+    /* Batch at most, for everyone: applied once a realtime-named frame of
+     * an open connection counts as batch. */
+    priorities_config(json, sizeof json, "{\"default\": \"batch\"}", iters);
+    gf_test_ck_daemon_put_config(&d, json);
+    ck_assert_int_eq(gf_test_daemon_signal(&d, SIGHUP), 0);
+    uint64_t deadline = gf_now_ms() + 10000;
+    uint64_t id = 100;
+    for (;;) {
+        uint64_t was = gf_test_ck_stat(q, "priorities.batch.frames");
+        send_frame(rt, id, ECHO_ID, GF_CLASS_REALTIME << GF_FLAG_CLASS_SHIFT,
+                   (const uint8_t[SMALL]){0}, SMALL);
+        expect_bytes(rt, id++, 0, SMALL);
+        if (gf_test_ck_stat(q, "priorities.batch.frames") == was + 1)
+            break;
+        ck_assert_msg(gf_now_ms() < deadline, "the reload's priorities never applied");
+        gf_test_sleep_ms(20);
+    }
+    contest(&d, q, &p[SLOW_ID], rt, b, in, slow_bytes, ref, ref_bytes, order);
+    ck_assert_msg(order[0] == 1 && order[1] == 2 && order[2] == 3 && order[3] == 0,
+                  "after the reload, replies came in the order %u %u %u %u (0: realtime-named, "
+                  "1-3: batch), expected 1 2 3 0",
+                  order[0], order[1], order[2], order[3]);
+    char *log = gf_test_read_file(d.log_path, NULL);
+    ck_assert_ptr_nonnull(log);
+    ck_assert_msg(gf_test_count_lines(log, "priorities", "default batch") >= 1,
+                  "no reload line for priorities in the log:\n%s", log);
+    free(log);
+    free(in);
+    free(ref);
+    free(p);
+    close(rt);
+    for (unsigned i = 0; i < 3; i++)
+        close(b[i]);
+    gf_client_close(q);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
+/* The configuration caps what a frame may name: with no "priorities",
+ * everyone is normal, and a frame naming realtime counts as normal; one
+ * naming batch as batch.  A frame with the reserved class bits of a
+ * version-2 header is a bad_flags error, as before. */
+START_TEST(a_frame_names_at_most_its_configured_class) {
+    gf_test_daemon d;
+    gf_test_ck_daemon_start(&d, one_slot_json, g_engine);
+    gf_client *q = gf_test_ck_connect(d.socket_path);
+    int fd = gf_test_ck_raw_connect(d.socket_path);
+    uint8_t in[SMALL];
+    memset(in, 0x5a, sizeof in);
+    send_frame(fd, 1, ECHO_ID, GF_CLASS_REALTIME << GF_FLAG_CLASS_SHIFT, in, SMALL);
+    expect_bytes(fd, 1, 0x5a, SMALL);
+    send_frame(fd, 2, ECHO_ID, GF_CLASS_BATCH << GF_FLAG_CLASS_SHIFT, in, SMALL);
+    expect_bytes(fd, 2, 0x5a, SMALL);
+    ck_assert_int_eq(gf_client_set_priority(q, GF_CLASS_COUNT_), -EINVAL);
+    ck_assert_int_eq(gf_client_set_priority(q, GF_CLASS_BATCH), 0);
+    for (uint64_t i = 0; i < 5; i++) {
+        ck_assert_int_eq(gf_client_send_frame(q, ECHO_ID, i, in, SMALL), 0);
+        gf_reply rep;
+        ck_assert_int_eq(gf_client_recv(q, &rep, reply_ms()), 0);
+        ck_assert_uint_eq(rep.header.type, GF_MSG_RESULT);
+        ck_assert_uint_eq(rep.header.version, GF_PROTOCOL_VERSION_SCHED);
+        ck_assert_uint_eq(rep.header.frame_id, i);
+        ck_assert_int_eq(memcmp(rep.payload, in, SMALL), 0);
+    }
+    ck_assert_int_eq(gf_client_set_priority(q, GF_CLASS_DEFAULT), 0);
+    cJSON *st = gf_test_ck_stats(q);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "priorities.realtime.frames"), 0);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "priorities.normal.frames"), 1);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "priorities.batch.frames"), 6);
+    cJSON_Delete(st);
+    gf_header h = gf_test_header(GF_MSG_FRAME, 3, ECHO_ID, 0);
+    h.version = GF_PROTOCOL_VERSION_SHM;
+    h.flags = GF_CLASS_BATCH << GF_FLAG_CLASS_SHIFT;
+    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+    gf_test_ck_raw_error(fd, GF_ERR_BAD_FLAGS, "flags", reply_ms(), GF_TEST_STAYS_OPEN);
+    close(fd);
+    gf_client_close(q);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
 static Suite *sched_live_suite(void) {
     Suite *s = suite_create("sched_live");
     TCase *tc = tcase_create("batch_delay");
@@ -683,6 +917,16 @@ static Suite *sched_live_suite(void) {
                "newest_frame_only_at_twice_the_served_rate (cpu only)\n",
                g_engine);
     }
+    suite_add_tcase(s, tc);
+    tc = tcase_create("priorities");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    tcase_add_test(tc, a_frame_names_at_most_its_configured_class);
+    if (strcmp(g_engine, "cpu") == 0)
+        tcase_add_test(tc, a_realtime_frame_goes_before_waiting_batch_frames);
+    else
+        printf("not run on the %s engine: a_realtime_frame_goes_before_waiting_batch_frames (cpu "
+               "only)\n",
+               g_engine);
     suite_add_tcase(s, tc);
     return s;
 }
