@@ -10,9 +10,10 @@
 #           auto's frames/s at least 0.9 of the better fixed delay's, its p50
 #           at most the worse one's; one client's p50 within 10 % of delay 0.
 #  live     a 30 frames/s source with 10 ms deadlines (gpuframe stream --rate
-#           30 --deadline-ms 10) alone, then beside 16 saturating clients of
-#           the same pipeline: deadline misses (at most 0.1 %) and p99 (at
-#           most twice alone).
+#           30 --deadline-ms 10 --priority realtime) alone, then beside 16
+#           saturating clients of the same pipeline (--priority batch; the
+#           daemon's "priorities" let anyone name any class): deadline
+#           misses (at most 0.1 %) and p99 (at most twice alone).
 #  latest   the MLP on 64 vectors a frame, by reference (--shm): one client
 #           at window 1 gives the
 #           rate R it is served at; then a source at 2R with --latest-only:
@@ -129,20 +130,25 @@ for p in json.load(sys.stdin)["pipelines"]:
 done
 
 # ---- live: a 30 frames/s source with 10 ms deadlines, alone and beside 16 clients --
-start_daemon "{\"pipelines\": [{\"name\": \"mlp\", $mlp}]}"
+start_daemon "{\"priorities\": {\"default\": \"realtime\"}, \"pipelines\": [{\"name\": \"mlp\", $mlp}]}"
 alone=$(stream --pipeline mlp --size 12288 --count "$live_count" --rate 30 --deadline-ms 10 \
-          --window 2 --no-shm)
+          --window 2 --no-shm --priority realtime)
 echo "live phase=alone $alone"
 load=()
 for ((i = 0; i < live_load; i++)); do
   "$build/gpuframe" stream --socket "$sock" --quiet --pipeline mlp --size 12288 \
-    --count 100000000 --window 16 --no-shm >/dev/null 2>&1 & load+=($!)
+    --count 100000000 --window 16 --no-shm --priority batch >/dev/null 2>&1 & load+=($!)
 done
 sleep 0.5
 beside=$(stream --pipeline mlp --size 12288 --count "$live_count" --rate 30 --deadline-ms 10 \
-           --window 2 --no-shm)
+           --window 2 --no-shm --priority realtime)
 kill -INT "${load[@]}" 2>/dev/null; wait "${load[@]}" 2>/dev/null
 echo "live phase=beside_$live_load $beside"
+"$build/gpuframe" stats --socket "$sock" --json | python3 -c '
+import json, sys
+p = json.load(sys.stdin)["priorities"]
+print("live_classes " + " ".join("%s_frames=%d %s_waits=%d" % (k, v["frames"], k, v["waits"])
+                                 for k, v in p.items()))' || rc=1
 
 # ---- latest: a source at twice the served rate, newest frame only -----------------
 # By reference (--shm): a frame whose bytes travel in shared memory waits whole
