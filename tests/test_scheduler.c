@@ -546,6 +546,64 @@ START_TEST(a_full_batch_goes_at_once) {
 }
 END_TEST
 
+/* Priorities (scheduler.h): waiters are granted by class, realtime first,
+ * each class in arrival order; a batch frame that began to wait more than
+ * two GF_PRIORITY_STEP_NS before a realtime one still goes first. */
+START_TEST(grants_go_by_class_and_none_starves) {
+    setup(1);
+    gf_sched_claim(&sched, A, 0);
+    B->priority = GF_CLASS_BATCH;
+    C->priority = GF_CLASS_NORMAL;
+    D->priority = GF_CLASS_REALTIME;
+    E->priority = GF_CLASS_REALTIME;
+    gf_sched_client *order[] = {B, C, D, E};
+    for (int i = 0; i < 4; i++)
+        ck_assert_ptr_null(gf_sched_claim(&sched, order[i], 0));
+    ck_assert_uint_eq(stats.class_waits[GF_CLASS_REALTIME], 2);
+    ck_assert_uint_eq(stats.class_waits[GF_CLASS_BATCH], 1);
+    gf_sched_client *want[] = {D, E, C, B};
+    gf_sched_client *holder = A;
+    for (int i = 0; i < 4; i++) {
+        give_back(holder);
+        gf_sched_grant(&sched);
+        ck_assert_uint_eq(granted_count, (unsigned)i + 1);
+        ck_assert_ptr_eq(granted[i], want[i]);
+        holder = want[i];
+    }
+    /* While B holds the slot, C waits with a batch frame as if for three
+     * steps: a realtime frame that comes now queues behind it. */
+    give_back(C);
+    C->priority = GF_CLASS_BATCH;
+    ck_assert_ptr_null(gf_sched_claim(&sched, C, 0));
+    C->wait_seq -= 3 * GF_PRIORITY_STEP_NS;
+    give_back(D);
+    ck_assert_ptr_null(gf_sched_claim(&sched, D, 0));
+    give_back(holder);
+    gf_sched_grant(&sched);
+    ck_assert_ptr_eq(granted[4], C);
+    teardown();
+}
+END_TEST
+
+/* A batch that holds a realtime frame goes at the next pass, neither
+ * waiting its delay nor held while two submissions are on the engine. */
+START_TEST(a_batch_with_a_realtime_frame_goes_at_once) {
+    setup(4);
+    echo.max_batch_delay_us = 100;
+    echo.max_batch_frames = 8;
+    const uint64_t t0 = 5000000;
+    join_at(A, &echo, 1, t0);
+    ck_assert_uint_eq(gf_sched_submit_batches(&sched, t0 + 10), t0 + 100000);
+    ck_assert_uint_eq(submitted_count, 0);
+    B->priority = GF_CLASS_REALTIME;
+    ck_assert_ptr_nonnull(join_at(B, &echo, 2, t0 + 20));
+    ck_assert_uint_eq(gf_sched_submit_batches(&sched, t0 + 30), 0);
+    ck_assert_uint_eq(submitted_count, 1);
+    ck_assert_uint_eq(submitted[0]->frame_count, 2);
+    teardown();
+}
+END_TEST
+
 /* With max_batch_delay_us, a batch that is not full waits that long after
  * its first frame was whole, and the pass says when it will be due. */
 START_TEST(a_batch_waits_its_delay) {
@@ -788,6 +846,8 @@ static Suite *scheduler_suite(void) {
     TCase *tc = tcase_create("grants");
     tcase_add_test(tc, free_slots_are_claimed_then_clients_wait_in_order);
     tcase_add_test(tc, a_newcomer_queues_behind_waiters);
+    tcase_add_test(tc, grants_go_by_class_and_none_starves);
+    tcase_add_test(tc, a_batch_with_a_realtime_frame_goes_at_once);
     tcase_add_test(tc, stop_waiting_takes_a_client_from_the_middle);
     suite_add_tcase(s, tc);
     tc = tcase_create("receivers");

@@ -207,6 +207,7 @@ class Client:
         self._regions: Dict[int, Region] = {}  # id -> the open Regions of this connection
         self._deadline_ns = 0  # set_frame_options: each frame's deadline after it is sent
         self._latest_only = False
+        self._class_flags = 0
 
     def __enter__(self) -> Client:
         return self
@@ -253,7 +254,7 @@ class Client:
         return self._conn.next_frame_id
 
     def set_frame_options(self, deadline: Optional[float] = None, *,
-                          latest_only: bool = False) -> None:
+                          latest_only: bool = False, priority: Optional[str] = None) -> None:
         """Scheduling options of every frame sent from now on (protocol
         version 3; a daemon older than it answers ``bad_version`` and closes).
 
@@ -265,14 +266,20 @@ class Client:
         (:class:`SupersededError`) at once when the next frame of the same
         pipeline and length comes, which runs in its place.  Every frame still
         gets one reply, in order; pass ``errors="yield"`` to :meth:`stream` to
-        go on past them.  ``None`` and ``False`` (the default) send plain
-        frames.
+        go on past them.  ``priority``: ``"realtime"``, ``"normal"`` or
+        ``"batch"``, the frames' class, at most what the daemon's
+        ``priorities`` give this user (asking for more gets that).  ``None``
+        and ``False`` (the default) send plain frames.
         """
+        if priority is not None and priority not in protocol.CLASSES[1:]:
+            raise ValueError("priority must be realtime, normal or batch, not %r" % (priority,))
         if deadline is not None and not 0 < deadline <= _DEADLINE_MAX_S:
             raise ValueError("deadline must be in (0, %d] seconds, not %r"
                              % (_DEADLINE_MAX_S, deadline))
         self._deadline_ns = 0 if deadline is None else max(1, int(deadline * 1e9))
         self._latest_only = bool(latest_only)
+        self._class_flags = (0 if priority is None else
+                             protocol.CLASSES.index(priority) << protocol.CLASS_SHIFT)
 
     # ---- LIST, STATS, TRACE -------------------------------------------------------
 
@@ -553,7 +560,9 @@ class Client:
                         status = protocol.deadline_wire(time.monotonic_ns() + self._deadline_ns)
                     if self._latest_only:
                         flags |= protocol.FLAG_LATEST
-                    if flags & (protocol.FLAG_DEADLINE | protocol.FLAG_LATEST):
+                    flags |= self._class_flags
+                    if flags & (protocol.FLAG_DEADLINE | protocol.FLAG_LATEST |
+                                self._class_flags):
                         version = protocol.VERSION_SCHED
                     req = conn.submit(MsgType.FRAME, p.id, enc.payload, enc.expect_bytes,
                                       enc.make_output, version=version, flags=flags,

@@ -30,6 +30,8 @@ __all__ = [
     "FLAG_SHM",
     "FLAG_DEADLINE",
     "FLAG_LATEST",
+    "CLASS_SHIFT",
+    "CLASSES",
     "deadline_wire",
     "SHM_FRAME_BYTES",
     "SHM_RESULT_BYTES",
@@ -74,6 +76,11 @@ FLAG_DEADLINE = 0x0100
 #: connection's previous such frame, not yet on the engine, is answered
 #: ``superseded`` and this one runs in its place.
 FLAG_LATEST = 0x0200
+#: A version-3 FRAME's priority class, in ``flags`` bits 10-11: 0 the class
+#: the daemon's ``priorities`` give the user, else the index in CLASSES (at
+#: most what the configuration gives).
+CLASS_SHIFT = 10
+CLASSES = ("default", "realtime", "normal", "batch")
 #: A frame by reference's payload: region_id, reserved, in_offset, in_bytes,
 #: out_offset, out_capacity.
 SHM_FRAME_BYTES = 40

@@ -263,6 +263,18 @@ class StreamTest(DaemonTestCase):
         # Newest-frame-only with one frame in flight: nothing waits to be replaced.
         self.c.set_frame_options(latest_only=True)
         self.assert_results("scale", g, self.c.map("scale", g, window=1))
+        # A class: version-3 frames, counted under it (no "priorities": at most normal).
+        classes = self.c.stats()["priorities"]
+        self.c.set_frame_options(priority="batch")
+        self.assert_results("scale", g, self.c.map("scale", g, window=4))
+        self.c.set_frame_options(priority="realtime")
+        self.assert_results("scale", g, self.c.map("scale", g, window=4))
+        now = self.c.stats()["priorities"]
+        self.assertEqual(now["batch"]["frames"], classes["batch"]["frames"] + len(g))
+        self.assertEqual(now["normal"]["frames"], classes["normal"]["frames"] + len(g))
+        self.assertEqual(now["realtime"]["frames"], classes["realtime"]["frames"])
+        with self.assertRaisesRegex(ValueError, "priority must be"):
+            self.c.set_frame_options(priority="urgent")
         self.c.set_frame_options()
         self.assert_results("scale", g, self.c.map("scale", g, window=4))
         self.assertEqual(self.c.stats()["rejected"]["deadline_exceeded"], before + 3)
