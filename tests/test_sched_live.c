@@ -670,11 +670,13 @@ static void priorities_config(char *json, size_t len, const char *priorities, un
 }
 
 /* Receives one reply on each of fds[n], noting the order in which they
- * came: order[k] is the index of the k-th.  Replies ready together are
- * taken in the array's order.  Each reply's header goes to h[i], its
- * payload to bufs[i] (caps[i] bytes). */
-static void replies_in_order(const int *fds, unsigned n, gf_header *h, uint8_t **bufs,
-                             const size_t *caps, unsigned *order) {
+ * came: order[k] is the index of the k-th.  Replies ready together (the
+ * test's thread was not running when they came) are taken in the order
+ * `expected` (indices) says, so that only an order seen apart can fail.
+ * Each reply's header goes to h[i], its payload to bufs[i] (caps[i]
+ * bytes). */
+static void replies_in_order(const int *fds, unsigned n, const unsigned *expected, gf_header *h,
+                             uint8_t **bufs, const size_t *caps, unsigned *order) {
     struct pollfd pfd[8];
     unsigned got = 0;
     char err[256];
@@ -684,7 +686,8 @@ static void replies_in_order(const int *fds, unsigned n, gf_header *h, uint8_t *
     while (got < n) {
         int r = poll(pfd, n, 4 * reply_ms());
         ck_assert_msg(r > 0, "%u of %u replies came", got, n);
-        for (unsigned i = 0; i < n; i++) {
+        for (unsigned k = 0; k < n; k++) {
+            unsigned i = expected[k];
             if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
             ck_assert_msg(gf_test_raw_recv_reply(fds[i], &h[i], bufs[i], caps[i], reply_ms(), err,
@@ -705,10 +708,11 @@ static void wait_count(gf_client *q, const char *dotted, uint64_t want) {
  * slot, three batch clients (b[0..2]) queue a slow frame each (whole in
  * the daemon: BIG bytes), in turn, then the client `rt` an echo frame
  * naming realtime.  Returns the order of their replies (0: rt, 1..3:
- * b[0..2]), each checked: rt's bytes, the slow results against `ref`. */
+ * b[0..2]; replies_in_order says how `expected` is used), each checked:
+ * rt's bytes, the slow results against `ref`. */
 static void contest(gf_test_daemon *d, gf_client *q, const gf_pipeline *slow_p, int rt,
                     const int *b, const uint8_t *slow_in, size_t slow_bytes, const void *ref,
-                    size_t ref_bytes, unsigned *order) {
+                    size_t ref_bytes, const unsigned *expected, unsigned *order) {
     /* The first frame: eight times a batch client's, so that the contest
      * is set up while it runs (checked below). */
     static uint8_t first[8 * BIG];
@@ -736,7 +740,7 @@ static void contest(gf_test_daemon *d, gf_client *q, const gf_pipeline *slow_p, 
     static uint8_t out[4][BIG];
     uint8_t *bufs[4] = {out[0], out[1], out[2], out[3]};
     size_t caps[4] = {BIG, BIG, BIG, BIG};
-    replies_in_order(fds, 4, h, bufs, caps, order);
+    replies_in_order(fds, 4, expected, h, bufs, caps, order);
     char why[256];
     for (unsigned i = 0; i < 4; i++) {
         ck_assert_msg(h[i].type == GF_MSG_RESULT, "reply %u: type %u status %s", i, h[i].type,
@@ -792,7 +796,8 @@ START_TEST(a_realtime_frame_goes_before_waiting_batch_frames) {
         b[i] = gf_test_ck_raw_connect(d.socket_path);
 
     unsigned order[4];
-    contest(&d, q, &p[SLOW_ID], rt, b, in, slow_bytes, ref, ref_bytes, order);
+    static const unsigned rt_first[4] = {0, 1, 2, 3}, rt_last[4] = {1, 2, 3, 0};
+    contest(&d, q, &p[SLOW_ID], rt, b, in, slow_bytes, ref, ref_bytes, rt_first, order);
     ck_assert_msg(order[0] == 0 && order[1] == 1 && order[2] == 2 && order[3] == 3,
                   "replies came in the order %u %u %u %u (0: realtime, 1-3: batch)", order[0],
                   order[1], order[2], order[3]);
@@ -821,7 +826,7 @@ START_TEST(a_realtime_frame_goes_before_waiting_batch_frames) {
         ck_assert_msg(gf_now_ms() < deadline, "the reload's priorities never applied");
         gf_test_sleep_ms(20);
     }
-    contest(&d, q, &p[SLOW_ID], rt, b, in, slow_bytes, ref, ref_bytes, order);
+    contest(&d, q, &p[SLOW_ID], rt, b, in, slow_bytes, ref, ref_bytes, rt_last, order);
     ck_assert_msg(order[0] == 1 && order[1] == 2 && order[2] == 3 && order[3] == 0,
                   "after the reload, replies came in the order %u %u %u %u (0: realtime-named, "
                   "1-3: batch), expected 1 2 3 0",
