@@ -50,6 +50,9 @@ static const char three_slots_json[] =
  * header and GF_BATCH_FRAME_BYTES, so a successor is read only if the
  * waiting frame leaves it. */
 #define BIG 12288
+/* The sincos kind's most iterations (kernels/registry.c): a slow frame of
+ * BIG bytes takes at most that many (about a second here). */
+#define ITERS_MAX 100000u
 
 /* How long a test waits for one reply: a slow frame's time, widened as the
  * sanitizers and a loaded machine need. */
@@ -542,8 +545,8 @@ static live_run run_live(int fd, const gf_pipeline *p, const void *in, const voi
 START_TEST(newest_frame_only_at_twice_the_served_rate) {
     /* A frame of about 60 ms alone: a period of 30 ms, against which the
      * loop's own latencies are small. */
-    unsigned iters = (unsigned)(60e6 / ((double)(BIG / 4) * g_sincos_ns));
-    iters = iters < 1 ? 1 : iters;
+    double want = 60e6 / ((double)(BIG / 4) * g_sincos_ns);
+    unsigned iters = want < 1 ? 1 : want > ITERS_MAX ? ITERS_MAX : (unsigned)want;
     char json[512];
     snprintf(json, sizeof json,
              "{\"shards\": 1, \"slots\": 1, \"frame_timeout_ms\": 600000, \"pipelines\": "
@@ -772,8 +775,8 @@ START_TEST(a_realtime_frame_goes_before_waiting_batch_frames) {
     /* A slow frame of about two deadlines' worth (BIG bytes, so that it
      * waits whole in the daemon). */
     uint64_t wait_ms = gf_test_latency_bound_ms(100);
-    unsigned iters = (unsigned)(2e6 * (double)wait_ms / ((double)(BIG / 4) * g_sincos_ns));
-    iters = iters < 1 ? 1 : iters;
+    double want = 2e6 * (double)wait_ms / ((double)(BIG / 4) * g_sincos_ns);
+    unsigned iters = want < 1 ? 1 : want > ITERS_MAX ? ITERS_MAX : (unsigned)want;
     size_t slow_bytes = BIG;
     char json[1024];
     priorities_config(json, sizeof json, "{\"default\": \"realtime\"}", iters);
