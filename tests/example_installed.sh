@@ -64,9 +64,9 @@ gf_client_in_flight gf_client_pipeline_id gf_client_recv gf_client_region_add_fd
 gf_client_region_create gf_client_region_destroy gf_client_region_remove \
 gf_client_request_json gf_client_request_trace gf_client_send_frame gf_client_send_frame_shm \
 gf_client_send_request gf_client_send_shm gf_client_set_frame_options \
-gf_client_set_max_reply_bytes gf_client_shm_close \
+gf_client_set_max_reply_bytes gf_client_set_priority gf_client_shm_close \
 gf_client_shm_frame_buffer gf_client_shm_open gf_client_shm_region gf_client_shm_result \
-gf_client_version gf_deadline_decode gf_deadline_encode gf_header_encode gf_header_parse gf_msg_type_name gf_region_info_decode \
+gf_client_version gf_deadline_decode gf_deadline_encode gf_header_encode gf_header_parse gf_msg_type_name gf_priority_class_name gf_priority_class_parse gf_region_info_decode \
 gf_region_info_encode gf_shm_frame_check gf_shm_frame_decode gf_shm_frame_encode \
 gf_shm_result_decode gf_shm_result_encode gf_status_is_fatal gf_status_name "
 [ "$exports" = "$expected" ] || fail "libgpuframe.so exports

@@ -1173,7 +1173,8 @@ START_TEST(parse_all_and_describe_changes) {
                      -1);
     ck_assert_uint_eq(count, 4);
     ck_assert_str_eq(
-        errs, "x: unknown key (known keys: socket, socket_mode, socket_group, user, allow, engine, "
+        errs, "x: unknown key (known keys: socket, socket_mode, socket_group, user, allow, "
+              "priorities, engine, "
               "slots, "
               "shards, devices, shard_cpus, "
               "max_frame_bytes, "
