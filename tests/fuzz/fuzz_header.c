@@ -52,11 +52,12 @@ static int expected_result(const uint8_t *p, enum gf_parse_role role, uint64_t m
         accepted = 1;
     /* Only a version-2 or -3 FRAME (daemon) or RESULT (client) may say
      * "shm"; only a version-3 FRAME may say "deadline" (0x0100, its status
-     * then the deadline) and "latest" (0x0200). */
+     * then the deadline), "latest" (0x0200) and its priority class (the two
+     * bits 0x0C00). */
     int may_shm = v2 && type == (daemon ? GF_MSG_FRAME : GF_MSG_RESULT);
     int may_sched = version == 3 && daemon && type == GF_MSG_FRAME;
     int shm = (flags & GF_FLAG_SHM) != 0;
-    uint16_t allowed = (uint16_t)((may_shm ? 0x0001u : 0) | (may_sched ? 0x0300u : 0));
+    uint16_t allowed = (uint16_t)((may_shm ? 0x0001u : 0) | (may_sched ? 0x0F00u : 0));
     int deadline = (flags & 0x0100u) != 0;
 
     if (magic != GF_MAGIC)
