@@ -638,22 +638,66 @@ static void streams_verified(const gf_test_daemon *d, const char *pipeline, int 
     }
 }
 
+/* `conns` connections of this process send `per` frames each of `bytes`
+ * to pipeline `id`, every frame before any result is read, then read each
+ * result: a burst that one batch may take whole, sent in far less than a
+ * batch's 100 ms wait however slowly the machine starts clients.  Until
+ * TRACE shows a submission of exactly conns * per frames from more than
+ * one connection, up to four bursts (a sender descheduled mid-burst splits
+ * one).  Returns TRACE's batch shape after the last. */
+static batch_shape full_batch_of_a_burst(const gf_test_daemon *d, uint64_t id, uint32_t bytes,
+                                         int conns, int per) {
+    enum { CONNS_MAX = 16 };
+    ck_assert_int_le(conns, CONNS_MAX);
+    char *payload = calloc(1, bytes);
+    ck_assert_ptr_nonnull(payload);
+    batch_shape s = {0, 0};
+    for (int burst = 0; burst < 4 && s.mixed_full == 0; burst++) {
+        int fds[CONNS_MAX];
+        for (int c = 0; c < conns; c++)
+            ck_assert_int_ge(fds[c] = gf_test_raw_connect(d->socket_path), 0);
+        for (int c = 0; c < conns; c++)
+            for (int i = 0; i < per; i++) {
+                gf_header h = gf_test_header(GF_MSG_FRAME, (uint64_t)i + 1, id, bytes);
+                ck_assert_int_eq(gf_test_raw_send_header(fds[c], &h), 0);
+                ck_assert_int_eq(gf_test_raw_send(fds[c], payload, bytes), 0);
+            }
+        for (int c = 0; c < conns; c++) {
+            for (int i = 0; i < per; i++) {
+                char got[4096], err[256];
+                gf_header h;
+                ck_assert_msg(gf_test_raw_recv_reply(fds[c], &h, got, sizeof got, 30000, err,
+                                                     sizeof err) == 0,
+                              "connection %d frame %d: %s", c, i + 1, err);
+                ck_assert_uint_eq(h.type, GF_MSG_RESULT);
+                ck_assert_uint_eq(h.frame_id, (uint64_t)i + 1);
+            }
+            close(fds[c]);
+        }
+        s = trace_batches(d->socket_path, id, (uint64_t)conns * (uint64_t)per);
+    }
+    free(payload);
+    return s;
+}
+
 /* Many clients of one pipeline share its batches: each client's results
- * are verified against the reference, and TRACE shows submissions of
- * exactly max_batch_frames frames from several connections (clients at
- * window 1 can make no batch of 7 otherwise, at window 8 none of 64), never
- * more; with max_batch_frames 1 every frame has its own.  More frames are
- * outstanding than a batch holds, so slow clients (the sanitizers') still
- * fill one. */
+ * are verified against the reference, and no submission holds more than
+ * max_batch_frames frames; a burst from several connections fills one to
+ * exactly max_batch_frames (clients at window 1 can make no batch of 7
+ * otherwise, at window 8 none of 64), which streaming clients a sanitizer
+ * slows may not; with max_batch_frames 1 every frame has its own. */
 START_TEST(batches_take_frames_of_many_connections) {
     gf_test_daemon d;
     start(&d, small_mlp() ? batched_small_json : batched_json);
+    uint32_t bytes = (small_mlp() ? MLP_SMALL_IN_FLOATS : MLP_IN_FLOATS) * 4;
     streams_verified(&d, "mlp7", 9, "14", "1");
-    batch_shape s = trace_batches(d.socket_path, MLP7_ID, 7);
+    ck_assert_uint_le(trace_batches(d.socket_path, MLP7_ID, 7).most, 7);
+    batch_shape s = full_batch_of_a_burst(&d, MLP7_ID, bytes, 7, 1);
     ck_assert_uint_eq(s.most, 7);
     ck_assert_uint_ge(s.mixed_full, 1);
     streams_verified(&d, "mlp64", 16, "48", "8");
-    s = trace_batches(d.socket_path, MLP64_ID, 64);
+    ck_assert_uint_le(trace_batches(d.socket_path, MLP64_ID, 64).most, 64);
+    s = full_batch_of_a_burst(&d, MLP64_ID, bytes, 8, 8);
     ck_assert_uint_eq(s.most, 64);
     ck_assert_uint_ge(s.mixed_full, 1);
     streams_verified(&d, "mlp1", 4, "16", "4");
