@@ -60,6 +60,18 @@ static int reply_ms(void) {
     return (int)gf_test_latency_bound_ms(30000);
 }
 
+/* How long the daemon's own work around a frame may take here (reading
+ * it, placing it, a STATS round trip): 100 ms, widened by the sanitizers'
+ * slowdown and by a loaded machine.  A deadline that a frame meets when
+ * nothing holds it, and the slow frames that hold one or outlast a test's
+ * setting up, are a few of these.  The slow frames are work the machine
+ * does, so not the wider gf_test_latency_bound_ms: under a sanitizer they
+ * would keep a core busy four times as long (three minutes of this suite
+ * once), on the machine they would slow. */
+static uint64_t step_ms(void) {
+    return (uint64_t)(100.0 * gf_test_time_scale() * gf_test_load_factor());
+}
+
 /* Pipeline 0 picks its wait; pipeline 1 has a fixed one. */
 static const char auto_json[] =
     "{\"slots\": 2, \"pipelines\": ["
@@ -234,7 +246,7 @@ END_TEST
 START_TEST(a_deadline_passed_in_a_batch_is_not_answered_a_result) {
     gf_test_daemon d;
     gf_test_ck_daemon_start(&d, three_slots_json, g_engine);
-    uint64_t wait_ms = gf_test_latency_bound_ms(100);
+    uint64_t wait_ms = step_ms();
     size_t slow_bytes =
         gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS, (unsigned)(4 * wait_ms), SLOW_BYTES_MAX);
     static uint8_t slow[SLOW_BYTES_MAX];
@@ -314,7 +326,7 @@ static void send_burst(int fd, uint64_t first_id, unsigned n, uint16_t flags, ui
 START_TEST(newest_frame_only_replaces_a_waiting_frame) {
     gf_test_daemon d;
     gf_test_ck_daemon_start(&d, three_slots_json, g_engine);
-    uint64_t wait_ms = gf_test_latency_bound_ms(100);
+    uint64_t wait_ms = step_ms();
     size_t slow_bytes =
         gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS, (unsigned)(4 * wait_ms), SLOW_BYTES_MAX);
     static uint8_t slow[SLOW_BYTES_MAX];
@@ -414,7 +426,7 @@ static void send_big(int fd, uint64_t frame_id, uint16_t flags, uint8_t fill) {
 START_TEST(newest_frame_only_reads_on_while_it_waits_for_a_slot) {
     gf_test_daemon d;
     gf_test_ck_daemon_start(&d, one_slot_json, g_engine);
-    uint64_t wait_ms = gf_test_latency_bound_ms(100);
+    uint64_t wait_ms = step_ms();
     size_t slow_bytes =
         gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS, (unsigned)(4 * wait_ms), SLOW_BYTES_MAX);
     static uint8_t slow[SLOW_BYTES_MAX];
@@ -730,12 +742,12 @@ static void wait_count(gf_client *q, const char *dotted, uint64_t want) {
 static void contest(gf_test_daemon *d, gf_client *q, const gf_pipeline *slow_p, int rt,
                     const int *b, const uint8_t *slow_in, size_t slow_bytes, const void *ref,
                     size_t ref_bytes, const unsigned *expected, unsigned *order) {
-    /* The first frame: eight times a batch client's, so that the contest
-     * is set up while it runs (checked below). */
-    static uint8_t first[8 * BIG];
+    /* The first frame: 32 times a batch client's, so that the contest is
+     * set up while it runs (checked below). */
+    static uint8_t first[32 * BIG];
     ck_assert_uint_le(slow_bytes, BIG);
     gf_client *a = gf_test_ck_connect(d->socket_path);
-    ck_assert_int_eq(gf_client_send_frame(a, SLOW_ID, 0, first, 8 * slow_bytes), 0);
+    ck_assert_int_eq(gf_client_send_frame(a, SLOW_ID, 0, first, 32 * slow_bytes), 0);
     ck_assert_int_eq(gf_client_flush(a, 30000), 0);
     ck_assert_uint_eq(gf_test_ck_wait_stat(q, "slots.in_flight", 1, 1, 30000), 1);
     uint64_t pauses = gf_test_ck_stat(q, "backpressure_pauses");
@@ -786,10 +798,10 @@ static void contest(gf_test_daemon *d, gf_client *q, const gf_pipeline *slow_p, 
  * open: the same contest then goes by arrival, the echo frame last, and
  * the frames count as batch. */
 START_TEST(a_realtime_frame_goes_before_waiting_batch_frames) {
-    /* A slow frame of about two deadlines' worth (BIG bytes, so that it
-     * waits whole in the daemon). */
-    uint64_t wait_ms = gf_test_latency_bound_ms(100);
-    double want = 2e6 * (double)wait_ms / ((double)(BIG / 4) * g_sincos_ns);
+    /* A batch client's slow frame of half a step (BIG bytes, so that it
+     * waits whole in the daemon); the contest's first frame, 32 times
+     * one, of sixteen steps. */
+    double want = 0.5e6 * (double)step_ms() / ((double)(BIG / 4) * g_sincos_ns);
     unsigned iters = want < 1 ? 1 : want > ITERS_MAX ? ITERS_MAX : (unsigned)want;
     size_t slow_bytes = BIG;
     char json[1024];
