@@ -2021,7 +2021,6 @@ static Suite *hostile_suite(void) {
     tcase_add_loop_test(tc, unread_traces_of_many_connections_are_bounded, 0,
                         (int)(sizeof trace_totals / sizeof trace_totals[0]));
     tcase_add_test(tc, stats_flood_does_not_delay_others);
-    tcase_add_test(tc, heavy_batch_is_not_a_dead_engine);
     tcase_add_test(tc, connection_floods_do_not_flood_the_log);
     tcase_add_test(tc, socket_path_that_is_a_file_is_left_intact);
     suite_add_tcase(s, tc);
@@ -2033,8 +2032,17 @@ static Suite *hostile_suite(void) {
     tcase_add_test(slots, slow_uploaders_finish_and_do_not_hold_the_slots);
     tcase_add_test(slots, descheduled_client_is_not_cut);
     tcase_add_test(slots, non_reader_does_not_hold_shared_batches);
-    tcase_add_test(slots, heavy_batches_hold_about_one_frame);
     suite_add_tcase(s, slots);
+    /* Heavy frames on both cores, their throughput beside another client
+     * compared with alone: tagged "alone", which tests/CMakeLists.txt runs
+     * as test_hostile_heavy with nothing beside it, the rest as
+     * test_hostile beside other tests. */
+    TCase *heavy = tcase_create("heavy");
+    tcase_set_timeout(heavy, TEST_TIMEOUT_S);
+    tcase_set_tags(heavy, "alone");
+    tcase_add_test(heavy, heavy_batch_is_not_a_dead_engine);
+    tcase_add_test(heavy, heavy_batches_hold_about_one_frame);
+    suite_add_tcase(s, heavy);
     /* Connections that close at once, and the connection limit. */
     TCase *conns = tcase_create("connections");
     tcase_set_timeout(conns, TEST_TIMEOUT_S);
