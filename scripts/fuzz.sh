@@ -8,14 +8,17 @@
 #
 #   scripts/fuzz.sh            # 20 s each
 #   scripts/fuzz.sh 3600       # an hour each; the corpus grows in build-fuzz/corpus
+#   scripts/fuzz.sh --setup    # install what it needs only
+#   scripts/fuzz.sh --build    # that, and build only (.ci/run, beside the tests)
 #
 # Environment: GF_FUZZ_BUILD_DIR (default build-fuzz), GF_FUZZ_ARGS (more
 # libFuzzer flags, e.g. -fork=8 for eight processes), GF_FUZZ_JOBS (harnesses
 # at once; default one per core).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-20}
-[[ $seconds =~ ^[0-9]+$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2; }
+seconds=${1:-20} only=
+case $seconds in --setup | --build) only=$seconds seconds=0 ;; esac
+[[ $seconds =~ ^[0-9]+$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS | --setup | --build]" >&2; exit 2; }
 build=${GF_FUZZ_BUILD_DIR:-build-fuzz}
 harnesses=(fuzz_header fuzz_request fuzz_config fuzz_listing fuzz_shm)
 
@@ -33,11 +36,14 @@ if ! command -v clang >/dev/null ||
     "libclang-rt-$major-dev"
 fi
 
+if [ "$only" = --setup ]; then exit 0; fi
+
 # No GF_WERROR: clang warns where gcc does not (-Wformat-nonliteral), and CI's -Werror
 # build is gcc's.
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DGF_WITH_CUDA=OFF -DGF_FUZZ=ON \
   -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${harnesses[@]}"
+if [ "$only" = --build ]; then exit 0; fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
