@@ -52,17 +52,43 @@ tree() {
   cmake -S . -B "$dir" -DGF_WERROR="${GF_WERROR:-OFF}" "$@" ${GF_CMAKE_ARGS:-}
   cmake --build "$dir" -j"$(nproc)"
 }
+# combine DIR TREE...: DIR's tests are every TREE's, each with its own
+# properties, the first tree's under their names and the others' as
+# asan:NAME, tsan:NAME (TREE without build-).  ctest runs a directory whose
+# CTestTestfile.cmake names others (subdirs), but set_tests_properties
+# there goes by name, so two trees' tests of one name would share the last
+# one's properties: DIR holds copies of the trees' files with the names
+# prefixed, each test run in its tree's directory as before.
+combine() {
+  local dir=$1 first=$2 t f prefix
+  shift
+  rm -rf "$dir" && mkdir -p "$dir"
+  for t in "$@"; do
+    prefix=${t#build-}:
+    [ "$t" = "$first" ] && prefix=
+    (cd "$t" && find . -name CTestTestfile.cmake) | while read -r f; do
+      f=${f#./} sub=${f%CTestTestfile.cmake}
+      mkdir -p "$dir/$t/$sub"
+      awk -v p="$prefix" -v wd="$PWD/$t/${sub%/}" '
+        /^(add_test|set_tests_properties)\(\[=\[/ { sub(/\[=\[/, "[=[" p) }
+        { print }
+        /^add_test\(\[=\[/ {
+          match($0, /\[=\[[^]]*\]=\]/)
+          print "set_tests_properties(" substr($0, RSTART, RLENGTH) \
+            " PROPERTIES WORKING_DIRECTORY \"" wd "\")"
+        }' "$t/$f" >"$dir/$t/$f"
+    done
+  done
+  printf 'subdirs(%s)\n' "$(printf '"%s" ' "$@")" >"$dir/CTestTestfile.cmake"
+}
 tree "$build"
 run=$build
 if [ "$sanitizers" = 1 ]; then
   tree build-asan -DGF_SANITIZE=address,undefined -DGF_WITH_CUDA=OFF
   tree build-tsan -DGF_SANITIZE=thread -DGF_WITH_CUDA=OFF
   trees+=(build-asan build-tsan)
-  # ctest runs a directory whose CTestTestfile.cmake names others: every
-  # test of the three trees, each with its own properties.
   run=build-all
-  mkdir -p "$run"
-  printf 'subdirs(%s)\n' "$(printf '"%s" ' "${trees[@]/#/$PWD/}")" >"$run/CTestTestfile.cmake"
+  combine "$run" "${trees[@]}"
 fi
 for t in "${trees[@]}"; do
   rm -rf "$t/test-tmp" && mkdir "$t/test-tmp"
@@ -71,18 +97,6 @@ done
 rc=0
 (cd "$run" && ctest -LE "^($skip)\$" -j"${GF_TEST_JOBS:-$((2 * $(nproc)))}" --output-on-failure "$@") ||
   rc=$?
-# Which tree each failed test was of: the combined run numbers the trees'
-# tests one after another.
-failed=$run/Testing/Temporary/LastTestsFailed.log
-if [ "$rc" != 0 ] && [ "${#trees[@]}" -gt 1 ] && [ -s "$failed" ]; then
-  first=1
-  for t in "${trees[@]}"; do
-    n=$(cd "$t" && ctest -N | sed -n 's/^Total Tests: //p')
-    awk -F: -v a="$first" -v b=$((first + n)) -v t="$t" \
-      '$1 >= a && $1 < b { print "test.sh: failed in " t ": " $2 }' "$failed"
-    first=$((first + n))
-  done
-fi
 for t in "${trees[@]}"; do
   if [ -n "$(ls -A "$t/test-tmp")" ]; then
     echo "test.sh: the tests left these behind in $PWD/$t/test-tmp (each test's TMPDIR):"
