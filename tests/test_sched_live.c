@@ -60,16 +60,22 @@ static int reply_ms(void) {
     return (int)gf_test_latency_bound_ms(30000);
 }
 
-/* How long the daemon's own work around a frame may take here (reading
- * it, placing it, a STATS round trip): 100 ms, widened by the sanitizers'
- * slowdown and by a loaded machine.  A deadline that a frame meets when
- * nothing holds it, and the slow frames that hold one or outlast a test's
- * setting up, are a few of these.  The slow frames are work the machine
- * does, so not the wider gf_test_latency_bound_ms: under a sanitizer they
- * would keep a core busy four times as long (three minutes of this suite
- * once), on the machine they would slow. */
+/* The CPU time of a step, which a test's slow frames are made of: 100 ms,
+ * times the sanitizers' slowdown.  A step on the wall clock (step_ms) is
+ * that, widened by a loaded machine: how long the daemon's own work around
+ * a frame may take (reading it, placing it, a STATS round trip), so a
+ * deadline that a frame meets when nothing holds it.  The slow frames that
+ * hold one, or outlast a test's setting up, are a few steps of work: a
+ * loaded machine slows them as much as it slows the rest, so their work
+ * is not widened by the load; nor by gf_test_latency_bound_ms, whose
+ * sanitizer factor is squared: under TSan they kept a core busy four times
+ * as long (three minutes of this suite once), on the machine they slowed. */
+static uint64_t work_step_ms(void) {
+    return 100u * gf_test_time_scale();
+}
+
 static uint64_t step_ms(void) {
-    return (uint64_t)(100.0 * gf_test_time_scale() * gf_test_load_factor());
+    return (uint64_t)((double)work_step_ms() * gf_test_load_factor());
 }
 
 /* Pipeline 0 picks its wait; pipeline 1 has a fixed one. */
@@ -326,9 +332,8 @@ static void send_burst(int fd, uint64_t first_id, unsigned n, uint16_t flags, ui
 START_TEST(newest_frame_only_replaces_a_waiting_frame) {
     gf_test_daemon d;
     gf_test_ck_daemon_start(&d, three_slots_json, g_engine);
-    uint64_t wait_ms = step_ms();
-    size_t slow_bytes =
-        gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS, (unsigned)(4 * wait_ms), SLOW_BYTES_MAX);
+    size_t slow_bytes = gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS,
+                                                 (unsigned)(4 * work_step_ms()), SLOW_BYTES_MAX);
     static uint8_t slow[SLOW_BYTES_MAX];
     gf_client *a = gf_test_ck_connect(d.socket_path), *q = gf_test_ck_connect(d.socket_path);
     int cam = gf_test_ck_raw_connect(d.socket_path), nb = gf_test_ck_raw_connect(d.socket_path);
@@ -426,9 +431,8 @@ static void send_big(int fd, uint64_t frame_id, uint16_t flags, uint8_t fill) {
 START_TEST(newest_frame_only_reads_on_while_it_waits_for_a_slot) {
     gf_test_daemon d;
     gf_test_ck_daemon_start(&d, one_slot_json, g_engine);
-    uint64_t wait_ms = step_ms();
-    size_t slow_bytes =
-        gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS, (unsigned)(4 * wait_ms), SLOW_BYTES_MAX);
+    size_t slow_bytes = gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS,
+                                                 (unsigned)(4 * work_step_ms()), SLOW_BYTES_MAX);
     static uint8_t slow[SLOW_BYTES_MAX];
     gf_client *a = gf_test_ck_connect(d.socket_path), *q = gf_test_ck_connect(d.socket_path);
     int cam = gf_test_ck_raw_connect(d.socket_path);
@@ -801,7 +805,7 @@ START_TEST(a_realtime_frame_goes_before_waiting_batch_frames) {
     /* A batch client's slow frame of half a step (BIG bytes, so that it
      * waits whole in the daemon); the contest's first frame, 32 times
      * one, of sixteen steps. */
-    double want = 0.5e6 * (double)step_ms() / ((double)(BIG / 4) * g_sincos_ns);
+    double want = 0.5e6 * (double)work_step_ms() / ((double)(BIG / 4) * g_sincos_ns);
     unsigned iters = want < 1 ? 1 : want > ITERS_MAX ? ITERS_MAX : (unsigned)want;
     size_t slow_bytes = BIG;
     char json[1024];
