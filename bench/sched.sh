@@ -51,7 +51,7 @@ for f in $needs; do
   [ -e "$build/$f" ] || { echo "bench: $build/$f not built" >&2; exit 2; }
 done
 if [ $dry = 1 ]; then
-  total=600 least=10 single=100 live_count=15 live_load=16 latest_s=1 shard_count=200
+  total=300 least=5 single=50 live_count=15 live_load=4 latest_s=1 shard_count=100
 else
   total=200000 least=200 single=3000 live_count=300 live_load=16 latest_s=3 shard_count=5000
 fi
