@@ -30,7 +30,8 @@
 # last: most tests wait far more than they compute, and a tree's longest
 # tests run beside the others' rather than after them; ctest's slots and
 # locks (tests/CMakeLists.txt, "how a test is registered") hold across the
-# trees, so the soak and the benchmarks still run alone.
+# trees, so the soaks, the benchmarks and the package build still run one
+# at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 skip=gpu sanitizers=0
