@@ -122,14 +122,8 @@ static const unsigned wb_windows[] = {1, 2, 4, 8};
  * daemon to go idle. */
 #define PAUSE_TIMEOUT_MS 180000
 #define IDLE_TIMEOUT_MS  30000
-/* Checkpoints after warm-up (the first is the reference): one every
- * CHECKPOINT_EVERY_S of the soak phase, at least CHECKPOINTS_MIN (thirds of
- * them are compared) and at most CHECKPOINTS.  Each waits for the hostile
- * clients' attacks to end, up to a deadline (8 s under the sanitizers):
- * ten of them made CI's 20 s soak a 51 s one. */
-#define CHECKPOINTS        10
-#define CHECKPOINTS_MIN    3
-#define CHECKPOINT_EVERY_S 5
+/* Checkpoints after warm-up (the first is the reference). */
+#define CHECKPOINTS 10
 /* The daemon stops reading a connection that owes this many replies not
  * tied to a slot (GF_CONN_MAX_LOOSE_REPLIES in daemon/conn.h). */
 #define DAEMON_LOOSE_REPLY_CAP 64
@@ -2287,7 +2281,7 @@ int main(int argc, char **argv) {
                             "frames_answered\n");
 
     /* Phases: a quiet baseline (well-behaved clients only), warm-up, then
-     * the checkpoints evenly up to the end. */
+     * CHECKPOINTS checkpoints evenly up to the end. */
     t_baseline_end = opt.seconds / 20 < 5 ? 5 : opt.seconds / 20 > 30 ? 30 : opt.seconds / 20;
     t_warmup_end = opt.seconds / 10 < 10 ? 10 : opt.seconds / 10 > 60 ? 60 : opt.seconds / 10;
     if (t_warmup_end < 2 * t_baseline_end)
@@ -2329,16 +2323,12 @@ int main(int argc, char **argv) {
 
     /* Per-second samples; checkpoints at warm-up's end and evenly after. */
     unsigned next_cp = 0;
-    unsigned cp_total = (unsigned)((opt.seconds - t_warmup_end) / CHECKPOINT_EVERY_S) + 1;
-    cp_total = cp_total < CHECKPOINTS_MIN ? CHECKPOINTS_MIN
-               : cp_total > CHECKPOINTS   ? CHECKPOINTS
-                                          : cp_total;
-    double step = (opt.seconds - t_warmup_end) / (cp_total - 1);
+    double step = (opt.seconds - t_warmup_end) / (CHECKPOINTS - 1);
     for (;;) {
         double t = since_start_s();
         double cp_at = t_warmup_end + step * next_cp;
         if (t >= cp_at) {
-            int last = next_cp == cp_total - 1;
+            int last = next_cp == CHECKPOINTS - 1;
             checkpoint_run(last);
             next_cp++;
             if (last)
