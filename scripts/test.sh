@@ -59,12 +59,13 @@ tree() {
 # CTestTestfile.cmake names others (subdirs), but set_tests_properties
 # there goes by name, so two trees' tests of one name would share the last
 # one's properties: DIR holds copies of the trees' files with the names
-# prefixed, each test run in its tree's directory as before.
+# prefixed, each test run in its tree's directory as before; DIR's own
+# Testing/ (ctest's times of the last run, which order the next) stays.
 combine() {
   local dir=$1 first=$2 t f prefix
   shift
-  rm -rf "$dir" && mkdir -p "$dir"
   for t in "$@"; do
+    rm -rf "${dir:?}/$t"
     prefix=${t#build-}:
     [ "$t" = "$first" ] && prefix=
     (cd "$t" && find . -name CTestTestfile.cmake) | while read -r f; do
