@@ -245,6 +245,9 @@ uint64_t gf_pipeline_max_scratch_bytes(const gf_pipeline *p, uint64_t max_in_byt
 /* Nonzero when stage 0 takes float32 input. */
 int gf_pipeline_input_f32(const gf_pipeline *p);
 
+/* Nonzero when every stage of `p` is elementwise (gf_pipeline_kind). */
+int gf_pipeline_elementwise(const gf_pipeline *p);
+
 /* Nonzero when every stage can run on the CPU (has a reference). */
 int gf_pipeline_has_reference(const gf_pipeline *p);
 

@@ -935,6 +935,13 @@ uint64_t gf_pipeline_max_scratch_bytes(const gf_pipeline *p, uint64_t max_in_byt
     return most;
 }
 
+int gf_pipeline_elementwise(const gf_pipeline *p) {
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        if (!p->stages[k].kind->elementwise)
+            return 0;
+    return 1;
+}
+
 int gf_pipeline_input_f32(const gf_pipeline *p) {
     const gf_stage *first = &p->stages[0];
     return first->kind->input_f32_for ? first->kind->input_f32_for(&first->params)
