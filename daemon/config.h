@@ -279,11 +279,18 @@ int gf_config_keep_pipelines(const gf_config *running, gf_config *next);
 void gf_config_note_restart(char *note, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* A slot's batch (slots.h): at most GF_BATCH_FRAMES_MAX frames, and frames
- * share a slot only when their payloads are at most GF_BATCH_FRAME_BYTES
- * (taken whole into a connection's buffer first: conn.h). */
+/* A slot's batch (slots.h): at most GF_BATCH_FRAMES_MAX frames, whole
+ * ones: payloads of at most GF_BATCH_FRAME_BYTES are taken whole into a
+ * connection's buffer first (conn.h), larger ones of a pipeline that
+ * batches into memory of the connection's own while its batches run
+ * (admit.h), up to GF_BATCH_JOIN_BYTES. */
 #define GF_BATCH_FRAMES_MAX  64u
 #define GF_BATCH_FRAME_BYTES 16384u
+/* The largest payload read through the socket that joins a batch; a
+ * larger one is read into a slot of its own: its copy out of the
+ * connection's memory (tens of us a MiB) would cost more than a shared
+ * submission saves it. */
+#define GF_BATCH_JOIN_BYTES (1024u * 1024)
 /* The most a pipeline's max_batch_delay_us may be: a batch that waits
  * longer is a queue, not a batch. */
 #define GF_BATCH_DELAY_US_MAX 100000u
@@ -294,7 +301,9 @@ void gf_config_note_restart(char *note, size_t len, const char *fmt, ...)
 /*
  * The size of every slot's output buffer: the largest result any configured
  * pipeline makes from a frame of at most max_frame_bytes, or what a full
- * batch of small frames needs, whichever is more.  A batch's frames lie at
+ * batch needs, whichever is more: of frames of the one length a pipeline's
+ * input takes (an image, a model's tensors), as many as the input buffer
+ * holds, else of small frames (GF_BATCH_FRAME_BYTES).  A batch's frames lie at
  * one offset in every buffer of the slot, each as far from the last as its
  * largest length (input, result or intermediate), so a pipeline whose
  * result is much smaller than its input (a classifier) needs an output

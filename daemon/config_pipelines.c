@@ -265,18 +265,38 @@ static uint64_t most_over_pipelines(const gf_config *cfg,
     return most;
 }
 
-/* What a full batch of small frames needs in a buffer of a slot:
- * GF_BATCH_FRAMES_MAX frames, each as far from the last as the largest
- * length (input, result or intermediate) any pipeline gives a frame of at
- * most GF_BATCH_FRAME_BYTES, aligned. */
+static uint64_t aligned(uint64_t n) {
+    return (n + GF_FRAME_ALIGN_BYTES - 1) / GF_FRAME_ALIGN_BYTES * GF_FRAME_ALIGN_BYTES;
+}
+
+/* What a full batch of pipeline `p`'s frames needs in each buffer of a
+ * slot, whose input buffer holds `max_frame_bytes`: its frames lie at one
+ * offset in every buffer, each as far from the last as its largest length
+ * (input, result or intermediate), aligned.  The frames are those of the
+ * one length its input takes (a tensor of fixed shape: an image, a
+ * model's), or else of GF_BATCH_FRAME_BYTES; a batch holds
+ * GF_BATCH_FRAMES_MAX of them, or as many as the input buffer does at that
+ * stride (not the pipeline's max_batch_frames, which a reload may raise). */
+static uint64_t pipeline_batch_bytes(const gf_pipeline *p, uint64_t max_frame_bytes) {
+    gf_frame_desc in, out;
+    gf_pipeline_describe(p, &in, &out);
+    uint64_t frame = gf_frame_desc_bytes(&in);
+    if (frame == 0)
+        frame = GF_BATCH_FRAME_BYTES;
+    if (frame > max_frame_bytes)
+        frame = max_frame_bytes;
+    uint64_t extent = aligned(larger(frame, larger(gf_pipeline_max_output_bytes(p, frame),
+                                                   gf_pipeline_max_scratch_bytes(p, frame))));
+    uint64_t fit = (max_frame_bytes - frame) / extent + 1;
+    return (fit < GF_BATCH_FRAMES_MAX ? fit : GF_BATCH_FRAMES_MAX) * extent;
+}
+
+/* What a full batch of any pipeline's frames needs (pipeline_batch_bytes). */
 static uint64_t batch_bytes(const gf_config *cfg) {
-    uint64_t small =
-        cfg->max_frame_bytes < GF_BATCH_FRAME_BYTES ? cfg->max_frame_bytes : GF_BATCH_FRAME_BYTES;
-    uint64_t extent =
-        larger(small, larger(most_over_pipelines(cfg, gf_pipeline_max_output_bytes, small),
-                             most_over_pipelines(cfg, gf_pipeline_max_scratch_bytes, small)));
-    return GF_BATCH_FRAMES_MAX *
-           ((extent + GF_FRAME_ALIGN_BYTES - 1) / GF_FRAME_ALIGN_BYTES * GF_FRAME_ALIGN_BYTES);
+    uint64_t most = 0;
+    for (size_t i = 0; i < cfg->pipeline_count; i++)
+        most = larger(most, pipeline_batch_bytes(&cfg->pipelines[i], cfg->max_frame_bytes));
+    return most;
 }
 
 uint64_t gf_config_max_output_bytes(const gf_config *cfg) {

@@ -339,6 +339,39 @@ START_TEST(load_keys_leaves_the_pipelines_out) {
 }
 END_TEST
 
+/* A full batch of a pipeline whose input has one size: as many frames as
+ * the input buffer holds, each as far from the last as its largest length
+ * (a 224x224 image, 150,528 bytes, normalised to 602,112), at most 64. */
+START_TEST(slot_buffers_hold_a_full_batch_of_fixed_size_frames) {
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+    const uint64_t in = 224 * 224 * 3, out = in * 4;
+#define FIXED_SIZE_CONFIG                                                                          \
+    "{\"max_frame_bytes\": %llu, \"pipelines\": [{\"name\": \"n\", \"kind\": \"normalize_u8\", "   \
+    "\"params\": {\"width\": 224, \"height\": 224}}, {\"name\": \"e\", \"kind\": \"echo\"}]}"
+    /* frames at out's distance: (bytes - in) / out + 1 of them fit. */
+    const struct {
+        unsigned long long max_frame_bytes, frames;
+    } cases[] = {{16777216, 28}, {1048576, 2}, {in, 1}, {64 * out, 64}, {100 * out, 64}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json, FIXED_SIZE_CONFIG, cases[i].max_frame_bytes);
+        ck_assert_msg(gf_config_parse(json, &cfg, err, sizeof err) == 0, "%s", err);
+        /* Or echo's result of a frame of max_frame_bytes, where more (its
+         * 64 small frames need no more than that). */
+        uint64_t want = cases[i].frames * out;
+        if (want < cases[i].max_frame_bytes)
+            want = cases[i].max_frame_bytes;
+        ck_assert_msg(gf_config_max_output_bytes(&cfg) == want,
+                      "max_frame_bytes %llu: %llu bytes out, want %llu (%llu frames)",
+                      cases[i].max_frame_bytes,
+                      (unsigned long long)gf_config_max_output_bytes(&cfg),
+                      (unsigned long long)want, cases[i].frames);
+        gf_config_free(&cfg);
+    }
+}
+END_TEST
+
 START_TEST(pinned_cap_and_new_keys) {
     char err[ERR_BYTES] = "";
     gf_config cfg;
@@ -1375,6 +1408,7 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, priorities_parse_and_cap);
     tcase_add_test(tc, pipeline_batching_keys_parse);
     tcase_add_test(tc, every_key_set_and_bounds_accepted);
+    tcase_add_test(tc, slot_buffers_hold_a_full_batch_of_fixed_size_frames);
     tcase_add_test(tc, pinned_cap_and_new_keys);
     tcase_add_test(tc, accounts_parse);
     tcase_add_test(tc, load_keys_leaves_the_pipelines_out);
