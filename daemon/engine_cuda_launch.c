@@ -69,14 +69,6 @@ static cudaError_t launch_frames(const gf_slot *s, cuda_slot *cs, const gf_stage
     return err;
 }
 
-/* Whether every stage of `p` is elementwise (gf_pipeline_kind.elementwise). */
-static int all_elementwise(const gf_pipeline *p) {
-    for (uint32_t k = 0; k < p->stage_count; k++)
-        if (!p->stages[k].kind->elementwise)
-            return 0;
-    return 1;
-}
-
 /* Whether shm frame `g` lies right after `f` both in their region and in
  * the slot (no byte between them on either side), so that one copy moves
  * both and writes nothing else into the client's region. */
@@ -87,12 +79,35 @@ static int region_adjacent(const gf_frame *f, const gf_frame *g, int to_device) 
            (to_device ? g->src : g->dst) == end;
 }
 
+/* Whether the run of frames [i, j) of `s` lie at one stride with one
+ * length each (`bytes`, the direction's) and the gaps between them would
+ * be most of one copy over them all: a frame's input (or result) much
+ * shorter than its largest length (an image normalised to float, a model's
+ * classes), then one 2D copy moves the frames alone. */
+static int strided_run(const gf_slot *s, uint32_t i, uint32_t j, int to_device, uint64_t *stride) {
+    const gf_frame *f = &s->frames[i];
+    uint64_t bytes = to_device ? f->in_bytes : f->out_bytes;
+    if (j - i < 2)
+        return 0;
+    *stride = s->frames[i + 1].offset - f->offset;
+    if (*stride < 2 * bytes)
+        return 0;
+    for (uint32_t k = i + 1; k < j; k++) {
+        const gf_frame *g = &s->frames[k];
+        if ((to_device ? g->in_bytes : g->out_bytes) != bytes ||
+            g->offset - s->frames[k - 1].offset != *stride)
+            return 0;
+    }
+    return 1;
+}
+
 /* Copies the batch's inputs to the device (to_device) or its results back:
  * frames whose host side is the slot's own buffer lie end to end there and
- * go in one copy per run of them; shm frames, in their client's region, go
- * in one copy per run of frames that lie back to back both there and in the
- * slot (a client's consecutive frames of a multiple of 256 bytes do), each
- * on its own otherwise. */
+ * go in one copy per run of them (a 2D copy when they lie far apart:
+ * strided_run); shm frames, in their client's region, go in one copy per
+ * run of frames that lie back to back both there and in the slot (a
+ * client's consecutive frames of a multiple of 256 bytes do), each on its
+ * own otherwise. */
 static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
     enum cudaMemcpyKind dir = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
     uint8_t *dev = to_device ? cs->in_dev : cs->out_dev;
@@ -102,7 +117,8 @@ static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
         uint64_t bytes = to_device ? f->in_bytes : f->out_bytes;
         const void *from = to_device ? (const void *)f->src : dev + f->offset;
         void *to = to_device ? (void *)(dev + f->offset) : f->dst;
-        uint32_t j = i + 1;
+        uint32_t j = i + 1, rows = 1;
+        uint64_t pitch = 0;
         if (f->region != NULL) {
             while (j < s->frame_count &&
                    region_adjacent(&s->frames[j - 1], &s->frames[j], to_device)) {
@@ -114,12 +130,17 @@ static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
             while (j < s->frame_count && s->frames[j].region == NULL)
                 j++;
             const gf_frame *last = &s->frames[j - 1];
-            bytes = last->offset + (to_device ? last->in_bytes : last->out_bytes) - f->offset;
             from = to_device ? (const void *)(host + f->offset) : dev + f->offset;
             to = to_device ? (void *)(dev + f->offset) : host + f->offset;
+            if (strided_run(s, i, j, to_device, &pitch))
+                rows = j - i;
+            else
+                bytes = last->offset + (to_device ? last->in_bytes : last->out_bytes) - f->offset;
         }
         if (bytes) {
-            cudaError_t err = cudaMemcpyAsync(to, from, bytes, dir, cs->stream);
+            cudaError_t err =
+                rows > 1 ? cudaMemcpy2DAsync(to, pitch, from, pitch, bytes, rows, dir, cs->stream)
+                         : cudaMemcpyAsync(to, from, bytes, dir, cs->stream);
             if (err != cudaSuccess)
                 return err;
         }
@@ -156,7 +177,7 @@ static int runs_zero_copy(const cuda_engine *ce, const gf_slot *s, int elementwi
 cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     const gf_pipeline *p = &s->frames[0].pipeline; /* every frame's */
     const gf_frame *last = &s->frames[s->frame_count - 1];
-    int elementwise = all_elementwise(p);
+    int elementwise = gf_pipeline_elementwise(p);
     int whole = s->frame_count == 1 || elementwise;
     s->zero_copy = runs_zero_copy(ce, s, elementwise);
     uint8_t *in_first = s->zero_copy ? s->in_host : cs->in_dev;
@@ -191,5 +212,5 @@ cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
 }
 
 int gf__cuda_zero_copy(const cuda_engine *ce, const gf_slot *s) {
-    return runs_zero_copy(ce, s, all_elementwise(&s->frames[0].pipeline));
+    return runs_zero_copy(ce, s, gf_pipeline_elementwise(&s->frames[0].pipeline));
 }
