@@ -236,6 +236,27 @@ static int park_instead(gf_conn *c, const gf_request *req) {
            gf_conn_park(c, &req->header, c->header_seen_ns) == 0;
 }
 
+/* Whether a payload to be read in place goes to memory instead, to join
+ * its pipeline's batch once whole as a small frame does: its pipeline
+ * batches and has a stage that is not elementwise (a model, an image's
+ * resize: a batch saves calls; elementwise kinds run a frame in one launch
+ * anyway, and the copy would cost more), has a batch open or on the
+ * engine (an idle pipeline's frame is read in place: a lone client pays no
+ * copy), the payload is at most GF_BATCH_JOIN_BYTES, two such frames fit
+ * a slot, and max_input_bytes_total has room.  So many clients' images
+ * share a model's calls (issue 33: 16 clients of 150 KB images got one
+ * frame a submission). */
+static int park_to_join(gf_conn *c, const gf_request *req, const admission *a) {
+    const gf_header *h = &req->header;
+    const gf_pipeline *p = &c->shard->cfg->pipelines[h->pipeline_id];
+    return p->max_batch_frames > 1 && !gf_pipeline_elementwise(p) &&
+           a->in_bytes <= GF_BATCH_JOIN_BYTES &&
+           gf_slot_ring_fits_two(&c->shard->sched.ring, p->stage_count, a->in_bytes,
+                                 a->stage_bytes) &&
+           gf_sched_pipeline_busy(&c->shard->sched, h->pipeline_id) &&
+           gf_conn_park(c, h, c->header_seen_ns) == 0;
+}
+
 /* Takes the bytes of the parked payload that came with its header. */
 static void take_parked(gf_conn *c) {
     c->receive_progress_ns = gf_now_ns();
@@ -410,7 +431,7 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
     if (c->sched.batch && c->sched.batch->frame_count > 0)
         gf_sched_close_batch(s, &c->sched);
     gf_frame *f = NULL;
-    if (!a.staged && park_instead(c, req)) {
+    if (!a.staged && (park_instead(c, req) || park_to_join(c, req, &a))) {
         /* Received now, read into memory; placed when whole (gf_admit_parked). */
     } else if (!(f = place(c, h, &a))) {
         /* Newest-only: it waits out of the buffer, so its successor is read. */
@@ -457,17 +478,13 @@ int gf_admit_parked(gf_conn *c) {
     gf_sched *s = &c->shard->sched;
     if (c->sched.batch && c->sched.batch->frame_count > 0)
         gf_sched_close_batch(s, &c->sched);
-    /* A slot of its own, as a payload read in place has (the share of the
-     * slots a client may hold counts it), waited for whole: the wait is the
-     * daemon's doing. */
+    /* Whole, it joins its pipeline's batch as a staged frame does, and
+     * waits for a slot as a whole frame: the wait is the daemon's doing. */
     const gf_header *h = &c->parked_header;
-    c->sched.wait_pipeline = h->pipeline_id;
-    gf_slot *b = gf_sched_claim(s, &c->sched, 0);
-    if (b == NULL)
+    gf_frame *f = gf_sched_join(s, &c->sched, &c->shard->cfg->pipelines[h->pipeline_id], h,
+                                a.in_bytes, a.stage_bytes, c->parked_arrived_ns);
+    if (f == NULL)
         return 0;
-    gf_frame *f = gf_slot_add(b, &c->sched, &c->shard->cfg->pipelines[h->pipeline_id], h,
-                              a.in_bytes, a.stage_bytes, c->parked_arrived_ns);
-    assert(f != NULL); /* an empty slot takes any frame the checks passed */
     gf_conn_push(c, &f->reply);
     int prof = gf_prof_enter(GF_PROF_COPY);
     memcpy(f->in_host, c->parked, a.in_bytes);

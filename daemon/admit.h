@@ -36,8 +36,10 @@ void gf_admit_payload(gf_conn *c, size_t n);
  * max_input_bytes_total; so is one that still arrives GF_RECEIVE_HOLD_MS
  * after it took its slot while another client waits for one
  * (gf_admit_park_arriving), whose slot then goes back.  A slow sender thus holds no slot that
- * others' payloads need, and still finishes.  Whole, the frame is checked again and takes a slot of
- * its own, as a payload read in place does, its payload copied in.
+ * others' payloads need, and still finishes.  So is a payload of at most GF_BATCH_JOIN_BYTES
+ * whose pipeline batches while that pipeline has a batch open or on the engine: many clients'
+ * images share a model's calls.  Whole, the frame is checked again and joins its pipeline's
+ * batch as a staged frame does (gf_sched_join), its payload copied in.
  *
  * gf_admit_parked places the parked frame once its payload is whole:
  * returns 1 when it was placed (or refused: a reload took its pipeline),

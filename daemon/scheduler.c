@@ -211,8 +211,7 @@ static gf_sched_client *pick_receiver(gf_sched *s, int unready) {
     return unready ? oldest : NULL;
 }
 
-/* Whether pipeline `id` has a batch open or on the engine. */
-static int pipeline_busy(const gf_sched *s, uint32_t id) {
+int gf_sched_pipeline_busy(const gf_sched *s, uint32_t id) {
     for (uint32_t i = 0; i < s->ring.count; i++) {
         const gf_slot *b = &s->ring.slots[i];
         if ((b->open || b->in_flight) && b->frame_count > 0 && b->frames[0].pipeline_id == id)
@@ -233,7 +232,7 @@ static gf_sched_client *pick_runner(const gf_sched *s) {
         gf_sched_client *c = gf_list_entry(l, gf_sched_client, waiting);
         if (c->priority != first)
             break; /* never ahead of a higher class */
-        if (!pipeline_busy(s, c->wait_pipeline))
+        if (!gf_sched_pipeline_busy(s, c->wait_pipeline))
             return c;
     }
     return waiter(gf_list_front(&s->wait_run));

@@ -35,7 +35,7 @@
  * inside the event that freed the slot; the client granted a slot finds it
  * as its open batch, empty, and is resumed through the `granted` hook.
  *
- * Batches.  A whole frame (staged or shm) joins the open batch of its
+ * Batches.  A whole frame (staged, shm, or parked: admit.h) joins the open batch of its
  * pipeline, whichever connection opened it (gf_sched_join); when there is
  * none, or it has no room, the frame's connection claims a slot as above,
  * which becomes the pipeline's open batch, and whole-frame waiters of the
@@ -264,6 +264,10 @@ void gf_sched_release(gf_sched *s, gf_frame *f);
 /* The completion queue's callback (completion.h): `slot` came back from the
  * engine; `arg` is the scheduler. */
 void gf_sched_complete(gf_slot *slot, void *arg);
+
+/* Whether pipeline `id` has a batch open (or a frame arriving in a slot)
+ * or on the engine. */
+int gf_sched_pipeline_busy(const gf_sched *s, uint32_t id);
 
 /* Whether a client other than `c` waits for a slot. */
 int gf_sched_others_wait(const gf_sched *s, const gf_sched_client *c);

@@ -120,6 +120,32 @@ static uint64_t align_up(uint64_t n) {
     return (n + GF_FRAME_ALIGN_BYTES - 1) / GF_FRAME_ALIGN_BYTES * GF_FRAME_ALIGN_BYTES;
 }
 
+/* Whether a frame of `in_bytes` and stage lengths stage_bytes[0..stages)
+ * fits the buffers of a slot like `s` at offset `off`: input, result and
+ * intermediate results all start there, each within its own buffer.  Its
+ * largest length goes to *extent. */
+static int fits_at(const gf_slot *s, uint64_t off, uint32_t stages, uint64_t in_bytes,
+                   const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t *extent) {
+    uint32_t last = stages - 1;
+    *extent = in_bytes;
+    if (off + in_bytes > s->in_capacity_bytes || off + stage_bytes[last] > s->out_capacity_bytes)
+        return 0;
+    for (uint32_t k = 0; k <= last; k++) {
+        if (k < last && off + stage_bytes[k] > s->scratch_capacity_bytes)
+            return 0;
+        if (stage_bytes[k] > *extent)
+            *extent = stage_bytes[k];
+    }
+    return 1;
+}
+
+int gf_slot_ring_fits_two(const gf_slot_ring *ring, uint32_t stages, uint64_t in_bytes,
+                          const uint64_t stage_bytes[GF_STAGES_MAX]) {
+    uint64_t extent;
+    return ring->count > 0 && fits_at(&ring->slots[0], 0, stages, in_bytes, stage_bytes, &extent) &&
+           fits_at(&ring->slots[0], align_up(extent), stages, in_bytes, stage_bytes, &extent);
+}
+
 gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipeline *p,
                       const gf_header *h, uint64_t in_bytes,
                       const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns) {
@@ -133,18 +159,10 @@ gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipel
             memcmp(first->stages, p->stages, p->stage_count * sizeof p->stages[0]) != 0)
             return NULL;
     }
-    /* Input, result and intermediate results all start at one offset, each
-     * within its own buffer. */
-    uint64_t off = align_up(s->used_bytes), extent = in_bytes;
-    uint32_t last = p->stage_count - 1;
-    if (off + in_bytes > s->in_capacity_bytes || off + stage_bytes[last] > s->out_capacity_bytes)
+    uint64_t off = align_up(s->used_bytes), extent;
+    if (!fits_at(s, off, p->stage_count, in_bytes, stage_bytes, &extent))
         return NULL;
-    for (uint32_t k = 0; k <= last; k++) {
-        if (k < last && off + stage_bytes[k] > s->scratch_capacity_bytes)
-            return NULL;
-        if (stage_bytes[k] > extent)
-            extent = stage_bytes[k];
-    }
+    uint32_t last = p->stage_count - 1;
     gf_frame *f = &s->frames[s->frame_count++];
     s->frames_held++;
     s->used_bytes = off + extent;

@@ -164,6 +164,12 @@ void gf_slot_ring_free(gf_slot_ring *ring);
  * when every slot is busy. */
 gf_slot *gf_slot_claim(gf_slot_ring *ring, struct gf_sched_client *owner);
 
+/* Whether two frames of `in_bytes` whose `stages` stages give
+ * stage_bytes[] fit one slot of `ring`: whether such frames can share a
+ * batch at all. */
+int gf_slot_ring_fits_two(const gf_slot_ring *ring, uint32_t stages, uint64_t in_bytes,
+                          const uint64_t stage_bytes[GF_STAGES_MAX]);
+
 /*
  * Places `client`'s frame of pipeline `p` announced by header `h`, with
  * `in_bytes` of input (the payload's, or a shm frame's) and each stage's

@@ -76,6 +76,9 @@ static const char *const pipelines[] = {
     "{\"name\": \"spec_affine\", \"stages\": [{\"kind\": \"spectrogram\", \"params\": "
     "{\"samples\": 1000, \"n_fft\": 128, \"hop\": 50, \"n_mels\": 16, \"log\": \"ln\"}}, "
     "{\"kind\": \"affine\", \"params\": {\"a\": 0.5, \"b\": 1}}]}",
+    /* Over 16 KiB (28,800 bytes): read into memory to join a batch. */
+    "{\"name\": \"nv12_qqvga\", \"kind\": \"image\", \"params\": {\"format\": \"nv12\", "
+    "\"width\": 160, \"height\": 120, \"out_width\": 24, \"out_height\": 16}}",
 };
 #define PIPELINE_COUNT (sizeof pipelines / sizeof pipelines[0])
 
@@ -161,13 +164,15 @@ static void batches_of(gf_client *c, const char *name, uint64_t *subs, uint64_t 
 
 /* Eight clients at once, each verifying its own results, share batches:
  * fewer submissions than frames, for both kinds.  Small frames (they go
- * whole into a shard's batch) and shared memory both. */
+ * whole into a shard's batch), frames over 16 KiB through the socket (read
+ * into memory while the pipeline's batches run, then joining them) and
+ * shared memory. */
 START_TEST(connections_share_batches) {
-    static const char *const names[] = {"nv12_crop", "spec_mel_db"};
+    static const char *const names[] = {"nv12_crop", "spec_mel_db", "nv12_qqvga"};
     gf_test_daemon d;
     start(&d);
     gf_client *c = gf_test_ck_connect(d.socket_path);
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         for (int shm = 0; shm < 2; shm++) {
             pid_t pids[8];
             char path[GF_TEST_PATH_MAX];
