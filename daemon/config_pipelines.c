@@ -265,10 +265,6 @@ static uint64_t most_over_pipelines(const gf_config *cfg,
     return most;
 }
 
-static uint64_t aligned(uint64_t n) {
-    return (n + GF_FRAME_ALIGN_BYTES - 1) / GF_FRAME_ALIGN_BYTES * GF_FRAME_ALIGN_BYTES;
-}
-
 /* What a full batch of pipeline `p`'s frames needs in each buffer of a
  * slot, whose input buffer holds `max_frame_bytes`: its frames lie at one
  * offset in every buffer, each as far from the last as its largest length
@@ -285,8 +281,9 @@ static uint64_t pipeline_batch_bytes(const gf_pipeline *p, uint64_t max_frame_by
         frame = GF_BATCH_FRAME_BYTES;
     if (frame > max_frame_bytes)
         frame = max_frame_bytes;
-    uint64_t extent = aligned(larger(frame, larger(gf_pipeline_max_output_bytes(p, frame),
-                                                   gf_pipeline_max_scratch_bytes(p, frame))));
+    uint64_t extent =
+        gf_frame_align(larger(frame, larger(gf_pipeline_max_output_bytes(p, frame),
+                                            gf_pipeline_max_scratch_bytes(p, frame))));
     uint64_t fit = (max_frame_bytes - frame) / extent + 1;
     return (fit < GF_BATCH_FRAMES_MAX ? fit : GF_BATCH_FRAMES_MAX) * extent;
 }

@@ -116,10 +116,6 @@ int gf_frame_release(gf_slot_ring *ring, gf_frame *f) {
     return gf_slot_unhold(ring, f->slot);
 }
 
-static uint64_t align_up(uint64_t n) {
-    return (n + GF_FRAME_ALIGN_BYTES - 1) / GF_FRAME_ALIGN_BYTES * GF_FRAME_ALIGN_BYTES;
-}
-
 /* Whether a frame of `in_bytes` and stage lengths stage_bytes[0..stages)
  * fits the buffers of a slot like `s` at offset `off`: input, result and
  * intermediate results all start there, each within its own buffer.  Its
@@ -143,7 +139,7 @@ int gf_slot_ring_fits_two(const gf_slot_ring *ring, uint32_t stages, uint64_t in
                           const uint64_t stage_bytes[GF_STAGES_MAX]) {
     uint64_t extent;
     return ring->count > 0 && fits_at(&ring->slots[0], 0, stages, in_bytes, stage_bytes, &extent) &&
-           fits_at(&ring->slots[0], align_up(extent), stages, in_bytes, stage_bytes, &extent);
+           fits_at(&ring->slots[0], gf_frame_align(extent), stages, in_bytes, stage_bytes, &extent);
 }
 
 gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipeline *p,
@@ -159,7 +155,7 @@ gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipel
             memcmp(first->stages, p->stages, p->stage_count * sizeof p->stages[0]) != 0)
             return NULL;
     }
-    uint64_t off = align_up(s->used_bytes), extent;
+    uint64_t off = gf_frame_align(s->used_bytes), extent;
     if (!fits_at(s, off, p->stage_count, in_bytes, stage_bytes, &extent))
         return NULL;
     uint32_t last = p->stage_count - 1;

@@ -37,6 +37,10 @@ extern "C" {
 /* Where frames packed into one buffer start: a multiple of this, so that
  * every frame's data is aligned for any element type and vector access. */
 #define GF_FRAME_ALIGN_BYTES 256u
+/* `n` rounded up to a multiple of GF_FRAME_ALIGN_BYTES. */
+static inline uint64_t gf_frame_align(uint64_t n) {
+    return (n + GF_FRAME_ALIGN_BYTES - 1) / GF_FRAME_ALIGN_BYTES * GF_FRAME_ALIGN_BYTES;
+}
 /* Most stages one pipeline may chain (config/README.md, "stages"). */
 #define GF_STAGES_MAX 8
 
