@@ -71,7 +71,8 @@ int main(int argc, char *argv[]) {
          * 2 also speaks 1 (PROTOCOL.md, "Versioning"). */
         printf("gpuframe %s (protocol", GF_VERSION);
         for (unsigned v = GF_PROTOCOL_VERSION; v <= GF_PROTOCOL_VERSION_MAX; v++)
-            printf("%s %u", v > GF_PROTOCOL_VERSION ? "," : "", v);
+            if (gf_version_known(v))
+                printf("%s %u", v > GF_PROTOCOL_VERSION ? "," : "", v);
         printf(")\n");
         return EXIT_OK;
     }

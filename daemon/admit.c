@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "frame_policy.h"
+#include "group.h"
 #include "loopprof.h"
 #include "region.h"
 #include "shard_state.h"
@@ -18,7 +19,9 @@
 typedef struct admission {
     uint32_t status;                     /* GF_OK, or why it is refused     */
     char why[GF_ERROR_TEXT_MAX_BYTES];   /* the refusal's text              */
-    int shm;                             /* by reference (GF_FLAG_SHM)      */
+    int shm;                             /* by reference (GF_FLAG_SHM or
+                                            GF_FLAG_DEVICE)                 */
+    int device;                          /* on the device (GF_FLAG_DEVICE)  */
     int staged;                          /* its payload is in the buffer    */
     uint64_t in_bytes;                   /* its input                       */
     int64_t out_bytes;                   /* its result                      */
@@ -66,25 +69,29 @@ static uint32_t check_lengths(const gf_conn *c, uint32_t pipeline_id, admission 
     return GF_OK;
 }
 
-/* The region `id` of this connection, ready for frames, or NULL. */
-static gf_region *conn_region(const gf_conn *c, uint32_t id) {
-    for (gf_link *l = gf_list_front(&c->regions); l; l = gf_list_next(&c->regions, l)) {
-        gf_region *r = gf_list_entry(l, gf_region, link);
-        if (r->id == id)
-            return r;
-    }
-    return NULL;
+/* Whether device frame `a`'s region lies on this shard's device, and its
+ * pipeline runs there (move.h sends it to the region's device first, when
+ * the pipeline runs there). */
+static uint32_t check_device(const gf_conn *c, const gf_header *h, admission *a) {
+    int here = c->shard->self->device, there = a->region->mapping.device;
+    const gf_pipeline *p = &c->shard->cfg->pipelines[h->pipeline_id];
+    if (there == here && gf_device_runs(here, p->devices))
+        return GF_OK;
+    gf_errorf(a->why, sizeof a->why, "pipeline %s does not run on device %d, where region %u lies",
+              p->name, there, a->region->id);
+    return GF_ERR_BAD_DESCRIPTOR;
 }
 
-/* Checks a shm frame's descriptor `payload`: its region, and every offset
- * and length before anything is enqueued, without overflow. */
+/* Checks a shm or device frame's descriptor `payload`: its region, of the
+ * kind its flag says, and every offset and length before anything is
+ * enqueued, without overflow. */
 static uint32_t check_shm(const gf_conn *c, const gf_header *h, const uint8_t *payload,
                           admission *a) {
     if (gf_shm_frame_decode(payload, &a->desc) < 0) {
         gf_errorf(a->why, sizeof a->why, "shm descriptor: reserved bytes 4..7 are not zero");
         return GF_ERR_BAD_DESCRIPTOR;
     }
-    a->region = conn_region(c, a->desc.region_id);
+    a->region = gf_conn_region(c, a->desc.region_id);
     if (!a->region) {
         gf_errorf(a->why, sizeof a->why,
                   "region %u is not one of this connection's (REGION_ADD first)",
@@ -98,19 +105,28 @@ static uint32_t check_shm(const gf_conn *c, const gf_header *h, const uint8_t *p
                   (unsigned long long)c->shard->cfg->max_frame_bytes);
         return GF_ERR_BAD_LENGTH;
     }
+    if (a->region->on_device != a->device) {
+        gf_errorf(a->why, sizeof a->why,
+                  "region %u is a %s region: name it with the %s flag (0x%04x)", a->region->id,
+                  a->region->on_device ? "device" : "shared-memory",
+                  a->region->on_device ? "DEVICE" : "SHM",
+                  a->region->on_device ? GF_FLAG_DEVICE : GF_FLAG_SHM);
+        return GF_ERR_BAD_DESCRIPTOR;
+    }
     uint32_t status = check_lengths(c, h->pipeline_id, a);
     if (status != GF_OK)
         return status;
-    if (gf_shm_frame_check(&a->desc, a->region->bytes, (uint64_t)a->out_bytes, a->why,
-                           sizeof a->why) < 0)
+    if ((a->device ? gf_device_frame_check : gf_shm_frame_check)(
+            &a->desc, a->region->bytes, (uint64_t)a->out_bytes, a->why, sizeof a->why) < 0)
         return GF_ERR_BAD_DESCRIPTOR;
-    return GF_OK;
+    return a->device ? check_device(c, h, a) : GF_OK;
 }
 
 /* Everything a FRAME header must pass before it may take a place. */
 static uint32_t check(const gf_conn *c, const gf_request *req, admission *a) {
     const gf_header *h = &req->header;
-    a->shm = (h->flags & GF_FLAG_SHM) != 0;
+    a->shm = (h->flags & (GF_FLAG_SHM | GF_FLAG_DEVICE)) != 0;
+    a->device = (h->flags & GF_FLAG_DEVICE) != 0;
     a->staged = a->shm || h->payload_bytes <= GF_STAGED_PAYLOAD_MAX_BYTES;
     a->in_bytes = h->payload_bytes;
     if (c->shard->draining) {
@@ -185,13 +201,15 @@ static void frame_whole(gf_conn *c, gf_frame *f) {
     f->batched = 1;
 }
 
-/* By reference: the engine copies straight from and into the region. */
+/* By reference: the engine copies straight from and into the region, or
+ * (on the device) runs the pipeline on it in place. */
 static void bind_region(gf_conn *c, gf_frame *f, const admission *a) {
     gf_region_ref(a->region);
     f->region = a->region;
     f->in_bytes = a->desc.in_bytes;
     f->src = a->region->base + a->desc.in_offset;
     f->dst = a->region->base + a->desc.out_offset;
+    f->on_device = a->device;
     gf_shm_result res = {.region_id = a->region->id,
                          .out_offset = a->desc.out_offset,
                          .out_bytes = (uint64_t)a->out_bytes};
@@ -325,7 +343,7 @@ static int may_succeed(const gf_conn *c, const gf_header *h) {
     const gf_header *held = &c->held_header;
     return h->type == GF_MSG_FRAME && (h->flags & GF_FLAG_LATEST) &&
            h->pipeline_id == held->pipeline_id && h->payload_bytes == held->payload_bytes &&
-           (h->flags & GF_FLAG_SHM) == (held->flags & GF_FLAG_SHM);
+           (h->flags & GF_FLAGS_BY_REF) == (held->flags & GF_FLAGS_BY_REF);
 }
 
 /* The request at the front of the buffer, as the decoder sees it. */
@@ -377,7 +395,9 @@ static int supersede_held(gf_conn *c) {
  * Returns 1 when it was placed or refused, 0 when it waits again. */
 static int place_held(gf_conn *c) {
     gf_header h = c->held_header;
-    admission a = {.in_bytes = h.payload_bytes, .shm = (h.flags & GF_FLAG_SHM) != 0};
+    admission a = {.in_bytes = h.payload_bytes,
+                   .shm = (h.flags & GF_FLAGS_BY_REF) != 0,
+                   .device = (h.flags & GF_FLAG_DEVICE) != 0};
     a.status = a.shm ? check_shm(c, &h, c->held, &a) : check_lengths(c, h.pipeline_id, &a);
     if (a.status != GF_OK) {
         c->holding = 0;

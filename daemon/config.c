@@ -118,6 +118,7 @@ enum top_key {
     K_MAX_INPUT_BYTES_TOTAL,
     K_MAX_REGIONS,
     K_MAX_SHM_BYTES,
+    K_MAX_DEVICE_REGION_BYTES,
     K_PIPELINES,
     K_COUNT_
 };
@@ -246,6 +247,12 @@ static const gf_config_key config_keys[K_COUNT_] = {
     [K_MAX_SHM_BYTES] = {"max_shm_bytes", GF_CONFIG_INTEGER, FIELD(max_shm_bytes), 0,
                          (double)GF_MAX_PINNED_BYTES_LIMIT, 0, NULL, NULL, 0, GF_RELOAD_APPLIES,
                          "Cap on all shared-memory regions' bytes; 0: a quarter of RAM."},
+    [K_MAX_DEVICE_REGION_BYTES] = {"max_device_region_bytes", GF_CONFIG_INTEGER,
+                                   FIELD(max_device_region_bytes), 0,
+                                   (double)GF_MAX_PINNED_BYTES_LIMIT, 0, NULL, NULL, 0,
+                                   GF_RELOAD_APPLIES,
+                                   "Cap on all device regions' bytes; 0: a quarter of the "
+                                   "device's memory."},
     [K_PIPELINES] = {"pipelines", GF_CONFIG_PIPELINES, FIELD(pipelines), 1, GF_MAX_PIPELINES, 0,
                      NULL, NULL, 0, GF_RELOAD_PARAMS,
                      "The pipelines clients address by id (array position) or name."},
@@ -572,6 +579,11 @@ static uint64_t pinned_cap(const gf_config *cfg) {
 
 uint64_t gf_config_shm_cap(const gf_config *cfg) {
     return cfg->max_shm_bytes ? cfg->max_shm_bytes : ram_quarter();
+}
+
+uint64_t gf_config_device_region_cap(const gf_config *cfg, uint64_t device_memory_bytes) {
+    return cfg->max_device_region_bytes ? cfg->max_device_region_bytes
+                                        : device_memory_bytes / GF_PINNED_RAM_DIVISOR;
 }
 
 int gf_config_check_pinned(const gf_config *cfg, uint32_t shards, char *why, size_t why_len) {

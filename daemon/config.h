@@ -128,6 +128,8 @@ typedef struct gf_config {
                                            connections together; 0: never   */
     uint32_t max_regions;               /* shm regions one connection holds  */
     uint64_t max_shm_bytes;             /* all regions' bytes; 0: RAM / 4    */
+    uint64_t max_device_region_bytes;   /* all device regions' bytes; 0: a quarter
+                                           of the region's device's memory   */
     gf_pipeline *pipelines;             /* owned; ids are their indices      */
     size_t pipeline_count;
 } gf_config;
@@ -350,6 +352,10 @@ void gf_devices_format(uint32_t mask, char *buf, size_t len);
 
 /* max_shm_bytes, or a quarter of physical memory when it is 0. */
 uint64_t gf_config_shm_cap(const gf_config *cfg);
+
+/* max_device_region_bytes, or a quarter of `device_memory_bytes` (the
+ * memory of the device that serves the region) when it is 0. */
+uint64_t gf_config_device_region_cap(const gf_config *cfg, uint64_t device_memory_bytes);
 
 /* Frees what `cfg` owns and empties it.  Safe on an empty config. */
 void gf_config_free(gf_config *cfg);

@@ -430,3 +430,12 @@ void gf_conn_close(gf_conn *c) {
     }
     gf_shard_defer(sh, &sh->drained);
 }
+
+gf_region *gf_conn_region(const gf_conn *c, uint32_t id) {
+    for (gf_link *l = gf_list_front(&c->regions); l; l = gf_list_next(&c->regions, l)) {
+        gf_region *r = gf_list_entry(l, gf_region, link);
+        if (r->id == id)
+            return r;
+    }
+    return NULL;
+}

@@ -129,7 +129,6 @@ typedef struct gf_conn {
                                        or TRACE document built in (one each)        */
     gf_link regions;                /* its regions, ready for frames (REGION_ADD)   */
     uint32_t region_count;          /* regions held and being pinned                */
-    uint32_t moving_pipeline;       /* while `moving`: the buffered FRAME's pipeline */
     gf_reply_queue out;             /* replies owed, in request order               */
 
     unsigned reading : 1;       /* UV_READABLE is asked for                        */
@@ -277,6 +276,10 @@ void gf_conn_evict_results(gf_conn *c);
  * Memory is freed once the handle is closed and no reply is unfinished.
  */
 void gf_conn_close(gf_conn *c);
+
+/* The region `id` of `c`, ready for frames (REGION_ADD or
+ * DEVICE_REGION_ADD answered), or NULL. */
+struct gf_region *gf_conn_region(const gf_conn *c, uint32_t id);
 
 /* Connections stopped for max_output_bytes_total's sake go on, if the
  * daemon's loose replies are back under it: after a loose reply of this

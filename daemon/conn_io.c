@@ -302,8 +302,9 @@ static void conn_go_on(gf_conn *c) {
 
 /* ---- the request loop -------------------------------------------------------------- */
 
-/* File descriptors are allowed on REGION_ADD only, one at a time, whole:
- * anything else is a fatal stray_fd, and every fd received is closed. */
+/* File descriptors are allowed on REGION_ADD and DEVICE_REGION_ADD only,
+ * one at a time, whole: anything else is a fatal stray_fd, and every fd
+ * received is closed. */
 static void conn_stray_fd(gf_conn *c, const char *what) {
     gf_header h = {.version = GF_PROTOCOL_VERSION};
     if (c->stream.pending_fd >= 0)
@@ -312,7 +313,9 @@ static void conn_stray_fd(gf_conn *c, const char *what) {
     if (c->frame || c->parked)
         h = conn_cut_frame(c);
     char text[GF_ERROR_TEXT_MAX_BYTES];
-    gf_errorf(text, sizeof text, "%s; only REGION_ADD takes one, sent with its own bytes", what);
+    gf_errorf(text, sizeof text,
+              "%s; only REGION_ADD and DEVICE_REGION_ADD take one, sent with their own bytes",
+              what);
     gf_conn_reject(c, &h, GF_ERR_STRAY_FD, text);
 }
 
@@ -326,8 +329,7 @@ static int conn_request_fd(gf_conn *c, const gf_request *req) {
     if (c->stream.pending_fd < 0)
         return -1;
     uint64_t start = c->stream.rx_bytes - (c->buf_end - c->buf_start);
-    uint64_t end =
-        start + req->bytes + (req->header.type == GF_MSG_FRAME ? req->header.payload_bytes : 0);
+    uint64_t end = start + req->bytes + req->header.payload_bytes;
     if (c->stream.pending_fd_pos < start) {
         conn_stray_fd(c, "a file descriptor came with a refused frame's payload");
         return -2;
@@ -342,10 +344,17 @@ static int conn_request_fd(gf_conn *c, const gf_request *req) {
 /* A whole request header: to admission or to the queries.  Returns 1 when
  * it was consumed and the loop may go on. */
 static int conn_dispatch(gf_conn *c, const gf_request *req) {
+    /* A request other than FRAME with a payload (DEVICE_REGION_ADD's 16
+     * bytes) is taken whole, with the fd that came with its last byte; a
+     * frame by reference with its descriptor, which says where it runs. */
+    if ((req->header.type != GF_MSG_FRAME || req->header.flags != 0) &&
+        c->buf_end - c->buf_start < req->bytes + req->header.payload_bytes)
+        return 0;
     int fd = conn_request_fd(c, req);
     if (fd == -2)
         return 0;
-    if (fd >= 0 && req->header.type != GF_MSG_REGION_ADD) {
+    if (fd >= 0 && req->header.type != GF_MSG_REGION_ADD &&
+        req->header.type != GF_MSG_DEVICE_REGION_ADD) {
         close(fd);
         char what[96];
         gf_errorf(what, sizeof what, "a file descriptor came with a %s request",
@@ -355,9 +364,8 @@ static int conn_dispatch(gf_conn *c, const gf_request *req) {
     }
     if (req->header.type != GF_MSG_FRAME)
         return gf_query_answer(c, req, fd);
-    if (gf_move_wanted(c, &req->header)) {
+    if (gf_move_wanted(c, &req->header, c->buf + c->buf_start + req->bytes)) {
         c->moving = 1;
-        c->moving_pipeline = req->header.pipeline_id;
         return 0;
     }
     return gf_admit_frame(c, req);

@@ -65,6 +65,16 @@ typedef struct gf_device_info {
 
 typedef struct gf_engine gf_engine;
 
+/* A client's device memory, imported and mapped by the engine
+ * (gf_engine_device_map): where the daemon reaches it and what the driver
+ * says it is. */
+typedef struct gf_device_mapping {
+    uint64_t dev_ptr;           /* the daemon's mapping: a device address     */
+    uint64_t bytes;             /* mapped: the size the client gave, checked    */
+    int device;                 /* the CUDA ordinal that holds the memory      */
+    uint64_t granularity_bytes; /* the allocation's minimum granularity   */
+} gf_device_mapping;
+
 typedef struct gf_engine_ops {
     const char *name; /* "cuda" or "cpu" */
     /* See gf_engine_submit / gf_engine_finish / gf_engine_close. */
@@ -77,6 +87,11 @@ typedef struct gf_engine_ops {
      * pinning (the CPU engine). */
     int (*pin)(gf_engine *e, void *base, uint64_t bytes, char *why, size_t why_len);
     void (*unpin)(gf_engine *e, void *base);
+    /* See gf_engine_device_map / gf_engine_device_unmap; NULL where the
+     * engine has no device memory (the CPU engine). */
+    int (*device_map)(gf_engine *e, int fd, uint64_t bytes, gf_device_mapping *out, char *why,
+                      size_t why_len);
+    void (*device_unmap)(gf_engine *e, const gf_device_mapping *m);
 } gf_engine_ops;
 
 struct gf_engine {
@@ -159,6 +174,32 @@ static inline void gf_engine_unpin(gf_engine *e, void *base) {
 /* Nonzero when gf_engine_pin does something (the region is then "pinned"). */
 static inline int gf_engine_pins(const gf_engine *e) {
     return e->ops->pin != NULL;
+}
+
+/* Whether the engine maps clients' device memory (device regions). */
+static inline int gf_engine_maps_device(const gf_engine *e) {
+    return e->ops->device_map != NULL;
+}
+
+/*
+ * Imports the CUDA allocation whose POSIX file descriptor is `fd` (a
+ * client's cuMemCreate, exported; the caller keeps and closes the fd) and
+ * maps exactly `bytes` of it, readable and writable by the device that
+ * holds it, which the driver names (never the client).  Slow (hundreds of
+ * microseconds) and thread-safe: a worker thread, never the loop.  Returns
+ * 0 with *out, or a negative errno with the driver's reason in
+ * why[why_len].  Only where gf_engine_maps_device.
+ */
+static inline int gf_engine_device_map(gf_engine *e, int fd, uint64_t bytes, gf_device_mapping *out,
+                                       char *why, size_t why_len) {
+    return e->ops->device_map(e, fd, bytes, out, why, why_len);
+}
+
+/* Undoes gf_engine_device_map once no frame uses the memory: the import's
+ * last reference goes, and with it the memory if the client freed its own.
+ * Worker thread. */
+static inline void gf_engine_device_unmap(gf_engine *e, const gf_device_mapping *m) {
+    e->ops->device_unmap(e, m);
 }
 
 /*

@@ -5,6 +5,7 @@
  * the same queue as the CUDA engine.  It lets the daemon serve on a machine without a GPU and lets
  * CI exercise every line of the shards; it is not why the product exists.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -57,6 +58,9 @@ static void *worker_main(void *arg) {
             gf_frame *s = &slot->frames[i];
             uint64_t t0 = gf_now_ns();
             uint64_t ends[GF_STAGES_MAX];
+            /* Device regions are refused at DEVICE_REGION_ADD on this engine
+             * (no device_map): every frame's bytes are host memory. */
+            assert(!s->on_device);
             gf_pipeline_reference(&s->pipeline, s->src, s->in_bytes, s->stage_bytes, s->dst,
                                   w->scratch, ends);
             t1 = gf_now_ns();

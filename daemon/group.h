@@ -45,16 +45,18 @@ typedef struct gf_group {
     uint32_t count;         /* shards; fixed                                */
     gf_shard_shared *shard; /* [count]; fixed                               */
     /* Read and written by every shard's thread: atomics. */
-    atomic_uint_fast64_t region_bytes; /* all connections' shared-memory regions,
-                                          against max_shm_bytes             */
-    atomic_uint_fast64_t loose_bytes;  /* all connections' unwritten LIST, STATS,
-                                          TRACE and ERROR replies, against
-                                          max_output_bytes_total (reply.h)   */
-    atomic_uint_fast64_t parked_bytes; /* all connections' parked payloads, against
-                                          max_input_bytes_total (conn.h)     */
-    gf_log_budget close_log;           /* lines about connections closed or refused by a
-                                          shard (GF_CLOSE_LOG_PER_S): one budget for the
-                                          daemon; log.c's lock guards it             */
+    atomic_uint_fast64_t region_bytes;        /* all connections' shared-memory regions,
+                                                 against max_shm_bytes             */
+    atomic_uint_fast64_t device_region_bytes; /* all connections' device regions,
+                                                 against max_device_region_bytes  */
+    atomic_uint_fast64_t loose_bytes;         /* all connections' unwritten LIST, STATS,
+                                                 TRACE and ERROR replies, against
+                                                 max_output_bytes_total (reply.h)   */
+    atomic_uint_fast64_t parked_bytes;        /* all connections' parked payloads, against
+                                                 max_input_bytes_total (conn.h)     */
+    gf_log_budget close_log;                  /* lines about connections closed or refused by a
+                                                 shard (GF_CLOSE_LOG_PER_S): one budget for the
+                                                 daemon; log.c's lock guards it             */
     /* Refusals before a shard served the connection: added by the control
      * loop (at accept) and by a shard that stopped with one in its mailbox,
      * read by shards building STATS. */
@@ -92,6 +94,14 @@ void gf_group_refuse_handoff(gf_group *g, uint32_t shard, struct gf_stats *stats
  * pipeline limited to the devices of `mask` (gf_pipeline.devices; 0: any). */
 static inline int gf_device_runs(int device, uint32_t mask) {
     return mask == 0 || device < 0 || ((mask >> device) & 1u);
+}
+
+/* Whether a shard of `g` serves CUDA device `device`. */
+static inline int gf_group_serves(const gf_group *g, int device) {
+    for (uint32_t k = 0; k < g->count; k++)
+        if (g->shard[k].device == device)
+            return 1;
+    return 0;
 }
 
 #endif

@@ -43,7 +43,11 @@ void gf_frame_answered(gf_shard *sh, uint64_t conn_id, const gf_frame *s) {
     ph[GF_PHASE_END_TO_END] = written - s->arrived_ns;
     sh->stats.frames_answered++;
     sh->stats.bytes_out += s->out_bytes;
-    if (s->region) {
+    if (s->on_device) {
+        sh->stats.device_frames++;
+        sh->stats.device_bytes_in += s->in_bytes;
+        sh->stats.device_bytes_out += s->out_bytes;
+    } else if (s->region) {
         sh->stats.shm_frames++;
         sh->stats.shm_bytes_in += s->in_bytes;
         sh->stats.shm_bytes_out += s->out_bytes;

@@ -31,10 +31,21 @@ typedef struct move_mail {
     uint8_t buf[GF_CONN_BUF_BYTES];
 } move_mail;
 
-int gf_move_wanted(const gf_conn *c, const gf_header *h) {
+uint32_t gf_move_wanted(const gf_conn *c, const gf_header *h, const uint8_t *payload) {
     const gf_config *cfg = c->shard->cfg;
-    return !c->shard->draining && h->pipeline_id < cfg->pipeline_count &&
-           !gf_device_runs(c->shard->self->device, cfg->pipelines[h->pipeline_id].devices);
+    if (c->shard->draining || h->pipeline_id >= cfg->pipeline_count)
+        return 0;
+    uint32_t mask = cfg->pipelines[h->pipeline_id].devices;
+    gf_shm_frame d;
+    const gf_region *r = NULL;
+    if ((h->flags & GF_FLAG_DEVICE) && gf_shm_frame_decode(payload, &d) == 0)
+        r = gf_conn_region(c, d.region_id);
+    if (r != NULL && r->on_device) {
+        if (!gf_device_runs(r->mapping.device, mask))
+            return 0; /* nowhere: bad_descriptor */
+        mask = 1u << r->mapping.device;
+    }
+    return gf_device_runs(c->shard->self->device, mask) ? 0 : mask;
 }
 
 /* Whether `c` owes nothing and waits for nothing: no reply unwritten, no
@@ -139,14 +150,19 @@ void gf_move_try(gf_conn *c) {
     gf_shard *sh = c->shard;
     if (c->closing || !owes_nothing(c))
         return;
-    gf_header h = {.pipeline_id = c->moving_pipeline};
-    if (!gf_move_wanted(c, &h)) {
+    /* The FRAME it stopped at is at the front of its buffer, whole. */
+    gf_header h;
+    uint32_t mask = 0;
+    if (gf_header_parse(c->buf + c->buf_start, c->buf_end - c->buf_start, GF_ROLE_DAEMON,
+                        UINT64_MAX, &h) > 0)
+        mask = gf_move_wanted(c, &h, c->buf + c->buf_start + GF_HEADER_BYTES);
+    if (mask == 0) {
         /* A reload or the drain since: it is served here after all. */
         c->moving = 0;
         gf_conn_defer(c);
         return;
     }
-    int k = pick(sh, sh->cfg->pipelines[h.pipeline_id].devices);
+    int k = pick(sh, mask);
     move_mail *mv = k < 0 ? NULL : malloc(sizeof *mv);
     if (mv == NULL) {
         /* No shard runs it (configurations are refused that way) or no

@@ -2,8 +2,9 @@
 /*
  * A connection moves to another shard: the one way a connection leaves the
  * shard it was handed to.  A pipeline may be limited to some devices (its
- * "devices" key); a FRAME for it read on a shard of another device is not
- * admitted there.  The connection stops reading, and once it owes nothing
+ * "devices" key), and a device frame runs on the device that holds its
+ * region (PROTOCOL.md, "Device frames"); a FRAME read on a shard of another
+ * device is not admitted there.  The connection stops reading, and once it owes nothing
  * (every reply written, no frame received or in flight, no region being
  * pinned) it is handed, with the bytes it has buffered (that FRAME's header
  * first) and its regions, to the shard with the fewest connections among
@@ -35,9 +36,12 @@
 
 #include "conn.h"
 
-/* Whether the FRAME header `h` names a pipeline that this shard does not
- * run (limited to other devices): the connection must move for it. */
-int gf_move_wanted(const gf_conn *c, const gf_header *h);
+/* The devices (a gf_pipeline.devices mask) of the shards that may run the
+ * FRAME `h`, whose payload `payload` (a device frame's descriptor) is
+ * whole in the buffer, when this shard may not: the pipeline is limited to
+ * other devices, or the device region it names lies on another device.  0
+ * when it runs here, or nowhere (admission then refuses it). */
+uint32_t gf_move_wanted(const gf_conn *c, const gf_header *h, const uint8_t *payload);
 
 /* `c` waits to move (c->moving): hands it over if it owes nothing now. */
 void gf_move_try(gf_conn *c);

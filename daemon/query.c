@@ -5,6 +5,7 @@
 #include "query.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +39,14 @@ static void region_ready(gf_region *r, void *arg) {
         return;
     gf_conn *c = q->conn;
     char *body;
+    if (r->pin_status == 0 && r->on_device &&
+        !gf_group_serves(c->shard->group, r->mapping.device)) {
+        /* Mapped, but no shard could run its frames: unmapped again. */
+        r->pin_status = -ENODEV;
+        gf_errorf(r->why, sizeof r->why,
+                  "the allocation is on device %d, which the daemon does not serve (devices)",
+                  r->mapping.device);
+    }
     if (r->pin_status < 0) {
         gf_replyq_answer(&c->out, q, GF_MSG_ERROR, GF_ERR_BAD_REGION, strdup(r->why),
                          strlen(r->why));
@@ -49,18 +58,25 @@ static void region_ready(gf_region *r, void *arg) {
         gf_region_unref(r);
     } else {
         gf_region_info info = {.region_id = r->id,
-                               .flags = r->pinned ? GF_REGION_PINNED : 0,
+                               .flags = r->on_device ? GF_REGION_DEVICE
+                                        : r->pinned  ? GF_REGION_PINNED
+                                                     : 0,
                                .region_bytes = r->bytes};
         body = malloc(GF_REGION_INFO_BYTES);
         if (body)
             gf_region_info_encode(&info, (uint8_t *)body);
         /* Out of memory: an empty reply the client refuses, which closes it. */
-        gf_replyq_answer(&c->out, q, GF_MSG_REGION_ADD, GF_OK, body, GF_REGION_INFO_BYTES);
+        gf_replyq_answer(&c->out, q, r->on_device ? GF_MSG_DEVICE_REGION_ADD : GF_MSG_REGION_ADD,
+                         GF_OK, body, GF_REGION_INFO_BYTES);
         gf_list_push_front(&c->regions, &r->link);
-        c->shard->stats.regions_added++;
-        GF_LOG_DBG("connection %llu: region %u of %llu bytes added%s",
-                   (unsigned long long)c->stream.id, r->id, (unsigned long long)r->bytes,
-                   r->pinned ? ", pinned" : "");
+        if (r->on_device)
+            c->shard->stats.device_regions_added++;
+        else
+            c->shard->stats.regions_added++;
+        GF_LOG_DBG("connection %llu: %sregion %u of %llu bytes added%s%s",
+                   (unsigned long long)c->stream.id, r->on_device ? "device " : "", r->id,
+                   (unsigned long long)r->bytes, r->pinned && !r->on_device ? ", pinned" : "",
+                   r->on_device ? ", mapped" : "");
     }
     gf_conn_defer(c);
 }
@@ -75,9 +91,11 @@ static void region_add_release(gf_reply *q, int delivered) {
     gf_region_unref(r);
 }
 
-/* REGION_ADD with the memfd `fd` it carried (-1: none; taken in any case).
- * The reply waits in the queue while the region is pinned off the loop. */
-static void region_add(gf_conn *c, const gf_header *h, int fd) {
+/* REGION_ADD with the memfd `fd` it carried (-1: none; taken in any case),
+ * or DEVICE_REGION_ADD with its CUDA fd and `payload` (its 16 bytes).  The
+ * reply waits in the queue while the region is pinned or mapped off the
+ * loop. */
+static void region_add(gf_conn *c, const gf_header *h, int fd, const uint8_t *payload) {
     char why[GF_ERROR_TEXT_MAX_BYTES];
     if (c->shard->draining) {
         if (fd >= 0)
@@ -85,15 +103,32 @@ static void region_add(gf_conn *c, const gf_header *h, int fd) {
         gf_conn_reject(c, h, GF_ERR_SHUTTING_DOWN, "the daemon is stopping; no new regions");
         return;
     }
+    int device = h->type == GF_MSG_DEVICE_REGION_ADD;
     if (fd < 0) {
         gf_conn_reject(c, h, GF_ERR_BAD_REGION,
-                       "REGION_ADD came without a file descriptor: send the memfd as "
-                       "SCM_RIGHTS with the request's own bytes");
+                       device ? "DEVICE_REGION_ADD came without a file descriptor: send the "
+                                "cuMemExportToShareableHandle fd as SCM_RIGHTS with the "
+                                "request's own 48 bytes"
+                              : "REGION_ADD came without a file descriptor: send the memfd as "
+                                "SCM_RIGHTS with the request's own bytes");
         return;
     }
     gf_region *r;
-    uint32_t status = gf_region_open(c->shard, fd, c->stream.next_region_id, c->region_count, &r,
-                                     why, sizeof why);
+    uint32_t status;
+    if (device) {
+        gf_device_region d;
+        if (gf_device_region_decode(payload, &d) < 0) {
+            close(fd);
+            gf_conn_reject(c, h, GF_ERR_BAD_REGION,
+                           "DEVICE_REGION_ADD: reserved bytes 12..15 are not zero");
+            return;
+        }
+        status = gf_region_open_device(c->shard, fd, &d, c->stream.next_region_id, c->region_count,
+                                       &r, why, sizeof why);
+    } else {
+        status = gf_region_open(c->shard, fd, c->stream.next_region_id, c->region_count, &r, why,
+                                sizeof why);
+    }
     if (status != GF_OK) {
         gf_conn_reject(c, h, status, why);
         return;
@@ -249,8 +284,14 @@ int gf_query_answer(gf_conn *c, const gf_request *req, int fd) {
         if (!gf_conn_may_build(c, bytes) || (h->type != GF_MSG_LIST && !may_gather(c, h)))
             return 0;
     }
-    c->buf_start += req->bytes;
-    gf_request_accept(&c->decoder, req); /* no payload: validated by the decoder */
+    /* Whole, with its payload (conn_io.c waited for it): DEVICE_REGION_ADD's
+     * 16 bytes, copied before the buffer moves on. */
+    uint8_t payload[GF_DEVICE_REGION_BYTES] = {0};
+    assert(h->payload_bytes <= sizeof payload);
+    memcpy(payload, c->buf + c->buf_start + req->bytes, (size_t)h->payload_bytes);
+    c->buf_start += req->bytes + (size_t)h->payload_bytes;
+    gf_request_accept(&c->decoder, req);
+    gf_request_advance(&c->decoder, h->payload_bytes);
     c->request_begun_ns = 0;
     switch (h->type) {
     case GF_MSG_LIST:
@@ -268,7 +309,8 @@ int gf_query_answer(gf_conn *c, const gf_request *req, int fd) {
     default: break;
     }
     switch (h->type) {
-    case GF_MSG_REGION_ADD: region_add(c, h, fd); break;
+    case GF_MSG_REGION_ADD:
+    case GF_MSG_DEVICE_REGION_ADD: region_add(c, h, fd, payload); break;
     case GF_MSG_REGION_REMOVE: region_remove(c, h); break;
     default: assert(!"the decoder let through a type the daemon does not take");
     }

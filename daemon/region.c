@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared-memory regions: checked, mapped, pinned on the thread pool, and
- * unpinned and unmapped after their last frame (region.h).
+ * Shared-memory and device regions: checked, mapped, pinned (or, on the
+ * device, imported and mapped) on the thread pool, and unpinned and unmapped
+ * after their last frame (region.h).
  */
 #include "region.h"
 
@@ -30,6 +31,25 @@
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
+
+/* Adds (`sign` 1) or takes (-1) `r`'s bytes to or from `sh`'s counts of
+ * its kind. */
+static void count(const gf_region *r, gf_shard *sh, int sign) {
+    uint64_t *open = r->on_device ? &sh->stats.device_regions_open : &sh->stats.regions_open;
+    uint64_t *bytes = r->on_device ? &sh->stats.device_region_bytes : &sh->stats.region_bytes;
+    if (sign > 0) {
+        *open += 1;
+        *bytes += r->bytes;
+    } else {
+        *open -= 1;
+        *bytes -= r->bytes;
+    }
+}
+
+/* The daemon-wide bytes of `r`'s kind (group.h). */
+static atomic_uint_fast64_t *kind_bytes(const gf_region *r, gf_shard *sh) {
+    return r->on_device ? &sh->group->device_region_bytes : &sh->group->region_bytes;
+}
 
 uint32_t gf_region_open(gf_shard *sh, int fd, uint32_t id, uint32_t held, gf_region **out,
                         char *why, size_t why_len) {
@@ -97,16 +117,79 @@ uint32_t gf_region_open(gf_shard *sh, int fd, uint32_t id, uint32_t held, gf_reg
     r->refs = 1;
     r->base = base;
     r->bytes = bytes;
+    r->device_fd = -1;
     r->shard = sh;
     gf_link_init(&r->link);
     r->work.data = r;
-    sh->stats.regions_open++;
-    sh->stats.region_bytes += bytes;
+    count(r, sh, 1);
     *out = r;
     return GF_OK;
 
 fail_reserved:
     atomic_fetch_sub_explicit(&sh->group->region_bytes, bytes, memory_order_relaxed);
+fail:
+    close(fd);
+    return status;
+}
+
+uint32_t gf_region_open_device(gf_shard *sh, int fd, const gf_device_region *d, uint32_t id,
+                               uint32_t held, gf_region **out, char *why, size_t why_len) {
+    const gf_config *cfg = sh->cfg;
+    uint32_t status = GF_ERR_BAD_REGION;
+    uint64_t bytes = d->region_bytes;
+    if (!gf_engine_maps_device(sh->engine)) {
+        gf_errorf(why, why_len,
+                  "the %s engine cannot map device memory: device regions need the cuda "
+                  "engine on a GPU",
+                  sh->engine->ops->name);
+        goto fail;
+    }
+    if (d->handle_type != GF_DEVICE_HANDLE_POSIX_FD) {
+        gf_errorf(why, why_len, "handle_type %u is not taken: only %u (a POSIX file descriptor)",
+                  d->handle_type, GF_DEVICE_HANDLE_POSIX_FD);
+        goto fail;
+    }
+    if (bytes == 0) {
+        gf_errorf(why, why_len, "region_bytes is 0");
+        goto fail;
+    }
+    if (held >= cfg->max_regions) {
+        gf_errorf(why, why_len, "this connection holds %u region(s), max_regions is %u", held,
+                  cfg->max_regions);
+        status = GF_ERR_REGION_LIMIT;
+        goto fail;
+    }
+    uint64_t cap = gf_config_device_region_cap(cfg, sh->engine->device.memory_bytes);
+    uint64_t all_held =
+        atomic_fetch_add_explicit(&sh->group->device_region_bytes, bytes, memory_order_relaxed);
+    if (bytes > cap || all_held > cap - bytes) {
+        gf_errorf(why, why_len,
+                  "a device region of %llu bytes would pass max_device_region_bytes %llu (%llu "
+                  "held by all connections)",
+                  (unsigned long long)bytes, (unsigned long long)cap, (unsigned long long)all_held);
+        status = GF_ERR_REGION_LIMIT;
+        goto fail_reserved;
+    }
+    gf_region *r = calloc(1, sizeof *r);
+    if (!r) {
+        gf_errorf(why, why_len, "out of memory for a region");
+        status = GF_ERR_INTERNAL;
+        goto fail_reserved;
+    }
+    r->id = id;
+    r->refs = 1;
+    r->bytes = bytes;
+    r->on_device = 1;
+    r->device_fd = fd; /* closed once mapped (map_work) */
+    r->shard = sh;
+    gf_link_init(&r->link);
+    r->work.data = r;
+    count(r, sh, 1);
+    *out = r;
+    return GF_OK;
+
+fail_reserved:
+    atomic_fetch_sub_explicit(&sh->group->device_region_bytes, bytes, memory_order_relaxed);
 fail:
     close(fd);
     return status;
@@ -119,22 +202,31 @@ void gf_region_ref(gf_region *r) {
 
 void gf_region_leave(gf_region *r) {
     GF_SHARD_OWNED(r->shard);
-    r->shard->stats.regions_open--;
-    r->shard->stats.region_bytes -= r->bytes;
+    count(r, r->shard, -1);
     r->shard = NULL;
 }
 
 void gf_region_arrive(gf_region *r, gf_shard *sh) {
     GF_SHARD_OWNED(sh);
-    sh->stats.regions_open++;
-    sh->stats.region_bytes += r->bytes;
+    count(r, sh, 1);
     r->shard = sh;
 }
 
-/* On a worker of the shard's thread pool. */
+/* On a worker of the shard's thread pool: a memfd region pinned, or a
+ * device region imported and mapped (its fd closed then, whatever came of
+ * it). */
 static void pin_work(uv_work_t *w) {
     gf_region *r = w->data;
-    r->pin_status = gf_engine_pin(r->shard->engine, r->base, r->bytes, r->why, sizeof r->why);
+    if (!r->on_device) {
+        r->pin_status = gf_engine_pin(r->shard->engine, r->base, r->bytes, r->why, sizeof r->why);
+        return;
+    }
+    r->pin_status = gf_engine_device_map(r->shard->engine, r->device_fd, r->bytes, &r->mapping,
+                                         r->why, sizeof r->why);
+    close(r->device_fd);
+    r->device_fd = -1;
+    if (r->pin_status == 0)
+        r->base = (uint8_t *)(uintptr_t)r->mapping.dev_ptr;
 }
 
 static void pin_done(uv_work_t *w, int status) {
@@ -143,7 +235,11 @@ static void pin_done(uv_work_t *w, int status) {
         r->pin_status = status;
         gf_errorf(r->why, sizeof r->why, "pinning was cancelled: %s", uv_strerror(status));
     }
-    r->pinned = r->pin_status == 0 && gf_engine_pins(r->shard->engine);
+    if (r->on_device && r->device_fd >= 0) { /* cancelled: never mapped */
+        close(r->device_fd);
+        r->device_fd = -1;
+    }
+    r->pinned = r->pin_status == 0 && (r->on_device ? 1 : gf_engine_pins(r->shard->engine));
     r->ready = 1;
     r->on_ready(r, r->on_ready_arg);
     gf_region_unref(r);
@@ -153,7 +249,7 @@ void gf_region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), void
     r->on_ready = on_ready;
     r->on_ready_arg = arg;
     gf_region_ref(r);
-    if (!gf_engine_pins(r->shard->engine)) {
+    if (!r->on_device && !gf_engine_pins(r->shard->engine)) {
         /* Nothing to do off the loop: answer in this turn. */
         pin_done(&r->work, 0);
         return;
@@ -170,10 +266,10 @@ static void region_free(gf_region *r) {
     gf_shard *sh = r->shard;
     void (*released)(void *arg) = r->on_released;
     void *arg = r->released_arg;
-    munmap(r->base, (size_t)r->bytes);
-    sh->stats.regions_open--;
-    sh->stats.region_bytes -= r->bytes;
-    atomic_fetch_sub_explicit(&sh->group->region_bytes, r->bytes, memory_order_relaxed);
+    if (!r->on_device)
+        munmap(r->base, (size_t)r->bytes);
+    count(r, sh, -1);
+    atomic_fetch_sub_explicit(kind_bytes(r, sh), r->bytes, memory_order_relaxed);
     free(r);
     if (released && arg)
         released(arg);
@@ -182,7 +278,10 @@ static void region_free(gf_region *r) {
 /* On a worker of the shard's thread pool. */
 static void unpin_work(uv_work_t *w) {
     gf_region *r = w->data;
-    gf_engine_unpin(r->shard->engine, r->base);
+    if (r->on_device)
+        gf_engine_device_unmap(r->shard->engine, &r->mapping);
+    else
+        gf_engine_unpin(r->shard->engine, r->base);
 }
 
 static void unpin_done(uv_work_t *w, int status) {
@@ -197,7 +296,7 @@ void gf_region_unref(gf_region *r) {
     /* No frame uses it: the engine's copies of it are all complete. */
     if (!r->pinned || uv_queue_work(r->shard->loop, &r->work, unpin_work, unpin_done) < 0) {
         if (r->pinned)
-            gf_engine_unpin(r->shard->engine, r->base);
+            unpin_work(&r->work);
         region_free(r);
     }
 }

@@ -16,6 +16,15 @@
  * libuv's thread pool; the REGION_ADD reply waits for it in the connection's
  * reply queue, which keeps every other client served meanwhile.
  *
+ * A device region (DEVICE_REGION_ADD, PROTOCOL.md "Device frames") is the
+ * same object over a client's GPU memory: the engine imports and maps it on
+ * the thread pool where a memfd region is pinned (gf_engine_device_map),
+ * frames run on it in place, and its last reference unmaps it there.  Its
+ * size and device are the driver's (gf_device_mapping), never the client's
+ * word alone.  Shared-memory and device regions share a connection's ids and
+ * its max_regions; their bytes count against max_shm_bytes and
+ * max_device_region_bytes.
+ *
  * Loop thread only, except the pool's work functions.
  */
 #ifndef GF_REGION_H
@@ -25,6 +34,7 @@
 
 #include <uv.h>
 
+#include "engine.h"
 #include "list.h"
 #include "protocol.h"
 
@@ -33,9 +43,13 @@ struct gf_shard;
 typedef struct gf_region {
     uint32_t id;                       /* the client's name for it, unique on its connection */
     uint32_t refs;                     /* table + frames in flight + pool work               */
-    uint8_t *base;                     /* MAP_SHARED mapping of the client's memfd          */
+    uint8_t *base;                     /* MAP_SHARED mapping of the client's memfd, or
+                                          (device) the daemon's device address of it    */
     uint64_t bytes;                    /* its size when added (F_SEAL_SHRINK keeps it)      */
-    int pinned;                        /* the engine page-locked it                         */
+    int on_device;                     /* a device region (GF_REGION_DEVICE)                */
+    int device_fd;                     /* device: the client's fd until it is mapped, or -1 */
+    gf_device_mapping mapping;         /* device: the engine's mapping, once mapped        */
+    int pinned;                        /* the engine page-locked it, or (device) mapped it  */
     int ready;                         /* pinned (or failed): frames may name it            */
     int pin_status;                    /* after pinning: 0, or a negative errno              */
     char why[GF_ERROR_TEXT_MAX_BYTES]; /* why pinning failed                    */
@@ -62,8 +76,19 @@ typedef struct gf_region {
 uint32_t gf_region_open(struct gf_shard *sh, int fd, uint32_t id, uint32_t held, gf_region **out,
                         char *why, size_t why_len);
 
-/* Pins `r` on the thread pool, then calls on_ready(r, arg) on the loop;
- * r->pin_status says how it went.  Holds a reference meanwhile. */
+/*
+ * Takes `fd` (always closed, here or once mapped) as a device region of
+ * `bytes` with handle type `handle_type` (gf_device_region) for a
+ * connection that holds `held` regions: checks the engine maps device
+ * memory, the handle type, max_regions and max_device_region_bytes; the
+ * mapping itself is gf_region_pin's.  Returns as gf_region_open.
+ */
+uint32_t gf_region_open_device(struct gf_shard *sh, int fd, const gf_device_region *d, uint32_t id,
+                               uint32_t held, gf_region **out, char *why, size_t why_len);
+
+/* Pins `r` on the thread pool (a device region: imports and maps it), then
+ * calls on_ready(r, arg) on the loop; r->pin_status says how it went.
+ * Holds a reference meanwhile. */
 void gf_region_pin(gf_region *r, void (*on_ready)(gf_region *r, void *arg), void *arg);
 
 void gf_region_ref(gf_region *r);

@@ -17,7 +17,7 @@
 static void encode(uint8_t out[GF_HEADER_BYTES], const gf_header *req, uint8_t type, uint16_t flags,
                    uint32_t status, uint64_t payload_bytes) {
     uint8_t version = req ? req->version : GF_PROTOCOL_VERSION;
-    if (version < GF_PROTOCOL_VERSION || version > GF_PROTOCOL_VERSION_MAX)
+    if (!gf_version_known(version))
         version = GF_PROTOCOL_VERSION;
     gf_header h = {.version = version,
                    .type = type,
@@ -30,8 +30,8 @@ static void encode(uint8_t out[GF_HEADER_BYTES], const gf_header *req, uint8_t t
 }
 
 void gf_reply_result(gf_reply *r, const gf_header *req, const void *body, size_t body_bytes,
-                     int shm) {
-    encode(r->header, req, GF_MSG_RESULT, shm ? GF_FLAG_SHM : 0, GF_OK, body_bytes);
+                     uint16_t flags) {
+    encode(r->header, req, GF_MSG_RESULT, flags, GF_OK, body_bytes);
     r->body = body;
     r->body_bytes = body_bytes;
     r->ready = 1;

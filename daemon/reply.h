@@ -90,10 +90,10 @@ typedef struct gf_reply_queue {
 } gf_reply_queue;
 
 /* A frame's reply, ready: a RESULT to the request `req` of `body_bytes` at
- * `body`, the slot's output or, with `shm`, a shared-memory frame's result
- * descriptor (GF_FLAG_SHM). */
+ * `body`, the slot's output or, with `flags` GF_FLAG_SHM or GF_FLAG_DEVICE,
+ * a frame by reference's result descriptor. */
 void gf_reply_result(gf_reply *r, const gf_header *req, const void *body, size_t body_bytes,
-                     int shm);
+                     uint16_t flags);
 
 /* A frame's reply, ready: an ERROR of `status` to the request `req`,
  * carrying `text` of `len` bytes (malloc'd, the reply's from now on; NULL:

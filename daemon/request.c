@@ -23,9 +23,15 @@ static void header_error(const gf_request_decoder *d, const uint8_t *buf, uint32
     if (status == GF_ERR_TOO_LARGE)
         gf_errorf(out->text, sizeof out->text, "payload of %llu bytes exceeds max_frame_bytes %llu",
                   (unsigned long long)h->payload_bytes, (unsigned long long)d->max_frame_bytes);
-    else if (status == GF_ERR_BAD_LENGTH)
+    else if (status == GF_ERR_BAD_LENGTH && h->type != GF_MSG_FRAME &&
+             h->type != GF_MSG_DEVICE_REGION_ADD)
         gf_errorf(out->text, sizeof out->text, "a %s request carries no payload, got %llu bytes",
                   gf_msg_type_name(h->type), (unsigned long long)h->payload_bytes);
+    else if (status == GF_ERR_BAD_LENGTH)
+        gf_errorf(out->text, sizeof out->text, "a %s request carries %u bytes of payload, got %llu",
+                  h->type == GF_MSG_FRAME ? "shm or device frame" : gf_msg_type_name(h->type),
+                  h->type == GF_MSG_FRAME ? GF_SHM_FRAME_BYTES : GF_DEVICE_REGION_BYTES,
+                  (unsigned long long)h->payload_bytes);
     else
         gf_errorf(out->text, sizeof out->text,
                   "bad header: %s (magic 0x%08x, version %u, type %u, flags 0x%x)",

@@ -100,7 +100,8 @@ void gf_frame_reply(gf_frame *f, const char *refused_by) {
                           : 0;
         gf_reply_error(&f->reply, &req, (uint32_t)f->status, text, len);
     } else if (f->status == GF_OK && f->region) {
-        gf_reply_result(&f->reply, &req, f->shm_result, GF_SHM_RESULT_BYTES, 1);
+        gf_reply_result(&f->reply, &req, f->shm_result, GF_SHM_RESULT_BYTES,
+                        f->on_device ? GF_FLAG_DEVICE : GF_FLAG_SHM);
     } else if (f->status == GF_OK) {
         gf_reply_result(&f->reply, &req, f->out_host, f->out_bytes, 0);
     } else {
@@ -177,6 +178,7 @@ gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipel
     f->src = f->in_host;
     f->dst = f->out_host;
     f->region = NULL;
+    f->on_device = 0;
     f->client = client;
     f->pipeline_id = h->pipeline_id;
     f->frame_id = h->frame_id;

@@ -67,6 +67,9 @@ typedef struct gf_frame {
     const uint8_t *src;       /* the frame's input: in_host, or in a region      */
     uint8_t *dst;             /* its output: out_host, or in a region            */
     struct gf_region *region; /* a shm frame's region (one reference held)       */
+    int on_device;            /* src and dst are device addresses in a device
+                                 region: the stages run on them in place, with
+                                 no copy (GF_FLAG_DEVICE)                    */
     /* Its connection's part in the scheduler: whom the reply is for. */
     struct gf_sched_client *client;
 

@@ -98,6 +98,12 @@ void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats 
     ADD(shm_frames);
     ADD(shm_bytes_in);
     ADD(shm_bytes_out);
+    ADD(device_regions_open);
+    ADD(device_region_bytes);
+    ADD(device_regions_added);
+    ADD(device_frames);
+    ADD(device_bytes_in);
+    ADD(device_bytes_out);
     for (unsigned b = 0; b <= GF_LATENCY_BOUNDS; b++)
         ADD(latency_counts[b]);
     ADD(latency_sum_ns);
@@ -366,6 +372,13 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
     add_u64(shm, "frames", st->shm_frames);
     add_u64(shm, "bytes_in", st->shm_bytes_in);
     add_u64(shm, "bytes_out", st->shm_bytes_out);
+    cJSON *dev = cJSON_AddObjectToObject(obj, "device_regions");
+    add_u64(dev, "regions_open", st->device_regions_open);
+    add_u64(dev, "region_bytes", st->device_region_bytes);
+    add_u64(dev, "regions_added", st->device_regions_added);
+    add_u64(dev, "frames", st->device_frames);
+    add_u64(dev, "bytes_in", st->device_bytes_in);
+    add_u64(dev, "bytes_out", st->device_bytes_out);
 
     add_pipelines(st, pipelines, obj);
     add_latency(st, obj);

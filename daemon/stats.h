@@ -118,7 +118,12 @@ typedef struct gf_stats {
     uint64_t regions_added;   /* REGION_ADD requests that succeeded    */
     uint64_t regions_removed; /* REGION_REMOVE requests that succeeded */
     uint64_t shm_frames;      /* frames by reference answered          */
-    uint64_t shm_bytes_in, shm_bytes_out; /* their input and output bytes          */
+    uint64_t shm_bytes_in, shm_bytes_out;       /* their input and output bytes          */
+    uint64_t device_regions_open;               /* device regions mapped now              */
+    uint64_t device_region_bytes;               /* their bytes                            */
+    uint64_t device_regions_added;              /* DEVICE_REGION_ADD requests that succeeded */
+    uint64_t device_frames;                     /* device frames answered                 */
+    uint64_t device_bytes_in, device_bytes_out; /* their input and output bytes */
 
     gf_pipeline_stats *pipelines; /* one per configured pipeline, by id    */
     size_t pipeline_count;

@@ -54,11 +54,17 @@ static void put_u64(unsigned char *p, uint64_t v) {
     put_u32(p + 4, (uint32_t)(v >> 32));
 }
 
+int gf_version_known(uint32_t version) {
+    return version >= GF_PROTOCOL_VERSION && version <= GF_PROTOCOL_VERSION_MAX;
+}
+
 /* Nonzero when a message of `type` may arrive at a peer playing `role` in
- * protocol `version` (already known to be 1 to 3). */
+ * protocol `version` (already known to be one gf_version_known takes). */
 static int type_accepted(enum gf_parse_role role, uint32_t version, uint32_t type) {
     if (type == GF_MSG_REGION_ADD || type == GF_MSG_REGION_REMOVE)
         return version >= GF_PROTOCOL_VERSION_SHM;
+    if (type == GF_MSG_DEVICE_REGION_ADD)
+        return version >= GF_PROTOCOL_VERSION_DEVICE;
     switch (role) {
     case GF_ROLE_DAEMON:
         return type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS ||
@@ -69,6 +75,45 @@ static int type_accepted(enum gf_parse_role role, uint32_t version, uint32_t typ
     }
     assert(0 && "gf_header_parse: unknown role");
     return 0;
+}
+
+/* The flags a message of `type` may carry at `role` in `version`: at most
+ * one of GF_FLAG_SHM (from version 2) and GF_FLAG_DEVICE (4) on a FRAME
+ * (daemon) or RESULT (client), and GF_FLAGS_SCHED on a FRAME (from 3). */
+static int flags_allowed(enum gf_parse_role role, uint32_t version, uint32_t type, uint16_t flags) {
+    if (flags == 0)
+        return 1;
+    if (type != (role == GF_ROLE_DAEMON ? GF_MSG_FRAME : GF_MSG_RESULT))
+        return 0;
+    uint16_t sched = role == GF_ROLE_DAEMON && version >= GF_PROTOCOL_VERSION_SCHED
+                         ? flags & GF_FLAGS_SCHED
+                         : 0;
+    uint16_t ref = flags & (uint16_t)~sched;
+    if (ref == 0)
+        return 1;
+    if (ref == GF_FLAG_SHM)
+        return version >= GF_PROTOCOL_VERSION_SHM;
+    if (ref == GF_FLAG_DEVICE)
+        return version >= GF_PROTOCOL_VERSION_DEVICE;
+    return 0;
+}
+
+/* The payload length a request header `h` must have (daemon role), or -1
+ * when any up to the maximum will do (a FRAME with its bytes). */
+static int64_t request_payload_bytes(const gf_header *h) {
+    if (h->type == GF_MSG_FRAME)
+        return h->flags & GF_FLAGS_BY_REF ? (int64_t)GF_SHM_FRAME_BYTES : -1;
+    return h->type == GF_MSG_DEVICE_REGION_ADD ? (int64_t)GF_DEVICE_REGION_BYTES : 0;
+}
+
+/* Whether a reply header `h` has a payload length its type allows (client
+ * role). */
+static int reply_length_ok(const gf_header *h) {
+    if (h->flags & GF_FLAGS_BY_REF)
+        return h->payload_bytes == GF_SHM_RESULT_BYTES;
+    if ((h->type == GF_MSG_REGION_ADD || h->type == GF_MSG_DEVICE_REGION_ADD) && h->status == GF_OK)
+        return h->payload_bytes == GF_REGION_INFO_BYTES;
+    return h->type != GF_MSG_REGION_REMOVE || h->payload_bytes == 0;
 }
 
 int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
@@ -91,20 +136,13 @@ int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
 
     if (magic != GF_MAGIC)
         return -GF_ERR_BAD_MAGIC;
-    if (out->version < GF_PROTOCOL_VERSION || out->version > GF_PROTOCOL_VERSION_MAX)
+    if (!gf_version_known(out->version))
         return -GF_ERR_BAD_VERSION;
     if (!type_accepted(role, out->version, out->type))
         return -GF_ERR_BAD_TYPE;
-    uint16_t allowed_flags = 0;
-    if (out->version >= GF_PROTOCOL_VERSION_SHM &&
-        out->type == (role == GF_ROLE_DAEMON ? GF_MSG_FRAME : GF_MSG_RESULT))
-        allowed_flags = GF_FLAG_SHM;
-    if (out->version >= GF_PROTOCOL_VERSION_SCHED && role == GF_ROLE_DAEMON &&
-        out->type == GF_MSG_FRAME)
-        allowed_flags |= GF_FLAGS_SCHED;
     /* A request's status is 0, but a FRAME's deadline. */
-    int status_used = (out->flags & GF_FLAG_DEADLINE) != 0;
-    if ((out->flags & ~allowed_flags) != 0 ||
+    int status_used = role == GF_ROLE_DAEMON && (out->flags & GF_FLAG_DEADLINE) != 0;
+    if (!flags_allowed(role, out->version, out->type, out->flags) ||
         (role == GF_ROLE_DAEMON && out->status != GF_OK && !status_used))
         return -GF_ERR_BAD_FLAGS;
     if (out->payload_bytes > max_payload_bytes)
@@ -112,16 +150,13 @@ int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
     if (role == GF_ROLE_CLIENT && out->type == GF_MSG_ERROR &&
         out->payload_bytes > GF_ERROR_TEXT_MAX_BYTES)
         return -GF_ERR_TOO_LARGE;
-    int shm = (out->flags & GF_FLAG_SHM) != 0;
-    if (role == GF_ROLE_DAEMON &&
-        (out->type == GF_MSG_FRAME ? shm && out->payload_bytes != GF_SHM_FRAME_BYTES
-                                   : out->payload_bytes != 0))
+    if (role == GF_ROLE_DAEMON) {
+        int64_t want = request_payload_bytes(out);
+        if (want >= 0 && out->payload_bytes != (uint64_t)want)
+            return -GF_ERR_BAD_LENGTH;
+    } else if (!reply_length_ok(out)) {
         return -GF_ERR_BAD_LENGTH;
-    if (role == GF_ROLE_CLIENT && ((shm && out->payload_bytes != GF_SHM_RESULT_BYTES) ||
-                                   (out->type == GF_MSG_REGION_ADD && out->status == GF_OK &&
-                                    out->payload_bytes != GF_REGION_INFO_BYTES) ||
-                                   (out->type == GF_MSG_REGION_REMOVE && out->payload_bytes != 0)))
-        return -GF_ERR_BAD_LENGTH;
+    }
     return (int)GF_HEADER_BYTES;
 }
 
@@ -189,6 +224,20 @@ void gf_region_info_decode(const void *buf, gf_region_info *out) {
     out->region_bytes = get_u64(p + 8);
 }
 
+void gf_device_region_encode(const gf_device_region *d, void *buf) {
+    unsigned char *p = buf;
+    put_u64(p, d->region_bytes);
+    put_u32(p + 8, d->handle_type);
+    put_u32(p + 12, 0);
+}
+
+int gf_device_region_decode(const void *buf, gf_device_region *out) {
+    const unsigned char *p = buf;
+    out->region_bytes = get_u64(p);
+    out->handle_type = get_u32(p + 8);
+    return get_u32(p + 12) == 0 ? 0 : -GF_ERR_BAD_REGION;
+}
+
 /* `len` bytes at `off` lie inside `size` bytes (no overflow possible). */
 static int range_inside(uint64_t off, uint64_t len, uint64_t size) {
     return len <= size && off <= size - len;
@@ -223,6 +272,21 @@ int gf_shm_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t ou
             why, why_len, "input [%llu, %llu) and output [%llu, %llu) overlap",
             (unsigned long long)d->in_offset, (unsigned long long)(d->in_offset + d->in_bytes),
             (unsigned long long)d->out_offset, (unsigned long long)(d->out_offset + out_bytes));
+        return -GF_ERR_BAD_DESCRIPTOR;
+    }
+    return 0;
+}
+
+int gf_device_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t out_bytes,
+                          char *why, size_t why_len) {
+    int rc = gf_shm_frame_check(d, region_bytes, out_bytes, why, why_len);
+    if (rc < 0)
+        return rc;
+    if (d->in_offset % GF_DEVICE_FRAME_ALIGN_BYTES || d->out_offset % GF_DEVICE_FRAME_ALIGN_BYTES) {
+        gf_errorf(why, why_len,
+                  "device frame offsets %llu (input) and %llu (output) must be multiples of %u",
+                  (unsigned long long)d->in_offset, (unsigned long long)d->out_offset,
+                  GF_DEVICE_FRAME_ALIGN_BYTES);
         return -GF_ERR_BAD_DESCRIPTOR;
     }
     return 0;
@@ -303,6 +367,7 @@ const char *gf_msg_type_name(uint32_t type) {
     case GF_MSG_TRACE: return "trace";
     case GF_MSG_REGION_ADD: return "region_add";
     case GF_MSG_REGION_REMOVE: return "region_remove";
+    case GF_MSG_DEVICE_REGION_ADD: return "device_region_add";
     }
     return "unknown";
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpuframed wire protocol, versions 1 to 3.
+ * gpuframed wire protocol, versions 1 to 4.
  *
  * protocol/PROTOCOL.md is the contract; this header is its C form, shared by
  * the daemon and the client.  Every message is a fixed 32-byte header followed
@@ -9,10 +9,12 @@
  *   offset size field
  *        0    4 magic          GF_MAGIC ("GFRM" on the wire)
  *        4    1 version        1; 2 for the shared-memory messages; 3 for
- *                              a FRAME's scheduling flags
+ *                              a FRAME's scheduling flags; 4 for device
+ *                              regions (and everything 3 has)
  *        5    1 type           enum gf_msg_type
- *        6    2 flags          0, or GF_FLAG_SHM (version 2 and 3), or
- *                              GF_FLAG_DEADLINE, GF_FLAG_LATEST (3)
+ *        6    2 flags          0, or GF_FLAG_SHM (version 2 to 4), or
+ *                              GF_FLAG_DEADLINE, GF_FLAG_LATEST (3, 4), or
+ *                              GF_FLAG_DEVICE (4)
  *        8    8 frame_id       chosen by the client, echoed in the reply
  *       16    4 pipeline_id    FRAME: which pipeline; replies: echoed
  *       20    4 status         replies: enum gf_status; requests: must be 0,
@@ -43,7 +45,12 @@ extern "C" {
  * (GF_ERR_DEADLINE_EXCEEDED, GF_ERR_SUPERSEDED).  Likewise a client marks
  * only the frames that use them as version 3. */
 #define GF_PROTOCOL_VERSION_SCHED 3u
-#define GF_PROTOCOL_VERSION_MAX   GF_PROTOCOL_VERSION_SCHED
+/* Version 4 is version 3 plus device regions: GPU memory a client made with
+ * the CUDA driver's cuMemCreate, shared as a POSIX file descriptor
+ * (DEVICE_REGION_ADD), and frames whose input and output lie there
+ * (GF_FLAG_DEVICE), which may carry the scheduling flags too. */
+#define GF_PROTOCOL_VERSION_DEVICE 4u
+#define GF_PROTOCOL_VERSION_MAX    GF_PROTOCOL_VERSION_DEVICE
 /* The fixed header that precedes every payload. */
 #define GF_HEADER_BYTES 32u
 /* Upper bound on an ERROR reply's message text, so a client can size it. */
@@ -61,29 +68,39 @@ enum gf_msg_type {
     GF_MSG_REGION_ADD = 7,    /* request: empty payload, one memfd as SCM_RIGHTS;
                                  reply: gf_region_info                       */
     GF_MSG_REGION_REMOVE = 8, /* request: empty payload, pipeline_id = region
-                                 id; reply: empty                             */
+                                 id (of either kind); reply: empty            */
+    /* Version 4 only. */
+    GF_MSG_DEVICE_REGION_ADD = 9, /* request: gf_device_region, one cuMemCreate
+                                     POSIX fd as SCM_RIGHTS; reply:
+                                     gf_region_info (GF_REGION_DEVICE)       */
 };
 
 /* FRAME (version 2): the payload is a gf_shm_frame descriptor, not the input;
  * its RESULT carries the flag too and a gf_shm_result descriptor. */
 #define GF_FLAG_SHM 0x0001u
-/* FRAME (version 3): the header's `status` is the frame's deadline, the low
- * 32 bits of CLOCK_MONOTONIC in microseconds (gf_deadline_encode); a frame
- * not handed to the engine by then is answered GF_ERR_DEADLINE_EXCEEDED
+/* FRAME (version 4): the same descriptor, naming a device region: the input
+ * and output lie in GPU memory and the pipeline runs on them in place; its
+ * RESULT carries the flag and a gf_shm_result.  Never with GF_FLAG_SHM. */
+#define GF_FLAG_DEVICE 0x0002u
+/* The flags that make a FRAME's or RESULT's payload a descriptor. */
+#define GF_FLAGS_BY_REF (GF_FLAG_SHM | GF_FLAG_DEVICE)
+/* FRAME (version 3 and 4): the header's `status` is the frame's deadline,
+ * the low 32 bits of CLOCK_MONOTONIC in microseconds (gf_deadline_encode); a
+ * frame not handed to the engine by then is answered GF_ERR_DEADLINE_EXCEEDED
  * without running. */
 #define GF_FLAG_DEADLINE 0x0100u
-/* FRAME (version 3): only the newest such frame of the connection matters.
- * Its previous frame, if that asked the same, is of the same pipeline and
- * length and has not gone to the engine yet, is answered GF_ERR_SUPERSEDED
- * at once, and this one runs in its place. */
+/* FRAME (version 3 and 4): only the newest such frame of the connection
+ * matters.  Its previous frame, if that asked the same, is of the same
+ * pipeline and length and has not gone to the engine yet, is answered
+ * GF_ERR_SUPERSEDED at once, and this one runs in its place. */
 #define GF_FLAG_LATEST 0x0200u
-/* FRAME (version 3): the frame's priority class in two bits
+/* FRAME (version 3 and 4): the frame's priority class in two bits
  * (GF_FLAG_CLASS_SHIFT), one of enum gf_priority_class: none (0) for the
  * class its connection's credentials give (the daemon's "priorities"
  * configuration), or one the client names, never above that one. */
 #define GF_FLAG_CLASS_MASK  0x0C00u
 #define GF_FLAG_CLASS_SHIFT 10
-/* The flags a version-3 FRAME may carry. */
+/* The flags a version-3 or -4 FRAME may carry besides SHM or DEVICE. */
 #define GF_FLAGS_SCHED (GF_FLAG_DEADLINE | GF_FLAG_LATEST | GF_FLAG_CLASS_MASK)
 
 /* Priority classes, highest first (PROTOCOL.md, "Scheduling flags"). */
@@ -102,9 +119,10 @@ const char *gf_priority_class_name(unsigned cls);
 int gf_priority_class_parse(const char *name);
 
 /* Payload sizes of the version-2 descriptors, fixed. */
-#define GF_SHM_FRAME_BYTES   40u
-#define GF_SHM_RESULT_BYTES  24u
-#define GF_REGION_INFO_BYTES 16u
+#define GF_SHM_FRAME_BYTES     40u
+#define GF_SHM_RESULT_BYTES    24u
+#define GF_REGION_INFO_BYTES   16u
+#define GF_DEVICE_REGION_BYTES 16u
 
 /*
  * Status codes.  0 is success; every other value names why a message was
@@ -174,11 +192,28 @@ typedef struct gf_region_info {
 } gf_region_info;
 /* The region is page-locked for the GPU's copy engines (CUDA engine). */
 #define GF_REGION_PINNED 0x1u
+/* The region is device memory, mapped on the GPU that holds it. */
+#define GF_REGION_DEVICE 0x2u
+
+/* DEVICE_REGION_ADD's payload: what the client says of the allocation whose
+ * file descriptor comes with it.  16 bytes: u64 region_bytes (the size it
+ * gave cuMemCreate), u32 handle_type (GF_DEVICE_HANDLE_POSIX_FD), u32
+ * reserved (0).  The daemon believes neither: the driver's import, its
+ * properties and the mapping of exactly region_bytes check them. */
+typedef struct gf_device_region {
+    uint64_t region_bytes;
+    uint32_t handle_type;
+} gf_device_region;
+/* CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: the one handle type taken. */
+#define GF_DEVICE_HANDLE_POSIX_FD 1u
 
 /*
  * Which side is parsing: the daemon accepts requests (FRAME, LIST, STATS),
  * the client accepts replies (RESULT, ERROR, LIST, STATS).
  */
+/* Nonzero for a version this code speaks: 1, 2 and 4. */
+int gf_version_known(uint32_t version);
+
 enum gf_parse_role { GF_ROLE_DAEMON, GF_ROLE_CLIENT };
 
 /*
@@ -190,23 +225,30 @@ enum gf_parse_role { GF_ROLE_DAEMON, GF_ROLE_CLIENT };
  * checked yet); or the negated gf_status naming the first problem found,
  * checked in wire order:
  *   magic                                  -GF_ERR_BAD_MAGIC
- *   version not 1..GF_PROTOCOL_VERSION_MAX -GF_ERR_BAD_VERSION
+ *   version not gf_version_known           -GF_ERR_BAD_VERSION
  *   type not accepted by `role` in that
- *     version (REGION_* need version 2)    -GF_ERR_BAD_TYPE
+ *     version (REGION_* need version 2,
+ *     DEVICE_REGION_ADD version 4)         -GF_ERR_BAD_TYPE
  *   flags other than GF_FLAG_SHM on a
- *     version-2 or -3 FRAME/RESULT and
- *     GF_FLAGS_SCHED on a version-3 FRAME,
- *     or (daemon) status != 0 but a
- *     FRAME's deadline                     -GF_ERR_BAD_FLAGS
+ *     version-2 to -4 FRAME/RESULT,
+ *     GF_FLAGS_SCHED on a version-3 or -4
+ *     FRAME, GF_FLAG_DEVICE on a version-4
+ *     FRAME/RESULT (never with SHM), or
+ *     (daemon) status != 0 but a FRAME's
+ *     deadline                             -GF_ERR_BAD_FLAGS
  *   payload_bytes > max_payload_bytes      -GF_ERR_TOO_LARGE
  *   (client) ERROR payload_bytes over
  *     GF_ERROR_TEXT_MAX_BYTES              -GF_ERR_TOO_LARGE
  *   (daemon) a request other than FRAME
- *     with a payload; a shm FRAME whose
- *     payload is not GF_SHM_FRAME_BYTES    -GF_ERR_BAD_LENGTH
- *   (client) a shm RESULT not of
- *     GF_SHM_RESULT_BYTES, a REGION_ADD
- *     reply not of GF_REGION_INFO_BYTES    -GF_ERR_BAD_LENGTH
+ *     and DEVICE_REGION_ADD with a
+ *     payload; a shm or device FRAME whose
+ *     payload is not GF_SHM_FRAME_BYTES; a
+ *     DEVICE_REGION_ADD whose payload is
+ *     not GF_DEVICE_REGION_BYTES           -GF_ERR_BAD_LENGTH
+ *   (client) a shm or device RESULT not of
+ *     GF_SHM_RESULT_BYTES, a REGION_ADD or
+ *     DEVICE_REGION_ADD reply not of
+ *     GF_REGION_INFO_BYTES                 -GF_ERR_BAD_LENGTH
  * On error `*out` still holds every decoded field, so the caller can echo
  * frame_id and say what was sent.
  *
@@ -229,15 +271,19 @@ int gf_header_parse(const void *buf, size_t len, enum gf_parse_role role,
  */
 void gf_header_encode(const gf_header *h, void *buf);
 
-/* The version-2 descriptors, to and from their fixed little-endian layouts.
- * A decoder returns 0, or -GF_ERR_BAD_DESCRIPTOR when a reserved field is
- * not 0 (`len` must be the layout's size: the header parser checked it). */
+/* The version-2 and -4 descriptors, to and from their fixed little-endian
+ * layouts.
+ * A decoder returns 0, or -GF_ERR_BAD_DESCRIPTOR (gf_device_region:
+ * -GF_ERR_BAD_REGION) when a reserved field is not 0 (the buffer holds the
+ * layout's size: the header parser checked it). */
 void gf_shm_frame_encode(const gf_shm_frame *f, void *buf);
 int gf_shm_frame_decode(const void *buf, gf_shm_frame *out);
 void gf_shm_result_encode(const gf_shm_result *r, void *buf);
 int gf_shm_result_decode(const void *buf, gf_shm_result *out);
 void gf_region_info_encode(const gf_region_info *r, void *buf);
 void gf_region_info_decode(const void *buf, gf_region_info *out);
+void gf_device_region_encode(const gf_device_region *d, void *buf);
+int gf_device_region_decode(const void *buf, gf_device_region *out);
 
 /*
  * Whether the shm frame `d` fits a region of `region_bytes` when its
@@ -261,6 +307,19 @@ int gf_shm_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t ou
  */
 uint32_t gf_deadline_encode(uint64_t deadline_ns);
 uint64_t gf_deadline_decode(uint32_t wire_us, uint64_t now_ns);
+
+/* Where a device frame's input and output may start in their region: the
+ * kernels read and write there in place, and a misaligned vector access on
+ * the GPU is a sticky error that would end every client's work. */
+#define GF_DEVICE_FRAME_ALIGN_BYTES 256u
+
+/*
+ * gf_shm_frame_check for a device frame (GF_FLAG_DEVICE), and in_offset
+ * and out_offset multiples of GF_DEVICE_FRAME_ALIGN_BYTES.  Same returns;
+ * fuzzed beside it.
+ */
+int gf_device_frame_check(const gf_shm_frame *d, uint64_t region_bytes, uint64_t out_bytes,
+                          char *why, size_t why_len);
 
 /* The name of a status code ("bad_magic", ...), or "unknown" if out of range.
  * Names are stable: they are used as stats keys and in PROTOCOL.md. */

@@ -228,7 +228,7 @@ bin=$root/usr/bin
 engines="cpu"
 ((cuda == 0)) || engines="cuda cpu"
 got=$("$bin/gpuframed" --version)
-[ "$got" = "gpuframed $version (engines: $engines; protocol 1, 2, 3)" ] || fail "packaged gpuframed --version: '$got'"
+[ "$got" = "gpuframed $version (engines: $engines; protocol 1, 2, 3, 4)" ] || fail "packaged gpuframed --version: '$got'"
 [ "$("$bin/gpuframe" --help | head -n1)" = "Usage: gpuframe COMMAND [OPTIONS]" ] || fail "gpuframe --help"
 conf=$root/etc/gpuframed/gpuframed.json
 [ "$("$bin/gpuframed" --check-config "$conf")" = "$conf: ok" ] || fail "--check-config of the packaged configuration"

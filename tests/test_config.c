@@ -410,6 +410,31 @@ START_TEST(pinned_cap_and_new_keys) {
 }
 END_TEST
 
+/* max_device_region_bytes: a quarter of the device's memory by default, the
+ * value when given, and its bounds named. */
+START_TEST(device_region_cap) {
+    char err[ERR_BYTES] = "";
+    gf_config cfg;
+    ck_assert_msg(gf_config_parse("{\"pipelines\": [{\"name\": \"e\", \"kind\": \"echo\"}]}", &cfg,
+                                  err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_uint_eq(cfg.max_device_region_bytes, 0);
+    ck_assert_uint_eq(gf_config_device_region_cap(&cfg, 144ull << 30), 36ull << 30);
+    gf_config_free(&cfg);
+    ck_assert_msg(gf_config_parse("{\"max_device_region_bytes\": 1125899906842624, \"pipelines\":"
+                                  " [{\"name\": \"e\", \"kind\": \"echo\"}]}",
+                                  &cfg, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_uint_eq(gf_config_device_region_cap(&cfg, 144ull << 30), 1ull << 50);
+    gf_config_free(&cfg);
+    ck_assert_int_eq(gf_config_parse("{\"max_device_region_bytes\": -1, \"pipelines\": "
+                                     "[{\"name\": \"e\", \"kind\": \"echo\"}]}",
+                                     &cfg, err, sizeof err),
+                     -1);
+    ck_assert_msg(strstr(err, "max_device_region_bytes: expected an integer in [0, "), "%s", err);
+}
+END_TEST
+
 START_TEST(every_key_set_and_bounds_accepted) {
     char err[ERR_BYTES] = "", json[1024];
     char sock[GF_SOCKET_PATH_MAX];
@@ -1410,6 +1435,7 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, every_key_set_and_bounds_accepted);
     tcase_add_test(tc, slot_buffers_hold_a_full_batch_of_fixed_size_frames);
     tcase_add_test(tc, pinned_cap_and_new_keys);
+    tcase_add_test(tc, device_region_cap);
     tcase_add_test(tc, accounts_parse);
     tcase_add_test(tc, load_keys_leaves_the_pipelines_out);
     tcase_add_test(tc, overrides_apply_before_the_checks);

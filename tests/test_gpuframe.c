@@ -419,7 +419,7 @@ START_TEST(version_and_option_names) {
     char dir[GF_TEST_DIR_MAX], *out;
 
     ck_assert_int_eq(gf_test_make_temp_dir(dir, sizeof dir), 0);
-    expect_gpuframe(dir, 0, "gpuframe " GF_VERSION " (protocol 1, 2, 3)\n", "--version",
+    expect_gpuframe(dir, 0, "gpuframe " GF_VERSION " (protocol 1, 2, 3, 4)\n", "--version",
                     (char *)NULL);
     expect_gpuframe(dir, 2, "gpuframe stats: unknown option '-w'\nTry 'gpuframe stats --help'.\n",
                     "stats", "-w", "1", (char *)NULL);

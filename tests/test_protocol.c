@@ -283,7 +283,7 @@ START_TEST(parse_bad_magic) {
 END_TEST
 
 START_TEST(parse_bad_version) {
-    static const uint8_t versions[] = {0, GF_PROTOCOL_VERSION_MAX + 1, 5, 0x81, 0xFF};
+    static const uint8_t versions[] = {0, GF_PROTOCOL_VERSION_MAX + 1, 6, 0x81, 0xFF};
 
     for (size_t i = 0; i < sizeof versions; i++) {
         for (int role = GF_ROLE_DAEMON; role <= GF_ROLE_CLIENT; role++) {
@@ -580,6 +580,131 @@ START_TEST(shm_examples_byte_exact) {
 }
 END_TEST
 
+/* ---- version 4: device regions (PROTOCOL.md, "Device frames") ------------------ */
+
+/* PROTOCOL.md's example: a DEVICE_REGION_ADD of 2 MiB with its POSIX fd. */
+static const unsigned char doc_device_region_add[GF_HEADER_BYTES + GF_DEVICE_REGION_BYTES] = {
+    0x47, 0x46, 0x52, 0x4D, 0x04, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+/* Its reply: region 1, device, 2 MiB. */
+static const unsigned char doc_device_region_reply[GF_HEADER_BYTES + GF_REGION_INFO_BYTES] = {
+    0x47, 0x46, 0x52, 0x4D, 0x04, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00};
+/* Frame 5, pipeline 1, on device region 1: 4096 bytes at 0, out at 1 MiB. */
+static const unsigned char doc_device_frame[GF_HEADER_BYTES + GF_SHM_FRAME_BYTES] = {
+    0x47, 0x46, 0x52, 0x4D, 0x04, 0x01, 0x02, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x28, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+
+START_TEST(device_examples_byte_exact) {
+    unsigned char buf[GF_HEADER_BYTES + GF_SHM_FRAME_BYTES];
+    gf_header h = {.version = GF_PROTOCOL_VERSION_DEVICE,
+                   .type = GF_MSG_DEVICE_REGION_ADD,
+                   .payload_bytes = GF_DEVICE_REGION_BYTES},
+              out;
+    gf_header_encode(&h, buf);
+    gf_device_region d = {.region_bytes = 2u << 20, .handle_type = GF_DEVICE_HANDLE_POSIX_FD};
+    gf_device_region_encode(&d, buf + GF_HEADER_BYTES);
+    ck_assert_mem_eq(buf, doc_device_region_add, sizeof doc_device_region_add);
+    ck_assert_int_eq(
+        gf_header_parse(doc_device_region_add, GF_HEADER_BYTES, GF_ROLE_DAEMON, 64, &out),
+        GF_HEADER_BYTES);
+    ck_assert_uint_eq(out.payload_bytes, GF_DEVICE_REGION_BYTES);
+    gf_device_region db;
+    ck_assert_int_eq(gf_device_region_decode(doc_device_region_add + GF_HEADER_BYTES, &db), 0);
+    ck_assert_uint_eq(db.region_bytes, 2u << 20);
+    ck_assert_uint_eq(db.handle_type, GF_DEVICE_HANDLE_POSIX_FD);
+
+    gf_header_encode(&h, buf); /* the reply: same header, 16 bytes of region info */
+    gf_region_info info = {.region_id = 1, .flags = GF_REGION_DEVICE, .region_bytes = 2u << 20};
+    gf_region_info_encode(&info, buf + GF_HEADER_BYTES);
+    ck_assert_mem_eq(buf, doc_device_region_reply, sizeof doc_device_region_reply);
+    ck_assert_int_eq(
+        gf_header_parse(doc_device_region_reply, GF_HEADER_BYTES, GF_ROLE_CLIENT, 64, &out),
+        GF_HEADER_BYTES);
+
+    h = (gf_header){.version = GF_PROTOCOL_VERSION_DEVICE,
+                    .type = GF_MSG_FRAME,
+                    .flags = GF_FLAG_DEVICE,
+                    .frame_id = 5,
+                    .pipeline_id = 1,
+                    .payload_bytes = GF_SHM_FRAME_BYTES};
+    gf_header_encode(&h, buf);
+    gf_shm_frame f = {.region_id = 1,
+                      .in_offset = 0,
+                      .in_bytes = 4096,
+                      .out_offset = 1u << 20,
+                      .out_capacity = 4096};
+    gf_shm_frame_encode(&f, buf + GF_HEADER_BYTES);
+    ck_assert_mem_eq(buf, doc_device_frame, sizeof doc_device_frame);
+    ck_assert_int_eq(gf_header_parse(doc_device_frame, GF_HEADER_BYTES, GF_ROLE_DAEMON, 64, &out),
+                     GF_HEADER_BYTES);
+    ck_assert_uint_eq(out.flags, GF_FLAG_DEVICE);
+}
+END_TEST
+
+/* What version 4 allows and where. */
+START_TEST(device_header_rules) {
+    gf_header h, out;
+    /* DEVICE_REGION_ADD: version 4 only, in both roles, 16 bytes exactly. */
+    for (uint8_t v = 1; v <= 2; v++) {
+        h = gf_test_header(GF_MSG_DEVICE_REGION_ADD, 1, 0, GF_DEVICE_REGION_BYTES);
+        h.version = v;
+        ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), -GF_ERR_BAD_TYPE);
+        ck_assert_int_eq(reparse(&h, GF_ROLE_CLIENT, 64, &out), -GF_ERR_BAD_TYPE);
+    }
+    h.version = GF_PROTOCOL_VERSION_DEVICE;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), GF_HEADER_BYTES);
+    h.payload_bytes = 0; /* no size, no handle type */
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), -GF_ERR_BAD_LENGTH);
+    h.payload_bytes = GF_DEVICE_REGION_BYTES + 1;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), -GF_ERR_BAD_LENGTH);
+    h.payload_bytes = GF_REGION_INFO_BYTES - 1; /* the reply's info has one size */
+    ck_assert_int_eq(reparse(&h, GF_ROLE_CLIENT, 64, &out), -GF_ERR_BAD_LENGTH);
+    h.flags = GF_FLAG_DEVICE; /* flags are a FRAME's and a RESULT's */
+    h.payload_bytes = GF_DEVICE_REGION_BYTES;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), -GF_ERR_BAD_FLAGS);
+
+    /* The DEVICE flag: version 4 FRAMEs and RESULTs, never with SHM. */
+    h = gf_test_header(GF_MSG_FRAME, 2, 0, GF_SHM_FRAME_BYTES);
+    h.version = GF_PROTOCOL_VERSION_DEVICE;
+    h.flags = GF_FLAG_DEVICE;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), GF_HEADER_BYTES);
+    h.flags = GF_FLAG_SHM; /* version 4 keeps version 2's frames by reference */
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), GF_HEADER_BYTES);
+    h.flags = GF_FLAG_SHM | GF_FLAG_DEVICE;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), -GF_ERR_BAD_FLAGS);
+    h.flags = GF_FLAG_DEVICE;
+    h.payload_bytes = 4096; /* a device frame carries its descriptor, not its bytes */
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_LENGTH);
+    h = gf_test_header(GF_MSG_RESULT, 3, 0, GF_SHM_RESULT_BYTES);
+    h.version = GF_PROTOCOL_VERSION_DEVICE;
+    h.flags = GF_FLAG_DEVICE;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_CLIENT, 64, &out), GF_HEADER_BYTES);
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), -GF_ERR_BAD_TYPE);
+    h.payload_bytes = 4096;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_CLIENT, 1u << 20, &out), -GF_ERR_BAD_LENGTH);
+    /* REGION_REMOVE removes either kind, in version 2 or 4. */
+    h = gf_test_header(GF_MSG_REGION_REMOVE, 4, 7, 0);
+    h.version = GF_PROTOCOL_VERSION_DEVICE;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), GF_HEADER_BYTES);
+    /* Version 3 is not this daemon's. */
+    h.version = 3;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), -GF_ERR_BAD_VERSION);
+    ck_assert(!gf_version_known(3) && gf_version_known(4) && !gf_version_known(5));
+
+    /* Reserved bytes of the payload must be zero. */
+    unsigned char d[GF_DEVICE_REGION_BYTES] = {0};
+    gf_device_region dr;
+    d[15] = 1;
+    ck_assert_int_eq(gf_device_region_decode(d, &dr), -GF_ERR_BAD_REGION);
+}
+END_TEST
+
 /* What version 2 allows and where: every other use is refused in wire order. */
 START_TEST(shm_header_rules) {
     gf_header h = gf_test_header(GF_MSG_FRAME, 1, 0, GF_SHM_FRAME_BYTES), out;
@@ -587,7 +712,9 @@ START_TEST(shm_header_rules) {
     ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_FLAGS);
     h.version = GF_PROTOCOL_VERSION_SHM;
     ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), GF_HEADER_BYTES);
-    h.flags = 0x0002; /* an unknown bit */
+    h.flags = GF_FLAG_DEVICE; /* version 4's */
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_FLAGS);
+    h.flags = 0x0004; /* an unknown bit */
     ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_FLAGS);
     h.flags = GF_FLAG_SHM;
     h.payload_bytes = GF_SHM_FRAME_BYTES + 1; /* a descriptor has one size */
@@ -748,7 +875,8 @@ START_TEST(msg_type_names) {
     ck_assert_str_eq(gf_msg_type_name(0), "unknown");
     ck_assert_str_eq(gf_msg_type_name(GF_MSG_REGION_ADD), "region_add");
     ck_assert_str_eq(gf_msg_type_name(GF_MSG_REGION_REMOVE), "region_remove");
-    ck_assert_str_eq(gf_msg_type_name(9), "unknown");
+    ck_assert_str_eq(gf_msg_type_name(GF_MSG_DEVICE_REGION_ADD), "device_region_add");
+    ck_assert_str_eq(gf_msg_type_name(10), "unknown");
     ck_assert_str_eq(gf_msg_type_name(0x101), "unknown"); /* not truncated to 1 */
     ck_assert_str_eq(gf_msg_type_name(UINT32_MAX), "unknown");
 }
@@ -973,6 +1101,8 @@ static Suite *protocol_suite(void) {
     tcase_add_test(tc, parse_bad_version);
     tcase_add_test(tc, shm_examples_byte_exact);
     tcase_add_test(tc, shm_header_rules);
+    tcase_add_test(tc, device_examples_byte_exact);
+    tcase_add_test(tc, device_header_rules);
     tcase_add_test(tc, parse_types_by_role);
     tcase_add_test(tc, parse_role_differences);
     tcase_add_test(tc, parse_flags_must_be_zero);

@@ -76,7 +76,7 @@ START_TEST(headers_answer_in_the_requests_version) {
     gf_header h, req = {.version = GF_PROTOCOL_VERSION_MAX, .frame_id = 7, .pipeline_id = 3};
     uint8_t desc[GF_SHM_RESULT_BYTES] = {0};
     memset(&r, 0, sizeof r);
-    gf_reply_result(&r, &req, desc, sizeof desc, 1);
+    gf_reply_result(&r, &req, desc, sizeof desc, GF_FLAG_SHM);
     ck_assert(r.ready);
     gf_test_ck_reply_header(r.header, &h);
     ck_assert_uint_eq(h.version, GF_PROTOCOL_VERSION_MAX);

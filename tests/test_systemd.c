@@ -1196,7 +1196,7 @@ START_TEST(parse_all_and_describe_changes) {
               "trace_frames, "
               "max_connections, max_output_bytes, max_output_bytes_total, max_input_bytes_total, "
               "max_regions, "
-              "max_shm_bytes, pipelines)\n"
+              "max_shm_bytes, max_device_region_bytes, pipelines)\n"
               "slots: expected an integer in [1, 64], got 0\n"
               "log_level: expected one of \"error\", \"warn\", \"info\", \"debug\", got "
               "\"loud\"\n"

@@ -70,6 +70,7 @@ _ANSWERS: Dict[int, int] = {
     MsgType.TRACE: MsgType.TRACE,
     MsgType.REGION_ADD: MsgType.REGION_ADD,
     MsgType.REGION_REMOVE: MsgType.REGION_REMOVE,
+    MsgType.DEVICE_REGION_ADD: MsgType.DEVICE_REGION_ADD,
 }
 
 

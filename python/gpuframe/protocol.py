@@ -10,7 +10,10 @@ The header codec takes the version as an argument rather than assuming 1:
 (PROTOCOL.md, "Versioning").  Version 2 is version 1 plus shared-memory
 regions: the REGION_ADD and REGION_REMOVE messages, the ``SHM`` flag on a
 FRAME and its RESULT, and the three fixed descriptors those carry (encoded and
-decoded here).  A client marks only those messages as version 2.
+decoded here).  A client marks only those messages as version 2.  Version 4
+is version 2 plus device regions: DEVICE_REGION_ADD (GPU memory from the
+CUDA driver's cuMemCreate, shared as a POSIX file descriptor) and the
+``DEVICE`` flag on a FRAME and its RESULT, whose descriptors are version 2's.
 """
 
 from __future__ import annotations
@@ -26,13 +29,18 @@ __all__ = [
     "VERSION",
     "VERSION_SHM",
     "VERSION_SCHED",
+    "VERSION_DEVICE",
     "SUPPORTED_VERSIONS",
     "FLAG_SHM",
+    "FLAG_DEVICE",
     "FLAG_DEADLINE",
     "FLAG_LATEST",
     "CLASS_SHIFT",
     "CLASSES",
     "deadline_wire",
+    "DEVICE_REGION_BYTES",
+    "DEVICE_HANDLE_POSIX_FD",
+    "REGION_DEVICE",
     "SHM_FRAME_BYTES",
     "SHM_RESULT_BYTES",
     "REGION_INFO_BYTES",
@@ -53,6 +61,7 @@ __all__ = [
     "encode_shm_frame",
     "decode_shm_result",
     "decode_region_info",
+    "encode_device_region",
 ]
 
 #: "GFRM" read as a little-endian 32-bit integer.
@@ -63,11 +72,16 @@ VERSION = 1
 VERSION_SHM = 2
 #: The version of a FRAME with scheduling flags (FLAG_DEADLINE, FLAG_LATEST).
 VERSION_SCHED = 3
+#: The version of DEVICE_REGION_ADD and device frames (and all of version 3).
+VERSION_DEVICE = 4
 #: The versions whose replies this package can read.
-SUPPORTED_VERSIONS = (1, 2, 3)
+SUPPORTED_VERSIONS = (1, 2, 3, 4)
 #: ``flags`` of a version-2 FRAME whose payload is a descriptor into a region,
 #: and of its RESULT.
 FLAG_SHM = 0x0001
+#: ``flags`` of a version-4 FRAME whose descriptor names a device region,
+#: and of its RESULT.
+FLAG_DEVICE = 0x0002
 #: ``flags`` of a version-3 FRAME whose ``status`` carries its deadline
 #: (:func:`deadline_wire`): not on the engine by then, it is answered
 #: ``deadline_exceeded`` without running.
@@ -76,11 +90,15 @@ FLAG_DEADLINE = 0x0100
 #: connection's previous such frame, not yet on the engine, is answered
 #: ``superseded`` and this one runs in its place.
 FLAG_LATEST = 0x0200
-#: A version-3 FRAME's priority class, in ``flags`` bits 10-11: 0 the class
-#: the daemon's ``priorities`` give the user, else the index in CLASSES (at
-#: most what the configuration gives).
+#: A version-3 or -4 FRAME's priority class, in ``flags`` bits 10-11: 0 the
+#: class the daemon's ``priorities`` give the user, else the index in CLASSES
+#: (at most what the configuration gives).
 CLASS_SHIFT = 10
 CLASSES = ("default", "realtime", "normal", "batch")
+#: DEVICE_REGION_ADD's payload: region_bytes, handle_type, reserved.
+DEVICE_REGION_BYTES = 16
+#: Its handle type: CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR.
+DEVICE_HANDLE_POSIX_FD = 1
 #: A frame by reference's payload: region_id, reserved, in_offset, in_bytes,
 #: out_offset, out_capacity.
 SHM_FRAME_BYTES = 40
@@ -90,6 +108,8 @@ SHM_RESULT_BYTES = 24
 REGION_INFO_BYTES = 16
 #: Region info flag: the daemon page-locked the region (CUDA engine).
 REGION_PINNED = 0x1
+#: Region info flag: the region is device memory (DEVICE_REGION_ADD).
+REGION_DEVICE = 0x2
 #: The fixed header that precedes every payload.
 HEADER_BYTES = 32
 #: Upper bound on an ERROR reply's text; a longer ERROR is a protocol violation.
@@ -102,6 +122,8 @@ assert _HEADER.size == HEADER_BYTES
 _SHM_FRAME = struct.Struct("<IIQQQQ")
 _SHM_RESULT = struct.Struct("<IIQQ")
 _REGION_INFO = struct.Struct("<IIQ")
+_DEVICE_REGION = struct.Struct("<QII")
+assert _DEVICE_REGION.size == DEVICE_REGION_BYTES
 assert (_SHM_FRAME.size, _SHM_RESULT.size, _REGION_INFO.size) == (
     SHM_FRAME_BYTES, SHM_RESULT_BYTES, REGION_INFO_BYTES)
 
@@ -117,15 +139,17 @@ class MsgType(enum.IntEnum):
     TRACE = 6  #: both: empty request (pipeline_id = most frames); JSON of stage times
     REGION_ADD = 7  #: both, version 2: a memfd as SCM_RIGHTS; 16 bytes of region info
     REGION_REMOVE = 8  #: both, version 2: pipeline_id = the region; empty reply
+    DEVICE_REGION_ADD = 9  #: both, version 4: a cuMemCreate fd as SCM_RIGHTS; region info
 
 
 #: The types a client accepts from the daemon.
 REPLY_TYPES = frozenset(
     {MsgType.RESULT, MsgType.ERROR, MsgType.LIST, MsgType.STATS, MsgType.TRACE,
-     MsgType.REGION_ADD, MsgType.REGION_REMOVE}
+     MsgType.REGION_ADD, MsgType.REGION_REMOVE, MsgType.DEVICE_REGION_ADD}
 )
-# The reply types that exist only from version 2 on.
+# The reply types that exist only from version 2 on, and from version 4 on.
 _SHM_TYPES = frozenset({MsgType.REGION_ADD, MsgType.REGION_REMOVE})
+_DEVICE_TYPES = frozenset({MsgType.DEVICE_REGION_ADD})
 
 
 class Status(enum.IntEnum):
@@ -253,10 +277,11 @@ def decode_header(buf: Buffer, offset: int = 0, *,
 
     Checks what PROTOCOL.md asks of a client, in wire order: the magic, a
     version in ``versions``, a reply type of that version (REGION_* from
-    version 2 on), ``flags`` 0 (or ``FLAG_SHM`` on a version-2 RESULT),
+    version 2 on, DEVICE_REGION_ADD from version 4 on), ``flags`` 0 (or
+    ``FLAG_SHM`` on a version-2 or -4 RESULT, ``FLAG_DEVICE`` on a version-4 one),
     ``status`` nonzero exactly for ERROR, an ERROR text of at most
     ``ERROR_TEXT_MAX_BYTES``, and the fixed payload lengths of version 2: 24
-    bytes for a RESULT with ``FLAG_SHM``, 16 for REGION_ADD, 0 for
+    bytes for a RESULT with a flag, 16 for REGION_ADD and DEVICE_REGION_ADD, 0 for
     REGION_REMOVE.  A status code this package does not know is accepted: it
     is a failure of that one frame, not a violation.  Returns a
     :class:`Header`; raises :class:`ProtocolError` naming the first problem.
@@ -277,10 +302,15 @@ def decode_header(buf: Buffer, offset: int = 0, *,
     if type_ in _SHM_TYPES and version < VERSION_SHM:
         raise ProtocolError("reply of type %d in version %d (it needs version %d)"
                             % (type_, version, VERSION_SHM))
-    allowed_flags = FLAG_SHM if version >= VERSION_SHM and type_ == MsgType.RESULT else 0
-    if flags & ~allowed_flags:
+    if type_ in _DEVICE_TYPES and version < VERSION_DEVICE:
+        raise ProtocolError("reply of type %d in version %d (it needs version %d)"
+                            % (type_, version, VERSION_DEVICE))
+    allowed: Tuple[int, ...] = (0,)
+    if type_ == MsgType.RESULT and version >= VERSION_SHM:
+        allowed = (0, FLAG_SHM, FLAG_DEVICE) if version >= VERSION_DEVICE else (0, FLAG_SHM)
+    if flags not in allowed:
         raise ProtocolError("reply with flags 0x%04x (must be %s)"
-                            % (flags, "0 or 0x%04x" % FLAG_SHM if allowed_flags else "0"))
+                            % (flags, " or ".join("0x%04x" % f if f else "0" for f in allowed)))
     if (status != 0) != (type_ == MsgType.ERROR):
         raise ProtocolError(
             "%s reply with status %d" % (MsgType(type_).name, status)
@@ -290,15 +320,17 @@ def decode_header(buf: Buffer, offset: int = 0, *,
             "ERROR reply of %d bytes (at most %d)" % (payload_bytes, ERROR_TEXT_MAX_BYTES)
         )
     fixed: Optional[int] = None
-    if flags & FLAG_SHM:
+    if flags:
         fixed = SHM_RESULT_BYTES
-    elif type_ == MsgType.REGION_ADD:
+    elif type_ in (MsgType.REGION_ADD, MsgType.DEVICE_REGION_ADD):
         fixed = REGION_INFO_BYTES
     elif type_ == MsgType.REGION_REMOVE:
         fixed = 0
     if fixed is not None and payload_bytes != fixed:
         raise ProtocolError("%s%s reply of %d bytes (it has %d)"
-                            % (MsgType(type_).name, " (SHM)" if flags else "", payload_bytes,
+                            % (MsgType(type_).name,
+                               " (SHM)" if flags == FLAG_SHM else " (DEVICE)" if flags else "",
+                               payload_bytes,
                                fixed))
     return Header(version, type_, flags, frame_id, pipeline_id, status, payload_bytes)
 
@@ -328,3 +360,11 @@ def decode_shm_result(buf: Buffer) -> ShmResult:
 def decode_region_info(buf: Buffer) -> RegionInfo:
     """The :class:`RegionInfo` of a REGION_ADD reply (its 16-byte payload)."""
     return RegionInfo(*_REGION_INFO.unpack(buf))
+
+
+def encode_device_region(region_bytes: int, *, handle_type: int = DEVICE_HANDLE_POSIX_FD,
+                         reserved: int = 0) -> bytes:
+    """DEVICE_REGION_ADD's 16-byte payload: the allocation's size as given to
+    cuMemCreate, and its handle type.  Every field is written exactly as given
+    (tests forge them); a value that does not fit raises ``struct.error``."""
+    return _DEVICE_REGION.pack(region_bytes, handle_type, reserved)

@@ -136,6 +136,35 @@ class ShmExampleTest(unittest.TestCase):
             protocol.decode_shm_result(bytes(bad))
 
 
+
+class DeviceExampleTest(unittest.TestCase):
+    """PROTOCOL.md, "Device frames (version 4)", "Example", byte for byte."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.blocks = [b for b, _ in hex_blocks(read_doc()) if b[:5] == b"GFRM\x04"]
+
+    def test_the_document_was_read(self):
+        self.assertEqual(sorted(b[5] for b in self.blocks),
+                         [MsgType.FRAME, MsgType.DEVICE_REGION_ADD, MsgType.DEVICE_REGION_ADD])
+
+    def test_device_region_add_and_reply(self):
+        request, reply = [b for b in self.blocks if b[5] == MsgType.DEVICE_REGION_ADD]
+        self.assertEqual(protocol.encode_header(MsgType.DEVICE_REGION_ADD, 0, 0,
+                                                protocol.DEVICE_REGION_BYTES, version=4)
+                         + protocol.encode_device_region(2 << 20), request)
+        h = protocol.decode_header(reply)
+        self.assertEqual(h, protocol.Header(4, MsgType.DEVICE_REGION_ADD, 0, 0, 0, 0, 16))
+        self.assertEqual(protocol.decode_region_info(reply[32:]),
+                         protocol.RegionInfo(1, protocol.REGION_DEVICE, 2 << 20))
+
+    def test_device_frame(self):
+        (block,) = [b for b in self.blocks if b[5] == MsgType.FRAME]
+        header = protocol.encode_header(MsgType.FRAME, 5, 1, protocol.SHM_FRAME_BYTES,
+                                        flags=protocol.FLAG_DEVICE, version=4)
+        self.assertEqual(header + protocol.encode_shm_frame(1, 0, 4096, 1 << 20, 4096), block)
+
+
 class TablesTest(unittest.TestCase):
     """The package's codes and names are PROTOCOL.md's tables."""
 
@@ -156,7 +185,7 @@ class TablesTest(unittest.TestCase):
 
     def test_the_document_was_read(self):
         self.assertEqual(len(self.statuses), 22)
-        self.assertEqual(len(self.types), 8)
+        self.assertEqual(len(self.types), 9)
 
     def test_every_status_code_and_name(self):
         self.assertEqual({s.value: s.name.lower() for s in Status},
@@ -234,10 +263,10 @@ class DecodeHeaderTest(unittest.TestCase):
         bad_magic = bytearray(self.reply())
         bad_magic[0:4] = b"GFRX"
         self.refused(bytes(bad_magic), "bad magic")
-        self.refused(self.reply(version=4), "version 4")
+        self.refused(self.reply(version=5), "version 5")
         self.refused(self.reply(version=0), "version 0")
         self.refused(self.reply(MsgType.FRAME), "type 1")
-        self.refused(self.reply(9, version=2), "type 9")
+        self.refused(self.reply(10, version=4), "type 10")
         self.refused(self.reply(flags=1), "flags 0x0001 \\(must be 0\\)")
         self.refused(self.reply(MsgType.RESULT, status=6), "RESULT reply with status 6")
         self.refused(self.reply(MsgType.ERROR, status=0), "ERROR reply with status 0")
@@ -269,7 +298,7 @@ class DecodeHeaderTest(unittest.TestCase):
     def test_the_versions_read_are_an_argument(self):
         with self.assertRaisesRegex(gpuframe.ProtocolError, "version 2 \\(this client reads 1\\)"):
             protocol.decode_header(self.reply(version=2), versions=(1,))
-        self.assertEqual(protocol.SUPPORTED_VERSIONS, (1, 2, 3))
+        self.assertEqual(protocol.SUPPORTED_VERSIONS, (1, 2, 3, 4))
 
     def test_version_3_frames_carry_their_deadline_in_status(self):
         """A version-3 FRAME header as PROTOCOL.md's example has it, and its
@@ -289,6 +318,23 @@ class DecodeHeaderTest(unittest.TestCase):
                                                 version=3))
         self.assertEqual(err.status, 21)
         self.refused(self.reply(flags=protocol.FLAG_LATEST, version=3), "flags 0x0200")
+
+    def test_version_4_adds_device_regions_and_the_device_flag(self):
+        v4 = dict(version=4)
+        self.assertEqual(protocol.decode_header(self.reply(flags=2, payload_bytes=24, **v4)),
+                         protocol.Header(4, MsgType.RESULT, 2, 1, 2, 0, 24))
+        self.assertEqual(protocol.decode_header(self.reply(flags=1, payload_bytes=24, **v4)),
+                         protocol.Header(4, MsgType.RESULT, 1, 1, 2, 0, 24))
+        self.assertEqual(protocol.decode_header(self.reply(9, payload_bytes=16, **v4)).type,
+                         MsgType.DEVICE_REGION_ADD)
+        self.refused(self.reply(9, payload_bytes=16, version=2), "type 9 in version 2")
+        self.refused(self.reply(9, payload_bytes=16, version=3), "type 9 in version 3")
+        self.refused(self.reply(flags=3, payload_bytes=24, **v4), "flags 0x0003")
+        self.refused(self.reply(flags=2, payload_bytes=16, **v4), "RESULT \\(DEVICE\\) reply of 16")
+        self.refused(self.reply(9, payload_bytes=15, **v4), "DEVICE_REGION_ADD reply of 15 bytes")
+        self.refused(self.reply(version=5), "version 5")
+        self.assertEqual(protocol.encode_device_region(2 << 20),
+                         bytes.fromhex("0000200000000000" "01000000" "00000000"))
 
 
 class PipelinesTest(unittest.TestCase):

@@ -44,41 +44,50 @@ static int expected_result(const uint8_t *p, enum gf_parse_role role, uint64_t m
     uint16_t flags = (uint16_t)le(p + 6, 2);
     uint64_t payload_bytes = le(p + 24, 8);
     int daemon = role == GF_ROLE_DAEMON;
-    int v2 = version == 2 || version == 3; /* 3: 2 and a FRAME's scheduling flags */
+    int v2 = version >= 2 && version <= 4; /* 3: 2 and scheduling; 4: 3 and devices */
+    int v4 = version == 4;
     int accepted = daemon ? type == GF_MSG_FRAME || type == GF_MSG_LIST || type == GF_MSG_STATS ||
                                 type == GF_MSG_TRACE
                           : type >= GF_MSG_RESULT && type <= GF_MSG_TRACE;
     if (v2 && (type == GF_MSG_REGION_ADD || type == GF_MSG_REGION_REMOVE))
         accepted = 1;
-    /* Only a version-2 or -3 FRAME (daemon) or RESULT (client) may say
-     * "shm"; only a version-3 FRAME may say "deadline" (0x0100, its status
-     * then the deadline), "latest" (0x0200) and its priority class (the two
-     * bits 0x0C00). */
-    int may_shm = v2 && type == (daemon ? GF_MSG_FRAME : GF_MSG_RESULT);
-    int may_sched = version == 3 && daemon && type == GF_MSG_FRAME;
-    int shm = (flags & GF_FLAG_SHM) != 0;
-    uint16_t allowed = (uint16_t)((may_shm ? 0x0001u : 0) | (may_sched ? 0x0F00u : 0));
-    int deadline = (flags & 0x0100u) != 0;
+    if (v4 && type == GF_MSG_DEVICE_REGION_ADD)
+        accepted = 1;
+    /* Only a FRAME (daemon) or RESULT (client) of version 2 to 4 may say
+     * "shm" (0x0001), and of version 4 "device" (0x0002), never both; only
+     * a version-3 or -4 FRAME may say "deadline" (0x0100, its status then
+     * the deadline), "latest" (0x0200) and its priority class (the two bits
+     * 0x0C00). */
+    int may_ref = v2 && type == (daemon ? GF_MSG_FRAME : GF_MSG_RESULT);
+    int may_sched = (version == 3 || version == 4) && daemon && type == GF_MSG_FRAME;
+    uint16_t sched = may_sched ? (uint16_t)(flags & 0x0F00u) : 0;
+    uint16_t ref = (uint16_t)(flags & ~sched);
+    int ref_ok = ref == 0 || (may_ref && (ref == 0x0001u || (v4 && ref == 0x0002u)));
+    int by_ref = ref != 0;
+    int deadline = (sched & 0x0100u) != 0;
 
     if (magic != GF_MAGIC)
         return -GF_ERR_BAD_MAGIC;
-    if (version < 1 || version > 3)
+    if (version < 1 || version > 4)
         return -GF_ERR_BAD_VERSION;
     if (!accepted)
         return -GF_ERR_BAD_TYPE;
-    if ((flags & ~allowed) != 0 || (daemon && status != 0 && !deadline))
+    if (!ref_ok || (daemon && status != 0 && !deadline))
         return -GF_ERR_BAD_FLAGS;
     if (payload_bytes > max_payload_bytes)
         return -GF_ERR_TOO_LARGE;
     if (!daemon && type == GF_MSG_ERROR && payload_bytes > GF_ERROR_TEXT_MAX_BYTES)
         return -GF_ERR_TOO_LARGE;
-    if (daemon && type != GF_MSG_FRAME && payload_bytes != 0)
+    if (daemon && type == GF_MSG_DEVICE_REGION_ADD && payload_bytes != 16)
         return -GF_ERR_BAD_LENGTH;
-    if (daemon && shm && payload_bytes != 40)
+    if (daemon && type != GF_MSG_FRAME && type != GF_MSG_DEVICE_REGION_ADD && payload_bytes != 0)
         return -GF_ERR_BAD_LENGTH;
-    if (!daemon && shm && payload_bytes != 24)
+    if (daemon && by_ref && payload_bytes != 40)
         return -GF_ERR_BAD_LENGTH;
-    if (!daemon && type == GF_MSG_REGION_ADD && status == 0 && payload_bytes != 16)
+    if (!daemon && by_ref && payload_bytes != 24)
+        return -GF_ERR_BAD_LENGTH;
+    if (!daemon && (type == GF_MSG_REGION_ADD || type == GF_MSG_DEVICE_REGION_ADD) && status == 0 &&
+        payload_bytes != 16)
         return -GF_ERR_BAD_LENGTH;
     if (!daemon && type == GF_MSG_REGION_REMOVE && payload_bytes != 0)
         return -GF_ERR_BAD_LENGTH;

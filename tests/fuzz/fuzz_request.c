@@ -117,14 +117,22 @@ static void on_header(driver *v, const gf_request *r, size_t len) {
     REQUIRE(h->type == GF_MSG_FRAME || h->type == GF_MSG_LIST || h->type == GF_MSG_STATS ||
             h->type == GF_MSG_TRACE ||
             (h->version >= GF_PROTOCOL_VERSION_SHM &&
-             (h->type == GF_MSG_REGION_ADD || h->type == GF_MSG_REGION_REMOVE)));
-    /* Scheduling flags on version-3 frames only; a status only as a deadline. */
-    REQUIRE(!(h->flags & (0x0100u | 0x0200u)) || (h->version == 3 && h->type == GF_MSG_FRAME));
+             (h->type == GF_MSG_REGION_ADD || h->type == GF_MSG_REGION_REMOVE)) ||
+            (h->version == GF_PROTOCOL_VERSION_DEVICE && h->type == GF_MSG_DEVICE_REGION_ADD));
+    /* Scheduling flags on version-3 and -4 frames only; a status only as a
+     * deadline. */
+    REQUIRE(!(h->flags & (0x0100u | 0x0200u)) ||
+            (h->version >= 3 && h->type == GF_MSG_FRAME));
     REQUIRE(h->status == 0 || (h->flags & 0x0100u));
-    /* A frame by reference carries exactly its descriptor. */
-    REQUIRE(!(h->flags & GF_FLAG_SHM) || h->payload_bytes == GF_SHM_FRAME_BYTES);
-    REQUIRE(h->type == GF_MSG_FRAME ? h->payload_bytes <= v->d.max_frame_bytes
-                                    : h->payload_bytes == 0);
+    /* A frame by reference, in memory or on the device, carries exactly its
+     * descriptor; a device region its 16 bytes. */
+    uint16_t ref = h->flags & (GF_FLAG_SHM | GF_FLAG_DEVICE);
+    REQUIRE(ref == 0 || ref == GF_FLAG_SHM ||
+            (ref == GF_FLAG_DEVICE && h->version == GF_PROTOCOL_VERSION_DEVICE));
+    REQUIRE(ref == 0 || (h->type == GF_MSG_FRAME && h->payload_bytes == GF_SHM_FRAME_BYTES));
+    REQUIRE(h->type == GF_MSG_FRAME               ? h->payload_bytes <= v->d.max_frame_bytes
+            : h->type == GF_MSG_DEVICE_REGION_ADD ? h->payload_bytes == GF_DEVICE_REGION_BYTES
+                                                  : h->payload_bytes == 0);
 
     unsigned bit = 1u << (v->headers++ % 8);
     if (v->sc->defer & bit) {

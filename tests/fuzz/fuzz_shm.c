@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer harness for the shared-memory descriptor checks
- * (gf_shm_frame_decode, gf_shm_frame_check): any 40-byte descriptor, region
- * size and pipeline output length.  The oracle recomputes the rules of
- * PROTOCOL.md ("Frames by reference") in 128-bit arithmetic, where nothing
- * can overflow, and the harness requires the same verdict; an accepted
- * descriptor's ranges must lie inside the region and not overlap.
+ * libFuzzer harness for the shared-memory and device descriptor checks
+ * (gf_shm_frame_decode, gf_shm_frame_check, gf_device_frame_check): any
+ * 40-byte descriptor, region size and pipeline output length.  The oracle
+ * recomputes the rules of PROTOCOL.md ("Frames by reference", "Device
+ * frames") in 128-bit arithmetic, where nothing can overflow, and the
+ * harness requires the same verdict; an accepted descriptor's ranges must
+ * lie inside the region and not overlap, and a device frame's offsets be
+ * aligned.
  *
  * Input: 40 bytes of descriptor, 8 of region size, 8 of output length
  * (little-endian); shorter inputs are padded with zeros.
@@ -47,6 +49,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int rc = gf_shm_frame_check(&d, region, out, why, sizeof why);
     REQUIRE(rc == 0 || rc == -GF_ERR_BAD_DESCRIPTOR);
     REQUIRE((rc == 0) == want);
+    REQUIRE(rc == 0 || (why[0] != '\0' && strlen(why) < sizeof why));
+
+    int aligned = d.in_offset % 256 == 0 && d.out_offset % 256 == 0;
+    why[0] = '\0';
+    rc = gf_device_frame_check(&d, region, out, why, sizeof why);
+    REQUIRE(rc == 0 || rc == -GF_ERR_BAD_DESCRIPTOR);
+    REQUIRE((rc == 0) == (want && aligned));
     REQUIRE(rc == 0 || (why[0] != '\0' && strlen(why) < sizeof why));
     return 0;
 }
