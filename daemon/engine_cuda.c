@@ -42,6 +42,7 @@
 #include "engine_cuda_complete.h"
 #include "engine_cuda_graphs.h"
 #include "engine_cuda_launch.h"
+#include "engine_cuda_vmm.h"
 #include "kernels.h"
 #include "plugin.h"
 #include "stats.h"
@@ -195,7 +196,9 @@ static const gf_engine_ops cuda_ops = {.name = "cuda",
                                        .close = cuda_close,
                                        .poll = gf__cuda_poll,
                                        .pin = cuda_pin,
-                                       .unpin = cuda_unpin};
+                                       .unpin = cuda_unpin,
+                                       .device_map = gf__cuda_device_map,
+                                       .device_unmap = gf__cuda_device_unmap};
 
 /* Allocates one slot's memory, stream and events; the shard's thread at
  * start-up.  Returns 0 or a negative errno (cuda_errno) with the failed

@@ -34,9 +34,22 @@ static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage 
     return (cudaError_t)launch(&st->params, in, (size_t)in_bytes, out, cs->stream);
 }
 
+/* Where frame `f` is read by stage k: a device frame's first stage reads
+ * its region in place; any other, `in` + its offset. */
+static const uint8_t *frame_in(const gf_frame *f, uint32_t k, const uint8_t *in) {
+    return k == 0 && f->on_device ? f->src : in + f->offset;
+}
+
+/* Where stage k of `f`'s pipeline writes: a device frame's last stage into
+ * its region in place; any other, `out` + its offset. */
+static uint8_t *frame_out(const gf_frame *f, uint32_t k, uint8_t *out) {
+    return k + 1 == f->pipeline.stage_count && f->on_device ? f->dst : out + f->offset;
+}
+
 /* Launches stage `st` (stage k of the pipeline) for every frame of the slot,
- * each frame's input at `in` + its offset and output at `out` + its offset:
- * a plugin with launch_batch gets them in calls of at most its
+ * each frame's input at `in` + its offset and output at `out` + its offset
+ * (a device frame's first input and last output in its region: frame_in,
+ * frame_out): a plugin with launch_batch gets them in calls of at most its
  * max_batch_frames, anything else one launch a frame. */
 static cudaError_t launch_frames(const gf_slot *s, cuda_slot *cs, const gf_stage *st, uint32_t k,
                                  uint8_t *in, uint8_t *out) {
@@ -47,7 +60,7 @@ static cudaError_t launch_frames(const gf_slot *s, cuda_slot *cs, const gf_stage
         for (uint32_t i = 0; i < s->frame_count && err == cudaSuccess; i++) {
             const gf_frame *f = &s->frames[i];
             uint64_t n = k == 0 ? f->in_bytes : f->stage_bytes[k - 1];
-            err = launch_stage(s, cs, st, in + f->offset, n, out + f->offset);
+            err = launch_stage(s, cs, st, frame_in(f, k, in), n, frame_out(f, k, out));
         }
         return err;
     }
@@ -56,9 +69,9 @@ static cudaError_t launch_frames(const gf_slot *s, cuda_slot *cs, const gf_stage
     gf_plugin_frame frames[GF_SLOT_FRAMES_MAX];
     for (uint32_t i = 0; i < s->frame_count; i++) {
         const gf_frame *f = &s->frames[i];
-        frames[i] = (gf_plugin_frame){.in_dev = in + f->offset,
+        frames[i] = (gf_plugin_frame){.in_dev = frame_in(f, k, in),
                                       .in_bytes = k == 0 ? f->in_bytes : f->stage_bytes[k - 1],
-                                      .out_dev = out + f->offset,
+                                      .out_dev = frame_out(f, k, out),
                                       .out_bytes = f->stage_bytes[k]};
     }
     for (uint32_t i = 0; i < s->frame_count && err == cudaSuccess; i += per_call) {
@@ -107,13 +120,18 @@ static int strided_run(const gf_slot *s, uint32_t i, uint32_t j, int to_device, 
  * strided_run); shm frames, in their client's region, go in one copy per
  * run of frames that lie back to back both there and in the slot (a
  * client's consecutive frames of a multiple of 256 bytes do), each on its
- * own otherwise. */
+ * own otherwise; device frames need none (their stages run in their
+ * region). */
 static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
     enum cudaMemcpyKind dir = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
     uint8_t *dev = to_device ? cs->in_dev : cs->out_dev;
     uint8_t *host = to_device ? s->in_host : s->out_host;
     for (uint32_t i = 0; i < s->frame_count;) {
         const gf_frame *f = &s->frames[i];
+        if (f->on_device) {
+            i++;
+            continue;
+        }
         uint64_t bytes = to_device ? f->in_bytes : f->out_bytes;
         const void *from = to_device ? (const void *)f->src : dev + f->offset;
         void *to = to_device ? (void *)(dev + f->offset) : f->dst;
@@ -174,11 +192,20 @@ static int runs_zero_copy(const cuda_engine *ce, const gf_slot *s, int elementwi
     return 1;
 }
 
+/* Whether any frame of `s` is a device frame (its stages run in place in
+ * its region, so the batch cannot run as one launch over the slot). */
+static int has_device_frames(const gf_slot *s) {
+    for (uint32_t i = 0; i < s->frame_count; i++)
+        if (s->frames[i].on_device)
+            return 1;
+    return 0;
+}
+
 cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     const gf_pipeline *p = &s->frames[0].pipeline; /* every frame's */
     const gf_frame *last = &s->frames[s->frame_count - 1];
     int elementwise = gf_pipeline_elementwise(p);
-    int whole = s->frame_count == 1 || elementwise;
+    int whole = !has_device_frames(s) && (s->frame_count == 1 || elementwise);
     s->zero_copy = runs_zero_copy(ce, s, elementwise);
     uint8_t *in_first = s->zero_copy ? s->in_host : cs->in_dev;
     uint8_t *out_last = s->zero_copy ? s->out_host : cs->out_dev;

@@ -10,6 +10,8 @@
  *                           once per shape and replayed
  *   engine_cuda_complete.c  the completion modes (host function, poll,
  *                           hybrid) and the stage times of a finished slot
+ *   engine_cuda_vmm.c       device regions: a client's cuMemCreate memory
+ *                           imported and mapped through the driver API
  *
  * Five threads run this code, each function says which:
  *   - the shard's thread at start-up and shutdown: open (allocations,
@@ -18,7 +20,8 @@
  *     blocking on the device);
  *   - the CUDA driver's host-function thread: on_stream_done (no CUDA call,
  *     no lock);
- *   - workers of the shard's libuv thread pool: a region's pin and unpin;
+ *   - workers of the shard's libuv thread pool: a region's pin and unpin,
+ *     a device region's map and unmap;
  *   - a worker of the control loop's thread pool: a reload's prepare
  *     (gf__engine_cuda_prepare), which touches no open engine.
  *
