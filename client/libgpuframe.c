@@ -30,6 +30,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "device_alloc.h"
 #include "list_names.h"
 #include "util.h"
 
@@ -62,6 +63,7 @@ struct gf_request {
     uint64_t frame_id;                      /* the reply must echo it               */
     uint8_t type;                           /* request type; decides reply types    */
     int shm;                                /* data is `desc` (moves with the ring) */
+    uint16_t ref_flags;                     /* by reference: GF_FLAG_SHM or _DEVICE */
     unsigned char desc[GF_SHM_FRAME_BYTES]; /* a shm frame's descriptor            */
 };
 
@@ -265,9 +267,22 @@ static int grow_ring(gf_client *c) {
     return 0;
 }
 
-/* Appends a request to the ring; the header is encoded now, in version 1
- * unless `flags` or the type need version 2, or a FRAME's scheduling
- * options version 3. */
+/* The protocol version a request of `type` with `flags` needs: 4 for the
+ * device messages, 3 for a FRAME's scheduling flags, 2 for the
+ * shared-memory ones, else 1. */
+static uint8_t request_version(uint8_t type, uint16_t flags) {
+    if (flags & GF_FLAG_DEVICE || type == GF_MSG_DEVICE_REGION_ADD)
+        return GF_PROTOCOL_VERSION_DEVICE;
+    if (flags & GF_FLAGS_SCHED)
+        return GF_PROTOCOL_VERSION_SCHED;
+    if (flags != 0 || type == GF_MSG_REGION_ADD || type == GF_MSG_REGION_REMOVE)
+        return GF_PROTOCOL_VERSION_SHM;
+    return GF_PROTOCOL_VERSION;
+}
+
+/* Appends a request to the ring; the header is encoded now, in the version
+ * its type and `flags` need (request_version), with the connection's
+ * scheduling options on a FRAME. */
 static int queue_request_flags(gf_client *c, uint8_t type, uint16_t flags, uint32_t pipeline_id,
                                uint64_t frame_id, const void *data, size_t len) {
     if (c->sticky_err)
@@ -290,11 +305,8 @@ static int queue_request_flags(gf_client *c, uint8_t type, uint16_t flags, uint3
         flags |= GF_FLAG_LATEST;
     if (type == GF_MSG_FRAME)
         flags |= (uint16_t)(c->frame_class << GF_FLAG_CLASS_SHIFT);
-    int v2 = flags != 0 || type == GF_MSG_REGION_ADD || type == GF_MSG_REGION_REMOVE;
     gf_header h = {
-        .version = flags & GF_FLAGS_SCHED ? GF_PROTOCOL_VERSION_SCHED
-                   : v2                   ? GF_PROTOCOL_VERSION_SHM
-                                          : GF_PROTOCOL_VERSION,
+        .version = request_version(type, flags),
         .type = type,
         .flags = flags,
         .frame_id = frame_id,
@@ -309,6 +321,7 @@ static int queue_request_flags(gf_client *c, uint8_t type, uint16_t flags, uint3
     r->frame_id = frame_id;
     r->type = type;
     r->shm = 0;
+    r->ref_flags = 0;
     c->tail_seq++;
     return 0;
 }
@@ -318,15 +331,18 @@ static int queue_request(gf_client *c, uint8_t type, uint32_t pipeline_id, uint6
     return queue_request_flags(c, type, 0, pipeline_id, frame_id, data, len);
 }
 
-int gf_client_send_frame_shm(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
-                             const gf_shm_frame *desc) {
-    int err = queue_request_flags(c, GF_MSG_FRAME, GF_FLAG_SHM, pipeline_id, frame_id, NULL,
+/* Queues a frame by reference with `flags` (GF_FLAG_SHM or GF_FLAG_DEVICE)
+ * and the descriptor `desc`. */
+static int send_frame_ref(gf_client *c, uint16_t flags, uint32_t pipeline_id, uint64_t frame_id,
+                          const gf_shm_frame *desc) {
+    int err = queue_request_flags(c, GF_MSG_FRAME, flags, pipeline_id, frame_id, NULL,
                                   GF_SHM_FRAME_BYTES);
     if (err < 0)
         return err;
     struct gf_request *r = request_at(c, c->tail_seq - 1);
     gf_shm_frame_encode(desc, r->desc);
     r->shm = 1;
+    r->ref_flags = flags;
     return 0;
 }
 
@@ -343,6 +359,16 @@ int gf_client_set_priority(gf_client *c, unsigned cls) {
         return -EINVAL;
     c->frame_class = cls;
     return 0;
+}
+
+int gf_client_send_frame_shm(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
+                             const gf_shm_frame *desc) {
+    return send_frame_ref(c, GF_FLAG_SHM, pipeline_id, frame_id, desc);
+}
+
+int gf_client_send_frame_device(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
+                                const gf_shm_frame *desc) {
+    return send_frame_ref(c, GF_FLAG_DEVICE, pipeline_id, frame_id, desc);
 }
 
 int gf_client_send_frame(gf_client *c, uint32_t pipeline_id, uint64_t frame_id, const void *data,
@@ -504,6 +530,7 @@ static int type_answers(uint8_t req, uint8_t reply) {
     case GF_MSG_TRACE: return reply == GF_MSG_TRACE;
     case GF_MSG_REGION_ADD: return reply == GF_MSG_REGION_ADD;
     case GF_MSG_REGION_REMOVE: return reply == GF_MSG_REGION_REMOVE;
+    case GF_MSG_DEVICE_REGION_ADD: return reply == GF_MSG_DEVICE_REGION_ADD;
     }
     return 0;
 }
@@ -591,11 +618,15 @@ static int reserve_payload(gf_client *c, size_t bytes) {
 static int check_shm_result(gf_client *c, const struct gf_request *r, const gf_reply *reply) {
     gf_shm_frame asked;
 
-    if (reply->shm != r->shm) {
+    if (reply->shm != r->shm || reply->header.flags != r->ref_flags) {
         set_error(c, "daemon answered frame %llu %s, which was sent %s",
                   (unsigned long long)r->frame_id,
-                  reply->shm ? "with a shm RESULT" : "with its bytes",
-                  r->shm ? "by reference" : "with its bytes");
+                  reply->header.flags == GF_FLAG_DEVICE ? "with a device RESULT"
+                  : reply->shm                          ? "with a shm RESULT"
+                                                        : "with its bytes",
+                  r->ref_flags == GF_FLAG_DEVICE ? "on the device"
+                  : r->shm                       ? "by reference"
+                                                 : "with its bytes");
         return fail_sticky(c, -EPROTO);
     }
     if (!r->shm)
@@ -664,7 +695,7 @@ static int take_reply(gf_client *c, gf_reply *reply) {
     reply->payload = c->cur.payload_bytes > 0 ? c->payload : NULL;
     reply->payload_bytes = (size_t)c->cur.payload_bytes;
     reply->shm = 0;
-    if (c->cur.type == GF_MSG_RESULT && (c->cur.flags & GF_FLAG_SHM)) {
+    if (c->cur.type == GF_MSG_RESULT && c->cur.flags != 0) {
         /* The parser checked its size; reserved bytes must be zero. */
         if (gf_shm_result_decode(c->payload, &reply->shm_result) < 0) {
             set_error(c, "daemon sent a shm RESULT whose reserved bytes are not zero");
@@ -868,20 +899,29 @@ int gf_client_pipeline_id(gf_client *c, const char *name, uint32_t *id, int time
 
 /* ---- shared-memory regions --------------------------------------------------- */
 
-/* Sends the REGION_ADD header with `fd` as SCM_RIGHTS on its own bytes, and
- * queues it for its reply.  Nothing else may be unwritten (the fd must ride
- * on exactly these 32 bytes). */
-static int send_region_add(gf_client *c, int fd, int timeout_ms) {
-    int err = queue_request(c, GF_MSG_REGION_ADD, 0, 0, NULL, 0);
+/* Sends a REGION_ADD header (`payload` NULL), or a DEVICE_REGION_ADD header
+ * and its 16-byte `payload`, with `fd` as SCM_RIGHTS on exactly those
+ * bytes, in one sendmsg, and queues it for its reply.  Nothing else may be
+ * unwritten (the fd must ride on exactly these bytes). */
+static int send_region_add(gf_client *c, int fd, const uint8_t *payload, int timeout_ms) {
+    uint8_t type = payload ? GF_MSG_DEVICE_REGION_ADD : GF_MSG_REGION_ADD;
+    size_t len = payload ? GF_DEVICE_REGION_BYTES : 0;
+    /* No data pointer: the payload goes from `bytes` below; should this
+     * sendmsg never happen, the ring would send zeros in its place. */
+    int err = queue_request(c, type, 0, 0, NULL, len);
     if (err < 0)
         return err;
     struct gf_request *r = request_at(c, c->tail_seq - 1);
+    unsigned char bytes[GF_HEADER_BYTES + GF_DEVICE_REGION_BYTES];
+    memcpy(bytes, r->header, GF_HEADER_BYTES);
+    if (len)
+        memcpy(bytes + GF_HEADER_BYTES, payload, len);
     union {
         struct cmsghdr align;
         char bytes[CMSG_SPACE(sizeof(int))];
     } control;
     memset(&control, 0, sizeof control);
-    struct iovec iov = {.iov_base = r->header, .iov_len = GF_HEADER_BYTES};
+    struct iovec iov = {.iov_base = bytes, .iov_len = GF_HEADER_BYTES + len};
     struct msghdr msg = {.msg_iov = &iov,
                          .msg_iovlen = 1,
                          .msg_control = control.bytes,
@@ -900,11 +940,12 @@ static int send_region_add(gf_client *c, int fd, int timeout_ms) {
     uint64_t deadline_ms = timeout_ms >= 0 ? gf_now_ms() + (uint64_t)timeout_ms : 0;
     for (;;) {
         ssize_t w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
-        if (w == (ssize_t)GF_HEADER_BYTES)
+        if (w == (ssize_t)(GF_HEADER_BYTES + len))
             break;
         if (w >= 0) {
-            /* 32 bytes into an empty socket buffer go in whole or not at all. */
-            set_error(c, "REGION_ADD: only %zd of its 32 bytes were sent", w);
+            /* A few bytes into an empty socket buffer go in whole or not at all. */
+            set_error(c, "%s: only %zd of its %zu bytes were sent", gf_msg_type_name(type), w,
+                      GF_HEADER_BYTES + len);
             return fail_sticky(c, -EPROTO);
         }
         if (errno == EINTR)
@@ -922,7 +963,7 @@ static int send_region_add(gf_client *c, int fd, int timeout_ms) {
         if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
             return -errno;
     }
-    r->written_bytes = GF_HEADER_BYTES;
+    r->written_bytes = GF_HEADER_BYTES + len;
     c->write_seq++;
     return 0;
 }
@@ -950,7 +991,25 @@ int gf_client_region_add_fd(gf_client *c, int fd, gf_region_info *info, uint32_t
     uint32_t st = GF_OK;
     if (gf_client_in_flight(c) > 0)
         return -EBUSY;
-    int err = send_region_add(c, fd, timeout_ms);
+    int err = send_region_add(c, fd, NULL, timeout_ms);
+    if (err == 0)
+        err = recv_one(c, &reply, &st, timeout_ms);
+    if (status)
+        *status = st;
+    if (err == 0)
+        gf_region_info_decode(reply.payload, info);
+    return err;
+}
+
+int gf_client_device_region_add_fd(gf_client *c, int fd, const gf_device_region *d,
+                                   gf_region_info *info, uint32_t *status, int timeout_ms) {
+    gf_reply reply;
+    uint32_t st = GF_OK;
+    uint8_t payload[GF_DEVICE_REGION_BYTES];
+    if (gf_client_in_flight(c) > 0)
+        return -EBUSY;
+    gf_device_region_encode(d, payload);
+    int err = send_region_add(c, fd, payload, timeout_ms);
     if (err == 0)
         err = recv_one(c, &reply, &st, timeout_ms);
     if (status)
@@ -971,6 +1030,63 @@ int gf_client_region_remove(gf_client *c, uint32_t region_id, uint32_t *status, 
     if (status)
         *status = st;
     return err;
+}
+
+int gf_client_device_region_create(gf_client *c, int device, uint64_t bytes,
+                                   gf_client_device_region *out, int timeout_ms) {
+    char why[256];
+    gf__device_alloc a;
+    int fd = -1;
+    if (gf_client_in_flight(c) > 0)
+        return -EBUSY;
+    int err = gf__device_alloc_create(device, bytes, &a, &fd, why, sizeof why);
+    if (err < 0) {
+        set_error(c, "device region: %s", why);
+        return err;
+    }
+    gf_device_region d = {.region_bytes = a.bytes, .handle_type = GF_DEVICE_HANDLE_POSIX_FD};
+    gf_region_info info;
+    err = gf_client_device_region_add_fd(c, fd, &d, &info, NULL, timeout_ms);
+    close(fd); /* the daemon holds its own copy, or none */
+    if (err < 0) {
+        gf__device_alloc_free(&a);
+        return err;
+    }
+    *out = (gf_client_device_region){.id = info.region_id,
+                                     .device = device,
+                                     .dev_ptr = a.dev_ptr,
+                                     .bytes = a.bytes,
+                                     .handle = a.handle};
+    return 0;
+}
+
+int gf_client_device_region_destroy(gf_client *c, gf_client_device_region *r, int timeout_ms) {
+    int err = c != NULL && r->id != 0 ? gf_client_region_remove(c, r->id, NULL, timeout_ms) : 0;
+    gf__device_alloc a = {
+        .device = r->device, .dev_ptr = r->dev_ptr, .bytes = r->bytes, .handle = r->handle};
+    gf__device_alloc_free(&a);
+    r->dev_ptr = 0;
+    r->id = 0;
+    return err;
+}
+
+/* Whether [offset, offset + bytes) lies in `r`. */
+static int device_range_ok(const gf_client_device_region *r, uint64_t offset, size_t bytes) {
+    return r->dev_ptr != 0 && bytes <= r->bytes && offset <= r->bytes - bytes;
+}
+
+int gf_client_device_copy_to(const gf_client_device_region *r, uint64_t offset, const void *src,
+                             size_t bytes) {
+    if (!device_range_ok(r, offset, bytes))
+        return -EINVAL;
+    return gf__device_copy(r->device, r->dev_ptr + offset, (void *)src, bytes, 1);
+}
+
+int gf_client_device_copy_from(const gf_client_device_region *r, uint64_t offset, void *dst,
+                               size_t bytes) {
+    if (!device_range_ok(r, offset, bytes))
+        return -EINVAL;
+    return gf__device_copy(r->device, r->dev_ptr + offset, dst, bytes, 0);
 }
 
 int gf_client_region_create(gf_client *c, uint64_t bytes, gf_client_region *out, int timeout_ms) {

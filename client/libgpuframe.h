@@ -96,8 +96,9 @@ typedef struct gf_reply {
     gf_header header;
     const void *payload;
     size_t payload_bytes;
-    /* A RESULT of a frame sent with gf_client_send_frame_shm: its output is
-     * in the region, where shm_result says; `payload` holds the raw
+    /* A RESULT of a frame sent with gf_client_send_frame_shm (or, with
+     * header.flags GF_FLAG_DEVICE, gf_client_send_frame_device): its output
+     * is in the region, where shm_result says; `payload` holds the raw
      * 24-byte descriptor. */
     int shm;
     gf_shm_result shm_result;
@@ -117,6 +118,23 @@ typedef struct gf_client_region {
     uint64_t bytes;
     int fd; /* the memfd, closed by gf_client_region_destroy */
 } gf_client_region;
+
+/*
+ * A device region (PROTOCOL.md, "Device frames"): `bytes` of GPU memory on
+ * CUDA device `device` (this process's ordinal), made by
+ * gf_client_device_region_create with the CUDA driver's cuMemCreate, mapped
+ * here at `dev_ptr` (a CUdeviceptr: this process's kernels, cudaMemcpy,
+ * torch.from_blob and the like use it) and in the daemon, which knows it as
+ * `id` on this connection.  Frames sent with gf_client_send_frame_device
+ * run on it in place, with no copy to or from the host.
+ */
+typedef struct gf_client_device_region {
+    uint32_t id;
+    int device;
+    uint64_t dev_ptr;
+    uint64_t bytes;  /* the size asked for, rounded up to the allocation granularity */
+    uint64_t handle; /* the driver's CUmemGenericAllocationHandle */
+} gf_client_device_region;
 
 /*
  * Connects to the daemon listening on the Unix socket `socket_path` and
@@ -357,6 +375,62 @@ GF_API int gf_client_region_remove(gf_client *c, uint32_t region_id, uint32_t *s
  */
 GF_API int gf_client_send_frame_shm(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
                                     const gf_shm_frame *desc);
+
+/*
+ * Device regions (PROTOCOL.md, "Device frames").  The library links no
+ * CUDA: it loads the driver (libcuda.so.1) at run time, on the first call
+ * that needs it, and these return -ENOSYS (gf_client_error says why) where
+ * there is none.
+ *
+ * gf_client_device_region_create allocates at least `bytes` on `device`,
+ * maps it here and hands it to the daemon (DEVICE_REGION_ADD), which maps
+ * it once.  No request may be in flight (-EBUSY).  Returns 0 and fills
+ * *out; -EREMOTEIO when the daemon refused it (gf_client_error says why:
+ * bad_region, for one on the cpu engine; region_limit); -ENOSYS, -ENODEV,
+ * -ENOMEM, -EIO from the driver; or what gf_client_recv returns.
+ * gf_client_device_region_destroy removes it (REGION_REMOVE: the daemon
+ * unmaps it once frames in flight on it are done) and frees it here; with
+ * `c` NULL only the local side is undone.  Freeing here first is safe too:
+ * the daemon's mapping keeps the memory until it unmaps it.
+ */
+GF_API int gf_client_device_region_create(gf_client *c, int device, uint64_t bytes,
+                                          gf_client_device_region *out, int timeout_ms);
+GF_API int gf_client_device_region_destroy(gf_client *c, gf_client_device_region *r,
+                                           int timeout_ms);
+
+/*
+ * DEVICE_REGION_ADD with `fd` (a cuMemExportToShareableHandle POSIX fd, not
+ * closed here; -1 sends none, which the daemon refuses) and the payload `d`,
+ * for callers that allocate themselves; fills *info.  Returns as
+ * gf_client_region_add_fd.
+ */
+GF_API int gf_client_device_region_add_fd(gf_client *c, int fd, const gf_device_region *d,
+                                          gf_region_info *info, uint32_t *status, int timeout_ms);
+
+/*
+ * Queues a device frame: pipeline `pipeline_id` reads desc->in_bytes at
+ * desc->in_offset of device region desc->region_id and writes its output at
+ * desc->out_offset, on the GPU in place; both offsets multiples of
+ * GF_DEVICE_FRAME_ALIGN_BYTES.  The input must be written (and the writing
+ * stream synchronised) before the call, and stay unchanged, and the output
+ * range unread, until the reply: a RESULT with reply.shm set and
+ * header.flags GF_FLAG_DEVICE, or an ERROR.  Return values as for
+ * gf_client_send_frame.
+ */
+GF_API int gf_client_send_frame_device(gf_client *c, uint32_t pipeline_id, uint64_t frame_id,
+                                       const gf_shm_frame *desc);
+
+/*
+ * Copies `bytes` from host memory `src` to `offset` of device region `r`,
+ * or from there to `dst`, synchronously (cuMemcpyHtoD, cuMemcpyDtoH), for
+ * a program with no CUDA code of its own (gpuframe stream --device-frames).
+ * Returns 0, -EINVAL for a range outside the region, -ENOSYS or -ENODEV
+ * without a driver, -EIO for a failed copy.  Any thread.
+ */
+GF_API int gf_client_device_copy_to(const gf_client_device_region *r, uint64_t offset,
+                                    const void *src, size_t bytes);
+GF_API int gf_client_device_copy_from(const gf_client_device_region *r, uint64_t offset, void *dst,
+                                      size_t bytes);
 
 /*
  * Frame buffers in shared memory: the fast path for frames from 64 KiB up

@@ -106,8 +106,8 @@ int gf__cuda_device_map(gf_engine *e, int fd, uint64_t bytes, gf_device_mapping 
         return -ENOTSUP;
     }
     CUmemGenericAllocationHandle handle;
-    CUresult rc = vmm.import(&handle, (void *)(uintptr_t)fd,
-                             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUresult rc =
+        vmm.import(&handle, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     if (rc != CUDA_SUCCESS) {
         gf_errorf(why, why_len,
                   "the CUDA driver does not import the file descriptor (%s): it is not a "
@@ -168,8 +168,8 @@ int gf__cuda_device_map(gf_engine *e, int fd, uint64_t bytes, gf_device_mapping 
                   (unsigned long long)bytes, rc_name(rc));
         goto fail_free;
     }
-    access = (CUmemAccessDesc){.location = prop.location,
-                               .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    access =
+        (CUmemAccessDesc){.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     if ((rc = vmm.set_access(va, (size_t)bytes, &access, 1)) != CUDA_SUCCESS) {
         gf_errorf(why, why_len, "cuMemSetAccess for device %d failed: %s", prop.location.id,
                   rc_name(rc));

@@ -59,16 +59,21 @@ soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libgpuframe.so.0 ] || fail "soname '$soname', expected libgpuframe.so.0"
 [ "$(readlink "$libdir/libgpuframe.so")" = libgpuframe.so.0 ] || fail "libgpuframe.so does not link to libgpuframe.so.0"
 exports=$(nm -D --defined-only "$so" | awk '$2 == "T" { print $3 }' | sort | tr '\n' ' ')
-expected="gf_client_close gf_client_connect gf_client_connect_error gf_client_error gf_client_flush \
-gf_client_in_flight gf_client_pipeline_id gf_client_recv gf_client_region_add_fd \
-gf_client_region_create gf_client_region_destroy gf_client_region_remove \
-gf_client_request_json gf_client_request_trace gf_client_send_frame gf_client_send_frame_shm \
+expected="gf_client_close gf_client_connect gf_client_connect_error gf_client_device_copy_from \
+gf_client_device_copy_to gf_client_device_region_add_fd gf_client_device_region_create \
+gf_client_device_region_destroy gf_client_error gf_client_flush gf_client_in_flight \
+gf_client_pipeline_id gf_client_recv gf_client_region_add_fd gf_client_region_create \
+gf_client_region_destroy gf_client_region_remove gf_client_request_json gf_client_request_trace \
+gf_client_send_frame gf_client_send_frame_device gf_client_send_frame_shm \
 gf_client_send_request gf_client_send_shm gf_client_set_frame_options \
 gf_client_set_max_reply_bytes gf_client_set_priority gf_client_shm_close \
 gf_client_shm_frame_buffer gf_client_shm_open gf_client_shm_region gf_client_shm_result \
-gf_client_version gf_deadline_decode gf_deadline_encode gf_header_encode gf_header_parse gf_msg_type_name gf_priority_class_name gf_priority_class_parse gf_region_info_decode \
-gf_region_info_encode gf_shm_frame_check gf_shm_frame_decode gf_shm_frame_encode \
-gf_shm_result_decode gf_shm_result_encode gf_status_is_fatal gf_status_name "
+gf_client_version gf_deadline_decode gf_deadline_encode gf_device_frame_check \
+gf_device_region_decode gf_device_region_encode \
+gf_header_encode gf_header_parse gf_msg_type_name gf_priority_class_name gf_priority_class_parse \
+gf_region_info_decode gf_region_info_encode \
+gf_shm_frame_check gf_shm_frame_decode gf_shm_frame_encode gf_shm_result_decode \
+gf_shm_result_encode gf_status_is_fatal gf_status_name gf_version_known "
 [ "$exports" = "$expected" ] || fail "libgpuframe.so exports
   $exports
 expected
