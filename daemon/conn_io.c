@@ -347,7 +347,7 @@ static int conn_dispatch(gf_conn *c, const gf_request *req) {
     /* A request other than FRAME with a payload (DEVICE_REGION_ADD's 16
      * bytes) is taken whole, with the fd that came with its last byte; a
      * frame by reference with its descriptor, which says where it runs. */
-    if ((req->header.type != GF_MSG_FRAME || req->header.flags != 0) &&
+    if ((req->header.type != GF_MSG_FRAME || (req->header.flags & GF_FLAGS_BY_REF) != 0) &&
         c->buf_end - c->buf_start < req->bytes + req->header.payload_bytes)
         return 0;
     int fd = conn_request_fd(c, req);

@@ -38,7 +38,9 @@ static int replaceable(const gf_frame *f, const gf_pipeline *p, const gf_header 
                        uint64_t in_bytes, int shm) {
     return f->latest && f->batched && f->slot->open && !f->slot->in_flight &&
            f->pipeline_id == h->pipeline_id && f->in_bytes == in_bytes &&
-           (f->region != NULL) == (shm != 0) && f->pipeline.stage_count == p->stage_count &&
+           (f->region != NULL) == (shm != 0) &&
+           (f->on_device != 0) == ((h->flags & GF_FLAG_DEVICE) != 0) &&
+           f->pipeline.stage_count == p->stage_count &&
            memcmp(f->pipeline.stages, p->stages, p->stage_count * sizeof p->stages[0]) == 0;
 }
 
@@ -82,9 +84,10 @@ int gf_frame_policy_newer_read(const gf_header *h, const uint8_t *payload, const
         gf_header_parse(next, avail, GF_ROLE_DAEMON, h->payload_bytes, &n) != (int)GF_HEADER_BYTES)
         return 0;
     if (n.type != GF_MSG_FRAME || n.pipeline_id != h->pipeline_id || !(n.flags & GF_FLAG_LATEST) ||
-        (n.flags & GF_FLAG_SHM) != (h->flags & GF_FLAG_SHM) || n.payload_bytes != h->payload_bytes)
+        (n.flags & GF_FLAGS_BY_REF) != (h->flags & GF_FLAGS_BY_REF) ||
+        n.payload_bytes != h->payload_bytes)
         return 0;
-    if (!(h->flags & GF_FLAG_SHM))
+    if (!(h->flags & GF_FLAGS_BY_REF))
         return 1;
     gf_shm_frame mine, theirs;
     return avail >= GF_HEADER_BYTES + GF_SHM_FRAME_BYTES &&

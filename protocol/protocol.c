@@ -85,9 +85,8 @@ static int flags_allowed(enum gf_parse_role role, uint32_t version, uint32_t typ
         return 1;
     if (type != (role == GF_ROLE_DAEMON ? GF_MSG_FRAME : GF_MSG_RESULT))
         return 0;
-    uint16_t sched = role == GF_ROLE_DAEMON && version >= GF_PROTOCOL_VERSION_SCHED
-                         ? flags & GF_FLAGS_SCHED
-                         : 0;
+    uint16_t sched =
+        role == GF_ROLE_DAEMON && version >= GF_PROTOCOL_VERSION_SCHED ? flags & GF_FLAGS_SCHED : 0;
     uint16_t ref = flags & (uint16_t)~sched;
     if (ref == 0)
         return 1;

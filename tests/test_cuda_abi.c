@@ -33,8 +33,7 @@ SAME_FIELD(cuda_abi_location, CUmemLocation, type, type);
 SAME_FIELD(cuda_abi_location, CUmemLocation, id, id);
 _Static_assert(sizeof(cuda_abi_alloc_prop) == sizeof(CUmemAllocationProp), "CUmemAllocationProp");
 SAME_FIELD(cuda_abi_alloc_prop, CUmemAllocationProp, type, type);
-SAME_FIELD(cuda_abi_alloc_prop, CUmemAllocationProp, requested_handle_types,
-           requestedHandleTypes);
+SAME_FIELD(cuda_abi_alloc_prop, CUmemAllocationProp, requested_handle_types, requestedHandleTypes);
 SAME_FIELD(cuda_abi_alloc_prop, CUmemAllocationProp, location, location);
 SAME_FIELD(cuda_abi_alloc_prop, CUmemAllocationProp, win32_handle_meta_data, win32HandleMetaData);
 SAME_FIELD(cuda_abi_alloc_prop, CUmemAllocationProp, alloc_flags, allocFlags);

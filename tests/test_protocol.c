@@ -692,10 +692,48 @@ START_TEST(device_header_rules) {
     h = gf_test_header(GF_MSG_REGION_REMOVE, 4, 7, 0);
     h.version = GF_PROTOCOL_VERSION_DEVICE;
     ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), GF_HEADER_BYTES);
-    /* Version 3 is not this daemon's. */
-    h.version = 3;
-    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), -GF_ERR_BAD_VERSION);
-    ck_assert(!gf_version_known(3) && gf_version_known(4) && !gf_version_known(5));
+    /* Version 3 keeps REGION_REMOVE but has no device messages or flag. */
+    h.version = GF_PROTOCOL_VERSION_SCHED;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 0, &out), GF_HEADER_BYTES);
+    ck_assert(gf_version_known(3) && gf_version_known(4) && !gf_version_known(5));
+    h = gf_test_header(GF_MSG_FRAME, 5, 0, GF_SHM_FRAME_BYTES);
+    h.version = GF_PROTOCOL_VERSION_SCHED;
+    h.flags = GF_FLAG_DEVICE | GF_FLAG_LATEST;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), -GF_ERR_BAD_FLAGS);
+    h = gf_test_header(GF_MSG_DEVICE_REGION_ADD, 5, 0, GF_DEVICE_REGION_BYTES);
+    h.version = GF_PROTOCOL_VERSION_SCHED;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), -GF_ERR_BAD_TYPE);
+
+    /* Version 4 is a superset of 3: a device frame (or a frame by value, or
+     * by shm) with a deadline in `status` and newest-only; a status without
+     * DEADLINE stays bad_flags, and the scheduling flags never on a RESULT. */
+    h = gf_test_header(GF_MSG_FRAME, 6, 1, GF_SHM_FRAME_BYTES);
+    h.version = GF_PROTOCOL_VERSION_DEVICE;
+    h.flags = GF_FLAG_DEVICE | GF_FLAG_DEADLINE | GF_FLAG_LATEST;
+    h.status = 0x12345678u;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), GF_HEADER_BYTES);
+    ck_assert_uint_eq(out.flags, 0x0302u);
+    ck_assert_uint_eq(out.status, 0x12345678u);
+    /* The priority class (0x0C00) too, as on a version-3 frame. */
+    h.flags = (uint16_t)(GF_FLAG_DEVICE | GF_FLAG_DEADLINE | GF_CLASS_BATCH << GF_FLAG_CLASS_SHIFT);
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), GF_HEADER_BYTES);
+    ck_assert_uint_eq(out.flags, 0x0D02u);
+    h.flags = GF_FLAG_DEVICE | GF_FLAG_LATEST; /* a status, but no deadline */
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), -GF_ERR_BAD_FLAGS);
+    h.status = 0;
+    h.payload_bytes = 4096; /* still its descriptor, whatever else it says */
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), -GF_ERR_BAD_LENGTH);
+    h.flags = GF_FLAG_DEADLINE; /* by value, with a deadline, in version 4 */
+    h.status = 7;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 1u << 20, &out), GF_HEADER_BYTES);
+    h.flags = GF_FLAG_SHM | GF_FLAG_DEVICE | GF_FLAG_LATEST;
+    h.payload_bytes = GF_SHM_FRAME_BYTES;
+    h.status = 0;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_DAEMON, 64, &out), -GF_ERR_BAD_FLAGS);
+    h = gf_test_header(GF_MSG_RESULT, 6, 1, GF_SHM_RESULT_BYTES);
+    h.version = GF_PROTOCOL_VERSION_DEVICE;
+    h.flags = GF_FLAG_DEVICE | GF_FLAG_LATEST;
+    ck_assert_int_eq(reparse(&h, GF_ROLE_CLIENT, 64, &out), -GF_ERR_BAD_FLAGS);
 
     /* Reserved bytes of the payload must be zero. */
     unsigned char d[GF_DEVICE_REGION_BYTES] = {0};

@@ -121,8 +121,7 @@ static void on_header(driver *v, const gf_request *r, size_t len) {
             (h->version == GF_PROTOCOL_VERSION_DEVICE && h->type == GF_MSG_DEVICE_REGION_ADD));
     /* Scheduling flags on version-3 and -4 frames only; a status only as a
      * deadline. */
-    REQUIRE(!(h->flags & (0x0100u | 0x0200u)) ||
-            (h->version >= 3 && h->type == GF_MSG_FRAME));
+    REQUIRE(!(h->flags & (0x0100u | 0x0200u)) || (h->version >= 3 && h->type == GF_MSG_FRAME));
     REQUIRE(h->status == 0 || (h->flags & 0x0100u));
     /* A frame by reference, in memory or on the device, carries exactly its
      * descriptor; a device region its 16 bytes. */
