@@ -11,9 +11,9 @@
 
 #include <stdint.h>
 
-typedef int cuda_abi_result; /* CUresult */
-#define CUDA_ABI_SUCCESS             0  /* CUDA_SUCCESS                  */
-#define CUDA_ABI_ERROR_OUT_OF_MEMORY 2  /* CUDA_ERROR_OUT_OF_MEMORY      */
+typedef int cuda_abi_result;           /* CUresult */
+#define CUDA_ABI_SUCCESS             0 /* CUDA_SUCCESS                  */
+#define CUDA_ABI_ERROR_OUT_OF_MEMORY 2 /* CUDA_ERROR_OUT_OF_MEMORY      */
 
 #define CUDA_ABI_ALLOCATION_TYPE_PINNED 1 /* CU_MEM_ALLOCATION_TYPE_PINNED */
 #define CUDA_ABI_HANDLE_TYPE_POSIX_FD   1 /* CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR */

@@ -206,6 +206,7 @@ int gf__device_copy(int device, uint64_t dev_ptr, void *host, size_t bytes, int 
     int err = ready(device, why, sizeof why);
     if (err < 0)
         return err;
-    cuda_abi_result rc = to_device ? drv.htod(dev_ptr, host, bytes) : drv.dtoh(host, dev_ptr, bytes);
+    cuda_abi_result rc =
+        to_device ? drv.htod(dev_ptr, host, bytes) : drv.dtoh(host, dev_ptr, bytes);
     return bytes == 0 || rc == CUDA_ABI_SUCCESS ? 0 : -EIO;
 }

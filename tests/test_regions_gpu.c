@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device regions on the CUDA engine (PROTOCOL.md, "Device frames"), end to
+ * end through libgpuframe's own device allocations (the driver loaded at run
+ * time): the daemon maps a client's cuMemCreate memory and runs pipelines on
+ * it in place.
+ *
+ * - every configured pipeline (echo, affine, sincos, normalize_u8, image,
+ *   spectrogram, a plugin, the MLP plugin, a chain of two stages), several
+ *   frames in flight at once in one region (so they share batches), each
+ *   output copied back and compared with the C reference (exact where the
+ *   kind is integer, its stated tolerance where float); STATS counts them
+ *   as device frames and bytes;
+ * - a client that frees its allocation with frames in flight: every frame is
+ *   still answered, the daemon keeps serving (a new region runs verified),
+ *   and its log has no CUDA error;
+ * - refusals, each naming its cause: an fd that is not a CUDA allocation's
+ *   (a memfd), a handle type other than a POSIX fd, region_bytes beyond the
+ *   allocation or not a multiple of its granularity, offsets that are not
+ *   256-aligned, ranges past the region, a region id not held; then a good
+ *   frame still runs;
+ * - with `two` as argument (ctest test_regions_two_gpu): a region on device
+ *   1 with a daemon whose pipeline runs on both devices: the connection
+ *   moves to device 1's shard and the frames run verified.  With fewer than
+ *   two device nodes it exits GF_SKIP_CODE (ctest: skipped, not passed).
+ *
+ * Every test runs in its own forked child; CUDA is initialised only there
+ * (the runner process never touches the driver).
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <check.h>
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "device_alloc.h"
+#include "libgpuframe.h"
+#include "runner.h"
+#include "testutil.h"
+
+#define TEST_TIMEOUT_S 300
+#define REPLY_MS       30000
+#define REGION_BYTES   (32u << 20) /* room for every frame of one pipeline */
+#define IN_FLIGHT      4           /* frames of one pipeline sent at once */
+#define ALIGN          GF_DEVICE_FRAME_ALIGN_BYTES
+
+#define CLAMP_SO    GF_TEST_PLUGIN_DIR "/gf_example.so"
+#define MLP_SO      GF_TEST_PLUGIN_DIR "/gf_mlp.so"
+#define MLP_WEIGHTS GF_TEST_PLUGIN_DIR "/mlp-demo.gfw"
+
+/* Every kind of pipeline there is, and a chain; the order is the test's
+ * PIPELINES list below. */
+static const char config_json[] =
+    "{\"slots\": 4, \"max_frame_bytes\": 8388608, \"frame_timeout_ms\": 30000,"
+    " \"log_level\": \"debug\", \"pipelines\": ["
+    "{\"name\": \"echo\", \"kind\": \"echo\"},"
+    "{\"name\": \"affine\", \"kind\": \"affine\", \"params\": {\"a\": 2.0, \"b\": 0.5}},"
+    "{\"name\": \"sincos\", \"kind\": \"sincos\", \"params\": {\"iters\": 8}},"
+    "{\"name\": \"rgb\", \"kind\": \"normalize_u8\", \"params\": {\"width\": 64, \"height\": 48}},"
+    "{\"name\": \"image\", \"kind\": \"image\"},"
+    "{\"name\": \"spectrogram\", \"kind\": \"spectrogram\"},"
+    "{\"name\": \"clamp\", \"kind\": \"plugin\", \"path\": \"" CLAMP_SO "\","
+    " \"params\": {\"lo\": -1.5, \"hi\": 2}},"
+    "{\"name\": \"mlp\", \"kind\": \"plugin\", \"path\": \"" MLP_SO "\","
+    " \"params\": {\"weights\": \"" MLP_WEIGHTS "\"}},"
+    "{\"name\": \"classify\", \"stages\": ["
+    "{\"kind\": \"normalize_u8\", \"params\": {\"width\": 32, \"height\": 32}},"
+    "{\"kind\": \"plugin\", \"path\": \"" MLP_SO "\", \"params\": {\"weights\": \"" MLP_WEIGHTS
+    "\"}}]}]}";
+#define PIPELINES 9
+
+/* For the two-device case: echo and affine on every device, 2 shards. */
+static const char two_json[] =
+    "{\"slots\": 2, \"shards\": 2, \"devices\": \"0,1\", \"pipelines\": ["
+    "{\"name\": \"echo\", \"kind\": \"echo\"},"
+    "{\"name\": \"affine\", \"kind\": \"affine\", \"params\": {\"a\": 2.0, \"b\": 0.5}}]}";
+
+static gf_test_daemon daemon_;
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static uint64_t round_up(uint64_t v, uint64_t to) {
+    return (v + to - 1) / to * to;
+}
+
+/* A frame length `p` takes: its first stage's warm-up size where the kind
+ * has one, else the largest multiple of 256 up to 64 KiB its rule accepts
+ * (a plugin's rows). */
+static size_t frame_bytes_for(const gf_pipeline *p) {
+    const gf_pipeline_kind *k = p->stages[0].kind;
+    char why[256];
+    if (k->warmup_input_bytes) {
+        uint64_t b = k->warmup_input_bytes(&p->stages[0].params);
+        if (b > 0 && gf_pipeline_output_bytes(p, b, why, sizeof why) >= 0)
+            return (size_t)b;
+    }
+    for (size_t b = 65536; b >= 256; b -= 256)
+        if (gf_pipeline_output_bytes(p, b, why, sizeof why) >= 0)
+            return b;
+    ck_abort_msg("pipeline %s takes none of the test's frame sizes", p->name);
+    return 0;
+}
+
+/* Receives one reply and requires a device RESULT of `frame_id` whose
+ * output is `out_bytes` at `out_offset` of region `region_id`. */
+static void expect_device_result(gf_client *c, uint64_t frame_id, uint32_t region_id,
+                                 uint64_t out_offset, uint64_t out_bytes) {
+    gf_reply r;
+    int rc = gf_client_recv(c, &r, REPLY_MS);
+    ck_assert_msg(rc == 0, "frame %llu: gf_client_recv: %d (%s)", (unsigned long long)frame_id, rc,
+                  gf_client_error(c));
+    ck_assert_msg(r.header.type == GF_MSG_RESULT, "frame %llu: %s %s: %.*s",
+                  (unsigned long long)frame_id, gf_msg_type_name(r.header.type),
+                  gf_status_name(r.header.status), (int)r.payload_bytes,
+                  r.payload ? (const char *)r.payload : "");
+    ck_assert_uint_eq(r.header.frame_id, frame_id);
+    ck_assert_uint_eq(r.header.version, GF_PROTOCOL_VERSION_DEVICE);
+    ck_assert_uint_eq(r.header.flags, GF_FLAG_DEVICE);
+    ck_assert_int_eq(r.shm, 1);
+    ck_assert_uint_eq(r.shm_result.region_id, region_id);
+    ck_assert_uint_eq(r.shm_result.out_offset, out_offset);
+    ck_assert_uint_eq(r.shm_result.out_bytes, out_bytes);
+}
+
+/* Receives one ERROR of `status` for `frame_id` whose text holds `words`. */
+static void expect_error(gf_client *c, uint64_t frame_id, uint32_t status, const char *words) {
+    gf_reply r;
+    int rc = gf_client_recv(c, &r, REPLY_MS);
+    ck_assert_msg(rc == 0, "frame %llu: gf_client_recv: %d (%s)", (unsigned long long)frame_id, rc,
+                  gf_client_error(c));
+    ck_assert_msg(r.header.type == GF_MSG_ERROR && r.header.status == status,
+                  "frame %llu: %s %s, expected ERROR %s", (unsigned long long)frame_id,
+                  gf_msg_type_name(r.header.type), gf_status_name(r.header.status),
+                  gf_status_name(status));
+    ck_assert_uint_eq(r.header.frame_id, frame_id);
+    char text[GF_ERROR_TEXT_MAX_BYTES + 1];
+    size_t n =
+        r.payload_bytes < GF_ERROR_TEXT_MAX_BYTES ? r.payload_bytes : GF_ERROR_TEXT_MAX_BYTES;
+    memcpy(text, r.payload, n);
+    text[n] = '\0';
+    ck_assert_msg(strstr(text, words) != NULL, "frame %llu: '%s' does not say '%s'",
+                  (unsigned long long)frame_id, text, words);
+}
+
+/* Streams `count` verified frames of pipeline `p` through device region
+ * `reg`, all in flight at once at distinct offsets; frame ids from
+ * `first_id`.  Returns the input bytes sent. */
+static uint64_t run_verified(gf_client *c, const gf_pipeline *p, gf_client_device_region *reg,
+                             unsigned count, uint64_t first_id, uint64_t seed) {
+    size_t bytes = frame_bytes_for(p);
+    void *in[IN_FLIGHT], *ref[IN_FLIGHT];
+    size_t ref_bytes[IN_FLIGHT];
+    uint64_t in_off[IN_FLIGHT], out_off[IN_FLIGHT];
+    uint64_t rng = seed, at = 0;
+    char err[512];
+    ck_assert_uint_le(count, IN_FLIGHT);
+    for (unsigned i = 0; i < count; i++) {
+        ck_assert_msg(gf_test_make_frame(p, bytes, &rng, &in[i], &ref[i], &ref_bytes[i], err,
+                                         sizeof err) == 0,
+                      "pipeline %s: %s", p->name, err);
+        in_off[i] = at;
+        at = round_up(at + bytes, ALIGN);
+        out_off[i] = at;
+        at = round_up(at + ref_bytes[i], ALIGN);
+        ck_assert_uint_le(at, reg->bytes);
+        ck_assert_int_eq(gf_client_device_copy_to(reg, in_off[i], in[i], bytes), 0);
+    }
+    for (unsigned i = 0; i < count; i++) {
+        gf_shm_frame d = {.region_id = reg->id,
+                          .in_offset = in_off[i],
+                          .in_bytes = bytes,
+                          .out_offset = out_off[i],
+                          .out_capacity = ref_bytes[i]};
+        ck_assert_int_eq(gf_client_send_frame_device(c, p->id, first_id + i, &d), 0);
+    }
+    for (unsigned i = 0; i < count; i++) {
+        expect_device_result(c, first_id + i, reg->id, out_off[i], ref_bytes[i]);
+        void *got = malloc(ref_bytes[i] ? ref_bytes[i] : 1);
+        ck_assert_ptr_nonnull(got);
+        ck_assert_int_eq(gf_client_device_copy_from(reg, out_off[i], got, ref_bytes[i]), 0);
+        char why[512];
+        ck_assert_msg(
+            gf_pipeline_compare_result(p, got, ref[i], ref_bytes[i], why, sizeof why) == 0,
+            "pipeline %s, frame %u of %zu bytes on the device: %s", p->name, i, bytes, why);
+        /* The input is untouched: the pipeline wrote only its output. */
+        void *back = malloc(bytes);
+        ck_assert_ptr_nonnull(back);
+        ck_assert_int_eq(gf_client_device_copy_from(reg, in_off[i], back, bytes), 0);
+        ck_assert_msg(memcmp(back, in[i], bytes) == 0, "pipeline %s changed its input", p->name);
+        free(back);
+        free(got);
+        free(in[i]);
+        free(ref[i]);
+    }
+    return (uint64_t)bytes * count;
+}
+
+/* Connects, and makes a device region of `bytes` on `device`. */
+static gf_client *connect_with_region(int device, uint64_t bytes, gf_client_device_region *reg) {
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
+    int rc = gf_client_device_region_create(c, device, bytes, reg, REPLY_MS);
+    ck_assert_msg(rc == 0, "device region of %llu bytes on device %d: %d (%s)",
+                  (unsigned long long)bytes, device, rc, gf_client_error(c));
+    ck_assert_uint_ge(reg->bytes, bytes);
+    return c;
+}
+
+/* ---- tests -------------------------------------------------------------------- */
+
+START_TEST(every_pipeline_on_device_frames) {
+    gf_test_ck_daemon_start(&daemon_, config_json, "cuda");
+    gf_client_device_region reg;
+    gf_client *c = connect_with_region(0, REGION_BYTES, &reg);
+    gf_pipeline *p = NULL;
+    size_t n = 0;
+    char err[256];
+    ck_assert_msg(gf_test_list(c, &p, &n, err, sizeof err) == 0, "LIST: %s", err);
+    ck_assert_uint_eq(n, PIPELINES);
+    uint64_t frames = 0, bytes_in = 0, id = 1;
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg(gf_pipeline_has_reference(&p[i]), "pipeline %s has no reference", p[i].name);
+        /* One frame alone, then IN_FLIGHT at once (one batch or several). */
+        bytes_in += run_verified(c, &p[i], &reg, 1, id, 0x5eed + i);
+        bytes_in += run_verified(c, &p[i], &reg, IN_FLIGHT, id + 1, 0xbeef + i);
+        id += 1 + IN_FLIGHT;
+        frames += 1 + IN_FLIGHT;
+    }
+    cJSON *st = gf_test_ck_stats(c);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "device_regions.frames"), frames);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "device_regions.bytes_in"), bytes_in);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "device_regions.regions_open"), 1);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "device_regions.region_bytes"), reg.bytes);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "shm.frames"), 0);
+    cJSON_Delete(st);
+    ck_assert_int_eq(gf_client_device_region_destroy(c, &reg, REPLY_MS), 0);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "device_regions.regions_open"), 0);
+    gf_pipelines_free(p, n);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
+START_TEST(client_frees_its_allocation_mid_stream) {
+    gf_test_ck_daemon_start(&daemon_, config_json, "cuda");
+    gf_client_device_region reg;
+    gf_client *c = connect_with_region(0, REGION_BYTES, &reg);
+    /* sincos on 4 MiB frames: long enough that the free lands while they
+     * run; 4 of them in flight, inputs of whatever the memory holds. */
+    const uint32_t sincos = 2;
+    const uint64_t bytes = 4u << 20;
+    for (unsigned i = 0; i < 4; i++) {
+        gf_shm_frame d = {.region_id = reg.id,
+                          .in_offset = i * 2 * bytes,
+                          .in_bytes = bytes,
+                          .out_offset = i * 2 * bytes + bytes,
+                          .out_capacity = bytes};
+        ck_assert_int_eq(gf_client_send_frame_device(c, sincos, 10 + i, &d), 0);
+    }
+    ck_assert_int_eq(gf_client_flush(c, REPLY_MS), 0);
+    uint32_t id = reg.id;
+    /* Unmapped and released here: the daemon's mapping keeps the memory. */
+    ck_assert_int_eq(gf_client_device_region_destroy(NULL, &reg, 0), 0);
+    for (unsigned i = 0; i < 4; i++)
+        expect_device_result(c, 10 + i, id, i * 2 * bytes + bytes, bytes);
+    /* More frames on the region the client no longer maps still run. */
+    gf_shm_frame d = {.region_id = id, .in_bytes = 4096, .out_offset = 4096, .out_capacity = 4096};
+    ck_assert_int_eq(gf_client_send_frame_device(c, 0, 20, &d), 0);
+    expect_device_result(c, 20, id, 4096, 4096);
+    ck_assert_int_eq(gf_client_region_remove(c, id, NULL, REPLY_MS), 0);
+    /* The daemon serves on: a new region, verified frames. */
+    gf_client_device_region again;
+    ck_assert_int_eq(gf_client_device_region_create(c, 0, 4u << 20, &again, REPLY_MS), 0);
+    gf_pipeline *p = NULL;
+    size_t n = 0;
+    char err[256];
+    ck_assert_msg(gf_test_list(c, &p, &n, err, sizeof err) == 0, "LIST: %s", err);
+    run_verified(c, &p[1], &again, IN_FLIGHT, 30, 42); /* affine */
+    ck_assert_int_eq(gf_client_device_region_destroy(c, &again, REPLY_MS), 0);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "device_regions.regions_open"), 0);
+    gf_pipelines_free(p, n);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
+START_TEST(bad_handles_sizes_and_offsets) {
+    gf_test_ck_daemon_start(&daemon_, config_json, "cuda");
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
+    gf_region_info info;
+    uint32_t status = 0;
+
+    /* A memfd is no CUDA allocation. */
+    int memfd = memfd_create("not-cuda", MFD_CLOEXEC);
+    ck_assert_int_ge(memfd, 0);
+    ck_assert_int_eq(ftruncate(memfd, 2u << 20), 0);
+    gf_device_region dr = {.region_bytes = 2u << 20, .handle_type = GF_DEVICE_HANDLE_POSIX_FD};
+    ck_assert_int_eq(gf_client_device_region_add_fd(c, memfd, &dr, &info, &status, REPLY_MS),
+                     -EREMOTEIO);
+    ck_assert_uint_eq(status, GF_ERR_BAD_REGION);
+    ck_assert_msg(strstr(gf_client_error(c), "does not import") != NULL, "%s", gf_client_error(c));
+    close(memfd);
+
+    /* A real allocation, offered wrongly. */
+    gf__device_alloc a;
+    int fd = -1;
+    char why[256];
+    ck_assert_msg(gf__device_alloc_create(0, 2u << 20, &a, &fd, why, sizeof why) == 0, "%s", why);
+    dr = (gf_device_region){.region_bytes = a.bytes, .handle_type = 2};
+    ck_assert_int_eq(gf_client_device_region_add_fd(c, fd, &dr, &info, &status, REPLY_MS),
+                     -EREMOTEIO);
+    ck_assert_uint_eq(status, GF_ERR_BAD_REGION);
+    ck_assert_msg(strstr(gf_client_error(c), "handle_type 2") != NULL, "%s", gf_client_error(c));
+    dr = (gf_device_region){.region_bytes = a.bytes * 2, .handle_type = GF_DEVICE_HANDLE_POSIX_FD};
+    ck_assert_int_eq(gf_client_device_region_add_fd(c, fd, &dr, &info, &status, REPLY_MS),
+                     -EREMOTEIO);
+    ck_assert_uint_eq(status, GF_ERR_BAD_REGION);
+    ck_assert_msg(strstr(gf_client_error(c), "cuMemMap") != NULL, "%s", gf_client_error(c));
+    dr.region_bytes = a.bytes - 4096;
+    ck_assert_int_eq(gf_client_device_region_add_fd(c, fd, &dr, &info, &status, REPLY_MS),
+                     -EREMOTEIO);
+    ck_assert_uint_eq(status, GF_ERR_BAD_REGION);
+    ck_assert_msg(strstr(gf_client_error(c), "granularity") != NULL, "%s", gf_client_error(c));
+    /* The same allocation rightly: region 1 (ids count successes). */
+    dr.region_bytes = a.bytes;
+    ck_assert_int_eq(gf_client_device_region_add_fd(c, fd, &dr, &info, &status, REPLY_MS), 0);
+    ck_assert_uint_eq(info.flags, GF_REGION_DEVICE);
+    ck_assert_uint_eq(info.region_bytes, a.bytes);
+    close(fd);
+    uint32_t id = info.region_id;
+
+    /* Descriptors: misaligned, past the end, overlapping, unknown region. */
+    gf_shm_frame d = {.region_id = id,
+                      .in_offset = 100,
+                      .in_bytes = 4096,
+                      .out_offset = 8192,
+                      .out_capacity = 4096};
+    ck_assert_int_eq(gf_client_send_frame_device(c, 0, 1, &d), 0);
+    d.in_offset = 0;
+    d.out_offset = 8192 + 8;
+    ck_assert_int_eq(gf_client_send_frame_device(c, 0, 2, &d), 0);
+    d.out_offset = a.bytes - 2048;
+    ck_assert_int_eq(gf_client_send_frame_device(c, 0, 3, &d), 0);
+    d.out_offset = 2048; /* overlaps the input */
+    ck_assert_int_eq(gf_client_send_frame_device(c, 0, 4, &d), 0);
+    d.out_offset = 8192;
+    d.region_id = id + 7;
+    ck_assert_int_eq(gf_client_send_frame_device(c, 0, 5, &d), 0);
+    d.region_id = id; /* named as a shm frame: the region is a device region */
+    ck_assert_int_eq(gf_client_send_frame_shm(c, 0, 6, &d), 0);
+    expect_error(c, 1, GF_ERR_BAD_DESCRIPTOR, "256");
+    expect_error(c, 2, GF_ERR_BAD_DESCRIPTOR, "256");
+    expect_error(c, 3, GF_ERR_BAD_DESCRIPTOR, "region");
+    expect_error(c, 4, GF_ERR_BAD_DESCRIPTOR, "overlap");
+    expect_error(c, 5, GF_ERR_UNKNOWN_REGION, "region");
+    expect_error(c, 6, GF_ERR_BAD_DESCRIPTOR, "device region");
+
+    /* Everything refused, nothing lost: a good frame runs, echoed exactly. */
+    gf_client_device_region view = {.id = id, .device = 0, .dev_ptr = a.dev_ptr, .bytes = a.bytes};
+    unsigned char in[4096], out[4096];
+    for (size_t i = 0; i < sizeof in; i++)
+        in[i] = (unsigned char)(i * 7 + 3);
+    ck_assert_int_eq(gf_client_device_copy_to(&view, 0, in, sizeof in), 0);
+    ck_assert_int_eq(gf_client_send_frame_device(c, 0, 7, &d), 0);
+    expect_device_result(c, 7, id, 8192, 4096);
+    ck_assert_int_eq(gf_client_device_copy_from(&view, 8192, out, sizeof out), 0);
+    ck_assert_mem_eq(out, in, sizeof in);
+    cJSON *st = gf_test_ck_stats(c);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "rejected.bad_region"), 4);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "device_regions.frames"), 1);
+    cJSON_Delete(st);
+    gf__device_alloc_free(&a);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
+/* A region on device 1 moves the connection to device 1's shard. */
+START_TEST(region_on_the_second_device) {
+    gf_test_ck_daemon_start(&daemon_, two_json, "cuda");
+    gf_client_device_region reg;
+    gf_client *c = connect_with_region(1, 8u << 20, &reg);
+    ck_assert_int_eq(reg.device, 1);
+    gf_pipeline *p = NULL;
+    size_t n = 0;
+    char err[256];
+    ck_assert_msg(gf_test_list(c, &p, &n, err, sizeof err) == 0, "LIST: %s", err);
+    run_verified(c, &p[0], &reg, IN_FLIGHT, 1, 7);
+    run_verified(c, &p[1], &reg, IN_FLIGHT, 11, 8);
+    cJSON *st = gf_test_ck_stats(c);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "device_regions.frames"), 2 * IN_FLIGHT);
+    ck_assert_uint_ge(gf_test_ck_u64(st, "connections.moved"), 1);
+    cJSON_Delete(st);
+    ck_assert_int_eq(gf_client_device_region_destroy(c, &reg, REPLY_MS), 0);
+    gf_pipelines_free(p, n);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
+/* CUDA device nodes (/dev/nvidia0, ...), counted without touching the
+ * driver in this process (the tests fork). */
+static size_t device_nodes(void) {
+    glob_t g;
+    size_t n = 0;
+    if (glob("/dev/nvidia[0-9]*", 0, NULL, &g) == 0)
+        n = g.gl_pathc;
+    globfree(&g);
+    return n;
+}
+
+int main(int argc, char **argv) {
+    const char *engine = gf_test_suite_engine(); /* skips without a GPU */
+    if (strcmp(engine, "cuda") != 0) {
+        printf("SKIP: device regions need the cuda engine (GF_TEST_ENGINE=%s)\n", engine);
+        return GF_SKIP_CODE;
+    }
+    int two = argc > 1 && strcmp(argv[1], "two") == 0;
+    size_t nodes = device_nodes();
+    if (two && nodes < 2) {
+        printf("SKIP: a region on a second GPU needs two; /dev has %zu device node(s)\n", nodes);
+        return GF_SKIP_CODE;
+    }
+    Suite *s = suite_create("regions_gpu");
+    TCase *tc = tcase_create("device");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    if (two) {
+        tcase_add_test(tc, region_on_the_second_device);
+    } else {
+        tcase_add_test(tc, every_pipeline_on_device_frames);
+        tcase_add_test(tc, client_frees_its_allocation_mid_stream);
+        tcase_add_test(tc, bad_handles_sizes_and_offsets);
+    }
+    suite_add_tcase(s, tc);
+    return gf_test_run(s);
+}
