@@ -63,6 +63,7 @@ enum {
     OPT_LATEST_ONLY,
     OPT_RATE,
     OPT_PRIORITY,
+    OPT_DEVICE_FRAMES,
 };
 
 /* The common options, for a subcommand's getopt_long tables and its help. */

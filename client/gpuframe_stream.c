@@ -33,6 +33,8 @@
 /* More frames in flight than this cannot help: the daemon has at most
  * GF_SLOTS_MAX slots, and socket buffers hold the rest. */
 #define STREAM_WINDOW_MAX 65536
+/* The highest CUDA ordinal --device-frames takes. */
+#define STREAM_DEVICE_MAX 63
 /* The highest --rate: beyond a million frames a second a window paces. */
 #define STREAM_RATE_MAX 1000000
 
@@ -61,14 +63,16 @@ static void catch_interrupt(void) {
     sigaction(SIGINT, &sa, NULL);
 }
 
-static const char stream_help[] =
+/* The help, in two literals (one would pass the 4095 characters ISO C
+ * guarantees a string literal) joined by stream_help(). */
+static const char stream_help_head[] =
     "Usage: gpuframe stream --pipeline NAME|ID [OPTIONS]\n"
     "\n"
     "Streams frames through a pipeline, keeping a window of frames in flight, and\n"
     "prints one summary line:\n"
     "  frames=N errors=N seconds=S frames_per_s=R in_GBps=R out_GBps=R p50_us=L p99_us=L "
     "max_us=L\n"
-    "  transport=shm|socket\n"
+    "  transport=device|shm|socket\n"
     "(GB/s: bytes of frames answered with a result, 1e9 bytes per GB; latency: from\n"
     "queueing a frame to receiving its reply; transport: how the frames travelled),\n"
     "or, when no frame got a correct result, what failed:\n"
@@ -99,7 +103,13 @@ static const char stream_help[] =
     "                          daemon's GPU copies use the pages directly.  The default\n"
     "                          from 64K up, where the daemon allows it (max_regions,\n"
     "                          max_shm_bytes) and the result's length is known here\n"
-    "      --no-shm            send every frame's bytes through the socket\n"
+    "      --no-shm            send every frame's bytes through the socket\n";
+static const char stream_help_tail[] =
+    "      --device-frames[=N] frames on GPU N (default 0): inputs and results live in a\n"
+    "                          device region (cuMemCreate memory the daemon maps), the\n"
+    "                          pipeline runs on them in place and no frame byte crosses\n"
+    "                          PCIe or the socket; needs libcuda here and the cuda engine\n"
+    "                          there; synthetic frames only; protocol 4\n"
     "      --json              print the summary as one JSON object: the line's keys, and\n"
     "                          errors_by_status, wrong_results, no_reply, interrupted\n"
     "      --deadline-ms MS    each frame must go to the engine within MS milliseconds\n"
@@ -115,6 +125,16 @@ static const char stream_help[] =
     "                          (default: that); protocol 3\n"
     "  -q, --quiet             print only the summary\n" COMMON_HELP "\n"
     "Exit status 0 only if every frame got a correct result; 130 after Ctrl-C.\n";
+
+/* The whole help text, built once. */
+static const char *stream_help(void) {
+    static char help[sizeof stream_help_head + sizeof stream_help_tail - 1];
+    if (help[0] == '\0') {
+        memcpy(help, stream_help_head, sizeof stream_help_head - 1);
+        memcpy(help + sizeof stream_help_head - 1, stream_help_tail, sizeof stream_help_tail);
+    }
+    return help;
+}
 
 /* The pipeline named `arg`, else the one whose id `arg` is; NULL if none. */
 static const gf_pipeline *find_pipeline(const gf_pipeline *pipelines, size_t count,
@@ -183,6 +203,13 @@ static void stream_option(int opt, gf_stream_opts *o) {
         o->priority = (unsigned)cls;
         break;
     }
+    case OPT_DEVICE_FRAMES:
+        o->device_frames = 1;
+        if (optarg != NULL && (gf_parse_u64(optarg, &v) < 0 || v > STREAM_DEVICE_MAX))
+            gf_die_usage("stream", "--device-frames: expected a CUDA device in [0, %d], got '%s'",
+                         STREAM_DEVICE_MAX, optarg);
+        o->device = optarg != NULL ? (int)v : 0;
+        break;
     case OPT_RATE: {
         char *end;
         o->rate = strtod(optarg, &end);
@@ -214,6 +241,7 @@ static void parse_stream_opts(int argc, char *argv[], gf_stream_opts *o) {
         {"latest-only", no_argument, NULL, OPT_LATEST_ONLY},
         {"rate", required_argument, NULL, OPT_RATE},
         {"priority", required_argument, NULL, OPT_PRIORITY},
+        {"device-frames", optional_argument, NULL, OPT_DEVICE_FRAMES},
         COMMON_LONG_OPTIONS,
         {NULL, 0, NULL, 0}};
     int opt, shm_flags = 0;
@@ -225,7 +253,7 @@ static void parse_stream_opts(int argc, char *argv[], gf_stream_opts *o) {
     o->shm = STREAM_SHM_AUTO;
     while ((opt = getopt_long(argc, argv, ":p:n:w:i:o:q" COMMON_SHORT_OPTIONS, longopts, NULL)) !=
            -1) {
-        if (gf_common_option("stream", opt, &o->common, argv, stream_help))
+        if (gf_common_option("stream", opt, &o->common, argv, stream_help()))
             continue;
         shm_flags += opt == OPT_SHM || opt == OPT_NO_SHM;
         stream_option(opt, o);
@@ -235,6 +263,9 @@ static void parse_stream_opts(int argc, char *argv[], gf_stream_opts *o) {
         gf_die_usage("stream", "--pipeline is required");
     if (shm_flags > 1)
         gf_die_usage("stream", "--shm and --no-shm exclude each other");
+    if (o->device_frames && (shm_flags > 0 || o->input_path != NULL))
+        gf_die_usage("stream", "--device-frames sends synthetic frames already on the GPU: not "
+                               "with --shm, --no-shm or --input");
     if (o->have_seed && o->input_path != NULL)
         gf_die_usage("stream", "--seed chooses synthetic frames; with --input the frames are the "
                                "file's, so drop one of them");
@@ -257,6 +288,9 @@ static void stream_free(gf_stream_run *r) {
     if (r->in != NULL && r->in != stdin)
         fclose(r->in);
     gf_client_shm_close(NULL, r->shm, 0);
+    if (r->device.dev_ptr != 0)
+        gf_client_device_region_destroy(NULL, &r->device, 0);
+    free(r->device_host);
     gf_client_close(r->client);
     for (size_t k = 0; k < SYNTH_POOL_MAX; k++) {
         free(r->pool[k]);
@@ -316,7 +350,7 @@ static void open_plugins(gf_stream_run *r, uint64_t size_bytes) {
      * frames runs no code of the daemon's choosing, and leaves the lengths
      * to the daemon (as --no-check does; by default such frames then go
      * through the socket). */
-    if (plugins && !r->o->verify && r->o->shm != STREAM_SHM_ON) {
+    if (plugins && !r->o->verify && r->o->shm != STREAM_SHM_ON && !r->o->device_frames) {
         r->lengths_unknown = 1;
         return;
     }

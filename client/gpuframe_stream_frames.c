@@ -147,10 +147,11 @@ static void next_synthetic(gf_stream_run *r, gf_frame_slot *s, unsigned char *en
     const gf_stream_opts *o = r->o;
     size_t k;
 
-    if (entry != NULL) {
-        /* The frame buffers were filled once (gf_stream_prepare): no copy. */
+    if (entry != NULL || r->device.dev_ptr != 0) {
+        /* The frame buffers (or the device region's inputs) were filled
+         * once (gf_stream_prepare): no copy. */
         k = (size_t)(r->queued % o->window % r->pool_count);
-        s->data = entry;
+        s->data = entry != NULL ? entry : r->pool[k];
     } else {
         k = (size_t)(r->queued % r->pool_count);
         s->data = r->pool[k];
@@ -204,7 +205,15 @@ static int send_frame(gf_stream_run *r, const gf_frame_slot *s) {
     const gf_stream_opts *o = r->o;
     int err;
 
-    if (r->shm != NULL) {
+    if (r->device.dev_ptr != 0) {
+        uint64_t at = (r->queued % o->window) * r->device_entry_bytes;
+        gf_shm_frame d = {.region_id = r->device.id,
+                          .in_offset = at,
+                          .in_bytes = s->bytes,
+                          .out_offset = at + r->device_in_bytes,
+                          .out_capacity = r->device_entry_bytes - r->device_in_bytes};
+        err = gf_client_send_frame_device(r->client, r->pipeline->id, r->queued, &d);
+    } else if (r->shm != NULL) {
         err = gf_client_send_shm(r->client, r->shm, (uint32_t)(r->queued % o->window),
                                  r->pipeline->id, r->queued, s->bytes);
     } else {
@@ -331,6 +340,62 @@ static int prepare_shm(gf_stream_run *r) {
     return EXIT_OK;
 }
 
+/* A multiple of GF_DEVICE_FRAME_ALIGN_BYTES, at least `v`. */
+static uint64_t device_align(uint64_t v) {
+    return (v + GF_DEVICE_FRAME_ALIGN_BYTES - 1) / GF_DEVICE_FRAME_ALIGN_BYTES *
+           GF_DEVICE_FRAME_ALIGN_BYTES;
+}
+
+/*
+ * --device-frames: one device region on o->device with an input and an
+ * output per window entry, the synthetic pool copied into the inputs once
+ * (frames then cost no copy at all).  A failure is the run's.
+ */
+static int prepare_device(gf_stream_run *r) {
+    const gf_stream_opts *o = r->o;
+    if (r->full_expect < 0 && !o->no_check) {
+        fprintf(stderr,
+                "gpuframe stream: --device-frames: pipeline '%s' refuses frames of %" PRIu64
+                " bytes, so no place for their results can be laid out\n",
+                r->pipeline->name, o->size_bytes);
+        return EXIT_USAGE;
+    }
+    uint64_t out_bytes = r->full_expect > 0 ? (uint64_t)r->full_expect : o->size_bytes;
+    r->device_in_bytes = device_align(o->size_bytes ? o->size_bytes : 1);
+    r->device_entry_bytes = r->device_in_bytes + device_align(out_bytes ? out_bytes : 1);
+    int err = gf_client_device_region_create(
+        r->client, o->device, r->device_entry_bytes * o->window, &r->device, o->common.timeout_ms);
+    if (err < 0) {
+        /* The driver's failures here are said in the client's error too. */
+        if ((err == -ENOSYS || err == -ENODEV || err == -ENOMEM || err == -EIO) &&
+            gf_client_error(r->client)[0] != '\0')
+            fprintf(stderr, "gpuframe: --device-frames: %s\n", gf_client_error(r->client));
+        else
+            gf_print_client_error(r->client, "--device-frames", err);
+        return EXIT_FAIL;
+    }
+    if (o->verify || r->out != NULL) {
+        r->device_host = gf_alloc_frame((size_t)out_bytes);
+        if (r->device_host == NULL) {
+            fprintf(stderr, "gpuframe: out of memory\n");
+            return EXIT_FAIL;
+        }
+    }
+    if (!o->quiet && !o->json)
+        fprintf(r->report, "device region %" PRIu32 " of %" PRIu64 " bytes on GPU %d\n",
+                r->device.id, r->device.bytes, o->device);
+    for (uint32_t i = 0; i < o->window; i++) {
+        err = gf_client_device_copy_to(&r->device, i * r->device_entry_bytes,
+                                       r->pool[i % r->pool_count], (size_t)o->size_bytes);
+        if (err < 0) {
+            fprintf(stderr, "gpuframe stream: --device-frames: copying the frames to GPU %d: %s\n",
+                    o->device, strerror(-err));
+            return EXIT_FAIL;
+        }
+    }
+    return EXIT_OK;
+}
+
 int gf_stream_prepare(gf_stream_run *r) {
     const gf_stream_opts *o = r->o;
 
@@ -357,6 +422,8 @@ int gf_stream_prepare(gf_stream_run *r) {
         fprintf(stderr, "gpuframe: out of memory\n");
         return EXIT_FAIL;
     }
+    if (o->device_frames)
+        return prepare_device(r);
     if (wants_shm(r))
         return prepare_shm(r);
     say_why_socket(r);

@@ -85,6 +85,36 @@ static int shm_view(gf_stream_run *r, uint64_t seq, const gf_reply *rep, gf_repl
     return 0;
 }
 
+/*
+ * A RESULT on the device as the reply it stands for: its output copied to
+ * the host when it is verified or written (--verify, --output), else no
+ * payload, only its length.  Returns 0, or -1 with the problem recorded (a
+ * RESULT of no window entry of this run, or a copy that failed).
+ */
+static int device_view(gf_stream_run *r, uint64_t seq, const gf_reply *rep, gf_reply *view) {
+    const gf_shm_result *res = &rep->shm_result;
+    uint64_t entry = (seq % r->o->window) * r->device_entry_bytes;
+    if (!rep->shm || res->region_id != r->device.id ||
+        res->out_offset != entry + r->device_in_bytes ||
+        res->out_bytes > r->device_entry_bytes - r->device_in_bytes) {
+        mismatch(r, seq, "a RESULT outside this frame's place in the device region");
+        return -1;
+    }
+    *view = *rep;
+    view->payload = NULL;
+    view->payload_bytes = (size_t)res->out_bytes;
+    if (r->device_host == NULL)
+        return 0;
+    int err = gf_client_device_copy_from(&r->device, res->out_offset, r->device_host,
+                                         (size_t)res->out_bytes);
+    if (err < 0) {
+        mismatch(r, seq, "its result could not be copied from the GPU");
+        return -1;
+    }
+    view->payload = r->device_host;
+    return 0;
+}
+
 /* Records the latency of the frame in `s`, answered now: from queueing it to
  * its reply. */
 static void record_latency(gf_stream_run *r, const gf_frame_slot *s) {
@@ -106,8 +136,8 @@ void gf_stream_handle_reply(gf_stream_run *r, const gf_reply *raw) {
     const gf_frame_slot *s = &r->slots[seq % r->o->window];
     gf_reply view;
     const gf_reply *rep = raw;
-    if (r->shm != NULL && raw->header.type == GF_MSG_RESULT) {
-        if (shm_view(r, seq, raw, &view) < 0) {
+    if ((r->shm != NULL || r->device.dev_ptr != 0) && raw->header.type == GF_MSG_RESULT) {
+        if ((r->device.dev_ptr != 0 ? device_view : shm_view)(r, seq, raw, &view) < 0) {
             r->failed++;
             r->answered++;
             return;
@@ -201,7 +231,9 @@ static struct figures figures_of(gf_stream_run *r, uint64_t elapsed_ns, uint64_t
         .p50_us = gf_percentile_us(r->latency_ns, r->latency_count, 50),
         .p99_us = gf_percentile_us(r->latency_ns, r->latency_count, 99),
         .max_us = gf_percentile_us(r->latency_ns, r->latency_count, 100),
-        .transport = r->shm != NULL ? "shm" : "socket",
+        .transport = r->device.dev_ptr != 0 ? "device"
+                     : r->shm != NULL       ? "shm"
+                                            : "socket",
     };
 }
 

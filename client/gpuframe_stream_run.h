@@ -66,6 +66,8 @@ typedef struct gf_stream_opts {
     enum stream_shm shm;     /* --shm, --no-shm or neither             */
     uint32_t deadline_ms;    /* --deadline-ms; 0: none                 */
     int latest_only;         /* --latest-only                          */
+    int device_frames;       /* --device-frames                        */
+    int device;              /* its CUDA device                        */
     double rate;             /* --rate, frames a second; 0: the window's pace */
     unsigned priority;       /* --priority: GF_CLASS_*; 0: the configured one */
 } gf_stream_opts;
@@ -107,6 +109,13 @@ typedef struct gf_stream_run {
     /* Frames by reference: one frame buffer per window entry (frame i in
      * entry i % window); NULL when frames go through the socket. */
     gf_client_shm *shm;
+
+    /* --device-frames: one device region, window entry i's input at
+     * i * device_entry_bytes and its output device_in_bytes after it; the
+     * results copied to device_host only to verify or write them. */
+    gf_client_device_region device; /* dev_ptr 0: none          */
+    uint64_t device_entry_bytes, device_in_bytes;
+    unsigned char *device_host;
 
     FILE *out;              /* --output (stdout for "-"), or NULL   */
     FILE *report;           /* the banner and summary: stdout, or
