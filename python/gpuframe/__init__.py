@@ -43,6 +43,7 @@ from .errors import *  # noqa: F401,F403 (the exception hierarchy is public API)
 from .errors import __all__ as _errors_all
 from .pipelines import KNOWN_KINDS, Pipeline, Pipelines, TensorSpec
 from .protocol import ERROR_TEXT_MAX_BYTES, FATAL_STATUSES, MsgType, Status, status_name
+from .device import DeviceBuffer, DeviceFrame, DeviceRegion, DeviceUnavailableError
 from .shm import FrameBuffers, Region, ShmFrame
 
 __version__ = "0.1.0"
@@ -60,6 +61,10 @@ __all__ = [
     "Region",
     "FrameBuffers",
     "ShmFrame",
+    "DeviceRegion",
+    "DeviceFrame",
+    "DeviceBuffer",
+    "DeviceUnavailableError",
     "MsgType",
     "Status",
     "FATAL_STATUSES",

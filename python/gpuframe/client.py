@@ -26,6 +26,7 @@ from .connection import Request
 from .errors import BusyError, ConnectionClosedError, GpuframeError, ProtocolError, StatusError
 from .pipelines import Frame, Pipeline, Pipelines, Result, encode_frame
 from .protocol import MsgType
+from .device import DeviceFrame, DeviceRegion, add_device_region, encode_device
 from .shm import FrameBuffers, Region, ShmFrame, create_memfd, encode_shm
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ __all__ = ["Client", "default_socket_path", "connect_error", "SOCKET_ENV", "DEFA
 #: What names a pipeline: its name, its id, or a :class:`Pipeline`.
 PipelineKey = Union[str, int, "np.integer[Any]", Pipeline]
 #: A frame of :meth:`Client.stream`: by value, or by reference in a region.
-AnyFrame = Union[Frame, ShmFrame]
+AnyFrame = Union[Frame, ShmFrame, DeviceFrame]
 #: Frames whose results are arrays: NumPy arrays and frames by reference.
 _ArrayFrame = Union["npt.NDArray[Any]", ShmFrame]
 #: Frames whose results are bytearrays.
@@ -183,9 +184,10 @@ class Client:
 
     Every request is sent in protocol version 1 except the shared-memory
     ones (:meth:`region`, frames given as :class:`ShmFrame`), which need
-    version 2, and frames sent after :meth:`set_frame_options` asked for a
-    deadline or ``latest_only``, which need version 3; a client that uses
-    neither works with a version-1 daemon.
+    version 2, frames sent after :meth:`set_frame_options` asked for a
+    deadline or ``latest_only``, which need version 3, and device regions
+    (:meth:`device_region`, frames given as :class:`DeviceFrame`), version
+    4; a client that uses none of them works with a version-1 daemon.
     """
 
     def __init__(self, path: Union[None, str, "os.PathLike[str]"] = None, *,
@@ -204,7 +206,8 @@ class Client:
         self._conn = Connection(sock, timeout=timeout, version=protocol.VERSION,
                                 max_reply_bytes=max_reply_bytes)
         self._pipelines: Optional[Pipelines] = None
-        self._regions: Dict[int, Region] = {}  # id -> the open Regions of this connection
+        # id -> the open regions of this connection, of either kind
+        self._regions: Dict[int, Union[Region, DeviceRegion]] = {}
         self._deadline_ns = 0  # set_frame_options: each frame's deadline after it is sent
         self._latest_only = False
         self._class_flags = 0
@@ -418,6 +421,33 @@ class Client:
         region = self.region(FrameBuffers.region_bytes(count, nbytes, out_nbytes), name=name)
         return FrameBuffers(region, count, nbytes, out_nbytes)
 
+    def device_region(self, nbytes: int, device: int = 0) -> DeviceRegion:
+        """Makes a :class:`DeviceRegion` of at least ``nbytes`` on CUDA device
+        ``device`` (this process's ordinal) with the CUDA driver, loaded
+        here on first use, and hands it to the daemon (DEVICE_REGION_ADD,
+        version 4), which maps it once.  Raises DeviceUnavailableError
+        without a driver or device here, BadRegionError when the daemon
+        cannot map it (the cpu engine has no device memory; the text says
+        why), RegionLimitError, BusyError as :meth:`region`."""
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) \
+                or not 0 < nbytes < 1 << 63:
+            raise ValueError("a device region has 1 to 2**63 - 1 bytes, not %r" % (nbytes,))
+        self._require_idle("adding a device region")
+
+        def request(payload: bytes, fd: int) -> bytearray:
+            req = self._conn.submit(MsgType.DEVICE_REGION_ADD, 0, memoryview(payload),
+                                    version=protocol.VERSION_DEVICE, fd=fd)
+            self._conn.wait(req)
+            if req.error is not None:
+                raise req.error
+            result: bytearray = req.result
+            return result
+
+        region_id, alloc = add_device_region(request, int(nbytes), int(device))
+        region = DeviceRegion(self, region_id, alloc)
+        self._regions[region_id] = region
+        return region
+
     def _region_add(self, fd: Optional[int]) -> protocol.RegionInfo:
         """REGION_ADD with the descriptor ``fd`` (None: without one, which
         the daemon refuses); returns the reply's protocol.RegionInfo."""
@@ -425,7 +455,7 @@ class Client:
         payload = self._request(MsgType.REGION_ADD, 0, version=protocol.VERSION_SHM, fd=fd)
         return protocol.decode_region_info(payload)
 
-    def _region_remove(self, region: Region) -> None:
+    def _region_remove(self, region: Union[Region, DeviceRegion]) -> None:
         """REGION_REMOVE of ``region``, then its mapping released here.
         Raises BusyError, changing nothing, while frames of a stream are in
         flight.  A closed connection took its regions with it: then only the
@@ -445,7 +475,7 @@ class Client:
         finally:
             region._release()
 
-    def _region_forget(self, region: Region) -> None:
+    def _region_forget(self, region: Union[Region, DeviceRegion]) -> None:
         """Drops ``region`` from the open regions (its _release calls this)."""
         self._regions.pop(region.id, None)
 
@@ -552,6 +582,8 @@ class Client:
                         break
                     if isinstance(frame, ShmFrame):
                         enc = encode_shm(p, frame, self)
+                    elif isinstance(frame, DeviceFrame):
+                        enc = encode_device(p, frame, self)
                     else:
                         enc = encode_frame(p, frame)
                     flags, version, status = enc.flags, enc.version, 0
@@ -563,7 +595,7 @@ class Client:
                     flags |= self._class_flags
                     if flags & (protocol.FLAG_DEADLINE | protocol.FLAG_LATEST |
                                 self._class_flags):
-                        version = protocol.VERSION_SCHED
+                        version = max(version or protocol.VERSION, protocol.VERSION_SCHED)
                     req = conn.submit(MsgType.FRAME, p.id, enc.payload, enc.expect_bytes,
                                       enc.make_output, version=version, flags=flags,
                                       finish=enc.finish, status=status)

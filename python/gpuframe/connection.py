@@ -210,8 +210,8 @@ class Connection:
         deadline) go into its header; ``finish`` turns the
         filled result into what the request delivers (see :class:`Request`;
         a GpuframeError it raises fails that request alone).  ``fd``, for a
-        request without payload only, is sent as SCM_RIGHTS with the header's
-        bytes alone; the caller keeps owning it and may close it once the
+        request without payload or with a small one (DEVICE_REGION_ADD's),
+        is sent as SCM_RIGHTS with exactly the request's bytes; the caller keeps owning it and may close it once the
         request is done.  Raises ConnectionClosedError when the connection is
         closed.
         """
@@ -220,8 +220,9 @@ class Connection:
                 "the connection to the daemon is closed", self.closed_error
             ) from self.closed_error
         nbytes = 0 if payload is None else payload.nbytes
-        if fd is not None and nbytes:
-            raise ValueError("a file descriptor goes with a request without payload")
+        if fd is not None and nbytes > protocol.DEVICE_REGION_BYTES:
+            raise ValueError("a file descriptor goes with a request of at most %d payload bytes"
+                             % protocol.DEVICE_REGION_BYTES)
         if version is None:
             version = self.version
         frame_id = self._next_frame_id
@@ -233,6 +234,9 @@ class Connection:
         # Once the daemon has stopped reading (EPIPE) nothing more is written;
         # the request fails when the close is seen, after the replies before it.
         if self._write_error is None:
+            if fd is not None and payload is not None and nbytes:
+                header += bytes(payload)  # one sendmsg carries the request and its fd
+                nbytes = 0
             self._out.append((memoryview(header), nbytes == 0, fd))
             if fd is not None:
                 self._out_fds += 1
