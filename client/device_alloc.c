@@ -116,6 +116,12 @@ static const char *rc_name(cuda_abi_result rc) {
     return name;
 }
 
+/* Devices whose primary context this process retained (once each, kept
+ * for the process's life, as the CUDA runtime keeps its own). */
+#define DEVICES_MAX 64
+static void *contexts[DEVICES_MAX]; /* guarded by contexts_lock */
+static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Loads the driver and makes `device`'s primary context current on this
  * thread.  Returns 0, or a negative errno with the reason in why[]. */
 static int ready(int device, char *why, size_t why_len) {
@@ -124,11 +130,22 @@ static int ready(int device, char *why, size_t why_len) {
         snprintf(why, why_len, "%s", drv.why);
         return drv.status;
     }
+    if (device < 0 || device >= DEVICES_MAX) {
+        snprintf(why, why_len, "CUDA device %d: not a device ordinal", device);
+        return -ENODEV;
+    }
     int dev = 0;
-    void *ctx = NULL;
-    cuda_abi_result rc = drv.device_get(&dev, device);
-    if (rc == CUDA_ABI_SUCCESS)
-        rc = drv.primary_retain(&ctx, dev);
+    cuda_abi_result rc = CUDA_ABI_SUCCESS;
+    pthread_mutex_lock(&contexts_lock);
+    void *ctx = contexts[device];
+    if (ctx == NULL) {
+        rc = drv.device_get(&dev, device);
+        if (rc == CUDA_ABI_SUCCESS)
+            rc = drv.primary_retain(&ctx, dev);
+        if (rc == CUDA_ABI_SUCCESS)
+            contexts[device] = ctx;
+    }
+    pthread_mutex_unlock(&contexts_lock);
     if (rc == CUDA_ABI_SUCCESS)
         rc = drv.ctx_set_current(ctx);
     if (rc != CUDA_ABI_SUCCESS) {
@@ -193,7 +210,10 @@ fail:
 }
 
 void gf__device_alloc_free(gf__device_alloc *a) {
-    if (a->dev_ptr == 0)
+    char why[256];
+    /* The driver's calls need a context current on this thread, which may
+     * not be the one that made `a`. */
+    if (a->dev_ptr == 0 || ready(a->device, why, sizeof why) < 0)
         return;
     drv.unmap(a->dev_ptr, (size_t)a->bytes);
     drv.free_va(a->dev_ptr, (size_t)a->bytes);
