@@ -19,6 +19,9 @@
  *   allocation or not a multiple of its granularity, offsets that are not
  *   256-aligned, ranges past the region, a region id not held; then a good
  *   frame still runs;
+ * - with `cpu` as argument (ctest test_regions_config, in CI): the same
+ *   configuration on the CPU engine by the socket, every pipeline's frame
+ *   size and layout checked and streamed verified;
  * - with `two` as argument (ctest test_regions_two_gpu): a region on device
  *   1 with a daemon whose pipeline runs on both devices: the connection
  *   moves to device 1's shard and the frames run verified.  With fewer than
@@ -38,15 +41,18 @@
 #include <unistd.h>
 
 #include "device_alloc.h"
+#include "json_read.h"
 #include "libgpuframe.h"
 #include "runner.h"
+#include "stages_json.h"
 #include "testutil.h"
 
-#define TEST_TIMEOUT_S 300
-#define REPLY_MS       30000
-#define REGION_BYTES   (32u << 20) /* room for every frame of one pipeline */
-#define IN_FLIGHT      4           /* frames of one pipeline sent at once */
-#define ALIGN          GF_DEVICE_FRAME_ALIGN_BYTES
+#define TEST_TIMEOUT_S  300
+#define REPLY_MS        30000
+#define REGION_BYTES    (32u << 20) /* room for every frame of one pipeline */
+#define MAX_FRAME_BYTES (8u << 20)  /* the configuration's */
+#define IN_FLIGHT       4           /* frames of one pipeline sent at once */
+#define ALIGN           GF_DEVICE_FRAME_ALIGN_BYTES
 
 #define CLAMP_SO    GF_TEST_PLUGIN_DIR "/gf_example.so"
 #define MLP_SO      GF_TEST_PLUGIN_DIR "/gf_mlp.so"
@@ -61,7 +67,9 @@ static const char config_json[] =
     "{\"name\": \"affine\", \"kind\": \"affine\", \"params\": {\"a\": 2.0, \"b\": 0.5}},"
     "{\"name\": \"sincos\", \"kind\": \"sincos\", \"params\": {\"iters\": 8}},"
     "{\"name\": \"rgb\", \"kind\": \"normalize_u8\", \"params\": {\"width\": 64, \"height\": 48}},"
-    "{\"name\": \"image\", \"kind\": \"image\"},"
+    "{\"name\": \"image\", \"kind\": \"image\", \"params\": {\"format\": \"nv12\","
+    " \"width\": 320, \"height\": 240, \"out_width\": 224, \"out_height\": 224,"
+    " \"fit\": \"crop\"}},"
     "{\"name\": \"spectrogram\", \"kind\": \"spectrogram\"},"
     "{\"name\": \"clamp\", \"kind\": \"plugin\", \"path\": \"" CLAMP_SO "\","
     " \"params\": {\"lo\": -1.5, \"hi\": 2}},"
@@ -87,22 +95,74 @@ static uint64_t round_up(uint64_t v, uint64_t to) {
     return (v + to - 1) / to * to;
 }
 
-/* A frame length `p` takes: its first stage's warm-up size where the kind
- * has one, else the largest multiple of 256 up to 64 KiB its rule accepts
- * (a plugin's rows). */
+/* A frame length `p` takes: the one its LIST description fixes (an image,
+ * a model's row), else the largest multiple of 256 up to 64 KiB its rule
+ * accepts. */
 static size_t frame_bytes_for(const gf_pipeline *p) {
-    const gf_pipeline_kind *k = p->stages[0].kind;
     char why[256];
-    if (k->warmup_input_bytes) {
-        uint64_t b = k->warmup_input_bytes(&p->stages[0].params);
-        if (b > 0 && gf_pipeline_output_bytes(p, b, why, sizeof why) >= 0)
-            return (size_t)b;
-    }
+    gf_frame_desc in, out;
+    gf_pipeline_describe(p, &in, &out);
+    uint64_t fixed = gf_frame_desc_bytes(&in);
+    if (fixed > 0 && gf_pipeline_output_bytes(p, fixed, why, sizeof why) >= 0)
+        return (size_t)fixed;
     for (size_t b = 65536; b >= 256; b -= 256)
         if (gf_pipeline_output_bytes(p, b, why, sizeof why) >= 0)
             return b;
     ck_abort_msg("pipeline %s takes none of the test's frame sizes", p->name);
     return 0;
+}
+
+/* Loads the plugin stages of LIST's pipelines here, for their references. */
+static void open_pipelines(gf_pipeline *p, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char why[512];
+        gf_problems pr;
+        gf_problems_init(&pr, why, sizeof why, 0, NULL);
+        ck_assert_msg(gf_pipeline_open_plugins(&p[i], MAX_FRAME_BYTES, p[i].name, &pr) == 0,
+                      "pipeline %s: %s", p[i].name, why);
+        ck_assert_msg(gf_pipeline_has_reference(&p[i]), "pipeline %s has no reference", p[i].name);
+    }
+}
+
+/* LIST's pipelines, their plugins loaded here. */
+static gf_pipeline *list_pipelines(gf_client *c, size_t *n) {
+    gf_pipeline *p = NULL;
+    char err[256];
+    ck_assert_msg(gf_test_list(c, &p, n, err, sizeof err) == 0, "LIST: %s", err);
+    open_pipelines(p, *n);
+    return p;
+}
+
+/* One input of `bytes` for `p` (float32 in [-4, 4) where it takes float32,
+ * random bytes otherwise) and its reference through every stage; both
+ * malloc'd. */
+static void make_frame(const gf_pipeline *p, size_t bytes, uint64_t *rng, void **in, void **ref,
+                       size_t *ref_bytes) {
+    uint64_t lengths[GF_STAGES_MAX];
+    char why[256];
+    int64_t out = gf_pipeline_stage_lengths(p, bytes, lengths, why, sizeof why);
+    ck_assert_msg(out >= 0, "pipeline %s, %zu bytes: %s", p->name, bytes, why);
+    unsigned char *i = malloc(bytes ? bytes : 1), *r = malloc(out ? (size_t)out : 1);
+    ck_assert(i != NULL && r != NULL);
+    for (size_t k = 0; k < bytes; k++) {
+        *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+        i[k] = (unsigned char)(*rng >> 56);
+    }
+    if (gf_pipeline_input_f32(p))
+        for (size_t k = 0; k + 4 <= bytes; k += 4) {
+            *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+            float v = (float)((double)(*rng >> 40) / (double)(1ull << 24) * 8.0 - 4.0);
+            memcpy(i + k, &v, sizeof v);
+        }
+    memset(r, 0xA5, out ? (size_t)out : 1);
+    uint64_t scratch = gf_pipeline_max_scratch_bytes(p, bytes);
+    void *sc[2] = {scratch ? malloc(scratch) : NULL, scratch ? malloc(scratch) : NULL};
+    gf_pipeline_reference(p, i, bytes, lengths, r, sc, NULL);
+    free(sc[0]);
+    free(sc[1]);
+    *in = i;
+    *ref = r;
+    *ref_bytes = (size_t)out;
 }
 
 /* Receives one reply and requires a device RESULT of `frame_id` whose
@@ -156,12 +216,9 @@ static uint64_t run_verified(gf_client *c, const gf_pipeline *p, gf_client_devic
     size_t ref_bytes[IN_FLIGHT];
     uint64_t in_off[IN_FLIGHT], out_off[IN_FLIGHT];
     uint64_t rng = seed, at = 0;
-    char err[512];
     ck_assert_uint_le(count, IN_FLIGHT);
     for (unsigned i = 0; i < count; i++) {
-        ck_assert_msg(gf_test_make_frame(p, bytes, &rng, &in[i], &ref[i], &ref_bytes[i], err,
-                                         sizeof err) == 0,
-                      "pipeline %s: %s", p->name, err);
+        make_frame(p, bytes, &rng, &in[i], &ref[i], &ref_bytes[i]);
         in_off[i] = at;
         at = round_up(at + bytes, ALIGN);
         out_off[i] = at;
@@ -215,10 +272,8 @@ START_TEST(every_pipeline_on_device_frames) {
     gf_test_ck_daemon_start(&daemon_, config_json, "cuda");
     gf_client_device_region reg;
     gf_client *c = connect_with_region(0, REGION_BYTES, &reg);
-    gf_pipeline *p = NULL;
     size_t n = 0;
-    char err[256];
-    ck_assert_msg(gf_test_list(c, &p, &n, err, sizeof err) == 0, "LIST: %s", err);
+    gf_pipeline *p = list_pipelines(c, &n);
     ck_assert_uint_eq(n, PIPELINES);
     uint64_t frames = 0, bytes_in = 0, id = 1;
     for (size_t i = 0; i < n; i++) {
@@ -274,10 +329,8 @@ START_TEST(client_frees_its_allocation_mid_stream) {
     /* The daemon serves on: a new region, verified frames. */
     gf_client_device_region again;
     ck_assert_int_eq(gf_client_device_region_create(c, 0, 4u << 20, &again, REPLY_MS), 0);
-    gf_pipeline *p = NULL;
     size_t n = 0;
-    char err[256];
-    ck_assert_msg(gf_test_list(c, &p, &n, err, sizeof err) == 0, "LIST: %s", err);
+    gf_pipeline *p = list_pipelines(c, &n);
     run_verified(c, &p[1], &again, IN_FLIGHT, 30, 42); /* affine */
     ck_assert_int_eq(gf_client_device_region_destroy(c, &again, REPLY_MS), 0);
     ck_assert_uint_eq(gf_test_ck_stat(c, "device_regions.regions_open"), 0);
@@ -378,16 +431,60 @@ START_TEST(bad_handles_sizes_and_offsets) {
 }
 END_TEST
 
+/* The configuration of the tests above on the CPU engine, by the socket:
+ * every pipeline takes the size frame_bytes_for picks, IN_FLIGHT of them
+ * fit one region as run_verified lays them out, and they stream verified
+ * (so that the one GPU run fails for nothing but the GPU). */
+START_TEST(configuration_on_the_cpu_engine) {
+    gf_test_ck_daemon_start(&daemon_, config_json, "cpu");
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
+    size_t n = 0;
+    gf_pipeline *p = list_pipelines(c, &n);
+    ck_assert_uint_eq(n, PIPELINES);
+    char err[512];
+    uint64_t rng = 99, id = 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t bytes = frame_bytes_for(&p[i]);
+        int64_t out = gf_pipeline_output_bytes(&p[i], bytes, err, sizeof err);
+        ck_assert_int_ge(out, 0);
+        uint64_t room = IN_FLIGHT * (round_up(bytes, ALIGN) + round_up((uint64_t)out, ALIGN));
+        ck_assert_msg(room <= REGION_BYTES, "pipeline %s: %llu bytes of region", p[i].name,
+                      (unsigned long long)room);
+        /* The same inputs and references as on the GPU, by the socket. */
+        void *in[IN_FLIGHT], *ref[IN_FLIGHT];
+        size_t ref_bytes[IN_FLIGHT];
+        for (unsigned k = 0; k < IN_FLIGHT; k++) {
+            make_frame(&p[i], bytes, &rng, &in[k], &ref[k], &ref_bytes[k]);
+            ck_assert_int_eq(gf_client_send_frame(c, p[i].id, id + k, in[k], bytes), 0);
+        }
+        for (unsigned k = 0; k < IN_FLIGHT; k++) {
+            gf_reply r;
+            ck_assert_int_eq(gf_client_recv(c, &r, REPLY_MS), 0);
+            ck_assert_msg(r.header.type == GF_MSG_RESULT, "pipeline %s: %s %s", p[i].name,
+                          gf_msg_type_name(r.header.type), gf_status_name(r.header.status));
+            ck_assert_uint_eq(r.payload_bytes, ref_bytes[k]);
+            ck_assert_msg(gf_pipeline_compare_result(&p[i], r.payload, ref[k], ref_bytes[k], err,
+                                                     sizeof err) == 0,
+                          "pipeline %s: %s", p[i].name, err);
+            free(in[k]);
+            free(ref[k]);
+        }
+        id += IN_FLIGHT;
+    }
+    gf_pipelines_free(p, n);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
 /* A region on device 1 moves the connection to device 1's shard. */
 START_TEST(region_on_the_second_device) {
     gf_test_ck_daemon_start(&daemon_, two_json, "cuda");
     gf_client_device_region reg;
     gf_client *c = connect_with_region(1, 8u << 20, &reg);
     ck_assert_int_eq(reg.device, 1);
-    gf_pipeline *p = NULL;
     size_t n = 0;
-    char err[256];
-    ck_assert_msg(gf_test_list(c, &p, &n, err, sizeof err) == 0, "LIST: %s", err);
+    gf_pipeline *p = list_pipelines(c, &n);
     run_verified(c, &p[0], &reg, IN_FLIGHT, 1, 7);
     run_verified(c, &p[1], &reg, IN_FLIGHT, 11, 8);
     cJSON *st = gf_test_ck_stats(c);
@@ -413,12 +510,21 @@ static size_t device_nodes(void) {
 }
 
 int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "";
     const char *engine = gf_test_suite_engine(); /* skips without a GPU */
+    if (strcmp(mode, "cpu") == 0) {
+        Suite *s = suite_create("regions_config");
+        TCase *tc = tcase_create("cpu");
+        tcase_set_timeout(tc, TEST_TIMEOUT_S);
+        tcase_add_test(tc, configuration_on_the_cpu_engine);
+        suite_add_tcase(s, tc);
+        return gf_test_run(s);
+    }
     if (strcmp(engine, "cuda") != 0) {
         printf("SKIP: device regions need the cuda engine (GF_TEST_ENGINE=%s)\n", engine);
         return GF_SKIP_CODE;
     }
-    int two = argc > 1 && strcmp(argv[1], "two") == 0;
+    int two = strcmp(mode, "two") == 0;
     size_t nodes = device_nodes();
     if (two && nodes < 2) {
         printf("SKIP: a region on a second GPU needs two; /dev has %zu device node(s)\n", nodes);
