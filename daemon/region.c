@@ -51,6 +51,21 @@ static atomic_uint_fast64_t *kind_bytes(const gf_region *r, gf_shard *sh) {
     return r->on_device ? &sh->group->device_region_bytes : &sh->group->region_bytes;
 }
 
+/* Reserves `bytes` of `held`, which every shard's regions of one kind count
+ * against `cap` (the configuration's `key`): reserve, then check.  Returns 1,
+ * or 0 with nothing reserved and the refusal in why[why_len]. */
+static int reserve(atomic_uint_fast64_t *held, uint64_t bytes, uint64_t cap, const char *what,
+                   const char *key, char *why, size_t why_len) {
+    uint64_t all_held = atomic_fetch_add_explicit(held, bytes, memory_order_relaxed);
+    if (bytes <= cap && all_held <= cap - bytes)
+        return 1;
+    atomic_fetch_sub_explicit(held, bytes, memory_order_relaxed);
+    gf_errorf(why, why_len, "a %s of %llu bytes would pass %s %llu (%llu held by all connections)",
+              what, (unsigned long long)bytes, key, (unsigned long long)cap,
+              (unsigned long long)all_held);
+    return 0;
+}
+
 uint32_t gf_region_open(gf_shard *sh, int fd, uint32_t id, uint32_t held, gf_region **out,
                         char *why, size_t why_len) {
     const gf_config *cfg = sh->cfg;
@@ -86,17 +101,10 @@ uint32_t gf_region_open(gf_shard *sh, int fd, uint32_t id, uint32_t held, gf_reg
         gf_errorf(why, why_len, "the memfd is empty");
         goto fail;
     }
-    /* Every shard's regions count against the cap: reserve, then check. */
-    uint64_t cap = gf_config_shm_cap(cfg);
-    uint64_t all_held =
-        atomic_fetch_add_explicit(&sh->group->region_bytes, bytes, memory_order_relaxed);
-    if (bytes > cap || all_held > cap - bytes) {
-        gf_errorf(why, why_len,
-                  "a region of %llu bytes would pass max_shm_bytes %llu (%llu held by all "
-                  "connections)",
-                  (unsigned long long)bytes, (unsigned long long)cap, (unsigned long long)all_held);
+    if (!reserve(&sh->group->region_bytes, bytes, gf_config_shm_cap(cfg), "region", "max_shm_bytes",
+                 why, why_len)) {
         status = GF_ERR_REGION_LIMIT;
-        goto fail_reserved;
+        goto fail;
     }
     gf_region *r = calloc(1, sizeof *r);
     if (!r) {
@@ -159,16 +167,11 @@ uint32_t gf_region_open_device(gf_shard *sh, int fd, const gf_device_region *d, 
         status = GF_ERR_REGION_LIMIT;
         goto fail;
     }
-    uint64_t cap = gf_config_device_region_cap(cfg, sh->engine->device.memory_bytes);
-    uint64_t all_held =
-        atomic_fetch_add_explicit(&sh->group->device_region_bytes, bytes, memory_order_relaxed);
-    if (bytes > cap || all_held > cap - bytes) {
-        gf_errorf(why, why_len,
-                  "a device region of %llu bytes would pass max_device_region_bytes %llu (%llu "
-                  "held by all connections)",
-                  (unsigned long long)bytes, (unsigned long long)cap, (unsigned long long)all_held);
+    if (!reserve(&sh->group->device_region_bytes, bytes,
+                 gf_config_device_region_cap(cfg, sh->engine->device.memory_bytes), "device region",
+                 "max_device_region_bytes", why, why_len)) {
         status = GF_ERR_REGION_LIMIT;
-        goto fail_reserved;
+        goto fail;
     }
     gf_region *r = calloc(1, sizeof *r);
     if (!r) {
