@@ -9,7 +9,8 @@
 #  small    4 KiB echo at window 1: p50 of device frames against --shm.
 #           Verdict: device p50 no worse than shm's (ratio <= 1).
 #  crowd    64 clients of 4 KiB echo at window 16 at once: frames/s (all
-#           frames over the longest client's time), device against --shm.
+#           frames over the span from the first client's start of streaming
+#           to the last one's end), device against --shm.
 #           Verdict: device >= shm.
 #  torch    PyTorch's own CUDA IPC (bench/regions_torch.py: a tensor shared
 #           with torch.multiprocessing to a worker that runs the same kernel
@@ -21,8 +22,9 @@
 #
 # --dry: few frames (the CPU engine here: device frames are refused there,
 # which the run reports as "unavailable" and skips their verdicts; it
-# checks the mechanics, not the figures).  On an H200 the whole run takes
-# about 1 minute.  stdout: one line per figure, `section key=value ...`,
+# checks the mechanics, not the figures; each crowd client streams about 3 s
+# on an H200, so that their starts, staggered by 64 CUDA set-ups, overlap).
+# On an H200 the whole run takes about 1 minute.  stdout: one line per figure, `section key=value ...`,
 # then `verdict NAME ok|FAIL|skipped ...`.  Exit status 1 when a stream
 # failed that had to work (a verdict that fails does not change it).
 set -uo pipefail
@@ -45,7 +47,7 @@ big=$((16 << 20))
 if [ $dry = 1 ]; then
   big_shm=8 big_dev=8 small=50 crowd=64 crowd_each=20 torch_big=5 torch_small=20
 else
-  big_shm=1500 big_dev=15000 small=5000 crowd=64 crowd_each=3000 torch_big=3000 torch_small=5000
+  big_shm=1500 big_dev=15000 small=5000 crowd=64 crowd_each=60000 torch_big=3000 torch_small=5000
 fi
 
 tmp=$(mktemp -d)
@@ -89,12 +91,18 @@ stream() {
     echo ""; return; }
   echo "$out" | tail -1
 }
-# N clients of `gpuframe stream ARGS...` at once; prints "frames_per_s p50_us":
-# all frames over the longest client's time, the clients' mean p50.
+# N clients of `gpuframe stream ARGS...` at once; prints "frames_per_s p50_us
+# spread_s":
+# all frames over the span from the first client's start of streaming to the
+# last one's end (each one's end when it exited, its start that less its
+# summary's seconds: a device client's CUDA set-up before it is not
+# counted, nor is a stagger of the starts counted as overlap), the clients'
+# mean p50, and the seconds between the first and the last start.
 clients() { # N ARGS...
   local n=$1 pids=() i failed=0; shift
   for ((i = 0; i < n; i++)); do
-    "$build/gpuframe" stream --socket "$sock" --quiet "$@" >"$tmp/c$i" 2>&1 & pids+=($!)
+    { "$build/gpuframe" stream --socket "$sock" --quiet "$@" >"$tmp/c$i" 2>&1
+      local st=$?; date +%s.%N >"$tmp/e$i"; exit $st; } & pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || failed=1; done
   if [ $failed = 1 ]; then
@@ -105,11 +113,16 @@ clients() { # N ARGS...
       touch "$tmp/failed"
     fi
   fi
-  cat "$tmp"/c* | awk '/^frames=/ {
-      for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-      n++; frames += f["frames"]; p50 += f["p50_us"]; if (f["seconds"] > hi) hi = f["seconds"] }
-    END { if (n == '"$n"' && hi > 0) printf "%.0f %.1f\n", frames / hi, p50 / n; else print "" }'
-  rm -f "$tmp"/c*
+  for ((i = 0; i < n; i++)); do
+    echo "$(cat "$tmp/e$i" 2>/dev/null || echo 0) $(grep -h '^frames=' "$tmp/c$i")"
+  done | awk '$2 ~ /^frames=/ {
+      for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      end = $1; start = end - f["seconds"]
+      if (n == 0 || start < first) first = start; if (n == 0 || end > last) last = end
+      if (n == 0 || start > late) late = start
+      n++; frames += f["frames"]; p50 += f["p50_us"] }
+    END { if (n == '"$n"' && last > first) printf "%.0f %.1f %.2f\n", frames / (last - first), p50 / n, late - first; else print "" }'
+  rm -f "$tmp"/c* "$tmp"/e*
 }
 # Says verdict NAME: ok for STATUS 0, else FAIL; skipped when device frames
 # were unavailable.
@@ -143,10 +156,10 @@ ok=1; [ "$r" != n/a ] && at_least 1 "$r" && ok=0
 verdict small_p50 $ok "device_over_shm=$r (<= 1)"
 
 # ---- crowd: 64 clients, 4 KiB, window 16 -------------------------------------------
-read -r sf sp <<<"$(clients $crowd --pipeline echo --size 4096 --count $crowd_each --window 16 --shm)"
-read -r df dp <<<"$(clients $crowd --pipeline echo --size 4096 --count $crowd_each --window 16 --device-frames)"
+read -r sf sp ss <<<"$(clients $crowd --pipeline echo --size 4096 --count $crowd_each --window 16 --shm)"
+read -r df dp ds <<<"$(clients $crowd --pipeline echo --size 4096 --count $crowd_each --window 16 --device-frames)"
 r=$(ratio "${df:-}" "${sf:-}")
-echo "crowd clients=$crowd bytes=4096 window=16 shm_frames_per_s=${sf:-} device_frames_per_s=${df:-} shm_p50_us=${sp:-} device_p50_us=${dp:-} device_over_shm=$r"
+echo "crowd clients=$crowd bytes=4096 window=16 shm_frames_per_s=${sf:-} device_frames_per_s=${df:-} shm_p50_us=${sp:-} device_p50_us=${dp:-} shm_start_spread_s=${ss:-} device_start_spread_s=${ds:-} device_over_shm=$r"
 ok=1; [ "$r" != n/a ] && at_least "$r" 1 && ok=0
 verdict crowd $ok "device_over_shm=$r (>= 1)"
 
