@@ -192,6 +192,7 @@ $f$site/gpuframe-$version.dist-info/top_level.txt
 $f$site/gpuframe/__init__.py
 $f$site/gpuframe/client.py
 $f$site/gpuframe/connection.py
+$f$site/gpuframe/device.py
 $f$site/gpuframe/errors.py
 $f$site/gpuframe/export.py
 $f$site/gpuframe/pipelines.py
