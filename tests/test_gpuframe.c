@@ -345,6 +345,18 @@ START_TEST(stream_uses_shared_memory_from_64k_up) {
                     "gpuframe stream: --shm and --no-shm exclude each other\n"
                     "Try 'gpuframe stream --help'.\n",
                     "stream", "--pipeline", "echo", "--shm", "--no-shm", (char *)NULL);
+    /* Device frames: synthetic and on the GPU, so neither shm nor --input;
+     * a device ordinal in range. */
+    expect_gpuframe(d.dir, 2,
+                    "gpuframe stream: --device-frames sends synthetic frames already on the GPU: "
+                    "not with --shm, --no-shm or --input\n"
+                    "Try 'gpuframe stream --help'.\n",
+                    "stream", "--pipeline", "echo", "--device-frames", "--shm", (char *)NULL);
+    expect_gpuframe(d.dir, 2,
+                    "gpuframe stream: --device-frames: expected a CUDA device in [0, 63], got "
+                    "'64'\n"
+                    "Try 'gpuframe stream --help'.\n",
+                    "stream", "--pipeline", "echo", "--device-frames=64", (char *)NULL);
     gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
 }
 END_TEST
