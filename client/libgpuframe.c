@@ -985,13 +985,15 @@ static int recv_one(gf_client *c, gf_reply *reply, uint32_t *status, int timeout
     return -EREMOTEIO;
 }
 
-int gf_client_region_add_fd(gf_client *c, int fd, gf_region_info *info, uint32_t *status,
-                            int timeout_ms) {
+/* REGION_ADD (`payload` NULL) or DEVICE_REGION_ADD with `fd`, and its
+ * reply's region info; returns as gf_client_region_add_fd. */
+static int region_add(gf_client *c, int fd, const uint8_t *payload, gf_region_info *info,
+                      uint32_t *status, int timeout_ms) {
     gf_reply reply;
     uint32_t st = GF_OK;
     if (gf_client_in_flight(c) > 0)
         return -EBUSY;
-    int err = send_region_add(c, fd, NULL, timeout_ms);
+    int err = send_region_add(c, fd, payload, timeout_ms);
     if (err == 0)
         err = recv_one(c, &reply, &st, timeout_ms);
     if (status)
@@ -1001,22 +1003,16 @@ int gf_client_region_add_fd(gf_client *c, int fd, gf_region_info *info, uint32_t
     return err;
 }
 
+int gf_client_region_add_fd(gf_client *c, int fd, gf_region_info *info, uint32_t *status,
+                            int timeout_ms) {
+    return region_add(c, fd, NULL, info, status, timeout_ms);
+}
+
 int gf_client_device_region_add_fd(gf_client *c, int fd, const gf_device_region *d,
                                    gf_region_info *info, uint32_t *status, int timeout_ms) {
-    gf_reply reply;
-    uint32_t st = GF_OK;
     uint8_t payload[GF_DEVICE_REGION_BYTES];
-    if (gf_client_in_flight(c) > 0)
-        return -EBUSY;
     gf_device_region_encode(d, payload);
-    int err = send_region_add(c, fd, payload, timeout_ms);
-    if (err == 0)
-        err = recv_one(c, &reply, &st, timeout_ms);
-    if (status)
-        *status = st;
-    if (err == 0)
-        gf_region_info_decode(reply.payload, info);
-    return err;
+    return region_add(c, fd, payload, info, status, timeout_ms);
 }
 
 int gf_client_region_remove(gf_client *c, uint32_t region_id, uint32_t *status, int timeout_ms) {
