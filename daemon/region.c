@@ -145,13 +145,6 @@ uint32_t gf_region_open_device(gf_shard *sh, int fd, const gf_device_region *d, 
     const gf_config *cfg = sh->cfg;
     uint32_t status = GF_ERR_BAD_REGION;
     uint64_t bytes = d->region_bytes;
-    if (!gf_engine_maps_device(sh->engine)) {
-        gf_errorf(why, why_len,
-                  "the %s engine cannot map device memory: device regions need the cuda "
-                  "engine on a GPU",
-                  sh->engine->ops->name);
-        goto fail;
-    }
     if (d->handle_type != GF_DEVICE_HANDLE_POSIX_FD) {
         gf_errorf(why, why_len, "handle_type %u is not taken: only %u (a POSIX file descriptor)",
                   d->handle_type, GF_DEVICE_HANDLE_POSIX_FD);
@@ -165,6 +158,14 @@ uint32_t gf_region_open_device(gf_shard *sh, int fd, const gf_device_region *d, 
         gf_errorf(why, why_len, "this connection holds %u region(s), max_regions is %u", held,
                   cfg->max_regions);
         status = GF_ERR_REGION_LIMIT;
+        goto fail;
+    }
+    /* The request is sound; the engine must be able to take it. */
+    if (!gf_engine_maps_device(sh->engine)) {
+        gf_errorf(why, why_len,
+                  "the %s engine cannot map device memory: device regions need the cuda "
+                  "engine on a GPU",
+                  sh->engine->ops->name);
         goto fail;
     }
     if (!reserve(&sh->group->device_region_bytes, bytes,

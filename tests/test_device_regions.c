@@ -6,7 +6,9 @@
  *
  * - DEVICE_REGION_ADD is refused bad_region naming the cpu engine, the fd
  *   it carried closed, the connection served on;
- * - without an fd, or with nonzero reserved bytes, bad_region saying so;
+ * - without an fd, with nonzero reserved bytes, another handle type or no
+ *   bytes, bad_region saying so; past max_regions (memfd regions count),
+ *   region_limit;
  * - a device FRAME naming no region is unknown_region, one naming a memfd
  *   region bad_descriptor (and a shm FRAME on it still runs);
  * - DEVICE_REGION_ADD of the wrong length, or below version 4, is fatal;
@@ -150,6 +152,32 @@ START_TEST(cpu_engine_refuses_device_regions) {
     ck_assert_uint_eq(res.out_offset, 8192);
     ck_assert_uint_eq(res.out_bytes, 4096);
 
+    /* The request itself is checked before the engine is asked: another
+     * handle type, no bytes, the connection's max_regions (4: the memfd
+     * region and three more fill it). */
+    n = device_add(buf, GF_PROTOCOL_VERSION_DEVICE, 10, GF_DEVICE_REGION_BYTES, 2u << 20, 2, 0);
+    ck_assert_int_eq(gf_test_raw_send_fds(sock, buf, n, fd, 1), 0);
+    gf_test_ck_raw_error(sock, GF_ERR_BAD_REGION,
+                         "handle_type 2 is not taken: only 1 (a POSIX file descriptor)", REPLY_MS,
+                         GF_TEST_STAYS_OPEN);
+    n = device_add(buf, GF_PROTOCOL_VERSION_DEVICE, 11, GF_DEVICE_REGION_BYTES, 0,
+                   GF_DEVICE_HANDLE_POSIX_FD, 0);
+    ck_assert_int_eq(gf_test_raw_send_fds(sock, buf, n, fd, 1), 0);
+    gf_test_ck_raw_error(sock, GF_ERR_BAD_REGION, "region_bytes is 0", REPLY_MS,
+                         GF_TEST_STAYS_OPEN);
+    for (uint64_t id = 12; id < 15; id++) {
+        add.frame_id = id;
+        gf_header_encode(&add, add_bytes);
+        ck_assert_int_eq(gf_test_raw_send_fds(sock, add_bytes, sizeof add_bytes, fd, 1), 0);
+        expect_reply(sock, GF_MSG_REGION_ADD, id, info_bytes, sizeof info_bytes);
+    }
+    n = device_add(buf, GF_PROTOCOL_VERSION_DEVICE, 15, GF_DEVICE_REGION_BYTES, 2u << 20,
+                   GF_DEVICE_HANDLE_POSIX_FD, 0);
+    ck_assert_int_eq(gf_test_raw_send_fds(sock, buf, n, fd, 1), 0);
+    gf_test_ck_raw_error(sock, GF_ERR_REGION_LIMIT,
+                         "this connection holds 4 region(s), max_regions is 4", REPLY_MS,
+                         GF_TEST_STAYS_OPEN);
+
     /* Fatal: a payload of the wrong length; DEVICE_REGION_ADD in version 2. */
     n = device_add(buf, GF_PROTOCOL_VERSION_DEVICE, 8, 8, 2u << 20, GF_DEVICE_HANDLE_POSIX_FD, 0);
     ck_assert_int_eq(gf_test_raw_send(sock, buf, n), 0);
@@ -163,7 +191,8 @@ START_TEST(cpu_engine_refuses_device_regions) {
     close(fd);
 
     /* Every refusal counted, no device region held, no fd left behind. */
-    ck_assert_uint_eq(gf_test_ck_stat(watch, "rejected.bad_region"), 3);
+    ck_assert_uint_eq(gf_test_ck_stat(watch, "rejected.bad_region"), 5);
+    ck_assert_uint_eq(gf_test_ck_stat(watch, "rejected.region_limit"), 1);
     ck_assert_uint_eq(gf_test_ck_stat(watch, "rejected.unknown_region"), 1);
     ck_assert_uint_eq(gf_test_ck_stat(watch, "rejected.bad_descriptor"), 1);
     ck_assert_uint_eq(gf_test_ck_stat(watch, "device_regions.regions_open"), 0);

@@ -18,7 +18,7 @@
  *   (a memfd), a handle type other than a POSIX fd, region_bytes beyond the
  *   allocation or not a multiple of its granularity, offsets that are not
  *   256-aligned, ranges past the region, a region id not held; then a good
- *   frame still runs;
+ *   frame still runs; max_device_region_bytes refusing a region past it;
  * - with `cpu` as argument (ctest test_regions_config, in CI): the same
  *   configuration on the CPU engine by the socket, every pipeline's frame
  *   size and layout checked and streamed verified;
@@ -431,6 +431,29 @@ START_TEST(bad_handles_sizes_and_offsets) {
 }
 END_TEST
 
+/* max_device_region_bytes bounds what all connections hold mapped: past
+ * it region_limit says so, the client's allocation is freed, and removing
+ * a region makes room again. */
+START_TEST(device_bytes_limit) {
+    gf_test_ck_daemon_start(&daemon_,
+                            "{\"max_device_region_bytes\": 4194304, \"pipelines\": ["
+                            "{\"name\": \"echo\", \"kind\": \"echo\"}]}",
+                            "cuda");
+    gf_client_device_region a, b;
+    gf_client *c = connect_with_region(0, 2u << 20, &a);
+    ck_assert_int_eq(gf_client_device_region_create(c, 0, 4u << 20, &b, REPLY_MS), -EREMOTEIO);
+    ck_assert_msg(strstr(gf_client_error(c), "would pass max_device_region_bytes 4194304") != NULL,
+                  "%s", gf_client_error(c));
+    ck_assert_uint_eq(gf_test_ck_stat(c, "rejected.region_limit"), 1);
+    ck_assert_int_eq(gf_client_device_region_destroy(c, &a, REPLY_MS), 0);
+    ck_assert_int_eq(gf_client_device_region_create(c, 0, 4u << 20, &b, REPLY_MS), 0);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "device_regions.region_bytes"), 4u << 20);
+    ck_assert_int_eq(gf_client_device_region_destroy(c, &b, REPLY_MS), 0);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
 /* The configuration of the tests above on the CPU engine, by the socket:
  * every pipeline takes the size frame_bytes_for picks, IN_FLIGHT of them
  * fit one region as run_verified lays them out, and they stream verified
@@ -539,6 +562,7 @@ int main(int argc, char **argv) {
         tcase_add_test(tc, every_pipeline_on_device_frames);
         tcase_add_test(tc, client_frees_its_allocation_mid_stream);
         tcase_add_test(tc, bad_handles_sizes_and_offsets);
+        tcase_add_test(tc, device_bytes_limit);
     }
     suite_add_tcase(s, tc);
     return gf_test_run(s);
