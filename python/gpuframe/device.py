@@ -216,6 +216,7 @@ class _Allocation:
         self.handle, self.ptr, self.fd = handle.value, ptr.value, fd.value
 
     def free(self) -> None:
+        """Unmaps and releases it here (the daemon's mapping is its own)."""
         if not self.ptr:
             return
         d = _drv()
@@ -224,6 +225,13 @@ class _Allocation:
         d.call("cuMemAddressFree", self.ptr, self.nbytes)
         d.call("cuMemRelease", self.handle)
         self.ptr = 0
+
+    def __del__(self) -> None:
+        # The last DeviceBuffer (or tensor made from one) over it is gone.
+        try:
+            self.free()
+        except Exception:  # the interpreter is going: the process frees it
+            pass
 
 
 # ---- DLPack ---------------------------------------------------------------------------
@@ -292,23 +300,40 @@ def _capsule_destroy(capsule: int) -> None:
 _capsule_destructor = _PyCapsule_Destructor(_capsule_destroy)
 
 
+def _copy(alloc: Any, offset: int, host: npt.NDArray[Any], *, to_device: bool) -> None:
+    """Copies between ``host`` and ``offset`` of ``alloc``, synchronously."""
+    if offset < 0 or offset + host.nbytes > alloc.nbytes:
+        raise ValueError("%d bytes at offset %d lie outside the region's %d"
+                         % (host.nbytes, offset, alloc.nbytes))
+    d = _drv()
+    d.ready(alloc.device)
+    if to_device:
+        d.call("cuMemcpyHtoD", alloc.ptr + offset, host.ctypes.data, host.nbytes)
+    else:
+        d.call("cuMemcpyDtoH", host.ctypes.data, alloc.ptr + offset, host.nbytes)
+
+
 class DeviceBuffer:
     """``shape`` items of ``dtype`` at ``offset`` of a :class:`DeviceRegion`,
     on its GPU: what ``region.buffer()`` gives and a device frame's result.
-    It holds no memory of its own and keeps its region open while it (or a
-    tensor made from it) lives; reading it before its frame's result arrived,
-    or after the region was freed, reads whatever is there.
+    It keeps the region's memory here alive while it (or a tensor made from
+    it) lives, even past ``region.close()``: a consumer never reads memory
+    that is gone.  Reading it before its frame's result arrived reads
+    whatever is there.
 
     ``torch.from_dlpack(b)``, ``cupy.from_dlpack(b)``, ``cupy.asarray(b)``
     (``__cuda_array_interface__``) and :meth:`numpy` (a copy to the host)
     read it.
     """
 
-    __slots__ = ("region", "offset", "nbytes", "dtype", "shape")
+    __slots__ = ("region", "offset", "nbytes", "dtype", "shape", "_alloc")
 
     def __init__(self, region: DeviceRegion, offset: int, dtype: npt.DTypeLike,
                  shape: Sequence[int]) -> None:
+        if region._alloc is None:
+            raise ValueError("%r is closed" % (region,))
         self.region = region
+        self._alloc = region._alloc
         self.offset = int(offset)
         self.dtype: np.dtype[Any] = np.dtype(dtype)
         self.shape: Tuple[int, ...] = tuple(int(n) for n in shape)
@@ -326,7 +351,7 @@ class DeviceBuffer:
     @property
     def ptr(self) -> int:
         """Its address on the GPU, in this process."""
-        return self.region.ptr + self.offset
+        return int(self._alloc.ptr) + self.offset
 
     @property
     def __cuda_array_interface__(self) -> Dict[str, Any]:
@@ -359,7 +384,7 @@ class DeviceBuffer:
     def numpy(self) -> npt.NDArray[Any]:
         """A copy on the host (synchronous)."""
         out = np.empty(self.shape, self.dtype)
-        self.region._copy(self.offset, out, to_device=False)
+        _copy(self._alloc, self.offset, out, to_device=False)
         return out
 
     def copy_from(self, data: npt.ArrayLike) -> None:
@@ -367,7 +392,7 @@ class DeviceBuffer:
         a = np.ascontiguousarray(data, dtype=self.dtype)
         if a.nbytes != self.nbytes:
             raise ValueError("%d bytes into a device buffer of %d" % (a.nbytes, self.nbytes))
-        self.region._copy(self.offset, a, to_device=True)
+        _copy(self._alloc, self.offset, a, to_device=True)
 
 
 class DeviceRegion(_ClosedOnExit):
@@ -422,20 +447,10 @@ class DeviceRegion(_ClosedOnExit):
         return DeviceFrame(self, x.offset, x.nbytes, out_offset, out_capacity, dtype=x.dtype,
                            shape=x.shape)
 
-    def _copy(self, offset: int, host: npt.NDArray[Any], *, to_device: bool) -> None:
-        if offset < 0 or offset + host.nbytes > self.nbytes:
-            raise ValueError("%d bytes at offset %d lie outside %r" % (host.nbytes, offset, self))
-        d = _drv()
-        d.ready(self.device)
-        if to_device:
-            d.call("cuMemcpyHtoD", self.ptr + offset, host.ctypes.data, host.nbytes)
-        else:
-            d.call("cuMemcpyDtoH", host.ctypes.data, self.ptr + offset, host.nbytes)
-
     def close(self) -> None:
-        """Removes the region from the daemon and frees it here (raises
-        BusyError, changing nothing, while frames of a stream are in
-        flight).  Buffers and tensors over it read garbage afterwards."""
+        """Removes the region from the daemon (raises BusyError, changing
+        nothing, while frames of a stream are in flight) and frees it here
+        once no DeviceBuffer, or tensor made from one, uses it."""
         if self._alloc is None:
             return
         if self._client is not None:
@@ -448,8 +463,7 @@ class DeviceRegion(_ClosedOnExit):
         client, self._client = self._client, None
         if client is not None:
             client._region_forget(self)  # type: ignore[arg-type]
-        if alloc is not None:
-            alloc.free()
+        del alloc  # freed here now, or with the last buffer over it
 
 
 class DeviceFrame:

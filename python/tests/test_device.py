@@ -7,7 +7,8 @@ Everywhere (no GPU needed):
   the header's (sizes and offsets);
 - a DeviceBuffer's __cuda_array_interface__ and DLPack capsule say exactly
   its address, device, dtype and shape, and a capsule never consumed frees
-  its tensor when collected;
+  its tensor when collected; buffers and capsules keep a closed region's
+  memory until the last of them goes;
 - a device frame's encoding: version 4, flag DEVICE, the 40-byte descriptor
   byte for byte; with set_frame_options it stays version 4 and carries the
   scheduling flags too;
@@ -41,9 +42,13 @@ CONFIG = {
 }
 
 
+class _FakeAllocation:
+    device, nbytes, ptr = 1, 1 << 21, 0x7F0000200000
+
+
 class _FakeRegion:
     """What a DeviceBuffer needs of its region, without a GPU."""
-    id, device, nbytes, ptr = 3, 1, 1 << 21, 0x7F0000200000
+    id, device, nbytes, _alloc = 3, 1, 1 << 21, _FakeAllocation()
 
 
 class LayoutTest(unittest.TestCase):
@@ -94,6 +99,37 @@ class LayoutTest(unittest.TestCase):
             b.__dlpack__(copy=True)
         with self.assertRaisesRegex(BufferError, "device 1"):
             b.__dlpack__(dl_device=(2, 0))
+
+
+class _Counted(device._Allocation):
+    """An allocation that counts its frees instead of calling the driver."""
+    freed = 0
+
+    def __init__(self):  # no driver: nothing allocated
+        self.device, self.nbytes, self.ptr, self.handle, self.fd = 0, 1 << 21, 0x1000, 1, -1
+
+    def free(self):
+        if self.ptr:
+            _Counted.freed += 1
+            self.ptr = 0
+
+
+class LifetimeTest(unittest.TestCase):
+    def test_buffers_keep_a_closed_regions_memory(self):
+        region = device.DeviceRegion(None, 1, _Counted())
+        b = region.buffer(256, 16, np.float32)
+        cap = b.__dlpack__()
+        freed = _Counted.freed
+        region.close()  # no client: only the local side
+        self.assertTrue(region.closed)
+        del b
+        gc.collect()
+        self.assertEqual(_Counted.freed, freed)  # the capsule still holds it
+        with self.assertRaisesRegex(ValueError, "closed"):
+            region.buffer(0, 1)
+        del cap
+        gc.collect()
+        self.assertEqual(_Counted.freed, freed + 1)
 
 
 class _StandIn:
