@@ -29,12 +29,16 @@ struct graph_entry {
     gf_stage stages[GF_STAGES_MAX];
     uint64_t serials[GF_STAGES_MAX];
     uint64_t offset[GF_SLOT_FRAMES_MAX], in_bytes[GF_SLOT_FRAMES_MAX];
+    /* A device frame's input and output in its region (0 for any other):
+     * the launches read and write there, so they are part of the shape. */
+    uintptr_t src[GF_SLOT_FRAMES_MAX], dst[GF_SLOT_FRAMES_MAX];
 };
 
 /* Whether batch `s` runs from a graph: cuda_graphs on (the slot has
  * graphs), untimed (a timed batch records its events between the stages),
- * every frame in the slot's own buffers (a shm frame's copies are its
- * region's), of a pipeline whose launches cost more than one kernel's:
+ * no shm frame (its copies are its region's; a device frame's addresses in
+ * its region, stable while it is mapped, are part of the shape), of a
+ * pipeline whose launches cost more than one kernel's:
  * a plugin's, or several stages (an elementwise stage alone is one kernel,
  * or zero-copy), and with no plugin that says GF_PLUGIN_NO_GRAPHS. */
 static int runs_from_graph(const cuda_slot *cs, const gf_slot *s) {
@@ -47,9 +51,15 @@ static int runs_from_graph(const cuda_slot *cs, const gf_slot *s) {
             !gf_plugin_graphs_ok(gf_plugin_stage_api(p->stages[k].params.plugin)))
             return 0;
     for (uint32_t i = 0; i < s->frame_count; i++)
-        if (s->frames[i].region != NULL)
+        if (s->frames[i].region != NULL && !s->frames[i].on_device)
             return 0;
     return 1;
+}
+
+/* Where device frame `f`'s pipeline reads (`in`) or writes in its region;
+ * 0 for a frame in the slot's buffers. */
+static uintptr_t device_at(const gf_frame *f, int in) {
+    return f->on_device ? (uintptr_t)(in ? f->src : f->dst) : 0;
 }
 
 /* Stage `st`'s serial: its plugin stage's (gf_plugin_stage_serial), 0 for
@@ -70,7 +80,8 @@ static int same_shape(const graph_entry *g, const gf_slot *s) {
         if (g->serials[k] != stage_serial(&p->stages[k]))
             return 0;
     for (uint32_t i = 0; i < s->frame_count; i++)
-        if (g->offset[i] != s->frames[i].offset || g->in_bytes[i] != s->frames[i].in_bytes)
+        if (g->offset[i] != s->frames[i].offset || g->in_bytes[i] != s->frames[i].in_bytes ||
+            g->src[i] != device_at(&s->frames[i], 1) || g->dst[i] != device_at(&s->frames[i], 0))
             return 0;
     return 1;
 }
@@ -92,6 +103,8 @@ static void capture(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, graph_entr
     for (uint32_t i = 0; i < s->frame_count; i++) {
         g->offset[i] = s->frames[i].offset;
         g->in_bytes[i] = s->frames[i].in_bytes;
+        g->src[i] = device_at(&s->frames[i], 1);
+        g->dst[i] = device_at(&s->frames[i], 0);
     }
     cudaGraph_t graph = NULL;
     if (cudaStreamBeginCapture(cs->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
