@@ -70,7 +70,7 @@ typedef struct gf_engine gf_engine;
  * says it is. */
 typedef struct gf_device_mapping {
     uint64_t dev_ptr;           /* the daemon's mapping: a device address     */
-    uint64_t bytes;             /* mapped: the size the client gave, checked    */
+    uint64_t bytes;             /* mapped: the size the client gave (cuMemMap) */
     int device;                 /* the CUDA ordinal that holds the memory      */
     uint64_t granularity_bytes; /* the allocation's minimum granularity   */
 } gf_device_mapping;
@@ -185,7 +185,10 @@ static inline int gf_engine_maps_device(const gf_engine *e) {
  * Imports the CUDA allocation whose POSIX file descriptor is `fd` (a
  * client's cuMemCreate, exported; the caller keeps and closes the fd) and
  * maps exactly `bytes` of it, readable and writable by the device that
- * holds it, which the driver names (never the client).  Slow (hundreds of
+ * holds it, which the driver names (never the client).  No driver call
+ * gives an imported allocation's size: `bytes` beyond it is refused only by
+ * cuMemMap, which CUDA does not promise; the engine checks at open that its
+ * driver does, or maps nothing (engine_cuda_vmm.c).  Slow (hundreds of
  * microseconds) and thread-safe: a worker thread, never the loop.  Returns
  * 0 with *out, or a negative errno with the driver's reason in
  * why[why_len].  Only where gf_engine_maps_device.

@@ -345,6 +345,7 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     }
     if ((rc = warm_up(ce, p, &e->slots[0], &ce->cslots[0])) != 0)
         goto fail;
+    gf__cuda_vmm_check(ce);
     describe_device(&e->device, &prop, ce->device);
     /* The device itself: the shard's "ready" line (gf_engine_describe, which
      * engine.c owns: calls go from there to here, never back). */

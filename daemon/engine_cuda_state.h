@@ -63,6 +63,9 @@ typedef struct cuda_engine {
     uint32_t device_streams;      /* gf_engine_params': the device's      */
     uint64_t zero_copy_max_bytes; /* gf_engine_params' */
     uint64_t spin_ns;             /* hybrid: GF_COMPLETION_SPIN_NS; else 0 */
+    int vmm_status;               /* device regions: 0, or -ENOTSUP when the
+                                     self-check at open turned them off   */
+    char vmm_why[200];            /* why they are off (gf__cuda_vmm_check) */
 } cuda_engine;
 
 /* Logs a failed CUDA call with its text, place and error string; yields the error. */

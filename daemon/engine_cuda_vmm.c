@@ -14,12 +14,21 @@
  * the import fails for anything that is not a CUDA allocation's handle; the
  * allocation's properties say it is device memory on one of our devices and
  * shareable as a POSIX fd; its granularity must divide the size the client
- * gave, and cuMemMap maps exactly that size or fails for one beyond the
- * allocation.  The handle is released once mapped: the mapping alone keeps
- * the memory alive, so a client that frees its allocation takes nothing
- * from under a kernel; the memory goes at gf_engine_device_unmap.
+ * gave.  The size itself the driver cannot tell us: there is no query of an
+ * imported allocation's size, and CUDA documents "offset + size must be
+ * less than the size of the memory allocation" as a requirement on
+ * cuMemMap's caller, not as a check it makes.  So the one check of the
+ * client's size is cuMemMap refusing a size beyond the allocation, which
+ * the drivers do but do not promise: at engine open (gf__cuda_vmm_check,
+ * once per device) the daemon maps two granules of a one-granule
+ * allocation of its own, exported and imported as a client's would be,
+ * and where the driver does not refuse that, device regions are off on
+ * that device.  The handle is released once mapped: the mapping alone
+ * keeps the memory alive, so a client that frees its allocation takes
+ * nothing from under a kernel; the memory goes at gf_engine_device_unmap.
  *
- * Workers of the shard's libuv thread pool only (a region's map and unmap):
+ * gf__cuda_vmm_check: the shard's thread at start-up.  The rest:
+ * workers of the shard's libuv thread pool only (a region's map and unmap):
  * each call may block for hundreds of microseconds.
  */
 #include "engine_cuda_vmm.h"
@@ -27,10 +36,13 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <uv.h>
 
+#include "config.h"
 #include "engine_cuda_state.h"
 #include "util.h"
 
@@ -51,7 +63,9 @@ static struct {
     PFN_cuMemSetAccess_v10020 set_access;
     PFN_cuMemRelease_v10020 release;
     PFN_cuGetErrorName_v6000 error_name;
-    char missing[64]; /* the first call not found, or "" */
+    PFN_cuMemCreate_v10020 create;                   /* the self-check's */
+    PFN_cuMemExportToShareableHandle_v10020 export_; /* the self-check's */
+    char missing[64];                                /* the first call not found, or "" */
 } vmm;
 static uv_once_t vmm_once = UV_ONCE_INIT;
 
@@ -79,6 +93,8 @@ static void vmm_load(void) {
     lookup("cuMemSetAccess", (void **)&vmm.set_access);
     lookup("cuMemRelease", (void **)&vmm.release);
     lookup("cuGetErrorName", (void **)&vmm.error_name);
+    lookup("cuMemCreate", (void **)&vmm.create);
+    lookup("cuMemExportToShareableHandle", (void **)&vmm.export_);
 }
 
 /* The driver's name for `rc` ("CUDA_ERROR_INVALID_VALUE"). */
@@ -89,9 +105,125 @@ static const char *rc_name(CUresult rc) {
     return name;
 }
 
+/* The self-check's verdict on each device (gf__cuda_vmm_check): shards of
+ * one device share it. */
+static struct {
+    int done;
+    int status; /* 0: device regions on; -ENOTSUP: off, for `why` */
+    char why[sizeof((cuda_engine *)0)->vmm_why];
+} checked[GF_DEVICES_MAX];
+static uv_mutex_t checked_lock;
+static uv_once_t checked_once = UV_ONCE_INIT;
+
+static void checked_init(void) {
+    if (uv_mutex_init(&checked_lock) != 0)
+        abort();
+}
+
+/* The self-check itself on `device` (current): 0, or -ENOTSUP with the
+ * reason device regions are off in why[why_len]. */
+static int self_check(int device, char *why, size_t why_len) {
+    uv_once(&vmm_once, vmm_load);
+    if (vmm.missing[0] != '\0') {
+        gf_errorf(why, why_len, "the CUDA driver has no %s: device regions need a newer driver",
+                  vmm.missing);
+        return -ENOTSUP;
+    }
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location = (CUmemLocation){.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device};
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    size_t gran = 0;
+    CUmemGenericAllocationHandle own = 0, imported = 0;
+    int fd = -1, have_own = 0, have_imported = 0;
+    CUdeviceptr va = 0;
+    int err = -ENOTSUP;
+    CUresult rc = vmm.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    if (rc != CUDA_SUCCESS || gran == 0) {
+        gf_errorf(why, why_len, "cuMemGetAllocationGranularity failed: %s", rc_name(rc));
+        goto out;
+    }
+    if ((rc = vmm.create(&own, gran, &prop, 0)) != CUDA_SUCCESS) {
+        gf_errorf(why, why_len, "cuMemCreate of one granule shareable as a POSIX fd failed: %s",
+                  rc_name(rc));
+        goto out;
+    }
+    have_own = 1;
+    if ((rc = vmm.export_(&fd, own, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)) != CUDA_SUCCESS) {
+        fd = -1;
+        gf_errorf(why, why_len, "cuMemExportToShareableHandle failed: %s", rc_name(rc));
+        goto out;
+    }
+    if ((rc = vmm.import(&imported, (void *)(uintptr_t)fd,
+                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) != CUDA_SUCCESS) {
+        gf_errorf(why, why_len, "cuMemImportFromShareableHandle of its own fd failed: %s",
+                  rc_name(rc));
+        goto out;
+    }
+    have_imported = 1;
+    if ((rc = vmm.reserve(&va, 2 * gran, gran, 0, 0)) != CUDA_SUCCESS) {
+        va = 0;
+        gf_errorf(why, why_len, "cuMemAddressReserve of two granules failed: %s", rc_name(rc));
+        goto out;
+    }
+    /* One granule maps: a refusal of two below is for their size alone. */
+    if ((rc = vmm.map(va, gran, 0, imported, 0)) != CUDA_SUCCESS) {
+        gf_errorf(why, why_len, "cuMemMap of an imported granule failed: %s", rc_name(rc));
+        goto out;
+    }
+    (void)vmm.unmap(va, gran);
+    if ((rc = vmm.map(va, 2 * gran, 0, imported, 0)) == CUDA_SUCCESS) {
+        (void)vmm.unmap(va, 2 * gran);
+        gf_errorf(why, why_len,
+                  "the CUDA driver mapped two granules of a one-granule allocation, so it cannot "
+                  "check a device region's size against its allocation");
+        goto out;
+    }
+    err = 0;
+out:
+    if (va != 0)
+        (void)vmm.free_va(va, 2 * gran);
+    if (have_imported)
+        (void)vmm.release(imported);
+    if (fd >= 0)
+        close(fd);
+    if (have_own)
+        (void)vmm.release(own);
+    return err;
+}
+
+void gf__cuda_vmm_check(cuda_engine *ce) {
+    int device = ce->device;
+    if (device < 0 || device >= GF_DEVICES_MAX) {
+        ce->vmm_status = self_check(device, ce->vmm_why, sizeof ce->vmm_why);
+    } else {
+        uv_once(&checked_once, checked_init);
+        uv_mutex_lock(&checked_lock);
+        if (!checked[device].done) {
+            checked[device].status =
+                self_check(device, checked[device].why, sizeof checked[device].why);
+            checked[device].done = 1;
+            if (checked[device].status < 0)
+                GF_LOG_WRN("engine cuda: device regions are off on device %d: %s", device,
+                           checked[device].why);
+        }
+        ce->vmm_status = checked[device].status;
+        memcpy(ce->vmm_why, checked[device].why, sizeof ce->vmm_why);
+        uv_mutex_unlock(&checked_lock);
+        return;
+    }
+    if (ce->vmm_status < 0)
+        GF_LOG_WRN("engine cuda: device regions are off on device %d: %s", device, ce->vmm_why);
+}
+
 int gf__cuda_device_map(gf_engine *e, int fd, uint64_t bytes, gf_device_mapping *out, char *why,
                         size_t why_len) {
     cuda_engine *ce = (cuda_engine *)e;
+    if (ce->vmm_status < 0) {
+        gf_errorf(why, why_len, "device regions are off on device %d: %s", ce->device, ce->vmm_why);
+        return ce->vmm_status;
+    }
     /* The runtime's device (and with it the driver's context) for this
      * worker thread; it also initialises the driver before the lookup. */
     if (cudaSetDevice(ce->device) != cudaSuccess) {
@@ -160,8 +292,9 @@ int gf__cuda_device_map(gf_engine *e, int fd, uint64_t bytes, gf_device_mapping 
         err = -ENOMEM;
         goto fail_release;
     }
-    /* The driver refuses a size beyond the allocation: the one check of the
-     * size the client gave against the memory that is there. */
+    /* The one check of the size the client gave against the memory that is
+     * there: cuMemMap refuses a size beyond the allocation on this driver,
+     * as the self-check at engine open saw (the header says why). */
     if ((rc = vmm.map(va, (size_t)bytes, 0, handle, 0)) != CUDA_SUCCESS) {
         gf_errorf(why, why_len,
                   "cuMemMap of region_bytes %llu failed (%s): larger than the allocation?",

@@ -16,7 +16,8 @@
  *   and its log has no CUDA error;
  * - refusals, each naming its cause: an fd that is not a CUDA allocation's
  *   (a memfd), a handle type other than a POSIX fd, region_bytes beyond the
- *   allocation or not a multiple of its granularity, offsets that are not
+ *   allocation (of one granule, and of three claimed as four) or not a
+ *   multiple of its granularity, offsets that are not
  *   256-aligned, ranges past the region, a region id not held; then a good
  *   frame still runs; max_device_region_bytes refusing a region past it;
  * - with `cpu` as argument (ctest test_regions_config, in CI): the same
@@ -377,6 +378,25 @@ START_TEST(bad_handles_sizes_and_offsets) {
                      -EREMOTEIO);
     ck_assert_uint_eq(status, GF_ERR_BAD_REGION);
     ck_assert_msg(strstr(gf_client_error(c), "granularity") != NULL, "%s", gf_client_error(c));
+    /* An allocation of several granules (three made, four claimed): the
+     * daemon's one check of a size is cuMemMap's refusal, which its
+     * self-check at open found this driver makes. */
+    gf__device_alloc g, three;
+    int fd_g = -1, fd_three = -1;
+    ck_assert_msg(gf__device_alloc_create(0, 1, &g, &fd_g, why, sizeof why) == 0, "%s", why);
+    uint64_t granule = g.bytes; /* one byte rounds up to one granule */
+    close(fd_g);
+    gf__device_alloc_free(&g);
+    ck_assert_msg(gf__device_alloc_create(0, 3 * granule, &three, &fd_three, why, sizeof why) == 0,
+                  "%s", why);
+    ck_assert_uint_eq(three.bytes, 3 * granule);
+    dr.region_bytes = 4 * granule;
+    ck_assert_int_eq(gf_client_device_region_add_fd(c, fd_three, &dr, &info, &status, REPLY_MS),
+                     -EREMOTEIO);
+    ck_assert_uint_eq(status, GF_ERR_BAD_REGION);
+    ck_assert_msg(strstr(gf_client_error(c), "cuMemMap") != NULL, "%s", gf_client_error(c));
+    close(fd_three);
+    gf__device_alloc_free(&three);
     /* The same allocation rightly: region 1 (ids count successes). */
     dr.region_bytes = a.bytes;
     ck_assert_int_eq(gf_client_device_region_add_fd(c, fd, &dr, &info, &status, REPLY_MS), 0);
@@ -422,7 +442,7 @@ START_TEST(bad_handles_sizes_and_offsets) {
     ck_assert_int_eq(gf_client_device_copy_from(&view, 8192, out, sizeof out), 0);
     ck_assert_mem_eq(out, in, sizeof in);
     cJSON *st = gf_test_ck_stats(c);
-    ck_assert_uint_eq(gf_test_ck_u64(st, "rejected.bad_region"), 4);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "rejected.bad_region"), 5);
     ck_assert_uint_eq(gf_test_ck_u64(st, "device_regions.frames"), 1);
     cJSON_Delete(st);
     gf__device_alloc_free(&a);
