@@ -8,8 +8,9 @@
  * unchanged since 10.2), once, on the first call that needs it; a program
  * that never makes a device region needs neither the toolkit nor a driver.
  * The driver's types are cuda_abi.h's.  Each call that needs a context
- * makes the device's primary context, the one the CUDA runtime uses too,
- * current on its thread.  Any thread.
+ * pushes the device's primary context, the one the CUDA runtime uses too,
+ * onto its thread's stack and pops it before it returns, so the caller's
+ * current context is unchanged.  Any thread.
  */
 #include "device_alloc.h"
 
@@ -30,7 +31,8 @@ struct driver {
     cuda_abi_result (*init)(unsigned flags);
     cuda_abi_result (*device_get)(int *dev, int ordinal);
     cuda_abi_result (*primary_retain)(void **ctx, int dev);
-    cuda_abi_result (*ctx_set_current)(void *ctx);
+    cuda_abi_result (*ctx_push)(void *ctx);
+    cuda_abi_result (*ctx_pop)(void **ctx);
     cuda_abi_result (*granularity)(size_t *g, const cuda_abi_alloc_prop *prop, int option);
     cuda_abi_result (*create)(uint64_t *handle, size_t size, const cuda_abi_alloc_prop *prop,
                               unsigned long long flags);
@@ -75,7 +77,8 @@ static void load(void) {
         {"cuInit", offsetof(struct driver, init)},
         {"cuDeviceGet", offsetof(struct driver, device_get)},
         {"cuDevicePrimaryCtxRetain", offsetof(struct driver, primary_retain)},
-        {"cuCtxSetCurrent", offsetof(struct driver, ctx_set_current)},
+        {"cuCtxPushCurrent", offsetof(struct driver, ctx_push)},
+        {"cuCtxPopCurrent", offsetof(struct driver, ctx_pop)},
         {"cuMemGetAllocationGranularity", offsetof(struct driver, granularity)},
         {"cuMemCreate", offsetof(struct driver, create)},
         {"cuMemRelease", offsetof(struct driver, release)},
@@ -122,8 +125,11 @@ static const char *rc_name(cuda_abi_result rc) {
 static void *contexts[DEVICES_MAX]; /* guarded by contexts_lock */
 static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Loads the driver and makes `device`'s primary context current on this
- * thread.  Returns 0, or a negative errno with the reason in why[]. */
+/* Loads the driver and pushes `device`'s primary context onto this
+ * thread's stack, current until done() pops it: the caller's own current
+ * context (PyTorch's, another library's) is back when the call returns.
+ * Returns 0, or a negative errno with the reason in why[] (nothing
+ * pushed). */
 static int ready(int device, char *why, size_t why_len) {
     pthread_once(&drv_once, load);
     if (drv.status < 0) {
@@ -147,12 +153,18 @@ static int ready(int device, char *why, size_t why_len) {
     }
     pthread_mutex_unlock(&contexts_lock);
     if (rc == CUDA_ABI_SUCCESS)
-        rc = drv.ctx_set_current(ctx);
+        rc = drv.ctx_push(ctx);
     if (rc != CUDA_ABI_SUCCESS) {
         snprintf(why, why_len, "CUDA device %d: %s", device, rc_name(rc));
         return -ENODEV;
     }
     return 0;
+}
+
+/* Undoes a successful ready(): the caller's context current again. */
+static void done(void) {
+    void *ctx = NULL;
+    (void)drv.ctx_pop(&ctx);
 }
 
 int gf__device_alloc_create(int device, uint64_t bytes, gf__device_alloc *out, int *fd, char *why,
@@ -170,10 +182,12 @@ int gf__device_alloc_create(int device, uint64_t bytes, gf__device_alloc *out, i
     cuda_abi_result rc = drv.granularity(&g, &prop, CUDA_ABI_GRANULARITY_MINIMUM);
     if (rc != CUDA_ABI_SUCCESS || g == 0) {
         snprintf(why, why_len, "cuMemGetAllocationGranularity: %s", rc_name(rc));
+        done();
         return -EIO;
     }
     if (bytes == 0 || bytes > SIZE_MAX - g) {
         snprintf(why, why_len, "a device region of %llu bytes", (unsigned long long)bytes);
+        done();
         return -EINVAL;
     }
     size_t size = (size_t)((bytes + g - 1) / g * g);
@@ -196,6 +210,7 @@ int gf__device_alloc_create(int device, uint64_t bytes, gf__device_alloc *out, i
     if ((rc = drv.export_handle(fd, handle, CUDA_ABI_HANDLE_TYPE_POSIX_FD, 0)) != CUDA_ABI_SUCCESS)
         goto fail_unmap;
     *out = (gf__device_alloc){.device = device, .dev_ptr = ptr, .bytes = size, .handle = handle};
+    done();
     return 0;
 
 fail_unmap:
@@ -206,6 +221,7 @@ fail_release:
     drv.release(handle);
 fail:
     snprintf(why, why_len, "%zu bytes on device %d: %s: %s", size, device, call, rc_name(rc));
+    done();
     return rc == CUDA_ABI_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO;
 }
 
@@ -218,6 +234,7 @@ void gf__device_alloc_free(gf__device_alloc *a) {
     drv.unmap(a->dev_ptr, (size_t)a->bytes);
     drv.free_va(a->dev_ptr, (size_t)a->bytes);
     drv.release(a->handle);
+    done();
     a->dev_ptr = 0;
 }
 
@@ -228,5 +245,6 @@ int gf__device_copy(int device, uint64_t dev_ptr, void *host, size_t bytes, int 
         return err;
     cuda_abi_result rc =
         to_device ? drv.htod(dev_ptr, host, bytes) : drv.dtoh(host, dev_ptr, bytes);
+    done();
     return bytes == 0 || rc == CUDA_ABI_SUCCESS ? 0 : -EIO;
 }

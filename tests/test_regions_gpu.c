@@ -20,6 +20,8 @@
  *   multiple of its granularity, offsets that are not
  *   256-aligned, ranges past the region, a region id not held; then a good
  *   frame still runs; max_device_region_bytes refusing a region past it;
+ * - libgpuframe's device calls leave the calling thread's current CUDA
+ *   context as it was (none, on a thread of its own);
  * - with `cpu` as argument (ctest test_regions_config, in CI): the same
  *   configuration on the CPU engine by the socket, every pipeline's frame
  *   size and layout checked and streamed verified;
@@ -33,8 +35,10 @@
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <check.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <glob.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,6 +455,68 @@ START_TEST(bad_handles_sizes_and_offsets) {
 }
 END_TEST
 
+/* On a thread of its own with no CUDA context current: libgpuframe's
+ * device calls leave it with none.  Returns NULL, or what went wrong. */
+static void *context_unchanged(void *arg) {
+    static char failure[512];
+    (void)arg;
+    gf__device_alloc a;
+    int fd = -1;
+    char why[256];
+    if (gf__device_alloc_create(0, 1u << 20, &a, &fd, why, sizeof why) != 0) {
+        snprintf(failure, sizeof failure, "create: %s", why);
+        return failure;
+    }
+    close(fd);
+    /* libcuda is loaded now (libgpuframe opened it). */
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    int (*get_current)(void **ctx) = NULL;
+    void *sym = lib ? dlsym(lib, "cuCtxGetCurrent") : NULL;
+    memcpy(&get_current, &sym, sizeof get_current);
+    if (get_current == NULL) {
+        snprintf(failure, sizeof failure, "no cuCtxGetCurrent in libcuda.so.1");
+        return failure;
+    }
+    gf_client_device_region view = {.id = 1, .device = 0, .dev_ptr = a.dev_ptr, .bytes = a.bytes};
+    unsigned char in[256], out[256];
+    memset(in, 0x5a, sizeof in);
+    void *ctx = (void *)1;
+    const char *after = "create";
+    if (get_current(&ctx) == 0 && ctx == NULL) {
+        after = "copy_to";
+        if (gf_client_device_copy_to(&view, 0, in, sizeof in) == 0 && get_current(&ctx) == 0 &&
+            ctx == NULL) {
+            after = "copy_from";
+            if (gf_client_device_copy_from(&view, 0, out, sizeof out) == 0 &&
+                get_current(&ctx) == 0 && ctx == NULL && memcmp(in, out, sizeof in) == 0) {
+                after = "free";
+                gf__device_alloc_free(&a);
+                if (get_current(&ctx) == 0 && ctx == NULL)
+                    after = NULL;
+            }
+        }
+    }
+    if (a.dev_ptr != 0)
+        gf__device_alloc_free(&a);
+    dlclose(lib);
+    if (after == NULL)
+        return NULL;
+    snprintf(failure, sizeof failure, "after %s the thread's current context is %p, not none",
+             after, ctx);
+    return failure;
+}
+
+/* libgpuframe pushes its device's primary context for each call and pops
+ * it after: a caller's current context (none here) is as it was. */
+START_TEST(callers_context_unchanged) {
+    pthread_t t;
+    void *failure = NULL;
+    ck_assert_int_eq(pthread_create(&t, NULL, context_unchanged, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, &failure), 0);
+    ck_assert_msg(failure == NULL, "%s", failure ? (const char *)failure : "");
+}
+END_TEST
+
 /* max_device_region_bytes bounds what all connections hold mapped: past
  * it region_limit says so, the client's allocation is freed, and removing
  * a region makes room again. */
@@ -583,6 +649,7 @@ int main(int argc, char **argv) {
         tcase_add_test(tc, client_frees_its_allocation_mid_stream);
         tcase_add_test(tc, bad_handles_sizes_and_offsets);
         tcase_add_test(tc, device_bytes_limit);
+        tcase_add_test(tc, callers_context_unchanged);
     }
     suite_add_tcase(s, tc);
     return gf_test_run(s);

@@ -27,9 +27,10 @@ mapping keeps the memory until its last frame is done).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -91,7 +92,8 @@ _CALLS: Dict[str, Tuple[Any, ...]] = {
     "cuInit": (ctypes.c_uint,),
     "cuDeviceGet": (ctypes.POINTER(ctypes.c_int), ctypes.c_int),
     "cuDevicePrimaryCtxRetain": (ctypes.POINTER(ctypes.c_void_p), ctypes.c_int),
-    "cuCtxSetCurrent": (ctypes.c_void_p,),
+    "cuCtxPushCurrent": (ctypes.c_void_p,),
+    "cuCtxPopCurrent": (ctypes.POINTER(ctypes.c_void_p),),
     "cuMemGetAllocationGranularity": (ctypes.POINTER(_size_t), ctypes.POINTER(_AllocProp),
                                       ctypes.c_int),
     "cuMemCreate": (ctypes.POINTER(_u64_t), _size_t, ctypes.POINTER(_AllocProp),
@@ -150,9 +152,12 @@ class _Driver:
             err = MemoryError if rc == _CUDA_ERROR_OUT_OF_MEMORY else OSError
             raise err("%s failed: %s" % (name, self.name(rc)))
 
-    def ready(self, device: int) -> None:
-        """Makes ``device``'s primary context (the runtime's, PyTorch's)
-        current on this thread, retained once per device."""
+    @contextlib.contextmanager
+    def current(self, device: int) -> Iterator[None]:
+        """``device``'s primary context (the runtime's, PyTorch's), retained
+        once per device, pushed current on this thread for the ``with``
+        block and popped after it: the caller's current context is
+        unchanged."""
         ctx = self.contexts.get(device)
         if ctx is None:
             dev, c = ctypes.c_int(), ctypes.c_void_p()
@@ -162,7 +167,11 @@ class _Driver:
             except OSError as e:
                 raise DeviceUnavailableError("CUDA device %d: %s" % (device, e)) from e
             ctx = self.contexts[device] = c.value or 0
-        self.call("cuCtxSetCurrent", ctypes.c_void_p(ctx))
+        self.call("cuCtxPushCurrent", ctypes.c_void_p(ctx))
+        try:
+            yield
+        finally:
+            self.call("cuCtxPopCurrent", ctypes.byref(ctypes.c_void_p()))
 
 
 _driver: Optional[_Driver] = None
@@ -183,36 +192,36 @@ class _Allocation:
 
     def __init__(self, device: int, nbytes: int) -> None:
         d = _drv()
-        d.ready(device)
-        prop = _AllocProp(type=_ALLOCATION_TYPE_PINNED,
-                          requested_handle_types=_HANDLE_TYPE_POSIX_FD,
-                          location=_Location(_LOCATION_TYPE_DEVICE, device))
-        g = _size_t()
-        d.call("cuMemGetAllocationGranularity", ctypes.byref(g), ctypes.byref(prop),
-               _GRANULARITY_MINIMUM)
-        self.device = device
-        self.nbytes = -(-nbytes // g.value) * g.value
-        handle, ptr, fd = _u64_t(), _u64_t(), ctypes.c_int(-1)
-        d.call("cuMemCreate", ctypes.byref(handle), self.nbytes, ctypes.byref(prop), 0)
-        try:
-            d.call("cuMemAddressReserve", ctypes.byref(ptr), self.nbytes, g.value, 0, 0)
+        with d.current(device):
+            prop = _AllocProp(type=_ALLOCATION_TYPE_PINNED,
+                              requested_handle_types=_HANDLE_TYPE_POSIX_FD,
+                              location=_Location(_LOCATION_TYPE_DEVICE, device))
+            g = _size_t()
+            d.call("cuMemGetAllocationGranularity", ctypes.byref(g), ctypes.byref(prop),
+                   _GRANULARITY_MINIMUM)
+            self.device = device
+            self.nbytes = -(-nbytes // g.value) * g.value
+            handle, ptr, fd = _u64_t(), _u64_t(), ctypes.c_int(-1)
+            d.call("cuMemCreate", ctypes.byref(handle), self.nbytes, ctypes.byref(prop), 0)
             try:
-                d.call("cuMemMap", ptr.value, self.nbytes, 0, handle.value, 0)
+                d.call("cuMemAddressReserve", ctypes.byref(ptr), self.nbytes, g.value, 0, 0)
                 try:
-                    access = _AccessDesc(_Location(_LOCATION_TYPE_DEVICE, device),
-                                         _ACCESS_READWRITE)
-                    d.call("cuMemSetAccess", ptr.value, self.nbytes, ctypes.byref(access), 1)
-                    d.call("cuMemExportToShareableHandle", ctypes.byref(fd), handle.value,
-                           _HANDLE_TYPE_POSIX_FD, 0)
+                    d.call("cuMemMap", ptr.value, self.nbytes, 0, handle.value, 0)
+                    try:
+                        access = _AccessDesc(_Location(_LOCATION_TYPE_DEVICE, device),
+                                             _ACCESS_READWRITE)
+                        d.call("cuMemSetAccess", ptr.value, self.nbytes, ctypes.byref(access), 1)
+                        d.call("cuMemExportToShareableHandle", ctypes.byref(fd), handle.value,
+                               _HANDLE_TYPE_POSIX_FD, 0)
+                    except BaseException:
+                        d.call("cuMemUnmap", ptr.value, self.nbytes)
+                        raise
                 except BaseException:
-                    d.call("cuMemUnmap", ptr.value, self.nbytes)
+                    d.call("cuMemAddressFree", ptr.value, self.nbytes)
                     raise
             except BaseException:
-                d.call("cuMemAddressFree", ptr.value, self.nbytes)
+                d.call("cuMemRelease", handle.value)
                 raise
-        except BaseException:
-            d.call("cuMemRelease", handle.value)
-            raise
         self.handle, self.ptr, self.fd = handle.value, ptr.value, fd.value
 
     def free(self) -> None:
@@ -220,10 +229,10 @@ class _Allocation:
         if not self.ptr:
             return
         d = _drv()
-        d.ready(self.device)
-        d.call("cuMemUnmap", self.ptr, self.nbytes)
-        d.call("cuMemAddressFree", self.ptr, self.nbytes)
-        d.call("cuMemRelease", self.handle)
+        with d.current(self.device):
+            d.call("cuMemUnmap", self.ptr, self.nbytes)
+            d.call("cuMemAddressFree", self.ptr, self.nbytes)
+            d.call("cuMemRelease", self.handle)
         self.ptr = 0
 
     def __del__(self) -> None:
@@ -306,11 +315,11 @@ def _copy(alloc: Any, offset: int, host: npt.NDArray[Any], *, to_device: bool) -
         raise ValueError("%d bytes at offset %d lie outside the region's %d"
                          % (host.nbytes, offset, alloc.nbytes))
     d = _drv()
-    d.ready(alloc.device)
-    if to_device:
-        d.call("cuMemcpyHtoD", alloc.ptr + offset, host.ctypes.data, host.nbytes)
-    else:
-        d.call("cuMemcpyDtoH", host.ctypes.data, alloc.ptr + offset, host.nbytes)
+    with d.current(alloc.device):
+        if to_device:
+            d.call("cuMemcpyHtoD", alloc.ptr + offset, host.ctypes.data, host.nbytes)
+        else:
+            d.call("cuMemcpyDtoH", host.ctypes.data, alloc.ptr + offset, host.nbytes)
 
 
 class DeviceBuffer:

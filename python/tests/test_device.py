@@ -18,12 +18,14 @@ Everywhere (no GPU needed):
 With GF_TEST_ENGINE=cuda (python_device_gpu; skipped without a GPU, PyTorch
 or CuPy as each test says): affine and echo on device frames through
 torch.from_dlpack and cupy, exact against the same arithmetic; a stream of
-frames at distinct offsets; the region removed and freed.
+frames at distinct offsets; the region removed and freed; the package's
+driver calls leave the calling thread's current context as it was.
 """
 
 import ctypes
 import gc
 import os
+import threading
 import unittest
 
 import numpy as np
@@ -224,6 +226,40 @@ class GpuTest(DaemonTestCase):
             self.assertEqual(stats["device_regions"]["frames"] - before, 10)
             self.assertEqual(stats["device_regions"]["regions_open"], 1)
         self.assertEqual(c.stats()["device_regions"]["regions_open"], 0)
+
+    def test_callers_context_unchanged(self):
+        # On a thread of its own, with no CUDA context current: the
+        # package's allocation, copies and free leave it with none.
+        cuda = ctypes.CDLL("libcuda.so.1")
+        failures = []
+
+        def current():
+            ctx = ctypes.c_void_p(1)
+            self.assertEqual(cuda.cuCtxGetCurrent(ctypes.byref(ctx)), 0)
+            return ctx.value
+
+        def run():
+            try:
+                a = device._Allocation(0, 1 << 20)
+                os.close(a.fd)
+                self.assertIsNone(current(), "after the allocation")
+                host = np.arange(256, dtype=np.uint8)
+                device._copy(a, 4096, host, to_device=True)
+                self.assertIsNone(current(), "after a copy to the device")
+                back = np.zeros(256, np.uint8)
+                device._copy(a, 4096, back, to_device=False)
+                self.assertIsNone(current(), "after a copy from the device")
+                np.testing.assert_array_equal(back, host)
+                a.free()
+                self.assertIsNone(current(), "after the free")
+            except BaseException as e:  # reported on the test's thread
+                failures.append(e)
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+        if failures:
+            raise failures[0]
 
     def test_cupy(self):
         try:
