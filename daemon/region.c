@@ -272,6 +272,8 @@ static void region_free(gf_region *r) {
     void *arg = r->released_arg;
     if (!r->on_device)
         munmap(r->base, (size_t)r->bytes);
+    else if (r->device_fd >= 0) /* never mapped: freed before its pinning was queued */
+        close(r->device_fd);
     count(r, sh, -1);
     atomic_fetch_sub_explicit(kind_bytes(r, sh), r->bytes, memory_order_relaxed);
     free(r);
