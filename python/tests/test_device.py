@@ -15,9 +15,10 @@ Everywhere (no GPU needed):
 - DEVICE_REGION_ADD through a real daemon on the CPU engine, with a stand-in
   allocation (a memfd where the fd goes): bad_region naming the engine, the
   allocation freed, the connection served on.
-With GF_TEST_ENGINE=cuda (python_device_gpu; skipped without a GPU, PyTorch
-or CuPy as each test says): affine and echo on device frames through
-torch.from_dlpack and cupy, exact against the same arithmetic; a stream of
+With GF_TEST_ENGINE=cuda (python_device_gpu; exit 77, skipped, where every
+one of these skipped): affine and echo on device frames through copy_from and
+numpy() alone, exact; through torch.from_dlpack and cupy (skipped without
+PyTorch with a GPU, or CuPy), exact against the same arithmetic; a stream of
 frames at distinct offsets; the region removed and freed; the package's
 driver calls leave the calling thread's current context as it was.
 """
@@ -25,6 +26,7 @@ driver calls leave the calling thread's current context as it was.
 import ctypes
 import gc
 import os
+import sys
 import threading
 import unittest
 
@@ -183,6 +185,8 @@ def _torch():
         import torch
     except ImportError:
         raise unittest.SkipTest("no PyTorch")
+    if not torch.cuda.is_available():
+        raise unittest.SkipTest("PyTorch sees no GPU (torch.cuda.is_available() is False)")
     return torch
 
 
@@ -192,6 +196,31 @@ class GpuTest(DaemonTestCase):
     def setUp(self):
         if support.engine() != "cuda":
             self.skipTest("device frames need the cuda engine (GF_TEST_ENGINE=cuda)")
+
+    def test_numpy_affine_and_echo(self):
+        # Neither PyTorch nor CuPy: DeviceBuffer.copy_from and numpy() alone.
+        c = self.client()
+        before = c.stats()["device_regions"]["frames"]
+        with c.device_region(2 << 20) as r:
+            x = r.buffer(0, 1 << 14, np.float32)
+            src = np.linspace(-4, 4, 1 << 14, dtype=np.float32)
+            x.copy_from(src)
+            e = c.process("echo", r.frame(x, 1 << 20))
+            self.assertIsInstance(e, gpuframe.DeviceBuffer)
+            self.assertEqual((e.offset, e.shape, e.dtype), (1 << 20, (1 << 14,), np.float32))
+            self.assertEqual(e.numpy().tobytes(), src.tobytes())
+            # 2x is exact, so x * 2 + 0.5 rounds once on the GPU (fmaf) and
+            # in numpy alike: exact.
+            y = c.process("affine", r.frame(x, (1 << 20) + (1 << 16)))
+            np.testing.assert_array_equal(y.numpy(), src * np.float32(2) + np.float32(0.5))
+            self.assertEqual(x.numpy().tobytes(), src.tobytes())  # the input untouched
+            # Bytes: a uint8 frame echoed byte for byte.
+            b = r.buffer(1 << 19, 4096, np.uint8)
+            raw = np.random.default_rng(36).integers(0, 256, 4096, dtype=np.uint8)
+            b.copy_from(raw)
+            self.assertEqual(c.process("echo", r.frame(b, 3 << 19)).numpy().tobytes(),
+                             raw.tobytes())
+            self.assertEqual(c.stats()["device_regions"]["frames"] - before, 3)
 
     def test_torch_dlpack_affine_and_echo(self):
         torch = _torch()
@@ -277,5 +306,25 @@ class GpuTest(DaemonTestCase):
                                           np.arange(4096, dtype=np.float32) * 2 + 0.5)
 
 
+def main():
+    """support.main(), and with the cuda engine exit 77 (ctest: skipped)
+    where every GPU test skipped: a GPU run that checked nothing never
+    passes."""
+    try:
+        engine = support.engine()
+    except unittest.SkipTest as e:
+        print("SKIP: %s" % e)
+        sys.exit(support.SKIP_CODE)
+    result = unittest.main(verbosity=2, exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    gpu_tests = unittest.TestLoader().getTestCaseNames(GpuTest)
+    skipped = [t for t, _ in result.skipped if isinstance(t, GpuTest)]
+    if engine == "cuda" and len(skipped) == len(gpu_tests):
+        print("SKIP: every GPU test skipped: %s" % "; ".join(why for _, why in result.skipped))
+        sys.exit(support.SKIP_CODE)
+    sys.exit(0)
+
+
 if __name__ == "__main__":
-    support.main()
+    main()
