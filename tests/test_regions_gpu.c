@@ -20,6 +20,9 @@
  *   multiple of its granularity, offsets that are not
  *   256-aligned, ranges past the region, a region id not held; then a good
  *   frame still runs; max_device_region_bytes refusing a region past it;
+ * - the CUDA graph cache on device frames: for each pipeline with a plugin
+ *   stage, the same lengths at other offsets, and in a new region after
+ *   the first is removed, each result right and no other byte touched;
  * - libgpuframe's device calls leave the calling thread's current CUDA
  *   context as it was (none, on a thread of its own);
  * - with `cpu` as argument (ctest test_regions_config, in CI): the same
@@ -455,6 +458,108 @@ START_TEST(bad_handles_sizes_and_offsets) {
 }
 END_TEST
 
+/* For the graph cache: one slot (every frame of a pipeline meets the same
+ * slot's graphs), no timing (every submission may run from a graph), the
+ * two pipelines with a plugin stage. */
+static const char graphs_json[] =
+    "{\"slots\": 1, \"timing_events\": false, \"frame_timeout_ms\": 30000, \"pipelines\": ["
+    "{\"name\": \"mlp\", \"kind\": \"plugin\", \"path\": \"" MLP_SO "\","
+    " \"params\": {\"weights\": \"" MLP_WEIGHTS "\"}},"
+    "{\"name\": \"classify\", \"stages\": ["
+    "{\"kind\": \"normalize_u8\", \"params\": {\"width\": 32, \"height\": 32}},"
+    "{\"kind\": \"plugin\", \"path\": \"" MLP_SO "\", \"params\": {\"weights\": \"" MLP_WEIGHTS
+    "\"}}]}]}";
+#define GRAPH_REGION_BYTES (4u << 20)
+
+/* One frame of `p` reading at `in_off` and writing at `out_off` of `reg`,
+ * whose every byte `mirror` holds as it should be: its input is written
+ * there (and in the mirror), its result checked against the reference,
+ * and every byte of the region outside the result as the mirror says. */
+static void graph_frame(gf_client *c, const gf_pipeline *p, gf_client_device_region *reg,
+                        unsigned char *mirror, uint64_t in_off, uint64_t out_off, uint64_t id) {
+    size_t bytes = frame_bytes_for(p), ref_bytes = 0;
+    void *in, *ref;
+    uint64_t rng = 0x36 + id;
+    make_frame(p, bytes, &rng, &in, &ref, &ref_bytes);
+    ck_assert_uint_le(in_off + bytes, out_off);
+    ck_assert_uint_le(out_off + ref_bytes, reg->bytes);
+    ck_assert_int_eq(gf_client_device_copy_to(reg, in_off, in, bytes), 0);
+    memcpy(mirror + in_off, in, bytes);
+    gf_shm_frame d = {.region_id = reg->id,
+                      .in_offset = in_off,
+                      .in_bytes = bytes,
+                      .out_offset = out_off,
+                      .out_capacity = ref_bytes};
+    ck_assert_int_eq(gf_client_send_frame_device(c, p->id, id, &d), 0);
+    expect_device_result(c, id, reg->id, out_off, ref_bytes);
+    unsigned char *back = malloc(reg->bytes);
+    ck_assert_ptr_nonnull(back);
+    ck_assert_int_eq(gf_client_device_copy_from(reg, 0, back, reg->bytes), 0);
+    char why[512];
+    ck_assert_msg(
+        gf_pipeline_compare_result(p, back + out_off, ref, ref_bytes, why, sizeof why) == 0,
+        "pipeline %s, frame %llu (in at %llu, out at %llu): %s", p->name, (unsigned long long)id,
+        (unsigned long long)in_off, (unsigned long long)out_off, why);
+    memcpy(mirror + out_off, back + out_off, ref_bytes);
+    if (memcmp(back, mirror, reg->bytes) != 0) {
+        uint64_t k = 0;
+        while (back[k] == mirror[k])
+            k++;
+        ck_abort_msg("pipeline %s, frame %llu (out at %llu, %zu bytes): byte %llu of the region "
+                     "is 0x%02x, not 0x%02x",
+                     p->name, (unsigned long long)id, (unsigned long long)out_off, ref_bytes,
+                     (unsigned long long)k, back[k], mirror[k]);
+    }
+    free(back);
+    free(in);
+    free(ref);
+}
+
+/* The graph cache keys a device frame's shape on its addresses in its
+ * region (engine_cuda_graphs.c): for each pipeline with a plugin stage, a
+ * frame at offsets A/B, one of the same length at C/D (a graph replayed
+ * at A/B would write B, and D would keep its pattern), A/B again (a
+ * replay, new data); then the region removed, a new one added (perhaps at
+ * the same daemon address) and all again.  Every frame ran from a graph
+ * (STATS's slots.graph_submissions), each result is exact against the
+ * reference within the kind's tolerance, and no other byte of the region
+ * moved. */
+START_TEST(graph_cache_keyed_on_device_addresses) {
+    gf_test_ck_daemon_start(&daemon_, graphs_json, "cuda");
+    gf_client_device_region reg;
+    gf_client *c = connect_with_region(0, GRAPH_REGION_BYTES, &reg);
+    size_t n = 0;
+    gf_pipeline *p = list_pipelines(c, &n);
+    ck_assert_uint_eq(n, 2);
+    static const uint64_t at[3][2] = {
+        {0, 256u << 10}, {(1u << 20) + 768, (3u << 20) + 256}, {0, 256u << 10}};
+    unsigned char *mirror = malloc(GRAPH_REGION_BYTES);
+    ck_assert_ptr_nonnull(mirror);
+    uint64_t id = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            ck_assert_int_eq(gf_client_device_region_destroy(c, &reg, REPLY_MS), 0);
+            int rc = gf_client_device_region_create(c, 0, GRAPH_REGION_BYTES, &reg, REPLY_MS);
+            ck_assert_msg(rc == 0, "a second region: %d (%s)", rc, gf_client_error(c));
+        }
+        ck_assert_uint_eq(reg.bytes, GRAPH_REGION_BYTES);
+        for (uint64_t k = 0; k < GRAPH_REGION_BYTES; k++)
+            mirror[k] = (unsigned char)(k * 131 + 7 + (uint64_t)pass);
+        ck_assert_int_eq(gf_client_device_copy_to(&reg, 0, mirror, GRAPH_REGION_BYTES), 0);
+        for (size_t i = 0; i < n; i++)
+            for (int j = 0; j < 3; j++)
+                graph_frame(c, &p[i], &reg, mirror, at[j][0], at[j][1], id++);
+    }
+    ck_assert_uint_eq(gf_test_ck_stat(c, "slots.graph_submissions"), id - 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "device_regions.frames"), id - 1);
+    free(mirror);
+    gf_pipelines_free(p, n);
+    ck_assert_int_eq(gf_client_device_region_destroy(c, &reg, REPLY_MS), 0);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
 /* On a thread of its own with no CUDA context current: libgpuframe's
  * device calls leave it with none.  Returns NULL, or what went wrong. */
 static void *context_unchanged(void *arg) {
@@ -650,6 +755,7 @@ int main(int argc, char **argv) {
         tcase_add_test(tc, bad_handles_sizes_and_offsets);
         tcase_add_test(tc, device_bytes_limit);
         tcase_add_test(tc, callers_context_unchanged);
+        tcase_add_test(tc, graph_cache_keyed_on_device_addresses);
     }
     suite_add_tcase(s, tc);
     return gf_test_run(s);
