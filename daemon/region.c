@@ -52,14 +52,19 @@ static atomic_uint_fast64_t *kind_bytes(const gf_region *r, gf_shard *sh) {
 }
 
 /* Reserves `bytes` of `held`, which every shard's regions of one kind count
- * against `cap` (the configuration's `key`): reserve, then check.  Returns 1,
- * or 0 with nothing reserved and the refusal in why[why_len]. */
+ * against `cap` (the configuration's `key`): a region larger than the cap
+ * alone is refused before anything is added (so that the sum cannot wrap);
+ * else reserve, then check.  Returns 1, or 0 with nothing reserved and the
+ * refusal in why[why_len]. */
 static int reserve(atomic_uint_fast64_t *held, uint64_t bytes, uint64_t cap, const char *what,
                    const char *key, char *why, size_t why_len) {
-    uint64_t all_held = atomic_fetch_add_explicit(held, bytes, memory_order_relaxed);
-    if (bytes <= cap && all_held <= cap - bytes)
-        return 1;
-    atomic_fetch_sub_explicit(held, bytes, memory_order_relaxed);
+    uint64_t all_held = atomic_load_explicit(held, memory_order_relaxed);
+    if (bytes <= cap) {
+        all_held = atomic_fetch_add_explicit(held, bytes, memory_order_relaxed);
+        if (all_held <= cap - bytes)
+            return 1;
+        atomic_fetch_sub_explicit(held, bytes, memory_order_relaxed);
+    }
     gf_errorf(why, why_len, "a %s of %llu bytes would pass %s %llu (%llu held by all connections)",
               what, (unsigned long long)bytes, key, (unsigned long long)cap,
               (unsigned long long)all_held);
