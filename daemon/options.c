@@ -244,8 +244,7 @@ int gf_options_parse(int argc, char **argv, gf_config_overrides *flags, const ch
         case 'V':
             printf("gpuframed %s (engines: %s; protocol", GF_VERSION, gf_engine_builtin_names());
             for (unsigned v = GF_PROTOCOL_VERSION; v <= GF_PROTOCOL_VERSION_MAX; v++)
-                if (gf_version_known(v))
-                    printf("%s %u", v > GF_PROTOCOL_VERSION ? "," : "", v);
+                printf("%s %u", v > GF_PROTOCOL_VERSION ? "," : "", v);
             printf(")\n");
             return GF_EXIT_OK;
         case 'h':

@@ -71,6 +71,26 @@ static int reserve(atomic_uint_fast64_t *held, uint64_t bytes, uint64_t cap, con
     return 0;
 }
 
+/* A region `id` of `bytes` on `sh`, counted there: a memfd's, mapped at
+ * `base`, or (`base` NULL) a device region whose client fd `device_fd` is
+ * mapped later.  NULL when out of memory. */
+static gf_region *region_new(gf_shard *sh, uint32_t id, uint64_t bytes, void *base, int device_fd) {
+    gf_region *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->id = id;
+    r->refs = 1;
+    r->base = base;
+    r->bytes = bytes;
+    r->on_device = base == NULL;
+    r->device_fd = device_fd;
+    r->shard = sh;
+    gf_link_init(&r->link);
+    r->work.data = r;
+    count(r, sh, 1);
+    return r;
+}
+
 uint32_t gf_region_open(gf_shard *sh, int fd, uint32_t id, uint32_t held, gf_region **out,
                         char *why, size_t why_len) {
     const gf_config *cfg = sh->cfg;
@@ -111,30 +131,21 @@ uint32_t gf_region_open(gf_shard *sh, int fd, uint32_t id, uint32_t held, gf_reg
         status = GF_ERR_REGION_LIMIT;
         goto fail;
     }
-    gf_region *r = calloc(1, sizeof *r);
-    if (!r) {
-        gf_errorf(why, why_len, "out of memory for a region");
-        status = GF_ERR_INTERNAL;
-        goto fail_reserved;
-    }
     void *base = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
         gf_errorf(why, why_len, "cannot map the memfd's %llu bytes: %s", (unsigned long long)bytes,
                   strerror(errno));
-        free(r);
+        goto fail_reserved;
+    }
+    gf_region *r = region_new(sh, id, bytes, base, -1);
+    if (!r) {
+        munmap(base, (size_t)bytes);
+        gf_errorf(why, why_len, "out of memory for a region");
+        status = GF_ERR_INTERNAL;
         goto fail_reserved;
     }
     /* The mapping keeps the memory; the fd is not needed any more. */
     close(fd);
-    r->id = id;
-    r->refs = 1;
-    r->base = base;
-    r->bytes = bytes;
-    r->device_fd = -1;
-    r->shard = sh;
-    gf_link_init(&r->link);
-    r->work.data = r;
-    count(r, sh, 1);
     *out = r;
     return GF_OK;
 
@@ -179,21 +190,12 @@ uint32_t gf_region_open_device(gf_shard *sh, int fd, const gf_device_region *d, 
         status = GF_ERR_REGION_LIMIT;
         goto fail;
     }
-    gf_region *r = calloc(1, sizeof *r);
+    gf_region *r = region_new(sh, id, bytes, NULL, fd); /* fd closed once mapped (pin_work) */
     if (!r) {
         gf_errorf(why, why_len, "out of memory for a region");
         status = GF_ERR_INTERNAL;
         goto fail_reserved;
     }
-    r->id = id;
-    r->refs = 1;
-    r->bytes = bytes;
-    r->on_device = 1;
-    r->device_fd = fd; /* closed once mapped (map_work) */
-    r->shard = sh;
-    gf_link_init(&r->link);
-    r->work.data = r;
-    count(r, sh, 1);
     *out = r;
     return GF_OK;
 

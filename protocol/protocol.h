@@ -207,13 +207,14 @@ typedef struct gf_device_region {
 /* CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: the one handle type taken. */
 #define GF_DEVICE_HANDLE_POSIX_FD 1u
 
+/* Nonzero for a version this code speaks: 1 to 4 (GF_PROTOCOL_VERSION to
+ * GF_PROTOCOL_VERSION_MAX). */
+int gf_version_known(uint32_t version);
+
 /*
  * Which side is parsing: the daemon accepts requests (FRAME, LIST, STATS),
  * the client accepts replies (RESULT, ERROR, LIST, STATS).
  */
-/* Nonzero for a version this code speaks: 1, 2 and 4. */
-int gf_version_known(uint32_t version);
-
 enum gf_parse_role { GF_ROLE_DAEMON, GF_ROLE_CLIENT };
 
 /*

@@ -14,7 +14,7 @@
  * - DEVICE_REGION_ADD of the wrong length, or below version 4, is fatal;
  * - STATS counts each refusal, and its "device_regions" object stays at zero.
  * The CUDA engine's side (regions mapped, frames run in place) is
- * test_device_frames_gpu.c's.
+ * test_regions_gpu.c's.
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <check.h>
