@@ -89,8 +89,8 @@ typedef struct gf_engine_ops {
     void (*unpin)(gf_engine *e, void *base);
     /* See gf_engine_device_map / gf_engine_device_unmap; NULL where the
      * engine has no device memory (the CPU engine). */
-    int (*device_map)(gf_engine *e, int fd, uint64_t bytes, gf_device_mapping *out, char *why,
-                      size_t why_len);
+    int (*device_map)(gf_engine *e, int fd, uint64_t bytes, uint32_t served, gf_device_mapping *out,
+                      char *why, size_t why_len);
     void (*device_unmap)(gf_engine *e, const gf_device_mapping *m);
 } gf_engine_ops;
 
@@ -188,14 +188,16 @@ static inline int gf_engine_maps_device(const gf_engine *e) {
  * holds it, which the driver names (never the client).  No driver call
  * gives an imported allocation's size: `bytes` beyond it is refused only by
  * cuMemMap, which CUDA does not promise; the engine checks at open that its
- * driver does, or maps nothing (engine_cuda_vmm.c).  Slow (hundreds of
+ * driver does, or maps nothing (engine_cuda_vmm.c).  Memory on a device
+ * not in `served` (bit d: the daemon serves CUDA device d) is refused,
+ * -ENODEV, before anything is mapped.  Slow (hundreds of
  * microseconds) and thread-safe: a worker thread, never the loop.  Returns
  * 0 with *out, or a negative errno with the driver's reason in
  * why[why_len].  Only where gf_engine_maps_device.
  */
-static inline int gf_engine_device_map(gf_engine *e, int fd, uint64_t bytes, gf_device_mapping *out,
-                                       char *why, size_t why_len) {
-    return e->ops->device_map(e, fd, bytes, out, why, why_len);
+static inline int gf_engine_device_map(gf_engine *e, int fd, uint64_t bytes, uint32_t served,
+                                       gf_device_mapping *out, char *why, size_t why_len) {
+    return e->ops->device_map(e, fd, bytes, served, out, why, why_len);
 }
 
 /* Undoes gf_engine_device_map once no frame uses the memory: the import's

@@ -217,8 +217,8 @@ void gf__cuda_vmm_check(cuda_engine *ce) {
         GF_LOG_WRN("engine cuda: device regions are off on device %d: %s", device, ce->vmm_why);
 }
 
-int gf__cuda_device_map(gf_engine *e, int fd, uint64_t bytes, gf_device_mapping *out, char *why,
-                        size_t why_len) {
+int gf__cuda_device_map(gf_engine *e, int fd, uint64_t bytes, uint32_t served,
+                        gf_device_mapping *out, char *why, size_t why_len) {
     cuda_engine *ce = (cuda_engine *)e;
     if (ce->vmm_status < 0) {
         gf_errorf(why, why_len, "device regions are off on device %d: %s", ce->device, ce->vmm_why);
@@ -267,6 +267,13 @@ int gf__cuda_device_map(gf_engine *e, int fd, uint64_t bytes, gf_device_mapping 
                   "the allocation is not device memory on one of the daemon's %d device(s) "
                   "(type %d, location type %d, id %d)",
                   devices, (int)prop.type, (int)prop.location.type, prop.location.id);
+        goto fail_release;
+    }
+    if (prop.location.id >= GF_DEVICES_MAX || !(served & (1u << prop.location.id))) {
+        gf_errorf(why, why_len,
+                  "the allocation is on device %d, which the daemon does not serve (devices)",
+                  prop.location.id);
+        err = -ENODEV;
         goto fail_release;
     }
     if (!(prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {

@@ -17,8 +17,8 @@
  * at engine open. */
 void gf__cuda_vmm_check(cuda_engine *ce);
 
-int gf__cuda_device_map(gf_engine *e, int fd, uint64_t bytes, gf_device_mapping *out, char *why,
-                        size_t why_len);
+int gf__cuda_device_map(gf_engine *e, int fd, uint64_t bytes, uint32_t served,
+                        gf_device_mapping *out, char *why, size_t why_len);
 void gf__cuda_device_unmap(gf_engine *e, const gf_device_mapping *m);
 
 #endif

@@ -39,14 +39,6 @@ static void region_ready(gf_region *r, void *arg) {
         return;
     gf_conn *c = q->conn;
     char *body;
-    if (r->pin_status == 0 && r->on_device &&
-        !gf_group_serves(c->shard->group, r->mapping.device)) {
-        /* Mapped, but no shard could run its frames: unmapped again. */
-        r->pin_status = -ENODEV;
-        gf_errorf(r->why, sizeof r->why,
-                  "the allocation is on device %d, which the daemon does not serve (devices)",
-                  r->mapping.device);
-    }
     if (r->pin_status < 0) {
         gf_replyq_answer(&c->out, q, GF_MSG_ERROR, GF_ERR_BAD_REGION, strdup(r->why),
                          strlen(r->why));

@@ -225,15 +225,21 @@ void gf_region_arrive(gf_region *r, gf_shard *sh) {
 
 /* On a worker of the shard's thread pool: a memfd region pinned, or a
  * device region imported and mapped (its fd closed then, whatever came of
- * it). */
+ * it), refused before it is mapped where it is on a device no shard
+ * serves. */
 static void pin_work(uv_work_t *w) {
     gf_region *r = w->data;
     if (!r->on_device) {
         r->pin_status = gf_engine_pin(r->shard->engine, r->base, r->bytes, r->why, sizeof r->why);
         return;
     }
-    r->pin_status = gf_engine_device_map(r->shard->engine, r->device_fd, r->bytes, &r->mapping,
-                                         r->why, sizeof r->why);
+    const gf_group *g = r->shard->group; /* its shards' devices: fixed since start */
+    uint32_t served = 0;
+    for (uint32_t k = 0; k < g->count; k++)
+        if (g->shard[k].device >= 0 && g->shard[k].device < GF_DEVICES_MAX)
+            served |= 1u << g->shard[k].device;
+    r->pin_status = gf_engine_device_map(r->shard->engine, r->device_fd, r->bytes, served,
+                                         &r->mapping, r->why, sizeof r->why);
     close(r->device_fd);
     r->device_fd = -1;
     if (r->pin_status == 0)

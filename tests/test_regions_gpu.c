@@ -30,8 +30,10 @@
  *   size and layout checked and streamed verified;
  * - with `two` as argument (ctest test_regions_two_gpu): a region on device
  *   1 with a daemon whose pipeline runs on both devices: the connection
- *   moves to device 1's shard and the frames run verified.  With fewer than
- *   two device nodes it exits GF_SKIP_CODE (ctest: skipped, not passed).
+ *   moves to device 1's shard and the frames run verified; a region on
+ *   device 1 with a daemon serving device 0 alone refused, naming it.
+ *   With fewer than two device nodes it exits GF_SKIP_CODE (ctest:
+ *   skipped, not passed).
  *
  * Every test runs in its own forked child; CUDA is initialised only there
  * (the runner process never touches the driver).
@@ -712,6 +714,28 @@ START_TEST(region_on_the_second_device) {
 }
 END_TEST
 
+/* A region on a device the daemon does not serve: refused bad_region
+ * naming the device, before it is mapped; the connection is served on. */
+START_TEST(region_on_an_unserved_device) {
+    gf_test_ck_daemon_start(&daemon_,
+                            "{\"devices\": \"0\", \"pipelines\": [{\"name\": \"echo\", "
+                            "\"kind\": \"echo\"}]}",
+                            "cuda");
+    gf_client *c = gf_test_ck_connect(daemon_.socket_path);
+    gf_client_device_region reg;
+    ck_assert_int_eq(gf_client_device_region_create(c, 1, 2u << 20, &reg, REPLY_MS), -EREMOTEIO);
+    ck_assert_msg(strstr(gf_client_error(c), "on device 1, which the daemon does not serve") !=
+                      NULL,
+                  "%s", gf_client_error(c));
+    ck_assert_uint_eq(gf_test_ck_stat(c, "rejected.bad_region"), 1);
+    ck_assert_int_eq(gf_client_device_region_create(c, 0, 2u << 20, &reg, REPLY_MS), 0);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "device_regions.regions_open"), 1);
+    ck_assert_int_eq(gf_client_device_region_destroy(c, &reg, REPLY_MS), 0);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
 /* CUDA device nodes (/dev/nvidia0, ...), counted without touching the
  * driver in this process (the tests fork). */
 static size_t device_nodes(void) {
@@ -749,6 +773,7 @@ int main(int argc, char **argv) {
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     if (two) {
         tcase_add_test(tc, region_on_the_second_device);
+        tcase_add_test(tc, region_on_an_unserved_device);
     } else {
         tcase_add_test(tc, every_pipeline_on_device_frames);
         tcase_add_test(tc, client_frees_its_allocation_mid_stream);
