@@ -276,10 +276,10 @@ int gf__cuda_device_map(gf_engine *e, int fd, uint64_t bytes, uint32_t served,
         err = -ENODEV;
         goto fail_release;
     }
-    if (!(prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
-        gf_errorf(why, why_len, "the allocation was not made shareable as a POSIX file descriptor");
-        goto fail_release;
-    }
+    /* No check of prop.requestedHandleTypes: the import from a POSIX file
+     * descriptor above is the proof that the allocation was made shareable
+     * so, and an imported handle's properties report no handle types (0 on
+     * an H200 with the driver of CUDA 13: every region was refused). */
     if ((rc = vmm.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)) !=
             CUDA_SUCCESS ||
         granularity == 0) {
