@@ -104,7 +104,7 @@ static void run_batch(const char *kind_name, const gf_params *p, uint32_t count,
     for (int pass = 0; pass < 2; pass++) {
         cudaGraph_t graph = NULL;
         cudaGraphExec_t exec = NULL;
-        GF_TEST_CK_CUDA(cudaMemset(out_dev, POISON_BYTE, total));
+        GF_TEST_CK_CUDA(cudaMemsetAsync(out_dev, POISON_BYTE, total, stream));
         GF_TEST_CK_CUDA(cudaGetLastError());
         if (pass == 1)
             GF_TEST_CK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));

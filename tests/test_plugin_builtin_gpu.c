@@ -260,7 +260,7 @@ static void check_batch(const gf_plugin *p, void *state, void *dev, cudaStream_t
     GF_TEST_CK_CUDA(cudaMalloc((void **)&in_dev, bytes));
     GF_TEST_CK_CUDA(cudaMalloc((void **)&out_dev, bytes));
     GF_TEST_CK_CUDA(cudaMemcpy(in_dev, in, bytes, cudaMemcpyHostToDevice));
-    GF_TEST_CK_CUDA(cudaMemset(out_dev, POISON_BYTE, bytes));
+    GF_TEST_CK_CUDA(cudaMemsetAsync(out_dev, POISON_BYTE, bytes, stream));
     for (uint32_t i = 0; i < count; i++)
         frames[i] = (gf_plugin_frame){.in_dev = in_dev + i * stride,
                                       .in_bytes = (uint64_t)vectors[i] * IN_VEC,
