@@ -49,6 +49,7 @@ struct driver {
                                      unsigned long long flags);
     cuda_abi_result (*htod)(uint64_t dst, const void *src, size_t bytes);
     cuda_abi_result (*dtoh)(void *dst, uint64_t src, size_t bytes);
+    cuda_abi_result (*ctx_sync)(void);
     cuda_abi_result (*error_name)(cuda_abi_result rc, const char **name);
 };
 static struct driver drv;
@@ -90,6 +91,7 @@ static void load(void) {
         {"cuMemExportToShareableHandle", offsetof(struct driver, export_handle)},
         {"cuMemcpyHtoD", offsetof(struct driver, htod)},
         {"cuMemcpyDtoH", offsetof(struct driver, dtoh)},
+        {"cuCtxSynchronize", offsetof(struct driver, ctx_sync)},
         {"cuGetErrorName", offsetof(struct driver, error_name)},
     };
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
@@ -245,6 +247,11 @@ int gf__device_copy(int device, uint64_t dev_ptr, void *host, size_t bytes, int 
         return err;
     cuda_abi_result rc =
         to_device ? drv.htod(dev_ptr, host, bytes) : drv.dtoh(host, dev_ptr, bytes);
+    /* From pageable memory, cuMemcpyHtoD may return once the bytes are
+     * staged, before they reach the device: the daemon, in a context of
+     * its own, could read the old ones.  Wait for the copy. */
+    if (to_device && rc == CUDA_ABI_SUCCESS)
+        rc = drv.ctx_sync();
     done();
     return bytes == 0 || rc == CUDA_ABI_SUCCESS ? 0 : -EIO;
 }

@@ -107,6 +107,7 @@ _CALLS: Dict[str, Tuple[Any, ...]] = {
     "cuMemExportToShareableHandle": (ctypes.c_void_p, _u64_t, ctypes.c_int, ctypes.c_ulonglong),
     "cuMemcpyHtoD": (_u64_t, ctypes.c_void_p, _size_t),
     "cuMemcpyDtoH": (ctypes.c_void_p, _u64_t, _size_t),
+    "cuCtxSynchronize": (),
     "cuGetErrorName": (ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)),
 }
 
@@ -318,6 +319,9 @@ def _copy(alloc: Any, offset: int, host: npt.NDArray[Any], *, to_device: bool) -
     with d.current(alloc.device):
         if to_device:
             d.call("cuMemcpyHtoD", alloc.ptr + offset, host.ctypes.data, host.nbytes)
+            # From pageable memory the call may return before the bytes
+            # reach the device, where the daemon's context would read them.
+            d.call("cuCtxSynchronize")
         else:
             d.call("cuMemcpyDtoH", host.ctypes.data, alloc.ptr + offset, host.nbytes)
 
