@@ -63,6 +63,7 @@ enum {
     OPT_LATEST_ONLY,
     OPT_RATE,
     OPT_PRIORITY,
+    OPT_START_AT,
     OPT_DEVICE_FRAMES,
 };
 

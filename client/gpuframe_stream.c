@@ -120,6 +120,10 @@ static const char stream_help_tail[] =
     "                          when the next comes; protocol 3\n"
     "      --rate FPS          queue at most FPS frames a second, as a live source does\n"
     "                          (default: as fast as the window allows)\n"
+    "      --start-at T        set up first (connection, regions, frames), then send the\n"
+    "                          first frame at T, seconds since the Epoch ('date +%s.%N'):\n"
+    "                          clients started apart stream together (the summary's\n"
+    "                          seconds count from then)\n"
     "      --priority CLASS    realtime, normal or batch: the frames' class, at most\n"
     "                          what the daemon's \"priorities\" give this user\n"
     "                          (default: that); protocol 3\n"
@@ -210,6 +214,14 @@ static void stream_option(int opt, gf_stream_opts *o) {
                          STREAM_DEVICE_MAX, optarg);
         o->device = optarg != NULL ? (int)v : 0;
         break;
+    case OPT_START_AT: {
+        char *end;
+        o->start_at = strtod(optarg, &end);
+        if (end == optarg || *end != '\0' || !(o->start_at > 0 && o->start_at < 1e11))
+            gf_die_usage("stream", "--start-at: expected seconds since the Epoch, got '%s'",
+                         optarg);
+        break;
+    }
     case OPT_RATE: {
         char *end;
         o->rate = strtod(optarg, &end);
@@ -241,6 +253,7 @@ static void parse_stream_opts(int argc, char *argv[], gf_stream_opts *o) {
         {"latest-only", no_argument, NULL, OPT_LATEST_ONLY},
         {"rate", required_argument, NULL, OPT_RATE},
         {"priority", required_argument, NULL, OPT_PRIORITY},
+        {"start-at", required_argument, NULL, OPT_START_AT},
         {"device-frames", optional_argument, NULL, OPT_DEVICE_FRAMES},
         COMMON_LONG_OPTIONS,
         {NULL, 0, NULL, 0}};
@@ -510,11 +523,22 @@ static int stream_frames(gf_stream_run *r) {
     }
 }
 
+/* Sleeps until `epoch_s` seconds since the Epoch (--start-at; at once for 0
+ * or a time past), or until Ctrl-C. */
+static void wait_until(double epoch_s) {
+    struct timespec at = {.tv_sec = (time_t)epoch_s,
+                          .tv_nsec = (long)((epoch_s - (double)(time_t)epoch_s) * 1e9)};
+    while (epoch_s > 0 && !stream_interrupted &&
+           clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
+        ;
+}
+
 /* Runs the window, with the progress line shown on a terminal; returns what
  * stream_frames returns, and the time it took in *elapsed_ns.  Interrupted
  * before it (stream_interrupted), it sends nothing. */
 static int stream_run(gf_stream_run *r, uint64_t *elapsed_ns) {
     r->progress = !r->o->quiet && isatty(STDERR_FILENO);
+    wait_until(r->o->start_at);
     r->start_ns = gf_now_ns();
     r->progress_next_ns = r->start_ns + PROGRESS_AFTER_NS;
     int rc = stream_frames(r);

@@ -69,6 +69,7 @@ typedef struct gf_stream_opts {
     int device_frames;       /* --device-frames                        */
     int device;              /* its CUDA device                        */
     double rate;             /* --rate, frames a second; 0: the window's pace */
+    double start_at;         /* --start-at, seconds since the Epoch; 0: at once */
     unsigned priority;       /* --priority: GF_CLASS_*; 0: the configured one */
 } gf_stream_opts;
 
