@@ -201,17 +201,57 @@ static int has_device_frames(const gf_slot *s) {
     return 0;
 }
 
+/* A device frame whose input and result are at most this many bytes is
+ * gathered into the slot in a batch of an elementwise pipeline (below: a
+ * block copies 64 KiB in about a microsecond; a launch costs a few). */
+#define GATHER_MAX_BYTES (64u << 10)
+_Static_assert(GF_SLOT_FRAMES_MAX <= GF_COPIES_MAX, "one gf_copies_launch moves a whole batch");
+
+/* Whether batch `s` of an `elementwise` pipeline gathers its device frames
+ * into the slot's device buffers, runs as one launch over the slot, and
+ * scatters their results back (move_device_frames): more than one frame,
+ * every device frame small.  Otherwise each device frame runs in place in
+ * its region, a launch a frame for an elementwise stage. */
+static int gathers(const gf_slot *s, int elementwise) {
+    if (!elementwise || s->frame_count < 2 || !has_device_frames(s))
+        return 0;
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        const gf_frame *f = &s->frames[i];
+        if (f->on_device && (f->in_bytes > GATHER_MAX_BYTES || f->out_bytes > GATHER_MAX_BYTES))
+            return 0;
+    }
+    return 1;
+}
+
+/* Copies the device frames of `s` (gathers): their inputs from their
+ * regions into the slot's input buffer (`in`), or their results from the
+ * slot's output buffer into their regions; one kernel, whatever their
+ * number. */
+static cudaError_t move_device_frames(const gf_slot *s, cuda_slot *cs, int in) {
+    gf_copy copies[GF_SLOT_FRAMES_MAX];
+    unsigned n = 0;
+    for (uint32_t i = 0; i < s->frame_count; i++) {
+        const gf_frame *f = &s->frames[i];
+        if (f->on_device)
+            copies[n++] = in ? (gf_copy){f->src, (uint8_t *)cs->in_dev + f->offset, f->in_bytes}
+                             : (gf_copy){(uint8_t *)cs->out_dev + f->offset, f->dst, f->out_bytes};
+    }
+    return (cudaError_t)gf_copies_launch(copies, n, cs->stream);
+}
+
 cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     const gf_pipeline *p = &s->frames[0].pipeline; /* every frame's */
     const gf_frame *last = &s->frames[s->frame_count - 1];
     int elementwise = gf_pipeline_elementwise(p);
-    int whole = !has_device_frames(s) && (s->frame_count == 1 || elementwise);
+    int gather = gathers(s, elementwise);
+    int whole = (gather || !has_device_frames(s)) && (s->frame_count == 1 || elementwise);
     s->zero_copy = runs_zero_copy(ce, s, elementwise);
     uint8_t *in_first = s->zero_copy ? s->in_host : cs->in_dev;
     uint8_t *out_last = s->zero_copy ? s->out_host : cs->out_dev;
     cudaError_t err;
     if ((err = mark(s, cs, EV_START)) != cudaSuccess ||
         (!s->zero_copy && (err = copy_frames(s, cs, 1)) != cudaSuccess) ||
+        (gather && (err = move_device_frames(s, cs, 1)) != cudaSuccess) ||
         (err = mark(s, cs, EV_H2D)) != cudaSuccess)
         return err;
     for (uint32_t k = 0; k < p->stage_count; k++) {
@@ -233,7 +273,8 @@ cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
             return err;
     }
     if ((err = mark(s, cs, EV_KERNEL)) != cudaSuccess ||
-        (!s->zero_copy && (err = copy_frames(s, cs, 0)) != cudaSuccess))
+        (!s->zero_copy && (err = copy_frames(s, cs, 0)) != cudaSuccess) ||
+        (gather && (err = move_device_frames(s, cs, 0)) != cudaSuccess))
         return err;
     return mark(s, cs, EV_D2H);
 }

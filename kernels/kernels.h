@@ -50,6 +50,23 @@ typedef int (*gf_launch_fn)(const gf_params *p, const void *in_dev, size_t in_by
  * complete build: test_pipelines checks every kind).  Defined in gfkernels. */
 gf_launch_fn gf_kernel_launcher(const gf_pipeline_kind *kind);
 
+/* One device-to-device copy of gf_copies_launch. */
+typedef struct gf_copy {
+    const void *from;
+    void *to;
+    size_t bytes;
+} gf_copy;
+#define GF_COPIES_MAX 64u
+
+/*
+ * Enqueues `count` copies of device memory (at most GF_COPIES_MAX; none may
+ * overlap another's destination) as one kernel on `stream`: what the CUDA
+ * engine uses to gather a batch's small device frames into its slot and
+ * scatter their results back, in place of a launch a frame.  Returns as a
+ * launcher does (gf_launch_fn); count 0 launches nothing.
+ */
+int gf_copies_launch(const gf_copy *copies, unsigned count, gf_cuda_stream stream);
+
 /*
  * "echo": the output is a byte-for-byte copy of the input, of any length
  * (0 included).

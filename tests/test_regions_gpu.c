@@ -11,6 +11,10 @@
  *   output copied back and compared with the C reference (exact where the
  *   kind is integer, its stated tolerance where float); STATS counts them
  *   as device frames and bytes;
+ * - small frames of elementwise pipelines from four connections at once,
+ *   each in its own region: they share submissions (gathered into the slot
+ *   and scattered back), each result right and no other byte of any region
+ *   touched;
  * - a client that frees its allocation with frames in flight: every frame is
  *   still answered, the daemon keeps serving (a new region runs verified),
  *   and its log has no CUDA error;
@@ -305,6 +309,94 @@ START_TEST(every_pipeline_on_device_frames) {
     ck_assert_uint_eq(gf_test_ck_stat(c, "device_regions.regions_open"), 0);
     gf_pipelines_free(p, n);
     gf_client_close(c);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
+/*
+ * Small device frames of elementwise pipelines from several connections at
+ * once share submissions: the engine gathers them from their regions into
+ * the slot, runs the batch as one launch and scatters the results back.
+ * Every result is checked, and every other byte of every region (inputs,
+ * the gaps between frames) is as the client left it.
+ */
+START_TEST(small_device_frames_gathered_in_batches) {
+    enum { CONNS = 4, FRAMES = 16, BYTES = 4096, STRIDE = 3 * BYTES, GAP = ALIGN };
+    const uint64_t region_bytes = 2u << 20;
+    gf_test_ck_daemon_start(&daemon_, config_json, "cuda");
+    gf_client *c[CONNS];
+    gf_client_device_region reg[CONNS];
+    unsigned char *mirror[CONNS], *got = malloc(region_bytes);
+    void *ref[CONNS][FRAMES];
+    ck_assert_ptr_nonnull(got);
+    for (int k = 0; k < CONNS; k++) {
+        c[k] = connect_with_region(0, region_bytes, &reg[k]);
+        mirror[k] = malloc(region_bytes);
+        ck_assert_ptr_nonnull(mirror[k]);
+    }
+    size_t n = 0;
+    gf_pipeline *p = list_pipelines(c[0], &n);
+    uint64_t id = 1, rng = 0x9a7e;
+    for (size_t i = 0; i < 3; i++) { /* echo, affine, sincos */
+        ck_assert(gf_pipeline_elementwise(&p[i]));
+        uint64_t subs0 = gf_test_ck_stat(c[0], "slots.submissions");
+        for (int k = 0; k < CONNS; k++) {
+            for (uint64_t b = 0; b < region_bytes; b++)
+                mirror[k][b] = (unsigned char)(b * 7 + (uint64_t)k + i);
+            for (int f = 0; f < FRAMES; f++) {
+                void *in;
+                size_t out_bytes;
+                make_frame(&p[i], BYTES, &rng, &in, &ref[k][f], &out_bytes);
+                ck_assert_uint_eq(out_bytes, BYTES);
+                memcpy(mirror[k] + (size_t)f * STRIDE, in, BYTES);
+                free(in);
+            }
+            ck_assert_int_eq(gf_client_device_copy_to(&reg[k], 0, mirror[k], region_bytes), 0);
+        }
+        /* Frame f's input at f * STRIDE, its result GAP bytes after it. */
+        for (int f = 0; f < FRAMES; f++)
+            for (int k = 0; k < CONNS; k++) {
+                gf_shm_frame d = {.region_id = reg[k].id,
+                                  .in_offset = (uint64_t)f * STRIDE,
+                                  .in_bytes = BYTES,
+                                  .out_offset = (uint64_t)f * STRIDE + BYTES + GAP,
+                                  .out_capacity = BYTES};
+                ck_assert_int_eq(gf_client_send_frame_device(c[k], p[i].id, id + (uint64_t)f, &d),
+                                 0);
+            }
+        for (int k = 0; k < CONNS; k++)
+            for (int f = 0; f < FRAMES; f++)
+                expect_device_result(c[k], id + (uint64_t)f, reg[k].id,
+                                     (uint64_t)f * STRIDE + BYTES + GAP, BYTES);
+        id += FRAMES;
+        uint64_t subs = gf_test_ck_stat(c[0], "slots.submissions") - subs0;
+        ck_assert_msg(subs < CONNS * FRAMES, "pipeline %s: %d device frames in %llu submissions",
+                      p[i].name, CONNS * FRAMES, (unsigned long long)subs);
+        for (int k = 0; k < CONNS; k++) {
+            ck_assert_int_eq(gf_client_device_copy_from(&reg[k], 0, got, region_bytes), 0);
+            for (int f = 0; f < FRAMES; f++) {
+                size_t at = (size_t)f * STRIDE + BYTES + GAP;
+                char why[512];
+                ck_assert_msg(gf_pipeline_compare_result(&p[i], got + at, ref[k][f], BYTES, why,
+                                                         sizeof why) == 0,
+                              "pipeline %s, connection %d, frame %d: %s", p[i].name, k, f, why);
+                memcpy(mirror[k] + at, got + at, BYTES); /* checked: the rest must match */
+                free(ref[k][f]);
+            }
+            for (uint64_t b = 0; b < region_bytes; b++)
+                ck_assert_msg(got[b] == mirror[k][b],
+                              "pipeline %s, connection %d: byte %llu of the region changed "
+                              "(0x%02x, was 0x%02x)",
+                              p[i].name, k, (unsigned long long)b, got[b], mirror[k][b]);
+        }
+    }
+    for (int k = 0; k < CONNS; k++) {
+        ck_assert_int_eq(gf_client_device_region_destroy(c[k], &reg[k], REPLY_MS), 0);
+        gf_client_close(c[k]);
+        free(mirror[k]);
+    }
+    free(got);
+    gf_pipelines_free(p, n);
     gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
 }
 END_TEST
@@ -776,6 +868,7 @@ int main(int argc, char **argv) {
         tcase_add_test(tc, region_on_an_unserved_device);
     } else {
         tcase_add_test(tc, every_pipeline_on_device_frames);
+        tcase_add_test(tc, small_device_frames_gathered_in_batches);
         tcase_add_test(tc, client_frees_its_allocation_mid_stream);
         tcase_add_test(tc, bad_handles_sizes_and_offsets);
         tcase_add_test(tc, device_bytes_limit);

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gf_copies_launch: up to GF_COPIES_MAX device-to-device copies in one
+ * kernel (kernels.h).  The table travels in the kernel's parameters, one
+ * block a copy; 16-byte vectors where both ends allow, bytes otherwise.
+ */
+#include "kernels.h"
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "launch.cuh"
+
+namespace {
+
+struct copy_table {
+    gf_copy c[GF_COPIES_MAX];
+};
+static_assert(sizeof(copy_table) <= 4000, "the table fits the 4 KiB of a kernel's parameters");
+
+__global__ void copies_kernel(const copy_table t) {
+    const gf_copy c = t.c[blockIdx.x];
+    const auto *from = static_cast<const unsigned char *>(c.from);
+    auto *to = static_cast<unsigned char *>(c.to);
+    size_t done = 0;
+    if ((reinterpret_cast<uintptr_t>(c.from) | reinterpret_cast<uintptr_t>(c.to)) % kVecBytes ==
+        0) {
+        const size_t vecs = c.bytes / kVecBytes;
+        for (size_t i = threadIdx.x; i < vecs; i += blockDim.x)
+            reinterpret_cast<uint4 *>(to)[i] = reinterpret_cast<const uint4 *>(from)[i];
+        done = vecs * kVecBytes;
+    }
+    for (size_t i = done + threadIdx.x; i < c.bytes; i += blockDim.x)
+        to[i] = from[i];
+}
+
+} // namespace
+
+extern "C" int gf_copies_launch(const gf_copy *copies, unsigned count, gf_cuda_stream stream) {
+    copy_table t;
+    const bool ok = count <= GF_COPIES_MAX;
+    for (unsigned i = 0; ok && i < count; i++)
+        t.c[i] = copies[i];
+    return launch_checked(stream, ok, count, [&](cudaStream_t s) {
+        copies_kernel<<<count, kThreadsPerBlock, 0, s>>>(t);
+    });
+}
