@@ -259,7 +259,7 @@ static void check_batch(const gf_plugin *p, void *state, void *dev, cudaStream_t
     fill_uniform(in, bytes / 4, 2.0f, seed);
     GF_TEST_CK_CUDA(cudaMalloc((void **)&in_dev, bytes));
     GF_TEST_CK_CUDA(cudaMalloc((void **)&out_dev, bytes));
-    GF_TEST_CK_CUDA(cudaMemcpy(in_dev, in, bytes, cudaMemcpyHostToDevice));
+    GF_TEST_CK_CUDA(cudaMemcpyAsync(in_dev, in, bytes, cudaMemcpyHostToDevice, stream));
     GF_TEST_CK_CUDA(cudaMemsetAsync(out_dev, POISON_BYTE, bytes, stream));
     for (uint32_t i = 0; i < count; i++)
         frames[i] = (gf_plugin_frame){.in_dev = in_dev + i * stride,
