@@ -217,7 +217,7 @@ static void stream_option(int opt, gf_stream_opts *o) {
     case OPT_START_AT: {
         char *end;
         o->start_at = strtod(optarg, &end);
-        if (end == optarg || *end != '\0' || !(o->start_at > 0 && o->start_at < 1e11))
+        if (end == optarg || *end != '\0' || !(o->start_at > 0 && o->start_at < 1e10))
             gf_die_usage("stream", "--start-at: expected seconds since the Epoch, got '%s'",
                          optarg);
         break;
@@ -524,13 +524,19 @@ static int stream_frames(gf_stream_run *r) {
 }
 
 /* Sleeps until `epoch_s` seconds since the Epoch (--start-at; at once for 0
- * or a time past), or until Ctrl-C. */
+ * or a time past), or until Ctrl-C: in naps of at most 100 ms, so that a
+ * signal between the flag's test and the sleep is seen soon. */
 static void wait_until(double epoch_s) {
-    struct timespec at = {.tv_sec = (time_t)epoch_s,
-                          .tv_nsec = (long)((epoch_s - (double)(time_t)epoch_s) * 1e9)};
-    while (epoch_s > 0 && !stream_interrupted &&
-           clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
-        ;
+    const uint64_t nap_ns = 100000000, at_ns = (uint64_t)(epoch_s * 1e9);
+    struct timespec now;
+    while (epoch_s > 0 && !stream_interrupted && clock_gettime(CLOCK_REALTIME, &now) == 0) {
+        uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+        if (now_ns >= at_ns)
+            return;
+        uint64_t left = at_ns - now_ns < nap_ns ? at_ns - now_ns : nap_ns;
+        struct timespec nap = {.tv_sec = 0, .tv_nsec = (long)left};
+        nanosleep(&nap, NULL);
+    }
 }
 
 /* Runs the window, with the progress line shown on a terminal; returns what

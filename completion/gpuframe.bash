@@ -56,7 +56,7 @@ _gpuframe() {
         compopt -o filenames 2>/dev/null
         return 0
         ;;
-    --size | -n | --count | -w | --window | --seed | -t | --timeout | --watch | --deadline-ms | --rate)
+    --size | -n | --count | -w | --window | --seed | -t | --timeout | --watch | --deadline-ms | --rate | --start-at)
         return 0 # a number: nothing to offer
         ;;
     esac
