@@ -23,7 +23,8 @@
 # --dry: few frames (the CPU engine here: device frames are refused there,
 # which the run reports as "unavailable" and skips their verdicts; it
 # checks the mechanics, not the figures).
-# On an H200 the whole run takes about 1 minute.  stdout: one line per figure, `section key=value ...`,
+# On an H200 the whole run takes about 2 minutes (45 s of it the device
+# crowd's lead).  stdout: one line per figure, `section key=value ...`,
 # then `verdict NAME ok|FAIL|skipped ...`.  Exit status 1 when a stream
 # failed that had to work (a verdict that fails does not change it).
 set -uo pipefail
@@ -44,10 +45,11 @@ for f in gpuframed gpuframe; do
 done
 big=$((16 << 20))
 if [ $dry = 1 ]; then
-  big_shm=8 big_dev=8 small=50 crowd=64 crowd_each=20 crowd_lead=3 torch_big=5 torch_small=20
+  big_shm=8 big_dev=8 small=50 crowd=64 crowd_each=20 shm_lead=3 crowd_lead=3 torch_big=5 torch_small=20
 else
-  # crowd_lead: 64 device clients' set-ups took about 33 s on an H200
-  big_shm=1500 big_dev=15000 small=5000 crowd=64 crowd_each=60000 crowd_lead=45 torch_big=3000 torch_small=5000
+  # the crowds' leads (clients()): 64 shm clients start in well under a
+  # second; 64 device clients' set-ups took about 33 s on an H200
+  big_shm=1500 big_dev=15000 small=5000 crowd=64 crowd_each=60000 shm_lead=3 crowd_lead=45 torch_big=3000 torch_small=5000
 fi
 
 tmp=$(mktemp -d)
@@ -160,7 +162,7 @@ ok=1; [ "$r" != n/a ] && at_least 1 "$r" && ok=0
 verdict small_p50 $ok "device_over_shm=$r (<= 1)"
 
 # ---- crowd: 64 clients, 4 KiB, window 16 -------------------------------------------
-read -r sf sp ss <<<"$(clients $crowd 3 --pipeline echo --size 4096 --count $crowd_each --window 16 --shm)"
+read -r sf sp ss <<<"$(clients $crowd $shm_lead --pipeline echo --size 4096 --count $crowd_each --window 16 --shm)"
 read -r df dp ds <<<"$(clients $crowd $crowd_lead --pipeline echo --size 4096 --count $crowd_each --window 16 --device-frames)"
 r=$(ratio "${df:-}" "${sf:-}")
 echo "crowd clients=$crowd bytes=4096 window=16 shm_frames_per_s=${sf:-} device_frames_per_s=${df:-} shm_p50_us=${sp:-} device_p50_us=${dp:-} shm_start_spread_s=${ss:-} device_start_spread_s=${ds:-} device_over_shm=$r"

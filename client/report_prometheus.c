@@ -363,6 +363,8 @@ static const struct prom_metric counter_metrics[] = {
      "Batches whose kernels ran on the pinned host buffers, with no copy.", NULL},
     {"slots.graph_submissions", "gpuframe_graph_submissions_total", "counter",
      "Batches replayed from a CUDA graph (cuda_graphs).", NULL},
+    {"slots.gathered_submissions", "gpuframe_gathered_submissions_total", "counter",
+     "Batches whose small device frames were gathered into the slot and run as one launch.", NULL},
 };
 
 /* Shared-memory regions and the frames by reference. */

@@ -120,8 +120,8 @@ static int strided_run(const gf_slot *s, uint32_t i, uint32_t j, int to_device, 
  * strided_run); shm frames, in their client's region, go in one copy per
  * run of frames that lie back to back both there and in the slot (a
  * client's consecutive frames of a multiple of 256 bytes do), each on its
- * own otherwise; device frames need none (their stages run in their
- * region). */
+ * own otherwise; device frames are not copied here (their stages run in
+ * their region, or move_device_frames gathers them). */
 static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
     enum cudaMemcpyKind dir = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
     uint8_t *dev = to_device ? cs->in_dev : cs->out_dev;
@@ -193,7 +193,7 @@ static int runs_zero_copy(const cuda_engine *ce, const gf_slot *s, int elementwi
 }
 
 /* Whether any frame of `s` is a device frame (its stages run in place in
- * its region, so the batch cannot run as one launch over the slot). */
+ * its region, unless the batch gathers it into the slot). */
 static int has_device_frames(const gf_slot *s) {
     for (uint32_t i = 0; i < s->frame_count; i++)
         if (s->frames[i].on_device)
@@ -207,13 +207,14 @@ static int has_device_frames(const gf_slot *s) {
 #define GATHER_MAX_BYTES (64u << 10)
 _Static_assert(GF_SLOT_FRAMES_MAX <= GF_COPIES_MAX, "one gf_copies_launch moves a whole batch");
 
-/* Whether batch `s` of an `elementwise` pipeline gathers its device frames
- * into the slot's device buffers, runs as one launch over the slot, and
- * scatters their results back (move_device_frames): more than one frame,
- * every device frame small.  Otherwise each device frame runs in place in
- * its region, a launch a frame for an elementwise stage. */
-static int gathers(const gf_slot *s, int elementwise) {
-    if (!elementwise || s->frame_count < 2 || !has_device_frames(s))
+/* Whether batch `s` gathers its device frames into the slot's device
+ * buffers, runs as one launch a stage over the slot, and scatters their
+ * results back (move_device_frames): an elementwise pipeline, more than one
+ * frame, every device frame small.  Otherwise each device frame runs in
+ * place in its region, a launch a frame for an elementwise stage. */
+int gf__cuda_gathers(const gf_slot *s) {
+    if (s->frame_count < 2 || !has_device_frames(s) ||
+        !gf_pipeline_elementwise(&s->frames[0].pipeline))
         return 0;
     for (uint32_t i = 0; i < s->frame_count; i++) {
         const gf_frame *f = &s->frames[i];
@@ -243,7 +244,7 @@ cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     const gf_pipeline *p = &s->frames[0].pipeline; /* every frame's */
     const gf_frame *last = &s->frames[s->frame_count - 1];
     int elementwise = gf_pipeline_elementwise(p);
-    int gather = gathers(s, elementwise);
+    int gather = gf__cuda_gathers(s);
     int whole = (gather || !has_device_frames(s)) && (s->frame_count == 1 || elementwise);
     s->zero_copy = runs_zero_copy(ce, s, elementwise);
     uint8_t *in_first = s->zero_copy ? s->in_host : cs->in_dev;

@@ -14,14 +14,23 @@
  * alternating between the slot's two scratch buffers on the device, each
  * frame at its offset), the results' copies; a zero-copy batch
  * (gf__cuda_zero_copy) has no copies, its first and last stages use the host
- * buffers.  A batch of elementwise stages runs as one launch per stage over
- * all its frames, the bytes between them included (GF_FRAME_ALIGN_BYTES);
- * any other runs stage by stage, each stage over every frame: a plugin's
- * launch_batch for all of them, or a launch a frame (launch_frames).
- * Sets s->zero_copy.  The shard's loop (or its thread at start-up); never
+ * buffers.  A device frame needs no copy: its first stage reads its region
+ * and its last writes there, in place, or (gf__cuda_gathers) one kernel
+ * gathers the batch's device frames into the slot's device buffer beside
+ * the copied ones and another scatters their results back.  A batch of
+ * elementwise stages with no device frame in place runs as one launch per
+ * stage over all its frames, the bytes between them included
+ * (GF_FRAME_ALIGN_BYTES); any other runs stage by stage, each stage over
+ * every frame: a plugin's launch_batch for all of them, or a launch a frame
+ * (launch_frames).  Sets s->zero_copy.  The shard's loop (or its thread at start-up); never
  * waits.  Returns the first failed call's error.
  */
 cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs);
+
+/* Whether batch `s` gathers its device frames into the slot's device
+ * buffers and scatters their results back: an elementwise pipeline, more
+ * than one frame, every device frame 64 KiB or less. */
+int gf__cuda_gathers(const gf_slot *s);
 
 /* Whether batch `s` runs zero-copy (its kernels on the pinned host
  * buffers, no copy): elementwise stages, within zero_copy_max_bytes, no

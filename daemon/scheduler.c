@@ -362,6 +362,7 @@ static void submit(gf_sched *s, gf_slot *b) {
     if (rc == 0) {
         s->stats->zero_copy_submissions += (uint64_t)b->zero_copy;
         s->stats->graph_submissions += (uint64_t)b->graphed;
+        s->stats->gathered_submissions += (uint64_t)b->gathered;
         s->hooks.submitted(b, 0, s->hooks.arg);
         return;
     }

@@ -138,6 +138,8 @@ typedef struct gf_slot {
                                       the pinned host buffers, with no copy      */
     int graphed;                   /* set by the engine's submit: replayed from a
                                       CUDA graph                                 */
+    int gathered;                  /* set by the engine's submit: its device frames
+                                      gathered into the slot and back          */
     uint64_t submitted_ns;         /* handed to the engine                           */
     uint64_t done_ns;              /* engine thread saw it finish                    */
 

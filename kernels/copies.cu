@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gf_copies_launch: up to GF_COPIES_MAX device-to-device copies in one
- * kernel (kernels.h).  The table travels in the kernel's parameters, one
- * block a copy; 16-byte vectors where both ends allow, bytes otherwise.
+ * kernel (contract in kernels.h).  The table travels in the kernel's
+ * parameters, one block a copy; 16-byte vectors where both ends allow,
+ * bytes for the rest.
  */
 #include "kernels.h"
 
@@ -12,14 +13,17 @@
 
 #include "launch.cuh"
 
-namespace {
+static_assert(sizeof(uint4) == kVecBytes, "one uint4 is one 16-byte vector");
 
+/* The copies of one launch, passed by value. */
 struct copy_table {
     gf_copy c[GF_COPIES_MAX];
 };
 static_assert(sizeof(copy_table) <= 4000, "the table fits the 4 KiB of a kernel's parameters");
 
-__global__ void copies_kernel(const copy_table t) {
+/* Block b makes copy b: its 16-byte vectors where both ends are aligned to
+ * them, then the bytes after them (all of it byte by byte otherwise). */
+static __global__ void copies_kernel(const copy_table t) {
     const gf_copy c = t.c[blockIdx.x];
     const auto *from = static_cast<const unsigned char *>(c.from);
     auto *to = static_cast<unsigned char *>(c.to);
@@ -35,10 +39,8 @@ __global__ void copies_kernel(const copy_table t) {
         to[i] = from[i];
 }
 
-} // namespace
-
 extern "C" int gf_copies_launch(const gf_copy *copies, unsigned count, gf_cuda_stream stream) {
-    copy_table t;
+    copy_table t{};
     const bool ok = count <= GF_COPIES_MAX;
     for (unsigned i = 0; ok && i < count; i++)
         t.c[i] = copies[i];

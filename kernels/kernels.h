@@ -8,7 +8,8 @@
  * (kernels/<kind>.cu) and gf_kernel_launcher (kernels/launchers.c) build into
  * gfkernels, which exists only in builds with CUDA and which only the daemon
  * links.  This header declares both; calling a launcher from a program that
- * does not link gfkernels fails to link, as it should.
+ * does not link gfkernels fails to link, as it should.  gfkernels also has
+ * the engine's one kernel of its own, gf_copies_launch (kernels/copies.cu).
  *
  * Every reference computes the output of `in_bytes` bytes at `in` into `out`
  * on the calling thread.  Buffers need no particular alignment.  Thread-safe;
@@ -59,8 +60,9 @@ typedef struct gf_copy {
 #define GF_COPIES_MAX 64u
 
 /*
- * Enqueues `count` copies of device memory (at most GF_COPIES_MAX; none may
- * overlap another's destination) as one kernel on `stream`: what the CUDA
+ * Enqueues `count` copies of device memory (at most GF_COPIES_MAX; no
+ * copy's source or destination may overlap any copy's destination) as one
+ * kernel on `stream`: what the CUDA
  * engine uses to gather a batch's small device frames into its slot and
  * scatter their results back, in place of a launch a frame.  Returns as a
  * launcher does (gf_launch_fn); count 0 launches nothing.

@@ -2,7 +2,7 @@
  * What every pipeline's launcher shares: how big a grid to launch, the check
  * that buffers can be read as float32, and launch_checked(), the one shape of
  * a launcher (refuse, skip empty work, launch, report cudaGetLastError()).
- * Included by kernels/<kind>.cu only.
+ * Included by kernels/<kind>.cu and kernels/copies.cu only.
  */
 #ifndef GF_LAUNCH_CUH
 #define GF_LAUNCH_CUH

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * GPU tests of kernels/: every kind's launcher on the device against its C
- * reference, through gf_pipeline_compare, at sizes from empty to 16 MiB.
+ * reference, through gf_pipeline_compare, at sizes from empty to 16 MiB;
+ * and gf_copies_launch, the engine's gather of device frames, byte-exact.
  *
  * Labelled `gpu`: without CUDA in the build, or without a usable device, it
  * prints why and exits GF_SKIP_CODE, which ctest reports as skipped.  Tests
@@ -258,6 +259,85 @@ START_TEST(test_bad_lengths_refused) {
 }
 END_TEST
 
+/*
+ * gf_copies_launch, the engine's gather and scatter: `count` copies from one
+ * buffer into another, copy i of copy_bytes(i) bytes at source and
+ * destination offsets that are 16-byte aligned, or not, as `misalign` says
+ * (0 both aligned, 1 the source off by 3, 2 both off by 5), the sizes
+ * covering empty, tails of the vector path, a page and 64 KiB; every copied
+ * byte exact and every other byte of the destination still poison.
+ */
+static size_t copy_bytes(unsigned i) {
+    static const size_t sizes[] = {0, 1, 15, 16, 17, 255, 4096, 4099, 65536};
+    return sizes[i % COUNT_OF(sizes)];
+}
+
+static void run_copies(unsigned count, int misalign) {
+    const size_t stride = 65536 + 512, total = (size_t)(count ? count : 1) * stride;
+    unsigned char *src_host, *got;
+    void *src_dev, *dst_dev;
+    cudaStream_t stream;
+    gf_copy copies[GF_COPIES_MAX];
+    GF_TEST_CK_CUDA(cudaMallocHost((void **)&src_host, total));
+    GF_TEST_CK_CUDA(cudaMallocHost((void **)&got, total));
+    GF_TEST_CK_CUDA(cudaMalloc(&src_dev, total));
+    GF_TEST_CK_CUDA(cudaMalloc(&dst_dev, total));
+    GF_TEST_CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    fill_bytes(src_host, total, 0xc0b1e5u + count);
+    GF_TEST_CK_CUDA(cudaMemcpyAsync(src_dev, src_host, total, cudaMemcpyHostToDevice, stream));
+    GF_TEST_CK_CUDA(cudaMemsetAsync(dst_dev, POISON_BYTE, total, stream));
+    const size_t from_skew = misalign ? (misalign == 1 ? 3 : 5) : 0,
+                 to_skew = misalign == 2 ? 5 : 0;
+    for (unsigned i = 0; i < count; i++) {
+        /* Copy i lands in slot count-1-i: the table's order is not the memory's. */
+        copies[i] =
+            (gf_copy){(unsigned char *)src_dev + i * stride + from_skew,
+                      (unsigned char *)dst_dev + (count - 1 - i) * stride + to_skew, copy_bytes(i)};
+    }
+    GF_TEST_CK_CUDA(cudaGetLastError());
+    int rc = gf_copies_launch(copies, count, (gf_cuda_stream)stream);
+    ck_assert_msg(rc == 0, "%u copies: %s", count, cudaGetErrorString((cudaError_t)rc));
+    GF_TEST_CK_CUDA(cudaMemcpyAsync(got, dst_dev, total, cudaMemcpyDeviceToHost, stream));
+    GF_TEST_CK_CUDA(cudaStreamSynchronize(stream));
+    GF_TEST_CK_CUDA(cudaGetLastError());
+    unsigned char *want = malloc(stride);
+    ck_assert_ptr_nonnull(want);
+    for (unsigned i = 0; i < count; i++) {
+        const unsigned char *slot = got + (size_t)(count - 1 - i) * stride;
+        memset(want, POISON_BYTE, stride);
+        memcpy(want + to_skew, src_host + i * stride + from_skew, copy_bytes(i));
+        if (memcmp(slot, want, stride) != 0) {
+            size_t b = 0;
+            while (slot[b] == want[b])
+                b++;
+            ck_abort_msg("%u copies (misalign %d): copy %u of %zu bytes, byte %zu of its slot "
+                         "is 0x%02x, not 0x%02x",
+                         count, misalign, i, copy_bytes(i), b, slot[b], want[b]);
+        }
+    }
+    free(want);
+    GF_TEST_CK_CUDA(cudaStreamDestroy(stream));
+    GF_TEST_CK_CUDA(cudaFree(dst_dev));
+    GF_TEST_CK_CUDA(cudaFree(src_dev));
+    GF_TEST_CK_CUDA(cudaFreeHost(got));
+    GF_TEST_CK_CUDA(cudaFreeHost(src_host));
+}
+
+START_TEST(test_copies) {
+    static const unsigned counts[] = {0, 1, 9, GF_COPIES_MAX};
+    for (int misalign = 0; misalign < 3; misalign++)
+        run_copies(counts[_i], misalign);
+}
+END_TEST
+
+START_TEST(test_copies_too_many_refused) {
+    gf_copy copies[GF_COPIES_MAX + 1];
+    memset(copies, 0, sizeof copies);
+    GF_TEST_CK_CUDA(cudaGetLastError());
+    ck_assert_int_eq(gf_copies_launch(copies, GF_COPIES_MAX + 1, NULL), cudaErrorInvalidValue);
+}
+END_TEST
+
 static Suite *gpu_kernels_suite(void) {
     Suite *s = suite_create("gpu_kernels");
     TCase *tc = tcase_create("kernels");
@@ -273,6 +353,8 @@ static Suite *gpu_kernels_suite(void) {
     tcase_add_loop_test(tc, test_sincos_near_pi, 0, (int)COUNT_OF(sincos_iters));
     tcase_add_loop_test(tc, test_normalize_u8, 0, 5);
     tcase_add_test(tc, test_bad_lengths_refused);
+    tcase_add_loop_test(tc, test_copies, 0, 4);
+    tcase_add_test(tc, test_copies_too_many_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -12,9 +12,9 @@
  *   kind is integer, its stated tolerance where float); STATS counts them
  *   as device frames and bytes;
  * - small frames of elementwise pipelines from four connections at once,
- *   each in its own region: they share submissions (gathered into the slot
- *   and scattered back), each result right and no other byte of any region
- *   touched;
+ *   each in its own region, every fourth by the socket: they share
+ *   submissions (the device frames gathered into the slot and scattered
+ *   back), each result right and no other byte of any region touched;
  * - a client that frees its allocation with frames in flight: every frame is
  *   still answered, the daemon keeps serving (a new region runs verified),
  *   and its log has no CUDA error;
@@ -313,12 +313,33 @@ START_TEST(every_pipeline_on_device_frames) {
 }
 END_TEST
 
+/* Receives one RESULT of `frame_id` sent by the socket and compares its
+ * payload with `ref`. */
+static void expect_socket_result(gf_client *c, const gf_pipeline *p, uint64_t frame_id,
+                                 const void *ref, size_t ref_bytes) {
+    gf_reply r;
+    int rc = gf_client_recv(c, &r, REPLY_MS);
+    ck_assert_msg(rc == 0, "frame %llu: gf_client_recv: %d (%s)", (unsigned long long)frame_id, rc,
+                  gf_client_error(c));
+    ck_assert_msg(r.header.type == GF_MSG_RESULT, "frame %llu: %s %s", (unsigned long long)frame_id,
+                  gf_msg_type_name(r.header.type), gf_status_name(r.header.status));
+    ck_assert_uint_eq(r.header.frame_id, frame_id);
+    ck_assert_int_eq(r.shm, 0);
+    ck_assert_uint_eq(r.payload_bytes, ref_bytes);
+    char why[512];
+    ck_assert_msg(gf_pipeline_compare_result(p, r.payload, ref, ref_bytes, why, sizeof why) == 0,
+                  "pipeline %s, frame %llu by the socket: %s", p->name,
+                  (unsigned long long)frame_id, why);
+}
+
 /*
  * Small device frames of elementwise pipelines from several connections at
- * once share submissions: the engine gathers them from their regions into
- * the slot, runs the batch as one launch and scatters the results back.
- * Every result is checked, and every other byte of every region (inputs,
- * the gaps between frames) is as the client left it.
+ * once, every fourth frame of each sent by the socket instead, share
+ * submissions: the engine gathers the device frames from their regions
+ * into the slot beside the socket frames, runs the batch as one launch and
+ * scatters the device results back.  Every result is checked, and every
+ * other byte of every region (inputs, the gaps between frames, the places
+ * of the socket frames' results) is as the client left it.
  */
 START_TEST(small_device_frames_gathered_in_batches) {
     enum { CONNS = 4, FRAMES = 16, BYTES = 4096, STRIDE = 3 * BYTES, GAP = ALIGN };
@@ -339,7 +360,8 @@ START_TEST(small_device_frames_gathered_in_batches) {
     uint64_t id = 1, rng = 0x9a7e;
     for (size_t i = 0; i < 3; i++) { /* echo, affine, sincos */
         ck_assert(gf_pipeline_elementwise(&p[i]));
-        uint64_t subs0 = gf_test_ck_stat(c[0], "slots.submissions");
+        uint64_t subs0 = gf_test_ck_stat(c[0], "slots.submissions"),
+                 gathered0 = gf_test_ck_stat(c[0], "slots.gathered_submissions");
         for (int k = 0; k < CONNS; k++) {
             for (uint64_t b = 0; b < region_bytes; b++)
                 mirror[k][b] = (unsigned char)(b * 7 + (uint64_t)k + i);
@@ -353,41 +375,65 @@ START_TEST(small_device_frames_gathered_in_batches) {
             }
             ck_assert_int_eq(gf_client_device_copy_to(&reg[k], 0, mirror[k], region_bytes), 0);
         }
-        /* Frame f's input at f * STRIDE, its result GAP bytes after it. */
+        /* Frame f's input at f * STRIDE, its result GAP bytes after it; a
+         * socket frame sends the same input, and its result's place in the
+         * region keeps the pattern. */
         for (int f = 0; f < FRAMES; f++)
             for (int k = 0; k < CONNS; k++) {
+                uint64_t at = (uint64_t)f * STRIDE;
+                if (f % 4 == 3) {
+                    ck_assert_int_eq(gf_client_send_frame(c[k], p[i].id, id + (uint64_t)f,
+                                                          mirror[k] + at, BYTES),
+                                     0);
+                    continue;
+                }
                 gf_shm_frame d = {.region_id = reg[k].id,
-                                  .in_offset = (uint64_t)f * STRIDE,
+                                  .in_offset = at,
                                   .in_bytes = BYTES,
-                                  .out_offset = (uint64_t)f * STRIDE + BYTES + GAP,
+                                  .out_offset = at + BYTES + GAP,
                                   .out_capacity = BYTES};
                 ck_assert_int_eq(gf_client_send_frame_device(c[k], p[i].id, id + (uint64_t)f, &d),
                                  0);
             }
+        for (int k = 0; k < CONNS; k++) /* all on their way before any reply is read */
+            ck_assert_int_eq(gf_client_flush(c[k], REPLY_MS), 0);
         for (int k = 0; k < CONNS; k++)
-            for (int f = 0; f < FRAMES; f++)
-                expect_device_result(c[k], id + (uint64_t)f, reg[k].id,
-                                     (uint64_t)f * STRIDE + BYTES + GAP, BYTES);
+            for (int f = 0; f < FRAMES; f++) {
+                if (f % 4 == 3)
+                    expect_socket_result(c[k], &p[i], id + (uint64_t)f, ref[k][f], BYTES);
+                else
+                    expect_device_result(c[k], id + (uint64_t)f, reg[k].id,
+                                         (uint64_t)f * STRIDE + BYTES + GAP, BYTES);
+            }
         id += FRAMES;
-        uint64_t subs = gf_test_ck_stat(c[0], "slots.submissions") - subs0;
-        ck_assert_msg(subs < CONNS * FRAMES, "pipeline %s: %d device frames in %llu submissions",
+        uint64_t subs = gf_test_ck_stat(c[0], "slots.submissions") - subs0,
+                 gathered = gf_test_ck_stat(c[0], "slots.gathered_submissions") - gathered0;
+        ck_assert_msg(subs < CONNS * FRAMES, "pipeline %s: %d frames in %llu submissions",
                       p[i].name, CONNS * FRAMES, (unsigned long long)subs);
+        ck_assert_msg(gathered > 0 && gathered <= subs,
+                      "pipeline %s: %llu of %llu submissions gathered device frames", p[i].name,
+                      (unsigned long long)gathered, (unsigned long long)subs);
         for (int k = 0; k < CONNS; k++) {
             ck_assert_int_eq(gf_client_device_copy_from(&reg[k], 0, got, region_bytes), 0);
             for (int f = 0; f < FRAMES; f++) {
                 size_t at = (size_t)f * STRIDE + BYTES + GAP;
                 char why[512];
-                ck_assert_msg(gf_pipeline_compare_result(&p[i], got + at, ref[k][f], BYTES, why,
-                                                         sizeof why) == 0,
-                              "pipeline %s, connection %d, frame %d: %s", p[i].name, k, f, why);
-                memcpy(mirror[k] + at, got + at, BYTES); /* checked: the rest must match */
+                if (f % 4 != 3) {
+                    ck_assert_msg(gf_pipeline_compare_result(&p[i], got + at, ref[k][f], BYTES, why,
+                                                             sizeof why) == 0,
+                                  "pipeline %s, connection %d, frame %d: %s", p[i].name, k, f, why);
+                    memcpy(mirror[k] + at, got + at, BYTES); /* checked: the rest must match */
+                }
                 free(ref[k][f]);
             }
-            for (uint64_t b = 0; b < region_bytes; b++)
-                ck_assert_msg(got[b] == mirror[k][b],
-                              "pipeline %s, connection %d: byte %llu of the region changed "
-                              "(0x%02x, was 0x%02x)",
-                              p[i].name, k, (unsigned long long)b, got[b], mirror[k][b]);
+            if (memcmp(got, mirror[k], region_bytes) != 0) {
+                uint64_t b = 0;
+                while (got[b] == mirror[k][b])
+                    b++;
+                ck_abort_msg("pipeline %s, connection %d: byte %llu of the region changed "
+                             "(0x%02x, was 0x%02x)",
+                             p[i].name, k, (unsigned long long)b, got[b], mirror[k][b]);
+            }
         }
     }
     for (int k = 0; k < CONNS; k++) {
