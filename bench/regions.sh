@@ -45,7 +45,7 @@ for f in gpuframed gpuframe; do
 done
 big=$((16 << 20))
 if [ $dry = 1 ]; then
-  big_shm=8 big_dev=8 small=50 crowd=64 crowd_each=20 shm_lead=3 crowd_lead=3 torch_big=5 torch_small=20
+  big_shm=8 big_dev=8 small=50 crowd=64 crowd_each=20 shm_lead=1 crowd_lead=1 torch_big=5 torch_small=20
 else
   # the crowds' leads (clients()): 64 shm clients start in well under a
   # second; 64 device clients' set-ups took about 33 s on an H200
