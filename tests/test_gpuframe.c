@@ -34,6 +34,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "prom.h"
@@ -276,6 +277,46 @@ START_TEST(seed_with_input_is_refused) {
                     "with --watch\nTry 'gpuframe stats --help'.\n",
                     "stats", "--output", "x.prom", "--watch", "1", (char *)NULL);
     rmdir(dir);
+}
+END_TEST
+
+/* --start-at: a time that is not one is refused, naming it; a client set
+ * up at once waits for the time given, sends nothing before it, and counts
+ * its summary's seconds from then; a time past starts at once. */
+START_TEST(stream_start_at_waits_for_its_time) {
+    gf_test_daemon d;
+    char at[64], *out;
+
+    gf_test_ck_daemon_start(&d, config_json, g_engine);
+    expect_gpuframe(d.dir, 2,
+                    "gpuframe stream: --start-at: expected seconds since the Epoch, got 'soon'\n"
+                    "Try 'gpuframe stream --help'.\n",
+                    "stream", "--socket", d.socket_path, "--pipeline", "echo", "--start-at", "soon",
+                    (char *)NULL);
+    struct timespec now;
+    ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &now), 0);
+    snprintf(at, sizeof at, "%lld.%09ld", (long long)now.tv_sec + 2, now.tv_nsec);
+    uint64_t t0 = gf_now_ns();
+    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
+                                  "echo", "--size", "4096", "--count", "3", "--quiet", "--start-at",
+                                  at, (char *)NULL),
+                     0);
+    double waited_s = (double)(gf_now_ns() - t0) / 1e9, seconds = -1;
+    ck_assert_msg(sscanf(out, "frames=3 errors=0 seconds=%lf", &seconds) == 1, "%s", out);
+    ck_assert_msg(waited_s >= 1.9, "started %.3f s after it was run, not at the time 2 s ahead",
+                  waited_s);
+    ck_assert_msg(seconds >= 0 && seconds < waited_s - 1.5,
+                  "summary seconds %.3f count the wait (the run took %.3f s)", seconds, waited_s);
+    free(out);
+    t0 = gf_now_ns();
+    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
+                                  "echo", "--size", "4096", "--count", "3", "--quiet", "--start-at",
+                                  "1000000000", (char *)NULL),
+                     0);
+    ck_assert_msg(strncmp(out, "frames=3 errors=0 ", 18) == 0, "%s", out);
+    ck_assert_msg(gf_now_ns() - t0 < 3000000000u, "a time past (2001) did not start at once");
+    free(out);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
 }
 END_TEST
 
@@ -890,6 +931,7 @@ static Suite *gpuframe_suite(void) {
     tcase_add_test(tc, prometheus_textfile_is_valid_and_replaced_atomically);
     tcase_add_test(tc, stream_where_every_frame_fails_says_what_failed);
     tcase_add_test(tc, seed_with_input_is_refused);
+    tcase_add_test(tc, stream_start_at_waits_for_its_time);
     tcase_add_test(tc, connect_errors_say_what_to_do);
     tcase_add_test(tc, stream_uses_shared_memory_from_64k_up);
     tcase_add_test(tc, stream_sizes_the_daemon_refuses);
