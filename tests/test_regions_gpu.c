@@ -15,6 +15,8 @@
  *   each in its own region, every fourth by the socket: they share
  *   submissions (the device frames gathered into the slot and scattered
  *   back), each result right and no other byte of any region touched;
+ * - device frames newest-only and of a class: one reply each, in order,
+ *   verified or superseded, the last one run, the class counted;
  * - a client that frees its allocation with frames in flight: every frame is
  *   still answered, the daemon keeps serving (a new region runs verified),
  *   and its log has no CUDA error;
@@ -443,6 +445,83 @@ START_TEST(small_device_frames_gathered_in_batches) {
     }
     free(got);
     gf_pipelines_free(p, n);
+    gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+END_TEST
+
+/*
+ * Device frames take a connection's frame options as socket frames do:
+ * newest-only (a waiting one answered superseded when the next comes) and
+ * a priority class.  32 echo frames of 64 KiB sent at once, newest-only, of
+ * class batch: every frame gets one reply, in order, a device RESULT whose
+ * output is its input or ERROR superseded; the last one runs; the results
+ * and the superseded add up to 32 in STATS; and the class is counted for
+ * batch, not for the connection's own normal.
+ */
+START_TEST(device_frames_newest_only_with_a_class) {
+    enum { FRAMES = 32, BYTES = 65536 };
+    gf_test_ck_daemon_start(&daemon_, config_json, "cuda");
+    gf_client_device_region reg;
+    gf_client *c = connect_with_region(0, REGION_BYTES, &reg);
+    size_t n = 0;
+    gf_pipeline *p = list_pipelines(c, &n);
+    ck_assert_str_eq(p[0].name, "echo");
+    unsigned char *in = malloc((size_t)FRAMES * BYTES), *got = malloc(BYTES);
+    ck_assert(in != NULL && got != NULL);
+    uint64_t rng = 0x1a7e57;
+    for (size_t k = 0; k < (size_t)FRAMES * BYTES; k++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        in[k] = (unsigned char)(rng >> 56);
+    }
+    /* Inputs back to back from 0, results after them. */
+    const uint64_t out_at = (uint64_t)FRAMES * BYTES;
+    ck_assert_int_eq(gf_client_device_copy_to(&reg, 0, in, (size_t)FRAMES * BYTES), 0);
+    cJSON *st = gf_test_ck_stats(c);
+    uint64_t batch0 = gf_test_ck_u64(st, "priorities.batch.frames"),
+             normal0 = gf_test_ck_u64(st, "priorities.normal.frames"),
+             superseded0 = gf_test_ck_u64(st, "rejected.superseded");
+    cJSON_Delete(st);
+    ck_assert_int_eq(gf_client_set_frame_options(c, 0, 1), 0);
+    ck_assert_int_eq(gf_client_set_priority(c, GF_CLASS_BATCH), 0);
+    for (unsigned f = 0; f < FRAMES; f++) {
+        gf_shm_frame d = {.region_id = reg.id,
+                          .in_offset = (uint64_t)f * BYTES,
+                          .in_bytes = BYTES,
+                          .out_offset = out_at + (uint64_t)f * BYTES,
+                          .out_capacity = BYTES};
+        ck_assert_int_eq(gf_client_send_frame_device(c, p[0].id, 100 + f, &d), 0);
+    }
+    ck_assert_int_eq(gf_client_flush(c, REPLY_MS), 0);
+    unsigned results = 0;
+    for (unsigned f = 0; f < FRAMES; f++) {
+        gf_reply r;
+        int rc = gf_client_recv(c, &r, REPLY_MS);
+        ck_assert_msg(rc == 0, "frame %u: gf_client_recv: %d (%s)", f, rc, gf_client_error(c));
+        ck_assert_uint_eq(r.header.frame_id, 100 + f);
+        if (r.header.type == GF_MSG_ERROR) {
+            ck_assert_msg(r.header.status == GF_ERR_SUPERSEDED && f + 1 < FRAMES,
+                          "frame %u of %u: ERROR %s", f, FRAMES, gf_status_name(r.header.status));
+            continue;
+        }
+        ck_assert_uint_eq(r.header.type, GF_MSG_RESULT);
+        ck_assert_uint_eq(r.header.flags & GF_FLAGS_BY_REF, GF_FLAG_DEVICE);
+        ck_assert_uint_eq(r.shm_result.out_offset, out_at + (uint64_t)f * BYTES);
+        ck_assert_int_eq(gf_client_device_copy_from(&reg, out_at + (uint64_t)f * BYTES, got, BYTES),
+                         0);
+        ck_assert_msg(memcmp(got, in + (size_t)f * BYTES, BYTES) == 0,
+                      "frame %u: the echo's result is not its input", f);
+        results++;
+    }
+    st = gf_test_ck_stats(c);
+    ck_assert_uint_eq(results + gf_test_ck_u64(st, "rejected.superseded") - superseded0, FRAMES);
+    ck_assert_uint_gt(gf_test_ck_u64(st, "priorities.batch.frames") - batch0, 0);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "priorities.normal.frames") - normal0, 0);
+    cJSON_Delete(st);
+    free(in);
+    free(got);
+    gf_pipelines_free(p, n);
+    ck_assert_int_eq(gf_client_device_region_destroy(c, &reg, REPLY_MS), 0);
+    gf_client_close(c);
     gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
 }
 END_TEST
@@ -915,6 +994,7 @@ int main(int argc, char **argv) {
     } else {
         tcase_add_test(tc, every_pipeline_on_device_frames);
         tcase_add_test(tc, small_device_frames_gathered_in_batches);
+        tcase_add_test(tc, device_frames_newest_only_with_a_class);
         tcase_add_test(tc, client_frees_its_allocation_mid_stream);
         tcase_add_test(tc, bad_handles_sizes_and_offsets);
         tcase_add_test(tc, device_bytes_limit);
