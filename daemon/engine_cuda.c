@@ -54,7 +54,6 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
     cuda_slot *cs = s->engine_state;
     cudaGraphExec_t exec = gf__cuda_graph(ce, s, cs);
     s->graphed = exec != NULL;
-    s->gathered = gf__cuda_gathers(s);
     cudaError_t err = exec ? cudaGraphLaunch(exec, cs->stream) : gf__cuda_enqueue(ce, s, cs);
     if (err == cudaSuccess)
         err = gf__cuda_complete_after(e, s, cs);

@@ -145,6 +145,7 @@ static cudaGraphExec_t graph_for(const cuda_engine *ce, gf_slot *s, cuda_slot *c
 found:
     lru->last_used = ++cs->graph_clock;
     s->zero_copy = gf__cuda_zero_copy(ce, s);
+    s->gathered = gf__cuda_gathers(s);
     return lru->exec;
 }
 

@@ -212,16 +212,21 @@ _Static_assert(GF_SLOT_FRAMES_MAX <= GF_COPIES_MAX, "one gf_copies_launch moves 
  * results back (move_device_frames): an elementwise pipeline, more than one
  * frame, every device frame small.  Otherwise each device frame runs in
  * place in its region, a launch a frame for an elementwise stage. */
-int gf__cuda_gathers(const gf_slot *s) {
-    if (s->frame_count < 2 || !has_device_frames(s) ||
-        !gf_pipeline_elementwise(&s->frames[0].pipeline))
+static int gathers(const gf_slot *s, int elementwise) {
+    int device = 0;
+    if (s->frame_count < 2 || !elementwise)
         return 0;
     for (uint32_t i = 0; i < s->frame_count; i++) {
         const gf_frame *f = &s->frames[i];
         if (f->on_device && (f->in_bytes > GATHER_MAX_BYTES || f->out_bytes > GATHER_MAX_BYTES))
             return 0;
+        device |= f->on_device;
     }
-    return 1;
+    return device;
+}
+
+int gf__cuda_gathers(const gf_slot *s) {
+    return gathers(s, gf_pipeline_elementwise(&s->frames[0].pipeline));
 }
 
 /* Copies the device frames of `s` (gathers): their inputs from their
@@ -244,15 +249,15 @@ cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     const gf_pipeline *p = &s->frames[0].pipeline; /* every frame's */
     const gf_frame *last = &s->frames[s->frame_count - 1];
     int elementwise = gf_pipeline_elementwise(p);
-    int gather = gf__cuda_gathers(s);
-    int whole = (gather || !has_device_frames(s)) && (s->frame_count == 1 || elementwise);
+    s->gathered = gathers(s, elementwise);
+    int whole = (s->gathered || !has_device_frames(s)) && (s->frame_count == 1 || elementwise);
     s->zero_copy = runs_zero_copy(ce, s, elementwise);
     uint8_t *in_first = s->zero_copy ? s->in_host : cs->in_dev;
     uint8_t *out_last = s->zero_copy ? s->out_host : cs->out_dev;
     cudaError_t err;
     if ((err = mark(s, cs, EV_START)) != cudaSuccess ||
         (!s->zero_copy && (err = copy_frames(s, cs, 1)) != cudaSuccess) ||
-        (gather && (err = move_device_frames(s, cs, 1)) != cudaSuccess) ||
+        (s->gathered && (err = move_device_frames(s, cs, 1)) != cudaSuccess) ||
         (err = mark(s, cs, EV_H2D)) != cudaSuccess)
         return err;
     for (uint32_t k = 0; k < p->stage_count; k++) {
@@ -275,7 +280,7 @@ cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     }
     if ((err = mark(s, cs, EV_KERNEL)) != cudaSuccess ||
         (!s->zero_copy && (err = copy_frames(s, cs, 0)) != cudaSuccess) ||
-        (gather && (err = move_device_frames(s, cs, 0)) != cudaSuccess))
+        (s->gathered && (err = move_device_frames(s, cs, 0)) != cudaSuccess))
         return err;
     return mark(s, cs, EV_D2H);
 }

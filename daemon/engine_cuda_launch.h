@@ -22,14 +22,15 @@
  * stage over all its frames, the bytes between them included
  * (GF_FRAME_ALIGN_BYTES); any other runs stage by stage, each stage over
  * every frame: a plugin's launch_batch for all of them, or a launch a frame
- * (launch_frames).  Sets s->zero_copy.  The shard's loop (or its thread at start-up); never
- * waits.  Returns the first failed call's error.
+ * (launch_frames).  Sets s->zero_copy and s->gathered.  The shard's loop (or its thread at
+ * start-up); never waits.  Returns the first failed call's error.
  */
 cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs);
 
 /* Whether batch `s` gathers its device frames into the slot's device
  * buffers and scatters their results back: an elementwise pipeline, more
- * than one frame, every device frame 64 KiB or less. */
+ * than one frame, every device frame 64 KiB or less (what a replayed
+ * graph's slot says, as gf__cuda_zero_copy). */
 int gf__cuda_gathers(const gf_slot *s);
 
 /* Whether batch `s` runs zero-copy (its kernels on the pinned host
