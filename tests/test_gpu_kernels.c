@@ -306,14 +306,11 @@ static void run_copies(unsigned count, int misalign) {
         const unsigned char *slot = got + (size_t)(count - 1 - i) * stride;
         memset(want, POISON_BYTE, stride);
         memcpy(want + to_skew, src_host + i * stride + from_skew, copy_bytes(i));
-        if (memcmp(slot, want, stride) != 0) {
-            size_t b = 0;
-            while (slot[b] == want[b])
-                b++;
-            ck_abort_msg("%u copies (misalign %d): copy %u of %zu bytes, byte %zu of its slot "
-                         "is 0x%02x, not 0x%02x",
-                         count, misalign, i, copy_bytes(i), b, slot[b], want[b]);
-        }
+        size_t b = gf_test_first_difference(slot, want, stride);
+        ck_assert_msg(b == stride,
+                      "%u copies (misalign %d): copy %u of %zu bytes, byte %zu of its slot is "
+                      "0x%02x, not 0x%02x",
+                      count, misalign, i, copy_bytes(i), b, slot[b], want[b]);
     }
     free(want);
     GF_TEST_CK_CUDA(cudaStreamDestroy(stream));

@@ -181,10 +181,8 @@ static void make_frame(const gf_pipeline *p, size_t bytes, uint64_t *rng, void *
     *ref_bytes = (size_t)out;
 }
 
-/* Receives one reply and requires a device RESULT of `frame_id` whose
- * output is `out_bytes` at `out_offset` of region `region_id`. */
-static void expect_device_result(gf_client *c, uint64_t frame_id, uint32_t region_id,
-                                 uint64_t out_offset, uint64_t out_bytes) {
+/* Receives one reply and requires a RESULT of `frame_id`; returns it. */
+static gf_reply expect_result(gf_client *c, uint64_t frame_id) {
     gf_reply r;
     int rc = gf_client_recv(c, &r, REPLY_MS);
     ck_assert_msg(rc == 0, "frame %llu: gf_client_recv: %d (%s)", (unsigned long long)frame_id, rc,
@@ -194,12 +192,33 @@ static void expect_device_result(gf_client *c, uint64_t frame_id, uint32_t regio
                   gf_status_name(r.header.status), (int)r.payload_bytes,
                   r.payload ? (const char *)r.payload : "");
     ck_assert_uint_eq(r.header.frame_id, frame_id);
+    return r;
+}
+
+/* Receives one reply and requires a device RESULT of `frame_id` whose
+ * output is `out_bytes` at `out_offset` of region `region_id`. */
+static void expect_device_result(gf_client *c, uint64_t frame_id, uint32_t region_id,
+                                 uint64_t out_offset, uint64_t out_bytes) {
+    gf_reply r = expect_result(c, frame_id);
     ck_assert_uint_eq(r.header.version, GF_PROTOCOL_VERSION_DEVICE);
     ck_assert_uint_eq(r.header.flags, GF_FLAG_DEVICE);
     ck_assert_int_eq(r.shm, 1);
     ck_assert_uint_eq(r.shm_result.region_id, region_id);
     ck_assert_uint_eq(r.shm_result.out_offset, out_offset);
     ck_assert_uint_eq(r.shm_result.out_bytes, out_bytes);
+}
+
+/* Receives one reply and requires a RESULT of `frame_id` sent by the
+ * socket whose payload is `ref` (gf_pipeline_compare_result of `p`). */
+static void expect_socket_result(gf_client *c, const gf_pipeline *p, uint64_t frame_id,
+                                 const void *ref, size_t ref_bytes) {
+    gf_reply r = expect_result(c, frame_id);
+    ck_assert_int_eq(r.shm, 0);
+    ck_assert_uint_eq(r.payload_bytes, ref_bytes);
+    char why[512];
+    ck_assert_msg(gf_pipeline_compare_result(p, r.payload, ref, ref_bytes, why, sizeof why) == 0,
+                  "pipeline %s, frame %llu by the socket: %s", p->name,
+                  (unsigned long long)frame_id, why);
 }
 
 /* Receives one ERROR of `status` for `frame_id` whose text holds `words`. */
@@ -315,25 +334,6 @@ START_TEST(every_pipeline_on_device_frames) {
 }
 END_TEST
 
-/* Receives one RESULT of `frame_id` sent by the socket and compares its
- * payload with `ref`. */
-static void expect_socket_result(gf_client *c, const gf_pipeline *p, uint64_t frame_id,
-                                 const void *ref, size_t ref_bytes) {
-    gf_reply r;
-    int rc = gf_client_recv(c, &r, REPLY_MS);
-    ck_assert_msg(rc == 0, "frame %llu: gf_client_recv: %d (%s)", (unsigned long long)frame_id, rc,
-                  gf_client_error(c));
-    ck_assert_msg(r.header.type == GF_MSG_RESULT, "frame %llu: %s %s", (unsigned long long)frame_id,
-                  gf_msg_type_name(r.header.type), gf_status_name(r.header.status));
-    ck_assert_uint_eq(r.header.frame_id, frame_id);
-    ck_assert_int_eq(r.shm, 0);
-    ck_assert_uint_eq(r.payload_bytes, ref_bytes);
-    char why[512];
-    ck_assert_msg(gf_pipeline_compare_result(p, r.payload, ref, ref_bytes, why, sizeof why) == 0,
-                  "pipeline %s, frame %llu by the socket: %s", p->name,
-                  (unsigned long long)frame_id, why);
-}
-
 /*
  * Small device frames of elementwise pipelines from several connections at
  * once, every fourth frame of each sent by the socket instead, share
@@ -428,14 +428,11 @@ START_TEST(small_device_frames_gathered_in_batches) {
                 }
                 free(ref[k][f]);
             }
-            if (memcmp(got, mirror[k], region_bytes) != 0) {
-                uint64_t b = 0;
-                while (got[b] == mirror[k][b])
-                    b++;
-                ck_abort_msg("pipeline %s, connection %d: byte %llu of the region changed "
-                             "(0x%02x, was 0x%02x)",
-                             p[i].name, k, (unsigned long long)b, got[b], mirror[k][b]);
-            }
+            size_t b = gf_test_first_difference(got, mirror[k], region_bytes);
+            ck_assert_msg(b == region_bytes,
+                          "pipeline %s, connection %d: byte %zu of the region changed (0x%02x, "
+                          "was 0x%02x)",
+                          p[i].name, k, b, got[b], mirror[k][b]);
         }
     }
     for (int k = 0; k < CONNS; k++) {
@@ -469,9 +466,13 @@ START_TEST(device_frames_newest_only_with_a_class) {
     unsigned char *in = malloc((size_t)FRAMES * BYTES), *got = malloc(BYTES);
     ck_assert(in != NULL && got != NULL);
     uint64_t rng = 0x1a7e57;
-    for (size_t k = 0; k < (size_t)FRAMES * BYTES; k++) {
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        in[k] = (unsigned char)(rng >> 56);
+    for (unsigned f = 0; f < FRAMES; f++) {
+        void *one, *ref;
+        size_t ref_bytes;
+        make_frame(&p[0], BYTES, &rng, &one, &ref, &ref_bytes);
+        memcpy(in + (size_t)f * BYTES, one, BYTES);
+        free(one);
+        free(ref);
     }
     /* Inputs back to back from 0, results after them. */
     const uint64_t out_at = (uint64_t)FRAMES * BYTES;
@@ -720,15 +721,12 @@ static void graph_frame(gf_client *c, const gf_pipeline *p, gf_client_device_reg
         "pipeline %s, frame %llu (in at %llu, out at %llu): %s", p->name, (unsigned long long)id,
         (unsigned long long)in_off, (unsigned long long)out_off, why);
     memcpy(mirror + out_off, back + out_off, ref_bytes);
-    if (memcmp(back, mirror, reg->bytes) != 0) {
-        uint64_t k = 0;
-        while (back[k] == mirror[k])
-            k++;
-        ck_abort_msg("pipeline %s, frame %llu (out at %llu, %zu bytes): byte %llu of the region "
-                     "is 0x%02x, not 0x%02x",
-                     p->name, (unsigned long long)id, (unsigned long long)out_off, ref_bytes,
-                     (unsigned long long)k, back[k], mirror[k]);
-    }
+    size_t k = gf_test_first_difference(back, mirror, reg->bytes);
+    ck_assert_msg(k == reg->bytes,
+                  "pipeline %s, frame %llu (out at %llu, %zu bytes): byte %zu of the region is "
+                  "0x%02x, not 0x%02x",
+                  p->name, (unsigned long long)id, (unsigned long long)out_off, ref_bytes, k,
+                  back[k], mirror[k]);
     free(back);
     free(in);
     free(ref);

@@ -97,6 +97,16 @@ int gf_test_write_file(const char *path, const char *text) {
     return fclose(f) == 0 ? 0 : -errno;
 }
 
+size_t gf_test_first_difference(const void *a, const void *b, size_t n) {
+    const unsigned char *x = a, *y = b;
+    size_t k = 0;
+    if (memcmp(a, b, n) == 0)
+        return n;
+    while (x[k] == y[k])
+        k++;
+    return k;
+}
+
 char *gf_test_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;

@@ -80,6 +80,10 @@ int gf_test_write_file(const char *path, const char *text);
  */
 char *gf_test_read_file(const char *path, size_t *len);
 
+/* Where `a` and `b`, `n` bytes each, first differ: the byte's offset, or
+ * `n` when they are equal (one memcmp; the scan only after a difference). */
+size_t gf_test_first_difference(const void *a, const void *b, size_t n);
+
 /* Writes the last `lines` lines of the file at `path` into out[out_len]
  * (truncated from the front if they do not fit), or "(no log)". */
 void gf_test_log_tail(const char *path, unsigned lines, char *out, size_t out_len);
