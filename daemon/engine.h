@@ -22,6 +22,7 @@
 
 #include "completion.h"
 #include "config.h"
+#include "plugin.h"
 #include "slots.h"
 
 /* What an engine is opened with; everything it allocates is sized here. */
@@ -224,6 +225,8 @@ static inline void gf_engine_device_unmap(gf_engine *e, const gf_device_mapping 
  * GF_PLUGIN_OPEN_FAILED_BEFORE when its device side failed on this device
  * before (plugin.h).
  */
+/* Room for gf_engine_prepare's why: a plugin's reason and the names before it. */
+#define GF_ENGINE_WHY_BYTES (GF_PLUGIN_WHY_BYTES + 256)
 int gf_engine_prepare(enum gf_engine_choice choice, int device, uint32_t device_streams,
                       gf_pipeline *pipelines, size_t count, char *why, size_t why_len);
 

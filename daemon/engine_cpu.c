@@ -207,7 +207,7 @@ int gf__engine_cpu_open(const gf_engine_params *params, gf_completion *done, gf_
     for (uint32_t i = 0; i < params->slot_count; i++)
         if (open_worker(params, e, i) < 0)
             goto fail;
-    char why[512];
+    char why[GF_ENGINE_WHY_BYTES];
     if (gf__engine_cpu_prepare(params->pipelines, params->pipeline_count, why, sizeof why) < 0) {
         GF_LOG_ERR("engine cpu: %s", why);
         cpu_close(e);

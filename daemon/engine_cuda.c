@@ -172,7 +172,7 @@ static int open_stage(gf_stage *st, int device, uint32_t streams, char *why, siz
  * a plugin's GF_PLUGIN_OPEN_FAILED_BEFORE) with why[]. */
 int gf__engine_cuda_prepare(int device, uint32_t device_streams, gf_pipeline *pipelines,
                             size_t count, char *why, size_t why_len) {
-    char inner[384];
+    char inner[GF_PLUGIN_WHY_BYTES + 128];
     if (cudaSetDevice(device) != cudaSuccess) {
         snprintf(why, why_len, "cudaSetDevice(%d) failed", device);
         return -1;
@@ -295,7 +295,7 @@ static void describe_device(gf_device_info *d, const struct cudaDeviceProp *prop
 
 /* engine.h's gf_engine_open: the shard's thread at start-up. */
 int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engine **out) {
-    char why[256];
+    char why[GF_ENGINE_WHY_BYTES];
     if (!gf_engine_cuda_available(why, sizeof why)) {
         GF_LOG_ERR("engine cuda: %s", why);
         return -ENODEV;

@@ -25,7 +25,7 @@ void gf_reload_limits_init(gf_reload_limits *lim, const gf_config *cfg,
  * restart with it would be). */
 static int prepare_device(const gf_shard_place *place, gf_config *next, char *note,
                           size_t note_len) {
-    char why[512];
+    char why[GF_ENGINE_WHY_BYTES];
     if (gf_engine_prepare(place->engine, place->device, place->device_streams, next->pipelines,
                           next->pipeline_count, why, sizeof why) == 0)
         return 0;

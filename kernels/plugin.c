@@ -432,7 +432,7 @@ int gf_plugin_stage_create(gf_plugin_stage *st, const gf_plugin_value *values,
         }
     }
     gf_plugin_env env = {.max_input_bytes = max_input_bytes, .config_dir = st->config_dir};
-    char inner[512] = "";
+    char inner[GF_PLUGIN_WHY_BYTES] = "";
     st->state = api->create(st->values, &env, inner, sizeof inner);
     if (st->state == NULL) {
         gf_errorf(why, why_len, "plugin %s: %s", api->name, inner[0] ? inner : "create failed");
@@ -484,7 +484,7 @@ int gf_plugin_stage_open_device(gf_plugin_stage *st, int device, uint32_t stream
         gf_errorf(why, why_len, "%s", st->dev_failure[device]);
         rc = GF_PLUGIN_OPEN_FAILED_BEFORE;
     } else if (st->dev[device] == NULL) {
-        char inner[512] = "";
+        char inner[GF_PLUGIN_WHY_BYTES] = "";
         st->dev[device] = api->device_open(st->state, device, streams, inner, sizeof inner);
         if (st->dev[device] == NULL) {
             gf_errorf(why, why_len, "plugin %s: device_open: %s", api->name,

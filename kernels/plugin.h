@@ -140,6 +140,10 @@ int gf_kind_is_plugin(const gf_pipeline_kind *kind);
  * way), and the caller that got -1 has said why.
  */
 #define GF_PLUGIN_OPEN_FAILED_BEFORE (-2)
+/* The longest reason a plugin's create or device_open gives
+ * (gpuframe_plugin.h): the torch plugin's names two paths, the package and what it unpacked, before
+ * PyTorch's own words (an undefined symbol's name, last). */
+#define GF_PLUGIN_WHY_BYTES 1024
 int gf_plugin_stage_open_device(gf_plugin_stage *st, int device, uint32_t streams, char *why,
                                 size_t why_len);
 void *gf_plugin_stage_device(const gf_plugin_stage *st, int device);
