@@ -123,7 +123,8 @@ static const char stream_help_tail[] =
     "      --start-at T        set up first (connection, regions, frames), then send the\n"
     "                          first frame at T, seconds since the Epoch ('date +%s.%N'):\n"
     "                          clients started apart stream together (the summary's\n"
-    "                          seconds count from then)\n"
+    "                          seconds count from then; its started= says when that\n"
+    "                          was, for a client whose set-up outlasted T)\n"
     "      --priority CLASS    realtime, normal or batch: the frames' class, at most\n"
     "                          what the daemon's \"priorities\" give this user\n"
     "                          (default: that); protocol 3\n"
@@ -546,6 +547,8 @@ static int stream_run(gf_stream_run *r, uint64_t *elapsed_ns) {
     r->progress = !r->o->quiet && isatty(STDERR_FILENO);
     wait_until(r->o->start_at);
     r->start_ns = gf_now_ns();
+    struct timespec now;
+    r->started_s = clock_gettime(CLOCK_REALTIME, &now) == 0 ? (double)now.tv_sec + now.tv_nsec / 1e9 : 0;
     r->progress_next_ns = r->start_ns + PROGRESS_AFTER_NS;
     int rc = stream_frames(r);
     *elapsed_ns = gf_now_ns() - r->start_ns;

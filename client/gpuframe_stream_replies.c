@@ -260,6 +260,8 @@ static void print_json(const gf_stream_run *r, const struct figures *fg) {
     cJSON_AddNumberToObject(doc, "superseded", (double)r->superseded);
     cJSON_AddNumberToObject(doc, "no_reply", (double)(r->queued - r->answered));
     cJSON_AddBoolToObject(doc, "interrupted", r->interrupted);
+    if (r->o->start_at > 0)
+        cJSON_AddNumberToObject(doc, "started", r->started_s);
     char *text = cJSON_PrintUnformatted(doc);
     if (text == NULL) {
         fprintf(stderr, "gpuframe: out of memory\n");
@@ -270,16 +272,19 @@ static void print_json(const gf_stream_run *r, const struct figures *fg) {
     cJSON_Delete(doc);
 }
 
-/* The summary line's end for --deadline-ms and --latest-only: the frames
- * the daemon dropped as asked; "" without them. */
-static const char *dropped_text(const gf_stream_run *r) {
-    static char text[96];
+/* The summary line's end for --deadline-ms and --latest-only, the frames
+ * the daemon dropped as asked, and for --start-at, when the first frame
+ * went; "" without them. */
+static const char *summary_tail(const gf_stream_run *r) {
+    static char text[128];
     int n = 0;
     text[0] = '\0';
     if (r->o->deadline_ms > 0)
         n = snprintf(text, sizeof text, " deadline_exceeded=%" PRIu64, r->late);
     if (r->o->latest_only)
-        snprintf(text + n, sizeof text - (size_t)n, " superseded=%" PRIu64, r->superseded);
+        n += snprintf(text + n, sizeof text - (size_t)n, " superseded=%" PRIu64, r->superseded);
+    if (r->o->start_at > 0)
+        snprintf(text + n, sizeof text - (size_t)n, " started=%.3f", r->started_s);
     return text;
 }
 
@@ -295,7 +300,7 @@ static void print_summary(gf_stream_run *r, uint64_t elapsed_ns, uint64_t failed
                 "frames=%" PRIu64 " errors=%" PRIu64 " seconds=%.3f frames_per_s=%.1f "
                 "in_GBps=%.3f out_GBps=%.3f p50_us=%.1f p99_us=%.1f max_us=%.1f transport=%s%s\n",
                 fg.frames, fg.errors, fg.seconds, fg.frames_per_s, fg.in_gbps, fg.out_gbps,
-                fg.p50_us, fg.p99_us, fg.max_us, fg.transport, dropped_text(r));
+                fg.p50_us, fg.p99_us, fg.max_us, fg.transport, summary_tail(r));
     fflush(r->report);
 }
 

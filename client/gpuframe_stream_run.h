@@ -136,9 +136,11 @@ typedef struct gf_stream_run {
     /* Frames the daemon dropped as --deadline-ms and --latest-only asked:
      * answered deadline_exceeded or superseded, not failures. */
     uint64_t late, superseded;
-    /* The window's run: when it began, the progress line on a terminal
+    /* The window's run: when it began (monotonic, and in seconds since the
+     * Epoch for --start-at's summary), the progress line on a terminal
      * (shown at all, and when next), and whether Ctrl-C cut it short. */
     uint64_t start_ns;
+    double started_s;
     int progress, progress_shown;
     uint64_t progress_next_ns;
     int interrupted;

@@ -283,6 +283,23 @@ END_TEST
 /* --start-at: a time that is not one is refused, naming it; a client set
  * up at once waits for the time given, sends nothing before it, and counts
  * its summary's seconds from then; a time past starts at once. */
+/* The summary's started= (its last field, with --start-at): seconds since
+ * the Epoch. */
+static double summary_started(const char *out) {
+    const char *at = strstr(out, " started=");
+    char *end = NULL;
+    ck_assert_msg(at != NULL, "no started= in %s", out);
+    double s = strtod(at + strlen(" started="), &end);
+    ck_assert_msg(end != NULL && strcmp(end, "\n") == 0, "started= is not the last field: %s", out);
+    return s;
+}
+
+static double realtime_s(void) {
+    struct timespec now;
+    ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &now), 0);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
 START_TEST(stream_start_at_waits_for_its_time) {
     gf_test_daemon d;
     char at[64], *out;
@@ -307,7 +324,12 @@ START_TEST(stream_start_at_waits_for_its_time) {
                   waited_s);
     ck_assert_msg(seconds >= 0 && seconds < waited_s - 1.5,
                   "summary seconds %.3f count the wait (the run took %.3f s)", seconds, waited_s);
+    /* Its first frame went at the time asked (a loaded machine's lag allowed). */
+    double asked = strtod(at, NULL), started = summary_started(out);
+    ck_assert_msg(started >= asked && started < asked + 1.0,
+                  "started=%.3f for --start-at %.3f: %s", started, asked, out);
     free(out);
+    double before = realtime_s();
     t0 = gf_now_ns();
     ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
                                   "echo", "--size", "4096", "--count", "3", "--quiet", "--start-at",
@@ -315,6 +337,9 @@ START_TEST(stream_start_at_waits_for_its_time) {
                      0);
     ck_assert_msg(strncmp(out, "frames=3 errors=0 ", 18) == 0, "%s", out);
     ck_assert_msg(gf_now_ns() - t0 < 3000000000u, "a time past (2001) did not start at once");
+    started = summary_started(out);
+    ck_assert_msg(started >= before && started <= realtime_s(),
+                  "started=%.3f for a time past, run between %.3f and now: %s", started, before, out);
     free(out);
     gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
 }
