@@ -98,17 +98,18 @@ stream() {
 # made one after another for device frames, do not stagger the streams);
 # prints "frames_per_s p50_us spread_s":
 # all frames over the span from the first client's start of streaming to the
-# last one's end (each one's end when it exited, its start that less its
-# summary's seconds: a client whose set-up outlasted the lead starts late,
-# and its stagger is not counted as overlap), the clients' mean p50, and the
-# seconds between the first and the last start.
+# last one's end (each one's start its summary's started=, which is later
+# than the lead for a client whose set-up outlasted it; its end that plus
+# its summary's seconds: not its exit, which for device frames waits for
+# its CUDA context to be torn down), the clients' mean p50, and the seconds
+# between the first and the last start.
 clients() { # N LEAD_S ARGS...
   local n=$1 pids=() i failed=0 at
   at=$(awk -v now="$(date +%s.%N)" -v lead="$2" 'BEGIN { printf "%.3f\n", now + lead }')
   shift 2
   for ((i = 0; i < n; i++)); do
-    { "$build/gpuframe" stream --socket "$sock" --quiet --start-at "$at" "$@" >"$tmp/c$i" 2>&1
-      local st=$?; date +%s.%N >"$tmp/e$i"; exit $st; } & pids+=($!)
+    "$build/gpuframe" stream --socket "$sock" --quiet --start-at "$at" "$@" >"$tmp/c$i" 2>&1 &
+    pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || failed=1; done
   if [ $failed = 1 ]; then
@@ -119,16 +120,14 @@ clients() { # N LEAD_S ARGS...
       touch "$tmp/failed"
     fi
   fi
-  for ((i = 0; i < n; i++)); do
-    echo "$(cat "$tmp/e$i" 2>/dev/null || echo 0) $(grep -h '^frames=' "$tmp/c$i")"
-  done | awk '$2 ~ /^frames=/ {
-      for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-      end = $1; start = end - f["seconds"]
+  for ((i = 0; i < n; i++)); do grep -h '^frames=' "$tmp/c$i"; done | awk '{
+      for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      start = f["started"]; end = start + f["seconds"]
       if (n == 0 || start < first) first = start; if (n == 0 || end > last) last = end
       if (n == 0 || start > late) late = start
       n++; frames += f["frames"]; p50 += f["p50_us"] }
     END { if (n == '"$n"' && last > first) printf "%.0f %.1f %.2f\n", frames / (last - first), p50 / n, late - first; else print "" }'
-  rm -f "$tmp"/c* "$tmp"/e*
+  rm -f "$tmp"/c*
 }
 # Says verdict NAME: ok for STATUS 0, else FAIL; skipped when device frames
 # were unavailable.
