@@ -3,7 +3,10 @@
  * gf_copies_launch: up to GF_COPIES_MAX device-to-device copies in one
  * kernel (contract in kernels.h).  The table travels in the kernel's
  * parameters, one block a copy; 16-byte vectors where both ends allow,
- * bytes for the rest.
+ * bytes for the rest.  Either end may be pinned host memory that the
+ * device reaches (the engine's small shm frames): each thread loads
+ * kUnroll vectors before it stores any, so that a block keeps that many
+ * reads across the bus in flight rather than one.
  */
 #include "kernels.h"
 
@@ -14,6 +17,8 @@
 #include "launch.cuh"
 
 static_assert(sizeof(uint4) == kVecBytes, "one uint4 is one 16-byte vector");
+
+constexpr size_t kUnroll = 4;
 
 /* The copies of one launch, passed by value. */
 struct copy_table {
@@ -30,9 +35,21 @@ static __global__ void copies_kernel(const copy_table t) {
     size_t done = 0;
     if ((reinterpret_cast<uintptr_t>(c.from) | reinterpret_cast<uintptr_t>(c.to)) % kVecBytes ==
         0) {
-        const size_t vecs = c.bytes / kVecBytes;
-        for (size_t i = threadIdx.x; i < vecs; i += blockDim.x)
-            reinterpret_cast<uint4 *>(to)[i] = reinterpret_cast<const uint4 *>(from)[i];
+        const size_t vecs = c.bytes / kVecBytes, step = blockDim.x;
+        const auto *src = reinterpret_cast<const uint4 *>(from);
+        auto *dst = reinterpret_cast<uint4 *>(to);
+        size_t i = threadIdx.x;
+        for (; i + (kUnroll - 1) * step < vecs; i += kUnroll * step) {
+            uint4 v[kUnroll];
+#pragma unroll
+            for (size_t u = 0; u < kUnroll; u++)
+                v[u] = src[i + u * step];
+#pragma unroll
+            for (size_t u = 0; u < kUnroll; u++)
+                dst[i + u * step] = v[u];
+        }
+        for (; i < vecs; i += step)
+            dst[i] = src[i];
         done = vecs * kVecBytes;
     }
     for (size_t i = done + threadIdx.x; i < c.bytes; i += blockDim.x)

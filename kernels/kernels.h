@@ -51,7 +51,7 @@ typedef int (*gf_launch_fn)(const gf_params *p, const void *in_dev, size_t in_by
  * complete build: test_pipelines checks every kind).  Defined in gfkernels. */
 gf_launch_fn gf_kernel_launcher(const gf_pipeline_kind *kind);
 
-/* One device-to-device copy of gf_copies_launch. */
+/* One copy of gf_copies_launch. */
 typedef struct gf_copy {
     const void *from;
     void *to;
@@ -60,11 +60,14 @@ typedef struct gf_copy {
 #define GF_COPIES_MAX 64u
 
 /*
- * Enqueues `count` copies of device memory (at most GF_COPIES_MAX; no
- * copy's source or destination may overlap any copy's destination) as one
- * kernel on `stream`: what the CUDA
- * engine uses to gather a batch's small device frames into its slot and
- * scatter their results back, in place of a launch a frame.  Returns as a
+ * Enqueues `count` copies (at most GF_COPIES_MAX; no copy's source or
+ * destination may overlap any copy's destination) as one kernel on
+ * `stream`, between memory the device reaches: its own, or pinned host
+ * memory mapped for it (at its host address where the device can use
+ * that).  What the CUDA engine uses to gather a batch's small device
+ * frames into its slot and scatter their results back, in place of a
+ * launch a frame, and to move a batch's small shm frames between their
+ * regions and the slot, in place of a copy a frame.  Returns as a
  * launcher does (gf_launch_fn); count 0 launches nothing.
  */
 int gf_copies_launch(const gf_copy *copies, unsigned count, gf_cuda_stream stream);

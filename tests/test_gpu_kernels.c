@@ -268,11 +268,29 @@ END_TEST
  * byte exact and every other byte of the destination still poison.
  */
 static size_t copy_bytes(unsigned i) {
-    static const size_t sizes[] = {0, 1, 15, 16, 17, 255, 4096, 4099, 65536};
+    static const size_t sizes[] = {0, 1, 15, 16, 17, 255, 4096, 4099, 32000, 49168, 65536};
     return sizes[i % COUNT_OF(sizes)];
 }
 
-static void run_copies(unsigned count, int misalign) {
+/* Where run_copies' copies read and write: device memory, or host memory
+ * registered as the engine registers a client's shm region (malloc'd pages,
+ * cudaHostRegister mapped), which the kernel reaches across the bus. */
+enum copy_ends { DEVICE_TO_DEVICE, HOST_TO_DEVICE, DEVICE_TO_HOST, COPY_ENDS_ };
+
+/* Registered host memory of `bytes`, page-aligned, as a shm region is. */
+static void *registered(size_t bytes) {
+    void *p = NULL;
+    ck_assert_int_eq(posix_memalign(&p, 4096, bytes), 0);
+    GF_TEST_CK_CUDA(cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped));
+    return p;
+}
+
+static void unregister(void *p) {
+    GF_TEST_CK_CUDA(cudaHostUnregister(p));
+    free(p);
+}
+
+static void run_copies(unsigned count, int misalign, enum copy_ends ends) {
     const size_t stride = 65536 + 512, total = (size_t)(count ? count : 1) * stride;
     unsigned char *src_host, *got;
     void *src_dev, *dst_dev;
@@ -280,11 +298,17 @@ static void run_copies(unsigned count, int misalign) {
     gf_copy copies[GF_COPIES_MAX];
     GF_TEST_CK_CUDA(cudaMallocHost((void **)&src_host, total));
     GF_TEST_CK_CUDA(cudaMallocHost((void **)&got, total));
-    GF_TEST_CK_CUDA(cudaMalloc(&src_dev, total));
-    GF_TEST_CK_CUDA(cudaMalloc(&dst_dev, total));
+    if (ends == HOST_TO_DEVICE)
+        src_dev = registered(total);
+    else
+        GF_TEST_CK_CUDA(cudaMalloc(&src_dev, total));
+    if (ends == DEVICE_TO_HOST)
+        dst_dev = registered(total);
+    else
+        GF_TEST_CK_CUDA(cudaMalloc(&dst_dev, total));
     GF_TEST_CK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     fill_bytes(src_host, total, 0xc0b1e5u + count);
-    GF_TEST_CK_CUDA(cudaMemcpyAsync(src_dev, src_host, total, cudaMemcpyHostToDevice, stream));
+    GF_TEST_CK_CUDA(cudaMemcpyAsync(src_dev, src_host, total, cudaMemcpyDefault, stream));
     GF_TEST_CK_CUDA(cudaMemsetAsync(dst_dev, POISON_BYTE, total, stream));
     const size_t from_skew = misalign ? (misalign == 1 ? 3 : 5) : 0,
                  to_skew = misalign == 2 ? 5 : 0;
@@ -297,7 +321,7 @@ static void run_copies(unsigned count, int misalign) {
     GF_TEST_CK_CUDA(cudaGetLastError());
     int rc = gf_copies_launch(copies, count, (gf_cuda_stream)stream);
     ck_assert_msg(rc == 0, "%u copies: %s", count, cudaGetErrorString((cudaError_t)rc));
-    GF_TEST_CK_CUDA(cudaMemcpyAsync(got, dst_dev, total, cudaMemcpyDeviceToHost, stream));
+    GF_TEST_CK_CUDA(cudaMemcpyAsync(got, dst_dev, total, cudaMemcpyDefault, stream));
     GF_TEST_CK_CUDA(cudaStreamSynchronize(stream));
     GF_TEST_CK_CUDA(cudaGetLastError());
     unsigned char *want = malloc(stride);
@@ -308,22 +332,29 @@ static void run_copies(unsigned count, int misalign) {
         memcpy(want + to_skew, src_host + i * stride + from_skew, copy_bytes(i));
         size_t b = gf_test_first_difference(slot, want, stride);
         ck_assert_msg(b == stride,
-                      "%u copies (misalign %d): copy %u of %zu bytes, byte %zu of its slot is "
-                      "0x%02x, not 0x%02x",
-                      count, misalign, i, copy_bytes(i), b, slot[b], want[b]);
+                      "%u copies (misalign %d, ends %d): copy %u of %zu bytes, byte %zu of its "
+                      "slot is 0x%02x, not 0x%02x",
+                      count, misalign, (int)ends, i, copy_bytes(i), b, slot[b], want[b]);
     }
     free(want);
     GF_TEST_CK_CUDA(cudaStreamDestroy(stream));
-    GF_TEST_CK_CUDA(cudaFree(dst_dev));
-    GF_TEST_CK_CUDA(cudaFree(src_dev));
+    if (ends == DEVICE_TO_HOST)
+        unregister(dst_dev);
+    else
+        GF_TEST_CK_CUDA(cudaFree(dst_dev));
+    if (ends == HOST_TO_DEVICE)
+        unregister(src_dev);
+    else
+        GF_TEST_CK_CUDA(cudaFree(src_dev));
     GF_TEST_CK_CUDA(cudaFreeHost(got));
     GF_TEST_CK_CUDA(cudaFreeHost(src_host));
 }
 
 START_TEST(test_copies) {
     static const unsigned counts[] = {0, 1, 9, GF_COPIES_MAX};
-    for (int misalign = 0; misalign < 3; misalign++)
-        run_copies(counts[_i], misalign);
+    for (int ends = 0; ends < COPY_ENDS_; ends++)
+        for (int misalign = 0; misalign < 3; misalign++)
+            run_copies(counts[_i], misalign, (enum copy_ends)ends);
 }
 END_TEST
 
