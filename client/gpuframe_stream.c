@@ -548,7 +548,8 @@ static int stream_run(gf_stream_run *r, uint64_t *elapsed_ns) {
     wait_until(r->o->start_at);
     r->start_ns = gf_now_ns();
     struct timespec now;
-    r->started_s = clock_gettime(CLOCK_REALTIME, &now) == 0 ? (double)now.tv_sec + now.tv_nsec / 1e9 : 0;
+    r->started_s =
+        clock_gettime(CLOCK_REALTIME, &now) == 0 ? (double)now.tv_sec + now.tv_nsec / 1e9 : 0;
     r->progress_next_ns = r->start_ns + PROGRESS_AFTER_NS;
     int rc = stream_frames(r);
     *elapsed_ns = gf_now_ns() - r->start_ns;

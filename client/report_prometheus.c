@@ -365,6 +365,8 @@ static const struct prom_metric counter_metrics[] = {
      "Batches replayed from a CUDA graph (cuda_graphs).", NULL},
     {"slots.gathered_submissions", "gpuframe_gathered_submissions_total", "counter",
      "Batches whose small device frames were gathered into the slot and run as one launch.", NULL},
+    {"slots.host_gathered_submissions", "gpuframe_host_gathered_submissions_total", "counter",
+     "Batches whose small shm frames moved by one kernel each way instead of a copy each.", NULL},
 };
 
 /* Shared-memory regions and the frames by reference. */

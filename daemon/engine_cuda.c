@@ -116,14 +116,16 @@ static void cuda_close(gf_engine *e) {
 /* A client's region: page-locked where it lies (no copy), so the copy
  * engines DMA straight from and into the client's pages.  The region is a
  * MAP_SHARED mapping of a memfd; cudaHostRegister takes such pages (issue 11
- * measured 53-55 GB/s from them on an H200).  A worker of the shard's
+ * measured 53-55 GB/s from them on an H200), mapped so that a kernel may
+ * gather small frames from them too (engine_cuda_launch.c).  A worker of the shard's
  * thread pool: the call takes about 1.3 ms per MiB, and a thread starts on
  * device 0 unless told. */
 static int cuda_pin(gf_engine *e, void *base, uint64_t bytes, char *why, size_t why_len) {
     cuda_engine *ce = (cuda_engine *)e;
     cudaError_t err = cudaSetDevice(ce->device);
     if (err == cudaSuccess)
-        err = cudaHostRegister(base, (size_t)bytes, cudaHostRegisterPortable);
+        err = cudaHostRegister(base, (size_t)bytes,
+                               cudaHostRegisterPortable | cudaHostRegisterMapped);
     if (err == cudaSuccess)
         return 0;
     gf_errorf(why, why_len, "cudaHostRegister of %llu bytes failed: %s", (unsigned long long)bytes,
@@ -325,6 +327,7 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
         rc = cuda_errno(err);
         goto fail;
     }
+    ce->host_pointers = prop.canUseHostPointerForRegisteredMem;
     for (uint32_t i = 0; i < p->slot_count; i++) {
         e->slots[i].index = i;
         if ((rc = open_slot(p, e, &e->slots[i], &ce->cslots[i])) != 0) {

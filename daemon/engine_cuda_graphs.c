@@ -146,6 +146,7 @@ found:
     lru->last_used = ++cs->graph_clock;
     s->zero_copy = gf__cuda_zero_copy(ce, s);
     s->gathered = gf__cuda_gathers(s);
+    s->host_gathered = 0; /* no shm frame runs from a graph (runs_from_graph) */
     return lru->exec;
 }
 

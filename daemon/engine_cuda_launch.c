@@ -114,21 +114,56 @@ static int strided_run(const gf_slot *s, uint32_t i, uint32_t j, int to_device, 
     return 1;
 }
 
+/* A device frame whose input and result are at most this many bytes is
+ * gathered into the slot in a batch of an elementwise pipeline (gathers: a
+ * block copies 64 KiB in about a microsecond; a launch costs a few); an
+ * shm frame of this size or less, in a batch of any pipeline whose shm
+ * frames would take several copies (host_gathers: each copy costs the copy
+ * engine about 3 us however small, measured on an H200 for 32 KB frames;
+ * the kernel reads them all across the bus at once). */
+#define GATHER_MAX_BYTES (64u << 10)
+_Static_assert(GF_SLOT_FRAMES_MAX <= GF_COPIES_MAX, "one gf_copies_launch moves a whole batch");
+
+/* Whether shm frame `f` may be moved by a kernel: the engine's kernels
+ * reach registered memory at its host address (host_pointers), the frame
+ * is small, and both its ends, in the region and in the slot, are whole
+ * 16-byte vectors (gf_copies_launch moves bytes one by one otherwise, each
+ * a trip across the bus). */
+static int host_gatherable(const cuda_engine *ce, const gf_frame *f) {
+    return ce->host_pointers && f->region != NULL && !f->on_device &&
+           f->in_bytes <= GATHER_MAX_BYTES && f->out_bytes <= GATHER_MAX_BYTES &&
+           ((uintptr_t)f->src | (uintptr_t)f->dst | (uintptr_t)f->offset) % 16 == 0;
+}
+
+/* Whether frame `f` of `s` moves by gf_copies_launch in that direction
+ * (move_frames) rather than by a copy: a device frame of a batch that
+ * gathers, an shm frame of a batch that gathers its shm frames that way
+ * (host_gathers). */
+static int moved_by_kernel(const cuda_engine *ce, const gf_slot *s, const gf_frame *f,
+                           int to_device) {
+    if (f->on_device)
+        return s->gathered;
+    return (s->host_gathered & (to_device ? GF_HOST_GATHER_IN : GF_HOST_GATHER_OUT)) &&
+           host_gatherable(ce, f);
+}
+
 /* Copies the batch's inputs to the device (to_device) or its results back:
  * frames whose host side is the slot's own buffer lie end to end there and
  * go in one copy per run of them (a 2D copy when they lie far apart:
  * strided_run); shm frames, in their client's region, go in one copy per
  * run of frames that lie back to back both there and in the slot (a
  * client's consecutive frames of a multiple of 256 bytes do), each on its
- * own otherwise; device frames are not copied here (their stages run in
- * their region, or move_device_frames gathers them). */
-static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
+ * own otherwise, unless a kernel moves them (move_frames); device frames
+ * are not copied here (their stages run in their region, or move_frames
+ * gathers them). */
+static cudaError_t copy_frames(const cuda_engine *ce, const gf_slot *s, cuda_slot *cs,
+                               int to_device) {
     enum cudaMemcpyKind dir = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
     uint8_t *dev = to_device ? cs->in_dev : cs->out_dev;
     uint8_t *host = to_device ? s->in_host : s->out_host;
     for (uint32_t i = 0; i < s->frame_count;) {
         const gf_frame *f = &s->frames[i];
-        if (f->on_device) {
+        if (f->on_device || moved_by_kernel(ce, s, f, to_device)) {
             i++;
             continue;
         }
@@ -139,7 +174,8 @@ static cudaError_t copy_frames(const gf_slot *s, cuda_slot *cs, int to_device) {
         uint64_t pitch = 0;
         if (f->region != NULL) {
             while (j < s->frame_count &&
-                   region_adjacent(&s->frames[j - 1], &s->frames[j], to_device)) {
+                   region_adjacent(&s->frames[j - 1], &s->frames[j], to_device) &&
+                   !moved_by_kernel(ce, s, &s->frames[j], to_device)) {
                 bytes += to_device ? s->frames[j].in_bytes : s->frames[j].out_bytes;
                 j++;
             }
@@ -201,15 +237,9 @@ static int has_device_frames(const gf_slot *s) {
     return 0;
 }
 
-/* A device frame whose input and result are at most this many bytes is
- * gathered into the slot in a batch of an elementwise pipeline (below: a
- * block copies 64 KiB in about a microsecond; a launch costs a few). */
-#define GATHER_MAX_BYTES (64u << 10)
-_Static_assert(GF_SLOT_FRAMES_MAX <= GF_COPIES_MAX, "one gf_copies_launch moves a whole batch");
-
 /* Whether batch `s` gathers its device frames into the slot's device
  * buffers, runs as one launch a stage over the slot, and scatters their
- * results back (move_device_frames): an elementwise pipeline, more than one
+ * results back (move_frames): an elementwise pipeline, more than one
  * frame, every device frame small.  Otherwise each device frame runs in
  * place in its region, a launch a frame for an elementwise stage. */
 static int gathers(const gf_slot *s, int elementwise) {
@@ -229,20 +259,40 @@ int gf__cuda_gathers(const gf_slot *s) {
     return gathers(s, gf_pipeline_elementwise(&s->frames[0].pipeline));
 }
 
-/* Copies the device frames of `s` (gathers): their inputs from their
- * regions into the slot's input buffer (`in`), or their results from the
- * slot's output buffer into their regions; one kernel, whatever their
- * number. */
-static cudaError_t move_device_frames(const gf_slot *s, cuda_slot *cs, int in) {
+/* Which directions of batch `s` move its small shm frames by one kernel
+ * (GF_HOST_GATHER_IN, _OUT): those in which copy_frames would otherwise
+ * make two copies or more for them (frames of several clients, or of one
+ * whose frames do not lie back to back).  A kernel's launch costs about
+ * what one copy does, so a direction of one copy keeps it. */
+static int host_gathers(const cuda_engine *ce, const gf_slot *s) {
+    int dirs = 0;
+    for (int to_device = 0; to_device < 2; to_device++) {
+        unsigned copies = 0;
+        for (uint32_t i = 0; i < s->frame_count && copies < 2; i++) {
+            const gf_frame *f = &s->frames[i];
+            copies += host_gatherable(ce, f) && !(i > 0 && host_gatherable(ce, &s->frames[i - 1]) &&
+                                                  region_adjacent(&s->frames[i - 1], f, to_device));
+        }
+        if (copies >= 2)
+            dirs |= to_device ? GF_HOST_GATHER_IN : GF_HOST_GATHER_OUT;
+    }
+    return dirs;
+}
+
+/* Moves the frames of `s` that a kernel moves (moved_by_kernel): their
+ * inputs from their regions (device or shm) into the slot's input buffer
+ * (`in`), or their results from the slot's output buffer into their
+ * regions; one kernel, whatever their number, and none for no frame. */
+static cudaError_t move_frames(const cuda_engine *ce, const gf_slot *s, cuda_slot *cs, int in) {
     gf_copy copies[GF_SLOT_FRAMES_MAX];
     unsigned n = 0;
     for (uint32_t i = 0; i < s->frame_count; i++) {
         const gf_frame *f = &s->frames[i];
-        if (f->on_device)
+        if (moved_by_kernel(ce, s, f, in))
             copies[n++] = in ? (gf_copy){f->src, (uint8_t *)cs->in_dev + f->offset, f->in_bytes}
                              : (gf_copy){(uint8_t *)cs->out_dev + f->offset, f->dst, f->out_bytes};
     }
-    return (cudaError_t)gf_copies_launch(copies, n, cs->stream);
+    return n ? (cudaError_t)gf_copies_launch(copies, n, cs->stream) : cudaSuccess;
 }
 
 cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
@@ -250,14 +300,15 @@ cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
     const gf_frame *last = &s->frames[s->frame_count - 1];
     int elementwise = gf_pipeline_elementwise(p);
     s->gathered = gathers(s, elementwise);
+    s->host_gathered = host_gathers(ce, s);
     int whole = (s->gathered || !has_device_frames(s)) && (s->frame_count == 1 || elementwise);
     s->zero_copy = runs_zero_copy(ce, s, elementwise);
     uint8_t *in_first = s->zero_copy ? s->in_host : cs->in_dev;
     uint8_t *out_last = s->zero_copy ? s->out_host : cs->out_dev;
     cudaError_t err;
     if ((err = mark(s, cs, EV_START)) != cudaSuccess ||
-        (!s->zero_copy && (err = copy_frames(s, cs, 1)) != cudaSuccess) ||
-        (s->gathered && (err = move_device_frames(s, cs, 1)) != cudaSuccess) ||
+        (!s->zero_copy && (err = copy_frames(ce, s, cs, 1)) != cudaSuccess) ||
+        (err = move_frames(ce, s, cs, 1)) != cudaSuccess ||
         (err = mark(s, cs, EV_H2D)) != cudaSuccess)
         return err;
     for (uint32_t k = 0; k < p->stage_count; k++) {
@@ -279,8 +330,8 @@ cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
             return err;
     }
     if ((err = mark(s, cs, EV_KERNEL)) != cudaSuccess ||
-        (!s->zero_copy && (err = copy_frames(s, cs, 0)) != cudaSuccess) ||
-        (s->gathered && (err = move_device_frames(s, cs, 0)) != cudaSuccess))
+        (!s->zero_copy && (err = copy_frames(ce, s, cs, 0)) != cudaSuccess) ||
+        (err = move_frames(ce, s, cs, 0)) != cudaSuccess)
         return err;
     return mark(s, cs, EV_D2H);
 }

@@ -17,12 +17,15 @@
  * buffers.  A device frame needs no copy: its first stage reads its region
  * and its last writes there, in place, or (gf__cuda_gathers) one kernel
  * gathers the batch's device frames into the slot's device buffer beside
- * the copied ones and another scatters their results back.  A batch of
- * elementwise stages with no device frame in place runs as one launch per
- * stage over all its frames, the bytes between them included
- * (GF_FRAME_ALIGN_BYTES); any other runs stage by stage, each stage over
- * every frame: a plugin's launch_batch for all of them, or a launch a frame
- * (launch_frames).  Sets s->zero_copy and s->gathered.  The shard's loop (or its thread at
+ * the copied ones and another scatters their results back.  Small shm
+ * frames that would take a copy each (several clients' in one batch) move
+ * the same way, a kernel reading and writing their pinned regions across
+ * the bus (s->host_gathered).  A batch of elementwise stages with no
+ * device frame in place runs as one launch per stage over all its frames,
+ * the bytes between them included (GF_FRAME_ALIGN_BYTES); any other runs
+ * stage by stage, each stage over every frame: a plugin's launch_batch for
+ * all of them, or a launch a frame (launch_frames).  Sets s->zero_copy,
+ * s->gathered and s->host_gathered.  The shard's loop (or its thread at
  * start-up); never waits.  Returns the first failed call's error.
  */
 cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs);

@@ -62,6 +62,9 @@ typedef struct cuda_engine {
                                      stream index of these slots          */
     uint32_t device_streams;      /* gf_engine_params': the device's      */
     uint64_t zero_copy_max_bytes; /* gf_engine_params' */
+    int host_pointers;            /* kernels reach registered (shm) memory
+                                     at its host address: small shm frames
+                                     may be gathered (engine_cuda_launch.c) */
     uint64_t spin_ns;             /* hybrid: GF_COMPLETION_SPIN_NS; else 0 */
     int vmm_status;               /* device regions: 0, or -ENOTSUP when the
                                      self-check at open turned them off   */

@@ -422,6 +422,8 @@ cJSON *gf_stats_document(const gf_shard *sh, const gf_snapshot *snaps, uint32_t 
                             (double)sum.graph_submissions);
     cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "gathered_submissions",
                             (double)sum.gathered_submissions);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "host_gathered_submissions",
+                            (double)sum.host_gathered_submissions);
     /* The busiest device's: a host of one GPU has just that one. */
     gf_gpu_busy busy, best;
     int have = 0;

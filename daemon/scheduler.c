@@ -363,6 +363,7 @@ static void submit(gf_sched *s, gf_slot *b) {
         s->stats->zero_copy_submissions += (uint64_t)b->zero_copy;
         s->stats->graph_submissions += (uint64_t)b->graphed;
         s->stats->gathered_submissions += (uint64_t)b->gathered;
+        s->stats->host_gathered_submissions += (uint64_t)(b->host_gathered != 0);
         s->hooks.submitted(b, 0, s->hooks.arg);
         return;
     }

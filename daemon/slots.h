@@ -113,6 +113,10 @@ typedef struct gf_frame {
                              shared a submission (TRACE's "submission")    */
 } gf_frame;
 
+/* gf_slot's host_gathered: the directions whose shm frames a kernel moved. */
+#define GF_HOST_GATHER_IN  1
+#define GF_HOST_GATHER_OUT 2
+
 typedef struct gf_slot {
     uint32_t index;                  /* position in the ring, 0..count-1          */
     uint8_t *in_host;                /* frames' payloads are packed into it       */
@@ -140,6 +144,9 @@ typedef struct gf_slot {
                                       CUDA graph                                 */
     int gathered;                  /* set by the engine's submit: its device frames
                                       gathered into the slot and back          */
+    int host_gathered;             /* set by the engine's submit: its small shm
+                                      frames moved by a kernel each way, not a
+                                      copy each (GF_HOST_GATHER_IN | _OUT)     */
     uint64_t submitted_ns;         /* handed to the engine                           */
     uint64_t done_ns;              /* engine thread saw it finish                    */
 

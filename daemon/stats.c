@@ -75,6 +75,7 @@ void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats 
     ADD(zero_copy_submissions);
     ADD(graph_submissions);
     ADD(gathered_submissions);
+    ADD(host_gathered_submissions);
     ADD(polling_ns);
     for (unsigned i = 0; i < GF_STATUS_COUNT_; i++)
         ADD(rejected[i]);

@@ -621,6 +621,116 @@ START_TEST(bad_fds_are_refused_and_closed) {
 }
 END_TEST
 
+/*
+ * Small shm frames of several clients at once share submissions, and on the
+ * CUDA engine a batch of them moves by one kernel each way (read from and
+ * written to the pinned regions across the bus) instead of a copy a frame:
+ * every pipeline, every result against its reference, every other byte of
+ * every region (inputs, the gaps around the results) as the client left
+ * it, and STATS' host_gathered_submissions counting such batches (none on
+ * the CPU engine, which copies nothing).  Frames lie at 16-byte boundaries
+ * with gaps between them, so no two are one copy.
+ */
+START_TEST(small_shm_frames_of_several_clients_share_batches) {
+    enum { CONNS = 4, FRAMES = 12, STRIDE = 64u << 10, OUT_AT = 32u << 10 };
+    start();
+    gf_client *c[CONNS];
+    gf_client_region reg[CONNS];
+    unsigned char *before[CONNS];
+    void *ref[CONNS][FRAMES];
+    size_t ref_bytes[CONNS][FRAMES];
+    for (int k = 0; k < CONNS; k++) {
+        before[k] = malloc(REGION_BYTES);
+        ck_assert_ptr_nonnull(before[k]);
+        c[k] = client();
+        ck_assert_msg(gf_client_region_create(c[k], REGION_BYTES, &reg[k], REPLY_MS) == 0, "%s",
+                      gf_client_error(c[k]));
+    }
+    gf_pipeline *p = list(c[0]);
+    uint64_t id = 1, rng = 0x5a17;
+    for (int i = 0; i < P_COUNT; i++) {
+        size_t bytes = i == P_RGB ? 64u * 32u * 3u : 4096u;
+        uint64_t subs0 = gf_test_ck_stat(c[0], "slots.submissions"),
+                 moved0 = gf_test_ck_stat(c[0], "slots.host_gathered_submissions");
+        for (int k = 0; k < CONNS; k++) {
+            unsigned char *base = reg[k].base;
+            for (size_t b = 0; b < REGION_BYTES; b++)
+                base[b] = (unsigned char)(b * 13 + (size_t)k + (size_t)i);
+            for (int f = 0; f < FRAMES; f++) {
+                void *in;
+                char err[ERR_BYTES];
+                ck_assert_msg(gf_test_make_frame(&p[i], bytes, &rng, &in, &ref[k][f],
+                                                 &ref_bytes[k][f], err, sizeof err) == 0,
+                              "%s", err);
+                ck_assert_uint_le(ref_bytes[k][f], STRIDE - OUT_AT);
+                memcpy(base + (size_t)f * STRIDE, in, bytes);
+                free(in);
+            }
+            memcpy(before[k], base, REGION_BYTES);
+        }
+        for (int f = 0; f < FRAMES; f++)
+            for (int k = 0; k < CONNS; k++) {
+                gf_shm_frame d = {.region_id = reg[k].id,
+                                  .in_offset = (uint64_t)f * STRIDE,
+                                  .in_bytes = bytes,
+                                  .out_offset = (uint64_t)f * STRIDE + OUT_AT,
+                                  .out_capacity = ref_bytes[k][f]};
+                ck_assert_int_eq(gf_client_send_frame_shm(c[k], p[i].id, id + (uint64_t)f, &d), 0);
+            }
+        for (int k = 0; k < CONNS; k++) /* all on their way before any reply is read */
+            ck_assert_int_eq(gf_client_flush(c[k], REPLY_MS), 0);
+        for (int k = 0; k < CONNS; k++) {
+            unsigned char *base = reg[k].base;
+            for (int f = 0; f < FRAMES; f++) {
+                gf_reply r;
+                char err[ERR_BYTES];
+                size_t at = (size_t)f * STRIDE + OUT_AT;
+                int rc = gf_client_recv(c[k], &r, REPLY_MS);
+                ck_assert_msg(rc == 0, "recv: %s: %s", strerror(-rc), gf_client_error(c[k]));
+                ck_assert_uint_eq(r.header.frame_id, id + (uint64_t)f);
+                ck_assert_uint_eq(r.header.type, GF_MSG_RESULT);
+                ck_assert_uint_eq(r.shm_result.out_bytes, ref_bytes[k][f]);
+                gf_reply view = as_socket_result(&r, base + at, ref_bytes[k][f]);
+                ck_assert_msg(gf_test_check_result(&p[i], &view, id + (uint64_t)f, ref[k][f],
+                                                   ref_bytes[k][f], err, sizeof err) == 0,
+                              "%s, connection %d, frame %d: %s", p[i].name, k, f, err);
+                free(ref[k][f]);
+            }
+        }
+        /* Apart from the results, each region is as its client left it. */
+        for (int k = 0; k < CONNS; k++) {
+            const unsigned char *base = reg[k].base;
+            for (int f = 0; f < FRAMES; f++) {
+                size_t at = (size_t)f * STRIDE + OUT_AT;
+                memcpy(before[k] + at, base + at, ref_bytes[k][f]); /* checked above */
+            }
+            size_t b = gf_test_first_difference(base, before[k], REGION_BYTES);
+            ck_assert_msg(b == REGION_BYTES,
+                          "%s, connection %d: byte %zu of the region is 0x%02x, was 0x%02x",
+                          p[i].name, k, b, base[b], before[k][b]);
+        }
+        id += FRAMES;
+        uint64_t subs = gf_test_ck_stat(c[0], "slots.submissions") - subs0,
+                 moved = gf_test_ck_stat(c[0], "slots.host_gathered_submissions") - moved0;
+        ck_assert_msg(subs < CONNS * FRAMES, "pipeline %s: %d frames in %llu submissions",
+                      p[i].name, CONNS * FRAMES, (unsigned long long)subs);
+        if (strcmp(g_engine, "cuda") == 0)
+            ck_assert_msg(moved > 0 && moved <= subs,
+                          "pipeline %s: %llu of %llu submissions moved shm frames by a kernel",
+                          p[i].name, (unsigned long long)moved, (unsigned long long)subs);
+        else
+            ck_assert_uint_eq(moved, 0);
+    }
+    free(p);
+    for (int k = 0; k < CONNS; k++) {
+        free(before[k]);
+        ck_assert_int_eq(gf_client_region_destroy(c[k], &reg[k], REPLY_MS), 0);
+        gf_client_close(c[k]);
+    }
+    stop();
+}
+END_TEST
+
 /* 1000 add/remove cycles, then 100 clients that leave with frames in
  * flight on their regions: fds, regions and bytes all back to baseline. */
 START_TEST(fds_and_regions_return_to_baseline) {
@@ -675,6 +785,7 @@ static Suite *shm_suite(void) {
     tcase_add_test(tc, bad_descriptors_fail_only_their_frame);
     tcase_add_test(tc, bad_fds_are_refused_and_closed);
     tcase_add_test(tc, fds_and_regions_return_to_baseline);
+    tcase_add_test(tc, small_shm_frames_of_several_clients_share_batches);
     suite_add_tcase(s, tc);
     return s;
 }
