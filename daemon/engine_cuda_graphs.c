@@ -16,12 +16,22 @@
  * that recur (a client's window, the pipeline's max_batch_frames). */
 #define GF_GRAPHS_PER_SLOT 16
 
+/* Captures of one shape that another thread broke before the shape is
+ * given up: cudaErrorStreamCaptureInvalidated with nothing wrong in the
+ * batch's own calls: seen on an H200 (test_plugins_gpu, twice in 16 ms,
+ * once in many runs) as a reload opened and closed plugins' device sides
+ * on other threads beside the capture.  Such a shape is captured again at
+ * its next batch. */
+#define GF_CAPTURE_TRIES 3
+
 /* One captured batch: the launches of a batch of this shape on this slot,
  * replayed as they were (addresses in the slot's buffers, lengths). */
 struct graph_entry {
     cudaGraphExec_t exec; /* NULL: the entry is free                      */
     int failed;           /* capture refused (a plugin's call that cannot
                              be captured): such batches run plain        */
+    unsigned invalidated; /* captures of this shape broken from outside
+                             in a row: tried again below GF_CAPTURE_TRIES */
     uint64_t last_used;   /* the slot's graph clock at its last replay    */
     /* The shape: the stages (a plugin by its serial, never reused), the
      * frames' places and lengths (the rest follows from these). */
@@ -86,15 +96,19 @@ static int same_shape(const graph_entry *g, const gf_slot *s) {
     return 1;
 }
 
-/* Captures batch `s`'s launches into `g`, replacing what it held.  A
+/* Captures batch `s`'s launches into `g`, replacing what it held; `tries`
+ * is how many captures of this shape were broken from outside before.  A
  * failure leaves `g` marked failed (those batches run plain) and the
- * stream out of capture. */
-static void capture(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, graph_entry *g) {
+ * stream out of capture: for good, with a warning, unless another thread
+ * broke it and the shape has tries left (g->invalidated). */
+static void capture(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, graph_entry *g,
+                    unsigned tries) {
     const gf_pipeline *p = &s->frames[0].pipeline;
     if (g->exec)
         cudaGraphExecDestroy(g->exec);
     g->exec = NULL;
     g->failed = 1;
+    g->invalidated = 0;
     g->stage_count = p->stage_count;
     g->frame_count = s->frame_count;
     memcpy(g->stages, p->stages, p->stage_count * sizeof p->stages[0]);
@@ -122,6 +136,14 @@ static void capture(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, graph_entr
         cudaGraphDestroy(graph);
     if (g->failed) {
         cudaGetLastError();
+        if ((err ? err : end) == cudaErrorStreamCaptureInvalidated &&
+            tries + 1 < GF_CAPTURE_TRIES) {
+            g->invalidated = tries + 1;
+            GF_LOG_DBG("engine cuda: pipeline %s: a capture of %u frame(s) was broken from "
+                       "outside (%u of %u); it is tried again at the shape's next batch",
+                       p->name, s->frame_count, tries + 1, GF_CAPTURE_TRIES);
+            return;
+        }
         GF_LOG_WRN("engine cuda: pipeline %s: a batch of %u frame(s) could not be captured as a "
                    "CUDA graph (%s); batches of its shape run without one",
                    p->name, s->frame_count, cudaGetErrorString(err ? err : end));
@@ -136,12 +158,14 @@ static cudaGraphExec_t graph_for(const cuda_engine *ce, gf_slot *s, cuda_slot *c
         graph_entry *g = &cs->graphs[i];
         if (same_shape(g, s)) {
             lru = g;
+            if (g->failed && g->invalidated)
+                capture(ce, s, cs, g, g->invalidated);
             goto found;
         }
         if (g->last_used < lru->last_used)
             lru = g;
     }
-    capture(ce, s, cs, lru);
+    capture(ce, s, cs, lru, 0);
 found:
     lru->last_used = ++cs->graph_clock;
     s->zero_copy = gf__cuda_zero_copy(ce, s);
