@@ -116,12 +116,16 @@ static int strided_run(const gf_slot *s, uint32_t i, uint32_t j, int to_device, 
 
 /* A device frame whose input and result are at most this many bytes is
  * gathered into the slot in a batch of an elementwise pipeline (gathers: a
- * block copies 64 KiB in about a microsecond; a launch costs a few); an
- * shm frame of this size or less, in a batch of any pipeline whose shm
- * frames would take several copies (host_gathers: each copy costs the copy
- * engine about 3 us however small, measured on an H200 for 32 KB frames;
- * the kernel reads them all across the bus at once). */
+ * block copies 64 KiB in about a microsecond; a launch costs a few). */
 #define GATHER_MAX_BYTES (64u << 10)
+/* An shm frame whose input and result are at most this many bytes moves
+ * by kernel in a batch whose shm frames would take several copies
+ * (host_gathers): a copy costs the copy engine about 3.5 us however small
+ * (16 of 32,000 bytes took 57 us on an H200), the kernel reads them all
+ * across the bus at once.  Measured on an H200 with 4 KiB and 32,000-byte
+ * frames (1.8x and 1.9-2.8x the frames/s from 16 and 64 clients); larger
+ * ones keep their copies until measured. */
+#define HOST_GATHER_MAX_BYTES (32u << 10)
 _Static_assert(GF_SLOT_FRAMES_MAX <= GF_COPIES_MAX, "one gf_copies_launch moves a whole batch");
 
 /* Whether shm frame `f` may be moved by a kernel: the engine's kernels
@@ -131,7 +135,7 @@ _Static_assert(GF_SLOT_FRAMES_MAX <= GF_COPIES_MAX, "one gf_copies_launch moves 
  * a trip across the bus). */
 static int host_gatherable(const cuda_engine *ce, const gf_frame *f) {
     return ce->host_pointers && f->region != NULL && !f->on_device &&
-           f->in_bytes <= GATHER_MAX_BYTES && f->out_bytes <= GATHER_MAX_BYTES &&
+           f->in_bytes <= HOST_GATHER_MAX_BYTES && f->out_bytes <= HOST_GATHER_MAX_BYTES &&
            ((uintptr_t)f->src | (uintptr_t)f->dst | (uintptr_t)f->offset) % 16 == 0;
 }
 
