@@ -119,25 +119,30 @@ for p in json.load(sys.stdin)["pipelines"]:
         print("%d %d" % (p["batches"]["submissions"], p["batches"]["frames"]))' "$1"
 }
 # CLIENTS clients of PIPELINE, COUNT frames each at WINDOW, extra options
-# after: all frames over the longest client's seconds, and frames per
-# submission.
+# after, their first frames sent together a second from now (--start-at):
+# all frames over the span from the first one's start (its summary's
+# started=) to the last one's end (started= plus its seconds), and frames
+# per submission.
 clients() { # PIPELINE CLIENTS COUNT WINDOW [OPTIONS...]
-  local name=$1 n=$2 count=$3 window=$4
+  local name=$1 n=$2 count=$3 window=$4 at
   shift 4
   read -r s0 f0 <<<"$(batches "$name")"
+  at=$(awk -v now="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", now + 1 }')
   local pids=()
   for ((i = 0; i < n; i++)); do
     "$build/gpuframe" stream --socket "$sock" --pipeline "$name" --count "$count" \
-      --window "$window" --quiet "$@" >"$tmp/client$i" 2>&1 & pids+=($!)
+      --window "$window" --quiet --start-at "$at" "$@" >"$tmp/client$i" 2>&1 & pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   read -r s1 f1 <<<"$(batches "$name")"
   cat "$tmp"/client* | awk -v n="$n" -v f=$((f1 - f0)) -v s=$((s1 - s0)) '
-    /^frames=/ { ok++
+    /^frames=/ {
       for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-      frames += v["frames"]; if (v["seconds"] > hi) hi = v["seconds"] }
-    END { if (ok != n || hi == 0) { printf "- -\n"; exit 1 }
-          printf "%.0f %.1f\n", frames / hi, s ? f / s : 0 }' || rc=1
+      start = v["started"]; end = start + v["seconds"]
+      if (!ok || start < first) first = start; if (!ok || end > last) last = end
+      ok++; frames += v["frames"] }
+    END { if (ok != n || last <= first) { printf "- -\n"; exit 1 }
+          printf "%.0f %.1f\n", frames / (last - first), s ? f / s : 0 }' || rc=1
   rm -f "$tmp"/client*
 }
 read -r img1 _ <<<"$(clients camera 1 "$one" 16)"
