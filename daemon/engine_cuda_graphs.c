@@ -11,18 +11,22 @@
 
 #include "engine_cuda_launch.h"
 #include "plugin.h"
+#include "util.h"
 
 /* Graphs a slot keeps, the least recently used replaced: the batch shapes
  * that recur (a client's window, the pipeline's max_batch_frames). */
 #define GF_GRAPHS_PER_SLOT 16
 
-/* Captures of one shape that another thread broke before the shape is
- * given up: cudaErrorStreamCaptureInvalidated with nothing wrong in the
- * batch's own calls: seen on an H200 (test_plugins_gpu, twice in 16 ms,
- * once in many runs) as a reload opened and closed plugins' device sides
- * on other threads beside the capture.  Such a shape is captured again at
- * its next batch. */
-#define GF_CAPTURE_TRIES 3
+/* Captures of one shape, in all, that may be broken from outside before
+ * the shape is given up: cudaErrorStreamCaptureInvalidated with no error
+ * from the batch's own calls, seen on an H200 (test_plugins_gpu, twice in
+ * 16 ms, once in many runs) as a reload opened and closed plugins' device
+ * sides on other threads beside the capture.  Such a shape runs plain for
+ * GF_CAPTURE_RETRY_NS, then is captured again (a reload's calls are
+ * likely over by then), while a plugin that breaks every capture itself is
+ * given up within a few tenths of a second. */
+#define GF_CAPTURE_TRIES    3
+#define GF_CAPTURE_RETRY_NS 100000000u
 
 /* One captured batch: the launches of a batch of this shape on this slot,
  * replayed as they were (addresses in the slot's buffers, lengths). */
@@ -32,6 +36,7 @@ struct graph_entry {
                              be captured): such batches run plain        */
     unsigned invalidated; /* captures of this shape broken from outside
                              in a row: tried again below GF_CAPTURE_TRIES */
+    uint64_t retry_ns;    /* not before then (gf_now_ns)                  */
     uint64_t last_used;   /* the slot's graph clock at its last replay    */
     /* The shape: the stages (a plugin by its serial, never reused), the
      * frames' places and lengths (the rest follows from these). */
@@ -121,8 +126,12 @@ static void capture(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, graph_entr
         g->dst[i] = device_at(&s->frames[i], 0);
     }
     cudaGraph_t graph = NULL;
-    if (cudaStreamBeginCapture(cs->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    cudaError_t begin = cudaStreamBeginCapture(cs->stream, cudaStreamCaptureModeThreadLocal);
+    if (begin != cudaSuccess) {
         cudaGetLastError();
+        GF_LOG_WRN("engine cuda: pipeline %s: a batch of %u frame(s) could not begin a CUDA "
+                   "graph's capture (%s); batches of its shape run without one",
+                   p->name, s->frame_count, cudaGetErrorString(begin));
         return;
     }
     cudaError_t err = gf__cuda_enqueue(ce, s, cs);
@@ -139,9 +148,12 @@ static void capture(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, graph_entr
         if ((err ? err : end) == cudaErrorStreamCaptureInvalidated &&
             tries + 1 < GF_CAPTURE_TRIES) {
             g->invalidated = tries + 1;
-            GF_LOG_DBG("engine cuda: pipeline %s: a capture of %u frame(s) was broken from "
-                       "outside (%u of %u); it is tried again at the shape's next batch",
-                       p->name, s->frame_count, tries + 1, GF_CAPTURE_TRIES);
+            g->retry_ns = gf_now_ns() + GF_CAPTURE_RETRY_NS;
+            GF_LOG_DBG("engine cuda: pipeline %s: capture %u of %u of a batch of %u frame(s) "
+                       "was broken from outside; its shape runs plain, and is captured again "
+                       "in %u ms",
+                       p->name, tries + 1, GF_CAPTURE_TRIES, s->frame_count,
+                       GF_CAPTURE_RETRY_NS / 1000000u);
             return;
         }
         GF_LOG_WRN("engine cuda: pipeline %s: a batch of %u frame(s) could not be captured as a "
@@ -158,7 +170,7 @@ static cudaGraphExec_t graph_for(const cuda_engine *ce, gf_slot *s, cuda_slot *c
         graph_entry *g = &cs->graphs[i];
         if (same_shape(g, s)) {
             lru = g;
-            if (g->failed && g->invalidated)
+            if (g->failed && g->invalidated && gf_now_ns() >= g->retry_ns)
                 capture(ce, s, cs, g, g->invalidated);
             goto found;
         }
