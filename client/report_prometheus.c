@@ -366,7 +366,8 @@ static const struct prom_metric counter_metrics[] = {
     {"slots.gathered_submissions", "gpuframe_gathered_submissions_total", "counter",
      "Batches whose small device frames were gathered into the slot and run as one launch.", NULL},
     {"slots.host_gathered_submissions", "gpuframe_host_gathered_submissions_total", "counter",
-     "Batches whose small shm frames moved by one kernel each way instead of a copy each.", NULL},
+     "Batches whose small shm frames moved by one kernel, either way, instead of a copy each.",
+     NULL},
 };
 
 /* Shared-memory regions and the frames by reference. */

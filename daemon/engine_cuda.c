@@ -13,7 +13,10 @@
  *                              if it is not done GF_COMPLETION_SPIN_NS later
  *
  * A small batch of elementwise stages runs zero-copy (gf__cuda_zero_copy): no
- * copies, its kernels read and write the pinned host buffers themselves.
+ * copies, its kernels read and write the pinned host buffers themselves.  A
+ * batch's small device frames, and its small shm frames that would take a
+ * copy each, move by one kernel each way instead (engine_cuda_launch.c): the
+ * "copies" above may be kernels.
  * With cuda_graphs, an untimed batch of a pipeline of a plugin or of
  * several stages is captured once as a CUDA graph per slot and batch shape
  * and replayed (engine_cuda_graphs.c): one launch instead of a copy, the
@@ -116,16 +119,18 @@ static void cuda_close(gf_engine *e) {
 /* A client's region: page-locked where it lies (no copy), so the copy
  * engines DMA straight from and into the client's pages.  The region is a
  * MAP_SHARED mapping of a memfd; cudaHostRegister takes such pages (issue 11
- * measured 53-55 GB/s from them on an H200), mapped so that a kernel may
- * gather small frames from them too (engine_cuda_launch.c).  A worker of the shard's
- * thread pool: the call takes about 1.3 ms per MiB, and a thread starts on
- * device 0 unless told. */
+ * measured 53-55 GB/s from them on an H200), and mapped where kernels can
+ * use host addresses (host_pointers, set at open) so that a kernel may move
+ * small frames from and into them too (engine_cuda_launch.c).  A worker of
+ * the shard's thread pool: the call takes about 1.3 ms per MiB, and a
+ * thread starts on device 0 unless told. */
 static int cuda_pin(gf_engine *e, void *base, uint64_t bytes, char *why, size_t why_len) {
     cuda_engine *ce = (cuda_engine *)e;
     cudaError_t err = cudaSetDevice(ce->device);
     if (err == cudaSuccess)
         err = cudaHostRegister(base, (size_t)bytes,
-                               cudaHostRegisterPortable | cudaHostRegisterMapped);
+                               cudaHostRegisterPortable |
+                                   (ce->host_pointers ? cudaHostRegisterMapped : 0));
     if (err == cudaSuccess)
         return 0;
     gf_errorf(why, why_len, "cudaHostRegister of %llu bytes failed: %s", (unsigned long long)bytes,

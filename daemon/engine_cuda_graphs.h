@@ -17,7 +17,8 @@ typedef struct graph_entry graph_entry;
 /* The graph that runs batch `s` on its slot: found, or captured now; NULL
  * when the batch runs plain (no cache, timed, shm frames, one elementwise
  * stage, a plugin that refuses graphs, or a capture that failed).  Sets
- * s->zero_copy as a plain run would.  The shard's loop. */
+ * s->zero_copy, s->gathered and s->host_gathered as a plain run would.  The
+ * shard's loop. */
 cudaGraphExec_t gf__cuda_graph(const cuda_engine *ce, gf_slot *s, cuda_slot *cs);
 
 /* A slot's cache, empty (open), or its graphs destroyed and freed (close).

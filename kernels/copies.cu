@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gf_copies_launch: up to GF_COPIES_MAX device-to-device copies in one
- * kernel (contract in kernels.h).  The table travels in the kernel's
+ * gf_copies_launch: up to GF_COPIES_MAX copies in one kernel, between
+ * memory the device reaches (contract in kernels.h).  The table travels in the kernel's
  * parameters, one block a copy; 16-byte vectors where both ends allow,
  * bytes for the rest.  Either end may be pinned host memory that the
  * device reaches (the engine's small shm frames): each thread loads
