@@ -628,11 +628,21 @@ END_TEST
  * every pipeline, every result against its reference, every other byte of
  * every region (inputs, the gaps around the results) as the client left
  * it, and STATS' host_gathered_submissions counting such batches (none on
- * the CPU engine, which copies nothing).  Frames lie at 16-byte boundaries
- * with gaps between them, so no two are one copy.
+ * the CPU engine, which copies nothing).  Frames lie with gaps between
+ * them, so no two are one copy; the first client's 4 bytes off 16-byte
+ * boundaries, so that its frames keep their copies beside the others' in
+ * the same batches.
  */
+enum { SHARE_FRAMES = 12, SHARE_STRIDE = 64u << 10, SHARE_OUT_AT = 32u << 10, SHARE_SKEW = 4 };
+
+/* Where client k's frame f has its input (or its result: `out`) in its
+ * region in small_shm_frames_of_several_clients_share_batches. */
+static size_t share_at(int k, int f, int out) {
+    return (size_t)f * SHARE_STRIDE + (out ? SHARE_OUT_AT : 0) + (k == 0 ? SHARE_SKEW : 0);
+}
+
 START_TEST(small_shm_frames_of_several_clients_share_batches) {
-    enum { CONNS = 4, FRAMES = 12, STRIDE = 64u << 10, OUT_AT = 32u << 10 };
+    enum { CONNS = 4, FRAMES = SHARE_FRAMES };
     start();
     gf_client *c[CONNS];
     gf_client_region reg[CONNS];
@@ -662,8 +672,8 @@ START_TEST(small_shm_frames_of_several_clients_share_batches) {
                 ck_assert_msg(gf_test_make_frame(&p[i], bytes, &rng, &in, &ref[k][f],
                                                  &ref_bytes[k][f], err, sizeof err) == 0,
                               "%s", err);
-                ck_assert_uint_le(ref_bytes[k][f], STRIDE - OUT_AT);
-                memcpy(base + (size_t)f * STRIDE, in, bytes);
+                ck_assert_uint_le(ref_bytes[k][f] + SHARE_SKEW, SHARE_STRIDE - SHARE_OUT_AT);
+                memcpy(base + share_at(k, f, 0), in, bytes);
                 free(in);
             }
             memcpy(before[k], base, REGION_BYTES);
@@ -671,9 +681,9 @@ START_TEST(small_shm_frames_of_several_clients_share_batches) {
         for (int f = 0; f < FRAMES; f++)
             for (int k = 0; k < CONNS; k++) {
                 gf_shm_frame d = {.region_id = reg[k].id,
-                                  .in_offset = (uint64_t)f * STRIDE,
+                                  .in_offset = share_at(k, f, 0),
                                   .in_bytes = bytes,
-                                  .out_offset = (uint64_t)f * STRIDE + OUT_AT,
+                                  .out_offset = share_at(k, f, 1),
                                   .out_capacity = ref_bytes[k][f]};
                 ck_assert_int_eq(gf_client_send_frame_shm(c[k], p[i].id, id + (uint64_t)f, &d), 0);
             }
@@ -684,13 +694,12 @@ START_TEST(small_shm_frames_of_several_clients_share_batches) {
             for (int f = 0; f < FRAMES; f++) {
                 gf_reply r;
                 char err[ERR_BYTES];
-                size_t at = (size_t)f * STRIDE + OUT_AT;
                 int rc = gf_client_recv(c[k], &r, REPLY_MS);
                 ck_assert_msg(rc == 0, "recv: %s: %s", strerror(-rc), gf_client_error(c[k]));
                 ck_assert_uint_eq(r.header.frame_id, id + (uint64_t)f);
                 ck_assert_uint_eq(r.header.type, GF_MSG_RESULT);
                 ck_assert_uint_eq(r.shm_result.out_bytes, ref_bytes[k][f]);
-                gf_reply view = as_socket_result(&r, base + at, ref_bytes[k][f]);
+                gf_reply view = as_socket_result(&r, base + share_at(k, f, 1), ref_bytes[k][f]);
                 ck_assert_msg(gf_test_check_result(&p[i], &view, id + (uint64_t)f, ref[k][f],
                                                    ref_bytes[k][f], err, sizeof err) == 0,
                               "%s, connection %d, frame %d: %s", p[i].name, k, f, err);
@@ -700,10 +709,8 @@ START_TEST(small_shm_frames_of_several_clients_share_batches) {
         /* Apart from the results, each region is as its client left it. */
         for (int k = 0; k < CONNS; k++) {
             const unsigned char *base = reg[k].base;
-            for (int f = 0; f < FRAMES; f++) {
-                size_t at = (size_t)f * STRIDE + OUT_AT;
-                memcpy(before[k] + at, base + at, ref_bytes[k][f]); /* checked above */
-            }
+            for (int f = 0; f < FRAMES; f++) /* checked above */
+                memcpy(before[k] + share_at(k, f, 1), base + share_at(k, f, 1), ref_bytes[k][f]);
             size_t b = gf_test_first_difference(base, before[k], REGION_BYTES);
             ck_assert_msg(b == REGION_BYTES,
                           "%s, connection %d: byte %zu of the region is 0x%02x, was 0x%02x",
