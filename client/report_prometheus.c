@@ -388,6 +388,24 @@ static const struct prom_metric shm_metrics[] = {
      "Output bytes of the frames by reference answered.", NULL},
 };
 
+/* Device regions and the frames in them (STATS' "device_regions"). */
+static const struct prom_metric device_region_metrics[] = {
+    {"device_regions.regions_open", "gpuframe_device_regions_open", "gauge",
+     "Device regions clients hold mapped now.", NULL},
+    {"device_regions.region_bytes", "gpuframe_device_region_bytes", "gauge",
+     "Bytes of the device regions clients hold mapped now.", NULL},
+    {"device_regions.regions_added", "gpuframe_device_regions_added_total", "counter",
+     "DEVICE_REGION_ADD requests that added a region.", NULL},
+    {"device_regions.regions_removed", "gpuframe_device_regions_removed_total", "counter",
+     "REGION_REMOVE requests that removed a device region.", NULL},
+    {"device_regions.frames", "gpuframe_device_frames_total", "counter",
+     "Device frames answered with a RESULT (also in gpuframe_frames_answered_total).", NULL},
+    {"device_regions.bytes_in", "gpuframe_device_input_bytes_total", "counter",
+     "Input bytes of the device frames answered.", NULL},
+    {"device_regions.bytes_out", "gpuframe_device_output_bytes_total", "counter",
+     "Output bytes of the device frames answered.", NULL},
+};
+
 static void prom_identity(struct prom *p, const cJSON *st) {
     const char *version = gf_doc_str(st, "version"), *engine = gf_doc_str(st, "engine");
     const char *device = gf_doc_str(st, "device.name");
@@ -531,6 +549,7 @@ int gf_report_stats_prometheus(const cJSON *stats, FILE *out, char *err, size_t 
                    "Connections the daemon closed on a deadline, by which (request_timeout, "
                    "receive_stall, write_timeout, idle).");
     prom_metrics(&p, stats, shm_metrics, COUNT_OF(shm_metrics));
+    prom_metrics(&p, stats, device_region_metrics, COUNT_OF(device_region_metrics));
     prom_pipelines(&p, stats);
     prom_batches(&p, stats);
     rc = prom_latency(&p, stats, err, err_len);

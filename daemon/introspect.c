@@ -43,14 +43,11 @@ void gf_frame_answered(gf_shard *sh, uint64_t conn_id, const gf_frame *s) {
     ph[GF_PHASE_END_TO_END] = written - s->arrived_ns;
     sh->stats.frames_answered++;
     sh->stats.bytes_out += s->out_bytes;
-    if (s->on_device) {
-        sh->stats.device_frames++;
-        sh->stats.device_bytes_in += s->in_bytes;
-        sh->stats.device_bytes_out += s->out_bytes;
-    } else if (s->region) {
-        sh->stats.shm_frames++;
-        sh->stats.shm_bytes_in += s->in_bytes;
-        sh->stats.shm_bytes_out += s->out_bytes;
+    if (s->region) {
+        gf_region_stats *k = &sh->stats.regions[s->on_device];
+        k->frames++;
+        k->bytes_in += s->in_bytes;
+        k->bytes_out += s->out_bytes;
     }
     /* Under the pipeline it ran as, found by name: a reload may have moved
      * it; one a reload removed has no totals left to add to. */

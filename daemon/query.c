@@ -61,10 +61,7 @@ static void region_ready(gf_region *r, void *arg) {
         gf_replyq_answer(&c->out, q, r->on_device ? GF_MSG_DEVICE_REGION_ADD : GF_MSG_REGION_ADD,
                          GF_OK, body, GF_REGION_INFO_BYTES);
         gf_list_push_front(&c->regions, &r->link);
-        if (r->on_device)
-            c->shard->stats.device_regions_added++;
-        else
-            c->shard->stats.regions_added++;
+        c->shard->stats.regions[r->on_device].added++;
         GF_LOG_DBG("connection %llu: %sregion %u of %llu bytes added%s%s",
                    (unsigned long long)c->stream.id, r->on_device ? "device " : "", r->id,
                    (unsigned long long)r->bytes, r->pinned && !r->on_device ? ", pinned" : "",
@@ -167,7 +164,7 @@ static void region_remove(gf_conn *c, const gf_header *h) {
         }
         gf_list_remove(&r->link);
         c->region_count--;
-        c->shard->stats.regions_removed++;
+        c->shard->stats.regions[r->on_device].removed++;
         r->on_released = region_released;
         r->released_arg = q;
         gf_conn_push(c, q);

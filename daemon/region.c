@@ -35,14 +35,13 @@
 /* Adds (`sign` 1) or takes (-1) `r`'s bytes to or from `sh`'s counts of
  * its kind. */
 static void count(const gf_region *r, gf_shard *sh, int sign) {
-    uint64_t *open = r->on_device ? &sh->stats.device_regions_open : &sh->stats.regions_open;
-    uint64_t *bytes = r->on_device ? &sh->stats.device_region_bytes : &sh->stats.region_bytes;
+    gf_region_stats *k = &sh->stats.regions[r->on_device];
     if (sign > 0) {
-        *open += 1;
-        *bytes += r->bytes;
+        k->open += 1;
+        k->bytes += r->bytes;
     } else {
-        *open -= 1;
-        *bytes -= r->bytes;
+        k->open -= 1;
+        k->bytes -= r->bytes;
     }
 }
 

@@ -66,7 +66,7 @@ typedef struct gf_frame {
     uint8_t *out_host;        /* slot->out_host + offset: the engine's result    */
     const uint8_t *src;       /* the frame's input: in_host, or in a region      */
     uint8_t *dst;             /* its output: out_host, or in a region            */
-    struct gf_region *region; /* a shm frame's region (one reference held)       */
+    struct gf_region *region; /* a frame by reference: its region (one reference) */
     int on_device;            /* src and dst are device addresses in a device
                                  region: the stages run on them in place, with
                                  no copy (GF_FLAG_DEVICE)                    */

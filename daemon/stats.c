@@ -93,19 +93,15 @@ void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats 
     ADD(connections_moved);
     ADD(results_evicted);
     ADD(frames_parked);
-    ADD(regions_open);
-    ADD(region_bytes);
-    ADD(regions_added);
-    ADD(regions_removed);
-    ADD(shm_frames);
-    ADD(shm_bytes_in);
-    ADD(shm_bytes_out);
-    ADD(device_regions_open);
-    ADD(device_region_bytes);
-    ADD(device_regions_added);
-    ADD(device_frames);
-    ADD(device_bytes_in);
-    ADD(device_bytes_out);
+    for (unsigned k = 0; k < GF_REGION_KINDS; k++) {
+        ADD(regions[k].open);
+        ADD(regions[k].bytes);
+        ADD(regions[k].added);
+        ADD(regions[k].removed);
+        ADD(regions[k].frames);
+        ADD(regions[k].bytes_in);
+        ADD(regions[k].bytes_out);
+    }
     for (unsigned b = 0; b <= GF_LATENCY_BOUNDS; b++)
         ADD(latency_counts[b]);
     ADD(latency_sum_ns);
@@ -366,21 +362,18 @@ void gf_stats_to_json(const gf_stats *st, const gf_pipeline *pipelines, cJSON *o
         add_u64(o, "frames", st->class_frames[k]);
         add_u64(o, "waits", st->class_waits[k]);
     }
-    cJSON *shm = cJSON_AddObjectToObject(obj, "shm");
-    add_u64(shm, "regions_open", st->regions_open);
-    add_u64(shm, "region_bytes", st->region_bytes);
-    add_u64(shm, "regions_added", st->regions_added);
-    add_u64(shm, "regions_removed", st->regions_removed);
-    add_u64(shm, "frames", st->shm_frames);
-    add_u64(shm, "bytes_in", st->shm_bytes_in);
-    add_u64(shm, "bytes_out", st->shm_bytes_out);
-    cJSON *dev = cJSON_AddObjectToObject(obj, "device_regions");
-    add_u64(dev, "regions_open", st->device_regions_open);
-    add_u64(dev, "region_bytes", st->device_region_bytes);
-    add_u64(dev, "regions_added", st->device_regions_added);
-    add_u64(dev, "frames", st->device_frames);
-    add_u64(dev, "bytes_in", st->device_bytes_in);
-    add_u64(dev, "bytes_out", st->device_bytes_out);
+    static const char *const region_keys[GF_REGION_KINDS] = {"shm", "device_regions"};
+    for (unsigned k = 0; k < GF_REGION_KINDS; k++) {
+        const gf_region_stats *rs = &st->regions[k];
+        cJSON *o = cJSON_AddObjectToObject(obj, region_keys[k]);
+        add_u64(o, "regions_open", rs->open);
+        add_u64(o, "region_bytes", rs->bytes);
+        add_u64(o, "regions_added", rs->added);
+        add_u64(o, "regions_removed", rs->removed);
+        add_u64(o, "frames", rs->frames);
+        add_u64(o, "bytes_in", rs->bytes_in);
+        add_u64(o, "bytes_out", rs->bytes_out);
+    }
 
     add_pipelines(st, pipelines, obj);
     add_latency(st, obj);

@@ -78,6 +78,17 @@ typedef struct gf_rate_sample {
     uint64_t t_ns, answered, bytes_in, bytes_out, loop_idle_ns;
 } gf_rate_sample;
 
+/* One kind of region's counts (gf_stats.regions). */
+typedef struct gf_region_stats {
+    uint64_t open;                /* regions mapped now (shm: pinned on the GPU engine) */
+    uint64_t bytes;               /* their bytes                                         */
+    uint64_t added;               /* REGION_ADD or DEVICE_REGION_ADD requests that succeeded */
+    uint64_t removed;             /* REGION_REMOVE requests that succeeded              */
+    uint64_t frames;              /* frames in such regions answered with a RESULT      */
+    uint64_t bytes_in, bytes_out; /* their input and output bytes                       */
+} gf_region_stats;
+#define GF_REGION_KINDS 2
+
 typedef struct gf_stats {
     uint64_t started_ns;                    /* when the daemon started serving       */
     uint64_t connections_open;              /* accepted and not yet closed           */
@@ -115,17 +126,9 @@ typedef struct gf_stats {
     uint64_t connections_moved;             /* moved here from another shard (move.h) */
     uint64_t results_evicted; /* results moved out of their slots: the client was not reading */
     uint64_t frames_parked;   /* payloads read into memory, not a slot (conn.h) */
-    uint64_t regions_open;    /* shared-memory regions mapped now      */
-    uint64_t region_bytes;    /* their bytes (pinned on the GPU engine) */
-    uint64_t regions_added;   /* REGION_ADD requests that succeeded    */
-    uint64_t regions_removed; /* REGION_REMOVE requests that succeeded */
-    uint64_t shm_frames;      /* frames by reference answered          */
-    uint64_t shm_bytes_in, shm_bytes_out;       /* their input and output bytes          */
-    uint64_t device_regions_open;               /* device regions mapped now              */
-    uint64_t device_region_bytes;               /* their bytes                            */
-    uint64_t device_regions_added;              /* DEVICE_REGION_ADD requests that succeeded */
-    uint64_t device_frames;                     /* device frames answered                 */
-    uint64_t device_bytes_in, device_bytes_out; /* their input and output bytes */
+    /* By the kind of region (a gf_region's on_device: 0 shared memory,
+     * 1 device memory): STATS' "shm" and "device_regions". */
+    gf_region_stats regions[GF_REGION_KINDS];
 
     gf_pipeline_stats *pipelines; /* one per configured pipeline, by id    */
     size_t pipeline_count;

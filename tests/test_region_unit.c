@@ -74,13 +74,13 @@ START_TEST(freed_before_mapping_closes_the_fd) {
     char why[256] = "";
     ck_assert_uint_eq(gf_region_open_device(&shard, fd, &d, 1, 0, &r, why, sizeof why), GF_OK);
     ck_assert_int_eq(r->device_fd, fd);
-    ck_assert_uint_eq(shard.stats.device_regions_open, 1);
+    ck_assert_uint_eq(shard.stats.regions[1].open, 1);
     ck_assert_uint_eq(atomic_load(&group.device_region_bytes), 4u << 20);
     ck_assert(!is_closed(fd));
     gf_region_unref(r); /* as query.c when its reply cannot be allocated */
     ck_assert_msg(is_closed(fd), "the client's fd %d is still open", fd);
-    ck_assert_uint_eq(shard.stats.device_regions_open, 0);
-    ck_assert_uint_eq(shard.stats.device_region_bytes, 0);
+    ck_assert_uint_eq(shard.stats.regions[1].open, 0);
+    ck_assert_uint_eq(shard.stats.regions[1].bytes, 0);
     ck_assert_uint_eq(atomic_load(&group.device_region_bytes), 0);
 }
 END_TEST
@@ -96,7 +96,7 @@ START_TEST(larger_than_the_cap_refused) {
     ck_assert_msg(strstr(why, "would pass max_device_region_bytes 8388608") != NULL, "%s", why);
     ck_assert(is_closed(fd));
     ck_assert_uint_eq(atomic_load(&group.device_region_bytes), 0);
-    ck_assert_uint_eq(shard.stats.device_regions_open, 0);
+    ck_assert_uint_eq(shard.stats.regions[1].open, 0);
 }
 END_TEST
 

@@ -328,6 +328,8 @@ START_TEST(every_pipeline_on_device_frames) {
     cJSON_Delete(st);
     ck_assert_int_eq(gf_client_device_region_destroy(c, &reg, REPLY_MS), 0);
     ck_assert_uint_eq(gf_test_ck_stat(c, "device_regions.regions_open"), 0);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "device_regions.regions_removed"), 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "shm.regions_removed"), 0);
     gf_pipelines_free(p, n);
     gf_client_close(c);
     gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0_CLEAN_LOG);

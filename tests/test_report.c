@@ -44,7 +44,8 @@ static const char stats_json[] =
     "   \"pcie_generation\":null,\"pcie_width\":null},"
     " \"uptime_ns\":3723000000000,\"timing_events\":true,"
     " \"slots\":{\"count\":2,\"free\":1,\"in_flight\":1,\"submissions\":3,"
-    "   \"zero_copy_submissions\":2,\"in_bytes\":16777216,\"out_bytes\":16777216},"
+    "   \"zero_copy_submissions\":2,\"gathered_submissions\":1,\"host_gathered_submissions\":3,"
+    "   \"in_bytes\":16777216,\"out_bytes\":16777216},"
     " \"pinned_bytes\":67108864,"
     " \"connections\":{\"open\":1,\"total\":7,\"rejected\":0,\"closed_request_timeout\":2,"
     "   "
@@ -58,6 +59,8 @@ static const char stats_json[] =
     " \"backpressure_pauses\":12,"
     " \"shm\":{\"regions_open\":1,\"region_bytes\":1048576,\"regions_added\":3,"
     "   \"regions_removed\":2,\"frames\":2,\"bytes_in\":8192,\"bytes_out\":8192},"
+    " \"device_regions\":{\"regions_open\":2,\"region_bytes\":4194304,\"regions_added\":4,"
+    "   \"regions_removed\":2,\"frames\":5,\"bytes_in\":20480,\"bytes_out\":10240},"
     " \"pipelines\":["
     "  {\"id\":0,\"name\":\"echo\",\"kind\":\"echo\",\"frames\":4,"
     "   \"batches\":{\"submissions\":3,\"frames\":4,\"mean\":1.333,"
@@ -749,6 +752,8 @@ START_TEST(prometheus_parses_and_holds_the_values) {
         {"gpuframe_loop_polling_seconds_total", 0.02048},
         {"gpuframe_submissions_total", 3},
         {"gpuframe_zero_copy_submissions_total", 2},
+        {"gpuframe_gathered_submissions_total", 1},
+        {"gpuframe_host_gathered_submissions_total", 3},
         {"gpuframe_frames_timed_total", 4},
         {"gpuframe_results_evicted_total", 0},
         {"gpuframe_payloads_parked_total", 7},
@@ -761,6 +766,13 @@ START_TEST(prometheus_parses_and_holds_the_values) {
         {"gpuframe_shm_frames_total", 2},
         {"gpuframe_shm_input_bytes_total", 8192},
         {"gpuframe_shm_output_bytes_total", 8192},
+        {"gpuframe_device_regions_open", 2},
+        {"gpuframe_device_region_bytes", 4194304},
+        {"gpuframe_device_regions_added_total", 4},
+        {"gpuframe_device_regions_removed_total", 2},
+        {"gpuframe_device_frames_total", 5},
+        {"gpuframe_device_input_bytes_total", 20480},
+        {"gpuframe_device_output_bytes_total", 10240},
     };
     for (size_t i = 0; i < sizeof unlabelled / sizeof unlabelled[0]; i++)
         ck_assert_msg(prom_get(&prom, unlabelled[i].name, NULL) == unlabelled[i].value, "%s",
