@@ -269,18 +269,19 @@ int gf__cuda_gathers(const gf_slot *s) {
  * whose frames do not lie back to back).  A kernel's launch costs about
  * what one copy does, so a direction of one copy keeps it. */
 static int host_gathers(const cuda_engine *ce, const gf_slot *s) {
-    int dirs = 0;
-    for (int to_device = 0; to_device < 2; to_device++) {
-        unsigned copies = 0;
-        for (uint32_t i = 0; i < s->frame_count && copies < 2; i++) {
-            const gf_frame *f = &s->frames[i];
-            copies += host_gatherable(ce, f) && !(i > 0 && host_gatherable(ce, &s->frames[i - 1]) &&
-                                                  region_adjacent(&s->frames[i - 1], f, to_device));
+    unsigned in = 0, out = 0;    /* the copies they would take each way */
+    const gf_frame *prev = NULL; /* the frame before, when it qualifies */
+    for (uint32_t i = 0; ce->host_pointers && i < s->frame_count; i++) {
+        const gf_frame *f = &s->frames[i];
+        if (!host_gatherable(ce, f)) {
+            prev = NULL;
+            continue;
         }
-        if (copies >= 2)
-            dirs |= to_device ? GF_HOST_GATHER_IN : GF_HOST_GATHER_OUT;
+        in += !(prev && region_adjacent(prev, f, 1));
+        out += !(prev && region_adjacent(prev, f, 0));
+        prev = f;
     }
-    return dirs;
+    return (in >= 2 ? GF_HOST_GATHER_IN : 0) | (out >= 2 ? GF_HOST_GATHER_OUT : 0);
 }
 
 /* Moves the frames of `s` that a kernel moves (moved_by_kernel): their
