@@ -97,6 +97,17 @@ static void vmm_load(void) {
     lookup("cuMemExportToShareableHandle", (void **)&vmm.export_);
 }
 
+/* The driver's entry points, looked up once: 0, or -ENOTSUP with the one
+ * missing in why[why_len]. */
+static int vmm_ready(char *why, size_t why_len) {
+    uv_once(&vmm_once, vmm_load);
+    if (vmm.missing[0] == '\0')
+        return 0;
+    gf_errorf(why, why_len, "the CUDA driver has no %s: device regions need a newer driver",
+              vmm.missing);
+    return -ENOTSUP;
+}
+
 /* The driver's name for `rc` ("CUDA_ERROR_INVALID_VALUE"). */
 static const char *rc_name(CUresult rc) {
     const char *name = NULL;
@@ -123,12 +134,8 @@ static void checked_init(void) {
 /* The self-check itself on `device` (current): 0, or -ENOTSUP with the
  * reason device regions are off in why[why_len]. */
 static int self_check(int device, char *why, size_t why_len) {
-    uv_once(&vmm_once, vmm_load);
-    if (vmm.missing[0] != '\0') {
-        gf_errorf(why, why_len, "the CUDA driver has no %s: device regions need a newer driver",
-                  vmm.missing);
+    if (vmm_ready(why, why_len) < 0)
         return -ENOTSUP;
-    }
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -231,12 +238,8 @@ int gf__cuda_device_map(gf_engine *e, int fd, uint64_t bytes, uint32_t served,
         gf_errorf(why, why_len, "cudaSetDevice(%d) failed on the worker", ce->device);
         return -EIO;
     }
-    uv_once(&vmm_once, vmm_load);
-    if (vmm.missing[0] != '\0') {
-        gf_errorf(why, why_len, "the CUDA driver has no %s: device regions need a newer driver",
-                  vmm.missing);
+    if (vmm_ready(why, why_len) < 0)
         return -ENOTSUP;
-    }
     CUmemGenericAllocationHandle handle;
     CUresult rc =
         vmm.import(&handle, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
