@@ -60,8 +60,9 @@ typedef struct gf_copy {
 #define GF_COPIES_MAX 64u
 
 /*
- * Enqueues `count` copies (at most GF_COPIES_MAX; no copy's source or
- * destination may overlap any copy's destination) as one kernel on
+ * Enqueues `count` copies (at most GF_COPIES_MAX; bytes where a copy's
+ * source or destination overlaps another's destination end up undefined,
+ * nothing else) as one kernel on
  * `stream`, between memory the device reaches: its own, or pinned host
  * memory mapped for it (at its host address where the device can use
  * that).  What the CUDA engine uses to gather a batch's small device
