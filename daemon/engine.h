@@ -126,9 +126,11 @@ int gf_engine_open(enum gf_engine_choice choice, const gf_engine_params *params,
 
 /*
  * Starts the frames of `slot`'s batch.  Loop thread; never blocks on the device.
- * Returns 0: the slot will be pushed to `done` exactly once.  Returns < 0: the
- * slot was not started and will not be pushed; if the failure poisoned the
- * engine, `poisoned` is set.
+ * Returns 0: the slot will be pushed to `done` exactly once, after every
+ * piece of its work that was started; a launch that failed partway sets
+ * slot->failed, and finish fails its frames then.  Returns < 0: it will
+ * not be pushed (its completion could not be queued, or a sticky error
+ * poisoned the engine, which sets `poisoned`).
  */
 static inline int gf_engine_submit(gf_engine *e, gf_slot *slot) {
     return e->ops->submit(e, slot);

@@ -51,13 +51,28 @@
 #include "stats.h"
 
 /* The shard's loop: the batch's launches (from a graph, or plain), then
- * what tells the loop it finished; never waits for the device. */
+ * what tells the loop it finished; never waits for the device.  A launch
+ * that fails without poisoning the context fails the batch at its
+ * completion, not now: what was queued before it still runs, reading the
+ * slot's buffers and the frames' shm regions, which the frames keep pinned
+ * until they are answered. */
 static int cuda_submit(gf_engine *e, gf_slot *s) {
     cuda_engine *ce = (cuda_engine *)e;
     cuda_slot *cs = s->engine_state;
     cudaGraphExec_t exec = gf__cuda_graph(ce, s, cs);
     s->graphed = exec != NULL;
+    s->failed = 0;
     cudaError_t err = exec ? cudaGraphLaunch(exec, cs->stream) : gf__cuda_enqueue(ce, s, cs);
+    if (err != cudaSuccess && !is_sticky(err)) {
+        GF_LOG_ERR("engine cuda: %u frame(s) from %llu (%s, %llu bytes first) on slot %u "
+                   "failed: %s (%s); they are answered once the work queued before it has run",
+                   s->frame_count, (unsigned long long)s->frames[0].frame_id,
+                   s->frames[0].pipeline.name, (unsigned long long)s->frames[0].in_bytes, s->index,
+                   cudaGetErrorString(err), cudaGetErrorName(err));
+        cudaGetLastError(); /* a launch error is not sticky: clear it */
+        s->failed = 1;
+        err = cudaSuccess;
+    }
     if (err == cudaSuccess)
         err = gf__cuda_complete_after(e, s, cs);
     if (err == cudaSuccess)
@@ -67,16 +82,15 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
                s->frame_count, (unsigned long long)s->frames[0].frame_id,
                s->frames[0].pipeline.name, (unsigned long long)s->frames[0].in_bytes, s->index,
                cudaGetErrorString(err), cudaGetErrorName(err));
+    s->failed = 0;
     if (is_sticky(err))
         e->poisoned = 1;
     else
-        cudaGetLastError(); /* a launch error is not sticky: clear it */
+        cudaGetLastError();
     /*
-     * Work already enqueued before the failure still runs and reads this
-     * slot's buffers; the scheduler must not hand the slot to another frame
-     * until it is idle.  Enqueueing nothing after a failure keeps that
-     * window short; it is closed for good by the next frame's ordering on
-     * the same stream.
+     * Nothing tells the loop when the stream is idle (a sticky error has
+     * poisoned the engine, or the completion itself could not be queued):
+     * the scheduler answers the frames now.
      */
     return -EIO;
 }

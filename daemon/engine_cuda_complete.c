@@ -94,6 +94,13 @@ void gf__cuda_finish(gf_engine *e, gf_slot *s) {
     cuda_slot *cs = s->engine_state;
     gf_stage_times times = {.gpu_done_ns = s->done_ns}, *t = &times;
     (void)e;
+    if (s->failed) { /* cuda_submit: logged there, answered now */
+        for (uint32_t i = 0; i < s->frame_count; i++) {
+            s->frames[i].status = GF_ERR_ENGINE;
+            s->frames[i].stages = times;
+        }
+        return;
+    }
     for (uint32_t i = 0; !s->time_stages && i < s->frame_count; i++) {
         s->frames[i].status = GF_OK;
         s->frames[i].stages = times;

@@ -547,7 +547,8 @@ void gf_sched_complete(gf_slot *slot, void *arg) {
     slot->in_flight = 0;
     s->in_flight--;
     gf_engine_finish(s->engine, slot);
-    if (slot->frame_count > 0 && slot->done_ns > slot->submitted_ns)
+    /* A failed batch's time is not its pipeline's cost (batch_delay.h). */
+    if (slot->frame_count > 0 && !slot->failed && slot->done_ns > slot->submitted_ns)
         gf_stats_completed(s->stats,
                            gf_config_pipeline_id(s->cfg, slot->frames[0].pipeline_id,
                                                  slot->frames[0].pipeline.name),

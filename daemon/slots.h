@@ -147,6 +147,9 @@ typedef struct gf_slot {
     int host_gathered;             /* set by the engine's submit: its small shm
                                       frames moved by a kernel each way, not a
                                       copy each (GF_HOST_GATHER_IN | _OUT)     */
+    int failed;                    /* set by the engine's submit: a launch failed after
+                                      work was queued; the slot completes once that
+                                      work has run, and finish fails its frames */
     uint64_t submitted_ns;         /* handed to the engine                           */
     uint64_t done_ns;              /* engine thread saw it finish                    */
 

@@ -62,7 +62,10 @@
  *
  * Rules for launch(): enqueue work on `stream` only (a cudaStream_t), never
  * synchronise, never allocate (device_open allocates), return 0 or the
- * cudaError_t that cudaGetLastError() gives after the launch.  Launches of
+ * cudaError_t that cudaGetLastError() gives after the launch.  After a
+ * nonzero return the stream still runs what was queued on it before (the
+ * submission's frames are answered, failed, once it has); a sticky error
+ * poisons the context and stops the daemon.  Launches of
  * one stage come on different streams concurrently, each with its own
  * `stream_index` below the `streams` given to device_open, and one index
  * always comes with the same stream (gpuframed's shard k of a device has

@@ -826,6 +826,70 @@ START_TEST(a_connection_closing_mid_batch_holds_back_no_one) {
 }
 END_TEST
 
+/* The CUDA engine: a launch that fails after work was queued on the slot's
+ * stream (tests/plugins/fail_launch.c: a host function that sleeps
+ * FAIL_SLEEP_MS, a copy, then cudaErrorInvalidValue for a frame of
+ * FAIL_BYTES) is answered engine only once that work has run, for until
+ * then it may read the frame's shared memory, which its region keeps
+ * pinned.  The region then goes, and the pipeline goes on serving, exact. */
+#define FAIL_SLEEP_MS 300
+#define FAIL_BYTES    64
+#define FAIL_REGION   65536
+static const char fail_launch_json[] =
+    "{\"slots\": 2, \"pipelines\": [{\"name\": \"fail\", \"kind\": \"plugin\", \"path\": "
+    "\"" GF_TEST_FAIL_LAUNCH_SO "\", \"params\": {\"sleep_ms\": 300, \"fail_bytes\": 64}}]}";
+
+START_TEST(a_failed_launch_is_answered_after_its_queued_work) {
+    gf_test_daemon d;
+    start(&d, fail_launch_json);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
+    size_t count = 0;
+    gf_pipeline *p = gf_test_ck_list(c, &count);
+    ck_assert_uint_eq(count, 1);
+    uint32_t id = p[0].id;
+    free(p);
+    gf_client_region reg;
+    ck_assert_msg(gf_client_region_create(c, FAIL_REGION, &reg, GF_TEST_REPLY_TIMEOUT_MS) == 0,
+                  "region: %s", gf_client_error(c));
+    memset(reg.base, 0x5A, FAIL_BYTES);
+    gf_shm_frame f = {.region_id = reg.id,
+                      .in_bytes = FAIL_BYTES,
+                      .out_offset = FAIL_REGION / 2,
+                      .out_capacity = FAIL_BYTES};
+    uint64_t t0 = gf_now_ns();
+    ck_assert_int_eq(gf_client_send_frame_shm(c, id, 1, &f), 0);
+    gf_reply r;
+    ck_assert_msg(gf_client_recv(c, &r, GF_TEST_REPLY_TIMEOUT_MS) == 0, "recv: %s",
+                  gf_client_error(c));
+    uint64_t took = gf_now_ns() - t0;
+    ck_assert_uint_eq(r.header.frame_id, 1);
+    ck_assert_uint_eq(r.header.type, GF_MSG_ERROR);
+    ck_assert_str_eq(gf_status_name(r.header.status), "engine");
+    ck_assert_msg(took >= FAIL_SLEEP_MS * 1000000ull,
+                  "answered %.1f ms after it was sent, before the %d ms of work queued ahead of "
+                  "its failed launch had run",
+                  (double)took / 1e6, FAIL_SLEEP_MS);
+    ck_assert_int_eq(gf_client_region_destroy(c, &reg, GF_TEST_REPLY_TIMEOUT_MS), 0);
+
+    /* Served on: a frame of another length comes back exact. */
+    unsigned char in[FAIL_BYTES / 2];
+    for (size_t i = 0; i < sizeof in; i++)
+        in[i] = (unsigned char)(i * 7 + 1);
+    ck_assert_int_eq(gf_client_send_frame(c, id, 2, in, sizeof in), 0);
+    ck_assert_msg(gf_client_recv(c, &r, GF_TEST_REPLY_TIMEOUT_MS) == 0, "recv: %s",
+                  gf_client_error(c));
+    ck_assert_uint_eq(r.header.frame_id, 2);
+    ck_assert_uint_eq(r.header.type, GF_MSG_RESULT);
+    ck_assert_uint_eq(r.payload_bytes, sizeof in);
+    ck_assert_int_eq(memcmp(r.payload, in, sizeof in), 0);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "rejected.engine"), 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "frames.failed"), 1);
+    ck_assert_uint_eq(gf_test_ck_stat(c, "shm.regions_removed"), 1);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
 static Suite *plugins_suite(void) {
     Suite *s = suite_create("plugins");
     TCase *tc = tcase_create("load");
@@ -844,6 +908,8 @@ static Suite *plugins_suite(void) {
     if (strcmp(g_engine, "cpu") == 0) {
         tcase_add_test(tc, a_version_1_plugin_still_runs);
         tcase_add_test(tc, list_publishes_plugin_frames);
+    } else {
+        tcase_add_test(tc, a_failed_launch_is_answered_after_its_queued_work);
     }
     tcase_set_timeout(tc, 240);
     suite_add_tcase(s, tc);
