@@ -48,8 +48,9 @@ enum gf_completion_mode {
     GF_COMPLETION_HOST_FUNC, /* cudaLaunchHostFunc wakes the loop: no CPU while waiting */
     GF_COMPLETION_POLL,      /* the loop polls each frame's event: lowest latency, one
                                 core busy while frames are in flight                 */
-    GF_COMPLETION_HYBRID,    /* polls each submission's event for GF_COMPLETION_SPIN_NS,
-                                then leaves the rest to a host function              */
+    GF_COMPLETION_HYBRID,    /* polls each submission's event for GF_COMPLETION_SPIN_NS
+                                after its launches, then leaves the rest to a host
+                                function                                             */
 };
 /* completion = hybrid: how long the loop polls a submission before it hands
  * it to a host function and may sleep.  A batch of small frames takes 10-25

@@ -146,7 +146,7 @@ static inline void gf_engine_finish(gf_engine *e, gf_slot *slot) {
  * For an engine opened with completion = poll or hybrid (e->polled): checks,
  * without blocking, which submitted frames have finished and hands each to
  * the loop at once (gf_completion_deliver); in hybrid, a submission still
- * running GF_COMPLETION_SPIN_NS after it was submitted is handed to a host
+ * running GF_COMPLETION_SPIN_NS after its launches were queued goes to a host
  * function instead, which completes it through the queue.  Returns the
  * submissions it still polls: the shard calls it on every loop iteration
  * until that is 0.  Loop thread.

@@ -10,7 +10,8 @@
  *     completion = host_func:  a host function
  *     completion = poll:       the done event
  *     completion = hybrid:     the done event, and a host function added
- *                              if it is not done GF_COMPLETION_SPIN_NS later
+ *                              if it is not done GF_COMPLETION_SPIN_NS after
+ *                              its launches were queued
  *
  * A small batch of elementwise stages runs zero-copy (gf__cuda_zero_copy): no
  * copies, its kernels read and write the pinned host buffers themselves.  A
@@ -29,8 +30,9 @@
  * neither the driver thread's hand-off nor the wake-up: the loop calls
  * gf__cuda_poll on every iteration while frames are in flight, which asks
  * each pending slot's done event with cudaEventQuery, which never blocks.
- * Hybrid polls the same way, for GF_COMPLETION_SPIN_NS per submission; one
- * that takes longer gets its host function then, and the loop may sleep.
+ * Hybrid polls the same way, for GF_COMPLETION_SPIN_NS after a submission's
+ * launches were queued; one that takes longer gets its host function then,
+ * and the loop may sleep.
  * Nothing here blocks the loop after gf__engine_cuda_open returns: submit only
  * enqueues, and finish reads elapsed times of events that have completed.
  *

@@ -133,7 +133,10 @@ cudaError_t gf__cuda_complete_after(gf_engine *e, gf_slot *s, cuda_slot *cs) {
                                 : cudaLaunchHostFunc(cs->stream, on_stream_done, s);
     if (err == cudaSuccess) {
         cs->pending = e->polled;
-        cs->spin_until_ns = ce->spin_ns ? s->submitted_ns + ce->spin_ns : 0;
+        /* From now, not from submitted_ns: the launches may have taken the
+         * host long (a PyTorch model's, about 0.75 ms at batch 1), and what
+         * is left to poll is the GPU's tail behind them. */
+        cs->spin_until_ns = ce->spin_ns ? gf_now_ns() + ce->spin_ns : 0;
     }
     return err;
 }
