@@ -346,9 +346,10 @@ static void stream_connect(gf_stream_run *r) {
 }
 
 /*
- * With --verify or --shm, loads the run's plugin stages here too, for what
- * the client computes itself: the output length of a frame (the frame
- * buffers' layout) and the reference.  The daemon is on this host (a Unix socket), so
+ * With --verify, or --shm (and --device-frames) where LIST's frames do not
+ * fix the lengths, loads the run's plugin stages here too, for what the
+ * client computes itself: the output length of a frame (the frame buffers'
+ * layout) and the reference.  The daemon is on this host (a Unix socket), so
  * the plugin's shared object and files are at the paths LIST gives; loading
  * one runs its code in this process, so verify only against a daemon you
  * trust.  A client that cannot read them exits 2 saying so.  Also sizes the
@@ -360,13 +361,18 @@ static void open_plugins(gf_stream_run *r, uint64_t size_bytes) {
     int plugins = 0;
     for (uint32_t k = 0; k < p->stage_count; k++)
         plugins |= gf_kind_is_plugin(p->stages[k].kind);
-    /* Only to verify, or to lay out --shm outputs: a client that just sends
-     * frames runs no code of the daemon's choosing, and leaves the lengths
-     * to the daemon (as --no-check does; by default such frames then go
-     * through the socket). */
-    if (plugins && !r->o->verify && r->o->shm != STREAM_SHM_ON && !r->o->device_frames) {
-        r->lengths_unknown = 1;
-        return;
+    /* Only to verify, or to lay out --shm outputs whose lengths LIST's
+     * frames do not fix (a plugin describing fixed ones: kernels/plugin.c): a
+     * client that just sends frames runs no code of the daemon's choosing,
+     * and leaves the lengths to the daemon (as --no-check does; by default
+     * such frames then go through the socket). */
+    if (plugins && !r->o->verify) {
+        if (gf_pipeline_output_bytes(p, size_bytes, why, sizeof why) >= 0)
+            return;
+        if (r->o->shm != STREAM_SHM_ON && !r->o->device_frames) {
+            r->lengths_unknown = 1;
+            return;
+        }
     }
     gf_problems pr;
     gf_problems_init(&pr, why, sizeof why, 0, NULL);

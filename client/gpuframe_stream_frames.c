@@ -277,7 +277,8 @@ static void say_why_socket(const gf_stream_run *r) {
     if (r->lengths_unknown)
         fprintf(stderr,
                 "gpuframe stream: frames go through the socket: pipeline '%s' has a plugin stage, "
-                "whose results' length this client knows only with --verify or --shm (which load "
+                "whose results' length LIST does not fix, so this client knows it only with "
+                "--verify or --shm (which load "
                 "the plugin here)\n",
                 r->pipeline->name);
     else if (over_the_limit(r))

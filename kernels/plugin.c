@@ -53,9 +53,25 @@ static const gf_plugin_stage *stage_of(const gf_params *p) {
     return p->plugin;
 }
 
+/* An unloaded stage's (a client's, from LIST) frames, when LIST describes
+ * both with fixed lengths: its one input length and its output's.  The
+ * daemon refused at load a plugin whose output_bytes() contradicts what it
+ * describes, so these are the plugin's own lengths.  0: not known so. */
+static uint64_t listed_in_bytes(const gf_plugin_stage *st) {
+    return gf_frame_desc_bytes(&st->out_desc) ? gf_frame_desc_bytes(&st->in_desc) : 0;
+}
+
 static int64_t adapter_output_bytes(const gf_params *p, uint64_t in_bytes, char *why,
                                     size_t why_len) {
     const gf_plugin_stage *st = stage_of(p);
+    if (st != NULL && st->state == NULL && listed_in_bytes(st) != 0) {
+        if (in_bytes == listed_in_bytes(st))
+            return (int64_t)gf_frame_desc_bytes(&st->out_desc);
+        gf_errorf(why, why_len, "length %llu is not the %llu bytes of plugin %s's input",
+                  (unsigned long long)in_bytes, (unsigned long long)listed_in_bytes(st),
+                  st->kind.name);
+        return -1;
+    }
     if (st == NULL || st->state == NULL) {
         gf_errorf(why, why_len, "plugin %s is not loaded", st ? st->path : "?");
         return -1;
@@ -65,6 +81,8 @@ static int64_t adapter_output_bytes(const gf_params *p, uint64_t in_bytes, char 
 
 static uint64_t adapter_max_output_bytes(const gf_params *p, uint64_t max_in_bytes) {
     const gf_plugin_stage *st = stage_of(p);
+    if (st != NULL && st->state == NULL && listed_in_bytes(st) != 0)
+        return max_in_bytes >= listed_in_bytes(st) ? gf_frame_desc_bytes(&st->out_desc) : 0;
     return st && st->state ? st->api->max_output_bytes(st->state, max_in_bytes) : 0;
 }
 

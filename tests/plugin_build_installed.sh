@@ -116,7 +116,7 @@ for v in "${variants[@]}"; do
   # results in shared memory: the socket, and it says why.
   out=$("$gf" stream --socket "$sock" --pipeline "clamp_$v" --size 64K --count 20 2>&1) ||
     fail "$v: gpuframe stream without --verify: $out"
-  grep -qxF "gpuframe stream: frames go through the socket: pipeline 'clamp_$v' has a plugin stage, whose results' length this client knows only with --verify or --shm (which load the plugin here)" <<<"$out" &&
+  grep -qxF "gpuframe stream: frames go through the socket: pipeline 'clamp_$v' has a plugin stage, whose results' length LIST does not fix, so this client knows it only with --verify or --shm (which load the plugin here)" <<<"$out" &&
     [[ $out == *" transport=socket" ]] || fail "$v: gpuframe stream without --verify printed '$out'"
   out=$("$gf" stream --socket "$sock" --pipeline "clamp_$v" --size 4096 --input "$tmp/in.f32" --output "$tmp/out.f32" \
     --verify --quiet 2>&1) || fail "$v: gpuframe stream --input: $out"

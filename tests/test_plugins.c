@@ -312,6 +312,18 @@ START_TEST(list_publishes_plugin_frames) {
     start(&d, json);
     gf_client *c = gf_test_ck_connect(d.socket_path);
     ck_assert_int_eq(gf_client_request_json(c, GF_MSG_LIST, &text, 10000), 0);
+    /* A client that loads no plugin knows the lengths LIST's frames fix. */
+    size_t count = 0;
+    gf_pipeline *listed = gf_test_ck_list(c, &count);
+    ck_assert_uint_eq(count, 5);
+    char why[256] = "";
+    ck_assert_int_eq(gf_pipeline_output_bytes(&listed[4], 20, why, sizeof why), 8);
+    ck_assert_int_eq(gf_pipeline_output_bytes(&listed[4], 12, why, sizeof why), -1);
+    ck_assert_str_eq(why, "length 12 is not the 20 bytes of plugin described's input");
+    ck_assert_int_eq(gf_pipeline_output_bytes(&listed[2], 32 * 32 * 3, why, sizeof why), 40);
+    ck_assert_int_eq(gf_pipeline_output_bytes(&listed[0], 64, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, " is not loaded") != NULL, "%s", why);
+    free(listed);
     gf_client_close(c);
     cJSON *list = cJSON_Parse(text);
     ck_assert_ptr_nonnull(list);
@@ -341,6 +353,15 @@ START_TEST(list_publishes_plugin_frames) {
     free(text);
     free(listing);
     stream_verified(&d, "d", "20", "40");
+    /* By reference without --verify: its lengths from LIST. */
+    char *out = NULL;
+    char *shm_argv[] = {GF_TEST_CLIENT, "stream", "--socket", (char *)d.socket_path,
+                        "--pipeline",   "d",      "--size",   "20",
+                        "--count",      "40",     "--shm",    NULL};
+    int rc = gf_test_ck_run(d.dir, shm_argv, COMMAND_TIMEOUT_MS, &out);
+    ck_assert_msg(rc == 0 && strstr(out, " errors=0 ") && strstr(out, "transport=shm"),
+                  "exit %d:\n%s", rc, out);
+    free(out);
     stop(&d);
 }
 END_TEST
