@@ -5,8 +5,10 @@
 #
 #  delay    the MLP plugin (plugins/mlp) with max_batch_delay_us 0, 200 and
 #           "auto": one client at window 1 (p50, p99), then 1, 2, 4, 8, 16
-#           and 64 clients at window 16 (frames/s: every client's frames over
-#           the longest client's time; p50: the clients' mean).  Verdicts:
+#           and 64 clients at window 16, started together (frames/s: every
+#           client's frames over their span, from the first one's start to
+#           the last one's end, as `started=` gives them; p50: the clients'
+#           mean).  Verdicts:
 #           auto's frames/s at least 0.9 of the better fixed delay's, its p50
 #           at most the worse one's; one client's p50 within 10 % of delay 0.
 #  live     a 30 frames/s source with 10 ms deadlines (gpuframe stream --rate
@@ -14,12 +16,15 @@
 #           saturating clients of the same pipeline (--priority batch; the
 #           daemon's "priorities" let anyone name any class): deadline
 #           misses (at most 0.1 %) and p99 (at most twice alone).
-#  latest   the MLP on 64 vectors a frame, by reference (--shm): one client
-#           at window 1 gives the
-#           rate R it is served at; then a source at 2R with --latest-only:
-#           every request answered (results + superseded), and how long a
-#           delivered frame waited beyond its own time alone, in source
-#           frame periods (at most 2).
+#  latest   newest frame only at twice the served rate, by reference
+#           (--shm): one client at window 1 gives the rate R a pipeline is
+#           served at; then a source at 2R with --latest-only: every request
+#           answered (results + superseded), and how long a delivered frame
+#           waited beyond its own time alone, in source frame periods (at
+#           most 2).  Twice: the MLP on 64 vectors a frame (a source of
+#           about 12 kHz on an H200, where a millisecond's hiccup is many
+#           periods), and a camera's pace, sincos slowed to some 20 frames
+#           a second (a 1 MiB frame of 100,000 iterations on an H200).
 #  shards   one client's 4 KiB echo at window 1, default shards against
 #           --shards 1: p50 and p99 ratios (two GPUs: within 5 %).
 #
@@ -52,8 +57,10 @@ for f in $needs; do
 done
 if [ $dry = 1 ]; then
   total=300 least=5 single=50 live_count=15 live_load=4 latest_s=1 shard_count=100
+  slow='"iters": 2000' slow_size=4096
 else
   total=200000 least=200 single=3000 live_count=300 live_load=16 latest_s=3 shard_count=5000
+  slow='"iters": 100000' slow_size=1048576
 fi
 
 tmp=$(mktemp -d)
@@ -85,19 +92,26 @@ stream() {
     echo "bench: gpuframe stream $*: $out" >&2; rc=1; }
   echo "$out" | tail -1
 }
-# N clients of `gpuframe stream ARGS...` at once; prints "frames_per_s p50_us
-# p99_us": all frames over the longest client's time, the mean p50, the worst p99.
+# N clients of `gpuframe stream ARGS...`, their first frames sent together a
+# second from now (--start-at); prints "frames_per_s p50_us p99_us": all
+# frames over the span from the first one's start (its summary's started=)
+# to the last one's end (started= plus its seconds), the mean p50, the worst
+# p99.  (A client's own seconds would count another's start-up as overlap.)
 clients() { # N ARGS...
-  local n=$1 pids=() i; shift
+  local n=$1 pids=() i at; shift
+  at=$(awk -v now="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", now + 1 }')
   for ((i = 0; i < n; i++)); do
-    "$build/gpuframe" stream --socket "$sock" --quiet "$@" >"$tmp/c$i" 2>&1 & pids+=($!)
+    "$build/gpuframe" stream --socket "$sock" --quiet --start-at "$at" "$@" >"$tmp/c$i" 2>&1 &
+    pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   cat "$tmp"/c* | awk '/^frames=/ {
       for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-      n++; frames += f["frames"]; p50 += f["p50_us"]
-      if (f["seconds"] > hi) hi = f["seconds"]; if (f["p99_us"] > p99) p99 = f["p99_us"] }
-    END { if (n && hi > 0) printf "%.0f %.1f %.1f\n", frames / hi, p50 / n, p99; else print "0 0 0" }'
+      start = f["started"]; end = start + f["seconds"]
+      if (!n || start < first) first = start; if (!n || end > last) last = end
+      n++; frames += f["frames"]; p50 += f["p50_us"]; if (f["p99_us"] > p99) p99 = f["p99_us"] }
+    END { if (n && last > first) printf "%.0f %.1f %.1f\n", frames / (last - first), p50 / n, p99
+          else print "0 0 0" }'
   rm -f "$tmp"/c*
 }
 
@@ -130,7 +144,8 @@ for p in json.load(sys.stdin)["pipelines"]:
 done
 
 # ---- live: a 30 frames/s source with 10 ms deadlines, alone and beside 16 clients --
-start_daemon "{\"priorities\": {\"default\": \"realtime\"}, \"pipelines\": [{\"name\": \"mlp\", $mlp}]}"
+start_daemon "{\"priorities\": {\"default\": \"realtime\"}, \"pipelines\": [{\"name\": \"mlp\", $mlp},
+  {\"name\": \"slow\", \"kind\": \"sincos\", \"params\": {$slow}}]}"
 alone=$(stream --pipeline mlp --size 12288 --count "$live_count" --rate 30 --deadline-ms 10 \
           --window 2 --no-shm --priority realtime)
 echo "live phase=alone $alone"
@@ -152,19 +167,29 @@ print("live_classes " + " ".join("%s_frames=%d %s_waits=%d" % (k, v["frames"], k
 
 # ---- latest: a source at twice the served rate, newest frame only -----------------
 # By reference (--shm): a frame whose bytes travel in shared memory waits whole
-# in the daemon, where a newer one can replace it.
-out=$(stream --pipeline mlp --size 786432 --count 200 --window 1 --shm)
-served=$(field frames_per_s "$out"); alone_p50=$(field p50_us "$out")
-rate=$(awk -v r="$served" 'BEGIN { printf "%.0f", 2 * r }')
-count=$(awk -v r="$rate" -v s="$latest_s" 'BEGIN { printf "%d", r * s < 50 ? 50 : r * s }')
-latest=$("$build/gpuframe" stream --socket "$sock" --quiet --pipeline mlp --size 786432 \
-           --count "$count" --rate "$rate" --latest-only --window 64 --shm --json 2>&1) || {
-  echo "bench: latest: $latest" >&2; rc=1; }
-echo "latest served_alone_fps=$served alone_p50_us=$alone_p50 rate=$rate $(python3 -c '
+# in the daemon, where a newer one can replace it.  Prints "latest ..." and
+# leaves the JSON summary, the rate and the p50 alone in latest_json[NAME],
+# latest_rate[NAME], latest_alone[NAME].
+declare -A latest_json latest_rate latest_alone
+latest() { # NAME PIPELINE SIZE
+  local out served count
+  out=$(stream --pipeline "$2" --size "$3" --count 200 --window 1 --shm)
+  served=$(field frames_per_s "$out"); latest_alone[$1]=$(field p50_us "$out")
+  latest_rate[$1]=$(awk -v r="$served" 'BEGIN { printf "%.0f", 2 * r }')
+  count=$(awk -v r="${latest_rate[$1]}" -v s="$latest_s" 'BEGIN { printf "%d", r * s < 50 ? 50 : r * s }')
+  latest_json[$1]=$("$build/gpuframe" stream --socket "$sock" --quiet --pipeline "$2" \
+    --size "$3" --count "$count" --rate "${latest_rate[$1]}" --latest-only --window 64 --shm \
+    --json 2>&1) || { echo "bench: latest $1: ${latest_json[$1]}" >&2; rc=1; }
+  echo "latest source=$1 pipeline=$2 served_alone_fps=$served alone_p50_us=${latest_alone[$1]}" \
+    "rate=${latest_rate[$1]} $(python3 -c '
 import json, sys
 j = json.loads(sys.argv[1].splitlines()[-1])
 print("frames=%d errors=%d superseded=%d no_reply=%d p99_us=%.1f max_us=%.1f" % (
-    j["frames"], j["errors"], j["superseded"], j["no_reply"], j["p99_us"], j["max_us"]))' "$latest")"
+    j["frames"], j["errors"], j["superseded"], j["no_reply"], j["p99_us"], j["max_us"]))' \
+    "${latest_json[$1]}")"
+}
+latest mlp mlp 786432
+latest camera slow "$slow_size"
 stop_daemon
 
 # ---- shards: one client, 4 KiB at window 1, default shards and one -------------------
@@ -196,15 +221,17 @@ awk -v f="$(live_field frames "$beside")" -v m="$(live_field deadline_exceeded "
   miss = f > 0 ? 100 * m / f : 100; r = pa > 0 ? pb / pa : 0
   printf "verdict live_beside_load %s missed_pct=%.2f (<= 0.1) p99_us=%.1f alone_p99_us=%.1f ratio=%.2f (<= 2)\n",
     (miss <= 0.1 && r <= 2) ? "ok" : "FAIL", miss, pb, pa, r }'
-python3 -c '
+for name in mlp camera; do
+  python3 -c '
 import json, sys
 j = json.loads(sys.argv[1].splitlines()[-1]); rate, alone = float(sys.argv[2]), float(sys.argv[3])
 period_us = 1e6 / rate if rate else 0
 waited = (j["max_us"] - alone) / period_us if period_us else 99
 answered = j["no_reply"] == 0 and j["errors"] == 0
-print("verdict latest_2x %s every_request_answered=%s max_wait_periods=%.2f (<= 2) period_us=%.1f" % (
-    "ok" if answered and waited <= 2 else "FAIL", answered, waited, period_us))' \
-  "$latest" "$rate" "$alone_p50" || rc=1
+print("verdict latest_2x_%s %s every_request_answered=%s max_wait_periods=%.2f (<= 2) period_us=%.1f" % (
+    sys.argv[4], "ok" if answered and waited <= 2 else "FAIL", answered, waited, period_us))' \
+    "${latest_json[$name]}" "${latest_rate[$name]}" "${latest_alone[$name]}" "$name" || rc=1
+done
 awk -v a="$sh_p50_default" -v b="$sh_p50_1" -v c="$sh_p99_default" -v d="$sh_p99_1" 'BEGIN {
   r50 = b > 0 ? a / b : 0; r99 = d > 0 ? c / d : 0
   printf "verdict shards_p50_p99 %s p50_ratio=%.3f p99_ratio=%.3f (<= 1.05 on two GPUs)\n",
