@@ -383,7 +383,7 @@ static int supersede_held(gf_conn *c) {
         return 0; /* refused after the held frame is answered, in order */
     char why[GF_ERROR_TEXT_MAX_BYTES];
     gf_errorf(why, sizeof why,
-              "frame %llu of this connection was read while this one waited for a slot",
+              "frame %llu of this connection was read while this one waited to run",
               (unsigned long long)req.header.frame_id);
     c->shard->stats.frames_failed++;
     gf_conn_reject(c, &c->held_header, GF_ERR_SUPERSEDED, why);
@@ -426,7 +426,9 @@ static int place_held(gf_conn *c) {
 }
 
 int gf_admit_held(gf_conn *c) {
-    return gf_sched_waiting(&c->sched) ? supersede_held(c) : place_held(c);
+    return gf_sched_waiting(&c->sched) || gf_frame_policy_latest_on_engine(&c->out)
+               ? supersede_held(c)
+               : place_held(c);
 }
 
 int gf_admit_frame(gf_conn *c, const gf_request *req) {
@@ -446,6 +448,11 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
     }
     c->sched.priority = frame_class(c, h);
     if ((h->flags & GF_FLAG_LATEST) && a.staged && supersede(c, req, &a))
+        return 1;
+    /* Newest-only behind its own frame on the engine: it waits out of the
+     * buffer for that one (frame_policy.h), its successor read meanwhile. */
+    if ((h->flags & GF_FLAG_LATEST) && a.staged && gf_frame_policy_latest_on_engine(&c->out) &&
+        hold(c, req))
         return 1;
     gf_sched *s = &c->shard->sched;
     if (c->sched.batch && c->sched.batch->frame_count > 0)

@@ -54,7 +54,8 @@ int gf_admit_park_arriving(gf_conn *c);
 
 /*
  * Held frames: a newest-only FRAME (GF_FLAG_LATEST) whose payload is staged
- * (or a descriptor) and that must wait for a slot is taken out of the
+ * (or a descriptor) and that must wait for a slot, or for the connection's
+ * LATEST frame on the engine (frame_policy.h), is taken out of the
  * connection's buffer into memory of the connection's own (one frame's,
  * GF_STAGED_PAYLOAD_MAX_BYTES), counted received, so that the connection
  * reads on while it waits: a live source's newer frame must be seen to
@@ -68,7 +69,8 @@ int gf_admit_park_arriving(gf_conn *c);
  *   waits: its reply must follow the held frame's.
  * So a connection holds at most one waiting frame beyond those on the
  * engine, and every request is answered once, in order.  When the slot is
- * granted the held frame is placed as a whole frame is.  While the daemon
+ * granted, and the connection's frame on the engine is back, the held
+ * frame is placed as a whole frame is.  While the daemon
  * stops, nothing more is read behind it.
  *
  * gf_admit_held: the connection holds a frame; returns 1 when the loop may

@@ -743,6 +743,8 @@ static void replies_ready(gf_conn *c, gf_slot *s, int completed) {
         /* Written now: the slot goes back before the next reads want one. */
         conn_flush(c);
         conn_set_events(c);
+        if (c->holding) /* a newest-only frame waited for this one (admit.h) */
+            gf_conn_defer(c);
         return;
     }
     if (!c->closing) {

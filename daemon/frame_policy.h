@@ -24,11 +24,14 @@
  * GF_ERR_SUPERSEDED at once, where its reply stood, and the new frame's
  * input goes into the old one's room in the batch, so the batch neither
  * grows nor runs the stale frame.  And a LATEST frame not yet placed (it
- * waits for a slot) is held while the connection reads on (admit.h,
- * "held"): its successor of the same kind, read whole, takes its place,
- * the held one answered superseded at once.  A frame already on the
- * engine is never replaced.  Counted in STATS'
- * rejected.superseded.
+ * waits for a slot, or while one of the connection's LATEST frames is on
+ * the engine) is held while the connection reads on (admit.h, "held"): its
+ * successor of the same kind, read whole, takes its place, the held one
+ * answered superseded at once.  So a connection has at most one LATEST
+ * frame on the engine: a second beside it would share the GPU with it and
+ * both would come back later, the newer one older than a frame that waits
+ * for the first and then runs alone.  A frame already on the engine is
+ * never replaced.  Counted in STATS' rejected.superseded.
  *
  * Loop thread of the frame's shard.
  */
@@ -73,6 +76,10 @@ int gf_frame_policy_newer_read(const gf_header *h, const uint8_t *payload, const
  * for a new one (its old region reference still held), or NULL: place the
  * new frame as usual.
  */
+/* Whether a GF_FLAG_LATEST frame among the replies `q` owes is on the
+ * engine: the connection's next such frame is then held (above). */
+int gf_frame_policy_latest_on_engine(const gf_reply_queue *q);
+
 gf_frame *gf_frame_policy_supersede(gf_reply_queue *q, struct gf_conn *conn, const gf_pipeline *p,
                                     const gf_header *h, uint64_t in_bytes, int shm,
                                     uint64_t arrived_ns, gf_stats *st);

@@ -448,7 +448,7 @@ START_TEST(newest_frame_only_reads_on_while_it_waits_for_a_slot) {
             gf_test_ck_wait_stat(q, "frames.received", received + 1 + id, UINT64_MAX, 10000),
             received + 1 + id);
         if (id > 1)
-            expect_error(cam, id - 1, GF_ERR_SUPERSEDED, "read while this one waited for a slot");
+            expect_error(cam, id - 1, GF_ERR_SUPERSEDED, "read while this one waited to run");
     }
     ck_assert_uint_eq(gf_test_ck_stat(q, "slots.submissions"), subs);
     ck_assert_uint_eq(gf_test_ck_stat(q, "slots.in_flight"), 1);
@@ -557,6 +557,46 @@ static live_run run_live(int fd, const gf_pipeline *p, const void *in, const voi
     return r;
 }
 
+/* A daemon of one shard with `slots` slots and one pipeline, "cam": sincos
+ * whose BIG frame takes about `frame_ms` alone; a frame of it and its
+ * reference, and a camera's raw connection. */
+typedef struct cam_daemon {
+    gf_test_daemon d;
+    gf_client *q; /* for STATS */
+    gf_pipeline *p;
+    void *in, *ref;
+    size_t ref_bytes;
+    int fd;
+} cam_daemon;
+
+static void cam_start(cam_daemon *c, double frame_ms, unsigned slots, uint64_t seed) {
+    double want = frame_ms * 1e6 / ((double)(BIG / 4) * g_sincos_ns);
+    unsigned iters = want < 1 ? 1 : want > ITERS_MAX ? ITERS_MAX : (unsigned)want;
+    char json[512], err[256];
+    snprintf(json, sizeof json,
+             "{\"shards\": 1, \"slots\": %u, \"frame_timeout_ms\": 600000, \"pipelines\": "
+             "[{\"name\": \"cam\", \"kind\": \"sincos\", \"params\": {\"iters\": %u}}]}",
+             slots, iters);
+    gf_test_ck_daemon_start(&c->d, json, g_engine);
+    c->q = gf_test_ck_connect(c->d.socket_path);
+    size_t count;
+    c->p = gf_test_ck_list(c->q, &count);
+    ck_assert_uint_eq(count, 1);
+    ck_assert_msg(gf_test_make_frame(&c->p[0], BIG, &seed, &c->in, &c->ref, &c->ref_bytes, err,
+                                     sizeof err) == 0,
+                  "%s", err);
+    c->fd = gf_test_ck_raw_connect(c->d.socket_path);
+}
+
+static void cam_stop(cam_daemon *c) {
+    free(c->in);
+    free(c->ref);
+    free(c->p);
+    close(c->fd);
+    gf_client_close(c->q);
+    gf_test_ck_daemon_stop(&c->d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+
 /* Issue 35's figure on the CPU engine: a newest-only source at twice the
  * rate the one slot serves it (measured first, alone, at window 1) gets
  * every request answered, in order, results exact, and the delivered
@@ -571,32 +611,17 @@ static live_run run_live(int fd, const gf_pipeline *p, const void *in, const voi
 START_TEST(newest_frame_only_at_twice_the_served_rate) {
     /* A frame of about 60 ms alone: a period of 30 ms, against which the
      * loop's own latencies are small. */
-    double want = 60e6 / ((double)(BIG / 4) * g_sincos_ns);
-    unsigned iters = want < 1 ? 1 : want > ITERS_MAX ? ITERS_MAX : (unsigned)want;
-    char json[512];
-    snprintf(json, sizeof json,
-             "{\"shards\": 1, \"slots\": 1, \"frame_timeout_ms\": 600000, \"pipelines\": "
-             "[{\"name\": \"cam\", \"kind\": \"sincos\", \"params\": {\"iters\": %u}}]}",
-             iters);
-    gf_test_daemon d;
-    gf_test_ck_daemon_start(&d, json, g_engine);
-    gf_client *q = gf_test_ck_connect(d.socket_path);
-    size_t count;
-    gf_pipeline *p = gf_test_ck_list(q, &count);
-    ck_assert_uint_eq(count, 1);
-    uint64_t rng = 35;
-    void *in, *ref;
-    size_t ref_bytes;
-    char err[256];
-    ck_assert_msg(gf_test_make_frame(&p[0], BIG, &rng, &in, &ref, &ref_bytes, err, sizeof err) == 0,
-                  "%s", err);
-    int cam = gf_test_ck_raw_connect(d.socket_path);
+    cam_daemon c;
+    cam_start(&c, 60, 1, 35);
+    gf_client *q = c.q;
+    const gf_pipeline *p = c.p;
+    int cam = c.fd;
     /* Served alone, one at a time: the median of five is the frame's time. */
     enum { ALONE = 5, LIVE = 60 };
     uint64_t alone[ALONE];
     for (unsigned i = 0; i < ALONE; i++) {
         uint64_t t0 = gf_now_ns();
-        live_run one = run_live(cam, &p[0], in, ref, ref_bytes, 1 + i, 1, 1, 0);
+        live_run one = run_live(cam, &p[0], c.in, c.ref, c.ref_bytes, 1 + i, 1, 1, 0);
         ck_assert_uint_eq(one.results, 1);
         alone[i] = gf_now_ns() - t0;
     }
@@ -609,7 +634,7 @@ START_TEST(newest_frame_only_at_twice_the_served_rate) {
             }
     uint64_t period_ns = alone[ALONE / 2] / 2;
     uint64_t slack_ns = gf_test_latency_bound_ms(10) * 1000000;
-    live_run r = run_live(cam, &p[0], in, ref, ref_bytes, 100, LIVE, period_ns, slack_ns);
+    live_run r = run_live(cam, &p[0], c.in, c.ref, c.ref_bytes, 100, LIVE, period_ns, slack_ns);
     printf("newest_frame_only_at_twice_the_served_rate: frame alone %.1f ms, period %.1f ms: "
            "%u results, %u superseded, longest wait %.2f periods, %u of %u late\n",
            alone[ALONE / 2] / 1e6, period_ns / 1e6, r.results, r.superseded, r.worst_wait_periods,
@@ -621,12 +646,62 @@ START_TEST(newest_frame_only_at_twice_the_served_rate) {
     ck_assert_uint_ge(r.results, 2);
     ck_assert_uint_eq(gf_test_ck_stat(q, "rejected.superseded"), r.superseded);
     ck_assert_uint_eq(gf_test_ck_stat(q, "frames.received"), ALONE + LIVE);
-    free(in);
-    free(ref);
-    free(p);
-    close(cam);
-    gf_client_close(q);
-    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+    cam_stop(&c);
+}
+END_TEST
+
+/* Newest-frame-only beside its own frame on the engine, slots free: a
+ * camera's slow frame (1) runs, and its next ones do not join it on the
+ * engine but are held, the newer replacing the older (2 by 3, superseded
+ * at once while 1 still runs, its reply queued after 1's); once 1 is back,
+ * 3 runs alone, exact.  Two of a camera's frames at once would share the GPU, and the
+ * newer would come back older than one that waited (frame_policy.h). */
+START_TEST(newest_frame_only_runs_one_frame_at_a_time) {
+    /* A frame of about four work steps alone. */
+    cam_daemon c;
+    cam_start(&c, 4.0 * (double)work_step_ms(), 3, 36);
+    gf_client *q = c.q;
+    const gf_pipeline *p = c.p;
+    const void *in = c.in;
+    int cam = c.fd;
+    char err[256], why[256];
+    uint64_t subs = gf_test_ck_stat(q, "slots.submissions");
+    send_frame(cam, 1, p[0].id, GF_FLAG_LATEST, in, BIG);
+    ck_assert_uint_eq(gf_test_ck_wait_stat(q, "slots.in_flight", 1, 1, 30000), 1);
+    send_frame(cam, 2, p[0].id, GF_FLAG_LATEST, in, BIG);
+    ck_assert_uint_eq(gf_test_ck_wait_stat(q, "frames.received", 2, UINT64_MAX, 10000), 2);
+    send_frame(cam, 3, p[0].id, GF_FLAG_LATEST, in, BIG);
+    ck_assert_uint_eq(gf_test_ck_wait_stat(q, "rejected.superseded", 1, 1, 10000), 1);
+    /* Still the one frame on the engine, two slots free. */
+    cJSON *st = gf_test_ck_stats(q);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "slots.in_flight"), 1);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "slots.submissions"), subs + 1);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.received"), 3);
+    cJSON_Delete(st);
+    /* Answered in order: 2's superseded where its result would have been. */
+    static uint8_t got[BIG];
+    for (uint64_t id = 1; id <= 3; id += 2) {
+        if (id == 3)
+            expect_error(cam, 2, GF_ERR_SUPERSEDED, "read while this one waited to run");
+        gf_header h;
+        ck_assert_msg(
+            gf_test_raw_recv_reply(cam, &h, got, sizeof got, reply_ms(), err, sizeof err) == 0,
+            "%s", err);
+        ck_assert_msg(h.type == GF_MSG_RESULT, "frame %llu: type %u status %s",
+                      (unsigned long long)h.frame_id, h.type, gf_status_name(h.status));
+        ck_assert_uint_eq(h.frame_id, id);
+        ck_assert_uint_eq(h.payload_bytes, c.ref_bytes);
+        ck_assert_msg(gf_pipeline_compare_result(&p[0], got, c.ref, c.ref_bytes, why, sizeof why) ==
+                          0,
+                      "frame %llu: %s", (unsigned long long)id, why);
+    }
+    gf_test_ck_wait_idle(q, 2, 10000, NULL);
+    st = gf_test_ck_stats(q);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "slots.submissions"), subs + 2);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "rejected.superseded"), 1);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.answered"), 2);
+    cJSON_Delete(st);
+    cam_stop(&c);
 }
 END_TEST
 
@@ -949,10 +1024,12 @@ static Suite *sched_live_suite(void) {
         tcase_add_test(tc, newest_frame_only_replaces_a_waiting_frame);
         tcase_add_test(tc, newest_frame_only_reads_on_while_it_waits_for_a_slot);
         tcase_add_test(tc, newest_frame_only_at_twice_the_served_rate);
+        tcase_add_test(tc, newest_frame_only_runs_one_frame_at_a_time);
     } else {
         printf("not run on the %s engine: newest_frame_only_replaces_a_waiting_frame, "
                "newest_frame_only_reads_on_while_it_waits_for_a_slot, "
-               "newest_frame_only_at_twice_the_served_rate (cpu only)\n",
+               "newest_frame_only_at_twice_the_served_rate, "
+               "newest_frame_only_runs_one_frame_at_a_time (cpu only)\n",
                g_engine);
     }
     suite_add_tcase(s, tc);
