@@ -367,7 +367,12 @@ static void open_plugins(gf_stream_run *r, uint64_t size_bytes) {
      * and leaves the lengths to the daemon (as --no-check does; by default
      * such frames then go through the socket). */
     if (plugins && !r->o->verify) {
-        if (gf_pipeline_output_bytes(p, size_bytes, why, sizeof why) >= 0)
+        int known = 1;
+        for (uint32_t k = 0; k < p->stage_count; k++)
+            if (gf_kind_is_plugin(p->stages[k].kind) &&
+                !gf_plugin_stage_lengths_known(p->stages[k].params.plugin))
+                known = 0;
+        if (known) /* plan_frame_size checks --size against them */
             return;
         if (r->o->shm != STREAM_SHM_ON && !r->o->device_frames) {
             r->lengths_unknown = 1;

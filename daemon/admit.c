@@ -426,9 +426,16 @@ static int place_held(gf_conn *c) {
 }
 
 int gf_admit_held(gf_conn *c) {
-    return gf_sched_waiting(&c->sched) || gf_frame_policy_latest_on_engine(&c->out)
-               ? supersede_held(c)
-               : place_held(c);
+    if (gf_sched_waiting(&c->sched))
+        return supersede_held(c);
+    if (c->sched.latest_on_engine > 0) {
+        /* A slot granted to it meanwhile goes back rather than wait idle:
+         * the frame waits for its predecessor (frame_policy.h). */
+        if (c->sched.batch && c->sched.batch->frame_count == 0)
+            gf_sched_close_batch(&c->shard->sched, &c->sched);
+        return supersede_held(c);
+    }
+    return place_held(c);
 }
 
 int gf_admit_frame(gf_conn *c, const gf_request *req) {
@@ -451,8 +458,7 @@ int gf_admit_frame(gf_conn *c, const gf_request *req) {
         return 1;
     /* Newest-only behind its own frame on the engine: it waits out of the
      * buffer for that one (frame_policy.h), its successor read meanwhile. */
-    if ((h->flags & GF_FLAG_LATEST) && a.staged && gf_frame_policy_latest_on_engine(&c->out) &&
-        hold(c, req))
+    if ((h->flags & GF_FLAG_LATEST) && a.staged && c->sched.latest_on_engine > 0 && hold(c, req))
         return 1;
     gf_sched *s = &c->shard->sched;
     if (c->sched.batch && c->sched.batch->frame_count > 0)

@@ -83,7 +83,9 @@ static int conn_request_begun(const gf_conn *c) {
  * (max_output_bytes_total), or waiting for them to move (move.h), is
  * bounded by write_timeout_ms instead. */
 static void conn_track_request(gf_conn *c) {
-    int waiting = gf_sched_waiting(&c->sched);
+    /* A held frame (admit.h) waits for a slot or for its connection's
+     * frame on the engine: either way the daemon's doing. */
+    int waiting = gf_sched_waiting(&c->sched) || c->holding;
     if (!conn_request_begun(c) || (waiting && !c->sched.receive) || !gf_conn_output_room(c) ||
         gf_linked(&c->throttled_link) || c->moving)
         c->request_begun_ns = 0;
@@ -176,7 +178,8 @@ static void conn_end_request(gf_conn *c, const char *why) {
                   (unsigned long long)a.payload_bytes, (unsigned long long)a.frame_id);
         h = conn_cut_frame(c);
     } else if (c->holding) {
-        /* Held (admit.h): received, and waiting for a slot it no longer needs. */
+        /* Held (admit.h): received, and waiting for a slot (or for its
+         * connection's frame on the engine) that it no longer needs. */
         h = c->held_header;
         c->holding = 0;
         c->shard->stats.frames_failed++;
@@ -781,7 +784,9 @@ void gf_conn_io_finished(gf_slot *s, int completed, void *arg) {
         if (!f->batched)
             continue;
         f->batched = 0;
-        gf_frame_reply(f, completed ? NULL : sh->engine->ops->name);
+        /* A launch that failed partway is answered at completion
+         * (gf_engine_submit), with the same words as a refusal. */
+        gf_frame_reply(f, completed && !s->failed ? NULL : sh->engine->ops->name);
         note_conn(told, &n, gf_conn_of(f->client));
     }
     for (uint32_t i = 0; i < n; i++)

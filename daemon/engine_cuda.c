@@ -92,7 +92,10 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
     /*
      * Nothing tells the loop when the stream is idle (a sticky error has
      * poisoned the engine, or the completion itself could not be queued):
-     * the scheduler answers the frames now.
+     * the scheduler answers the frames now.  In the second case, without a
+     * sticky error, work queued before may still read the slot's buffers
+     * and the frames' regions after they are answered: a host function and
+     * an event record that fail on a healthy context are the window left.
      */
     return -EIO;
 }

@@ -44,15 +44,6 @@ static int replaceable(const gf_frame *f, const gf_pipeline *p, const gf_header 
            memcmp(f->pipeline.stages, p->stages, p->stage_count * sizeof p->stages[0]) == 0;
 }
 
-int gf_frame_policy_latest_on_engine(const gf_reply_queue *q) {
-    for (const gf_link *l = gf_list_front(&q->replies); l; l = gf_list_next(&q->replies, l)) {
-        const gf_frame *f = gf_list_entry(l, gf_reply, link)->frame;
-        if (f && f->latest && f->slot->in_flight)
-            return 1;
-    }
-    return 0;
-}
-
 gf_frame *gf_frame_policy_supersede(gf_reply_queue *q, struct gf_conn *conn, const gf_pipeline *p,
                                     const gf_header *h, uint64_t in_bytes, int shm,
                                     uint64_t arrived_ns, gf_stats *st) {

@@ -25,13 +25,18 @@
  * input goes into the old one's room in the batch, so the batch neither
  * grows nor runs the stale frame.  And a LATEST frame not yet placed (it
  * waits for a slot, or while one of the connection's LATEST frames is on
- * the engine) is held while the connection reads on (admit.h, "held"): its
- * successor of the same kind, read whole, takes its place, the held one
- * answered superseded at once.  So a connection has at most one LATEST
- * frame on the engine: a second beside it would share the GPU with it and
- * both would come back later, the newer one older than a frame that waits
- * for the first and then runs alone.  A frame already on the engine is
- * never replaced.  Counted in STATS' rejected.superseded.
+ * the engine: gf_sched_client's latest_on_engine) is held while the
+ * connection reads on (admit.h, "held"): its successor of the same kind,
+ * read whole, takes its place, the held one answered superseded at once.
+ * So a source's next frame does not join its previous one on the engine,
+ * where the two would share the GPU and the newer come back older than one
+ * that waits for the first and then runs alone.  This takes a frame the
+ * daemon reads whole before placing it (a payload of at most
+ * GF_STAGED_PAYLOAD_MAX_BYTES, or any frame by reference); a larger one
+ * sent through the socket is received into its slot as it arrives, and
+ * runs beside it.  The wait is per connection: a connection's LATEST
+ * frames of two pipelines wait for each other.  A frame already on the
+ * engine is never replaced.  Counted in STATS' rejected.superseded.
  *
  * Loop thread of the frame's shard.
  */
@@ -76,10 +81,6 @@ int gf_frame_policy_newer_read(const gf_header *h, const uint8_t *payload, const
  * for a new one (its old region reference still held), or NULL: place the
  * new frame as usual.
  */
-/* Whether a GF_FLAG_LATEST frame among the replies `q` owes is on the
- * engine: the connection's next such frame is then held (above). */
-int gf_frame_policy_latest_on_engine(const gf_reply_queue *q);
-
 gf_frame *gf_frame_policy_supersede(gf_reply_queue *q, struct gf_conn *conn, const gf_pipeline *p,
                                     const gf_header *h, uint64_t in_bytes, int shm,
                                     uint64_t arrived_ns, gf_stats *st);

@@ -106,23 +106,25 @@
 
 /* What the scheduler keeps of one connection. */
 typedef struct gf_sched_client {
-    gf_link waiting;        /* on wait_run or wait_receive                      */
-    gf_slot *batch;         /* its open slot, which its next frames join; a
-                               granted slot is open and empty                   */
-    uint64_t wait_seq;      /* its place among waiters: when it began to wait
-                               (ns), plus its class's GF_PRIORITY_STEP_NS      */
-    uint8_t priority;       /* its frame's class (GF_CLASS_REALTIME..BATCH),
-                               set by admission before it asks for a place     */
-    uint64_t claim_seq;     /* the scheduler's claim_seq after its last claim   */
-    uint32_t wait_pipeline; /* on wait_run (gf_sched_join): its frame's
-                               pipeline id, to join a batch of it that opens */
-    unsigned receive : 1;   /* waiting to receive a payload in place            */
-    unsigned receiving : 1; /* its batch's slot is being received into (counted
-                               in receiving)                                   */
-    unsigned shared : 1;    /* another client claimed a slot between its last
-                               two claims                                      */
-    unsigned invited : 1;   /* taken off wait_run to join a batch: should it
-                               wait again, it keeps its place (wait_seq)       */
+    gf_link waiting;           /* on wait_run or wait_receive                      */
+    gf_slot *batch;            /* its open slot, which its next frames join; a
+                                  granted slot is open and empty                   */
+    uint64_t wait_seq;         /* its place among waiters: when it began to wait
+                                  (ns), plus its class's GF_PRIORITY_STEP_NS      */
+    uint8_t priority;          /* its frame's class (GF_CLASS_REALTIME..BATCH),
+                                  set by admission before it asks for a place     */
+    uint64_t claim_seq;        /* the scheduler's claim_seq after its last claim   */
+    uint32_t wait_pipeline;    /* on wait_run (gf_sched_join): its frame's
+                                  pipeline id, to join a batch of it that opens */
+    uint32_t latest_on_engine; /* its GF_FLAG_LATEST frames submitted and not
+                                  yet back (frame_policy.h)                 */
+    unsigned receive : 1;      /* waiting to receive a payload in place            */
+    unsigned receiving : 1;    /* its batch's slot is being received into (counted
+                                  in receiving)                                   */
+    unsigned shared : 1;       /* another client claimed a slot between its last
+                                  two claims                                      */
+    unsigned invited : 1;      /* taken off wait_run to join a batch: should it
+                                  wait again, it keeps its place (wait_seq)       */
 } gf_sched_client;
 
 typedef struct gf_sched_hooks {

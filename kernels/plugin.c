@@ -202,6 +202,10 @@ gf_plugin_stage *gf_plugin_stage_new_builtin(const gf_params *params) {
     return st;
 }
 
+int gf_plugin_stage_lengths_known(const gf_plugin_stage *st) {
+    return st->state != NULL || listed_in_bytes(st) != 0;
+}
+
 int gf_plugin_stage_is_builtin(const gf_plugin_stage *st) {
     return st->builtin;
 }

@@ -61,6 +61,11 @@ gf_plugin_stage *gf_plugin_stage_new_builtin(const gf_params *params);
 /* Nonzero for a stage made by gf_plugin_stage_new_builtin. */
 int gf_plugin_stage_is_builtin(const gf_plugin_stage *st);
 
+/* Nonzero when the stage knows its frames' lengths: created, or unloaded
+ * with fixed lengths from a LIST reply (gf_plugin_stage_set_listed_desc),
+ * which its kind's output_bytes then answers by. */
+int gf_plugin_stage_lengths_known(const gf_plugin_stage *st);
+
 /* Names an unloaded stage's kind after what a LIST reply says the plugin is
  * called ("mlp"), so that a client that never loads it still shows it.
  * Returns 0 or -1 when out of memory. */

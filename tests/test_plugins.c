@@ -323,7 +323,7 @@ START_TEST(list_publishes_plugin_frames) {
     ck_assert_int_eq(gf_pipeline_output_bytes(&listed[2], 32 * 32 * 3, why, sizeof why), 40);
     ck_assert_int_eq(gf_pipeline_output_bytes(&listed[0], 64, why, sizeof why), -1);
     ck_assert_msg(strstr(why, " is not loaded") != NULL, "%s", why);
-    free(listed);
+    gf_pipelines_free(listed, count);
     gf_client_close(c);
     cJSON *list = cJSON_Parse(text);
     ck_assert_ptr_nonnull(list);
@@ -360,6 +360,14 @@ START_TEST(list_publishes_plugin_frames) {
                         "--count",      "40",     "--shm",    NULL};
     int rc = gf_test_ck_run(d.dir, shm_argv, COMMAND_TIMEOUT_MS, &out);
     ck_assert_msg(rc == 0 && strstr(out, " errors=0 ") && strstr(out, "transport=shm"),
+                  "exit %d:\n%s", rc, out);
+    free(out);
+    /* A length LIST's frames rule out is refused here, saying why. */
+    shm_argv[7] = "12";
+    rc = gf_test_ck_run(d.dir, shm_argv, COMMAND_TIMEOUT_MS, &out);
+    ck_assert_msg(rc == 2 && strstr(out, "--size 12: pipeline 'd' (described) cannot take it: "
+                                         "length 12 is not the 20 bytes of plugin described's "
+                                         "input\n"),
                   "exit %d:\n%s", rc, out);
     free(out);
     stop(&d);
@@ -868,7 +876,7 @@ START_TEST(a_failed_launch_is_answered_after_its_queued_work) {
     gf_pipeline *p = gf_test_ck_list(c, &count);
     ck_assert_uint_eq(count, 1);
     uint32_t id = p[0].id;
-    free(p);
+    gf_pipelines_free(p, count);
     gf_client_region reg;
     ck_assert_msg(gf_client_region_create(c, FAIL_REGION, &reg, GF_TEST_REPLY_TIMEOUT_MS) == 0,
                   "region: %s", gf_client_error(c));
@@ -886,6 +894,10 @@ START_TEST(a_failed_launch_is_answered_after_its_queued_work) {
     ck_assert_uint_eq(r.header.frame_id, 1);
     ck_assert_uint_eq(r.header.type, GF_MSG_ERROR);
     ck_assert_str_eq(gf_status_name(r.header.status), "engine");
+    static const char words[] = "the cuda engine could not start this frame";
+    ck_assert_msg(r.payload_bytes == sizeof words - 1 &&
+                      memcmp(r.payload, words, sizeof words - 1) == 0,
+                  "ERROR text \"%.*s\"", (int)r.payload_bytes, (const char *)r.payload);
     ck_assert_msg(took >= FAIL_SLEEP_MS * 1000000ull,
                   "answered %.1f ms after it was sent, before the %d ms of work queued ahead of "
                   "its failed launch had run",
