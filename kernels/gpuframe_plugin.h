@@ -268,8 +268,12 @@ typedef struct gf_plugin {
      * with one line in why[why_len]; either fails the stage's load, as does
      * a description gpuframed refuses (an unknown dtype, a rank or count
      * out of range, a variable dimension where none may be) or one whose
-     * fixed lengths output_bytes() contradicts.  Called once, right after
-     * create(), on the same thread.  NULL (and every plugin of version 1
+     * fixed lengths output_bytes() contradicts.  An input and output of
+     * fixed lengths say the stage takes frames of that length only: clients
+     * that do not load the plugin lay out frames and results by LIST's
+     * description (gpuframe stream, the Python package), so a stage that
+     * takes several lengths describes a variable dimension.  Called once,
+     * right after create(), on the same thread.  NULL (and every plugin of version 1
      * or 2): the input is float32 [-1] when input_f32, else uint8 [-1]; the
      * output float32 [-1] when input_f32 or not exact, else uint8 [-1]. */
     int (*describe)(const void *state, gf_frame_desc *in, gf_frame_desc *out, char *why,
