@@ -17,7 +17,9 @@
 #                    [--clients-only] [--shards S] [--completion MODE] [--no-graphs]
 #                    [--batch-delay US|auto]
 #
-# --clients-only: the many-clients runs alone.  --shards, --completion,
+# --client DIR: stream with DIR's gpuframe (default BUILD_DIR's; it needs
+# --start-at, from 4aff3ce on: give an old build the new client, as
+# bench/ab.sh does).  --clients-only: the many-clients runs alone.  --shards, --completion,
 # --no-graphs (cuda_graphs false): the many-clients daemon's (default: the
 # daemon's own choice).  --batch-delay: its
 # pipelines' max_batch_delay_us, microseconds or auto (default: the key left
@@ -29,17 +31,19 @@
 # many clients,
 #   single PIPELINE window=1 p50_us=P p99_us=Q
 #   clients PIPELINE clients=C window=16 frames_per_s=F worst_p99_us=P frames_per_submission=B
-# (frames_per_s: all clients' frames over the longest client's time; B: '-' from a daemon
+# (the clients start together, --start-at; frames_per_s: all clients' frames over their
+# span, from the first one's started= to the last one's end; B: '-' from a daemon
 # without STATS' pipelines[].batches).
 # Exit status 1 when a stream failed or verification found a difference.
 set -uo pipefail
-usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C] [--clients-only] [--shards S] [--completion MODE] [--no-graphs] [--batch-delay US|auto]"
+usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C] [--client DIR] [--clients-only] [--shards S] [--completion MODE] [--no-graphs] [--batch-delay US|auto]"
 if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
 build=$(cd "$1" && pwd); shift
-engine=cuda frames=4000 clients=16 clients_only=0 daemon_keys="" delay=""
+engine=cuda frames=4000 clients=16 clients_only=0 daemon_keys="" delay="" client=$build/gpuframe
 while [ $# -gt 0 ]; do
   case $1 in
     --clients) clients=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
+    --client) client=$(cd "${2:-.}" && pwd)/gpuframe; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --clients-only) clients_only=1; shift ;;
     --shards) daemon_keys+='"shards": '${2:-}', '; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --completion) daemon_keys+='"completion": "'${2:-}'", '; shift 2 || { echo "$usage" >&2; exit 2; } ;;
@@ -59,6 +63,8 @@ needs="gpuframed gpuframe plugins/gf_mlp.so plugins/gf_example.so plugins/mlp-de
 for f in $needs; do
   [ -e "$build/$f" ] || { echo "bench: $build/$f not built" >&2; exit 2; }
 done
+"$client" stream --help 2>&1 | grep -q -- --start-at ||
+  { echo "bench: $client has no --start-at (4aff3ce): give --client a newer build" >&2; exit 2; }
 
 tmp=$(mktemp -d)
 trap 'kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -93,12 +99,12 @@ start_daemon "$tmp/plugins.json"
 for run in "clamp 1048576" "mlp 12288" "mlp 786432" "classify 3072"; do
   set -- $run
   name=$1 size=$2
-  if ! "$build/gpuframe" stream --socket "$sock" --pipeline "$name" --size "$size" \
+  if ! "$client" stream --socket "$sock" --pipeline "$name" --size "$size" \
       --count 200 --window 8 --verify --quiet >"$tmp/verify.out" 2>&1; then
     echo "bench: $name --size $size failed verification:" >&2; cat "$tmp/verify.out" >&2; rc=1
     continue
   fi
-  out=$("$build/gpuframe" stream --socket "$sock" --pipeline "$name" --size "$size" \
+  out=$("$client" stream --socket "$sock" --pipeline "$name" --size "$size" \
           --count "$frames" --window 16 2>&1) || { echo "bench: $out" >&2; rc=1; continue; }
   fps=$(sed -n 's/.*frames_per_s=\([0-9.]*\).*/\1/p' <<<"$out")
   p50=$(sed -n 's/.*p50_us=\([0-9.]*\).*/\1/p' <<<"$out")
@@ -140,20 +146,21 @@ for run in "mlp 12288" "classify 3072"; do
   set -- $run
   name=$1 size=$2
   for window in 1 7 64; do
-    "$build/gpuframe" stream --socket "$sock" --pipeline "$name" --size "$size" --count 640 \
+    "$client" stream --socket "$sock" --pipeline "$name" --size "$size" --count 640 \
       --window $window --verify --quiet >"$tmp/verify.out" 2>&1 ||
       { echo "bench: $name window $window failed verification:" >&2; cat "$tmp/verify.out" >&2; rc=1; }
   done
   # One client at window 1: what batching must not cost it.
-  out=$("$build/gpuframe" stream --socket "$sock" --pipeline "$name" --size "$size" \
+  out=$("$client" stream --socket "$sock" --pipeline "$name" --size "$size" \
           --count 2000 --window 1 --no-shm 2>&1) || { echo "bench: $out" >&2; rc=1; }
   echo "single $name window=1 p50_us=$(sed -n 's/.*p50_us=\([0-9.]*\).*/\1/p' <<<"$out")" \
     "p99_us=$(sed -n 's/.*p99_us=\([0-9.]*\).*/\1/p' <<<"$out")"
   read -r subs0 frames0 <<<"$(batches "$name")"
   pids=()
+  at=$(awk -v now="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", now + 1 }')
   for ((i = 0; i < clients; i++)); do
-    "$build/gpuframe" stream --socket "$sock" --pipeline "$name" --size "$size" --count $each \
-      --window 16 --quiet --no-shm >"$tmp/client$i" 2>&1 & pids+=($!)
+    "$client" stream --socket "$sock" --pipeline "$name" --size "$size" --count $each \
+      --window 16 --quiet --no-shm --start-at "$at" >"$tmp/client$i" 2>&1 & pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   read -r subs1 frames1 <<<"$(batches "$name")"
@@ -165,13 +172,14 @@ for run in "mlp 12288" "classify 3072"; do
       ok++
       for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
       frames += f["frames"]
-      if (f["seconds"] > hi) hi = f["seconds"]
+      start = f["started"]; end = start + f["seconds"]
+      if (ok == 1 || start < first) first = start; if (ok == 1 || end > last) last = end
       if (f["p99_us"] > p99) p99 = f["p99_us"]
     }
     END {
-      if (ok == n && hi > 0)
+      if (ok == n && last > first)
         printf "clients %s clients=%d window=16 frames_per_s=%.0f worst_p99_us=%.0f frames_per_submission=%s\n",
-               name, n, frames / hi, p99, per
+               name, n, frames / (last - first), p99, per
       else { printf "bench: clients %s: %d of %d clients failed\n", name, n - ok, n; exit 1 } }' || rc=1
   rm -f "$tmp"/client*
 done
