@@ -57,10 +57,10 @@ for f in $needs; do
 done
 if [ $dry = 1 ]; then
   total=300 least=5 single=50 live_count=15 live_load=4 latest_s=1 shard_count=100
-  slow='"iters": 2000' slow_size=4096
+  slow='"iters": 2000' slow_size=4096 alone_count=20
 else
   total=200000 least=200 single=3000 live_count=300 live_load=16 latest_s=3 shard_count=5000
-  slow='"iters": 100000' slow_size=1048576
+  slow='"iters": 100000' slow_size=1048576 alone_count=200
 fi
 
 tmp=$(mktemp -d)
@@ -173,7 +173,7 @@ print("live_classes " + " ".join("%s_frames=%d %s_waits=%d" % (k, v["frames"], k
 declare -A latest_json latest_rate latest_alone
 latest() { # NAME PIPELINE SIZE
   local out served count
-  out=$(stream --pipeline "$2" --size "$3" --count 200 --window 1 --shm)
+  out=$(stream --pipeline "$2" --size "$3" --count "$alone_count" --window 1 --shm)
   served=$(field frames_per_s "$out"); latest_alone[$1]=$(field p50_us "$out")
   latest_rate[$1]=$(awk -v r="$served" 'BEGIN { printf "%.0f", 2 * r }')
   count=$(awk -v r="${latest_rate[$1]}" -v s="$latest_s" 'BEGIN { printf "%d", r * s < 50 ? 50 : r * s }')
