@@ -17,6 +17,10 @@ against its limits measured in the same run:
            waiting (up to 64), the same uint8 frames over a Unix socket from
            16 client processes at window 8
 
+Either's 16 clients start together (--start-at; the Python ones at a time
+they are given) and their frames/s is taken over their span, from the first
+one's start to the last one's end.
+
 Every result is verified before timing: the package against eager PyTorch
 (gpuframe-export's check, batches of 1, 7 and 64), the daemon's and the
 Python server's replies against the package in-process, each graph's replay
@@ -70,6 +74,8 @@ QUICK_BATCHES, QUICK_PRECISIONS, QUICK_SECONDS = (1, 8, 64), ("float32",), 0.5
 # in BUILD_DIR/bench-torch under this stamp, per PyTorch version.
 STAMP = ".made-by-gpuframe-export-2-torch-"
 CLIENTS, WINDOW = 16, 8
+# How far ahead the Python peer's clients are told to start together.
+PY_START_S = 5.0
 # One client's p50 and the batch-1 call's, measured in turn this many times.
 P50_ROUNDS = 3
 H = W = 224
@@ -347,27 +353,38 @@ def paired_p50(build, sock, name, single, seconds):
     return statistics.median(daemon), statistics.median(inproc), statistics.median(diffs)
 
 
+def span_fps(frames, runs):
+    """Frames/s of clients whose runs are (start, seconds) on the Epoch's
+    clock: over the span from the first start to the last end, so that a
+    client that started late does not count as overlap."""
+    first = min(t for t, _ in runs)
+    last = max(t + s for t, s in runs)
+    return frames / (last - first)
+
+
 def daemon_runs(build, sock, name, seconds, rate_guess):
-    """CLIENTS at window WINDOW: (frames/s, frames per submission)."""
+    """CLIENTS at window WINDOW, started together (--start-at): (frames/s
+    over their span, frames per submission)."""
     import gpuframe
     count = max(200, int(seconds * rate_guess / CLIENTS))
+    at = "%.3f" % (time.time() + 1)
     with gpuframe.Client(sock) as c:
         s0, f0 = batches(c, name)
         procs = [subprocess.Popen([os.path.join(build, "gpuframe"), "stream", "--socket", sock,
                                    "--pipeline", name, "--count", str(count), "--window",
-                                   str(WINDOW), "--quiet"], stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, universal_newlines=True)
+                                   str(WINDOW), "--quiet", "--start-at", at],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  universal_newlines=True)
                  for _ in range(CLIENTS)]
         outs = [p.communicate(timeout=600)[0] for p in procs]
         s1, f1 = batches(c, name)
-    secs = []
+    runs = []
     for p, out in zip(procs, outs):
         m = dict(re.findall(r"(\w+)=([0-9.]+)", out))
         if p.returncode != 0 or float(m.get("errors", 1)) != 0:
             raise SystemExit("bench: a client of %s failed:\n%s" % (name, out))
-        secs.append(float(m["seconds"]))
-    fps = CLIENTS * count / max(secs)
-    return fps, (f1 - f0) / max(s1 - s0, 1)
+        runs.append((float(m["started"]), float(m["seconds"])))
+    return span_fps(CLIENTS * count, runs), (f1 - f0) / max(s1 - s0, 1)
 
 
 # ---- the Python server peer ----------------------------------------------------------
@@ -448,8 +465,9 @@ def python_server(sock, package, ready, stop_path):
     asyncio.run(main())
 
 
-def python_client(sock, count, window, seed, result):
-    """One client: `count` frames at `window`; puts (seconds, first replies)."""
+def python_client(sock, count, window, seed, start_at, result):
+    """One client: `count` frames at `window`, from `start_at` (the Epoch's
+    clock; at once if past); puts ((start, seconds), seed, first replies)."""
     import numpy as np
     rng = np.random.default_rng(seed)
     frames = [rng.integers(0, 256, FRAME_BYTES, dtype=np.uint8).tobytes() for _ in range(4)]
@@ -465,7 +483,8 @@ def python_client(sock, count, window, seed, result):
         return f.read(n)
 
     first = []
-    t0 = time.perf_counter()
+    time.sleep(max(0.0, start_at - time.time()))
+    start, t0 = time.time(), time.perf_counter()
     sent = 0
     for _ in range(min(window, count)):
         send(sent)
@@ -477,7 +496,7 @@ def python_client(sock, count, window, seed, result):
         if sent < count:
             send(sent)
             sent += 1
-    result.put((time.perf_counter() - t0, seed, first))
+    result.put(((start, time.perf_counter() - t0), seed, first))
     s.close()
 
 
@@ -493,7 +512,10 @@ def python_peer(package, precision, seconds, rate_guess, model_inproc):
         raise SystemExit("bench: the Python server did not start")
     count = max(100, int(seconds * rate_guess / CLIENTS))
     result = ctx.Queue()
-    clients = [ctx.Process(target=python_client, args=(sock, count, WINDOW, k, result))
+    # Started together, as the daemon's clients are: a spawned client takes
+    # a second or two to import NumPy.
+    start_at = time.time() + PY_START_S
+    clients = [ctx.Process(target=python_client, args=(sock, count, WINDOW, k, start_at, result))
                for k in range(CLIENTS)]
     for c in clients:
         c.start()
@@ -503,13 +525,13 @@ def python_peer(package, precision, seconds, rate_guess, model_inproc):
     open(stop, "w").close()
     server.join(60)
     # Verified: the first replies of one client against the package in-process.
-    secs, seed, first = got[0]
+    _, seed, first = got[0]
     rng = np.random.default_rng(seed)
     frames = [rng.integers(0, 256, FRAME_BYTES, dtype=np.uint8) for _ in range(4)]
     ref = reference(model_inproc, np.stack(frames).reshape(4, H, W, 3))
     check_replies("the Python server's", [np.frombuffer(b, np.float32) for b in first], ref,
                   precision)
-    return CLIENTS * count / max(g[0] for g in got)
+    return span_fps(CLIENTS * count, [g[0] for g in got])
 
 
 # ---- main ------------------------------------------------------------------------------
