@@ -52,6 +52,14 @@
 #include "plugin.h"
 #include "stats.h"
 
+/* Logs what became of batch `s` (`what`), CUDA's `err` last. */
+static void log_batch(const gf_slot *s, const char *what, cudaError_t err) {
+    GF_LOG_ERR("engine cuda: %u frame(s) from %llu (%s, %llu bytes first) on slot %u %s: %s (%s)",
+               s->frame_count, (unsigned long long)s->frames[0].frame_id,
+               s->frames[0].pipeline.name, (unsigned long long)s->frames[0].in_bytes, s->index,
+               what, cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
 /* The shard's loop: the batch's launches (from a graph, or plain), then
  * what tells the loop it finished; never waits for the device.  A launch
  * that fails without poisoning the context fails the batch at its
@@ -66,11 +74,7 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
     s->failed = 0;
     cudaError_t err = exec ? cudaGraphLaunch(exec, cs->stream) : gf__cuda_enqueue(ce, s, cs);
     if (err != cudaSuccess && !is_sticky(err)) {
-        GF_LOG_ERR("engine cuda: %u frame(s) from %llu (%s, %llu bytes first) on slot %u "
-                   "failed: %s (%s); they are answered once the work queued before it has run",
-                   s->frame_count, (unsigned long long)s->frames[0].frame_id,
-                   s->frames[0].pipeline.name, (unsigned long long)s->frames[0].in_bytes, s->index,
-                   cudaGetErrorString(err), cudaGetErrorName(err));
+        log_batch(s, "failed, answered once the work queued before has run", err);
         cudaGetLastError(); /* a launch error is not sticky: clear it */
         s->failed = 1;
         err = cudaSuccess;
@@ -79,12 +83,7 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
         err = gf__cuda_complete_after(e, s, cs);
     if (err == cudaSuccess)
         return 0;
-    GF_LOG_ERR("engine cuda: %u frame(s) from %llu (%s, %llu bytes first) on slot %u not "
-               "started: %s (%s)",
-               s->frame_count, (unsigned long long)s->frames[0].frame_id,
-               s->frames[0].pipeline.name, (unsigned long long)s->frames[0].in_bytes, s->index,
-               cudaGetErrorString(err), cudaGetErrorName(err));
-    s->failed = 0;
+    log_batch(s, "answered now, unfinished", err);
     if (is_sticky(err))
         e->poisoned = 1;
     else

@@ -343,7 +343,8 @@ static void submit(gf_sched *s, gf_slot *b) {
         if (f->batched) {
             frames++;
             waited += f->whole_ns && now > f->whole_ns ? now - f->whole_ns : 0;
-            f->client->latest_on_engine += f->latest;
+            if (f->latest) /* no other frame touches its client here */
+                f->client->latest_on_engine++;
         }
     }
     note_submitter(s, b->frames[0].pipeline_id, now);
@@ -374,7 +375,8 @@ static void submit(gf_sched *s, gf_slot *b) {
         gf_frame *f = &b->frames[i];
         if (!f->batched)
             continue;
-        f->client->latest_on_engine -= f->latest;
+        if (f->latest)
+            f->client->latest_on_engine--;
         f->status = GF_ERR_ENGINE;
         s->stats->rejected[GF_ERR_ENGINE]++;
         s->stats->frames_failed++;
@@ -562,7 +564,8 @@ void gf_sched_complete(gf_slot *slot, void *arg) {
             continue;
         f->done_ns = slot->done_ns;
         f->drained_ns = drained;
-        f->client->latest_on_engine -= f->latest;
+        if (f->latest)
+            f->client->latest_on_engine--;
         /* Its result is not wanted (frame_policy.h); a failure is told as one. */
         if (f->expired && f->status == GF_OK)
             f->status = GF_ERR_DEADLINE_EXCEEDED;
