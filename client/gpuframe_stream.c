@@ -358,21 +358,19 @@ static void stream_connect(gf_stream_run *r) {
 static void open_plugins(gf_stream_run *r, uint64_t size_bytes) {
     gf_pipeline *p = &r->pipelines[r->pipeline - r->pipelines];
     char why[WHY_BYTES];
-    int plugins = 0;
+    int plugins = 0, unknown = 0; /* plugin stages; of them, lengths not known */
     for (uint32_t k = 0; k < p->stage_count; k++)
-        plugins |= gf_kind_is_plugin(p->stages[k].kind);
+        if (gf_kind_is_plugin(p->stages[k].kind)) {
+            plugins = 1;
+            unknown |= !gf_plugin_stage_lengths_known(p->stages[k].params.plugin);
+        }
     /* Only to verify, or to lay out --shm outputs whose lengths LIST's
      * frames do not fix (a plugin describing fixed ones: kernels/plugin.c): a
      * client that just sends frames runs no code of the daemon's choosing,
      * and leaves the lengths to the daemon (as --no-check does; by default
      * such frames then go through the socket). */
     if (plugins && !r->o->verify) {
-        int known = 1;
-        for (uint32_t k = 0; k < p->stage_count; k++)
-            if (gf_kind_is_plugin(p->stages[k].kind) &&
-                !gf_plugin_stage_lengths_known(p->stages[k].params.plugin))
-                known = 0;
-        if (known) /* plan_frame_size checks --size against them */
+        if (!unknown) /* plan_frame_size checks --size against them */
             return;
         if (r->o->shm != STREAM_SHM_ON && !r->o->device_frames) {
             r->lengths_unknown = 1;

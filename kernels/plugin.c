@@ -64,12 +64,12 @@ static uint64_t listed_in_bytes(const gf_plugin_stage *st) {
 static int64_t adapter_output_bytes(const gf_params *p, uint64_t in_bytes, char *why,
                                     size_t why_len) {
     const gf_plugin_stage *st = stage_of(p);
-    if (st != NULL && st->state == NULL && listed_in_bytes(st) != 0) {
-        if (in_bytes == listed_in_bytes(st))
+    uint64_t listed = st != NULL && st->state == NULL ? listed_in_bytes(st) : 0;
+    if (listed != 0) {
+        if (in_bytes == listed)
             return (int64_t)gf_frame_desc_bytes(&st->out_desc);
         gf_errorf(why, why_len, "length %llu is not the %llu bytes of plugin %s's input",
-                  (unsigned long long)in_bytes, (unsigned long long)listed_in_bytes(st),
-                  st->kind.name);
+                  (unsigned long long)in_bytes, (unsigned long long)listed, st->kind.name);
         return -1;
     }
     if (st == NULL || st->state == NULL) {
@@ -81,8 +81,9 @@ static int64_t adapter_output_bytes(const gf_params *p, uint64_t in_bytes, char 
 
 static uint64_t adapter_max_output_bytes(const gf_params *p, uint64_t max_in_bytes) {
     const gf_plugin_stage *st = stage_of(p);
-    if (st != NULL && st->state == NULL && listed_in_bytes(st) != 0)
-        return max_in_bytes >= listed_in_bytes(st) ? gf_frame_desc_bytes(&st->out_desc) : 0;
+    uint64_t listed = st != NULL && st->state == NULL ? listed_in_bytes(st) : 0;
+    if (listed != 0)
+        return max_in_bytes >= listed ? gf_frame_desc_bytes(&st->out_desc) : 0;
     return st && st->state ? st->api->max_output_bytes(st->state, max_in_bytes) : 0;
 }
 
