@@ -910,23 +910,36 @@ START_TEST(configuration_on_the_cpu_engine) {
 }
 END_TEST
 
-/* A region on device 1 moves the connection to device 1's shard. */
+/* A region on device 1 moves a connection to device 1's shard.  Two
+ * connections open at once go to the two shards (the fewest connections
+ * take the next), one on each device, so exactly one of them moves,
+ * whichever shard the daemon's start-up probe left next in turn. */
 START_TEST(region_on_the_second_device) {
     gf_test_ck_daemon_start(&daemon_, two_json, "cuda");
-    gf_client_device_region reg;
-    gf_client *c = connect_with_region(1, 8u << 20, &reg);
-    ck_assert_int_eq(reg.device, 1);
+    gf_client *c[2] = {gf_test_ck_connect(daemon_.socket_path),
+                       gf_test_ck_connect(daemon_.socket_path)};
+    gf_client_device_region reg[2];
+    for (int k = 0; k < 2; k++) {
+        int rc = gf_client_device_region_create(c[k], 1, 8u << 20, &reg[k], REPLY_MS);
+        ck_assert_msg(rc == 0, "client %d: device region on device 1: %d (%s)", k, rc,
+                      gf_client_error(c[k]));
+        ck_assert_int_eq(reg[k].device, 1);
+    }
     size_t n = 0;
-    gf_pipeline *p = list_pipelines(c, &n);
-    run_verified(c, &p[0], &reg, IN_FLIGHT, 1, 7);
-    run_verified(c, &p[1], &reg, IN_FLIGHT, 11, 8);
-    cJSON *st = gf_test_ck_stats(c);
-    ck_assert_uint_eq(gf_test_ck_u64(st, "device_regions.frames"), 2 * IN_FLIGHT);
-    ck_assert_uint_ge(gf_test_ck_u64(st, "connections.moved"), 1);
+    gf_pipeline *p = list_pipelines(c[0], &n);
+    for (int k = 0; k < 2; k++) {
+        run_verified(c[k], &p[0], &reg[k], IN_FLIGHT, 1, 7 + k);
+        run_verified(c[k], &p[1], &reg[k], IN_FLIGHT, 11, 8 + k);
+    }
+    cJSON *st = gf_test_ck_stats(c[0]);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "device_regions.frames"), 4 * IN_FLIGHT);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "connections.moved"), 1);
     cJSON_Delete(st);
-    ck_assert_int_eq(gf_client_device_region_destroy(c, &reg, REPLY_MS), 0);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(gf_client_device_region_destroy(c[k], &reg[k], REPLY_MS), 0);
+        gf_client_close(c[k]);
+    }
     gf_pipelines_free(p, n);
-    gf_client_close(c);
     gf_test_ck_daemon_stop(&daemon_, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
 }
 END_TEST
