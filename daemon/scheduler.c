@@ -42,7 +42,7 @@ void gf_sched_client_init(gf_sched_client *c) {
     c->wait_seq = c->claim_seq = 0;
     c->wait_pipeline = 0;
     c->priority = GF_CLASS_NORMAL;
-    c->receive = c->receiving = c->shared = c->invited = 0;
+    c->receive = c->receiving = c->shared = c->invited = c->heavy = 0;
 }
 
 static void receiving_start(gf_sched *s, gf_sched_client *c) {
@@ -63,11 +63,12 @@ static gf_slot *take(gf_sched *s, gf_sched_client *c, gf_slot *slot) {
     return slot;
 }
 
-/* Whether receiver `c` already holds its share of the slots: all but one
- * (in any state: being received into, on the engine, or their results
- * unread) while another client uses them (it claimed one since either of
- * `c`'s last two claims, or waits: on the queues, or `set_aside` by a
- * grant that took waiters off them), so that a slot stays for it. */
+/* Whether `c`, a receiver or a client whose whole frame fills a slot
+ * alone (`heavy`), already holds its share of the slots: all but one (in
+ * any state: being received into, on the engine, or their results unread)
+ * while another client uses them (it claimed one since either of `c`'s
+ * last two claims, or waits: on the queues, or `set_aside` by a grant that
+ * took waiters off them), so that a slot stays for it. */
 static int holds_its_share(const gf_sched *s, const gf_sched_client *c, int set_aside) {
     if (s->ring.count < 2)
         return 0;
@@ -126,7 +127,7 @@ gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
     if (slot) {
         /* Granted, or left open and empty: it takes any frame. */
         assert(slot->open && slot->frame_count == 0);
-    } else if (!must_wait(s, receive) && !(receive && holds_its_share(s, c, 0)) &&
+    } else if (!must_wait(s, receive) && !((receive || c->heavy) && holds_its_share(s, c, 0)) &&
                (slot = gf_slot_claim(&s->ring, c))) {
         take(s, c, slot);
     } else {
@@ -220,22 +221,30 @@ int gf_sched_pipeline_busy(const gf_sched *s, uint32_t id) {
     return 0;
 }
 
-/* The whole-frame waiter a free slot goes to: the first of the oldest
- * GF_GRANT_PROBES_MAX whose pipeline has no batch open or on the engine,
- * else the oldest.  So a frame of another pipeline waits for one frame of
- * a pipeline that holds every slot (heavy frames, one a batch), not for
- * one more of them that waited before it. */
+/* The whole-frame waiter a free slot goes to, of the oldest
+ * GF_GRANT_PROBES_MAX and not one whose frames fill a slot each while it
+ * holds its share (holds_its_share): the first whose pipeline has no batch
+ * open or on the engine, else the first; none when every one probed holds
+ * its share (a completion of theirs grants again).  So a frame of another
+ * pipeline waits for one frame of a pipeline that holds every slot (heavy
+ * frames, one a batch), not for one more of them that waited before it;
+ * and another client's frame of the same pipeline does not wait for a
+ * second one of a client whose frames fill the slots. */
 static gf_sched_client *pick_runner(const gf_sched *s) {
     const gf_link *l = gf_list_front(&s->wait_run);
-    unsigned first = l ? gf_list_entry(l, gf_sched_client, waiting)->priority : 0;
+    gf_sched_client *oldest = NULL;
     for (int i = 0; l && i < GF_GRANT_PROBES_MAX; i++, l = gf_list_next(&s->wait_run, l)) {
         gf_sched_client *c = gf_list_entry(l, gf_sched_client, waiting);
-        if (c->priority != first)
+        if (c->heavy && holds_its_share(s, c, 0))
+            continue;
+        if (!oldest)
+            oldest = c;
+        else if (c->priority != oldest->priority)
             break; /* never ahead of a higher class */
         if (!gf_sched_pipeline_busy(s, c->wait_pipeline))
             return c;
     }
-    return waiter(gf_list_front(&s->wait_run));
+    return oldest;
 }
 
 /* Hands free slots to waiters; receivers not sending only if `unready`. */
@@ -496,13 +505,15 @@ gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, c
         close_slot(s, b); /* as full as it gets for this frame: it goes now */
     if (!f) {
         c->wait_pipeline = h->pipeline_id;
+        c->heavy = !gf_slot_ring_fits_two(&s->ring, p->stage_count, in_bytes, stage_bytes);
         if (!(b = gf_sched_claim(s, c, 0)))
             return NULL;
         f = gf_slot_add(b, c, p, h, in_bytes, stage_bytes, arrived_ns);
         assert(f != NULL); /* an empty slot takes any frame admission passed */
-        /* The pipeline's open batch now: no one connection's. */
+        /* The pipeline's open batch now: no one connection's, unless its
+         * frame fills it, which counts as `c`'s (holds_its_share). */
         c->batch = NULL;
-        b->owner = NULL;
+        b->owner = c->heavy ? c : NULL;
         gf_list_push_back(&s->open, &b->open_link);
         invite(s, h->pipeline_id);
         s->hooks.batches(s->hooks.arg);

@@ -20,12 +20,12 @@
  * since either of this one's last two claims, or waits for one), a receiver holds at most
  * all slots but one, counting those whose results it has not yet read, so
  * that another's frame never waits for a bulk transfer through the socket
- * (docs/design.md, "What a client gets whatever others do").  Alone, it may use
- * them all.  When a slot frees, waiters are
- * granted slots in arrival order across both queues, a receiver only under
- * that cap and only if its bytes are there (the `receive_ready` hook): a
- * client that announced a payload and sent nothing does not take a slot
- * that a sending client will want a moment later.  Such a receiver is
+ * (docs/design.md, "What a client gets whatever others do").  Nor does a
+ * connection whose whole frames fill a slot each (large frames by
+ * reference): the same share holds it.  Alone, either may use them all.  When a slot frees, waiters
+ * are granted slots in arrival order across both queues, a receiver only under that cap and only if
+ * its bytes are there (the `receive_ready` hook): a client that announced a payload and sent
+ * nothing does not take a slot that a sending client will want a moment later.  Such a receiver is
  * granted a free slot only by the watchdog's round
  * (gf_sched_grant_unready), and then holds it only until its stall is cut
  * (deadline.h).  A newcomer that finds others waiting queues behind them.
@@ -125,6 +125,9 @@ typedef struct gf_sched_client {
                                   two claims                                      */
     unsigned invited : 1;      /* taken off wait_run to join a batch: should it
                                   wait again, it keeps its place (wait_seq)       */
+    unsigned heavy : 1;        /* its last whole frame to claim a slot fills one
+                                  alone (two do not fit a slot): it holds at most
+                                  its share of them, as a receiver does            */
 } gf_sched_client;
 
 typedef struct gf_sched_hooks {

@@ -705,6 +705,126 @@ START_TEST(newest_frame_only_runs_one_frame_at_a_time) {
 }
 END_TEST
 
+/* Submission number of frame `frame_id` of connection `conn` in TRACE
+ * document `tr` (0 when it is not there). */
+static uint64_t submission_of(const cJSON *tr, uint64_t conn, uint64_t frame_id) {
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(tr, "frames")) {
+        if ((uint64_t)num(r, "conn") == conn && (uint64_t)num(r, "frame_id") == frame_id)
+            return (uint64_t)num(r, "submission");
+    }
+    return 0;
+}
+
+/* The connection id TRACE gives frame `frame_id` of whichever connection
+ * sent it alone (the ids of two connections differ). */
+static uint64_t conn_of(const cJSON *tr, uint64_t frame_id) {
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(tr, "frames")) {
+        if ((uint64_t)num(r, "frame_id") == frame_id)
+            return (uint64_t)num(r, "conn");
+    }
+    ck_abort_msg("frame %llu is not in the trace", (unsigned long long)frame_id);
+    return 0;
+}
+
+/* Reads `n` results on `fd`, frames first_id.., each exactly c->ref. */
+static void expect_cam_results(const cam_daemon *c, int fd, uint64_t first_id, unsigned n) {
+    static uint8_t got[BIG];
+    char err[256], why[256];
+    for (unsigned i = 0; i < n; i++) {
+        gf_header h;
+        ck_assert_msg(
+            gf_test_raw_recv_reply(fd, &h, got, sizeof got, reply_ms(), err, sizeof err) == 0, "%s",
+            err);
+        ck_assert_msg(h.type == GF_MSG_RESULT, "frame %llu: type %u status %s",
+                      (unsigned long long)h.frame_id, h.type, gf_status_name(h.status));
+        ck_assert_uint_eq(h.frame_id, first_id + i);
+        ck_assert_uint_eq(h.payload_bytes, c->ref_bytes);
+        ck_assert_msg(
+            gf_pipeline_compare_result(&c->p[0], got, c->ref, c->ref_bytes, why, sizeof why) == 0,
+            "frame %llu: %s", (unsigned long long)h.frame_id, why);
+    }
+}
+
+/* A client whose whole frames fill a slot each (two BIG frames do not fit
+ * max_frame_bytes) holds both slots alone, but leaves one to another
+ * client, as a receiver of large payloads does: with its frames 1 and 2 on
+ * the engine (2 sent three steps after 1, so that 1 is back first) and 3
+ * waiting, another client's frame (101, waiting behind 3) gets the first
+ * slot back, and 3 the next.  Before, 3 went first and 101 waited for two
+ * of the first client's frames.  Then, alone again for two claims, the
+ * first client has both slots once more. */
+START_TEST(frames_that_fill_a_slot_leave_one_to_another_client) {
+    cam_daemon c;
+    double want = 8.0 * (double)work_step_ms() * 1e6 / ((double)(BIG / 4) * g_sincos_ns);
+    unsigned iters = want < 1 ? 1 : want > ITERS_MAX ? ITERS_MAX : (unsigned)want;
+    char json[512], err[256];
+    snprintf(json, sizeof json,
+             "{\"shards\": 1, \"slots\": 2, \"max_frame_bytes\": 16384, "
+             "\"frame_timeout_ms\": 600000, \"pipelines\": [{\"name\": \"cam\", "
+             "\"kind\": \"sincos\", \"params\": {\"iters\": %u}}]}",
+             iters);
+    gf_test_ck_daemon_start(&c.d, json, g_engine);
+    c.q = gf_test_ck_connect(c.d.socket_path);
+    size_t count;
+    c.p = gf_test_ck_list(c.q, &count);
+    ck_assert_uint_eq(count, 1);
+    uint64_t seed = 37;
+    ck_assert_msg(
+        gf_test_make_frame(&c.p[0], BIG, &seed, &c.in, &c.ref, &c.ref_bytes, err, sizeof err) == 0,
+        "%s", err);
+    c.fd = gf_test_ck_raw_connect(c.d.socket_path);
+    int bulk = c.fd, other = gf_test_ck_raw_connect(c.d.socket_path);
+    gf_client *q = c.q;
+    uint32_t id = c.p[0].id;
+    send_frame(bulk, 1, id, 0, c.in, BIG);
+    ck_assert_uint_eq(gf_test_ck_wait_stat(q, "slots.in_flight", 1, 1, 30000), 1);
+    gf_test_sleep_ms((unsigned)(3 * work_step_ms()));
+    send_frame(bulk, 2, id, 0, c.in, BIG);
+    send_frame(bulk, 3, id, 0, c.in, BIG);
+    ck_assert_uint_eq(gf_test_ck_wait_stat(q, "slots.in_flight", 2, 2, 30000), 2);
+    /* 3 waits for a slot (a waiting frame is counted received once placed). */
+    ck_assert_uint_eq(gf_test_ck_wait_stat(q, "backpressure_pauses", 1, 1, 10000), 1);
+    send_frame(other, 101, id, 0, c.in, BIG);
+    ck_assert_uint_eq(gf_test_ck_wait_stat(q, "backpressure_pauses", 2, 2, 10000), 2);
+    /* Both slots still on the first client's frames, 3 and 101 waiting. */
+    cJSON *st = gf_test_ck_stats(q);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "slots.submissions"), 2);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.received"), 2);
+    cJSON_Delete(st);
+    expect_cam_results(&c, bulk, 1, 3);
+    expect_cam_results(&c, other, 101, 1);
+    /* Alone: after two claims of its own, both slots at once. */
+    for (uint64_t f = 4; f <= 5; f++)
+        send_frame(bulk, f, id, 0, c.in, BIG);
+    uint64_t most = 0;
+    for (uint64_t waited = 0; most < 2 && waited < (uint64_t)reply_ms() * 4; waited += 5) {
+        uint64_t n = gf_test_ck_stat(q, "slots.in_flight");
+        most = n > most ? n : most;
+        usleep(5000);
+    }
+    ck_assert_msg(most == 2, "the client alone never had both slots (at most %llu)",
+                  (unsigned long long)most);
+    expect_cam_results(&c, bulk, 4, 2);
+    char *text = NULL;
+    ck_assert_int_eq(gf_client_request_trace(q, 0, &text, 10000), 0);
+    cJSON *tr = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(tr);
+    uint64_t b = conn_of(tr, 3), o = conn_of(tr, 101);
+    ck_assert_uint_ne(b, o);
+    uint64_t s3 = submission_of(tr, b, 3), s101 = submission_of(tr, o, 101);
+    ck_assert_msg(s101 == 3 && s3 == 4,
+                  "the other client's frame went in submission %llu, the first client's third "
+                  "frame in %llu: want 3 and 4",
+                  (unsigned long long)s101, (unsigned long long)s3);
+    cJSON_Delete(tr);
+    close(other);
+    cam_stop(&c);
+}
+END_TEST
+
 /* Newest-frame-only from a client that waits for each reply: nothing is
  * ever replaced, every frame answered with its own bytes. */
 START_TEST(newest_frame_only_replaces_nothing_that_ran) {
@@ -1032,6 +1152,15 @@ static Suite *sched_live_suite(void) {
                "newest_frame_only_runs_one_frame_at_a_time (cpu only)\n",
                g_engine);
     }
+    suite_add_tcase(s, tc);
+    tc = tcase_create("shares");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    if (strcmp(g_engine, "cpu") == 0)
+        tcase_add_test(tc, frames_that_fill_a_slot_leave_one_to_another_client);
+    else
+        printf("not run on the %s engine: frames_that_fill_a_slot_leave_one_to_another_client "
+               "(cpu only)\n",
+               g_engine);
     suite_add_tcase(s, tc);
     tc = tcase_create("priorities");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
