@@ -1521,13 +1521,25 @@ END_TEST
 
 /* ---- failure: the watchdog and the drain -------------------------------------------------- */
 
-/* sincos rounds that make one 4 KiB frame take about a second on a CPU. */
-#define STUCK_ITERS  20000
+/* sincos rounds that make one 4 KiB frame take about a second on this
+ * machine's CPU (gf_test_sincos_ns), at most the kind's 100,000 (half a
+ * second and more wherever a sincos takes 5 ns or more).  A fixed 20,000 made
+ * 0.34 s frames on a 2-core VM: a batch of three, 1.03 s, beat the
+ * watchdog's 0.9 s by 14 % only, and a faster core answered frame 0 a
+ * result. */
+static unsigned stuck_iters(void) {
+    static unsigned iters;
+    if (!iters) {
+        double want = 1e9 / ((double)(SMALL_FRAME_BYTES / 4) * gf_test_sincos_ns());
+        iters = want < 1 ? 1 : want > 100000 ? 100000 : (unsigned)want;
+    }
+    return iters;
+}
 #define STUCK_FRAMES 6
 static const char stuck_json_fmt[] =
     "{\"slots\": 2, \"shards\": 1, \"frame_timeout_ms\": %d, \"drain_timeout_ms\": %d,"
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
-    " {\"name\": \"heavy\", \"kind\": \"sincos\", \"params\": {\"iters\": %d}}]}";
+    " {\"name\": \"heavy\", \"kind\": \"sincos\", \"params\": {\"iters\": %u}}]}";
 
 /* Sends frames first..first+count-1 of `pipeline_id` (SMALL_FRAME_BYTES of
  * float32 each, none 0: sincos of 0 takes libm's quick path) in one write,
@@ -1579,7 +1591,7 @@ static unsigned expect_errors_in_order(int fd, unsigned count, uint32_t status, 
  */
 START_TEST(watchdog_failure_answers_in_request_order) {
     char json[512];
-    snprintf(json, sizeof json, stuck_json_fmt, STUCK_FRAME_TIMEOUT_MS, 30000, STUCK_ITERS);
+    snprintf(json, sizeof json, stuck_json_fmt, STUCK_FRAME_TIMEOUT_MS, 30000, stuck_iters());
     gf_test_ck_daemon_start(&daemon_, json, g_engine);
     gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     size_t count;
@@ -1619,7 +1631,7 @@ END_TEST
  */
 START_TEST(drain_timeout_answers_what_it_abandons) {
     char json[512];
-    snprintf(json, sizeof json, stuck_json_fmt, 3600000, 300, STUCK_ITERS);
+    snprintf(json, sizeof json, stuck_json_fmt, 3600000, 300, stuck_iters());
     gf_test_ck_daemon_start(&daemon_, json, g_engine);
     gf_client *c = gf_test_ck_connect(daemon_.socket_path);
     size_t count;
