@@ -17,13 +17,10 @@
  *
  *   gf_devices_copy [--size BYTES] [--seconds S]
  */
-#include <cuda_runtime.h>
-
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "cuda_check.h"
 
 namespace {
 
@@ -33,45 +30,35 @@ struct Dev {
     void *in_host = nullptr, *out_host = nullptr, *in_dev = nullptr, *out_dev = nullptr;
 };
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "gf_devices_copy: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,    \
-                         cudaGetErrorString(e_));                                                  \
-            std::exit(1);                                                                          \
-        }                                                                                          \
-    } while (0)
-
 void open_dev(Dev &d, int id, size_t bytes) {
     d.id = id;
-    CK(cudaSetDevice(id));
-    CK(cudaStreamCreateWithFlags(&d.up, cudaStreamNonBlocking));
-    CK(cudaStreamCreateWithFlags(&d.down, cudaStreamNonBlocking));
-    CK(cudaHostAlloc(&d.in_host, bytes, cudaHostAllocPortable));
-    CK(cudaHostAlloc(&d.out_host, bytes, cudaHostAllocPortable));
-    CK(cudaMalloc(&d.in_dev, bytes));
-    CK(cudaMalloc(&d.out_dev, bytes));
+    CHECK(cudaSetDevice(id));
+    CHECK(cudaStreamCreateWithFlags(&d.up, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&d.down, cudaStreamNonBlocking));
+    CHECK(cudaHostAlloc(&d.in_host, bytes, cudaHostAllocPortable));
+    CHECK(cudaHostAlloc(&d.out_host, bytes, cudaHostAllocPortable));
+    CHECK(cudaMalloc(&d.in_dev, bytes));
+    CHECK(cudaMalloc(&d.out_dev, bytes));
     std::memset(d.in_host, 0x5a, bytes);
 }
 
 /* Frames per device of `bytes` both ways on devices [0, n), `rounds` each:
  * seconds from the first copy queued to the last stream done. */
 double run(std::vector<Dev> &devs, int n, size_t bytes, int rounds) {
-    auto t0 = std::chrono::steady_clock::now();
+    double t0 = now_us();
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < n; k++) {
             Dev &d = devs[(size_t)k];
-            CK(cudaSetDevice(d.id));
-            CK(cudaMemcpyAsync(d.in_dev, d.in_host, bytes, cudaMemcpyHostToDevice, d.up));
-            CK(cudaMemcpyAsync(d.out_host, d.out_dev, bytes, cudaMemcpyDeviceToHost, d.down));
+            CHECK(cudaSetDevice(d.id));
+            CHECK(cudaMemcpyAsync(d.in_dev, d.in_host, bytes, cudaMemcpyHostToDevice, d.up));
+            CHECK(cudaMemcpyAsync(d.out_host, d.out_dev, bytes, cudaMemcpyDeviceToHost, d.down));
         }
     for (int k = 0; k < n; k++) {
-        CK(cudaSetDevice(devs[(size_t)k].id));
-        CK(cudaStreamSynchronize(devs[(size_t)k].up));
-        CK(cudaStreamSynchronize(devs[(size_t)k].down));
+        CHECK(cudaSetDevice(devs[(size_t)k].id));
+        CHECK(cudaStreamSynchronize(devs[(size_t)k].up));
+        CHECK(cudaStreamSynchronize(devs[(size_t)k].down));
     }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return (now_us() - t0) / 1e6;
 }
 
 } // namespace
@@ -86,8 +73,9 @@ int main(int argc, char **argv) {
             if (*end == 'K' || *end == 'M')
                 v <<= (*end++ == 'K' ? 10 : 20);
             if (end == argv[i] || *end != '\0' || v == 0 || v > (1ull << 30)) {
-                std::fprintf(stderr, "gf_devices_copy: --size: expected BYTES[K|M] up to 1G, "
-                                     "got '%s'\n",
+                std::fprintf(stderr,
+                             "gf_devices_copy: --size: expected BYTES[K|M] up to 1G, "
+                             "got '%s'\n",
                              argv[i]);
                 return 2;
             }
@@ -95,8 +83,9 @@ int main(int argc, char **argv) {
         } else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) {
             seconds = std::strtod(argv[++i], &end);
             if (end == argv[i] || *end != '\0' || !(seconds > 0 && seconds <= 60)) {
-                std::fprintf(stderr, "gf_devices_copy: --seconds: expected 0 < S <= 60, got "
-                                     "'%s'\n",
+                std::fprintf(stderr,
+                             "gf_devices_copy: --seconds: expected 0 < S <= 60, got "
+                             "'%s'\n",
                              argv[i]);
                 return 2;
             }
