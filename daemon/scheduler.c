@@ -42,7 +42,7 @@ void gf_sched_client_init(gf_sched_client *c) {
     c->wait_seq = c->claim_seq = 0;
     c->wait_pipeline = 0;
     c->priority = GF_CLASS_NORMAL;
-    c->receive = c->receiving = c->shared = c->invited = c->heavy = 0;
+    c->receive = c->receiving = c->shared = c->invited = c->fills_slot = 0;
 }
 
 static void receiving_start(gf_sched *s, gf_sched_client *c) {
@@ -64,7 +64,7 @@ static gf_slot *take(gf_sched *s, gf_sched_client *c, gf_slot *slot) {
 }
 
 /* Whether `c`, a receiver or a client whose whole frame fills a slot
- * alone (`heavy`), already holds its share of the slots: all but one (in
+ * alone (`fills_slot`), already holds its share of the slots: all but one (in
  * any state: being received into, on the engine, or their results unread)
  * while another client uses them (it claimed one since either of `c`'s
  * last two claims, or waits: on the queues, or `set_aside` by a grant that
@@ -91,13 +91,30 @@ static int receivers_could_go(const gf_sched *s) {
     return 0;
 }
 
+/* Whether whole-frame waiter `c` may not take a slot now: its frames fill
+ * a slot each and it holds its share. */
+static int capped(const gf_sched *s, const gf_sched_client *c) {
+    return c->fills_slot && holds_its_share(s, c, 0);
+}
+
+/* Whether a whole-frame waiter could take a free slot: one of the oldest
+ * GF_GRANT_PROBES_MAX is not capped (or more wait than that). */
+static int runners_could_go(const gf_sched *s) {
+    const gf_link *l = gf_list_front(&s->wait_run);
+    for (int i = 0; l && i < GF_GRANT_PROBES_MAX; i++, l = gf_list_next(&s->wait_run, l))
+        if (!capped(s, gf_list_entry(l, gf_sched_client, waiting)))
+            return 1;
+    return l != NULL;
+}
+
 /* Whether a newcomer asking for a slot must queue behind those waiting: a
- * whole frame behind whole frames, and behind receivers that a free slot
- * could go to; a receiver behind anyone, and while receivers are capped. */
+ * whole frame behind whole frames that a free slot could go to, and behind
+ * such receivers; a receiver behind anyone, and while receivers are
+ * capped. */
 static int must_wait(const gf_sched *s, int receive) {
     if (!receive)
-        return !gf_list_empty(&s->wait_run) || receivers_could_go(s);
-    return !gf_list_empty(&s->wait_run) || !gf_list_empty(&s->wait_receive) ||
+        return runners_could_go(s) || receivers_could_go(s);
+    return runners_could_go(s) || !gf_list_empty(&s->wait_receive) ||
            s->receiving >= s->receive_max;
 }
 
@@ -127,7 +144,8 @@ gf_slot *gf_sched_claim(gf_sched *s, gf_sched_client *c, int receive) {
     if (slot) {
         /* Granted, or left open and empty: it takes any frame. */
         assert(slot->open && slot->frame_count == 0);
-    } else if (!must_wait(s, receive) && !((receive || c->heavy) && holds_its_share(s, c, 0)) &&
+    } else if (!must_wait(s, receive) &&
+               !((receive || c->fills_slot) && holds_its_share(s, c, 0)) &&
                (slot = gf_slot_claim(&s->ring, c))) {
         take(s, c, slot);
     } else {
@@ -163,9 +181,10 @@ static void unqueue(gf_sched_client *c) {
 
 void gf_sched_stop_waiting(gf_sched *s, gf_sched_client *c) {
     unqueue(c);
-    /* A receiver held to its share for this one's sake may take a free
-     * slot now. */
-    if (s->ring.free_count > 0 && !gf_list_empty(&s->wait_receive))
+    /* A receiver, or a client whose frames fill a slot, held to its share
+     * for this one's sake may take a free slot now. */
+    if (s->ring.free_count > 0 &&
+        (!gf_list_empty(&s->wait_receive) || !gf_list_empty(&s->wait_run)))
         s->hooks.wake(s->hooks.arg);
 }
 
@@ -222,10 +241,10 @@ int gf_sched_pipeline_busy(const gf_sched *s, uint32_t id) {
 }
 
 /* The whole-frame waiter a free slot goes to, of the oldest
- * GF_GRANT_PROBES_MAX and not one whose frames fill a slot each while it
- * holds its share (holds_its_share): the first whose pipeline has no batch
- * open or on the engine, else the first; none when every one probed holds
- * its share (a completion of theirs grants again).  So a frame of another
+ * GF_GRANT_PROBES_MAX and not capped (one whose frames fill a slot each and
+ * that holds its share): the first whose pipeline has no batch open or on
+ * the engine, else the first; none when the only one probed is capped (it
+ * takes the next slot of its own that goes back).  So a frame of another
  * pipeline waits for one frame of a pipeline that holds every slot (heavy
  * frames, one a batch), not for one more of them that waited before it;
  * and another client's frame of the same pipeline does not wait for a
@@ -235,7 +254,7 @@ static gf_sched_client *pick_runner(const gf_sched *s) {
     gf_sched_client *oldest = NULL;
     for (int i = 0; l && i < GF_GRANT_PROBES_MAX; i++, l = gf_list_next(&s->wait_run, l)) {
         gf_sched_client *c = gf_list_entry(l, gf_sched_client, waiting);
-        if (c->heavy && holds_its_share(s, c, 0))
+        if (capped(s, c))
             continue;
         if (!oldest)
             oldest = c;
@@ -455,7 +474,7 @@ static void invite(gf_sched *s, uint32_t id) {
     while (l) {
         gf_sched_client *w = gf_list_entry(l, gf_sched_client, waiting);
         l = gf_list_next(&s->wait_run, l);
-        if (w->wait_pipeline != id)
+        if (w->wait_pipeline != id || capped(s, w))
             continue;
         gf_list_remove(&w->waiting);
         w->invited = 1;
@@ -503,9 +522,11 @@ gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, c
     gf_frame *f = b ? gf_slot_add(b, c, p, h, in_bytes, stage_bytes, arrived_ns) : NULL;
     if (b && !f)
         close_slot(s, b); /* as full as it gets for this frame: it goes now */
+    else if (f && b->owner != c)
+        b->owner = NULL; /* another's frame fills it no more: no one's */
     if (!f) {
         c->wait_pipeline = h->pipeline_id;
-        c->heavy = !gf_slot_ring_fits_two(&s->ring, p->stage_count, in_bytes, stage_bytes);
+        c->fills_slot = !gf_slot_ring_fits_two(&s->ring, p->stage_count, in_bytes, stage_bytes);
         if (!(b = gf_sched_claim(s, c, 0)))
             return NULL;
         f = gf_slot_add(b, c, p, h, in_bytes, stage_bytes, arrived_ns);
@@ -513,7 +534,7 @@ gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, c
         /* The pipeline's open batch now: no one connection's, unless its
          * frame fills it, which counts as `c`'s (holds_its_share). */
         c->batch = NULL;
-        b->owner = c->heavy ? c : NULL;
+        b->owner = c->fills_slot ? c : NULL;
         gf_list_push_back(&s->open, &b->open_link);
         invite(s, h->pipeline_id);
         s->hooks.batches(s->hooks.arg);

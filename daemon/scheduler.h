@@ -17,18 +17,23 @@
  * that take turns doing so, never hold every slot: a whole frame always
  * finds one within a submission's time.  Nor does one connection receiving
  * large payloads: while another connection uses the slots (it claimed one
- * since either of this one's last two claims, or waits for one), a receiver holds at most
- * all slots but one, counting those whose results it has not yet read, so
- * that another's frame never waits for a bulk transfer through the socket
+ * since either of this one's last two claims, or waits for one, also a
+ * receiver whose bytes have not come), a receiver holds at most all slots
+ * but one, counting those whose results it has not yet read, so that
+ * another's frame never waits for a bulk transfer through the socket
  * (docs/design.md, "What a client gets whatever others do").  Nor does a
- * connection whose whole frames fill a slot each (large frames by
- * reference): the same share holds it.  Alone, either may use them all.  When a slot frees, waiters
- * are granted slots in arrival order across both queues, a receiver only under that cap and only if
- * its bytes are there (the `receive_ready` hook): a client that announced a payload and sent
- * nothing does not take a slot that a sending client will want a moment later.  Such a receiver is
+ * connection whose whole frames fill a slot each (two do not fit one:
+ * large frames by reference, or staged ones near max_frame_bytes): the
+ * same share holds it.  Alone, either may use them all.  When a slot frees,
+ * waiters are granted slots in arrival order across both queues, either
+ * only while it holds less than its share, a receiver only under the cap
+ * on receivers and only if its bytes are there (the `receive_ready` hook):
+ * a client that announced a payload and sent nothing does not take a slot
+ * that a sending client will want a moment later.  Such a receiver is
  * granted a free slot only by the watchdog's round
  * (gf_sched_grant_unready), and then holds it only until its stall is cut
- * (deadline.h).  A newcomer that finds others waiting queues behind them.
+ * (deadline.h).  A newcomer that finds others waiting queues behind those
+ * a free slot could go to.
  *
  * Grants happen in one pass after the loop's I/O (gf_sched_grant, run by
  * the shard's deferred work when the `wake` hook asked for it), never from
@@ -79,7 +84,9 @@
  * joins it before batch frames; and an open batch that holds a realtime
  * frame goes to the engine after this loop iteration's I/O, waiting
  * neither for its pipeline's max_batch_delay_us nor for the submissions on
- * the engine.  Frames already in a slot are never taken out. */
+ * the engine.  Frames already in a slot are never taken out, and a client
+ * that holds its share of the slots (above) waits whatever its class:
+ * lower classes' frames pass it meanwhile. */
 #define GF_PRIORITY_STEP_NS (50ull * 1000 * 1000)
 
 /* Submissions on the engine above which a batch of small frames is held
@@ -125,7 +132,7 @@ typedef struct gf_sched_client {
                                   two claims                                      */
     unsigned invited : 1;      /* taken off wait_run to join a batch: should it
                                   wait again, it keeps its place (wait_seq)       */
-    unsigned heavy : 1;        /* its last whole frame to claim a slot fills one
+    unsigned fills_slot : 1;   /* its last whole frame to claim a slot fills one
                                   alone (two do not fit a slot): it holds at most
                                   its share of them, as a receiver does            */
 } gf_sched_client;

@@ -131,8 +131,10 @@ typedef struct gf_slot {
     uint32_t frame_count;          /* frames placed in it since its claim           */
     uint32_t frames_held;          /* of them, not yet released                      */
     uint64_t used_bytes;           /* where the next frame may start (aligned up)    */
-    struct gf_sched_client *owner; /* whose batch it is while one connection's
-                                      (scheduler.h); NULL while any may join it */
+    struct gf_sched_client *owner; /* whose slot it is while one connection's
+                                      (scheduler.h: a receiver's, or a frame
+                                      that fills it alone); NULL once another
+                                      connection's frame is in it          */
     int open;                      /* claimed and not yet handed to the engine        */
     int urgent;                    /* open, with a realtime frame: goes to the engine
                                       without waiting for more (scheduler.h)        */

@@ -768,6 +768,102 @@ START_TEST(an_empty_batch_goes_back_to_the_ring) {
 }
 END_TEST
 
+/* A whole frame of `c` of BIG bytes: two never fit a slot (BUF_BYTES). */
+enum { BIG = 3000 };
+static gf_frame *join_big(gf_sched_client *c, uint64_t frame_id) {
+    gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, 0, BIG);
+    uint64_t stage_bytes[GF_STAGES_MAX] = {BIG};
+    gf_frame *f = gf_sched_join(&sched, c, &echo, &h, BIG, stage_bytes, 1);
+    if (f)
+        f->batched = 1;
+    return f;
+}
+
+/* Completes submission k and releases its frames: the slot goes back. */
+static void complete_and_release(unsigned k) {
+    gf_slot *s = submitted[k];
+    gf_sched_complete(s, &sched);
+    for (uint32_t i = 0; i < s->frame_count; i++)
+        gf_sched_release(&sched, &s->frames[i]);
+}
+
+/* A client whose frames fill a slot each has both slots alone; once
+ * another waits, the slot that comes back goes to the other, though the
+ * first's frame waited longer, and the first is not invited to the other's
+ * batch either (its frame would fit beside a small one); it gets the next
+ * slot of its own that comes back. */
+START_TEST(a_client_whose_frames_fill_a_slot_leaves_one_to_another) {
+    setup(2);
+    gf_frame *a1 = join_big(A, 1);
+    ck_assert_ptr_nonnull(a1);
+    ck_assert_ptr_eq(a1->slot->owner, A);
+    pass();
+    gf_frame *a2 = join_big(A, 2);
+    ck_assert_ptr_nonnull(a2); /* alone: both slots */
+    pass();
+    ck_assert_uint_eq(submitted_count, 2);
+    ck_assert_ptr_null(join_big(A, 3));
+    ck_assert_ptr_null(join(B, 10));
+    complete_and_release(0);
+    ck_assert_uint_eq(sched.ring.free_count, 1);
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 1);
+    ck_assert_ptr_eq(granted[0], B);
+    gf_frame *b = join(B, 10); /* in its grant: A, capped, is not invited */
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(granted_count, 1);
+    ck_assert(gf_sched_waiting(A));
+    pass();
+    complete_and_release(1);
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 2);
+    ck_assert_ptr_eq(granted[1], A);
+    teardown();
+}
+END_TEST
+
+/* A newcomer takes a free slot that the only waiter, capped, may not: it
+ * does not queue behind it.  And a client that stops waiting asks for a
+ * grant while a slot is free, for whoever waited behind it or was capped
+ * for its sake. */
+START_TEST(a_capped_client_holds_no_one_up) {
+    setup(2);
+    ck_assert_ptr_nonnull(join_big(A, 1));
+    pass();
+    ck_assert_ptr_nonnull(join(C, 20)); /* C's batch in the other slot */
+    pass();
+    ck_assert_ptr_null(join_big(A, 2)); /* no slot free */
+    complete_and_release(1);            /* C's */
+    gf_sched_grant(&sched);
+    ck_assert_uint_eq(granted_count, 0); /* A holds its share: C used a slot */
+    ck_assert_uint_eq(sched.ring.free_count, 1);
+    gf_frame *d = join(D, 30);
+    ck_assert_ptr_nonnull(d); /* at once, not behind A */
+    ck_assert(!gf_sched_waiting(D));
+    pass();
+    ck_assert_ptr_null(join(B, 40)); /* behind A: no slot free */
+    complete_and_release(2);         /* D's: one is, before the grant */
+    ck_assert(gf_sched_waiting(B));
+    unsigned before = wakes;
+    gf_sched_stop_waiting(&sched, B); /* B closes */
+    ck_assert_uint_eq(wakes, before + 1);
+    teardown();
+}
+END_TEST
+
+/* A slot a client's frame fills is that client's until another client's
+ * frame joins its batch, beside it: then no one's. */
+START_TEST(a_slot_is_no_ones_once_another_frame_joins) {
+    setup(1);
+    gf_frame *a = join_big(A, 1);
+    ck_assert_ptr_eq(a->slot->owner, A);
+    gf_frame *b = join(B, 2);
+    ck_assert_ptr_eq(b->slot, a->slot);
+    ck_assert_ptr_null(a->slot->owner);
+    teardown();
+}
+END_TEST
+
 /* Each frame's reply is made from its status: a result whose body is the
  * slot's output, or an ERROR counted by reason. */
 START_TEST(completion_makes_each_frame_reply_ready) {
@@ -868,6 +964,9 @@ static Suite *scheduler_suite(void) {
     tcase_add_test(tc, batches_are_held_while_the_engine_is_busy);
     tcase_add_test(tc, a_received_frame_has_its_slot_to_itself);
     tcase_add_test(tc, an_empty_batch_goes_back_to_the_ring);
+    tcase_add_test(tc, a_client_whose_frames_fill_a_slot_leaves_one_to_another);
+    tcase_add_test(tc, a_capped_client_holds_no_one_up);
+    tcase_add_test(tc, a_slot_is_no_ones_once_another_frame_joins);
     tcase_add_test(tc, completion_makes_each_frame_reply_ready);
     tcase_add_test(tc, a_refused_submission_fails_every_frame_with_its_text);
     suite_add_tcase(s, tc);
