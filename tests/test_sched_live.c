@@ -43,6 +43,21 @@ static const char three_slots_json[] =
     "{\"shards\": 1, \"slots\": 3, \"max_frame_bytes\": 8388608, \"frame_timeout_ms\": 600000,"
     " \"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"},"
     " {\"name\": \"slow\", \"kind\": \"sincos\", \"params\": {\"iters\": " SLOW_ITERS_TEXT "}}]}";
+/* A slow frame's input, SLOW_BYTES_MAX of it: the values gf_test_sincos_ns
+ * measured with, so that a frame takes the time gf_test_slow_frame_bytes
+ * sized it for.  (Zeros took a quarter of it: the slow frames of the
+ * deadline test came back with its deadline, not four of them later.) */
+static const uint8_t *slow_input(void) {
+    static uint8_t buf[SLOW_BYTES_MAX];
+    static int filled;
+    if (!filled) {
+        uint64_t rng = 17;
+        gf_test_fill_input(gf_pipeline_kind_find("sincos"), buf, sizeof buf, &rng);
+        filled = 1;
+    }
+    return buf;
+}
+
 #define ECHO_ID 0
 #define SLOW_ID 1
 #define SMALL   256 /* bytes of an echo frame */
@@ -255,7 +270,7 @@ START_TEST(a_deadline_passed_in_a_batch_is_not_answered_a_result) {
     uint64_t wait_ms = step_ms();
     size_t slow_bytes =
         gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS, (unsigned)(4 * wait_ms), SLOW_BYTES_MAX);
-    static uint8_t slow[SLOW_BYTES_MAX];
+    const uint8_t *slow = slow_input();
     gf_client *a = gf_test_ck_connect(d.socket_path), *q = gf_test_ck_connect(d.socket_path);
     int b = gf_test_ck_raw_connect(d.socket_path), c = gf_test_ck_raw_connect(d.socket_path);
 
@@ -334,7 +349,7 @@ START_TEST(newest_frame_only_replaces_a_waiting_frame) {
     gf_test_ck_daemon_start(&d, three_slots_json, g_engine);
     size_t slow_bytes = gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS,
                                                  (unsigned)(4 * work_step_ms()), SLOW_BYTES_MAX);
-    static uint8_t slow[SLOW_BYTES_MAX];
+    const uint8_t *slow = slow_input();
     gf_client *a = gf_test_ck_connect(d.socket_path), *q = gf_test_ck_connect(d.socket_path);
     int cam = gf_test_ck_raw_connect(d.socket_path), nb = gf_test_ck_raw_connect(d.socket_path);
     cJSON *st = gf_test_ck_stats(q);
@@ -433,7 +448,7 @@ START_TEST(newest_frame_only_reads_on_while_it_waits_for_a_slot) {
     gf_test_ck_daemon_start(&d, one_slot_json, g_engine);
     size_t slow_bytes = gf_test_slow_frame_bytes(g_sincos_ns, SLOW_ITERS,
                                                  (unsigned)(4 * work_step_ms()), SLOW_BYTES_MAX);
-    static uint8_t slow[SLOW_BYTES_MAX];
+    const uint8_t *slow = slow_input();
     gf_client *a = gf_test_ck_connect(d.socket_path), *q = gf_test_ck_connect(d.socket_path);
     int cam = gf_test_ck_raw_connect(d.socket_path);
     uint64_t received = gf_test_ck_stat(q, "frames.received");
@@ -750,7 +765,8 @@ static void expect_cam_results(const cam_daemon *c, int fd, uint64_t first_id, u
 /* A client whose whole frames fill a slot each (two BIG frames do not fit
  * max_frame_bytes) holds both slots alone, but leaves one to another
  * client, as a receiver of large payloads does: with its frames 1 and 2 on
- * the engine (2 sent three steps after 1, so that 1 is back first) and 3
+ * the engine (2 sent 3/8 of a frame's time after 1, so that 1 is back
+ * first) and 3
  * waiting, another client's frame (101, waiting behind 3) gets the first
  * slot back, and 3 the next.  Before, 3 went first and 101 waited for two
  * of the first client's frames.  Then, alone again for two claims, the
@@ -759,6 +775,9 @@ START_TEST(frames_that_fill_a_slot_leave_one_to_another_client) {
     cam_daemon c;
     double want = 8.0 * (double)work_step_ms() * 1e6 / ((double)(BIG / 4) * g_sincos_ns);
     unsigned iters = want < 1 ? 1 : want > ITERS_MAX ? ITERS_MAX : (unsigned)want;
+    /* What a frame takes with that (at most ITERS_MAX: less than 8 steps
+     * on a fast core under the sanitizers' longer steps). */
+    double frame_ms = (double)iters * (double)(BIG / 4) * g_sincos_ns / 1e6;
     char json[512], err[256];
     snprintf(json, sizeof json,
              "{\"shards\": 1, \"slots\": 2, \"max_frame_bytes\": 16384, "
@@ -780,7 +799,7 @@ START_TEST(frames_that_fill_a_slot_leave_one_to_another_client) {
     uint32_t id = c.p[0].id;
     send_frame(bulk, 1, id, 0, c.in, BIG);
     ck_assert_uint_eq(gf_test_ck_wait_stat(q, "slots.in_flight", 1, 1, 30000), 1);
-    gf_test_sleep_ms((unsigned)(3 * work_step_ms()));
+    gf_test_sleep_ms((unsigned)(frame_ms * 3 / 8));
     send_frame(bulk, 2, id, 0, c.in, BIG);
     send_frame(bulk, 3, id, 0, c.in, BIG);
     ck_assert_uint_eq(gf_test_ck_wait_stat(q, "slots.in_flight", 2, 2, 30000), 2);
