@@ -1137,6 +1137,17 @@ START_TEST(a_frame_names_at_most_its_configured_class) {
 }
 END_TEST
 
+/* Adds test `t` (named `name`) to `tc` on the CPU engine; on another, says
+ * that it is not run there: its frames wait behind slow frames, which a
+ * GPU runs in milliseconds. */
+static void add_cpu_only(TCase *tc, const TTest *t, const char *name) {
+    if (strcmp(g_engine, "cpu") == 0)
+        tcase_add_test(tc, t);
+    else
+        printf("not run on the %s engine: %s (cpu only)\n", g_engine, name);
+}
+#define ADD_CPU_ONLY(tc, t) add_cpu_only(tc, t, #t)
+
 static Suite *sched_live_suite(void) {
     Suite *s = suite_create("sched_live");
     TCase *tc = tcase_create("batch_delay");
@@ -1147,49 +1158,24 @@ static Suite *sched_live_suite(void) {
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, a_deadline_passed_on_arrival_is_answered_at_once);
     tcase_add_test(tc, the_library_sends_deadlines);
-    /* A frame on the GPU takes milliseconds: nothing there waits long
-     * enough behind it (test_sched_live runs this on the CPU engine). */
-    if (strcmp(g_engine, "cpu") == 0)
-        tcase_add_test(tc, a_deadline_passed_in_a_batch_is_not_answered_a_result);
-    else
-        printf("not run on the %s engine: a_deadline_passed_in_a_batch_is_not_answered_a_result "
-               "(cpu only)\n",
-               g_engine);
+    ADD_CPU_ONLY(tc, a_deadline_passed_in_a_batch_is_not_answered_a_result);
     suite_add_tcase(s, tc);
     tc = tcase_create("latest");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, newest_frame_only_replaces_nothing_that_ran);
-    if (strcmp(g_engine, "cpu") == 0) {
-        tcase_add_test(tc, newest_frame_only_replaces_a_waiting_frame);
-        tcase_add_test(tc, newest_frame_only_reads_on_while_it_waits_for_a_slot);
-        tcase_add_test(tc, newest_frame_only_at_twice_the_served_rate);
-        tcase_add_test(tc, newest_frame_only_runs_one_frame_at_a_time);
-    } else {
-        printf("not run on the %s engine: newest_frame_only_replaces_a_waiting_frame, "
-               "newest_frame_only_reads_on_while_it_waits_for_a_slot, "
-               "newest_frame_only_at_twice_the_served_rate, "
-               "newest_frame_only_runs_one_frame_at_a_time (cpu only)\n",
-               g_engine);
-    }
+    ADD_CPU_ONLY(tc, newest_frame_only_replaces_a_waiting_frame);
+    ADD_CPU_ONLY(tc, newest_frame_only_reads_on_while_it_waits_for_a_slot);
+    ADD_CPU_ONLY(tc, newest_frame_only_at_twice_the_served_rate);
+    ADD_CPU_ONLY(tc, newest_frame_only_runs_one_frame_at_a_time);
     suite_add_tcase(s, tc);
     tc = tcase_create("shares");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
-    if (strcmp(g_engine, "cpu") == 0)
-        tcase_add_test(tc, frames_that_fill_a_slot_leave_one_to_another_client);
-    else
-        printf("not run on the %s engine: frames_that_fill_a_slot_leave_one_to_another_client "
-               "(cpu only)\n",
-               g_engine);
+    ADD_CPU_ONLY(tc, frames_that_fill_a_slot_leave_one_to_another_client);
     suite_add_tcase(s, tc);
     tc = tcase_create("priorities");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, a_frame_names_at_most_its_configured_class);
-    if (strcmp(g_engine, "cpu") == 0)
-        tcase_add_test(tc, a_realtime_frame_goes_before_waiting_batch_frames);
-    else
-        printf("not run on the %s engine: a_realtime_frame_goes_before_waiting_batch_frames (cpu "
-               "only)\n",
-               g_engine);
+    ADD_CPU_ONLY(tc, a_realtime_frame_goes_before_waiting_batch_frames);
     suite_add_tcase(s, tc);
     return s;
 }
