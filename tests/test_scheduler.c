@@ -791,7 +791,8 @@ static void complete_and_release(unsigned k) {
  * another waits, the slot that comes back goes to the other, though the
  * first's frame waited longer, and the first is not invited to the other's
  * batch either (its frame would fit beside a small one); it gets the next
- * slot of its own that comes back. */
+ * slot of its own that comes back.  Once the other has claimed nothing for
+ * two of its claims, it has both slots again. */
 START_TEST(a_client_whose_frames_fill_a_slot_leaves_one_to_another) {
     setup(2);
     gf_frame *a1 = join_big(A, 1);
@@ -818,6 +819,19 @@ START_TEST(a_client_whose_frames_fill_a_slot_leaves_one_to_another) {
     gf_sched_grant(&sched);
     ck_assert_uint_eq(granted_count, 2);
     ck_assert_ptr_eq(granted[1], A);
+    ck_assert_ptr_nonnull(join_big(A, 3)); /* in its grant */
+    pass();
+    complete_and_release(2); /* B's */
+    /* B claimed since A's last two claims: A holds one, and waits. */
+    ck_assert_ptr_null(join_big(A, 4));
+    complete_and_release(3);
+    gf_sched_grant(&sched);
+    ck_assert_ptr_eq(granted[granted_count - 1], A);
+    ck_assert_ptr_nonnull(join_big(A, 4));
+    pass();
+    /* Two claims of its own since B's: both slots again. */
+    ck_assert_ptr_nonnull(join_big(A, 5));
+    ck_assert_uint_eq(sched.ring.free_count, 0);
     teardown();
 }
 END_TEST
