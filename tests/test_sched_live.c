@@ -1170,5 +1170,6 @@ static Suite *sched_live_suite(void) {
 int main(void) {
     g_engine = gf_test_suite_engine();
     g_sincos_ns = gf_test_sincos_ns();
+    slow_input(); /* once, before the tests' processes fork */
     return gf_test_run(sched_live_suite());
 }
