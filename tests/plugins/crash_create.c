@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpuframe_plugin.h"
+#include "same_length.h"
 
 /* The status "exit" ends the process with. */
 #define CRASH_EXIT_STATUS 7
@@ -52,21 +52,6 @@ static void *create(const gf_plugin_value *values, const gf_plugin_env *env, cha
     return malloc(1);
 }
 
-static int64_t output_bytes(const void *state, uint64_t in_bytes, char *why, size_t why_len) {
-    (void)state, (void)why, (void)why_len;
-    return (int64_t)in_bytes;
-}
-
-static uint64_t max_output_bytes(const void *state, uint64_t max_in_bytes) {
-    (void)state;
-    return max_in_bytes;
-}
-
-static void reference(const void *state, const void *in, uint64_t in_bytes, void *out) {
-    (void)state;
-    memcpy(out, in, in_bytes);
-}
-
 static const gf_plugin plugin = {.abi_version = GF_PLUGIN_ABI_VERSION,
                                  .name = "crash_create",
                                  .doc = "Echoes its frames; create() crashes as asked.",
@@ -75,9 +60,9 @@ static const gf_plugin plugin = {.abi_version = GF_PLUGIN_ABI_VERSION,
                                  .exact = 1,
                                  .create = create,
                                  .destroy = free,
-                                 .output_bytes = output_bytes,
-                                 .max_output_bytes = max_output_bytes,
-                                 .reference = reference};
+                                 .output_bytes = same_length_output_bytes,
+                                 .max_output_bytes = same_length_max_output_bytes,
+                                 .reference = copy_reference};
 
 const gf_plugin *gf_plugin_entry(void) {
     return &plugin;

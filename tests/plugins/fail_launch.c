@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpuframe_plugin.h"
+#include "same_length.h"
 
 /* cudaErrorInvalidValue: not sticky, the context goes on. */
 #define INVALID_VALUE 1
@@ -63,21 +63,6 @@ static void *create(const gf_plugin_value *values, const gf_plugin_env *env, cha
         *st = (struct state){.sleep_ms = (unsigned)values[0].number,
                              .fail_bytes = (uint64_t)values[1].number};
     return st;
-}
-
-static int64_t output_bytes(const void *state, uint64_t in_bytes, char *why, size_t why_len) {
-    (void)state, (void)why, (void)why_len;
-    return (int64_t)in_bytes;
-}
-
-static uint64_t max_output_bytes(const void *state, uint64_t max_in_bytes) {
-    (void)state;
-    return max_in_bytes;
-}
-
-static void reference(const void *state, const void *in, uint64_t in_bytes, void *out) {
-    (void)state;
-    memcpy(out, in, in_bytes);
 }
 
 static void *device_open(const void *state, int device, uint32_t streams, char *why,
@@ -141,9 +126,9 @@ static const gf_plugin plugin = {.abi_version = GF_PLUGIN_ABI_VERSION,
                                  .exact = 1,
                                  .create = create,
                                  .destroy = free,
-                                 .output_bytes = output_bytes,
-                                 .max_output_bytes = max_output_bytes,
-                                 .reference = reference,
+                                 .output_bytes = same_length_output_bytes,
+                                 .max_output_bytes = same_length_max_output_bytes,
+                                 .reference = copy_reference,
                                  .device_open = device_open,
                                  .device_close = device_close,
                                  .launch = launch,

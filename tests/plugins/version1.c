@@ -8,22 +8,12 @@
  */
 #include <stdlib.h>
 
-#include "gpuframe_plugin.h"
+#include "same_length.h"
 
 static void *create(const gf_plugin_value *values, const gf_plugin_env *env, char *why,
                     size_t why_len) {
     (void)values, (void)env, (void)why, (void)why_len;
     return malloc(1);
-}
-
-static int64_t output_bytes(const void *state, uint64_t in_bytes, char *why, size_t why_len) {
-    (void)state, (void)why, (void)why_len;
-    return (int64_t)in_bytes;
-}
-
-static uint64_t max_output_bytes(const void *state, uint64_t max_in_bytes) {
-    (void)state;
-    return max_in_bytes;
 }
 
 static void reference(const void *state, const void *in, uint64_t in_bytes, void *out) {
@@ -38,8 +28,8 @@ static const gf_plugin plugin = {.abi_version = 1,
                                  .exact = 1,
                                  .create = create,
                                  .destroy = free,
-                                 .output_bytes = output_bytes,
-                                 .max_output_bytes = max_output_bytes,
+                                 .output_bytes = same_length_output_bytes,
+                                 .max_output_bytes = same_length_max_output_bytes,
                                  .reference = reference};
 
 const gf_plugin *gf_plugin_entry(void) {
