@@ -522,8 +522,6 @@ gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, c
     gf_frame *f = b ? gf_slot_add(b, c, p, h, in_bytes, stage_bytes, arrived_ns) : NULL;
     if (b && !f)
         close_slot(s, b); /* as full as it gets for this frame: it goes now */
-    else if (f && b->owner != c)
-        b->owner = NULL; /* another's frame fills it no more: no one's */
     if (!f) {
         c->wait_pipeline = h->pipeline_id;
         c->fills_slot = !gf_slot_ring_fits_two(&s->ring, p->stage_count, in_bytes, stage_bytes);

@@ -180,6 +180,8 @@ gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipel
     f->region = NULL;
     f->on_device = 0;
     f->client = client;
+    if (s->owner != client)
+        s->owner = NULL; /* another connection's frame is in it: no one's slot */
     f->pipeline_id = h->pipeline_id;
     f->frame_id = h->frame_id;
     f->version = h->version;

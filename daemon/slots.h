@@ -196,7 +196,8 @@ int gf_slot_ring_fits_two(const gf_slot_ring *ring, uint32_t stages, uint64_t in
  * input, the result or an intermediate result) or, past the first frame,
  * when it is another pipeline's or the pipeline's stages changed since.  The
  * frame's header was first seen at `arrived_ns`; every other per-frame field
- * is reset.  Loop thread.
+ * is reset.  A slot owned by another client is no one's from then on.  Loop
+ * thread.
  */
 gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipeline *p,
                       const gf_header *h, uint64_t in_bytes,
