@@ -54,17 +54,20 @@ static const gf_plugin_stage *stage_of(const gf_params *p) {
 }
 
 /* An unloaded stage's (a client's, from LIST) frames, when LIST describes
- * both with fixed lengths: its one input length and its output's.  The
- * daemon refused at load a plugin whose output_bytes() contradicts what it
- * describes, so these are the plugin's own lengths.  0: not known so. */
+ * both with fixed lengths: its one input length (the output's is
+ * out_desc's).  The daemon refused at load a plugin whose output_bytes()
+ * contradicts what it describes, so these are the plugin's own lengths.
+ * 0: not known so, or the stage is loaded (or NULL). */
 static uint64_t listed_in_bytes(const gf_plugin_stage *st) {
-    return gf_frame_desc_bytes(&st->out_desc) ? gf_frame_desc_bytes(&st->in_desc) : 0;
+    if (st == NULL || st->state != NULL || gf_frame_desc_bytes(&st->out_desc) == 0)
+        return 0;
+    return gf_frame_desc_bytes(&st->in_desc);
 }
 
 static int64_t adapter_output_bytes(const gf_params *p, uint64_t in_bytes, char *why,
                                     size_t why_len) {
     const gf_plugin_stage *st = stage_of(p);
-    uint64_t listed = st != NULL && st->state == NULL ? listed_in_bytes(st) : 0;
+    uint64_t listed = listed_in_bytes(st);
     if (listed != 0) {
         if (in_bytes == listed)
             return (int64_t)gf_frame_desc_bytes(&st->out_desc);
@@ -81,7 +84,7 @@ static int64_t adapter_output_bytes(const gf_params *p, uint64_t in_bytes, char 
 
 static uint64_t adapter_max_output_bytes(const gf_params *p, uint64_t max_in_bytes) {
     const gf_plugin_stage *st = stage_of(p);
-    uint64_t listed = st != NULL && st->state == NULL ? listed_in_bytes(st) : 0;
+    uint64_t listed = listed_in_bytes(st);
     if (listed != 0)
         return max_in_bytes >= listed ? gf_frame_desc_bytes(&st->out_desc) : 0;
     return st && st->state ? st->api->max_output_bytes(st->state, max_in_bytes) : 0;
