@@ -39,8 +39,9 @@ static void deliver(gf_call *c, void *owner) {
     }
     /* Read before run: without an answer, run owns the call. */
     int answers = c->done != NULL;
+    c->kept = 0;
     c->run(c, owner);
-    if (answers)
+    if (answers && !c->kept)
         answer(c);
 }
 
@@ -71,6 +72,11 @@ int gf_mailbox_init(gf_mailbox *mb, uv_loop_t *loop, void *owner) {
     }
     uv_unref((uv_handle_t *)&mb->async);
     return 0;
+}
+
+void gf_call_answer(gf_call *c) {
+    c->kept = 0;
+    answer(c);
 }
 
 int gf_call_post(gf_mailbox *to, gf_call *c) {

@@ -50,6 +50,7 @@ struct gf_call {
     gf_call_fn done;      /* the caller's thread; NULL: no answer            */
     gf_mailbox *reply_to; /* where the answer goes (with `done`)             */
     int answering;        /* on its way back: `done` runs next               */
+    int kept;             /* set by `run` (gf_call_keep): it answers later   */
 };
 
 struct gf_mailbox {
@@ -66,6 +67,17 @@ int gf_mailbox_init(gf_mailbox *mb, uv_loop_t *loop, void *owner);
 /* Any thread: posts `c` (run, and done with reply_to, set) to `to`.
  * Returns 0, or -1 when `to` is closed (`c` not taken). */
 int gf_call_post(gf_mailbox *to, gf_call *c);
+
+/* Called by `run` on the callee's thread: the call does not go back when
+ * run returns; the callee answers it later with gf_call_answer (work that
+ * ends in a later event of its loop: pool.h's batches). */
+static inline void gf_call_keep(gf_call *c) {
+    c->kept = 1;
+}
+
+/* Sends kept call `c` back to its caller (done runs there), now.  The
+ * callee's thread. */
+void gf_call_answer(gf_call *c);
 
 /* Runs `work(c)` on a detached thread of its own, for work that may block
  * for good (a read of a FIFO or a hung mount), then answers `c` (done and
