@@ -52,7 +52,8 @@ struct graph_entry {
 /* Whether batch `s` runs from a graph: cuda_graphs on (the slot has
  * graphs), untimed (a timed batch records its events between the stages),
  * no shm frame (its copies are its region's; a device frame's addresses in
- * its region, stable while it is mapped, are part of the shape), of a
+ * its region, stable while it is mapped, are part of the shape) nor frame
+ * of another shard's batch (its copies are that shard's slot's), of a
  * pipeline whose launches cost more than one kernel's:
  * a plugin's, or several stages (an elementwise stage alone is one kernel,
  * or zero-copy), and with no plugin that says GF_PLUGIN_NO_GRAPHS. */
@@ -66,7 +67,8 @@ static int runs_from_graph(const cuda_slot *cs, const gf_slot *s) {
             !gf_plugin_graphs_ok(gf_plugin_stage_api(p->stages[k].params.plugin)))
             return 0;
     for (uint32_t i = 0; i < s->frame_count; i++)
-        if (s->frames[i].region != NULL && !s->frames[i].on_device)
+        if (!s->frames[i].on_device &&
+            !gf_frame_in_slot_buffers(&s->frames[i], s->in_host, s->out_host))
             return 0;
     return 1;
 }

@@ -151,10 +151,18 @@ static int moved_by_kernel(const cuda_engine *ce, const gf_slot *s, const gf_fra
            host_gatherable(ce, f);
 }
 
+/* Where frame `f`'s host side (its input, or its result) would put the
+ * slot's offset 0: frames with one such base lie in one buffer as they lie
+ * in the slot (the slot's own buffer, or another shard's slot: pool.h). */
+static uintptr_t host_base(const gf_frame *f, int to_device) {
+    return (uintptr_t)(to_device ? f->src : f->dst) - f->offset;
+}
+
 /* Copies the batch's inputs to the device (to_device) or its results back:
- * frames whose host side is the slot's own buffer lie end to end there and
- * go in one copy per run of them (a 2D copy when they lie far apart:
- * strided_run); shm frames, in their client's region, go in one copy per
+ * frames whose host side is a slot's buffer (its own, or, for frames of
+ * another shard's batch, that one's) lie end to end there and go in one
+ * copy per run of them (a 2D copy when they lie far apart: strided_run);
+ * shm frames, in their client's region, go in one copy per
  * run of frames that lie back to back both there and in the slot (a
  * client's consecutive frames of a multiple of 256 bytes do), each on its
  * own otherwise, unless a kernel moves them (move_frames); device frames
@@ -164,7 +172,6 @@ static cudaError_t copy_frames(const cuda_engine *ce, const gf_slot *s, cuda_slo
                                int to_device) {
     enum cudaMemcpyKind dir = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
     uint8_t *dev = to_device ? cs->in_dev : cs->out_dev;
-    uint8_t *host = to_device ? s->in_host : s->out_host;
     for (uint32_t i = 0; i < s->frame_count;) {
         const gf_frame *f = &s->frames[i];
         if (f->on_device || moved_by_kernel(ce, s, f, to_device)) {
@@ -184,12 +191,12 @@ static cudaError_t copy_frames(const cuda_engine *ce, const gf_slot *s, cuda_slo
                 j++;
             }
         } else {
-            /* The run of frames in the slot's buffer from here. */
-            while (j < s->frame_count && s->frames[j].region == NULL)
+            /* The run of frames in one slot's buffer from here. */
+            uintptr_t base = host_base(f, to_device);
+            while (j < s->frame_count && s->frames[j].region == NULL &&
+                   host_base(&s->frames[j], to_device) == base)
                 j++;
             const gf_frame *last = &s->frames[j - 1];
-            from = to_device ? (const void *)(host + f->offset) : dev + f->offset;
-            to = to_device ? (void *)(dev + f->offset) : host + f->offset;
             if (strided_run(s, i, j, to_device, &pitch))
                 rows = j - i;
             else
@@ -227,7 +234,7 @@ static int runs_zero_copy(const cuda_engine *ce, const gf_slot *s, int elementwi
     if (!elementwise || in_end > ce->zero_copy_max_bytes || out_end > ce->zero_copy_max_bytes)
         return 0;
     for (uint32_t i = 0; i < s->frame_count; i++)
-        if (s->frames[i].region != NULL)
+        if (!gf_frame_in_slot_buffers(&s->frames[i], s->in_host, s->out_host))
             return 0;
     return 1;
 }

@@ -103,15 +103,29 @@ typedef struct gf_frame {
                     the engine, and its completion not yet handled       */
     /* What its request's scheduling flags ask (PROTOCOL.md, version 3;
      * frame_policy.h). */
-    uint64_t deadline_ns; /* GF_FLAG_DEADLINE: when it must be on the engine
-                             (CLOCK_MONOTONIC ns); 0: no deadline         */
-    unsigned latest : 1;  /* GF_FLAG_LATEST: a newer such frame replaces it */
-    unsigned expired : 1; /* its deadline passed before its batch went: it is
-                             answered GF_ERR_DEADLINE_EXCEEDED whatever the
-                             engine did with the batch                   */
-    uint64_t submission;  /* its shard's submission number: frames with one
-                             shared a submission (TRACE's "submission")    */
+    uint64_t deadline_ns;  /* GF_FLAG_DEADLINE: when it must be on the engine
+                              (CLOCK_MONOTONIC ns); 0: no deadline         */
+    unsigned latest : 1;   /* GF_FLAG_LATEST: a newer such frame replaces it */
+    unsigned expired : 1;  /* its deadline passed before its batch went: it is
+                              answered GF_ERR_DEADLINE_EXCEEDED whatever the
+                              engine did with the batch                   */
+    uint64_t submission;   /* the number of the submission it ran in, among
+                              those of shard submitted_on: frames with one
+                              shared a submission (TRACE's "submission")    */
+    uint32_t submitted_on; /* the shard whose submission it ran in: its own,
+                              or its device's pool home (pool.h)          */
+    /* A frame of another shard's batch run in this slot (pool.h): that
+     * frame, whose buffers this one's src and dst are; NULL for one of this
+     * shard's own. */
+    struct gf_frame *pooled_from;
 } gf_frame;
+
+/* Whether `f`'s input and result are its slot's own buffers at its offset
+ * (not a client's region, nor another shard's slot). */
+static inline int gf_frame_in_slot_buffers(const gf_frame *f, const uint8_t *in_host,
+                                           const uint8_t *out_host) {
+    return f->region == NULL && f->src == in_host + f->offset && f->dst == out_host + f->offset;
+}
 
 /* gf_slot's host_gathered: the directions whose shm frames a kernel moved. */
 #define GF_HOST_GATHER_IN  1
@@ -154,6 +168,9 @@ typedef struct gf_slot {
                                       work has run, and finish fails its frames */
     uint64_t submitted_ns;         /* handed to the engine                           */
     uint64_t done_ns;              /* engine thread saw it finish                    */
+    struct gf_pool_call *pooled;   /* its batch runs in another shard's submission
+                                      (pool.h): on its way there and back, as if
+                                      on the engine; NULL otherwise             */
 
     gf_link free_link;         /* the ring's free list (loop thread)         */
     gf_link open_link;         /* the scheduler's open batches (scheduler.h)     */
@@ -202,6 +219,24 @@ int gf_slot_ring_fits_two(const gf_slot_ring *ring, uint32_t stages, uint64_t in
 gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipeline *p,
                       const gf_header *h, uint64_t in_bytes,
                       const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns);
+
+/*
+ * Whether every frame of batch `from` (another shard's slot, of the same
+ * capacities) would fit after the frames of open slot `s`: the same
+ * pipeline and stages as its first, within its max_batch_frames and
+ * `max_frames`, and each input, result and intermediate result within
+ * the buffers.  Any thread that may read both.
+ */
+int gf_slot_takes(const gf_slot *s, const gf_slot *from, uint32_t max_frames);
+
+/*
+ * Places frame `from` (of another shard's batch, pool.h) into the open slot
+ * `s` after the frames it has, as a frame of no connection of this shard
+ * (client NULL) that the engine reads from `from`'s input and writes into
+ * its output: NULL when it does not fit (gf_slot_takes).  Batched at once:
+ * it is whole.  Loop thread.
+ */
+gf_frame *gf_slot_add_pooled(gf_slot *s, gf_frame *from);
 
 /* Keeps `s` from going back to the ring while its frames are released one
  * by one; gf_slot_unhold ends that, and returns 1 when the slot then went
