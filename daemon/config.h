@@ -119,6 +119,8 @@ typedef struct gf_config {
     enum gf_completion_mode completion; /* host_func | poll         */
     uint64_t zero_copy_max_bytes;       /* batches this small skip the copies */
     int cuda_graphs;                    /* replay batches from CUDA graphs   */
+    int pool_batches;                   /* a device's shards run one pipeline's
+                                           batches together (pool.h)          */
     uint32_t trace_frames;              /* frames kept for TRACE; 0: none    */
     uint32_t max_connections;           /* more are refused at accept        */
     uint64_t max_output_bytes;          /* unwritten LIST/STATS/TRACE/ERROR reply

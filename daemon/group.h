@@ -16,6 +16,11 @@
 #include "mailbox.h"
 #include "protocol.h"
 
+/* Pipelines told apart by the shards' note of when they last submitted one
+ * (gf_shard_shared.pool_seen_ns): ids modulo this.  Two pipelines that
+ * share a key only make a batch of one look shared a little more often. */
+#define GF_POOL_KEYS 16
+
 /* What of one shard other threads may touch: its mailbox, its device and
  * the counts it publishes (the rest of a shard is its own thread's). */
 typedef struct gf_shard_shared {
@@ -39,6 +44,11 @@ typedef struct gf_shard_shared {
     atomic_uint_fast64_t rate_fps; /* frames/s over the last second, x1000 */
     atomic_uint_fast64_t rate_in;  /* payload bytes/s in, the same          */
     atomic_uint slots_busy;        /* its slots not free                  */
+    /* When it last submitted a batch of a pipeline that may be pooled
+     * (pool.h), by the pipeline's id modulo GF_POOL_KEYS: written by its
+     * thread, read by its device's other shards' (whether a batch of the
+     * pipeline would find others' frames at its home); relaxed. */
+    atomic_uint_fast64_t pool_seen_ns[GF_POOL_KEYS];
 } gf_shard_shared;
 
 typedef struct gf_group {

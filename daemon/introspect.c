@@ -60,6 +60,7 @@ void gf_frame_answered(gf_shard *sh, uint64_t conn_id, const gf_frame *s) {
                         .pipeline_id = s->pipeline_id,
                         .slot = s->slot->index,
                         .shard = sh->index,
+                        .submitted_on = s->submitted_on,
                         .status = GF_OK,
                         .in_bytes = s->in_bytes,
                         .out_bytes = s->out_bytes,
@@ -421,6 +422,10 @@ cJSON *gf_stats_document(const gf_shard *sh, const gf_snapshot *snaps, uint32_t 
                             (double)sum.gathered_submissions);
     cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "host_gathered_submissions",
                             (double)sum.host_gathered_submissions);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "pooled_batches",
+                            (double)sum.pooled_batches);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "pooled_frames",
+                            (double)sum.pooled_frames);
     /* The busiest device's: a host of one GPU has just that one. */
     gf_gpu_busy busy, best;
     int have = 0;

@@ -352,30 +352,21 @@ static void expire_all(gf_sched *s, gf_slot *b) {
     finish_slot(s, b, 0);
 }
 
-/* Hands the closed slot `b` and its batch to the engine; on its refusal
- * every frame fails with engine.  Frames whose deadline passed go only
- * along with frames in time. */
-static void submit(gf_sched *s, gf_slot *b) {
-    uint64_t now = gf_now_ns(), waited = 0;
+/* Hands the closed slot `b`, counted in flight since `now`, to the engine;
+ * on its refusal every frame fails with engine. */
+static void run_here(gf_sched *s, gf_slot *b, uint64_t now) {
+    uint64_t waited = 0;
     uint32_t frames = 0;
-    if (gf_frame_policy_expire(b, now) == 0) {
-        expire_all(s, b);
-        return;
-    }
     s->stats->submissions++;
     for (uint32_t i = 0; i < b->frame_count; i++) {
         gf_frame *f = &b->frames[i];
-        s->stats->bytes_in += f->in_bytes;
-        f->submitted_ns = now;
         f->submission = s->stats->submissions;
+        f->submitted_on = s->shard;
         if (f->batched) {
             frames++;
             waited += f->whole_ns && now > f->whole_ns ? now - f->whole_ns : 0;
-            if (f->latest) /* no other frame touches its client here */
-                f->client->latest_on_engine++;
         }
     }
-    note_submitter(s, b->frames[0].pipeline_id, now);
     gf_stats_submitted(
         s->stats,
         gf_config_pipeline_id(s->cfg, b->frames[0].pipeline_id, b->frames[0].pipeline.name), frames,
@@ -383,9 +374,6 @@ static void submit(gf_sched *s, gf_slot *b) {
     /* Timing events cost a small frame about as much as the frame itself:
      * time one submission in timing_sample_every (config/README.md). */
     b->time_stages = s->cfg->timing_events && s->submit_seq++ % s->cfg->timing_sample_every == 0;
-    b->submitted_ns = now;
-    b->in_flight = 1;
-    s->in_flight++;
     int prof = gf_prof_enter(GF_PROF_SUBMIT);
     int rc = gf_engine_submit(s->engine, b);
     gf_prof_leave(prof);
@@ -406,11 +394,52 @@ static void submit(gf_sched *s, gf_slot *b) {
         if (f->latest)
             f->client->latest_on_engine--;
         f->status = GF_ERR_ENGINE;
+        if (f->pooled_from) /* another shard's: it counts it */
+            continue;
         s->stats->rejected[GF_ERR_ENGINE]++;
         s->stats->frames_failed++;
     }
     finish_slot(s, b, 0);
     s->hooks.submitted(b, rc, s->hooks.arg);
+}
+
+/* The closed slot `b` and its batch go to the engine, or to another
+ * shard's submission (the `pool` hook), and count as in flight until they
+ * complete.  Frames whose deadline passed go only along with frames in
+ * time. */
+static void submit(gf_sched *s, gf_slot *b) {
+    uint64_t now = gf_now_ns();
+    uint32_t frames = 0;
+    if (gf_frame_policy_expire(b, now) == 0) {
+        expire_all(s, b);
+        return;
+    }
+    for (uint32_t i = 0; i < b->frame_count; i++) {
+        gf_frame *f = &b->frames[i];
+        f->submitted_ns = now;
+        if (!f->pooled_from) /* another shard's: it counted them */
+            s->stats->bytes_in += f->in_bytes;
+        if (f->batched) {
+            frames++;
+            if (f->latest) /* no other frame touches its client here */
+                f->client->latest_on_engine++;
+        }
+    }
+    note_submitter(s, b->frames[0].pipeline_id, now);
+    b->submitted_ns = now;
+    b->in_flight = 1;
+    s->in_flight++;
+    if (s->hooks.pool && s->hooks.pool(b, s->hooks.arg)) {
+        s->stats->pooled_batches++;
+        s->stats->pooled_frames += frames;
+        return;
+    }
+    run_here(s, b, now);
+}
+
+void gf_sched_run_here(gf_sched *s, gf_slot *b) {
+    assert(b->in_flight && b->pooled == NULL);
+    run_here(s, b, gf_now_ns());
 }
 
 /* Ends batch `b`: its frames go to the engine, or the slot goes back to
@@ -547,6 +576,46 @@ gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, c
     return f;
 }
 
+int gf_sched_join_pooled(gf_sched *s, gf_sched_client *c, gf_slot *from) {
+    uint32_t id = from->frames[0].pipeline_id;
+    gf_slot *b = open_batch(s, id);
+    if (b && !gf_slot_takes(b, from, batch_frames_max(s, b))) {
+        close_slot(s, b); /* as full as it gets for these frames: it goes now */
+        b = NULL;
+    }
+    if (!b) {
+        c->wait_pipeline = id;
+        c->fills_slot = 0;
+        if (!(b = gf_sched_claim(s, c, 0)))
+            return 0;
+        c->batch = NULL;
+        if (!gf_slot_takes(b, from, GF_SLOT_FRAMES_MAX)) {
+            /* Not even an empty slot takes them (a slot of this shard is no
+             * smaller than theirs, so never): they run where they are. */
+            if (gf_slot_close(&s->ring, b))
+                s->hooks.wake(s->hooks.arg);
+            c->invited = 0;
+            return -1;
+        }
+        b->owner = NULL;
+        gf_list_push_back(&s->open, &b->open_link);
+        invite(s, id);
+    }
+    c->invited = 0;
+    for (uint32_t i = 0; i < from->frame_count; i++) {
+        gf_frame *f = gf_slot_add_pooled(b, &from->frames[i]);
+        assert(f != NULL); /* gf_slot_takes said so */
+        (void)f;
+    }
+    if (b->frames[0].pipeline.max_batch_delay_us == GF_BATCH_DELAY_AUTO) {
+        gf_batch_delay *d = auto_delay(s, &b->frames[0]);
+        if (d)
+            gf_batch_delay_arrived(d, from->frame_count, gf_now_ns());
+    }
+    s->hooks.batches(s->hooks.arg);
+    return 1;
+}
+
 uint64_t gf_sched_submit_batches(gf_sched *s, uint64_t now) {
     uint64_t next = 0;
     gf_link *l = gf_list_front(&s->open);
@@ -580,9 +649,14 @@ void gf_sched_complete(gf_slot *slot, void *arg) {
     assert(slot->in_flight);
     slot->in_flight = 0;
     s->in_flight--;
-    gf_engine_finish(s->engine, slot);
+    /* A batch that ran in another shard's submission has its frames'
+     * outcomes already (pool.h); its time there is that shard's to count. */
+    int ran_here = slot->pooled == NULL;
+    if (ran_here)
+        gf_engine_finish(s->engine, slot);
+    slot->pooled = NULL;
     /* A failed batch's time is not its pipeline's cost (batch_delay.h). */
-    if (slot->frame_count > 0 && !slot->failed && slot->done_ns > slot->submitted_ns)
+    if (ran_here && slot->frame_count > 0 && !slot->failed && slot->done_ns > slot->submitted_ns)
         gf_stats_completed(s->stats,
                            gf_config_pipeline_id(s->cfg, slot->frames[0].pipeline_id,
                                                  slot->frames[0].pipeline.name),
@@ -590,7 +664,7 @@ void gf_sched_complete(gf_slot *slot, void *arg) {
     uint64_t drained = gf_now_ns();
     for (uint32_t i = 0; i < slot->frame_count; i++) {
         gf_frame *f = &slot->frames[i];
-        if (!f->batched)
+        if (!f->batched || f->pooled_from) /* another shard's: it counts it */
             continue;
         f->done_ns = slot->done_ns;
         f->drained_ns = drained;

@@ -165,6 +165,11 @@ typedef struct gf_sched_hooks {
      * or a payload began to be received into a slot: a receiver's stall,
      * or its hold of the slot, has become a deadline (deadline.h). */
     void (*contended)(void *arg);
+    /* Closed batch `s` is about to go to the engine: nonzero when the hook
+     * took it to run in another shard's submission instead (pool.h), which
+     * completes it through gf_sched_complete with its frames' outcomes set.
+     * May be NULL. */
+    int (*pool)(gf_slot *s, void *arg);
     /* A client now waits for a slot: results that a client does not read
      * may be holding one, and must leave it (conn.h, gf_conn_evict_results)
      * after this event.  May be NULL. */
@@ -190,9 +195,10 @@ typedef struct gf_sched {
      * another pipeline shares the engine (GF_BATCH_SHARE_NS). */
     uint32_t recent_id[2];
     uint64_t recent_ns[2];
-    int draining; /* stopping: batches are not held (the only waiters
-                     then are parked frames, conn.h, whole before the
-                     drain began: they are granted slots)            */
+    uint32_t shard; /* its shard's index: its frames' submitted_on     */
+    int draining;   /* stopping: batches are not held (the only waiters
+                       then are parked frames, conn.h, whole before the
+                       drain began: they are granted slots)            */
     gf_sched_hooks hooks;
 } gf_sched;
 
@@ -252,6 +258,22 @@ void gf_sched_received(gf_sched *s, gf_sched_client *c);
 gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, const gf_header *h,
                         uint64_t in_bytes, const uint64_t stage_bytes[GF_STAGES_MAX],
                         uint64_t arrived_ns);
+
+/*
+ * Every frame of `from`, another shard's batch (pool.h), joins the open batch
+ * of its pipeline here together, as frames of no connection
+ * (gf_slot_add_pooled), or a slot `c` claims for them (a client that stands
+ * for that other shard's batches: its batch must be empty or closed) opens
+ * that batch.  Returns 1 when they joined, 0 when `c` waits for a slot
+ * (granted later, as any client), -1 when no slot here could take them.
+ * When the batch completes they are not counted here: their shard counts
+ * them, and its `finished` hook sends them back.
+ */
+int gf_sched_join_pooled(gf_sched *s, gf_sched_client *c, gf_slot *from);
+
+/* Batch `b`, taken by the `pool` hook and in flight, goes to this shard's
+ * engine after all (the other shard did not run it). */
+void gf_sched_run_here(gf_sched *s, gf_slot *b);
 
 /*
  * Open batches that are due go to the engine: full ones, and those whose

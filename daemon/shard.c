@@ -31,6 +31,7 @@
 #include "loopprof.h"
 #include "heap_trim.h"
 #include "numa.h"
+#include "pool.h"
 #include "reaper.h"
 #include "shard.h"
 #include "shard_state.h"
@@ -85,6 +86,23 @@ static void on_submitted(gf_slot *slot, int rc, void *arg) {
     } else if (sh->engine->poisoned) {
         shard_fatal(sh, GF_ERR_ENGINE, "the CUDA context is poisoned by a sticky error");
     }
+}
+
+/* The scheduler's `granted` hook: a connection, or the client that stands
+ * for other shards' batches here (pool.h). */
+static void on_granted(gf_sched_client *c, void *arg) {
+    gf_shard *sh = arg;
+    if (gf_pool_is_client(sh->pool, c))
+        gf_pool_granted(sh);
+    else
+        gf_conn_io_granted(c, arg);
+}
+
+/* The scheduler's `finished` hook: other shards' frames go back to them
+ * (pool.h), then the connections' frames are answered. */
+static void on_finished(gf_slot *s, int completed, void *arg) {
+    gf_pool_finished(arg, s, completed);
+    gf_conn_io_finished(s, completed, arg);
 }
 
 /* The scheduler's `wake` hook: free slots go to waiters after this event. */
@@ -269,7 +287,7 @@ static void on_handle_closed(uv_handle_t *h) {
  * every handle so that uv_run returns. */
 static void run_drained(gf_defer_item *it) {
     gf_shard *sh = gf_list_entry(it, gf_shard, drained);
-    if (!sh->draining || sh->handles_closed || sh->sched.in_flight > 0)
+    if (!sh->draining || sh->handles_closed || sh->sched.in_flight > 0 || !gf_pool_idle(sh->pool))
         return;
     gf_list_each(l, next, &sh->conns) {
         const gf_conn *c = gf_list_entry(l, gf_conn, link);
@@ -387,13 +405,14 @@ static void timers_start(gf_shard *sh) {
 /* Opens the engine the configuration names, sized from it, and the
  * scheduler over its slots. */
 static int engine_open(gf_shard *sh, const gf_shard_place *place) {
-    static const gf_sched_hooks hooks = {.granted = gf_conn_io_granted,
-                                         .finished = gf_conn_io_finished,
+    static const gf_sched_hooks hooks = {.granted = on_granted,
+                                         .finished = on_finished,
                                          .wake = on_slot_back,
                                          .batches = on_batches,
                                          .receive_ready = gf_conn_io_receive_ready,
                                          .submitted = on_submitted,
                                          .contended = on_contended,
+                                         .pool = gf_pool_take,
                                          .waiting = on_waiting};
     const gf_config *cfg = sh->cfg;
     /* Near its device before the engine allocates its pinned buffers. */
@@ -416,10 +435,13 @@ static int engine_open(gf_shard *sh, const gf_shard_place *place) {
         return rc;
     gf_sched_hooks h = hooks;
     h.arg = sh;
-    if ((rc = gf_sched_init(&sh->sched, sh->engine, &sh->stats, cfg, &h)) < 0) {
+    if ((rc = gf_sched_init(&sh->sched, sh->engine, &sh->stats, cfg, &h)) < 0 ||
+        (rc = gf_pool_open(sh)) < 0) {
+        gf_sched_free(&sh->sched);
         gf_engine_close(sh->engine);
         return rc;
     }
+    sh->sched.shard = sh->index;
     if (cfg->completion == GF_COMPLETION_POLL && !sh->engine->polled)
         GF_LOG_WRN("completion poll: the %s engine completes frames through its own threads; "
                    "ignored",
@@ -558,6 +580,7 @@ int gf_shard_close(gf_shard *sh) {
     /* After a fatal failure the device may never finish: the process exits
      * without waiting for it, and the OS takes the memory back. */
     if (!failed) {
+        gf_pool_close(sh);
         gf_sched_free(&sh->sched);
         gf_engine_close(sh->engine);
     }

@@ -22,6 +22,8 @@
  *                 releases, taking back a frame, closing
  *           introspect.c  frame accounting, the STATS/LIST/TRACE documents
  *           region.c      shared-memory regions
+ *           pool.c        batches run in a submission of another shard of
+ *                         the device, or of theirs here (a call each way)
  *           scheduler.c       slots: waiters, grants, batches, completion
  *             slots.c (a frame's outcome as a reply), reply.c (the one
  *             encoder, the reply queue), deadline.c, defer.c, alarm.c (a
@@ -57,6 +59,8 @@
  * files that touch them include group.h. */
 typedef struct gf_group gf_group;
 typedef struct gf_shard_shared gf_shard_shared;
+/* Its part in its device's pool (pool.h); pool.c's. */
+typedef struct gf_pool gf_pool;
 
 /* shard.h keeps it opaque; here it is whole. */
 typedef struct gf_shard gf_shard;
@@ -88,6 +92,7 @@ struct gf_shard {
                                                (conn_io.c), set at open      */
     gf_defer_item evict;                    /* a client waits for a slot: results nobody
                                                reads leave theirs (gf_conn_evict_results) */
+    gf_pool *pool;                          /* batches run with other shards' (pool.h)   */
 
     gf_group *group;       /* the daemon's shards (group.h)                   */
     uint32_t index;        /* this one's in group->shard                 */

@@ -143,19 +143,26 @@ int gf_slot_ring_fits_two(const gf_slot_ring *ring, uint32_t stages, uint64_t in
            fits_at(&ring->slots[0], gf_frame_align(extent), stages, in_bytes, stage_bytes, &extent);
 }
 
-gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipeline *p,
-                      const gf_header *h, uint64_t in_bytes,
-                      const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns) {
+/* Whether a frame of pipeline `id` with `p`'s stages may join the batch
+ * of `s`, which has frames: one pipeline a batch, as it was when the batch
+ * began (a reload in between may have given its id other stages). */
+static int same_pipeline(const gf_slot *s, uint32_t id, const gf_pipeline *p) {
+    const gf_pipeline *first = &s->frames[0].pipeline;
+    return s->frames[0].pipeline_id == id && first->stage_count == p->stage_count &&
+           memcmp(first->stages, p->stages, p->stage_count * sizeof p->stages[0]) == 0;
+}
+
+/* The next frame record of open slot `s`, for a frame of pipeline `p`
+ * (its id `id`) with `in_bytes` of input and stage lengths stage_bytes[],
+ * placed after the frames it has, in the slot's buffers, with every field
+ * that does not depend on where the frame came from set; NULL when it
+ * does not fit (gf_slot_add). */
+static gf_frame *place(gf_slot *s, const gf_pipeline *p, uint32_t id, uint64_t in_bytes,
+                       const uint64_t stage_bytes[GF_STAGES_MAX]) {
     assert(s->open && p->max_batch_frames >= 1 && p->max_batch_frames <= GF_SLOT_FRAMES_MAX);
-    if (s->frame_count > 0) {
-        /* One pipeline a batch, as it was when the batch began: a reload in
-         * between may have given its id other stages. */
-        const gf_pipeline *first = &s->frames[0].pipeline;
-        if (s->frame_count >= first->max_batch_frames ||
-            s->frames[0].pipeline_id != h->pipeline_id || first->stage_count != p->stage_count ||
-            memcmp(first->stages, p->stages, p->stage_count * sizeof p->stages[0]) != 0)
-            return NULL;
-    }
+    if (s->frame_count > 0 &&
+        (s->frame_count >= s->frames[0].pipeline.max_batch_frames || !same_pipeline(s, id, p)))
+        return NULL;
     uint64_t off = gf_frame_align(s->used_bytes), extent;
     if (!fits_at(s, off, p->stage_count, in_bytes, stage_bytes, &extent))
         return NULL;
@@ -179,28 +186,81 @@ gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipel
     f->dst = f->out_host;
     f->region = NULL;
     f->on_device = 0;
-    f->client = client;
-    if (s->owner != client)
-        s->owner = NULL; /* another connection's frame is in it: no one's slot */
-    f->pipeline_id = h->pipeline_id;
-    f->frame_id = h->frame_id;
-    f->version = h->version;
+    f->pipeline_id = id;
     f->in_bytes = in_bytes;
     f->out_bytes = stage_bytes[last];
     f->status = GF_OK;
     memset(&f->stages, 0, sizeof f->stages);
-    f->arrived_ns = arrived_ns;
     f->claimed_ns = gf_now_ns();
     f->submitted_ns = f->done_ns = f->drained_ns = f->whole_ns = 0;
     f->submission = 0;
+    f->submitted_on = 0;
+    f->pooled_from = NULL;
     f->batched = 0;
-    f->deadline_ns = h->flags & GF_FLAG_DEADLINE
-                         ? gf_deadline_decode(h->status, arrived_ns ? arrived_ns : f->claimed_ns)
-                         : 0;
-    f->latest = (h->flags & GF_FLAG_LATEST) != 0;
+    f->deadline_ns = 0;
+    f->latest = 0;
     f->expired = 0;
     memset(&f->reply, 0, sizeof f->reply);
     gf_link_init(&f->reply.link);
     f->reply.frame = f;
+    return f;
+}
+
+gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipeline *p,
+                      const gf_header *h, uint64_t in_bytes,
+                      const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns) {
+    gf_frame *f = place(s, p, h->pipeline_id, in_bytes, stage_bytes);
+    if (f == NULL)
+        return NULL;
+    f->client = client;
+    if (s->owner != client)
+        s->owner = NULL; /* another connection's frame is in it: no one's slot */
+    f->frame_id = h->frame_id;
+    f->version = h->version;
+    f->arrived_ns = arrived_ns;
+    if (h->flags & GF_FLAG_DEADLINE)
+        f->deadline_ns = gf_deadline_decode(h->status, arrived_ns ? arrived_ns : f->claimed_ns);
+    f->latest = (h->flags & GF_FLAG_LATEST) != 0;
+    return f;
+}
+
+int gf_slot_takes(const gf_slot *s, const gf_slot *from, uint32_t max_frames) {
+    if (from->frame_count == 0)
+        return 0;
+    const gf_frame *g = &from->frames[0];
+    uint32_t most = g->pipeline.max_batch_frames;
+    if (s->frame_count > 0) {
+        if (!same_pipeline(s, g->pipeline_id, &g->pipeline))
+            return 0;
+        most = s->frames[0].pipeline.max_batch_frames;
+    }
+    most = max_frames < most ? max_frames : most;
+    if (s->frame_count + from->frame_count > most)
+        return 0;
+    uint64_t used = s->used_bytes, extent;
+    for (uint32_t i = 0; i < from->frame_count; i++) {
+        const gf_frame *h = &from->frames[i];
+        uint64_t off = gf_frame_align(used);
+        if (!fits_at(s, off, h->pipeline.stage_count, h->in_bytes, h->stage_bytes, &extent))
+            return 0;
+        used = off + extent;
+    }
+    return 1;
+}
+
+gf_frame *gf_slot_add_pooled(gf_slot *s, gf_frame *from) {
+    gf_frame *f = place(s, &from->pipeline, from->pipeline_id, from->in_bytes, from->stage_bytes);
+    if (f == NULL)
+        return NULL;
+    f->client = NULL;
+    s->owner = NULL;
+    f->src = from->src;
+    f->dst = from->dst;
+    f->frame_id = from->frame_id;
+    f->version = from->version;
+    f->arrived_ns = from->arrived_ns;
+    f->whole_ns = from->whole_ns;
+    f->pooled_from = from;
+    f->batched = 1;
     return f;
 }

@@ -76,6 +76,8 @@ void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats 
     ADD(graph_submissions);
     ADD(gathered_submissions);
     ADD(host_gathered_submissions);
+    ADD(pooled_batches);
+    ADD(pooled_frames);
     ADD(polling_ns);
     for (unsigned i = 0; i < GF_STATUS_COUNT_; i++)
         ADD(rejected[i]);

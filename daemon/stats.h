@@ -112,6 +112,9 @@ typedef struct gf_stats {
     uint64_t graph_submissions;             /* of them, replayed from a CUDA graph   */
     uint64_t gathered_submissions;          /* of them, device frames gathered in    */
     uint64_t host_gathered_submissions;     /* of them, shm frames moved by a kernel */
+    uint64_t pooled_batches;                /* batches sent to run in another shard's
+                                               submission (pool.h)                   */
+    uint64_t pooled_frames;                 /* the frames they carried               */
     uint64_t polling_ns;                    /* the loop kept awake to poll the GPU   */
     uint64_t rejected[GF_STATUS_COUNT_];    /* ERROR replies sent, by status    */
     uint64_t requests_list;                 /* LIST requests answered                */

@@ -113,7 +113,7 @@ static void tb_interval(text_buf *b, const char *key, uint64_t beg, uint64_t end
 }
 
 /* A frame's record as text, typically: the buffer is reserved for this. */
-#define GF_TRACE_RECORD_TEXT_BYTES 320
+#define GF_TRACE_RECORD_TEXT_BYTES 344
 
 /* The frames a TRACE of `max_frames` shows: the last ones kept. */
 static uint32_t frames_shown(const gf_trace *t, uint32_t max_frames) {
@@ -144,6 +144,7 @@ char *gf_trace_frames_text(const gf_trace *t, uint32_t max_frames, uint64_t t0_n
         tb_field(&b, "slot", r->slot);
         tb_field(&b, "shard", r->shard);
         tb_field(&b, "submission", r->submission);
+        tb_field(&b, "submitted_on", r->submitted_on);
         tb_field(&b, "status", r->status);
         tb_field(&b, "in_bytes", r->in_bytes);
         tb_field(&b, "out_bytes", r->out_bytes);

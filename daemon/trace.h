@@ -17,7 +17,7 @@
 /* One answered frame.  Times are CLOCK_MONOTONIC ns. */
 typedef struct gf_trace_rec {
     uint64_t frame_id, conn_id, submission;
-    uint32_t pipeline_id, slot, shard;
+    uint32_t pipeline_id, slot, shard, submitted_on;
     uint32_t status;
     uint64_t in_bytes, out_bytes;
     uint64_t arrived_ns, claimed_ns, submitted_ns, done_ns, drained_ns, written_ns;

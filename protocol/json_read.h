@@ -24,7 +24,7 @@
 #define GF_PATH_BYTES       256
 #define GF_VALUE_TEXT_BYTES 128
 /* Room for one "(known: ...)" list of kinds or keys. */
-#define GF_KNOWN_LIST_BYTES 512
+#define GF_KNOWN_LIST_BYTES 768
 
 /*
  * Where a parse reports its problems.  In "first" mode buf gets the first

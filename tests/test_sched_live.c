@@ -831,6 +831,118 @@ START_TEST(frames_that_fill_a_slot_leave_one_to_another_client) {
 }
 END_TEST
 
+/* Two shards of one device (the CPU engine's shards all serve its one),
+ * one pipeline that is not elementwise, frames through the socket. */
+static const char pool_json_fmt[] =
+    "{\"shards\": 2, \"pool_batches\": %s, \"pipelines\": [{\"name\": \"norm\", "
+    "\"kind\": \"normalize_u8\", \"params\": {\"width\": 16, \"height\": 16}}]}";
+
+/* What TRACE `tr` says of the pooling of its frames: how many ran in a
+ * submission of a shard other than their own (*away), and whether a
+ * submission held frames answered by two shards (*shared).  Every frame
+ * ran on its own shard or on the pipeline's home, shard 0 (pipeline 0 of
+ * two shards). */
+static void pooled_in_trace(const cJSON *tr, unsigned *away, int *shared) {
+    const cJSON *r, *q;
+    *away = 0;
+    *shared = 0;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(tr, "frames")) {
+        uint64_t shard = (uint64_t)num(r, "shard"), on = (uint64_t)num(r, "submitted_on");
+        ck_assert_msg(on == shard || on == 0, "frame %g of shard %llu ran on shard %llu",
+                      num(r, "frame_id"), (unsigned long long)shard, (unsigned long long)on);
+        *away += on != shard;
+        if (*shared || on != shard)
+            continue;
+        /* A frame of the home's own: did another shard's share its submission? */
+        cJSON_ArrayForEach(q, cJSON_GetObjectItem(tr, "frames")) {
+            if (num(q, "submitted_on") == (double)on &&
+                num(q, "submission") == num(r, "submission") && num(q, "shard") != (double)shard)
+                *shared = 1;
+        }
+    }
+}
+
+/* Streams `clients` verified clients at once (300 frames each, window 8)
+ * through a daemon of pool_json_fmt with `pool`, then reads its STATS and
+ * TRACE. */
+static void stream_pooled(const char *pool, unsigned clients, cJSON **st, cJSON **tr) {
+    gf_test_daemon d;
+    char json[512], err[512];
+    snprintf(json, sizeof json, pool_json_fmt, pool);
+    gf_test_ck_daemon_start(&d, json, g_engine);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
+    size_t count;
+    gf_pipeline *p = gf_test_ck_list(c, &count);
+    gf_test_stream s = {.pipeline = &p[0],
+                        .frame_bytes = 16 * 16 * 3,
+                        .frame_count = 300,
+                        .window = 8,
+                        .first_frame_id = 1};
+    ck_assert_msg(gf_test_streams_parallel(d.socket_path, clients, &s, err, sizeof err) == 0, "%s",
+                  err);
+    gf_test_ck_wait_idle(c, 1, 10000, NULL);
+    *st = gf_test_ck_stats(c);
+    char *text = NULL;
+    ck_assert_int_eq(gf_client_request_trace(c, 0, &text, 10000), 0);
+    *tr = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(*tr);
+    gf_pipelines_free(p, count);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
+}
+
+/* Clients on both shards of a device streaming one model-like pipeline:
+ * one shard's batches run in the other's submissions, beside that shard's
+ * own frames (pool.h), every reply exactly the C reference's, and every
+ * frame counted once (STATS' submitted frames are the frames answered). */
+START_TEST(a_device_s_shards_run_one_pipeline_s_batches_together) {
+    cJSON *st, *tr;
+    stream_pooled("true", 4, &st, &tr);
+    uint64_t frames = 4 * 300;
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.answered"), frames);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.failed"), 0);
+    ck_assert_double_eq(num(batches_of(st, 0), "frames"), (double)frames);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "slots.submissions"),
+                      num(batches_of(st, 0), "submissions"));
+    uint64_t pooled = gf_test_ck_u64(st, "slots.pooled_frames");
+    ck_assert_uint_gt(gf_test_ck_u64(st, "slots.pooled_batches"), 0);
+    ck_assert_uint_gt(pooled, 0);
+    unsigned away;
+    int shared;
+    pooled_in_trace(tr, &away, &shared);
+    ck_assert_uint_eq(away, pooled); /* the trace keeps every frame here */
+    ck_assert_msg(shared, "no submission held frames of both shards' clients");
+    cJSON_Delete(st);
+    cJSON_Delete(tr);
+}
+END_TEST
+
+/* A lone client's frames run on its own shard; with pool_batches off, so
+ * do everyone's. */
+START_TEST(a_lone_client_or_pool_batches_off_runs_on_its_own_shard) {
+    cJSON *st, *tr;
+    unsigned away;
+    int shared;
+    stream_pooled("true", 1, &st, &tr);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.answered"), 300);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "slots.pooled_frames"), 0);
+    pooled_in_trace(tr, &away, &shared);
+    ck_assert_uint_eq(away, 0);
+    cJSON_Delete(st);
+    cJSON_Delete(tr);
+    stream_pooled("false", 4, &st, &tr);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.answered"), 4 * 300);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "slots.pooled_batches"), 0);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "slots.pooled_frames"), 0);
+    pooled_in_trace(tr, &away, &shared);
+    ck_assert_uint_eq(away, 0);
+    ck_assert(!shared);
+    cJSON_Delete(st);
+    cJSON_Delete(tr);
+}
+END_TEST
+
 /* Newest-frame-only from a client that waits for each reply: nothing is
  * ever replaced, every frame answered with its own bytes. */
 START_TEST(newest_frame_only_replaces_nothing_that_ran) {
@@ -1158,6 +1270,11 @@ static Suite *sched_live_suite(void) {
     tc = tcase_create("shares");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     ADD_CPU_ONLY(tc, frames_that_fill_a_slot_leave_one_to_another_client);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("pool");
+    tcase_set_timeout(tc, TEST_TIMEOUT_S);
+    tcase_add_test(tc, a_device_s_shards_run_one_pipeline_s_batches_together);
+    tcase_add_test(tc, a_lone_client_or_pool_batches_off_runs_on_its_own_shard);
     suite_add_tcase(s, tc);
     tc = tcase_create("priorities");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
