@@ -27,6 +27,7 @@ enum gf_prof_section {
     GF_PROF_SEND,   /* sendmsg                                               */
     GF_PROF_FINISH, /* a written reply: the slot released, the conn resumed  */
     GF_PROF_STATS,  /* counters and the trace record of an answered frame    */
+    GF_PROF_POOL,   /* another shard's batch: taken in, placed, sent back    */
     GF_PROF_COUNT
 };
 
@@ -40,7 +41,7 @@ typedef struct gf_prof {
     int cur;
 } gf_prof;
 
-extern gf_prof gf_prof_state;
+extern _Thread_local gf_prof gf_prof_state; /* each loop's own */
 
 static inline uint64_t gf_prof_now(void) {
     struct timespec ts;
@@ -67,10 +68,11 @@ static inline void gf_prof_leave(int prev) {
     (void)gf_prof_switch(prev);
 }
 
-/* Prints the table to stderr: each section's total, calls, and µs per frame
- * for `frames` answered; `idle_ns` (uv_metrics_idle_time) is split off the
- * loop's own share. */
-void gf_prof_print(uint64_t frames, uint64_t idle_ns);
+/* Prints the calling loop's table to stderr, each line tagged with its
+ * `shard`: each section's total, calls, and µs per frame for `frames`
+ * answered; `idle_ns` (uv_metrics_idle_time) is split off the loop's own
+ * share. */
+void gf_prof_print(uint32_t shard, uint64_t frames, uint64_t idle_ns);
 #else
 static inline int gf_prof_enter(int section) {
     (void)section;
@@ -79,7 +81,8 @@ static inline int gf_prof_enter(int section) {
 static inline void gf_prof_leave(int prev) {
     (void)prev;
 }
-static inline void gf_prof_print(uint64_t frames, uint64_t idle_ns) {
+static inline void gf_prof_print(uint32_t shard, uint64_t frames, uint64_t idle_ns) {
+    (void)shard;
     (void)frames;
     (void)idle_ns;
 }
