@@ -69,10 +69,18 @@ static void log_batch(const gf_slot *s, const char *what, cudaError_t err) {
 static int cuda_submit(gf_engine *e, gf_slot *s) {
     cuda_engine *ce = (cuda_engine *)e;
     cuda_slot *cs = s->engine_state;
-    cudaGraphExec_t exec = gf__cuda_graph(ce, s, cs);
+    int with_copies = 1;
+    cudaGraphExec_t exec = gf__cuda_graph(ce, s, cs, &with_copies);
     s->graphed = exec != NULL;
     s->failed = 0;
-    cudaError_t err = exec ? cudaGraphLaunch(exec, cs->stream) : gf__cuda_enqueue(ce, s, cs);
+    cudaError_t err;
+    if (exec == NULL)
+        err = gf__cuda_enqueue(ce, s, cs);
+    else if (with_copies)
+        err = cudaGraphLaunch(exec, cs->stream);
+    else if ((err = gf__cuda_copy(ce, s, cs, 1)) == cudaSuccess &&
+             (err = cudaGraphLaunch(exec, cs->stream)) == cudaSuccess)
+        err = gf__cuda_copy(ce, s, cs, 0);
     if (err != cudaSuccess && !is_sticky(err)) {
         log_batch(s, "failed, answered once the work queued before has run", err);
         cudaGetLastError(); /* a launch error is not sticky: clear it */

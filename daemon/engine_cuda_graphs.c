@@ -14,8 +14,10 @@
 #include "util.h"
 
 /* Graphs a slot keeps, the least recently used replaced: the batch shapes
- * that recur (a client's window, the pipeline's max_batch_frames). */
-#define GF_GRAPHS_PER_SLOT 16
+ * that recur (a client's window, the pipeline's max_batch_frames; at a
+ * pool's home, pool.h, batches of every size up to max_batch_frames, made
+ * of other shards' batches).  About 3 KB of host memory each. */
+#define GF_GRAPHS_PER_SLOT 64
 
 /* Captures of one shape, in all, that may be broken from outside before
  * the shape is given up: cudaErrorStreamCaptureInvalidated with no error
@@ -38,6 +40,9 @@ struct graph_entry {
                              in a row: tried again below GF_CAPTURE_TRIES */
     uint64_t retry_ns;    /* not before then (gf_now_ns)                  */
     uint64_t last_used;   /* the slot's graph clock at its last replay    */
+    int with_copies;      /* it holds the batch's copies too (its frames
+                             are in the slot's own buffers), or only its
+                             stages (frames of another shard's slots)     */
     /* The shape: the stages (a plugin by its serial, never reused), the
      * frames' places and lengths (the rest follows from these). */
     uint32_t stage_count, frame_count;
@@ -52,8 +57,7 @@ struct graph_entry {
 /* Whether batch `s` runs from a graph: cuda_graphs on (the slot has
  * graphs), untimed (a timed batch records its events between the stages),
  * no shm frame (its copies are its region's; a device frame's addresses in
- * its region, stable while it is mapped, are part of the shape) nor frame
- * of another shard's batch (its copies are that shard's slot's), of a
+ * its region, stable while it is mapped, are part of the shape), of a
  * pipeline whose launches cost more than one kernel's:
  * a plugin's, or several stages (an elementwise stage alone is one kernel,
  * or zero-copy), and with no plugin that says GF_PLUGIN_NO_GRAPHS. */
@@ -66,6 +70,17 @@ static int runs_from_graph(const cuda_slot *cs, const gf_slot *s) {
         if (p->stages[k].params.plugin != NULL &&
             !gf_plugin_graphs_ok(gf_plugin_stage_api(p->stages[k].params.plugin)))
             return 0;
+    for (uint32_t i = 0; i < s->frame_count; i++)
+        if (s->frames[i].region != NULL && !s->frames[i].on_device)
+            return 0;
+    return 1;
+}
+
+/* Whether batch `s`'s graph holds its copies: every frame in the slot's own
+ * buffers (or a device frame).  Frames of another shard's slots (pool.h)
+ * are copied from and to those before and after a graph of the stages
+ * alone, whose shape is the same whichever slots they came from. */
+static int copies_in_graph(const gf_slot *s) {
     for (uint32_t i = 0; i < s->frame_count; i++)
         if (!s->frames[i].on_device &&
             !gf_frame_in_slot_buffers(&s->frames[i], s->in_host, s->out_host))
@@ -85,12 +100,14 @@ static uint64_t stage_serial(const gf_stage *st) {
     return st->params.plugin ? gf_plugin_stage_serial(st->params.plugin) : 0;
 }
 
-/* Whether `g` is the graph of batch `s`. */
-static int same_shape(const graph_entry *g, const gf_slot *s) {
+/* Whether `g` is the graph of batch `s`, whose copies go in it or not
+ * (`with_copies`). */
+static int same_shape(const graph_entry *g, const gf_slot *s, int with_copies) {
     const gf_pipeline *p = &s->frames[0].pipeline;
     if (!g->exec && !g->failed)
         return 0;
-    if (g->frame_count != s->frame_count || g->stage_count != p->stage_count ||
+    if (g->with_copies != with_copies || g->frame_count != s->frame_count ||
+        g->stage_count != p->stage_count ||
         memcmp(g->stages, p->stages, p->stage_count * sizeof p->stages[0]) != 0)
         return 0;
     for (uint32_t k = 0; k < p->stage_count; k++)
@@ -109,13 +126,14 @@ static int same_shape(const graph_entry *g, const gf_slot *s) {
  * stream out of capture: for good, with a warning, unless another thread
  * broke it and the shape has tries left (g->invalidated). */
 static void capture(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, graph_entry *g,
-                    unsigned tries) {
+                    int with_copies, unsigned tries) {
     const gf_pipeline *p = &s->frames[0].pipeline;
     if (g->exec)
         cudaGraphExecDestroy(g->exec);
     g->exec = NULL;
     g->failed = 1;
     g->invalidated = 0;
+    g->with_copies = with_copies;
     g->stage_count = p->stage_count;
     g->frame_count = s->frame_count;
     memcpy(g->stages, p->stages, p->stage_count * sizeof p->stages[0]);
@@ -136,7 +154,7 @@ static void capture(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, graph_entr
                    p->name, s->frame_count, cudaGetErrorString(begin));
         return;
     }
-    cudaError_t err = gf__cuda_enqueue(ce, s, cs);
+    cudaError_t err = with_copies ? gf__cuda_enqueue(ce, s, cs) : gf__cuda_enqueue_stages(s, cs);
     cudaError_t end = cudaStreamEndCapture(cs->stream, &graph);
     if (err == cudaSuccess && end == cudaSuccess &&
         cudaGraphInstantiate(&g->exec, graph, 0) == cudaSuccess)
@@ -166,20 +184,21 @@ static void capture(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, graph_entr
 
 /* The graph of batch `s` on its slot: found, or captured in the least
  * recently used entry; NULL when its shape cannot be captured. */
-static cudaGraphExec_t graph_for(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
+static cudaGraphExec_t graph_for(const cuda_engine *ce, gf_slot *s, cuda_slot *cs,
+                                 int with_copies) {
     graph_entry *lru = &cs->graphs[0];
     for (int i = 0; i < GF_GRAPHS_PER_SLOT; i++) {
         graph_entry *g = &cs->graphs[i];
-        if (same_shape(g, s)) {
+        if (same_shape(g, s, with_copies)) {
             lru = g;
             if (g->failed && g->invalidated && gf_now_ns() >= g->retry_ns)
-                capture(ce, s, cs, g, g->invalidated);
+                capture(ce, s, cs, g, with_copies, g->invalidated);
             goto found;
         }
         if (g->last_used < lru->last_used)
             lru = g;
     }
-    capture(ce, s, cs, lru, 0);
+    capture(ce, s, cs, lru, with_copies, 0);
 found:
     lru->last_used = ++cs->graph_clock;
     s->zero_copy = gf__cuda_zero_copy(ce, s);
@@ -188,8 +207,11 @@ found:
     return lru->exec;
 }
 
-cudaGraphExec_t gf__cuda_graph(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
-    return runs_from_graph(cs, s) ? graph_for(ce, s, cs) : NULL;
+cudaGraphExec_t gf__cuda_graph(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, int *with_copies) {
+    if (!runs_from_graph(cs, s))
+        return NULL;
+    *with_copies = copies_in_graph(s);
+    return graph_for(ce, s, cs, *with_copies);
 }
 
 int gf__cuda_graphs_open(cuda_slot *cs) {

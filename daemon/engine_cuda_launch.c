@@ -307,22 +307,15 @@ static cudaError_t move_frames(const cuda_engine *ce, const gf_slot *s, cuda_slo
     return n ? (cudaError_t)gf_copies_launch(copies, n, cs->stream) : cudaSuccess;
 }
 
-cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
+/* The batch's stages, from `in_first` (the first stage's input) to
+ * `out_last` (the last one's output). */
+static cudaError_t enqueue_stages(const gf_slot *s, cuda_slot *cs, uint8_t *in_first,
+                                  uint8_t *out_last) {
     const gf_pipeline *p = &s->frames[0].pipeline; /* every frame's */
     const gf_frame *last = &s->frames[s->frame_count - 1];
-    int elementwise = gf_pipeline_elementwise(p);
-    s->gathered = gathers(s, elementwise);
-    s->host_gathered = host_gathers(ce, s);
-    int whole = (s->gathered || !has_device_frames(s)) && (s->frame_count == 1 || elementwise);
-    s->zero_copy = runs_zero_copy(ce, s, elementwise);
-    uint8_t *in_first = s->zero_copy ? s->in_host : cs->in_dev;
-    uint8_t *out_last = s->zero_copy ? s->out_host : cs->out_dev;
+    int whole = (s->gathered || !has_device_frames(s)) &&
+                (s->frame_count == 1 || gf_pipeline_elementwise(p));
     cudaError_t err;
-    if ((err = mark(s, cs, EV_START)) != cudaSuccess ||
-        (!s->zero_copy && (err = copy_frames(ce, s, cs, 1)) != cudaSuccess) ||
-        (err = move_frames(ce, s, cs, 1)) != cudaSuccess ||
-        (err = mark(s, cs, EV_H2D)) != cudaSuccess)
-        return err;
     for (uint32_t k = 0; k < p->stage_count; k++) {
         const gf_stage *st = &p->stages[k];
         uint8_t *in = k == 0 ? in_first : cs->scratch_dev[(k - 1) % 2];
@@ -341,11 +334,37 @@ cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
             (err = cudaEventRecord(cs->stage_ev[k], cs->stream)) != cudaSuccess)
             return err;
     }
-    if ((err = mark(s, cs, EV_KERNEL)) != cudaSuccess ||
+    return cudaSuccess;
+}
+
+cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs) {
+    int elementwise = gf_pipeline_elementwise(&s->frames[0].pipeline);
+    s->gathered = gathers(s, elementwise);
+    s->host_gathered = host_gathers(ce, s);
+    s->zero_copy = runs_zero_copy(ce, s, elementwise);
+    cudaError_t err;
+    if ((err = mark(s, cs, EV_START)) != cudaSuccess ||
+        (!s->zero_copy && (err = copy_frames(ce, s, cs, 1)) != cudaSuccess) ||
+        (err = move_frames(ce, s, cs, 1)) != cudaSuccess ||
+        (err = mark(s, cs, EV_H2D)) != cudaSuccess ||
+        (err = enqueue_stages(s, cs, s->zero_copy ? s->in_host : cs->in_dev,
+                              s->zero_copy ? s->out_host : cs->out_dev)) != cudaSuccess ||
+        (err = mark(s, cs, EV_KERNEL)) != cudaSuccess ||
         (!s->zero_copy && (err = copy_frames(ce, s, cs, 0)) != cudaSuccess) ||
         (err = move_frames(ce, s, cs, 0)) != cudaSuccess)
         return err;
     return mark(s, cs, EV_D2H);
+}
+
+cudaError_t gf__cuda_enqueue_stages(gf_slot *s, cuda_slot *cs) {
+    s->gathered = 0;
+    s->host_gathered = 0;
+    s->zero_copy = 0;
+    return enqueue_stages(s, cs, cs->in_dev, cs->out_dev);
+}
+
+cudaError_t gf__cuda_copy(const cuda_engine *ce, const gf_slot *s, cuda_slot *cs, int to_device) {
+    return copy_frames(ce, s, cs, to_device);
 }
 
 int gf__cuda_zero_copy(const cuda_engine *ce, const gf_slot *s) {

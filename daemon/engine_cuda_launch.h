@@ -30,6 +30,17 @@
  */
 cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs);
 
+/* The same for a batch of frames that are all in slots' host buffers (its
+ * own, or another shard's: pool.h), untimed, without its copies: its
+ * stages alone, on the slot's device buffers (what a graph of such a batch
+ * holds; gf__cuda_copy moves the frames before and after).  Sets
+ * s->zero_copy, s->gathered and s->host_gathered to 0. */
+cudaError_t gf__cuda_enqueue_stages(gf_slot *s, cuda_slot *cs);
+
+/* Batch `s`'s copies to the device (to_device) or back, as gf__cuda_enqueue
+ * makes them. */
+cudaError_t gf__cuda_copy(const cuda_engine *ce, const gf_slot *s, cuda_slot *cs, int to_device);
+
 /* Whether batch `s` gathers its device frames into the slot's device
  * buffers and scatters their results back: an elementwise pipeline, more
  * than one frame, every device frame 64 KiB or less (what a replayed
