@@ -30,6 +30,10 @@
 /* Shards: loops, each on its own thread with its own slots (shards.h).
  * 0 in the configuration: chosen at start (config/README.md, "shards"). */
 #define GF_SHARDS_MAX 64
+/* A device's shards run one pipeline's batches together in groups of
+ * pool_shards (pool.h); 0 or 1: each shard alone. */
+#define GF_POOL_SHARDS_MAX     GF_SHARDS_MAX
+#define GF_POOL_SHARDS_DEFAULT 0
 /* CUDA devices a daemon can drive; "devices" names them by ordinal. */
 #define GF_DEVICES_MAX      16
 #define GF_DEVICES_TEXT_MAX 64
@@ -119,8 +123,9 @@ typedef struct gf_config {
     enum gf_completion_mode completion; /* host_func | poll         */
     uint64_t zero_copy_max_bytes;       /* batches this small skip the copies */
     int cuda_graphs;                    /* replay batches from CUDA graphs   */
-    int pool_batches;                   /* a device's shards run one pipeline's
-                                           batches together (pool.h)          */
+    uint32_t pool_shards;               /* a device's shards, in groups of this
+                                           many, run one pipeline's batches
+                                           together (pool.h); 0, 1: alone     */
     uint32_t trace_frames;              /* frames kept for TRACE; 0: none    */
     uint32_t max_connections;           /* more are refused at accept        */
     uint64_t max_output_bytes;          /* unwritten LIST/STATS/TRACE/ERROR reply

@@ -16,6 +16,7 @@
 #include "defer.h"
 #include "group.h"
 #include "list.h"
+#include "loopprof.h"
 #include "mailbox.h"
 #include "shard_state.h"
 #include "util.h"
@@ -36,6 +37,7 @@ struct gf_pool {
     uint32_t *peers;     /* the shards of this one's device, in order,
                             this one among them                         */
     uint32_t peer_count;
+    uint32_t me; /* this one's place in peers                   */
     /* The home side. */
     gf_sched_client client; /* stands for the other shards' batches       */
     gf_link pending;        /* their calls waiting for a place (FIFO)     */
@@ -61,9 +63,12 @@ int gf_pool_open(gf_shard *sh) {
         return -ENOMEM;
     }
     p->peer_count = 0;
-    for (uint32_t k = 0; k < g->count; k++)
+    for (uint32_t k = 0; k < g->count; k++) {
+        if (k == sh->index)
+            p->me = p->peer_count;
         if (g->shard[k].device == sh->self->device)
             p->peers[p->peer_count++] = k;
+    }
     gf_sched_client_init(&p->client);
     gf_list_init(&p->pending);
     p->held = 0;
@@ -99,11 +104,22 @@ static void note_seen(gf_shard_shared *me, uint32_t key, uint64_t now) {
         atomic_store_explicit(&me->pool_seen_ns[key], now, memory_order_relaxed);
 }
 
-/* Whether a shard of this one's device other than it submitted a batch of
- * pipeline `key` within GF_POOL_RECENT_NS of `now`. */
-static int others_seen(const gf_shard *sh, uint32_t key, uint64_t now) {
+/* This shard's group: peers[*first .. *first + returned count), groups of
+ * pool_shards of the device's shards in order (the last may be smaller). */
+static uint32_t pool_group(const gf_shard *sh, uint32_t *first) {
     const gf_pool *p = sh->pool;
-    for (uint32_t i = 0; i < p->peer_count; i++) {
+    uint32_t size = sh->cfg->pool_shards;
+    *first = size ? p->me / size * size : p->me;
+    uint32_t left = p->peer_count - *first;
+    return size < left ? size : left;
+}
+
+/* Whether a shard of this one's group other than it submitted a batch of
+ * pipeline `key` within GF_POOL_RECENT_NS of `now`. */
+static int others_seen(const gf_shard *sh, uint32_t first, uint32_t count, uint32_t key,
+                       uint64_t now) {
+    const gf_pool *p = sh->pool;
+    for (uint32_t i = first; i < first + count; i++) {
         const gf_shard_shared *o = &sh->group->shard[p->peers[i]];
         if (o == sh->self)
             continue;
@@ -114,15 +130,27 @@ static int others_seen(const gf_shard *sh, uint32_t key, uint64_t now) {
     return 0;
 }
 
+/* Whether batch `b` holds a frame of this shard's own connections: only
+ * those make the shard one that submits the pipeline (a home's batches of
+ * other shards' frames alone do not, or a lone client whose batches went
+ * to the home once would find it busy with them for ever after). */
+static int has_own_frames(const gf_slot *b) {
+    for (uint32_t i = 0; i < b->frame_count; i++)
+        if (b->frames[i].pooled_from == NULL)
+            return 1;
+    return 0;
+}
+
 /* Whether batch `b` may run in another shard's submission: frames in its
- * own buffers, none of which asked to go soon. */
+ * own buffers or in shared-memory regions (host memory the device's
+ * context has pinned, whichever shard pinned it), none in device memory,
+ * none that asked to go soon. */
 static int poolable(const gf_slot *b) {
     if (b->urgent || b->frame_count >= b->frames[0].pipeline.max_batch_frames)
         return 0;
     for (uint32_t i = 0; i < b->frame_count; i++) {
         const gf_frame *f = &b->frames[i];
-        if (!gf_frame_in_slot_buffers(f, b->in_host, b->out_host) || f->deadline_ns != 0 ||
-            f->latest)
+        if (f->on_device || f->deadline_ns != 0 || f->latest)
             return 0;
     }
     return 1;
@@ -133,13 +161,14 @@ int gf_pool_take(gf_slot *b, void *arg) {
     GF_SHARD_OWNED(sh);
     gf_pool *p = sh->pool;
     const gf_frame *first = &b->frames[0];
-    if (!sh->cfg->pool_batches || p->peer_count < 2 || sh->draining ||
-        gf_pipeline_elementwise(&first->pipeline))
+    uint32_t start, count = pool_group(sh, &start);
+    if (count < 2 || sh->draining || gf_pipeline_elementwise(&first->pipeline))
         return 0;
     uint32_t key = first->pipeline_id % GF_POOL_KEYS;
-    note_seen(sh->self, key, b->submitted_ns);
-    uint32_t home = p->peers[first->pipeline_id % p->peer_count];
-    if (home == sh->index || !poolable(b) || !others_seen(sh, key, b->submitted_ns))
+    if (has_own_frames(b))
+        note_seen(sh->self, key, b->submitted_ns);
+    uint32_t home = p->peers[start + first->pipeline_id % count];
+    if (home == sh->index || !poolable(b) || !others_seen(sh, start, count, key, b->submitted_ns))
         return 0;
     gf_pool_call *c = &p->calls[b->index];
     c->slot = b;
@@ -184,10 +213,12 @@ static void arrive(gf_call *call, void *owner) {
     if (sh == NULL || sh->draining || sh->failed)
         return; /* answered now, unrun */
     GF_SHARD_OWNED(sh);
+    int prof = gf_prof_enter(GF_PROF_POOL);
     gf_call_keep(call);
     sh->pool->held++;
     gf_list_push_back(&sh->pool->pending, &c->pending);
     gf_shard_defer(sh, &sh->pool->pass);
+    gf_prof_leave(prof);
 }
 
 /* Batch `c` leaves its home: answered, ran or not. */
@@ -205,6 +236,7 @@ static void send_back(gf_shard *sh, gf_pool_call *c, int ran) {
 static void run_pass(gf_defer_item *it) {
     gf_pool *p = gf_list_entry(it, gf_pool, pass);
     gf_shard *sh = p->sh;
+    int prof = gf_prof_enter(GF_PROF_POOL);
     gf_link *l;
     while (!gf_sched_waiting(&p->client) && (l = gf_list_front(&p->pending))) {
         gf_pool_call *c = gf_list_entry(l, gf_pool_call, pending);
@@ -219,6 +251,7 @@ static void run_pass(gf_defer_item *it) {
      * joined another open batch) goes back. */
     if (!gf_sched_waiting(&p->client))
         gf_sched_end_batch(&sh->sched, &p->client, 0);
+    gf_prof_leave(prof);
 }
 
 void gf_pool_granted(gf_shard *sh) {
@@ -228,6 +261,7 @@ void gf_pool_granted(gf_shard *sh) {
 
 void gf_pool_finished(gf_shard *sh, gf_slot *s, int completed) {
     GF_SHARD_OWNED(sh);
+    int prof = gf_prof_enter(GF_PROF_POOL);
     gf_slot *from = NULL;
     for (uint32_t i = 0; i < s->frame_count; i++) {
         gf_frame *f = &s->frames[i];
@@ -239,8 +273,12 @@ void gf_pool_finished(gf_shard *sh, gf_slot *s, int completed) {
         from = g->slot;
         from->done_ns = completed ? s->done_ns : gf_now_ns();
         from->failed = s->failed || !completed;
-        g->status = f->status;
-        g->stages = f->stages;
+        /* Only what differs from its own record's (GF_OK, untimed): its
+         * lines are the other shard's. */
+        if (f->status != GF_OK)
+            g->status = f->status;
+        if (f->stages.timed)
+            g->stages = f->stages;
         g->submission = f->submission;
         g->submitted_on = f->submitted_on;
         f->batched = 0;
@@ -248,4 +286,5 @@ void gf_pool_finished(gf_shard *sh, gf_slot *s, int completed) {
     }
     if (from != NULL)
         send_back(sh, from->pooled, 1);
+    gf_prof_leave(prof);
 }

@@ -8,17 +8,18 @@
  * while a model's submission costs about as much for 64 frames as for 16
  * (docs/design.md, "One pipeline's frames from every shard").  So a batch
  * about to go to the engine (the scheduler's `pool` hook) may go instead
- * to the pipeline's home on its device, the device's shard that the
- * pipeline's id picks (modulo the device's shards), as a call by mail
- * (mailbox.h).  It goes when
- *   - `pool_batches` is on and the shard is not stopping;
+ * to the pipeline's home: the device's shards, in order, form groups of
+ * `pool_shards`, and the pipeline's id picks one shard of each group, to
+ * which the group's batches go, as a call by mail (mailbox.h).  It goes
+ * when
+ *   - the shard's group has two shards or more, and it is not stopping;
  *   - the pipeline is not elementwise (a model, an image conversion, a
  *     spectrogram: what a submission costs grows slowly with its frames),
  *     and the batch holds fewer frames than its max_batch_frames;
  *   - every frame lies in the slot's own buffers (frames through the
  *     socket, not shm or device frames) and asks for no deadline, no
  *     newest-only and not the realtime class (none is urgent);
- *   - another shard of the device submitted a batch of the pipeline within
+ *   - another shard of the group submitted a batch of the pipeline within
  *     GF_POOL_RECENT_NS: a lone client's frames never take the detour.
  * At the home, its frames join the pipeline's open batch together
  * (gf_sched_join_pooled) beside the home's own frames and other shards',
@@ -30,7 +31,10 @@
  * shards it serves with one client of its scheduler (`client`), which waits
  * for a slot in turn like any other.  A home that is stopping, or whose
  * mailbox has closed, sends a batch back unrun, and it runs where it came
- * from (gf_sched_run_here).
+ * from (gf_sched_run_here).  Off by default (pool_shards 0): measured on an
+ * H200, the home's loop, submitting for its whole group, costs more than
+ * the larger batches save (docs/design.md, "One pipeline's frames from
+ * every shard").
  *
  * Each function says on whose thread it runs: the sending shard's, or the
  * home's.

@@ -574,7 +574,7 @@ int gf_shard_failed(const gf_shard *sh) {
 int gf_shard_close(gf_shard *sh) {
     GF_SHARD_OWNED(sh);
     int failed = sh->failed;
-    gf_prof_print(sh->stats.frames_answered, uv_metrics_idle_time(sh->loop));
+    gf_prof_print(sh->index, sh->stats.frames_answered, uv_metrics_idle_time(sh->loop));
     /* The loop has stopped: from here a stage is destroyed where released. */
     gf_reaper_on(NULL);
     /* After a fatal failure the device may never finish: the process exits

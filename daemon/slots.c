@@ -111,8 +111,10 @@ void gf_frame_reply(gf_frame *f, const char *refused_by) {
 
 int gf_frame_release(gf_slot_ring *ring, gf_frame *f) {
     assert(!f->batched);
-    /* The frame is over: a plugin stage that a reload removed may go now. */
-    gf_pipeline_release(&f->pipeline);
+    /* The frame is over: a plugin stage that a reload removed may go now
+     * (another shard's frame's stages are that frame's: gf_slot_add_pooled). */
+    if (f->pooled_from == NULL)
+        gf_pipeline_release(&f->pipeline);
     f->pipeline.stage_count = 0;
     return gf_slot_unhold(ring, f->slot);
 }
@@ -156,9 +158,11 @@ static int same_pipeline(const gf_slot *s, uint32_t id, const gf_pipeline *p) {
  * (its id `id`) with `in_bytes` of input and stage lengths stage_bytes[],
  * placed after the frames it has, in the slot's buffers, with every field
  * that does not depend on where the frame came from set; NULL when it
- * does not fit (gf_slot_add). */
+ * does not fit (gf_slot_add).  `retain`: the copy of `p` takes references
+ * on its plugin stages (else it borrows those of the frame it stands for,
+ * which outlives it). */
 static gf_frame *place(gf_slot *s, const gf_pipeline *p, uint32_t id, uint64_t in_bytes,
-                       const uint64_t stage_bytes[GF_STAGES_MAX]) {
+                       const uint64_t stage_bytes[GF_STAGES_MAX], int retain) {
     assert(s->open && p->max_batch_frames >= 1 && p->max_batch_frames <= GF_SLOT_FRAMES_MAX);
     if (s->frame_count > 0 &&
         (s->frame_count >= s->frames[0].pipeline.max_batch_frames || !same_pipeline(s, id, p)))
@@ -178,7 +182,8 @@ static gf_frame *place(gf_slot *s, const gf_pipeline *p, uint32_t id, uint64_t i
     f->pipeline.max_batch_delay_us = p->max_batch_delay_us;
     memcpy(f->pipeline.stages, p->stages, p->stage_count * sizeof p->stages[0]);
     memcpy(f->stage_bytes, stage_bytes, p->stage_count * sizeof stage_bytes[0]);
-    gf_pipeline_retain(&f->pipeline);
+    if (retain)
+        gf_pipeline_retain(&f->pipeline);
     f->offset = off;
     f->in_host = s->in_host + off;
     f->out_host = s->out_host + off;
@@ -209,7 +214,7 @@ static gf_frame *place(gf_slot *s, const gf_pipeline *p, uint32_t id, uint64_t i
 gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipeline *p,
                       const gf_header *h, uint64_t in_bytes,
                       const uint64_t stage_bytes[GF_STAGES_MAX], uint64_t arrived_ns) {
-    gf_frame *f = place(s, p, h->pipeline_id, in_bytes, stage_bytes);
+    gf_frame *f = place(s, p, h->pipeline_id, in_bytes, stage_bytes, 1);
     if (f == NULL)
         return NULL;
     f->client = client;
@@ -249,13 +254,18 @@ int gf_slot_takes(const gf_slot *s, const gf_slot *from, uint32_t max_frames) {
 }
 
 gf_frame *gf_slot_add_pooled(gf_slot *s, gf_frame *from) {
-    gf_frame *f = place(s, &from->pipeline, from->pipeline_id, from->in_bytes, from->stage_bytes);
+    /* `from` holds its stages until its shard releases it, after this
+     * frame is done with (pool.h): a reference each way per frame on a
+     * count every shard's thread touches is not taken. */
+    gf_frame *f =
+        place(s, &from->pipeline, from->pipeline_id, from->in_bytes, from->stage_bytes, 0);
     if (f == NULL)
         return NULL;
     f->client = NULL;
     s->owner = NULL;
     f->src = from->src;
     f->dst = from->dst;
+    f->region = from->region; /* its region's copies are the engine's to make */
     f->frame_id = from->frame_id;
     f->version = from->version;
     f->arrived_ns = from->arrived_ns;

@@ -230,11 +230,12 @@ gf_frame *gf_slot_add(gf_slot *s, struct gf_sched_client *client, const gf_pipel
 int gf_slot_takes(const gf_slot *s, const gf_slot *from, uint32_t max_frames);
 
 /*
- * Places frame `from` (of another shard's batch, pool.h) into the open slot
- * `s` after the frames it has, as a frame of no connection of this shard
- * (client NULL) that the engine reads from `from`'s input and writes into
- * its output: NULL when it does not fit (gf_slot_takes).  Batched at once:
- * it is whole.  Loop thread.
+ * Places frame `from` (of another shard's batch, pool.h; not a device frame)
+ * into the open slot `s` after the frames it has, as a frame of no
+ * connection of this shard (client NULL) that the engine reads from
+ * `from`'s input and writes into its output (that shard's slot, or its
+ * client's shared-memory region, which `from` keeps): NULL when it does not
+ * fit (gf_slot_takes).  Batched at once: it is whole.  Loop thread.
  */
 gf_frame *gf_slot_add_pooled(gf_slot *s, gf_frame *from);
 

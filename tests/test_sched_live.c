@@ -834,7 +834,7 @@ END_TEST
 /* Two shards of one device (the CPU engine's shards all serve its one),
  * one pipeline that is not elementwise, frames through the socket. */
 static const char pool_json_fmt[] =
-    "{\"shards\": 2, \"pool_batches\": %s, \"pipelines\": [{\"name\": \"norm\", "
+    "{\"shards\": 2, \"pool_shards\": %s, \"pipelines\": [{\"name\": \"norm\", "
     "\"kind\": \"normalize_u8\", \"params\": {\"width\": 16, \"height\": 16}}]}";
 
 /* What TRACE `tr` says of the pooling of its frames: how many ran in a
@@ -898,7 +898,7 @@ static void stream_pooled(const char *pool, unsigned clients, cJSON **st, cJSON 
  * frame counted once (STATS' submitted frames are the frames answered). */
 START_TEST(a_device_s_shards_run_one_pipeline_s_batches_together) {
     cJSON *st, *tr;
-    stream_pooled("true", 4, &st, &tr);
+    stream_pooled("2", 4, &st, &tr);
     uint64_t frames = 4 * 300;
     ck_assert_uint_eq(gf_test_ck_u64(st, "frames.answered"), frames);
     ck_assert_uint_eq(gf_test_ck_u64(st, "frames.failed"), 0);
@@ -918,20 +918,20 @@ START_TEST(a_device_s_shards_run_one_pipeline_s_batches_together) {
 }
 END_TEST
 
-/* A lone client's frames run on its own shard; with pool_batches off, so
- * do everyone's. */
-START_TEST(a_lone_client_or_pool_batches_off_runs_on_its_own_shard) {
+/* A lone client's frames run on its own shard; with pool_shards 0, so do
+ * everyone's. */
+START_TEST(a_lone_client_or_pool_shards_0_runs_on_its_own_shard) {
     cJSON *st, *tr;
     unsigned away;
     int shared;
-    stream_pooled("true", 1, &st, &tr);
+    stream_pooled("2", 1, &st, &tr);
     ck_assert_uint_eq(gf_test_ck_u64(st, "frames.answered"), 300);
     ck_assert_uint_eq(gf_test_ck_u64(st, "slots.pooled_frames"), 0);
     pooled_in_trace(tr, &away, &shared);
     ck_assert_uint_eq(away, 0);
     cJSON_Delete(st);
     cJSON_Delete(tr);
-    stream_pooled("false", 4, &st, &tr);
+    stream_pooled("0", 4, &st, &tr);
     ck_assert_uint_eq(gf_test_ck_u64(st, "frames.answered"), 4 * 300);
     ck_assert_uint_eq(gf_test_ck_u64(st, "slots.pooled_batches"), 0);
     ck_assert_uint_eq(gf_test_ck_u64(st, "slots.pooled_frames"), 0);
@@ -1274,7 +1274,7 @@ static Suite *sched_live_suite(void) {
     tc = tcase_create("pool");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, a_device_s_shards_run_one_pipeline_s_batches_together);
-    tcase_add_test(tc, a_lone_client_or_pool_batches_off_runs_on_its_own_shard);
+    tcase_add_test(tc, a_lone_client_or_pool_shards_0_runs_on_its_own_shard);
     suite_add_tcase(s, tc);
     tc = tcase_create("priorities");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);

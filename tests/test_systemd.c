@@ -1193,7 +1193,7 @@ START_TEST(parse_all_and_describe_changes) {
               "idle_timeout_ms, "
               "log_level, drain_timeout_ms, max_pinned_bytes, "
               "timing_events, timing_sample_every, completion, zero_copy_max_bytes, cuda_graphs, "
-              "pool_batches, "
+              "pool_shards, "
               "trace_frames, "
               "max_connections, max_output_bytes, max_output_bytes_total, max_input_bytes_total, "
               "max_regions, "
