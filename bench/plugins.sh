@@ -15,7 +15,7 @@
 #
 #   bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C]
 #                    [--clients-only] [--shards S] [--completion MODE] [--no-graphs]
-#                    [--batch-delay US|auto] [--no-pool]
+#                    [--batch-delay US|auto] [--pool-shards N]
 #
 # --client DIR: stream with DIR's gpuframe (default BUILD_DIR's; it needs
 # --start-at, from 4aff3ce on: give an old build the new client, as
@@ -24,7 +24,7 @@
 # daemon's own choice).  --batch-delay: its
 # pipelines' max_batch_delay_us, microseconds or auto (default: the key left
 # out, so that builds from before it exist can be measured the same way).
-# --no-pool: the many-clients daemon with pool_batches false (each shard
+# --pool-shards N: the many-clients daemon's pool_shards (0: each shard
 # submits only its own clients' frames), to compare with the default.
 #
 # stdout: one line per pipeline,
@@ -38,7 +38,7 @@
 # without STATS' pipelines[].batches).
 # Exit status 1 when a stream failed or verification found a difference.
 set -uo pipefail
-usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C] [--client DIR] [--clients-only] [--shards S] [--completion MODE] [--no-graphs] [--batch-delay US|auto] [--no-pool]"
+usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C] [--client DIR] [--clients-only] [--shards S] [--completion MODE] [--no-graphs] [--batch-delay US|auto] [--pool-shards N]"
 if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
 build=$(cd "$1" && pwd); shift
 engine=cuda frames=4000 clients=16 clients_only=0 daemon_keys="" delay="" client=$build/gpuframe
@@ -50,7 +50,7 @@ while [ $# -gt 0 ]; do
     --shards) daemon_keys+='"shards": '${2:-}', '; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --completion) daemon_keys+='"completion": "'${2:-}'", '; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --no-graphs) daemon_keys+='"cuda_graphs": false, '; shift ;;
-    --no-pool) daemon_keys+='"pool_batches": false, '; shift ;;
+    --pool-shards) daemon_keys+='"pool_shards": '${2:-}', '; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --batch-delay) d=${2:-}; [ "$d" = auto ] && d='"auto"'
                    delay=', "max_batch_delay_us": '$d; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --engine) engine=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;

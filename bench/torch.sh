@@ -8,6 +8,10 @@
 # their ratios.  bench/torch_bench.py says what each line means.
 #
 #   bench/torch.sh BUILD_DIR [--seconds S] [--quick] [--prepare] [--dry-run]
+#                  [--pool-shards N]
+#
+# --pool-shards N: the daemon's pool_shards (config/README.md); default: the
+# daemon's own.
 #
 # BUILD_DIR was configured with -DTorch_DIR (scripts/gpu-torch.sh does), so
 # that it holds plugins/gf_torch.so and gf_torch_aoti.so; python3 has
@@ -26,7 +30,7 @@
 # result failed verification or a step failed; a missed target is reported,
 # not an error.
 set -uo pipefail
-usage="usage: bench/torch.sh BUILD_DIR [--seconds S] [--quick] [--prepare] [--dry-run]"
+usage="usage: bench/torch.sh BUILD_DIR [--seconds S] [--quick] [--prepare] [--dry-run] [--pool-shards N]"
 if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
 build=$(cd "$1" && pwd); shift
 cd "$(dirname "$0")/.." || exit 2

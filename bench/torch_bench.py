@@ -576,6 +576,8 @@ def main():
                     help="float32 only, batches of 1, 8 and 64, 0.5 s a measurement")
     ap.add_argument("--prepare", action="store_true", help="make the packages, measure nothing")
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--pool-shards", type=int,
+                    help="the daemon's pool_shards (default: the daemon's own)")
     a = ap.parse_args()
     precisions = QUICK_PRECISIONS if a.quick else PRECISIONS
     batches = QUICK_BATCHES if a.quick else BATCHES
@@ -596,8 +598,9 @@ def main():
         return 0
     tmp = tempfile.mkdtemp(prefix="gftorch.")
     config = os.path.join(tmp, "gpuframed.json")
+    keys = {} if a.pool_shards is None else {"pool_shards": a.pool_shards}
     with open(config, "w") as f:
-        json.dump({"pipelines": [pk[p][2] for p in precisions]}, f, indent=2)
+        json.dump(dict(keys, pipelines=[pk[p][2] for p in precisions]), f, indent=2)
     sock = os.path.join(tmp, "s.sock")
     daemon_log = os.path.join(tmp, "daemon.log")
     daemon = start_daemon(build, config, sock, daemon_log)
