@@ -5,8 +5,8 @@
  * (gf_pool_take, back) and the home's (arrive, the pass, gf_pool_finished).
  * While a batch travels, the sending shard leaves its slot and frames
  * alone, as it does while its engine runs them; the home reads them, and
- * writes only each frame's outcome (status, stage times, submission) and
- * the slot's done_ns and failed, before it answers.
+ * writes only each frame's outcome (status, stage times, submission,
+ * submitted_on) and the slot's done_ns and failed, before it answers.
  */
 #include "pool.h"
 
@@ -37,7 +37,9 @@ struct gf_pool {
     uint32_t *peers;     /* the shards of this one's device, in order,
                             this one among them                         */
     uint32_t peer_count;
-    uint32_t me; /* this one's place in peers                   */
+    uint32_t me;   /* this one's place in peers                   */
+    uint32_t away; /* its batches at a home now: at most all its
+                      slots but one (gf_pool_take)                */
     /* The home side. */
     gf_sched_client client; /* stands for the other shards' batches       */
     gf_link pending;        /* their calls waiting for a place (FIFO)     */
@@ -115,16 +117,16 @@ static uint32_t pool_group(const gf_shard *sh, uint32_t *first) {
 }
 
 /* Whether a shard of this one's group other than it submitted a batch of
- * pipeline `key` within GF_POOL_RECENT_NS of `now`. */
+ * pipeline `key` within `recent` ns of `now`. */
 static int others_seen(const gf_shard *sh, uint32_t first, uint32_t count, uint32_t key,
-                       uint64_t now) {
+                       uint64_t now, uint64_t recent) {
     const gf_pool *p = sh->pool;
     for (uint32_t i = first; i < first + count; i++) {
         const gf_shard_shared *o = &sh->group->shard[p->peers[i]];
         if (o == sh->self)
             continue;
         uint64_t t = atomic_load_explicit(&o->pool_seen_ns[key], memory_order_relaxed);
-        if (t != 0 && now - t < GF_POOL_RECENT_NS)
+        if (t != 0 && t + recent > now) /* t may be after `now` */
             return 1;
     }
     return 0;
@@ -168,7 +170,17 @@ int gf_pool_take(gf_slot *b, void *arg) {
     if (has_own_frames(b))
         note_seen(sh->self, key, b->submitted_ns);
     uint32_t home = p->peers[start + first->pipeline_id % count];
-    if (home == sh->index || !poolable(b) || !others_seen(sh, start, count, key, b->submitted_ns))
+    /* A batch away holds its slot until its home answers, and a home may
+     * wait for a slot of its own to run it: a shard that kept none back
+     * could wait on a home that waits on it (two pipelines, each's home the
+     * other's sender). */
+    /* A pipeline whose batches wait for more frames submits that much less
+     * often: its window grows with the wait. */
+    uint32_t delay_us = first->pipeline.max_batch_delay_us;
+    uint64_t recent =
+        GF_POOL_RECENT_NS + (delay_us == GF_BATCH_DELAY_AUTO ? 0 : 2000ull * delay_us);
+    if (home == sh->index || p->away + 1 >= sh->sched.ring.count || !poolable(b) ||
+        !others_seen(sh, start, count, key, b->submitted_ns, recent))
         return 0;
     gf_pool_call *c = &p->calls[b->index];
     c->slot = b;
@@ -181,6 +193,7 @@ int gf_pool_take(gf_slot *b, void *arg) {
         b->pooled = NULL; /* the home has stopped */
         return 0;
     }
+    p->away++;
     return 1;
 }
 
@@ -194,11 +207,15 @@ static void back(gf_call *call, void *owner) {
         return;
     GF_SHARD_OWNED(sh);
     gf_slot *b = c->slot;
+    sh->pool->away--;
     if (!c->ran) {
         b->pooled = NULL;
         gf_sched_run_here(&sh->sched, b);
         return;
     }
+    sh->stats.pooled_batches++;
+    for (uint32_t i = 0; i < b->frame_count; i++)
+        sh->stats.pooled_frames += b->frames[i].batched;
     gf_sched_complete(b, &sh->sched);
 }
 
@@ -265,7 +282,7 @@ void gf_pool_finished(gf_shard *sh, gf_slot *s, int completed) {
     gf_slot *from = NULL;
     for (uint32_t i = 0; i < s->frame_count; i++) {
         gf_frame *f = &s->frames[i];
-        if (f->pooled_from == NULL || !f->batched)
+        if (f->pooled_from == NULL)
             continue;
         gf_frame *g = f->pooled_from;
         if (g->slot != from && from != NULL)
@@ -273,14 +290,16 @@ void gf_pool_finished(gf_shard *sh, gf_slot *s, int completed) {
         from = g->slot;
         from->done_ns = completed ? s->done_ns : gf_now_ns();
         from->failed = s->failed || !completed;
-        /* Only what differs from its own record's (GF_OK, untimed): its
-         * lines are the other shard's. */
-        if (f->status != GF_OK)
-            g->status = f->status;
-        if (f->stages.timed)
-            g->stages = f->stages;
-        g->submission = f->submission;
-        g->submitted_on = f->submitted_on;
+        /* Only what differs from its own record's (GF_OK, untimed), and
+         * only for a frame its shard answers: its lines are that shard's. */
+        if (f->batched) {
+            if (f->status != GF_OK)
+                g->status = f->status;
+            if (f->stages.timed)
+                g->stages = f->stages;
+            g->submission = f->submission;
+            g->submitted_on = f->submitted_on;
+        }
         f->batched = 0;
         gf_sched_release(&sh->sched, f);
     }

@@ -16,11 +16,17 @@
  *   - the pipeline is not elementwise (a model, an image conversion, a
  *     spectrogram: what a submission costs grows slowly with its frames),
  *     and the batch holds fewer frames than its max_batch_frames;
- *   - every frame lies in the slot's own buffers (frames through the
- *     socket, not shm or device frames) and asks for no deadline, no
- *     newest-only and not the realtime class (none is urgent);
+ *   - no frame is a device frame or asks for a deadline, newest-only or
+ *     the realtime class (none is urgent): frames through the socket (in
+ *     the slot's own buffers) and shm frames (in their region, which the
+ *     device's context has pinned whichever shard pinned it) go;
+ *   - the shard keeps a slot of its own back (at most all but one are
+ *     away): a home may wait for a slot of its own to run another shard's
+ *     batch, and two shards whose slots were all away at each other (two
+ *     pipelines, each's home the other's sender) would wait for ever;
  *   - another shard of the group submitted a batch of the pipeline within
- *     GF_POOL_RECENT_NS: a lone client's frames never take the detour.
+ *     GF_POOL_RECENT_NS (and twice its max_batch_delay_us): a lone
+ *     client's frames never take the detour.
  * At the home, its frames join the pipeline's open batch together
  * (gf_sched_join_pooled) beside the home's own frames and other shards',
  * and the engine reads them from the sending shard's pinned buffers and
@@ -46,8 +52,9 @@
 
 #include "scheduler.h"
 
-/* How recently another shard of the device must have submitted a batch of
- * a pipeline for this shard's batches of it to go to its home. */
+/* How recently another shard of the group must have submitted a batch of
+ * a pipeline for this shard's batches of it to go to its home, plus twice
+ * the pipeline's max_batch_delay_us. */
 #define GF_POOL_RECENT_NS (5ull * 1000 * 1000)
 
 struct gf_shard;

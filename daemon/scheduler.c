@@ -22,7 +22,7 @@ int gf_sched_init(gf_sched *s, gf_engine *engine, gf_stats *stats, const gf_conf
     gf_list_init(&s->wait_run);
     gf_list_init(&s->wait_receive);
     gf_list_init(&s->open);
-    s->in_flight = s->receiving = 0;
+    s->in_flight = s->away = s->receiving = 0;
     s->submit_seq = s->claim_seq = 0;
     s->recent_ns[0] = s->recent_ns[1] = 0;
     s->draining = 0;
@@ -409,7 +409,6 @@ static void run_here(gf_sched *s, gf_slot *b, uint64_t now) {
  * time. */
 static void submit(gf_sched *s, gf_slot *b) {
     uint64_t now = gf_now_ns();
-    uint32_t frames = 0;
     if (gf_frame_policy_expire(b, now) == 0) {
         expire_all(s, b);
         return;
@@ -419,26 +418,23 @@ static void submit(gf_sched *s, gf_slot *b) {
         f->submitted_ns = now;
         if (!f->pooled_from) /* another shard's: it counted them */
             s->stats->bytes_in += f->in_bytes;
-        if (f->batched) {
-            frames++;
-            if (f->latest) /* no other frame touches its client here */
-                f->client->latest_on_engine++;
-        }
+        if (f->batched && f->latest) /* no other frame touches its client here */
+            f->client->latest_on_engine++;
     }
     note_submitter(s, b->frames[0].pipeline_id, now);
     b->submitted_ns = now;
     b->in_flight = 1;
     s->in_flight++;
     if (s->hooks.pool && s->hooks.pool(b, s->hooks.arg)) {
-        s->stats->pooled_batches++;
-        s->stats->pooled_frames += frames;
+        s->away++;
         return;
     }
     run_here(s, b, now);
 }
 
 void gf_sched_run_here(gf_sched *s, gf_slot *b) {
-    assert(b->in_flight && b->pooled == NULL);
+    assert(b->in_flight && b->pooled == NULL && s->away > 0);
+    s->away--;
     run_here(s, b, gf_now_ns());
 }
 
@@ -626,7 +622,7 @@ uint64_t gf_sched_submit_batches(gf_sched *s, uint64_t now) {
         if (b->frame_count < batch_frames_max(s, b) && !s->draining && !b->urgent) {
             /* Waiting for the engine costs its frames nothing: a completion
              * runs this again. */
-            if (s->in_flight >= GF_BATCH_HOLD_IN_FLIGHT)
+            if (s->in_flight - s->away >= GF_BATCH_HOLD_IN_FLIGHT)
                 continue;
             if (now < due) {
                 next = next && next < due ? next : due;
@@ -654,6 +650,8 @@ void gf_sched_complete(gf_slot *slot, void *arg) {
     int ran_here = slot->pooled == NULL;
     if (ran_here)
         gf_engine_finish(s->engine, slot);
+    else
+        s->away--;
     slot->pooled = NULL;
     /* A failed batch's time is not its pipeline's cost (batch_delay.h). */
     if (ran_here && slot->frame_count > 0 && !slot->failed && slot->done_ns > slot->submitted_ns)

@@ -54,8 +54,8 @@
  * connection read in one loop iteration share a submission: a full batch
  * (the pipeline's max_batch_frames) goes then, and one that is not waits
  * while GF_BATCH_HOLD_IN_FLIGHT submissions keep the engine busy (until one
- * completes) and until its first frame has waited the pipeline's
- * max_batch_delay_us.  A batch only ever holds whole frames, so no client
+ * completes; not those run in another shard's submission, `away`) and until its first frame has
+ * waited the pipeline's max_batch_delay_us.  A batch only ever holds whole frames, so no client
  * that stalls or closes holds back another's.  When a slot completes, the
  * scheduler counts its frames and says so, once, through the `finished`
  * hook; it never formats a reply: the connections' side makes each frame's
@@ -186,6 +186,9 @@ typedef struct gf_sched {
     gf_link wait_receive; /* clients with a payload to receive in place       */
     gf_link open;         /* open batches, a pipeline's each (slot open_link) */
     uint32_t in_flight;   /* slots on the engine                              */
+    uint32_t away;        /* of them, batches run in another shard's
+                             submission (the `pool` hook): they do not keep
+                             this engine busy, so hold no batch open       */
     uint32_t receiving;   /* slots a payload is being received into           */
     uint32_t receive_max; /* the cap on `receiving`                           */
     uint64_t claim_seq;   /* slots claimed or granted so far: whether another

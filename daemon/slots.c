@@ -269,8 +269,10 @@ gf_frame *gf_slot_add_pooled(gf_slot *s, gf_frame *from) {
     f->frame_id = from->frame_id;
     f->version = from->version;
     f->arrived_ns = from->arrived_ns;
-    f->whole_ns = from->whole_ns;
+    /* Whole here now: a batch it opens waits its pipeline's delay for this
+     * shard's frames, as one opened by a frame of its own would. */
+    f->whole_ns = f->claimed_ns;
     f->pooled_from = from;
-    f->batched = 1;
+    f->batched = from->batched; /* one taken back still runs, unanswered */
     return f;
 }

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -832,14 +833,14 @@ START_TEST(frames_that_fill_a_slot_leave_one_to_another_client) {
 END_TEST
 
 /* Two shards of one device (the CPU engine's shards all serve its one),
- * one pipeline that is not elementwise, frames through the socket.  One
- * slot a shard: while the home's is on the engine, its own client's next
- * frames and the other shard's batch both wait for it, and the first
- * granted the slot invites the other into its batch, so that batches of
- * both shards' frames form whatever the machine's load. */
+ * one pipeline that is not elementwise, frames through the socket.  Its
+ * batches wait 2 ms for more frames: the home's own batch is open most of
+ * the time, so the other shard's batches (sent when theirs are due) find
+ * it open whatever the machine's load. */
 static const char pool_json_fmt[] =
-    "{\"shards\": 2, \"slots\": 1, \"pool_shards\": %s, \"pipelines\": [{\"name\": \"norm\", "
-    "\"kind\": \"normalize_u8\", \"params\": {\"width\": 16, \"height\": 16}}]}";
+    "{\"shards\": 2, \"pool_shards\": %s, \"pipelines\": [{\"name\": \"norm\", "
+    "\"kind\": \"normalize_u8\", \"params\": {\"width\": 16, \"height\": 16}, "
+    "\"max_batch_delay_us\": 2000}]}";
 
 /* What TRACE `tr` says of the pooling of its frames: how many ran in a
  * submission of a shard other than their own (*away), and whether a
@@ -919,9 +920,73 @@ START_TEST(a_device_s_shards_run_one_pipeline_s_batches_together) {
     int shared;
     pooled_in_trace(tr, &away, &shared);
     ck_assert_uint_eq(away, pooled); /* the trace keeps every frame here */
-    ck_assert_msg(shared, "no submission held frames of both shards' clients");
+    ck_assert_msg(shared,
+                  "no submission held frames of both shards' clients (%llu of %llu frames ran "
+                  "on the other shard, in %llu batches; %llu submissions)",
+                  (unsigned long long)pooled, (unsigned long long)frames,
+                  (unsigned long long)gf_test_ck_u64(st, "slots.pooled_batches"),
+                  (unsigned long long)gf_test_ck_u64(st, "slots.submissions"));
     cJSON_Delete(st);
     cJSON_Delete(tr);
+}
+END_TEST
+
+/* Two pipelines whose homes are each other's senders (ids 0 and 1 over
+ * two shards), both streamed at once: a shard keeps a slot of its own
+ * back, and batches away do not hold its open batch (scheduler.h, `away`),
+ * so neither waits on the other for ever (before, each shard's slots could
+ * all be away at the other, each waiting there for a slot, or, with three
+ * slots, each home's open batch held while two of its own were away, until
+ * the frame timeout made the daemon exit).  Every reply exact, the daemon
+ * stops cleanly. */
+static const char two_homes_json[] =
+    "{\"shards\": 2, \"slots\": 3, \"pool_shards\": 2, \"frame_timeout_ms\": 5000, "
+    "\"pipelines\": ["
+    "{\"name\": \"n0\", \"kind\": \"normalize_u8\", \"params\": {\"width\": 16, \"height\": 16}},"
+    "{\"name\": \"n1\", \"kind\": \"normalize_u8\", \"params\": {\"width\": 16, \"height\": 16}}]}";
+
+typedef struct two_homes_arg {
+    const char *socket_path;
+    gf_test_stream s;
+    int rc;
+    char err[512];
+} two_homes_arg;
+
+static void *two_homes_stream(void *arg) {
+    two_homes_arg *a = arg;
+    a->rc = gf_test_streams_parallel(a->socket_path, 3, &a->s, a->err, sizeof a->err);
+    return NULL;
+}
+
+START_TEST(two_pipelines_homed_on_each_other_never_wait_on_each_other) {
+    gf_test_daemon d;
+    gf_test_ck_daemon_start(&d, two_homes_json, g_engine);
+    gf_client *c = gf_test_ck_connect(d.socket_path);
+    size_t count;
+    gf_pipeline *p = gf_test_ck_list(c, &count);
+    two_homes_arg a[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        a[i] = (two_homes_arg){.socket_path = d.socket_path,
+                               .s = {.pipeline = &p[i],
+                                     .frame_bytes = 16 * 16 * 3,
+                                     .frame_count = 2 * POOL_FRAMES,
+                                     .window = 8,
+                                     .first_frame_id = 1}};
+        ck_assert_int_eq(pthread_create(&t[i], NULL, two_homes_stream, &a[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(a[i].rc == 0, "pipeline %d: %s", i, a[i].err);
+    gf_test_ck_wait_idle(c, 1, 10000, NULL);
+    cJSON *st = gf_test_ck_stats(c);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.answered"), 2 * 3 * 2 * POOL_FRAMES);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "frames.failed"), 0);
+    cJSON_Delete(st);
+    gf_pipelines_free(p, count);
+    gf_client_close(c);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0_CLEAN_LOG);
 }
 END_TEST
 
@@ -1282,6 +1347,7 @@ static Suite *sched_live_suite(void) {
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
     tcase_add_test(tc, a_device_s_shards_run_one_pipeline_s_batches_together);
     tcase_add_test(tc, a_lone_client_or_pool_shards_0_runs_on_its_own_shard);
+    tcase_add_test(tc, two_pipelines_homed_on_each_other_never_wait_on_each_other);
     suite_add_tcase(s, tc);
     tc = tcase_create("priorities");
     tcase_set_timeout(tc, TEST_TIMEOUT_S);
