@@ -732,6 +732,18 @@ static uint64_t submission_of(const cJSON *tr, uint64_t conn, uint64_t frame_id)
     return 0;
 }
 
+/* TRACE document `tr`'s `key` (a time, ns after t0) of frame `frame_id`
+ * of connection `conn`. */
+static double trace_time(const cJSON *tr, uint64_t conn, uint64_t frame_id, const char *key) {
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(tr, "frames")) {
+        if ((uint64_t)num(r, "conn") == conn && (uint64_t)num(r, "frame_id") == frame_id)
+            return num(r, key);
+    }
+    ck_abort_msg("frame %llu is not in the trace", (unsigned long long)frame_id);
+    return 0;
+}
+
 /* The connection id TRACE gives frame `frame_id` of whichever connection
  * sent it alone (the ids of two connections differ). */
 static uint64_t conn_of(const cJSON *tr, uint64_t frame_id) {
@@ -822,10 +834,18 @@ START_TEST(frames_that_fill_a_slot_leave_one_to_another_client) {
     uint64_t b = conn_of(tr, 3), o = conn_of(tr, 101);
     ck_assert_uint_ne(b, o);
     uint64_t s3 = submission_of(tr, b, 3), s101 = submission_of(tr, o, 101);
-    ck_assert_msg(s101 == 3 && s3 == 4,
+    /* On a loaded machine frames 1 and 2 may both come back before the loop
+     * hands either slot on: the first client then holds none, and 3, the
+     * first to wait, rightly goes first.  Only then. */
+    double drained1 = trace_time(tr, b, 1, "drained"), drained2 = trace_time(tr, b, 2, "drained");
+    int both_back = drained1 <= trace_time(tr, b, 3, "submitted") &&
+                    drained2 <= trace_time(tr, b, 3, "submitted");
+    ck_assert_msg((s101 == 3 && s3 == 4) || (both_back && s3 == 3 && s101 == 4),
                   "the other client's frame went in submission %llu, the first client's third "
-                  "frame in %llu: want 3 and 4",
-                  (unsigned long long)s101, (unsigned long long)s3);
+                  "frame in %llu: want 3 and 4 (frames 1 and 2 drained at %.0f and %.0f ns, 3 "
+                  "submitted at %.0f)",
+                  (unsigned long long)s101, (unsigned long long)s3, drained1, drained2,
+                  trace_time(tr, b, 3, "submitted"));
     cJSON_Delete(tr);
     close(other);
     cam_stop(&c);
