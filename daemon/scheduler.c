@@ -514,12 +514,35 @@ static gf_batch_delay *auto_delay(const gf_sched *s, const gf_frame *f) {
     return id < s->stats->pipeline_count ? &s->stats->pipelines[id].delay : NULL;
 }
 
-/* `f` joined a batch of an "auto" pipeline: its arrival counts, and the
- * batch may have reached the size it waits for. */
-static void auto_joined(gf_sched *s, const gf_frame *f) {
+/* `f` and the `n` - 1 frames after it joined a batch of an "auto"
+ * pipeline: their arrival counts, and the batch may have reached the size
+ * it waits for. */
+static void auto_joined(gf_sched *s, const gf_frame *f, uint32_t n) {
     gf_batch_delay *d = auto_delay(s, f);
     if (d)
-        gf_batch_delay_arrived(d, 1, f->arrived_ns);
+        gf_batch_delay_arrived(d, n, f->arrived_ns);
+    s->hooks.batches(s->hooks.arg);
+}
+
+/* `c` claims an empty slot for the next batch of pipeline `id`
+ * (`fills_slot`: its frame fills one alone): NULL when it must wait. */
+static gf_slot *claim_for(gf_sched *s, gf_sched_client *c, uint32_t id, int fills_slot) {
+    c->wait_pipeline = id;
+    c->fills_slot = fills_slot != 0;
+    gf_slot *b = gf_sched_claim(s, c, 0);
+    if (b)
+        c->batch = NULL;
+    return b;
+}
+
+/* Slot `b`, claimed by `c` (claim_for) and holding its first frames, is
+ * its pipeline's open batch now: no one connection's, unless `c`'s frame
+ * fills it, which counts as `c`'s (holds_its_share); whole-frame waiters
+ * of the pipeline are invited to join it. */
+static void open_slot(gf_sched *s, gf_sched_client *c, gf_slot *b) {
+    b->owner = c->fills_slot ? c : NULL;
+    gf_list_push_back(&s->open, &b->open_link);
+    invite(s, b->frames[0].pipeline_id);
     s->hooks.batches(s->hooks.arg);
 }
 
@@ -548,19 +571,13 @@ gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, c
     if (b && !f)
         close_slot(s, b); /* as full as it gets for this frame: it goes now */
     if (!f) {
-        c->wait_pipeline = h->pipeline_id;
-        c->fills_slot = !gf_slot_ring_fits_two(&s->ring, p->stage_count, in_bytes, stage_bytes);
-        if (!(b = gf_sched_claim(s, c, 0)))
+        if (!(b = claim_for(
+                  s, c, h->pipeline_id,
+                  !gf_slot_ring_fits_two(&s->ring, p->stage_count, in_bytes, stage_bytes))))
             return NULL;
         f = gf_slot_add(b, c, p, h, in_bytes, stage_bytes, arrived_ns);
         assert(f != NULL); /* an empty slot takes any frame admission passed */
-        /* The pipeline's open batch now: no one connection's, unless its
-         * frame fills it, which counts as `c`'s (holds_its_share). */
-        c->batch = NULL;
-        b->owner = c->fills_slot ? c : NULL;
-        gf_list_push_back(&s->open, &b->open_link);
-        invite(s, h->pipeline_id);
-        s->hooks.batches(s->hooks.arg);
+        open_slot(s, c, b);
     }
     c->invited = 0;
     if (c->priority == GF_CLASS_REALTIME) {
@@ -568,7 +585,7 @@ gf_frame *gf_sched_join(gf_sched *s, gf_sched_client *c, const gf_pipeline *p, c
         s->hooks.batches(s->hooks.arg);
     }
     if (p->max_batch_delay_us == GF_BATCH_DELAY_AUTO)
-        auto_joined(s, f);
+        auto_joined(s, f, 1);
     return f;
 }
 
@@ -579,12 +596,10 @@ int gf_sched_join_pooled(gf_sched *s, gf_sched_client *c, gf_slot *from) {
         close_slot(s, b); /* as full as it gets for these frames: it goes now */
         b = NULL;
     }
-    if (!b) {
-        c->wait_pipeline = id;
-        c->fills_slot = 0;
-        if (!(b = gf_sched_claim(s, c, 0)))
+    int opened = b == NULL;
+    if (opened) {
+        if (!(b = claim_for(s, c, id, 0)))
             return 0;
-        c->batch = NULL;
         if (!gf_slot_takes(b, from, GF_SLOT_FRAMES_MAX)) {
             /* Not even an empty slot takes them (a slot of this shard is no
              * smaller than theirs, so never): they run where they are. */
@@ -593,21 +608,18 @@ int gf_sched_join_pooled(gf_sched *s, gf_sched_client *c, gf_slot *from) {
             c->invited = 0;
             return -1;
         }
-        b->owner = NULL;
-        gf_list_push_back(&s->open, &b->open_link);
-        invite(s, id);
     }
     c->invited = 0;
+    gf_frame *first = NULL;
     for (uint32_t i = 0; i < from->frame_count; i++) {
         gf_frame *f = gf_slot_add_pooled(b, &from->frames[i]);
         assert(f != NULL); /* gf_slot_takes said so */
-        (void)f;
+        first = first ? first : f;
     }
-    if (b->frames[0].pipeline.max_batch_delay_us == GF_BATCH_DELAY_AUTO) {
-        gf_batch_delay *d = auto_delay(s, &b->frames[0]);
-        if (d)
-            gf_batch_delay_arrived(d, from->frame_count, gf_now_ns());
-    }
+    if (opened)
+        open_slot(s, c, b);
+    if (first->pipeline.max_batch_delay_us == GF_BATCH_DELAY_AUTO)
+        auto_joined(s, first, from->frame_count);
     s->hooks.batches(s->hooks.arg);
     return 1;
 }
