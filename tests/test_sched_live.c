@@ -77,17 +77,22 @@ static int reply_ms(void) {
 }
 
 /* The CPU time of a step, which a test's slow frames are made of: 100 ms,
- * times the sanitizers' slowdown.  A step on the wall clock (step_ms) is
- * that, widened by a loaded machine: how long the daemon's own work around
- * a frame may take (reading it, placing it, a STATS round trip), so a
- * deadline that a frame meets when nothing holds it.  The slow frames that
- * hold one, or outlast a test's setting up, are a few steps of work: a
- * loaded machine slows them as much as it slows the rest, so their work
- * is not widened by the load; nor by gf_test_latency_bound_ms, whose
- * sanitizer factor is squared: under TSan they kept a core busy four times
- * as long (three minutes of this suite once), on the machine they slowed. */
+ * 200 under the sanitizers.  A step on the wall clock (step_ms) is that,
+ * widened by a loaded machine: how long the daemon's own work around a
+ * frame may take (reading it, placing it, a STATS round trip), so a
+ * deadline that a frame meets when nothing holds it.  The sanitizers slow
+ * that work a few times (a STATS: 1.4 ms of a TSan daemon's CPU), which
+ * 200 ms still exceeds a hundredfold; the slow frames' own work, sincos on
+ * the CPU engine, they hardly slow, so a step of their full factor (4) made
+ * every slow frame burn twice the CPU for nothing: 45 s of a core in each
+ * sanitized tree, in CI.  The slow frames that hold one, or outlast a
+ * test's setting up, are a few steps of work: a loaded machine slows them
+ * as much as it slows the rest, so their work is not widened by the load;
+ * nor by gf_test_latency_bound_ms, whose sanitizer factor is squared: under
+ * TSan they kept a core busy four times as long (three minutes of this
+ * suite once), on the machine they slowed. */
 static uint64_t work_step_ms(void) {
-    return 100u * gf_test_time_scale();
+    return gf_test_time_scale() > 1 ? 200u : 100u;
 }
 
 static uint64_t step_ms(void) {

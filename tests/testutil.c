@@ -37,6 +37,15 @@
 #define LOAD_FACTOR_MAX 4.0
 /* How often the helpers poll a process or the daemon's STATS. */
 #define POLL_INTERVAL_MS 10
+
+/* The pause between two STATS of a helper that waits for a value: `ms`,
+ * times the sanitizers' slowdown.  A STATS costs a sanitized daemon about
+ * as much more (1.4 ms of TSan's with three shards against 0.2), and the
+ * suites wait on it for minutes in all: polled as often as in a plain tree,
+ * it kept most of a core busy answering. */
+static unsigned stats_poll_ms(unsigned ms) {
+    return ms * gf_test_time_scale();
+}
 /* Inputs a streamed frame rotates over: more than the daemon's two slots, so
  * that a reply showing a neighbour's (or a stale) output is caught. */
 #define STREAM_POOL_COUNT 3
@@ -886,7 +895,7 @@ int gf_test_wait_idle(gf_client *c, uint64_t open_connections, int timeout_ms, c
             return -ETIMEDOUT;
         }
         cJSON_Delete(st);
-        gf_test_sleep_ms(2 * POLL_INTERVAL_MS);
+        gf_test_sleep_ms(stats_poll_ms(2 * POLL_INTERVAL_MS));
     }
 }
 
@@ -1452,7 +1461,7 @@ uint64_t gf_test_ck_wait_stat(gf_client *c, const char *dotted, uint64_t least, 
         uint64_t v = gf_test_ck_stat(c, dotted);
         if ((v >= least && v <= most) || gf_now_ms() >= deadline)
             return v;
-        gf_test_sleep_ms(POLL_INTERVAL_MS / 2);
+        gf_test_sleep_ms(stats_poll_ms(POLL_INTERVAL_MS / 2));
     }
 }
 
