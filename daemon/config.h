@@ -52,15 +52,23 @@ enum gf_completion_mode {
     GF_COMPLETION_HOST_FUNC, /* cudaLaunchHostFunc wakes the loop: no CPU while waiting */
     GF_COMPLETION_POLL,      /* the loop polls each frame's event: lowest latency, one
                                 core busy while frames are in flight                 */
-    GF_COMPLETION_HYBRID,    /* polls each submission's event for GF_COMPLETION_SPIN_NS
-                                after its launches, then leaves the rest to a host
-                                function                                             */
+    GF_COMPLETION_HYBRID,    /* polls each submission's event for a window after its
+                                launches, then leaves the rest to a host function    */
 };
 /* completion = hybrid: how long the loop polls a submission before it hands
- * it to a host function and may sleep.  A batch of small frames takes 10-25
- * µs on an H200, so this window catches it, and bounds what a long frame
- * costs in spinning (docs/design.md, "Small frames"). */
+ * it to a host function and may sleep, at least.  A batch of small frames
+ * takes 10-25 µs on an H200, so this window catches it, and bounds what a
+ * long frame costs in spinning (docs/design.md, "Small frames"). */
 #define GF_COMPLETION_SPIN_NS 50000ull
+/* completion = hybrid: the longest window.  A shard whose submissions have
+ * lately taken the GPU longer than GF_COMPLETION_SPIN_NS, but at most this
+ * (less a quarter), polls each for as long as they took and a quarter more:
+ * under load a batch's tail is the other streams' work ahead of it, and a
+ * host function for every submission is what limits the shards then (the
+ * driver may run those of all streams one at a time, and measurably did:
+ * config/README.md, "completion").
+ * Longer work goes to a host function after GF_COMPLETION_SPIN_NS. */
+#define GF_COMPLETION_SPIN_MAX_NS 500000ull
 
 /* Ids that "allow" lets connect, resolved from names at load; a connection
  * is allowed when its uid or one of its groups is listed (config_allow.c). */

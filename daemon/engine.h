@@ -146,13 +146,33 @@ static inline void gf_engine_finish(gf_engine *e, gf_slot *slot) {
  * For an engine opened with completion = poll or hybrid (e->polled): checks,
  * without blocking, which submitted frames have finished and hands each to
  * the loop at once (gf_completion_deliver); in hybrid, a submission still
- * running GF_COMPLETION_SPIN_NS after its launches were queued goes to a host
+ * running a window after its launches were queued (config.h) goes to a host
  * function instead, which completes it through the queue.  Returns the
  * submissions it still polls: the shard calls it on every loop iteration
  * until that is 0.  Loop thread.
  */
 static inline uint32_t gf_engine_poll(gf_engine *e) {
     return e->ops->poll(e);
+}
+
+/*
+ * completion = hybrid: how long to poll a submission queued now, from
+ * `tail_ns`, the moving mean of how long the shard's recent ones took the
+ * device after their launches were queued: GF_COMPLETION_SPIN_NS, or, where
+ * that mean and a quarter more is longer but at most
+ * GF_COMPLETION_SPIN_MAX_NS, that (config.h says why).  Pure.
+ */
+static inline uint64_t gf_hybrid_spin_ns(uint64_t tail_ns) {
+    uint64_t want = tail_ns + tail_ns / 4;
+    return want > GF_COMPLETION_SPIN_NS && want <= GF_COMPLETION_SPIN_MAX_NS
+               ? want
+               : GF_COMPLETION_SPIN_NS;
+}
+
+/* The moving mean gf_hybrid_spin_ns takes: `mean` (0: none yet) with one
+ * more submission's `tail_ns`, weighted an eighth.  Pure. */
+static inline uint64_t gf_hybrid_tail_mean(uint64_t mean, uint64_t tail_ns) {
+    return mean ? mean - mean / 8 + tail_ns / 8 : tail_ns;
 }
 
 /*

@@ -10,8 +10,10 @@
  *     completion = host_func:  a host function
  *     completion = poll:       the done event
  *     completion = hybrid:     the done event, and a host function added
- *                              if it is not done GF_COMPLETION_SPIN_NS after
- *                              its launches were queued
+ *                              if it is not done a window after its
+ *                              launches were queued (GF_COMPLETION_SPIN_NS,
+ *                              or longer where the shard's recent
+ *                              submissions took longer: config.h)
  *
  * A small batch of elementwise stages runs zero-copy (gf__cuda_zero_copy): no
  * copies, its kernels read and write the pinned host buffers themselves.  A
@@ -30,8 +32,8 @@
  * neither the driver thread's hand-off nor the wake-up: the loop calls
  * gf__cuda_poll on every iteration while frames are in flight, which asks
  * each pending slot's done event with cudaEventQuery, which never blocks.
- * Hybrid polls the same way, for GF_COMPLETION_SPIN_NS after a submission's
- * launches were queued; one that takes longer gets its host function then,
+ * Hybrid polls the same way, for a window after a submission's launches
+ * were queued (engine.h, gf_hybrid_spin_ns); one that takes longer gets its host function then,
  * and the loop may sleep.
  * Nothing here blocks the loop after gf__engine_cuda_open returns: submit only
  * enqueues, and finish reads elapsed times of events that have completed.

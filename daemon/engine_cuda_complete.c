@@ -15,6 +15,15 @@ static void CUDART_CB on_stream_done(void *arg) {
     gf_completion_push(cs->engine->done, s);
 }
 
+/* Hybrid: the moving mean of the GPU's tail, from slot `s` just finished
+ * (its done time: seen by a poll, or stamped by its host function, which
+ * adds the driver's hand-off). */
+static void learn_tail(cuda_engine *ce, const gf_slot *s, const cuda_slot *cs) {
+    if (!ce->spin_ns || s->failed || s->done_ns <= cs->queued_ns)
+        return;
+    ce->tail_ns = gf_hybrid_tail_mean(ce->tail_ns, s->done_ns - cs->queued_ns);
+}
+
 /*
  * Hybrid: slot `s` has run past its spin window; a host function completes
  * it from now on, and the loop stops polling it.  If that cannot be
@@ -93,7 +102,7 @@ static uint64_t elapsed_ns(cudaEvent_t a, cudaEvent_t b) {
 void gf__cuda_finish(gf_engine *e, gf_slot *s) {
     cuda_slot *cs = s->engine_state;
     gf_stage_times times = {.gpu_done_ns = s->done_ns}, *t = &times;
-    (void)e;
+    learn_tail((cuda_engine *)e, s, cs);
     if (s->failed) { /* cuda_submit: logged there, answered now */
         for (uint32_t i = 0; i < s->frame_count; i++) {
             s->frames[i].status = GF_ERR_ENGINE;
@@ -136,7 +145,8 @@ cudaError_t gf__cuda_complete_after(gf_engine *e, gf_slot *s, cuda_slot *cs) {
         /* From now, not from submitted_ns: the launches may have taken the
          * host long (a PyTorch model's, about 0.75 ms at batch 1), and what
          * is left to poll is the GPU's tail behind them. */
-        cs->spin_until_ns = ce->spin_ns ? gf_now_ns() + ce->spin_ns : 0;
+        cs->queued_ns = gf_now_ns();
+        cs->spin_until_ns = ce->spin_ns ? cs->queued_ns + gf_hybrid_spin_ns(ce->tail_ns) : 0;
     }
     return err;
 }

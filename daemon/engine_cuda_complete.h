@@ -5,9 +5,10 @@
  *              the completion queue, from the driver's thread;
  *   poll       the loop asks each pending slot's done event on every
  *              iteration (gf__cuda_poll), which never blocks;
- *   hybrid     poll for GF_COMPLETION_SPIN_NS after a submission's launches
- *              were queued, then a host function takes over and the loop
- *              may sleep.
+ *   hybrid     poll for a window after a submission's launches were queued
+ *              (GF_COMPLETION_SPIN_NS, or as long as the shard's recent
+ *              submissions took, up to GF_COMPLETION_SPIN_MAX_NS), then a
+ *              host function takes over and the loop may sleep.
  * And a finished slot's stage times, from its events (gf__cuda_finish).
  * engine_cuda_state.h has the engine's map.
  */

@@ -49,6 +49,7 @@ typedef struct cuda_slot {
     cudaEvent_t done;           /* poll, hybrid: recorded after the D2H copy, untimed   */
     int pending;                /* poll, hybrid: submitted, done not yet seen by a poll */
     uint64_t spin_until_ns;     /* hybrid: then a host function takes over     */
+    uint64_t queued_ns;         /* hybrid: when its launches were queued       */
     struct graph_entry *graphs; /* cuda_graphs: the graph cache
                                    (engine_cuda_graphs.c)          */
     uint64_t graph_clock;       /* replays so far: the entries' last_used       */
@@ -66,6 +67,9 @@ typedef struct cuda_engine {
                                      at its host address: small shm frames
                                      may be gathered (engine_cuda_launch.c) */
     uint64_t spin_ns;             /* hybrid: GF_COMPLETION_SPIN_NS; else 0 */
+    uint64_t tail_ns;             /* hybrid: the GPU's time after a submission's
+                                     launches were queued, a moving mean
+                                     (gf__cuda_complete_after uses it)    */
     int vmm_status;               /* device regions: 0, or -ENOTSUP when the
                                      self-check at open turned them off   */
     char vmm_why[200];            /* why they are off (gf__cuda_vmm_check) */

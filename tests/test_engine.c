@@ -4,6 +4,7 @@
  * auto logs when it chooses the CPU engine says what is missing, in words a
  * user acts on.  The expectation is worked out from this machine: the NVIDIA
  * control node, whether libcuda.so.1 loads, and the CUDA runtime's version.
+ * And completion = hybrid's polling window (engine.h), which is pure.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -63,10 +64,36 @@ START_TEST(no_gpu_reason_names_what_is_missing) {
 }
 END_TEST
 
+/* The window is 50 µs until the recent submissions' mean and a quarter
+ * more passes it; it follows them to 500 µs, and beyond, work that long
+ * goes back to 50 µs and a host function. */
+START_TEST(hybrid_polls_as_long_as_recent_submissions_took) {
+    ck_assert_uint_eq(GF_COMPLETION_SPIN_NS, 50000);
+    ck_assert_uint_eq(GF_COMPLETION_SPIN_MAX_NS, 500000);
+    ck_assert_uint_eq(gf_hybrid_spin_ns(0), 50000);
+    ck_assert_uint_eq(gf_hybrid_spin_ns(40000), 50000);
+    ck_assert_uint_eq(gf_hybrid_spin_ns(40004), 50005);
+    ck_assert_uint_eq(gf_hybrid_spin_ns(100000), 125000);
+    ck_assert_uint_eq(gf_hybrid_spin_ns(400000), 500000);
+    ck_assert_uint_eq(gf_hybrid_spin_ns(400004), 50000);
+    ck_assert_uint_eq(gf_hybrid_spin_ns(2000000), 50000);
+    /* The mean: the first submission's own time, then an eighth of each. */
+    ck_assert_uint_eq(gf_hybrid_tail_mean(0, 80000), 80000);
+    ck_assert_uint_eq(gf_hybrid_tail_mean(80000, 160000), 90000);
+    uint64_t mean = 0;
+    for (int i = 0; i < 64; i++)
+        mean = gf_hybrid_tail_mean(mean, i < 32 ? 30000 : 300000);
+    ck_assert_uint_gt(mean, 290000);
+    ck_assert_uint_le(mean, 300000);
+    ck_assert_uint_eq(gf_hybrid_spin_ns(mean), mean + mean / 4);
+}
+END_TEST
+
 static Suite *engine_suite(void) {
     Suite *s = suite_create("engine");
     TCase *tc = tcase_create("engine");
     tcase_add_test(tc, no_gpu_reason_names_what_is_missing);
+    tcase_add_test(tc, hybrid_polls_as_long_as_recent_submissions_took);
     suite_add_tcase(s, tc);
     return s;
 }
