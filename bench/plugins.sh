@@ -14,8 +14,15 @@
 # through the socket; and the frames per submission STATS counted for them.
 #
 #   bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C]
-#                    [--clients-only] [--shards S] [--completion MODE] [--no-graphs]
-#                    [--batch-delay US|auto] [--pool-shards N]
+#                    [--client-frames N] [--clients-only] [--shards S] [--completion MODE]
+#                    [--no-graphs] [--batch-delay US|auto] [--pool-shards N]
+#
+# --frames: each single-pipeline run's frames (4000).  --client-frames: each
+# of the many clients' frames (30000: on an H200 the 16 clients' run then
+# lasts about 0.8 s; at 4000 it lasted a tenth of a second, in which the
+# clients' start and end weighed so much that the same build read 0.39 to
+# 0.45 M `mlp` frames/s against 0.63 to 0.64 M at 30000, while c91c4d2's
+# read 70 to 78 k either way).
 #
 # --client DIR: stream with DIR's gpuframe (default BUILD_DIR's; it needs
 # --start-at, from 4aff3ce on: give an old build the new client, as
@@ -38,13 +45,14 @@
 # without STATS' pipelines[].batches).
 # Exit status 1 when a stream failed or verification found a difference.
 set -uo pipefail
-usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C] [--client DIR] [--clients-only] [--shards S] [--completion MODE] [--no-graphs] [--batch-delay US|auto] [--pool-shards N]"
+usage="usage: bench/plugins.sh BUILD_DIR [--engine cuda|cpu] [--frames N] [--clients C] [--client-frames N] [--client DIR] [--clients-only] [--shards S] [--completion MODE] [--no-graphs] [--batch-delay US|auto] [--pool-shards N]"
 if [ $# -lt 1 ] || ! [ -d "$1" ]; then echo "$usage" >&2; exit 2; fi
 build=$(cd "$1" && pwd); shift
-engine=cuda frames=4000 clients=16 clients_only=0 daemon_keys="" delay="" client=$build/gpuframe
+engine=cuda frames=4000 client_frames=30000 clients=16 clients_only=0 daemon_keys="" delay="" client=$build/gpuframe
 while [ $# -gt 0 ]; do
   case $1 in
     --clients) clients=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
+    --client-frames) client_frames=${2:-}; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --client) client=$(cd "${2:-.}" && pwd)/gpuframe; shift 2 || { echo "$usage" >&2; exit 2; } ;;
     --clients-only) clients_only=1; shift ;;
     --shards) daemon_keys+='"shards": '${2:-}', '; shift 2 || { echo "$usage" >&2; exit 2; } ;;
@@ -144,7 +152,7 @@ for p in json.load(sys.stdin)["pipelines"]:
         b = p.get("batches")
         print("%d %d" % (b["submissions"], b["frames"]) if b else "- -")' "$1"
 }
-each=$frames # per client
+each=$client_frames # per client
 for run in "mlp 12288" "classify 3072"; do
   set -- $run
   name=$1 size=$2
