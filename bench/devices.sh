@@ -63,8 +63,11 @@ start_daemon() { # NAME ARGS...
   "$build/gpuframed" --socket "$sock" --config bench/shards.json --engine cuda "$@" \
     2> "$run/daemon-$name.log" &
   daemon=$!
+  # Ready, not only bound: the socket exists before the shards are open
+  # (32 of them on four H200s took over 1.5 s, and the first load's clients
+  # all started late), and a connection waits in its backlog meanwhile.
   for _ in $(seq 600); do
-    [ -S "$sock" ] && { grep -m1 -o "[0-9]* shard(s)[^,]*" "$run/daemon-$name.log" |
+    grep -q "ready: listening" "$run/daemon-$name.log" && { grep -m1 -o "[0-9]* shard(s)[^,]*" "$run/daemon-$name.log" |
                           sed "s/^/bench: devices: $name: /"; return 0; }
     kill -0 $daemon 2>/dev/null || break; sleep 0.1
   done
