@@ -16,7 +16,7 @@
 #
 # Environment: GF_BUILD_DIR (default build), GF_CMAKE_ARGS (more cmake
 # options, every tree), GF_WERROR=ON, GF_TEST_JOBS (tests at once; default
-# twice the cores).
+# three times the cores: tests/CMakeLists.txt, "how a test is registered").
 # Fails, too, when a test left anything in its temporary directory
 # (BUILD/test-tmp, every test's TMPDIR), and when a sanitized tree's
 # daemons or clients wrote a sanitizer report (BUILD/sanitizer-reports),
@@ -118,7 +118,7 @@ for t in "${trees[@]}"; do
   if [ -d "$t/sanitizer-reports" ]; then find "$t/sanitizer-reports" -mindepth 1 -delete; fi
 done
 rc=0
-(cd "$run" && ctest -LE "^($skip)\$" -j"${GF_TEST_JOBS:-$((2 * $(nproc)))}" --output-on-failure "$@") ||
+(cd "$run" && ctest -LE "^($skip)\$" -j"${GF_TEST_JOBS:-$((3 * $(nproc)))}" --output-on-failure "$@") ||
   rc=$?
 for t in "${trees[@]}"; do
   if [ -n "$(ls -A "$t/test-tmp")" ]; then
