@@ -37,9 +37,7 @@ struct gf_pool {
     uint32_t *peers;     /* the shards of this one's device, in order,
                             this one among them                         */
     uint32_t peer_count;
-    uint32_t me;   /* this one's place in peers                   */
-    uint32_t away; /* its batches at a home now: at most all its
-                      slots but one (gf_pool_take)                */
+    uint32_t me; /* this one's place in peers                 */
     /* The home side. */
     gf_sched_client client; /* stands for the other shards' batches       */
     gf_link pending;        /* their calls waiting for a place (FIFO)     */
@@ -170,16 +168,17 @@ int gf_pool_take(gf_slot *b, void *arg) {
     if (has_own_frames(b))
         note_seen(sh->self, key, b->submitted_ns);
     uint32_t home = p->peers[start + first->pipeline_id % count];
-    /* A batch away holds its slot until its home answers, and a home may
-     * wait for a slot of its own to run it: a shard that kept none back
-     * could wait on a home that waits on it (two pipelines, each's home the
-     * other's sender). */
     /* A pipeline whose batches wait for more frames submits that much less
      * often: its window grows with the wait. */
     uint32_t delay_us = first->pipeline.max_batch_delay_us;
     uint64_t recent =
         GF_POOL_RECENT_NS + (delay_us == GF_BATCH_DELAY_AUTO ? 0 : 2000ull * delay_us);
-    if (home == sh->index || p->away + 1 >= sh->sched.ring.count || !poolable(b) ||
+    /* A batch away holds its slot until its home answers, and a home may
+     * wait for a slot of its own to run it: a shard that kept none back
+     * could wait on a home that waits on it (two pipelines, each's home the
+     * other's sender).  The scheduler counts the batches away (`away`,
+     * this one not yet among them). */
+    if (home == sh->index || sh->sched.away + 1 >= sh->sched.ring.count || !poolable(b) ||
         !others_seen(sh, start, count, key, b->submitted_ns, recent))
         return 0;
     gf_pool_call *c = &p->calls[b->index];
@@ -193,7 +192,6 @@ int gf_pool_take(gf_slot *b, void *arg) {
         b->pooled = NULL; /* the home has stopped */
         return 0;
     }
-    p->away++;
     return 1;
 }
 
@@ -207,7 +205,6 @@ static void back(gf_call *call, void *owner) {
         return;
     GF_SHARD_OWNED(sh);
     gf_slot *b = c->slot;
-    sh->pool->away--;
     if (!c->ran) {
         b->pooled = NULL;
         gf_sched_run_here(&sh->sched, b);
