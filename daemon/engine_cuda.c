@@ -33,8 +33,8 @@
  * gf__cuda_poll on every iteration while frames are in flight, which asks
  * each pending slot's done event with cudaEventQuery, which never blocks.
  * Hybrid polls the same way, for a window after a submission's launches
- * were queued (engine.h, gf_hybrid_spin_ns); one that takes longer gets its host function then,
- * and the loop may sleep.
+ * were queued (engine.h, gf_hybrid_spin_ns); one that takes longer gets
+ * its host function then, and the loop may sleep.
  * Nothing here blocks the loop after gf__engine_cuda_open returns: submit only
  * enqueues, and finish reads elapsed times of events that have completed.
  *

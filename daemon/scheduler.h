@@ -54,9 +54,10 @@
  * connection read in one loop iteration share a submission: a full batch
  * (the pipeline's max_batch_frames) goes then, and one that is not waits
  * while GF_BATCH_HOLD_IN_FLIGHT submissions keep the engine busy (until one
- * completes; not those run in another shard's submission, `away`) and until its first frame has
- * waited the pipeline's max_batch_delay_us.  A batch only ever holds whole frames, so no client
- * that stalls or closes holds back another's.  When a slot completes, the
+ * completes; not those run in another shard's submission, `away`) and
+ * until its first frame has waited the pipeline's max_batch_delay_us.  A
+ * batch only ever holds whole frames, so no client that stalls or closes
+ * holds back another's.  When a slot completes, the
  * scheduler counts its frames and says so, once, through the `finished`
  * hook; it never formats a reply: the connections' side makes each frame's
  * reply (slots.h, gf_frame_reply; the bytes are reply.c's) and writes or
