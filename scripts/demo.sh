@@ -20,15 +20,20 @@ fi
 echo "demo: building gpuframed, gpuframe, the plugins and the tests in $build/, with $what"
 echo "demo: a first build takes a minute or more; a later one rebuilds only what changed"
 # The build's own lines go to a log; its progress shows as a percentage (in
-# place on a terminal), errors and warnings as they come.
+# place on a terminal), errors and warnings as they come: Make writes its
+# progress as "[ 42%]" and the compilers' messages to stderr; Ninja (in a
+# tree scripts/test.sh made) writes "[105/250]", and everything else it
+# writes to stdout is theirs.
 progress() {
-  if [ -t 1 ]; then
-    awk 'match($0, /^\[ *[0-9]+%\]/) { printf "\rdemo: %s built", substr($0, RSTART + 1, RLENGTH - 2); fflush() }
-         END { printf "\n" }'
-  else
-    awk 'match($0, /^\[ *[0-9]+%\]/) { p = substr($0, RSTART + 1, RLENGTH - 3) + 0
-           if (p >= next_p) { printf "demo: %d%% built\n", p; fflush(); next_p = p - p % 25 + 25 } }'
-  fi
+  awk -v tty="$([ -t 1 ] && echo 1)" '
+    match($0, /^\[ *[0-9]+%\]/) { p = substr($0, RSTART + 1, RLENGTH - 3) + 0 }
+    match($0, /^\[[0-9]+\/[0-9]+\]/) { split(substr($0, 2, RLENGTH - 2), n, "/"); p = int(100 * n[1] / n[2]); ninja = 1 }
+    p == "" && ninja { print (tty ? "\n" : "") $0; fflush() }
+    p == "" { next }
+    tty { printf "\rdemo: %d%% built", p; fflush() }
+    !tty && p >= next_p { printf "demo: %d%% built\n", p; fflush(); next_p = p - p % 25 + 25 }
+    { p = "" }
+    END { if (tty) printf "\n" }'
 }
 cmake --build "$build" -j"$(nproc)" | tee "$build/demo-build.log" | progress
 "$build"/gpuframed --version

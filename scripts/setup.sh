@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Installs what a fresh Debian 12 machine lacks to build gpuframed: a C
-# compiler, CMake, pkg-config, libuv, cJSON, Check, systemd for the tests'
+# compiler, CMake and Ninja (scripts/test.sh builds with it), pkg-config, libuv, cJSON, Check, systemd for the tests'
 # systemd-socket-activate, systemd-analyze and systemd-sysusers, for the
 # Python package's tests NumPy plus pip, setuptools and wheel (test_install
 # pip-installs it offline), groff-base to render the man pages
@@ -13,7 +13,7 @@
 # toolkit is expected at /usr/local/cuda (without it, only the CPU engine is
 # built).
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libuv1-dev libcjson-dev check systemd
+pkgs=(build-essential cmake ninja-build pkg-config libuv1-dev libcjson-dev check systemd
       python3-numpy python3-pip python3-setuptools python3-wheel python3-yaml groff-base mypy
       clang-format
       dpkg-dev debhelper dh-python pybuild-plugin-pyproject python3-all lintian)

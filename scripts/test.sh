@@ -43,6 +43,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 scripts/setup.sh
+# Ninja, which scripts/setup.sh installs, for a new build tree (a tree
+# keeps the generator it was made with): CMake's Makefiles spend more on
+# the same build (the plain tree on two cores: 89 CPU-s and 45.7 s, with
+# Ninja 81 and 40.9).
+if [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null; then export CMAKE_GENERATOR=Ninja; fi
 build=${GF_BUILD_DIR:-build}
 trees=("$build")
 # tree DIR CMAKE_OPTIONS...: configures and builds DIR.
