@@ -15,7 +15,7 @@
  *                              or longer where the shard's recent
  *                              submissions took longer: config.h)
  *
- * A small batch of elementwise stages runs zero-copy (gf__cuda_zero_copy): no
+ * A small batch of elementwise stages runs zero-copy (runs_zero_copy): no
  * copies, its kernels read and write the pinned host buffers themselves.  A
  * batch's small device frames, and its small shm frames that would take a
  * copy each, move by one kernel each way instead (engine_cuda_launch.c): the

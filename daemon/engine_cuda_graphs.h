@@ -15,12 +15,12 @@
 typedef struct graph_entry graph_entry;
 
 /* The graph that runs batch `s` on its slot: found, or captured now; NULL
- * when the batch runs plain (no cache, timed, shm frames, one elementwise
- * stage, a plugin that refuses graphs, or a capture that failed).
- * *with_copies says whether it holds the batch's copies, or only its
- * stages (frames in another shard's slots, pool.h: gf__cuda_copy moves
+ * when the batch runs plain (no cache, timed, one elementwise stage, a
+ * plugin that refuses graphs, or a capture that failed).  *with_copies
+ * says whether it holds the batch's copies, or only its stages (frames in
+ * another shard's slots, pool.h, or in shm regions: gf__cuda_copy moves
  * them before and after).  Sets s->zero_copy, s->gathered and
- * s->host_gathered as a plain run would.  The shard's loop. */
+ * s->host_gathered (gf__cuda_plan_moves).  The shard's loop. */
 cudaGraphExec_t gf__cuda_graph(const cuda_engine *ce, gf_slot *s, cuda_slot *cs, int *with_copies);
 
 /* A slot's cache, empty (open), or its graphs destroyed and freed (close).

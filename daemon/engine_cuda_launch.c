@@ -266,10 +266,6 @@ static int gathers(const gf_slot *s, int elementwise) {
     return device;
 }
 
-int gf__cuda_gathers(const gf_slot *s) {
-    return gathers(s, gf_pipeline_elementwise(&s->frames[0].pipeline));
-}
-
 /* Which directions of batch `s` move its small shm frames by one kernel
  * (GF_HOST_GATHER_IN, _OUT): those in which copy_frames would otherwise
  * make two copies or more for them (frames of several clients, or of one
@@ -363,10 +359,14 @@ cudaError_t gf__cuda_enqueue_stages(gf_slot *s, cuda_slot *cs) {
     return enqueue_stages(s, cs, cs->in_dev, cs->out_dev);
 }
 
-cudaError_t gf__cuda_copy(const cuda_engine *ce, const gf_slot *s, cuda_slot *cs, int to_device) {
-    return copy_frames(ce, s, cs, to_device);
+void gf__cuda_plan_moves(const cuda_engine *ce, gf_slot *s, int whole) {
+    int elementwise = gf_pipeline_elementwise(&s->frames[0].pipeline);
+    s->gathered = whole && gathers(s, elementwise);
+    s->host_gathered = host_gathers(ce, s);
+    s->zero_copy = whole && runs_zero_copy(ce, s, elementwise);
 }
 
-int gf__cuda_zero_copy(const cuda_engine *ce, const gf_slot *s) {
-    return runs_zero_copy(ce, s, gf_pipeline_elementwise(&s->frames[0].pipeline));
+cudaError_t gf__cuda_copy(const cuda_engine *ce, const gf_slot *s, cuda_slot *cs, int to_device) {
+    cudaError_t err = copy_frames(ce, s, cs, to_device);
+    return err != cudaSuccess ? err : move_frames(ce, s, cs, to_device);
 }

@@ -13,9 +13,9 @@
  * stage's kernels (stage k reads what stage k-1 wrote, intermediate results
  * alternating between the slot's two scratch buffers on the device, each
  * frame at its offset), the results' copies; a zero-copy batch
- * (gf__cuda_zero_copy) has no copies, its first and last stages use the host
+ * (s->zero_copy) has no copies, its first and last stages use the host
  * buffers.  A device frame needs no copy: its first stage reads its region
- * and its last writes there, in place, or (gf__cuda_gathers) one kernel
+ * and its last writes there, in place, or (s->gathered) one kernel
  * gathers the batch's device frames into the slot's device buffer beside
  * the copied ones and another scatters their results back.  Small shm
  * frames that would take a copy each (several clients' in one batch) move
@@ -30,26 +30,23 @@
  */
 cudaError_t gf__cuda_enqueue(const cuda_engine *ce, gf_slot *s, cuda_slot *cs);
 
-/* The same for a batch of frames that are all in slots' host buffers (its
- * own, or another shard's: pool.h), untimed, without its copies: its
- * stages alone, on the slot's device buffers (what a graph of such a batch
- * holds; gf__cuda_copy moves the frames before and after).  Sets
- * s->zero_copy, s->gathered and s->host_gathered to 0. */
+/* The same for an untimed batch whose frames are not all in the slot's own
+ * buffers (another shard's slots, pool.h; shm regions), without its
+ * copies: its stages alone, on the slot's device buffers (what a graph of
+ * such a batch holds; gf__cuda_copy moves the frames before and after).
+ * Sets s->zero_copy, s->gathered and s->host_gathered to 0. */
 cudaError_t gf__cuda_enqueue_stages(gf_slot *s, cuda_slot *cs);
 
-/* Batch `s`'s copies to the device (to_device) or back, as gf__cuda_enqueue
- * makes them. */
+/* Sets s->zero_copy, s->gathered and s->host_gathered for a replay of
+ * batch `s`'s graph: as gf__cuda_enqueue would for a graph of the `whole`
+ * batch, copies included; for one of its stages alone, no zero-copy and no
+ * gathering of device frames (they ran in place when it was captured),
+ * its small shm frames moved by kernel as gf__cuda_enqueue would. */
+void gf__cuda_plan_moves(const cuda_engine *ce, gf_slot *s, int whole);
+
+/* Batch `s`'s copies (and kernels that move frames: s->gathered,
+ * s->host_gathered) to the device (to_device) or back, as
+ * gf__cuda_enqueue makes them. */
 cudaError_t gf__cuda_copy(const cuda_engine *ce, const gf_slot *s, cuda_slot *cs, int to_device);
-
-/* Whether batch `s` gathers its device frames into the slot's device
- * buffers and scatters their results back: an elementwise pipeline, more
- * than one frame, every device frame 64 KiB or less (what a replayed
- * graph's slot says, as gf__cuda_zero_copy). */
-int gf__cuda_gathers(const gf_slot *s);
-
-/* Whether batch `s` runs zero-copy (its kernels on the pinned host
- * buffers, no copy): elementwise stages, within zero_copy_max_bytes, no
- * shm frame. */
-int gf__cuda_zero_copy(const cuda_engine *ce, const gf_slot *s);
 
 #endif

@@ -166,7 +166,11 @@ static void batches_of(gf_client *c, const char *name, uint64_t *subs, uint64_t 
  * fewer submissions than frames, for both kinds.  Small frames (they go
  * whole into a shard's batch), frames over 16 KiB through the socket (read
  * into memory while the pipeline's batches run, then joining them) and
- * shared memory. */
+ * shared memory.  On the CUDA engine, batches of either kind replay CUDA
+ * graphs (cuda_graphs, the default), shared-memory frames too: a graph of
+ * the stages alone, the frames moved into the slot before it and back
+ * after (STATS's slots.graph_submissions; some batches are timed, and
+ * timed ones run plain). */
 START_TEST(connections_share_batches) {
     static const char *const names[] = {"nv12_crop", "spec_mel_db", "nv12_qqvga"};
     gf_test_daemon d;
@@ -178,6 +182,7 @@ START_TEST(connections_share_batches) {
             char path[GF_TEST_PATH_MAX];
             uint64_t subs0, frames0, subs, frames;
             batches_of(c, names[k], &subs0, &frames0);
+            uint64_t graphed0 = gf_test_ck_stat(c, "slots.graph_submissions");
             for (int i = 0; i < 8; i++) {
                 snprintf(path, sizeof path, "%s/client%d.out", d.dir, i);
                 int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -215,6 +220,14 @@ START_TEST(connections_share_batches) {
                           "%s (%s): %llu frames in %llu submissions", names[k],
                           shm ? "shm" : "socket", (unsigned long long)(frames - frames0),
                           (unsigned long long)(subs - subs0));
+            uint64_t graphed = gf_test_ck_stat(c, "slots.graph_submissions") - graphed0;
+            if (strcmp(g_engine, "cuda") == 0)
+                ck_assert_msg(graphed > 0 && graphed <= subs - subs0,
+                              "%s (%s): %llu of %llu submissions replayed a CUDA graph", names[k],
+                              shm ? "shm" : "socket", (unsigned long long)graphed,
+                              (unsigned long long)(subs - subs0));
+            else
+                ck_assert_uint_eq(graphed, 0);
         }
     }
     gf_client_close(c);
