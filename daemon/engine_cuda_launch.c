@@ -360,10 +360,16 @@ cudaError_t gf__cuda_enqueue_stages(gf_slot *s, cuda_slot *cs) {
 }
 
 void gf__cuda_plan_moves(const cuda_engine *ce, gf_slot *s, int whole) {
-    int elementwise = gf_pipeline_elementwise(&s->frames[0].pipeline);
-    s->gathered = whole && gathers(s, elementwise);
-    s->host_gathered = host_gathers(ce, s);
-    s->zero_copy = whole && runs_zero_copy(ce, s, elementwise);
+    if (whole) { /* every frame in the slot's buffers or a device region */
+        int elementwise = gf_pipeline_elementwise(&s->frames[0].pipeline);
+        s->gathered = gathers(s, elementwise);
+        s->host_gathered = 0;
+        s->zero_copy = runs_zero_copy(ce, s, elementwise);
+    } else {
+        s->gathered = 0;
+        s->host_gathered = host_gathers(ce, s);
+        s->zero_copy = 0;
+    }
 }
 
 cudaError_t gf__cuda_copy(const cuda_engine *ce, const gf_slot *s, cuda_slot *cs, int to_device) {
