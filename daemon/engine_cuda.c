@@ -343,7 +343,7 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
     e->done = done;
     e->slot_count = p->slot_count;
     e->polled = p->completion != GF_COMPLETION_HOST_FUNC;
-    ce->spin_ns = p->completion == GF_COMPLETION_HYBRID ? GF_COMPLETION_SPIN_NS : 0;
+    ce->hybrid = p->completion == GF_COMPLETION_HYBRID;
     ce->zero_copy_max_bytes = p->zero_copy_max_bytes;
     ce->device = p->device;
     ce->stream_base = p->stream_base;

@@ -19,7 +19,7 @@ static void CUDART_CB on_stream_done(void *arg) {
  * (its done time: seen by a poll, or stamped by its host function, which
  * adds the driver's hand-off). */
 static void learn_tail(cuda_engine *ce, const gf_slot *s, const cuda_slot *cs) {
-    if (!ce->spin_ns || s->failed || s->done_ns <= cs->queued_ns)
+    if (!ce->hybrid || s->failed || s->done_ns <= cs->queued_ns)
         return;
     ce->tail_ns = gf_hybrid_tail_mean(ce->tail_ns, s->done_ns - cs->queued_ns);
 }
@@ -145,8 +145,8 @@ cudaError_t gf__cuda_complete_after(gf_engine *e, gf_slot *s, cuda_slot *cs) {
         /* From now, not from submitted_ns: the launches may have taken the
          * host long (a PyTorch model's, about 0.75 ms at batch 1), and what
          * is left to poll is the GPU's tail behind them. */
-        cs->queued_ns = gf_now_ns();
-        cs->spin_until_ns = ce->spin_ns ? cs->queued_ns + gf_hybrid_spin_ns(ce->tail_ns) : 0;
+        cs->queued_ns = ce->hybrid ? gf_now_ns() : 0;
+        cs->spin_until_ns = ce->hybrid ? cs->queued_ns + gf_hybrid_spin_ns(ce->tail_ns) : 0;
     }
     return err;
 }

@@ -66,7 +66,7 @@ typedef struct cuda_engine {
     int host_pointers;            /* kernels reach registered (shm) memory
                                      at its host address: small shm frames
                                      may be gathered (engine_cuda_launch.c) */
-    uint64_t spin_ns;             /* hybrid: GF_COMPLETION_SPIN_NS; else 0 */
+    int hybrid;                   /* completion = hybrid (gf_hybrid_spin_ns) */
     uint64_t tail_ns;             /* hybrid: the GPU's time after a submission's
                                      launches were queued, a moving mean
                                      (gf__cuda_complete_after uses it)    */
