@@ -67,8 +67,10 @@ start_daemon() { # NAME ARGS...
   # (32 of them on four H200s took over 1.5 s, and the first load's clients
   # all started late), and a connection waits in its backlog meanwhile.
   for _ in $(seq 600); do
-    grep -q "ready: listening" "$run/daemon-$name.log" && { grep -m1 -o "[0-9]* shard(s)[^,]*" "$run/daemon-$name.log" |
-                          sed "s/^/bench: devices: $name: /"; return 0; }
+    grep -q "ready: listening" "$run/daemon-$name.log" && {
+      grep -m1 -o "[0-9]* shard(s)[^,]*" "$run/daemon-$name.log" | sed "s/^/bench: devices: $name: /"
+      return 0
+    }
     kill -0 $daemon 2>/dev/null || break; sleep 0.1
   done
   echo "bench: devices: gpuframed ($name $*) did not start" >&2; cat "$run/daemon-$name.log" >&2
