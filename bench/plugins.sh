@@ -18,11 +18,9 @@
 #                    [--no-graphs] [--batch-delay US|auto] [--pool-shards N]
 #
 # --frames: each single-pipeline run's frames (4000).  --client-frames: each
-# of the many clients' frames (30000: on an H200 the 16 clients' run then
-# lasts about 0.8 s; at 4000 it lasted a tenth of a second, in which the
-# clients' start and end weighed so much that the same build read 0.39 to
-# 0.45 M `mlp` frames/s against 0.63 to 0.64 M at 30000, while c91c4d2's
-# read 70 to 78 k either way).
+# of the many clients' frames (30000: about 0.8 s for 16 on an H200; a
+# shorter run is weighed by its clients' start and end, bench/README.md,
+# "Plugins").
 #
 # --client DIR: stream with DIR's gpuframe (default BUILD_DIR's; it needs
 # --start-at, from 4aff3ce on: give an old build the new client, as
