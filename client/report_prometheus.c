@@ -363,6 +363,8 @@ static const struct prom_metric counter_metrics[] = {
      "Batches whose kernels ran on the pinned host buffers, with no copy.", NULL},
     {"slots.graph_submissions", "gpuframe_graph_submissions_total", "counter",
      "Batches replayed from a CUDA graph (cuda_graphs).", NULL},
+    {"slots.priority_submissions", "gpuframe_priority_submissions_total", "counter",
+     "Batches with a realtime frame, run on a stream of the device's greatest priority.", NULL},
     {"slots.gathered_submissions", "gpuframe_gathered_submissions_total", "counter",
      "Batches whose small device frames were gathered into the slot and run as one launch.", NULL},
     {"slots.host_gathered_submissions", "gpuframe_host_gathered_submissions_total", "counter",

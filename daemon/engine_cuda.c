@@ -25,6 +25,15 @@
  * and replayed (engine_cuda_graphs.c): one launch instead of a copy, the
  * stages' kernels and a copy, which costs the GPU and the loop less.
  *
+ * An urgent batch (a realtime frame's, scheduler.h) runs on a second stream
+ * of the slot's, of the device's greatest priority, so that its kernels are
+ * scheduled ahead of other slots' waiting ones, when nothing ties it to the
+ * slot's stream: a graph replay (the capture holds what the plugins bound
+ * to that stream), or built-in kernels, which take any stream.  A plugin's
+ * plain launches stay on the stream of its stream index (gpuframe_plugin.h).
+ * The slot is free when it is submitted, so nothing of its earlier batch
+ * is still queued on the other stream.
+ *
  * The four timing events are recorded only for the frames the scheduler samples
  * (gf_slot.time_stages).  The host function runs on the driver's thread once
  * the D2H copy is done; it only timestamps and pushes the slot onto the
@@ -62,6 +71,17 @@ static void log_batch(const gf_slot *s, const char *what, cudaError_t err) {
                what, cudaGetErrorString(err), cudaGetErrorName(err));
 }
 
+/* Whether a stage of batch `s`'s pipeline is a plugin's (or a device_api
+ * kind's), whose launches must come on its stream index's stream
+ * (gpuframe_plugin.h); a built-in kernel takes any stream. */
+static int has_plugin_stage(const gf_slot *s) {
+    const gf_pipeline *p = &s->frames[0].pipeline;
+    for (uint32_t k = 0; k < p->stage_count; k++)
+        if (p->stages[k].params.plugin != NULL)
+            return 1;
+    return 0;
+}
+
 /* The shard's loop: the batch's launches (from a graph, or plain), then
  * what tells the loop it finished; never waits for the device.  A launch
  * that fails without poisoning the context fails the batch at its
@@ -72,16 +92,19 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
     cuda_engine *ce = (cuda_engine *)e;
     cuda_slot *cs = s->engine_state;
     int with_copies = 1;
+    cs->busy = cs->stream; /* a capture's */
     cudaGraphExec_t exec = gf__cuda_graph(ce, s, cs, &with_copies);
     s->graphed = exec != NULL;
     s->failed = 0;
+    s->prioritized = cs->urgent && s->urgent && (exec != NULL || !has_plugin_stage(s));
+    cs->busy = s->prioritized ? cs->urgent : cs->stream;
     cudaError_t err;
     if (exec == NULL)
         err = gf__cuda_enqueue(ce, s, cs);
     else if (with_copies)
-        err = cudaGraphLaunch(exec, cs->stream);
+        err = cudaGraphLaunch(exec, cs->busy);
     else if ((err = gf__cuda_copy(ce, s, cs, 1)) == cudaSuccess &&
-             (err = cudaGraphLaunch(exec, cs->stream)) == cudaSuccess)
+             (err = cudaGraphLaunch(exec, cs->busy)) == cudaSuccess)
         err = gf__cuda_copy(ce, s, cs, 0);
     if (err != cudaSuccess && !is_sticky(err)) {
         log_batch(s, "failed, answered once the work queued before has run", err);
@@ -122,6 +145,8 @@ static void free_slot(cuda_slot *cs, gf_slot *s) {
     gf__cuda_graphs_close(cs);
     if (cs->stream)
         cudaStreamDestroy(cs->stream);
+    if (cs->urgent)
+        cudaStreamDestroy(cs->urgent);
     cudaFree(cs->in_dev);
     cudaFree(cs->out_dev);
     cudaFree(cs->scratch_dev[0]);
@@ -247,6 +272,7 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
     s->in_capacity_bytes = p->in_capacity_bytes;
     s->out_capacity_bytes = p->out_capacity_bytes;
     s->scratch_capacity_bytes = p->scratch_capacity_bytes;
+    int least = 0, greatest = 0;
     cudaError_t err;
     if ((err = CUDA_CHECK(cudaHostAlloc((void **)&s->in_host, in_b, cudaHostAllocDefault))) ||
         (err = CUDA_CHECK(cudaHostAlloc((void **)&s->out_host, out_b, cudaHostAllocDefault))) ||
@@ -255,8 +281,12 @@ static int open_slot(const gf_engine_params *p, gf_engine *e, gf_slot *s, cuda_s
         (p->scratch_capacity_bytes &&
          ((err = CUDA_CHECK(cudaMalloc(&cs->scratch_dev[0], p->scratch_capacity_bytes))) ||
           (err = CUDA_CHECK(cudaMalloc(&cs->scratch_dev[1], p->scratch_capacity_bytes))))) ||
-        (err = CUDA_CHECK(cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking))))
+        (err = CUDA_CHECK(cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking))) ||
+        (err = CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest))) ||
+        (greatest != least && (err = CUDA_CHECK(cudaStreamCreateWithPriority(
+                                   &cs->urgent, cudaStreamNonBlocking, greatest)))))
         return cuda_errno(err);
+    cs->busy = cs->stream;
     for (int i = 0; i < EV_COUNT; i++)
         if ((err = CUDA_CHECK(cudaEventCreateWithFlags(&cs->ev[i], cudaEventDefault))))
             return cuda_errno(err);

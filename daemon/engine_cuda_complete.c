@@ -30,7 +30,7 @@ static void learn_tail(cuda_engine *ce, const gf_slot *s, const cuda_slot *cs) {
  * enqueued, polling goes on for as long as it takes.
  */
 static void hand_to_host_func(gf_engine *e, gf_slot *s, cuda_slot *cs) {
-    cudaError_t err = cudaLaunchHostFunc(cs->stream, on_stream_done, s);
+    cudaError_t err = cudaLaunchHostFunc(cs->busy, on_stream_done, s);
     if (err == cudaSuccess) {
         cs->pending = 0;
         return;
@@ -138,8 +138,8 @@ void gf__cuda_finish(gf_engine *e, gf_slot *s) {
 
 cudaError_t gf__cuda_complete_after(gf_engine *e, gf_slot *s, cuda_slot *cs) {
     const cuda_engine *ce = (const cuda_engine *)e;
-    cudaError_t err = e->polled ? cudaEventRecord(cs->done, cs->stream)
-                                : cudaLaunchHostFunc(cs->stream, on_stream_done, s);
+    cudaError_t err = e->polled ? cudaEventRecord(cs->done, cs->busy)
+                                : cudaLaunchHostFunc(cs->busy, on_stream_done, s);
     if (err == cudaSuccess) {
         cs->pending = e->polled;
         /* From now, not from submitted_ns: the launches may have taken the

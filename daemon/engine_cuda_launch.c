@@ -12,7 +12,7 @@
 /* Records event `ev` on the slot's stream when the scheduler asked for this
  * frame's stage times (one frame in timing_sample_every). */
 static cudaError_t mark(const gf_slot *s, cuda_slot *cs, int ev) {
-    return s->time_stages ? cudaEventRecord(cs->ev[ev], cs->stream) : cudaSuccess;
+    return s->time_stages ? cudaEventRecord(cs->ev[ev], cs->busy) : cudaSuccess;
 }
 
 /* Launches stage `st` on the slot's stream: a plugin's launch (a plugin
@@ -31,7 +31,7 @@ static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage 
     gf_launch_fn launch = gf_kernel_launcher(st->kind);
     if (launch == NULL) /* refused by gf__engine_cuda_prepare: never here */
         return cudaErrorInvalidDeviceFunction;
-    return (cudaError_t)launch(&st->params, in, (size_t)in_bytes, out, cs->stream);
+    return (cudaError_t)launch(&st->params, in, (size_t)in_bytes, out, cs->busy);
 }
 
 /* Where frame `f` is read by stage k: a device frame's first stage reads
@@ -204,8 +204,8 @@ static cudaError_t copy_frames(const cuda_engine *ce, const gf_slot *s, cuda_slo
         }
         if (bytes) {
             cudaError_t err =
-                rows > 1 ? cudaMemcpy2DAsync(to, pitch, from, pitch, bytes, rows, dir, cs->stream)
-                         : cudaMemcpyAsync(to, from, bytes, dir, cs->stream);
+                rows > 1 ? cudaMemcpy2DAsync(to, pitch, from, pitch, bytes, rows, dir, cs->busy)
+                         : cudaMemcpyAsync(to, from, bytes, dir, cs->busy);
             if (err != cudaSuccess)
                 return err;
         }
@@ -300,7 +300,7 @@ static cudaError_t move_frames(const cuda_engine *ce, const gf_slot *s, cuda_slo
             copies[n++] = in ? (gf_copy){f->src, (uint8_t *)cs->in_dev + f->offset, f->in_bytes}
                              : (gf_copy){(uint8_t *)cs->out_dev + f->offset, f->dst, f->out_bytes};
     }
-    return n ? (cudaError_t)gf_copies_launch(copies, n, cs->stream) : cudaSuccess;
+    return n ? (cudaError_t)gf_copies_launch(copies, n, cs->busy) : cudaSuccess;
 }
 
 /* The batch's stages, from `in_first` (the first stage's input) to
@@ -327,7 +327,7 @@ static cudaError_t enqueue_stages(const gf_slot *s, cuda_slot *cs, uint8_t *in_f
         if (err != cudaSuccess)
             return err;
         if (k + 1 < p->stage_count && s->time_stages &&
-            (err = cudaEventRecord(cs->stage_ev[k], cs->stream)) != cudaSuccess)
+            (err = cudaEventRecord(cs->stage_ev[k], cs->busy)) != cudaSuccess)
             return err;
     }
     return cudaSuccess;

@@ -9,7 +9,8 @@
 #include "engine_cuda_state.h"
 
 /*
- * Enqueues the slot's whole batch on its stream: the inputs' copies, each
+ * Enqueues the slot's whole batch on cs->busy (its stream, or for an
+ * urgent batch of built-in kernels its urgent one): the inputs' copies, each
  * stage's kernels (stage k reads what stage k-1 wrote, intermediate results
  * alternating between the slot's two scratch buffers on the device, each
  * frame at its offset), the results' copies; a zero-copy batch

@@ -418,6 +418,8 @@ cJSON *gf_stats_document(const gf_shard *sh, const gf_snapshot *snaps, uint32_t 
                             (double)sum.zero_copy_submissions);
     cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "graph_submissions",
                             (double)sum.graph_submissions);
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "priority_submissions",
+                            (double)sum.priority_submissions);
     cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "gathered_submissions",
                             (double)sum.gathered_submissions);
     cJSON_AddNumberToObject(cJSON_GetObjectItem(doc, "slots"), "host_gathered_submissions",

@@ -372,14 +372,17 @@ static void run_here(gf_sched *s, gf_slot *b, uint64_t now) {
         gf_config_pipeline_id(s->cfg, b->frames[0].pipeline_id, b->frames[0].pipeline.name), frames,
         waited);
     /* Timing events cost a small frame about as much as the frame itself:
-     * time one submission in timing_sample_every (config/README.md). */
-    b->time_stages = s->cfg->timing_events && s->submit_seq++ % s->cfg->timing_sample_every == 0;
+     * time one submission in timing_sample_every (config/README.md); never
+     * an urgent one, which a graph then runs at priority (scheduler.h). */
+    b->time_stages =
+        s->cfg->timing_events && !b->urgent && s->submit_seq++ % s->cfg->timing_sample_every == 0;
     int prof = gf_prof_enter(GF_PROF_SUBMIT);
     int rc = gf_engine_submit(s->engine, b);
     gf_prof_leave(prof);
     if (rc == 0) {
         s->stats->zero_copy_submissions += (uint64_t)b->zero_copy;
         s->stats->graph_submissions += (uint64_t)b->graphed;
+        s->stats->priority_submissions += (uint64_t)b->prioritized;
         s->stats->gathered_submissions += (uint64_t)b->gathered;
         s->stats->host_gathered_submissions += (uint64_t)(b->host_gathered != 0);
         s->hooks.submitted(b, 0, s->hooks.arg);

@@ -85,9 +85,11 @@
  * joins it before batch frames; and an open batch that holds a realtime
  * frame goes to the engine after this loop iteration's I/O, waiting
  * neither for its pipeline's max_batch_delay_us nor for the submissions on
- * the engine.  Frames already in a slot are never taken out, and a client
- * that holds its share of the slots (above) waits whatever its class:
- * lower classes' frames pass it meanwhile. */
+ * the engine, untimed; the CUDA engine runs it on a stream of the device's
+ * greatest priority where it can (engine_cuda.c).  Frames already in a
+ * slot are never taken out, and a client that holds its share of the
+ * slots (above) waits whatever its class: lower classes' frames pass it
+ * meanwhile. */
 #define GF_PRIORITY_STEP_NS (50ull * 1000 * 1000)
 
 /* Submissions on the engine above which a batch of small frames is held

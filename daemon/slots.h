@@ -158,6 +158,8 @@ typedef struct gf_slot {
                                       the pinned host buffers, with no copy      */
     int graphed;                   /* set by the engine's submit: replayed from a
                                       CUDA graph                                 */
+    int prioritized;               /* set by the engine's submit: urgent, on a
+                                      stream of the device's greatest priority */
     int gathered;                  /* set by the engine's submit: its device frames
                                       gathered into the slot and back          */
     int host_gathered;             /* set by the engine's submit: its small shm

@@ -74,6 +74,7 @@ void gf_stats_add(gf_stats *to, const gf_pipeline *to_pipelines, const gf_stats 
     ADD(submissions);
     ADD(zero_copy_submissions);
     ADD(graph_submissions);
+    ADD(priority_submissions);
     ADD(gathered_submissions);
     ADD(host_gathered_submissions);
     ADD(pooled_batches);

@@ -110,6 +110,8 @@ typedef struct gf_stats {
     uint64_t submissions;                   /* slots handed to the engine: batches   */
     uint64_t zero_copy_submissions;         /* of them, run with no copy (zero copy) */
     uint64_t graph_submissions;             /* of them, replayed from a CUDA graph   */
+    uint64_t priority_submissions;          /* of them, urgent on a high-priority
+                                               stream                                */
     uint64_t gathered_submissions;          /* of them, device frames gathered in    */
     uint64_t host_gathered_submissions;     /* of them, shm frames moved by a kernel */
     uint64_t pooled_batches;                /* batches sent to run in another shard's

@@ -749,15 +749,25 @@ START_TEST(batches_take_frames_of_many_connections) {
 }
 END_TEST
 
-/* One clamp4 frame of FLOATS values on `fd`: value i is base + i / 64. */
+/* One frame of FLOATS values for clamp pipeline `pipeline` on `fd`, naming
+ * priority class `cls` (0: none): value i is base + i / 64. */
 enum { CLAMP_FLOATS = 256 };
-static void send_clamp(int fd, uint64_t frame_id, float base) {
+static void send_clamp_to(int fd, uint64_t frame_id, uint32_t pipeline, float base, unsigned cls) {
     float v[CLAMP_FLOATS];
     for (int i = 0; i < CLAMP_FLOATS; i++)
         v[i] = base + (float)i / 64;
-    gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, CLAMP4_ID, sizeof v);
+    gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, pipeline, sizeof v);
+    if (cls) {
+        h.version = GF_PROTOCOL_VERSION_SCHED;
+        h.flags = (uint16_t)(cls << GF_FLAG_CLASS_SHIFT);
+    }
     ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
     ck_assert_int_eq(gf_test_raw_send(fd, v, sizeof v), 0);
+}
+
+/* One clamp4 frame (send_clamp_to). */
+static void send_clamp(int fd, uint64_t frame_id, float base) {
+    send_clamp_to(fd, frame_id, CLAMP4_ID, base, 0);
 }
 
 /* Reads frame `frame_id`'s RESULT on `fd`: exactly clamp(-1.5, 2) of it. */
@@ -785,6 +795,55 @@ static void clamp4_batches(gf_client *q, uint64_t *subs, uint64_t *frames) {
     ck_assert_int_eq(gf_test_json_u64(b, "frames", frames), 0);
     cJSON_Delete(st);
 }
+
+/* A realtime frame's batch of a plugin pipeline replays its graph on a
+ * stream of the device's greatest priority (an H100 or H200 has several),
+ * and one of a built-in kind launches its kernels there, with exactly the
+ * results of the others: frames one at a time, six clamp frames naming
+ * realtime and six batch, then two echo frames naming realtime; STATS
+ * counts the eight as priority submissions on the CUDA engine, none on the
+ * CPU engine. */
+START_TEST(realtime_frames_replay_at_the_device_s_priority) {
+    gf_test_daemon d;
+    start(&d,
+          "{\"shards\": 1, \"slots\": 2, \"priorities\": {\"default\": \"realtime\"}, "
+          "\"pipelines\": [{\"name\": \"clamp\", \"kind\": \"plugin\", \"path\": \"" EXAMPLE_SO
+          "\", \"params\": {\"lo\": -1.5, \"hi\": 2}}, {\"name\": \"echo\", \"kind\": \"echo\"}]}");
+    int fd = gf_test_ck_raw_connect(d.socket_path);
+    for (uint64_t id = 1; id <= 12; id++) {
+        float base = -3.0f + (float)id / 4;
+        send_clamp_to(fd, id, 0, base, id <= 6 ? GF_CLASS_REALTIME : GF_CLASS_BATCH);
+        expect_clamp(fd, id, base);
+    }
+    for (uint64_t id = 13; id <= 14; id++) {
+        uint8_t in[1024], got[1024];
+        for (size_t i = 0; i < sizeof in; i++)
+            in[i] = (uint8_t)(i * 7 + id);
+        gf_header h = gf_test_header(GF_MSG_FRAME, id, 1, sizeof in);
+        h.version = GF_PROTOCOL_VERSION_SCHED;
+        h.flags = (uint16_t)(GF_CLASS_REALTIME << GF_FLAG_CLASS_SHIFT);
+        ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+        ck_assert_int_eq(gf_test_raw_send(fd, in, sizeof in), 0);
+        char err[256];
+        ck_assert_msg(gf_test_raw_recv_reply(fd, &h, got, sizeof got, 10000, err, sizeof err) == 0,
+                      "%s", err);
+        ck_assert_uint_eq(h.type, GF_MSG_RESULT);
+        ck_assert_uint_eq(h.payload_bytes, sizeof got);
+        ck_assert_int_eq(memcmp(got, in, sizeof in), 0);
+    }
+    close(fd);
+    gf_client *q = gf_test_ck_connect(d.socket_path);
+    cJSON *st = gf_test_ck_stats(q);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "priorities.realtime.frames"), 8);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "priorities.batch.frames"), 6);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "slots.submissions"), 14);
+    ck_assert_uint_eq(gf_test_ck_u64(st, "slots.priority_submissions"),
+                      strcmp(g_engine, "cuda") == 0 ? 8 : 0);
+    cJSON_Delete(st);
+    gf_client_close(q);
+    stop(&d);
+}
+END_TEST
 
 /* Frames of a connection that closes, of one that does not read, and of one
  * stalled mid-payload hold back no one else's: the batch of four goes with
@@ -937,6 +996,7 @@ static Suite *plugins_suite(void) {
     tcase_add_test(tc, reload_keeping_pipelines_keeps_their_frame_size);
     tcase_add_test(tc, mlp_batches_stream_verified);
     tcase_add_test(tc, batches_take_frames_of_many_connections);
+    tcase_add_test(tc, realtime_frames_replay_at_the_device_s_priority);
     tcase_add_test(tc, a_connection_closing_mid_batch_holds_back_no_one);
     if (strcmp(g_engine, "cpu") == 0) {
         tcase_add_test(tc, a_version_1_plugin_still_runs);

@@ -44,7 +44,8 @@ static const char stats_json[] =
     "   \"pcie_generation\":null,\"pcie_width\":null},"
     " \"uptime_ns\":3723000000000,\"timing_events\":true,"
     " \"slots\":{\"count\":2,\"free\":1,\"in_flight\":1,\"submissions\":3,"
-    "   \"zero_copy_submissions\":2,\"gathered_submissions\":1,\"host_gathered_submissions\":3,"
+    "   \"zero_copy_submissions\":2,\"priority_submissions\":6,\"gathered_submissions\":1,"
+    "   \"host_gathered_submissions\":3,"
     "   \"in_bytes\":16777216,\"out_bytes\":16777216},"
     " \"pinned_bytes\":67108864,"
     " \"connections\":{\"open\":1,\"total\":7,\"rejected\":0,\"closed_request_timeout\":2,"
@@ -752,6 +753,7 @@ START_TEST(prometheus_parses_and_holds_the_values) {
         {"gpuframe_loop_polling_seconds_total", 0.02048},
         {"gpuframe_submissions_total", 3},
         {"gpuframe_zero_copy_submissions_total", 2},
+        {"gpuframe_priority_submissions_total", 6},
         {"gpuframe_gathered_submissions_total", 1},
         {"gpuframe_host_gathered_submissions_total", 3},
         {"gpuframe_frames_timed_total", 4},
