@@ -857,13 +857,14 @@ START_TEST(frames_that_fill_a_slot_leave_one_to_another_client) {
 }
 END_TEST
 
-/* Two shards of one device (the CPU engine's shards all serve its one),
- * one pipeline that is not elementwise, frames through the socket.  Its
+/* Two shards of one device (device 0: on a host of two GPUs the shards
+ * would otherwise go one to each, and a device's shards pool alone), one
+ * pipeline that is not elementwise, frames through the socket.  Its
  * batches wait 2 ms for more frames: the home's own batch is open most of
  * the time, so the other shard's batches (sent when theirs are due) find
  * it open whatever the machine's load. */
 static const char pool_json_fmt[] =
-    "{\"shards\": 2, \"pool_shards\": %s, \"pipelines\": [{\"name\": \"norm\", "
+    "{\"shards\": 2, \"devices\": \"0\", \"pool_shards\": %s, \"pipelines\": [{\"name\": \"norm\", "
     "\"kind\": \"normalize_u8\", \"params\": {\"width\": 16, \"height\": 16}, "
     "\"max_batch_delay_us\": 2000}]}";
 

@@ -129,7 +129,15 @@ PY
 wait_clients
 wait $python || fail "the Python connections: $(cat "$dir/python.out")"
 cat "$dir/python.out"
-"$build/gpuframe" stats --socket "$sock" --json > "$dir/stats.json" || fail "gpuframe stats"
+# The Python connections' regions are unpinned on their shards' thread
+# pools after the connections closed: the counters once they are (a region
+# was still open when they were read at once, on two H200s).
+for _ in $(seq 100); do
+  "$build/gpuframe" stats --socket "$sock" --json > "$dir/stats.json" || fail "gpuframe stats"
+  python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["shm"]["regions_open"] != 0)' \
+    "$dir/stats.json" && break
+  sleep 0.1
+done
 python3 - "$dir/stats.json" <<'PY' || fail "STATS (limited): $(head -c 3000 "$dir/stats.json")"
 import json, sys
 st = json.load(open(sys.argv[1]))
