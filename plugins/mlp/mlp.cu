@@ -129,6 +129,8 @@ static uint64_t chunk_rows_for(const gf__mlp_net *net) {
     return rows > 0 ? rows : 1;
 }
 
+static int warm_up(mlp_dev *d, char *why, size_t why_len);
+
 /* The device is current already (the ABI says so); it is kept for
  * device_close, which may come with another one current. */
 static void *mlp_device_open(const void *state, int device, uint32_t streams, char *why,
@@ -166,6 +168,8 @@ static void *mlp_device_open(const void *state, int device, uint32_t streams, ch
         for (uint32_t h = 0; h < hidden_count; h++)
             DEV_CUDA(cudaMalloc(&s->hidden[h], d->chunk_rows * net->max_hidden * sizeof(float)));
     }
+    if (warm_up(d, why, why_len) != 0)
+        goto fail;
     return d;
 
 fail:
@@ -312,6 +316,46 @@ static int run_rows(mlp_dev *d, mlp_stream *ms, cudaStream_t s, const float *x, 
         softmax_kernel<<<blocks_for(n * kWarp), kThreadsPerBlock, 0, s>>>(
             out, n, shape->dims[shape->layer_count], ldo);
     return static_cast<int>(cudaGetLastError());
+}
+
+/*
+ * device_open's last step: the network over zeros, one vector and then a
+ * chunk, on a stream of its own with stream index 0's handle, waited for.
+ * A process's first SGEMM loads cuBLAS's kernels and heuristics: the first
+ * frame after start took 60 to 77 ms (an H200, CUDA 13; 0.3 ms after).
+ * The handle is unbound again after, for the stream it serves.  0, or -1
+ * with why[].
+ */
+static int warm_up(mlp_dev *d, char *why, size_t why_len) {
+    const gf__mlp_shape *shape = &d->net->shape;
+    const uint32_t in_dim = shape->dims[0], out_dim = shape->dims[shape->layer_count];
+    mlp_stream *ms = &d->streams[0];
+    cudaStream_t s = nullptr;
+    float *x = nullptr, *y = nullptr;
+    int rc = -1, err = 0;
+    DEV_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    DEV_CUDA(cudaMalloc(&x, d->chunk_rows * in_dim * sizeof(float)));
+    DEV_CUDA(cudaMalloc(&y, d->chunk_rows * out_dim * sizeof(float)));
+    DEV_CUDA(cudaMemsetAsync(x, 0, d->chunk_rows * in_dim * sizeof(float), s));
+    if (bound_stream(d, 0, s, &err) == nullptr ||
+        (err = run_rows(d, ms, s, x, in_dim, y, out_dim, 1)) != 0 ||
+        (err = run_rows(d, ms, s, x, in_dim, y, out_dim, d->chunk_rows)) != 0) {
+        snprintf(why, why_len, "the warm-up's launches failed: %s",
+                 cudaGetErrorString(static_cast<cudaError_t>(err)));
+        goto fail;
+    }
+    DEV_CUDA(cudaStreamSynchronize(s));
+    rc = 0;
+fail:
+    if (ms->is_bound) {
+        cublasSetStream(ms->blas, nullptr);
+        ms->is_bound = 0;
+    }
+    cudaFree(x);
+    cudaFree(y);
+    if (s != nullptr)
+        cudaStreamDestroy(s);
+    return rc;
 }
 
 static int mlp_launch(void *dev, uint32_t stream_index, const void *in_dev, uint64_t in_bytes,
