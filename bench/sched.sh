@@ -26,7 +26,10 @@
 #           periods), and a camera's pace, sincos slowed to some 20 frames
 #           a second (a 1 MiB frame of 100,000 iterations on an H200).
 #  shards   one client's 4 KiB echo at window 1, default shards against
-#           --shards 1: p50 and p99 ratios (two GPUs: within 5 %).
+#           --shards 1, in turn for five rounds (one round of each read
+#           1.23 and then 0.93 on two H200s: their spread is wider than the
+#           criterion): the medians of the rounds' p50 and p99 ratios (two
+#           GPUs: within 5 %).
 #
 #   bench/sched.sh BUILD_DIR [--engine cuda|cpu] [--dry]
 #
@@ -56,10 +59,11 @@ for f in $needs; do
   [ -e "$build/$f" ] || { echo "bench: $build/$f not built" >&2; exit 2; }
 done
 if [ $dry = 1 ]; then
-  total=300 least=5 single=50 live_count=15 live_load=4 latest_s=1 shard_count=100
+  total=300 least=5 single=50 live_count=15 live_load=4 latest_s=1 shard_count=100 shard_rounds=1
   slow='"iters": 2000' slow_size=4096 alone_count=20
 else
   total=200000 least=200 single=3000 live_count=300 live_load=16 latest_s=3 shard_count=5000
+  shard_rounds=5
   slow='"iters": 100000' slow_size=1048576 alone_count=200
 fi
 
@@ -192,14 +196,19 @@ latest mlp mlp 786432
 latest camera slow "$slow_size"
 stop_daemon
 
-# ---- shards: one client, 4 KiB at window 1, default shards and one -------------------
-for shards in default 1; do
-  keys=""; [ $shards = 1 ] && keys='"shards": 1, '
-  start_daemon "{$keys\"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}"
-  out=$(stream --pipeline echo --size 4096 --count "$shard_count" --window 1 --no-shm)
-  echo "shards shards=$shards p50_us=$(field p50_us "$out") p99_us=$(field p99_us "$out")"
-  eval "sh_p50_$shards=$(field p50_us "$out") sh_p99_$shards=$(field p99_us "$out")"
-  stop_daemon
+# ---- shards: one client, 4 KiB at window 1, default shards and one, in turn ---------
+sh_p50_ratios="" sh_p99_ratios=""
+for ((round = 1; round <= shard_rounds; round++)); do
+  for shards in default 1; do
+    keys=""; [ $shards = 1 ] && keys='"shards": 1, '
+    start_daemon "{$keys\"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}"
+    out=$(stream --pipeline echo --size 4096 --count "$shard_count" --window 1 --no-shm)
+    echo "shards round=$round shards=$shards p50_us=$(field p50_us "$out") p99_us=$(field p99_us "$out")"
+    eval "sh_p50_$shards=$(field p50_us "$out") sh_p99_$shards=$(field p99_us "$out")"
+    stop_daemon
+  done
+  sh_p50_ratios+=" $(awk -v a="$sh_p50_default" -v b="$sh_p50_1" 'BEGIN { print (b > 0 ? a / b : 0) }')"
+  sh_p99_ratios+=" $(awk -v a="$sh_p99_default" -v b="$sh_p99_1" 'BEGIN { print (b > 0 ? a / b : 0) }')"
 done
 
 # ---- verdicts ----------------------------------------------------------------------
@@ -232,8 +241,11 @@ print("verdict latest_2x_%s %s every_request_answered=%s max_wait_periods=%.2f (
     sys.argv[4], "ok" if answered and waited <= 2 else "FAIL", answered, waited, period_us))' \
     "${latest_json[$name]}" "${latest_rate[$name]}" "${latest_alone[$name]}" "$name" || rc=1
 done
-awk -v a="$sh_p50_default" -v b="$sh_p50_1" -v c="$sh_p99_default" -v d="$sh_p99_1" 'BEGIN {
-  r50 = b > 0 ? a / b : 0; r99 = d > 0 ? c / d : 0
-  printf "verdict shards_p50_p99 %s p50_ratio=%.3f p99_ratio=%.3f (<= 1.05 on two GPUs)\n",
-    (r50 <= 1.05 && r99 <= 1.05) ? "ok" : "FAIL", r50, r99 }'
+# The median of the rounds' ratios.
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 }
+  END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+awk -v r50="$(median "$sh_p50_ratios")" -v r99="$(median "$sh_p99_ratios")" -v n="$shard_rounds" \
+    -v all50="${sh_p50_ratios# }" -v all99="${sh_p99_ratios# }" 'BEGIN {
+  printf "verdict shards_p50_p99 %s p50_ratio=%.3f p99_ratio=%.3f (<= 1.05 on two GPUs; medians of %d rounds: p50 %s, p99 %s)\n",
+    (r50 <= 1.05 && r99 <= 1.05) ? "ok" : "FAIL", r50, r99, n, all50, all99 }'
 exit $rc
