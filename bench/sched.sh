@@ -35,7 +35,7 @@
 #
 # --dry: few frames and short phases (the CPU engine in CI-like time): it
 # checks the mechanics, not the figures.  On an H200 the whole run takes
-# about 2 minutes.  stdout: one line per figure, `section key=value ...`,
+# about 90 s.  stdout: one line per figure, `section key=value ...`,
 # then the verdicts, `verdict NAME ok|FAIL ...`.  Exit status 1 when a
 # stream failed (a verdict that fails does not change it: figures are for
 # people).
