@@ -24,6 +24,7 @@ int gf_sched_init(gf_sched *s, gf_engine *engine, gf_stats *stats, const gf_conf
     gf_list_init(&s->open);
     s->in_flight = s->away = s->receiving = 0;
     s->submit_seq = s->claim_seq = 0;
+    s->timing_owed = 0;
     s->recent_ns[0] = s->recent_ns[1] = 0;
     s->draining = 0;
     int rc = gf_slot_ring_init(&s->ring, engine->slots, engine->slot_count);
@@ -352,6 +353,31 @@ static void expire_all(gf_sched *s, gf_slot *b) {
     finish_slot(s, b, 0);
 }
 
+/*
+ * Whether batch `b`, going to the engine now, is timed.  Timing events
+ * cost a small frame about as much as the frame itself: one submission in
+ * timing_sample_every is (config/README.md).  An urgent batch passes its
+ * turn on to the next one, timing_sample_every - 1 times in a row at most:
+ * untimed, it can replay its graph at the device's priority (engine_cuda.c),
+ * and traffic that is all realtime is sampled as often, each turn taken
+ * timing_sample_every - 1 submissions late.
+ */
+static int timed(gf_sched *s, const gf_slot *b) {
+    uint32_t every = s->cfg->timing_sample_every;
+    if (!s->cfg->timing_events)
+        return 0;
+    if (s->submit_seq++ % every == 0 && s->timing_owed == 0)
+        s->timing_owed = 1;
+    if (s->timing_owed == 0)
+        return 0;
+    if (b->urgent && s->timing_owed < every) {
+        s->timing_owed++;
+        return 0;
+    }
+    s->timing_owed = 0;
+    return 1;
+}
+
 /* Hands the closed slot `b`, counted in flight since `now`, to the engine;
  * on its refusal every frame fails with engine. */
 static void run_here(gf_sched *s, gf_slot *b, uint64_t now) {
@@ -371,11 +397,7 @@ static void run_here(gf_sched *s, gf_slot *b, uint64_t now) {
         s->stats,
         gf_config_pipeline_id(s->cfg, b->frames[0].pipeline_id, b->frames[0].pipeline.name), frames,
         waited);
-    /* Timing events cost a small frame about as much as the frame itself:
-     * time one submission in timing_sample_every (config/README.md); never
-     * an urgent one, which a graph then runs at priority (scheduler.h). */
-    b->time_stages =
-        s->cfg->timing_events && !b->urgent && s->submit_seq++ % s->cfg->timing_sample_every == 0;
+    b->time_stages = timed(s, b);
     int prof = gf_prof_enter(GF_PROF_SUBMIT);
     int rc = gf_engine_submit(s->engine, b);
     gf_prof_leave(prof);

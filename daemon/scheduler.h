@@ -85,8 +85,9 @@
  * joins it before batch frames; and an open batch that holds a realtime
  * frame goes to the engine after this loop iteration's I/O, waiting
  * neither for its pipeline's max_batch_delay_us nor for the submissions on
- * the engine, untimed; the CUDA engine runs it on a stream of the device's
- * greatest priority where it can (engine_cuda.c).  Frames already in a
+ * the engine, and passes its turn to be timed on (scheduler.c, timed());
+ * untimed, the CUDA engine runs it on a stream of the device's greatest
+ * priority where it can (engine_cuda.c).  Frames already in a
  * slot are never taken out, and a client that holds its share of the
  * slots (above) waits whatever its class: lower classes' frames pass it
  * meanwhile. */
@@ -197,6 +198,8 @@ typedef struct gf_sched {
     uint64_t claim_seq;   /* slots claimed or granted so far: whether another
                              client claimed since one's last claim            */
     uint64_t submit_seq;  /* submissions: picks the ones timed                */
+    uint32_t timing_owed; /* a timing due: 0 none, else 1 + the urgent batches
+                             that passed it on (timed)                        */
     /* The two pipelines (ids) that submitted last, and when: whether
      * another pipeline shares the engine (GF_BATCH_SHARE_NS). */
     uint32_t recent_id[2];

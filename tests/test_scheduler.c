@@ -604,6 +604,36 @@ START_TEST(a_batch_with_a_realtime_frame_goes_at_once) {
 }
 END_TEST
 
+static void complete_and_release(unsigned k);
+
+/* Timing (timing_sample_every 3): a batch with a realtime frame passes its
+ * turn on to the next submission, twice in a row at most.  Each frame goes
+ * alone and completes before the next: A is normal, R realtime; the turns
+ * fall on submissions 0, 3 and 6. */
+START_TEST(a_realtime_batch_passes_its_timing_turn_on) {
+    setup(4);
+    cfg.timing_events = 1;
+    cfg.timing_sample_every = 3;
+    echo.max_batch_frames = 1;
+    clients[5].priority = GF_CLASS_REALTIME;
+    gf_sched_client *order[] = {&clients[5], A,           &clients[5], &clients[5],
+                                &clients[5], &clients[5], A,           A};
+    /* 0: its turn passed on; 1: A takes it; 3: passed, 4: passed again,
+     * 5: taken, the second time in a row being the most; 6: A's own. */
+    static const int want[] = {0, 1, 0, 0, 0, 1, 1, 0};
+    for (unsigned k = 0; k < 8; k++) {
+        ck_assert_ptr_nonnull(join(order[k], k + 1));
+        pass();
+        ck_assert_uint_eq(submitted_count, k + 1);
+        ck_assert_int_eq(submitted[k]->urgent, order[k] != A);
+        ck_assert_msg(submitted[k]->time_stages == want[k], "submission %u timed %d, not %d", k,
+                      submitted[k]->time_stages, want[k]);
+        complete_and_release(k);
+    }
+    teardown();
+}
+END_TEST
+
 /* With max_batch_delay_us, a batch that is not full waits that long after
  * its first frame was whole, and the pass says when it will be due. */
 START_TEST(a_batch_waits_its_delay) {
@@ -958,6 +988,7 @@ static Suite *scheduler_suite(void) {
     tcase_add_test(tc, a_newcomer_queues_behind_waiters);
     tcase_add_test(tc, grants_go_by_class_and_none_starves);
     tcase_add_test(tc, a_batch_with_a_realtime_frame_goes_at_once);
+    tcase_add_test(tc, a_realtime_batch_passes_its_timing_turn_on);
     tcase_add_test(tc, stop_waiting_takes_a_client_from_the_middle);
     suite_add_tcase(s, tc);
     tc = tcase_create("receivers");
