@@ -3,8 +3,9 @@
  * The CUDA engine: the product.
  *
  * Every slot has pinned host buffers (cudaHostAlloc), device buffers, its own
- * non-blocking stream, four timing events and one untimed "done" event.  A
- * frame is one sequence on its slot's stream:
+ * non-blocking stream (and one of the device's greatest priority, below),
+ * four timing events and one untimed "done" event.  A frame is one sequence
+ * on its slot's stream:
  *
  *   event[0]  H2D copy  event[1]  kernel  event[2]  D2H copy  event[3]  then
  *     completion = host_func:  a host function
@@ -25,14 +26,17 @@
  * and replayed (engine_cuda_graphs.c): one launch instead of a copy, the
  * stages' kernels and a copy, which costs the GPU and the loop less.
  *
- * An urgent batch (a realtime frame's, scheduler.h) runs on a second stream
- * of the slot's, of the device's greatest priority, so that its kernels are
- * scheduled ahead of other slots' waiting ones, when nothing ties it to the
- * slot's stream: a graph replay (the capture holds what the plugins bound
- * to that stream), or built-in kernels, which take any stream.  A plugin's
- * plain launches stay on the stream of its stream index (gpuframe_plugin.h).
- * The slot is free when it is submitted, so nothing of its earlier batch
- * is still queued on the other stream.
+ * An untimed urgent batch (a realtime frame's, scheduler.h) runs on a
+ * second stream of the slot's, of the device's greatest priority, so that
+ * its kernels are scheduled ahead of other slots' waiting ones, when
+ * nothing ties it to the slot's stream: a graph replay (the capture holds
+ * what the plugins bound to that stream), or built-in kernels, which take
+ * any stream.  A plugin's plain launches stay on the stream of its stream
+ * index (gpuframe_plugin.h).  A slot is submitted again only once its
+ * completion has been seen, so nothing of its earlier batch is still
+ * queued on the other stream; except after a submission that failed
+ * without a sticky error (cuda_submit's -EIO), whose queued work may still
+ * run: the next batch then stays on the stream that work is on.
  *
  * The four timing events are recorded only for the frames the scheduler samples
  * (gf_slot.time_stages).  The host function runs on the driver's thread once
@@ -82,6 +86,18 @@ static int has_plugin_stage(const gf_slot *s) {
     return 0;
 }
 
+/* The shard's loop: a batch answered unfinished (cuda_submit's -EIO) may
+ * still run on cs->unsettled; the slot's next batch, on cs->busy, waits for
+ * it when that is another stream. */
+static cudaError_t settle(cuda_slot *cs) {
+    cudaStream_t prev = cs->unsettled;
+    cs->unsettled = NULL;
+    if (prev == NULL || prev == cs->busy)
+        return cudaSuccess;
+    cudaError_t err = cudaEventRecord(cs->done, prev);
+    return err != cudaSuccess ? err : cudaStreamWaitEvent(cs->busy, cs->done, 0);
+}
+
 /* The shard's loop: the batch's launches (from a graph, or plain), then
  * what tells the loop it finished; never waits for the device.  A launch
  * that fails without poisoning the context fails the batch at its
@@ -96,14 +112,15 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
     cudaGraphExec_t exec = gf__cuda_graph(ce, s, cs, &with_copies);
     s->graphed = exec != NULL;
     s->failed = 0;
-    s->prioritized = cs->urgent && s->urgent && (exec != NULL || !has_plugin_stage(s));
+    s->prioritized =
+        cs->urgent && s->urgent && !s->time_stages && (exec != NULL || !has_plugin_stage(s));
     cs->busy = s->prioritized ? cs->urgent : cs->stream;
-    cudaError_t err;
-    if (exec == NULL)
+    cudaError_t err = settle(cs);
+    if (err == cudaSuccess && exec == NULL)
         err = gf__cuda_enqueue(ce, s, cs);
-    else if (with_copies)
+    else if (err == cudaSuccess && with_copies)
         err = cudaGraphLaunch(exec, cs->busy);
-    else if ((err = gf__cuda_copy(ce, s, cs, 1)) == cudaSuccess &&
+    else if (err == cudaSuccess && (err = gf__cuda_copy(ce, s, cs, 1)) == cudaSuccess &&
              (err = cudaGraphLaunch(exec, cs->busy)) == cudaSuccess)
         err = gf__cuda_copy(ce, s, cs, 0);
     if (err != cudaSuccess && !is_sticky(err)) {
@@ -117,10 +134,12 @@ static int cuda_submit(gf_engine *e, gf_slot *s) {
     if (err == cudaSuccess)
         return 0;
     log_batch(s, "answered now, unfinished", err);
-    if (is_sticky(err))
+    if (is_sticky(err)) {
         e->poisoned = 1;
-    else
+    } else {
         cudaGetLastError();
+        cs->unsettled = cs->busy;
+    }
     /*
      * Nothing tells the loop when the stream is idle (a sticky error has
      * poisoned the engine, or the completion itself could not be queued):

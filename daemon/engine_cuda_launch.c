@@ -6,6 +6,8 @@
  */
 #include "engine_cuda_launch.h"
 
+#include <assert.h>
+
 #include "kernels.h"
 #include "plugin.h"
 
@@ -25,6 +27,7 @@ static cudaError_t launch_stage(const gf_slot *s, cuda_slot *cs, const gf_stage 
     if (st->params.plugin != NULL) {
         const gf_plugin *api = gf_plugin_stage_api(st->params.plugin);
         const cuda_engine *ce = (const cuda_engine *)cs->engine;
+        assert(cs->busy == cs->stream); /* a plugin's index has one stream */
         return (cudaError_t)api->launch(gf_plugin_stage_device(st->params.plugin, ce->device),
                                         ce->stream_base + s->index, in, in_bytes, out, cs->stream);
     }

@@ -42,12 +42,14 @@ enum { EV_START, EV_H2D, EV_KERNEL, EV_D2H, EV_COUNT };
 typedef struct cuda_slot {
     gf_engine *engine;
     void *in_dev, *out_dev;
-    void *scratch_dev[2]; /* intermediate results of a pipeline of several stages */
-    cudaStream_t stream;  /* the slot's, with its plugin stream index       */
-    cudaStream_t urgent;  /* the same work at the device's greatest stream
-                             priority (an urgent batch: cuda_submit); NULL
-                             where the device has one priority              */
-    cudaStream_t busy;    /* the one the batch in flight went on           */
+    void *scratch_dev[2];   /* intermediate results of a pipeline of several stages */
+    cudaStream_t stream;    /* the slot's, with its plugin stream index       */
+    cudaStream_t urgent;    /* the same work at the device's greatest stream
+                               priority (an urgent batch: cuda_submit); NULL
+                               where the device has one priority              */
+    cudaStream_t busy;      /* the one the batch in flight went on           */
+    cudaStream_t unsettled; /* where a batch answered unfinished may still run
+                               (cuda_submit's -EIO): the next one waits for it */
     cudaEvent_t ev[EV_COUNT];
     cudaEvent_t stage_ev[GF_STAGES_MAX - 1]; /* timed: after each stage but the last */
     cudaEvent_t done;           /* poll, hybrid: recorded after the D2H copy, untimed   */
