@@ -347,12 +347,13 @@ static int warm_up(mlp_dev *d, char *why, size_t why_len) {
     DEV_CUDA(cudaStreamSynchronize(s));
     rc = 0;
 fail:
-    if (ms->is_bound) {
-        cublasSetStream(ms->blas, nullptr);
-        ms->is_bound = 0;
-    }
-    cudaFree(x);
+    /* Whatever bound_stream got as far as: the handle on the legacy stream
+     * again before `s` goes, and bound at the first launch. */
+    cublasSetStream(ms->blas, nullptr);
+    ms->bound = nullptr;
+    ms->is_bound = 0;
     cudaFree(y);
+    cudaFree(x);
     if (s != nullptr)
         cudaStreamDestroy(s);
     return rc;
