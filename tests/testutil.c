@@ -33,8 +33,10 @@
 #define GF_TEST_DAEMON "gpuframed"
 #endif
 
-/* The most gf_test_load_factor widens a latency bound by (testutil.h). */
-#define LOAD_FACTOR_MAX 8.0
+/* The most gf_test_load_factor scales anything by, and the most a latency
+ * bound is widened by (testutil.h): work sized by the load makes more load. */
+#define LOAD_FACTOR_MAX  4.0
+#define LATENCY_LOAD_MAX 8.0
 /* How often the helpers poll a process or the daemon's STATS. */
 #define POLL_INTERVAL_MS 10
 
@@ -1155,7 +1157,8 @@ int gf_test_under_tsan(void) {
     return s != NULL && strstr(s, "thread") != NULL;
 }
 
-double gf_test_load_factor(void) {
+/* The load average of the last minute over the online CPUs, from 1 to `most`. */
+static double load_factor(double most) {
     double load = 0;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     FILE *f = fopen("/proc/loadavg", "r");
@@ -1166,13 +1169,17 @@ double gf_test_load_factor(void) {
         fclose(f);
     }
     double factor = cpus > 0 ? load / (double)cpus : 1;
-    return factor < 1 ? 1 : factor > LOAD_FACTOR_MAX ? LOAD_FACTOR_MAX : factor;
+    return factor < 1 ? 1 : factor > most ? most : factor;
+}
+
+double gf_test_load_factor(void) {
+    return load_factor(LOAD_FACTOR_MAX);
 }
 
 uint64_t gf_test_latency_bound_ms(uint64_t ms) {
     uint64_t scale = gf_test_time_scale();
 
-    return (uint64_t)((double)(ms * scale * scale) * gf_test_load_factor());
+    return (uint64_t)((double)(ms * scale * scale) * load_factor(LATENCY_LOAD_MAX));
 }
 
 int gf_test_line_has(const char *line, size_t len, const char *word) {

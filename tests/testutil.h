@@ -409,12 +409,14 @@ int gf_test_under_tsan(void);
  * core: a LIST the stats flood test saw in 60 ms on an idle machine took
  * 117 ms at a load of 7 on 2 cores, and 467 ms above 8 (scripts/test.sh
  * beside a whole CI run).  The daemons those bounds catch took seconds, so
- * a bound up to 8 times as wide still catches them.
+ * a bound up to 8 times as wide (the load factor, capped at 8 here rather
+ * than 4) still catches them.
  */
 uint64_t gf_test_latency_bound_ms(uint64_t ms);
 
 /* How busy the machine is: the load average of the last minute over the
- * online CPUs, from 1 (idle or unknown) up to at most 8. */
+ * online CPUs, from 1 (idle or unknown) up to at most 4: what tests scale
+ * waits and work by (work sized by the load makes more load). */
 double gf_test_load_factor(void);
 
 /* The number of lines of `text` that contain `a` and, unless it is NULL,
