@@ -749,6 +749,19 @@ START_TEST(batches_take_frames_of_many_connections) {
 }
 END_TEST
 
+/* A FRAME of `bytes` from `in` for `pipeline` on `fd`, naming priority
+ * class `cls` (0: none, a version-2 header). */
+static void send_as(int fd, uint64_t frame_id, uint32_t pipeline, unsigned cls, const void *in,
+                    size_t bytes) {
+    gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, pipeline, bytes);
+    if (cls) {
+        h.version = GF_PROTOCOL_VERSION_SCHED;
+        h.flags = (uint16_t)(cls << GF_FLAG_CLASS_SHIFT);
+    }
+    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
+    ck_assert_int_eq(gf_test_raw_send(fd, in, bytes), 0);
+}
+
 /* One frame of FLOATS values for clamp pipeline `pipeline` on `fd`, naming
  * priority class `cls` (0: none): value i is base + i / 64. */
 enum { CLAMP_FLOATS = 256 };
@@ -756,13 +769,7 @@ static void send_clamp_to(int fd, uint64_t frame_id, uint32_t pipeline, float ba
     float v[CLAMP_FLOATS];
     for (int i = 0; i < CLAMP_FLOATS; i++)
         v[i] = base + (float)i / 64;
-    gf_header h = gf_test_header(GF_MSG_FRAME, frame_id, pipeline, sizeof v);
-    if (cls) {
-        h.version = GF_PROTOCOL_VERSION_SCHED;
-        h.flags = (uint16_t)(cls << GF_FLAG_CLASS_SHIFT);
-    }
-    ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-    ck_assert_int_eq(gf_test_raw_send(fd, v, sizeof v), 0);
+    send_as(fd, frame_id, pipeline, cls, v, sizeof v);
 }
 
 /* One clamp4 frame (send_clamp_to). */
@@ -819,11 +826,8 @@ START_TEST(realtime_frames_replay_at_the_device_s_priority) {
         uint8_t in[1024], got[1024];
         for (size_t i = 0; i < sizeof in; i++)
             in[i] = (uint8_t)(i * 7 + id);
-        gf_header h = gf_test_header(GF_MSG_FRAME, id, 1, sizeof in);
-        h.version = GF_PROTOCOL_VERSION_SCHED;
-        h.flags = (uint16_t)(GF_CLASS_REALTIME << GF_FLAG_CLASS_SHIFT);
-        ck_assert_int_eq(gf_test_raw_send_header(fd, &h), 0);
-        ck_assert_int_eq(gf_test_raw_send(fd, in, sizeof in), 0);
+        send_as(fd, id, 1, GF_CLASS_REALTIME, in, sizeof in);
+        gf_header h;
         char err[256];
         ck_assert_msg(gf_test_raw_recv_reply(fd, &h, got, sizeof got, 10000, err, sizeof err) == 0,
                       "%s", err);
