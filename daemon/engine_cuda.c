@@ -36,7 +36,7 @@
  * completion has been seen, so nothing of its earlier batch is still
  * queued on the other stream; except after a submission that failed
  * without a sticky error (cuda_submit's -EIO), whose queued work may still
- * run: the next batch then stays on the stream that work is on.
+ * run: the next batch, on the other stream, waits for it (settle).
  *
  * The four timing events are recorded only for the frames the scheduler samples
  * (gf_slot.time_stages).  The host function runs on the driver's thread once
