@@ -33,8 +33,11 @@ static const gf_plugin *torch_plugin(void) {
  * `max_batch`; NULL with why[] as the plugin wrote it. */
 static void *torch_try(const char *dir, const char *package, const char *inputs,
                        const char *outputs, double max_batch, char *why) {
-    const gf_plugin_value values[4] = {
-        {.string = package}, {.string = inputs}, {.string = outputs}, {.number = max_batch}};
+    const gf_plugin_value values[5] = {{.string = package},
+                                       {.string = inputs},
+                                       {.string = outputs},
+                                       {.number = max_batch},
+                                       {.number = 1}};
     const gf_plugin_env env = {.max_input_bytes = MAX_INPUT_BYTES, .config_dir = dir};
     why[0] = '\0';
     return torch_plugin()->create(values, &env, why, PLUGIN_WHY_BYTES);
@@ -59,8 +62,8 @@ START_TEST(test_torch_table) {
     ck_assert(p->device_open && p->device_close && p->launch && p->launch_batch);
     ck_assert_uint_eq(p->max_batch_frames, 64);
     ck_assert(p->reference == NULL); /* a model runs on the GPU only */
-    ck_assert_uint_eq(p->param_count, 4);
-    static const char *const keys[] = {"package", "inputs", "outputs", "max_batch"};
+    ck_assert_uint_eq(p->param_count, 5);
+    static const char *const keys[] = {"package", "inputs", "outputs", "max_batch", "cuda_graphs"};
     for (uint32_t i = 0; i < p->param_count; i++) {
         ck_assert_str_eq(p->params[i].key, keys[i]);
         ck_assert_ptr_nonnull(p->params[i].doc);
@@ -71,6 +74,12 @@ START_TEST(test_torch_table) {
     ck_assert_int_eq(p->params[3].required, 0);
     ck_assert_double_eq(p->params[3].default_number, 0);
     ck_assert_double_eq(p->params[3].max, 64);
+    /* CUDA graphs by default; 0 turns them off. */
+    ck_assert_int_eq(p->params[4].type, GF_PLUGIN_INTEGER);
+    ck_assert_int_eq(p->params[4].required, 0);
+    ck_assert_double_eq(p->params[4].default_number, 1);
+    ck_assert_double_eq(p->params[4].min, 0);
+    ck_assert_double_eq(p->params[4].max, 1);
 }
 END_TEST
 
@@ -375,6 +384,52 @@ START_TEST(test_torch_warm_sizes) {
 }
 END_TEST
 
+/* The graph a call of each size replays: the smallest captured size at or
+ * above it; none above the largest captured. */
+START_TEST(test_torch_replay_sizes) {
+    uint8_t captured[GF_TORCH_BATCH_MAX + 1] = {0}, replay[GF_TORCH_BATCH_MAX + 1];
+    /* The bounded set of 1..64 alone (a large model past the time budget). */
+    for (uint32_t s = 1; s <= 64; s *= 2)
+        captured[s] = 1;
+    ck_assert_int_eq(gf__torch_replay_sizes(captured, 1, 64, replay), 1);
+    ck_assert_uint_eq(replay[0], 0);
+    ck_assert_uint_eq(replay[1], 1);
+    ck_assert_uint_eq(replay[2], 2);
+    ck_assert_uint_eq(replay[3], 4);
+    ck_assert_uint_eq(replay[5], 8);
+    ck_assert_uint_eq(replay[8], 8);
+    ck_assert_uint_eq(replay[9], 16);
+    ck_assert_uint_eq(replay[33], 64);
+    ck_assert_uint_eq(replay[64], 64);
+    /* Every size captured: each its own. */
+    memset(captured, 1, sizeof captured);
+    ck_assert_int_eq(gf__torch_replay_sizes(captured, 1, 64, replay), 1);
+    for (uint32_t n = 1; n <= 64; n++)
+        ck_assert_uint_eq(replay[n], n);
+    /* A package from 2 to 48: nothing below 2 or above 48. */
+    memset(captured, 0, sizeof captured);
+    captured[2] = captured[7] = captured[48] = 1;
+    ck_assert_int_eq(gf__torch_replay_sizes(captured, 2, 48, replay), 1);
+    ck_assert_uint_eq(replay[1], 0);
+    ck_assert_uint_eq(replay[2], 2);
+    ck_assert_uint_eq(replay[3], 7);
+    ck_assert_uint_eq(replay[7], 7);
+    ck_assert_uint_eq(replay[8], 48);
+    ck_assert_uint_eq(replay[48], 48);
+    ck_assert_uint_eq(replay[49], 0);
+    /* Without the largest, the sizes above the largest captured have none. */
+    captured[48] = 0;
+    ck_assert_int_eq(gf__torch_replay_sizes(captured, 2, 48, replay), 0);
+    ck_assert_uint_eq(replay[7], 7);
+    ck_assert_uint_eq(replay[8], 0);
+    /* Bounds out of range: nothing. */
+    ck_assert_int_eq(gf__torch_replay_sizes(captured, 0, 48, replay), 0);
+    ck_assert_int_eq(gf__torch_replay_sizes(captured, 9, 8, replay), 0);
+    ck_assert_int_eq(gf__torch_replay_sizes(captured, 1, GF_TORCH_BATCH_MAX + 1, replay), 0);
+    ck_assert_uint_eq(replay[7], 0);
+}
+END_TEST
+
 static Suite *torch_suite(void) {
     Suite *s = suite_create("plugin_torch");
     TCase *tc = tcase_create("host");
@@ -390,6 +445,7 @@ static Suite *torch_suite(void) {
     tcase_add_test(calls, test_torch_calls);
     tcase_add_test(calls, test_torch_calls_outputs);
     tcase_add_test(calls, test_torch_warm_sizes);
+    tcase_add_test(calls, test_torch_replay_sizes);
     suite_add_tcase(s, calls);
     return s;
 }

@@ -6,6 +6,7 @@
 #include "batches.h"
 
 #include <stddef.h>
+#include <string.h>
 
 /* The smallest size in (refused, taken] the package takes: `refused` is
  * refused (0: nothing known below), `taken` is taken.  1 first when nothing
@@ -116,4 +117,18 @@ uint32_t gf__torch_warm_sizes(uint32_t min_batch, uint32_t max_batch,
     if (min_batch < max_batch)
         sizes[count++] = min_batch;
     return count;
+}
+
+int gf__torch_replay_sizes(const uint8_t captured[GF_TORCH_BATCH_MAX + 1], uint32_t min_batch,
+                           uint32_t max_batch, uint8_t replay[GF_TORCH_BATCH_MAX + 1]) {
+    memset(replay, 0, GF_TORCH_BATCH_MAX + 1);
+    if (min_batch < 1 || min_batch > max_batch || max_batch > GF_TORCH_BATCH_MAX)
+        return 0;
+    uint8_t next = 0; /* the smallest captured size above the one looked at */
+    for (uint32_t n = max_batch; n >= min_batch; n--) {
+        if (captured[n])
+            next = (uint8_t)n;
+        replay[n] = next;
+    }
+    return replay[max_batch] != 0; /* then every smaller size has one too */
 }

@@ -81,6 +81,18 @@ uint32_t gf__torch_next_call(const gf_plugin_frame *frames, uint32_t count, uint
 uint32_t gf__torch_warm_sizes(uint32_t min_batch, uint32_t max_batch,
                               uint32_t sizes[GF_TORCH_WARM_SIZES_MAX]);
 
+/*
+ * Which graph a call of each batch size replays (README.md, "CUDA
+ * graphs"): for every n of min_batch..max_batch, replay[n] is the smallest
+ * size s >= n with captured[s] nonzero (the call's frames, then zeros up to
+ * s), 0 where there is none; other entries are 0.  Both arrays are indexed
+ * by batch size.  Returns 1 when every size of min_batch..max_batch has a
+ * graph to replay, else 0 (and 0 unless 1 <= min_batch <= max_batch <=
+ * GF_TORCH_BATCH_MAX).
+ */
+int gf__torch_replay_sizes(const uint8_t captured[GF_TORCH_BATCH_MAX + 1], uint32_t min_batch,
+                           uint32_t max_batch, uint8_t replay[GF_TORCH_BATCH_MAX + 1]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,7 +23,7 @@
 #include "torch.h"
 
 /* Indices into torch_params, the order create() receives values in. */
-enum { PARAM_PACKAGE, PARAM_INPUTS, PARAM_OUTPUTS, PARAM_MAX_BATCH };
+enum { PARAM_PACKAGE, PARAM_INPUTS, PARAM_OUTPUTS, PARAM_MAX_BATCH, PARAM_CUDA_GRAPHS };
 
 /* The longest "inputs" or "outputs" text. */
 #define TENSORS_TEXT_MAX 255
@@ -61,6 +61,15 @@ static const gf_plugin_param torch_params[] = {
                          .doc = "the most frames one call of the model takes; 0: the package's "
                                 "dynamic batch dimension's, found at load (1 without one: frames "
                                 "then run one at a time)"},
+    [PARAM_CUDA_GRAPHS] = {.key = "cuda_graphs",
+                           .type = GF_PLUGIN_INTEGER,
+                           .default_number = 1,
+                           .min = 0,
+                           .max = 1,
+                           .doc = "1: the model's calls are captured as CUDA graphs at load, every "
+                                  "batch size on every stream, and replayed (one launch a call, "
+                                  "no host work in PyTorch); 0, or a package whose calls cannot "
+                                  "be captured: each call runs the package"},
 };
 
 /* ---- tensors as text -------------------------------------------------------------- */
@@ -254,6 +263,7 @@ static void *torch_create(const gf_plugin_value *values, const gf_plugin_env *en
                      why_len) < 0)
         goto fail;
     m->max_batch = (uint32_t)values[PARAM_MAX_BATCH].number;
+    m->cuda_graphs = (uint32_t)values[PARAM_CUDA_GRAPHS].number;
 
     /* The file: there, a regular file (a FIFO would block the open), and a
      * zip archive.  What is in it is PyTorch's to judge, at device_open. */

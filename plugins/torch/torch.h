@@ -32,7 +32,7 @@ extern "C" {
 
 /* Raised whenever this header changes in any way: an old companion beside a
  * new gf_torch.so must be refused, not read a struct of another layout. */
-#define GF_TORCH_AOTI_VERSION 1u
+#define GF_TORCH_AOTI_VERSION 2u
 /* The companion's file name, beside gf_torch.so, and its one symbol. */
 #define GF_TORCH_AOTI_SO           "gf_torch_aoti.so"
 #define GF_TORCH_AOTI_ENTRY_SYMBOL "gf__torch_aoti_entry"
@@ -54,6 +54,9 @@ typedef struct gf__torch_model {
     /* The "max_batch" parameter: the most frames a call takes, 0 to find
      * it at device_open (the package's dynamic batch dimension). */
     uint32_t max_batch;
+    /* The "cuda_graphs" parameter: 1 to capture each lane's calls as CUDA
+     * graphs at device_open and replay them (README.md, "CUDA graphs"). */
+    uint32_t cuda_graphs;
     /* The parameters' tensors as text, without spaces: "float32[3,224,224]"
      * (messages; compared with gpuframe-export's metadata). */
     char in_text[256], out_text[256];

@@ -6,46 +6,72 @@
  * exception out.
  *
  * The loader.  One torch::inductor::AOTIModelPackageLoader per device, made
- * by device_open.  The AOTInductor model container behind it holds several
- * model instances over one copy of the weights; a call takes a free instance
- * and gives it back once the GPU has finished that call (an event it records
- * on the call's stream), and when none is free it waits on the host for the
- * oldest.  So that no launch ever waits, there are as many instances as
- * calls can be in flight: one per call of a submission (64 frames in calls
- * of max_batch), per stream index; the daemon launches a slot's next
- * submission only after its last completed.  (A loader per stream would hold
- * the weights once per stream; the container's runs are thread-safe, so
- * shards launch concurrently, each on its own stream indices.)
+ * by device_open.
  *
- * Lanes.  Each stream index has a lane: a CUDA stream of the plugin's own,
- * on which that index's calls run, joined to the daemon's stream by two
- * events (the daemon's stream -> the lane before a call, the lane -> the
- * daemon's stream after it).  PyTorch's caching allocator keeps what it
- * frees for reuse on the stream that allocated it, so the memory a call
- * needs must be cached on the stream it runs on: device_open runs every
- * batch size on every lane, as the daemon lays frames (only a bounded set,
- * batches.h, once a time budget is spent: a large model on many lanes),
- * then checks the bounded set allocates nothing more; launches then
- * allocate no device memory.  What no
- * device_open can do for a launch is PyTorch's per-thread state: the cuBLAS
- * and cuDNN handles (and their workspaces) of a shard's thread are made by
- * that thread's first call (README.md, "Memory").  Lanes' streams outlive
- * their package, kept for the next one on the device (a reload), because
- * the blocks cached on them are reused only on them.
+ * CUDA graphs (the "cuda_graphs" parameter, on by default).  device_open
+ * captures the model's calls, each batch size on each stream index's lane,
+ * and a launch replays them: the frames gathered into the lane's own inputs
+ * (a tensor of max_batch frames per input tensor), one cudaGraphLaunch, the
+ * outputs scattered from the graph's into the slot's output buffer, all on
+ * the daemon's stream.  No PyTorch code runs at a launch: none of its host
+ * work (cuDNN's and the container's, most of a call at small batches), no
+ * allocation, no per-thread state.  The loader is then a single-threaded
+ * container (run_single_threaded: no lock, no event recorded, which a
+ * capture could not hold), called by device_open's thread alone.  A lane's
+ * graphs share one memory pool of PyTorch's (at::cuda::graph_pool_handle),
+ * captured largest first so that smaller ones reuse what larger ones freed:
+ * they replay one at a time, in the order of the lane's stream index (the
+ * daemon launches a slot's next submission only after its last completed).
+ * Every batch size is captured within a time budget, and the bounded set of
+ * sizes always (gf__torch_warm_sizes): a call of a size without a graph
+ * replays the next larger, its other frames zeroed, their outputs dropped
+ * (gf__torch_replay_sizes).  A model that draws random numbers would draw
+ * the same ones at every replay: the generator's offsets are not advanced.
+ * A package whose calls cannot be captured (PyTorch's reason in the log)
+ * runs as without graphs.
  *
- * A launch.  The daemon lays a submission's frames at one stride in the
- * slot's device buffers, each at a multiple of 256 bytes, its output at the
- * same offset in the output buffer.  When a frame's input is one tensor a
- * multiple of 256 bytes long, the frames are one contiguous batch: the input
- * is a tensor over the slot's buffer itself (from_blob).  Otherwise each
- * input tensor is gathered into a batch by one cudaMemcpy2DAsync.  The model
- * runs on the lane (the loader's stream argument, and a CUDAStreamGuard for
- * PyTorch's own allocations), and each output tensor is scattered into the
- * slot's output buffer by one more cudaMemcpy2DAsync.  A package that
- * refuses batches below some size (PyTorch specialises sizes 0 and 1 where
- * its export could not avoid it) gets fewer frames gathered into a batch of
- * that size, the rest zeros, and their outputs dropped.  Nothing waits for
- * the GPU and nothing goes through the host.
+ * Without graphs.  The AOTInductor model container behind the loader holds
+ * several model instances over one copy of the weights; a call takes a free
+ * instance and gives it back once the GPU has finished that call (an event
+ * it records on the call's stream), and when none is free it waits on the
+ * host for the oldest.  So that no launch ever waits, there are as many
+ * instances as calls can be in flight: one per call of a submission (64
+ * frames in calls of max_batch), per stream index; the daemon launches a
+ * slot's next submission only after its last completed.  (A loader per
+ * stream would hold the weights once per stream; the container's runs are
+ * thread-safe, so shards launch concurrently, each on its own stream
+ * indices.)
+ *
+ * Lanes.  Each stream index has a lane: a CUDA stream of the plugin's own.
+ * With graphs it is where that index's graphs are captured.  Without, that
+ * index's calls run on it, joined to the daemon's stream by two events (the
+ * daemon's stream -> the lane before a call, the lane -> the daemon's stream
+ * after it).  PyTorch's caching allocator keeps what it frees for reuse on
+ * the stream that allocated it, so the memory a call needs must be cached
+ * on the stream it runs on: device_open runs every batch size on every lane,
+ * as the daemon lays frames (only a bounded set, batches.h, once a time
+ * budget is spent: a large model on many lanes), then checks the bounded
+ * set allocates nothing more; launches then allocate no device memory.
+ * What no device_open can do for a launch is PyTorch's per-thread state:
+ * the cuBLAS and cuDNN handles (and their workspaces) of a shard's thread
+ * are made by that thread's first call (README.md, "Memory").  Lanes'
+ * streams outlive their package, kept for the next one on the device (a
+ * reload), because the blocks cached on them are reused only on them.
+ *
+ * A launch without graphs.  The daemon lays a submission's frames at one
+ * stride in the slot's device buffers, each at a multiple of 256 bytes, its
+ * output at the same offset in the output buffer.  When a frame's input is
+ * one tensor a multiple of 256 bytes long, the frames are one contiguous
+ * batch: the input is a tensor over the slot's buffer itself (from_blob).
+ * Otherwise each input tensor is gathered into a batch by one
+ * cudaMemcpy2DAsync.  The model runs on the lane (the loader's stream
+ * argument, and a CUDAStreamGuard for PyTorch's own allocations), and each
+ * output tensor is scattered into the slot's output buffer by one more
+ * cudaMemcpy2DAsync.  A package that refuses batches below some size
+ * (PyTorch specialises sizes 0 and 1 where its export could not avoid it)
+ * gets fewer frames gathered into a batch of that size, the rest zeros, and
+ * their outputs dropped.  Nothing waits for the GPU and nothing goes
+ * through the host.
  *
  * Threads: device_open and device_close on whichever thread the daemon
  * calls them (start-up, a reload's loading thread, a worker); the launches
@@ -58,6 +84,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -71,6 +98,7 @@
 #include <cuda_runtime.h>
 
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -95,6 +123,9 @@ constexpr int kWarmPassesMax = 3;
 /* The warm-up runs the other batch sizes while it has taken less than this
  * (a large model on many lanes would take minutes for all of them). */
 constexpr double kWarmAllSeconds = 10.0;
+/* Graphs of the other batch sizes are captured while the captures have
+ * taken less than this; the bounded set always is. */
+constexpr double kGraphAllSeconds = 10.0;
 /* Launch failures logged in full per device; later ones are counted only. */
 constexpr unsigned kFailuresLogged = 8;
 /* Metadata gpuframe-export writes into a package (aot_inductor.metadata). */
@@ -102,12 +133,27 @@ const char kMetaInputs[] = "gpuframe.inputs";
 const char kMetaOutputs[] = "gpuframe.outputs";
 const char kMetaMaxBatch[] = "gpuframe.max_batch";
 
+/* One call of n frames captured on a lane: the graph, and where its
+ * outputs are (its own, in the lane's pool). */
+struct Graph {
+    std::unique_ptr<at::cuda::CUDAGraph> graph;
+    cudaGraphExec_t exec = nullptr;
+    std::vector<at::Tensor> outs; /* destroyed before `graph`, which frees the pool */
+    std::vector<const uint8_t *> out_ptr;
+};
+
 /* One stream index's lane (the file's comment): its stream, and the events
- * that join it to the daemon's stream. */
+ * that join it to the daemon's stream; with graphs, the inputs every graph
+ * of the lane reads (a tensor of max_batch frames per input tensor) and the
+ * graphs, by batch size. */
 struct Lane {
     cudaStream_t stream = nullptr;
     cudaEvent_t ready = nullptr; /* recorded on the daemon's stream, waited by the lane */
     cudaEvent_t done = nullptr;  /* recorded on the lane, waited by the daemon's stream */
+    std::vector<at::Tensor> in;
+    std::vector<uint8_t *> in_ptr;
+    std::vector<Graph> graphs;                /* GF_TORCH_BATCH_MAX + 1, by size */
+    uint8_t replay[GF_TORCH_BATCH_MAX + 1]{}; /* gf__torch_replay_sizes */
 };
 
 /* The lanes' streams of closed devices, per device, for the next
@@ -121,11 +167,13 @@ struct Device {
     const gf__torch_model *m = nullptr;
     c10::DeviceIndex index = 0;
     std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
-    size_t instances = 0;   /* the model instances the loader holds       */
-    uint32_t min_batch = 1; /* the smallest batch the model takes: calls of
-                             * fewer frames are padded with zeros to it  */
-    uint32_t max_batch = 1; /* frames one call takes, at most              */
-    bool batched = true;    /* the model's tensors lead with a batch dimension */
+    size_t instances = 0;      /* the model instances the loader holds       */
+    uint32_t min_batch = 1;    /* the smallest batch the model takes: calls of
+                                * fewer frames are padded with zeros to it  */
+    uint32_t max_batch = 1;    /* frames one call takes, at most              */
+    bool batched = true;       /* the model's tensors lead with a batch dimension */
+    bool graphs_tried = false; /* the loader is one thread's, for captures */
+    bool graphs = false;       /* launches replay the lanes' graphs         */
     std::vector<Lane> lanes;
     std::atomic<unsigned> failures{0};
 
@@ -134,6 +182,10 @@ struct Device {
     Device &operator=(const Device &) = delete;
     /* Every launch has completed (device_close's contract). */
     ~Device() {
+        for (Lane &l : lanes) {
+            l.graphs.clear();
+            l.in.clear();
+        }
         loader.reset();
         std::lock_guard<std::mutex> lock(spare_lock);
         for (Lane &l : lanes) {
@@ -508,13 +560,15 @@ size_t calls_per_submission(uint32_t max_batch) {
 }
 
 /* Loads the package with `instances` model instances, PyTorch's reason in
- * the exception when it cannot. */
-void load(Device &d, size_t instances) {
+ * the exception when it cannot.  `single_threaded`: the container's calls
+ * take no lock and record no event (one thread calls it, and graphs capture
+ * its calls). */
+void load(Device &d, size_t instances, bool single_threaded) {
     d.loader.reset();
     StderrCapture capture;
     try {
         d.loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
-            d.m->package, "model", false, instances, d.index);
+            d.m->package, "model", single_threaded, instances, d.index);
         d.instances = instances;
     } catch (const std::exception &e) {
         std::string printed = capture.finish();
@@ -632,6 +686,134 @@ Warm warm_lanes(Device &d) {
     return w;
 }
 
+/* The memory of one lane's graphs, which they share: they replay one at a
+ * time, in the order of the lane's stream index. */
+using Pool = decltype(at::cuda::graph_pool_handle());
+
+/*
+ * Captures lane l's call of n frames, reading the lane's inputs, into
+ * l.graphs[n], on the lane's stream (current).  The capture is the calling
+ * thread's alone (cudaStreamCaptureModeThreadLocal): the shards' launches of
+ * a running package beside a reload go on.  Throws with PyTorch's reason
+ * (the container prints what the model threw) when the call cannot be
+ * captured; the lane is then as before.
+ */
+void capture(Device &d, Lane &l, uint32_t n, const Pool &pool) {
+    std::vector<at::Tensor> inputs;
+    for (const at::Tensor &t : l.in)
+        inputs.push_back(d.batched ? t.narrow(0, 0, n) : t);
+    Graph &g = l.graphs[n];
+    g.graph = std::make_unique<at::cuda::CUDAGraph>();
+    StderrCapture printed;
+    try {
+        g.graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
+        std::vector<at::Tensor> outs = d.loader->run(inputs, l.stream);
+        check_outputs(d, outs, n);
+        for (const at::Tensor &t : outs)
+            g.outs.push_back(t.is_contiguous() ? t : t.contiguous());
+        g.graph->capture_end();
+        g.exec = g.graph->raw_cuda_graph_exec();
+    } catch (const std::exception &e) {
+        cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing(l.stream, &status) == cudaSuccess &&
+            status != cudaStreamCaptureStatusNone) {
+            try {
+                g.graph->capture_end();
+            } catch (const std::exception &) {
+                /* the capture is over either way */
+            }
+        }
+        try { /* where capture_end threw before giving the pool back */
+            c10::cuda::CUDACachingAllocator::endAllocateToPool(d.index, pool);
+        } catch (const std::exception &) {
+            /* it had */
+        }
+        (void)cudaGetLastError();
+        g.out_ptr.clear();
+        g.outs.clear();
+        g.exec = nullptr;
+        g.graph.reset();
+        const std::string why = printed.finish();
+        if (dynamic_cast<const Mismatch *>(&e))
+            throw;
+        throw std::runtime_error("a call of " + std::to_string(n) +
+                                 " frame(s): " + (why.empty() ? reason(e) : why));
+    }
+    for (const at::Tensor &t : g.outs)
+        g.out_ptr.push_back(static_cast<const uint8_t *>(t.data_ptr()));
+}
+
+/* What capture_lanes did: the batch sizes captured (on each lane) of the
+ * `of` a call can have. */
+struct Captured {
+    uint32_t sizes = 0, of = 0;
+};
+
+/*
+ * Captures every lane's calls (the file's comment), largest first, so that
+ * the smaller ones reuse the memory the larger freed in the lane's pool:
+ * every batch size from max_batch down to min_batch, those outside the
+ * bounded set (gf__torch_warm_sizes) only within kGraphAllSeconds.  Each
+ * size runs once first on lane 0, uncaptured, so that what PyTorch makes at
+ * a call's first run (kernels loaded, cuDNN's plans) is made outside a
+ * capture.  Each lane's inputs are zeroed, on its stream, and waited for.
+ */
+Captured capture_lanes(Device &d) {
+    uint32_t bounded[GF_TORCH_WARM_SIZES_MAX];
+    const uint32_t bounded_count = gf__torch_warm_sizes(d.min_batch, d.max_batch, bounded);
+    std::vector<Pool> pools;
+    std::vector<std::array<uint8_t, GF_TORCH_BATCH_MAX + 1>> captured(d.lanes.size());
+    for (Lane &l : d.lanes) {
+        c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(l.stream, d.index));
+        l.in = zeros_for(d, d.max_batch, d.batched);
+        for (const at::Tensor &t : l.in)
+            l.in_ptr.push_back(static_cast<uint8_t *>(t.data_ptr()));
+        l.graphs.resize(GF_TORCH_BATCH_MAX + 1);
+        pools.push_back(at::cuda::graph_pool_handle());
+    }
+    Captured c;
+    c.of = d.max_batch - d.min_batch + 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (uint32_t n = d.max_batch; n >= d.min_batch && n >= 1; n--) {
+        const bool bound =
+            std::find(bounded, bounded + bounded_count, n) != bounded + bounded_count;
+        if (!bound && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >
+                          kGraphAllSeconds)
+            continue;
+        Lane &first = d.lanes[0];
+        {
+            c10::cuda::CUDAStreamGuard guard(
+                c10::cuda::getStreamFromExternal(first.stream, d.index));
+            d.loader->run(zeros_for(d, n, d.batched), first.stream);
+            check_cuda(cudaStreamSynchronize(first.stream), "running a call before its capture");
+        }
+        for (size_t i = 0; i < d.lanes.size(); i++) {
+            Lane &l = d.lanes[i];
+            c10::cuda::CUDAStreamGuard guard(c10::cuda::getStreamFromExternal(l.stream, d.index));
+            capture(d, l, n, pools[i]);
+            captured[i][n] = 1;
+        }
+        c.sizes++;
+    }
+    for (size_t i = 0; i < d.lanes.size(); i++) {
+        Lane &l = d.lanes[i];
+        if (!gf__torch_replay_sizes(captured[i].data(), d.min_batch, d.max_batch, l.replay))
+            throw std::runtime_error("no graph of " + std::to_string(d.max_batch) + " frames");
+        check_cuda(cudaStreamSynchronize(l.stream), "zeroing the graphs' inputs");
+    }
+    return c;
+}
+
+/* Drops every lane's graphs and their inputs. */
+void drop_graphs(Device &d) {
+    for (Lane &l : d.lanes) {
+        l.graphs.clear();
+        l.in.clear();
+        l.in_ptr.clear();
+    }
+    d.graphs = false;
+}
+
 /* Seconds since `t0`, and `t0` moved to now. */
 double lap(std::chrono::steady_clock::time_point &t0) {
     const auto now = std::chrono::steady_clock::now();
@@ -640,11 +822,53 @@ double lap(std::chrono::steady_clock::time_point &t0) {
     return s;
 }
 
+/* Makes `d` run each call of the package on its lane (no graphs): as many
+ * model instances as calls can be in flight, each run once, and the lanes
+ * warmed.  Logs what it did; `t` and the seconds so far as for the load
+ * line (where captures were tried, the batch sizes' figure includes them
+ * and the loading again). */
+void open_eager(Device &d, cudaStream_t lane0, std::chrono::steady_clock::time_point &t,
+                double load_s, double probe_s) {
+    const gf__torch_model *m = d.m;
+    const size_t instances = d.lanes.size() * calls_per_submission(d.max_batch);
+    if (instances > d.instances || d.graphs_tried)
+        load(d, instances, false); /* the probe found a smaller batch than wanted, or the
+                                    * loader was one thread's, for graphs */
+    probe_s += lap(t);
+    /* Every model instance runs once (a call takes a free one while there
+     * is one), so that none loads its kernels under frames. */
+    for (size_t i = 0; i < d.instances; i++)
+        d.loader->run(zeros_for(d, d.min_batch, d.batched), lane0);
+    const double instances_s = lap(t);
+    const Warm w = warm_lanes(d);
+    const double warm_s = lap(t);
+    const auto held = allocator_state(d.index).second;
+    if (w.grew > 0)
+        fprintf(stderr,
+                "gpuframed: plugin torch: %s: the last of %d checking passes of the warm-up "
+                "still took device memory (%lld cudaMalloc): later frames may too\n",
+                m->package, w.passes, static_cast<long long>(w.grew));
+    if (w.sizes < w.of)
+        fprintf(stderr,
+                "gpuframed: plugin torch: %s: the warm-up ran %u of the %u batch sizes (the "
+                "rest after %.0f s): a lane's first call of another size may take device "
+                "memory\n",
+                m->package, w.sizes, w.of, kWarmAllSeconds);
+    fprintf(stderr,
+            "gpuframed: plugin torch: %s loaded in %.1f s: batches of %u..%u%s, no CUDA graphs, "
+            "%zu model instances, %zu lanes warmed at %u of %u batch sizes, checked in %d "
+            "passes; PyTorch holds %.1f MiB on device %d (loading %.1f s, batch sizes %.1f s, "
+            "instances %.1f s, warm-up %.1f s)\n",
+            m->package, load_s + probe_s + instances_s + warm_s, d.min_batch, d.max_batch,
+            d.min_batch > 1 ? " (fewer frames padded)" : "", d.instances, d.lanes.size(), w.sizes,
+            w.of, w.passes, static_cast<double>(held) / (1 << 20), static_cast<int>(d.index),
+            load_s, probe_s, instances_s, warm_s);
+}
+
 void *aoti_device_open(const void *state, int device, uint32_t streams, char *why, size_t why_len) {
     const auto *m = static_cast<const gf__torch_model *>(state);
     try {
         auto t = std::chrono::steady_clock::now();
-        double load_s = 0, probe_s = 0, instances_s = 0, warm_s = 0;
         auto d = std::make_unique<Device>();
         d->m = m;
         d->index = static_cast<c10::DeviceIndex>(device);
@@ -652,7 +876,8 @@ void *aoti_device_open(const void *state, int device, uint32_t streams, char *wh
         open_lanes(*d, std::max<uint32_t>(streams, 1));
         cudaStream_t lane0 = d->lanes[0].stream;
         c10::cuda::CUDAStreamGuard stream_guard(c10::cuda::getStreamFromExternal(lane0, d->index));
-        /* As many instances as the batch the package says it takes needs. */
+        /* As many instances as the batch the package says it takes needs;
+         * one for graphs, which only this thread's calls make. */
         const uint32_t meta_batch = metadata_batch(m->package);
         const uint32_t want = m->max_batch ? m->max_batch
                               : meta_batch ? meta_batch
@@ -660,11 +885,14 @@ void *aoti_device_open(const void *state, int device, uint32_t streams, char *wh
         /* Said first, so that a start-up that takes long says where. */
         fprintf(stderr,
                 "gpuframed: plugin torch: %s: loading on device %d for %zu stream(s), batches "
-                "of up to %u\n",
-                m->package, device, d->lanes.size(), want);
-        load(*d, d->lanes.size() * calls_per_submission(want));
+                "of up to %u%s\n",
+                m->package, device, d->lanes.size(), want,
+                m->cuda_graphs ? ", as CUDA graphs" : "");
+        d->graphs_tried = m->cuda_graphs != 0;
+        load(*d, d->graphs_tried ? 1 : d->lanes.size() * calls_per_submission(want),
+             d->graphs_tried);
         check_metadata(*d);
-        load_s = lap(t);
+        const double load_s = lap(t);
         probe(*d, want, lane0);
         if (d->max_batch == 1 && m->max_batch == 0)
             fprintf(stderr,
@@ -673,38 +901,35 @@ void *aoti_device_open(const void *state, int device, uint32_t streams, char *wh
                     m->package,
                     d->batched ? "its batch dimension is not dynamic"
                                : "it has no batch dimension");
-        const size_t instances = d->lanes.size() * calls_per_submission(d->max_batch);
-        if (instances > d->instances)
-            load(*d, instances); /* the probe found a smaller batch than wanted */
-        probe_s = lap(t);
-        /* Every model instance runs once (a call takes a free one while
-         * there is one), so that none loads its kernels under frames. */
-        for (size_t i = 0; i < d->instances; i++)
-            d->loader->run(zeros_for(*d, d->min_batch, d->batched), lane0);
-        instances_s = lap(t);
-        const Warm w = warm_lanes(*d);
-        warm_s = lap(t);
-        const auto held = allocator_state(d->index).second;
-        if (w.grew > 0)
-            fprintf(stderr,
-                    "gpuframed: plugin torch: %s: the last of %d checking passes of the warm-up "
-                    "still took device memory (%lld cudaMalloc): later frames may too\n",
-                    m->package, w.passes, static_cast<long long>(w.grew));
-        if (w.sizes < w.of)
-            fprintf(stderr,
-                    "gpuframed: plugin torch: %s: the warm-up ran %u of the %u batch sizes (the "
-                    "rest after %.0f s): a lane's first call of another size may take device "
-                    "memory\n",
-                    m->package, w.sizes, w.of, kWarmAllSeconds);
-        fprintf(stderr,
-                "gpuframed: plugin torch: %s loaded in %.1f s: batches of %u..%u%s, %zu model "
-                "instances, %zu lanes warmed at %u of %u batch sizes, checked in %d passes; "
-                "PyTorch holds %.1f MiB on device %d (loading %.1f s, batch sizes %.1f s, "
-                "instances %.1f s, warm-up %.1f s)\n",
-                m->package, load_s + probe_s + instances_s + warm_s, d->min_batch, d->max_batch,
-                d->min_batch > 1 ? " (fewer frames padded)" : "", d->instances, d->lanes.size(),
-                w.sizes, w.of, w.passes, static_cast<double>(held) / (1 << 20), device, load_s,
-                probe_s, instances_s, warm_s);
+        const double probe_s = lap(t);
+        if (d->graphs_tried) {
+            try {
+                const Captured c = capture_lanes(*d);
+                d->graphs = true;
+                const double capture_s = lap(t);
+                fprintf(stderr,
+                        "gpuframed: plugin torch: %s loaded in %.1f s: batches of %u..%u%s, "
+                        "CUDA graphs of %u of the %u batch sizes on each of %zu lanes (a call "
+                        "of another size replays the next larger, its padding zeros); PyTorch "
+                        "holds %.1f MiB on device %d (loading %.1f s, batch sizes %.1f s, "
+                        "captures %.1f s)\n",
+                        m->package, load_s + probe_s + capture_s, d->min_batch, d->max_batch,
+                        d->min_batch > 1 ? " (fewer frames padded)" : "", c.sizes, c.of,
+                        d->lanes.size(),
+                        static_cast<double>(allocator_state(d->index).second) / (1 << 20), device,
+                        load_s, probe_s, capture_s);
+                return d.release();
+            } catch (const Mismatch &) {
+                throw;
+            } catch (const std::exception &e) {
+                drop_graphs(*d);
+                fprintf(stderr,
+                        "gpuframed: plugin torch: %s: its calls cannot be captured as CUDA "
+                        "graphs (%s): each call runs the package\n",
+                        m->package, reason(e).c_str());
+            }
+        }
+        open_eager(*d, lane0, t, load_s, probe_s);
         return d.release();
     } catch (const std::exception &e) {
         snprintf(why, why_len, "package %s: %s", m->package, reason(e).c_str());
@@ -730,6 +955,42 @@ cudaError_t join(const Lane &l, cudaStream_t stream) {
     return err ? err : cudaStreamWaitEvent(stream, l.done, 0);
 }
 
+/*
+ * One call replayed from lane l's graphs, on `stream`: the call's frames
+ * gathered into the lane's inputs, the rest of the graph's batch (a call of
+ * a size without a graph of its own, or padded to min_batch) zeroed, the
+ * graph launched, its outputs scattered into the slot's output buffer.
+ * Four enqueued calls for a one-tensor model; no PyTorch.
+ */
+void replay_call(const Device &d, const Lane &l, const gf_plugin_frame *frames,
+                 const gf__torch_call &c, cudaStream_t stream) {
+    const gf__torch_model *m = d.m;
+    const auto *in_base = static_cast<const uint8_t *>(frames[c.first].in_dev);
+    auto *out_base = static_cast<uint8_t *>(frames[c.first].out_dev);
+    const uint32_t n = c.frames, size = l.replay[c.batch];
+    if (size == 0)
+        throw std::runtime_error("no graph for a call of " + std::to_string(c.batch) + " frames");
+    const Graph &g = l.graphs[size];
+    for (uint32_t k = 0; k < m->in.count; k++) {
+        const uint64_t bytes = m->in_tensor_bytes[k];
+        check_cuda(cudaMemcpy2DAsync(l.in_ptr[k], bytes, in_base + m->in_offset[k],
+                                     n > 1 ? c.stride : bytes, bytes, n, cudaMemcpyDeviceToDevice,
+                                     stream),
+                   "gathering an input");
+        if (size > n)
+            check_cuda(cudaMemsetAsync(l.in_ptr[k] + n * bytes, 0, (size - n) * bytes, stream),
+                       "zeroing a batch's padding");
+    }
+    check_cuda(cudaGraphLaunch(g.exec, stream), "replaying a call's graph");
+    for (uint32_t k = 0; k < m->out.count; k++) {
+        const uint64_t bytes = m->out_tensor_bytes[k];
+        check_cuda(cudaMemcpy2DAsync(out_base + m->out_offset[k], n > 1 ? c.stride : bytes,
+                                     g.out_ptr[k], bytes, bytes, n, cudaMemcpyDeviceToDevice,
+                                     stream),
+                   "scattering an output");
+    }
+}
+
 int aoti_launch_batch(void *dev, uint32_t stream_index, const gf_plugin_frame *frames,
                       uint32_t count, void *stream) {
     Device &d = *static_cast<Device *>(dev);
@@ -741,6 +1002,19 @@ int aoti_launch_batch(void *dev, uint32_t stream_index, const gf_plugin_frame *f
     }
     const Lane &l = d.lanes[stream_index];
     auto s = static_cast<cudaStream_t>(stream);
+    if (d.graphs) {
+        try {
+            const uint64_t frame_bytes = std::max(d.m->in_bytes, d.m->out_bytes);
+            gf__torch_call c;
+            for (uint32_t i = 0, n; (n = gf__torch_next_call(frames, count, i, frame_bytes,
+                                                             d.min_batch, d.max_batch, &c)) > 0;
+                 i += n)
+                replay_call(d, l, frames, c, s);
+            return 0;
+        } catch (const std::exception &e) {
+            return failed(d, &e, count);
+        }
+    }
     cudaError_t err = cudaEventRecord(l.ready, s);
     if (!err)
         err = cudaStreamWaitEvent(l.stream, l.ready, 0);

@@ -2,10 +2,12 @@
 """Plugin "torch" on a GPU (label gpu): models exported at test time by the
 gpuframe-export command (a small CNN, an MLP, the MLP without a dynamic
 batch, the MLP exported as PyTorch does by default (its batches start at 2:
-PyTorch specialises sizes 0 and 1), a model of two input tensors, and the
-CNN again with other weights), then
+PyTorch specialises sizes 0 and 1), a model of two input tensors, a model
+whose call goes through the host's memory, and the CNN again with other
+weights), then
 
-- gf_torch.so driven directly (ctypes, as gpuframed drives it): batches of
+- gf_torch.so driven directly (ctypes, as gpuframed drives it), with its
+  CUDA graphs (DirectTest) and without (DirectEagerTest): batches of
   exactly 1, 7 and 64 frames and a mixed one whose frames do not all lie at
   one stride, against the module run eagerly, within gpuframe-export's
   stated tolerance (export.TOLERANCES: 5e-3 of the output's scale for
@@ -20,7 +22,10 @@ CNN again with other weights), then
   at once so that submissions mix clients' frames), a normalize_u8 -> model
   chain, frames of the wrong length (bad_length naming both lengths), the
   package without a dynamic batch (frames one at a time, said once in the
-  log), the package from 2 (single frames padded, said once), the device's
+  log), the package from 2 (single frames padded, said once), a pipeline
+  with "cuda_graphs": 0 and a package a graph cannot capture (a step
+  through the host's memory: run without graphs, said once), every size
+  captured on every lane (the load lines), the device's
   free memory unchanged by a third pass of load, a
   reload to the CNN's other weights under streaming load with no failed
   frame;
@@ -42,7 +47,8 @@ the daemon it ran.  Memory is compared device-wide, so ctest runs this alone
 (RUN_SERIAL).
 
 --quick (scripts/gpu-torch.sh --quick) makes all but the reload's package and
-runs DirectTest and DaemonTest: the results against eager PyTorch.
+runs DirectTest and DaemonTest: the results against eager PyTorch (the
+plugin's CUDA graphs, and the daemon's pipelines without them).
 
 Skipped (exit 77, with the reason) without PyTorch, a GPU, or the plugin's
 PyTorch side (gf_torch_aoti.so, built only with -DTorch_DIR).
@@ -119,6 +125,23 @@ def two_inputs():
     return TwoInputs()
 
 
+def host_step():
+    import torch
+
+    class HostStep(torch.nn.Module):
+        """A step through the host's memory: a call that synchronises, which a
+        CUDA graph cannot capture."""
+
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(64, 5)
+
+        def forward(self, x):
+            return self.lin((x.cpu() * 2.0).to(x.device))
+
+    return HostStep()
+
+
 CNN_FRAME = "float32[3,32,32]"
 CNN_OUT = "float32[10]"
 
@@ -182,13 +205,14 @@ SPECS = {
     "mlp_static": ["test_torch_gpu:mlp", "--frame", "64", "--seed", "3", "--max-batch", "1"],
     "mlp_from2": ["test_torch_gpu:mlp", "--frame", "64", "--seed", "3", "--specialize-zero-one"],
     "two": ["test_torch_gpu:two_inputs", "--inputs", "float16[8];int64[]", "--seed", "4"],
+    "host_step": ["test_torch_gpu:host_step", "--frame", "64", "--seed", "5"],
 }
 #: The test classes, each run in a process of its own, in this order.
-CLASSES = ("DirectTest", "DaemonTest", "ReloadTest", "RefusalTest")
+CLASSES = ("DirectTest", "DirectEagerTest", "DaemonTest", "ReloadTest", "RefusalTest")
 #: --quick: the classes that prove the results right against eager PyTorch,
 #: and the packages they need (all but the reload's second version).
 QUICK_CLASSES = ("DirectTest", "DaemonTest")
-QUICK_PACKAGES = ("cnn", "mlp", "mlp_static", "mlp_from2", "two")
+QUICK_PACKAGES = ("cnn", "mlp", "mlp_static", "mlp_from2", "two", "host_step")
 #: Stream indices the direct tests open a device with (as 2 shards of 2 slots).
 LANES = 4
 
@@ -342,16 +366,18 @@ def assert_close(test, got, ref, precision, what):
 
 class DirectTest(unittest.TestCase):
     """gf_torch.so as gpuframed drives it: exact batch sizes, guard bytes,
-    no device memory taken by launches."""
+    no device memory taken by launches; with CUDA graphs (the default)."""
 
     GUARD = 0xA5
+    #: The cuda_graphs parameter.
+    GRAPHS = 1
 
     def open(self, name, inputs, outputs):
         lib, api = load_plugin()
         self.assertEqual((api.abi_version, api.name, api.flags), (3, b"torch", 1))
-        values = (Value * 4)(Value(string=MODELS.package(name).encode()),
+        values = (Value * 5)(Value(string=MODELS.package(name).encode()),
                              Value(string=inputs.encode()), Value(string=outputs.encode()),
-                             Value(number=0))
+                             Value(number=0), Value(number=self.GRAPHS))
         env = Env(max_input_bytes=16 << 20, config_dir=b"/")
         why = ctypes.create_string_buffer(512)
         state = api.create(values, ctypes.byref(env), why, 512)
@@ -494,10 +520,17 @@ class DirectTest(unittest.TestCase):
                            256, 20)
 
 
-def torch_stage(name, package=None, inputs="float32[64]", outputs="float32[5]"):
-    return {"kind": "plugin", "path": PLUGIN_SO,
-            "params": {"package": package or MODELS.package(name), "inputs": inputs,
-                       "outputs": outputs}}
+class DirectEagerTest(DirectTest):
+    """The same with "cuda_graphs": 0: each call runs the package on its lane."""
+
+    GRAPHS = 0
+
+
+def torch_stage(name, package=None, inputs="float32[64]", outputs="float32[5]", graphs=None):
+    params = {"package": package or MODELS.package(name), "inputs": inputs, "outputs": outputs}
+    if graphs is not None:
+        params["cuda_graphs"] = graphs
+    return {"kind": "plugin", "path": PLUGIN_SO, "params": params}
 
 
 def daemon_config(cnn_package=None):
@@ -512,6 +545,8 @@ def daemon_config(cnn_package=None):
         dict(torch_stage("mlp_static"), name="mlp_static"),
         dict(torch_stage("mlp_from2"), name="mlp_from2"),
         dict(torch_stage("two", None, "float16[8];int64[]", "float32[2]"), name="two"),
+        dict(torch_stage("cnn", None, CNN_FRAME, CNN_OUT, graphs=0), name="cnn_eager"),
+        dict(torch_stage("host_step"), name="host_step"),
     ]}
 
 
@@ -562,6 +597,30 @@ class DaemonTest(ShowsDaemonLog, support.DaemonTestCase):
             for i, got in enumerate(c.map("mlp_from2", list(v), window=window)):
                 assert_close(self, got, MODELS.reference("mlp_from2", v)[0][i], "float32",
                              "mlp_from2 %d, window %d" % (i, window))
+        # Without graphs: by the parameter, and for a package whose calls
+        # cannot be captured.
+        for i, got in enumerate(c.map("cnn_eager", list(x), window=8)):
+            assert_close(self, got, ref[i], "float32", "cnn_eager frame %d" % i)
+        for i, got in enumerate(c.map("host_step", list(v), window=4)):
+            assert_close(self, got, MODELS.reference("host_step", v)[0][i], "float32",
+                         "host_step %d" % i)
+
+    def test_cuda_graphs_said(self):
+        # The CNN serves two pipelines with graphs, every batch size on each
+        # of the 4 lanes (a small model is well within the time budget), and
+        # one without; the package that goes through the host's memory is
+        # said once to run without.
+        log = self.daemon.log()
+        loaded = re.findall(r"plugin torch: %s loaded in [0-9.]+ s: batches of 1\.\.64, "
+                            r"(?:CUDA graphs of (\d+) of the 64 batch sizes on each of 4 lanes"
+                            r"|(no CUDA graphs))" % re.escape(MODELS.package("cnn")), log)
+        self.assertEqual(sorted(loaded), [("", "no CUDA graphs"), ("64", ""), ("64", "")],
+                         log[-3000:])
+        pattern = r"%s: its calls cannot be captured as CUDA graphs \(.+\): each call runs " \
+                  r"the package\n" % re.escape(MODELS.package("host_step"))
+        self.assertEqual(len(re.findall(pattern, log)), 1, log[-3000:])
+        self.assertRegex(log, r"plugin torch: %s loaded in [0-9.]+ s: batches of 1\.\.64, no "
+                              r"CUDA graphs" % re.escape(MODELS.package("host_step")))
 
     def test_chain_from_rgb8(self):
         c = self.client()
