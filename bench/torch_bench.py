@@ -8,11 +8,17 @@ against its limits measured in the same run:
            frames already on the GPU (already normalised): batches of 1, 8,
            16, 32, 64 and the one the daemon formed; frames/s (calls queued
            back to back) and latency (one call, synchronised) p50
+  pkggraph the same package captured in a CUDA graph per batch size
+           (a single-threaded loader, as gf_torch.so captures its calls)
   graphs   the module run eagerly, replayed from a CUDA graph per batch size
-  daemon   gpuframed, default configuration otherwise: one client at window
-           1 (p50, in turn with the batch-1 call in-process, 3 rounds), 16
-           clients at window 8 (frames/s; frames per submission from STATS),
-           through `gpuframe stream`
+  daemon   gpuframed, default configuration otherwise (the plugin replays
+           its graphs): one client at window 1 (p50, in turn with the
+           batch-1 call and the batch-1 graph in-process, 3 rounds), 16
+           clients at window 8 (frames/s; frames per submission from
+           STATS), through `gpuframe stream`
+  eager    the same daemon's pipeline of the same package with the
+           plugin's "cuda_graphs": 0 (each call runs the package): what the
+           graphs gain, in the same run
   python   a Python server peer: uvloop, the same package, batching what is
            waiting (up to 64), the same uint8 frames over a Unix socket from
            16 client processes at window 8
@@ -22,14 +28,19 @@ they are given) and their frames/s is taken over their span, from the first
 one's start to the last one's end.
 
 Every result is verified before timing: the package against eager PyTorch
-(gpuframe-export's check, batches of 1, 7 and 64), the daemon's and the
-Python server's replies against the package in-process, each graph's replay
-against the module.  Then the targets, each with its ratio:
+(gpuframe-export's check, batches of 1, 7 and 64), the daemon's replies
+(both pipelines) and the Python server's against the package in-process,
+each graph's replay against the module or the package's call.  Then the
+targets, each with its ratio:
 
   16 clients >= 0.85 x inproc frames/s at the batch size the daemon formed
   one client p50 <= inproc batch-1 latency + 40 us (the median of the
                     rounds' differences: the GPU's pace drifts between runs)
   16 clients >= 3 x the Python server
+
+and the same two first ratios against pkggraph (the package as the daemon
+now runs it, in-process: what the daemon adds to the model's own replay),
+and the graphs' gain (daemon against eager), printed, not judged.
 
   python3 bench/torch_bench.py BUILD_DIR [--seconds S] [--quick] [--prepare]
                                           [--dry-run]
@@ -225,6 +236,38 @@ def inproc_limits(package, batches, seconds):
     return res, model, single
 
 
+def package_graph_limits(package, batches, seconds):
+    """The package captured in a CUDA graph per batch size, in this process,
+    by a single-threaded loader (as gf_torch.so captures its calls), each
+    replay checked against the package's call first: ({batch: (frames/s,
+    p50 us)}, the batch-1 graph's replay and input for paired_p50)."""
+    import torch
+    from gpuframe import export
+    loader = torch._C._aoti.AOTIModelPackageLoader(package, "model", True, 1, -1)
+    res, single, keep = {}, None, [loader]  # the graphs replay the loader's weights
+    for b in batches:
+        x = torch.randn(b, 3, H, W, device="cuda")
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                want = loader.boxed_run([x])[0]
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = loader.boxed_run([x])[0]
+        graph.replay()
+        ok, err = export.within_tolerance(y.float(), want.float(), "float32")
+        if not ok:
+            raise SystemExit("bench: the package's graph of batch %d does not replay its call "
+                             "(error %.3g)" % (b, err))
+        keep.append((graph, x, y))
+        res[b] = timed_loop(lambda t, g=graph: g.replay(), x, seconds)
+        if b == 1:
+            single = (lambda t, g=graph: g.replay(), x)
+    return res, single, keep
+
+
 def graph_limits(serve, batches, seconds):
     """The module eagerly, replayed from a CUDA graph per batch size; each
     replay checked against the eager call first."""
@@ -289,16 +332,22 @@ def log_tail(path, lines=40):
 
 
 def start_daemon(build, config_path, sock, log_path, limit_s=300):
-    """Starts gpuframed and waits for its socket, saying every 15 s the last
-    line of its log (plugin torch says each package's steps); then prints
-    how long it took and the plugin's lines.  SystemExit with the log's tail
-    when it exits, or does not listen within limit_s."""
+    """Starts gpuframed and waits until it is ready (its log's "ready:"
+    line: its socket exists before the pipelines have loaded, and nothing
+    is measured beside their loading), saying every 15 s the last line of
+    its log (plugin torch says each package's steps); then prints how long
+    it took and the plugin's lines.  SystemExit with the log's tail when it
+    exits, or is not ready within limit_s."""
     log = open(log_path, "w")
     t0 = time.monotonic()
     p = subprocess.Popen([os.path.join(build, "gpuframed"), "--config", config_path,
                           "--socket", sock], stdout=log, stderr=subprocess.STDOUT)
     next_say = 15.0
-    while not os.path.exists(sock):
+    def ready():
+        with open(log_path, errors="replace") as f:
+            return os.path.exists(sock) and "]: info: ready: " in f.read()
+
+    while not ready():
         waited = time.monotonic() - t0
         if p.poll() is not None:
             raise SystemExit("bench: gpuframed exited with %s during start-up, after %.1f s; "
@@ -306,14 +355,14 @@ def start_daemon(build, config_path, sock, log_path, limit_s=300):
         if waited > limit_s:
             p.kill()
             p.wait()
-            raise SystemExit("bench: gpuframed did not listen within %d s; its log:\n%s"
+            raise SystemExit("bench: gpuframed was not ready within %d s; its log:\n%s"
                              % (limit_s, log_tail(log_path)))
         if waited > next_say:
             say("bench: gpuframed still starting after %.0f s: %s"
                 % (waited, log_tail(log_path, 1)))
             next_say += 15
         time.sleep(0.1)
-    say("gpuframed listening after %.1f s" % (time.monotonic() - t0))
+    say("gpuframed ready after %.1f s" % (time.monotonic() - t0))
     with open(log_path, errors="replace") as f:
         for line in f:
             if "plugin torch:" in line:
@@ -337,20 +386,25 @@ def batches(client, name):
     return b["submissions"], b["frames"]
 
 
-def paired_p50(build, sock, name, single, seconds):
-    """One client at window 1 and the package's batch-1 call in-process,
-    measured in turn for P50_ROUNDS rounds: (the daemon's p50, the call's,
-    the median of each round's difference), in us.  The GPU's own pace
-    drifts between measurements seconds apart (one H200 gave a batch-1
-    call a p50 of 559 us in one run and 919 in the next), so only
-    differences taken close together say what the daemon adds."""
-    call, x = single
-    daemon, inproc, diffs = [], [], []
+def paired_p50(build, sock, names, singles, seconds):
+    """One client at window 1 of each pipeline of `names` and each in-process
+    batch-1 call of `singles` ((fn, x) each), measured in turn for
+    P50_ROUNDS rounds: ([each pipeline's median p50], [each call's], {(i,
+    j): the median of the rounds' differences pipeline i - call j}), in us.
+    The GPU's own pace drifts between measurements seconds apart (one H200
+    gave a batch-1 call a p50 of 559 us in one run and 919 in the next), so
+    only differences taken close together say what the daemon adds."""
+    daemon = [[] for _ in names]
+    inproc = [[] for _ in singles]
     for _ in range(P50_ROUNDS):
-        inproc.append(call_p50(call, x, seconds / 2))
-        daemon.append(stream(build, sock, name, max(100, int(seconds * 150)), 1)["p50_us"])
-        diffs.append(daemon[-1] - inproc[-1])
-    return statistics.median(daemon), statistics.median(inproc), statistics.median(diffs)
+        for j, (call, x) in enumerate(singles):
+            inproc[j].append(call_p50(call, x, seconds / 2))
+        for i, name in enumerate(names):
+            daemon[i].append(stream(build, sock, name, max(100, int(seconds * 150)), 1)["p50_us"])
+    diffs = {(i, j): statistics.median(a - b for a, b in zip(daemon[i], inproc[j]))
+             for i in range(len(names)) for j in range(len(singles))}
+    return ([statistics.median(d) for d in daemon], [statistics.median(c) for c in inproc],
+            diffs)
 
 
 def span_fps(frames, runs):
@@ -537,6 +591,17 @@ def python_peer(package, precision, seconds, rate_guess, model_inproc):
 # ---- main ------------------------------------------------------------------------------
 
 
+def eager_twin(entry):
+    """A pipeline entry's copy named NAME_eager whose plugin stage has
+    "cuda_graphs": 0: each call runs the package."""
+    twin = json.loads(json.dumps(entry))
+    twin["name"] = entry["name"] + "_eager"
+    for stage in twin.get("stages", [twin]):
+        if stage.get("kind") == "plugin":
+            stage.setdefault("params", {})["cuda_graphs"] = 0
+    return twin
+
+
 def dry_run(build, plugin, precisions, batches):
     """The configuration with stand-in packages, checked by gpuframed."""
     from gpuframe import export
@@ -546,8 +611,9 @@ def dry_run(build, plugin, precisions, batches):
         args = export_args(precision, tmp, plugin)
         with open(args.output, "wb") as f:
             f.write(b"PK\x03\x04 stand-in")
-        pipelines.append(export._pipeline(args, os.path.abspath(args.output),
-                                          "float32[3,%d,%d]" % (H, W), "float32[1000]"))
+        entry = export._pipeline(args, os.path.abspath(args.output),
+                                 "float32[3,%d,%d]" % (H, W), "float32[1000]")
+        pipelines += [entry, eager_twin(entry)]
     config = os.path.join(tmp, "gpuframed.json")
     with open(config, "w") as f:
         json.dump({"pipelines": pipelines}, f, indent=2)
@@ -559,11 +625,12 @@ def dry_run(build, plugin, precisions, batches):
                          open(config).read())
     for precision in precisions:
         for b in batches:
-            say("inproc %s batch=%d frames_per_s=- p50_us=-" % (precision, b))
-            say("graphs %s batch=%d frames_per_s=- p50_us=-" % (precision, b))
-        say("daemon %s clients=1 window=1 p50_us=-" % precision)
-        say("daemon %s clients=%d window=%d frames_per_s=- frames_per_submission=-"
-            % (precision, CLIENTS, WINDOW))
+            for row in ("inproc", "pkggraph", "graphs"):
+                say("%s %s batch=%d frames_per_s=- p50_us=-" % (row, precision, b))
+        for row in ("daemon", "eager"):
+            say("%s %s clients=1 window=1 p50_us=-" % (row, precision))
+            say("%s %s clients=%d window=%d frames_per_s=- frames_per_submission=-"
+                % (row, precision, CLIENTS, WINDOW))
         say("python %s clients=%d window=%d frames_per_s=-" % (precision, CLIENTS, WINDOW))
     say("dry run: configuration checked; nothing measured")
 
@@ -600,7 +667,8 @@ def main():
     config = os.path.join(tmp, "gpuframed.json")
     keys = {} if a.pool_shards is None else {"pool_shards": a.pool_shards}
     with open(config, "w") as f:
-        json.dump(dict(keys, pipelines=[pk[p][2] for p in precisions]), f, indent=2)
+        json.dump(dict(keys, pipelines=[e for p in precisions
+                                        for e in (pk[p][2], eager_twin(pk[p][2]))]), f, indent=2)
     sock = os.path.join(tmp, "s.sock")
     daemon_log = os.path.join(tmp, "daemon.log")
     daemon = start_daemon(build, config, sock, daemon_log)
@@ -608,11 +676,15 @@ def main():
     try:
         for precision in precisions:
             serve, package, entry = pk[precision]
-            name = entry["name"]
+            name, eager = entry["name"], eager_twin(entry)["name"]
             inproc, model, single = inproc_limits(package, batches, seconds)
             for b in batches:
                 say("inproc %s batch=%d frames_per_s=%.0f p50_us=%.1f"
                     % (precision, b, inproc[b][0], inproc[b][1]))
+            pkggraph, single_graph, kept = package_graph_limits(package, batches, seconds)
+            for b in batches:
+                say("pkggraph %s batch=%d frames_per_s=%.0f p50_us=%.1f"
+                    % (precision, b, pkggraph[b][0], pkggraph[b][1]))
             graphs = graph_limits(serve, batches, seconds)
             for b in batches:
                 say("graphs %s batch=%d frames_per_s=%.0f p50_us=%.1f"
@@ -621,24 +693,38 @@ def main():
             import gpuframe
             import numpy as np
             images = np.random.default_rng(5).integers(0, 256, (8, H, W, 3), dtype=np.uint8)
-            with gpuframe.Client(sock) as c:
-                got = c.map(name, list(images), window=8)
-            check_replies("gpuframed's", got, reference(model, images), precision)
-            p50, p50_inproc, r2 = paired_p50(build, sock, name, single, seconds)
-            fps, per_sub = daemon_runs(build, sock, name, seconds, inproc[64][0])
+            ref = reference(model, images)
+            for pipeline in (name, eager):
+                with gpuframe.Client(sock) as c:
+                    got = c.map(pipeline, list(images), window=8)
+                check_replies("gpuframed's %s" % pipeline, got, ref, precision)
+            p50s, calls, diffs = paired_p50(build, sock, (name, eager), (single, single_graph),
+                                            seconds)
+            runs = {p: daemon_runs(build, sock, p, seconds, inproc[64][0]) for p in (name, eager)}
+            fps, per_sub = runs[name]
             formed = max(1, int(round(per_sub)))
             if formed not in inproc:
                 inproc.update(inproc_limits(package, (formed,), seconds)[0])
                 say("inproc %s batch=%d frames_per_s=%.0f p50_us=%.1f"
                     % (precision, formed, inproc[formed][0], inproc[formed][1]))
-            say("daemon %s clients=1 window=1 p50_us=%.1f (inproc batch=1 p50_us=%.1f in "
-                "turn with it, %d rounds)" % (precision, p50, p50_inproc, P50_ROUNDS))
-            say("daemon %s clients=%d window=%d frames_per_s=%.0f frames_per_submission=%.2f"
-                % (precision, CLIENTS, WINDOW, fps, per_sub))
+            if formed not in pkggraph:
+                more, _, more_kept = package_graph_limits(package, (formed,), seconds)
+                pkggraph.update(more)
+                kept += more_kept
+                say("pkggraph %s batch=%d frames_per_s=%.0f p50_us=%.1f"
+                    % (precision, formed, pkggraph[formed][0], pkggraph[formed][1]))
+            for i, row in enumerate(("daemon", "eager")):
+                say("%s %s clients=1 window=1 p50_us=%.1f (inproc batch=1 p50_us=%.1f, pkggraph "
+                    "batch=1 p50_us=%.1f, in turn with it, %d rounds)"
+                    % (row, precision, p50s[i], calls[0], calls[1], P50_ROUNDS))
+            for row, p in (("daemon", name), ("eager", eager)):
+                say("%s %s clients=%d window=%d frames_per_s=%.0f frames_per_submission=%.2f"
+                    % (row, precision, CLIENTS, WINDOW, runs[p][0], runs[p][1]))
             py = python_peer(package, precision, seconds, fps / 3, model)
             say("python %s clients=%d window=%d frames_per_s=%.0f"
                 % (precision, CLIENTS, WINDOW, py))
             r1 = fps / inproc[formed][0]
+            r2 = diffs[(0, 0)]
             r3 = fps / py
             say("target %s 16 clients / inproc at batch %d = %.2f (>= %.2f) %s"
                 % (precision, formed, r1, DAEMON_VS_INPROC,
@@ -648,11 +734,17 @@ def main():
                 % (precision, r2, P50_SLACK_US, "ok" if r2 <= P50_SLACK_US else "MISSED"))
             say("target %s 16 clients / Python server = %.2f (>= %.1f) %s"
                 % (precision, r3, DAEMON_VS_PYTHON, "ok" if r3 >= DAEMON_VS_PYTHON else "MISSED"))
-            say("graphs %s batch=1 latency / inproc = %.2f (what CUDA graphs would give the "
-                "plugin at one frame)" % (precision, graphs[1][1] / inproc[1][1]))
+            say("against pkggraph %s: 16 clients / pkggraph at batch %d = %.2f; one client p50 - "
+                "pkggraph batch-1 latency = %.1f us (what the daemon adds to the package's own "
+                "replay: the frame's upload, normalize_u8, the copies, the socket)"
+                % (precision, formed, fps / pkggraph[formed][0], diffs[(0, 1)]))
+            say("graphs' gain %s: one client p50 %.1f -> %.1f us (medians of the rounds); 16 "
+                "clients %.0f -> %.0f frames/s (%.2fx)"
+                % (precision, p50s[1], p50s[0], runs[eager][0], fps, fps / runs[eager][0]))
             failed += [t for t, ok in (("inproc", r1 >= DAEMON_VS_INPROC),
                                        ("p50", r2 <= P50_SLACK_US),
                                        ("python", r3 >= DAEMON_VS_PYTHON)) if not ok]
+            del kept
     except BaseException:
         say("bench: failed; gpuframed's log, its last lines:\n" + log_tail(daemon_log))
         raise
