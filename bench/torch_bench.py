@@ -236,6 +236,24 @@ def inproc_limits(package, batches, seconds):
     return res, model, single
 
 
+def captured(fn, x):
+    """fn(x) run three times on a side stream (what a first call makes is made
+    outside the capture), then captured in a CUDA graph, which is replayed
+    once: (the graph, its output, fn(x)'s output uncaptured)."""
+    import torch
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            want = fn(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = fn(x)
+    graph.replay()
+    return graph, y, want
+
+
 def package_graph_limits(package, batches, seconds):
     """The package captured in a CUDA graph per batch size, in this process,
     by a single-threaded loader (as gf_torch.so captures its calls), each
@@ -247,16 +265,7 @@ def package_graph_limits(package, batches, seconds):
     res, single, keep = {}, None, [loader]  # the graphs replay the loader's weights
     for b in batches:
         x = torch.randn(b, 3, H, W, device="cuda")
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                want = loader.boxed_run([x])[0]
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            y = loader.boxed_run([x])[0]
-        graph.replay()
+        graph, y, want = captured(lambda t: loader.boxed_run([t])[0], x)
         ok, err = export.within_tolerance(y.float(), want.float(), "float32")
         if not ok:
             raise SystemExit("bench: the package's graph of batch %d does not replay its call "
@@ -277,18 +286,8 @@ def graph_limits(serve, batches, seconds):
     with torch.inference_mode():
         for b in batches:
             static_x = torch.randn(b, 3, H, W, device="cuda")
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    serve(static_x)
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                static_y = serve(static_x)[0]
-            graph.replay()
-            ok, err = export.within_tolerance(static_y.float(), serve(static_x)[0].float(),
-                                              "float32")
+            graph, static_y, want = captured(lambda t: serve(t)[0], static_x)
+            ok, err = export.within_tolerance(static_y.float(), want.float(), "float32")
             if not ok:
                 raise SystemExit("bench: the graph of batch %d does not replay the module "
                                  "(error %.3g)" % (b, err))

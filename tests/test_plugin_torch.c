@@ -384,6 +384,13 @@ START_TEST(test_torch_warm_sizes) {
 }
 END_TEST
 
+/* replay[n] is want for every {n, want} of pairs[0..count). */
+static void check_replay(const uint8_t *replay, const uint8_t (*pairs)[2], size_t count) {
+    for (size_t i = 0; i < count; i++)
+        ck_assert_msg(replay[pairs[i][0]] == pairs[i][1], "replay[%u] = %u, expected %u",
+                      pairs[i][0], replay[pairs[i][0]], pairs[i][1]);
+}
+
 /* The graph a call of each size replays: the smallest captured size at or
  * above it; none above the largest captured. */
 START_TEST(test_torch_replay_sizes) {
@@ -392,15 +399,9 @@ START_TEST(test_torch_replay_sizes) {
     for (uint32_t s = 1; s <= 64; s *= 2)
         captured[s] = 1;
     ck_assert_int_eq(gf__torch_replay_sizes(captured, 1, 64, replay), 1);
-    ck_assert_uint_eq(replay[0], 0);
-    ck_assert_uint_eq(replay[1], 1);
-    ck_assert_uint_eq(replay[2], 2);
-    ck_assert_uint_eq(replay[3], 4);
-    ck_assert_uint_eq(replay[5], 8);
-    ck_assert_uint_eq(replay[8], 8);
-    ck_assert_uint_eq(replay[9], 16);
-    ck_assert_uint_eq(replay[33], 64);
-    ck_assert_uint_eq(replay[64], 64);
+    static const uint8_t bounded[][2] = {{0, 0}, {1, 1},  {2, 2},   {3, 4},  {5, 8},
+                                         {8, 8}, {9, 16}, {33, 64}, {64, 64}};
+    check_replay(replay, bounded, sizeof bounded / sizeof bounded[0]);
     /* Every size captured: each its own. */
     memset(captured, 1, sizeof captured);
     ck_assert_int_eq(gf__torch_replay_sizes(captured, 1, 64, replay), 1);
@@ -410,18 +411,14 @@ START_TEST(test_torch_replay_sizes) {
     memset(captured, 0, sizeof captured);
     captured[2] = captured[7] = captured[48] = 1;
     ck_assert_int_eq(gf__torch_replay_sizes(captured, 2, 48, replay), 1);
-    ck_assert_uint_eq(replay[1], 0);
-    ck_assert_uint_eq(replay[2], 2);
-    ck_assert_uint_eq(replay[3], 7);
-    ck_assert_uint_eq(replay[7], 7);
-    ck_assert_uint_eq(replay[8], 48);
-    ck_assert_uint_eq(replay[48], 48);
-    ck_assert_uint_eq(replay[49], 0);
+    static const uint8_t from_two[][2] = {{1, 0},  {2, 2},   {3, 7}, {7, 7},
+                                          {8, 48}, {48, 48}, {49, 0}};
+    check_replay(replay, from_two, sizeof from_two / sizeof from_two[0]);
     /* Without the largest, the sizes above the largest captured have none. */
     captured[48] = 0;
     ck_assert_int_eq(gf__torch_replay_sizes(captured, 2, 48, replay), 0);
-    ck_assert_uint_eq(replay[7], 7);
-    ck_assert_uint_eq(replay[8], 0);
+    static const uint8_t no_largest[][2] = {{7, 7}, {8, 0}};
+    check_replay(replay, no_largest, sizeof no_largest / sizeof no_largest[0]);
     /* Bounds out of range: nothing. */
     ck_assert_int_eq(gf__torch_replay_sizes(captured, 0, 48, replay), 0);
     ck_assert_int_eq(gf__torch_replay_sizes(captured, 9, 8, replay), 0);
