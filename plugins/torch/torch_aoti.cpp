@@ -138,7 +138,8 @@ const char kMetaMaxBatch[] = "gpuframe.max_batch";
 struct Graph {
     std::unique_ptr<at::cuda::CUDAGraph> graph;
     cudaGraphExec_t exec = nullptr;
-    std::vector<at::Tensor> outs; /* destroyed before `graph`, which frees the pool */
+    std::vector<at::Tensor> outs; /* destroyed before `graph`, which then gives back
+                                   * its use of the lane's pool */
     std::vector<const uint8_t *> out_ptr;
 };
 
@@ -757,6 +758,7 @@ struct Captured {
  * size runs once first on lane 0, uncaptured, so that what PyTorch makes at
  * a call's first run (kernels loaded, cuDNN's plans) is made outside a
  * capture.  Each lane's inputs are zeroed, on its stream, and waited for.
+ * device_open's thread.
  */
 Captured capture_lanes(Device &d) {
     uint32_t bounded[GF_TORCH_WARM_SIZES_MAX];
@@ -804,7 +806,8 @@ Captured capture_lanes(Device &d) {
     return c;
 }
 
-/* Drops every lane's graphs and their inputs. */
+/* Drops every lane's graphs and their inputs (device_open's thread, after a
+ * capture failed). */
 void drop_graphs(Device &d) {
     for (Lane &l : d.lanes) {
         l.graphs.clear();
@@ -960,7 +963,8 @@ cudaError_t join(const Lane &l, cudaStream_t stream) {
  * gathered into the lane's inputs, the rest of the graph's batch (a call of
  * a size without a graph of its own, or padded to min_batch) zeroed, the
  * graph launched, its outputs scattered into the slot's output buffer.
- * Four enqueued calls for a one-tensor model; no PyTorch.
+ * Four enqueued calls for a one-tensor model; no PyTorch.  The shard's loop
+ * thread that owns the stream index.
  */
 void replay_call(const Device &d, const Lane &l, const gf_plugin_frame *frames,
                  const gf__torch_call &c, cudaStream_t stream) {

@@ -621,6 +621,17 @@ class DaemonTest(ShowsDaemonLog, support.DaemonTestCase):
         self.assertEqual(len(re.findall(pattern, log)), 1, log[-3000:])
         self.assertRegex(log, r"plugin torch: %s loaded in [0-9.]+ s: batches of 1\.\.64, no "
                               r"CUDA graphs" % re.escape(MODELS.package("host_step")))
+        # Every other package replays graphs of every size it takes, so that
+        # the direct tests' packages (two input tensors, batches from 2
+        # padded, one frame at a time) are served by graphs too.
+        for name, sizes in (("mlp", "1\\.\\.64, CUDA graphs of 64 of the 64"),
+                            ("two", "1\\.\\.64, CUDA graphs of 64 of the 64"),
+                            ("mlp_from2", "2\\.\\.64 \\(fewer frames padded\\), CUDA graphs of 63 "
+                                          "of the 63"),
+                            ("mlp_static", "1\\.\\.1, CUDA graphs of 1 of the 1")):
+            self.assertRegex(log, r"plugin torch: %s loaded in [0-9.]+ s: batches of %s batch "
+                                  r"sizes on each of 4 lanes" % (re.escape(MODELS.package(name)),
+                                                                 sizes))
 
     def test_chain_from_rgb8(self):
         c = self.client()
