@@ -138,9 +138,9 @@ const char kMetaMaxBatch[] = "gpuframe.max_batch";
 struct Graph {
     std::unique_ptr<at::cuda::CUDAGraph> graph;
     cudaGraphExec_t exec = nullptr;
-    std::vector<at::Tensor> outs; /* destroyed before `graph`, which then gives back
-                                   * its use of the lane's pool */
-    std::vector<const uint8_t *> out_ptr;
+    std::vector<at::Tensor> outs;         /* destroyed before `graph`, which then gives back
+                                           * its use of the lane's pool */
+    std::vector<const uint8_t *> out_ptr; /* outs' data, read by a launch without ATen */
 };
 
 /* One stream index's lane (the file's comment): its stream, and the events
@@ -152,7 +152,7 @@ struct Lane {
     cudaEvent_t ready = nullptr; /* recorded on the daemon's stream, waited by the lane */
     cudaEvent_t done = nullptr;  /* recorded on the lane, waited by the daemon's stream */
     std::vector<at::Tensor> in;
-    std::vector<uint8_t *> in_ptr;
+    std::vector<uint8_t *> in_ptr;            /* in's data, read by a launch without ATen */
     std::vector<Graph> graphs;                /* GF_TORCH_BATCH_MAX + 1, by size */
     uint8_t replay[GF_TORCH_BATCH_MAX + 1]{}; /* gf__torch_replay_sizes */
 };
