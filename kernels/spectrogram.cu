@@ -6,17 +6,23 @@
  *
  * A call's frames (a submission's, up to 64) run as one pass of at most
  * `chunk` frames each:
- *   1. frames_kernel: every column of every frame, reflect-padded,
- *      windowed (periodic Hann), into scratch A as float32 rows of idist;
+ *   1. frames_kernel, a block per column of a frame: the column,
+ *      reflect-padded, times the window (periodic Hann, a table made at
+ *      device_open), into scratch A as float32 rows of idist;
  *   2. cuFFT: batched real-to-complex transforms of all those rows, from
- *      plans made at device_open for 1, 2, 4, ... chunk frames (a count
- *      that is no power of two takes one exec per bit), into scratch B;
- *   3. with mel: power_kernel writes |X| or |X|^2 into A (rows of ldp), one
- *      cuBLAS SGEMM by the filterbank (n_mels x n_freqs) writes every row's
- *      mels into B;
- *   4. finish_kernel: the log, and the transpose into each frame's output,
- *      (rows x columns) row-major as torch.stft lays it out.
- * Everything runs on the slot's stream; nothing allocates or synchronises.
+ *      plans made at device_open for 1, 2, 4, ... chunk frames, into
+ *      scratch B: the plan of the largest power of two in the count, then
+ *      one of the smallest power of two that holds the rest (its last rows
+ *      transform scratch that nothing reads), so at most two execs;
+ *   3. with mel: power_kernel, a block per row, writes |X| or |X|^2 into A
+ *      (rows of ldp), one cuBLAS SGEMM by the filterbank (n_mels x n_freqs)
+ *      writes every row's mels into B;
+ *   4. finish_kernel, 32 x 32 tiles through shared memory: the log, and the
+ *      transpose into each frame's output, (rows x columns) row-major as
+ *      torch.stft lays it out.
+ * The kernels index in 32 bits within a frame and take the frame from the
+ * grid: no 64-bit division per element.  Everything runs on the slot's
+ * stream; nothing allocates or synchronises.
  *
  * Device memory per stream index (plans and handles must not be shared by
  * streams that run at once): A and B, sized for `chunk` frames where chunk
@@ -36,6 +42,7 @@
  */
 #include "kernels.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +67,11 @@ static constexpr int kPlanSizes = 7;
 static constexpr uint64_t kScratchBytes = 32u << 20;
 /* cuBLAS's workspace per handle (plugins/mlp/mlp.cu says why 4 MiB). */
 static constexpr size_t kBlasWorkspaceBytes = 4u << 20;
+/* Threads of a frames_kernel or power_kernel block (a column's n_fft
+ * samples, a row's n_freqs bins). */
+static constexpr unsigned kRowThreads = 128;
+/* finish_kernel's tiles: kTile x kTile values, kTile x kTileRows threads. */
+static constexpr unsigned kTile = 32, kTileRows = 8;
 
 /* ---- cuFFT and cuBLAS, loaded at the first device_open -------------------------- */
 
@@ -147,6 +159,7 @@ struct spec_dev {
     uint32_t chunk;  /* frames per pass: a power of two <= kBatchFrames   */
     int plans;       /* plan[0..plans) exist: 1 .. chunk frames           */
     float *fb;       /* n_mels x n_freqs column-major (ld n_mels), or null */
+    float *window;   /* n_fft floats: the periodic Hann window            */
     uint32_t stream_count;
     spec_stream *streams;
 };
@@ -175,6 +188,7 @@ static void free_dev(spec_dev *d) {
         cudaFree(s->b);
     }
     cudaFree(d->fb);
+    cudaFree(d->window);
     free(d->streams);
     delete d;
 }
@@ -189,22 +203,39 @@ static uint64_t b_bytes_per_frame(const spec_dev *d) {
     return static_cast<uint64_t>(d->s.columns) * (spectra > mels ? spectra : mels);
 }
 
-/* The filterbank on the device, from the reference's formula in double. */
-static cudaError_t upload_filterbank(spec_dev *d) {
-    const uint32_t n_mels = d->p.n_mels, n_freqs = d->s.n_freqs;
-    const size_t count = static_cast<size_t>(n_mels) * n_freqs;
+/* `count` floats from `host` into a new device array *dev. */
+static cudaError_t upload(float **dev, const float *host, size_t count) {
+    cudaError_t err = cudaMalloc(dev, count * sizeof(float));
+    if (err == cudaSuccess)
+        err = cudaMemcpy(*dev, host, count * sizeof(float), cudaMemcpyHostToDevice);
+    return err;
+}
+
+/* The device's tables, from the reference's formulas in double: the window
+ * and, with mel, the filterbank.  They are on the device when this returns
+ * (a cudaMemcpy from pageable memory may return before its DMA ends, and
+ * the shards' streams do not wait for the legacy stream). */
+static cudaError_t upload_tables(spec_dev *d) {
+    const uint32_t n_fft = d->p.n_fft, n_mels = d->p.n_mels, n_freqs = d->s.n_freqs;
+    const size_t fb_count = static_cast<size_t>(n_mels) * n_freqs;
     double f_pts[GF_SPEC_N_MELS_MAX + 2];
-    float *host = static_cast<float *>(malloc(count * sizeof(float)));
+    float *host =
+        static_cast<float *>(malloc((n_fft > fb_count ? n_fft : fb_count) * sizeof(float)));
     if (host == nullptr)
         return cudaErrorMemoryAllocation;
-    gf_mel_points(&d->p, f_pts);
-    for (uint32_t k = 0; k < n_freqs; k++)
-        for (uint32_t m = 0; m < n_mels; m++)
-            host[static_cast<size_t>(k) * n_mels + m] =
-                static_cast<float>(gf_mel_weight(&d->p, f_pts, n_freqs, k, m));
-    cudaError_t err = cudaMalloc(&d->fb, count * sizeof(float));
+    for (uint32_t j = 0; j < n_fft; j++)
+        host[j] = static_cast<float>(0.5 - 0.5 * cos(2.0 * M_PI * j / n_fft));
+    cudaError_t err = upload(&d->window, host, n_fft);
+    if (err == cudaSuccess && n_mels > 0) {
+        gf_mel_points(&d->p, f_pts);
+        for (uint32_t k = 0; k < n_freqs; k++)
+            for (uint32_t m = 0; m < n_mels; m++)
+                host[static_cast<size_t>(k) * n_mels + m] =
+                    static_cast<float>(gf_mel_weight(&d->p, f_pts, n_freqs, k, m));
+        err = upload(&d->fb, host, fb_count);
+    }
     if (err == cudaSuccess)
-        err = cudaMemcpy(d->fb, host, count * sizeof(float), cudaMemcpyHostToDevice);
+        err = cudaStreamSynchronize(cudaStreamLegacy);
     free(host);
     return err;
 }
@@ -239,6 +270,12 @@ static int open_stream(spec_dev *d, spec_stream *s, char *why, size_t why_len) {
         snprintf(why, why_len, "cudaMalloc of a stream's scratch: %s", cudaGetErrorString(err));
         return -1;
     }
+    /* A pass's last exec may transform rows past its frames (run_pass):
+     * zeros, never memory nobody wrote. */
+    if ((err = cudaMemset(s->a, 0, d->chunk * a_bytes_per_frame(d))) != cudaSuccess) {
+        snprintf(why, why_len, "cudaMemset of a stream's scratch: %s", cudaGetErrorString(err));
+        return -1;
+    }
     for (int b = 0; b < d->plans; b++) {
         if (libs.fft_set_work_area(s->plan[b], s->fft_work) != CUFFT_SUCCESS) {
             snprintf(why, why_len, "cufftSetWorkArea failed");
@@ -263,6 +300,7 @@ static int open_stream(spec_dev *d, spec_stream *s, char *why, size_t why_len) {
 static void *spec_device_open(const void *state, int device, uint32_t streams, char *why,
                               size_t why_len) {
     const gf_params *p = static_cast<const gf_params *>(state);
+    cudaError_t err;
     pthread_once(&libs_once, load_libs);
     if (libs.why[0] != '\0') {
         snprintf(why, why_len, "%s", libs.why);
@@ -294,8 +332,8 @@ static void *spec_device_open(const void *state, int device, uint32_t streams, c
         goto fail;
     }
     d->stream_count = streams;
-    if (p->n_mels > 0 && upload_filterbank(d) != cudaSuccess) {
-        snprintf(why, why_len, "the mel filterbank: %s", cudaGetErrorString(cudaGetLastError()));
+    if ((err = upload_tables(d)) != cudaSuccess) {
+        snprintf(why, why_len, "the window and mel filterbank: %s", cudaGetErrorString(err));
         goto fail;
     }
     for (uint32_t i = 0; i < streams; i++)
@@ -321,26 +359,22 @@ static void spec_device_close(void *dev) {
 
 /* ---- kernels --------------------------------------------------------------------- */
 
-/* A[(f*columns + t)*idist + j] = w[j] x[t*hop + j - pad] for every frame f
- * of the pass, x reflected at the ends and int16 scaled by 1/32768. */
-static __global__ void frames_kernel(const frame_table ft, uint32_t count, const gf_params p,
-                                     const gf_spec_shape s, uint32_t idist, float *a) {
-    const size_t per_frame = static_cast<size_t>(s.columns) * p.n_fft;
-    const size_t total = per_frame * count;
-    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-         i += stride) {
-        const uint32_t f = static_cast<uint32_t>(i / per_frame);
-        const uint32_t t = static_cast<uint32_t>(i % per_frame / p.n_fft);
-        const uint32_t j = static_cast<uint32_t>(i % p.n_fft);
-        const int64_t at = static_cast<int64_t>(t) * p.hop + j - s.pad;
-        const uint32_t src = gf_spec_reflect(at, p.samples);
-        const float x = s.sample_bytes == 2
-                            ? static_cast<float>(static_cast<const int16_t *>(ft.in[f])[src]) *
-                                  static_cast<float>(1.0 / GF_INT16_FULL_SCALE)
-                            : static_cast<const float *>(ft.in[f])[src];
-        const float w = static_cast<float>(0.5 - 0.5 * cospi(2.0 * j / p.n_fft));
-        a[(static_cast<size_t>(f) * s.columns + t) * idist + j] = w * x;
+/* Block (t, f): column t of frame f of the pass, A[(f*columns + t)*idist +
+ * j] = w[j] x[t*hop + j - pad], x reflected at the ends and int16 scaled
+ * by 1/32768. */
+static __global__ void frames_kernel(const frame_table ft, const gf_params p, const gf_spec_shape s,
+                                     uint32_t idist, const float *w, float *a) {
+    const uint32_t t = blockIdx.x, f = blockIdx.y;
+    const int64_t first = static_cast<int64_t>(t) * p.hop - s.pad;
+    const int16_t *x16 = static_cast<const int16_t *>(ft.in[f]);
+    const float *x32 = static_cast<const float *>(ft.in[f]);
+    float *column = a + (static_cast<size_t>(f) * s.columns + t) * idist;
+    for (uint32_t j = threadIdx.x; j < p.n_fft; j += blockDim.x) {
+        const uint32_t src = gf_spec_reflect(first + j, p.samples);
+        const float x = s.sample_bytes == 2 ? static_cast<float>(x16[src]) *
+                                                  static_cast<float>(1.0 / GF_INT16_FULL_SCALE)
+                                            : x32[src];
+        column[j] = w[j] * x;
     }
 }
 
@@ -352,33 +386,27 @@ static __device__ float bin_value(const float2 *b, uint32_t odist, size_t r, uin
     return power == 1 ? sqrtf(sq) : sq;
 }
 
-/* A[r*ldp + k] = bin k of row r, for `rows` rows: the GEMM's input. */
-static __global__ void power_kernel(const float2 *b, uint32_t odist, size_t rows, uint32_t n_freqs,
+/* Block r: A[r*ldp + k] = bin k of row r, the GEMM's input. */
+static __global__ void power_kernel(const float2 *b, uint32_t odist, uint32_t n_freqs,
                                     uint32_t power, uint32_t ldp, float *a) {
-    const size_t total = rows * n_freqs;
-    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-         i += stride) {
-        const size_t r = i / n_freqs;
-        const uint32_t k = static_cast<uint32_t>(i % n_freqs);
+    const size_t r = blockIdx.x;
+    for (uint32_t k = threadIdx.x; k < n_freqs; k += blockDim.x)
         a[r * ldp + k] = bin_value(b, odist, r, k, power);
-    }
 }
 
-/* out_f[row*columns + t]: the log of mel `row` (B as n_mels floats per
- * column) or of bin `row` (B as spectra), transposed into each frame's
- * (rows x columns) output. */
-static __global__ void finish_kernel(const frame_table ft, uint32_t count, const gf_params p,
-                                     const gf_spec_shape s, uint32_t odist, const float2 *b) {
-    const size_t per_frame = static_cast<size_t>(s.rows) * s.columns;
-    const size_t total = per_frame * count;
-    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+/* Block (x, y, f), kTile x kTileRows threads: out_f[row*columns + t] for
+ * the kTile columns t from x*kTile and the kTile rows from y*kTile of frame
+ * f, the log of mel `row` (B as n_mels floats per column) or of bin `row`
+ * (B as spectra).  Read along rows, written along columns, through a tile. */
+static __global__ void finish_kernel(const frame_table ft, const gf_params p, const gf_spec_shape s,
+                                     uint32_t odist, const float2 *b) {
+    __shared__ float tile[kTile][kTile + 1];
+    const uint32_t f = blockIdx.z, t0 = blockIdx.x * kTile, row0 = blockIdx.y * kTile;
     const float db_scale = p.power == 1 ? 20.0f : 10.0f;
-    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-         i += stride) {
-        const uint32_t f = static_cast<uint32_t>(i / per_frame);
-        const uint32_t row = static_cast<uint32_t>(i % per_frame / s.columns);
-        const uint32_t t = static_cast<uint32_t>(i % s.columns);
+    for (uint32_t i = threadIdx.y; i < kTile; i += kTileRows) {
+        const uint32_t t = t0 + i, row = row0 + threadIdx.x;
+        if (t >= s.columns || row >= s.rows)
+            continue;
         const size_t r = static_cast<size_t>(f) * s.columns + t;
         float v = p.n_mels > 0 ? reinterpret_cast<const float *>(b)[r * p.n_mels + row]
                                : bin_value(b, odist, r, row, p.power);
@@ -386,7 +414,13 @@ static __global__ void finish_kernel(const frame_table ft, uint32_t count, const
             v = logf(fmaxf(v, p.eps));
         else if (p.log == GF_LOG_DB)
             v = db_scale * log10f(fmaxf(v, p.eps));
-        ft.out[f][static_cast<size_t>(row) * s.columns + t] = v;
+        tile[i][threadIdx.x] = v;
+    }
+    __syncthreads();
+    for (uint32_t i = threadIdx.y; i < kTile; i += kTileRows) {
+        const uint32_t row = row0 + i, t = t0 + threadIdx.x;
+        if (t < s.columns && row < s.rows)
+            ft.out[f][static_cast<size_t>(row) * s.columns + t] = tile[threadIdx.x][i];
     }
 }
 
@@ -440,14 +474,15 @@ static int run_pass(spec_dev *d, spec_stream *s, cudaStream_t st, const gf_plugi
         ft.in[f] = frames[f].in_dev;
         ft.out[f] = static_cast<float *>(frames[f].out_dev);
     }
-    const size_t cells = static_cast<size_t>(sh.columns) * d->p.n_fft * count;
-    frames_kernel<<<blocks_for(cells), kThreadsPerBlock, 0, st>>>(ft, count, d->p, sh, d->idist,
-                                                                  s->a);
-    /* One exec per set bit of count, largest first. */
-    uint32_t done = 0;
-    for (int b = d->plans - 1; b >= 0; b--) {
-        if ((count & (1u << b)) == 0)
-            continue;
+    frames_kernel<<<dim3(sh.columns, count), kRowThreads, 0, st>>>(ft, d->p, sh, d->idist,
+                                                                   d->window, s->a);
+    /* The largest power of two in count, then the rest rounded up to one
+     * (step 2 above). */
+    for (uint32_t done = 0; done < count;) {
+        const uint32_t left = count - done;
+        int b = 31 - __builtin_clz(left);
+        if (done > 0 && (1u << b) < left)
+            b++;
         const size_t row = static_cast<size_t>(done) * sh.columns;
         if (libs.fft_exec_r2c(s->plan[b], s->a + row * d->idist,
                               reinterpret_cast<cufftComplex *>(s->b + row * d->odist)) !=
@@ -458,8 +493,8 @@ static int run_pass(spec_dev *d, spec_stream *s, cudaStream_t st, const gf_plugi
     const size_t rows = static_cast<size_t>(count) * sh.columns;
     if (d->p.n_mels > 0) {
         const float one = 1.0f, zero = 0.0f;
-        power_kernel<<<blocks_for(rows * sh.n_freqs), kThreadsPerBlock, 0, st>>>(
-            s->b, d->odist, rows, sh.n_freqs, d->p.power, d->ldp, s->a);
+        power_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, st>>>(
+            s->b, d->odist, sh.n_freqs, d->p.power, d->ldp, s->a);
         /* Column-major: mels (n_mels x rows) = fb (n_mels x n_freqs) times
          * |X|^p (n_freqs x rows, ld ldp). */
         if (libs.blas_sgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(d->p.n_mels),
@@ -469,8 +504,8 @@ static int run_pass(spec_dev *d, spec_stream *s, cudaStream_t st, const gf_plugi
                             static_cast<int>(d->p.n_mels)) != CUBLAS_STATUS_SUCCESS)
             return library_error(false);
     }
-    finish_kernel<<<blocks_for(rows * sh.rows), kThreadsPerBlock, 0, st>>>(ft, count, d->p, sh,
-                                                                           d->odist, s->b);
+    const dim3 tiles((sh.columns + kTile - 1) / kTile, (sh.rows + kTile - 1) / kTile, count);
+    finish_kernel<<<tiles, dim3(kTile, kTileRows), 0, st>>>(ft, d->p, sh, d->odist, s->b);
     return static_cast<int>(cudaGetLastError());
 }
 

@@ -208,8 +208,11 @@ static const struct spec_case {
     /* 1 s of 16 kHz audio to 64 log-mels: the figure's case, a batch of 64. */
     {GF_SAMPLES_INT16, 16000, 400, 160, 1, 2, 64, GF_MEL_HTK, GF_MEL_NORM_NONE, GF_LOG_LN, 64},
     {GF_SAMPLES_INT16, 16000, 400, 160, 1, 2, 64, GF_MEL_HTK, GF_MEL_NORM_NONE, GF_LOG_LN, 1},
+    /* 8 + 4 transforms' frames, the last one past the batch (the batch the
+     * daemon forms from 16 clients). */
+    {GF_SAMPLES_INT16, 16000, 400, 160, 1, 2, 64, GF_MEL_HTK, GF_MEL_NORM_NONE, GF_LOG_LN, 11},
     {GF_SAMPLES_INT16, 1000, 128, 50, 1, 2, 0, 0, 0, GF_LOG_NONE, 5},
-    {GF_SAMPLES_F32, 777, 101, 33, 0, 1, 0, 0, 0, GF_LOG_DB, 3},
+    {GF_SAMPLES_F32, 777, 101, 33, 0, 1, 0, 0, 0, GF_LOG_DB, 7},
     {GF_SAMPLES_F32, 4000, 256, 100, 1, 1, 40, GF_MEL_SLANEY, GF_MEL_NORM_SLANEY, GF_LOG_DB, 9},
     {GF_SAMPLES_INT16, 3001, 512, 128, 0, 2, 80, GF_MEL_SLANEY, GF_MEL_NORM_NONE, GF_LOG_NONE, 17},
     {GF_SAMPLES_INT16, 20000, 4096, 1024, 1, 2, 128, GF_MEL_HTK, GF_MEL_NORM_SLANEY, GF_LOG_LN, 6},
