@@ -297,13 +297,16 @@ static int host_gathers(const cuda_engine *ce, const gf_slot *s) {
 static cudaError_t move_frames(const cuda_engine *ce, const gf_slot *s, cuda_slot *cs, int in) {
     gf_copy copies[GF_SLOT_FRAMES_MAX];
     unsigned n = 0;
+    int across_bus = 0;
     for (uint32_t i = 0; i < s->frame_count; i++) {
         const gf_frame *f = &s->frames[i];
-        if (moved_by_kernel(ce, s, f, in))
-            copies[n++] = in ? (gf_copy){f->src, (uint8_t *)cs->in_dev + f->offset, f->in_bytes}
-                             : (gf_copy){(uint8_t *)cs->out_dev + f->offset, f->dst, f->out_bytes};
+        if (!moved_by_kernel(ce, s, f, in))
+            continue;
+        copies[n++] = in ? (gf_copy){f->src, (uint8_t *)cs->in_dev + f->offset, f->in_bytes}
+                         : (gf_copy){(uint8_t *)cs->out_dev + f->offset, f->dst, f->out_bytes};
+        across_bus |= !f->on_device;
     }
-    return n ? (cudaError_t)gf_copies_launch(copies, n, cs->busy) : cudaSuccess;
+    return n ? (cudaError_t)gf_copies_launch(copies, n, across_bus, cs->busy) : cudaSuccess;
 }
 
 /* The batch's stages, from `in_first` (the first stage's input) to

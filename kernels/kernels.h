@@ -68,10 +68,12 @@ typedef struct gf_copy {
  * that).  What the CUDA engine uses to gather a batch's small device
  * frames into its slot and scatter their results back, in place of a
  * launch a frame, and to move a batch's small shm frames between their
- * regions and the slot, in place of a copy a frame.  Returns as a
- * launcher does (gf_launch_fn); count 0 launches nothing.
+ * regions and the slot, in place of a copy a frame.  `across_bus`: some
+ * copy has an end in host memory; each block then keeps a quarter of the
+ * reads in flight (kernels/copies.cu says why).  Returns as a launcher
+ * does (gf_launch_fn); count 0 launches nothing.
  */
-int gf_copies_launch(const gf_copy *copies, unsigned count, gf_cuda_stream stream);
+int gf_copies_launch(const gf_copy *copies, unsigned count, int across_bus, gf_cuda_stream stream);
 
 /*
  * "echo": the output is a byte-for-byte copy of the input, of any length

@@ -264,8 +264,10 @@ END_TEST
  * buffer into another, copy i of copy_bytes(i) bytes at source and
  * destination offsets that are 16-byte aligned, or not, as `misalign` says
  * (0 both aligned, 1 the source off by 3, 2 both off by 5), the sizes
- * covering empty, tails of the vector path, a page and 64 KiB; every copied
- * byte exact and every other byte of the destination still poison.
+ * covering empty, tails of the vector path, a page and 64 KiB, launched as
+ * the engine launches them for those ends (across_bus: blocks of 64 threads
+ * where an end is host memory, else 256); every copied byte exact and every
+ * other byte of the destination still poison.
  */
 static size_t copy_bytes(unsigned i) {
     static const size_t sizes[] = {0, 1, 15, 16, 17, 255, 4096, 4099, 32000, 49168, 65536};
@@ -319,7 +321,7 @@ static void run_copies(unsigned count, int misalign, enum copy_ends ends) {
                       (unsigned char *)dst_dev + (count - 1 - i) * stride + to_skew, copy_bytes(i)};
     }
     GF_TEST_CK_CUDA(cudaGetLastError());
-    int rc = gf_copies_launch(copies, count, (gf_cuda_stream)stream);
+    int rc = gf_copies_launch(copies, count, ends != DEVICE_TO_DEVICE, (gf_cuda_stream)stream);
     ck_assert_msg(rc == 0, "%u copies: %s", count, cudaGetErrorString((cudaError_t)rc));
     GF_TEST_CK_CUDA(cudaMemcpyAsync(got, dst_dev, total, cudaMemcpyDefault, stream));
     GF_TEST_CK_CUDA(cudaStreamSynchronize(stream));
@@ -362,7 +364,7 @@ START_TEST(test_copies_too_many_refused) {
     gf_copy copies[GF_COPIES_MAX + 1];
     memset(copies, 0, sizeof copies);
     GF_TEST_CK_CUDA(cudaGetLastError());
-    ck_assert_int_eq(gf_copies_launch(copies, GF_COPIES_MAX + 1, NULL), cudaErrorInvalidValue);
+    ck_assert_int_eq(gf_copies_launch(copies, GF_COPIES_MAX + 1, 0, NULL), cudaErrorInvalidValue);
 }
 END_TEST
 
