@@ -20,9 +20,10 @@
  * replaying a graph of a batch's frames gathered from pinned host memory,
  * where each lies apart from the others as a client's shm frame does, by
  * gf_copies_launch, the stage, and the results scattered back the same
- * way, exactly as the CUDA engine moves a batch of small shm frames
- * (daemon/engine_cuda_launch.c, move_frames); batches of 16 and 64; one
- * result checked.  Prints:
+ * way: the kernels and blocks the CUDA engine moves a batch of small shm
+ * frames with (daemon/engine_cuda_launch.c, move_frames), though the engine
+ * launches them around its graph of the stages, two launches more;
+ * batches of 16 and 64; one result checked.  Prints:
  *   # device NAME
  *   kernel case=C batch=B us_per_batch=T frames_per_s=R
  *   limit name=copy case=C in_bytes=I out_bytes=O frames_per_s=R

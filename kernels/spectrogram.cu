@@ -28,7 +28,7 @@
  * streams that run at once): A and B, sized for `chunk` frames where chunk
  * is the largest power of two (at most 64) whose frames fit kScratchBytes,
  * the plans' shared work area, a cuBLAS handle and its workspace; once per
- * device the filterbank.  1 s of 16 kHz audio with n_fft 400: 64 frames,
+ * device the window and the filterbank.  1 s of 16 kHz audio with n_fft 400: 64 frames,
  * about 21 MiB a stream.
  *
  * cuFFT and cuBLAS are loaded with dlopen when the first stage opens on a
@@ -212,9 +212,8 @@ static cudaError_t upload(float **dev, const float *host, size_t count) {
 }
 
 /* The device's tables, from the reference's formulas in double: the window
- * and, with mel, the filterbank.  They are on the device when this returns
- * (a cudaMemcpy from pageable memory may return before its DMA ends, and
- * the shards' streams do not wait for the legacy stream). */
+ * and, with mel, the filterbank (on the legacy stream: spec_device_open
+ * waits for it). */
 static cudaError_t upload_tables(spec_dev *d) {
     const uint32_t n_fft = d->p.n_fft, n_mels = d->p.n_mels, n_freqs = d->s.n_freqs;
     const size_t fb_count = static_cast<size_t>(n_mels) * n_freqs;
@@ -234,8 +233,6 @@ static cudaError_t upload_tables(spec_dev *d) {
                     static_cast<float>(gf_mel_weight(&d->p, f_pts, n_freqs, k, m));
         err = upload(&d->fb, host, fb_count);
     }
-    if (err == cudaSuccess)
-        err = cudaStreamSynchronize(cudaStreamLegacy);
     free(host);
     return err;
 }
@@ -333,15 +330,23 @@ static void *spec_device_open(const void *state, int device, uint32_t streams, c
     }
     d->stream_count = streams;
     if ((err = upload_tables(d)) != cudaSuccess) {
-        snprintf(why, why_len, "the window and mel filterbank: %s", cudaGetErrorString(err));
+        snprintf(why, why_len, "the window or mel filterbank: %s", cudaGetErrorString(err));
         goto fail;
     }
     for (uint32_t i = 0; i < streams; i++)
         if (open_stream(d, &d->streams[i], why, why_len) < 0)
             goto fail;
+    /* The tables' copies and the scratch's zeroing ran on the legacy stream,
+     * which the shards' streams do not wait for (and a cudaMemcpy from
+     * pageable memory may return before its DMA ends). */
+    if ((err = cudaStreamSynchronize(cudaStreamLegacy)) != cudaSuccess) {
+        snprintf(why, why_len, "the device's tables and scratch: %s", cudaGetErrorString(err));
+        goto fail;
+    }
     return d;
 
 fail:
+    cudaGetLastError(); /* the caller's next launch must not read this one's error */
     free_dev(d);
     return nullptr;
 }

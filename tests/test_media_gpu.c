@@ -216,8 +216,11 @@ static const struct spec_case {
     {GF_SAMPLES_F32, 4000, 256, 100, 1, 1, 40, GF_MEL_SLANEY, GF_MEL_NORM_SLANEY, GF_LOG_DB, 9},
     {GF_SAMPLES_INT16, 3001, 512, 128, 0, 2, 80, GF_MEL_SLANEY, GF_MEL_NORM_NONE, GF_LOG_NONE, 17},
     {GF_SAMPLES_INT16, 20000, 4096, 1024, 1, 2, 128, GF_MEL_HTK, GF_MEL_NORM_SLANEY, GF_LOG_LN, 6},
-    /* More frames than a call carries: passes of `chunk`. */
-    {GF_SAMPLES_INT16, 32000, 400, 160, 1, 2, 64, GF_MEL_HTK, GF_MEL_NORM_NONE, GF_LOG_DB, 40},
+    /* More frames than a call carries: passes of `chunk` (32 here), the
+     * second's 8 + 4 transforms over rows the first left; and 16 + 16 up to
+     * the chunk. */
+    {GF_SAMPLES_INT16, 32000, 400, 160, 1, 2, 64, GF_MEL_HTK, GF_MEL_NORM_NONE, GF_LOG_DB, 43},
+    {GF_SAMPLES_INT16, 32000, 400, 160, 1, 2, 64, GF_MEL_HTK, GF_MEL_NORM_NONE, GF_LOG_DB, 31},
     {GF_SAMPLES_INT16, 64, 2, 1, 1, 2, 0, 0, 0, GF_LOG_LN, 2},
 };
 
