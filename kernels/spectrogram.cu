@@ -42,7 +42,6 @@
  */
 #include "kernels.h"
 
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -223,7 +222,7 @@ static cudaError_t upload_tables(spec_dev *d) {
     if (host == nullptr)
         return cudaErrorMemoryAllocation;
     for (uint32_t j = 0; j < n_fft; j++)
-        host[j] = static_cast<float>(0.5 - 0.5 * cos(2.0 * M_PI * j / n_fft));
+        host[j] = static_cast<float>(gf_spec_window(j, n_fft));
     cudaError_t err = upload(&d->window, host, n_fft);
     if (err == cudaSuccess && n_mels > 0) {
         gf_mel_points(&d->p, f_pts);

@@ -65,6 +65,10 @@ __host__ __device__
     return (uint32_t)i;
 }
 
+/* The periodic Hann window at sample j of n_fft (torch.hann_window's
+ * default): 0.5 - 0.5 cos(2 pi j / n_fft). */
+double gf_spec_window(uint32_t j, uint32_t n_fft);
+
 /* f_max as used: the parameter, or sample_rate / 2 (integer division, as
  * torchaudio's float(sample_rate // 2)) when it is 0. */
 double gf_mel_f_max(const gf_params *p);

@@ -86,6 +86,10 @@ double gf_mel_weight(const gf_params *p, const double *f_pts, uint32_t n_freqs, 
     return w;
 }
 
+double gf_spec_window(uint32_t j, uint32_t n_fft) {
+    return 0.5 - 0.5 * cos(2.0 * PI * (double)j / (double)n_fft);
+}
+
 double gf_spec_log_value(const gf_params *p, double x) {
     const double floor_x = x > (double)p->eps ? x : (double)p->eps;
     switch (p->log) {
@@ -124,10 +128,10 @@ void gf_spectrogram_ref(const gf_params *p, const void *in, size_t in_bytes, voi
     if (p->n_mels > 0)
         gf_mel_points(p, f_pts);
     for (uint32_t t = 0; t < s.columns; t++) {
-        /* The windowed column: periodic Hann, w[j] = 0.5 - 0.5 cos(2 pi j / n). */
+        /* The windowed column. */
         for (uint32_t j = 0; j < n; j++) {
             const int64_t i = (int64_t)t * p->hop + j - s.pad;
-            v[j] = (0.5 - 0.5 * cos_t[j]) *
+            v[j] = gf_spec_window(j, n) *
                    sample_at(in, s.sample_bytes, gf_spec_reflect(i, p->samples));
         }
         for (uint32_t k = 0; k < s.n_freqs; k++) {
