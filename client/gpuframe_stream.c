@@ -6,8 +6,10 @@
  * and the frame size, and runs the window; gpuframe_stream_run.h says
  * where the frames and the replies are handled.
  */
+#define _GNU_SOURCE /* ppoll */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -474,30 +476,53 @@ static void show_progress(gf_stream_run *r, uint64_t now_ns) {
 }
 
 /*
+ * --rate: waits until `due_ns` (gf_now_ns's clock), or less while a reply
+ * arrives, to the microsecond: a wait in whole milliseconds would let a fast
+ * source send only behind replies, each frame just after the daemon placed
+ * the one before, rather than on its clock.  Returns 0, or -1 when poll
+ * failed (reported).
+ */
+static int wait_due_or_reply(gf_stream_run *r, uint64_t due_ns) {
+    uint64_t now = gf_now_ns();
+    if (now >= due_ns)
+        return 0;
+    struct pollfd pfd = {.fd = gf_client_fd(r->client), .events = POLLIN};
+    if (gf_client_flush(r->client, 0) == -ETIMEDOUT)
+        pfd.events |= POLLOUT; /* a frame not yet written whole */
+    struct timespec left = {.tv_sec = (time_t)((due_ns - now) / 1000000000u),
+                            .tv_nsec = (long)((due_ns - now) % 1000000000u)};
+    if (ppoll(&pfd, 1, &left, NULL) < 0 && errno != EINTR) {
+        fprintf(stderr, "gpuframe stream: poll: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/*
  * Streams: keeps up to --window frames in flight and handles every reply,
  * until every queued frame is answered; after Ctrl-C (stream_interrupted)
- * it queues no more and collects the frames in flight.  Returns 0, or -1
- * when the connection failed first (already reported).
+ * it queues no more and collects the frames in flight.  With --rate, frame
+ * i is queued i / rate after the start, on time while replies come in.
+ * Returns 0, or -1 when the connection failed first (already reported).
  */
 static int stream_frames(gf_stream_run *r) {
     const gf_stream_opts *o = r->o;
 
     for (;;) {
-        int timeout_ms = o->common.timeout_ms;
+        uint64_t due = 0; /* --rate: when the next frame is due, if later */
         while (!r->input_done && !stream_interrupted && r->queued < r->planned &&
                r->queued - r->answered < o->window) {
             if (o->rate > 0) {
-                /* --rate: frame i is due i / rate after the start. */
-                uint64_t due = r->start_ns + (uint64_t)((double)r->queued * 1e9 / o->rate);
+                uint64_t at = r->start_ns + (uint64_t)((double)r->queued * 1e9 / o->rate);
                 uint64_t now = gf_now_ns();
-                if (now < due) {
-                    timeout_ms = (int)((due - now + 999999) / 1000000);
+                if (now < at) {
                     if (r->queued == r->answered) {
-                        struct timespec ts = {.tv_sec = (time_t)((due - now) / 1000000000u),
-                                              .tv_nsec = (long)((due - now) % 1000000000u)};
+                        struct timespec ts = {.tv_sec = (time_t)((at - now) / 1000000000u),
+                                              .tv_nsec = (long)((at - now) % 1000000000u)};
                         nanosleep(&ts, NULL);
                         continue;
                     }
+                    due = at;
                     break;
                 }
             }
@@ -513,9 +538,12 @@ static int stream_frames(gf_stream_run *r) {
 
         size_t before = gf_client_in_flight(r->client);
         gf_reply rep;
-        int err = gf_client_recv(r->client, &rep, timeout_ms);
-        if (err == -ETIMEDOUT && timeout_ms != o->common.timeout_ms)
-            continue; /* --rate: the next frame is due */
+        int err = gf_client_recv(r->client, &rep, due ? 0 : o->common.timeout_ms);
+        if (err == -ETIMEDOUT && due) {
+            if (wait_due_or_reply(r, due) < 0)
+                return -1;
+            continue;
+        }
         if (err < 0) {
             gf_print_client_error(r->client, "stream", err);
             return -1;

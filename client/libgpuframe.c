@@ -252,6 +252,10 @@ size_t gf_client_in_flight(const gf_client *c) {
     return (size_t)(c->tail_seq - c->reply_seq);
 }
 
+int gf_client_fd(const gf_client *c) {
+    return c->fd;
+}
+
 /* Doubles the ring, keeping every live request at its sequence number. */
 static int grow_ring(gf_client *c) {
     size_t count = c->ring_count * 2;

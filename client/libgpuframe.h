@@ -290,6 +290,16 @@ GF_API int gf_client_flush(gf_client *c, int timeout_ms);
 GF_API size_t gf_client_in_flight(const gf_client *c);
 
 /*
+ * The connection's socket, for a caller that waits in its own poll(), epoll
+ * or event loop (with a finer timeout than milliseconds, or beside other
+ * descriptors): when it is readable, gf_client_recv(c, &reply, 0) takes what
+ * arrived; while gf_client_flush(c, 0) returns -ETIMEDOUT, requests remain
+ * unwritten, so wait for it to be writable too.  The library keeps owning it:
+ * never read, write or close it.
+ */
+GF_API int gf_client_fd(const gf_client *c);
+
+/*
  * Sends a LIST, STATS or TRACE request (`type`; a TRACE asks for every frame
  * the daemon keeps), waits for its reply and stores a malloc'd,
  * NUL-terminated copy of the JSON document in `*json_out`, which the caller

@@ -61,7 +61,7 @@ soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 exports=$(nm -D --defined-only "$so" | awk '$2 == "T" { print $3 }' | sort | tr '\n' ' ')
 expected="gf_client_close gf_client_connect gf_client_connect_error gf_client_device_copy_from \
 gf_client_device_copy_to gf_client_device_region_add_fd gf_client_device_region_create \
-gf_client_device_region_destroy gf_client_error gf_client_flush gf_client_in_flight \
+gf_client_device_region_destroy gf_client_error gf_client_fd gf_client_flush gf_client_in_flight \
 gf_client_pipeline_id gf_client_recv gf_client_region_add_fd gf_client_region_create \
 gf_client_region_destroy gf_client_region_remove gf_client_request_json gf_client_request_trace \
 gf_client_send_frame gf_client_send_frame_device gf_client_send_frame_shm \

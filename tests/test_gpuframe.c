@@ -347,6 +347,27 @@ START_TEST(stream_start_at_waits_for_its_time) {
 }
 END_TEST
 
+/* --rate: frame i goes i / rate after the first, so 6 frames at 50 a second
+ * take at least 100 ms however fast the daemon answers (and a loaded
+ * machine's lag makes them no earlier). */
+START_TEST(stream_rate_paces_its_frames) {
+    gf_test_daemon d;
+    char *out;
+    double seconds = -1;
+
+    gf_test_ck_daemon_start(&d, config_json, g_engine);
+    ck_assert_int_eq(run_gpuframe(d.dir, &out, "stream", "--socket", d.socket_path, "--pipeline",
+                                  "echo", "--size", "4096", "--count", "6", "--window", "4",
+                                  "--rate", "50", "--quiet", (char *)NULL),
+                     0);
+    ck_assert_msg(sscanf(out, "frames=6 errors=0 seconds=%lf", &seconds) == 1, "%s", out);
+    ck_assert_msg(seconds >= 0.1, "6 frames at --rate 50 took %.3f s, under 5 periods of 20 ms",
+                  seconds);
+    free(out);
+    gf_test_ck_daemon_stop(&d, GF_TEST_STOP_EXIT_0);
+}
+END_TEST
+
 /* The tail of a stream's summary line in `out`: what follows "max_us=N ". */
 static const char *summary_tail(const char *out) {
     const char *at = strstr(out, " max_us=");
@@ -959,6 +980,7 @@ static Suite *gpuframe_suite(void) {
     tcase_add_test(tc, stream_where_every_frame_fails_says_what_failed);
     tcase_add_test(tc, seed_with_input_is_refused);
     tcase_add_test(tc, stream_start_at_waits_for_its_time);
+    tcase_add_test(tc, stream_rate_paces_its_frames);
     tcase_add_test(tc, connect_errors_say_what_to_do);
     tcase_add_test(tc, stream_uses_shared_memory_from_64k_up);
     tcase_add_test(tc, stream_sizes_the_daemon_refuses);

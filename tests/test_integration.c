@@ -36,12 +36,14 @@
 #include <check.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -590,6 +592,45 @@ START_TEST(stats_between_frames_keeps_order) {
     free(ref);
     free(in2);
     free(ref2);
+    gf_client_close(c);
+}
+END_TEST
+
+/* A caller that waits on gf_client_fd in its own poll() (an event loop's
+ * way): the sent frame is written by gf_client_flush, the socket turns
+ * readable with its reply, and gf_client_recv without waiting takes it;
+ * before that, it says there is none yet. */
+START_TEST(waiting_on_the_client_fd) {
+    char err[ERR_BYTES];
+    uint64_t rng = 35;
+    void *in, *ref;
+    size_t ref_bytes;
+    gf_client *c = connect_client();
+    const gf_pipeline *sincos = pipeline(c, P_SINCOS);
+    ck_assert_int_eq(
+        gf_test_make_frame(sincos, 65536, &rng, &in, &ref, &ref_bytes, err, sizeof err), 0);
+
+    int fd = gf_client_fd(c);
+    struct stat st;
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    ck_assert(S_ISSOCK(st.st_mode));
+    gf_reply r;
+    ck_assert_int_eq(gf_client_recv(c, &r, 0), -ETIMEDOUT); /* nothing asked */
+    ck_assert_int_eq(gf_client_send_frame(c, P_SINCOS, 9, in, 65536), 0);
+    ck_assert_int_eq(gf_client_flush(c, GF_TEST_REPLY_TIMEOUT_MS), 0);
+    int rc;
+    do {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        ck_assert_int_eq(poll(&pfd, 1, GF_TEST_REPLY_TIMEOUT_MS), 1);
+        ck_assert(pfd.revents & POLLIN);
+        rc = gf_client_recv(c, &r, 0); /* a part of the reply may have come */
+    } while (rc == -ETIMEDOUT);
+    ck_assert_msg(rc == 0, "%s (%s)", strerror(-rc), gf_client_error(c));
+    ck_assert_msg(gf_test_check_result(sincos, &r, 9, ref, ref_bytes, err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert_uint_eq(gf_client_in_flight(c), 0);
+    free(in);
+    free(ref);
     gf_client_close(c);
 }
 END_TEST
@@ -1692,6 +1733,7 @@ static Suite *integration_suite(void) {
     tcase_add_test(tc, mixed_pipelines_one_window);
     tcase_add_test(tc, split_writes_reassembled);
     tcase_add_test(tc, stats_between_frames_keeps_order);
+    tcase_add_test(tc, waiting_on_the_client_fd);
     tcase_add_test(tc, concurrent_clients_verified);
     tcase_add_test(tc, backpressure_window_larger_than_slots);
     tcase_add_test(tc, half_close_gets_every_reply);
