@@ -8,9 +8,12 @@
 #           and 64 clients at window 16, started together (frames/s: every
 #           client's frames over their span, from the first one's start to
 #           the last one's end, as `started=` gives them; p50: the clients'
-#           mean).  Verdicts:
-#           auto's frames/s at least 0.9 of the better fixed delay's, its p50
-#           at most the worse one's; one client's p50 within 10 % of delay 0.
+#           mean).  Then the lone client again, delay 0 and auto in turn for
+#           five rounds, each on a daemon of its own (one run of each read
+#           delay 0 anywhere from 52.5 to 58.1 us on an H200: that spread is
+#           wider than the criterion).  Verdicts: auto's frames/s at least
+#           0.9 of the better fixed delay's, its p50 at most the worse one's;
+#           the median of the rounds' auto / delay 0 p50 ratios at most 1.10.
 #  live     a 30 frames/s source with 10 ms deadlines (gpuframe stream --rate
 #           30 --deadline-ms 10 --priority realtime) alone, then beside 16
 #           saturating clients of the same pipeline (--priority batch; the
@@ -59,11 +62,11 @@ for f in $needs; do
   [ -e "$build/$f" ] || { echo "bench: $build/$f not built" >&2; exit 2; }
 done
 if [ $dry = 1 ]; then
-  total=300 least=5 single=50 live_count=15 live_load=4 latest_s=1 shard_count=100 shard_rounds=1
+  total=300 least=5 single=50 live_count=15 live_load=4 latest_s=1 shard_count=100 rounds=1
   slow='"iters": 2000' slow_size=4096 alone_count=20
 else
   total=200000 least=200 single=3000 live_count=300 live_load=16 latest_s=3 shard_count=5000
-  shard_rounds=5
+  rounds=5
   slow='"iters": 100000' slow_size=1048576 alone_count=200
 fi
 
@@ -121,13 +124,10 @@ clients() { # N ARGS...
 
 # ---- delay: 0, 200, auto across client counts -----------------------------------
 counts="1 2 4 8 16 64"
-declare -A fps p50 s50
+declare -A fps p50
 for delay in 0 200 auto; do
   d=$delay; [ "$d" = auto ] && d='"auto"'
   start_daemon "{\"pipelines\": [{\"name\": \"mlp\", $mlp, \"max_batch_delay_us\": $d}]}"
-  out=$(stream --pipeline mlp --size 12288 --count "$single" --window 1 --no-shm)
-  s50[$delay]=$(field p50_us "$out")
-  echo "delay delay=$delay clients=1 window=1 p50_us=${s50[$delay]} p99_us=$(field p99_us "$out")"
   for n in $counts; do
     each=$((total / n)); [ $each -lt $least ] && each=$least
     read -r f p q <<<"$(clients "$n" --pipeline mlp --size 12288 --count $each --window 16 --no-shm)"
@@ -145,6 +145,20 @@ for p in json.load(sys.stdin)["pipelines"]:
               e["arrivals_per_s"]))' || rc=1
   fi
   stop_daemon
+done
+
+# ---- single: one client at window 1, delay 0 and auto in turn ---------------------
+single_ratios=""
+for ((round = 1; round <= rounds; round++)); do
+  for delay in 0 auto; do
+    d=$delay; [ "$d" = auto ] && d='"auto"'
+    start_daemon "{\"pipelines\": [{\"name\": \"mlp\", $mlp, \"max_batch_delay_us\": $d}]}"
+    out=$(stream --pipeline mlp --size 12288 --count "$single" --window 1 --no-shm)
+    echo "single round=$round delay=$delay p50_us=$(field p50_us "$out") p99_us=$(field p99_us "$out")"
+    eval "single_$delay=$(field p50_us "$out")"
+    stop_daemon
+  done
+  single_ratios+=" $(awk -v a="$single_auto" -v z="$single_0" 'BEGIN { print (z > 0 ? a / z : 0) }')"
 done
 
 # ---- live: a 30 frames/s source with 10 ms deadlines, alone and beside 16 clients --
@@ -198,7 +212,7 @@ stop_daemon
 
 # ---- shards: one client, 4 KiB at window 1, default shards and one, in turn ---------
 sh_p50_ratios="" sh_p99_ratios=""
-for ((round = 1; round <= shard_rounds; round++)); do
+for ((round = 1; round <= rounds; round++)); do
   for shards in default 1; do
     keys=""; [ $shards = 1 ] && keys='"shards": 1, '
     start_daemon "{$keys\"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}"
@@ -220,10 +234,6 @@ for n in $counts; do
     printf "verdict delay_clients_%d %s auto_fps=%.0f best_fixed_fps=%.0f ratio=%.3f (>= 0.9) auto_p50_us=%.1f worse_fixed_p50_us=%.1f (<=)\n",
       n, (r >= 0.9 && pa <= worse) ? "ok" : "FAIL", a, best, r, pa, worse }'
 done
-awk -v a="${s50[auto]}" -v z="${s50[0]}" 'BEGIN {
-  r = z > 0 ? a / z : 0
-  printf "verdict delay_single_p50 %s auto_p50_us=%.1f delay0_p50_us=%.1f ratio=%.3f (<= 1.10)\n",
-    r <= 1.10 ? "ok" : "FAIL", a, z, r }'
 live_field() { field "$1" "$2"; }
 awk -v f="$(live_field frames "$beside")" -v m="$(live_field deadline_exceeded "$beside")" \
     -v pa="$(live_field p99_us "$alone")" -v pb="$(live_field p99_us "$beside")" 'BEGIN {
@@ -236,15 +246,19 @@ import json, sys
 j = json.loads(sys.argv[1].splitlines()[-1]); rate, alone = float(sys.argv[2]), float(sys.argv[3])
 period_us = 1e6 / rate if rate else 0
 waited = (j["max_us"] - alone) / period_us if period_us else 99
+p99 = (j["p99_us"] - alone) / period_us if period_us else 99
 answered = j["no_reply"] == 0 and j["errors"] == 0
-print("verdict latest_2x_%s %s every_request_answered=%s max_wait_periods=%.2f (<= 2) period_us=%.1f" % (
-    sys.argv[4], "ok" if answered and waited <= 2 else "FAIL", answered, waited, period_us))' \
+print("verdict latest_2x_%s %s every_request_answered=%s max_wait_periods=%.2f (<= 2) p99_wait_periods=%.2f period_us=%.1f" % (
+    sys.argv[4], "ok" if answered and waited <= 2 else "FAIL", answered, waited, p99, period_us))' \
     "${latest_json[$name]}" "${latest_rate[$name]}" "${latest_alone[$name]}" "$name" || rc=1
 done
 # The median of the rounds' ratios.
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 }
   END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-awk -v r50="$(median "$sh_p50_ratios")" -v r99="$(median "$sh_p99_ratios")" -v n="$shard_rounds" \
+awk -v r="$(median "$single_ratios")" -v n="$rounds" -v all="${single_ratios# }" 'BEGIN {
+  printf "verdict delay_single_p50 %s ratio=%.3f (<= 1.10; auto / delay 0, the median of %d rounds: %s)\n",
+    r <= 1.10 ? "ok" : "FAIL", r, n, all }'
+awk -v r50="$(median "$sh_p50_ratios")" -v r99="$(median "$sh_p99_ratios")" -v n="$rounds" \
     -v all50="${sh_p50_ratios# }" -v all99="${sh_p99_ratios# }" 'BEGIN {
   printf "verdict shards_p50_p99 %s p50_ratio=%.3f p99_ratio=%.3f (<= 1.05 on two GPUs; medians of %d rounds: p50 %s, p99 %s)\n",
     (r50 <= 1.05 && r99 <= 1.05) ? "ok" : "FAIL", r50, r99, n, all50, all99 }'
