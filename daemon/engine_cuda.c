@@ -410,6 +410,7 @@ int gf__engine_cuda_open(const gf_engine_params *p, gf_completion *done, gf_engi
         goto fail;
     }
     ce->host_pointers = prop.canUseHostPointerForRegisteredMem;
+    ce->max_pitch = prop.memPitch;
     for (uint32_t i = 0; i < p->slot_count; i++) {
         e->slots[i].index = i;
         if ((rc = open_slot(p, e, &e->slots[i], &ce->cslots[i])) != 0) {

@@ -85,14 +85,41 @@ static cudaError_t launch_frames(const gf_slot *s, cuda_slot *cs, const gf_stage
     return err;
 }
 
+/* Where shm frame `f`'s bytes of that direction lie in its region. */
+static const uint8_t *region_side(const gf_frame *f, int to_device) {
+    return to_device ? f->src : f->dst;
+}
+
 /* Whether shm frame `g` lies right after `f` both in their region and in
  * the slot (no byte between them on either side), so that one copy moves
  * both and writes nothing else into the client's region. */
 static int region_adjacent(const gf_frame *f, const gf_frame *g, int to_device) {
     uint64_t bytes = to_device ? f->in_bytes : f->out_bytes;
-    const uint8_t *end = (to_device ? f->src : f->dst) + bytes;
     return g->region == f->region && g->offset == f->offset + bytes &&
-           (to_device ? g->src : g->dst) == end;
+           region_side(g, to_device) == region_side(f, to_device) + bytes;
+}
+
+/* Whether shm frame `g` comes `*region_pitch` bytes after `f` in their
+ * region and `*slot_pitch` after it in the slot (0: set from this pair),
+ * with as many bytes of that direction, each pitch at least that many and
+ * at most `max_pitch`: one 2D copy moves a run of such frames and writes
+ * nothing between them into the client's region.  A client's consecutive
+ * frames lie one entry apart, their inputs at a page-rounded stride
+ * (gf_client_shm_open). */
+static int region_pitched(const gf_frame *f, const gf_frame *g, int to_device, uint64_t max_pitch,
+                          uint64_t *region_pitch, uint64_t *slot_pitch) {
+    uint64_t bytes = to_device ? f->in_bytes : f->out_bytes;
+    const uint8_t *a = region_side(f, to_device), *b = region_side(g, to_device);
+    if (g->region != f->region || (to_device ? g->in_bytes : g->out_bytes) != bytes ||
+        b < a + bytes || g->offset < f->offset + bytes || (uint64_t)(b - a) > max_pitch ||
+        g->offset - f->offset > max_pitch)
+        return 0;
+    uint64_t rp = (uint64_t)(b - a), sp = g->offset - f->offset;
+    if (*region_pitch == 0) {
+        *region_pitch = rp;
+        *slot_pitch = sp;
+    }
+    return rp == *region_pitch && sp == *slot_pitch;
 }
 
 /* Whether the run of frames [i, j) of `s` lie at one stride with one
@@ -129,6 +156,16 @@ static int strided_run(const gf_slot *s, uint32_t i, uint32_t j, int to_device, 
  * frames (1.8x and 1.9-2.8x the frames/s from 16 and 64 clients); larger
  * ones keep their copies until measured. */
 #define HOST_GATHER_MAX_BYTES (32u << 10)
+/* The bytes a copy of a batch's small shm frames moves on average below
+ * which one kernel moves them instead, when they would take several
+ * (host_gathers): the copy engines leave the SMs to the stages, and a copy
+ * of rows costs about what one of a frame does.  On an H200, same run, 16
+ * clients' spectrograms (32,000 bytes in, 25,856 out) at window 64 went
+ * 1.10 M frames/s with 256 KiB against 0.77 M with a kernel for any two
+ * copies, 1.10 M with 128 KiB, 1.08-1.10 M with 64 KiB; at window 16 0.70-0.72
+ * M against 0.60-0.62, 0.65-0.68 and 0.65; 32,000-byte echo 0.89 M against
+ * 0.85, 0.77-0.79 and 0.76-0.77. */
+#define HOST_GATHER_COPY_BYTES (256u << 10)
 _Static_assert(GF_SLOT_FRAMES_MAX <= GF_COPIES_MAX, "one gf_copies_launch moves a whole batch");
 
 /* Whether shm frame `f` may be moved by a kernel: the engine's kernels
@@ -161,14 +198,55 @@ static uintptr_t host_base(const gf_frame *f, int to_device) {
     return (uintptr_t)(to_device ? f->src : f->dst) - f->offset;
 }
 
+/* What one copy of a run of shm frames moves: `rows` rows of `bytes`, at
+ * `region_pitch` in their region and `slot_pitch` in the slot when there
+ * are several. */
+struct run_shape {
+    uint64_t bytes, region_pitch, slot_pitch;
+    uint32_t rows;
+};
+
+/* Whether frame `g` may join a run: `gatherable`, one a kernel may move
+ * (host_gatherable: host_gathers counts the copies they would take); else
+ * one that is copied (!moved_by_kernel: copy_frames). */
+static int run_takes(const cuda_engine *ce, const gf_slot *s, const gf_frame *g, int to_device,
+                     int gatherable) {
+    return gatherable ? host_gatherable(ce, g) : !moved_by_kernel(ce, s, g, to_device);
+}
+
+/* The run of shm frames of `s` from frame i that one copy moves in that
+ * direction (run_takes): back to back on both sides (one copy of
+ * r->bytes), or else at two pitches (r->rows > 1 rows of r->bytes,
+ * region_pitched).  Returns its end. */
+static uint32_t region_run(const cuda_engine *ce, const gf_slot *s, uint32_t i, int to_device,
+                           int gatherable, struct run_shape *r) {
+    const gf_frame *f = &s->frames[i];
+    uint32_t j = i + 1;
+    *r = (struct run_shape){.bytes = to_device ? f->in_bytes : f->out_bytes, .rows = 1};
+    while (j < s->frame_count && run_takes(ce, s, &s->frames[j], to_device, gatherable) &&
+           region_adjacent(&s->frames[j - 1], &s->frames[j], to_device)) {
+        r->bytes += to_device ? s->frames[j].in_bytes : s->frames[j].out_bytes;
+        j++;
+    }
+    if (j > i + 1)
+        return j;
+    while (j < s->frame_count && run_takes(ce, s, &s->frames[j], to_device, gatherable) &&
+           region_pitched(&s->frames[j - 1], &s->frames[j], to_device, ce->max_pitch,
+                          &r->region_pitch, &r->slot_pitch))
+        j++;
+    r->rows = j - i;
+    return j;
+}
+
 /* Copies the batch's inputs to the device (to_device) or its results back:
  * frames whose host side is a slot's buffer (its own, or, for frames of
  * another shard's batch, that one's) lie end to end there and go in one
  * copy per run of them (a 2D copy when they lie far apart: strided_run);
  * shm frames, in their client's region, go in one copy per
- * run of frames that lie back to back both there and in the slot (a
- * client's consecutive frames of a multiple of 256 bytes do), each on its
- * own otherwise, unless a kernel moves them (move_frames); device frames
+ * run of them (region_run: frames back to back both there and in the slot,
+ * as a client's consecutive frames of a multiple of 256 bytes are, or of
+ * one length at one pitch on each side, as a client's consecutive frame
+ * buffers are, in one 2D copy), unless a kernel moves them (move_frames); device frames
  * are not copied here (their stages run in their region, or move_frames
  * gathers them). */
 static cudaError_t copy_frames(const cuda_engine *ce, const gf_slot *s, cuda_slot *cs,
@@ -185,14 +263,14 @@ static cudaError_t copy_frames(const cuda_engine *ce, const gf_slot *s, cuda_slo
         const void *from = to_device ? (const void *)f->src : dev + f->offset;
         void *to = to_device ? (void *)(dev + f->offset) : f->dst;
         uint32_t j = i + 1, rows = 1;
-        uint64_t pitch = 0;
+        uint64_t pitch = 0, to_pitch = 0, from_pitch = 0;
         if (f->region != NULL) {
-            while (j < s->frame_count &&
-                   region_adjacent(&s->frames[j - 1], &s->frames[j], to_device) &&
-                   !moved_by_kernel(ce, s, &s->frames[j], to_device)) {
-                bytes += to_device ? s->frames[j].in_bytes : s->frames[j].out_bytes;
-                j++;
-            }
+            struct run_shape r;
+            j = region_run(ce, s, i, to_device, 0, &r);
+            bytes = r.bytes;
+            rows = r.rows;
+            to_pitch = to_device ? r.slot_pitch : r.region_pitch;
+            from_pitch = to_device ? r.region_pitch : r.slot_pitch;
         } else {
             /* The run of frames in one slot's buffer from here. */
             uintptr_t base = host_base(f, to_device);
@@ -200,15 +278,16 @@ static cudaError_t copy_frames(const cuda_engine *ce, const gf_slot *s, cuda_slo
                    host_base(&s->frames[j], to_device) == base)
                 j++;
             const gf_frame *last = &s->frames[j - 1];
-            if (strided_run(s, i, j, to_device, &pitch))
+            if (strided_run(s, i, j, to_device, &pitch)) {
                 rows = j - i;
-            else
+                to_pitch = from_pitch = pitch;
+            } else
                 bytes = last->offset + (to_device ? last->in_bytes : last->out_bytes) - f->offset;
         }
         if (bytes) {
-            cudaError_t err =
-                rows > 1 ? cudaMemcpy2DAsync(to, pitch, from, pitch, bytes, rows, dir, cs->busy)
-                         : cudaMemcpyAsync(to, from, bytes, dir, cs->busy);
+            cudaError_t err = rows > 1 ? cudaMemcpy2DAsync(to, to_pitch, from, from_pitch, bytes,
+                                                           rows, dir, cs->busy)
+                                       : cudaMemcpyAsync(to, from, bytes, dir, cs->busy);
             if (err != cudaSuccess)
                 return err;
         }
@@ -271,23 +350,26 @@ static int gathers(const gf_slot *s, int elementwise) {
 
 /* Which directions of batch `s` move its small shm frames by one kernel
  * (GF_HOST_GATHER_IN, _OUT): those in which copy_frames would otherwise
- * make two copies or more for them (frames of several clients, or of one
- * whose frames do not lie back to back).  A kernel's launch costs about
- * what one copy does, so a direction of one copy keeps it. */
+ * make two copies or more for them (frames of several clients, or runs of
+ * one client's broken where its window wraps), of less than
+ * HOST_GATHER_COPY_BYTES each on average. */
 static int host_gathers(const cuda_engine *ce, const gf_slot *s) {
-    unsigned in = 0, out = 0;    /* the copies they would take each way */
-    const gf_frame *prev = NULL; /* the frame before, when it qualifies */
-    for (uint32_t i = 0; ce->host_pointers && i < s->frame_count; i++) {
-        const gf_frame *f = &s->frames[i];
-        if (!host_gatherable(ce, f)) {
-            prev = NULL;
-            continue;
+    unsigned copies[2] = {0, 0}; /* the copies they would take: out, in */
+    uint64_t bytes[2] = {0, 0};  /* and the bytes these would move      */
+    for (int in = 0; in < 2; in++)
+        for (uint32_t i = 0; ce->host_pointers && i < s->frame_count;) {
+            struct run_shape r;
+            if (!host_gatherable(ce, &s->frames[i])) {
+                i++;
+                continue;
+            }
+            i = region_run(ce, s, i, in, 1, &r);
+            copies[in]++;
+            bytes[in] += r.bytes * r.rows;
         }
-        in += !(prev && region_adjacent(prev, f, 1));
-        out += !(prev && region_adjacent(prev, f, 0));
-        prev = f;
-    }
-    return (in >= 2 ? GF_HOST_GATHER_IN : 0) | (out >= 2 ? GF_HOST_GATHER_OUT : 0);
+    const uint64_t most = HOST_GATHER_COPY_BYTES;
+    return (copies[1] >= 2 && bytes[1] < copies[1] * most ? GF_HOST_GATHER_IN : 0) |
+           (copies[0] >= 2 && bytes[0] < copies[0] * most ? GF_HOST_GATHER_OUT : 0);
 }
 
 /* Moves the frames of `s` that a kernel moves (moved_by_kernel): their

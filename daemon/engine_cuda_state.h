@@ -72,6 +72,8 @@ typedef struct cuda_engine {
     int host_pointers;            /* kernels reach registered (shm) memory
                                      at its host address: small shm frames
                                      may be gathered (engine_cuda_launch.c) */
+    uint64_t max_pitch;           /* the largest pitch a 2D copy takes
+                                     (cudaDeviceProp.memPitch)            */
     int hybrid;                   /* completion = hybrid (gf_hybrid_spin_ns) */
     uint64_t tail_ns;             /* hybrid: the GPU's time after a submission's
                                      launches were queued, a moving mean

@@ -629,16 +629,20 @@ END_TEST
  * every region (inputs, the gaps around the results) as the client left
  * it, and STATS' host_gathered_submissions counting such batches (none on
  * the CPU engine, which copies nothing).  Frames lie with gaps between
- * them, so no two are one copy; the first client's 4 bytes off 16-byte
- * boundaries, so that its frames keep their copies beside the others' in
- * the same batches.
+ * them: those of the last two clients at gaps that grow, so that no three
+ * are one copy; the first two clients' at one stride, so that each one's
+ * frames of a batch are one 2D copy of rows with the gaps left as they
+ * are, the first client's 4 bytes off 16-byte boundaries too (no kernel
+ * moves them), so that their copies go beside the kernel in the same
+ * batches.
  */
 enum { SHARE_FRAMES = 12, SHARE_STRIDE = 64u << 10, SHARE_OUT_AT = 32u << 10, SHARE_SKEW = 4 };
 
 /* Where client k's frame f has its input (or its result: `out`) in its
  * region in small_shm_frames_of_several_clients_share_batches. */
 static size_t share_at(int k, int f, int out) {
-    return (size_t)f * SHARE_STRIDE + (out ? SHARE_OUT_AT : 0) + (k == 0 ? SHARE_SKEW : 0);
+    return (size_t)f * SHARE_STRIDE + (out ? SHARE_OUT_AT : 0) + (k == 0 ? SHARE_SKEW : 0) +
+           (k >= 2 ? (size_t)f * (size_t)f * 16 : 0);
 }
 
 START_TEST(small_shm_frames_of_several_clients_share_batches) {
@@ -672,7 +676,8 @@ START_TEST(small_shm_frames_of_several_clients_share_batches) {
                 ck_assert_msg(gf_test_make_frame(&p[i], bytes, &rng, &in, &ref[k][f],
                                                  &ref_bytes[k][f], err, sizeof err) == 0,
                               "%s", err);
-                ck_assert_uint_le(ref_bytes[k][f] + SHARE_SKEW, SHARE_STRIDE - SHARE_OUT_AT);
+                ck_assert_uint_le(share_at(k, f, 1) + ref_bytes[k][f], share_at(k, f + 1, 0));
+                ck_assert_uint_le(share_at(k, f, 0) + bytes, share_at(k, f, 1));
                 memcpy(base + share_at(k, f, 0), in, bytes);
                 free(in);
             }
