@@ -4,9 +4,7 @@
  * 34): the stages' kernels through their device APIs exactly as the CUDA
  * engine calls them (kernels.h, gf_kernel_device_api) on inputs already on
  * the device, and the copy bound of their frames: pinned H2D of the inputs
- * and D2H of the outputs, on four streams, nothing else; and, for the
- * spectrogram, the moved bound: what the daemon does with a batch of shm
- * frames, done in-process.
+ * and D2H of the outputs, on four streams, nothing else.
  *
  *   gf_media [--short]
  *
@@ -16,18 +14,10 @@
  * input); spectrogram, 1 s of 16 kHz int16 to 64 log-mels (n_fft 400, hop
  * 160), at batch 16 and 64.  Every case is first checked against the C
  * reference (two frames of the batch), then timed with events over many
- * launches of the batch.  The moved bound: 16 streams at once, each
- * replaying a graph of a batch's frames gathered from pinned host memory,
- * where each lies apart from the others as a client's shm frame does, by
- * gf_copies_launch, the stage, and the results scattered back the same
- * way: the kernels and blocks the CUDA engine moves a batch of small shm
- * frames with (daemon/engine_cuda_launch.c, move_frames), though the engine
- * launches them around its graph of the stages, two launches more;
- * batches of 16 and 64; one result checked.  Prints:
+ * launches of the batch.  Prints:
  *   # device NAME
  *   kernel case=C batch=B us_per_batch=T frames_per_s=R
  *   limit name=copy case=C in_bytes=I out_bytes=O frames_per_s=R
- *   limit name=moved case=C streams=S batch=B frames_per_s=R
  * Exit status 0, 1 on a CUDA error or a result that differs from the
  * reference.
  */
@@ -186,87 +176,6 @@ static void copy_bound(const char *label, size_t in_bytes, size_t out_bytes, uin
     }
 }
 
-/* Frames/s of the moved bound (above) for `batch` frames of `p`. */
-static void moved_bound(const char *label, const char *kind_name, const gf_params &p,
-                        uint32_t batch, int rounds) {
-    constexpr uint32_t kStreams = 16;
-    const gf_pipeline_kind *kind = gf_pipeline_kind_find(kind_name);
-    const gf_plugin *api = gf_kernel_device_api(kind);
-    char why[512];
-    const size_t in_bytes = kind->warmup_input_bytes(&p);
-    const size_t out_bytes = static_cast<size_t>(kind->output_bytes(&p, in_bytes, why, sizeof why));
-    /* A frame's place in host memory and in the slot: apart, 16-byte aligned. */
-    const size_t stride = align256(in_bytes > out_bytes ? in_bytes : out_bytes) + 4096;
-    gf_params state = p;
-    void *dev = api->device_open(&state, 0, kStreams, why, sizeof why);
-    if (dev == nullptr) {
-        std::fprintf(stderr, "gf_media: %s: device_open: %s\n", label, why);
-        std::exit(1);
-    }
-    cudaStream_t st[kStreams];
-    cudaGraphExec_t exec[kStreams];
-    unsigned char *host_in[kStreams], *host_out[kStreams], *dev_in[kStreams], *dev_out[kStreams];
-    std::vector<gf_plugin_frame> frames(batch);
-    std::vector<gf_copy> gather(batch), scatter(batch);
-    for (uint32_t i = 0; i < kStreams; i++) {
-        CHECK(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking));
-        CHECK(cudaHostAlloc(&host_in[i], stride * batch, cudaHostAllocDefault));
-        CHECK(cudaHostAlloc(&host_out[i], stride * batch, cudaHostAllocDefault));
-        CHECK(cudaMalloc(&dev_in[i], stride * batch));
-        CHECK(cudaMalloc(&dev_out[i], stride * batch));
-        uint64_t s = 0x3a + i;
-        for (size_t b = 0; b < stride * batch; b++) {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            host_in[i][b] = static_cast<unsigned char>(s >> 56);
-        }
-        for (uint32_t f = 0; f < batch; f++) {
-            frames[f] = {dev_in[i] + f * stride, in_bytes, dev_out[i] + f * stride, out_bytes};
-            gather[f] = {host_in[i] + f * stride, dev_in[i] + f * stride, in_bytes};
-            scatter[f] = {dev_out[i] + f * stride, host_out[i] + f * stride, out_bytes};
-        }
-        cudaGraph_t graph;
-        CHECK(cudaStreamBeginCapture(st[i], cudaStreamCaptureModeThreadLocal));
-        CHECK(static_cast<cudaError_t>(gf_copies_launch(gather.data(), batch, 1, st[i])));
-        CHECK(static_cast<cudaError_t>(api->launch_batch(dev, i, frames.data(), batch, st[i])));
-        CHECK(static_cast<cudaError_t>(gf_copies_launch(scatter.data(), batch, 1, st[i])));
-        CHECK(cudaStreamEndCapture(st[i], &graph));
-        CHECK(cudaGraphInstantiate(&exec[i], graph, 0));
-        CHECK(cudaGraphDestroy(graph));
-    }
-    double t0 = 0;
-    for (int r = -2; r < rounds; r++) {
-        if (r == 0) {
-            CHECK(cudaDeviceSynchronize());
-            t0 = now_us();
-        }
-        for (uint32_t i = 0; i < kStreams; i++)
-            CHECK(cudaGraphLaunch(exec[i], st[i]));
-    }
-    CHECK(cudaDeviceSynchronize());
-    const double us = now_us() - t0;
-    std::vector<unsigned char> ref(out_bytes);
-    const uint32_t last = kStreams - 1, f = batch - 1;
-    kind->reference(&p, host_in[last] + f * stride, in_bytes, ref.data());
-    if (gf_pipeline_compare(kind, host_out[last] + f * stride, ref.data(), out_bytes, why,
-                            sizeof why) != 0) {
-        std::fprintf(stderr, "gf_media: %s moved, frame %u differs from the reference: %s\n", label,
-                     f, why);
-        std::exit(1);
-    }
-    std::printf("limit name=moved case=%s streams=%u batch=%u frames_per_s=%.0f\n", label, kStreams,
-                batch, static_cast<double>(rounds) * kStreams * batch * 1e6 / us);
-    std::fflush(stdout);
-    for (uint32_t i = 0; i < kStreams; i++) {
-        CHECK(cudaGraphExecDestroy(exec[i]));
-        CHECK(cudaStreamDestroy(st[i]));
-        CHECK(cudaFreeHost(host_in[i]));
-        CHECK(cudaFreeHost(host_out[i]));
-        CHECK(cudaFree(dev_in[i]));
-        CHECK(cudaFree(dev_out[i]));
-    }
-    api->device_close(dev);
-}
-
 int main(int argc, char **argv) {
     const bool short_run = argc > 1 && std::strcmp(argv[1], "--short") == 0;
     if (argc > 2 || (argc == 2 && !short_run)) {
@@ -285,7 +194,5 @@ int main(int argc, char **argv) {
     time_kernel("spectrogram", "spectrogram", spec, 64, iters);
     copy_bound("image_nv12", 1920 * 1080 * 3 / 2, 224 * 224 * 3 * 4, 16, short_run ? 3 : 60);
     copy_bound("spectrogram", 16000 * 2, 64 * 101 * 4, 64, short_run ? 3 : 400);
-    moved_bound("spectrogram", "spectrogram", spec, 16, short_run ? 3 : 400);
-    moved_bound("spectrogram", "spectrogram", spec, 64, short_run ? 3 : 100);
     return 0;
 }
