@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -477,10 +478,10 @@ static void show_progress(gf_stream_run *r, uint64_t now_ns) {
 
 /*
  * --rate: waits until `due_ns` (gf_now_ns's clock), or less while a reply
- * arrives, to the microsecond: a wait in whole milliseconds would let a fast
- * source send only behind replies, each frame just after the daemon placed
- * the one before, rather than on its clock.  Returns 0, or -1 when poll
- * failed (reported).
+ * arrives, in nanoseconds (the timer slack set to 1 ns: stream_run): a wait
+ * in whole milliseconds would let a fast source send only behind replies,
+ * each frame just after the daemon placed the one before, rather than on
+ * its clock.  Returns 0, or -1 when poll failed (reported).
  */
 static int wait_due_or_reply(gf_stream_run *r, uint64_t due_ns) {
     uint64_t now = gf_now_ns();
@@ -582,6 +583,10 @@ static void wait_until(double epoch_s) {
  * before it (stream_interrupted), it sends nothing. */
 static int stream_run(gf_stream_run *r, uint64_t *elapsed_ns) {
     r->progress = !r->o->quiet && isatty(STDERR_FILENO);
+    /* --rate's waits end when due: Linux lets a sleep of this thread end up
+     * to 50 us late by default, most of a fast source's period. */
+    if (r->o->rate > 0)
+        (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     wait_until(r->o->start_at);
     r->start_ns = gf_now_ns();
     struct timespec now;

@@ -292,10 +292,13 @@ GF_API size_t gf_client_in_flight(const gf_client *c);
 /*
  * The connection's socket, for a caller that waits in its own poll(), epoll
  * or event loop (with a finer timeout than milliseconds, or beside other
- * descriptors): when it is readable, gf_client_recv(c, &reply, 0) takes what
- * arrived; while gf_client_flush(c, 0) returns -ETIMEDOUT, requests remain
- * unwritten, so wait for it to be writable too.  The library keeps owning it:
- * never read, write or close it.
+ * descriptors).  gf_client_recv reads all the socket holds and keeps the
+ * replies it does not return yet, so before waiting again call
+ * gf_client_recv(c, &reply, 0) until it returns -ETIMEDOUT: a reply already
+ * read makes the socket no more readable.  While gf_client_flush(c, 0)
+ * returns -ETIMEDOUT, requests remain unwritten: wait for writable too, and
+ * then call gf_client_flush(c, 0) (or gf_client_recv) again.  The library
+ * keeps owning it: never read, write or close it.
  */
 GF_API int gf_client_fd(const gf_client *c);
 
