@@ -113,7 +113,7 @@ nm -D --defined-only "$tmp/libx/usr/lib/$ma/libgpuframe.so.$version" | awk '$2 =
 diff "$tmp/symbols.listed" "$tmp/symbols.exported" ||
   fail "the package's symbols file and the library's exports differ (< file, > library)"
 # dpkg-gensymbols adds a symbol the source's file lacks (with a warning), so
-# that file is checked on its own: a new function is listed with its version.
+# that file is checked on its own: a new function must be listed there.
 sed -n 's/^ \([a-z_0-9]*\)@Base .*/\1/p' "$pkgsrc/debian/libgpuframe0.symbols" | sort >"$tmp/symbols.source"
 diff "$tmp/symbols.source" "$tmp/symbols.exported" ||
   fail "debian/libgpuframe0.symbols and the library's exports differ (< file, > library)"
