@@ -9,13 +9,13 @@
 #define _GNU_SOURCE /* ppoll */
 #include <errno.h>
 #include <getopt.h>
-#include <poll.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -478,10 +478,11 @@ static void show_progress(gf_stream_run *r, uint64_t now_ns) {
 
 /*
  * --rate: waits until `due_ns` (gf_now_ns's clock), or less while a reply
- * arrives, in nanoseconds (the timer slack set to 1 ns: stream_run): a wait
- * in whole milliseconds would let a fast source send only behind replies,
- * each frame just after the daemon placed the one before, rather than on
- * its clock.  Returns 0, or -1 when poll failed (reported).
+ * arrives (or the daemon closes), in nanoseconds (the timer slack set to
+ * 1 ns: stream_run), with frames in flight or none: a wait in whole
+ * milliseconds would let a fast source send only behind replies, each frame
+ * just after the daemon placed the one before, rather than on its clock.
+ * Returns 0, or -1 when poll failed (reported).
  */
 static int wait_due_or_reply(gf_stream_run *r, uint64_t due_ns) {
     uint64_t now = gf_now_ns();
@@ -517,12 +518,6 @@ static int stream_frames(gf_stream_run *r) {
                 uint64_t at = r->start_ns + (uint64_t)((double)r->queued * 1e9 / o->rate);
                 uint64_t now = gf_now_ns();
                 if (now < at) {
-                    if (r->queued == r->answered) {
-                        struct timespec ts = {.tv_sec = (time_t)((at - now) / 1000000000u),
-                                              .tv_nsec = (long)((at - now) % 1000000000u)};
-                        nanosleep(&ts, NULL);
-                        continue;
-                    }
                     due = at;
                     break;
                 }
@@ -534,7 +529,7 @@ static int stream_frames(gf_stream_run *r) {
                     r->input_error = 1;
             }
         }
-        if (r->queued == r->answered)
+        if (r->queued == r->answered && !due)
             return 0;
 
         size_t before = gf_client_in_flight(r->client);
