@@ -597,9 +597,9 @@ START_TEST(stats_between_frames_keeps_order) {
 END_TEST
 
 /* A caller that waits on gf_client_fd in its own poll() (an event loop's
- * way): the sent frame is written by gf_client_flush, the socket turns
- * readable with its reply, and gf_client_recv without waiting takes it;
- * before that, it says there is none yet. */
+ * way): with nothing asked, gf_client_recv without waiting says there is no
+ * reply; the sent frame is written by gf_client_flush, the socket turns
+ * readable with its reply, and gf_client_recv without waiting takes it. */
 START_TEST(waiting_on_the_client_fd) {
     char err[ERR_BYTES];
     uint64_t rng = 35;
