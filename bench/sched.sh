@@ -9,7 +9,7 @@
 #           the first one's start to the last one's end, as `started=` gives
 #           them; p50: the clients' mean).  Verdict: auto's frames/s at least
 #           0.9 of the better fixed delay's, its p50 at most the worse one's.
-#  single   one client at window 1 (p50, p99), delay 0 and auto in turn for
+#  single   one client at window 1 (p50, p99), auto and delay 0 in turn for
 #           five rounds, each on a daemon of its own (one run of each read
 #           delay 0 anywhere from 52.5 to 58.1 us on an H200: that spread is
 #           wider than the criterion).  Verdict: the median of the rounds'
@@ -123,12 +123,36 @@ clients() { # N ARGS...
   rm -f "$tmp"/c*
 }
 
+# The configuration of the MLP alone with max_batch_delay_us DELAY (JSON).
+mlp_delay() { echo "{\"pipelines\": [{\"name\": \"mlp\", $mlp, \"max_batch_delay_us\": $1}]}"; }
+# A over B, or 99 when either is missing (a stream that failed counts
+# against the verdict).
+over() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > 0 && b > 0 ? a / b : 99) }'; }
+# `gpuframe stream ARGS...` on two daemons in turn, configurations A and B,
+# for $rounds rounds: prints "SECTION round=R KEY=NAME p50_us=... p99_us=..."
+# and leaves the rounds' A / B ratios of p50 and p99 in turn_p50, turn_p99.
+in_turn() { # SECTION KEY NAME_A CONFIG_A NAME_B CONFIG_B ARGS...
+  local section=$1 key=$2 names=("$3" "$5") configs=("$4" "$6") round i out p50s=() p99s=()
+  shift 6
+  turn_p50="" turn_p99=""
+  for ((round = 1; round <= rounds; round++)); do
+    for i in 0 1; do
+      start_daemon "${configs[$i]}"
+      out=$(stream "$@")
+      p50s[i]=$(field p50_us "$out") p99s[i]=$(field p99_us "$out")
+      echo "$section round=$round $key=${names[$i]} p50_us=${p50s[$i]} p99_us=${p99s[$i]}"
+      stop_daemon
+    done
+    turn_p50+=" $(over "${p50s[0]}" "${p50s[1]}")" turn_p99+=" $(over "${p99s[0]}" "${p99s[1]}")"
+  done
+}
+
 # ---- delay: 0, 200, auto across client counts -----------------------------------
 counts="1 2 4 8 16 64"
 declare -A fps p50
 for delay in 0 200 auto; do
   d=$delay; [ "$d" = auto ] && d='"auto"'
-  start_daemon "{\"pipelines\": [{\"name\": \"mlp\", $mlp, \"max_batch_delay_us\": $d}]}"
+  start_daemon "$(mlp_delay "$d")"
   for n in $counts; do
     each=$((total / n)); [ $each -lt $least ] && each=$least
     read -r f p q <<<"$(clients "$n" --pipeline mlp --size 12288 --count $each --window 16 --no-shm)"
@@ -148,19 +172,10 @@ for p in json.load(sys.stdin)["pipelines"]:
   stop_daemon
 done
 
-# ---- single: one client at window 1, delay 0 and auto in turn ---------------------
-single_ratios=""
-for ((round = 1; round <= rounds; round++)); do
-  for delay in 0 auto; do
-    d=$delay; [ "$d" = auto ] && d='"auto"'
-    start_daemon "{\"pipelines\": [{\"name\": \"mlp\", $mlp, \"max_batch_delay_us\": $d}]}"
-    out=$(stream --pipeline mlp --size 12288 --count "$single" --window 1 --no-shm)
-    echo "single round=$round delay=$delay p50_us=$(field p50_us "$out") p99_us=$(field p99_us "$out")"
-    eval "single_$delay=$(field p50_us "$out")"
-    stop_daemon
-  done
-  single_ratios+=" $(awk -v a="$single_auto" -v z="$single_0" 'BEGIN { print (a > 0 && z > 0 ? a / z : 99) }')"
-done
+# ---- single: one client at window 1, auto and delay 0 in turn ---------------------
+in_turn single delay auto "$(mlp_delay '"auto"')" 0 "$(mlp_delay 0)" \
+  --pipeline mlp --size 12288 --count "$single" --window 1 --no-shm
+single_ratios=$turn_p50
 
 # ---- live: a 30 frames/s source with 10 ms deadlines, alone and beside 16 clients --
 start_daemon "{\"priorities\": {\"default\": \"realtime\"}, \"pipelines\": [{\"name\": \"mlp\", $mlp},
@@ -212,19 +227,10 @@ latest camera slow "$slow_size"
 stop_daemon
 
 # ---- shards: one client, 4 KiB at window 1, default shards and one, in turn ---------
-sh_p50_ratios="" sh_p99_ratios=""
-for ((round = 1; round <= rounds; round++)); do
-  for shards in default 1; do
-    keys=""; [ $shards = 1 ] && keys='"shards": 1, '
-    start_daemon "{$keys\"pipelines\": [{\"name\": \"echo\", \"kind\": \"echo\"}]}"
-    out=$(stream --pipeline echo --size 4096 --count "$shard_count" --window 1 --no-shm)
-    echo "shards round=$round shards=$shards p50_us=$(field p50_us "$out") p99_us=$(field p99_us "$out")"
-    eval "sh_p50_$shards=$(field p50_us "$out") sh_p99_$shards=$(field p99_us "$out")"
-    stop_daemon
-  done
-  sh_p50_ratios+=" $(awk -v a="$sh_p50_default" -v b="$sh_p50_1" 'BEGIN { print (b > 0 ? a / b : 0) }')"
-  sh_p99_ratios+=" $(awk -v a="$sh_p99_default" -v b="$sh_p99_1" 'BEGIN { print (b > 0 ? a / b : 0) }')"
-done
+echo_only='"pipelines": [{"name": "echo", "kind": "echo"}]'
+in_turn shards shards default "{$echo_only}" 1 "{\"shards\": 1, $echo_only}" \
+  --pipeline echo --size 4096 --count "$shard_count" --window 1 --no-shm
+sh_p50_ratios=$turn_p50 sh_p99_ratios=$turn_p99
 
 # ---- verdicts ----------------------------------------------------------------------
 for n in $counts; do
