@@ -254,6 +254,7 @@ static void expect(moved m, unsigned copies, unsigned copies_2d, unsigned kernel
     ck_assert_uint_eq(m.host_gathered, host_gathered);
 }
 
+/* Twelve of a client's frame buffers in a row: one 2D copy each way. */
 START_TEST(a_clients_frame_buffers_are_one_2d_copy_each_way) {
     batch b = {0};
     add_audio(&b, 0, 2, 12);
