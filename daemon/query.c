@@ -196,7 +196,7 @@ static void gathered(gf_shard *sh, const gf_snapshot *snaps, uint32_t n, uint32_
     const gf_header *h = &q->request;
     cJSON *doc = !snaps                    ? NULL
                  : h->type == GF_MSG_STATS ? gf_stats_document(sh, snaps, n)
-                                           : gf_trace_document(sh, snaps, n, h->pipeline_id);
+                                           : gf_trace_document(sh, snaps, n, trace_frames);
     char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
     cJSON_Delete(doc);
     if (text) {
@@ -217,18 +217,27 @@ static void gather_release(gf_reply *q, int delivered) {
     *(void **)q->extra = NULL;
 }
 
-/* STATS or TRACE: a reply that waits in the queue, in order, while every
- * shard's figures are gathered. */
-static void gather_reply(gf_conn *c, const gf_header *h) {
+/* The frames a TRACE that asks for `asked` (0: every one kept) is sent: at
+ * most trace_frames, the newest of every shard's merged (gf_trace_document),
+ * and no more than max_output_bytes_total holds, so that the reply can be
+ * sent whole (one that could not would wait for room that never comes). */
+static uint32_t trace_frames_sent(const gf_config *cfg, uint32_t asked) {
+    uint32_t n = asked == 0 || asked > cfg->trace_frames ? cfg->trace_frames : asked;
+    uint32_t fit = gf_trace_frames_within(cfg->max_output_bytes_total);
+    n = n < fit ? n : fit > 0 ? fit : 1;
+    return n < GF_SNAPSHOT_NO_TRACE ? n : GF_SNAPSHOT_NO_TRACE - 1;
+}
+
+/* STATS or TRACE of `frames` (trace_frames_sent; GF_SNAPSHOT_NO_TRACE for
+ * STATS): a reply that waits in the queue, in order, while every shard's
+ * figures are gathered. */
+static void gather_reply(gf_conn *c, const gf_header *h, uint32_t frames) {
     gf_reply *q = gf_reply_pending(h, NULL, NULL);
     if (!q) {
         gf_conn_reject(c, h, GF_ERR_INTERNAL, "out of memory for a STATS or TRACE reply");
         return;
     }
     gf_conn_push(c, q);
-    uint32_t frames = h->type == GF_MSG_TRACE ? h->pipeline_id : GF_SNAPSHOT_NO_TRACE;
-    if (h->type == GF_MSG_TRACE && frames == GF_SNAPSHOT_NO_TRACE)
-        frames--;
     c->gathering = 1;
     if (h->type == GF_MSG_TRACE)
         c->shard->gathers++;
@@ -262,14 +271,11 @@ int gf_query_answer(gf_conn *c, const gf_request *req, int fd) {
     gf_shard *sh = c->shard;
     const gf_header *h = &req->header;
     int doc = h->type == GF_MSG_LIST || h->type == GF_MSG_STATS || h->type == GF_MSG_TRACE;
+    uint32_t trace_frames =
+        h->type == GF_MSG_TRACE ? trace_frames_sent(sh->cfg, h->pipeline_id) : GF_SNAPSHOT_NO_TRACE;
     if (doc) {
-        /* A TRACE merges every shard's ring: their size is not known here,
-         * so each counts as full but this one. */
         uint64_t bytes =
-            h->type == GF_MSG_TRACE
-                ? gf_trace_text_bytes(&sh->trace, h->pipeline_id) +
-                      (sh->group->count - 1) * gf_trace_text_bytes_full(&sh->trace, h->pipeline_id)
-                : GF_SMALL_REPLY_BYTES / 2;
+            h->type == GF_MSG_TRACE ? gf_trace_text_bytes(trace_frames) : GF_SMALL_REPLY_BYTES / 2;
         if (!gf_conn_may_build(c, bytes) || (h->type != GF_MSG_LIST && !may_gather(c, h)))
             return 0;
     }
@@ -289,11 +295,11 @@ int gf_query_answer(gf_conn *c, const gf_request *req, int fd) {
         return 1;
     case GF_MSG_STATS:
         sh->stats.requests_stats++;
-        gather_reply(c, h);
+        gather_reply(c, h, GF_SNAPSHOT_NO_TRACE);
         return 1;
     case GF_MSG_TRACE:
         sh->stats.requests_trace++;
-        gather_reply(c, h);
+        gather_reply(c, h, trace_frames);
         return 1;
     default: break;
     }

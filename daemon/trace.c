@@ -120,19 +120,19 @@ static uint32_t frames_shown(const gf_trace *t, uint32_t max_frames) {
     return max_frames && max_frames < t->count ? max_frames : t->count;
 }
 
-uint64_t gf_trace_text_bytes(const gf_trace *t, uint32_t max_frames) {
-    return (uint64_t)frames_shown(t, max_frames) * GF_TRACE_RECORD_TEXT_BYTES + 3;
+uint64_t gf_trace_text_bytes(uint32_t frames) {
+    return (uint64_t)frames * GF_TRACE_RECORD_TEXT_BYTES + 3;
 }
 
-uint64_t gf_trace_text_bytes_full(const gf_trace *t, uint32_t max_frames) {
-    uint32_t n = max_frames && max_frames < t->capacity ? max_frames : t->capacity;
-    return (uint64_t)n * GF_TRACE_RECORD_TEXT_BYTES + 3;
+uint32_t gf_trace_frames_within(uint64_t bytes) {
+    uint64_t n = bytes > 3 ? (bytes - 3) / GF_TRACE_RECORD_TEXT_BYTES : 0;
+    return n < UINT32_MAX ? (uint32_t)n : UINT32_MAX;
 }
 
 char *gf_trace_frames_text(const gf_trace *t, uint32_t max_frames, uint64_t t0_ns) {
     text_buf b = {0};
     uint32_t n = frames_shown(t, max_frames);
-    tb_reserve(&b, gf_trace_text_bytes(t, max_frames));
+    tb_reserve(&b, gf_trace_text_bytes(n));
     tb_str(&b, "[");
     for (uint32_t i = t->count - n; i < t->count; i++) {
         const gf_trace_rec *r = rec_at(t, i);

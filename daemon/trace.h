@@ -54,12 +54,11 @@ cJSON *gf_trace_frames_json(const gf_trace *t, uint32_t max_frames, uint64_t t0_
  * bulk); malloc'd, NUL-terminated, NULL without memory. */
 char *gf_trace_frames_text(const gf_trace *t, uint32_t max_frames, uint64_t t0_ns);
 
-/* About how many bytes gf_trace_frames_text of `max_frames` makes, before
- * it is made: what a TRACE reply will hold for its client. */
-uint64_t gf_trace_text_bytes(const gf_trace *t, uint32_t max_frames);
-/* The same for a ring as full as `t` can be: what another shard's ring of
- * the same capacity may add, which this thread cannot look at. */
-uint64_t gf_trace_text_bytes_full(const gf_trace *t, uint32_t max_frames);
+/* About how many bytes gf_trace_frames_text of `frames` frames makes, before
+ * it is made: what a TRACE reply of them will hold for its client. */
+uint64_t gf_trace_text_bytes(uint32_t frames);
+/* The most frames whose text (gf_trace_text_bytes) fits in `bytes`. */
+uint32_t gf_trace_frames_within(uint64_t bytes);
 
 /*
  * Busy fractions over [now - window, now] from the kept frames' timed stage

@@ -646,6 +646,45 @@ START_TEST(trace_merges_every_shard) {
 }
 END_TEST
 
+/*
+ * A TRACE whose reply max_output_bytes_total cannot hold is cut to the
+ * newest frames it holds (344 bytes of text a frame, daemon/trace.c), not
+ * kept waiting for room that never comes.  With a budget of FIT frames'
+ * text, more than a small reply's 16 KiB: TRACEs of every frame kept and of
+ * more than FIT give the newest FIT, of FIT all of them, of FEW the newest
+ * FEW.  (The daemon counted every other shard's ring as full in each reply,
+ * where the reply holds at most trace_frames, and left a TRACE of FIT here
+ * unanswered, as it did one of 60,000 frames of 8 shards of 65,536 on an
+ * H200.)
+ */
+START_TEST(a_trace_beyond_the_output_budget_is_cut_to_it) {
+    enum { TRACE_FRAMES = 120, FIT = 100, FEW = 3, SENT = 130 };
+    char extra[128];
+    snprintf(extra, sizeof extra, "\"trace_frames\": %d, \"max_output_bytes_total\": %d,",
+             TRACE_FRAMES, FIT * 344 + 3);
+    start(extra);
+    gf_client *s = settled_client();
+    gf_client *c = client();
+    for (unsigned r = 0; r < SENT; r++)
+        echo_frame(c, frame_id_of(0, r), 64);
+    uint32_t asks[] = {0, TRACE_FRAMES, FIT + 1, FIT, FEW};
+    for (unsigned a = 0; a < sizeof asks / sizeof asks[0]; a++) {
+        cJSON *tr = trace(s, asks[a]);
+        const cJSON *frames = trace_frames_of(tr);
+        int want = asks[a] == FEW ? FEW : FIT;
+        ck_assert_msg(cJSON_GetArraySize(frames) == want, "TRACE %u: %d frames, not %d",
+                      (unsigned)asks[a], cJSON_GetArraySize(frames), want);
+        for (int j = 0; j < want; j++)
+            ck_assert_uint_eq(gf_test_ck_u64(cJSON_GetArrayItem(frames, j), "frame_id"),
+                              frame_id_of(0, SENT - want + j));
+        cJSON_Delete(tr);
+    }
+    gf_client_close(c);
+    gf_client_close(s);
+    stop(0);
+}
+END_TEST
+
 /* ---- limits ------------------------------------------------------------------------ */
 
 /*
@@ -1231,6 +1270,7 @@ static Suite *shards_suite(void) {
 
     tc = tcase("trace");
     tcase_add_test(tc, trace_merges_every_shard);
+    tcase_add_test(tc, a_trace_beyond_the_output_budget_is_cut_to_it);
     tcase_add_test(tc, requests_of_closed_connections_leave_no_trace);
     suite_add_tcase(s, tc);
 
