@@ -12,7 +12,8 @@
  *   shard k        shard.c and below (shard_state.h draws them), on
  *                  device k mod devices
  *
- * Placement: the shard with the fewest connections, ties taken in turn.
+ * Placement: the shard with the fewest connections, ties taken in turn or
+ * by the shard of a lone client that came back (warm from it).
  * What shards share is in group.h; how they talk is mailbox.h.
  */
 #ifndef GF_SHARDS_H
