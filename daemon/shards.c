@@ -79,8 +79,7 @@ struct gf_shards {
     gf_reload_limits limits; /* a reload's bounds, fixed at start-up       */
     gf_mailbox *control;     /* the control loop's (main.c's): shards answer
                                 there, and say they have finished          */
-    uint32_t next;           /* placement: the shard after the last placed  */
-    uint32_t last_count;     /* the connections that one had with it        */
+    uint32_t next;           /* placement: the shard after the last tie     */
     uint32_t finished;       /* shards whose loop has ended                 */
     uint32_t slot_count;     /* per shard, fixed                            */
     int draining;
@@ -115,33 +114,21 @@ static void on_accept_mail(gf_call *m, void *owner) {
     free(a);
 }
 
-/* The shard with the fewest connections; ties go in turn, but to the shard
- * that took the last connection when that shard has lost one since: a lone
- * client that comes back (a camera reconnecting, a tool run again and
- * again) lands where the last one ran, whose state is warm from it: its
- * slots' CUDA graphs of the pipeline's shapes (a capture takes 0.1 to 0.7
- * ms of the loop on an H200), the plugins' stream bindings, the "auto"
- * delay's measurements.  Connections open at once still spread in turn.
- * *total gets every shard's connections. */
+/* The shard with the fewest connections; ties go in turn.  *total gets every
+ * shard's connections. */
 static uint32_t place(gf_shards *g, uint64_t *total) {
-    uint32_t count = g->group.count, best = g->next % count, best_n = UINT32_MAX;
-    uint32_t last = (g->next + count - 1) % count, last_n = 0;
+    uint32_t best = g->next % g->group.count, best_n = UINT32_MAX;
     *total = 0;
-    for (uint32_t i = 0; i < count; i++) {
-        uint32_t k = (g->next + i) % count;
+    for (uint32_t i = 0; i < g->group.count; i++) {
+        uint32_t k = (g->next + i) % g->group.count;
         uint32_t n = atomic_load_explicit(&g->group.shard[k].connections, memory_order_relaxed);
         *total += n;
-        if (k == last)
-            last_n = n;
         if (n < best_n) {
             best = k;
             best_n = n;
         }
     }
-    if (last_n == best_n && last_n < g->last_count)
-        best = last;
     g->next = best + 1;
-    g->last_count = best_n + 1;
     return best;
 }
 

@@ -12,8 +12,7 @@
  *   shard k        shard.c and below (shard_state.h draws them), on
  *                  device k mod devices
  *
- * Placement: the shard with the fewest connections, ties taken in turn or
- * by the shard of a lone client that came back (warm from it).
+ * Placement: the shard with the fewest connections, ties taken in turn.
  * What shards share is in group.h; how they talk is mailbox.h.
  */
 #ifndef GF_SHARDS_H

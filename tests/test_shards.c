@@ -475,56 +475,6 @@ START_TEST(connections_spread_evenly_over_shards) {
 }
 END_TEST
 
-/*
- * A lone client that comes back lands on the shard of the one before it,
- * whose graphs and measurements are warm from it (of the shards with the
- * fewest connections, the one that took the last and lost one since): five
- * in a row, each gone before the next connects, all on one shard, not the
- * STATS connection's.  One that connects while the last is still open goes
- * to a shard with none.
- */
-START_TEST(a_lone_client_lands_where_the_last_one_ran) {
-    enum { ROUNDS = 4 };
-    start("");
-    gf_client *s = settled_client();
-    unsigned first = SHARDS, stats_shard = SHARDS;
-    for (unsigned r = 0; r <= ROUNDS; r++) {
-        gf_client *c = client();
-        echo_frame(c, frame_id_of(r, 0), SMALL_FRAME_BYTES);
-        gf_client *beside = NULL;
-        if (r == ROUNDS) { /* the last stays while one more connects */
-            beside = client();
-            echo_frame(beside, frame_id_of(r + 1, 0), SMALL_FRAME_BYTES);
-        }
-        cJSON *tr = trace(s, 0);
-        unsigned k = trace_shard_of(tr, frame_id_of(r, 0), NULL);
-        if (r == 0) {
-            first = k;
-            /* The STATS connection's shard, from its own count there. */
-            cJSON *st = gf_test_ck_stats(s);
-            for (unsigned j = 0; j < SHARDS; j++)
-                if (j != k && shard_stat(st, j, "connections") == 1)
-                    stats_shard = j;
-            cJSON_Delete(st);
-            ck_assert_msg(stats_shard < SHARDS, "the STATS connection is on no other shard");
-        }
-        ck_assert_msg(k == first, "lone client %u went to shard %u, not %u where the last ran", r,
-                      k, first);
-        if (beside != NULL) {
-            unsigned b = trace_shard_of(tr, frame_id_of(r + 1, 0), NULL);
-            ck_assert_msg(b != first && b != stats_shard,
-                          "a client beside the last went to shard %u, which has one", b);
-            gf_client_close(beside);
-        }
-        cJSON_Delete(tr);
-        gf_client_close(c);
-        gf_test_ck_wait_idle(s, 1, SETTLE_MS, NULL);
-    }
-    gf_client_close(s);
-    stop(0);
-}
-END_TEST
-
 /* ---- totals ------------------------------------------------------------------------ */
 
 /*
@@ -1314,7 +1264,6 @@ static Suite *shards_suite(void) {
     Suite *s = suite_create("shards");
     TCase *tc = tcase("placement");
     tcase_add_test(tc, connections_spread_evenly_over_shards);
-    tcase_add_test(tc, a_lone_client_lands_where_the_last_one_ran);
     tcase_add_test(tc, totals_are_exact_over_shards);
     tcase_add_test(tc, max_connections_counts_every_shard);
     suite_add_tcase(s, tc);
